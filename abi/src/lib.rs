@@ -1,0 +1,26 @@
+//! The Neuron host↔device contract, as data and pure functions.
+//!
+//! A compiled model is two artifacts: a NEFF (the device program and its table of device
+//! variables) and a metaneff (a small protobuf saying which host tensor fills which variable,
+//! with what dtype and shape, and which outputs alias inputs). This crate describes both, plus the
+//! tables that join them to the libnrt C API: dtypes and status codes.
+//!
+//! Design choices:
+//! - **No IO and no `unsafe`.** Everything here takes bytes and returns values or typed errors,
+//!   so every parser can be fuzzed and property-tested without a device or a file system.
+//! - **The schema has one source of truth**, `proto/metaneff.proto`. The prost types in
+//!   [`metaneff`] are generated from it by `cargo xtask codegen` with a pure-Rust protobuf
+//!   compiler and committed; a test fails when they are stale.
+//! - **Bytes are the interface.** Editing a metaneff ([`metaneff::edit`]) works on the wire form
+//!   and keeps every byte it was not asked to change, unknown fields included, because the C++
+//!   runtime keeps them too.
+//! - **Corrections win over the seed.** Where public sources contradict the reverse-engineered
+//!   seed (status 1003, binding by name, `bytes` names, proto3 default omission), the code follows
+//!   the public sources and the seed's claim is pinned by a test as a documented discrepancy.
+#![forbid(unsafe_code)]
+
+pub mod dtype;
+pub mod metaneff;
+pub mod neff;
+pub mod status;
+pub mod wire;

@@ -1,0 +1,1 @@
+//! The NEFF container (placeholder until the NEFF issue lands).

@@ -1,0 +1,43 @@
+//! Project automation, run as `cargo xtask <command>`.
+//!
+//! - `codegen [--check]`: regenerate the committed prost code and descriptor of
+//!   `abi/proto/metaneff.proto` with protox (a pure-Rust protobuf compiler, so no `protoc` is
+//!   needed on any machine); `--check` fails when the committed files are stale.
+#![forbid(unsafe_code)]
+
+mod codegen;
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "cargo xtask", about = "Project automation for nrtsim")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Regenerate the prost code and descriptor from abi/proto/metaneff.proto.
+    Codegen {
+        /// Do not write: fail when the committed files differ from what would be generated.
+        #[arg(long)]
+        check: bool,
+    },
+}
+
+fn main() -> Result<()> {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Codegen { check } => codegen::run(&workspace_root(), check),
+    }
+}
+
+/// The workspace root: the parent of this crate's manifest directory.
+fn workspace_root() -> PathBuf {
+    let manifest_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    manifest_dir.parent().map(PathBuf::from).unwrap_or(manifest_dir)
+}
