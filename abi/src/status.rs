@@ -157,7 +157,8 @@ impl NrtStatus {
         if let Ok(code) = ident.parse::<u32>() {
             return Some(NrtStatus::from_code(code));
         }
-        let full = if ident.starts_with("NRT_") { ident.to_owned() } else { format!("NRT_{ident}") };
+        let full =
+            if ident.starts_with("NRT_") { ident.to_owned() } else { format!("NRT_{ident}") };
         if let Some(code) = full.strip_prefix("NRT_STATUS_").and_then(|c| c.parse::<u32>().ok()) {
             return Some(NrtStatus::from_code(code));
         }

@@ -1,12 +1,93 @@
-//! `nrtsim metaneff`: decode, encode and edit metaneff protobufs.
+//! `nrtsim metaneff`: decode and encode metaneff protobufs.
 
-use anyhow::Result;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+use abi::metaneff::text;
+use anyhow::{Context, Result};
 
 /// The `nrtsim metaneff` subcommands.
 #[derive(clap::Subcommand)]
-pub(crate) enum MetaneffCommand {}
+pub(crate) enum MetaneffCommand {
+    /// Print a binary metaneff as protobuf text format (default) or proto3 JSON.
+    ///
+    /// Unknown fields are listed as `#` comments at the top of text output (and on stderr for
+    /// JSON): they cannot be written back from text.
+    Decode {
+        /// The binary metaneff (`-` for standard input).
+        file: PathBuf,
+        /// The output format.
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
+    /// Turn text format (or JSON) back into canonical metaneff bytes.
+    Encode {
+        /// The text-format or JSON metaneff (`-` for standard input).
+        file: PathBuf,
+        /// Where to write the bytes (`-` for standard output).
+        #[arg(short, long)]
+        output: PathBuf,
+        /// The input format.
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
+}
+
+/// A human-readable metaneff format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum Format {
+    /// Protobuf text format.
+    Text,
+    /// Proto3 JSON with the proto field names.
+    Json,
+}
 
 /// Runs an `nrtsim metaneff` subcommand.
 pub(crate) fn run(command: MetaneffCommand) -> Result<()> {
-    match command {}
+    match command {
+        MetaneffCommand::Decode { file, format } => {
+            let bytes = read_input(&file)?;
+            let printed = match format {
+                Format::Text => text::to_text(&bytes),
+                Format::Json => text::to_json(&bytes),
+            }
+            .with_context(|| format!("decoding {}", file.display()))?;
+            if format == Format::Json {
+                for field in &printed.unknown_fields {
+                    eprintln!("nrtsim: note: unknown {field} is not shown");
+                }
+            }
+            std::io::stdout().write_all(printed.text.as_bytes()).context("writing to stdout")?;
+        }
+        MetaneffCommand::Encode { file, output, format } => {
+            let input = read_input(&file)?;
+            let input = String::from_utf8(input)
+                .with_context(|| format!("{} is not UTF-8 text", file.display()))?;
+            let bytes = match format {
+                Format::Text => text::from_text(&input),
+                Format::Json => text::from_json(&input),
+            }
+            .with_context(|| format!("encoding {}", file.display()))?;
+            write_output(&output, &bytes)?;
+        }
+    }
+    Ok(())
+}
+
+fn read_input(path: &Path) -> Result<Vec<u8>> {
+    if path == Path::new("-") {
+        let mut bytes = Vec::new();
+        std::io::stdin().read_to_end(&mut bytes).context("reading standard input")?;
+        Ok(bytes)
+    } else {
+        std::fs::read(path).with_context(|| format!("reading {}", path.display()))
+    }
+}
+
+fn write_output(path: &Path, bytes: &[u8]) -> Result<()> {
+    if path == Path::new("-") {
+        std::io::stdout().write_all(bytes).context("writing to stdout")
+    } else {
+        std::fs::write(path, bytes).with_context(|| format!("writing {}", path.display()))
+    }
 }
