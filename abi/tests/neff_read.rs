@@ -352,6 +352,27 @@ fn decompression_limit_is_enforced_with_an_error_that_says_so() {
 }
 
 #[test]
+fn a_gzip_bomb_stops_at_the_limit() {
+    // 16 MiB of zeros compress to a few KiB; the reader must stop after the 1 MiB budget.
+    let mut builder = tar::Builder::new(Vec::new());
+    let mut header = tar::Header::new_gnu();
+    header.set_path("bomb.bin").expect("short name");
+    header.set_size(16 << 20);
+    header.set_cksum();
+    builder.append(&header, std::io::repeat(0).take(16 << 20)).expect("in memory");
+    let payload = gzip(&builder.into_inner().expect("in memory"));
+    assert!(payload.len() < 1 << 20, "the bomb is small");
+    let file = assemble_neff(&NeffHeader::default(), &payload).expect("fits");
+    let options = ReadOptions { max_payload_bytes: 1 << 20, ..ReadOptions::default() };
+    check_error(
+        &file,
+        &options,
+        NrtStatus::Invalid,
+        |error| matches!(error, NeffError::PayloadTooLarge { limit } if *limit == 1 << 20),
+    );
+}
+
+#[test]
 fn declared_entry_size_beyond_the_budget_is_refused_before_reading() {
     // A tar header that claims 1 TiB, followed by almost nothing.
     let mut header = tar::Header::new_gnu();

@@ -207,3 +207,28 @@ proptest! {
         prop_assert_eq!(extras, expected);
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
+
+    #[test]
+    fn damaged_neffs_are_refused_without_panicking(
+        flips in proptest::collection::vec((any::<proptest::sample::Index>(), 1u8..=255), 1..4),
+        cut in any::<proptest::sample::Index>(),
+    ) {
+        let mut spec = NeffSpec::new("damaged.neff");
+        spec.graphs.push(GraphSpec { name: "sg00".to_owned(), vars: vec![Var::new("out", 0, "output").with_size(4)] });
+        let valid = spec.to_bytes().expect("valid spec");
+        let mut damaged = valid.clone();
+        for (at, mask) in flips {
+            let at = at.index(damaged.len());
+            damaged[at] ^= mask;
+        }
+        // Any outcome is fine except a panic; an error must carry a status other than success.
+        if let Err(error) = Neff::parse(&damaged, &ReadOptions::loader()) {
+            prop_assert_ne!(error.status(), abi::status::NrtStatus::Success);
+        }
+        let truncated = &valid[..cut.index(valid.len())];
+        prop_assert!(Neff::parse(truncated, &ReadOptions::loader()).is_err());
+    }
+}
