@@ -3,9 +3,11 @@
 //! - `codegen [--check]`: regenerate the committed prost code and descriptor of
 //!   `abi/proto/metaneff.proto` with protox (a pure-Rust protobuf compiler, so no `protoc` is
 //!   needed on any machine); `--check` fails when the committed files are stale.
+//! - `tidy`: module docs, `unsafe` only where allowed, no switched-off tests (also a `#[test]`).
 #![forbid(unsafe_code)]
 
 mod codegen;
+mod tidy;
 
 use std::path::PathBuf;
 
@@ -27,12 +29,15 @@ enum Command {
         #[arg(long)]
         check: bool,
     },
+    /// Check module docs, where `unsafe` appears, and switched-off tests.
+    Tidy,
 }
 
 fn main() -> Result<()> {
     let cli = Cli::parse();
     match cli.command {
         Command::Codegen { check } => codegen::run(&workspace_root(), check),
+        Command::Tidy => tidy::run(&workspace_root()),
     }
 }
 

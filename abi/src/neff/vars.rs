@@ -1,0 +1,284 @@
+//! Graphs and their variable tables: `kelf-N.json` and every `sgNN/def.json`.
+//!
+//! Design choices:
+//! - The graph list comes from every top-level `kelf-N.json`, in order of N; a graph listed by
+//!   two kelf files is kept once. A NEFF without any kelf file falls back to every `*/def.json`
+//!   member, named after its folder, so a hand-made or older file is still readable.
+//! - `def.json`'s `var` object is keyed by variable name; keys starting with `#` are comments.
+//!   Fields this crate does not model are ignored; the ones it models must have the right shape
+//!   when present. `size` is optional because real files omit it for `state-buffer` and
+//!   `dge-table` variables.
+//! - Each graph's variables are sorted by var_id (then name), which is the loader's order.
+//! - Loader invariants: var_ids are dense per graph (each `def.json` is its own table) and the
+//!   NEFF has at least one output variable over all graphs. Checking outputs per graph would
+//!   refuse real multi-subgraph NEFFs whose secondary subgraphs are not known to hold outputs.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::{Map, Value};
+
+use super::json::{FieldContext, malformed, parse_member};
+use super::{Member, MrType, NeffError};
+
+/// One device variable of a graph's `def.json`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Var {
+    /// The key of the `var` object.
+    pub name: String,
+    /// The dense id the loader binds by.
+    pub var_id: u32,
+    /// The `def.json` `type` string, exactly as written.
+    pub kind: String,
+    /// The memory-reference type of `kind`; `None` for a type this crate does not know.
+    pub mr_type: Option<MrType>,
+    /// Size in bytes (absent for `state-buffer` and `dge-table` in real files).
+    pub size: Option<u64>,
+    /// Alignment in bytes.
+    pub alignment: Option<u64>,
+    /// For `file` variables: the member holding the constant.
+    pub file_name: Option<String>,
+    /// For `virtual` variables: the offset in the shared scratchpad.
+    pub backing_variable_off: Option<u64>,
+    /// For `pointer` variables: the var_id whose address the pointer holds.
+    pub referenced_var_id: Option<u32>,
+    /// For `dge-table` variables: the var_ids whose addresses fill the table.
+    pub list: Option<Vec<u32>>,
+}
+
+impl Var {
+    /// A variable of `kind` with every optional field empty; `mr_type` follows from `kind`.
+    pub fn new(name: &str, var_id: u32, kind: &str) -> Var {
+        Var {
+            name: name.to_owned(),
+            var_id,
+            kind: kind.to_owned(),
+            mr_type: MrType::from_def_type(kind),
+            size: None,
+            alignment: None,
+            file_name: None,
+            backing_variable_off: None,
+            referenced_var_id: None,
+            list: None,
+        }
+    }
+
+    /// The same variable with `size` set.
+    pub fn with_size(mut self, size: u64) -> Var {
+        self.size = Some(size);
+        self
+    }
+}
+
+/// One subgraph: its name, its `def.json` member and its variables sorted by var_id.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Graph {
+    /// The graph name, such as `sg00`.
+    pub name: String,
+    /// The member holding its definition, such as `sg00/def.json`.
+    pub definition: String,
+    /// The variables, sorted by var_id.
+    pub vars: Vec<Var>,
+}
+
+impl Graph {
+    /// The variable called `name`.
+    pub fn var(&self, name: &str) -> Option<&Var> {
+        self.vars.iter().find(|var| var.name == name)
+    }
+}
+
+/// The `N` of a top-level `kelf-N.json` member name.
+fn kelf_number(name: &str) -> Option<u64> {
+    name.strip_prefix("kelf-")?.strip_suffix(".json")?.parse().ok()
+}
+
+/// Reads the graph list and every graph's variable table.
+pub(crate) fn read_graphs(
+    members: &BTreeMap<String, Member>,
+    strict_var_types: bool,
+) -> Result<Vec<Graph>, NeffError> {
+    let mut kelf_members: Vec<(u64, &str)> = members
+        .keys()
+        .filter_map(|name| kelf_number(name).map(|number| (number, name.as_str())))
+        .collect();
+    kelf_members.sort();
+    let mut listed: Vec<(String, String, String)> = Vec::new();
+    for (_, kelf_name) in &kelf_members {
+        for (name, definition) in read_kelf(kelf_name, members[*kelf_name].bytes())? {
+            if !listed.iter().any(|(_, known, _)| *known == definition) {
+                listed.push((name, definition, (*kelf_name).to_owned()));
+            }
+        }
+    }
+    if kelf_members.is_empty() {
+        for member in members.keys() {
+            if let Some(dir) = member.strip_suffix("/def.json") {
+                listed.push((dir.to_owned(), member.clone(), String::new()));
+            }
+        }
+    }
+    listed
+        .into_iter()
+        .map(|(name, definition, referenced_by)| {
+            let member =
+                members.get(definition.strip_prefix("./").unwrap_or(&definition)).ok_or_else(
+                    || NeffError::MissingMember { member: definition.clone(), referenced_by },
+                )?;
+            let vars = read_def_json(&name, &definition, member.bytes(), strict_var_types)?;
+            Ok(Graph { name, definition, vars })
+        })
+        .collect()
+}
+
+/// The `(name, definition)` pairs of a `kelf-N.json`.
+fn read_kelf(member: &str, bytes: &[u8]) -> Result<Vec<(String, String)>, NeffError> {
+    let root = parse_member(member, bytes)?;
+    let Value::Object(root) = root else {
+        return Err(malformed(member, "(root)", "an object", &root));
+    };
+    let context = FieldContext { member, path: String::new() };
+    let Some(graphs) = context.array(&root, "graphs")? else {
+        return Ok(Vec::new());
+    };
+    graphs
+        .iter()
+        .enumerate()
+        .map(|(graph_idx, graph)| {
+            let path = format!("graphs[{graph_idx}]");
+            let Value::Object(graph) = graph else {
+                return Err(malformed(member, &path, "an object", graph));
+            };
+            let context = FieldContext { member, path };
+            let missing = |key: &str| {
+                malformed(member, &format!("{}.{key}", context.path), "a string", &Value::Null)
+            };
+            let definition =
+                context.string(graph, "definition")?.ok_or_else(|| missing("definition"))?;
+            let name = match context.string(graph, "name")? {
+                Some(name) => name,
+                None => definition.split('/').next().unwrap_or_default().to_owned(),
+            };
+            Ok((name, definition))
+        })
+        .collect()
+}
+
+/// The variables of one `def.json`, sorted by var_id.
+fn read_def_json(
+    graph: &str,
+    member: &str,
+    bytes: &[u8],
+    strict_var_types: bool,
+) -> Result<Vec<Var>, NeffError> {
+    let root = parse_member(member, bytes)?;
+    let Value::Object(root) = root else {
+        return Err(malformed(member, "(root)", "an object", &root));
+    };
+    let context = FieldContext { member, path: String::new() };
+    let Some(var_table) = context.object(&root, "var")? else {
+        return Ok(Vec::new());
+    };
+    let mut vars = Vec::with_capacity(var_table.len());
+    for (name, entry) in var_table {
+        if name.starts_with('#') {
+            continue;
+        }
+        let path = format!("var.{name}");
+        let Value::Object(entry) = entry else {
+            return Err(malformed(member, &path, "an object", entry));
+        };
+        let var = read_var(graph, member, name, path, entry, strict_var_types)?;
+        vars.push(var);
+    }
+    vars.sort_by(|left, right| (left.var_id, &left.name).cmp(&(right.var_id, &right.name)));
+    Ok(vars)
+}
+
+fn read_var(
+    graph: &str,
+    member: &str,
+    name: &str,
+    path: String,
+    entry: &Map<String, Value>,
+    strict_var_types: bool,
+) -> Result<Var, NeffError> {
+    let context = FieldContext { member, path };
+    let required = |key: &str, expected: &'static str| {
+        malformed(member, &format!("{}.{key}", context.path), expected, &Value::Null)
+    };
+    let kind = context.string(entry, "type")?.ok_or_else(|| required("type", "a string"))?;
+    let var_id =
+        context.u32(entry, "var_id")?.ok_or_else(|| required("var_id", "an integer in 0..2^32"))?;
+    let mr_type = MrType::from_def_type(&kind);
+    if mr_type.is_none() && strict_var_types {
+        return Err(NeffError::UnknownVarType {
+            graph: graph.to_owned(),
+            var: name.to_owned(),
+            var_type: kind,
+        });
+    }
+    let list = match context.u64_list(entry, "list")? {
+        None => None,
+        Some(items) => Some(
+            items
+                .into_iter()
+                .map(|item| {
+                    u32::try_from(item).map_err(|_| {
+                        malformed(
+                            member,
+                            &format!("{}.list", context.path),
+                            "var_ids in 0..2^32",
+                            &Value::from(item),
+                        )
+                    })
+                })
+                .collect::<Result<Vec<u32>, NeffError>>()?,
+        ),
+    };
+    Ok(Var {
+        name: name.to_owned(),
+        var_id,
+        kind,
+        mr_type,
+        size: context.u64(entry, "size")?,
+        alignment: context.u64(entry, "alignment")?,
+        file_name: context.string(entry, "file_name")?,
+        backing_variable_off: context.u64(entry, "backing_variable_off")?,
+        referenced_var_id: context.u32(entry, "referenced_var_id")?,
+        list,
+    })
+}
+
+/// Dense var_ids in every graph and at least one output in the NEFF.
+pub(crate) fn check_loader_invariants(graphs: &[Graph]) -> Result<(), NeffError> {
+    for graph in graphs {
+        let count = graph.vars.len();
+        let mut seen = BTreeSet::new();
+        let mut repeated = BTreeSet::new();
+        let mut out_of_range = BTreeSet::new();
+        for var in &graph.vars {
+            if !seen.insert(var.var_id) {
+                repeated.insert(var.var_id);
+            }
+            if var.var_id as usize >= count {
+                out_of_range.insert(var.var_id);
+            }
+        }
+        let missing: Vec<u32> = (0..count)
+            .filter_map(|id| u32::try_from(id).ok())
+            .filter(|id| !seen.contains(id))
+            .collect();
+        if !missing.is_empty() || !repeated.is_empty() || !out_of_range.is_empty() {
+            return Err(NeffError::VarIdsNotDense {
+                graph: graph.name.clone(),
+                count,
+                missing,
+                repeated: repeated.into_iter().collect(),
+                out_of_range: out_of_range.into_iter().collect(),
+            });
+        }
+    }
+    let has_output =
+        graphs.iter().flat_map(|graph| &graph.vars).any(|var| var.mr_type == Some(MrType::Output));
+    if has_output { Ok(()) } else { Err(NeffError::NoOutputs) }
+}

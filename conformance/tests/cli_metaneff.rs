@@ -1,0 +1,88 @@
+//! `nrtsim metaneff` from the outside: exit codes, outputs and error messages.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("nrtsim-cli-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn nrtsim(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_nrtsim")).args(args).output().unwrap()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+#[test]
+fn text_encodes_to_the_seed_example_bytes_and_decodes_back() {
+    let dir = scratch("seed");
+    let text = r#"
+        input_tensors { name: "input0" shape: [1, 1, 1, 32] data_type: FLOAT type: USER_INPUT }
+        output_tensors { name: "output0" shape: [1, 1, 1, 32] data_type: FLOAT type: UNDEFINED_TYPE }
+        model_config { return_aliases: true }
+        output_aliases_to { key: 0 value: 0 }
+    "#;
+    let txt = dir.join("m.txtpb");
+    let pb = dir.join("m.pb");
+    std::fs::write(&txt, text).unwrap();
+    let out = nrtsim(&["metaneff", "encode", txt.to_str().unwrap(), "-o", pb.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let mut expected = vec![0x0a, 0x12, 0x0a, 0x06];
+    expected.extend(b"input0");
+    expected.extend([0x12, 0x04, 1, 1, 1, 0x20, 0x18, 0x01, 0x38, 0x01, 0x12, 0x11, 0x0a, 0x07]);
+    expected.extend(b"output0");
+    expected.extend([0x12, 0x04, 1, 1, 1, 0x20, 0x18, 0x01, 0x1a, 0x02, 0x30, 0x01]);
+    expected.extend([0x32, 0x04, 0x08, 0x00, 0x10, 0x00]);
+    assert_eq!(std::fs::read(&pb).unwrap(), expected);
+
+    let out = nrtsim(&["metaneff", "decode", pb.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let printed = String::from_utf8(out.stdout).unwrap();
+    assert!(printed.contains("name: \"input0\""), "{printed}");
+    assert!(printed.contains("return_aliases: true"), "{printed}");
+    assert!(!printed.contains("UNDEFINED_TYPE"), "defaults are not printed: {printed}");
+}
+
+#[test]
+fn a_truncated_metaneff_fails_with_the_byte_offset() {
+    let dir = scratch("truncated");
+    let pb = dir.join("t.pb");
+    std::fs::write(&pb, [0x0a, 0x12, 0x0a, 0x06, b'i']).unwrap();
+    let out = nrtsim(&["metaneff", "decode", pb.to_str().unwrap()]);
+    assert!(!out.status.success());
+    let message = stderr(&out);
+    assert!(message.contains("at byte 1 (MetaNeff)"), "{message}");
+    assert!(message.contains("length prefix says 18 bytes, 3 left"), "{message}");
+}
+
+#[test]
+fn bad_text_fails_with_line_and_column() {
+    let dir = scratch("badtext");
+    let txt = dir.join("bad.txtpb");
+    std::fs::write(&txt, "input_tensors {\n  data_type: FLAOT\n}\n").unwrap();
+    let out = nrtsim(&["metaneff", "encode", txt.to_str().unwrap(), "-o", "-"]);
+    assert!(!out.status.success());
+    let message = stderr(&out);
+    assert!(message.contains("line 2, column"), "{message}");
+    assert!(out.stdout.is_empty(), "nothing written on error");
+}
+
+#[test]
+fn a_missing_file_is_named() {
+    let out = nrtsim(&["metaneff", "decode", "/nonexistent/m.pb"]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("reading /nonexistent/m.pb"), "{}", stderr(&out));
+}
+
+#[test]
+fn help_lists_the_subcommands() {
+    let out = nrtsim(&["metaneff", "--help"]);
+    assert!(out.status.success());
+    let help = String::from_utf8_lossy(&out.stdout);
+    assert!(help.contains("decode") && help.contains("encode"), "{help}");
+}

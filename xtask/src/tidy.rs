@@ -1,0 +1,135 @@
+//! Tidy checks over the workspace's own Rust files.
+//!
+//! Habits the project keeps (STYLE.md), checked mechanically so a review does not have to:
+//! - every `.rs` file opens with a `//!` module doc (generated files, which say `@generated` on
+//!   their first line, are exempt);
+//! - `unsafe` code appears only in the two places that own the FFI boundary, `nrt/src/sys*` and
+//!   `sim/capi/`, and every other crate root forbids it;
+//! - no test is switched off and no unfinished code is left behind (`#[ignore]`,
+//!   `#[should_panic]`, `todo!`, `unimplemented!`, `dbg!`).
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Result, bail};
+
+/// Paths (relative, with `/`) where `unsafe` code is allowed.
+fn unsafe_allowed(relative: &str) -> bool {
+    relative.starts_with("nrt/src/sys") || relative.starts_with("sim/capi/")
+}
+
+/// Markers of switched-off tests and unfinished code. Built with `concat!` so this file does not
+/// match itself.
+const FORBIDDEN: [&str; 5] = [
+    concat!("#[", "ignore"),
+    concat!("#[", "should_panic"),
+    concat!("todo", "!("),
+    concat!("unimplemented", "!("),
+    concat!("dbg", "!("),
+];
+
+/// Runs every check and fails with the list of problems.
+pub(crate) fn run(root: &Path) -> Result<()> {
+    let problems = check(root)?;
+    if !problems.is_empty() {
+        bail!("tidy found {} problem(s):\n  {}", problems.len(), problems.join("\n  "));
+    }
+    Ok(())
+}
+
+/// Returns one line per problem.
+fn check(root: &Path) -> Result<Vec<String>> {
+    let mut files = Vec::new();
+    collect_rust_files(root, &mut files)?;
+    files.sort();
+    let mut problems = Vec::new();
+    for path in &files {
+        let relative = path.strip_prefix(root).unwrap_or(path).to_string_lossy().replace('\\', "/");
+        let text = fs::read_to_string(path)?;
+        let first = text.lines().next().unwrap_or("");
+        let generated = first.contains("@generated");
+        if !generated && !first.starts_with("//!") {
+            problems.push(format!("{relative}: does not open with a `//!` module doc"));
+        }
+        if !unsafe_allowed(&relative) {
+            for (number, line) in text.lines().enumerate() {
+                let code = line.split("//").next().unwrap_or("");
+                let words: Vec<&str> = code.split_whitespace().collect();
+                let unsafe_code = words.windows(2).any(|w| {
+                    w[0] == "unsafe" && ["{", "fn", "impl", "extern", "trait"].contains(&w[1])
+                }) || code.contains(concat!("unsafe", "{"));
+                if unsafe_code {
+                    problems.push(format!(
+                        "{relative}:{}: unsafe code outside nrt/src/sys and sim/capi",
+                        number + 1
+                    ));
+                }
+            }
+            let crate_root = relative.ends_with("src/lib.rs")
+                || relative.ends_with("src/main.rs")
+                || relative.ends_with("/main.rs") && relative.contains("/src/bin/");
+            if crate_root && !text.contains("#![forbid(unsafe_code)]") {
+                problems.push(format!("{relative}: crate root without #![forbid(unsafe_code)]"));
+            }
+        }
+        for (number, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            for marker in FORBIDDEN {
+                if code.contains(marker) {
+                    problems.push(format!("{relative}:{}: contains `{marker}`", number + 1));
+                }
+            }
+        }
+    }
+    Ok(problems)
+}
+
+fn collect_rust_files(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
+    for entry in fs::read_dir(dir)? {
+        let entry = entry?;
+        let path = entry.path();
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if name.starts_with('.') || name == "target" {
+            continue;
+        }
+        if entry.file_type()?.is_dir() {
+            collect_rust_files(&path, out)?;
+        } else if name.ends_with(".rs") {
+            out.push(path);
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_workspace_is_tidy() {
+        run(&crate::workspace_root()).unwrap();
+    }
+
+    /// The checks themselves must be able to fail.
+    #[test]
+    fn tidy_finds_each_kind_of_problem() {
+        let dir = std::env::temp_dir().join(format!("nrtsim-tidy-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(dir.join("demo/src")).unwrap();
+        fs::create_dir_all(dir.join("sim/capi/src")).unwrap();
+        let bad = format!("fn main() {{ unsafe {{ }} }}\n{}\n", concat!("#[", "ignore", "]"));
+        fs::write(dir.join("demo/src/main.rs"), bad).unwrap();
+        fs::write(dir.join("sim/capi/src/lib.rs"), "//! FFI.\npub fn f() { unsafe { } }\n")
+            .unwrap();
+        let problems = check(&dir).unwrap();
+        let _ = fs::remove_dir_all(&dir);
+        let text = problems.join("\n");
+        assert!(text.contains("demo/src/main.rs: does not open with a `//!`"), "{text}");
+        assert!(text.contains("demo/src/main.rs:1: unsafe code"), "{text}");
+        assert!(text.contains("demo/src/main.rs: crate root without"), "{text}");
+        assert!(text.contains("demo/src/main.rs:2: contains"), "{text}");
+        assert!(!text.contains("sim/capi/src"), "unsafe is allowed in sim/capi: {text}");
+        assert_eq!(problems.len(), 4, "{text}");
+    }
+}
