@@ -214,9 +214,10 @@ pub fn build_neff(model: &NeffModel, default_name: &str) -> Result<Vec<u8>, Stri
     let mut bytes = spec.to_bytes().map_err(|e| e.to_string())?;
     for &[offset, mask] in &model.corrupt {
         let length = bytes.len();
-        let byte = usize::try_from(offset).ok().and_then(|o| bytes.get_mut(o)).ok_or_else(|| {
-            format!("corrupt offset {offset} is past the end of the {length}-byte NEFF")
-        })?;
+        let byte =
+            usize::try_from(offset).ok().and_then(|o| bytes.get_mut(o)).ok_or_else(|| {
+                format!("corrupt offset {offset} is past the end of the {length}-byte NEFF")
+            })?;
         *byte ^= mask as u8;
     }
     if let Some(length) = model.truncate {

@@ -21,12 +21,12 @@
 //!   [`CompiledProgram::run`] cannot fail.
 //! - **Arithmetic** is done in f64 and rounded to the element type (f16 and bf16 through f32, as
 //!   the engines compute in fp32); integers wrap, and `scale`/`fill` of integers saturate.
-//! - **f16 and bf16 conversions are written here** (round to nearest even, NaN kept quiet) and
-//!   tested exhaustively, rather than adding a dependency for forty lines.
+//! - **f16 and bf16 conversions are `abi::dtype`'s** (round to nearest even, tested exhaustively
+//!   there), so the simulator and the vector tools round the same way; no `half` dependency.
 
 use std::collections::BTreeMap;
 
-use abi::dtype::Dltype;
+use abi::dtype::{Dltype, bf16_bits_to_f32, f16_bits_to_f32, f32_to_bf16_bits, f32_to_f16_bits};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -255,8 +255,8 @@ impl ElementType {
         let bits = u64::from_le_bytes(raw);
         match self {
             ElementType::F32 => Number::Float(f64::from(f32::from_bits(bits as u32))),
-            ElementType::F16 => Number::Float(f64::from(f16_to_f32(bits as u16))),
-            ElementType::Bf16 => Number::Float(f64::from(bf16_to_f32(bits as u16))),
+            ElementType::F16 => Number::Float(f64::from(f16_bits_to_f32(bits as u16))),
+            ElementType::Bf16 => Number::Float(f64::from(bf16_bits_to_f32(bits as u16))),
             ElementType::F64 => Number::Float(f64::from_bits(bits)),
             ElementType::Int { bytes, signed } => {
                 let shift = 64 - 8 * bytes as u32;
@@ -275,8 +275,8 @@ impl ElementType {
     fn store(self, bytes: &mut [u8], index: usize, value: Number) {
         let bits: u64 = match (self, value) {
             (ElementType::F32, v) => u64::from((v.as_f64() as f32).to_bits()),
-            (ElementType::F16, v) => u64::from(f32_to_f16(v.as_f64() as f32)),
-            (ElementType::Bf16, v) => u64::from(f32_to_bf16(v.as_f64() as f32)),
+            (ElementType::F16, v) => u64::from(f32_to_f16_bits(v.as_f64() as f32)),
+            (ElementType::Bf16, v) => u64::from(f32_to_bf16_bits(v.as_f64() as f32)),
             (ElementType::F64, v) => v.as_f64().to_bits(),
             (ElementType::Int { .. } | ElementType::Opaque { .. }, Number::Int(v)) => v as u64,
             (ElementType::Int { bytes, signed }, Number::Float(v)) => {
@@ -318,74 +318,6 @@ impl Number {
             Number::Int(v) => v as f64,
         }
     }
-}
-
-/// f32 to IEEE binary16, rounding to nearest even; NaN stays a (quiet) NaN.
-pub fn f32_to_f16(value: f32) -> u16 {
-    let bits = value.to_bits();
-    let sign = ((bits >> 16) & 0x8000) as u16;
-    let exponent = ((bits >> 23) & 0xff) as i32;
-    let mantissa = bits & 0x007f_ffff;
-    if exponent == 0xff {
-        let nan_bits = if mantissa != 0 { 0x0200 | (mantissa >> 13) as u16 } else { 0 };
-        return sign | 0x7c00 | nan_bits;
-    }
-    let half_exponent = exponent - 127 + 15;
-    if half_exponent >= 0x1f {
-        return sign | 0x7c00;
-    }
-    if half_exponent <= 0 {
-        if half_exponent < -10 {
-            return sign;
-        }
-        let full = mantissa | 0x0080_0000;
-        let shift = (14 - half_exponent) as u32;
-        let half_way = 1u32 << (shift - 1);
-        let remainder = full & ((1u32 << shift) - 1);
-        let mut result = full >> shift;
-        if remainder > half_way || (remainder == half_way && result & 1 == 1) {
-            result += 1;
-        }
-        return sign | result as u16;
-    }
-    let mut result = ((half_exponent as u32) << 10) | (mantissa >> 13);
-    let remainder = mantissa & 0x1fff;
-    if remainder > 0x1000 || (remainder == 0x1000 && result & 1 == 1) {
-        // A carry out of the mantissa correctly bumps the exponent (up to infinity).
-        result += 1;
-    }
-    sign | result as u16
-}
-
-/// IEEE binary16 to f32 (exact).
-pub fn f16_to_f32(half: u16) -> f32 {
-    let negative = half & 0x8000 != 0;
-    let sign = u32::from(half & 0x8000) << 16;
-    let exponent = u32::from((half >> 10) & 0x1f);
-    let mantissa = u32::from(half & 0x03ff);
-    match exponent {
-        0 => {
-            let magnitude = mantissa as f32 * f32::from_bits(0x3380_0000); // 2^-24
-            if negative { -magnitude } else { magnitude }
-        }
-        0x1f => f32::from_bits(sign | 0x7f80_0000 | (mantissa << 13)),
-        _ => f32::from_bits(sign | ((exponent + 112) << 23) | (mantissa << 13)),
-    }
-}
-
-/// f32 to bfloat16, rounding to nearest even; NaN stays a quiet NaN.
-pub fn f32_to_bf16(value: f32) -> u16 {
-    let bits = value.to_bits();
-    if value.is_nan() {
-        return ((bits >> 16) as u16) | 0x0040;
-    }
-    let rounding = 0x7fff + ((bits >> 16) & 1);
-    (bits.wrapping_add(rounding) >> 16) as u16
-}
-
-/// bfloat16 to f32 (exact).
-pub fn bf16_to_f32(half: u16) -> f32 {
-    f32::from_bits(u32::from(half) << 16)
 }
 
 /// What the compiler needs to know about one variable of the model.
@@ -667,44 +599,27 @@ mod tests {
     use super::*;
 
     #[test]
-    fn f16_round_trips_every_non_nan_value() {
-        for half in 0..=u16::MAX {
-            let value = f16_to_f32(half);
-            if value.is_nan() {
-                assert!(f32_to_f16(value) & 0x7c00 == 0x7c00 && f32_to_f16(value) & 0x3ff != 0);
-            } else {
-                assert_eq!(f32_to_f16(value), half, "{half:#06x} -> {value}");
-            }
-        }
-    }
-
-    #[test]
-    fn f16_rounds_to_nearest_even_and_overflows_to_infinity() {
-        assert_eq!(f32_to_f16(1.0), 0x3c00);
-        assert_eq!(f32_to_f16(-2.0), 0xc000);
-        assert_eq!(f32_to_f16(65504.0), 0x7bff);
-        assert_eq!(f32_to_f16(65520.0), 0x7c00);
-        assert_eq!(f32_to_f16(f32::from_bits(0x3380_0000)), 0x0001); // 2^-24
-        assert_eq!(f32_to_f16(f32::from_bits(0x3300_0000)), 0x0000); // 2^-25 ties to even
-        // 1 + 2^-11 is half-way between 1 and the next f16: ties to even (1.0).
-        assert_eq!(f32_to_f16(1.0 + f32::powi(2.0, -11)), 0x3c00);
-        assert_eq!(f32_to_f16(1.0 + 3.0 * f32::powi(2.0, -11)), 0x3c02);
-    }
-
-    #[test]
-    fn bf16_rounds_to_nearest_even_and_keeps_nan() {
-        assert_eq!(f32_to_bf16(1.0), 0x3f80);
-        assert_eq!(bf16_to_f32(0x3f80), 1.0);
-        assert_eq!(f32_to_bf16(f32::from_bits(0x3f80_8000)), 0x3f80); // tie to even
-        assert_eq!(f32_to_bf16(f32::from_bits(0x3f81_8000)), 0x3f82); // tie to even
-        assert_eq!(f32_to_bf16(f32::from_bits(0x3f80_8001)), 0x3f81);
-        assert!(bf16_to_f32(f32_to_bf16(f32::NAN)).is_nan());
-        for half in 0..=u16::MAX {
-            let value = bf16_to_f32(half);
-            if !value.is_nan() {
-                assert_eq!(f32_to_bf16(value), half);
-            }
-        }
+    fn half_types_compute_through_f32_and_round_to_nearest_even() {
+        let half =
+            |slot, element| ProgramVar { slot, size: 4, element: Some(element), addressable: true };
+        let lookup = |name: &str| match name {
+            "h" => Some(half(0, ElementType::F16)),
+            "b" => Some(half(1, ElementType::Bf16)),
+            _ => None,
+        };
+        let program = DeviceProgram::new(vec![
+            ProgramOp::Fill { dst: "h".into(), value: 1.5 },
+            ProgramOp::Scale { dst: "h".into(), src: "h".into(), factor: 3.0 },
+            ProgramOp::Fill { dst: "b".into(), value: 1.0 },
+            ProgramOp::Add { dst: "b".into(), a: "b".into(), b: "b".into() },
+            ProgramOp::Nan { dst: "b".into(), index: 1 },
+        ]);
+        let mut memory = vec![0u8; 8];
+        compile(&program, &lookup).expect("valid").run(&mut memory, &[0, 4]);
+        assert_eq!(&memory[0..4], &[0x80, 0x44, 0x80, 0x44], "4.5 as f16 is 0x4480");
+        assert_eq!(&memory[4..6], &[0x00, 0x40], "2.0 as bf16 is 0x4000");
+        assert!(holds_nan(ElementType::Bf16, &memory[4..8]));
+        assert!(!holds_nan(ElementType::F16, &memory[0..4]));
     }
 
     #[test]
