@@ -24,4 +24,5 @@ pub mod metaneff;
 pub mod neff;
 pub mod runtime;
 pub mod status;
+pub mod trace;
 pub mod wire;
