@@ -78,6 +78,7 @@ pub fn bind_suite() -> Vec<(&'static str, TestBody)> {
         ("unload_then_forward_loads_again", unload_then_forward_loads_again),
         ("spmd_four_ranks_on_four_cores", spmd_four_ranks_on_four_cores),
         ("non_utf8_name_is_a_bind_error", non_utf8_name_is_a_bind_error),
+        ("short_untyped_dynamic_input_is_an_error", short_untyped_dynamic_input_is_an_error),
     ]
 }
 
@@ -847,4 +848,17 @@ fn non_utf8_name_is_a_bind_error(factory: &Factory<'_>) -> Result<(), String> {
         matches!(&error, BindError::NonUtf8Name { side: Side::Input, index: 0, bytes } if bytes == &[0x69, 0xff]),
         || format!("expected NonUtf8Name for input 0, got {error:?}"),
     )
+}
+
+fn short_untyped_dynamic_input_is_an_error(factory: &Factory<'_>) -> Result<(), String> {
+    // An untyped input is not validated; if its bytes are fewer than its batch needs, slicing
+    // reports it instead of reading past the end.
+    let mut def = dynamic_def();
+    def.inputs[0] = def.inputs[0].clone().with_kind(Type::UndefinedType);
+    let mut model = model(factory, &def, ModelOptions::default())?;
+    let short = HostTensor::from_slice(&[1.0f32, 2.0, 3.0], &[3, 1]).expect("valid");
+    let error = err("forward with 3 rows of 1 for rows of 2", model.forward(&[short]))?;
+    ensure(matches!(error, BindError::HostTensor(_)), || {
+        format!("expected a host tensor error, got {error:?}")
+    })
 }

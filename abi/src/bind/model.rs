@@ -3,7 +3,7 @@
 use std::thread::JoinHandle;
 
 use super::batching::{self, BatchPlan};
-use super::error::{BindError, MSG_EXECUTE, MSG_READ, MSG_WRITE};
+use super::error::{BindError, HostTensorError, MSG_EXECUTE, MSG_READ, MSG_WRITE};
 use super::host_tensor::HostTensor;
 use super::tensor_set::{self, Layout, LoadPlacement, Loaded, NeffBytes, VarTable};
 use super::validate::{ValidatePath, validate_layout};
@@ -45,6 +45,16 @@ fn read_error(source: NrtError) -> BindError {
     BindError::Runtime { call: "tensor_read", message: MSG_READ, source }
 }
 
+/// A caller tensor too short for the rows the batch plan needs from it.
+fn short_host_tensor(host: &HostTensor, needed: usize, actual: usize) -> BindError {
+    BindError::HostTensor(HostTensorError::ByteLength {
+        scalar_type: host.scalar_type(),
+        shape: host.shape().to_vec(),
+        expected: needed as u64,
+        actual,
+    })
+}
+
 /// Whether input slot `index` is cut into slices under `plan`.
 fn is_sliced(layout: &Layout, plan: Option<BatchPlan>, index: usize) -> bool {
     let slot = &layout.inputs[index];
@@ -67,7 +77,10 @@ fn write_input(
     let plan = plan.unwrap_or(BatchPlan { batch: 0, compiled: 0 });
     let row_bytes = ctx.layout.inputs[index].row_bytes();
     let (start, n_rows) = plan.rows(k);
-    let rows = &bytes[start * row_bytes..(start + n_rows) * row_bytes];
+    // Untyped inputs are not validated, so their bytes may be shorter than the batch says.
+    let Some(rows) = bytes.get(start * row_bytes..(start + n_rows) * row_bytes) else {
+        return Err(short_host_tensor(host, (start + n_rows) * row_bytes, bytes.len()));
+    };
     if n_rows == plan.compiled {
         ctx.runtime.tensor_write(staging, 0, rows).map_err(write_error)
     } else {
@@ -87,10 +100,15 @@ fn read_into(
     let mut bytes = host.storage().write();
     match rows {
         None => ctx.runtime.tensor_read(tensor, 0, &mut bytes).map_err(read_error),
-        Some((start, n_rows, row_bytes)) => ctx
-            .runtime
-            .tensor_read(tensor, 0, &mut bytes[start * row_bytes..(start + n_rows) * row_bytes])
-            .map_err(read_error),
+        Some((start, n_rows, row_bytes)) => {
+            let end = (start + n_rows) * row_bytes;
+            if bytes.len() < end {
+                return Err(short_host_tensor(host, end, bytes.len()));
+            }
+            ctx.runtime
+                .tensor_read(tensor, 0, &mut bytes[start * row_bytes..end])
+                .map_err(read_error)
+        }
     }
 }
 

@@ -1,7 +1,8 @@
 //! [`SpmdModel`] (seed §4.4, §7): one ranked task per local rank, each on its own NeuronCore,
 //! loaded with `nrt_load_collectives` (ctx id = rank), run in parallel.
 //!
-//! Parallelism is `std::thread::scope` with one scoped thread per rank: the same fan-out as
+//! Parallelism is `std::thread::scope`, one scoped thread per rank after the first (rank 0 runs
+//! on the calling thread): the same fan-out as
 //! rayon's `par_iter` for a handful of long tasks, without adding a dependency to `abi`. When a
 //! trace is recorded the ranks run one after another, in rank order, so that the trace is
 //! deterministic (concurrent ranks would interleave their lines).
@@ -102,21 +103,23 @@ impl SpmdModel {
                 .map(|(loaded, inputs)| run(ctx, loaded, inputs, ValidatePath::Ranked))
                 .collect()
         } else {
+            // Ranks 1.. on scoped threads, rank 0 on the calling thread (one spawn fewer).
+            let mut pairs = self.ranks.iter_mut().zip(per_rank_inputs);
+            let first = pairs.next();
             std::thread::scope(|scope| {
-                let handles: Vec<_> = self
-                    .ranks
-                    .iter_mut()
-                    .zip(per_rank_inputs)
+                let handles: Vec<_> = pairs
                     .map(|(loaded, inputs)| {
                         scope.spawn(move || run(ctx, loaded, inputs, ValidatePath::Ranked))
                     })
                     .collect();
-                handles
-                    .into_iter()
-                    .map(|handle| {
-                        handle.join().unwrap_or(Err(BindError::ThreadPanicked { thread: "rank" }))
-                    })
-                    .collect()
+                let mut results = Vec::with_capacity(handles.len() + 1);
+                if let Some((loaded, inputs)) = first {
+                    results.push(run(ctx, loaded, inputs, ValidatePath::Ranked));
+                }
+                results.extend(handles.into_iter().map(|handle| {
+                    handle.join().unwrap_or(Err(BindError::ThreadPanicked { thread: "rank" }))
+                }));
+                results
             })
         };
         results
