@@ -71,8 +71,7 @@ fn forward_ns(runtime: &Arc<dyn Runtime>, def: &ModelDef, iterations: u32) -> f6
     })
 }
 
-fn spmd_ns(runtime: &Arc<dyn Runtime>, n_ranks: usize, iterations: u32) -> (f64, f64) {
-    let n = 1 << 16; // 64 KiB per rank so each launch has work to overlap.
+fn spmd_ns(runtime: &Arc<dyn Runtime>, n_ranks: usize, n: i64, iterations: u32) -> (f64, f64) {
     let def = ModelDef {
         inputs: vec![TensorDef::input("input0", abi::metaneff::meta_tensor::DataType::Uint8, &[n])],
         outputs: vec![TensorDef::output(
@@ -136,9 +135,12 @@ fn main() {
         forward - bare,
         forward / bare
     );
-    let (parallel, sequential) = spmd_ns(&runtime, 8, 500);
-    println!(
-        "SPMD forward, 8 ranks x 64 KiB: parallel {parallel:.0} ns, sequential {sequential:.0} ns, speed-up {:.2}",
-        sequential / parallel
-    );
+    for (n_bytes, iterations) in [(64 << 10, 500), (4 << 20, 20)] {
+        let (parallel, sequential) = spmd_ns(&runtime, 8, n_bytes, iterations);
+        println!(
+            "SPMD forward, 8 ranks x {} KiB: parallel {parallel:.0} ns, one after another {sequential:.0} ns, speed-up {:.2}",
+            n_bytes >> 10,
+            sequential / parallel
+        );
+    }
 }
