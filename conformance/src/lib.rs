@@ -12,8 +12,12 @@
 //! and a listed pass both fail.
 #![forbid(unsafe_code)]
 
+pub mod backend;
+pub mod bless;
 pub mod expectations;
 pub mod glob;
 pub mod report;
+pub mod runner;
 pub mod spec;
+pub mod suite;
 pub mod vector;

@@ -24,6 +24,9 @@ pub struct CaseSpec {
     pub description: String,
     /// The backends it runs on (`sim`, `capi`, `nrt`); all of them when absent.
     pub backends: Option<Vec<String>>,
+    /// Whether the runner calls `init(NO_FW)` before the steps (default true); lifecycle vectors
+    /// turn it off.
+    pub auto_init: Option<bool>,
     /// Simulator settings (used by the `sim` and `capi` backends; a device has its own).
     #[serde(default)]
     pub sim: SimSettings,
@@ -456,10 +459,12 @@ pub enum Step {
         /// The expected error, if it must fail.
         expect_error: Option<ExpectedError>,
     },
-    /// A lossless metaneff edit on `metaneff.pb`, checked byte for byte.
+    /// A lossless metaneff edit on `metaneff.pb` (or on `input_hex`), checked byte for byte.
     MetaneffEdit {
         /// `set_async_load`, `set_lazy_load`, `set_return_aliases`, `set_dynamic_batching`.
         edit: String,
+        /// The bytes to edit, in hex, when they cannot come from text (unknown fields).
+        input_hex: Option<String>,
         /// The value.
         value: bool,
         /// The bytes the edit must produce, in hex.

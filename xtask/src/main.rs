@@ -3,10 +3,13 @@
 //! - `codegen [--check]`: regenerate the committed prost code and descriptor of
 //!   `abi/proto/metaneff.proto` with protox (a pure-Rust protobuf compiler, so no `protoc` is
 //!   needed on any machine); `--check` fails when the committed files are stale.
+//! - `conformance [ARGS]`: the main job, the conformance suite (see `nrtsim conformance --help`).
+//! - `vectors --bless|--check`: refresh or check the vectors' generated files.
 //! - `tidy`: module docs, `unsafe` only where allowed, no switched-off tests (also a `#[test]`).
 #![forbid(unsafe_code)]
 
 mod codegen;
+mod conformance;
 mod tidy;
 
 use std::path::PathBuf;
@@ -31,6 +34,20 @@ enum Command {
     },
     /// Check module docs, where `unsafe` appears, and switched-off tests.
     Tidy,
+    /// Run the conformance suite (default backends: sim and capi); `--help` for the options.
+    #[command(disable_help_flag = true)]
+    Conformance {
+        /// Arguments for `nrtsim conformance`.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+    /// Refresh (`--bless`) or check (`--check`) the vectors' generated files.
+    #[command(disable_help_flag = true)]
+    Vectors {
+        /// Arguments for `nrtsim vectors`.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
 }
 
 fn main() -> Result<()> {
@@ -38,6 +55,8 @@ fn main() -> Result<()> {
     match cli.command {
         Command::Codegen { check } => codegen::run(&workspace_root(), check),
         Command::Tidy => tidy::run(&workspace_root()),
+        Command::Conformance { args } => conformance::run(&workspace_root(), "conformance", &args),
+        Command::Vectors { args } => conformance::run(&workspace_root(), "vectors", &args),
     }
 }
 

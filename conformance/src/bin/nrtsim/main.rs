@@ -1,6 +1,7 @@
 //! `nrtsim`: inspect, check and run Neuron models (NEFF + metaneff) without Neuron hardware.
 #![forbid(unsafe_code)]
 
+mod conformance;
 mod inspect;
 mod metaneff;
 
@@ -27,16 +28,23 @@ enum Command {
     Metaneff(metaneff::MetaneffCommand),
     /// Show a NEFF's header, members, variable tables and I/O signature.
     Inspect(inspect::InspectArgs),
+    /// Run the conformance vectors on the simulator and on libnrt backends.
+    Conformance(conformance::ConformanceArgs),
+    /// Refresh (--bless) or check (--check) the vectors' generated files.
+    Vectors(conformance::VectorsArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Metaneff(command) => metaneff::run(command),
-        Command::Inspect(args) => inspect::run(args),
+        Command::Metaneff(command) => metaneff::run(command).map(|()| true),
+        Command::Inspect(args) => inspect::run(args).map(|()| true),
+        Command::Conformance(args) => conformance::run(args),
+        Command::Vectors(args) => conformance::vectors(args),
     };
     match result {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::FAILURE,
         Err(error) => {
             eprintln!("nrtsim: error: {error:#}");
             ExitCode::FAILURE

@@ -1,0 +1,216 @@
+//! The backends a vector runs on: `sim` (the simulator in this process), `capi` (our
+//! real-libnrt backend, `NrtRuntime`, over the simulator's `libnrt.so.1`) and `nrt` (the same
+//! backend over the real libnrt of a Neuron instance).
+//!
+//! libnrt is one runtime per process, configured from the environment, and a vector needs a
+//! fresh one with its own settings; so the two libnrt backends run each vector in a child process
+//! (`nrtsim run-vector`, hidden) that opens the library, runs the steps and prints the trace as
+//! JSON. Spawning costs a few milliseconds, which is what isolation is worth here.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+
+use abi::runtime::Runtime;
+use nrt::{LibrarySource, NrtRuntime, OpenOptions};
+use sim::{FaultPlan, SimConfig, SimRuntime};
+
+use crate::runner::{self, RunOutput};
+use crate::spec::SimSettings;
+use crate::vector::Vector;
+
+/// Default number of simulated NeuronCores for a vector.
+pub const DEFAULT_CORES: u32 = 2;
+/// Default simulated HBM per NeuronCore for a vector.
+pub const DEFAULT_HBM_BYTES: u64 = 64 << 20;
+
+/// Something that runs a vector on a fresh runtime.
+pub trait Backend: Send + Sync {
+    /// `sim`, `capi` or `nrt`.
+    fn name(&self) -> &'static str;
+
+    /// Runs the vector's steps on a fresh runtime configured for it.
+    fn run(&self, vector: &Vector) -> RunOutput;
+}
+
+fn failed(message: String) -> RunOutput {
+    RunOutput { trace: Vec::new(), failure: Some(message) }
+}
+
+/// The simulator's configuration for a vector's settings.
+///
+/// # Errors
+/// A message for a fault plan that does not parse.
+pub fn sim_config(settings: &SimSettings) -> Result<SimConfig, String> {
+    let mut config = SimConfig::default();
+    config.n_cores = settings.cores.unwrap_or(DEFAULT_CORES);
+    config.hbm_bytes_per_core = settings.hbm_bytes.unwrap_or(DEFAULT_HBM_BYTES);
+    config.numerical_errors = settings.numerical_errors.unwrap_or(false);
+    config.warnings_to_stderr = false;
+    if let Some(faults) = &settings.faults {
+        config.fault_plan = FaultPlan::parse(faults).map_err(|e| e.to_string())?;
+    }
+    Ok(config)
+}
+
+/// The simulator, in this process.
+#[derive(Debug, Default)]
+pub struct SimBackend;
+
+impl Backend for SimBackend {
+    fn name(&self) -> &'static str {
+        "sim"
+    }
+
+    fn run(&self, vector: &Vector) -> RunOutput {
+        match sim_config(&vector.case.sim).and_then(|c| SimRuntime::new(c).map_err(|e| e.to_string())) {
+            Ok(runtime) => runner::run_on(vector, Arc::new(runtime)),
+            Err(message) => failed(format!("cannot configure the simulator: {message}")),
+        }
+    }
+}
+
+/// `NrtRuntime` over a libnrt, one child process per vector.
+#[derive(Debug, Clone)]
+pub struct LibnrtBackend {
+    name: &'static str,
+    /// The `nrtsim` executable that runs a vector (`nrtsim run-vector`).
+    exe: PathBuf,
+    /// The library to open; `None` searches as `NrtRuntime::open` does.
+    library: Option<PathBuf>,
+}
+
+impl LibnrtBackend {
+    /// The `capi` backend: the simulator's `libnrt.so.1` at `library`.
+    pub fn capi(exe: PathBuf, library: PathBuf) -> LibnrtBackend {
+        LibnrtBackend { name: "capi", exe, library: Some(library) }
+    }
+
+    /// The `nrt` backend: the real libnrt, found as `NrtRuntime::open` finds it.
+    pub fn device(exe: PathBuf) -> LibnrtBackend {
+        LibnrtBackend { name: "nrt", exe, library: None }
+    }
+}
+
+impl Backend for LibnrtBackend {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn run(&self, vector: &Vector) -> RunOutput {
+        let mut command = Command::new(&self.exe);
+        command.arg("run-vector").arg("--vectors").arg(vector.dir.parent().and_then(Path::parent).unwrap_or(&vector.dir));
+        if let Some(library) = &self.library {
+            command.arg("--library").arg(library);
+            // The simulator behind the C ABI reads its configuration from the environment.
+            let settings = &vector.case.sim;
+            command
+                .env("NRTSIM_CORES", settings.cores.unwrap_or(DEFAULT_CORES).to_string())
+                .env("NRTSIM_HBM_BYTES", settings.hbm_bytes.unwrap_or(DEFAULT_HBM_BYTES).to_string())
+                .env("NRTSIM_QUIET", "1")
+                .env_remove("NRTSIM_FAULTS")
+                .env_remove("NEURON_RT_NUMERICAL_ERRORS_VERBOSITY")
+                .env_remove("NEURON_FAIL_ON_NAN");
+            if let Some(faults) = &settings.faults {
+                command.env("NRTSIM_FAULTS", faults);
+            }
+            if settings.numerical_errors == Some(true) {
+                command.env("NEURON_FAIL_ON_NAN", "1");
+            }
+        }
+        command.arg(&vector.name);
+        let output = match command.output() {
+            Ok(output) => output,
+            Err(error) => return failed(format!("cannot run {}: {error}", self.exe.display())),
+        };
+        match serde_json::from_slice::<RunOutput>(&output.stdout) {
+            Ok(run) => run,
+            Err(_) => failed(format!(
+                "the child process for {} exited with {} without a result: {}",
+                vector.name,
+                output.status,
+                String::from_utf8_lossy(&output.stderr).trim()
+            )),
+        }
+    }
+}
+
+/// Opens `NrtRuntime` for a child run: on `library`, or by the normal search; not initialised
+/// (the runner calls `init` as the vector says).
+///
+/// # Errors
+/// The typed load error, as text, naming every place tried.
+pub fn open_libnrt(library: Option<&Path>) -> Result<Arc<dyn Runtime>, String> {
+    let options = OpenOptions {
+        library: library.map_or(LibrarySource::Search, |p| LibrarySource::Path(p.to_path_buf())),
+        initialize: false,
+        dtype_numbering: None,
+    };
+    NrtRuntime::open_with(&options).map(|r| Arc::new(r) as Arc<dyn Runtime>).map_err(|e| e.to_string())
+}
+
+/// Checks that this machine has a real libnrt with at least one NeuronCore, for `--device`.
+///
+/// # Errors
+/// A message naming what is missing: the library (with every path tried) or the NeuronCores.
+pub fn check_device() -> Result<(), String> {
+    let options = OpenOptions { library: LibrarySource::Search, initialize: true, dtype_numbering: None };
+    let runtime = NrtRuntime::open_with(&options)
+        .map_err(|e| format!("--device needs the real libnrt, and it could not be opened: {e}"))?;
+    match runtime.get_total_vnc_count() {
+        Ok(0) => Err("--device needs a NeuronCore, and libnrt reports none".to_owned()),
+        Ok(_) => Ok(()),
+        Err(error) => Err(format!("--device could not count NeuronCores: {error}")),
+    }
+}
+
+/// The simulator's `libnrt.so.1` for the `capi` backend: the `libnrtsim_capi.so` cargo built in
+/// `profile_dir` (`target/debug`), staged as `profile_dir/libnrt/libnrt.so.1`.
+///
+/// # Errors
+/// A message saying how to build it when it is missing.
+pub fn stage_capi_library(profile_dir: &Path) -> Result<PathBuf, String> {
+    let built = [profile_dir.join("libnrtsim_capi.so"), profile_dir.join("deps/libnrtsim_capi.so")]
+        .into_iter()
+        .filter_map(|p| std::fs::metadata(&p).and_then(|m| m.modified()).ok().map(|t| (t, p)))
+        .max()
+        .map(|(_, p)| p)
+        .ok_or_else(|| {
+            format!(
+                "no libnrtsim_capi.so in {}: build it with `cargo build -p nrtsim-capi` \
+                 (`cargo xtask conformance` does)",
+                profile_dir.display()
+            )
+        })?;
+    let dir = profile_dir.join("libnrt");
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let target = dir.join("libnrt.so.1");
+    let fresh = |a: &Path, b: &Path| {
+        let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+        modified(b).is_some_and(|tb| modified(a).is_some_and(|ta| tb >= ta))
+    };
+    if !fresh(&built, &target) {
+        // Copy beside, then rename, so a concurrent reader never sees half a library.
+        let staged = dir.join(format!(".libnrt.so.1.{}", std::process::id()));
+        std::fs::copy(&built, &staged).map_err(|e| format!("{}: {e}", staged.display()))?;
+        std::fs::rename(&staged, &target).map_err(|e| format!("{}: {e}", target.display()))?;
+    }
+    Ok(target)
+}
+
+/// The backend called `name`; `exe` is the `nrtsim` executable the libnrt backends run vectors
+/// with, and `profile_dir` where cargo put the simulator's library.
+///
+/// # Errors
+/// A message for an unknown name, or a missing library.
+pub fn by_name(name: &str, exe: &Path, profile_dir: &Path) -> Result<Box<dyn Backend>, String> {
+    match name {
+        "sim" => Ok(Box::new(SimBackend)),
+        "capi" => Ok(Box::new(LibnrtBackend::capi(exe.to_path_buf(), stage_capi_library(profile_dir)?))),
+        "nrt" => {
+            check_device()?;
+            Ok(Box::new(LibnrtBackend::device(exe.to_path_buf())))
+        }
+        other => Err(format!("unknown backend {other:?}: expected sim, capi or nrt")),
+    }
+}

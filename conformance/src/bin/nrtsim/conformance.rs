@@ -1,0 +1,123 @@
+//! `nrtsim conformance` and `nrtsim vectors`: run the vectors, refresh their generated files.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use conformance::backend::{self, Backend};
+use conformance::report;
+use conformance::suite::{self, SuiteOptions};
+
+/// Arguments of `nrtsim conformance`.
+#[derive(clap::Args)]
+pub(crate) struct ConformanceArgs {
+    /// Backends to run on: `sim` (the simulator), `capi` (the real-libnrt backend over the
+    /// simulator's libnrt.so.1), `nrt` (the real libnrt). Repeatable; default sim and capi.
+    #[arg(long = "backend", value_name = "NAME")]
+    backends: Vec<String>,
+    /// Run on the real libnrt of this machine (same as `--backend nrt`); fails when there is no
+    /// libnrt or no NeuronCore, never skips.
+    #[arg(long)]
+    device: bool,
+    /// Only vectors whose `backend/area/name` matches this glob (`*`, `?`; a plain word matches
+    /// any name containing it).
+    #[arg(long)]
+    filter: Option<String>,
+    /// Write a JUnit XML report here.
+    #[arg(long, value_name = "PATH")]
+    junit: Option<PathBuf>,
+    /// Write a JSON report here (per vector: backend, outcome, time, first differing line).
+    #[arg(long, value_name = "PATH")]
+    json: Option<PathBuf>,
+    /// Parallel jobs (default: the number of CPUs).
+    #[arg(short = 'j', long)]
+    jobs: Option<usize>,
+    /// The vectors folder (default: `vectors/` of the workspace this runs in).
+    #[arg(long, value_name = "DIR")]
+    vectors: Option<PathBuf>,
+}
+
+/// Arguments of `nrtsim vectors`.
+#[derive(clap::Args)]
+pub(crate) struct VectorsArgs {
+    /// Rewrite generated files (model.neff, metaneff.pb, expected.trace) from the hand-written ones.
+    #[arg(long, conflicts_with = "check")]
+    bless: bool,
+    /// Fail when a generated file is stale (the default).
+    #[arg(long)]
+    check: bool,
+    /// The vectors folder (default: `vectors/` of the workspace this runs in).
+    #[arg(long, value_name = "DIR")]
+    vectors: Option<PathBuf>,
+}
+
+/// The `vectors/` folder: the given one, or the first `vectors/` in this folder or a parent.
+fn vectors_dir(given: Option<PathBuf>) -> Result<PathBuf> {
+    if let Some(dir) = given {
+        return Ok(dir);
+    }
+    let mut dir = std::env::current_dir().context("reading the current directory")?;
+    loop {
+        let candidate = dir.join("vectors");
+        if candidate.join("expectations").is_dir() {
+            return Ok(candidate);
+        }
+        if !dir.pop() {
+            bail!("no vectors/ folder here or above; give one with --vectors DIR");
+        }
+    }
+}
+
+fn open_backend(name: &str) -> Result<Box<dyn Backend>> {
+    backend::by_name(name).map_err(anyhow::Error::msg)
+}
+
+/// Runs `nrtsim conformance`; `Ok(false)` when a vector failed.
+pub(crate) fn run(args: ConformanceArgs) -> Result<bool> {
+    let vectors_dir = vectors_dir(args.vectors)?;
+    let mut names = args.backends;
+    if args.device && !names.iter().any(|n| n == "nrt") {
+        names.push("nrt".to_owned());
+    }
+    if names.is_empty() {
+        names = vec!["sim".to_owned(), "capi".to_owned()];
+    }
+    let backends = names.iter().map(|n| open_backend(n)).collect::<Result<Vec<_>>>()?;
+    let jobs = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
+    let options = SuiteOptions { vectors_dir, backends, filter: args.filter, jobs, progress: true };
+    let results = suite::run(&options).map_err(anyhow::Error::msg)?;
+    for line in suite::failure_lines(&results) {
+        println!("{line}");
+    }
+    if let Some(path) = &args.junit {
+        write(path, &report::to_junit(&results))?;
+    }
+    if let Some(path) = &args.json {
+        write(path, &report::to_json(&results))?;
+    }
+    let summary = report::summarize(&results);
+    println!("{}", report::summary_line(summary));
+    Ok(summary.failed == 0)
+}
+
+/// Runs `nrtsim vectors`; `Ok(false)` when `--check` found stale files.
+pub(crate) fn vectors(args: VectorsArgs) -> Result<bool> {
+    let vectors_dir = vectors_dir(args.vectors)?;
+    let changed = conformance::bless::sync(&vectors_dir, args.bless).map_err(anyhow::Error::msg)?;
+    for file in &changed {
+        println!("{} {file}", if args.bless { "wrote" } else { "stale" });
+    }
+    if args.bless {
+        println!("{} generated file(s) rewritten", changed.len());
+        return Ok(true);
+    }
+    if !changed.is_empty() {
+        eprintln!("{} generated file(s) are stale: run `cargo xtask vectors --bless` and review the diff", changed.len());
+        return Ok(false);
+    }
+    println!("every generated file is fresh");
+    Ok(true)
+}
+
+fn write(path: &Path, text: &str) -> Result<()> {
+    std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
+}

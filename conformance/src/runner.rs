@@ -1,0 +1,640 @@
+//! Runs one vector on one backend and compares what happened with what was expected.
+//!
+//! Every runtime call goes through a [`TracingRuntime`] over the backend, and binding-level steps
+//! use `abi::bind` over that same traced runtime with the trace switched on, so the trace holds
+//! every call with its normalised arguments and status plus the layer's binding, aliasing and
+//! validation events. Before each step the runner writes a `== step N: call` marker, so a golden
+//! trace reads as a story a reviewer can follow.
+//!
+//! Two kinds of checks, kept apart: the hand-written expectations of `case.toml` (statuses, error
+//! kinds and messages, output values, shared storage) are checked as the steps run, and the whole
+//! trace is compared with the golden `expected.trace` afterwards. A failed expectation stops the
+//! vector (later steps would only report its consequences).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+use abi::bind::{BindError, HostTensor, Model, ModelOptions, SpmdModel};
+use abi::dtype::{ScalarType, decode_elements, encode_element};
+use abi::metaneff::edit::{self, ConfigFlag};
+use abi::runtime::{Framework, ModelId, Placement, Runtime, SetId, SharedBuffer, TensorId};
+use abi::status::NrtStatus;
+use abi::trace::{Trace, TracingRuntime, format_bytes};
+
+use crate::backend::Backend;
+use crate::report::{CaseResult, Outcome};
+use crate::spec::{Elements, ExpectedError, Step, TensorValue};
+use crate::vector::{METANEFF_FILE, NEFF_FILE, TRACE_FILE, TRACE_HEADER, Vector};
+
+/// What a run produced.
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+pub struct RunOutput {
+    /// The trace lines.
+    pub trace: Vec<String>,
+    /// The first failed expectation, if any.
+    pub failure: Option<String>,
+}
+
+/// Runs `vector` on `backend` and returns the trace and the first failed expectation.
+pub fn run(vector: &Vector, backend: &dyn Backend) -> RunOutput {
+    backend.run(vector)
+}
+
+/// Runs `vector` on a fresh, uninitialised `runtime` in this process.
+pub fn run_on(vector: &Vector, runtime: Arc<dyn Runtime>) -> RunOutput {
+    let trace = Arc::new(Trace::new());
+    let traced: Arc<dyn Runtime> = Arc::new(TracingRuntime::new(runtime.clone(), trace.clone()));
+    let mut context = Context {
+        vector,
+        raw: runtime.clone(),
+        runtime: traced,
+        trace: trace.clone(),
+        tensors: BTreeMap::new(),
+        sets: BTreeMap::new(),
+        models: BTreeMap::new(),
+        bind_models: BTreeMap::new(),
+        outputs: BTreeMap::new(),
+        buffers: Vec::new(),
+    };
+    let mut failure = None;
+    if vector.case.auto_init.unwrap_or(true) {
+        if let Err(error) = context.runtime.init(Framework::NoFw, "", "") {
+            failure = Some(format!("init failed: {error}"));
+        }
+    }
+    if failure.is_none() {
+        for (index, step) in vector.case.steps.iter().enumerate() {
+            trace.record(format!("== step {}: {}", index + 1, step_name(step)));
+            if let Err(message) = context.step(step) {
+                failure = Some(format!("step {} ({}): {message}", index + 1, step_name(step)));
+                break;
+            }
+        }
+    }
+    // Models and tensors go before the runtime closes; closing is not part of the trace.
+    drop(context);
+    runtime.close();
+    RunOutput { trace: trace.lines(), failure }
+}
+
+/// Runs `vector` on `backend` and judges it against the golden trace and the expectations.
+pub fn judge(vector: &Vector, backend: &dyn Backend, known_reason: Option<&str>) -> CaseResult {
+    let start = Instant::now();
+    let mut result = CaseResult {
+        vector: vector.name.clone(),
+        backend: backend.name().to_owned(),
+        outcome: Outcome::Skipped,
+        duration: Default::default(),
+        message: None,
+        first_diff: None,
+    };
+    if !vector.runs_on(backend.name()) {
+        return result;
+    }
+    let output = run(vector, backend);
+    let golden = vector.read(TRACE_FILE).map(|bytes| String::from_utf8_lossy(&bytes).into_owned());
+    let (message, first_diff) = match (&output.failure, golden) {
+        (Some(failure), _) => (Some(failure.clone()), None),
+        (None, Err(error)) => (Some(format!("no golden trace: {error} (run `cargo xtask vectors --bless`)")), None),
+        (None, Ok(golden)) => match first_difference(&golden, &output.trace) {
+            Some(diff) => (Some("trace differs from expected.trace".to_owned()), Some(diff)),
+            None => (None, None),
+        },
+    };
+    result.duration = start.elapsed();
+    result.outcome = match (message.is_some(), known_reason) {
+        (false, None) => Outcome::Passed,
+        (true, None) => Outcome::Failed,
+        (true, Some(_)) => Outcome::KnownDifference,
+        (false, Some(_)) => Outcome::UnexpectedPass,
+    };
+    result.message = match result.outcome {
+        Outcome::KnownDifference => known_reason.map(|r| format!("known difference: {r}")),
+        Outcome::UnexpectedPass => Some(format!(
+            "passes, but vectors/expectations/{}.toml lists it as a known difference: remove the entry",
+            backend.name()
+        )),
+        _ => message,
+    };
+    result.first_diff = first_diff;
+    result
+}
+
+/// The golden trace text for a run's lines.
+pub fn golden_text(lines: &[String]) -> String {
+    let mut text = String::from(TRACE_HEADER);
+    text.push('\n');
+    for line in lines {
+        text.push_str(line);
+        text.push('\n');
+    }
+    text
+}
+
+/// The first line where `golden` and `lines` differ, as `line N: expected … / got …`.
+pub fn first_difference(golden: &str, lines: &[String]) -> Option<String> {
+    let expected: Vec<&str> = golden.lines().filter(|l| !l.starts_with('#')).collect();
+    let longest = expected.len().max(lines.len());
+    (0..longest).find_map(|i| {
+        let want = expected.get(i).copied();
+        let got = lines.get(i).map(String::as_str);
+        (want != got).then(|| {
+            format!(
+                "line {}: expected `{}`, got `{}`",
+                i + 1,
+                want.unwrap_or("<end of trace>"),
+                got.unwrap_or("<end of trace>")
+            )
+        })
+    })
+}
+
+fn step_name(step: &Step) -> String {
+    // The serde tag is the name; Debug's first word is the variant, which we turn back into it.
+    let debug = format!("{step:?}");
+    let variant = debug.split([' ', '{', '(']).next().unwrap_or("step");
+    let mut name = String::new();
+    for (i, c) in variant.chars().enumerate() {
+        if c.is_uppercase() {
+            if i > 0 {
+                name.push('_');
+            }
+            name.extend(c.to_lowercase());
+        } else {
+            name.push(c);
+        }
+    }
+    name
+}
+
+struct Context<'a> {
+    vector: &'a Vector,
+    /// The backend itself: the binding layer traces its own calls (into the same trace, so
+    /// handle names stay consistent), and must not be handed the traced runtime too.
+    raw: Arc<dyn Runtime>,
+    /// The backend behind a [`TracingRuntime`], for raw steps.
+    runtime: Arc<dyn Runtime>,
+    trace: Arc<Trace>,
+    tensors: BTreeMap<String, TensorId>,
+    sets: BTreeMap<String, SetId>,
+    models: BTreeMap<String, ModelId>,
+    bind_models: BTreeMap<String, Model>,
+    outputs: BTreeMap<String, HostTensor>,
+    /// Buffers attached to tensors: they must outlive the tensors.
+    buffers: Vec<Arc<SharedBuffer>>,
+}
+
+type StepResult = Result<(), String>;
+
+/// Checks a call's status against the step's `expect` (default success).
+fn check_status<T>(result: &Result<T, abi::runtime::NrtError>, expect: &Option<String>) -> StepResult {
+    let got = match result {
+        Ok(_) => NrtStatus::Success,
+        Err(error) => error.status,
+    };
+    expect_status(got, expect)
+}
+
+fn expect_status(got: NrtStatus, expect: &Option<String>) -> StepResult {
+    let want = match expect {
+        None => NrtStatus::Success,
+        Some(name) => NrtStatus::from_name(name).ok_or_else(|| format!("unknown status {name:?} in case.toml"))?,
+    };
+    if got == want { Ok(()) } else { Err(format!("expected {}, got {}", want.name(), got.name())) }
+}
+
+fn label<T: Copy>(map: &BTreeMap<String, T>, name: &str, what: &str) -> Result<T, String> {
+    map.get(name).copied().ok_or_else(|| format!("no {what} labelled {name:?} in an earlier step"))
+}
+
+fn placement(name: &Option<String>) -> Result<Placement, String> {
+    match name.as_deref().unwrap_or("DEVICE") {
+        "DEVICE" => Ok(Placement::Device),
+        "HOST" => Ok(Placement::Host),
+        "VIRTUAL" => Ok(Placement::Virtual),
+        other => Err(format!("unknown placement {other:?}: expected DEVICE, HOST or VIRTUAL")),
+    }
+}
+
+fn framework(name: &Option<String>) -> Result<Framework, String> {
+    Ok(match name.as_deref().unwrap_or("NO_FW") {
+        "INVALID" => Framework::Invalid,
+        "NO_FW" => Framework::NoFw,
+        "TENSORFLOW" => Framework::Tensorflow,
+        "PYTORCH" => Framework::Pytorch,
+        "MXNET" => Framework::Mxnet,
+        "PRECHECK" => Framework::Precheck,
+        other => return Err(format!("unknown framework {other:?}")),
+    })
+}
+
+fn scalar_type(name: &str) -> Result<ScalarType, String> {
+    ScalarType::from_name(name).map_err(|e| e.to_string())
+}
+
+fn encode_values(scalar_type: ScalarType, values: &[f64]) -> Result<Vec<u8>, String> {
+    let mut bytes = Vec::with_capacity(values.len() * scalar_type.item_size() as usize);
+    for &value in values {
+        encode_element(scalar_type, value, &mut bytes).map_err(|e| e.to_string())?;
+    }
+    Ok(bytes)
+}
+
+fn parse_hex(hex: &str) -> Result<Vec<u8>, String> {
+    let digits: String = hex.chars().filter(|c| !c.is_whitespace()).collect();
+    if digits.len() % 2 != 0 {
+        return Err(format!("hex {hex:?} has an odd number of digits"));
+    }
+    (0..digits.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&digits[i..i + 2], 16).map_err(|_| format!("bad hex {:?}", &digits[i..i + 2])))
+        .collect()
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(" ")
+}
+
+/// The bytes of a [`TensorValue`].
+fn value_bytes(value: &TensorValue) -> Result<(ScalarType, Vec<u8>), String> {
+    let scalar_type = scalar_type(&value.dtype)?;
+    let n_elements = abi::dtype::n_elements(&value.shape).map_err(|e| e.to_string())? as usize;
+    let bytes = match (&value.values, value.fill, &value.hex) {
+        (Some(values), None, None) => {
+            if values.len() != n_elements {
+                return Err(format!("{} values for shape {:?}, expected {n_elements}", values.len(), value.shape));
+            }
+            encode_values(scalar_type, values)?
+        }
+        (None, Some(fill), None) => encode_values(scalar_type, &vec![fill; n_elements])?,
+        (None, None, Some(text)) => parse_hex(text)?,
+        (None, None, None) => encode_values(scalar_type, &vec![0.0; n_elements])?,
+        _ => return Err("give at most one of values, fill and hex".to_owned()),
+    };
+    Ok((scalar_type, bytes))
+}
+
+fn host_tensor(value: &TensorValue) -> Result<HostTensor, String> {
+    let (scalar_type, bytes) = value_bytes(value)?;
+    HostTensor::from_bytes(scalar_type, &value.shape, bytes).map_err(|e| e.to_string())
+}
+
+/// Compares an output with the expected value: dtype, shape and elements (NaN equals NaN).
+fn check_tensor(what: &str, got: &HostTensor, want: &TensorValue) -> StepResult {
+    let (want_type, want_bytes) = value_bytes(want)?;
+    if got.scalar_type() != want_type || got.shape() != want.shape.as_slice() {
+        return Err(format!(
+            "{what}: expected {} {:?}, got {} {:?}",
+            want_type.name(),
+            want.shape,
+            got.scalar_type().name(),
+            got.shape()
+        ));
+    }
+    let got_bytes = got.to_bytes();
+    let same = match (decode_elements(want_type, &want_bytes), decode_elements(want_type, &got_bytes)) {
+        (Some(a), Some(b)) => a.len() == b.len() && a.iter().zip(&b).all(|(x, y)| x == y || (x.is_nan() && y.is_nan())),
+        _ => want_bytes == got_bytes,
+    };
+    if same {
+        Ok(())
+    } else {
+        let show = |bytes: &[u8]| match decode_elements(want_type, bytes) {
+            Some(values) => format!("{values:?}"),
+            None => hex(bytes),
+        };
+        Err(format!("{what}: expected {}, got {}", show(&want_bytes), show(&got_bytes)))
+    }
+}
+
+/// The kind of a binding error, as vectors name it.
+fn error_kind(error: &BindError) -> String {
+    if let Some(validate) = error.as_validate() {
+        return validate.kind.name().to_owned();
+    }
+    if error.as_runtime().is_some() {
+        return "runtime".to_owned();
+    }
+    let debug = format!("{error:?}");
+    let variant = debug.split([' ', '{', '(']).next().unwrap_or("error").to_owned();
+    match step_name_of(&variant).as_str() {
+        // Not to be confused with the validate check of the same name.
+        "dtype" => "unsupported_dtype".to_owned(),
+        other => other.to_owned(),
+    }
+}
+
+fn step_name_of(variant: &str) -> String {
+    let mut name = String::new();
+    for (i, c) in variant.chars().enumerate() {
+        if c.is_uppercase() {
+            if i > 0 {
+                name.push('_');
+            }
+            name.extend(c.to_lowercase());
+        } else {
+            name.push(c);
+        }
+    }
+    name
+}
+
+/// Checks a binding-level result against `expect_error`, tracing the error either way.
+fn check_bind<T>(trace: &Trace, result: Result<T, BindError>, expected: &Option<ExpectedError>) -> Result<Option<T>, String> {
+    match (result, expected) {
+        (Ok(value), None) => Ok(Some(value)),
+        (Ok(_), Some(want)) => Err(format!("expected error kind {}, got success", want.kind)),
+        (Err(error), want) => {
+            let kind = error_kind(&error);
+            let status = error.as_runtime().map(|(_, e)| e.status.name());
+            trace.record(format!("error {kind}{}", status.as_ref().map(|s| format!(" {s}")).unwrap_or_default()));
+            let Some(want) = want else {
+                return Err(format!("unexpected error: {error}"));
+            };
+            if kind != want.kind {
+                return Err(format!("expected error kind {}, got {kind}: {error}", want.kind));
+            }
+            if let Some(message) = &want.message {
+                let got = error.as_validate().map(|v| v.message.to_owned()).or_else(|| error.as_runtime().map(|(m, _)| m.to_owned()));
+                if got.as_deref() != Some(message.as_str()) {
+                    return Err(format!("expected message {message:?}, got {got:?} ({error})"));
+                }
+            }
+            if let Some(status) = &want.status {
+                expect_status(error.as_runtime().map_or(NrtStatus::Success, |(_, e)| e.status), &Some(status.clone()))?;
+            }
+            Ok(None)
+        }
+    }
+}
+
+impl Context<'_> {
+    fn file(&self, name: &Option<String>, default: &str) -> Result<Vec<u8>, String> {
+        self.vector.read(name.as_deref().unwrap_or(default)).map_err(|e| e.to_string())
+    }
+
+    fn model(&mut self, name: &str) -> Result<&mut Model, String> {
+        self.bind_models.get_mut(name).ok_or_else(|| format!("no model labelled {name:?} in an earlier step"))
+    }
+
+    fn step(&mut self, step: &Step) -> StepResult {
+        let rt = self.runtime.clone();
+        match step {
+            Step::Init { framework: fw, expect } => check_status(&rt.init(framework(fw)?, "", ""), expect),
+            Step::Close {} => {
+                rt.close();
+                Ok(())
+            }
+            Step::Load { neff, vnc, vnc_count, label: name, expect } => {
+                let bytes = self.file(neff, NEFF_FILE)?;
+                let result = rt.load(&bytes, vnc.unwrap_or(-1), vnc_count.unwrap_or(1));
+                check_status(&result, expect)?;
+                if let (Ok(model), Some(name)) = (result, name) {
+                    self.models.insert(name.clone(), model);
+                }
+                Ok(())
+            }
+            Step::LoadCollectives { neff, vnc, vnc_count, ctx_device_id, ctx_device_count, label: name, expect } => {
+                let bytes = self.file(neff, NEFF_FILE)?;
+                let result = rt.load_collectives(&bytes, vnc.unwrap_or(-1), vnc_count.unwrap_or(1), *ctx_device_id, *ctx_device_count);
+                check_status(&result, expect)?;
+                if let (Ok(model), Some(name)) = (result, name) {
+                    self.models.insert(name.clone(), model);
+                }
+                Ok(())
+            }
+            Step::Unload { model, expect } => check_status(&rt.unload(label(&self.models, model, "model")?), expect),
+            Step::Execute { model, inputs, outputs, repeat, expect } => {
+                let model = label(&self.models, model, "model")?;
+                let inputs = label(&self.sets, inputs, "tensor set")?;
+                let outputs = label(&self.sets, outputs, "tensor set")?;
+                let result = match repeat {
+                    Some(count) => rt.execute_repeat(model, inputs, outputs, *count),
+                    None => rt.execute(model, inputs, outputs),
+                };
+                let got = match &result {
+                    Ok(status) => *status,
+                    Err(error) => error.status,
+                };
+                expect_status(got, expect)
+            }
+            Step::AllocateTensorSet { label: name } => {
+                let set = rt.allocate_tensor_set().map_err(|e| e.to_string())?;
+                self.sets.insert(name.clone(), set);
+                Ok(())
+            }
+            Step::DestroyTensorSet { set, expect } => check_status(&rt.destroy_tensor_set(label(&self.sets, set, "tensor set")?), expect),
+            Step::AddTensorToTensorSet { set, name, tensor, expect } => {
+                let set = label(&self.sets, set, "tensor set")?;
+                let tensor = label(&self.tensors, tensor, "tensor")?;
+                check_status(&rt.add_tensor_to_tensor_set(set, name, tensor), expect)
+            }
+            Step::GetTensorFromTensorSet { set, name, label: as_name, expect } => {
+                let result = rt.get_tensor_from_tensor_set(label(&self.sets, set, "tensor set")?, name);
+                check_status(&result, expect)?;
+                if let (Ok(tensor), Some(as_name)) = (result, as_name) {
+                    self.tensors.insert(as_name.clone(), tensor);
+                }
+                Ok(())
+            }
+            Step::TensorAllocate { placement: p, vnc, size, name, label: as_name, expect } => {
+                let result = rt.tensor_allocate(placement(p)?, vnc.unwrap_or(0), *size, name.as_deref().unwrap_or(as_name));
+                check_status(&result, expect)?;
+                if let Ok(tensor) = result {
+                    self.tensors.insert(as_name.clone(), tensor);
+                }
+                Ok(())
+            }
+            Step::TensorAllocateEmpty { name, label: as_name } => {
+                let tensor = rt.tensor_allocate_empty(name.as_deref().unwrap_or(as_name)).map_err(|e| e.to_string())?;
+                self.tensors.insert(as_name.clone(), tensor);
+                Ok(())
+            }
+            Step::TensorAttachBuffer { tensor, size, expect } => {
+                let buffer = Arc::new(SharedBuffer::zeroed(*size));
+                self.buffers.push(buffer.clone());
+                check_status(&rt.tensor_attach_buffer(label(&self.tensors, tensor, "tensor")?, buffer), expect)
+            }
+            Step::TensorAllocateSlice { tensor, offset, size, name, label: as_name, expect } => {
+                let source = label(&self.tensors, tensor, "tensor")?;
+                let result = rt.tensor_allocate_slice(source, *offset, *size, name.as_deref().unwrap_or(as_name));
+                check_status(&result, expect)?;
+                if let Ok(slice) = result {
+                    self.tensors.insert(as_name.clone(), slice);
+                }
+                Ok(())
+            }
+            Step::TensorFree { tensor, expect } => check_status(&rt.tensor_free(label(&self.tensors, tensor, "tensor")?), expect),
+            Step::TensorWrite { tensor, offset, data, expect } => {
+                let bytes = encode_values(scalar_type(&data.dtype)?, &data.values)?;
+                check_status(&rt.tensor_write(label(&self.tensors, tensor, "tensor")?, offset.unwrap_or(0), &bytes), expect)
+            }
+            Step::TensorRead { tensor, offset, size, expect_values, expect } => {
+                let mut buffer = vec![0u8; *size];
+                let result = rt.tensor_read(label(&self.tensors, tensor, "tensor")?, offset.unwrap_or(0), &mut buffer);
+                check_status(&result, expect)?;
+                match (result, expect_values) {
+                    (Ok(()), Some(Elements { dtype, values })) => {
+                        let want = encode_values(scalar_type(dtype)?, values)?;
+                        if want == buffer { Ok(()) } else { Err(format!("read {}, expected {}", hex(&buffer), hex(&want))) }
+                    }
+                    _ => Ok(()),
+                }
+            }
+            Step::TensorCopy { src, src_offset, dst, dst_offset, size, expect } => {
+                let src = label(&self.tensors, src, "tensor")?;
+                let dst = label(&self.tensors, dst, "tensor")?;
+                check_status(&rt.tensor_copy(src, src_offset.unwrap_or(0), dst, dst_offset.unwrap_or(0), *size), expect)
+            }
+            Step::TensorMemset { tensor, offset, value, size, expect } => {
+                check_status(&rt.tensor_memset(label(&self.tensors, tensor, "tensor")?, offset.unwrap_or(0), *value, *size), expect)
+            }
+            Step::TensorGetSize { tensor, expect_size, expect } => {
+                let result = rt.tensor_get_size(label(&self.tensors, tensor, "tensor")?);
+                check_status(&result, expect)?;
+                match (result, expect_size) {
+                    (Ok(got), Some(want)) if got != *want => Err(format!("size {got}, expected {want}")),
+                    _ => Ok(()),
+                }
+            }
+            Step::GetModelTensorInfo { model, expect } => check_status(&rt.get_model_tensor_info(label(&self.models, model, "model")?), expect),
+            Step::GetVersion {} => rt.get_version().map(|_| ()).map_err(|e| e.to_string()),
+            Step::GetVncCount { expect } => {
+                check_status(&rt.get_total_vnc_count(), expect)?;
+                check_status(&rt.get_visible_vnc_count(), expect)
+            }
+            Step::ModelNew { label: as_name, neff, metaneff, weights, expect_error } => {
+                let neff = self.file(neff, NEFF_FILE)?;
+                let metaneff = self.file(metaneff, METANEFF_FILE)?;
+                let mut options = ModelOptions::default();
+                options.trace = Some(self.trace.clone());
+                for (key, value) in weights {
+                    options.weights.insert(key.as_bytes().to_vec(), host_tensor(value)?);
+                }
+                let result = Model::new(self.raw.clone(), &neff, &metaneff, options);
+                if let Some(model) = check_bind(&self.trace, result, expect_error)? {
+                    self.bind_models.insert(as_name.clone(), model);
+                }
+                Ok(())
+            }
+            Step::ModelLoad { model, action, expect_error } => {
+                let trace = self.trace.clone();
+                let model = self.model(model)?;
+                let result = match action.as_deref().unwrap_or("load") {
+                    "load" => model.load(),
+                    "blocking_load" => model.blocking_load(),
+                    "unload" => model.unload(),
+                    other => return Err(format!("unknown action {other:?}: expected load, blocking_load or unload")),
+                };
+                check_bind(&trace, result, expect_error).map(|_| ())
+            }
+            Step::ModelSet { model, setter, value, inputs, outputs, expect_error } => {
+                let trace = self.trace.clone();
+                let model = self.model(model)?;
+                let flag = || value.ok_or_else(|| format!("{setter} needs `value`"));
+                let result = match setter.as_str() {
+                    "set_async_load" => model.set_async_load(flag()?),
+                    "set_lazy_load" => model.set_lazy_load(flag()?),
+                    "set_dynamic_batching" => model.set_dynamic_batching(flag()?),
+                    "set_dynamic_batching_mixed" => model.set_dynamic_batching_mixed(
+                        inputs.as_deref().unwrap_or_default(),
+                        outputs.as_deref().unwrap_or_default(),
+                    ),
+                    other => return Err(format!("unknown setter {other:?}")),
+                };
+                check_bind(&trace, result, expect_error)?;
+                trace.record(format!("metaneff after {setter} {}", format_bytes(model.metaneff())));
+                Ok(())
+            }
+            Step::ModelForward { model, inputs, reuse, label: as_name, expect_outputs, expect_status: want_status, expect_error, expect_shared } => {
+                let mut tensors = inputs.iter().map(host_tensor).collect::<Result<Vec<_>, _>>()?;
+                for (index, source) in reuse {
+                    let index: usize = index.parse().map_err(|_| format!("reuse key {index:?} is not an input index"))?;
+                    let tensor = self.outputs.get(source).ok_or_else(|| format!("no output labelled {source:?}"))?;
+                    if index > tensors.len() {
+                        return Err(format!("reuse index {index} past the {} inputs", tensors.len()));
+                    }
+                    tensors.insert(index, tensor.clone());
+                }
+                let result = self.model(model)?.forward(&tensors);
+                let Some(forward) = check_bind(&self.trace, result, expect_error)? else {
+                    return Ok(());
+                };
+                expect_status(forward.status, want_status)?;
+                for (index, output) in forward.outputs.iter().enumerate() {
+                    self.trace.record(format!("output {index} {} {:?} {}", output.scalar_type().name(), output.shape(), format_bytes(&output.to_bytes())));
+                    if let Some(as_name) = as_name {
+                        self.outputs.insert(format!("{as_name}.{index}"), output.clone());
+                    }
+                }
+                if let Some(want) = expect_outputs {
+                    if want.len() != forward.outputs.len() {
+                        return Err(format!("{} outputs, expected {}", forward.outputs.len(), want.len()));
+                    }
+                    for (index, (got, want)) in forward.outputs.iter().zip(want).enumerate() {
+                        check_tensor(&format!("output {index}"), got, want)?;
+                    }
+                }
+                for (output, &input) in expect_shared {
+                    let output_index: usize = output.parse().map_err(|_| format!("expect_shared key {output:?} is not an output index"))?;
+                    let got = forward.outputs.get(output_index).ok_or_else(|| format!("no output {output_index}"))?;
+                    let source = tensors.get(input).ok_or_else(|| format!("no input {input}"))?;
+                    if !got.shares_storage_with(source) {
+                        return Err(format!("output {output_index} does not share storage with input {input}"));
+                    }
+                }
+                Ok(())
+            }
+            Step::SpmdForward { local_ranks, world_size, inputs, expect_outputs, expect_error } => {
+                let neff = self.file(&None, NEFF_FILE)?;
+                let metaneff = self.file(&None, METANEFF_FILE)?;
+                let mut options = ModelOptions::default();
+                options.trace = Some(self.trace.clone());
+                // `expect_error` may be met by the construction or by the forward.
+                let mut spmd = match SpmdModel::new(self.raw.clone(), &neff, &metaneff, *local_ranks, *world_size, options) {
+                    Ok(spmd) => spmd,
+                    Err(error) => return check_bind::<()>(&self.trace, Err(error), expect_error).map(|_| ()),
+                };
+                let per_rank = inputs
+                    .iter()
+                    .map(|rank| rank.iter().map(host_tensor).collect::<Result<Vec<_>, _>>())
+                    .collect::<Result<Vec<_>, _>>()?;
+                let Some(outputs) = check_bind(&self.trace, spmd.forward_ranked(&per_rank), expect_error)? else {
+                    return Ok(());
+                };
+                if let Some(want) = expect_outputs {
+                    for (rank, (got, want)) in outputs.iter().zip(want).enumerate() {
+                        for (index, (got, want)) in got.outputs.iter().zip(want).enumerate() {
+                            check_tensor(&format!("rank {rank} output {index}"), got, want)?;
+                        }
+                    }
+                }
+                Ok(())
+            }
+            Step::MetaneffEdit { edit: which, input_hex, value, expect_hex } => {
+                let bytes = match input_hex {
+                    Some(text) => parse_hex(text)?,
+                    None => self.file(&None, METANEFF_FILE)?,
+                };
+                let edited = match which.as_str() {
+                    "set_async_load" => edit::set_config_flag(&bytes, ConfigFlag::AsyncLoad, *value),
+                    "set_lazy_load" => edit::set_config_flag(&bytes, ConfigFlag::LazyLoad, *value),
+                    "set_return_aliases" => edit::set_config_flag(&bytes, ConfigFlag::ReturnAliases, *value),
+                    "set_dynamic_batching" => edit::set_allow_dynamic_batch_size(&bytes, |_, _| Some(*value)),
+                    other => return Err(format!("unknown edit {other:?}")),
+                }
+                .map_err(|e| e.to_string())?;
+                self.trace.record(format!("metaneff {which} {value} -> {}", format_bytes(&edited)));
+                let want = parse_hex(expect_hex)?;
+                if edited == want { Ok(()) } else { Err(format!("edit gave {}, expected {}", hex(&edited), hex(&want))) }
+            }
+            Step::MetaneffBytes { expect_hex } => {
+                let bytes = self.file(&None, METANEFF_FILE)?;
+                self.trace.record(format!("metaneff {}", format_bytes(&bytes)));
+                let want = parse_hex(expect_hex)?;
+                if bytes == want { Ok(()) } else { Err(format!("metaneff.pb is {}, expected {}", hex(&bytes), hex(&want))) }
+            }
+        }
+    }
+}

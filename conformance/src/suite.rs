@@ -1,0 +1,117 @@
+//! A whole conformance run: every selected vector on every selected backend, in parallel where
+//! the backend allows it, with progress on a terminal and the results in vector order.
+
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use crate::backend::Backend;
+use crate::expectations::Expectations;
+use crate::report::{CaseResult, Outcome};
+use crate::runner;
+use crate::vector::{self, Vector};
+
+/// What to run.
+pub struct SuiteOptions {
+    /// The `vectors/` folder.
+    pub vectors_dir: PathBuf,
+    /// The backends.
+    pub backends: Vec<Box<dyn Backend>>,
+    /// Only vectors whose `backend/area/name` matches (see [`crate::glob`]).
+    pub filter: Option<String>,
+    /// Worker threads.
+    pub jobs: usize,
+    /// Show a progress line on stderr when it is a terminal.
+    pub progress: bool,
+}
+
+/// The vectors under `dir`, or an error naming the bad one.
+///
+/// # Errors
+/// A message naming the vector folder or file that cannot be read.
+pub fn load_vectors(dir: &Path) -> Result<Vec<Vector>, String> {
+    vector::discover(dir).map_err(|e| e.to_string())
+}
+
+/// Runs the suite and returns one result per backend × vector, in that order.
+///
+/// # Errors
+/// A message when the vectors or an expectations file cannot be read, or an expectations file
+/// names a vector that does not exist.
+pub fn run(options: &SuiteOptions) -> Result<Vec<CaseResult>, String> {
+    let vectors = load_vectors(&options.vectors_dir)?;
+    let expectations_dir = options.vectors_dir.join("expectations");
+    let mut jobs = Vec::new();
+    for backend in &options.backends {
+        let expectations = Expectations::load(&expectations_dir, backend.name())?;
+        for listed in expectations.vectors() {
+            if !vectors.iter().any(|v| v.name == listed) {
+                return Err(format!(
+                    "vectors/expectations/{}.toml lists {listed}, which is not a vector",
+                    backend.name()
+                ));
+            }
+        }
+        for vector in &vectors {
+            let id = format!("{}/{}", backend.name(), vector.name);
+            if options.filter.as_deref().is_none_or(|f| crate::glob::matches(f, &id)) {
+                let reason = expectations.reason(&vector.name).map(str::to_owned);
+                jobs.push((backend.as_ref(), vector, reason));
+            }
+        }
+    }
+    let total = jobs.len();
+    let next = AtomicUsize::new(0);
+    let done = AtomicUsize::new(0);
+    let results: Mutex<Vec<Option<CaseResult>>> = Mutex::new(vec![None; total]);
+    // One runtime per process for exclusive backends: their jobs take this lock.
+    let exclusive = Mutex::new(());
+    let show_progress = options.progress && std::io::stderr().is_terminal();
+    std::thread::scope(|scope| {
+        for _ in 0..options.jobs.clamp(1, 64) {
+            scope.spawn(|| {
+                loop {
+                    let index = next.fetch_add(1, Ordering::Relaxed);
+                    let Some((backend, vector, reason)) = jobs.get(index) else {
+                        break;
+                    };
+                    let result = if backend.exclusive() {
+                        let _guard = exclusive.lock().unwrap_or_else(|e| e.into_inner());
+                        runner::judge(vector, *backend, reason.as_deref())
+                    } else {
+                        runner::judge(vector, *backend, reason.as_deref())
+                    };
+                    let finished = done.fetch_add(1, Ordering::Relaxed) + 1;
+                    if show_progress {
+                        let mut err = std::io::stderr().lock();
+                        let _ = write!(err, "\r\x1b[K[{finished}/{total}] {}", result.id());
+                        let _ = err.flush();
+                    }
+                    results.lock().unwrap_or_else(|e| e.into_inner())[index] = Some(result);
+                }
+            });
+        }
+    });
+    if show_progress {
+        eprint!("\r\x1b[K");
+    }
+    let results = results.into_inner().unwrap_or_else(|e| e.into_inner());
+    Ok(results.into_iter().flatten().collect())
+}
+
+/// One line per failure (and per known difference), with the first differing trace line.
+pub fn failure_lines(results: &[CaseResult]) -> Vec<String> {
+    results
+        .iter()
+        .filter(|r| r.outcome.is_failure() || r.outcome == Outcome::KnownDifference)
+        .map(|r| {
+            let tag = if r.outcome == Outcome::KnownDifference { "KNOWN" } else { "FAIL" };
+            let mut line = format!("{tag} {}: {}", r.id(), r.message.as_deref().unwrap_or("failed"));
+            if let Some(diff) = &r.first_diff {
+                line.push_str(&format!("\n     {diff}"));
+            }
+            line
+        })
+        .collect()
+}

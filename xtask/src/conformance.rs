@@ -1,0 +1,37 @@
+//! `cargo xtask conformance` and `cargo xtask vectors`: thin wrappers that build what the run
+//! needs (the `nrtsim` tool, and the simulator's `libnrt.so.1` for the `capi` backend) and hand
+//! the arguments to `nrtsim conformance` / `nrtsim vectors`, so both entry points share one
+//! implementation and one set of options.
+
+use std::path::Path;
+use std::process::Command;
+
+use anyhow::{Context, Result, bail};
+
+/// Builds and runs `nrtsim <subcommand> <args…>` from the workspace root.
+pub(crate) fn run(root: &Path, subcommand: &str, args: &[String]) -> Result<()> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    let mut build = Command::new(&cargo);
+    build.current_dir(root).args(["build", "--quiet", "--package", "nrtsim-conformance", "--bin", "nrtsim"]);
+    if root.join("sim/capi/Cargo.toml").is_file() {
+        build.args(["--package", "nrtsim-capi"]);
+    }
+    let status = build.status().context("running cargo build")?;
+    if !status.success() {
+        bail!("cargo build failed");
+    }
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| root.join("target"));
+    let nrtsim = target.join("debug/nrtsim");
+    let status = Command::new(&nrtsim)
+        .current_dir(root)
+        .arg(subcommand)
+        .args(args)
+        .status()
+        .with_context(|| format!("running {}", nrtsim.display()))?;
+    if !status.success() {
+        bail!("nrtsim {subcommand} failed");
+    }
+    Ok(())
+}
