@@ -31,6 +31,7 @@
 //! fourteen immediates against [`PROTO_AT_DTYPE_MAP`].
 
 mod dltype;
+mod element;
 mod error;
 mod nrt_dtype;
 mod producer;
@@ -39,6 +40,10 @@ mod size;
 
 pub use crate::metaneff::meta_tensor::DataType;
 pub use dltype::{Dltype, dltype_of, dltype_of_raw};
+pub use element::{
+    bf16_bits_to_f32, decode_elements, encode_element, f16_bits_to_f32, f32_to_bf16_bits,
+    f32_to_f16_bits,
+};
 pub use error::DtypeError;
 pub use nrt_dtype::{DtypeNumbering, NrtDtype, nrt_dtype_of, nrt_dtype_of_raw};
 pub use producer::{Producer, XlaPrimitiveType};

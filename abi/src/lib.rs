@@ -22,5 +22,6 @@
 pub mod dtype;
 pub mod metaneff;
 pub mod neff;
+pub mod runtime;
 pub mod status;
 pub mod wire;

@@ -1,5 +1,19 @@
 //! Conformance vectors and their runner.
 //!
-//! This crate hosts the `nrtsim` command-line tool; the vector runner arrives with the
-//! conformance issue.
+//! The product's main job: shared vectors check that binding, aliasing and validation behave the
+//! same on every backend. A vector is data (`vectors/<area>/<name>/case.toml` and the files beside
+//! it, see [`vector`] and [`spec`]); the runner is a library, so the command line
+//! (`nrtsim conformance`, `cargo xtask conformance`) and the test harness
+//! (`conformance/tests/vectors.rs`, one named test per backend × vector) share it.
+//!
+//! A run produces the normalised trace of every runtime call and binding event, compares it
+//! with the golden trace line by line, and checks the hand-written expectations. Per-backend
+//! lists of known differences ([`expectations`]) keep the comparison honest: an unlisted failure
+//! and a listed pass both fail.
 #![forbid(unsafe_code)]
+
+pub mod expectations;
+pub mod glob;
+pub mod report;
+pub mod spec;
+pub mod vector;

@@ -110,4 +110,20 @@ pub enum DtypeError {
         /// The item size in bytes.
         item_size: u64,
     },
+
+    /// A number that an integer tensor type cannot hold exactly.
+    #[error("value {value} does not fit torch {scalar_type}: expected a whole number in its range")]
+    ValueOutOfRange {
+        /// The torch type.
+        scalar_type: &'static str,
+        /// The value, as written.
+        value: String,
+    },
+
+    /// A type whose elements this crate does not convert from numbers (the float8 types).
+    #[error("no number conversion for torch {scalar_type}: give its bytes directly")]
+    NoElementConversion {
+        /// The torch type.
+        scalar_type: &'static str,
+    },
 }

@@ -1,0 +1,533 @@
+//! The libnrt C API subset (ABI-FACTS §4) as an object-safe Rust trait, [`Runtime`].
+//!
+//! Every backend implements this one trait: the simulator (`sim::SimRuntime`), and later the real
+//! `libnrt.so.1` loaded at run time. The binding layer and the conformance harness are written
+//! once over `&dyn Runtime`, so they behave the same on a laptop and on a device.
+//!
+//! Design choices:
+//! - **One method per C function, same name without the `nrt_` prefix, same semantics.** Where the
+//!   C function returns `void` or a bare value but can meet a bad handle in Rust
+//!   (`nrt_tensor_free`, `nrt_destroy_tensor_set`, `nrt_tensor_get_size`, `nrt_tensor_get_va`,
+//!   the vnc counts), the method returns a `Result` so that the error is visible; a C shim drops
+//!   it. `nrt_close` stays infallible, as in C.
+//! - **Handles are newtypes** ([`TensorId`], [`SetId`], [`ModelId`]) that a runtime never reuses,
+//!   so a stale handle is an error ([`NrtStatus::InvalidHandle`]), never another object.
+//! - **One error type carries the exact status**, [`NrtError`], including codes from newer
+//!   libraries ([`NrtStatus::Unknown`]). `detail` is for humans; callers match on `status`.
+//! - **A completed launch is `Ok` even with a warning.** [`Runtime::execute`] returns
+//!   `Ok(NrtStatus::Success)` or `Ok(NrtStatus::ExecCompletedWithNumErr)` (1003: outputs are
+//!   written, some hold a NaN), so a caller sees both the status and the written outputs, as
+//!   libtorchneuron does when it tolerates 1003.
+//! - **Free functions of the C API are `Drop` here.** `nrt_free_model_tensor_info` releases the
+//!   array [`Runtime::get_model_tensor_info`] returns; in Rust that array is a `Vec` and dropping
+//!   it is the free.
+//! - **`nrt_get_status_as_str` is not a method**: it is [`NrtStatus::identifier`] (or
+//!   [`NrtStatus::name`], total over unknown codes), which needs no runtime.
+//! - **Caller-owned memory is a trait object**, [`ExternalBuffer`]: `nrt_tensor_attach_buffer`
+//!   takes a pointer the caller keeps; in safe Rust the caller hands an `Arc` whose contents it
+//!   can still read and write. [`SharedBuffer`] is the safe implementation; a C shim implements
+//!   the trait over a raw pointer in its own `unsafe` code.
+//!
+//! Lifecycle (ABI-FACTS §4): before [`Runtime::init`] every call except [`Runtime::get_version`],
+//! [`Runtime::get_total_vnc_count`] and [`Runtime::tensor_get_size`] fails with
+//! [`NrtStatus::Uninitialized`]; after [`Runtime::close`] with [`NrtStatus::Closed`].
+
+use std::fmt;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use crate::dtype::NrtDtype;
+use crate::status::NrtStatus;
+
+/// A tensor handle (`nrt_tensor_t *`). Never reused within one runtime instance.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TensorId(pub u64);
+
+/// A tensor-set handle (`nrt_tensor_set_t *`). Never reused within one runtime instance.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SetId(pub u64);
+
+/// A loaded-model handle (`nrt_model_t *`). Never reused within one runtime instance.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ModelId(pub u64);
+
+/// A failed runtime call: the exact libnrt status and a human-readable detail.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{status}: {detail}")]
+pub struct NrtError {
+    /// The status the call returned; never [`NrtStatus::Success`].
+    pub status: NrtStatus,
+    /// What went wrong, for humans (lowercase, says what was expected and what came).
+    pub detail: String,
+}
+
+impl NrtError {
+    /// An error with `status` and `detail`.
+    pub fn new(status: NrtStatus, detail: impl Into<String>) -> NrtError {
+        NrtError { status, detail: detail.into() }
+    }
+}
+
+/// Declares a C enum as a Rust enum with `code()` / `from_code()` from one table.
+macro_rules! c_enum {
+    ($(#[$doc:meta])* $name:ident { $($(#[$vdoc:meta])* $variant:ident = $code:literal,)* }) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum $name {
+            $($(#[$vdoc])* $variant,)*
+        }
+
+        impl $name {
+            /// Every value, in code order.
+            pub const ALL: &'static [$name] = &[$($name::$variant,)*];
+
+            /// The raw C value.
+            pub fn code(self) -> u32 {
+                match self {
+                    $($name::$variant => $code,)*
+                }
+            }
+
+            /// The value for a raw C code; `None` for a code the C enum does not define.
+            pub fn from_code(code: u32) -> Option<$name> {
+                match code {
+                    $($code => Some($name::$variant),)*
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+
+c_enum! {
+    /// `nrt_framework_type_t`: which framework calls `nrt_init`.
+    Framework {
+        /// Not a valid framework.
+        Invalid = 0,
+        /// No framework.
+        NoFw = 1,
+        /// TensorFlow.
+        Tensorflow = 2,
+        /// PyTorch.
+        Pytorch = 3,
+        /// MXNet.
+        Mxnet = 4,
+        /// The pre-check tool.
+        Precheck = 5,
+    }
+}
+
+c_enum! {
+    /// `nrt_tensor_placement_t`: where a tensor's storage lives.
+    Placement {
+        /// Device memory (HBM) of one NeuronCore.
+        Device = 0,
+        /// Pinned host memory (deprecated; libnrt limits it to 4 MiB).
+        Host = 1,
+        /// Ordinary host memory, copied to the device when a launch needs it.
+        Virtual = 2,
+    }
+}
+
+c_enum! {
+    /// `nrt_tensor_usage_t`: whether a model tensor is an input or an output.
+    TensorUsage {
+        /// A model input.
+        Input = 0,
+        /// A model output.
+        Output = 1,
+    }
+}
+
+/// One entry of `nrt_tensor_info_array_t`: an input or output of a loaded model.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TensorInfo {
+    /// The variable name the tensor set must use for it.
+    pub name: String,
+    /// Input or output.
+    pub usage: TensorUsage,
+    /// The variable's size in bytes: the smallest tensor a launch accepts for it.
+    pub size: usize,
+    /// The element type (logical; the C layer numbers it per runtime version).
+    pub dtype: NrtDtype,
+    /// The shape.
+    pub shape: Vec<u32>,
+}
+
+/// `nrt_version_t`: the runtime library's version.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NrtVersion {
+    /// Major version.
+    pub major: u64,
+    /// Minor version.
+    pub minor: u64,
+    /// Patch version.
+    pub patch: u64,
+    /// Maintenance version.
+    pub maintenance: u64,
+    /// A free-form description (at most 127 bytes in C).
+    pub detail: String,
+    /// The git hash of the build (at most 63 bytes in C).
+    pub git_hash: String,
+}
+
+/// Caller-owned memory that a tensor can be attached to (`nrt_tensor_attach_buffer`).
+///
+/// The runtime reads and writes through these methods only; the owner keeps access to the same
+/// bytes. Offsets are within `0..len()`; the runtime bounds-checks before calling, and an
+/// implementation may treat an out-of-range call as a no-op rather than panic.
+pub trait ExternalBuffer: Send + Sync {
+    /// The size in bytes.
+    fn len(&self) -> usize;
+    /// Whether the buffer holds no bytes.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Copies `out.len()` bytes starting at `offset` into `out`.
+    fn read_at(&self, offset: usize, out: &mut [u8]);
+    /// Copies `data` into the buffer starting at `offset`.
+    fn write_at(&self, offset: usize, data: &[u8]);
+    /// The address of the first byte, as an integer (what `nrt_tensor_get_va` reports).
+    fn address(&self) -> usize;
+}
+
+/// A safe, heap-backed [`ExternalBuffer`] for tests and the binding layer.
+pub struct SharedBuffer {
+    bytes: Mutex<Box<[u8]>>,
+    address: usize,
+}
+
+impl SharedBuffer {
+    /// A zero-filled buffer of `len` bytes.
+    pub fn zeroed(len: usize) -> SharedBuffer {
+        SharedBuffer::from_vec(vec![0; len])
+    }
+
+    /// A buffer holding `bytes`.
+    pub fn from_vec(bytes: Vec<u8>) -> SharedBuffer {
+        let bytes = bytes.into_boxed_slice();
+        // The heap block of a boxed slice never moves while the box lives.
+        let address = bytes.as_ptr() as usize;
+        SharedBuffer { bytes: Mutex::new(bytes), address }
+    }
+
+    /// A copy of the current contents.
+    pub fn to_vec(&self) -> Vec<u8> {
+        self.bytes.lock().unwrap_or_else(PoisonError::into_inner).to_vec()
+    }
+}
+
+impl fmt::Debug for SharedBuffer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SharedBuffer").field("len", &self.len()).finish()
+    }
+}
+
+impl ExternalBuffer for SharedBuffer {
+    fn len(&self) -> usize {
+        self.bytes.lock().unwrap_or_else(PoisonError::into_inner).len()
+    }
+
+    fn read_at(&self, offset: usize, out: &mut [u8]) {
+        let bytes = self.bytes.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(src) = offset.checked_add(out.len()).and_then(|end| bytes.get(offset..end)) {
+            out.copy_from_slice(src);
+        }
+    }
+
+    fn write_at(&self, offset: usize, data: &[u8]) {
+        let mut bytes = self.bytes.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(dst) = offset.checked_add(data.len()).and_then(|end| bytes.get_mut(offset..end))
+        {
+            dst.copy_from_slice(data);
+        }
+    }
+
+    fn address(&self) -> usize {
+        self.address
+    }
+}
+
+/// The libnrt C API subset of ABI-FACTS §4. Object-safe; every backend is `Send + Sync` and
+/// every method may be called from any thread.
+///
+/// Status codes below are those a conforming backend returns; every gated method also returns
+/// [`NrtStatus::Uninitialized`] before [`Runtime::init`] and [`NrtStatus::Closed`] after
+/// [`Runtime::close`], and any method may return a status injected by a test backend.
+pub trait Runtime: Send + Sync {
+    /// `nrt_init`: starts the runtime.
+    ///
+    /// # Errors
+    /// [`NrtStatus::Invalid`] for [`Framework::Invalid`] or when already initialized.
+    fn init(
+        &self,
+        framework: Framework,
+        fw_version: &str,
+        fal_version: &str,
+    ) -> Result<(), NrtError>;
+
+    /// `nrt_close`: unloads every model and releases the NeuronCores. Afterwards gated calls
+    /// return [`NrtStatus::Closed`]. Infallible, as in C.
+    fn close(&self);
+
+    /// `nrt_load`: loads a NEFF on `vnc_count` NeuronCores starting at `vnc` (`-1`: the first
+    /// free ones).
+    ///
+    /// # Errors
+    /// [`NrtStatus::Invalid`] for a malformed NEFF or bad arguments,
+    /// [`NrtStatus::UnsupportedNeffVersion`] for a NEFF from a newer format,
+    /// [`NrtStatus::LoadNotEnoughNc`] when too few NeuronCores are free,
+    /// [`NrtStatus::Resource`] when device memory runs out while staging.
+    fn load(&self, neff: &[u8], vnc: i32, vnc_count: i32) -> Result<ModelId, NrtError>;
+
+    /// `nrt_load_collectives`: [`Runtime::load`] for a rank `ctx_device_id` of
+    /// `ctx_device_count` in a collective group.
+    ///
+    /// # Errors
+    /// As [`Runtime::load`], and [`NrtStatus::Invalid`] when `ctx_device_id` is not below
+    /// `ctx_device_count`.
+    fn load_collectives(
+        &self,
+        neff: &[u8],
+        vnc: i32,
+        vnc_count: i32,
+        ctx_device_id: u32,
+        ctx_device_count: u32,
+    ) -> Result<ModelId, NrtError>;
+
+    /// `nrt_unload`: frees everything the load staged and releases the NeuronCores.
+    ///
+    /// # Errors
+    /// [`NrtStatus::InvalidHandle`] for an unknown or already unloaded model.
+    fn unload(&self, model: ModelId) -> Result<(), NrtError>;
+
+    /// `nrt_execute`: binds the sets' tensors to the model's variables by name, runs the model
+    /// once and writes the outputs. `Ok` carries [`NrtStatus::Success`] or
+    /// [`NrtStatus::ExecCompletedWithNumErr`] (outputs are written in both cases).
+    ///
+    /// # Errors
+    /// [`NrtStatus::InvalidHandle`] for an unknown model or set; [`NrtStatus::Invalid`] when a
+    /// variable's name is missing from its set, a tensor is smaller than its variable, or a
+    /// device tensor lives on another NeuronCore; an execution failure status otherwise.
+    fn execute(
+        &self,
+        model: ModelId,
+        input_set: SetId,
+        output_set: SetId,
+    ) -> Result<NrtStatus, NrtError>;
+
+    /// `nrt_execute_repeat`: [`Runtime::execute`] `repeat_count` times; `Ok` carries
+    /// [`NrtStatus::ExecCompletedWithNumErr`] if any launch produced a NaN.
+    ///
+    /// # Errors
+    /// As [`Runtime::execute`], and [`NrtStatus::Invalid`] for a `repeat_count` below 1.
+    fn execute_repeat(
+        &self,
+        model: ModelId,
+        input_set: SetId,
+        output_set: SetId,
+        repeat_count: i32,
+    ) -> Result<NrtStatus, NrtError>;
+
+    /// `nrt_allocate_tensor_set`: a new, empty name → tensor map.
+    ///
+    /// # Errors
+    /// Only the lifecycle statuses.
+    fn allocate_tensor_set(&self) -> Result<SetId, NrtError>;
+
+    /// `nrt_destroy_tensor_set`: forgets the set; frees none of its tensors. Works in any
+    /// lifecycle state (a release, like C's `void`).
+    ///
+    /// # Errors
+    /// [`NrtStatus::InvalidHandle`] for an unknown set (the C layer ignores it).
+    fn destroy_tensor_set(&self, set: SetId) -> Result<(), NrtError>;
+
+    /// `nrt_add_tensor_to_tensor_set`: adds `tensor` under `name`, replacing any tensor already
+    /// there. The name need not equal the tensor's own name.
+    ///
+    /// # Errors
+    /// [`NrtStatus::InvalidHandle`] for an unknown set or tensor.
+    fn add_tensor_to_tensor_set(
+        &self,
+        set: SetId,
+        name: &str,
+        tensor: TensorId,
+    ) -> Result<(), NrtError>;
+
+    /// `nrt_get_tensor_from_tensor_set`: the tensor stored under `name`.
+    ///
+    /// # Errors
+    /// [`NrtStatus::Failure`] when the set has no such name; [`NrtStatus::InvalidHandle`] for an
+    /// unknown set.
+    fn get_tensor_from_tensor_set(&self, set: SetId, name: &str) -> Result<TensorId, NrtError>;
+
+    /// `nrt_tensor_allocate`: a zero-filled tensor of `size` bytes; `vnc` names the NeuronCore
+    /// for [`Placement::Device`].
+    ///
+    /// # Errors
+    /// [`NrtStatus::Invalid`] for a NeuronCore that does not exist or a host tensor above the
+    /// host-placement limit; [`NrtStatus::Resource`] when device memory is exhausted.
+    fn tensor_allocate(
+        &self,
+        placement: Placement,
+        vnc: i32,
+        size: usize,
+        name: &str,
+    ) -> Result<TensorId, NrtError>;
+
+    /// `nrt_tensor_allocate_empty`: a tensor with no storage, for
+    /// [`Runtime::tensor_attach_buffer`].
+    ///
+    /// # Errors
+    /// Only the lifecycle statuses.
+    fn tensor_allocate_empty(&self, name: &str) -> Result<TensorId, NrtError>;
+
+    /// `nrt_tensor_attach_buffer`: makes caller-owned memory the tensor's storage; the tensor's
+    /// size becomes the buffer's length.
+    ///
+    /// # Errors
+    /// [`NrtStatus::InvalidHandle`] for an unknown tensor; [`NrtStatus::Invalid`] for a tensor
+    /// that owns storage already.
+    fn tensor_attach_buffer(
+        &self,
+        tensor: TensorId,
+        buffer: Arc<dyn ExternalBuffer>,
+    ) -> Result<(), NrtError>;
+
+    /// `nrt_tensor_allocate_slice`: a tensor viewing `size` bytes of `src` from `offset`. The
+    /// storage is shared and reference-counted: the slice stays valid after `src` is freed.
+    ///
+    /// # Errors
+    /// [`NrtStatus::Invalid`] when the range does not fit in `src` or `src` has no storage;
+    /// [`NrtStatus::InvalidHandle`] for an unknown tensor.
+    fn tensor_allocate_slice(
+        &self,
+        src: TensorId,
+        offset: usize,
+        size: usize,
+        name: &str,
+    ) -> Result<TensorId, NrtError>;
+
+    /// `nrt_tensor_free`: forgets the handle; the storage goes when its last user does. Works in
+    /// any lifecycle state (a release, like C's `void`).
+    ///
+    /// # Errors
+    /// [`NrtStatus::InvalidHandle`] for an unknown tensor (the C layer ignores it).
+    fn tensor_free(&self, tensor: TensorId) -> Result<(), NrtError>;
+
+    /// `nrt_tensor_read`: copies `buf.len()` bytes from `offset` of the tensor into `buf`.
+    ///
+    /// # Errors
+    /// [`NrtStatus::Invalid`] when the range does not fit (the message gives it) or the tensor
+    /// has no storage; [`NrtStatus::InvalidHandle`] for an unknown tensor.
+    fn tensor_read(&self, tensor: TensorId, offset: usize, buf: &mut [u8]) -> Result<(), NrtError>;
+
+    /// `nrt_tensor_write`: copies `bytes` into the tensor from `offset`.
+    ///
+    /// # Errors
+    /// As [`Runtime::tensor_read`].
+    fn tensor_write(&self, tensor: TensorId, offset: usize, bytes: &[u8]) -> Result<(), NrtError>;
+
+    /// `nrt_tensor_copy`: copies `size` bytes between two tensors (or within one).
+    ///
+    /// # Errors
+    /// [`NrtStatus::Invalid`] when either range does not fit, or both are device tensors on
+    /// different NeuronCores; [`NrtStatus::InvalidHandle`] for an unknown tensor.
+    fn tensor_copy(
+        &self,
+        src: TensorId,
+        src_offset: usize,
+        dst: TensorId,
+        dst_offset: usize,
+        size: usize,
+    ) -> Result<(), NrtError>;
+
+    /// `nrt_tensor_memset`: sets `size` bytes from `offset` to the low byte of `value`.
+    ///
+    /// # Errors
+    /// As [`Runtime::tensor_read`].
+    fn tensor_memset(
+        &self,
+        tensor: TensorId,
+        offset: u64,
+        value: i32,
+        size: usize,
+    ) -> Result<(), NrtError>;
+
+    /// `nrt_tensor_get_size`: the tensor's size in bytes. Works in any lifecycle state.
+    ///
+    /// # Errors
+    /// [`NrtStatus::InvalidHandle`] for an unknown tensor.
+    fn tensor_get_size(&self, tensor: TensorId) -> Result<usize, NrtError>;
+
+    /// `nrt_tensor_get_va`: the address of the tensor's first byte, stable for its life.
+    ///
+    /// # Errors
+    /// [`NrtStatus::Invalid`] for a tensor with no storage; [`NrtStatus::InvalidHandle`] for an
+    /// unknown tensor.
+    fn tensor_get_va(&self, tensor: TensorId) -> Result<usize, NrtError>;
+
+    /// `nrt_get_model_tensor_info`: the model's inputs, then its outputs. Dropping the `Vec` is
+    /// `nrt_free_model_tensor_info`.
+    ///
+    /// # Errors
+    /// [`NrtStatus::InvalidHandle`] for an unknown model.
+    fn get_model_tensor_info(&self, model: ModelId) -> Result<Vec<TensorInfo>, NrtError>;
+
+    /// `nrt_get_version`: the runtime's version. Works in any lifecycle state.
+    ///
+    /// # Errors
+    /// None from a conforming backend; a library failure for a loaded one.
+    fn get_version(&self) -> Result<NrtVersion, NrtError>;
+
+    /// `nrt_get_total_vnc_count`: the NeuronCores of the machine. Works in any lifecycle state.
+    ///
+    /// # Errors
+    /// None from a conforming backend; a library failure for a loaded one.
+    fn get_total_vnc_count(&self) -> Result<u32, NrtError>;
+
+    /// `nrt_get_visible_vnc_count`: the NeuronCores this process may use.
+    ///
+    /// # Errors
+    /// Only the lifecycle statuses.
+    fn get_visible_vnc_count(&self) -> Result<u32, NrtError>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn c_enums_round_trip_their_codes() {
+        assert_eq!(Framework::ALL.len(), 6);
+        for &framework in Framework::ALL {
+            assert_eq!(Framework::from_code(framework.code()), Some(framework));
+        }
+        assert_eq!(Framework::Pytorch.code(), 3);
+        assert_eq!(Placement::Virtual.code(), 2);
+        assert_eq!(Placement::from_code(3), None);
+        assert_eq!(TensorUsage::Output.code(), 1);
+        assert_eq!(TensorUsage::from_code(0), Some(TensorUsage::Input));
+    }
+
+    #[test]
+    fn nrt_error_displays_status_then_detail() {
+        let err = NrtError::new(NrtStatus::Invalid, "offset 4 + size 8 past size 10");
+        assert_eq!(err.to_string(), "NRT_INVALID (2): offset 4 + size 8 past size 10");
+    }
+
+    #[test]
+    fn shared_buffer_reads_and_writes_in_range_only() {
+        let buffer = SharedBuffer::zeroed(4);
+        buffer.write_at(1, &[7, 8]);
+        buffer.write_at(3, &[9, 9]);
+        let mut out = [0u8; 4];
+        buffer.read_at(0, &mut out);
+        assert_eq!(out, [0, 7, 8, 0]);
+        assert_eq!(buffer.len(), 4);
+        assert_ne!(buffer.address(), 0);
+    }
+
+    fn _runtime_is_object_safe(runtime: &dyn Runtime) -> &dyn Runtime {
+        runtime
+    }
+}

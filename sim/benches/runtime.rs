@@ -1,0 +1,3 @@
+//! Benchmarks of the simulator (written at the end of issue 4).
+
+fn main() {}

@@ -1,0 +1,429 @@
+//! Backend-independent checks of the libnrt contract, written against `&dyn Runtime`.
+//!
+//! These are the bodies of the simulator's behaviour tests, kept here so that any backend (the
+//! simulator, the simulator behind the C ABI, the real libnrt) can run the same checks; they only
+//! use the [`Runtime`] trait. They are meant to move into a shared test-support crate later.
+//!
+//! Conventions:
+//! - Each check takes a **fresh, uninitialized** runtime, initializes it, and closes it at the
+//!   end. Checks that need a model take a [`LoadModel`] function, so the caller decides how the
+//!   model is made (a NEFF for `nrt_load`, or a description for the simulator).
+//! - A check returns `Err(CheckFailure)` saying what was expected and what came, instead of
+//!   panicking, so a harness can report every failing check.
+//! - Statuses are compared, never messages, except where the message must name a range.
+
+use std::sync::Arc;
+
+use abi::runtime::{
+    ExternalBuffer, Framework, ModelId, NrtError, Placement, Runtime, SharedBuffer, TensorId,
+    TensorUsage,
+};
+use abi::status::NrtStatus;
+
+/// A failed check: what was expected and what came.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct CheckFailure(pub String);
+
+/// The result of a check.
+pub type CheckResult = Result<(), CheckFailure>;
+
+/// Loads the check's model on NeuronCore `vnc` (`-1`: the first free one).
+pub type LoadModel<'a> = &'a dyn Fn(&dyn Runtime, i32) -> Result<ModelId, NrtError>;
+
+macro_rules! ensure {
+    ($cond:expr, $($fmt:tt)*) => {
+        if !$cond {
+            return Err(CheckFailure(format!($($fmt)*)));
+        }
+    };
+}
+
+/// `Ok(value)` of a call that must succeed, or a failure naming the call.
+fn ok<T>(what: &str, result: Result<T, NrtError>) -> Result<T, CheckFailure> {
+    result.map_err(|err| CheckFailure(format!("{what}: expected success, got {err}")))
+}
+
+/// Checks that a call failed with `status`.
+fn fails_with<T: std::fmt::Debug>(
+    what: &str,
+    result: Result<T, NrtError>,
+    status: NrtStatus,
+) -> Result<NrtError, CheckFailure> {
+    match result {
+        Err(err) if err.status == status => Ok(err),
+        Err(err) => Err(CheckFailure(format!("{what}: expected {status}, got {err}"))),
+        Ok(value) => Err(CheckFailure(format!("{what}: expected {status}, got success {value:?}"))),
+    }
+}
+
+fn init(runtime: &dyn Runtime) -> CheckResult {
+    ok("nrt_init", runtime.init(Framework::NoFw, "", ""))
+}
+
+fn read_all(runtime: &dyn Runtime, tensor: TensorId) -> Result<Vec<u8>, CheckFailure> {
+    let size = ok("nrt_tensor_get_size", runtime.tensor_get_size(tensor))?;
+    let mut out = vec![0u8; size];
+    ok("nrt_tensor_read", runtime.tensor_read(tensor, 0, &mut out))?;
+    Ok(out)
+}
+
+/// Calls before `nrt_init` return UNINITIALIZED, after `nrt_close` CLOSED; `get_version`,
+/// `get_total_vnc_count` and `tensor_get_size` work without init.
+pub fn lifecycle_gates(runtime: &dyn Runtime) -> CheckResult {
+    fails_with("set before init", runtime.allocate_tensor_set(), NrtStatus::Uninitialized)?;
+    fails_with(
+        "tensor before init",
+        runtime.tensor_allocate(Placement::Virtual, 0, 8, "t"),
+        NrtStatus::Uninitialized,
+    )?;
+    fails_with(
+        "visible vnc before init",
+        runtime.get_visible_vnc_count(),
+        NrtStatus::Uninitialized,
+    )?;
+    fails_with("load before init", runtime.load(&[0u8; 16], -1, 1), NrtStatus::Uninitialized)?;
+    let version = ok("nrt_get_version before init", runtime.get_version())?;
+    ensure!(version.major >= 2, "version major {} is below 2", version.major);
+    let total = ok("nrt_get_total_vnc_count before init", runtime.get_total_vnc_count())?;
+    ensure!(total >= 1, "total vnc count is 0");
+    fails_with(
+        "init with INVALID framework",
+        runtime.init(Framework::Invalid, "", ""),
+        NrtStatus::Invalid,
+    )?;
+    init(runtime)?;
+    let visible = ok("nrt_get_visible_vnc_count", runtime.get_visible_vnc_count())?;
+    ensure!(visible >= 1 && visible <= total, "visible {visible} of total {total}");
+    let tensor = ok("allocate", runtime.tensor_allocate(Placement::Virtual, 0, 24, "t"))?;
+    runtime.close();
+    fails_with("set after close", runtime.allocate_tensor_set(), NrtStatus::Closed)?;
+    fails_with("write after close", runtime.tensor_write(tensor, 0, &[1]), NrtStatus::Closed)?;
+    let size = ok("nrt_tensor_get_size after close", runtime.tensor_get_size(tensor))?;
+    ensure!(size == 24, "size after close is {size}, expected 24");
+    ok("nrt_get_version after close", runtime.get_version())?;
+    Ok(())
+}
+
+/// Sets map names to tensors: add replaces, a missing name is FAILURE, the key need not be the
+/// tensor's name, and destroying a set frees no tensor.
+pub fn tensor_sets(runtime: &dyn Runtime) -> CheckResult {
+    init(runtime)?;
+    let set = ok("allocate set", runtime.allocate_tensor_set())?;
+    let a = ok("allocate a", runtime.tensor_allocate(Placement::Virtual, 0, 8, "a"))?;
+    let b = ok("allocate b", runtime.tensor_allocate(Placement::Virtual, 0, 8, "b"))?;
+    ok("add", runtime.add_tensor_to_tensor_set(set, "input0", a))?;
+    let got = ok("get", runtime.get_tensor_from_tensor_set(set, "input0"))?;
+    ensure!(got == a, "get returned {got:?}, expected {a:?}");
+    ok("replace", runtime.add_tensor_to_tensor_set(set, "input0", b))?;
+    let got = ok("get after replace", runtime.get_tensor_from_tensor_set(set, "input0"))?;
+    ensure!(got == b, "after replace get returned {got:?}, expected {b:?}");
+    fails_with(
+        "get missing name",
+        runtime.get_tensor_from_tensor_set(set, "nope"),
+        NrtStatus::Failure,
+    )?;
+    ok("destroy set", runtime.destroy_tensor_set(set))?;
+    ok("write a after destroy", runtime.tensor_write(a, 0, &[1, 2]))?;
+    ok("write b after destroy", runtime.tensor_write(b, 0, &[3, 4]))?;
+    fails_with(
+        "get from destroyed set",
+        runtime.get_tensor_from_tensor_set(set, "input0"),
+        NrtStatus::InvalidHandle,
+    )?;
+    fails_with(
+        "add unknown tensor",
+        {
+            let other = ok("allocate set", runtime.allocate_tensor_set())?;
+            runtime.add_tensor_to_tensor_set(other, "x", TensorId(u64::MAX))
+        },
+        NrtStatus::InvalidHandle,
+    )?;
+    for tensor in [a, b] {
+        ok("free", runtime.tensor_free(tensor))?;
+    }
+    fails_with("free twice", runtime.tensor_free(a), NrtStatus::InvalidHandle)?;
+    runtime.close();
+    Ok(())
+}
+
+/// Read, write, copy and memset on each placement, with bounds: an out-of-range access is
+/// INVALID and its message gives the range.
+pub fn tensor_memory_and_bounds(runtime: &dyn Runtime) -> CheckResult {
+    init(runtime)?;
+    for placement in [Placement::Device, Placement::Host, Placement::Virtual] {
+        let t = ok("allocate", runtime.tensor_allocate(placement, 0, 64, "t"))?;
+        let u = ok("allocate", runtime.tensor_allocate(placement, 0, 64, "u"))?;
+        ensure!(read_all(runtime, t)? == vec![0u8; 64], "{placement:?}: new tensor is not zeroed");
+        ok("write", runtime.tensor_write(t, 8, &[1, 2, 3, 4]))?;
+        ok("memset", runtime.tensor_memset(t, 12, 0x1ff, 2))?;
+        let mut out = [0u8; 8];
+        ok("read", runtime.tensor_read(t, 8, &mut out))?;
+        ensure!(out == [1, 2, 3, 4, 0xff, 0xff, 0, 0], "{placement:?}: read back {out:?}");
+        ok("copy", runtime.tensor_copy(t, 8, u, 60, 4))?;
+        ok("copy within", runtime.tensor_copy(t, 8, t, 9, 4))?;
+        let mut out = [0u8; 4];
+        ok("read", runtime.tensor_read(u, 60, &mut out))?;
+        ensure!(out == [1, 2, 3, 4], "{placement:?}: copied {out:?}");
+        ok("read", runtime.tensor_read(t, 8, &mut out))?;
+        ensure!(out == [1, 1, 2, 3], "{placement:?}: overlapping copy gave {out:?}");
+        let err = fails_with(
+            "read past end",
+            runtime.tensor_read(t, 60, &mut [0u8; 8]),
+            NrtStatus::Invalid,
+        )?;
+        ensure!(
+            err.detail.contains("60..68"),
+            "message {:?} does not give the range 60..68",
+            err.detail
+        );
+        fails_with("write past end", runtime.tensor_write(t, 64, &[1]), NrtStatus::Invalid)?;
+        fails_with(
+            "write overflow",
+            runtime.tensor_write(t, usize::MAX, &[1]),
+            NrtStatus::Invalid,
+        )?;
+        fails_with("memset past end", runtime.tensor_memset(t, 63, 0, 2), NrtStatus::Invalid)?;
+        fails_with("copy src past end", runtime.tensor_copy(t, 60, u, 0, 5), NrtStatus::Invalid)?;
+        fails_with("copy dst past end", runtime.tensor_copy(t, 0, u, 61, 4), NrtStatus::Invalid)?;
+        ok("empty read at end", runtime.tensor_read(t, 64, &mut []))?;
+        let va = ok("va", runtime.tensor_get_va(t))?;
+        ensure!(va != 0, "va is null");
+        ensure!(ok("va again", runtime.tensor_get_va(t))? == va, "va is not stable");
+        ok("free", runtime.tensor_free(t))?;
+        ok("free", runtime.tensor_free(u))?;
+        fails_with("read freed", runtime.tensor_read(t, 0, &mut out), NrtStatus::InvalidHandle)?;
+    }
+    fails_with(
+        "device tensor on a core that does not exist",
+        runtime.tensor_allocate(Placement::Device, 1 << 20, 8, "t"),
+        NrtStatus::Invalid,
+    )?;
+    runtime.close();
+    Ok(())
+}
+
+/// A device-to-device copy across NeuronCores is INVALID; host ↔ device copies work.
+pub fn copy_across_cores_is_invalid(runtime: &dyn Runtime) -> CheckResult {
+    init(runtime)?;
+    let on0 = ok("allocate", runtime.tensor_allocate(Placement::Device, 0, 16, "on0"))?;
+    let on1 = ok("allocate", runtime.tensor_allocate(Placement::Device, 1, 16, "on1"))?;
+    let host = ok("allocate", runtime.tensor_allocate(Placement::Virtual, 0, 16, "host"))?;
+    fails_with(
+        "copy core 0 -> core 1",
+        runtime.tensor_copy(on0, 0, on1, 0, 4),
+        NrtStatus::Invalid,
+    )?;
+    ok("write", runtime.tensor_write(on0, 0, &[5; 16]))?;
+    ok("copy device -> host", runtime.tensor_copy(on0, 0, host, 0, 16))?;
+    ok("copy host -> other device", runtime.tensor_copy(host, 0, on1, 0, 16))?;
+    ensure!(read_all(runtime, on1)? == vec![5; 16], "bytes did not reach core 1 through the host");
+    runtime.close();
+    Ok(())
+}
+
+/// Slices share storage with their parent and outlive its handle.
+pub fn slices_share_storage_and_outlive_parent(runtime: &dyn Runtime) -> CheckResult {
+    init(runtime)?;
+    for placement in [Placement::Device, Placement::Virtual] {
+        let parent = ok("allocate", runtime.tensor_allocate(placement, 0, 32, "parent"))?;
+        let slice = ok("slice", runtime.tensor_allocate_slice(parent, 8, 16, "slice"))?;
+        let inner = ok("slice of slice", runtime.tensor_allocate_slice(slice, 4, 4, "inner"))?;
+        ensure!(ok("size", runtime.tensor_get_size(slice))? == 16, "slice size");
+        ok("write via slice", runtime.tensor_write(slice, 0, &[7; 16]))?;
+        let whole = read_all(runtime, parent)?;
+        ensure!(
+            whole[8..24] == [7; 16] && whole[..8] == [0; 8],
+            "{placement:?}: parent sees {whole:?}"
+        );
+        let parent_va = ok("va", runtime.tensor_get_va(parent))?;
+        ensure!(
+            ok("va", runtime.tensor_get_va(slice))? == parent_va + 8,
+            "slice va is not parent + 8"
+        );
+        fails_with(
+            "slice past end",
+            runtime.tensor_allocate_slice(parent, 24, 16, "x"),
+            NrtStatus::Invalid,
+        )?;
+        ok("free parent", runtime.tensor_free(parent))?;
+        ok("write inner", runtime.tensor_write(inner, 0, &[9; 4]))?;
+        let seen = read_all(runtime, slice)?;
+        ensure!(
+            seen[4..8] == [9; 4] && seen[0] == 7,
+            "{placement:?}: slice after parent freed sees {seen:?}"
+        );
+        ok("free", runtime.tensor_free(slice))?;
+        ok("free", runtime.tensor_free(inner))?;
+    }
+    runtime.close();
+    Ok(())
+}
+
+/// `allocate_empty` + `attach_buffer`: the caller's buffer is the storage, both ways.
+pub fn attached_buffers_are_caller_memory(runtime: &dyn Runtime) -> CheckResult {
+    init(runtime)?;
+    let tensor = ok("allocate empty", runtime.tensor_allocate_empty("ext"))?;
+    ensure!(ok("size", runtime.tensor_get_size(tensor))? == 0, "empty tensor has a size");
+    fails_with("read empty", runtime.tensor_read(tensor, 0, &mut [0u8; 1]), NrtStatus::Invalid)?;
+    let buffer = Arc::new(SharedBuffer::from_vec((0u8..32).collect()));
+    ok("attach", runtime.tensor_attach_buffer(tensor, buffer.clone()))?;
+    ensure!(ok("size", runtime.tensor_get_size(tensor))? == 32, "attached size");
+    ensure!(ok("va", runtime.tensor_get_va(tensor))? == buffer.address(), "va is not the buffer's");
+    ok("write", runtime.tensor_write(tensor, 30, &[0xaa, 0xbb]))?;
+    ensure!(buffer.to_vec()[30..] == [0xaa, 0xbb], "write did not reach the caller's buffer");
+    buffer.write_at(0, &[0x55]);
+    let mut first = [0u8; 1];
+    ok("read", runtime.tensor_read(tensor, 0, &mut first))?;
+    ensure!(first == [0x55], "caller's write not visible through the tensor");
+    let owned = ok("allocate", runtime.tensor_allocate(Placement::Virtual, 0, 4, "owned"))?;
+    fails_with(
+        "attach to a tensor that owns storage",
+        runtime.tensor_attach_buffer(owned, buffer.clone()),
+        NrtStatus::Invalid,
+    )?;
+    ok("free", runtime.tensor_free(tensor))?;
+    ensure!(buffer.to_vec().len() == 32, "freeing the tensor touched the caller's buffer");
+    runtime.close();
+    Ok(())
+}
+
+/// An input or output value for [`canonical_client_flow`]: name and bytes.
+pub type NamedBytes<'a> = (&'a str, &'a [u8]);
+
+/// The canonical client of ABI-FACTS §4: init → load → tensor info → one tensor per info entry
+/// of `info.size` (on `placement`) → sets by name → write → execute → read → free → destroy sets
+/// → unload → close. Checks the launch status and that each listed output reads back as given.
+pub fn canonical_client_flow(
+    runtime: &dyn Runtime,
+    load: LoadModel<'_>,
+    placement: Placement,
+    inputs: &[NamedBytes<'_>],
+    expected_outputs: &[NamedBytes<'_>],
+    expected_status: NrtStatus,
+) -> CheckResult {
+    init(runtime)?;
+    let model = ok("load", load(runtime, -1))?;
+    let info = ok("nrt_get_model_tensor_info", runtime.get_model_tensor_info(model))?;
+    let first_output = info.iter().position(|entry| entry.usage == TensorUsage::Output);
+    ensure!(
+        first_output
+            .is_some_and(|first| info[first..].iter().all(|e| e.usage == TensorUsage::Output)),
+        "tensor info does not list inputs first, then outputs: {info:?}"
+    );
+    let input_set = ok("allocate set", runtime.allocate_tensor_set())?;
+    let output_set = ok("allocate set", runtime.allocate_tensor_set())?;
+    let mut tensors = Vec::new();
+    for entry in &info {
+        let tensor =
+            ok("allocate", runtime.tensor_allocate(placement, 0, entry.size, &entry.name))?;
+        let set = if entry.usage == TensorUsage::Input { input_set } else { output_set };
+        ok("add", runtime.add_tensor_to_tensor_set(set, &entry.name, tensor))?;
+        tensors.push((entry.name.clone(), tensor));
+    }
+    let find = |name: &str| tensors.iter().find(|(n, _)| n == name).map(|(_, t)| *t);
+    for (name, bytes) in inputs {
+        let tensor =
+            find(name).ok_or_else(|| CheckFailure(format!("no model input named {name:?}")))?;
+        ok("write input", runtime.tensor_write(tensor, 0, bytes))?;
+    }
+    let status = ok("nrt_execute", runtime.execute(model, input_set, output_set))?;
+    ensure!(status == expected_status, "execute returned {status}, expected {expected_status}");
+    for (name, expected) in expected_outputs {
+        let tensor =
+            find(name).ok_or_else(|| CheckFailure(format!("no model output named {name:?}")))?;
+        let got = read_all(runtime, tensor)?;
+        ensure!(got.as_slice() == *expected, "output {name:?} is {got:?}, expected {expected:?}");
+    }
+    for (_, tensor) in tensors {
+        ok("free", runtime.tensor_free(tensor))?;
+    }
+    ok("destroy", runtime.destroy_tensor_set(input_set))?;
+    ok("destroy", runtime.destroy_tensor_set(output_set))?;
+    drop(info);
+    ok("unload", runtime.unload(model))?;
+    fails_with(
+        "execute after unload",
+        runtime.execute(model, input_set, output_set),
+        NrtStatus::InvalidHandle,
+    )?;
+    runtime.close();
+    Ok(())
+}
+
+/// The I/O contract at execute: a missing name, a too-small tensor and a device tensor on
+/// another core are each INVALID; the model's own-core device tensors work in place. `load`
+/// must give a model whose inputs and outputs are all at least 1 byte; needs 2 NeuronCores.
+pub fn execute_checks_the_io_contract(runtime: &dyn Runtime, load: LoadModel<'_>) -> CheckResult {
+    init(runtime)?;
+    let model = ok("load on core 0", load(runtime, 0))?;
+    let info = ok("info", runtime.get_model_tensor_info(model))?;
+    let build = |vnc: i32, shrink: Option<&str>, skip: Option<&str>| -> Result<_, CheckFailure> {
+        let input_set = ok("set", runtime.allocate_tensor_set())?;
+        let output_set = ok("set", runtime.allocate_tensor_set())?;
+        for entry in &info {
+            if skip == Some(entry.name.as_str()) {
+                continue;
+            }
+            let size =
+                if shrink == Some(entry.name.as_str()) { entry.size - 1 } else { entry.size };
+            let tensor =
+                ok("allocate", runtime.tensor_allocate(Placement::Device, vnc, size, &entry.name))?;
+            let set = if entry.usage == TensorUsage::Input { input_set } else { output_set };
+            ok("add", runtime.add_tensor_to_tensor_set(set, &entry.name, tensor))?;
+        }
+        Ok((input_set, output_set))
+    };
+    let (inputs, outputs) = build(0, None, None)?;
+    ok("execute with device tensors on the model's core", runtime.execute(model, inputs, outputs))?;
+    for entry in &info {
+        let (inputs, outputs) = build(0, None, Some(&entry.name))?;
+        fails_with(
+            &format!("execute without {:?}", entry.name),
+            runtime.execute(model, inputs, outputs),
+            NrtStatus::Invalid,
+        )?;
+        let (inputs, outputs) = build(0, Some(&entry.name), None)?;
+        fails_with(
+            &format!("execute with {:?} one byte short", entry.name),
+            runtime.execute(model, inputs, outputs),
+            NrtStatus::Invalid,
+        )?;
+    }
+    let (inputs, outputs) = build(1, None, None)?;
+    fails_with(
+        "execute with tensors on another core",
+        runtime.execute(model, inputs, outputs),
+        NrtStatus::Invalid,
+    )?;
+    fails_with(
+        "execute_repeat 0 times",
+        runtime.execute_repeat(model, inputs, outputs, 0),
+        NrtStatus::Invalid,
+    )?;
+    runtime.close();
+    fails_with("execute after close", runtime.execute(model, inputs, outputs), NrtStatus::Closed)?;
+    Ok(())
+}
+
+/// Loading with `vnc = -1` takes free cores until none is left: then LOAD_NOT_ENOUGH_NC; an
+/// unload frees the core again; a core past the last one is LOAD_NOT_ENOUGH_NC.
+pub fn loads_take_free_cores(runtime: &dyn Runtime, load: LoadModel<'_>) -> CheckResult {
+    init(runtime)?;
+    let total = ok("visible", runtime.get_visible_vnc_count())?;
+    let mut models = Vec::new();
+    for _ in 0..total {
+        models.push(ok("load on a free core", load(runtime, -1))?);
+    }
+    fails_with("load with no free core", load(runtime, -1), NrtStatus::LoadNotEnoughNc)?;
+    fails_with("load past the last core", load(runtime, total as i32), NrtStatus::LoadNotEnoughNc)?;
+    let first = models.remove(0);
+    ok("unload", runtime.unload(first))?;
+    fails_with("unload twice", runtime.unload(first), NrtStatus::InvalidHandle)?;
+    models.push(ok("load after unload", load(runtime, -1))?);
+    for model in models {
+        ok("unload", runtime.unload(model))?;
+    }
+    runtime.close();
+    Ok(())
+}

@@ -1,0 +1,133 @@
+//! How a [`crate::SimRuntime`] is built: the simulated machine and the behaviour switches.
+//!
+//! Design choices:
+//! - **The environment is read in one place**, [`SimConfig::from_env`]. [`SimConfig::default`]
+//!   never reads it, so tests are deterministic whatever the shell exports; a field set after
+//!   `from_env` overrides what the environment said.
+//! - **Numerical-error reporting follows libnrt ≥ 2.27** (ABI-FACTS §3): on only when
+//!   `NEURON_FAIL_ON_NAN=1` or `NEURON_RT_NUMERICAL_ERRORS_VERBOSITY=critical`; any other value,
+//!   or none, means off. The decision is the pure function [`numerical_errors_from_env_values`].
+//! - **The imitated runtime release decides the `nrt_dtype_t` numbering** reported by the C layer;
+//!   both are fields, so a harness can imitate an old library on purpose.
+
+use abi::dtype::DtypeNumbering;
+
+use crate::fault::FaultPlan;
+
+/// One GiB, the unit HBM sizes are quoted in.
+pub const GIB: u64 = 1 << 30;
+
+/// libnrt's limit on a single [`abi::runtime::Placement::Host`] tensor: 4 MiB.
+pub const DEFAULT_HOST_PLACEMENT_LIMIT: usize = 4 << 20;
+
+/// The release of libnrt the simulator claims to be.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ImitatedRelease {
+    /// Major version.
+    pub major: u64,
+    /// Minor version.
+    pub minor: u64,
+    /// Patch version.
+    pub patch: u64,
+    /// Maintenance version.
+    pub maintenance: u64,
+    /// Which `nrt_dtype_t` numbering that release uses.
+    pub dtype_numbering: DtypeNumbering,
+}
+
+impl Default for ImitatedRelease {
+    /// Runtime 2.27.0.0, which uses the hardware numbering of `nrt_dtype_t`.
+    fn default() -> ImitatedRelease {
+        ImitatedRelease {
+            major: 2,
+            minor: 27,
+            patch: 0,
+            maintenance: 0,
+            dtype_numbering: DtypeNumbering::Hardware2026,
+        }
+    }
+}
+
+/// The configuration of a simulated machine.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SimConfig {
+    /// How many NeuronCores the machine has (all of them visible).
+    pub n_cores: u32,
+    /// Device memory per NeuronCore, in bytes. Reserved as a sparse mapping: untouched memory
+    /// costs nothing.
+    pub hbm_bytes_per_core: u64,
+    /// The largest [`abi::runtime::Placement::Host`] tensor, in bytes.
+    pub host_placement_limit: usize,
+    /// The libnrt release to imitate (version numbers and dtype numbering).
+    pub release: ImitatedRelease,
+    /// Whether a NaN in an output makes a launch return `NRT_EXEC_COMPLETED_WITH_NUM_ERR`.
+    pub numerical_errors: bool,
+    /// Whether warnings (such as an opaque device program) are also printed to stderr; they are
+    /// always recorded in [`crate::SimRuntime::warnings`].
+    pub warnings_to_stderr: bool,
+    /// Which calls fail on purpose.
+    pub fault_plan: FaultPlan,
+}
+
+impl Default for SimConfig {
+    /// Two NeuronCores of 16 GiB, the 4 MiB host limit, runtime 2.27, numerical errors off, no
+    /// faults, warnings on stderr. Reads no environment variable.
+    fn default() -> SimConfig {
+        SimConfig {
+            n_cores: 2,
+            hbm_bytes_per_core: 16 * GIB,
+            host_placement_limit: DEFAULT_HOST_PLACEMENT_LIMIT,
+            release: ImitatedRelease::default(),
+            numerical_errors: false,
+            warnings_to_stderr: true,
+            fault_plan: FaultPlan::default(),
+        }
+    }
+}
+
+impl SimConfig {
+    /// [`SimConfig::default`] with `numerical_errors` taken from `NEURON_FAIL_ON_NAN` and
+    /// `NEURON_RT_NUMERICAL_ERRORS_VERBOSITY`, as libnrt reads them.
+    pub fn from_env() -> SimConfig {
+        let fail_on_nan = std::env::var("NEURON_FAIL_ON_NAN").ok();
+        let verbosity = std::env::var("NEURON_RT_NUMERICAL_ERRORS_VERBOSITY").ok();
+        SimConfig {
+            numerical_errors: numerical_errors_from_env_values(
+                fail_on_nan.as_deref(),
+                verbosity.as_deref(),
+            ),
+            ..SimConfig::default()
+        }
+    }
+}
+
+/// Whether libnrt ≥ 2.27 reports numerical errors given the values of `NEURON_FAIL_ON_NAN` and
+/// `NEURON_RT_NUMERICAL_ERRORS_VERBOSITY` (`None`: unset).
+pub fn numerical_errors_from_env_values(
+    fail_on_nan: Option<&str>,
+    verbosity: Option<&str>,
+) -> bool {
+    fail_on_nan.map(str::trim) == Some("1") || verbosity.map(str::trim) == Some("critical")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numerical_errors_are_on_only_for_the_two_documented_settings() {
+        assert!(!numerical_errors_from_env_values(None, None));
+        assert!(numerical_errors_from_env_values(Some("1"), None));
+        assert!(numerical_errors_from_env_values(None, Some("critical")));
+        assert!(!numerical_errors_from_env_values(Some("0"), Some("none")));
+        assert!(!numerical_errors_from_env_values(Some("true"), Some("verbose")));
+    }
+
+    #[test]
+    fn default_imitates_2_27_with_hardware_numbering() {
+        let config = SimConfig::default();
+        assert_eq!(config.release.minor, 27);
+        assert_eq!(config.release.dtype_numbering, DtypeNumbering::Hardware2026);
+        assert!(!config.numerical_errors);
+    }
+}

@@ -1,0 +1,1133 @@
+//! [`SimRuntime`]: the [`Runtime`] trait over simulated NeuronCores.
+//!
+//! Design choices:
+//! - **Registries of `Arc`s behind short locks.** Tensors, sets and models live in hash maps keyed
+//!   by handle; a call clones the `Arc`s it needs and drops the registry lock before moving any
+//!   bytes, so a long DMA never blocks unrelated calls.
+//! - **One launch lock per NeuronCore.** `execute` holds its core's launch lock from the first
+//!   input DMA to the last output DMA: launches on one core are serialised, launches on different
+//!   cores run in parallel (their HBM mutexes are distinct).
+//! - **Slots.** At load every variable becomes a slot, a range of the core's HBM: staged kinds get
+//!   their own block (constants copied in), virtual scratch a window of one shared scratchpad,
+//!   inputs and outputs a staging block used for host and virtual tensors. A device tensor of the
+//!   model's core is used in place instead: its range becomes the slot for that launch.
+//! - **The I/O contract is checked in one place** ([`SimRuntime::resolve_io`]) and its statuses
+//!   are chosen in one function ([`contract_status`]), because the exact code for a missing name
+//!   versus a too-small tensor is still to be pinned on a device.
+//! - **Counters are atomics**, per model and per core: bytes moved to and from the device, DMA
+//!   descriptors (one per [`DMA_DESCRIPTOR_BYTES`] of a contiguous move) and launches. Per core,
+//!   `tensor_read`/`write`/`copy`/`memset` of device tensors count too; per model, only launches.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use abi::dtype::DtypeNumbering;
+use abi::runtime::{
+    ExternalBuffer, Framework, ModelId, NrtError, NrtVersion, Placement, Runtime, SetId, TensorId,
+    TensorInfo, TensorUsage,
+};
+use abi::status::NrtStatus;
+
+use crate::config::SimConfig;
+use crate::fault::{FaultInjector, FaultPlanError};
+use crate::memory::{
+    CoreMemory, DeviceBlock, Place, Storage, copy_bytes, fill_bytes, read_bytes, write_bytes,
+};
+use crate::model::{ModelDescription, SlotKind};
+use crate::program::{CompiledProgram, ElementType, ProgramVar, compile, holds_nan};
+
+/// The largest transfer one simulated DMA descriptor carries.
+pub const DMA_DESCRIPTOR_BYTES: u64 = 64 << 10;
+
+/// The `detail` of [`Runtime::get_version`].
+pub const VERSION_DETAIL: &str = "nrtsim simulated libnrt";
+
+/// Why a [`SimRuntime`] could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum SimConfigError {
+    /// The machine has no NeuronCore.
+    #[error("n_cores is 0, expected at least 1 neuron core")]
+    NoCores,
+    /// The sparse HBM mapping could not be made.
+    #[error("cannot map {bytes} bytes of hbm for neuron core {core}: {source}")]
+    HbmMapping {
+        /// The core.
+        core: u32,
+        /// The size asked for.
+        bytes: u64,
+        /// What the system said.
+        source: std::io::Error,
+    },
+    /// The fault plan is invalid.
+    #[error(transparent)]
+    FaultPlan(#[from] FaultPlanError),
+}
+
+/// A snapshot of traffic counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TrafficCounters {
+    /// Bytes moved from host memory to device memory.
+    pub bytes_to_device: u64,
+    /// Bytes moved from device memory to host memory.
+    pub bytes_from_device: u64,
+    /// DMA descriptors used for those moves.
+    pub dma_descriptors: u64,
+    /// Completed launches.
+    pub launches: u64,
+}
+
+#[derive(Default)]
+struct Counters {
+    bytes_to_device: AtomicU64,
+    bytes_from_device: AtomicU64,
+    dma_descriptors: AtomicU64,
+    launches: AtomicU64,
+}
+
+impl Counters {
+    fn dma(&self, to_device: bool, n_bytes: u64) {
+        if n_bytes == 0 {
+            return;
+        }
+        let counter = if to_device { &self.bytes_to_device } else { &self.bytes_from_device };
+        counter.fetch_add(n_bytes, Ordering::Relaxed);
+        self.dma_descriptors.fetch_add(n_bytes.div_ceil(DMA_DESCRIPTOR_BYTES), Ordering::Relaxed);
+    }
+
+    fn snapshot(&self) -> TrafficCounters {
+        TrafficCounters {
+            bytes_to_device: self.bytes_to_device.load(Ordering::Relaxed),
+            bytes_from_device: self.bytes_from_device.load(Ordering::Relaxed),
+            dma_descriptors: self.dma_descriptors.load(Ordering::Relaxed),
+            launches: self.launches.load(Ordering::Relaxed),
+        }
+    }
+}
+
+const UNINITIALIZED: u8 = 0;
+const INITIALIZED: u8 = 1;
+const CLOSED: u8 = 2;
+
+struct Core {
+    memory: Arc<CoreMemory>,
+    launch: Mutex<()>,
+    counters: Counters,
+}
+
+/// The part of a tensor's storage it sees.
+#[derive(Clone)]
+struct View {
+    storage: Arc<Storage>,
+    offset: usize,
+    size: usize,
+}
+
+impl View {
+    fn place(&self, offset: usize) -> Place<'_> {
+        Place::In(&self.storage, self.offset + offset)
+    }
+}
+
+struct Tensor {
+    name: String,
+    view: Option<View>,
+}
+
+impl Tensor {
+    fn size(&self) -> usize {
+        self.view.as_ref().map_or(0, |view| view.size)
+    }
+
+    fn view(&self) -> Result<&View, NrtError> {
+        self.view.as_ref().ok_or_else(|| {
+            NrtError::new(
+                NrtStatus::Invalid,
+                format!(
+                    "tensor {:?} has no storage, expected a buffer attached after allocate_empty",
+                    self.name
+                ),
+            )
+        })
+    }
+}
+
+/// One input or output variable of a loaded model.
+struct IoSlot {
+    name: String,
+    slot: usize,
+    size: usize,
+    element: Option<ElementType>,
+}
+
+struct LoadedModel {
+    name: String,
+    core: u32,
+    cores: Vec<u32>,
+    /// Start of every slot in the core's HBM (staging blocks for inputs and outputs).
+    slot_starts: Vec<usize>,
+    inputs: Vec<IoSlot>,
+    outputs: Vec<IoSlot>,
+    program: Option<CompiledProgram>,
+    info: Vec<TensorInfo>,
+    counters: Counters,
+    /// Everything staged at load; freed when the last launch using the model ends.
+    _staged: Vec<DeviceBlock>,
+}
+
+/// The tensors bound to a model's inputs and outputs, in slot order.
+type BoundTensors = (Vec<Arc<Tensor>>, Vec<Arc<Tensor>>);
+
+/// The status for a broken I/O contract at execute. Public documentation says NRT_INVALID for a
+/// mismatch; whether a missing name and a too-small tensor get different codes on a device is
+/// still to be pinned, so both go through this one function.
+fn contract_status(_breach: ContractBreach) -> NrtStatus {
+    NrtStatus::Invalid
+}
+
+#[derive(Clone, Copy)]
+enum ContractBreach {
+    MissingName,
+    TooSmall,
+    OtherCore,
+    NoStorage,
+}
+
+fn read_lock<T>(lock: &RwLock<T>) -> RwLockReadGuard<'_, T> {
+    lock.read().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn write_lock<T>(lock: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
+    lock.write().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn check_range(name: &str, offset: usize, len: usize, size: usize) -> Result<(), NrtError> {
+    match offset.checked_add(len) {
+        Some(end) if end <= size => Ok(()),
+        _ => Err(NrtError::new(
+            NrtStatus::Invalid,
+            format!(
+                "range {offset}..{} of tensor {name:?} is out of bounds, expected within its {size} bytes",
+                offset as u128 + len as u128
+            ),
+        )),
+    }
+}
+
+/// A simulated libnrt: NeuronCores with sparse HBM, tensors, sets, models and a device program.
+pub struct SimRuntime {
+    config: SimConfig,
+    lifecycle: AtomicU8,
+    next_handle: AtomicU64,
+    cores: Vec<Core>,
+    tensors: RwLock<HashMap<TensorId, Arc<Tensor>>>,
+    sets: RwLock<HashMap<SetId, HashMap<String, TensorId>>>,
+    models: RwLock<HashMap<ModelId, Arc<LoadedModel>>>,
+    /// How many models each core holds; also serialises loads.
+    occupancy: Mutex<Vec<u32>>,
+    faults: FaultInjector,
+    warnings: Mutex<Vec<String>>,
+}
+
+impl std::fmt::Debug for SimRuntime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SimRuntime").field("config", &self.config).finish_non_exhaustive()
+    }
+}
+
+impl SimRuntime {
+    /// A simulated machine as `config` describes it (uninitialized: call [`Runtime::init`]).
+    ///
+    /// # Errors
+    /// [`SimConfigError`] for zero cores, an invalid fault plan, or an HBM mapping the system
+    /// refuses.
+    pub fn new(config: SimConfig) -> Result<SimRuntime, SimConfigError> {
+        if config.n_cores == 0 {
+            return Err(SimConfigError::NoCores);
+        }
+        config.fault_plan.validate()?;
+        let cores = (0..config.n_cores)
+            .map(|core| {
+                let memory =
+                    CoreMemory::new(core, config.hbm_bytes_per_core).map_err(|source| {
+                        SimConfigError::HbmMapping {
+                            core,
+                            bytes: config.hbm_bytes_per_core,
+                            source,
+                        }
+                    })?;
+                Ok(Core {
+                    memory: Arc::new(memory),
+                    launch: Mutex::new(()),
+                    counters: Counters::default(),
+                })
+            })
+            .collect::<Result<Vec<Core>, SimConfigError>>()?;
+        Ok(SimRuntime {
+            faults: FaultInjector::new(&config.fault_plan),
+            occupancy: Mutex::new(vec![0; cores.len()]),
+            config,
+            lifecycle: AtomicU8::new(UNINITIALIZED),
+            next_handle: AtomicU64::new(1),
+            cores,
+            tensors: RwLock::new(HashMap::new()),
+            sets: RwLock::new(HashMap::new()),
+            models: RwLock::new(HashMap::new()),
+            warnings: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// The configuration the runtime was built with.
+    pub fn config(&self) -> &SimConfig {
+        &self.config
+    }
+
+    /// The `nrt_dtype_t` numbering of the imitated release (what a C layer writes into
+    /// `nrt_tensor_info_t.dtype`).
+    pub fn dtype_numbering(&self) -> DtypeNumbering {
+        self.config.release.dtype_numbering
+    }
+
+    /// Traffic of one loaded model's launches; `None` for an unknown or unloaded model.
+    pub fn model_counters(&self, model: ModelId) -> Option<TrafficCounters> {
+        read_lock(&self.models).get(&model).map(|loaded| loaded.counters.snapshot())
+    }
+
+    /// Traffic of one NeuronCore (launches and device-tensor reads and writes); `None` for a core
+    /// that does not exist.
+    pub fn core_counters(&self, vnc: u32) -> Option<TrafficCounters> {
+        self.cores.get(vnc as usize).map(|core| core.counters.snapshot())
+    }
+
+    /// Device bytes allocated on a NeuronCore (in 64-byte granules); `None` for a core that does
+    /// not exist.
+    pub fn device_bytes_in_use(&self, vnc: u32) -> Option<u64> {
+        self.cores.get(vnc as usize).map(|core| core.memory.bytes_in_use())
+    }
+
+    /// Every warning recorded so far, oldest first.
+    pub fn warnings(&self) -> Vec<String> {
+        lock(&self.warnings).clone()
+    }
+
+    fn warn(&self, message: String) {
+        if self.config.warnings_to_stderr {
+            eprintln!("nrtsim warning: {message}");
+        }
+        lock(&self.warnings).push(message);
+    }
+
+    fn next_id(&self) -> u64 {
+        self.next_handle.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// The lifecycle gate, then the fault plan.
+    fn enter(&self, function: &str) -> Result<(), NrtError> {
+        match self.lifecycle.load(Ordering::Acquire) {
+            INITIALIZED => self.faults.check(function),
+            UNINITIALIZED => Err(NrtError::new(
+                NrtStatus::Uninitialized,
+                format!("{function} called before nrt_init"),
+            )),
+            _ => {
+                Err(NrtError::new(NrtStatus::Closed, format!("{function} called after nrt_close")))
+            }
+        }
+    }
+
+    fn tensor(&self, tensor: TensorId) -> Result<Arc<Tensor>, NrtError> {
+        read_lock(&self.tensors).get(&tensor).cloned().ok_or_else(|| {
+            NrtError::new(NrtStatus::InvalidHandle, format!("tensor {} is not allocated", tensor.0))
+        })
+    }
+
+    fn model(&self, model: ModelId) -> Result<Arc<LoadedModel>, NrtError> {
+        read_lock(&self.models).get(&model).cloned().ok_or_else(|| {
+            NrtError::new(NrtStatus::InvalidHandle, format!("model {} is not loaded", model.0))
+        })
+    }
+
+    fn unknown_set(set: SetId) -> NrtError {
+        NrtError::new(NrtStatus::InvalidHandle, format!("tensor set {} is not allocated", set.0))
+    }
+
+    fn insert_tensor(&self, tensor: Tensor) -> TensorId {
+        let id = TensorId(self.next_id());
+        write_lock(&self.tensors).insert(id, Arc::new(tensor));
+        id
+    }
+
+    fn count_device_traffic(&self, storage: &Storage, to_device: bool, n_bytes: usize) {
+        if let Some(core) = storage.core() {
+            self.cores[core as usize].counters.dma(to_device, n_bytes as u64);
+        }
+    }
+
+    /// Loads an in-memory model description, as [`Runtime::load`] does after parsing a NEFF.
+    ///
+    /// # Errors
+    /// As [`Runtime::load`]: lifecycle statuses, [`NrtStatus::Invalid`] for a bad description or
+    /// device program, [`NrtStatus::LoadNotEnoughNc`], [`NrtStatus::Resource`].
+    pub fn load_description(
+        &self,
+        description: &ModelDescription,
+        vnc: i32,
+        vnc_count: i32,
+    ) -> Result<ModelId, NrtError> {
+        self.enter("nrt_load")?;
+        self.load_checked(description, vnc, vnc_count)
+    }
+
+    fn load_checked(
+        &self,
+        description: &ModelDescription,
+        vnc: i32,
+        vnc_count: i32,
+    ) -> Result<ModelId, NrtError> {
+        let mut occupancy = lock(&self.occupancy);
+        let first = pick_cores(&occupancy, vnc, vnc_count)?;
+        let count = if vnc_count == -1 { 1 } else { vnc_count as u32 };
+        let loaded = self.stage(description, first, count)?;
+        for core in &loaded.cores {
+            occupancy[*core as usize] += 1;
+        }
+        let id = ModelId(self.next_id());
+        write_lock(&self.models).insert(id, Arc::new(loaded));
+        Ok(id)
+    }
+
+    fn stage(
+        &self,
+        description: &ModelDescription,
+        core: u32,
+        count: u32,
+    ) -> Result<LoadedModel, NrtError> {
+        let invalid = |detail: String| {
+            NrtError::new(NrtStatus::Invalid, format!("model {:?}: {detail}", description.name))
+        };
+        let memory = &self.cores[core as usize].memory;
+        let mut names: HashMap<&str, usize> = HashMap::new();
+        for (idx, var) in description.vars.iter().enumerate() {
+            if names.insert(var.name.as_str(), idx).is_some() {
+                return Err(invalid(format!("variable name {:?} appears twice", var.name)));
+            }
+        }
+        let to_usize = |value: u64, what: &str| {
+            usize::try_from(value)
+                .map_err(|_| invalid(format!("{what} {value} does not fit in memory")))
+        };
+        let mut staged = Vec::new();
+        let mut slot_starts = vec![0usize; description.vars.len()];
+        // Virtual scratch windows share one scratchpad sized to cover every window.
+        let mut scratchpad_size = 0u64;
+        for var in description.vars.iter().filter(|var| var.kind == SlotKind::VirtualTmpBuf) {
+            let end = var
+                .backing_variable_off
+                .unwrap_or(0)
+                .checked_add(var.size)
+                .ok_or_else(|| invalid(format!("virtual variable {:?} overflows", var.name)))?;
+            scratchpad_size = scratchpad_size.max(end);
+        }
+        let scratchpad = if scratchpad_size > 0 {
+            let block = memory.allocate(scratchpad_size, 0)?;
+            let start = block.offset;
+            staged.push(block);
+            Some(start)
+        } else {
+            None
+        };
+        for (idx, var) in description.vars.iter().enumerate() {
+            let start = match var.kind {
+                SlotKind::VirtualTmpBuf => {
+                    scratchpad.unwrap_or(0) + var.backing_variable_off.unwrap_or(0)
+                }
+                SlotKind::Ptr | SlotKind::List | SlotKind::PtrTable | SlotKind::Remote => 0,
+                SlotKind::Buffer => {
+                    let constant = var.constant.as_ref().ok_or_else(|| {
+                        invalid(format!("constant variable {:?} has no data", var.name))
+                    })?;
+                    if constant.len() as u64 > var.size {
+                        return Err(invalid(format!(
+                            "constant {:?} holds {} bytes, expected at most its size {}",
+                            var.name,
+                            constant.len(),
+                            var.size
+                        )));
+                    }
+                    let block = memory.allocate(var.size, var.alignment.unwrap_or(0))?;
+                    let start = block.offset;
+                    write_bytes(Place::Core(memory, to_usize(start, "offset")?), constant);
+                    self.cores[core as usize].counters.dma(true, constant.len() as u64);
+                    staged.push(block);
+                    start
+                }
+                SlotKind::Sb
+                | SlotKind::BufferStaged
+                | SlotKind::TmpBuf
+                | SlotKind::Input
+                | SlotKind::Output => {
+                    let block = memory.allocate(var.size, var.alignment.unwrap_or(0))?;
+                    let start = block.offset;
+                    staged.push(block);
+                    start
+                }
+            };
+            slot_starts[idx] = to_usize(start, "offset")?;
+        }
+        let element_of =
+            |name: &str| description.io(name).and_then(|io| io.dltype).map(ElementType::of_dltype);
+        let io_slots = |kind: SlotKind, signature: &[crate::model::IoDescription]| {
+            let mut order: Vec<usize> = signature
+                .iter()
+                .filter_map(|io| names.get(io.name.as_str()).copied())
+                .filter(|&idx| description.vars[idx].kind == kind)
+                .collect();
+            let mut rest: Vec<usize> = (0..description.vars.len())
+                .filter(|idx| description.vars[*idx].kind == kind && !order.contains(idx))
+                .collect();
+            rest.sort_by_key(|&idx| description.vars[idx].var_id);
+            order.extend(rest);
+            order
+                .into_iter()
+                .map(|idx| {
+                    let var = &description.vars[idx];
+                    Ok(IoSlot {
+                        name: var.name.clone(),
+                        slot: idx,
+                        size: to_usize(var.size, "size")?,
+                        element: element_of(&var.name),
+                    })
+                })
+                .collect::<Result<Vec<IoSlot>, NrtError>>()
+        };
+        let inputs = io_slots(SlotKind::Input, &description.inputs)?;
+        let outputs = io_slots(SlotKind::Output, &description.outputs)?;
+        let program = match &description.program {
+            Some(program) => {
+                let lookup = |name: &str| {
+                    names.get(name).map(|&idx| {
+                        let var = &description.vars[idx];
+                        ProgramVar {
+                            slot: idx,
+                            size: var.size,
+                            element: element_of(name),
+                            addressable: var.kind.is_addressable(),
+                        }
+                    })
+                };
+                Some(compile(program, &lookup).map_err(|err| invalid(err.to_string()))?)
+            }
+            None => {
+                self.warn(format!(
+                    "model {:?} has no sim/program.json: its device program is opaque to the simulator, so its outputs stay zero",
+                    description.name
+                ));
+                None
+            }
+        };
+        let info_of = |slot: &IoSlot, usage: TensorUsage| {
+            let io = description.io(&slot.name);
+            TensorInfo {
+                name: slot.name.clone(),
+                usage,
+                size: slot.size,
+                dtype: io
+                    .and_then(|io| io.dltype)
+                    .and_then(|dltype| dltype.nrt_dtype())
+                    .unwrap_or(abi::dtype::NrtDtype::Invalid),
+                shape: io
+                    .map(|io| io.shape.iter().map(|&dim| u32::try_from(dim).unwrap_or(0)).collect())
+                    .unwrap_or_default(),
+            }
+        };
+        let info = inputs
+            .iter()
+            .map(|slot| info_of(slot, TensorUsage::Input))
+            .chain(outputs.iter().map(|slot| info_of(slot, TensorUsage::Output)))
+            .collect();
+        Ok(LoadedModel {
+            name: description.name.clone(),
+            core,
+            cores: (core..core + count).collect(),
+            slot_starts,
+            inputs,
+            outputs,
+            program,
+            info,
+            counters: Counters::default(),
+            _staged: staged,
+        })
+    }
+
+    /// The tensors bound to a model's inputs and outputs, checked against its I/O contract.
+    fn resolve_io(
+        &self,
+        model: &LoadedModel,
+        input_set: SetId,
+        output_set: SetId,
+    ) -> Result<BoundTensors, NrtError> {
+        let sets = read_lock(&self.sets);
+        let inputs = sets.get(&input_set).ok_or_else(|| SimRuntime::unknown_set(input_set))?;
+        let outputs = sets.get(&output_set).ok_or_else(|| SimRuntime::unknown_set(output_set))?;
+        let tensors = read_lock(&self.tensors);
+        let bind = |slots: &[IoSlot], set: &HashMap<String, TensorId>, which: &str| {
+            slots
+                .iter()
+                .map(|slot| {
+                    let breach = |breach: ContractBreach, detail: String| {
+                        NrtError::new(
+                            contract_status(breach),
+                            format!("model {:?}, {which} {:?}: {detail}", model.name, slot.name),
+                        )
+                    };
+                    let tensor =
+                        set.get(&slot.name).and_then(|id| tensors.get(id)).ok_or_else(|| {
+                            breach(
+                                ContractBreach::MissingName,
+                                format!("the {which} set has no tensor of that name"),
+                            )
+                        })?;
+                    let view = tensor.view.as_ref().ok_or_else(|| {
+                        breach(ContractBreach::NoStorage, "the tensor has no storage".to_owned())
+                    })?;
+                    if view.size < slot.size {
+                        return Err(breach(
+                            ContractBreach::TooSmall,
+                            format!(
+                                "tensor is {} bytes, expected at least the variable's {}",
+                                view.size, slot.size
+                            ),
+                        ));
+                    }
+                    if let Some(core) = view.storage.core() {
+                        if core != model.core {
+                            return Err(breach(
+                                ContractBreach::OtherCore,
+                                format!(
+                                    "tensor is on neuron core {core}, expected the model's core {}",
+                                    model.core
+                                ),
+                            ));
+                        }
+                    }
+                    Ok(Arc::clone(tensor))
+                })
+                .collect::<Result<Vec<Arc<Tensor>>, NrtError>>()
+        };
+        Ok((bind(&model.inputs, inputs, "input")?, bind(&model.outputs, outputs, "output")?))
+    }
+
+    /// One launch: inputs in, program, outputs out. The caller holds the core's launch lock.
+    fn launch(
+        &self,
+        model: &LoadedModel,
+        inputs: &[Arc<Tensor>],
+        outputs: &[Arc<Tensor>],
+    ) -> NrtStatus {
+        let core = &self.cores[model.core as usize];
+        let memory = &core.memory;
+        let mut starts = model.slot_starts.clone();
+        let in_place = |tensor: &Tensor| match &tensor.view {
+            Some(View { storage, offset, .. }) => match &**storage {
+                Storage::Device(block) => Some(block.offset as usize + offset),
+                _ => None,
+            },
+            None => None,
+        };
+        for (slot, tensor) in model.inputs.iter().zip(inputs) {
+            match in_place(tensor) {
+                Some(start) => starts[slot.slot] = start,
+                None => {
+                    if let Some(view) = &tensor.view {
+                        copy_bytes(
+                            view.place(0),
+                            Place::Core(memory, starts[slot.slot]),
+                            slot.size,
+                        );
+                        model.counters.dma(true, slot.size as u64);
+                        core.counters.dma(true, slot.size as u64);
+                    }
+                }
+            }
+        }
+        for (slot, tensor) in model.outputs.iter().zip(outputs) {
+            if let Some(start) = in_place(tensor) {
+                starts[slot.slot] = start;
+            }
+        }
+        let mut status = NrtStatus::Success;
+        {
+            let mut bytes = memory.lock_bytes();
+            match &model.program {
+                Some(program) => program.run(&mut bytes, &starts),
+                None => {
+                    for slot in &model.outputs {
+                        let start = starts[slot.slot];
+                        bytes[start..start + slot.size].fill(0);
+                    }
+                }
+            }
+            if self.config.numerical_errors {
+                let nan = model.outputs.iter().any(|slot| {
+                    let start = starts[slot.slot];
+                    slot.element
+                        .is_some_and(|element| holds_nan(element, &bytes[start..start + slot.size]))
+                });
+                if nan {
+                    status = NrtStatus::ExecCompletedWithNumErr;
+                }
+            }
+        }
+        for (slot, tensor) in model.outputs.iter().zip(outputs) {
+            if in_place(tensor).is_none() {
+                if let Some(view) = &tensor.view {
+                    copy_bytes(Place::Core(memory, starts[slot.slot]), view.place(0), slot.size);
+                    model.counters.dma(false, slot.size as u64);
+                    core.counters.dma(false, slot.size as u64);
+                }
+            }
+        }
+        model.counters.launches.fetch_add(1, Ordering::Relaxed);
+        core.counters.launches.fetch_add(1, Ordering::Relaxed);
+        status
+    }
+
+    fn execute_n(
+        &self,
+        function: &str,
+        model: ModelId,
+        input_set: SetId,
+        output_set: SetId,
+        repeat_count: u32,
+    ) -> Result<NrtStatus, NrtError> {
+        self.lifecycle_only(function)?;
+        // A fault that injects a completed status (0 or 1003) still runs the launch.
+        let injected = self.faults.injected(function);
+        if let Some(status) = injected.filter(|status| !status.is_completed()) {
+            return Err(NrtError::new(status, format!("injected fault in {function}")));
+        }
+        let loaded = self.model(model)?;
+        let (inputs, outputs) = self.resolve_io(&loaded, input_set, output_set)?;
+        let _launch = lock(&self.cores[loaded.core as usize].launch);
+        let mut status = NrtStatus::Success;
+        for _ in 0..repeat_count {
+            if self.launch(&loaded, &inputs, &outputs) == NrtStatus::ExecCompletedWithNumErr {
+                status = NrtStatus::ExecCompletedWithNumErr;
+            }
+        }
+        if injected == Some(NrtStatus::ExecCompletedWithNumErr) {
+            status = NrtStatus::ExecCompletedWithNumErr;
+        }
+        Ok(status)
+    }
+
+    fn lifecycle_only(&self, function: &str) -> Result<(), NrtError> {
+        match self.lifecycle.load(Ordering::Acquire) {
+            INITIALIZED => Ok(()),
+            UNINITIALIZED => Err(NrtError::new(
+                NrtStatus::Uninitialized,
+                format!("{function} called before nrt_init"),
+            )),
+            _ => {
+                Err(NrtError::new(NrtStatus::Closed, format!("{function} called after nrt_close")))
+            }
+        }
+    }
+}
+
+/// The first core of a load: `vnc = -1` takes the first run of `vnc_count` cores holding no
+/// model; an explicit `vnc` may share cores with other models but must exist.
+fn pick_cores(occupancy: &[u32], vnc: i32, vnc_count: i32) -> Result<u32, NrtError> {
+    let n_cores = occupancy.len();
+    let count = match vnc_count {
+        -1 => 1,
+        n if n >= 1 => n as usize,
+        n => {
+            return Err(NrtError::new(
+                NrtStatus::Invalid,
+                format!("vnc_count {n} is invalid, expected -1 or at least 1"),
+            ));
+        }
+    };
+    let not_enough = |detail: String| NrtError::new(NrtStatus::LoadNotEnoughNc, detail);
+    match vnc {
+        -1 => (0..n_cores)
+            .find(|&first| {
+                first + count <= n_cores && occupancy[first..first + count].iter().all(|&n| n == 0)
+            })
+            .map(|first| first as u32)
+            .ok_or_else(|| {
+                let free = occupancy.iter().filter(|&&n| n == 0).count();
+                not_enough(format!(
+                    "the model needs {count} free neuron cores in a row, {free} of {n_cores} are free"
+                ))
+            }),
+        v if v >= 0 => {
+            if v as usize + count > n_cores {
+                return Err(not_enough(format!(
+                    "the model needs neuron cores {v}..{}, the machine has {n_cores}",
+                    v as usize + count
+                )));
+            }
+            Ok(v as u32)
+        }
+        v => Err(NrtError::new(NrtStatus::Invalid, format!("vnc {v} is invalid, expected -1 or a core index"))),
+    }
+}
+
+impl Runtime for SimRuntime {
+    fn init(
+        &self,
+        framework: Framework,
+        _fw_version: &str,
+        _fal_version: &str,
+    ) -> Result<(), NrtError> {
+        if self.lifecycle.load(Ordering::Acquire) == INITIALIZED {
+            return Err(NrtError::new(
+                NrtStatus::Invalid,
+                "nrt_init called twice, expected nrt_close first",
+            ));
+        }
+        self.faults.check("nrt_init")?;
+        if framework == Framework::Invalid {
+            return Err(NrtError::new(
+                NrtStatus::Invalid,
+                "framework INVALID (0), expected a framework type",
+            ));
+        }
+        self.lifecycle.store(INITIALIZED, Ordering::Release);
+        Ok(())
+    }
+
+    fn close(&self) {
+        if self.lifecycle.swap(CLOSED, Ordering::AcqRel) == INITIALIZED {
+            let mut occupancy = lock(&self.occupancy);
+            write_lock(&self.models).clear();
+            occupancy.iter_mut().for_each(|n| *n = 0);
+        } else {
+            // Closing a runtime that was never initialized leaves it uninitialized.
+            let _ = self.lifecycle.compare_exchange(
+                CLOSED,
+                UNINITIALIZED,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            );
+        }
+    }
+
+    fn load(&self, neff: &[u8], vnc: i32, vnc_count: i32) -> Result<ModelId, NrtError> {
+        self.enter("nrt_load")?;
+        let description = crate::neff_load::describe_neff(neff)?;
+        self.load_checked(&description, vnc, vnc_count)
+    }
+
+    fn load_collectives(
+        &self,
+        neff: &[u8],
+        vnc: i32,
+        vnc_count: i32,
+        ctx_device_id: u32,
+        ctx_device_count: u32,
+    ) -> Result<ModelId, NrtError> {
+        self.enter("nrt_load_collectives")?;
+        if ctx_device_id >= ctx_device_count {
+            return Err(NrtError::new(
+                NrtStatus::Invalid,
+                format!(
+                    "ctx_device_id {ctx_device_id} is invalid, expected below ctx_device_count {ctx_device_count}"
+                ),
+            ));
+        }
+        let description = crate::neff_load::describe_neff(neff)?;
+        self.load_checked(&description, vnc, vnc_count)
+    }
+
+    fn unload(&self, model: ModelId) -> Result<(), NrtError> {
+        self.enter("nrt_unload")?;
+        let mut occupancy = lock(&self.occupancy);
+        let loaded = write_lock(&self.models).remove(&model).ok_or_else(|| {
+            NrtError::new(NrtStatus::InvalidHandle, format!("model {} is not loaded", model.0))
+        })?;
+        for core in &loaded.cores {
+            occupancy[*core as usize] = occupancy[*core as usize].saturating_sub(1);
+        }
+        Ok(())
+    }
+
+    fn execute(
+        &self,
+        model: ModelId,
+        input_set: SetId,
+        output_set: SetId,
+    ) -> Result<NrtStatus, NrtError> {
+        self.execute_n("nrt_execute", model, input_set, output_set, 1)
+    }
+
+    fn execute_repeat(
+        &self,
+        model: ModelId,
+        input_set: SetId,
+        output_set: SetId,
+        repeat_count: i32,
+    ) -> Result<NrtStatus, NrtError> {
+        if repeat_count < 1 {
+            self.lifecycle_only("nrt_execute_repeat")?;
+            return Err(NrtError::new(
+                NrtStatus::Invalid,
+                format!("repeat_count {repeat_count} is invalid, expected at least 1"),
+            ));
+        }
+        self.execute_n("nrt_execute_repeat", model, input_set, output_set, repeat_count as u32)
+    }
+
+    fn allocate_tensor_set(&self) -> Result<SetId, NrtError> {
+        self.enter("nrt_allocate_tensor_set")?;
+        let id = SetId(self.next_id());
+        write_lock(&self.sets).insert(id, HashMap::new());
+        Ok(id)
+    }
+
+    fn destroy_tensor_set(&self, set: SetId) -> Result<(), NrtError> {
+        self.faults.check("nrt_destroy_tensor_set")?;
+        write_lock(&self.sets).remove(&set).map(|_| ()).ok_or_else(|| SimRuntime::unknown_set(set))
+    }
+
+    fn add_tensor_to_tensor_set(
+        &self,
+        set: SetId,
+        name: &str,
+        tensor: TensorId,
+    ) -> Result<(), NrtError> {
+        self.enter("nrt_add_tensor_to_tensor_set")?;
+        self.tensor(tensor)?;
+        let mut sets = write_lock(&self.sets);
+        let entries = sets.get_mut(&set).ok_or_else(|| SimRuntime::unknown_set(set))?;
+        entries.insert(name.to_owned(), tensor);
+        Ok(())
+    }
+
+    fn get_tensor_from_tensor_set(&self, set: SetId, name: &str) -> Result<TensorId, NrtError> {
+        self.enter("nrt_get_tensor_from_tensor_set")?;
+        let sets = read_lock(&self.sets);
+        let entries = sets.get(&set).ok_or_else(|| SimRuntime::unknown_set(set))?;
+        entries.get(name).copied().ok_or_else(|| {
+            NrtError::new(
+                NrtStatus::Failure,
+                format!("tensor set {} has no tensor named {name:?}", set.0),
+            )
+        })
+    }
+
+    fn tensor_allocate(
+        &self,
+        placement: Placement,
+        vnc: i32,
+        size: usize,
+        name: &str,
+    ) -> Result<TensorId, NrtError> {
+        self.enter("nrt_tensor_allocate")?;
+        let storage = match placement {
+            Placement::Device => {
+                let core = usize::try_from(vnc)
+                    .ok()
+                    .and_then(|vnc| self.cores.get(vnc))
+                    .ok_or_else(|| {
+                        NrtError::new(
+                            NrtStatus::Invalid,
+                            format!(
+                                "vnc {vnc} is invalid, expected a neuron core below {}",
+                                self.cores.len()
+                            ),
+                        )
+                    })?;
+                Storage::Device(core.memory.allocate(size as u64, 0)?)
+            }
+            Placement::Host => {
+                // Over-limit host placement is refused as a resource shortage; to be pinned on a
+                // device.
+                if size > self.config.host_placement_limit {
+                    return Err(NrtError::new(
+                        NrtStatus::Resource,
+                        format!(
+                            "host tensor {name:?} of {size} bytes is over the host-placement limit of {} bytes",
+                            self.config.host_placement_limit
+                        ),
+                    ));
+                }
+                Storage::host(size)
+            }
+            Placement::Virtual => Storage::host(size),
+        };
+        let view = View { storage: Arc::new(storage), offset: 0, size };
+        Ok(self.insert_tensor(Tensor { name: name.to_owned(), view: Some(view) }))
+    }
+
+    fn tensor_allocate_empty(&self, name: &str) -> Result<TensorId, NrtError> {
+        self.enter("nrt_tensor_allocate_empty")?;
+        Ok(self.insert_tensor(Tensor { name: name.to_owned(), view: None }))
+    }
+
+    fn tensor_attach_buffer(
+        &self,
+        tensor: TensorId,
+        buffer: Arc<dyn ExternalBuffer>,
+    ) -> Result<(), NrtError> {
+        self.enter("nrt_tensor_attach_buffer")?;
+        let mut tensors = write_lock(&self.tensors);
+        let entry = tensors.get_mut(&tensor).ok_or_else(|| {
+            NrtError::new(NrtStatus::InvalidHandle, format!("tensor {} is not allocated", tensor.0))
+        })?;
+        let owns_storage =
+            entry.view.as_ref().is_some_and(|view| !matches!(&*view.storage, Storage::External(_)));
+        if owns_storage {
+            return Err(NrtError::new(
+                NrtStatus::Invalid,
+                format!("tensor {:?} owns storage, expected one from allocate_empty", entry.name),
+            ));
+        }
+        let size = buffer.len();
+        let view = View { storage: Arc::new(Storage::External(buffer)), offset: 0, size };
+        *entry = Arc::new(Tensor { name: entry.name.clone(), view: Some(view) });
+        Ok(())
+    }
+
+    fn tensor_allocate_slice(
+        &self,
+        src: TensorId,
+        offset: usize,
+        size: usize,
+        name: &str,
+    ) -> Result<TensorId, NrtError> {
+        self.enter("nrt_tensor_allocate_slice")?;
+        let parent = self.tensor(src)?;
+        let view = parent.view()?;
+        check_range(&parent.name, offset, size, view.size)?;
+        let slice = View { storage: Arc::clone(&view.storage), offset: view.offset + offset, size };
+        Ok(self.insert_tensor(Tensor { name: name.to_owned(), view: Some(slice) }))
+    }
+
+    fn tensor_free(&self, tensor: TensorId) -> Result<(), NrtError> {
+        self.faults.check("nrt_tensor_free")?;
+        // Dropping the registry's `Arc` outside the lock: a device block's drop takes the
+        // allocator lock.
+        let removed = write_lock(&self.tensors).remove(&tensor);
+        removed.map(drop).ok_or_else(|| {
+            NrtError::new(NrtStatus::InvalidHandle, format!("tensor {} is not allocated", tensor.0))
+        })
+    }
+
+    fn tensor_read(&self, tensor: TensorId, offset: usize, buf: &mut [u8]) -> Result<(), NrtError> {
+        self.enter("nrt_tensor_read")?;
+        let tensor = self.tensor(tensor)?;
+        let view = tensor.view()?;
+        check_range(&tensor.name, offset, buf.len(), view.size)?;
+        read_bytes(view.place(offset), buf);
+        self.count_device_traffic(&view.storage, false, buf.len());
+        Ok(())
+    }
+
+    fn tensor_write(&self, tensor: TensorId, offset: usize, bytes: &[u8]) -> Result<(), NrtError> {
+        self.enter("nrt_tensor_write")?;
+        let tensor = self.tensor(tensor)?;
+        let view = tensor.view()?;
+        check_range(&tensor.name, offset, bytes.len(), view.size)?;
+        write_bytes(view.place(offset), bytes);
+        self.count_device_traffic(&view.storage, true, bytes.len());
+        Ok(())
+    }
+
+    fn tensor_copy(
+        &self,
+        src: TensorId,
+        src_offset: usize,
+        dst: TensorId,
+        dst_offset: usize,
+        size: usize,
+    ) -> Result<(), NrtError> {
+        self.enter("nrt_tensor_copy")?;
+        let (src, dst) = (self.tensor(src)?, self.tensor(dst)?);
+        let (src_view, dst_view) = (src.view()?, dst.view()?);
+        check_range(&src.name, src_offset, size, src_view.size)?;
+        check_range(&dst.name, dst_offset, size, dst_view.size)?;
+        let (src_core, dst_core) = (src_view.storage.core(), dst_view.storage.core());
+        if let (Some(a), Some(b)) = (src_core, dst_core) {
+            if a != b {
+                return Err(NrtError::new(
+                    NrtStatus::Invalid,
+                    format!(
+                        "copy from tensor {:?} on neuron core {a} to {:?} on neuron core {b}, expected one core",
+                        src.name, dst.name
+                    ),
+                ));
+            }
+        }
+        copy_bytes(src_view.place(src_offset), dst_view.place(dst_offset), size);
+        match (src_core, dst_core) {
+            (None, Some(_)) => self.count_device_traffic(&dst_view.storage, true, size),
+            (Some(_), None) => self.count_device_traffic(&src_view.storage, false, size),
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn tensor_memset(
+        &self,
+        tensor: TensorId,
+        offset: u64,
+        value: i32,
+        size: usize,
+    ) -> Result<(), NrtError> {
+        self.enter("nrt_tensor_memset")?;
+        let tensor = self.tensor(tensor)?;
+        let view = tensor.view()?;
+        let offset = usize::try_from(offset).unwrap_or(usize::MAX);
+        check_range(&tensor.name, offset, size, view.size)?;
+        // As C's memset: the value is converted to an unsigned char.
+        fill_bytes(view.place(offset), size, value as u8);
+        Ok(())
+    }
+
+    fn tensor_get_size(&self, tensor: TensorId) -> Result<usize, NrtError> {
+        self.faults.check("nrt_tensor_get_size")?;
+        Ok(self.tensor(tensor)?.size())
+    }
+
+    fn tensor_get_va(&self, tensor: TensorId) -> Result<usize, NrtError> {
+        self.enter("nrt_tensor_get_va")?;
+        let tensor = self.tensor(tensor)?;
+        let view = tensor.view()?;
+        Ok(view.storage.address(view.offset))
+    }
+
+    fn get_model_tensor_info(&self, model: ModelId) -> Result<Vec<TensorInfo>, NrtError> {
+        self.enter("nrt_get_model_tensor_info")?;
+        Ok(self.model(model)?.info.clone())
+    }
+
+    fn get_version(&self) -> Result<NrtVersion, NrtError> {
+        self.faults.check("nrt_get_version")?;
+        let release = &self.config.release;
+        Ok(NrtVersion {
+            major: release.major,
+            minor: release.minor,
+            patch: release.patch,
+            maintenance: release.maintenance,
+            detail: VERSION_DETAIL.to_owned(),
+            git_hash: String::new(),
+        })
+    }
+
+    fn get_total_vnc_count(&self) -> Result<u32, NrtError> {
+        self.faults.check("nrt_get_total_vnc_count")?;
+        Ok(self.config.n_cores)
+    }
+
+    fn get_visible_vnc_count(&self) -> Result<u32, NrtError> {
+        self.enter("nrt_get_visible_vnc_count")?;
+        Ok(self.config.n_cores)
+    }
+}

@@ -1,0 +1,136 @@
+//! Loading real NEFF bytes (from the `abi::neff` writer) and running them end to end.
+
+mod common;
+
+use abi::dtype::Dltype;
+use abi::runtime::{Framework, ModelId, NrtError, Placement, Runtime, TensorUsage};
+use abi::status::NrtStatus;
+use common::{arithmetic_model, copy_model, f32_bytes, nan_model, small_config, small_sim};
+use sim::neff_load::{describe_neff, neff_spec_of};
+use sim::{DeviceProgram, ModelDescription, ProgramOp, SimRuntime, checks};
+
+fn neff_of(description: &ModelDescription) -> Vec<u8> {
+    neff_spec_of(description).expect("spec").to_bytes().expect("neff bytes")
+}
+
+fn neff_loader(neff: &[u8]) -> impl Fn(&dyn Runtime, i32) -> Result<ModelId, NrtError> + '_ {
+    move |runtime, vnc| runtime.load(neff, vnc, 1)
+}
+
+#[test]
+fn canonical_client_flow_on_a_written_neff_with_a_program() {
+    let neff = neff_of(&arithmetic_model(4));
+    let x = f32_bytes(&[1.0, 2.0, 3.0, -4.0]);
+    let y = f32_bytes(&[0.5, 0.25, 10.0, 2.0]);
+    let sum = f32_bytes(&[1.5, 2.25, 13.0, -2.0]);
+    let prod = f32_bytes(&[1.0, 1.0, 60.0, -16.0]);
+    for placement in [Placement::Device, Placement::Virtual] {
+        checks::canonical_client_flow(
+            &small_sim(),
+            &neff_loader(&neff),
+            placement,
+            &[("x", &x), ("y", &y)],
+            &[("sum", &sum), ("prod", &prod)],
+            NrtStatus::Success,
+        )
+        .unwrap();
+    }
+}
+
+#[test]
+fn canonical_client_flow_reports_1003_from_a_neff_when_numerical_errors_are_on() {
+    let neff = neff_of(&nan_model(0));
+    let input = f32_bytes(&[1.0, 2.0, 3.0, 4.0]);
+    let sim = SimRuntime::new(small_config(1, true)).unwrap();
+    let mut expected = f32_bytes(&[f32::NAN, 2.0, 3.0, 4.0]);
+    // The NaN the program writes is the canonical quiet NaN.
+    expected[..4].copy_from_slice(&f32::NAN.to_le_bytes());
+    checks::canonical_client_flow(
+        &sim,
+        &neff_loader(&neff),
+        Placement::Virtual,
+        &[("input0", &input)],
+        &[("output0", &expected)],
+        NrtStatus::ExecCompletedWithNumErr,
+    )
+    .unwrap();
+}
+
+#[test]
+fn io_contract_and_core_choice_hold_for_neff_loads() {
+    let neff = neff_of(&arithmetic_model(2));
+    checks::execute_checks_the_io_contract(&small_sim(), &neff_loader(&neff)).unwrap();
+    checks::loads_take_free_cores(&small_sim(), &neff_loader(&neff)).unwrap();
+}
+
+#[test]
+fn a_neff_round_trips_through_the_writer_into_the_same_description() {
+    let description = arithmetic_model(3).with_constant("bias", vec![1, 2, 3, 4]);
+    let read_back = describe_neff(&neff_of(&description)).unwrap();
+    assert_eq!(read_back, description);
+}
+
+#[test]
+fn tensor_info_of_a_neff_comes_from_its_signature() {
+    let sim = small_sim();
+    sim.init(Framework::NoFw, "", "").unwrap();
+    let description = ModelDescription::new("typed")
+        .with_input("input0", Dltype::BFloat16, &[2, 8])
+        .with_output("output0", Dltype::Int64, &[3]);
+    let model = sim.load(&neff_of(&description), -1, 1).unwrap();
+    let info = sim.get_model_tensor_info(model).unwrap();
+    assert_eq!(info.len(), 2);
+    assert_eq!(
+        (info[0].usage, info[0].size, info[0].shape.clone()),
+        (TensorUsage::Input, 32, vec![2, 8])
+    );
+    assert_eq!(info[0].dtype.code(sim.dtype_numbering()), Some(6), "BFLOAT16 in 2026 numbering");
+    assert_eq!((info[1].usage, info[1].size), (TensorUsage::Output, 24));
+}
+
+#[test]
+fn a_neff_without_program_loads_and_warns_once() {
+    let sim = small_sim();
+    sim.init(Framework::NoFw, "", "").unwrap();
+    let description = ModelDescription { program: None, ..copy_model(16) };
+    sim.load(&neff_of(&description), -1, 1).unwrap();
+    assert_eq!(sim.warnings().len(), 1);
+}
+
+#[test]
+fn a_bad_program_member_is_invalid_at_load() {
+    let sim = small_sim();
+    sim.init(Framework::NoFw, "", "").unwrap();
+    let bad = copy_model(16)
+        .with_program(DeviceProgram::new(vec![ProgramOp::Nan { dst: "output0".into(), index: 0 }]));
+    let err = sim.load(&neff_of(&bad), -1, 1).unwrap_err();
+    assert_eq!(err.status, NrtStatus::Invalid);
+    assert!(err.detail.contains("op 0") && err.detail.contains("floating-point"), "{err}");
+    let mut spec = neff_spec_of(&copy_model(16)).unwrap();
+    spec.extra_members.insert("sim/program.json".into(), b"{\"version\": 1}".to_vec());
+    let err = sim.load(&spec.to_bytes().unwrap(), -1, 1).unwrap_err();
+    assert_eq!(err.status, NrtStatus::Invalid);
+    assert!(err.detail.contains("sim/program.json"), "{err}");
+}
+
+#[test]
+fn a_newer_neff_format_is_unsupported_neff_version() {
+    let sim = small_sim();
+    sim.init(Framework::NoFw, "", "").unwrap();
+    let mut spec = neff_spec_of(&copy_model(4)).unwrap();
+    spec.header.version_major = 3;
+    let err = sim.load(&spec.to_bytes().unwrap(), -1, 1).unwrap_err();
+    assert_eq!(err.status, NrtStatus::UnsupportedNeffVersion);
+    let err = sim.load(&[0u8; 10], -1, 1).unwrap_err();
+    assert_eq!(err.status, NrtStatus::Invalid);
+}
+
+#[test]
+fn load_collectives_checks_the_rank() {
+    let sim = small_sim();
+    sim.init(Framework::NoFw, "", "").unwrap();
+    let neff = neff_of(&copy_model(4));
+    sim.load_collectives(&neff, -1, 1, 1, 2).unwrap();
+    let err = sim.load_collectives(&neff, -1, 1, 2, 2).unwrap_err();
+    assert_eq!(err.status, NrtStatus::Invalid);
+}

@@ -1,0 +1,376 @@
+//! Behaviour only the simulator has: configuration, counters, staging, the device program,
+//! numerical errors, fault injection, memory accounting.
+
+mod common;
+
+use abi::dtype::{Dltype, NrtDtype};
+use abi::runtime::{Framework, ModelId, Placement, Runtime, SetId, TensorId, TensorUsage};
+use abi::status::NrtStatus;
+use common::{
+    arithmetic_model, copy_model, f32_bytes, f32_values, nan_model, small_config, small_sim,
+};
+use sim::{
+    DeviceProgram, FaultPlan, ModelDescription, ProgramOp, SimConfig, SimRuntime, SlotKind,
+    VarDescription,
+};
+
+fn init(sim: &SimRuntime) {
+    sim.init(Framework::Pytorch, "2.9", "2.9").expect("init");
+}
+
+/// Allocates one tensor per info entry on `placement`, returns the sets and tensors by name.
+fn bind(
+    sim: &SimRuntime,
+    model: ModelId,
+    placement: Placement,
+) -> (SetId, SetId, Vec<(String, TensorId)>) {
+    let input_set = sim.allocate_tensor_set().unwrap();
+    let output_set = sim.allocate_tensor_set().unwrap();
+    let mut tensors = Vec::new();
+    for entry in sim.get_model_tensor_info(model).unwrap() {
+        let tensor = sim.tensor_allocate(placement, 0, entry.size, &entry.name).unwrap();
+        let set = if entry.usage == TensorUsage::Input { input_set } else { output_set };
+        sim.add_tensor_to_tensor_set(set, &entry.name, tensor).unwrap();
+        tensors.push((entry.name, tensor));
+    }
+    (input_set, output_set, tensors)
+}
+
+fn tensor_named(tensors: &[(String, TensorId)], name: &str) -> TensorId {
+    tensors.iter().find(|(n, _)| n == name).map(|(_, t)| *t).expect("tensor")
+}
+
+fn read(sim: &SimRuntime, tensor: TensorId) -> Vec<u8> {
+    let mut out = vec![0u8; sim.tensor_get_size(tensor).unwrap()];
+    sim.tensor_read(tensor, 0, &mut out).unwrap();
+    out
+}
+
+#[test]
+fn version_and_counts_follow_the_config() {
+    let sim = SimRuntime::new(small_config(3, false)).unwrap();
+    let version = sim.get_version().unwrap();
+    assert_eq!((version.major, version.minor, version.patch, version.maintenance), (2, 27, 0, 0));
+    assert_eq!(version.detail, "nrtsim simulated libnrt");
+    assert_eq!(sim.get_total_vnc_count(), Ok(3));
+    init(&sim);
+    assert_eq!(sim.get_visible_vnc_count(), Ok(3));
+    assert!(SimRuntime::new(SimConfig { n_cores: 0, ..small_config(1, false) }).is_err());
+}
+
+#[test]
+fn tensor_info_lists_inputs_then_outputs_with_dtype_shape_and_size() {
+    let sim = small_sim();
+    init(&sim);
+    let description = ModelDescription::new("info")
+        .with_output("out", Dltype::BFloat16, &[2, 3])
+        .with_input("b", Dltype::Int32, &[5])
+        .with_var(VarDescription::new("scratch", 2, SlotKind::TmpBuf, 128))
+        .with_input("a", Dltype::Float16, &[4]);
+    let model = sim.load_description(&description, -1, 1).unwrap();
+    let info = sim.get_model_tensor_info(model).unwrap();
+    let summary: Vec<_> =
+        info.iter().map(|e| (e.name.as_str(), e.usage, e.size, e.dtype, e.shape.clone())).collect();
+    assert_eq!(
+        summary,
+        vec![
+            ("b", TensorUsage::Input, 20, NrtDtype::Int32, vec![5]),
+            ("a", TensorUsage::Input, 8, NrtDtype::Float16, vec![4]),
+            ("out", TensorUsage::Output, 12, NrtDtype::BFloat16, vec![2, 3]),
+        ]
+    );
+}
+
+#[test]
+fn device_memory_exhaustion_is_resource_and_frees_return_to_zero() {
+    let sim = small_sim();
+    init(&sim);
+    let big = sim.tensor_allocate(Placement::Device, 0, 48 << 20, "big").unwrap();
+    let err = sim.tensor_allocate(Placement::Device, 0, 32 << 20, "more").unwrap_err();
+    assert_eq!(err.status, NrtStatus::Resource);
+    let on1 = sim.tensor_allocate(Placement::Device, 1, 32 << 20, "other core").unwrap();
+    assert_eq!(sim.device_bytes_in_use(0), Some(48 << 20));
+    let slice = sim.tensor_allocate_slice(big, 0, 8, "slice").unwrap();
+    sim.tensor_free(big).unwrap();
+    assert_eq!(sim.device_bytes_in_use(0), Some(48 << 20), "the slice keeps the storage");
+    sim.tensor_free(slice).unwrap();
+    sim.tensor_free(on1).unwrap();
+    assert_eq!(sim.device_bytes_in_use(0), Some(0));
+    assert_eq!(sim.device_bytes_in_use(1), Some(0));
+    sim.tensor_allocate(Placement::Device, 0, 64 << 20, "all of it").unwrap();
+}
+
+#[test]
+fn host_placement_has_a_size_limit_and_virtual_does_not() {
+    let sim = small_sim();
+    init(&sim);
+    sim.tensor_allocate(Placement::Host, 0, 4 << 20, "at limit").unwrap();
+    let err = sim.tensor_allocate(Placement::Host, 0, (4 << 20) + 1, "over").unwrap_err();
+    assert_eq!(err.status, NrtStatus::Resource);
+    assert!(err.detail.contains("host-placement limit"), "{err}");
+    sim.tensor_allocate(Placement::Virtual, 0, 16 << 20, "virtual").unwrap();
+}
+
+#[test]
+fn load_stages_constants_and_scratch_and_unload_frees_them() {
+    let sim = small_sim();
+    init(&sim);
+    let constant = f32_bytes(&[10.0, 20.0, 30.0, 40.0]);
+    let mut window = VarDescription::new("window", 4, SlotKind::VirtualTmpBuf, 16);
+    window.backing_variable_off = Some(4096);
+    let description = ModelDescription::new("staged")
+        .with_input("input0", Dltype::Float32, &[4])
+        .with_output("output0", Dltype::Float32, &[4])
+        .with_constant("bias", constant)
+        .with_var(VarDescription::new("tmp", 3, SlotKind::TmpBuf, 16))
+        .with_var(window)
+        .with_program(DeviceProgram {
+            dtypes: [("bias", "float32"), ("tmp", "float32"), ("window", "float32")]
+                .into_iter()
+                .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                .collect(),
+            ..DeviceProgram::new(vec![
+                ProgramOp::Add { dst: "tmp".into(), a: "input0".into(), b: "bias".into() },
+                ProgramOp::Copy { dst: "window".into(), src: "tmp".into() },
+                ProgramOp::Scale { dst: "output0".into(), src: "window".into(), factor: 0.5 },
+            ])
+        });
+    let before = sim.device_bytes_in_use(0).unwrap();
+    let model = sim.load_description(&description, 0, 1).unwrap();
+    assert!(sim.device_bytes_in_use(0).unwrap() > before + 4096);
+    let (inputs, outputs, tensors) = bind(&sim, model, Placement::Virtual);
+    sim.tensor_write(tensor_named(&tensors, "input0"), 0, &f32_bytes(&[1.0, 2.0, 3.0, 4.0]))
+        .unwrap();
+    assert_eq!(sim.execute(model, inputs, outputs), Ok(NrtStatus::Success));
+    assert_eq!(
+        f32_values(&read(&sim, tensor_named(&tensors, "output0"))),
+        vec![5.5, 11.0, 16.5, 22.0]
+    );
+    sim.unload(model).unwrap();
+    assert_eq!(sim.device_bytes_in_use(0), Some(before));
+}
+
+#[test]
+fn a_bad_program_is_invalid_at_load_naming_the_op() {
+    let sim = small_sim();
+    init(&sim);
+    let description = copy_model(16).with_program(DeviceProgram::new(vec![
+        ProgramOp::Copy { dst: "output0".into(), src: "input0".into() },
+        ProgramOp::Scale { dst: "output0".into(), src: "missing".into(), factor: 1.0 },
+    ]));
+    let err = sim.load_description(&description, -1, 1).unwrap_err();
+    assert_eq!(err.status, NrtStatus::Invalid);
+    assert!(err.detail.contains("op 1") && err.detail.contains("\"missing\""), "{err}");
+    assert_eq!(sim.device_bytes_in_use(0), Some(0), "a failed load stages nothing");
+}
+
+#[test]
+fn a_model_without_program_runs_opaque_with_zero_outputs_and_one_warning() {
+    let sim = small_sim();
+    init(&sim);
+    let description = ModelDescription { program: None, ..copy_model(8) };
+    let model = sim.load_description(&description, -1, 1).unwrap();
+    let (inputs, outputs, tensors) = bind(&sim, model, Placement::Virtual);
+    let output = tensor_named(&tensors, "output0");
+    sim.tensor_write(tensor_named(&tensors, "input0"), 0, &[1; 8]).unwrap();
+    sim.tensor_write(output, 0, &[9; 8]).unwrap();
+    assert_eq!(sim.execute(model, inputs, outputs), Ok(NrtStatus::Success));
+    assert_eq!(sim.execute(model, inputs, outputs), Ok(NrtStatus::Success));
+    assert_eq!(read(&sim, output), vec![0; 8]);
+    let warnings = sim.warnings();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(warnings[0].contains("opaque"), "{warnings:?}");
+}
+
+fn run_nan_model(numerical_errors: bool, placement: Placement) -> (NrtStatus, Vec<f32>) {
+    let sim = SimRuntime::new(small_config(1, numerical_errors)).unwrap();
+    init(&sim);
+    let model = sim.load_description(&nan_model(2), -1, 1).unwrap();
+    let (inputs, outputs, tensors) = bind(&sim, model, placement);
+    sim.tensor_write(tensor_named(&tensors, "input0"), 0, &f32_bytes(&[1.0, 2.0, 3.0, 4.0]))
+        .unwrap();
+    let status = sim.execute(model, inputs, outputs).expect("a launch with a NaN completes");
+    (status, f32_values(&read(&sim, tensor_named(&tensors, "output0"))))
+}
+
+#[test]
+fn nan_in_an_output_is_1003_with_outputs_written_when_numerical_errors_are_on() {
+    for placement in [Placement::Virtual, Placement::Device] {
+        let (status, values) = run_nan_model(true, placement);
+        assert_eq!(status, NrtStatus::ExecCompletedWithNumErr);
+        assert_eq!(status.code(), 1003);
+        assert_eq!((values[0], values[1], values[3]), (1.0, 2.0, 4.0));
+        assert!(values[2].is_nan());
+    }
+}
+
+#[test]
+fn nan_in_an_output_is_success_when_numerical_errors_are_off() {
+    let (status, values) = run_nan_model(false, Placement::Virtual);
+    assert_eq!(status, NrtStatus::Success);
+    assert!(values[2].is_nan());
+}
+
+#[test]
+fn execute_repeat_runs_n_times_and_counters_count_bytes_descriptors_launches() {
+    let sim = small_sim();
+    init(&sim);
+    let model = sim.load_description(&copy_model(100 << 10), 1, 1).unwrap();
+    let (inputs, outputs, tensors) = bind(&sim, model, Placement::Virtual);
+    sim.tensor_write(tensor_named(&tensors, "input0"), 0, &[3; 100 << 10]).unwrap();
+    assert_eq!(sim.execute_repeat(model, inputs, outputs, 3), Ok(NrtStatus::Success));
+    let counters = sim.model_counters(model).unwrap();
+    assert_eq!(counters.launches, 3);
+    assert_eq!(counters.bytes_to_device, 3 * (100 << 10));
+    assert_eq!(counters.bytes_from_device, 3 * (100 << 10));
+    assert_eq!(counters.dma_descriptors, 3 * 2 * 2, "100 KiB takes two 64 KiB descriptors");
+    assert_eq!(sim.core_counters(1).unwrap().launches, 3);
+    assert_eq!(sim.core_counters(0).unwrap().launches, 0);
+    assert_eq!(read(&sim, tensor_named(&tensors, "output0")), vec![3; 100 << 10]);
+    let err = sim.execute_repeat(model, inputs, outputs, -1).unwrap_err();
+    assert_eq!(err.status, NrtStatus::Invalid);
+    assert_eq!(sim.model_counters(ModelId(u64::MAX)), None);
+}
+
+#[test]
+fn device_tensors_of_the_model_core_are_used_in_place_without_dma() {
+    let sim = small_sim();
+    init(&sim);
+    let model = sim.load_description(&arithmetic_model(2), 0, 1).unwrap();
+    let (inputs, outputs, tensors) = bind(&sim, model, Placement::Device);
+    sim.tensor_write(tensor_named(&tensors, "x"), 0, &f32_bytes(&[2.0, 3.0])).unwrap();
+    sim.tensor_write(tensor_named(&tensors, "y"), 0, &f32_bytes(&[4.0, 5.0])).unwrap();
+    assert_eq!(sim.execute(model, inputs, outputs), Ok(NrtStatus::Success));
+    assert_eq!(f32_values(&read(&sim, tensor_named(&tensors, "sum"))), vec![6.0, 8.0]);
+    assert_eq!(f32_values(&read(&sim, tensor_named(&tensors, "prod"))), vec![16.0, 30.0]);
+    let counters = sim.model_counters(model).unwrap();
+    assert_eq!(
+        (counters.bytes_to_device, counters.bytes_from_device, counters.launches),
+        (0, 0, 1)
+    );
+}
+
+#[test]
+fn binding_is_by_name_not_by_position() {
+    let sim = small_sim();
+    init(&sim);
+    let description = ModelDescription::new("pick b")
+        .with_input("a", Dltype::Float32, &[1])
+        .with_input("b", Dltype::Float32, &[1])
+        .with_output("output0", Dltype::Float32, &[1])
+        .with_program(DeviceProgram::new(vec![ProgramOp::Copy {
+            dst: "output0".into(),
+            src: "b".into(),
+        }]));
+    let model = sim.load_description(&description, -1, 1).unwrap();
+    let inputs = sim.allocate_tensor_set().unwrap();
+    let outputs = sim.allocate_tensor_set().unwrap();
+    // Added in the opposite order, and each tensor's own name is the other key.
+    let holds_b = sim.tensor_allocate(Placement::Virtual, 0, 4, "a").unwrap();
+    let holds_a = sim.tensor_allocate(Placement::Virtual, 0, 4, "b").unwrap();
+    sim.tensor_write(holds_b, 0, &f32_bytes(&[7.0])).unwrap();
+    sim.tensor_write(holds_a, 0, &f32_bytes(&[1.0])).unwrap();
+    sim.add_tensor_to_tensor_set(inputs, "b", holds_b).unwrap();
+    sim.add_tensor_to_tensor_set(inputs, "a", holds_a).unwrap();
+    let output = sim.tensor_allocate(Placement::Virtual, 0, 4, "out").unwrap();
+    sim.add_tensor_to_tensor_set(outputs, "output0", output).unwrap();
+    sim.execute(model, inputs, outputs).unwrap();
+    assert_eq!(f32_values(&read(&sim, output)), vec![7.0]);
+}
+
+#[test]
+fn fault_plan_makes_the_nth_call_fail_and_a_completed_status_still_runs() {
+    let config = SimConfig {
+        fault_plan: FaultPlan::parse(
+            "nrt_execute:2=EXEC_BAD_INPUT,nrt_execute:3=1003,nrt_tensor_read:1=TIMEOUT",
+        )
+        .unwrap(),
+        ..small_config(1, false)
+    };
+    let sim = SimRuntime::new(config).unwrap();
+    init(&sim);
+    let model = sim.load_description(&copy_model(4), -1, 1).unwrap();
+    let (inputs, outputs, tensors) = bind(&sim, model, Placement::Virtual);
+    let output = tensor_named(&tensors, "output0");
+    assert_eq!(sim.execute(model, inputs, outputs), Ok(NrtStatus::Success));
+    assert_eq!(sim.execute(model, inputs, outputs).unwrap_err().status, NrtStatus::ExecBadInput);
+    sim.tensor_write(tensor_named(&tensors, "input0"), 0, &[4, 3, 2, 1]).unwrap();
+    assert_eq!(sim.execute(model, inputs, outputs), Ok(NrtStatus::ExecCompletedWithNumErr));
+    assert_eq!(sim.tensor_read(output, 0, &mut [0; 4]).unwrap_err().status, NrtStatus::Timeout);
+    assert_eq!(read(&sim, output), vec![4, 3, 2, 1], "the injected 1003 launch ran");
+    assert_eq!(sim.model_counters(model).unwrap().launches, 2);
+}
+
+#[test]
+fn fault_fractions_are_deterministic_for_a_seed() {
+    let outcomes = |seed: u64| {
+        let plan =
+            FaultPlan::parse(&format!("seed={seed},nrt_tensor_allocate:p0.5=RESOURCE")).unwrap();
+        let sim =
+            SimRuntime::new(SimConfig { fault_plan: plan, ..small_config(1, false) }).unwrap();
+        init(&sim);
+        (0..64)
+            .map(|_| {
+                sim.tensor_allocate(Placement::Virtual, 0, 4, "t").map(|_| ()).map_err(|e| e.status)
+            })
+            .collect::<Vec<_>>()
+    };
+    let first = outcomes(11);
+    assert_eq!(first, outcomes(11));
+    assert_ne!(first, outcomes(12));
+    assert!(first.contains(&Err(NrtStatus::Resource)) && first.contains(&Ok(())));
+}
+
+#[test]
+fn an_invalid_fault_plan_is_refused_by_the_constructor() {
+    let plan = FaultPlan {
+        seed: 0,
+        rules: vec![sim::FaultRule {
+            function: "nrt_frobnicate".to_owned(),
+            trigger: sim::FaultTrigger::Nth(1),
+            status: NrtStatus::Failure,
+        }],
+    };
+    let err =
+        SimRuntime::new(SimConfig { fault_plan: plan, ..small_config(1, false) }).unwrap_err();
+    assert!(err.to_string().contains("nrt_frobnicate"), "{err}");
+}
+
+#[test]
+fn load_refuses_bad_core_arguments() {
+    let sim = small_sim();
+    init(&sim);
+    let description = copy_model(4);
+    assert_eq!(sim.load_description(&description, -2, 1).unwrap_err().status, NrtStatus::Invalid);
+    assert_eq!(sim.load_description(&description, 0, 0).unwrap_err().status, NrtStatus::Invalid);
+    assert_eq!(
+        sim.load_description(&description, 1, 2).unwrap_err().status,
+        NrtStatus::LoadNotEnoughNc
+    );
+    let both = sim.load_description(&description, -1, 2).unwrap();
+    assert_eq!(
+        sim.load_description(&description, -1, 1).unwrap_err().status,
+        NrtStatus::LoadNotEnoughNc
+    );
+    sim.unload(both).unwrap();
+    sim.load_description(&description, -1, 1).unwrap();
+}
+
+#[test]
+fn close_unloads_models_and_frees_their_memory() {
+    let sim = small_sim();
+    init(&sim);
+    sim.load_description(&copy_model(1 << 20), -1, 1).unwrap();
+    assert!(sim.device_bytes_in_use(0).unwrap() >= 2 << 20);
+    sim.close();
+    assert_eq!(sim.device_bytes_in_use(0), Some(0));
+    assert_eq!(sim.load_description(&copy_model(4), -1, 1).unwrap_err().status, NrtStatus::Closed);
+}
+
+#[test]
+fn load_from_neff_bytes_reports_a_clear_error_for_garbage() {
+    let sim = small_sim();
+    init(&sim);
+    let err = sim.load(&[0u8; 64], -1, 1).unwrap_err();
+    assert_eq!(err.status, NrtStatus::Invalid);
+}
