@@ -26,22 +26,22 @@
 //!   keeps one runtime per process.
 #![deny(unsafe_code)]
 
+mod runtime;
 pub mod search;
-// Until the `Runtime` implementation lands (it needs the trait from the `sim` branch), most of
-// the FFI layer is declared but not called yet.
-#[allow(dead_code)]
 mod sys;
 
 use std::ffi::CString;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
 
+use abi::dtype::DtypeNumbering;
+use abi::runtime::Framework;
 use abi::status::NrtStatus;
 
 pub use search::{LoadAttempt, NrtLoadError};
-
-/// `nrt_framework_type_t` NO_FW.
-const FRAMEWORK_NO_FW: u32 = 1;
+/// Every C function this backend resolves, in declaration order.
+pub use sys::SYMBOLS as C_FUNCTIONS;
 
 /// The status for a raw `NRT_STATUS` value; the one place codes become [`NrtStatus`].
 pub fn status_of(code: u32) -> NrtStatus {
@@ -65,12 +65,15 @@ pub struct OpenOptions {
     pub library: LibrarySource,
     /// Whether to call `nrt_init(NO_FW, "", "")` once it is open.
     pub initialize: bool,
+    /// How the library numbers `nrt_dtype_t`; `None`: decided from its version by
+    /// [`DtypeNumbering::for_runtime_version`].
+    pub dtype_numbering: Option<DtypeNumbering>,
 }
 
 impl Default for OpenOptions {
-    /// Search, and initialise.
+    /// Search, initialise, numbering from the version.
     fn default() -> OpenOptions {
-        OpenOptions { library: LibrarySource::Search, initialize: true }
+        OpenOptions { library: LibrarySource::Search, initialize: true, dtype_numbering: None }
     }
 }
 
@@ -90,6 +93,9 @@ pub struct NrtRuntime {
     library: Arc<sys::Library>,
     path: String,
     version: LibraryVersion,
+    numbering: DtypeNumbering,
+    next_id: AtomicU64,
+    handles: runtime::Handles,
 }
 
 impl std::fmt::Debug for NrtRuntime {
@@ -97,6 +103,7 @@ impl std::fmt::Debug for NrtRuntime {
         f.debug_struct("NrtRuntime")
             .field("path", &self.path)
             .field("version", &self.version)
+            .field("numbering", &self.numbering)
             .finish_non_exhaustive()
     }
 }
@@ -120,7 +127,7 @@ impl NrtRuntime {
     pub fn open_path(path: &Path) -> Result<NrtRuntime, NrtLoadError> {
         NrtRuntime::open_with(&OpenOptions {
             library: LibrarySource::Path(path.to_owned()),
-            initialize: true,
+            ..OpenOptions::default()
         })
     }
 
@@ -133,22 +140,22 @@ impl NrtRuntime {
             LibrarySource::Search => search::default_candidates(),
             LibrarySource::Path(path) => vec![path.clone()],
         };
-        NrtRuntime::open_first(&candidates, options.initialize)
+        NrtRuntime::open_first(&candidates, options)
     }
 
-    /// Opens the first of `candidates` that loads.
+    /// Opens the first of `candidates` that loads (`options.library` is not used).
     ///
     /// # Errors
     /// As [`NrtRuntime::open`].
     pub fn open_first(
         candidates: &[PathBuf],
-        initialize: bool,
+        options: &OpenOptions,
     ) -> Result<NrtRuntime, NrtLoadError> {
         let mut tried = Vec::new();
         for candidate in candidates {
             let name = search::display(candidate);
             match sys::Library::open(&name) {
-                Ok(library) => return NrtRuntime::start(library, name, initialize),
+                Ok(library) => return NrtRuntime::start(library, name, options),
                 Err(sys::OpenFailure::NotLoaded(reason)) => {
                     tried.push(LoadAttempt { candidate: name, reason })
                 }
@@ -163,7 +170,7 @@ impl NrtRuntime {
     fn start(
         library: Arc<sys::Library>,
         path: String,
-        initialize: bool,
+        options: &OpenOptions,
     ) -> Result<NrtRuntime, NrtLoadError> {
         let failed = |call, code| NrtLoadError::Call {
             library: path.clone(),
@@ -176,14 +183,25 @@ impl NrtRuntime {
             detail: String::from_utf8_lossy(&raw.detail).into_owned(),
             git_hash: String::from_utf8_lossy(&raw.git_hash).into_owned(),
         };
-        if initialize {
+        if options.initialize {
             let empty = CString::default();
-            let code = library.init(FRAMEWORK_NO_FW, &empty, &empty);
-            if code != 0 {
+            let code = library.init(Framework::NoFw.code(), &empty, &empty);
+            if code != sys::SUCCESS {
                 return Err(failed("nrt_init", code));
             }
         }
-        Ok(NrtRuntime { library, path, version })
+        let [major, minor, ..] = version.numbers;
+        let numbering = options
+            .dtype_numbering
+            .unwrap_or_else(|| DtypeNumbering::for_runtime_version(major, minor));
+        Ok(NrtRuntime {
+            library,
+            path,
+            version,
+            numbering,
+            next_id: AtomicU64::new(1),
+            handles: runtime::Handles::default(),
+        })
     }
 
     /// The file (or name) the library was opened from.
@@ -204,7 +222,10 @@ impl NrtRuntime {
 }
 
 impl Drop for NrtRuntime {
+    /// Frees every tensor, destroys every set and unloads every model still held, then calls
+    /// `nrt_close`.
     fn drop(&mut self) {
+        self.handles.release_all();
         self.library.close();
     }
 }

@@ -29,6 +29,8 @@ use std::ptr::{self, NonNull};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
+use abi::runtime::ExternalBuffer;
+
 /// `NRT_STATUS`: a 4-byte C enum, carried as its raw value.
 pub(crate) type RawStatus = u32;
 
@@ -110,7 +112,7 @@ macro_rules! nrt_functions {
         }
 
         /// Every symbol the backend needs, in declaration order.
-        pub(crate) const SYMBOLS: &[&str] = &[$($symbol,)*];
+        pub const SYMBOLS: &[&str] = &[$($symbol,)*];
 
         impl Functions {
             /// Resolves every symbol; the first missing one is the error.
@@ -281,7 +283,7 @@ impl Library {
         let status = unsafe {
             (self.functions.tensor_allocate)(placement, vnc, size, name.as_ptr(), &mut tensor)
         };
-        Ok(self.own_tensor(owned(status, tensor)?, tag))
+        Ok(self.own_tensor(owned(status, tensor)?, tag, None))
     }
 
     /// `nrt_tensor_allocate_empty`.
@@ -294,11 +296,22 @@ impl Library {
         // SAFETY: `name` is NUL-terminated and outlives the call; `tensor` is a valid
         // out-pointer.
         let status = unsafe { (self.functions.tensor_allocate_empty)(name.as_ptr(), &mut tensor) };
-        Ok(self.own_tensor(owned(status, tensor)?, tag))
+        Ok(self.own_tensor(owned(status, tensor)?, tag, None))
     }
 
-    fn own_tensor(self: &Arc<Self>, tensor: NonNull<NrtTensor>, tag: u64) -> OwnedTensor {
-        OwnedTensor { library: Arc::clone(self), tensor, tag, forgotten: AtomicBool::new(false) }
+    fn own_tensor(
+        self: &Arc<Self>,
+        tensor: NonNull<NrtTensor>,
+        tag: u64,
+        buffer: Option<Arc<dyn ExternalBuffer>>,
+    ) -> OwnedTensor {
+        OwnedTensor {
+            library: Arc::clone(self),
+            tensor,
+            tag,
+            forgotten: AtomicBool::new(false),
+            buffer: Mutex::new(buffer),
+        }
     }
 
     /// `nrt_get_version`, with the size of our 224-byte struct.
@@ -586,6 +599,8 @@ pub(crate) struct OwnedTensor {
     pub(crate) tag: u64,
     /// Whether the runtime's user freed the handle while a set still names it.
     forgotten: AtomicBool,
+    /// Caller memory libnrt reads and writes in place: kept alive with the tensor.
+    buffer: Mutex<Option<Arc<dyn ExternalBuffer>>>,
 }
 
 // SAFETY: an opaque token libnrt accepts from any thread; the buffer is behind a mutex and
@@ -603,6 +618,22 @@ impl OwnedTensor {
     /// Whether [`OwnedTensor::forget`] was called.
     pub(crate) fn is_forgotten(&self) -> bool {
         self.forgotten.load(Ordering::Acquire)
+    }
+
+    /// `nrt_tensor_attach_buffer` over the caller's buffer, kept alive by this tensor.
+    pub(crate) fn attach_buffer(&self, buffer: Arc<dyn ExternalBuffer>) -> RawStatus {
+        let mut kept = self.buffer.lock().unwrap_or_else(PoisonError::into_inner);
+        let (address, len) = (buffer.address() as *mut c_void, buffer.len());
+        // SAFETY: the tensor is live. By the `ExternalBuffer` contract, `address` is the first
+        // of `len` bytes owned by `buffer` that stay in place while it lives; this tensor keeps
+        // `buffer` (and its slices keep a clone) for as long as libnrt may touch the memory.
+        let status = unsafe {
+            (self.library.functions.tensor_attach_buffer)(self.tensor.as_ptr(), address, len)
+        };
+        if status == SUCCESS {
+            *kept = Some(buffer);
+        }
+        status
     }
 
     /// `nrt_tensor_allocate_slice`.
@@ -626,7 +657,8 @@ impl OwnedTensor {
             )
         };
         let slice = owned(status, slice)?;
-        Ok(self.library.own_tensor(slice, tag))
+        let buffer = self.buffer.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        Ok(self.library.own_tensor(slice, tag, buffer))
     }
 
     /// `nrt_tensor_read` into `buf`.

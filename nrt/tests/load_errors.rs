@@ -27,7 +27,8 @@ fn a_missing_library_names_the_path_and_the_reason() {
 fn every_candidate_is_tried_in_order_and_reported() {
     let first = missing("first.so");
     let second = missing("second.so");
-    let err = NrtRuntime::open_first(&[first.clone(), second.clone()], true).unwrap_err();
+    let err = NrtRuntime::open_first(&[first.clone(), second.clone()], &OpenOptions::default())
+        .unwrap_err();
     let NrtLoadError::NotFound { tried } = err else { panic!("expected NotFound") };
     let names: Vec<&str> = tried.iter().map(|attempt| attempt.candidate.as_str()).collect();
     assert_eq!(names, [first.to_string_lossy(), second.to_string_lossy()]);
@@ -44,7 +45,7 @@ fn the_search_starts_with_nrt_lib_path_and_ends_in_the_sdk_folder() {
 fn a_library_without_the_c_api_is_a_missing_symbol() {
     // libm is on every glibc system and exports no nrt_* function.
     let options =
-        OpenOptions { library: LibrarySource::Path("libm.so.6".into()), initialize: true };
+        OpenOptions { library: LibrarySource::Path("libm.so.6".into()), ..OpenOptions::default() };
     let err = NrtRuntime::open_with(&options).unwrap_err();
     let NrtLoadError::MissingSymbol { library, symbol, .. } = &err else {
         panic!("expected MissingSymbol, got {err:?}")
