@@ -364,8 +364,9 @@ pub trait Runtime: Send + Sync {
     /// for [`Placement::Device`].
     ///
     /// # Errors
-    /// [`NrtStatus::Invalid`] for a NeuronCore that does not exist or a host tensor above the
-    /// host-placement limit; [`NrtStatus::Resource`] when device memory is exhausted.
+    /// [`NrtStatus::Invalid`] for a NeuronCore that does not exist; [`NrtStatus::Resource`] when
+    /// device memory is exhausted or a [`Placement::Host`] tensor is above the host-placement
+    /// limit (the code for the latter is to be pinned on a device).
     fn tensor_allocate(
         &self,
         placement: Placement,

@@ -365,8 +365,11 @@ pub fn execute_checks_the_io_contract(runtime: &dyn Runtime, load: LoadModel<'_>
             if skip == Some(entry.name.as_str()) {
                 continue;
             }
-            let size =
-                if shrink == Some(entry.name.as_str()) { entry.size - 1 } else { entry.size };
+            let size = if shrink == Some(entry.name.as_str()) {
+                entry.size.saturating_sub(1)
+            } else {
+                entry.size
+            };
             let tensor =
                 ok("allocate", runtime.tensor_allocate(Placement::Device, vnc, size, &entry.name))?;
             let set = if entry.usage == TensorUsage::Input { input_set } else { output_set };

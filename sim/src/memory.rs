@@ -4,7 +4,9 @@
 //! - **One sparse mapping per NeuronCore.** Each core's HBM is a single anonymous mapping of the
 //!   configured size, made with `MAP_NORESERVE` through memmap2: the kernel hands out pages only
 //!   when they are touched, so a 16 GiB core costs nothing until used. Offsets into the mapping
-//!   are the device addresses the allocator hands out.
+//!   are the device addresses the allocator hands out. The mapping is advised to use transparent
+//!   huge pages: without them a 64 MiB DMA ran at about 0.5-0.8 of a plain `memcpy` on the
+//!   development machine (TLB misses on the device side), with them on par.
 //! - **A first-fit allocator over free ranges** (a `BTreeMap` from offset to length, coalescing on
 //!   free). Every allocation is rounded up to [`MIN_ALIGNMENT`] and aligned to at least that, so
 //!   accounting is in whole blocks and `bytes_in_use` returns to zero when everything is freed.
@@ -147,6 +149,10 @@ impl CoreMemory {
         } else {
             MmapOptions::new().len(len).no_reserve_swap().map_anon()?
         };
+        // Large pages for device memory, as DMA engines use: far fewer TLB misses on big
+        // transfers. Touching memory now commits 2 MiB at a time instead of 4 KiB, still nothing
+        // for untouched memory. Only advice: a kernel without transparent huge pages ignores it.
+        let _ = map.advise(memmap2::Advice::HugePage);
         let base_address = map.as_ptr() as usize;
         Ok(CoreMemory {
             core,
