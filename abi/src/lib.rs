@@ -19,9 +19,11 @@
 //!   the public sources and the seed's claim is pinned by a test as a documented discrepancy.
 #![forbid(unsafe_code)]
 
+pub mod bind;
 pub mod dtype;
 pub mod metaneff;
 pub mod neff;
 pub mod runtime;
 pub mod status;
+pub mod trace;
 pub mod wire;

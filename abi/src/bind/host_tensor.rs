@@ -1,0 +1,371 @@
+//! [`HostTensor`]: the stand-in for `at::Tensor` at the binding boundary.
+//!
+//! A host tensor is an element type, a shape, and shared, interior-mutable contiguous bytes
+//! ([`HostStorage`]); clones share the storage, as `at::Tensor` copies share their `Storage`.
+//! That sharing is what makes output donation observable: an output aliased to input `j` is a
+//! tensor on input `j`'s storage, updated in place ([`HostTensor::shares_storage_with`]).
+//!
+//! A tensor may also say that it already lives on the device ([`HostTensor::on_device`]): the
+//! layer then binds that runtime tensor as it is, without a write, as libtorchneuron does for a
+//! tensor whose `device()` is Neuron. Its host bytes are a mirror the layer refreshes when the
+//! tensor comes back as an aliased output.
+
+use std::fmt;
+use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use super::error::HostTensorError;
+use crate::dtype::{ScalarType, n_bytes_with_item_size};
+use crate::neff::npy;
+use crate::runtime::TensorId;
+
+/// Shared, interior-mutable bytes of one or more [`HostTensor`]s.
+#[derive(Default)]
+pub struct HostStorage {
+    bytes: RwLock<Vec<u8>>,
+}
+
+impl HostStorage {
+    fn new(bytes: Vec<u8>) -> HostStorage {
+        HostStorage { bytes: RwLock::new(bytes) }
+    }
+
+    pub(crate) fn read(&self) -> RwLockReadGuard<'_, Vec<u8>> {
+        self.bytes.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(crate) fn write(&self) -> RwLockWriteGuard<'_, Vec<u8>> {
+        self.bytes.write().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl fmt::Debug for HostStorage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HostStorage").field("n_bytes", &self.read().len()).finish()
+    }
+}
+
+/// An element type that host tensors can be built from and read as.
+pub trait Element: Copy {
+    /// The torch scalar type of this Rust type.
+    const SCALAR_TYPE: ScalarType;
+    /// Appends the little-endian bytes of `self`.
+    fn put(self, out: &mut Vec<u8>);
+    /// Reads one value from exactly `size_of::<Self>()` little-endian bytes.
+    fn get(bytes: &[u8]) -> Self;
+}
+
+macro_rules! elements {
+    ($($ty:ty => $scalar:ident,)*) => {$(
+        impl Element for $ty {
+            const SCALAR_TYPE: ScalarType = ScalarType::$scalar;
+            fn put(self, out: &mut Vec<u8>) {
+                out.extend_from_slice(&self.to_le_bytes());
+            }
+            fn get(bytes: &[u8]) -> Self {
+                let mut raw = [0u8; std::mem::size_of::<$ty>()];
+                raw.copy_from_slice(bytes);
+                <$ty>::from_le_bytes(raw)
+            }
+        }
+    )*};
+}
+
+elements! {
+    f32 => Float,
+    f64 => Double,
+    i32 => Int,
+    i64 => Long,
+    i16 => Short,
+    i8 => Char,
+    u8 => Byte,
+    u16 => UInt16,
+}
+
+impl Element for bool {
+    const SCALAR_TYPE: ScalarType = ScalarType::Bool;
+    fn put(self, out: &mut Vec<u8>) {
+        out.push(u8::from(self));
+    }
+    fn get(bytes: &[u8]) -> Self {
+        bytes[0] != 0
+    }
+}
+
+/// A host tensor: element type, shape, shared contiguous bytes, and whether it is already on the
+/// device.
+#[derive(Clone)]
+pub struct HostTensor {
+    scalar_type: ScalarType,
+    shape: Vec<i64>,
+    storage: Arc<HostStorage>,
+    device: Option<TensorId>,
+}
+
+impl fmt::Debug for HostTensor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HostTensor")
+            .field("scalar_type", &self.scalar_type)
+            .field("shape", &self.shape)
+            .field("n_bytes", &self.storage.read().len())
+            .field("device", &self.device)
+            .finish()
+    }
+}
+
+fn expected_len(scalar_type: ScalarType, shape: &[i64]) -> Result<usize, HostTensorError> {
+    let n_bytes = n_bytes_with_item_size(shape, scalar_type.item_size(), None)?;
+    usize::try_from(n_bytes).map_err(|_| HostTensorError::ByteLength {
+        scalar_type,
+        shape: shape.to_vec(),
+        expected: n_bytes,
+        actual: 0,
+    })
+}
+
+/// The torch scalar type of a `.npy` descr, and back.
+const NPY_DESCRS: &[(&str, ScalarType)] = &[
+    ("<f4", ScalarType::Float),
+    ("<f8", ScalarType::Double),
+    ("<f2", ScalarType::Half),
+    ("<i4", ScalarType::Int),
+    ("<i8", ScalarType::Long),
+    ("<i2", ScalarType::Short),
+    ("|i1", ScalarType::Char),
+    ("|u1", ScalarType::Byte),
+    ("<u2", ScalarType::UInt16),
+    ("|b1", ScalarType::Bool),
+];
+
+impl HostTensor {
+    /// A tensor holding `bytes` (C order, little-endian).
+    ///
+    /// # Errors
+    /// [`HostTensorError::ByteLength`] when `bytes` is not `item_size × Π shape` long;
+    /// [`HostTensorError::Shape`] for a negative dimension or an overflowing size.
+    pub fn from_bytes(
+        scalar_type: ScalarType,
+        shape: &[i64],
+        bytes: Vec<u8>,
+    ) -> Result<HostTensor, HostTensorError> {
+        let expected = expected_len(scalar_type, shape)?;
+        if bytes.len() != expected {
+            return Err(HostTensorError::ByteLength {
+                scalar_type,
+                shape: shape.to_vec(),
+                expected: expected as u64,
+                actual: bytes.len(),
+            });
+        }
+        Ok(HostTensor::from_parts(scalar_type, shape.to_vec(), bytes))
+    }
+
+    /// A tensor from a typed slice.
+    ///
+    /// # Errors
+    /// As [`HostTensor::from_bytes`]: the slice length must be `Π shape`.
+    pub fn from_slice<T: Element>(
+        data: &[T],
+        shape: &[i64],
+    ) -> Result<HostTensor, HostTensorError> {
+        let mut bytes = Vec::with_capacity(std::mem::size_of_val(data));
+        for &value in data {
+            value.put(&mut bytes);
+        }
+        HostTensor::from_bytes(T::SCALAR_TYPE, shape, bytes)
+    }
+
+    /// A zero-filled tensor.
+    ///
+    /// # Errors
+    /// [`HostTensorError::Shape`] for a negative dimension or an overflowing size.
+    pub fn zeros(scalar_type: ScalarType, shape: &[i64]) -> Result<HostTensor, HostTensorError> {
+        let n_bytes = expected_len(scalar_type, shape)?;
+        Ok(HostTensor::from_parts(scalar_type, shape.to_vec(), vec![0; n_bytes]))
+    }
+
+    /// A tensor that already lives on the device as runtime tensor `tensor`: the layer binds it
+    /// as it is, without writing. Its host bytes start zero and are refreshed when it comes back
+    /// as an aliased output.
+    ///
+    /// # Errors
+    /// [`HostTensorError::Shape`] for a negative dimension or an overflowing size.
+    pub fn on_device(
+        scalar_type: ScalarType,
+        shape: &[i64],
+        tensor: TensorId,
+    ) -> Result<HostTensor, HostTensorError> {
+        let mut host = HostTensor::zeros(scalar_type, shape)?;
+        host.device = Some(tensor);
+        Ok(host)
+    }
+
+    /// A tensor from a `.npy` file (version 1-3, C order, little-endian or byte types).
+    ///
+    /// # Errors
+    /// [`HostTensorError::Npy`] for a malformed file; [`HostTensorError::NpyUnsupported`] for
+    /// Fortran order or a dtype with no torch scalar type here.
+    pub fn from_npy(file: &[u8]) -> Result<HostTensor, HostTensorError> {
+        let header = npy::parse_header("host tensor", file).map_err(HostTensorError::Npy)?;
+        if header.fortran_order {
+            return Err(HostTensorError::NpyUnsupported {
+                detail: "fortran_order is True, expected C order".to_owned(),
+            });
+        }
+        let scalar_type = NPY_DESCRS
+            .iter()
+            .find(|(descr, _)| *descr == header.descr)
+            .map(|&(_, scalar_type)| scalar_type)
+            .ok_or_else(|| HostTensorError::NpyUnsupported {
+                detail: format!(
+                    "descr {:?}, expected one of {}",
+                    header.descr,
+                    NPY_DESCRS.iter().map(|(descr, _)| *descr).collect::<Vec<_>>().join(", ")
+                ),
+            })?;
+        let shape: Vec<i64> =
+            header.shape.iter().map(|&dim| i64::try_from(dim)).collect::<Result<_, _>>().map_err(
+                |_| HostTensorError::NpyUnsupported {
+                    detail: format!("shape {:?} has a dimension above i64::MAX", header.shape),
+                },
+            )?;
+        HostTensor::from_bytes(scalar_type, &shape, file[header.data_offset..].to_vec())
+    }
+
+    /// The tensor as a `.npy` version 1.0 file.
+    ///
+    /// # Errors
+    /// [`HostTensorError::NpyUnsupported`] for a scalar type with no `.npy` descr (BFloat16,
+    /// the float8 types).
+    pub fn to_npy(&self) -> Result<Vec<u8>, HostTensorError> {
+        let descr = NPY_DESCRS
+            .iter()
+            .find(|(_, scalar_type)| *scalar_type == self.scalar_type)
+            .map(|(descr, _)| *descr)
+            .ok_or_else(|| HostTensorError::NpyUnsupported {
+                detail: format!("{} has no npy descr", self.scalar_type),
+            })?;
+        let shape: Vec<u64> = self.shape.iter().map(|&dim| dim as u64).collect();
+        npy::encode(descr, &shape, &self.storage.read()).map_err(HostTensorError::Npy)
+    }
+
+    pub(crate) fn from_parts(
+        scalar_type: ScalarType,
+        shape: Vec<i64>,
+        bytes: Vec<u8>,
+    ) -> HostTensor {
+        HostTensor { scalar_type, shape, storage: Arc::new(HostStorage::new(bytes)), device: None }
+    }
+
+    /// The element type.
+    pub fn scalar_type(&self) -> ScalarType {
+        self.scalar_type
+    }
+
+    /// The shape.
+    pub fn shape(&self) -> &[i64] {
+        &self.shape
+    }
+
+    /// The runtime tensor this tensor lives in, if it is device-resident.
+    pub fn device(&self) -> Option<TensorId> {
+        self.device
+    }
+
+    /// The number of bytes.
+    pub fn n_bytes(&self) -> usize {
+        self.storage.read().len()
+    }
+
+    /// A copy of the bytes.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        self.storage.read().clone()
+    }
+
+    /// The elements as `T`.
+    ///
+    /// # Errors
+    /// [`HostTensorError::ElementType`] when `T` is not this tensor's element type.
+    pub fn to_vec<T: Element>(&self) -> Result<Vec<T>, HostTensorError> {
+        if T::SCALAR_TYPE != self.scalar_type {
+            return Err(HostTensorError::ElementType {
+                expected: self.scalar_type,
+                requested: T::SCALAR_TYPE,
+            });
+        }
+        let size = std::mem::size_of::<T>();
+        Ok(self.storage.read().chunks_exact(size).map(T::get).collect())
+    }
+
+    /// Overwrites the bytes in place (every tensor sharing the storage sees them).
+    ///
+    /// # Errors
+    /// [`HostTensorError::ByteLength`] when `bytes` is not this tensor's length.
+    pub fn write_bytes(&self, bytes: &[u8]) -> Result<(), HostTensorError> {
+        let mut storage = self.storage.write();
+        if storage.len() != bytes.len() {
+            return Err(HostTensorError::ByteLength {
+                scalar_type: self.scalar_type,
+                shape: self.shape.clone(),
+                expected: storage.len() as u64,
+                actual: bytes.len(),
+            });
+        }
+        storage.copy_from_slice(bytes);
+        Ok(())
+    }
+
+    /// Whether `self` and `other` share one storage (an aliased output and its input do).
+    pub fn shares_storage_with(&self, other: &HostTensor) -> bool {
+        Arc::ptr_eq(&self.storage, &other.storage)
+    }
+
+    pub(crate) fn storage(&self) -> &HostStorage {
+        &self.storage
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn typed_slices_round_trip() {
+        let tensor = HostTensor::from_slice(&[1.0f32, -2.5], &[2]).expect("valid");
+        assert_eq!(tensor.scalar_type(), ScalarType::Float);
+        assert_eq!(tensor.to_bytes(), [0, 0, 0x80, 0x3f, 0, 0, 0x20, 0xc0]);
+        assert_eq!(tensor.to_vec::<f32>().expect("float"), vec![1.0, -2.5]);
+        assert!(matches!(tensor.to_vec::<i32>(), Err(HostTensorError::ElementType { .. })));
+        let flags = HostTensor::from_slice(&[true, false], &[1, 2]).expect("valid");
+        assert_eq!(flags.to_vec::<bool>().expect("bool"), vec![true, false]);
+    }
+
+    #[test]
+    fn wrong_length_is_refused_with_both_lengths() {
+        let error = HostTensor::from_slice(&[1i32, 2, 3], &[2, 2]).expect_err("3 != 4");
+        assert_eq!(error.to_string(), "expected 16 bytes for Int [2, 2], got 12");
+    }
+
+    #[test]
+    fn npy_round_trips_and_refuses_unknown_descr() {
+        let tensor = HostTensor::from_slice(&[1i64, 2, 3, 4, 5, 6], &[2, 3]).expect("valid");
+        let file = tensor.to_npy().expect("encodes");
+        let back = HostTensor::from_npy(&file).expect("decodes");
+        assert_eq!((back.scalar_type(), back.shape()), (ScalarType::Long, &[2i64, 3][..]));
+        assert_eq!(back.to_bytes(), tensor.to_bytes());
+        let complex = npy::encode("<c8", &[1], &[0; 8]).expect("encodes");
+        assert!(matches!(
+            HostTensor::from_npy(&complex),
+            Err(HostTensorError::NpyUnsupported { .. })
+        ));
+    }
+
+    #[test]
+    fn clones_share_storage_and_see_writes() {
+        let a = HostTensor::from_slice(&[1u8, 2], &[2]).expect("valid");
+        let b = a.clone();
+        let c = HostTensor::from_slice(&[1u8, 2], &[2]).expect("valid");
+        assert!(a.shares_storage_with(&b) && !a.shares_storage_with(&c));
+        b.write_bytes(&[9, 9]).expect("same length");
+        assert_eq!(a.to_bytes(), [9, 9]);
+    }
+}

@@ -1,0 +1,155 @@
+//! [`SpmdModel`] (seed §4.4, §7): one ranked task per local rank, each on its own NeuronCore,
+//! loaded with `nrt_load_collectives` (ctx id = rank), run in parallel.
+//!
+//! Parallelism is `std::thread::scope`, one scoped thread per rank after the first (rank 0 runs
+//! on the calling thread): the same fan-out as
+//! rayon's `par_iter` for a handful of long tasks, without adding a dependency to `abi`. When a
+//! trace is recorded the ranks run one after another, in rank order, so that the trace is
+//! deterministic (concurrent ranks would interleave their lines).
+
+use std::sync::Arc;
+
+use super::error::BindError;
+use super::host_tensor::HostTensor;
+use super::model::run;
+use super::tensor_set::{self, Layout, LoadPlacement, Loaded, VarTable};
+use super::validate::ValidatePath;
+use super::{Ctx, ForwardOutput, ModelOptions};
+use crate::metaneff;
+use crate::runtime::Runtime;
+
+/// `torch.classes.neuron.SPMDModel`: the same NEFF on `local_ranks` NeuronCores.
+pub struct SpmdModel {
+    ctx: Ctx,
+    ranks: Vec<Loaded>,
+}
+
+impl std::fmt::Debug for SpmdModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SpmdModel").field("local_ranks", &self.ranks.len()).finish_non_exhaustive()
+    }
+}
+
+impl SpmdModel {
+    /// Loads the NEFF once per local rank `r` in `0..local_ranks`, on NeuronCore
+    /// `options.vnc + r` (one core each), with `nrt_load_collectives(ctx_device_id = r,
+    /// ctx_device_count = world_size)`, and builds each rank's tensor sets, states and weights
+    /// (`options.weights` is given to every rank).
+    ///
+    /// # Errors
+    /// [`BindError::InvalidRanks`] unless `1 <= local_ranks <= world_size`; the layout errors of
+    /// [`super::Model::new`]; a load error wrapped in [`BindError::Rank`] (ranks loaded before it
+    /// are released).
+    pub fn new(
+        runtime: Arc<dyn Runtime>,
+        neff: &[u8],
+        metaneff_bytes: &[u8],
+        local_ranks: i64,
+        world_size: i64,
+        options: ModelOptions,
+    ) -> Result<SpmdModel, BindError> {
+        let (Ok(n_ranks), Ok(world)) = (u32::try_from(local_ranks), u32::try_from(world_size))
+        else {
+            return Err(BindError::InvalidRanks { local_ranks, world_size });
+        };
+        if n_ranks == 0 || n_ranks > world {
+            return Err(BindError::InvalidRanks { local_ranks, world_size });
+        }
+        let meta = metaneff::decode(metaneff_bytes)?;
+        let mut layout = Layout::new(&meta, &VarTable::of_neff(neff))?;
+        layout.resolve_internal(&options.weights)?;
+        let mut model =
+            SpmdModel { ctx: Ctx::new(runtime, options.trace, layout), ranks: Vec::new() };
+        for rank in 0..n_ranks {
+            let placement = LoadPlacement {
+                vnc: options.vnc.max(0) + rank as i32,
+                vnc_count: 1,
+                collectives: Some((rank, world)),
+            };
+            let loaded = tensor_set::load(&model.ctx, neff, placement).map_err(|source| {
+                BindError::Rank { rank: rank as usize, source: Box::new(source) }
+            })?;
+            model.ranks.push(loaded);
+        }
+        Ok(model)
+    }
+
+    /// The number of local ranks.
+    pub fn local_ranks(&self) -> usize {
+        self.ranks.len()
+    }
+
+    /// Runs every rank on its own inputs (user inputs only; the ranked path of `validate`, with
+    /// no count check) in parallel, and returns each rank's outputs in rank order.
+    ///
+    /// # Errors
+    /// [`BindError::RankCount`] unless there is one input list per rank; the first failing
+    /// rank's error, in rank order, wrapped in [`BindError::Rank`].
+    pub fn forward_ranked(
+        &mut self,
+        per_rank_inputs: &[Vec<HostTensor>],
+    ) -> Result<Vec<ForwardOutput>, BindError> {
+        if per_rank_inputs.len() != self.ranks.len() {
+            return Err(BindError::RankCount {
+                expected: self.ranks.len(),
+                actual: per_rank_inputs.len(),
+            });
+        }
+        let ctx = &self.ctx;
+        let results: Vec<Result<ForwardOutput, BindError>> = if ctx.trace.is_some() {
+            self.ranks
+                .iter_mut()
+                .zip(per_rank_inputs)
+                .map(|(loaded, inputs)| run(ctx, loaded, inputs, ValidatePath::Ranked))
+                .collect()
+        } else {
+            // Ranks 1.. on scoped threads, rank 0 on the calling thread (one spawn fewer).
+            let mut pairs = self.ranks.iter_mut().zip(per_rank_inputs);
+            let first = pairs.next();
+            std::thread::scope(|scope| {
+                let handles: Vec<_> = pairs
+                    .map(|(loaded, inputs)| {
+                        scope.spawn(move || run(ctx, loaded, inputs, ValidatePath::Ranked))
+                    })
+                    .collect();
+                let mut results = Vec::with_capacity(handles.len() + 1);
+                if let Some((loaded, inputs)) = first {
+                    results.push(run(ctx, loaded, inputs, ValidatePath::Ranked));
+                }
+                results.extend(handles.into_iter().map(|handle| {
+                    handle.join().unwrap_or(Err(BindError::ThreadPanicked { thread: "rank" }))
+                }));
+                results
+            })
+        };
+        results
+            .into_iter()
+            .enumerate()
+            .map(|(rank, result)| {
+                result.map_err(|source| BindError::Rank { rank, source: Box::new(source) })
+            })
+            .collect()
+    }
+
+    /// Releases every rank's sets and tensors and unloads every rank's model.
+    ///
+    /// # Errors
+    /// The first failed release, wrapped in [`BindError::Rank`].
+    pub fn unload(&mut self) -> Result<(), BindError> {
+        let mut first = Ok(());
+        for (rank, loaded) in self.ranks.drain(..).enumerate() {
+            if let Err(source) = tensor_set::release(&self.ctx, loaded) {
+                if first.is_ok() {
+                    first = Err(BindError::Rank { rank, source: Box::new(source) });
+                }
+            }
+        }
+        first
+    }
+}
+
+impl Drop for SpmdModel {
+    fn drop(&mut self) {
+        let _ = self.unload();
+    }
+}

@@ -1,0 +1,485 @@
+//! The boundary of a model as the layer uses it ([`Layout`]), and load-time tensor sets
+//! (seed §4.3): one runtime tensor per `MetaTensor`, `item_size × Π shape` bytes, added to its
+//! set under `MetaTensor.name`.
+//!
+//! Allocation statuses follow the seed: `nrt_allocate_tensor_set` and `nrt_tensor_allocate`
+//! tolerate 1003 and fail with libtorchneuron's messages on any other non-zero status. In the
+//! Rust trait an `Err` carries no handle, so a tolerated 1003 leaves the layer with the null
+//! handle the C call would have left behind ([`NULL_TENSOR`], [`NULL_SET`]); the next call that
+//! uses it fails as it would in C (typically `nrt_add_tensor_to_tensor_set` with
+//! `NRT_INVALID_HANDLE`, reported as "Failed to add neuron tensor to the input set").
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use super::error::{
+    BindError, MSG_ADD_TENSOR, MSG_ALLOCATE_SET, MSG_ALLOCATE_TENSOR, MSG_LOAD, MSG_WRITE,
+};
+use super::host_tensor::HostTensor;
+use super::{Ctx, Weights};
+use crate::dtype::{ScalarType, n_bytes_with_item_size, scalar_type_of_raw};
+use crate::metaneff::edit::Side;
+use crate::metaneff::{MetaNeff, MetaTensor};
+use crate::neff::{MrType, Neff, ReadOptions};
+use crate::runtime::{ModelId, NrtError, Placement, Runtime, SetId, TensorId};
+use crate::status::NrtStatus;
+
+/// The handle a tolerated 1003 from `nrt_tensor_allocate` leaves (C's null pointer); runtimes
+/// never hand out handle 0.
+pub const NULL_TENSOR: TensorId = TensorId(0);
+/// The handle a tolerated 1003 from `nrt_allocate_tensor_set` leaves.
+pub const NULL_SET: SetId = SetId(0);
+
+/// What fills an input slot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InputRole {
+    /// `USER_INPUT`: from the caller's tensors, validated.
+    User,
+    /// `UNDEFINED_TYPE`: from the caller's tensors (older producers write no type), not
+    /// validated (libtorchneuron checks `type == USER_INPUT` only).
+    UntypedUser,
+    /// `INPUT_STATE`: bound by the layer, zero at load, persisted through its aliased output.
+    State,
+    /// `INPUT_WEIGHT`: bound by the layer from the caller's weights, by `checkpoint_key`.
+    Weight,
+}
+
+impl InputRole {
+    /// Whether the caller supplies this slot's tensor.
+    pub fn is_user_supplied(self) -> bool {
+        matches!(self, InputRole::User | InputRole::UntypedUser)
+    }
+}
+
+/// One boundary tensor as the layer needs it.
+#[derive(Clone, Debug)]
+pub(crate) struct Slot {
+    pub(crate) name: String,
+    pub(crate) scalar_type: ScalarType,
+    pub(crate) shape: Vec<i64>,
+    pub(crate) n_bytes: usize,
+    pub(crate) dynamic: bool,
+    /// Inputs only; `User` for outputs (unused there).
+    pub(crate) role: InputRole,
+    pub(crate) checkpoint_key: Option<Vec<u8>>,
+    pub(crate) var_id: Option<u32>,
+    pub(crate) mr_type: MrType,
+}
+
+impl Slot {
+    /// The bytes of one row of a dynamic tensor (everything after the leading dimension).
+    pub(crate) fn row_bytes(&self) -> usize {
+        match self.shape.first() {
+            Some(&lead) if lead > 0 => self.n_bytes / lead as usize,
+            _ => 0,
+        }
+    }
+}
+
+/// The var_id and MrType of every variable of a NEFF, by name, for the trace.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct VarTable {
+    vars: BTreeMap<String, (u32, MrType)>,
+}
+
+impl VarTable {
+    /// Reads the NEFF leniently; a NEFF that does not parse gives an empty table (libnrt decides
+    /// at load whether it is acceptable, the layer does not re-check).
+    pub(crate) fn of_neff(neff: &[u8]) -> VarTable {
+        let mut vars = BTreeMap::new();
+        if let Ok(neff) = Neff::parse(neff, &ReadOptions::default()) {
+            for graph in &neff.graphs {
+                for var in &graph.vars {
+                    vars.entry(var.name.clone())
+                        .or_insert((var.var_id, var.mr_type.unwrap_or(MrType::Invalid)));
+                }
+            }
+        }
+        VarTable { vars }
+    }
+
+    fn lookup(&self, name: &str) -> (Option<u32>, MrType) {
+        match self.vars.get(name) {
+            Some(&(var_id, mr_type)) => (Some(var_id), mr_type),
+            None => (None, MrType::Invalid),
+        }
+    }
+}
+
+/// A decoded metaneff in the form the launch path reads without allocating.
+#[derive(Clone, Debug)]
+pub(crate) struct Layout {
+    pub(crate) inputs: Vec<Slot>,
+    pub(crate) outputs: Vec<Slot>,
+    /// The input slots the caller fills, in metaneff order.
+    pub(crate) user_slots: Vec<usize>,
+    /// For each output, the input it aliases.
+    pub(crate) output_alias: Vec<Option<usize>>,
+    pub(crate) return_aliases: bool,
+    /// The caller's weight tensor for each weight slot.
+    pub(crate) weights: Vec<Option<HostTensor>>,
+}
+
+fn lossy(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn slot_of(
+    side: Side,
+    index: usize,
+    tensor: &MetaTensor,
+    vars: &VarTable,
+) -> Result<Slot, BindError> {
+    let name = String::from_utf8(tensor.name.clone()).map_err(|_| BindError::NonUtf8Name {
+        side,
+        index,
+        bytes: tensor.name.clone(),
+    })?;
+    let dtype_error = |source| BindError::Dtype { side, index, name: name.clone(), source };
+    let scalar_type = scalar_type_of_raw(tensor.data_type).map_err(dtype_error)?;
+    let n_bytes = n_bytes_with_item_size(&tensor.shape, scalar_type.item_size(), None)
+        .map_err(dtype_error)?;
+    let role = match side {
+        Side::Output => InputRole::User,
+        Side::Input => match tensor.r#type {
+            0 => InputRole::UntypedUser,
+            1 => InputRole::User,
+            2 => InputRole::State,
+            3 => InputRole::Weight,
+            value => return Err(BindError::UnknownTensorType { index, name, value }),
+        },
+    };
+    let (var_id, mr_type) = vars.lookup(&name);
+    Ok(Slot {
+        scalar_type,
+        shape: tensor.shape.clone(),
+        n_bytes: usize::try_from(n_bytes).unwrap_or(usize::MAX),
+        dynamic: tensor.allow_dynamic_batch_size,
+        role,
+        checkpoint_key: tensor.checkpoint_key.clone(),
+        var_id,
+        mr_type,
+        name,
+    })
+}
+
+fn describe(scalar_type: ScalarType, shape: &[i64]) -> String {
+    format!("{scalar_type} {shape:?}")
+}
+
+impl Layout {
+    /// Builds the layout; weight slots stay unresolved until [`Layout::resolve_internal`].
+    pub(crate) fn new(meta: &MetaNeff, vars: &VarTable) -> Result<Layout, BindError> {
+        let inputs = meta
+            .input_tensors
+            .iter()
+            .enumerate()
+            .map(|(index, tensor)| slot_of(Side::Input, index, tensor, vars))
+            .collect::<Result<Vec<_>, _>>()?;
+        let outputs = meta
+            .output_tensors
+            .iter()
+            .enumerate()
+            .map(|(index, tensor)| slot_of(Side::Output, index, tensor, vars))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut output_alias = vec![None; outputs.len()];
+        for (&output, &input) in &meta.output_aliases_to {
+            let in_range = usize::try_from(output)
+                .ok()
+                .filter(|&o| o < outputs.len())
+                .zip(usize::try_from(input).ok().filter(|&i| i < inputs.len()));
+            match in_range {
+                Some((output, input)) => output_alias[output] = Some(input),
+                None => {
+                    return Err(BindError::AliasOutOfRange {
+                        output,
+                        input,
+                        n_outputs: outputs.len(),
+                        n_inputs: inputs.len(),
+                    });
+                }
+            }
+        }
+        let user_slots = (0..inputs.len()).filter(|&i| inputs[i].role.is_user_supplied()).collect();
+        Ok(Layout {
+            weights: vec![None; inputs.len()],
+            inputs,
+            outputs,
+            user_slots,
+            output_alias,
+            return_aliases: meta.model_config.as_ref().is_some_and(|c| c.return_aliases),
+        })
+    }
+
+    /// Checks that every state and weight has a `checkpoint_key` and finds each weight in
+    /// `weights`, with the metaneff's dtype and shape.
+    pub(crate) fn resolve_internal(&mut self, weights: &Weights) -> Result<(), BindError> {
+        for (index, slot) in self.inputs.iter().enumerate() {
+            if !matches!(slot.role, InputRole::State | InputRole::Weight) {
+                continue;
+            }
+            let kind = if slot.role == InputRole::State { "INPUT_STATE" } else { "INPUT_WEIGHT" };
+            let Some(key) = &slot.checkpoint_key else {
+                return Err(BindError::MissingCheckpointKey {
+                    kind,
+                    index,
+                    name: slot.name.clone(),
+                });
+            };
+            if slot.role == InputRole::Weight {
+                let weight = weights.get(key).ok_or_else(|| BindError::MissingWeight {
+                    key: lossy(key),
+                    available: weights.keys().map(|k| lossy(k)).collect::<Vec<_>>().join(", "),
+                })?;
+                if weight.scalar_type() != slot.scalar_type || weight.shape() != slot.shape {
+                    return Err(BindError::WeightMismatch {
+                        key: lossy(key),
+                        expected: describe(slot.scalar_type, &slot.shape),
+                        actual: describe(weight.scalar_type(), weight.shape()),
+                    });
+                }
+                self.weights[index] = Some(weight.clone());
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Where and how a task loads its NEFF.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct LoadPlacement {
+    pub(crate) vnc: i32,
+    pub(crate) vnc_count: i32,
+    /// `(ctx_device_id, ctx_device_count)` for `nrt_load_collectives`.
+    pub(crate) collectives: Option<(u32, u32)>,
+}
+
+impl LoadPlacement {
+    /// The NeuronCore device tensors are allocated on (`-1`, "first free", allocates on 0).
+    fn tensor_vnc(self) -> i32 {
+        self.vnc.max(0)
+    }
+}
+
+/// A loaded model with its two tensor sets and slot arrays (libtorchneuron's
+/// `SPMDRankedTask`).
+#[derive(Debug)]
+pub(crate) struct Loaded {
+    pub(crate) model: ModelId,
+    pub(crate) input_set: SetId,
+    pub(crate) output_set: SetId,
+    /// The runtime tensor the layer allocated for each input slot (staging for user inputs,
+    /// the persistent buffer for states and weights).
+    pub(crate) input_own: Vec<TensorId>,
+    /// The runtime tensor allocated for each output; `None` for an aliased output (donated).
+    pub(crate) output_own: Vec<Option<TensorId>>,
+    /// The tensor currently bound in each input slot.
+    pub(crate) input_bound: Vec<TensorId>,
+    /// The tensor currently bound in each output slot.
+    pub(crate) output_bound: Vec<TensorId>,
+    /// Host mirrors of states (zero at load) and weights (the caller's tensors), returned for
+    /// outputs aliased to them.
+    pub(crate) internal_host: Vec<Option<HostTensor>>,
+}
+
+fn runtime_error(call: &'static str, message: &'static str) -> impl FnOnce(NrtError) -> BindError {
+    move |source| BindError::Runtime { call, message, source }
+}
+
+/// A tolerated-1003 outcome: the value, or the null handle with a trace line.
+fn tolerate<T>(ctx: &Ctx, result: Result<T, NrtError>, null: T) -> Result<T, NrtError> {
+    match result {
+        Err(error) if error.status == NrtStatus::ExecCompletedWithNumErr => {
+            ctx.event(|| format!("status tolerated {}", error.status.name()));
+            Ok(null)
+        }
+        other => other,
+    }
+}
+
+/// Everything a partial load allocated, so that a failure releases it.
+#[derive(Default)]
+struct Allocations {
+    model: Option<ModelId>,
+    sets: Vec<SetId>,
+    tensors: Vec<TensorId>,
+}
+
+impl Allocations {
+    fn release(self, runtime: &dyn Runtime) {
+        for set in self.sets {
+            let _ = runtime.destroy_tensor_set(set);
+        }
+        for tensor in self.tensors {
+            let _ = runtime.tensor_free(tensor);
+        }
+        if let Some(model) = self.model {
+            let _ = runtime.unload(model);
+        }
+    }
+}
+
+fn allocate_set(ctx: &Ctx) -> Result<SetId, BindError> {
+    let result = ctx.runtime.allocate_tensor_set();
+    tolerate(ctx, result, NULL_SET).map_err(runtime_error("allocate_tensor_set", MSG_ALLOCATE_SET))
+}
+
+fn allocate_tensor(ctx: &Ctx, vnc: i32, slot: &Slot) -> Result<TensorId, BindError> {
+    let result = ctx.runtime.tensor_allocate(Placement::Device, vnc, slot.n_bytes, &slot.name);
+    tolerate(ctx, result, NULL_TENSOR)
+        .map_err(runtime_error("tensor_allocate", MSG_ALLOCATE_TENSOR))
+}
+
+/// Adds `tensor` to `set` under the slot's name and traces the binding.
+pub(crate) fn bind(
+    ctx: &Ctx,
+    side: Side,
+    index: usize,
+    slot: &Slot,
+    set: SetId,
+    tensor: TensorId,
+) -> Result<(), BindError> {
+    ctx.runtime
+        .add_tensor_to_tensor_set(set, &slot.name, tensor)
+        .map_err(runtime_error("add_tensor_to_tensor_set", MSG_ADD_TENSOR))?;
+    if let Some(trace) = &ctx.trace {
+        trace.record_with(|names| {
+            let var_id = slot.var_id.map_or_else(|| "?".to_owned(), |id| id.to_string());
+            format!(
+                "bind {} {index} {:?} -> {} var_id {var_id} {}",
+                side_name(side),
+                slot.name,
+                names.tensor(tensor),
+                slot.mr_type.name()
+            )
+        });
+    }
+    Ok(())
+}
+
+pub(crate) fn side_name(side: Side) -> &'static str {
+    match side {
+        Side::Input => "input",
+        Side::Output => "output",
+    }
+}
+
+/// Loads the NEFF, builds the input set then the output set, and stages states (zeros) and
+/// weights. On failure everything allocated so far is released.
+pub(crate) fn load(ctx: &Ctx, neff: &[u8], placement: LoadPlacement) -> Result<Loaded, BindError> {
+    let mut allocations = Allocations::default();
+    match load_into(ctx, neff, placement, &mut allocations) {
+        Ok(loaded) => Ok(loaded),
+        Err(error) => {
+            allocations.release(ctx.runtime.as_ref());
+            Err(error)
+        }
+    }
+}
+
+fn load_into(
+    ctx: &Ctx,
+    neff: &[u8],
+    placement: LoadPlacement,
+    allocations: &mut Allocations,
+) -> Result<Loaded, BindError> {
+    let layout = &ctx.layout;
+    let model = match placement.collectives {
+        None => ctx.runtime.load(neff, placement.vnc, placement.vnc_count),
+        Some((rank, world)) => {
+            ctx.runtime.load_collectives(neff, placement.vnc, placement.vnc_count, rank, world)
+        }
+    }
+    .map_err(runtime_error(
+        if placement.collectives.is_some() { "load_collectives" } else { "load" },
+        MSG_LOAD,
+    ))?;
+    allocations.model = Some(model);
+    let vnc = placement.tensor_vnc();
+
+    let input_set = allocate_set(ctx)?;
+    allocations.sets.push(input_set);
+    let mut input_own = Vec::with_capacity(layout.inputs.len());
+    for (index, slot) in layout.inputs.iter().enumerate() {
+        let tensor = allocate_tensor(ctx, vnc, slot)?;
+        allocations.tensors.push(tensor);
+        bind(ctx, Side::Input, index, slot, input_set, tensor)?;
+        input_own.push(tensor);
+    }
+
+    let output_set = allocate_set(ctx)?;
+    allocations.sets.push(output_set);
+    let mut output_own = Vec::with_capacity(layout.outputs.len());
+    let mut output_bound = Vec::with_capacity(layout.outputs.len());
+    for (index, slot) in layout.outputs.iter().enumerate() {
+        let (own, tensor) = match layout.output_alias[index] {
+            // A donated buffer: the output is the aliased input's runtime tensor.
+            Some(input) => (None, input_own[input]),
+            None => {
+                let tensor = allocate_tensor(ctx, vnc, slot)?;
+                allocations.tensors.push(tensor);
+                (Some(tensor), tensor)
+            }
+        };
+        bind(ctx, Side::Output, index, slot, output_set, tensor)?;
+        output_own.push(own);
+        output_bound.push(tensor);
+    }
+
+    let mut internal_host = vec![None; layout.inputs.len()];
+    for (index, slot) in layout.inputs.iter().enumerate() {
+        let host = match slot.role {
+            InputRole::State => HostTensor::zeros(slot.scalar_type, &slot.shape)?,
+            InputRole::Weight => match &layout.weights[index] {
+                Some(weight) => weight.clone(),
+                None => continue,
+            },
+            InputRole::User | InputRole::UntypedUser => continue,
+        };
+        // States are written as zeros explicitly: a real nrt_tensor_allocate need not zero.
+        ctx.runtime
+            .tensor_write(input_own[index], 0, &host.storage().read())
+            .map_err(runtime_error("tensor_write", MSG_WRITE))?;
+        internal_host[index] = Some(host);
+    }
+
+    Ok(Loaded {
+        model,
+        input_set,
+        output_set,
+        input_bound: input_own.clone(),
+        input_own,
+        output_own,
+        output_bound,
+        internal_host,
+    })
+}
+
+/// Destroys the sets, frees the layer's tensors and unloads the model; returns the first error.
+pub(crate) fn release(ctx: &Ctx, loaded: Loaded) -> Result<(), BindError> {
+    let runtime = ctx.runtime.as_ref();
+    let mut first: Result<(), BindError> = Ok(());
+    let mut keep = |result: Result<(), NrtError>, call: &'static str, message: &'static str| {
+        if let (Err(source), true) = (result, first.is_ok()) {
+            first = Err(BindError::Runtime { call, message, source });
+        }
+    };
+    keep(
+        runtime.destroy_tensor_set(loaded.input_set),
+        "destroy_tensor_set",
+        "failed to release a tensor set",
+    );
+    keep(
+        runtime.destroy_tensor_set(loaded.output_set),
+        "destroy_tensor_set",
+        "failed to release a tensor set",
+    );
+    for tensor in loaded.input_own.iter().chain(loaded.output_own.iter().flatten()) {
+        keep(runtime.tensor_free(*tensor), "tensor_free", "failed to free a runtime tensor");
+    }
+    keep(runtime.unload(loaded.model), "unload", "failed to unload the model");
+    first
+}
+
+/// Shared ownership of the NEFF bytes, for reloads and the background load thread.
+pub(crate) type NeffBytes = Arc<[u8]>;

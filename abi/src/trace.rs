@@ -1,0 +1,588 @@
+//! The canonical trace: every runtime call and binding event, normalised so that two backends'
+//! traces compare line by line (DESIGN.md, "Conformance vectors").
+//!
+//! Design choices:
+//! - **One mechanism for every caller.** [`TracingRuntime`] wraps any `Arc<dyn Runtime>` and is
+//!   itself a [`Runtime`]: it forwards each call and records it. The binding layer
+//!   ([`crate::bind`]) wraps its runtime in one when a trace is asked for, and the conformance
+//!   runner wraps the runtime of its raw steps the same way, so both write the same lines.
+//! - **Handles are renamed in order of first appearance**, per kind: tensors `t1, t2, …`, sets
+//!   `s1, …`, models `m1, …`. Runtimes never reuse handles, so a name stays valid for the whole
+//!   trace, and two backends that make the same calls give the same names.
+//! - **Values that differ by nature are normalised**: a tensor's address is `<va>`, the version
+//!   is `<version>`. Bytes are inline hex when at most [`INLINE_BYTES`] long, otherwise
+//!   `<N bytes sha256:…>` with the first 16 hex digits of the SHA-256.
+//! - **Statuses, not details.** A failed call is traced with its status name only; the detail
+//!   text is for humans and differs between backends.
+//! - **Deterministic.** No addresses, no times, no hash-map iteration: the only maps are lookups.
+//! - **Costs nothing when off**: the binding layer holds an `Option<Arc<Trace>>` and neither wraps
+//!   its runtime nor formats a line when it is `None`.
+//!
+//! Line formats (the conformance goldens depend on them):
+//! ```text
+//! tensor_allocate(DEVICE, 0, 4096, "input0") -> t1 NRT_SUCCESS
+//! add_tensor_to_tensor_set(s1, "input0", t1) -> NRT_SUCCESS
+//! tensor_write(t1, 0, <4096 bytes sha256:0123456789abcdef>) -> NRT_SUCCESS
+//! execute(m1, s1, s2) -> NRT_EXEC_COMPLETED_WITH_NUM_ERR
+//! tensor_read(t3, 0, 4) -> [00 00 80 3f] NRT_SUCCESS
+//! load(<1234 bytes sha256:0123456789abcdef>, -1, 1) -> NRT_INVALID
+//! bind input 0 "input0" -> t1 var_id 1 MR_INPUT
+//! rebind skipped input 0
+//! alias output 0 = input 0 (shared storage)
+//! validate error dtype input 0 "input0": Expected tensor.dtype() == dtype (expected Float, got Int)
+//! status tolerated NRT_EXEC_COMPLETED_WITH_NUM_ERR
+//! ```
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use sha2::{Digest, Sha256};
+
+use crate::runtime::{
+    ExternalBuffer, Framework, ModelId, NrtError, NrtVersion, Placement, Runtime, SetId, TensorId,
+    TensorInfo, TensorUsage,
+};
+use crate::status::NrtStatus;
+
+/// Byte strings up to this length are traced inline as hex; longer ones as a SHA-256 prefix.
+pub const INLINE_BYTES: usize = 32;
+
+/// A thread-safe recorder of trace lines, with the handle renaming state.
+#[derive(Debug, Default)]
+pub struct Trace {
+    state: Mutex<TraceState>,
+}
+
+#[derive(Debug, Default)]
+struct TraceState {
+    lines: Vec<String>,
+    tensors: HashMap<TensorId, usize>,
+    sets: HashMap<SetId, usize>,
+    models: HashMap<ModelId, usize>,
+}
+
+/// Renames handles while a line is being written; see [`Trace::record_with`].
+#[derive(Debug)]
+pub struct Names<'trace> {
+    state: &'trace mut TraceState,
+}
+
+fn rename<K: std::hash::Hash + Eq>(map: &mut HashMap<K, usize>, key: K) -> usize {
+    let next = map.len() + 1;
+    *map.entry(key).or_insert(next)
+}
+
+impl Names<'_> {
+    /// The trace name of a tensor (`t1`, …), assigned on first use.
+    pub fn tensor(&mut self, tensor: TensorId) -> String {
+        format!("t{}", rename(&mut self.state.tensors, tensor))
+    }
+
+    /// The trace name of a tensor set (`s1`, …), assigned on first use.
+    pub fn set(&mut self, set: SetId) -> String {
+        format!("s{}", rename(&mut self.state.sets, set))
+    }
+
+    /// The trace name of a model (`m1`, …), assigned on first use.
+    pub fn model(&mut self, model: ModelId) -> String {
+        format!("m{}", rename(&mut self.state.models, model))
+    }
+}
+
+impl Trace {
+    /// An empty trace.
+    pub fn new() -> Trace {
+        Trace::default()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, TraceState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Appends a line that names no handle.
+    pub fn record(&self, line: impl Into<String>) {
+        self.lock().lines.push(line.into());
+    }
+
+    /// Appends the line `write` builds; handles it names through [`Names`] are renamed under the
+    /// same lock, so the order of names is the order of lines even across threads.
+    pub fn record_with(&self, write: impl FnOnce(&mut Names<'_>) -> String) {
+        let mut state = self.lock();
+        let line = write(&mut Names { state: &mut state });
+        state.lines.push(line);
+    }
+
+    /// Every line so far, oldest first.
+    pub fn lines(&self) -> Vec<String> {
+        self.lock().lines.clone()
+    }
+
+    /// The lines joined with `\n`, with a trailing newline (empty for an empty trace).
+    pub fn text(&self) -> String {
+        let state = self.lock();
+        let mut text = String::new();
+        for line in &state.lines {
+            text.push_str(line);
+            text.push('\n');
+        }
+        text
+    }
+
+    /// Forgets every line (the handle names are kept, so later lines stay consistent).
+    pub fn clear_lines(&self) {
+        self.lock().lines.clear();
+    }
+}
+
+/// Bytes as a trace argument: `[00 01 ff]` when at most [`INLINE_BYTES`] long, otherwise
+/// `<N bytes sha256:first16hex>`.
+pub fn format_bytes(bytes: &[u8]) -> String {
+    if bytes.len() <= INLINE_BYTES {
+        let mut text = String::with_capacity(2 + 3 * bytes.len());
+        text.push('[');
+        for (index, byte) in bytes.iter().enumerate() {
+            if index > 0 {
+                text.push(' ');
+            }
+            // Writing to a String cannot fail.
+            let _ = write!(text, "{byte:02x}");
+        }
+        text.push(']');
+        text
+    } else {
+        let digest = Sha256::digest(bytes);
+        let mut hex = String::with_capacity(16);
+        for byte in &digest[..8] {
+            let _ = write!(hex, "{byte:02x}");
+        }
+        format!("<{} bytes sha256:{hex}>", bytes.len())
+    }
+}
+
+/// The C name of a placement, as traced (`DEVICE`, `HOST`, `VIRTUAL`).
+pub fn placement_name(placement: Placement) -> &'static str {
+    match placement {
+        Placement::Device => "DEVICE",
+        Placement::Host => "HOST",
+        Placement::Virtual => "VIRTUAL",
+    }
+}
+
+/// The C name of a framework, as traced (`NO_FW`, `PYTORCH`, …).
+pub fn framework_name(framework: Framework) -> &'static str {
+    match framework {
+        Framework::Invalid => "INVALID",
+        Framework::NoFw => "NO_FW",
+        Framework::Tensorflow => "TENSORFLOW",
+        Framework::Pytorch => "PYTORCH",
+        Framework::Mxnet => "MXNET",
+        Framework::Precheck => "PRECHECK",
+    }
+}
+
+fn tensor_info_text(info: &[TensorInfo]) -> String {
+    let entries: Vec<String> = info
+        .iter()
+        .map(|entry| {
+            let usage = match entry.usage {
+                TensorUsage::Input => "INPUT",
+                TensorUsage::Output => "OUTPUT",
+            };
+            let dtype = entry.dtype.name().unwrap_or("UNKNOWN");
+            format!("{usage} {:?} {} {dtype} {:?}", entry.name, entry.size, entry.shape)
+        })
+        .collect();
+    format!("[{}]", entries.join(", "))
+}
+
+/// `call -> result STATUS` for a call that returns a value, `call -> STATUS` for a failure.
+fn outcome<T>(
+    names: &mut Names<'_>,
+    call: String,
+    result: &Result<T, NrtError>,
+    show: impl FnOnce(&mut Names<'_>, &T) -> Option<String>,
+) -> String {
+    match result {
+        Ok(value) => match show(names, value) {
+            Some(shown) => format!("{call} -> {shown} NRT_SUCCESS"),
+            None => format!("{call} -> NRT_SUCCESS"),
+        },
+        Err(error) => format!("{call} -> {}", error.status.name()),
+    }
+}
+
+/// A [`Runtime`] that forwards every call to another and records it in a [`Trace`].
+pub struct TracingRuntime {
+    inner: Arc<dyn Runtime>,
+    trace: Arc<Trace>,
+}
+
+impl std::fmt::Debug for TracingRuntime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TracingRuntime").finish_non_exhaustive()
+    }
+}
+
+impl TracingRuntime {
+    /// Wraps `inner`; every call is recorded in `trace`.
+    pub fn new(inner: Arc<dyn Runtime>, trace: Arc<Trace>) -> TracingRuntime {
+        TracingRuntime { inner, trace }
+    }
+
+    /// The trace calls are recorded in.
+    pub fn trace(&self) -> &Arc<Trace> {
+        &self.trace
+    }
+
+    /// The wrapped runtime.
+    pub fn inner(&self) -> &Arc<dyn Runtime> {
+        &self.inner
+    }
+
+    /// Records a call that returns no value.
+    fn unit(
+        &self,
+        result: Result<(), NrtError>,
+        call: impl FnOnce(&mut Names<'_>) -> String,
+    ) -> Result<(), NrtError> {
+        self.trace.record_with(|names| {
+            let call = call(names);
+            outcome(names, call, &result, |_, ()| None)
+        });
+        result
+    }
+}
+
+impl Runtime for TracingRuntime {
+    fn init(
+        &self,
+        framework: Framework,
+        fw_version: &str,
+        fal_version: &str,
+    ) -> Result<(), NrtError> {
+        let result = self.inner.init(framework, fw_version, fal_version);
+        self.unit(result, |_| {
+            format!("init({}, {fw_version:?}, {fal_version:?})", framework_name(framework))
+        })
+    }
+
+    fn close(&self) {
+        self.inner.close();
+        self.trace.record("close()");
+    }
+
+    fn load(&self, neff: &[u8], vnc: i32, vnc_count: i32) -> Result<ModelId, NrtError> {
+        let result = self.inner.load(neff, vnc, vnc_count);
+        self.trace.record_with(|names| {
+            let call = format!("load({}, {vnc}, {vnc_count})", format_bytes(neff));
+            outcome(names, call, &result, |names, &model| Some(names.model(model)))
+        });
+        result
+    }
+
+    fn load_collectives(
+        &self,
+        neff: &[u8],
+        vnc: i32,
+        vnc_count: i32,
+        ctx_device_id: u32,
+        ctx_device_count: u32,
+    ) -> Result<ModelId, NrtError> {
+        let result =
+            self.inner.load_collectives(neff, vnc, vnc_count, ctx_device_id, ctx_device_count);
+        self.trace.record_with(|names| {
+            let call = format!(
+                "load_collectives({}, {vnc}, {vnc_count}, {ctx_device_id}, {ctx_device_count})",
+                format_bytes(neff)
+            );
+            outcome(names, call, &result, |names, &model| Some(names.model(model)))
+        });
+        result
+    }
+
+    fn unload(&self, model: ModelId) -> Result<(), NrtError> {
+        let result = self.inner.unload(model);
+        self.unit(result, |names| format!("unload({})", names.model(model)))
+    }
+
+    fn execute(
+        &self,
+        model: ModelId,
+        input_set: SetId,
+        output_set: SetId,
+    ) -> Result<NrtStatus, NrtError> {
+        let result = self.inner.execute(model, input_set, output_set);
+        self.trace.record_with(|names| {
+            let call = format!(
+                "execute({}, {}, {})",
+                names.model(model),
+                names.set(input_set),
+                names.set(output_set)
+            );
+            let status = match &result {
+                Ok(status) => *status,
+                Err(error) => error.status,
+            };
+            format!("{call} -> {}", status.name())
+        });
+        result
+    }
+
+    fn execute_repeat(
+        &self,
+        model: ModelId,
+        input_set: SetId,
+        output_set: SetId,
+        repeat_count: i32,
+    ) -> Result<NrtStatus, NrtError> {
+        let result = self.inner.execute_repeat(model, input_set, output_set, repeat_count);
+        self.trace.record_with(|names| {
+            let call = format!(
+                "execute_repeat({}, {}, {}, {repeat_count})",
+                names.model(model),
+                names.set(input_set),
+                names.set(output_set)
+            );
+            let status = match &result {
+                Ok(status) => *status,
+                Err(error) => error.status,
+            };
+            format!("{call} -> {}", status.name())
+        });
+        result
+    }
+
+    fn allocate_tensor_set(&self) -> Result<SetId, NrtError> {
+        let result = self.inner.allocate_tensor_set();
+        self.trace.record_with(|names| {
+            outcome(names, "allocate_tensor_set()".to_owned(), &result, |names, &set| {
+                Some(names.set(set))
+            })
+        });
+        result
+    }
+
+    fn destroy_tensor_set(&self, set: SetId) -> Result<(), NrtError> {
+        let result = self.inner.destroy_tensor_set(set);
+        self.unit(result, |names| format!("destroy_tensor_set({})", names.set(set)))
+    }
+
+    fn add_tensor_to_tensor_set(
+        &self,
+        set: SetId,
+        name: &str,
+        tensor: TensorId,
+    ) -> Result<(), NrtError> {
+        let result = self.inner.add_tensor_to_tensor_set(set, name, tensor);
+        self.unit(result, |names| {
+            format!(
+                "add_tensor_to_tensor_set({}, {name:?}, {})",
+                names.set(set),
+                names.tensor(tensor)
+            )
+        })
+    }
+
+    fn get_tensor_from_tensor_set(&self, set: SetId, name: &str) -> Result<TensorId, NrtError> {
+        let result = self.inner.get_tensor_from_tensor_set(set, name);
+        self.trace.record_with(|names| {
+            let call = format!("get_tensor_from_tensor_set({}, {name:?})", names.set(set));
+            outcome(names, call, &result, |names, &tensor| Some(names.tensor(tensor)))
+        });
+        result
+    }
+
+    fn tensor_allocate(
+        &self,
+        placement: Placement,
+        vnc: i32,
+        size: usize,
+        name: &str,
+    ) -> Result<TensorId, NrtError> {
+        let result = self.inner.tensor_allocate(placement, vnc, size, name);
+        self.trace.record_with(|names| {
+            let call =
+                format!("tensor_allocate({}, {vnc}, {size}, {name:?})", placement_name(placement));
+            outcome(names, call, &result, |names, &tensor| Some(names.tensor(tensor)))
+        });
+        result
+    }
+
+    fn tensor_allocate_empty(&self, name: &str) -> Result<TensorId, NrtError> {
+        let result = self.inner.tensor_allocate_empty(name);
+        self.trace.record_with(|names| {
+            let call = format!("tensor_allocate_empty({name:?})");
+            outcome(names, call, &result, |names, &tensor| Some(names.tensor(tensor)))
+        });
+        result
+    }
+
+    fn tensor_attach_buffer(
+        &self,
+        tensor: TensorId,
+        buffer: Arc<dyn ExternalBuffer>,
+    ) -> Result<(), NrtError> {
+        let n_bytes = buffer.len();
+        let result = self.inner.tensor_attach_buffer(tensor, buffer);
+        self.unit(result, |names| {
+            format!("tensor_attach_buffer({}, <{n_bytes} bytes buffer>)", names.tensor(tensor))
+        })
+    }
+
+    fn tensor_allocate_slice(
+        &self,
+        src: TensorId,
+        offset: usize,
+        size: usize,
+        name: &str,
+    ) -> Result<TensorId, NrtError> {
+        let result = self.inner.tensor_allocate_slice(src, offset, size, name);
+        self.trace.record_with(|names| {
+            let call =
+                format!("tensor_allocate_slice({}, {offset}, {size}, {name:?})", names.tensor(src));
+            outcome(names, call, &result, |names, &tensor| Some(names.tensor(tensor)))
+        });
+        result
+    }
+
+    fn tensor_free(&self, tensor: TensorId) -> Result<(), NrtError> {
+        let result = self.inner.tensor_free(tensor);
+        self.unit(result, |names| format!("tensor_free({})", names.tensor(tensor)))
+    }
+
+    fn tensor_read(&self, tensor: TensorId, offset: usize, buf: &mut [u8]) -> Result<(), NrtError> {
+        let result = self.inner.tensor_read(tensor, offset, buf);
+        self.trace.record_with(|names| {
+            let call = format!("tensor_read({}, {offset}, {})", names.tensor(tensor), buf.len());
+            outcome(names, call, &result, |_, ()| Some(format_bytes(buf)))
+        });
+        result
+    }
+
+    fn tensor_write(&self, tensor: TensorId, offset: usize, bytes: &[u8]) -> Result<(), NrtError> {
+        let result = self.inner.tensor_write(tensor, offset, bytes);
+        self.unit(result, |names| {
+            format!("tensor_write({}, {offset}, {})", names.tensor(tensor), format_bytes(bytes))
+        })
+    }
+
+    fn tensor_copy(
+        &self,
+        src: TensorId,
+        src_offset: usize,
+        dst: TensorId,
+        dst_offset: usize,
+        size: usize,
+    ) -> Result<(), NrtError> {
+        let result = self.inner.tensor_copy(src, src_offset, dst, dst_offset, size);
+        self.unit(result, |names| {
+            format!(
+                "tensor_copy({}, {src_offset}, {}, {dst_offset}, {size})",
+                names.tensor(src),
+                names.tensor(dst)
+            )
+        })
+    }
+
+    fn tensor_memset(
+        &self,
+        tensor: TensorId,
+        offset: u64,
+        value: i32,
+        size: usize,
+    ) -> Result<(), NrtError> {
+        let result = self.inner.tensor_memset(tensor, offset, value, size);
+        self.unit(result, |names| {
+            format!("tensor_memset({}, {offset}, {value}, {size})", names.tensor(tensor))
+        })
+    }
+
+    fn tensor_get_size(&self, tensor: TensorId) -> Result<usize, NrtError> {
+        let result = self.inner.tensor_get_size(tensor);
+        self.trace.record_with(|names| {
+            let call = format!("tensor_get_size({})", names.tensor(tensor));
+            outcome(names, call, &result, |_, size| Some(size.to_string()))
+        });
+        result
+    }
+
+    fn tensor_get_va(&self, tensor: TensorId) -> Result<usize, NrtError> {
+        let result = self.inner.tensor_get_va(tensor);
+        self.trace.record_with(|names| {
+            let call = format!("tensor_get_va({})", names.tensor(tensor));
+            outcome(names, call, &result, |_, _| Some("<va>".to_owned()))
+        });
+        result
+    }
+
+    fn get_model_tensor_info(&self, model: ModelId) -> Result<Vec<TensorInfo>, NrtError> {
+        let result = self.inner.get_model_tensor_info(model);
+        self.trace.record_with(|names| {
+            let call = format!("get_model_tensor_info({})", names.model(model));
+            outcome(names, call, &result, |_, info| Some(tensor_info_text(info)))
+        });
+        result
+    }
+
+    fn get_version(&self) -> Result<NrtVersion, NrtError> {
+        let result = self.inner.get_version();
+        self.trace.record_with(|names| {
+            outcome(names, "get_version()".to_owned(), &result, |_, _| Some("<version>".to_owned()))
+        });
+        result
+    }
+
+    fn get_total_vnc_count(&self) -> Result<u32, NrtError> {
+        let result = self.inner.get_total_vnc_count();
+        self.trace.record_with(|names| {
+            outcome(names, "get_total_vnc_count()".to_owned(), &result, |_, count| {
+                Some(count.to_string())
+            })
+        });
+        result
+    }
+
+    fn get_visible_vnc_count(&self) -> Result<u32, NrtError> {
+        let result = self.inner.get_visible_vnc_count();
+        self.trace.record_with(|names| {
+            outcome(names, "get_visible_vnc_count()".to_owned(), &result, |_, count| {
+                Some(count.to_string())
+            })
+        });
+        result
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bytes_are_inline_up_to_32_then_hashed() {
+        assert_eq!(format_bytes(&[]), "[]");
+        assert_eq!(format_bytes(&[0, 0, 0x80, 0x3f]), "[00 00 80 3f]");
+        let inline = format_bytes(&[0xab; 32]);
+        assert!(inline.starts_with("[ab ab") && inline.ends_with("ab]"), "{inline}");
+        // SHA-256 of 33 zero bytes starts with 7f9c9e31ac8256ca.
+        assert_eq!(format_bytes(&[0; 33]), "<33 bytes sha256:7f9c9e31ac8256ca>");
+    }
+
+    #[test]
+    fn handles_are_renamed_per_kind_in_order_of_first_appearance() {
+        let trace = Trace::new();
+        trace.record_with(|names| {
+            format!(
+                "{} {} {}",
+                names.tensor(TensorId(40)),
+                names.set(SetId(7)),
+                names.tensor(TensorId(3))
+            )
+        });
+        trace.record_with(|names| {
+            format!("{} {}", names.tensor(TensorId(40)), names.model(ModelId(99)))
+        });
+        assert_eq!(trace.lines(), vec!["t1 s1 t2".to_owned(), "t1 m1".to_owned()]);
+        assert_eq!(trace.text(), "t1 s1 t2\nt1 m1\n");
+    }
+}

@@ -1,0 +1,222 @@
+//! Small models for tests: a NEFF whose `sim/program.json` makes outputs a function of named
+//! inputs, and the matching metaneff, both built from one [`ModelDef`].
+//!
+//! The NEFF has one graph `sg00` whose variables are the inputs then the outputs (var_ids in
+//! that order, sizes from dtype and shape) and a signature with their dltypes, so a simulator
+//! can type the program's operands. The metaneff is canonical proto3 from `abi::metaneff`.
+
+use std::collections::BTreeMap;
+
+use abi::dtype::{dltype_of, n_bytes};
+use abi::metaneff::meta_tensor::{DataType, Type};
+use abi::metaneff::{self, MetaNeff, MetaTensor, ModelConfig};
+use abi::neff::{GraphSpec, NeffSpec, Signature, TensorSignature, Var};
+use serde_json::{Value, json};
+
+/// One boundary tensor of a test model.
+#[derive(Clone, Debug)]
+pub struct TensorDef {
+    /// The name (`input0`, `output0`, …).
+    pub name: String,
+    /// The metaneff data type.
+    pub data_type: DataType,
+    /// The compiled shape.
+    pub shape: Vec<i64>,
+    /// The metaneff role (outputs: `UndefinedType`).
+    pub kind: Type,
+    /// The `checkpoint_key` of a state or weight.
+    pub checkpoint_key: Option<String>,
+    /// `allow_dynamic_batch_size`.
+    pub dynamic: bool,
+}
+
+impl TensorDef {
+    /// A user input.
+    pub fn input(name: &str, data_type: DataType, shape: &[i64]) -> TensorDef {
+        TensorDef {
+            name: name.to_owned(),
+            data_type,
+            shape: shape.to_vec(),
+            kind: Type::UserInput,
+            checkpoint_key: None,
+            dynamic: false,
+        }
+    }
+
+    /// An output.
+    pub fn output(name: &str, data_type: DataType, shape: &[i64]) -> TensorDef {
+        TensorDef { kind: Type::UndefinedType, ..TensorDef::input(name, data_type, shape) }
+    }
+
+    /// A state input with its checkpoint key.
+    pub fn state(name: &str, data_type: DataType, shape: &[i64], key: &str) -> TensorDef {
+        TensorDef {
+            kind: Type::InputState,
+            checkpoint_key: Some(key.to_owned()),
+            ..TensorDef::input(name, data_type, shape)
+        }
+    }
+
+    /// A weight input with its checkpoint key.
+    pub fn weight(name: &str, data_type: DataType, shape: &[i64], key: &str) -> TensorDef {
+        TensorDef {
+            kind: Type::InputWeight,
+            checkpoint_key: Some(key.to_owned()),
+            ..TensorDef::input(name, data_type, shape)
+        }
+    }
+
+    /// The same tensor with another role.
+    pub fn with_kind(mut self, kind: Type) -> TensorDef {
+        self.kind = kind;
+        self
+    }
+
+    /// The same tensor marked for dynamic batching.
+    pub fn dynamic(mut self) -> TensorDef {
+        self.dynamic = true;
+        self
+    }
+
+    fn n_bytes(&self) -> u64 {
+        n_bytes(&self.shape, self.data_type).expect("test tensors have valid shapes")
+    }
+
+    fn meta(&self) -> MetaTensor {
+        MetaTensor {
+            name: self.name.as_bytes().to_vec(),
+            shape: self.shape.clone(),
+            data_type: self.data_type as i32,
+            allow_dynamic_batch_size: self.dynamic,
+            checkpoint_key: self.checkpoint_key.as_ref().map(|key| key.as_bytes().to_vec()),
+            r#type: self.kind as i32,
+            ..MetaTensor::default()
+        }
+    }
+
+    fn signature(&self) -> TensorSignature {
+        let dltype = dltype_of(self.data_type).map_or("", |dltype| dltype.name());
+        TensorSignature::new(&self.name, dltype, &self.shape)
+    }
+}
+
+/// A test model: boundary tensors, aliases, config flags and a device program.
+#[derive(Clone, Debug, Default)]
+pub struct ModelDef {
+    /// The NEFF name.
+    pub name: String,
+    /// The inputs, in metaneff order.
+    pub inputs: Vec<TensorDef>,
+    /// The outputs, in metaneff order.
+    pub outputs: Vec<TensorDef>,
+    /// `output_aliases_to`: output index → input index.
+    pub aliases: BTreeMap<i64, i64>,
+    /// `ModelConfig.return_aliases`.
+    pub return_aliases: bool,
+    /// `ModelConfig.lazy_load`.
+    pub lazy_load: bool,
+    /// `ModelConfig.async_load`.
+    pub async_load: bool,
+    /// The program's operations, as `sim/program.json` objects.
+    pub ops: Vec<Value>,
+}
+
+impl ModelDef {
+    /// An empty model called `name`.
+    pub fn new(name: &str) -> ModelDef {
+        ModelDef { name: name.to_owned(), ..ModelDef::default() }
+    }
+
+    /// The NEFF bytes.
+    pub fn neff(&self) -> Vec<u8> {
+        let mut spec = NeffSpec::new(&self.name);
+        let mut vars = Vec::new();
+        for (var_id, (tensor, kind)) in self
+            .inputs
+            .iter()
+            .map(|t| (t, "input"))
+            .chain(self.outputs.iter().map(|t| (t, "output")))
+            .enumerate()
+        {
+            vars.push(Var::new(&tensor.name, var_id as u32, kind).with_size(tensor.n_bytes()));
+        }
+        spec.graphs.push(GraphSpec { name: "sg00".to_owned(), vars });
+        spec.signature = Signature {
+            inputs: self.inputs.iter().map(TensorDef::signature).collect(),
+            outputs: self.outputs.iter().map(TensorDef::signature).collect(),
+        };
+        let program = json!({ "version": 1, "ops": self.ops });
+        spec.extra_members
+            .insert("sim/program.json".to_owned(), serde_json::to_vec(&program).expect("json"));
+        spec.to_bytes().expect("test NEFFs are valid")
+    }
+
+    /// The decoded metaneff.
+    pub fn metaneff_message(&self) -> MetaNeff {
+        let config = ModelConfig {
+            return_aliases: self.return_aliases,
+            lazy_load: self.lazy_load,
+            async_load: self.async_load,
+            ..ModelConfig::default()
+        };
+        let any_flag = self.return_aliases || self.lazy_load || self.async_load;
+        MetaNeff {
+            input_tensors: self.inputs.iter().map(TensorDef::meta).collect(),
+            output_tensors: self.outputs.iter().map(TensorDef::meta).collect(),
+            model_config: any_flag.then_some(config),
+            output_aliases_to: self.aliases.clone(),
+            name: self.name.as_bytes().to_vec(),
+            ..MetaNeff::default()
+        }
+    }
+
+    /// The metaneff bytes.
+    pub fn metaneff(&self) -> Vec<u8> {
+        metaneff::encode(&self.metaneff_message())
+    }
+}
+
+/// A `copy` op.
+pub fn op_copy(dst: &str, src: &str) -> Value {
+    json!({ "op": "copy", "dst": dst, "src": src })
+}
+
+/// An `add` op.
+pub fn op_add(dst: &str, a: &str, b: &str) -> Value {
+    json!({ "op": "add", "dst": dst, "a": a, "b": b })
+}
+
+/// A `scale` op.
+pub fn op_scale(dst: &str, src: &str, factor: f64) -> Value {
+    json!({ "op": "scale", "dst": dst, "src": src, "factor": factor })
+}
+
+/// A `nan` op.
+pub fn op_nan(dst: &str, index: u64) -> Value {
+    json!({ "op": "nan", "dst": dst, "index": index })
+}
+
+/// `output0 = input0 × factor` over f32 `shape`.
+pub fn scale_model(shape: &[i64], factor: f64) -> ModelDef {
+    ModelDef {
+        inputs: vec![TensorDef::input("input0", DataType::Float, shape)],
+        outputs: vec![TensorDef::output("output0", DataType::Float, shape)],
+        ops: vec![op_scale("output0", "input0", factor)],
+        ..ModelDef::new("scale")
+    }
+}
+
+/// `output0 = input0` over `n_bytes` of uint8: the launch-overhead model.
+pub fn copy_model(n_bytes: i64) -> ModelDef {
+    ModelDef {
+        inputs: vec![TensorDef::input("input0", DataType::Uint8, &[n_bytes])],
+        outputs: vec![TensorDef::output("output0", DataType::Uint8, &[n_bytes])],
+        ops: vec![op_copy("output0", "input0")],
+        ..ModelDef::new("copy")
+    }
+}
+
+/// Little-endian f32 bytes.
+pub fn f32_bytes(values: &[f32]) -> Vec<u8> {
+    values.iter().flat_map(|value| value.to_le_bytes()).collect()
+}

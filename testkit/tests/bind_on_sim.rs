@@ -1,0 +1,33 @@
+//! Runs every body of `testkit::bind_suite` on `SimRuntime`, one named test each.
+
+use std::sync::Arc;
+
+use abi::runtime::{Framework, Runtime};
+use libtest_mimic::{Arguments, Failed, Trial};
+use sim::{FaultPlan, SimConfig, SimRuntime};
+use testkit::RuntimeSpec;
+
+/// A quiet simulated machine as the spec asks, initialized.
+fn sim_runtime(spec: &RuntimeSpec) -> Arc<dyn Runtime> {
+    let config = SimConfig {
+        n_cores: spec.n_cores,
+        hbm_bytes_per_core: 256 << 20,
+        numerical_errors: spec.numerical_errors,
+        warnings_to_stderr: false,
+        fault_plan: FaultPlan::parse(spec.fault_plan).expect("the suite's fault plans parse"),
+        ..SimConfig::default()
+    };
+    let sim = SimRuntime::new(config).expect("a small simulated machine");
+    sim.init(Framework::NoFw, "", "").expect("nrt_init");
+    Arc::new(sim)
+}
+
+fn main() {
+    let trials = testkit::bind_suite()
+        .into_iter()
+        .map(|(name, body)| {
+            Trial::test(format!("sim::{name}"), move || body(&sim_runtime).map_err(Failed::from))
+        })
+        .collect();
+    libtest_mimic::run(&Arguments::from_args(), trials).exit();
+}
