@@ -214,6 +214,11 @@ impl NrtRuntime {
         &self.version
     }
 
+    /// The `nrt_dtype_t` numbering used to read tensor infos.
+    pub fn dtype_numbering(&self) -> DtypeNumbering {
+        self.numbering
+    }
+
     /// What the library's `nrt_get_status_as_str` says for `status`; `None` when it returns
     /// NULL.
     pub fn status_text(&self, status: NrtStatus) -> Option<String> {
