@@ -11,6 +11,7 @@
 //! | `NRTSIM_DTYPE_NUMBERING` | `legacy` or `hardware`: how `nrt_tensor_info_t.dtype` is numbered | from the version |
 //! | `NRTSIM_FAULTS` | a fault plan in the simulator's compact syntax, e.g. `nrt_execute:2=EXEC_BAD_INPUT,seed=7` | none |
 //! | `NRTSIM_QUIET` | `1`: do not print the simulator's warnings on stderr | warnings printed |
+//! | `NRTSIM_LOG` | `1`: print each failing call's reason on stderr (read in `handles`) | off |
 //! | `NEURON_FAIL_ON_NAN`, `NEURON_RT_NUMERICAL_ERRORS_VERBOSITY` | as libnrt reads them: `1` / `critical` turn NaN reporting (status 1003) on | off |
 //!
 //! A value that does not parse makes every call that needs the simulator return `NRT_INVALID`,

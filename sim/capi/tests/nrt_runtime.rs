@@ -174,6 +174,11 @@ fn child(which: &str) {
 
 /// Facts about `NrtRuntime` itself on the simulator library, one process each.
 fn probe(name: &str) -> Result<(), String> {
+    match name {
+        "nrt_lib_path_folder" => return probe_nrt_lib_path_folder(),
+        "nrt_lib_path_missing" => return probe_nrt_lib_path_missing(),
+        _ => {}
+    }
     let runtime = open_nrt(true);
     let [major, minor, ..] = runtime.library_version().numbers;
     let numbering = runtime.dtype_numbering();
@@ -203,6 +208,37 @@ fn probe(name: &str) -> Result<(), String> {
             expect(numbering == DtypeNumbering::Legacy, format!("numbering {numbering:?}"))
         }
         _ => Err(format!("unknown probe {name:?}")),
+    }
+}
+
+/// `NRT_LIB_PATH` naming a folder opens `libnrt.so.1` inside it, before any other candidate.
+fn probe_nrt_lib_path_folder() -> Result<(), String> {
+    let runtime = NrtRuntime::open().map_err(|err| format!("open: {err}"))?;
+    let expected = support::library_path();
+    if runtime.library_path() != expected.to_string_lossy() {
+        return Err(format!("opened {}, expected {}", runtime.library_path(), expected.display()));
+    }
+    runtime.get_visible_vnc_count().map(drop).map_err(|err| format!("after open: {err}"))
+}
+
+/// A missing `NRT_LIB_PATH` is tried first and reported; the search goes on and, on a machine
+/// without libnrt, ends in an error that lists all three candidates in order.
+fn probe_nrt_lib_path_missing() -> Result<(), String> {
+    let bogus = std::env::var(nrt::search::NRT_LIB_PATH).unwrap_or_default();
+    match NrtRuntime::open() {
+        Err(nrt::NrtLoadError::NotFound { tried }) => {
+            let names: Vec<&str> = tried.iter().map(|a| a.candidate.as_str()).collect();
+            let expected = [bogus.as_str(), nrt::search::SONAME, nrt::search::SDK_LIBRARY];
+            if names == expected {
+                Ok(())
+            } else {
+                Err(format!("tried {names:?}, expected {expected:?}"))
+            }
+        }
+        Err(other) => Err(format!("expected NotFound, got {other}")),
+        // A machine with libnrt installed finds it after the missing path: never the bogus one.
+        Ok(runtime) if runtime.library_path() != bogus => Ok(()),
+        Ok(runtime) => Err(format!("opened the missing path {}", runtime.library_path())),
     }
 }
 
@@ -374,6 +410,16 @@ fn main() {
     }));
     trials.push(Trial::test("probe::runtime_version_2_21_reads_legacy_dtypes", || {
         run_probe("legacy_release", &[("NRTSIM_RUNTIME_VERSION", "2.21.0")]).map_err(Failed::from)
+    }));
+    trials.push(Trial::test("probe::nrt_lib_path_may_name_the_folder", || {
+        let folder = support::library_dir().to_string_lossy().into_owned();
+        run_probe("nrt_lib_path_folder", &[("NRT_LIB_PATH", &folder)]).map_err(Failed::from)
+    }));
+    trials.push(Trial::test("probe::a_missing_nrt_lib_path_is_reported_first", || {
+        let missing = support::scratch_dir("missing").join("nothing-here/libnrt.so.1");
+        let missing = missing.to_string_lossy().into_owned();
+        run_probe("nrt_lib_path_missing", &[("NRT_LIB_PATH", &missing), ("LD_LIBRARY_PATH", "")])
+            .map_err(Failed::from)
     }));
     trials.push(Trial::test("compare_reports_the_first_difference", || {
         compare_reports_the_first_difference().map_err(Failed::from)
