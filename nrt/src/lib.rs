@@ -234,3 +234,16 @@ impl Drop for NrtRuntime {
         self.library.close();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_of_keeps_every_code() {
+        assert_eq!(status_of(0), NrtStatus::Success);
+        assert_eq!(status_of(1003), NrtStatus::ExecCompletedWithNumErr);
+        assert_eq!(status_of(8), NrtStatus::Unknown(8));
+        assert_eq!(status_of(4242).code(), 4242);
+    }
+}

@@ -707,3 +707,17 @@ pub unsafe extern "C" fn nrtsim_nrt_get_status_as_str(status: u32) -> *const c_c
         status_text(status).as_ptr()
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panic_becomes_the_failure_value_and_does_not_unwind() {
+        let status = guard("nrt_test", FAILURE, || -> u32 { panic!("a bug in the simulator") });
+        assert_eq!(status, FAILURE);
+        let address = guard("nrt_test", ptr::null_mut::<c_void>(), || panic!("another bug"));
+        assert!(address.is_null());
+        assert_eq!(guard("nrt_test", FAILURE, || SUCCESS), SUCCESS);
+    }
+}

@@ -81,12 +81,6 @@ pub(crate) struct InfoArray {
     _shapes: Vec<Box<[u32]>>,
 }
 
-// SAFETY: the words hold plain data and addresses of `_shapes`, which is owned alongside; nothing
-// here is tied to a thread.
-unsafe impl Send for InfoArray {}
-// SAFETY: Rust never reads or writes through the stored addresses after construction.
-unsafe impl Sync for InfoArray {}
-
 impl InfoArray {
     /// The array for `infos` (inputs first, then outputs, as the runtime gives them), with dtypes
     /// numbered as `numbering` says (0 where that numbering has no code).

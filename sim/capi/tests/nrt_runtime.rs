@@ -177,6 +177,7 @@ fn probe(name: &str) -> Result<(), String> {
     match name {
         "nrt_lib_path_folder" => return probe_nrt_lib_path_folder(),
         "nrt_lib_path_missing" => return probe_nrt_lib_path_missing(),
+        "unknown_status" => return probe_unknown_status(),
         _ => {}
     }
     let runtime = open_nrt(true);
@@ -239,6 +240,22 @@ fn probe_nrt_lib_path_missing() -> Result<(), String> {
         // A machine with libnrt installed finds it after the missing path: never the bogus one.
         Ok(runtime) if runtime.library_path() != bogus => Ok(()),
         Ok(runtime) => Err(format!("opened the missing path {}", runtime.library_path())),
+    }
+}
+
+/// A status code no table knows crosses the C ABI as `Unknown(code)`, never a panic.
+fn probe_unknown_status() -> Result<(), String> {
+    let runtime = open_nrt(true);
+    match runtime.tensor_allocate(Placement::Virtual, 0, 8, "t") {
+        Err(err) if err.status == NrtStatus::Unknown(4242) => {
+            let text = runtime.status_text(err.status);
+            if text.as_deref() == Some("NRT_STATUS_UNKNOWN") {
+                Ok(())
+            } else {
+                Err(format!("{text:?}"))
+            }
+        }
+        other => Err(format!("expected NRT_STATUS_4242, got {other:?}")),
     }
 }
 
@@ -419,6 +436,10 @@ fn main() {
         let missing = support::scratch_dir("missing").join("nothing-here/libnrt.so.1");
         let missing = missing.to_string_lossy().into_owned();
         run_probe("nrt_lib_path_missing", &[("NRT_LIB_PATH", &missing), ("LD_LIBRARY_PATH", "")])
+            .map_err(Failed::from)
+    }));
+    trials.push(Trial::test("probe::an_unknown_status_code_survives_as_a_number", || {
+        run_probe("unknown_status", &[("NRTSIM_FAULTS", "nrt_tensor_allocate:1=4242")])
             .map_err(Failed::from)
     }));
     trials.push(Trial::test("compare_reports_the_first_difference", || {
