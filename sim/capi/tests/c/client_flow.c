@@ -101,7 +101,14 @@ int main(int argc, char **argv) {
                nrt_add_tensor_to_tensor_set(set, entry->name, tensors[i]), NRT_SUCCESS);
     }
     ensure(nrt_tensor_get_size(tensors[0]) == 16, "nrt_tensor_get_size is the allocated size");
-    ensure(nrt_tensor_get_va(tensors[0]) != NULL, "a device tensor has an address");
+    /* The va is the simulated storage itself: bytes stored through it read back. */
+    float *va = (float *)nrt_tensor_get_va(tensors[0]);
+    ensure(va != NULL, "a device tensor has an address");
+    va[2] = 42.0f;
+    float through_va[4] = {0};
+    expect("nrt_tensor_read", nrt_tensor_read(tensors[0], through_va, 0, sizeof through_va),
+           NRT_SUCCESS);
+    ensure(through_va[2] == 42.0f, "a store through nrt_tensor_get_va is the tensor's content");
 
     const float input[4] = {1.0f, 2.0f, 3.5f, -4.0f};
     const float doubled[4] = {2.0f, 4.0f, 7.0f, -8.0f};

@@ -160,6 +160,13 @@ int main(int argc, char **argv) {
     expect("execute after close", nrt_execute(model, set, outputs), NRT_CLOSED);
     expect("version after close", nrt_get_version(&version, sizeof version), NRT_SUCCESS);
     ensure(nrt_tensor_get_size(tensor) == 16, "nrt_tensor_get_size works after close");
+
+    /* nrt_init after nrt_close re-opens the same machine: models are gone, tensors stay. */
+    expect("init after close", nrt_init(NRT_FRAMEWORK_TYPE_NO_FW, "", ""), NRT_SUCCESS);
+    expect("execute a model from before close", nrt_execute(model, set, outputs),
+           NRT_INVALID_HANDLE);
+    expect("read a tensor from before close", nrt_tensor_read(tensor, bytes, 0, 4), NRT_SUCCESS);
+    nrt_close();
     nrt_tensor_free(&tensor);
     nrt_tensor_free(&small);
     nrt_tensor_free(&output);
