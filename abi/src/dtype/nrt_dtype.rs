@@ -29,6 +29,21 @@ pub enum DtypeNumbering {
 impl DtypeNumbering {
     /// Both numberings.
     pub const ALL: [DtypeNumbering; 2] = [DtypeNumbering::Legacy, DtypeNumbering::Hardware2026];
+
+    /// The first runtime release (major, minor) assumed to use [`DtypeNumbering::Hardware2026`].
+    /// The public material dates the change only roughly ("mid-2025" versus "2026 headers"), so
+    /// this cutoff is a choice to pin on a device; it is the one place both the C layer and the
+    /// `nrt` backend take it from, and both let a caller override it.
+    pub const HARDWARE_SINCE: (u64, u64) = (2, 27);
+
+    /// The numbering a runtime of version `major.minor` is assumed to use.
+    pub fn for_runtime_version(major: u64, minor: u64) -> DtypeNumbering {
+        if (major, minor) >= DtypeNumbering::HARDWARE_SINCE {
+            DtypeNumbering::Hardware2026
+        } else {
+            DtypeNumbering::Legacy
+        }
+    }
 }
 
 /// Declares the logical dtype enum with its code in each numbering and its name in one row each.

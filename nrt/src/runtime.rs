@@ -1,0 +1,433 @@
+//! [`Runtime`] for [`NrtRuntime`]: each method is one C call through `sys`, its status mapped
+//! by [`status_of`], and handle bookkeeping so that raw pointers never leave this crate.
+//!
+//! The only refusals made here, without calling libnrt, are those that keep pointers sound:
+//! - a handle this runtime did not give out, or already released, is `NRT_INVALID_HANDLE`
+//!   (libnrt would be handed a dangling pointer);
+//! - a launch whose tensor set still names a tensor the caller freed is `NRT_INVALID` (libnrt
+//!   would read freed memory; the simulator gives the same status for a freed tensor, because to
+//!   it the name is missing);
+//! - a name with a NUL byte is `NRT_INVALID` (it cannot be written as a C string).
+
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use abi::dtype::NrtDtype;
+use abi::runtime::{
+    ExternalBuffer, Framework, ModelId, NrtError, NrtVersion, Placement, Runtime, SetId, TensorId,
+    TensorInfo, TensorUsage,
+};
+use abi::status::NrtStatus;
+
+use crate::sys::{self, OwnedModel, OwnedSet, OwnedTensor, RawStatus};
+use crate::{NrtRuntime, status_of};
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// `Ok` for `NRT_SUCCESS`, else the status of `call`.
+fn check(call: &str, code: RawStatus) -> Result<(), NrtError> {
+    if code == sys::SUCCESS { Ok(()) } else { Err(failed(call, code)) }
+}
+
+/// As [`check`], with the byte range in the message (libnrt's own message does not cross the C
+/// ABI, and a bounds error should say which range was asked for).
+fn check_range(
+    call: &str,
+    offset: impl Into<u128>,
+    len: usize,
+    code: RawStatus,
+) -> Result<(), NrtError> {
+    check(call, code).map_err(|err| {
+        let start = offset.into();
+        let end = start + len as u128;
+        NrtError::new(
+            err.status,
+            format!("{call} of bytes {start}..{end} returned {}", err.status.name()),
+        )
+    })
+}
+
+fn failed(call: &str, code: RawStatus) -> NrtError {
+    let status = status_of(code);
+    NrtError::new(status, format!("{call} returned {}", status.name()))
+}
+
+fn c_name(call: &str, name: &str) -> Result<std::ffi::CString, NrtError> {
+    sys::c_name(name).map_err(|_| {
+        NrtError::new(
+            NrtStatus::Invalid,
+            format!("{call}: name {name:?} has a NUL byte, expected a C string"),
+        )
+    })
+}
+
+/// The handle tables of one runtime.
+#[derive(Default)]
+pub(crate) struct Handles {
+    tensors: Mutex<HashMap<TensorId, Arc<OwnedTensor>>>,
+    sets: Mutex<HashMap<SetId, Arc<OwnedSet>>>,
+    models: Mutex<HashMap<ModelId, Arc<OwnedModel>>>,
+}
+
+impl Handles {
+    /// Releases everything still held: sets first (they keep tensors), then tensors, then
+    /// models.
+    pub(crate) fn release_all(&self) {
+        let sets = std::mem::take(&mut *lock(&self.sets));
+        drop(sets);
+        let tensors = std::mem::take(&mut *lock(&self.tensors));
+        drop(tensors);
+        let models = std::mem::take(&mut *lock(&self.models));
+        drop(models);
+    }
+}
+
+impl NrtRuntime {
+    fn next_id(&self) -> u64 {
+        self.next_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    fn tensor(&self, tensor: TensorId) -> Result<Arc<OwnedTensor>, NrtError> {
+        lock(&self.handles.tensors).get(&tensor).cloned().ok_or_else(|| {
+            NrtError::new(
+                NrtStatus::InvalidHandle,
+                format!("tensor {} was not allocated by this runtime or is freed", tensor.0),
+            )
+        })
+    }
+
+    fn set(&self, set: SetId) -> Result<Arc<OwnedSet>, NrtError> {
+        lock(&self.handles.sets).get(&set).cloned().ok_or_else(|| {
+            NrtError::new(
+                NrtStatus::InvalidHandle,
+                format!("tensor set {} was not allocated by this runtime or is destroyed", set.0),
+            )
+        })
+    }
+
+    fn model(&self, model: ModelId) -> Result<Arc<OwnedModel>, NrtError> {
+        lock(&self.handles.models).get(&model).cloned().ok_or_else(|| {
+            NrtError::new(
+                NrtStatus::InvalidHandle,
+                format!("model {} was not loaded by this runtime or is unloaded", model.0),
+            )
+        })
+    }
+
+    fn insert_tensor(&self, tensor: OwnedTensor) -> TensorId {
+        let id = TensorId(tensor.tag);
+        lock(&self.handles.tensors).insert(id, Arc::new(tensor));
+        id
+    }
+
+    fn insert_model(&self, model: OwnedModel) -> ModelId {
+        let id = ModelId(self.next_id());
+        lock(&self.handles.models).insert(id, Arc::new(model));
+        id
+    }
+
+    fn launch(
+        &self,
+        call: &str,
+        model: ModelId,
+        input_set: SetId,
+        output_set: SetId,
+        repeat: Option<i32>,
+    ) -> Result<NrtStatus, NrtError> {
+        let model = self.model(model)?;
+        let (input, output) = (self.set(input_set)?, self.set(output_set)?);
+        for (set, which) in [(&input, "input"), (&output, "output")] {
+            if let Some((name, tag)) = set.forgotten_member() {
+                return Err(NrtError::new(
+                    NrtStatus::Invalid,
+                    format!(
+                        "{call}: the {which} set names {name:?} -> tensor {tag}, which was freed; \
+                         expected a live tensor"
+                    ),
+                ));
+            }
+        }
+        let code = model.execute(&input, &output, repeat);
+        let status = status_of(code);
+        if status.is_completed() { Ok(status) } else { Err(failed(call, code)) }
+    }
+}
+
+impl Runtime for NrtRuntime {
+    fn init(
+        &self,
+        framework: Framework,
+        fw_version: &str,
+        fal_version: &str,
+    ) -> Result<(), NrtError> {
+        let fw_version = c_name("nrt_init", fw_version)?;
+        let fal_version = c_name("nrt_init", fal_version)?;
+        check("nrt_init", self.library.init(framework.code(), &fw_version, &fal_version))
+    }
+
+    fn close(&self) {
+        self.library.close();
+    }
+
+    fn load(&self, neff: &[u8], vnc: i32, vnc_count: i32) -> Result<ModelId, NrtError> {
+        let model =
+            self.library.load(neff, vnc, vnc_count, None).map_err(|c| failed("nrt_load", c))?;
+        Ok(self.insert_model(model))
+    }
+
+    fn load_collectives(
+        &self,
+        neff: &[u8],
+        vnc: i32,
+        vnc_count: i32,
+        ctx_device_id: u32,
+        ctx_device_count: u32,
+    ) -> Result<ModelId, NrtError> {
+        let model = self
+            .library
+            .load(neff, vnc, vnc_count, Some((ctx_device_id, ctx_device_count)))
+            .map_err(|c| failed("nrt_load_collectives", c))?;
+        Ok(self.insert_model(model))
+    }
+
+    fn unload(&self, model: ModelId) -> Result<(), NrtError> {
+        let owner = self.model(model)?;
+        check("nrt_unload", owner.unload())?;
+        lock(&self.handles.models).remove(&model);
+        Ok(())
+    }
+
+    fn execute(
+        &self,
+        model: ModelId,
+        input_set: SetId,
+        output_set: SetId,
+    ) -> Result<NrtStatus, NrtError> {
+        self.launch("nrt_execute", model, input_set, output_set, None)
+    }
+
+    fn execute_repeat(
+        &self,
+        model: ModelId,
+        input_set: SetId,
+        output_set: SetId,
+        repeat_count: i32,
+    ) -> Result<NrtStatus, NrtError> {
+        self.launch("nrt_execute_repeat", model, input_set, output_set, Some(repeat_count))
+    }
+
+    fn allocate_tensor_set(&self) -> Result<SetId, NrtError> {
+        let set =
+            self.library.allocate_tensor_set().map_err(|c| failed("nrt_allocate_tensor_set", c))?;
+        let id = SetId(self.next_id());
+        lock(&self.handles.sets).insert(id, Arc::new(set));
+        Ok(id)
+    }
+
+    fn destroy_tensor_set(&self, set: SetId) -> Result<(), NrtError> {
+        let removed = lock(&self.handles.sets).remove(&set);
+        removed.map(drop).ok_or_else(|| {
+            NrtError::new(
+                NrtStatus::InvalidHandle,
+                format!("tensor set {} was not allocated by this runtime or is destroyed", set.0),
+            )
+        })
+    }
+
+    fn add_tensor_to_tensor_set(
+        &self,
+        set: SetId,
+        name: &str,
+        tensor: TensorId,
+    ) -> Result<(), NrtError> {
+        let (owner, tensor) = (self.set(set)?, self.tensor(tensor)?);
+        let name = c_name("nrt_add_tensor_to_tensor_set", name)?;
+        check("nrt_add_tensor_to_tensor_set", owner.add(&name, &tensor))
+    }
+
+    fn get_tensor_from_tensor_set(&self, set: SetId, name: &str) -> Result<TensorId, NrtError> {
+        let owner = self.set(set)?;
+        let c_name = c_name("nrt_get_tensor_from_tensor_set", name)?;
+        match owner.get(&c_name) {
+            Ok(Some(tag)) => Ok(TensorId(tag)),
+            Ok(None) => Err(NrtError::new(
+                NrtStatus::Failure,
+                format!(
+                    "nrt_get_tensor_from_tensor_set returned a tensor never added under {name:?}"
+                ),
+            )),
+            Err(code) => Err(failed("nrt_get_tensor_from_tensor_set", code)),
+        }
+    }
+
+    fn tensor_allocate(
+        &self,
+        placement: Placement,
+        vnc: i32,
+        size: usize,
+        name: &str,
+    ) -> Result<TensorId, NrtError> {
+        let c_name = c_name("nrt_tensor_allocate", name)?;
+        let tensor = self
+            .library
+            .tensor_allocate(placement.code(), vnc, size, &c_name, self.next_id())
+            .map_err(|c| failed("nrt_tensor_allocate", c))?;
+        Ok(self.insert_tensor(tensor))
+    }
+
+    fn tensor_allocate_empty(&self, name: &str) -> Result<TensorId, NrtError> {
+        let c_name = c_name("nrt_tensor_allocate_empty", name)?;
+        let tensor = self
+            .library
+            .tensor_allocate_empty(&c_name, self.next_id())
+            .map_err(|c| failed("nrt_tensor_allocate_empty", c))?;
+        Ok(self.insert_tensor(tensor))
+    }
+
+    fn tensor_attach_buffer(
+        &self,
+        tensor: TensorId,
+        buffer: Arc<dyn ExternalBuffer>,
+    ) -> Result<(), NrtError> {
+        check("nrt_tensor_attach_buffer", self.tensor(tensor)?.attach_buffer(buffer))
+    }
+
+    fn tensor_allocate_slice(
+        &self,
+        src: TensorId,
+        offset: usize,
+        size: usize,
+        name: &str,
+    ) -> Result<TensorId, NrtError> {
+        let source = self.tensor(src)?;
+        let c_name = c_name("nrt_tensor_allocate_slice", name)?;
+        let slice = source
+            .allocate_slice(offset, size, &c_name, self.next_id())
+            .map_err(|c| failed("nrt_tensor_allocate_slice", c))?;
+        Ok(self.insert_tensor(slice))
+    }
+
+    fn tensor_free(&self, tensor: TensorId) -> Result<(), NrtError> {
+        let removed = lock(&self.handles.tensors).remove(&tensor);
+        let owner = removed.ok_or_else(|| {
+            NrtError::new(
+                NrtStatus::InvalidHandle,
+                format!("tensor {} was not allocated by this runtime or is freed", tensor.0),
+            )
+        })?;
+        // A set that still names the tensor keeps it allocated in libnrt; marking it lets a
+        // launch through that set be refused instead of reading a freed tensor.
+        owner.forget();
+        Ok(())
+    }
+
+    fn tensor_read(&self, tensor: TensorId, offset: usize, buf: &mut [u8]) -> Result<(), NrtError> {
+        let len = buf.len();
+        check_range("nrt_tensor_read", offset as u64, len, self.tensor(tensor)?.read(offset, buf))
+    }
+
+    fn tensor_write(&self, tensor: TensorId, offset: usize, bytes: &[u8]) -> Result<(), NrtError> {
+        let code = self.tensor(tensor)?.write(offset, bytes);
+        check_range("nrt_tensor_write", offset as u64, bytes.len(), code)
+    }
+
+    fn tensor_copy(
+        &self,
+        src: TensorId,
+        src_offset: usize,
+        dst: TensorId,
+        dst_offset: usize,
+        size: usize,
+    ) -> Result<(), NrtError> {
+        let (src, dst) = (self.tensor(src)?, self.tensor(dst)?);
+        let code = src.copy_to(src_offset, &dst, dst_offset, size);
+        check("nrt_tensor_copy", code).map_err(|err| {
+            let status = err.status;
+            NrtError::new(
+                status,
+                format!(
+                    "nrt_tensor_copy of {size} bytes from offset {src_offset} to offset {dst_offset} returned {}",
+                    status.name()
+                ),
+            )
+        })
+    }
+
+    fn tensor_memset(
+        &self,
+        tensor: TensorId,
+        offset: u64,
+        value: i32,
+        size: usize,
+    ) -> Result<(), NrtError> {
+        check_range(
+            "nrt_tensor_memset",
+            offset,
+            size,
+            self.tensor(tensor)?.memset(offset, value, size),
+        )
+    }
+
+    fn tensor_get_size(&self, tensor: TensorId) -> Result<usize, NrtError> {
+        Ok(self.tensor(tensor)?.size())
+    }
+
+    fn tensor_get_va(&self, tensor: TensorId) -> Result<usize, NrtError> {
+        match self.tensor(tensor)?.va() {
+            // The C function has no status: NULL is how it says there is no address.
+            0 => Err(NrtError::new(
+                NrtStatus::Invalid,
+                format!("nrt_tensor_get_va returned NULL for tensor {}", tensor.0),
+            )),
+            address => Ok(address),
+        }
+    }
+
+    fn get_model_tensor_info(&self, model: ModelId) -> Result<Vec<TensorInfo>, NrtError> {
+        let raw =
+            self.model(model)?.tensor_info().map_err(|c| failed("nrt_get_model_tensor_info", c))?;
+        raw.into_iter()
+            .map(|info| {
+                let usage = TensorUsage::from_code(info.usage).ok_or_else(|| {
+                    NrtError::new(
+                        NrtStatus::Failure,
+                        format!(
+                            "nrt_get_model_tensor_info: usage {} is neither INPUT nor OUTPUT",
+                            info.usage
+                        ),
+                    )
+                })?;
+                Ok(TensorInfo {
+                    name: String::from_utf8_lossy(&info.name).into_owned(),
+                    usage,
+                    size: info.size,
+                    dtype: NrtDtype::from_code(self.numbering, info.dtype),
+                    shape: info.shape,
+                })
+            })
+            .collect()
+    }
+
+    fn get_version(&self) -> Result<NrtVersion, NrtError> {
+        let raw = self.library.get_version().map_err(|c| failed("nrt_get_version", c))?;
+        Ok(NrtVersion {
+            major: raw.major,
+            minor: raw.minor,
+            patch: raw.patch,
+            maintenance: raw.maintenance,
+            detail: String::from_utf8_lossy(&raw.detail).into_owned(),
+            git_hash: String::from_utf8_lossy(&raw.git_hash).into_owned(),
+        })
+    }
+
+    fn get_total_vnc_count(&self) -> Result<u32, NrtError> {
+        self.library.get_total_vnc_count().map_err(|c| failed("nrt_get_total_vnc_count", c))
+    }
+
+    fn get_visible_vnc_count(&self) -> Result<u32, NrtError> {
+        self.library.get_visible_vnc_count().map_err(|c| failed("nrt_get_visible_vnc_count", c))
+    }
+}

@@ -1,0 +1,742 @@
+//! The one FFI boundary of the `nrt` backend: the libnrt C declarations, the loaded library and
+//! owned handles whose lifetimes make every call sound.
+//!
+//! The declarations are ours, written from the facts of ABI-FACTS §4 (x86-64 SysV); no header is
+//! copied. Everything `unsafe` in the crate is in this file, and each block says why it holds.
+//!
+//! Soundness rests on ownership, not on checks:
+//! - A raw handle exists only inside an owner ([`OwnedModel`], [`OwnedSet`], [`OwnedTensor`])
+//!   built from a pointer the library returned, together with an `Arc` of that library, so a
+//!   handle is never passed to another library or after the library is unloaded.
+//! - Owners release their handle in `Drop` (`nrt_tensor_free`, `nrt_destroy_tensor_set`,
+//!   `nrt_unload`), so a handle is released once and never used afterwards. Callers share
+//!   owners through `Arc`, so a call in flight on one thread keeps its handle alive while another
+//!   thread forgets it.
+//! - A tensor set holds an `Arc` of every tensor it names, because libnrt keeps the raw pointer;
+//!   the tensor is released only when no set can hand it to libnrt any more.
+//! - Memory attached with `nrt_tensor_attach_buffer` is kept alive by the tensor (and by its
+//!   slices) for as long as libnrt may touch it.
+//!
+//! Validation is libnrt's: arguments go through unchanged and the status comes back as a raw
+//! `u32`, mapped to [`abi::status::NrtStatus`] in one place by the caller.
+#![allow(unsafe_code)]
+
+use std::collections::HashMap;
+use std::ffi::{CStr, CString, c_char, c_int, c_void};
+use std::marker::{PhantomData, PhantomPinned};
+use std::mem::{offset_of, size_of};
+use std::ptr::{self, NonNull};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+
+use abi::runtime::ExternalBuffer;
+
+/// `NRT_STATUS`: a 4-byte C enum, carried as its raw value.
+pub(crate) type RawStatus = u32;
+
+/// `NRT_SUCCESS`.
+pub(crate) const SUCCESS: RawStatus = 0;
+/// `NRT_INVALID`, returned without a call only where a Rust value cannot be expressed in C (a
+/// name with an interior NUL byte).
+pub(crate) const INVALID: RawStatus = 2;
+/// `NRT_INVALID_HANDLE`, for an owner whose model was already unloaded.
+pub(crate) const INVALID_HANDLE: RawStatus = 3;
+
+/// `nrt_model_t`: opaque.
+#[repr(C)]
+pub(crate) struct NrtModel {
+    _opaque: [u8; 0],
+    _marker: PhantomData<(*mut u8, PhantomPinned)>,
+}
+
+/// `nrt_tensor_t`: opaque.
+#[repr(C)]
+pub(crate) struct NrtTensor {
+    _opaque: [u8; 0],
+    _marker: PhantomData<(*mut u8, PhantomPinned)>,
+}
+
+/// `nrt_tensor_set_t` is `void` in C.
+type NrtTensorSet = c_void;
+
+/// `nrt_tensor_info_t`: 296 bytes.
+#[repr(C)]
+pub(crate) struct NrtTensorInfo {
+    name: [c_char; 256],
+    usage: u32,
+    size: usize,
+    dtype: u32,
+    shape: *mut u32,
+    ndim: u32,
+}
+
+/// `nrt_tensor_info_array_t`: a count followed by that many entries.
+#[repr(C)]
+pub(crate) struct NrtTensorInfoArray {
+    tensor_count: u64,
+    tensor_array: [NrtTensorInfo; 0],
+}
+
+/// `nrt_version_t`: 224 bytes.
+#[repr(C)]
+pub(crate) struct NrtVersionC {
+    major: u64,
+    minor: u64,
+    patch: u64,
+    maintenance: u64,
+    detail: [c_char; 128],
+    git_hash: [c_char; 64],
+}
+
+const _: () = {
+    assert!(size_of::<NrtTensorInfo>() == 296);
+    assert!(offset_of!(NrtTensorInfo, usage) == 256);
+    assert!(offset_of!(NrtTensorInfo, size) == 264);
+    assert!(offset_of!(NrtTensorInfo, dtype) == 272);
+    assert!(offset_of!(NrtTensorInfo, shape) == 280);
+    assert!(offset_of!(NrtTensorInfo, ndim) == 288);
+    assert!(offset_of!(NrtTensorInfoArray, tensor_array) == 8);
+    assert!(size_of::<NrtVersionC>() == 224);
+    assert!(offset_of!(NrtVersionC, detail) == 32);
+    assert!(offset_of!(NrtVersionC, git_hash) == 160);
+};
+
+/// Declares the table of C functions and the loader that fills it, from one list, so that a
+/// signature and its symbol name cannot drift apart.
+macro_rules! nrt_functions {
+    ($($field:ident = $symbol:literal: fn($($arg:ty),*) $(-> $ret:ty)?;)*) => {
+        /// The resolved entry points. Valid while the `libloading::Library` they came from is
+        /// loaded, which [`Library`] guarantees by owning both.
+        struct Functions {
+            $($field: unsafe extern "C" fn($($arg),*) $(-> $ret)?,)*
+        }
+
+        /// Every symbol the backend needs, in declaration order.
+        pub const SYMBOLS: &[&str] = &[$($symbol,)*];
+
+        impl Functions {
+            /// Resolves every symbol; the first missing one is the error.
+            fn resolve(library: &libloading::Library) -> Result<Functions, (&'static str, String)> {
+                Ok(Functions {
+                    $($field: {
+                        // SAFETY: the symbol is declared with the signature ABI-FACTS §4 gives
+                        // for it; the pointer is copied out and only used while `library` stays
+                        // loaded (both live in one `Library`).
+                        let symbol = unsafe {
+                            library.get::<unsafe extern "C" fn($($arg),*) $(-> $ret)?>(
+                                concat!($symbol, "\0").as_bytes(),
+                            )
+                        };
+                        *symbol.map_err(|err| ($symbol, err.to_string()))?
+                    },)*
+                })
+            }
+        }
+    };
+}
+
+nrt_functions! {
+    init = "nrt_init": fn(u32, *const c_char, *const c_char) -> RawStatus;
+    close = "nrt_close": fn();
+    load = "nrt_load": fn(*const c_void, usize, i32, i32, *mut *mut NrtModel) -> RawStatus;
+    load_collectives = "nrt_load_collectives":
+        fn(*const c_void, usize, i32, i32, u32, u32, *mut *mut NrtModel) -> RawStatus;
+    unload = "nrt_unload": fn(*mut NrtModel) -> RawStatus;
+    execute = "nrt_execute": fn(*mut NrtModel, *const NrtTensorSet, *mut NrtTensorSet) -> RawStatus;
+    execute_repeat = "nrt_execute_repeat":
+        fn(*mut NrtModel, *const NrtTensorSet, *mut NrtTensorSet, c_int) -> RawStatus;
+    allocate_tensor_set = "nrt_allocate_tensor_set": fn(*mut *mut NrtTensorSet) -> RawStatus;
+    destroy_tensor_set = "nrt_destroy_tensor_set": fn(*mut *mut NrtTensorSet);
+    add_tensor_to_tensor_set = "nrt_add_tensor_to_tensor_set":
+        fn(*mut NrtTensorSet, *const c_char, *mut NrtTensor) -> RawStatus;
+    get_tensor_from_tensor_set = "nrt_get_tensor_from_tensor_set":
+        fn(*mut NrtTensorSet, *const c_char, *mut *mut NrtTensor) -> RawStatus;
+    tensor_allocate = "nrt_tensor_allocate":
+        fn(u32, c_int, usize, *const c_char, *mut *mut NrtTensor) -> RawStatus;
+    tensor_allocate_empty = "nrt_tensor_allocate_empty":
+        fn(*const c_char, *mut *mut NrtTensor) -> RawStatus;
+    tensor_attach_buffer = "nrt_tensor_attach_buffer":
+        fn(*mut NrtTensor, *mut c_void, usize) -> RawStatus;
+    tensor_allocate_slice = "nrt_tensor_allocate_slice":
+        fn(*const NrtTensor, usize, usize, *const c_char, *mut *mut NrtTensor) -> RawStatus;
+    tensor_free = "nrt_tensor_free": fn(*mut *mut NrtTensor);
+    tensor_read = "nrt_tensor_read": fn(*const NrtTensor, *mut c_void, usize, usize) -> RawStatus;
+    tensor_write = "nrt_tensor_write":
+        fn(*mut NrtTensor, *const c_void, usize, usize) -> RawStatus;
+    tensor_copy = "nrt_tensor_copy":
+        fn(*const NrtTensor, usize, *mut NrtTensor, usize, usize) -> RawStatus;
+    tensor_memset = "nrt_tensor_memset": fn(*mut NrtTensor, u64, c_int, usize) -> RawStatus;
+    tensor_get_size = "nrt_tensor_get_size": fn(*const NrtTensor) -> usize;
+    tensor_get_va = "nrt_tensor_get_va": fn(*const NrtTensor) -> *mut c_void;
+    get_model_tensor_info = "nrt_get_model_tensor_info":
+        fn(*mut NrtModel, *mut *mut NrtTensorInfoArray) -> RawStatus;
+    free_model_tensor_info = "nrt_free_model_tensor_info":
+        fn(*mut NrtTensorInfoArray) -> RawStatus;
+    get_version = "nrt_get_version": fn(*mut NrtVersionC, usize) -> RawStatus;
+    get_total_vnc_count = "nrt_get_total_vnc_count": fn(*mut u32) -> RawStatus;
+    get_visible_vnc_count = "nrt_get_visible_vnc_count": fn(*mut u32) -> RawStatus;
+    get_status_as_str = "nrt_get_status_as_str": fn(RawStatus) -> *const c_char;
+}
+
+/// Why one candidate library could not be used.
+pub(crate) enum OpenFailure {
+    /// `dlopen` refused it (not found, wrong architecture, missing dependency).
+    NotLoaded(String),
+    /// It loaded, but lacks a symbol.
+    MissingSymbol {
+        /// The first missing symbol.
+        symbol: &'static str,
+        /// What `dlsym` said.
+        reason: String,
+    },
+}
+
+/// A loaded libnrt and its resolved entry points.
+pub(crate) struct Library {
+    functions: Functions,
+    // Declared last, so it is dropped after everything that could still call into it.
+    _library: libloading::Library,
+}
+
+impl Library {
+    /// Loads `candidate` (a path, or a bare file name for the dynamic linker's search) and
+    /// resolves every symbol of [`SYMBOLS`].
+    pub(crate) fn open(candidate: &str) -> Result<Arc<Library>, OpenFailure> {
+        // SAFETY: loading runs the library's initialisers. The candidates are libnrt (or the
+        // simulator exporting its ABI), whose initialisers are trusted not to break Rust
+        // invariants; this is the irreducible trust every dlopen-based binding places in the
+        // library it loads.
+        let library = unsafe { libloading::Library::new(candidate) }
+            .map_err(|err| OpenFailure::NotLoaded(err.to_string()))?;
+        let functions = Functions::resolve(&library)
+            .map_err(|(symbol, reason)| OpenFailure::MissingSymbol { symbol, reason })?;
+        Ok(Arc::new(Library { functions, _library: library }))
+    }
+
+    /// `nrt_init`.
+    pub(crate) fn init(&self, framework: u32, fw_version: &CStr, fal_version: &CStr) -> RawStatus {
+        // SAFETY: both strings are NUL-terminated and outlive the call; the framework is a plain
+        // integer that libnrt validates.
+        unsafe { (self.functions.init)(framework, fw_version.as_ptr(), fal_version.as_ptr()) }
+    }
+
+    /// `nrt_close`.
+    pub(crate) fn close(&self) {
+        // SAFETY: no arguments; libnrt gates later calls itself.
+        unsafe { (self.functions.close)() }
+    }
+
+    /// `nrt_load` (`collectives`: `nrt_load_collectives` with `(ctx_device_id,
+    /// ctx_device_count)`).
+    pub(crate) fn load(
+        self: &Arc<Self>,
+        neff: &[u8],
+        vnc: i32,
+        vnc_count: i32,
+        collectives: Option<(u32, u32)>,
+    ) -> Result<OwnedModel, RawStatus> {
+        let mut model: *mut NrtModel = ptr::null_mut();
+        let data = neff.as_ptr().cast::<c_void>();
+        let status = match collectives {
+            // SAFETY: `neff` is readable for `neff.len()` bytes during the call and libnrt does
+            // not keep the pointer (it parses the NEFF before returning); `model` is a valid
+            // out-pointer.
+            None => unsafe { (self.functions.load)(data, neff.len(), vnc, vnc_count, &mut model) },
+            // SAFETY: as above.
+            Some((id, count)) => unsafe {
+                (self.functions.load_collectives)(
+                    data,
+                    neff.len(),
+                    vnc,
+                    vnc_count,
+                    id,
+                    count,
+                    &mut model,
+                )
+            },
+        };
+        let model = owned(status, model)?;
+        Ok(OwnedModel { library: Arc::clone(self), model, unloaded: RwLock::new(false) })
+    }
+
+    /// `nrt_allocate_tensor_set`.
+    pub(crate) fn allocate_tensor_set(self: &Arc<Self>) -> Result<OwnedSet, RawStatus> {
+        let mut set: *mut NrtTensorSet = ptr::null_mut();
+        // SAFETY: `set` is a valid out-pointer.
+        let status = unsafe { (self.functions.allocate_tensor_set)(&mut set) };
+        let set = owned(status, set)?;
+        Ok(OwnedSet { library: Arc::clone(self), set, members: Mutex::new(HashMap::new()) })
+    }
+
+    /// `nrt_tensor_allocate`.
+    pub(crate) fn tensor_allocate(
+        self: &Arc<Self>,
+        placement: u32,
+        vnc: i32,
+        size: usize,
+        name: &CStr,
+        tag: u64,
+    ) -> Result<OwnedTensor, RawStatus> {
+        let mut tensor: *mut NrtTensor = ptr::null_mut();
+        // SAFETY: `name` is NUL-terminated and outlives the call; `tensor` is a valid
+        // out-pointer; placement and sizes are integers libnrt validates.
+        let status = unsafe {
+            (self.functions.tensor_allocate)(placement, vnc, size, name.as_ptr(), &mut tensor)
+        };
+        Ok(self.own_tensor(owned(status, tensor)?, tag, None))
+    }
+
+    /// `nrt_tensor_allocate_empty`.
+    pub(crate) fn tensor_allocate_empty(
+        self: &Arc<Self>,
+        name: &CStr,
+        tag: u64,
+    ) -> Result<OwnedTensor, RawStatus> {
+        let mut tensor: *mut NrtTensor = ptr::null_mut();
+        // SAFETY: `name` is NUL-terminated and outlives the call; `tensor` is a valid
+        // out-pointer.
+        let status = unsafe { (self.functions.tensor_allocate_empty)(name.as_ptr(), &mut tensor) };
+        Ok(self.own_tensor(owned(status, tensor)?, tag, None))
+    }
+
+    fn own_tensor(
+        self: &Arc<Self>,
+        tensor: NonNull<NrtTensor>,
+        tag: u64,
+        buffer: Option<Arc<dyn ExternalBuffer>>,
+    ) -> OwnedTensor {
+        OwnedTensor {
+            library: Arc::clone(self),
+            tensor,
+            tag,
+            forgotten: AtomicBool::new(false),
+            buffer: Mutex::new(buffer),
+        }
+    }
+
+    /// `nrt_get_version`, with the size of our 224-byte struct.
+    pub(crate) fn get_version(&self) -> Result<RawVersion, RawStatus> {
+        let mut version = NrtVersionC {
+            major: 0,
+            minor: 0,
+            patch: 0,
+            maintenance: 0,
+            detail: [0; 128],
+            git_hash: [0; 64],
+        };
+        // SAFETY: `version` is a writable `nrt_version_t` of exactly the size passed.
+        let status =
+            unsafe { (self.functions.get_version)(&mut version, size_of::<NrtVersionC>()) };
+        if status != SUCCESS {
+            return Err(status);
+        }
+        Ok(RawVersion {
+            major: version.major,
+            minor: version.minor,
+            patch: version.patch,
+            maintenance: version.maintenance,
+            detail: c_array_bytes(&version.detail),
+            git_hash: c_array_bytes(&version.git_hash),
+        })
+    }
+
+    /// `nrt_get_total_vnc_count`.
+    pub(crate) fn get_total_vnc_count(&self) -> Result<u32, RawStatus> {
+        let mut count = 0u32;
+        // SAFETY: `count` is a valid out-pointer.
+        let status = unsafe { (self.functions.get_total_vnc_count)(&mut count) };
+        if status == SUCCESS { Ok(count) } else { Err(status) }
+    }
+
+    /// `nrt_get_visible_vnc_count`.
+    pub(crate) fn get_visible_vnc_count(&self) -> Result<u32, RawStatus> {
+        let mut count = 0u32;
+        // SAFETY: `count` is a valid out-pointer.
+        let status = unsafe { (self.functions.get_visible_vnc_count)(&mut count) };
+        if status == SUCCESS { Ok(count) } else { Err(status) }
+    }
+
+    /// `nrt_get_status_as_str`, copied into Rust; `None` when the library returns NULL.
+    pub(crate) fn status_as_str(&self, status: RawStatus) -> Option<String> {
+        // SAFETY: any integer is a valid argument.
+        let text = unsafe { (self.functions.get_status_as_str)(status) };
+        if text.is_null() {
+            return None;
+        }
+        // SAFETY: libnrt returns a NUL-terminated static string for every status.
+        let text = unsafe { CStr::from_ptr(text) };
+        Some(text.to_string_lossy().into_owned())
+    }
+}
+
+/// The handle a call returned, or its failing status (a NULL handle with success is a failure
+/// of the library, reported as `NRT_FAILURE`).
+fn owned<T>(status: RawStatus, handle: *mut T) -> Result<NonNull<T>, RawStatus> {
+    if status != SUCCESS {
+        return Err(status);
+    }
+    NonNull::new(handle).ok_or(1)
+}
+
+/// The bytes of a fixed C `char` array up to its first NUL (or all of it).
+fn c_array_bytes(array: &[c_char]) -> Vec<u8> {
+    array.iter().map(|&c| c as u8).take_while(|&b| b != 0).collect()
+}
+
+/// `nrt_version_t`, copied out.
+pub(crate) struct RawVersion {
+    pub(crate) major: u64,
+    pub(crate) minor: u64,
+    pub(crate) patch: u64,
+    pub(crate) maintenance: u64,
+    pub(crate) detail: Vec<u8>,
+    pub(crate) git_hash: Vec<u8>,
+}
+
+/// One `nrt_tensor_info_t`, copied out.
+pub(crate) struct RawTensorInfo {
+    pub(crate) name: Vec<u8>,
+    pub(crate) usage: u32,
+    pub(crate) size: usize,
+    pub(crate) dtype: u32,
+    pub(crate) shape: Vec<u32>,
+}
+
+/// A loaded model; unloaded on drop unless [`OwnedModel::unload`] succeeded.
+pub(crate) struct OwnedModel {
+    library: Arc<Library>,
+    model: NonNull<NrtModel>,
+    /// Whether `nrt_unload` succeeded. Calls hold the read side, so unloading waits for
+    /// launches in flight and no launch starts on an unloaded model.
+    unloaded: RwLock<bool>,
+}
+
+// SAFETY: the handle is an opaque token that libnrt accepts from any thread (libnrt is
+// thread-safe); Rust never dereferences it, and `unloaded` orders unload after every call.
+unsafe impl Send for OwnedModel {}
+// SAFETY: as for `Send`; every method takes `&self` and synchronises through `unloaded`.
+unsafe impl Sync for OwnedModel {}
+
+impl OwnedModel {
+    fn live(&self) -> Result<std::sync::RwLockReadGuard<'_, bool>, RawStatus> {
+        let guard = self.unloaded.read().unwrap_or_else(PoisonError::into_inner);
+        if *guard { Err(INVALID_HANDLE) } else { Ok(guard) }
+    }
+
+    /// `nrt_execute` (`repeat`: `nrt_execute_repeat` with that count).
+    pub(crate) fn execute(
+        &self,
+        input: &OwnedSet,
+        output: &OwnedSet,
+        repeat: Option<i32>,
+    ) -> RawStatus {
+        let _live = match self.live() {
+            Ok(guard) => guard,
+            Err(status) => return status,
+        };
+        let (model, input, output) = (self.model.as_ptr(), input.set.as_ptr(), output.set.as_ptr());
+        match repeat {
+            // SAFETY: the model is loaded (checked under the read lock held until the call
+            // returns) and both sets are live: their owners are borrowed for the call, and every
+            // tensor they name is kept alive by them.
+            None => unsafe { (self.library.functions.execute)(model, input, output) },
+            // SAFETY: as above.
+            Some(count) => unsafe {
+                (self.library.functions.execute_repeat)(model, input, output, count)
+            },
+        }
+    }
+
+    /// `nrt_get_model_tensor_info` then `nrt_free_model_tensor_info`, with the entries copied
+    /// out in between.
+    pub(crate) fn tensor_info(&self) -> Result<Vec<RawTensorInfo>, RawStatus> {
+        let _live = self.live()?;
+        let mut array: *mut NrtTensorInfoArray = ptr::null_mut();
+        // SAFETY: the model is loaded (read lock held); `array` is a valid out-pointer.
+        let status = unsafe {
+            (self.library.functions.get_model_tensor_info)(self.model.as_ptr(), &mut array)
+        };
+        let array = owned(status, array)?;
+        // SAFETY: libnrt returned an array of `tensor_count` entries that stays valid until it
+        // is passed to `nrt_free_model_tensor_info`, below; each entry's `shape` points at
+        // `ndim` integers (or is NULL when `ndim` is 0).
+        let entries = unsafe {
+            let count = (*array.as_ptr()).tensor_count as usize;
+            let first = ptr::addr_of!((*array.as_ptr()).tensor_array).cast::<NrtTensorInfo>();
+            (0..count)
+                .map(|i| {
+                    let info = &*first.add(i);
+                    let shape = if info.shape.is_null() || info.ndim == 0 {
+                        Vec::new()
+                    } else {
+                        std::slice::from_raw_parts(info.shape, info.ndim as usize).to_vec()
+                    };
+                    RawTensorInfo {
+                        name: c_array_bytes(&info.name),
+                        usage: info.usage,
+                        size: info.size,
+                        dtype: info.dtype,
+                        shape,
+                    }
+                })
+                .collect::<Vec<_>>()
+        };
+        // SAFETY: `array` came from `nrt_get_model_tensor_info` and is freed exactly once; no
+        // reference into it survives (the entries were copied).
+        let status = unsafe { (self.library.functions.free_model_tensor_info)(array.as_ptr()) };
+        if status != SUCCESS {
+            return Err(status);
+        }
+        Ok(entries)
+    }
+
+    /// `nrt_unload`. On failure the model stays loaded and this owner stays usable.
+    pub(crate) fn unload(&self) -> RawStatus {
+        let mut unloaded = self.unloaded.write().unwrap_or_else(PoisonError::into_inner);
+        if *unloaded {
+            return INVALID_HANDLE;
+        }
+        // SAFETY: the model is loaded and no call is in flight on it (write lock held).
+        let status = unsafe { (self.library.functions.unload)(self.model.as_ptr()) };
+        if status == SUCCESS {
+            *unloaded = true;
+        }
+        status
+    }
+}
+
+impl Drop for OwnedModel {
+    fn drop(&mut self) {
+        // A model still loaded when its last owner goes is unloaded; the status has nowhere to
+        // go (after `nrt_close` it is CLOSED, and libnrt has released the model itself).
+        let _ = self.unload();
+    }
+}
+
+/// A tensor set and the tensors it names, kept alive while libnrt holds their pointers.
+pub(crate) struct OwnedSet {
+    library: Arc<Library>,
+    set: NonNull<NrtTensorSet>,
+    members: Mutex<HashMap<Vec<u8>, Arc<OwnedTensor>>>,
+}
+
+// SAFETY: an opaque token libnrt accepts from any thread; the membership map is behind a mutex.
+unsafe impl Send for OwnedSet {}
+// SAFETY: as for `Send`.
+unsafe impl Sync for OwnedSet {}
+
+impl OwnedSet {
+    /// `nrt_add_tensor_to_tensor_set`; on success the set keeps `tensor` alive under `name`.
+    pub(crate) fn add(&self, name: &CStr, tensor: &Arc<OwnedTensor>) -> RawStatus {
+        let mut members = self.members.lock().unwrap_or_else(PoisonError::into_inner);
+        // SAFETY: the set and the tensor are live (their owners are borrowed); `name` is
+        // NUL-terminated. The set keeps the tensor's owner for as long as it may use the pointer.
+        let status = unsafe {
+            (self.library.functions.add_tensor_to_tensor_set)(
+                self.set.as_ptr(),
+                name.as_ptr(),
+                tensor.tensor.as_ptr(),
+            )
+        };
+        if status == SUCCESS {
+            members.insert(name.to_bytes().to_vec(), Arc::clone(tensor));
+        }
+        status
+    }
+
+    /// `nrt_get_tensor_from_tensor_set`: the tag of the tensor libnrt returns, or `None` when
+    /// it is not one this set was given (a library bug).
+    pub(crate) fn get(&self, name: &CStr) -> Result<Option<u64>, RawStatus> {
+        let members = self.members.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut tensor: *mut NrtTensor = ptr::null_mut();
+        // SAFETY: the set is live; `name` is NUL-terminated; `tensor` is a valid out-pointer and
+        // the pointer returned is only compared, never dereferenced.
+        let status = unsafe {
+            (self.library.functions.get_tensor_from_tensor_set)(
+                self.set.as_ptr(),
+                name.as_ptr(),
+                &mut tensor,
+            )
+        };
+        if status != SUCCESS {
+            return Err(status);
+        }
+        Ok(members
+            .get(name.to_bytes())
+            .filter(|owner| owner.tensor.as_ptr() == tensor)
+            .map(|owner| owner.tag))
+    }
+
+    /// The name of a member whose handle its user already freed, if any.
+    pub(crate) fn forgotten_member(&self) -> Option<(String, u64)> {
+        let members = self.members.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut forgotten: Vec<(String, u64)> = members
+            .iter()
+            .filter(|(_, tensor)| tensor.is_forgotten())
+            .map(|(name, tensor)| (String::from_utf8_lossy(name).into_owned(), tensor.tag))
+            .collect();
+        forgotten.sort();
+        forgotten.into_iter().next()
+    }
+}
+
+impl Drop for OwnedSet {
+    fn drop(&mut self) {
+        let mut set = self.set.as_ptr();
+        // SAFETY: the set is live and released exactly once, here; the member tensors are
+        // dropped afterwards (fields drop after this body), so libnrt never sees them freed
+        // while the set still names them.
+        unsafe { (self.library.functions.destroy_tensor_set)(&mut set) }
+    }
+}
+
+/// A tensor; `nrt_tensor_free` runs when its last owner (the runtime's table, a set, a call in
+/// flight) lets go.
+pub(crate) struct OwnedTensor {
+    library: Arc<Library>,
+    tensor: NonNull<NrtTensor>,
+    /// The caller's name for this tensor (the runtime's `TensorId`).
+    pub(crate) tag: u64,
+    /// Whether the runtime's user freed the handle while a set still names it.
+    forgotten: AtomicBool,
+    /// Caller memory libnrt reads and writes in place: kept alive with the tensor.
+    buffer: Mutex<Option<Arc<dyn ExternalBuffer>>>,
+}
+
+// SAFETY: an opaque token libnrt accepts from any thread; the buffer is behind a mutex and
+// `ExternalBuffer` is `Send + Sync`.
+unsafe impl Send for OwnedTensor {}
+// SAFETY: as for `Send`.
+unsafe impl Sync for OwnedTensor {}
+
+impl OwnedTensor {
+    /// Marks the handle as freed by its user (it may live on in a set).
+    pub(crate) fn forget(&self) {
+        self.forgotten.store(true, Ordering::Release);
+    }
+
+    /// Whether [`OwnedTensor::forget`] was called.
+    pub(crate) fn is_forgotten(&self) -> bool {
+        self.forgotten.load(Ordering::Acquire)
+    }
+
+    /// `nrt_tensor_attach_buffer` over the caller's buffer, kept alive by this tensor.
+    pub(crate) fn attach_buffer(&self, buffer: Arc<dyn ExternalBuffer>) -> RawStatus {
+        let mut kept = self.buffer.lock().unwrap_or_else(PoisonError::into_inner);
+        let (address, len) = (buffer.address() as *mut c_void, buffer.len());
+        // SAFETY: the tensor is live. By the `ExternalBuffer` contract, `address` is the first
+        // of `len` bytes owned by `buffer` that stay in place while it lives; this tensor keeps
+        // `buffer` (and its slices keep a clone) for as long as libnrt may touch the memory.
+        let status = unsafe {
+            (self.library.functions.tensor_attach_buffer)(self.tensor.as_ptr(), address, len)
+        };
+        if status == SUCCESS {
+            *kept = Some(buffer);
+        }
+        status
+    }
+
+    /// `nrt_tensor_allocate_slice`.
+    pub(crate) fn allocate_slice(
+        &self,
+        offset: usize,
+        size: usize,
+        name: &CStr,
+        tag: u64,
+    ) -> Result<OwnedTensor, RawStatus> {
+        let mut slice: *mut NrtTensor = ptr::null_mut();
+        // SAFETY: the source tensor is live; `name` is NUL-terminated; `slice` is a valid
+        // out-pointer.
+        let status = unsafe {
+            (self.library.functions.tensor_allocate_slice)(
+                self.tensor.as_ptr(),
+                offset,
+                size,
+                name.as_ptr(),
+                &mut slice,
+            )
+        };
+        let slice = owned(status, slice)?;
+        let buffer = self.buffer.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        Ok(self.library.own_tensor(slice, tag, buffer))
+    }
+
+    /// `nrt_tensor_read` into `buf`.
+    pub(crate) fn read(&self, offset: usize, buf: &mut [u8]) -> RawStatus {
+        // SAFETY: the tensor is live; `buf` is writable for `buf.len()` bytes during the call.
+        unsafe {
+            (self.library.functions.tensor_read)(
+                self.tensor.as_ptr(),
+                buf.as_mut_ptr().cast(),
+                offset,
+                buf.len(),
+            )
+        }
+    }
+
+    /// `nrt_tensor_write` from `bytes`.
+    pub(crate) fn write(&self, offset: usize, bytes: &[u8]) -> RawStatus {
+        // SAFETY: the tensor is live; `bytes` is readable for its length during the call.
+        unsafe {
+            (self.library.functions.tensor_write)(
+                self.tensor.as_ptr(),
+                bytes.as_ptr().cast(),
+                offset,
+                bytes.len(),
+            )
+        }
+    }
+
+    /// `nrt_tensor_copy` from this tensor to `dst`.
+    pub(crate) fn copy_to(
+        &self,
+        src_offset: usize,
+        dst: &OwnedTensor,
+        dst_offset: usize,
+        size: usize,
+    ) -> RawStatus {
+        // SAFETY: both tensors are live (owners borrowed); libnrt checks the ranges.
+        unsafe {
+            (self.library.functions.tensor_copy)(
+                self.tensor.as_ptr(),
+                src_offset,
+                dst.tensor.as_ptr(),
+                dst_offset,
+                size,
+            )
+        }
+    }
+
+    /// `nrt_tensor_memset`.
+    pub(crate) fn memset(&self, offset: u64, value: i32, size: usize) -> RawStatus {
+        // SAFETY: the tensor is live; libnrt checks the range.
+        unsafe { (self.library.functions.tensor_memset)(self.tensor.as_ptr(), offset, value, size) }
+    }
+
+    /// `nrt_tensor_get_size`.
+    pub(crate) fn size(&self) -> usize {
+        // SAFETY: the tensor is live.
+        unsafe { (self.library.functions.tensor_get_size)(self.tensor.as_ptr()) }
+    }
+
+    /// `nrt_tensor_get_va`, as an integer (never dereferenced here).
+    pub(crate) fn va(&self) -> usize {
+        // SAFETY: the tensor is live; the result is only converted to an integer.
+        unsafe { (self.library.functions.tensor_get_va)(self.tensor.as_ptr()) as usize }
+    }
+}
+
+impl Drop for OwnedTensor {
+    fn drop(&mut self) {
+        let mut tensor = self.tensor.as_ptr();
+        // SAFETY: the tensor is live and released exactly once, here: no set names it any more
+        // (sets hold an owner) and no call is in flight (calls borrow an owner). The attached
+        // buffer is dropped after this body, once libnrt has let go of it.
+        unsafe { (self.library.functions.tensor_free)(&mut tensor) }
+    }
+}
+
+/// A C string for a name; a name with an interior NUL cannot reach C and is `NRT_INVALID`.
+pub(crate) fn c_name(name: &str) -> Result<CString, RawStatus> {
+    CString::new(name).map_err(|_| INVALID)
+}

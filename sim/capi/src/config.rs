@@ -1,0 +1,142 @@
+//! The simulated machine behind the C ABI, configured from the environment.
+//!
+//! A C caller cannot hand the library a Rust struct, so the process's environment plays the
+//! part of [`sim::SimConfig`]. It is read once, when the first call needs the simulator.
+//!
+//! | variable | meaning | default |
+//! |---|---|---|
+//! | `NRTSIM_CORES` | NeuronCores of the machine | 2 |
+//! | `NRTSIM_HBM_BYTES` | device memory per core, in bytes (sparse: untouched memory is free) | 16 GiB |
+//! | `NRTSIM_RUNTIME_VERSION` | the libnrt release imitated, `MAJOR.MINOR[.PATCH[.MAINT]]` | 2.27.0.0 |
+//! | `NRTSIM_DTYPE_NUMBERING` | `legacy` or `hardware`: how `nrt_tensor_info_t.dtype` is numbered | from the version |
+//! | `NRTSIM_FAULTS` | a fault plan in the simulator's compact syntax, e.g. `nrt_execute:2=EXEC_BAD_INPUT,seed=7` | none |
+//! | `NRTSIM_QUIET` | `1`: do not print the simulator's warnings on stderr | warnings printed |
+//! | `NRTSIM_LOG` | `1`: print each failing call's reason on stderr (read in `handles`) | off |
+//! | `NEURON_FAIL_ON_NAN`, `NEURON_RT_NUMERICAL_ERRORS_VERBOSITY` | as libnrt reads them: `1` / `critical` turn NaN reporting (status 1003) on | off |
+//!
+//! A value that does not parse makes every call that needs the simulator return `NRT_INVALID`,
+//! and the reason is printed once on stderr: a misconfigured simulator never runs silently with
+//! defaults.
+
+use abi::dtype::DtypeNumbering;
+use sim::{FaultPlan, SimConfig};
+
+/// Builds the configuration from a lookup function (the environment in the library, a map in
+/// tests).
+pub(crate) fn config_from(lookup: impl Fn(&str) -> Option<String>) -> Result<SimConfig, String> {
+    let mut config = SimConfig {
+        numerical_errors: sim::config::numerical_errors_from_env_values(
+            lookup("NEURON_FAIL_ON_NAN").as_deref(),
+            lookup("NEURON_RT_NUMERICAL_ERRORS_VERBOSITY").as_deref(),
+        ),
+        ..SimConfig::default()
+    };
+    let get =
+        |name: &str| lookup(name).map(|value| value.trim().to_owned()).filter(|v| !v.is_empty());
+    if let Some(cores) = get("NRTSIM_CORES") {
+        config.n_cores = cores.parse().map_err(|_| {
+            format!("NRTSIM_CORES={cores:?} is invalid, expected a number of cores")
+        })?;
+    }
+    if let Some(bytes) = get("NRTSIM_HBM_BYTES") {
+        config.hbm_bytes_per_core = bytes
+            .parse()
+            .map_err(|_| format!("NRTSIM_HBM_BYTES={bytes:?} is invalid, expected a byte count"))?;
+    }
+    if let Some(version) = get("NRTSIM_RUNTIME_VERSION") {
+        let numbers: Vec<u64> = version
+            .split('.')
+            .map(str::parse)
+            .collect::<Result<_, _>>()
+            .ok()
+            .filter(|numbers: &Vec<u64>| (2..=4).contains(&numbers.len()))
+            .ok_or_else(|| {
+                format!("NRTSIM_RUNTIME_VERSION={version:?} is invalid, expected MAJOR.MINOR[.PATCH[.MAINT]]")
+            })?;
+        let release = &mut config.release;
+        release.major = numbers[0];
+        release.minor = numbers[1];
+        release.patch = numbers.get(2).copied().unwrap_or(0);
+        release.maintenance = numbers.get(3).copied().unwrap_or(0);
+        release.dtype_numbering = DtypeNumbering::for_runtime_version(release.major, release.minor);
+    }
+    if let Some(numbering) = get("NRTSIM_DTYPE_NUMBERING") {
+        config.release.dtype_numbering = match numbering.to_ascii_lowercase().as_str() {
+            "legacy" => DtypeNumbering::Legacy,
+            "hardware" | "hardware2026" => DtypeNumbering::Hardware2026,
+            _ => {
+                return Err(format!(
+                    "NRTSIM_DTYPE_NUMBERING={numbering:?} is invalid, expected legacy or hardware"
+                ));
+            }
+        };
+    }
+    if let Some(plan) = get("NRTSIM_FAULTS") {
+        config.fault_plan =
+            FaultPlan::parse(&plan).map_err(|err| format!("NRTSIM_FAULTS={plan:?}: {err}"))?;
+    }
+    if get("NRTSIM_QUIET").as_deref() == Some("1") {
+        config.warnings_to_stderr = false;
+    }
+    Ok(config)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use super::*;
+
+    fn config(pairs: &[(&str, &str)]) -> Result<SimConfig, String> {
+        let map: HashMap<String, String> =
+            pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        config_from(|name| map.get(name).cloned())
+    }
+
+    #[test]
+    fn no_variable_is_the_default_machine() {
+        assert_eq!(config(&[]).unwrap(), SimConfig::default());
+    }
+
+    #[test]
+    fn each_variable_sets_its_field() {
+        let config = config(&[
+            ("NRTSIM_CORES", "4"),
+            ("NRTSIM_HBM_BYTES", "1048576"),
+            ("NRTSIM_RUNTIME_VERSION", "2.21.1"),
+            ("NRTSIM_FAULTS", "nrt_execute:2=EXEC_BAD_INPUT"),
+            ("NRTSIM_QUIET", "1"),
+            ("NEURON_FAIL_ON_NAN", "1"),
+        ])
+        .unwrap();
+        assert_eq!(config.n_cores, 4);
+        assert_eq!(config.hbm_bytes_per_core, 1 << 20);
+        assert_eq!((config.release.major, config.release.minor, config.release.patch), (2, 21, 1));
+        assert_eq!(config.release.dtype_numbering, DtypeNumbering::Legacy);
+        assert_eq!(config.fault_plan.rules.len(), 1);
+        assert!(!config.warnings_to_stderr);
+        assert!(config.numerical_errors);
+    }
+
+    #[test]
+    fn numbering_can_be_forced_against_the_version() {
+        let config =
+            config(&[("NRTSIM_RUNTIME_VERSION", "2.21"), ("NRTSIM_DTYPE_NUMBERING", "hardware")])
+                .unwrap();
+        assert_eq!(config.release.dtype_numbering, DtypeNumbering::Hardware2026);
+    }
+
+    #[test]
+    fn a_bad_value_is_an_error_naming_the_variable() {
+        for (name, value) in [
+            ("NRTSIM_CORES", "two"),
+            ("NRTSIM_HBM_BYTES", "-1"),
+            ("NRTSIM_RUNTIME_VERSION", "2"),
+            ("NRTSIM_DTYPE_NUMBERING", "new"),
+            ("NRTSIM_FAULTS", "nrt_nothing:1=FAILURE"),
+        ] {
+            let err = config(&[(name, value)]).unwrap_err();
+            assert!(err.starts_with(name), "{err}");
+        }
+    }
+}

@@ -1,0 +1,160 @@
+//! The process-wide simulator and the registry of handles given to C.
+//!
+//! A handle given to C (`nrt_model_t *`, `nrt_tensor_t *`, `nrt_tensor_set_t *`,
+//! `nrt_tensor_info_array_t *`) is a number, not an address: the simulator's id and the kind of
+//! object, above a fixed high base that is not a canonical x86-64 address, so no handle can
+//! collide with real memory and a C program that dereferences one faults at once instead of
+//! corrupting something. A handle is accepted only while it is in the registry, and with the
+//! kind it was made for; the simulator never reuses ids, so a freed handle stays invalid forever.
+//! Nothing a caller passes as a handle is ever dereferenced.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
+
+use abi::runtime::NrtError;
+use sim::SimRuntime;
+
+use crate::config;
+use crate::ffi::InfoArray;
+use crate::status;
+
+/// The kinds of handle.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Kind {
+    Tensor = 1,
+    Set = 2,
+    Model = 3,
+}
+
+/// The top 16 bits of every handle: `0x4E52` ("NR"), which makes the value a non-canonical
+/// address on x86-64.
+const BASE: usize = 0x4E52 << 48;
+
+/// Ids must fit below the base once shifted past the kind.
+const MAX_ID: u64 = (1 << 44) - 1;
+
+/// The handle value for object `id` of `kind`.
+pub(crate) fn encode(kind: Kind, id: u64) -> usize {
+    debug_assert!(id <= MAX_ID);
+    BASE | ((id & MAX_ID) as usize) << 4 | kind as usize
+}
+
+/// The id inside a handle value (only meaningful for a registered handle).
+fn decode(handle: usize) -> u64 {
+    ((handle & !BASE) >> 4) as u64
+}
+
+/// The simulator and the handles given out.
+pub(crate) struct Global {
+    pub(crate) sim: SimRuntime,
+    /// Print each failing call's detail on stderr (`NRTSIM_LOG=1`).
+    log_errors: bool,
+    live: Mutex<HashSet<usize>>,
+    infos: Mutex<HashMap<usize, InfoArray>>,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+static GLOBAL: OnceLock<Result<Global, String>> = OnceLock::new();
+
+/// The process's simulator, made on first use from the environment; a bad configuration is
+/// `NRT_INVALID` for every call (the reason is printed once, when it is first read).
+pub(crate) fn global() -> Result<&'static Global, u32> {
+    let made = GLOBAL.get_or_init(|| {
+        let made = config::config_from(|name| std::env::var(name).ok())
+            .and_then(|config| SimRuntime::new(config).map_err(|err| err.to_string()))
+            .map(|sim| Global {
+                sim,
+                log_errors: std::env::var("NRTSIM_LOG").is_ok_and(|value| value.trim() == "1"),
+                live: Mutex::new(HashSet::new()),
+                infos: Mutex::new(HashMap::new()),
+            });
+        if let Err(reason) = &made {
+            eprintln!("nrtsim: the simulated libnrt is not configured: {reason}");
+        }
+        made
+    });
+    made.as_ref().map_err(|_| status::INVALID)
+}
+
+impl Global {
+    /// Registers object `id` of `kind` and returns its handle.
+    pub(crate) fn register(&self, kind: Kind, id: u64) -> usize {
+        let handle = encode(kind, id);
+        lock(&self.live).insert(handle);
+        handle
+    }
+
+    /// The id behind `handle`: `NRT_INVALID` for NULL, `NRT_INVALID_HANDLE` for anything this
+    /// library did not hand out as a `kind`, or has released.
+    pub(crate) fn lookup(&self, kind: Kind, handle: usize) -> Result<u64, u32> {
+        if handle == 0 {
+            return Err(status::INVALID);
+        }
+        let live = lock(&self.live).contains(&handle);
+        if live && handle & 0xF == kind as usize {
+            Ok(decode(handle))
+        } else {
+            Err(status::INVALID_HANDLE)
+        }
+    }
+
+    /// Removes `handle` from the registry; its id when it was live and of `kind`.
+    pub(crate) fn release(&self, kind: Kind, handle: usize) -> Option<u64> {
+        let id = self.lookup(kind, handle).ok()?;
+        lock(&self.live).remove(&handle);
+        Some(id)
+    }
+
+    /// Keeps a tensor-info array until `nrt_free_model_tensor_info`; returns its address.
+    pub(crate) fn keep_info(&self, array: InfoArray) -> usize {
+        let address = array.address();
+        lock(&self.infos).insert(address, array);
+        address
+    }
+
+    /// Frees a tensor-info array handed out by [`Global::keep_info`].
+    pub(crate) fn free_info(&self, address: usize) -> u32 {
+        if address == 0 {
+            return status::INVALID;
+        }
+        let removed = lock(&self.infos).remove(&address);
+        if removed.is_some() { status::SUCCESS } else { status::INVALID_HANDLE }
+    }
+
+    /// The C status of a call's result (logged when `NRTSIM_LOG=1`).
+    pub(crate) fn status(&self, call: &str, result: Result<(), NrtError>) -> u32 {
+        match result {
+            Ok(()) => status::SUCCESS,
+            Err(err) => self.failed(call, &err),
+        }
+    }
+
+    /// The C status of a failed call (logged when `NRTSIM_LOG=1`).
+    pub(crate) fn failed(&self, call: &str, err: &NrtError) -> u32 {
+        if self.log_errors {
+            eprintln!("nrtsim: {call}: {err}");
+        }
+        err.status.code()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn handles_carry_id_and_kind_above_the_canonical_range() {
+        for kind in [Kind::Tensor, Kind::Set, Kind::Model] {
+            for id in [0, 1, 77, MAX_ID] {
+                let handle = encode(kind, id);
+                assert_eq!(decode(handle), id);
+                assert_eq!(handle & 0xF, kind as usize);
+                assert!(handle >= BASE, "{handle:#x}");
+            }
+        }
+        assert_ne!(encode(Kind::Tensor, 5), encode(Kind::Set, 5));
+    }
+}

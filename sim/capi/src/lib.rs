@@ -1,0 +1,45 @@
+//! The simulator behind libnrt's C ABI: this crate builds `libnrt.so.1`.
+//!
+//! Programs written for libnrt (C, C++, Python ctypes) run unchanged on a laptop against this
+//! library, and the `nrt` backend, which opens libnrt at run time, is tested end to end by
+//! pointing it here.
+//!
+//! Design choices:
+//! - **The exact ABI.** Every function of ABI-FACTS §4 with its C signature, 4-byte enums, and
+//!   the struct layouts checked at compile time (`nrt_tensor_info_t` 296 bytes, `nrt_version_t`
+//!   224). The file has SONAME `libnrt.so.1` and its functions carry the ELF version
+//!   `NRT_2.0.0`, so a binary linked against the real library resolves its symbols here
+//!   (`build.rs` explains how). `include/nrt.h` declares the same API for C users.
+//! - **Handles are registry entries** ([`handles`]): numbers that encode the simulator's id and
+//!   the kind, never addresses of Rust objects. A pointer this library did not hand out, one of
+//!   the wrong kind, or one already released is `NRT_INVALID_HANDLE`; NULL is `NRT_INVALID`.
+//!   Nothing a caller passes as a handle is dereferenced.
+//! - **Raw memory crosses in four places only**: the NEFF bytes of `nrt_load`, the buffers of
+//!   `nrt_tensor_read`/`write`, memory attached with `nrt_tensor_attach_buffer` (used in place,
+//!   as libnrt does), and the arrays and structs this library fills for the caller. Each is an
+//!   `unsafe` block with the C contract it relies on.
+//! - **No panic crosses the boundary**: every body runs under `catch_unwind`; a panic is
+//!   `NRT_FAILURE` (or NULL / 0 for functions without a status) and a line on stderr.
+//! - **One simulator per process**, made on first use from environment variables ([`config`]),
+//!   since a C caller cannot pass a Rust struct. libnrt's lifecycle applies: before `nrt_init`
+//!   UNINITIALIZED, after `nrt_close` CLOSED. `nrt_init` after `nrt_close` starts the simulator
+//!   again, as [`sim::SimRuntime`] allows: models are gone, tensors and sets stay; whether the
+//!   real library allows it is not documented, so portable clients init once per process.
+//! - **Validation is the simulator's.** This layer only turns C arguments into Rust values;
+//!   the statuses are those [`sim::SimRuntime`] returns.
+
+mod config;
+mod exports;
+mod ffi;
+mod handles;
+
+/// The raw status values this layer returns itself.
+mod status {
+    pub(crate) const SUCCESS: u32 = 0;
+    pub(crate) const FAILURE: u32 = 1;
+    pub(crate) const INVALID: u32 = 2;
+    pub(crate) const INVALID_HANDLE: u32 = 3;
+}
+
+/// The C functions this library exports, versioned `NRT_2.0.0` (the list `build.rs` links).
+pub const C_FUNCTIONS: &str = env!("NRTSIM_CAPI_FUNCTIONS");

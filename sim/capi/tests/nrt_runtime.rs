@@ -1,0 +1,449 @@
+//! `NrtRuntime` opened on the simulator's `libnrt.so.1` runs the SAME test bodies as
+//! `SimRuntime` (the binding-layer suite of `testkit` and the runtime checks of `sim::checks`),
+//! and the two give identical canonical traces (`abi::trace`).
+//!
+//! libnrt initialises once per process, and the simulator library holds one simulated machine
+//! per process, so every body runs on `NrtRuntime` in a child process of this test binary (the
+//! same executable, told by `NRTSIM_CHILD` which body to run), with the machine the body asks
+//! for given through the simulator's environment variables. The parent runs the body on
+//! `SimRuntime` first, which also tells it which machine the body asks for, then compares.
+
+mod support;
+
+use std::process::Command;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+
+use abi::dtype::{DtypeNumbering, NrtDtype};
+use abi::runtime::{Framework, ModelId, NrtError, Placement, Runtime};
+use abi::status::NrtStatus;
+use abi::trace::{Trace, TracingRuntime};
+use libtest_mimic::{Arguments, Failed, Trial};
+use nrt::{LibrarySource, NrtRuntime, OpenOptions};
+use sim::{FaultPlan, SimConfig, SimRuntime, checks};
+use testkit::{RuntimeSpec, TestBody};
+
+/// Device memory per core in both runtimes (the testkit's own sim factory uses the same).
+const HBM_BYTES: u64 = 256 << 20;
+
+/// Bodies that ask the factory for several different machines in one run. libnrt gives one
+/// machine per process (and so does the simulator library), so these cannot run on
+/// `NrtRuntime`; each entry says why, and the harness fails if an entry becomes stale (the body
+/// now asks for one machine), so the list stays reviewed.
+const NEEDS_SEVERAL_MACHINES: &[(&str, &str)] = &[
+    ("allocation_failures_carry_seed_messages", "three machines, one fault plan each"),
+    ("allocation_tolerates_1003_then_fails_to_add", "two machines, one fault plan each"),
+    ("spmd_four_ranks_on_four_cores", "a 4-core machine, then a 2-core one for the error case"),
+];
+
+/// The environment variable that puts this binary in child mode: `bind:NAME`, `check:NAME` or
+/// `probe:NAME`.
+const CHILD: &str = "NRTSIM_CHILD";
+
+// ---------------------------------------------------------------------------------------------
+// The runtime checks of `sim::checks`, each a function of a fresh, uninitialized runtime.
+
+type Check = fn(&dyn Runtime) -> Result<(), String>;
+
+fn scale_neff() -> &'static [u8] {
+    static NEFF: OnceLock<Vec<u8>> = OnceLock::new();
+    NEFF.get_or_init(|| support::neff_of(&support::scale_model(4, 2.0)))
+}
+
+fn load_scale(runtime: &dyn Runtime, vnc: i32) -> Result<ModelId, NrtError> {
+    runtime.load(scale_neff(), vnc, 1)
+}
+
+fn f32_bytes(values: &[f32]) -> Vec<u8> {
+    values.iter().flat_map(|v| v.to_le_bytes()).collect()
+}
+
+fn client_flow(runtime: &dyn Runtime, placement: Placement) -> Result<(), String> {
+    let input = f32_bytes(&[1.0, 2.0, 3.5, -4.0]);
+    let output = f32_bytes(&[2.0, 4.0, 7.0, -8.0]);
+    checks::canonical_client_flow(
+        runtime,
+        &load_scale,
+        placement,
+        &[("input0", &input)],
+        &[("output0", &output)],
+        NrtStatus::Success,
+    )
+    .map_err(|failure| failure.0)
+}
+
+fn runtime_checks() -> Vec<(&'static str, Check)> {
+    fn plain(
+        check: fn(&dyn Runtime) -> checks::CheckResult,
+        runtime: &dyn Runtime,
+    ) -> Result<(), String> {
+        check(runtime).map_err(|failure| failure.0)
+    }
+    vec![
+        ("lifecycle_gates", |r| plain(checks::lifecycle_gates, r)),
+        ("tensor_sets", |r| plain(checks::tensor_sets, r)),
+        ("tensor_memory_and_bounds", |r| plain(checks::tensor_memory_and_bounds, r)),
+        ("copy_across_cores_is_invalid", |r| plain(checks::copy_across_cores_is_invalid, r)),
+        ("slices_share_storage_and_outlive_parent", |r| {
+            plain(checks::slices_share_storage_and_outlive_parent, r)
+        }),
+        ("attached_buffers_are_caller_memory", |r| {
+            plain(checks::attached_buffers_are_caller_memory, r)
+        }),
+        ("canonical_client_flow_device", |r| client_flow(r, Placement::Device)),
+        ("canonical_client_flow_virtual", |r| client_flow(r, Placement::Virtual)),
+        ("canonical_client_flow_host", |r| client_flow(r, Placement::Host)),
+        ("execute_checks_the_io_contract", |r| {
+            checks::execute_checks_the_io_contract(r, &load_scale).map_err(|failure| failure.0)
+        }),
+        ("loads_take_free_cores", |r| {
+            checks::loads_take_free_cores(r, &load_scale).map_err(|failure| failure.0)
+        }),
+    ]
+}
+
+// ---------------------------------------------------------------------------------------------
+// The machines.
+
+fn sim_config(spec: &RuntimeSpec) -> SimConfig {
+    SimConfig {
+        n_cores: spec.n_cores,
+        hbm_bytes_per_core: HBM_BYTES,
+        numerical_errors: spec.numerical_errors,
+        warnings_to_stderr: false,
+        fault_plan: FaultPlan::parse(spec.fault_plan).expect("the suite's fault plans parse"),
+        ..SimConfig::default()
+    }
+}
+
+/// The simulator's environment for the machine `spec` describes.
+fn spec_env(spec: &RuntimeSpec) -> Vec<(&'static str, String)> {
+    vec![
+        ("NRTSIM_CORES", spec.n_cores.to_string()),
+        ("NRTSIM_HBM_BYTES", HBM_BYTES.to_string()),
+        ("NEURON_FAIL_ON_NAN", if spec.numerical_errors { "1" } else { "0" }.to_owned()),
+        ("NRTSIM_FAULTS", spec.fault_plan.to_owned()),
+        ("NRTSIM_QUIET", "1".to_owned()),
+        ("NRTSIM_SPEC", format!("{spec:?}")),
+    ]
+}
+
+fn open_nrt(initialize: bool) -> NrtRuntime {
+    let options = OpenOptions {
+        library: LibrarySource::Path(support::library_path()),
+        initialize,
+        dtype_numbering: None,
+    };
+    NrtRuntime::open_with(&options)
+        .unwrap_or_else(|err| panic!("open the simulator's libnrt: {err}"))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Child mode: run one body on NrtRuntime and print its trace and result.
+
+fn child(which: &str) {
+    let trace = Arc::new(Trace::new());
+    let result = match which.split_once(':') {
+        Some(("bind", name)) => {
+            let body = bind_body(name);
+            let inner: Mutex<Option<Arc<dyn Runtime>>> = Mutex::new(None);
+            let expected = std::env::var("NRTSIM_SPEC").unwrap_or_default();
+            let factory = |spec: &RuntimeSpec| -> Arc<dyn Runtime> {
+                assert_eq!(format!("{spec:?}"), expected, "one machine per process");
+                let mut inner = inner.lock().unwrap_or_else(PoisonError::into_inner);
+                let runtime = inner.get_or_insert_with(|| Arc::new(open_nrt(true))).clone();
+                Arc::new(TracingRuntime::new(runtime, trace.clone()))
+            };
+            body(&factory)
+        }
+        Some(("check", name)) => {
+            let check = check_body(name);
+            let runtime: Arc<dyn Runtime> = Arc::new(open_nrt(false));
+            check(&TracingRuntime::new(runtime, trace.clone()))
+        }
+        Some(("probe", name)) => probe(name),
+        _ => Err(format!("unknown child body {which:?}")),
+    };
+    for line in trace.lines() {
+        println!("TRACE {line}");
+    }
+    match result {
+        Ok(()) => println!("RESULT ok"),
+        Err(message) => println!("RESULT err {}", message.replace('\n', " / ")),
+    }
+}
+
+/// Facts about `NrtRuntime` itself on the simulator library, one process each.
+fn probe(name: &str) -> Result<(), String> {
+    match name {
+        "nrt_lib_path_folder" => return probe_nrt_lib_path_folder(),
+        "nrt_lib_path_missing" => return probe_nrt_lib_path_missing(),
+        "unknown_status" => return probe_unknown_status(),
+        _ => {}
+    }
+    let runtime = open_nrt(true);
+    let [major, minor, ..] = runtime.library_version().numbers;
+    let numbering = runtime.dtype_numbering();
+    let model = load_scale(&runtime, 0).map_err(|err| err.to_string())?;
+    let info = runtime.get_model_tensor_info(model).map_err(|err| err.to_string())?;
+    let dtypes: Vec<NrtDtype> = info.iter().map(|entry| entry.dtype).collect();
+    let expect = |ok: bool, what: String| if ok { Ok(()) } else { Err(what) };
+    expect(dtypes == [NrtDtype::Float32, NrtDtype::Float32], format!("dtypes {dtypes:?}"))?;
+    match name {
+        "default_release" => {
+            expect((major, minor) == (2, 27), format!("version {major}.{minor}"))?;
+            expect(numbering == DtypeNumbering::Hardware2026, format!("numbering {numbering:?}"))?;
+            expect(
+                runtime.library_version().detail == sim::VERSION_DETAIL,
+                format!("detail {:?}", runtime.library_version().detail),
+            )?;
+            let text = runtime.status_text(NrtStatus::ExecCompletedWithNumErr);
+            expect(
+                text.as_deref() == Some("NRT_EXEC_COMPLETED_WITH_NUM_ERR"),
+                format!("{text:?}"),
+            )?;
+            let unknown = runtime.status_text(NrtStatus::Unknown(4242));
+            expect(unknown.as_deref() == Some("NRT_STATUS_UNKNOWN"), format!("{unknown:?}"))
+        }
+        "legacy_release" => {
+            expect((major, minor) == (2, 21), format!("version {major}.{minor}"))?;
+            expect(numbering == DtypeNumbering::Legacy, format!("numbering {numbering:?}"))
+        }
+        _ => Err(format!("unknown probe {name:?}")),
+    }
+}
+
+/// `NRT_LIB_PATH` naming a folder opens `libnrt.so.1` inside it, before any other candidate.
+fn probe_nrt_lib_path_folder() -> Result<(), String> {
+    let runtime = NrtRuntime::open().map_err(|err| format!("open: {err}"))?;
+    let expected = support::library_path();
+    if runtime.library_path() != expected.to_string_lossy() {
+        return Err(format!("opened {}, expected {}", runtime.library_path(), expected.display()));
+    }
+    runtime.get_visible_vnc_count().map(drop).map_err(|err| format!("after open: {err}"))
+}
+
+/// A missing `NRT_LIB_PATH` is tried first and reported; the search goes on and, on a machine
+/// without libnrt, ends in an error that lists all three candidates in order.
+fn probe_nrt_lib_path_missing() -> Result<(), String> {
+    let bogus = std::env::var(nrt::search::NRT_LIB_PATH).unwrap_or_default();
+    match NrtRuntime::open() {
+        Err(nrt::NrtLoadError::NotFound { tried }) => {
+            let names: Vec<&str> = tried.iter().map(|a| a.candidate.as_str()).collect();
+            let expected = [bogus.as_str(), nrt::search::SONAME, nrt::search::SDK_LIBRARY];
+            if names == expected {
+                Ok(())
+            } else {
+                Err(format!("tried {names:?}, expected {expected:?}"))
+            }
+        }
+        Err(other) => Err(format!("expected NotFound, got {other}")),
+        // A machine with libnrt installed finds it after the missing path: never the bogus one.
+        Ok(runtime) if runtime.library_path() != bogus => Ok(()),
+        Ok(runtime) => Err(format!("opened the missing path {}", runtime.library_path())),
+    }
+}
+
+/// A status code no table knows crosses the C ABI as `Unknown(code)`, never a panic.
+fn probe_unknown_status() -> Result<(), String> {
+    let runtime = open_nrt(true);
+    match runtime.tensor_allocate(Placement::Virtual, 0, 8, "t") {
+        Err(err) if err.status == NrtStatus::Unknown(4242) => {
+            let text = runtime.status_text(err.status);
+            if text.as_deref() == Some("NRT_STATUS_UNKNOWN") {
+                Ok(())
+            } else {
+                Err(format!("{text:?}"))
+            }
+        }
+        other => Err(format!("expected NRT_STATUS_4242, got {other:?}")),
+    }
+}
+
+fn bind_body(name: &str) -> TestBody {
+    testkit::bind_suite()
+        .into_iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, body)| body)
+        .unwrap_or_else(|| panic!("no bind body {name:?}"))
+}
+
+fn check_body(name: &str) -> Check {
+    runtime_checks()
+        .into_iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, check)| check)
+        .unwrap_or_else(|| panic!("no check {name:?}"))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Parent mode.
+
+/// What one run gave: its result and its trace.
+#[derive(Debug, PartialEq)]
+struct Outcome {
+    result: Result<(), String>,
+    trace: Vec<String>,
+}
+
+fn run_child(which: &str, env: &[(&'static str, String)]) -> Result<Outcome, String> {
+    let exe = std::env::current_exe().map_err(|err| err.to_string())?;
+    let output = Command::new(exe)
+        .env(CHILD, which)
+        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+        .output()
+        .map_err(|err| format!("spawn the child for {which}: {err}"))?;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let mut trace = Vec::new();
+    let mut result = None;
+    for line in stdout.lines() {
+        if let Some(line) = line.strip_prefix("TRACE ") {
+            trace.push(line.to_owned());
+        } else if line == "RESULT ok" {
+            result = Some(Ok(()));
+        } else if let Some(message) = line.strip_prefix("RESULT err ") {
+            result = Some(Err(message.to_owned()));
+        }
+    }
+    let result = result.ok_or_else(|| {
+        format!(
+            "the child for {which} ended without a result ({:?}):\n{stdout}\n{}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr)
+        )
+    })?;
+    Ok(Outcome { result, trace })
+}
+
+/// `Ok` when both runs passed with the same trace; otherwise says which failed or where the
+/// traces first differ.
+fn compare(sim: &Outcome, nrt: &Outcome) -> Result<(), String> {
+    if let Err(message) = &sim.result {
+        return Err(format!("the body fails on SimRuntime: {message}"));
+    }
+    if let Err(message) = &nrt.result {
+        return Err(format!("the body fails on NrtRuntime over the C ABI: {message}"));
+    }
+    let n = sim.trace.len().max(nrt.trace.len());
+    for i in 0..n {
+        let (a, b) = (sim.trace.get(i), nrt.trace.get(i));
+        if a != b {
+            return Err(format!(
+                "traces differ at line {}:\n  sim: {}\n  nrt: {}",
+                i + 1,
+                a.map_or("<end>", String::as_str),
+                b.map_or("<end>", String::as_str)
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn run_bind(name: &'static str, body: TestBody) -> Result<(), String> {
+    let trace = Arc::new(Trace::new());
+    let specs: Mutex<Vec<RuntimeSpec>> = Mutex::new(Vec::new());
+    let factory = |spec: &RuntimeSpec| -> Arc<dyn Runtime> {
+        specs.lock().unwrap_or_else(PoisonError::into_inner).push(spec.clone());
+        let sim = SimRuntime::new(sim_config(spec)).expect("a small simulated machine");
+        sim.init(Framework::NoFw, "", "").expect("nrt_init");
+        Arc::new(TracingRuntime::new(Arc::new(sim), trace.clone()))
+    };
+    let result = body(&factory);
+    let sim = Outcome { result, trace: trace.lines() };
+    let specs = specs.into_inner().unwrap_or_else(PoisonError::into_inner);
+    let spec = specs.first().cloned().unwrap_or_default();
+    let several = specs.iter().any(|other| *other != spec);
+    let listed = NEEDS_SEVERAL_MACHINES.iter().any(|(listed, _)| *listed == name);
+    match (several, listed) {
+        (true, true) => {
+            return sim.result.map_err(|message| format!("fails on SimRuntime: {message}"));
+        }
+        (true, false) => {
+            return Err(format!(
+                "the body asks for several machines ({specs:?}); NrtRuntime has one per process: \
+                 list it in NEEDS_SEVERAL_MACHINES with a reason"
+            ));
+        }
+        (false, true) => {
+            return Err(
+                "listed in NEEDS_SEVERAL_MACHINES but asks for one machine: remove it".into()
+            );
+        }
+        (false, false) => {}
+    }
+    let nrt = run_child(&format!("bind:{name}"), &spec_env(&spec))?;
+    compare(&sim, &nrt)
+}
+
+fn run_check(name: &'static str, check: Check) -> Result<(), String> {
+    let spec = RuntimeSpec::default();
+    let trace = Arc::new(Trace::new());
+    let sim = SimRuntime::new(sim_config(&spec)).expect("a small simulated machine");
+    let result = check(&TracingRuntime::new(Arc::new(sim), trace.clone()));
+    let sim = Outcome { result, trace: trace.lines() };
+    let nrt = run_child(&format!("check:{name}"), &spec_env(&spec))?;
+    compare(&sim, &nrt)
+}
+
+fn run_probe(name: &str, extra: &[(&'static str, &str)]) -> Result<(), String> {
+    let mut env = spec_env(&RuntimeSpec::default());
+    env.extend(extra.iter().map(|(k, v)| (*k, (*v).to_owned())));
+    run_child(&format!("probe:{name}"), &env)?.result
+}
+
+/// The comparison itself can fail, and says where.
+fn compare_reports_the_first_difference() -> Result<(), String> {
+    let line = |text: &str| text.to_owned();
+    let a =
+        Outcome { result: Ok(()), trace: vec![line("x -> NRT_SUCCESS"), line("y -> NRT_SUCCESS")] };
+    let b =
+        Outcome { result: Ok(()), trace: vec![line("x -> NRT_SUCCESS"), line("y -> NRT_INVALID")] };
+    let c = Outcome { result: Err("boom".into()), trace: vec![] };
+    let diff = compare(&a, &b).expect_err("different traces");
+    let expected = "traces differ at line 2:\n  sim: y -> NRT_SUCCESS\n  nrt: y -> NRT_INVALID";
+    if diff != expected || compare(&a, &c).is_ok() || compare(&a, &a).is_err() {
+        return Err(format!("compare misreports: {diff:?}"));
+    }
+    Ok(())
+}
+
+fn main() {
+    if let Ok(which) = std::env::var(CHILD) {
+        child(&which);
+        return;
+    }
+    let mut trials = Vec::new();
+    for (name, body) in testkit::bind_suite() {
+        trials.push(Trial::test(format!("bind::{name}"), move || {
+            run_bind(name, body).map_err(Failed::from)
+        }));
+    }
+    for (name, check) in runtime_checks() {
+        trials.push(Trial::test(format!("checks::{name}"), move || {
+            run_check(name, check).map_err(Failed::from)
+        }));
+    }
+    trials.push(Trial::test("probe::default_release_is_2_27_with_hardware_dtypes", || {
+        run_probe("default_release", &[]).map_err(Failed::from)
+    }));
+    trials.push(Trial::test("probe::runtime_version_2_21_reads_legacy_dtypes", || {
+        run_probe("legacy_release", &[("NRTSIM_RUNTIME_VERSION", "2.21.0")]).map_err(Failed::from)
+    }));
+    trials.push(Trial::test("probe::nrt_lib_path_may_name_the_folder", || {
+        let folder = support::library_dir().to_string_lossy().into_owned();
+        run_probe("nrt_lib_path_folder", &[("NRT_LIB_PATH", &folder)]).map_err(Failed::from)
+    }));
+    trials.push(Trial::test("probe::a_missing_nrt_lib_path_is_reported_first", || {
+        let missing = support::scratch_dir("missing").join("nothing-here/libnrt.so.1");
+        let missing = missing.to_string_lossy().into_owned();
+        run_probe("nrt_lib_path_missing", &[("NRT_LIB_PATH", &missing), ("LD_LIBRARY_PATH", "")])
+            .map_err(Failed::from)
+    }));
+    trials.push(Trial::test("probe::an_unknown_status_code_survives_as_a_number", || {
+        run_probe("unknown_status", &[("NRTSIM_FAULTS", "nrt_tensor_allocate:1=4242")])
+            .map_err(Failed::from)
+    }));
+    trials.push(Trial::test("compare_reports_the_first_difference", || {
+        compare_reports_the_first_difference().map_err(Failed::from)
+    }));
+    libtest_mimic::run(&Arguments::from_args(), trials).exit();
+}

@@ -1,0 +1,155 @@
+//! Shared helpers of the C-ABI tests: the built library under its libnrt names, C compilation,
+//! and small NEFFs with a device program.
+#![allow(dead_code, unreachable_pub)]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::{Mutex, OnceLock, PoisonError};
+
+use abi::dtype::Dltype;
+use abi::neff::write_neff;
+use sim::{DeviceProgram, ModelDescription, ProgramOp};
+
+/// `target/<profile>`, where cargo puts the cdylib: the test binary runs from its `deps/`.
+pub fn profile_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test binary has a path");
+    exe.parent()
+        .and_then(Path::parent)
+        .expect("the test binary is in target/<profile>/deps")
+        .to_owned()
+}
+
+/// The package folder (`sim/capi`).
+pub fn package_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// `target/<profile>/libnrt/`, holding the simulator as `libnrt.so.1` plus the `libnrt.so` link
+/// that `-lnrt` needs. Made once per test binary from the cdylib cargo built.
+pub fn library_dir() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let profile = profile_dir();
+        let built = built_cdylib(&profile);
+        let dir = profile.join("libnrt");
+        std::fs::create_dir_all(&dir).expect("create target/<profile>/libnrt");
+        // Copy under a private name, then rename: test binaries running at once never see a
+        // half-written library.
+        let staged = dir.join(format!(".libnrt.so.1.{}", std::process::id()));
+        std::fs::copy(&built, &staged).expect("copy the cdylib");
+        std::fs::rename(&staged, dir.join("libnrt.so.1")).expect("install libnrt.so.1");
+        let link = dir.join("libnrt.so");
+        if std::fs::symlink_metadata(&link).is_err() {
+            // Another test binary may make it between the check and here; either link is right.
+            let _ = std::os::unix::fs::symlink("libnrt.so.1", &link);
+        }
+        dir
+    })
+}
+
+/// The cdylib cargo built: `deps/libnrtsim_capi.so` is rebuilt with the package before its
+/// tests; `libnrtsim_capi.so` beside it is only refreshed by `cargo build`. The newer one wins.
+fn built_cdylib(profile: &Path) -> PathBuf {
+    let modified = |path: &PathBuf| std::fs::metadata(path).and_then(|m| m.modified()).ok();
+    [profile.join("deps/libnrtsim_capi.so"), profile.join("libnrtsim_capi.so")]
+        .into_iter()
+        .filter_map(|path| modified(&path).map(|time| (time, path)))
+        .max()
+        .map(|(_, path)| path)
+        .unwrap_or_else(|| {
+            panic!("no libnrtsim_capi.so in {}: build nrtsim-capi first", profile.display())
+        })
+}
+
+/// The simulator library's path.
+pub fn library_path() -> PathBuf {
+    library_dir().join("libnrt.so.1")
+}
+
+/// A private scratch folder for this test binary.
+pub fn scratch_dir(name: &str) -> PathBuf {
+    let dir =
+        profile_dir().join("nrtsim-capi-tests").join(format!("{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("create a scratch folder");
+    dir
+}
+
+/// The environment every process using the simulator gets: a small, quiet machine.
+pub const SIM_ENV: &[(&str, &str)] =
+    &[("NRTSIM_CORES", "2"), ("NRTSIM_HBM_BYTES", "67108864"), ("NRTSIM_QUIET", "1")];
+
+/// Compiles `tests/c/<name>.c` against `include/nrt.h` and the simulator with the system C
+/// compiler, warnings as errors; returns the executable. Each program is compiled once per test
+/// binary (tests run in parallel; an executable being written cannot be run).
+pub fn compile_c(name: &str) -> PathBuf {
+    static COMPILED: Mutex<BTreeMap<String, PathBuf>> = Mutex::new(BTreeMap::new());
+    let mut compiled = COMPILED.lock().unwrap_or_else(PoisonError::into_inner);
+    compiled.entry(name.to_owned()).or_insert_with(|| compile_c_now(name)).clone()
+}
+
+fn compile_c_now(name: &str) -> PathBuf {
+    let source = package_dir().join("tests/c").join(format!("{name}.c"));
+    let out = scratch_dir("c").join(name);
+    let lib = library_dir();
+    let compiler = std::env::var("CC").unwrap_or_else(|_| "cc".to_owned());
+    let output = Command::new(&compiler)
+        .args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-O1", "-I"])
+        .arg(package_dir().join("include"))
+        .arg(&source)
+        .arg("-L")
+        .arg(lib)
+        .arg("-lnrt")
+        .arg(format!("-Wl,-rpath,{}", lib.display()))
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .unwrap_or_else(|err| panic!("cannot run the C compiler {compiler:?}: {err}"));
+    assert!(output.status.success(), "compiling {}:\n{}", source.display(), text(&output));
+    out
+}
+
+/// Runs `program` with the simulator's environment plus `extra`.
+pub fn run(program: &Path, args: &[&Path], extra: &[(&str, &str)]) -> Output {
+    Command::new(program)
+        .args(args)
+        .envs(SIM_ENV.iter().copied())
+        .envs(extra.iter().copied())
+        .output()
+        .unwrap_or_else(|err| panic!("cannot run {}: {err}", program.display()))
+}
+
+/// Stdout and stderr of `output`, for assertion messages.
+pub fn text(output: &Output) -> String {
+    format!(
+        "status {:?}\n--- stdout\n{}--- stderr\n{}",
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+/// `output0 = input0 × factor` over f32[n], with the NKI-free names a torch NEFF uses.
+pub fn scale_model(n: i64, factor: f64) -> ModelDescription {
+    ModelDescription::new("scale")
+        .with_input("input0", Dltype::Float32, &[n])
+        .with_output("output0", Dltype::Float32, &[n])
+        .with_program(DeviceProgram::new(vec![ProgramOp::Scale {
+            dst: "output0".into(),
+            src: "input0".into(),
+            factor,
+        }]))
+}
+
+/// The NEFF bytes of `description`, with its device program as `sim/program.json`.
+pub fn neff_of(description: &ModelDescription) -> Vec<u8> {
+    let spec = sim::neff_load::neff_spec_of(description).expect("a NEFF spec");
+    write_neff(&spec).expect("write the NEFF")
+}
+
+/// Writes the NEFF of `description` to the scratch folder and returns its path.
+pub fn neff_file(description: &ModelDescription, name: &str) -> PathBuf {
+    let path = scratch_dir("neff").join(format!("{name}.neff"));
+    std::fs::write(&path, neff_of(description)).expect("write the NEFF file");
+    path
+}
