@@ -42,11 +42,13 @@ fn failed(message: String) -> RunOutput {
 /// # Errors
 /// A message for a fault plan that does not parse.
 pub fn sim_config(settings: &SimSettings) -> Result<SimConfig, String> {
-    let mut config = SimConfig::default();
-    config.n_cores = settings.cores.unwrap_or(DEFAULT_CORES);
-    config.hbm_bytes_per_core = settings.hbm_bytes.unwrap_or(DEFAULT_HBM_BYTES);
-    config.numerical_errors = settings.numerical_errors.unwrap_or(false);
-    config.warnings_to_stderr = false;
+    let mut config = SimConfig {
+        n_cores: settings.cores.unwrap_or(DEFAULT_CORES),
+        hbm_bytes_per_core: settings.hbm_bytes.unwrap_or(DEFAULT_HBM_BYTES),
+        numerical_errors: settings.numerical_errors.unwrap_or(false),
+        warnings_to_stderr: false,
+        ..SimConfig::default()
+    };
     if let Some(faults) = &settings.faults {
         config.fault_plan = FaultPlan::parse(faults).map_err(|e| e.to_string())?;
     }
@@ -63,7 +65,9 @@ impl Backend for SimBackend {
     }
 
     fn run(&self, vector: &Vector) -> RunOutput {
-        match sim_config(&vector.case.sim).and_then(|c| SimRuntime::new(c).map_err(|e| e.to_string())) {
+        match sim_config(&vector.case.sim)
+            .and_then(|c| SimRuntime::new(c).map_err(|e| e.to_string()))
+        {
             Ok(runtime) => runner::run_on(vector, Arc::new(runtime)),
             Err(message) => failed(format!("cannot configure the simulator: {message}")),
         }
@@ -99,14 +103,20 @@ impl Backend for LibnrtBackend {
 
     fn run(&self, vector: &Vector) -> RunOutput {
         let mut command = Command::new(&self.exe);
-        command.arg("run-vector").arg("--vectors").arg(vector.dir.parent().and_then(Path::parent).unwrap_or(&vector.dir));
+        command
+            .arg("run-vector")
+            .arg("--vectors")
+            .arg(vector.dir.parent().and_then(Path::parent).unwrap_or(&vector.dir));
         if let Some(library) = &self.library {
             command.arg("--library").arg(library);
             // The simulator behind the C ABI reads its configuration from the environment.
             let settings = &vector.case.sim;
             command
                 .env("NRTSIM_CORES", settings.cores.unwrap_or(DEFAULT_CORES).to_string())
-                .env("NRTSIM_HBM_BYTES", settings.hbm_bytes.unwrap_or(DEFAULT_HBM_BYTES).to_string())
+                .env(
+                    "NRTSIM_HBM_BYTES",
+                    settings.hbm_bytes.unwrap_or(DEFAULT_HBM_BYTES).to_string(),
+                )
                 .env("NRTSIM_QUIET", "1")
                 .env_remove("NRTSIM_FAULTS")
                 .env_remove("NEURON_RT_NUMERICAL_ERRORS_VERBOSITY")
@@ -146,7 +156,9 @@ pub fn open_libnrt(library: Option<&Path>) -> Result<Arc<dyn Runtime>, String> {
         initialize: false,
         dtype_numbering: None,
     };
-    NrtRuntime::open_with(&options).map(|r| Arc::new(r) as Arc<dyn Runtime>).map_err(|e| e.to_string())
+    NrtRuntime::open_with(&options)
+        .map(|r| Arc::new(r) as Arc<dyn Runtime>)
+        .map_err(|e| e.to_string())
 }
 
 /// Checks that this machine has a real libnrt with at least one NeuronCore, for `--device`.
@@ -154,7 +166,8 @@ pub fn open_libnrt(library: Option<&Path>) -> Result<Arc<dyn Runtime>, String> {
 /// # Errors
 /// A message naming what is missing: the library (with every path tried) or the NeuronCores.
 pub fn check_device() -> Result<(), String> {
-    let options = OpenOptions { library: LibrarySource::Search, initialize: true, dtype_numbering: None };
+    let options =
+        OpenOptions { library: LibrarySource::Search, initialize: true, dtype_numbering: None };
     let runtime = NrtRuntime::open_with(&options)
         .map_err(|e| format!("--device needs the real libnrt, and it could not be opened: {e}"))?;
     match runtime.get_total_vnc_count() {
@@ -206,7 +219,9 @@ pub fn stage_capi_library(profile_dir: &Path) -> Result<PathBuf, String> {
 pub fn by_name(name: &str, exe: &Path, profile_dir: &Path) -> Result<Box<dyn Backend>, String> {
     match name {
         "sim" => Ok(Box::new(SimBackend)),
-        "capi" => Ok(Box::new(LibnrtBackend::capi(exe.to_path_buf(), stage_capi_library(profile_dir)?))),
+        "capi" => {
+            Ok(Box::new(LibnrtBackend::capi(exe.to_path_buf(), stage_capi_library(profile_dir)?)))
+        }
         "nrt" => {
             check_device()?;
             Ok(Box::new(LibnrtBackend::device(exe.to_path_buf())))

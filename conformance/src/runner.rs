@@ -96,7 +96,9 @@ pub fn judge(vector: &Vector, backend: &dyn Backend, known_reason: Option<&str>)
     let golden = vector.read(TRACE_FILE).map(|bytes| String::from_utf8_lossy(&bytes).into_owned());
     let (message, first_diff) = match (&output.failure, golden) {
         (Some(failure), _) => (Some(failure.clone()), None),
-        (None, Err(error)) => (Some(format!("no golden trace: {error} (run `cargo xtask vectors --bless`)")), None),
+        (None, Err(error)) => {
+            (Some(format!("no golden trace: {error} (run `cargo xtask vectors --bless`)")), None)
+        }
         (None, Ok(golden)) => match first_difference(&golden, &output.trace) {
             Some(diff) => (Some("trace differs from expected.trace".to_owned()), Some(diff)),
             None => (None, None),
@@ -188,7 +190,10 @@ struct Context<'a> {
 type StepResult = Result<(), String>;
 
 /// Checks a call's status against the step's `expect` (default success).
-fn check_status<T>(result: &Result<T, abi::runtime::NrtError>, expect: &Option<String>) -> StepResult {
+fn check_status<T>(
+    result: &Result<T, abi::runtime::NrtError>,
+    expect: &Option<String>,
+) -> StepResult {
     let got = match result {
         Ok(_) => NrtStatus::Success,
         Err(error) => error.status,
@@ -199,7 +204,8 @@ fn check_status<T>(result: &Result<T, abi::runtime::NrtError>, expect: &Option<S
 fn expect_status(got: NrtStatus, expect: &Option<String>) -> StepResult {
     let want = match expect {
         None => NrtStatus::Success,
-        Some(name) => NrtStatus::from_name(name).ok_or_else(|| format!("unknown status {name:?} in case.toml"))?,
+        Some(name) => NrtStatus::from_name(name)
+            .ok_or_else(|| format!("unknown status {name:?} in case.toml"))?,
     };
     if got == want { Ok(()) } else { Err(format!("expected {}, got {}", want.name(), got.name())) }
 }
@@ -248,7 +254,10 @@ fn parse_hex(hex: &str) -> Result<Vec<u8>, String> {
     }
     (0..digits.len())
         .step_by(2)
-        .map(|i| u8::from_str_radix(&digits[i..i + 2], 16).map_err(|_| format!("bad hex {:?}", &digits[i..i + 2])))
+        .map(|i| {
+            u8::from_str_radix(&digits[i..i + 2], 16)
+                .map_err(|_| format!("bad hex {:?}", &digits[i..i + 2]))
+        })
         .collect()
 }
 
@@ -263,7 +272,11 @@ fn value_bytes(value: &TensorValue) -> Result<(ScalarType, Vec<u8>), String> {
     let bytes = match (&value.values, value.fill, &value.hex) {
         (Some(values), None, None) => {
             if values.len() != n_elements {
-                return Err(format!("{} values for shape {:?}, expected {n_elements}", values.len(), value.shape));
+                return Err(format!(
+                    "{} values for shape {:?}, expected {n_elements}",
+                    values.len(),
+                    value.shape
+                ));
             }
             encode_values(scalar_type, values)?
         }
@@ -293,10 +306,14 @@ fn check_tensor(what: &str, got: &HostTensor, want: &TensorValue) -> StepResult 
         ));
     }
     let got_bytes = got.to_bytes();
-    let same = match (decode_elements(want_type, &want_bytes), decode_elements(want_type, &got_bytes)) {
-        (Some(a), Some(b)) => a.len() == b.len() && a.iter().zip(&b).all(|(x, y)| x == y || (x.is_nan() && y.is_nan())),
-        _ => want_bytes == got_bytes,
-    };
+    let same =
+        match (decode_elements(want_type, &want_bytes), decode_elements(want_type, &got_bytes)) {
+            (Some(a), Some(b)) => {
+                a.len() == b.len()
+                    && a.iter().zip(&b).all(|(x, y)| x == y || (x.is_nan() && y.is_nan()))
+            }
+            _ => want_bytes == got_bytes,
+        };
     if same {
         Ok(())
     } else {
@@ -341,14 +358,21 @@ fn step_name_of(variant: &str) -> String {
 }
 
 /// Checks a binding-level result against `expect_error`, tracing the error either way.
-fn check_bind<T>(trace: &Trace, result: Result<T, BindError>, expected: &Option<ExpectedError>) -> Result<Option<T>, String> {
+fn check_bind<T>(
+    trace: &Trace,
+    result: Result<T, BindError>,
+    expected: &Option<ExpectedError>,
+) -> Result<Option<T>, String> {
     match (result, expected) {
         (Ok(value), None) => Ok(Some(value)),
         (Ok(_), Some(want)) => Err(format!("expected error kind {}, got success", want.kind)),
         (Err(error), want) => {
             let kind = error_kind(&error);
             let status = error.as_runtime().map(|(_, e)| e.status.name());
-            trace.record(format!("error {kind}{}", status.as_ref().map(|s| format!(" {s}")).unwrap_or_default()));
+            trace.record(format!(
+                "error {kind}{}",
+                status.as_ref().map(|s| format!(" {s}")).unwrap_or_default()
+            ));
             let Some(want) = want else {
                 return Err(format!("unexpected error: {error}"));
             };
@@ -356,13 +380,19 @@ fn check_bind<T>(trace: &Trace, result: Result<T, BindError>, expected: &Option<
                 return Err(format!("expected error kind {}, got {kind}: {error}", want.kind));
             }
             if let Some(message) = &want.message {
-                let got = error.as_validate().map(|v| v.message.to_owned()).or_else(|| error.as_runtime().map(|(m, _)| m.to_owned()));
+                let got = error
+                    .as_validate()
+                    .map(|v| v.message.to_owned())
+                    .or_else(|| error.as_runtime().map(|(m, _)| m.to_owned()));
                 if got.as_deref() != Some(message.as_str()) {
                     return Err(format!("expected message {message:?}, got {got:?} ({error})"));
                 }
             }
             if let Some(status) = &want.status {
-                expect_status(error.as_runtime().map_or(NrtStatus::Success, |(_, e)| e.status), &Some(status.clone()))?;
+                expect_status(
+                    error.as_runtime().map_or(NrtStatus::Success, |(_, e)| e.status),
+                    &Some(status.clone()),
+                )?;
             }
             Ok(None)
         }
@@ -375,13 +405,17 @@ impl Context<'_> {
     }
 
     fn model(&mut self, name: &str) -> Result<&mut Model, String> {
-        self.bind_models.get_mut(name).ok_or_else(|| format!("no model labelled {name:?} in an earlier step"))
+        self.bind_models
+            .get_mut(name)
+            .ok_or_else(|| format!("no model labelled {name:?} in an earlier step"))
     }
 
     fn step(&mut self, step: &Step) -> StepResult {
         let rt = self.runtime.clone();
         match step {
-            Step::Init { framework: fw, expect } => check_status(&rt.init(framework(fw)?, "", ""), expect),
+            Step::Init { framework: fw, expect } => {
+                check_status(&rt.init(framework(fw)?, "", ""), expect)
+            }
             Step::Close {} => {
                 rt.close();
                 Ok(())
@@ -395,16 +429,32 @@ impl Context<'_> {
                 }
                 Ok(())
             }
-            Step::LoadCollectives { neff, vnc, vnc_count, ctx_device_id, ctx_device_count, label: name, expect } => {
+            Step::LoadCollectives {
+                neff,
+                vnc,
+                vnc_count,
+                ctx_device_id,
+                ctx_device_count,
+                label: name,
+                expect,
+            } => {
                 let bytes = self.file(neff, NEFF_FILE)?;
-                let result = rt.load_collectives(&bytes, vnc.unwrap_or(-1), vnc_count.unwrap_or(1), *ctx_device_id, *ctx_device_count);
+                let result = rt.load_collectives(
+                    &bytes,
+                    vnc.unwrap_or(-1),
+                    vnc_count.unwrap_or(1),
+                    *ctx_device_id,
+                    *ctx_device_count,
+                );
                 check_status(&result, expect)?;
                 if let (Ok(model), Some(name)) = (result, name) {
                     self.models.insert(name.clone(), model);
                 }
                 Ok(())
             }
-            Step::Unload { model, expect } => check_status(&rt.unload(label(&self.models, model, "model")?), expect),
+            Step::Unload { model, expect } => {
+                check_status(&rt.unload(label(&self.models, model, "model")?), expect)
+            }
             Step::Execute { model, inputs, outputs, repeat, expect } => {
                 let model = label(&self.models, model, "model")?;
                 let inputs = label(&self.sets, inputs, "tensor set")?;
@@ -424,14 +474,17 @@ impl Context<'_> {
                 self.sets.insert(name.clone(), set);
                 Ok(())
             }
-            Step::DestroyTensorSet { set, expect } => check_status(&rt.destroy_tensor_set(label(&self.sets, set, "tensor set")?), expect),
+            Step::DestroyTensorSet { set, expect } => {
+                check_status(&rt.destroy_tensor_set(label(&self.sets, set, "tensor set")?), expect)
+            }
             Step::AddTensorToTensorSet { set, name, tensor, expect } => {
                 let set = label(&self.sets, set, "tensor set")?;
                 let tensor = label(&self.tensors, tensor, "tensor")?;
                 check_status(&rt.add_tensor_to_tensor_set(set, name, tensor), expect)
             }
             Step::GetTensorFromTensorSet { set, name, label: as_name, expect } => {
-                let result = rt.get_tensor_from_tensor_set(label(&self.sets, set, "tensor set")?, name);
+                let result =
+                    rt.get_tensor_from_tensor_set(label(&self.sets, set, "tensor set")?, name);
                 check_status(&result, expect)?;
                 if let (Ok(tensor), Some(as_name)) = (result, as_name) {
                     self.tensors.insert(as_name.clone(), tensor);
@@ -439,7 +492,12 @@ impl Context<'_> {
                 Ok(())
             }
             Step::TensorAllocate { placement: p, vnc, size, name, label: as_name, expect } => {
-                let result = rt.tensor_allocate(placement(p)?, vnc.unwrap_or(0), *size, name.as_deref().unwrap_or(as_name));
+                let result = rt.tensor_allocate(
+                    placement(p)?,
+                    vnc.unwrap_or(0),
+                    *size,
+                    name.as_deref().unwrap_or(as_name),
+                );
                 check_status(&result, expect)?;
                 if let Ok(tensor) = result {
                     self.tensors.insert(as_name.clone(), tensor);
@@ -447,37 +505,64 @@ impl Context<'_> {
                 Ok(())
             }
             Step::TensorAllocateEmpty { name, label: as_name } => {
-                let tensor = rt.tensor_allocate_empty(name.as_deref().unwrap_or(as_name)).map_err(|e| e.to_string())?;
+                let tensor = rt
+                    .tensor_allocate_empty(name.as_deref().unwrap_or(as_name))
+                    .map_err(|e| e.to_string())?;
                 self.tensors.insert(as_name.clone(), tensor);
                 Ok(())
             }
             Step::TensorAttachBuffer { tensor, size, expect } => {
                 let buffer = Arc::new(SharedBuffer::zeroed(*size));
                 self.buffers.push(buffer.clone());
-                check_status(&rt.tensor_attach_buffer(label(&self.tensors, tensor, "tensor")?, buffer), expect)
+                check_status(
+                    &rt.tensor_attach_buffer(label(&self.tensors, tensor, "tensor")?, buffer),
+                    expect,
+                )
             }
             Step::TensorAllocateSlice { tensor, offset, size, name, label: as_name, expect } => {
                 let source = label(&self.tensors, tensor, "tensor")?;
-                let result = rt.tensor_allocate_slice(source, *offset, *size, name.as_deref().unwrap_or(as_name));
+                let result = rt.tensor_allocate_slice(
+                    source,
+                    *offset,
+                    *size,
+                    name.as_deref().unwrap_or(as_name),
+                );
                 check_status(&result, expect)?;
                 if let Ok(slice) = result {
                     self.tensors.insert(as_name.clone(), slice);
                 }
                 Ok(())
             }
-            Step::TensorFree { tensor, expect } => check_status(&rt.tensor_free(label(&self.tensors, tensor, "tensor")?), expect),
+            Step::TensorFree { tensor, expect } => {
+                check_status(&rt.tensor_free(label(&self.tensors, tensor, "tensor")?), expect)
+            }
             Step::TensorWrite { tensor, offset, data, expect } => {
                 let bytes = encode_values(scalar_type(&data.dtype)?, &data.values)?;
-                check_status(&rt.tensor_write(label(&self.tensors, tensor, "tensor")?, offset.unwrap_or(0), &bytes), expect)
+                check_status(
+                    &rt.tensor_write(
+                        label(&self.tensors, tensor, "tensor")?,
+                        offset.unwrap_or(0),
+                        &bytes,
+                    ),
+                    expect,
+                )
             }
             Step::TensorRead { tensor, offset, size, expect_values, expect } => {
                 let mut buffer = vec![0u8; *size];
-                let result = rt.tensor_read(label(&self.tensors, tensor, "tensor")?, offset.unwrap_or(0), &mut buffer);
+                let result = rt.tensor_read(
+                    label(&self.tensors, tensor, "tensor")?,
+                    offset.unwrap_or(0),
+                    &mut buffer,
+                );
                 check_status(&result, expect)?;
                 match (result, expect_values) {
                     (Ok(()), Some(Elements { dtype, values })) => {
                         let want = encode_values(scalar_type(dtype)?, values)?;
-                        if want == buffer { Ok(()) } else { Err(format!("read {}, expected {}", hex(&buffer), hex(&want))) }
+                        if want == buffer {
+                            Ok(())
+                        } else {
+                            Err(format!("read {}, expected {}", hex(&buffer), hex(&want)))
+                        }
                     }
                     _ => Ok(()),
                 }
@@ -485,20 +570,40 @@ impl Context<'_> {
             Step::TensorCopy { src, src_offset, dst, dst_offset, size, expect } => {
                 let src = label(&self.tensors, src, "tensor")?;
                 let dst = label(&self.tensors, dst, "tensor")?;
-                check_status(&rt.tensor_copy(src, src_offset.unwrap_or(0), dst, dst_offset.unwrap_or(0), *size), expect)
+                check_status(
+                    &rt.tensor_copy(
+                        src,
+                        src_offset.unwrap_or(0),
+                        dst,
+                        dst_offset.unwrap_or(0),
+                        *size,
+                    ),
+                    expect,
+                )
             }
-            Step::TensorMemset { tensor, offset, value, size, expect } => {
-                check_status(&rt.tensor_memset(label(&self.tensors, tensor, "tensor")?, offset.unwrap_or(0), *value, *size), expect)
-            }
+            Step::TensorMemset { tensor, offset, value, size, expect } => check_status(
+                &rt.tensor_memset(
+                    label(&self.tensors, tensor, "tensor")?,
+                    offset.unwrap_or(0),
+                    *value,
+                    *size,
+                ),
+                expect,
+            ),
             Step::TensorGetSize { tensor, expect_size, expect } => {
                 let result = rt.tensor_get_size(label(&self.tensors, tensor, "tensor")?);
                 check_status(&result, expect)?;
                 match (result, expect_size) {
-                    (Ok(got), Some(want)) if got != *want => Err(format!("size {got}, expected {want}")),
+                    (Ok(got), Some(want)) if got != *want => {
+                        Err(format!("size {got}, expected {want}"))
+                    }
                     _ => Ok(()),
                 }
             }
-            Step::GetModelTensorInfo { model, expect } => check_status(&rt.get_model_tensor_info(label(&self.models, model, "model")?), expect),
+            Step::GetModelTensorInfo { model, expect } => check_status(
+                &rt.get_model_tensor_info(label(&self.models, model, "model")?),
+                expect,
+            ),
             Step::GetVersion {} => rt.get_version().map(|_| ()).map_err(|e| e.to_string()),
             Step::GetVncCount { expect } => {
                 check_status(&rt.get_total_vnc_count(), expect)?;
@@ -507,8 +612,8 @@ impl Context<'_> {
             Step::ModelNew { label: as_name, neff, metaneff, weights, expect_error } => {
                 let neff = self.file(neff, NEFF_FILE)?;
                 let metaneff = self.file(metaneff, METANEFF_FILE)?;
-                let mut options = ModelOptions::default();
-                options.trace = Some(self.trace.clone());
+                let mut options =
+                    ModelOptions { trace: Some(self.trace.clone()), ..ModelOptions::default() };
                 for (key, value) in weights {
                     options.weights.insert(key.as_bytes().to_vec(), host_tensor(value)?);
                 }
@@ -525,7 +630,11 @@ impl Context<'_> {
                     "load" => model.load(),
                     "blocking_load" => model.blocking_load(),
                     "unload" => model.unload(),
-                    other => return Err(format!("unknown action {other:?}: expected load, blocking_load or unload")),
+                    other => {
+                        return Err(format!(
+                            "unknown action {other:?}: expected load, blocking_load or unload"
+                        ));
+                    }
                 };
                 check_bind(&trace, result, expect_error).map(|_| ())
             }
@@ -547,13 +656,30 @@ impl Context<'_> {
                 trace.record(format!("metaneff after {setter} {}", format_bytes(model.metaneff())));
                 Ok(())
             }
-            Step::ModelForward { model, inputs, reuse, label: as_name, expect_outputs, expect_status: want_status, expect_error, expect_shared } => {
+            Step::ModelForward {
+                model,
+                inputs,
+                reuse,
+                label: as_name,
+                expect_outputs,
+                expect_status: want_status,
+                expect_error,
+                expect_shared,
+            } => {
                 let mut tensors = inputs.iter().map(host_tensor).collect::<Result<Vec<_>, _>>()?;
                 for (index, source) in reuse {
-                    let index: usize = index.parse().map_err(|_| format!("reuse key {index:?} is not an input index"))?;
-                    let tensor = self.outputs.get(source).ok_or_else(|| format!("no output labelled {source:?}"))?;
+                    let index: usize = index
+                        .parse()
+                        .map_err(|_| format!("reuse key {index:?} is not an input index"))?;
+                    let tensor = self
+                        .outputs
+                        .get(source)
+                        .ok_or_else(|| format!("no output labelled {source:?}"))?;
                     if index > tensors.len() {
-                        return Err(format!("reuse index {index} past the {} inputs", tensors.len()));
+                        return Err(format!(
+                            "reuse index {index} past the {} inputs",
+                            tensors.len()
+                        ));
                     }
                     tensors.insert(index, tensor.clone());
                 }
@@ -563,25 +689,41 @@ impl Context<'_> {
                 };
                 expect_status(forward.status, want_status)?;
                 for (index, output) in forward.outputs.iter().enumerate() {
-                    self.trace.record(format!("output {index} {} {:?} {}", output.scalar_type().name(), output.shape(), format_bytes(&output.to_bytes())));
+                    self.trace.record(format!(
+                        "output {index} {} {:?} {}",
+                        output.scalar_type().name(),
+                        output.shape(),
+                        format_bytes(&output.to_bytes())
+                    ));
                     if let Some(as_name) = as_name {
                         self.outputs.insert(format!("{as_name}.{index}"), output.clone());
                     }
                 }
                 if let Some(want) = expect_outputs {
                     if want.len() != forward.outputs.len() {
-                        return Err(format!("{} outputs, expected {}", forward.outputs.len(), want.len()));
+                        return Err(format!(
+                            "{} outputs, expected {}",
+                            forward.outputs.len(),
+                            want.len()
+                        ));
                     }
                     for (index, (got, want)) in forward.outputs.iter().zip(want).enumerate() {
                         check_tensor(&format!("output {index}"), got, want)?;
                     }
                 }
                 for (output, &input) in expect_shared {
-                    let output_index: usize = output.parse().map_err(|_| format!("expect_shared key {output:?} is not an output index"))?;
-                    let got = forward.outputs.get(output_index).ok_or_else(|| format!("no output {output_index}"))?;
+                    let output_index: usize = output.parse().map_err(|_| {
+                        format!("expect_shared key {output:?} is not an output index")
+                    })?;
+                    let got = forward
+                        .outputs
+                        .get(output_index)
+                        .ok_or_else(|| format!("no output {output_index}"))?;
                     let source = tensors.get(input).ok_or_else(|| format!("no input {input}"))?;
                     if !got.shares_storage_with(source) {
-                        return Err(format!("output {output_index} does not share storage with input {input}"));
+                        return Err(format!(
+                            "output {output_index} does not share storage with input {input}"
+                        ));
                     }
                 }
                 Ok(())
@@ -589,18 +731,29 @@ impl Context<'_> {
             Step::SpmdForward { local_ranks, world_size, inputs, expect_outputs, expect_error } => {
                 let neff = self.file(&None, NEFF_FILE)?;
                 let metaneff = self.file(&None, METANEFF_FILE)?;
-                let mut options = ModelOptions::default();
-                options.trace = Some(self.trace.clone());
+                let options =
+                    ModelOptions { trace: Some(self.trace.clone()), ..ModelOptions::default() };
                 // `expect_error` may be met by the construction or by the forward.
-                let mut spmd = match SpmdModel::new(self.raw.clone(), &neff, &metaneff, *local_ranks, *world_size, options) {
+                let mut spmd = match SpmdModel::new(
+                    self.raw.clone(),
+                    &neff,
+                    &metaneff,
+                    *local_ranks,
+                    *world_size,
+                    options,
+                ) {
                     Ok(spmd) => spmd,
-                    Err(error) => return check_bind::<()>(&self.trace, Err(error), expect_error).map(|_| ()),
+                    Err(error) => {
+                        return check_bind::<()>(&self.trace, Err(error), expect_error).map(|_| ());
+                    }
                 };
                 let per_rank = inputs
                     .iter()
                     .map(|rank| rank.iter().map(host_tensor).collect::<Result<Vec<_>, _>>())
                     .collect::<Result<Vec<_>, _>>()?;
-                let Some(outputs) = check_bind(&self.trace, spmd.forward_ranked(&per_rank), expect_error)? else {
+                let Some(outputs) =
+                    check_bind(&self.trace, spmd.forward_ranked(&per_rank), expect_error)?
+                else {
                     return Ok(());
                 };
                 if let Some(want) = expect_outputs {
@@ -618,22 +771,36 @@ impl Context<'_> {
                     None => self.file(&None, METANEFF_FILE)?,
                 };
                 let edited = match which.as_str() {
-                    "set_async_load" => edit::set_config_flag(&bytes, ConfigFlag::AsyncLoad, *value),
+                    "set_async_load" => {
+                        edit::set_config_flag(&bytes, ConfigFlag::AsyncLoad, *value)
+                    }
                     "set_lazy_load" => edit::set_config_flag(&bytes, ConfigFlag::LazyLoad, *value),
-                    "set_return_aliases" => edit::set_config_flag(&bytes, ConfigFlag::ReturnAliases, *value),
-                    "set_dynamic_batching" => edit::set_allow_dynamic_batch_size(&bytes, |_, _| Some(*value)),
+                    "set_return_aliases" => {
+                        edit::set_config_flag(&bytes, ConfigFlag::ReturnAliases, *value)
+                    }
+                    "set_dynamic_batching" => {
+                        edit::set_allow_dynamic_batch_size(&bytes, |_, _| Some(*value))
+                    }
                     other => return Err(format!("unknown edit {other:?}")),
                 }
                 .map_err(|e| e.to_string())?;
                 self.trace.record(format!("metaneff {which} {value} -> {}", format_bytes(&edited)));
                 let want = parse_hex(expect_hex)?;
-                if edited == want { Ok(()) } else { Err(format!("edit gave {}, expected {}", hex(&edited), hex(&want))) }
+                if edited == want {
+                    Ok(())
+                } else {
+                    Err(format!("edit gave {}, expected {}", hex(&edited), hex(&want)))
+                }
             }
             Step::MetaneffBytes { expect_hex } => {
                 let bytes = self.file(&None, METANEFF_FILE)?;
                 self.trace.record(format!("metaneff {}", format_bytes(&bytes)));
                 let want = parse_hex(expect_hex)?;
-                if bytes == want { Ok(()) } else { Err(format!("metaneff.pb is {}, expected {}", hex(&bytes), hex(&want))) }
+                if bytes == want {
+                    Ok(())
+                } else {
+                    Err(format!("metaneff.pb is {}, expected {}", hex(&bytes), hex(&want)))
+                }
             }
         }
     }

@@ -65,8 +65,6 @@ pub fn run(options: &SuiteOptions) -> Result<Vec<CaseResult>, String> {
     let next = AtomicUsize::new(0);
     let done = AtomicUsize::new(0);
     let results: Mutex<Vec<Option<CaseResult>>> = Mutex::new(vec![None; total]);
-    // One runtime per process for exclusive backends: their jobs take this lock.
-    let exclusive = Mutex::new(());
     let show_progress = options.progress && std::io::stderr().is_terminal();
     std::thread::scope(|scope| {
         for _ in 0..options.jobs.clamp(1, 64) {
@@ -76,12 +74,7 @@ pub fn run(options: &SuiteOptions) -> Result<Vec<CaseResult>, String> {
                     let Some((backend, vector, reason)) = jobs.get(index) else {
                         break;
                     };
-                    let result = if backend.exclusive() {
-                        let _guard = exclusive.lock().unwrap_or_else(|e| e.into_inner());
-                        runner::judge(vector, *backend, reason.as_deref())
-                    } else {
-                        runner::judge(vector, *backend, reason.as_deref())
-                    };
+                    let result = runner::judge(vector, *backend, reason.as_deref());
                     let finished = done.fetch_add(1, Ordering::Relaxed) + 1;
                     if show_progress {
                         let mut err = std::io::stderr().lock();
@@ -107,7 +100,8 @@ pub fn failure_lines(results: &[CaseResult]) -> Vec<String> {
         .filter(|r| r.outcome.is_failure() || r.outcome == Outcome::KnownDifference)
         .map(|r| {
             let tag = if r.outcome == Outcome::KnownDifference { "KNOWN" } else { "FAIL" };
-            let mut line = format!("{tag} {}: {}", r.id(), r.message.as_deref().unwrap_or("failed"));
+            let mut line =
+                format!("{tag} {}: {}", r.id(), r.message.as_deref().unwrap_or("failed"));
             if let Some(diff) = &r.first_diff {
                 line.push_str(&format!("\n     {diff}"));
             }

@@ -6,7 +6,6 @@
 //! hand-written expectations, and the per-backend lists of known differences.
 
 use std::path::PathBuf;
-use std::sync::Mutex;
 
 use conformance::backend;
 use conformance::expectations::Expectations;
@@ -15,10 +14,7 @@ use conformance::runner;
 use libtest_mimic::{Arguments, Failed, Trial};
 
 /// The backends every vector runs on in `cargo test`.
-const BACKENDS: [&str; 1] = ["sim"];
-
-/// Exclusive backends run one vector at a time in this process.
-static EXCLUSIVE: Mutex<()> = Mutex::new(());
+const BACKENDS: [&str; 2] = ["sim", "capi"];
 
 fn main() {
     let args = Arguments::from_args();
@@ -26,15 +22,18 @@ fn main() {
     let vectors = conformance::vector::discover(&dir).expect("the vectors parse");
     let mut trials = Vec::new();
     for name in BACKENDS {
-        let expectations = Expectations::load(&dir.join("expectations"), name).expect("expectations parse");
+        let expectations =
+            Expectations::load(&dir.join("expectations"), name).expect("expectations parse");
         for vector in &vectors {
             let vector = vector.clone();
             let reason = expectations.reason(&vector.name).map(str::to_owned);
             let ignored = !vector.runs_on(name);
             trials.push(
                 Trial::test(format!("{name}/{}", vector.name), move || {
-                    let backend = backend::by_name(name).map_err(Failed::from)?;
-                    let _guard = backend.exclusive().then(|| EXCLUSIVE.lock().unwrap_or_else(|e| e.into_inner()));
+                    let exe = PathBuf::from(env!("CARGO_BIN_EXE_nrtsim"));
+                    let profile_dir = exe.parent().map(PathBuf::from).unwrap_or_default();
+                    let backend =
+                        backend::by_name(name, &exe, &profile_dir).map_err(Failed::from)?;
                     let result = runner::judge(&vector, backend.as_ref(), reason.as_deref());
                     match result.outcome {
                         Outcome::Passed | Outcome::KnownDifference | Outcome::Skipped => Ok(()),
@@ -49,5 +48,18 @@ fn main() {
             );
         }
     }
+    let vectors_for_check = vectors.clone();
+    trials.push(Trial::test("generated_inputs_are_fresh", move || {
+        let stale = conformance::vector::sync_inputs(&vectors_for_check, false)
+            .map_err(|e| Failed::from(e.to_string()))?;
+        if stale.is_empty() {
+            Ok(())
+        } else {
+            Err(Failed::from(format!(
+                "stale generated files (run `cargo xtask vectors --bless` and review the diff): {}",
+                stale.join(", ")
+            )))
+        }
+    }));
     libtest_mimic::run(&args, trials).exit();
 }

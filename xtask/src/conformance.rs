@@ -12,7 +12,14 @@ use anyhow::{Context, Result, bail};
 pub(crate) fn run(root: &Path, subcommand: &str, args: &[String]) -> Result<()> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     let mut build = Command::new(&cargo);
-    build.current_dir(root).args(["build", "--quiet", "--package", "nrtsim-conformance", "--bin", "nrtsim"]);
+    build.current_dir(root).args([
+        "build",
+        "--quiet",
+        "--package",
+        "nrtsim-conformance",
+        "--bin",
+        "nrtsim",
+    ]);
     if root.join("sim/capi/Cargo.toml").is_file() {
         build.args(["--package", "nrtsim-capi"]);
     }

@@ -68,7 +68,39 @@ fn vectors_dir(given: Option<PathBuf>) -> Result<PathBuf> {
 }
 
 fn open_backend(name: &str) -> Result<Box<dyn Backend>> {
-    backend::by_name(name).map_err(anyhow::Error::msg)
+    let exe = std::env::current_exe().context("locating the nrtsim executable")?;
+    let profile_dir = exe.parent().map(Path::to_path_buf).unwrap_or_default();
+    backend::by_name(name, &exe, &profile_dir).map_err(anyhow::Error::msg)
+}
+
+/// Arguments of the hidden `nrtsim run-vector`, which the libnrt backends run per vector.
+#[derive(clap::Args)]
+pub(crate) struct RunVectorArgs {
+    /// The vectors folder.
+    #[arg(long, value_name = "DIR")]
+    vectors: PathBuf,
+    /// The libnrt to open (default: the normal search, as on a device).
+    #[arg(long, value_name = "PATH")]
+    library: Option<PathBuf>,
+    /// The vector, `area/name`.
+    name: String,
+}
+
+/// Runs one vector on `NrtRuntime` in this process and prints the result as JSON.
+pub(crate) fn run_vector(args: RunVectorArgs) -> Result<bool> {
+    let vectors = suite::load_vectors(&args.vectors).map_err(anyhow::Error::msg)?;
+    let vector = vectors
+        .iter()
+        .find(|v| v.name == args.name)
+        .with_context(|| format!("no vector {} in {}", args.name, args.vectors.display()))?;
+    let output = match backend::open_libnrt(args.library.as_deref()) {
+        Ok(runtime) => conformance::runner::run_on(vector, runtime),
+        Err(message) => {
+            conformance::runner::RunOutput { trace: Vec::new(), failure: Some(message) }
+        }
+    };
+    println!("{}", serde_json::to_string(&output).context("encoding the result")?);
+    Ok(true)
 }
 
 /// Runs `nrtsim conformance`; `Ok(false)` when a vector failed.
@@ -82,7 +114,8 @@ pub(crate) fn run(args: ConformanceArgs) -> Result<bool> {
         names = vec!["sim".to_owned(), "capi".to_owned()];
     }
     let backends = names.iter().map(|n| open_backend(n)).collect::<Result<Vec<_>>>()?;
-    let jobs = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
+    let jobs =
+        args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
     let options = SuiteOptions { vectors_dir, backends, filter: args.filter, jobs, progress: true };
     let results = suite::run(&options).map_err(anyhow::Error::msg)?;
     for line in suite::failure_lines(&results) {
@@ -111,7 +144,10 @@ pub(crate) fn vectors(args: VectorsArgs) -> Result<bool> {
         return Ok(true);
     }
     if !changed.is_empty() {
-        eprintln!("{} generated file(s) are stale: run `cargo xtask vectors --bless` and review the diff", changed.len());
+        eprintln!(
+            "{} generated file(s) are stale: run `cargo xtask vectors --bless` and review the diff",
+            changed.len()
+        );
         return Ok(false);
     }
     println!("every generated file is fresh");

@@ -32,6 +32,9 @@ enum Command {
     Conformance(conformance::ConformanceArgs),
     /// Refresh (--bless) or check (--check) the vectors' generated files.
     Vectors(conformance::VectorsArgs),
+    /// Run one vector on libnrt in this process (used by the capi and nrt backends).
+    #[command(hide = true)]
+    RunVector(conformance::RunVectorArgs),
 }
 
 fn main() -> ExitCode {
@@ -41,6 +44,7 @@ fn main() -> ExitCode {
         Command::Inspect(args) => inspect::run(args).map(|()| true),
         Command::Conformance(args) => conformance::run(args),
         Command::Vectors(args) => conformance::vectors(args),
+        Command::RunVector(args) => conformance::run_vector(args),
     };
     match result {
         Ok(true) => ExitCode::SUCCESS,
