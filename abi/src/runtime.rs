@@ -188,9 +188,19 @@ pub trait ExternalBuffer: Send + Sync {
     fn write_at(&self, offset: usize, data: &[u8]);
     /// The address of the first byte, as an integer (what `nrt_tensor_get_va` reports).
     fn address(&self) -> usize;
+    /// This buffer as a [`SharedBuffer`], if it is one. A backend that hands the memory itself
+    /// to C (the real-libnrt backend) attaches only a `SharedBuffer`, whose address this crate
+    /// guarantees; a safe trait cannot make that promise for other implementations.
+    fn as_shared_buffer(&self) -> Option<&SharedBuffer> {
+        None
+    }
 }
 
 /// A safe, heap-backed [`ExternalBuffer`] for tests and the binding layer.
+///
+/// Its bytes live in one boxed slice for the whole life of the value, so
+/// [`ExternalBuffer::address`] is the first of [`ExternalBuffer::len`] bytes that never move:
+/// the guarantee the real-libnrt backend relies on when it hands the memory to C.
 pub struct SharedBuffer {
     bytes: Mutex<Box<[u8]>>,
     address: usize,
@@ -244,6 +254,10 @@ impl ExternalBuffer for SharedBuffer {
 
     fn address(&self) -> usize {
         self.address
+    }
+
+    fn as_shared_buffer(&self) -> Option<&SharedBuffer> {
+        Some(self)
     }
 }
 

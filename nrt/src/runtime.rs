@@ -292,6 +292,16 @@ impl Runtime for NrtRuntime {
         tensor: TensorId,
         buffer: Arc<dyn ExternalBuffer>,
     ) -> Result<(), NrtError> {
+        // C keeps using the memory after this call returns, so only a buffer whose address is
+        // guaranteed to stay valid and in place may go through: `SharedBuffer`.
+        if buffer.as_shared_buffer().is_none() {
+            return Err(NrtError::new(
+                NrtStatus::Invalid,
+                "nrt_tensor_attach_buffer: the nrt backend attaches only abi::runtime::SharedBuffer \
+                 memory, whose address is fixed for its life; expected a SharedBuffer, got another \
+                 ExternalBuffer implementation",
+            ));
+        }
         check("nrt_tensor_attach_buffer", self.tensor(tensor)?.attach_buffer(buffer))
     }
 

@@ -624,9 +624,10 @@ impl OwnedTensor {
     pub(crate) fn attach_buffer(&self, buffer: Arc<dyn ExternalBuffer>) -> RawStatus {
         let mut kept = self.buffer.lock().unwrap_or_else(PoisonError::into_inner);
         let (address, len) = (buffer.address() as *mut c_void, buffer.len());
-        // SAFETY: the tensor is live. By the `ExternalBuffer` contract, `address` is the first
-        // of `len` bytes owned by `buffer` that stay in place while it lives; this tensor keeps
-        // `buffer` (and its slices keep a clone) for as long as libnrt may touch the memory.
+        // SAFETY: the tensor is live. The caller (`NrtRuntime::tensor_attach_buffer`) passes only
+        // a `SharedBuffer`, whose `address` is the first of `len` bytes of one boxed slice that
+        // never moves while it lives; this tensor keeps `buffer` (and its slices keep a clone)
+        // for as long as libnrt may touch the memory.
         let status = unsafe {
             (self.library.functions.tensor_attach_buffer)(self.tensor.as_ptr(), address, len)
         };

@@ -14,7 +14,9 @@ use std::process::Command;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use abi::dtype::{DtypeNumbering, NrtDtype};
-use abi::runtime::{Framework, ModelId, NrtError, Placement, Runtime};
+use abi::runtime::{
+    ExternalBuffer, Framework, ModelId, NrtError, Placement, Runtime, SharedBuffer,
+};
 use abi::status::NrtStatus;
 use abi::trace::{Trace, TracingRuntime};
 use libtest_mimic::{Arguments, Failed, Trial};
@@ -178,6 +180,7 @@ fn probe(name: &str) -> Result<(), String> {
         "nrt_lib_path_folder" => return probe_nrt_lib_path_folder(),
         "nrt_lib_path_missing" => return probe_nrt_lib_path_missing(),
         "unknown_status" => return probe_unknown_status(),
+        "foreign_buffer" => return probe_foreign_buffer(),
         _ => {}
     }
     let runtime = open_nrt(true);
@@ -210,6 +213,36 @@ fn probe(name: &str) -> Result<(), String> {
         }
         _ => Err(format!("unknown probe {name:?}")),
     }
+}
+
+/// The real-libnrt backend hands attached memory to C, so it takes only a `SharedBuffer` (whose
+/// address is guaranteed); another `ExternalBuffer` is refused before C sees it, and a
+/// `SharedBuffer` is used in place.
+fn probe_foreign_buffer() -> Result<(), String> {
+    struct Liar;
+    impl ExternalBuffer for Liar {
+        fn len(&self) -> usize {
+            1 << 20
+        }
+        fn read_at(&self, _: usize, _: &mut [u8]) {}
+        fn write_at(&self, _: usize, _: &[u8]) {}
+        fn address(&self) -> usize {
+            16
+        }
+    }
+    let runtime = open_nrt(true);
+    let tensor = runtime.tensor_allocate_empty("t").map_err(|err| err.to_string())?;
+    match runtime.tensor_attach_buffer(tensor, Arc::new(Liar)) {
+        Err(err) if err.status == NrtStatus::Invalid => {}
+        other => return Err(format!("a foreign buffer was not refused: {other:?}")),
+    }
+    let buffer = Arc::new(SharedBuffer::zeroed(8));
+    runtime.tensor_attach_buffer(tensor, buffer.clone()).map_err(|err| err.to_string())?;
+    runtime.tensor_write(tensor, 4, &[7]).map_err(|err| err.to_string())?;
+    if buffer.to_vec() != [0, 0, 0, 0, 7, 0, 0, 0] {
+        return Err(format!("the shared buffer was not written in place: {:?}", buffer.to_vec()));
+    }
+    Ok(())
 }
 
 /// `NRT_LIB_PATH` naming a folder opens `libnrt.so.1` inside it, before any other candidate.
@@ -441,6 +474,9 @@ fn main() {
     trials.push(Trial::test("probe::an_unknown_status_code_survives_as_a_number", || {
         run_probe("unknown_status", &[("NRTSIM_FAULTS", "nrt_tensor_allocate:1=4242")])
             .map_err(Failed::from)
+    }));
+    trials.push(Trial::test("probe::only_shared_buffers_are_attached_through_c", || {
+        run_probe("foreign_buffer", &[]).map_err(Failed::from)
     }));
     trials.push(Trial::test("compare_reports_the_first_difference", || {
         compare_reports_the_first_difference().map_err(Failed::from)
