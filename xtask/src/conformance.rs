@@ -11,19 +11,13 @@ use anyhow::{Context, Result, bail};
 /// Builds and runs `nrtsim <subcommand> <args…>` from the workspace root.
 pub(crate) fn run(root: &Path, subcommand: &str, args: &[String]) -> Result<()> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
-    let mut build = Command::new(&cargo);
-    build.current_dir(root).args([
-        "build",
-        "--quiet",
-        "--package",
-        "nrtsim-conformance",
-        "--bin",
-        "nrtsim",
-    ]);
-    if root.join("sim/capi/Cargo.toml").is_file() {
-        build.args(["--package", "nrtsim-capi"]);
-    }
-    let status = build.status().context("running cargo build")?;
+    // Whole packages, not `--bin nrtsim`: target filters apply to every package named, and the
+    // capi package's cdylib (the simulator's libnrt.so.1) is a library target.
+    let status = Command::new(&cargo)
+        .current_dir(root)
+        .args(["build", "--quiet", "--package", "nrtsim-conformance", "--package", "nrtsim-capi"])
+        .status()
+        .context("running cargo build")?;
     if !status.success() {
         bail!("cargo build failed");
     }
