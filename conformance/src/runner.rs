@@ -152,10 +152,15 @@ pub fn first_difference(golden: &str, lines: &[String]) -> Option<String> {
     })
 }
 
+/// The step's `call` name: serde's tag is the snake_case of the variant, and Debug's first word
+/// is the variant.
 fn step_name(step: &Step) -> String {
-    // The serde tag is the name; Debug's first word is the variant, which we turn back into it.
-    let debug = format!("{step:?}");
-    let variant = debug.split([' ', '{', '(']).next().unwrap_or("step");
+    variant_snake_name(&format!("{step:?}"))
+}
+
+/// `SomeVariant { … }` (a Debug rendering) → `some_variant`.
+fn variant_snake_name(debug: &str) -> String {
+    let variant = debug.split([' ', '{', '(']).next().unwrap_or("unknown");
     let mut name = String::new();
     for (i, c) in variant.chars().enumerate() {
         if c.is_uppercase() {
@@ -333,28 +338,11 @@ fn error_kind(error: &BindError) -> String {
     if error.as_runtime().is_some() {
         return "runtime".to_owned();
     }
-    let debug = format!("{error:?}");
-    let variant = debug.split([' ', '{', '(']).next().unwrap_or("error").to_owned();
-    match step_name_of(&variant).as_str() {
+    match variant_snake_name(&format!("{error:?}")).as_str() {
         // Not to be confused with the validate check of the same name.
         "dtype" => "unsupported_dtype".to_owned(),
         other => other.to_owned(),
     }
-}
-
-fn step_name_of(variant: &str) -> String {
-    let mut name = String::new();
-    for (i, c) in variant.chars().enumerate() {
-        if c.is_uppercase() {
-            if i > 0 {
-                name.push('_');
-            }
-            name.extend(c.to_lowercase());
-        } else {
-            name.push(c);
-        }
-    }
-    name
 }
 
 /// Checks a binding-level result against `expect_error`, tracing the error either way.
