@@ -86,3 +86,31 @@ fn help_lists_the_subcommands() {
     let help = String::from_utf8_lossy(&out.stdout);
     assert!(help.contains("decode") && help.contains("encode"), "{help}");
 }
+
+#[test]
+fn edit_keeps_unknown_fields_and_changes_only_what_it_is_asked() {
+    let dir = scratch("edit");
+    let input = dir.join("in.pb");
+    let output = dir.join("out.pb");
+    // input0 with an unknown field 20, then an unknown top-level field 99.
+    let mut bytes = vec![0x0a, 0x0b, 0x0a, 0x06];
+    bytes.extend(b"input0");
+    bytes.extend([0xa0, 0x01, 0x07, 0x98, 0x06, 0x2a]);
+    std::fs::write(&input, &bytes).unwrap();
+    let out = nrtsim(&[
+        "metaneff",
+        "edit",
+        input.to_str().unwrap(),
+        "-o",
+        output.to_str().unwrap(),
+        "--lazy-load",
+        "true",
+        "--dynamic-batching",
+        "true",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let mut expected = vec![0x0a, 0x0d, 0x0a, 0x06];
+    expected.extend(b"input0");
+    expected.extend([0x28, 0x01, 0xa0, 0x01, 0x07, 0x1a, 0x02, 0x28, 0x01, 0x98, 0x06, 0x2a]);
+    assert_eq!(std::fs::read(&output).unwrap(), expected);
+}

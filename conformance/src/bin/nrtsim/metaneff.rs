@@ -1,8 +1,9 @@
-//! `nrtsim metaneff`: decode and encode metaneff protobufs.
+//! `nrtsim metaneff`: decode, encode and edit metaneff protobufs.
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
+use abi::metaneff::edit::{self, ConfigFlag};
 use abi::metaneff::text;
 use anyhow::{Context, Result};
 
@@ -31,6 +32,35 @@ pub(crate) enum MetaneffCommand {
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
     },
+    /// Change fields of a binary metaneff as the `Model` setters do, keeping every other byte
+    /// (unknown fields included).
+    Edit {
+        /// The binary metaneff (`-` for standard input).
+        file: PathBuf,
+        /// Where to write the edited bytes (`-` for standard output).
+        #[arg(short, long)]
+        output: PathBuf,
+        /// The edits.
+        #[command(flatten)]
+        edits: Edits,
+    },
+}
+
+/// The edits of `nrtsim metaneff edit`, applied in this order.
+#[derive(clap::Args)]
+pub(crate) struct Edits {
+    /// Set `model_config.async_load`.
+    #[arg(long, value_name = "BOOL")]
+    async_load: Option<bool>,
+    /// Set `model_config.lazy_load`.
+    #[arg(long, value_name = "BOOL")]
+    lazy_load: Option<bool>,
+    /// Set `model_config.return_aliases`.
+    #[arg(long, value_name = "BOOL")]
+    return_aliases: Option<bool>,
+    /// Set `allow_dynamic_batch_size` on every input and output tensor.
+    #[arg(long, value_name = "BOOL")]
+    dynamic_batching: Option<bool>,
 }
 
 /// A human-readable metaneff format.
@@ -68,6 +98,25 @@ pub(crate) fn run(command: MetaneffCommand) -> Result<()> {
                 Format::Json => text::from_json(&input),
             }
             .with_context(|| format!("encoding {}", file.display()))?;
+            write_output(&output, &bytes)?;
+        }
+        MetaneffCommand::Edit { file, output, edits } => {
+            let mut bytes = read_input(&file)?;
+            let flags = [
+                (ConfigFlag::AsyncLoad, edits.async_load),
+                (ConfigFlag::LazyLoad, edits.lazy_load),
+                (ConfigFlag::ReturnAliases, edits.return_aliases),
+            ];
+            for (flag, value) in flags {
+                if let Some(value) = value {
+                    bytes = edit::set_config_flag(&bytes, flag, value)
+                        .with_context(|| format!("editing {}", file.display()))?;
+                }
+            }
+            if let Some(value) = edits.dynamic_batching {
+                bytes = edit::set_allow_dynamic_batch_size(&bytes, |_, _| Some(value))
+                    .with_context(|| format!("editing {}", file.display()))?;
+            }
             write_output(&output, &bytes)?;
         }
     }
