@@ -203,8 +203,12 @@ pub fn stage_capi_library(profile_dir: &Path) -> Result<PathBuf, String> {
         modified(b).is_some_and(|tb| modified(a).is_some_and(|ta| tb >= ta))
     };
     if !fresh(&built, &target) {
-        // Copy beside, then rename, so a concurrent reader never sees half a library.
-        let staged = dir.join(format!(".libnrt.so.1.{}", std::process::id()));
+        // Copy beside, then rename, so a concurrent reader never sees half a library. Threads of
+        // one process (tests run in parallel) stage at the same time too, so the name is unique
+        // per call, not only per process.
+        static STAGING: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let call = STAGING.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let staged = dir.join(format!(".libnrt.so.1.{}.{call}", std::process::id()));
         std::fs::copy(&built, &staged).map_err(|e| format!("{}: {e}", staged.display()))?;
         std::fs::rename(&staged, &target).map_err(|e| format!("{}: {e}", target.display()))?;
     }

@@ -4,7 +4,7 @@
 //! run on the simulator); `--check` rewrites nothing and lists what is stale. Hand-written files
 //! (`case.toml`, `metaneff.txtpb`, the expectations lists) are never written.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::backend::SimBackend;
 use crate::runner;
@@ -46,4 +46,63 @@ pub fn sync(vectors_dir: &Path, bless: bool) -> Result<Vec<String>, String> {
         ));
     }
     Ok(changed)
+}
+
+/// The area promoted vectors go to (`vectors/promoted/<name>/`).
+pub const PROMOTED_AREA: &str = "promoted";
+
+/// Copies the hand-written files of the vector folder `source` (`case.toml`, and
+/// `metaneff.txtpb` when present) to `vectors_dir/promoted/<name>/`, then blesses that one
+/// vector: its generated inputs and its golden trace from a run on the simulator. Returns the
+/// new folder. This is how a shrunk failure of the differential test becomes a vector.
+///
+/// # Errors
+/// A message when `name` is not a plain vector name, when the folder already exists (never
+/// overwritten), when `source` has no `case.toml`, or when the vector cannot be generated, fails
+/// an expectation on the simulator, or cannot be written.
+pub fn promote(source: &Path, vectors_dir: &Path, name: &str) -> Result<PathBuf, String> {
+    let plain = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_';
+    if name.is_empty() || !name.chars().all(plain) {
+        return Err(format!(
+            "vector name {name:?}: expected lowercase letters, digits and underscores"
+        ));
+    }
+    let case_path = source.join("case.toml");
+    if !case_path.is_file() {
+        return Err(format!("{}: no such file; expected a vector folder", case_path.display()));
+    }
+    let target = vectors_dir.join(PROMOTED_AREA).join(name);
+    if target.exists() {
+        return Err(format!("{} already exists; choose another --name", target.display()));
+    }
+    std::fs::create_dir_all(&target).map_err(|e| format!("{}: {e}", target.display()))?;
+    for file in ["case.toml", vector::METANEFF_TEXT_FILE] {
+        let from = source.join(file);
+        if from.is_file() {
+            let to = target.join(file);
+            std::fs::copy(&from, &to)
+                .map_err(|e| format!("copying {} to {}: {e}", from.display(), to.display()))?;
+        }
+    }
+    let full_name = format!("{PROMOTED_AREA}/{name}");
+    let vectors = vector::discover(vectors_dir).map_err(|e| e.to_string())?;
+    let promoted: Vec<_> = vectors.into_iter().filter(|v| v.name == full_name).collect();
+    if promoted.is_empty() {
+        return Err(format!("{} was written but is not found as {full_name}", target.display()));
+    }
+    vector::sync_inputs(&promoted, true).map_err(|e| e.to_string())?;
+    for vector in &promoted {
+        let output = runner::run(vector, &SimBackend);
+        if let Some(failure) = output.failure {
+            return Err(format!(
+                "{full_name} was copied to {} but fails on the simulator, so its trace was not \
+                 blessed: {failure}",
+                target.display()
+            ));
+        }
+        let path = vector.dir.join(TRACE_FILE);
+        std::fs::write(&path, runner::golden_text(&output.trace))
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    Ok(target)
 }

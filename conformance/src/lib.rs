@@ -15,6 +15,7 @@
 pub mod backend;
 pub mod bless;
 pub mod expectations;
+pub mod generate;
 pub mod glob;
 pub mod report;
 pub mod runner;

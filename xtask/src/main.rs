@@ -4,7 +4,8 @@
 //!   `abi/proto/metaneff.proto` with protox (a pure-Rust protobuf compiler, so no `protoc` is
 //!   needed on any machine); `--check` fails when the committed files are stale.
 //! - `conformance [ARGS]`: the main job, the conformance suite (see `nrtsim conformance --help`).
-//! - `vectors --bless|--check`: refresh or check the vectors' generated files.
+//! - `vectors --bless|--check`: refresh or check the vectors' generated files;
+//!   `vectors promote DIR [--name NAME]`: turn a shrunk differential failure into a vector.
 //! - `tidy`: module docs, `unsafe` only where allowed, no switched-off tests (also a `#[test]`).
 #![forbid(unsafe_code)]
 
@@ -41,7 +42,8 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
-    /// Refresh (`--bless`) or check (`--check`) the vectors' generated files.
+    /// Refresh (`--bless`) or check (`--check`) the vectors' generated files, or
+    /// `promote DIR [--name NAME]` a shrunk differential failure to a vector.
     #[command(disable_help_flag = true)]
     Vectors {
         /// Arguments for `nrtsim vectors`.

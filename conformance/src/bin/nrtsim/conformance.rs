@@ -38,7 +38,11 @@ pub(crate) struct ConformanceArgs {
 
 /// Arguments of `nrtsim vectors`.
 #[derive(clap::Args)]
+#[command(args_conflicts_with_subcommands = true)]
 pub(crate) struct VectorsArgs {
+    /// `promote`; without one, refresh or check the generated files.
+    #[command(subcommand)]
+    command: Option<VectorsCommand>,
     /// Rewrite generated files (model.neff, metaneff.pb, expected.trace) from the hand-written ones.
     #[arg(long, conflicts_with = "check")]
     bless: bool,
@@ -48,6 +52,23 @@ pub(crate) struct VectorsArgs {
     /// The vectors folder (default: `vectors/` of the workspace this runs in).
     #[arg(long, value_name = "DIR")]
     vectors: Option<PathBuf>,
+}
+
+/// Subcommands of `nrtsim vectors`.
+#[derive(clap::Subcommand)]
+pub(crate) enum VectorsCommand {
+    /// Copy a vector folder's hand-written files (a shrunk differential failure) to
+    /// `vectors/promoted/NAME/` and bless that one vector.
+    Promote {
+        /// The folder holding `case.toml` (and `metaneff.txtpb`).
+        dir: PathBuf,
+        /// The new vector's name (default: `differential_` and the folder's name).
+        #[arg(long)]
+        name: Option<String>,
+        /// The vectors folder (default: `vectors/` of the workspace this runs in).
+        #[arg(long, value_name = "DIR")]
+        vectors: Option<PathBuf>,
+    },
 }
 
 /// The `vectors/` folder: the given one, or the first `vectors/` in this folder or a parent.
@@ -134,6 +155,9 @@ pub(crate) fn run(args: ConformanceArgs) -> Result<bool> {
 
 /// Runs `nrtsim vectors`; `Ok(false)` when `--check` found stale files.
 pub(crate) fn vectors(args: VectorsArgs) -> Result<bool> {
+    if let Some(VectorsCommand::Promote { dir, name, vectors }) = args.command {
+        return promote(&dir, name, vectors);
+    }
     let vectors_dir = vectors_dir(args.vectors)?;
     let changed = conformance::bless::sync(&vectors_dir, args.bless).map_err(anyhow::Error::msg)?;
     for file in &changed {
@@ -151,6 +175,26 @@ pub(crate) fn vectors(args: VectorsArgs) -> Result<bool> {
         return Ok(false);
     }
     println!("every generated file is fresh");
+    Ok(true)
+}
+
+/// Runs `nrtsim vectors promote`.
+fn promote(dir: &Path, name: Option<String>, vectors: Option<PathBuf>) -> Result<bool> {
+    let vectors_dir = vectors_dir(vectors)?;
+    let name = match name {
+        Some(name) => name,
+        None => {
+            let folder = dir.file_name().map(|n| n.to_string_lossy().into_owned());
+            format!("differential_{}", folder.unwrap_or_default())
+        }
+    };
+    let target =
+        conformance::bless::promote(dir, &vectors_dir, &name).map_err(anyhow::Error::msg)?;
+    println!(
+        "promoted {} to {}: give it a description that states the behaviour, review and commit it",
+        dir.display(),
+        target.display()
+    );
     Ok(true)
 }
 

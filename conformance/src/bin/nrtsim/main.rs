@@ -30,7 +30,8 @@ enum Command {
     Inspect(inspect::InspectArgs),
     /// Run the conformance vectors on the simulator and on libnrt backends.
     Conformance(conformance::ConformanceArgs),
-    /// Refresh (--bless) or check (--check) the vectors' generated files.
+    /// Refresh (--bless) or check (--check) the vectors' generated files; `promote DIR` adds a
+    /// vector.
     Vectors(conformance::VectorsArgs),
     /// Run one vector on libnrt in this process (used by the capi and nrt backends).
     #[command(hide = true)]
