@@ -65,6 +65,7 @@ pub fn run_on(vector: &Vector, runtime: Arc<dyn Runtime>) -> RunOutput {
     }
     if failure.is_none() {
         for (index, step) in vector.case.steps.iter().enumerate() {
+            context.settle();
             trace.record(format!("== step {}: {}", index + 1, step_name(step)));
             if let Err(message) = context.step(step) {
                 failure = Some(format!("step {} ({}): {message}", index + 1, step_name(step)));
@@ -388,6 +389,18 @@ fn check_bind<T>(
 }
 
 impl Context<'_> {
+    /// Lets every background load (`async_load`) finish before the next step marker is written,
+    /// so the trace does not depend on thread timing. That the first forward waits for such a
+    /// load is the binding layer's own test; here only the outcome is compared.
+    fn settle(&self) {
+        let deadline = Instant::now() + std::time::Duration::from_secs(60);
+        while self.bind_models.values().any(|m| !m.background_load_finished())
+            && Instant::now() < deadline
+        {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    }
+
     fn file(&self, name: &Option<String>, default: &str) -> Result<Vec<u8>, String> {
         self.vector.read(name.as_deref().unwrap_or(default)).map_err(|e| e.to_string())
     }

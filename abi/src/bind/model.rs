@@ -336,6 +336,16 @@ impl Model {
         }
     }
 
+    /// Whether no background load is still running (a finished one is collected by the next
+    /// forward or [`Model::blocking_load`]). Lets an observer wait without joining, e.g. so a
+    /// trace does not depend on thread timing.
+    pub fn background_load_finished(&self) -> bool {
+        match &self.state {
+            LoadState::Loading(handle) => handle.is_finished(),
+            LoadState::Unloaded | LoadState::Loaded(_) => true,
+        }
+    }
+
     fn async_load(&self) -> bool {
         self.meta.model_config.as_ref().is_some_and(|c| c.async_load)
     }
