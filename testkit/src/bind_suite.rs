@@ -821,6 +821,37 @@ fn spmd_four_ranks_on_four_cores(factory: &Factory<'_>) -> Result<(), String> {
     let states: Vec<Vec<f32>> =
         outs.iter().map(|o| output_values(o, 0)).collect::<Result<_, _>>()?;
     same("parallel states", states, (0..4).map(|r| vec![2.0 * r as f32, 2.0]).collect::<Vec<_>>())?;
+    // Small ranks run one after another (a thread costs more than their launch); ranks of at
+    // least PARALLEL_MIN_BYTES of input take the threaded path, with the same results.
+    let n = (abi::bind::PARALLEL_MIN_BYTES / 4) as i64;
+    let big = ModelDef {
+        inputs: vec![TensorDef::input("input0", DataType::Float, &[n])],
+        outputs: vec![TensorDef::output("output0", DataType::Float, &[n])],
+        ops: vec![op_scale("output0", "input0", 2.0)],
+        ..ModelDef::new("spmd_big")
+    };
+    drop(parallel);
+    let mut threaded = ok(
+        "SpmdModel::new (large ranks)",
+        SpmdModel::new(
+            factory(&RuntimeSpec { n_cores: 4, ..RuntimeSpec::default() }),
+            &big.neff(),
+            &big.metaneff(),
+            4,
+            4,
+            ModelOptions::default(),
+        ),
+    )?;
+    let big_inputs: Vec<Vec<HostTensor>> =
+        (0..4).map(|r| vec![f32s(&vec![r as f32 + 0.5; n as usize], &[n])]).collect();
+    let outs = ok("threaded forward", threaded.forward_ranked(&big_inputs))?;
+    for (rank, out) in outs.iter().enumerate() {
+        let values = output_values(out, 0)?;
+        ensure(
+            values.len() == n as usize && values.iter().all(|&v| v == 2.0 * rank as f32 + 1.0),
+            || format!("rank {rank}: {} values, first {:?}", values.len(), values.first()),
+        )?;
+    }
     let invalid = SpmdModel::new(
         factory(&RuntimeSpec::default()),
         &def.neff(),
