@@ -5,8 +5,8 @@
 //!   their first line, are exempt);
 //! - `unsafe` code appears only in the two places that own the FFI boundary, `nrt/src/sys*` and
 //!   `sim/capi/`, and every other crate root forbids it;
-//! - no test is switched off and no unfinished code is left behind (`#[ignore]`,
-//!   `#[should_panic]`, `todo!`, `unimplemented!`, `dbg!`).
+//! - no test is switched off and no unfinished code is left behind (the `ignore` and
+//!   `should_panic` test attributes, `todo!`, `unimplemented!`, `dbg!`).
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -122,10 +122,17 @@ mod tests {
         let _ = fs::remove_dir_all(&dir);
         fs::create_dir_all(dir.join("demo/src")).unwrap();
         fs::create_dir_all(dir.join("sim/capi/src")).unwrap();
-        let bad = format!("fn main() {{ unsafe {{ }} }}\n{}\n", concat!("#[", "ignore", "]"));
+        let bad = format!(
+            "fn main() {{ {} }}\n{}\n",
+            concat!("unsafe", " { }"),
+            concat!("#[", "ignore", "]")
+        );
         fs::write(dir.join("demo/src/main.rs"), bad).unwrap();
-        fs::write(dir.join("sim/capi/src/lib.rs"), "//! FFI.\npub fn f() { unsafe { } }\n")
-            .unwrap();
+        fs::write(
+            dir.join("sim/capi/src/lib.rs"),
+            concat!("//! FFI.\npub fn f() { ", "unsafe", " {} }\n"),
+        )
+        .unwrap();
         let problems = check(&dir).unwrap();
         let _ = fs::remove_dir_all(&dir);
         let text = problems.join("\n");

@@ -160,11 +160,11 @@ fn member_name(raw_name: &[u8]) -> Result<Option<String>, NeffError> {
 
 /// Refuses absolute names, `..` components and NUL bytes.
 fn check_member_name(name: &str) -> Result<(), NeffError> {
-    let is_unsafe = name.starts_with('/')
+    let is_unsafe_name = name.starts_with('/')
         || name.starts_with('\\')
         || name.contains('\0')
         || name.split(['/', '\\']).any(|component| component == "..");
-    if is_unsafe { Err(NeffError::UnsafeMemberName { name: name.to_owned() }) } else { Ok(()) }
+    if is_unsafe_name { Err(NeffError::UnsafeMemberName { name: name.to_owned() }) } else { Ok(()) }
 }
 
 /// Writes members as a NEFF payload: a gzip tar for package 2, a plain tar for package 1.
