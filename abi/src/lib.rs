@@ -20,6 +20,7 @@
 #![forbid(unsafe_code)]
 
 pub mod bind;
+pub mod c_layout;
 pub mod dtype;
 pub mod metaneff;
 pub mod neff;

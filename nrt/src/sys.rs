@@ -29,6 +29,7 @@ use std::ptr::{self, NonNull};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
+use abi::c_layout::NrtVersionC;
 use abi::runtime::ExternalBuffer;
 
 /// `NRT_STATUS`: a 4-byte C enum, carried as its raw value.
@@ -59,16 +60,8 @@ pub(crate) struct NrtTensor {
 /// `nrt_tensor_set_t` is `void` in C.
 type NrtTensorSet = c_void;
 
-/// `nrt_tensor_info_t`: 296 bytes.
-#[repr(C)]
-pub(crate) struct NrtTensorInfo {
-    name: [c_char; 256],
-    usage: u32,
-    size: usize,
-    dtype: u32,
-    shape: *mut u32,
-    ndim: u32,
-}
+/// `nrt_tensor_info_t`, declared once in `abi::c_layout`.
+pub(crate) use abi::c_layout::NrtTensorInfoC as NrtTensorInfo;
 
 /// `nrt_tensor_info_array_t`: a count followed by that many entries.
 #[repr(C)]
@@ -77,28 +70,9 @@ pub(crate) struct NrtTensorInfoArray {
     tensor_array: [NrtTensorInfo; 0],
 }
 
-/// `nrt_version_t`: 224 bytes.
-#[repr(C)]
-pub(crate) struct NrtVersionC {
-    major: u64,
-    minor: u64,
-    patch: u64,
-    maintenance: u64,
-    detail: [c_char; 128],
-    git_hash: [c_char; 64],
-}
-
 const _: () = {
-    assert!(size_of::<NrtTensorInfo>() == 296);
-    assert!(offset_of!(NrtTensorInfo, usage) == 256);
-    assert!(offset_of!(NrtTensorInfo, size) == 264);
-    assert!(offset_of!(NrtTensorInfo, dtype) == 272);
-    assert!(offset_of!(NrtTensorInfo, shape) == 280);
-    assert!(offset_of!(NrtTensorInfo, ndim) == 288);
-    assert!(offset_of!(NrtTensorInfoArray, tensor_array) == 8);
-    assert!(size_of::<NrtVersionC>() == 224);
-    assert!(offset_of!(NrtVersionC, detail) == 32);
-    assert!(offset_of!(NrtVersionC, git_hash) == 160);
+    // The entry layouts are checked in `abi::c_layout`; the array header here.
+    assert!(offset_of!(NrtTensorInfoArray, tensor_array) == abi::c_layout::INFO_ARRAY_HEADER);
 };
 
 /// Declares the table of C functions and the loader that fills it, from one list, so that a

@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use abi::runtime::{Framework, ModelId, Placement, Runtime, SetId, TensorId};
 
-use crate::ffi::{CallerBuffer, InfoArray, NrtTensorInfoC, NrtVersionC, status_text};
+use crate::ffi::{CallerBuffer, InfoArray, NrtTensorInfoC, NrtVersionC, status_text, version_c};
 use crate::handles::{Global, Kind, global};
 use crate::status::{FAILURE, INVALID, SUCCESS};
 
@@ -641,7 +641,7 @@ pub unsafe extern "C" fn nrtsim_nrt_get_version(version: *mut NrtVersionC, size:
             Ok(found) => {
                 // SAFETY: non-NULL and at least `size_of::<NrtVersionC>()` writable bytes; the C
                 // struct has the same alignment (8) as this one.
-                unsafe { ptr::write_unaligned(version, NrtVersionC::new(&found)) };
+                unsafe { ptr::write_unaligned(version, version_c(&found)) };
                 SUCCESS
             }
             Err(err) => g.failed("nrt_get_version", &err),

@@ -2,52 +2,18 @@
 
 use std::collections::HashMap;
 use std::ffi::{CStr, CString, c_char};
-use std::mem::{offset_of, size_of};
+use std::mem::size_of;
 use std::ptr;
 use std::sync::OnceLock;
 
+pub(crate) use abi::c_layout::{NrtTensorInfoC, NrtVersionC};
 use abi::dtype::DtypeNumbering;
 use abi::runtime::{ExternalBuffer, NrtVersion, TensorInfo};
 use abi::status::NrtStatus;
 
-/// `nrt_tensor_info_t`: 296 bytes.
-#[repr(C)]
-pub(crate) struct NrtTensorInfoC {
-    name: [c_char; 256],
-    usage: u32,
-    size: usize,
-    dtype: u32,
-    shape: *mut u32,
-    ndim: u32,
-}
-
-/// `nrt_version_t`: 224 bytes.
-#[repr(C)]
-pub(crate) struct NrtVersionC {
-    major: u64,
-    minor: u64,
-    patch: u64,
-    maintenance: u64,
-    detail: [c_char; 128],
-    git_hash: [c_char; 64],
-}
-
 /// Bytes before the first entry of `nrt_tensor_info_array_t` (the `uint64_t` count).
-const INFO_HEADER: usize = 8;
+const INFO_HEADER: usize = abi::c_layout::INFO_ARRAY_HEADER;
 const INFO_ENTRY: usize = size_of::<NrtTensorInfoC>();
-
-const _: () = {
-    assert!(size_of::<NrtTensorInfoC>() == 296);
-    assert!(offset_of!(NrtTensorInfoC, usage) == 256);
-    assert!(offset_of!(NrtTensorInfoC, size) == 264);
-    assert!(offset_of!(NrtTensorInfoC, dtype) == 272);
-    assert!(offset_of!(NrtTensorInfoC, shape) == 280);
-    assert!(offset_of!(NrtTensorInfoC, ndim) == 288);
-    assert!(size_of::<NrtVersionC>() == 224);
-    assert!(offset_of!(NrtVersionC, detail) == 32);
-    assert!(offset_of!(NrtVersionC, git_hash) == 160);
-    assert!(INFO_ENTRY % 8 == 0);
-};
 
 /// `text` as a NUL-terminated C array, cut to fit.
 fn c_array<const N: usize>(text: &str) -> [c_char; N] {
@@ -58,17 +24,15 @@ fn c_array<const N: usize>(text: &str) -> [c_char; N] {
     out
 }
 
-impl NrtVersionC {
-    /// The C struct for `version`; text fields are cut to 127 and 63 bytes.
-    pub(crate) fn new(version: &NrtVersion) -> NrtVersionC {
-        NrtVersionC {
-            major: version.major,
-            minor: version.minor,
-            patch: version.patch,
-            maintenance: version.maintenance,
-            detail: c_array(&version.detail),
-            git_hash: c_array(&version.git_hash),
-        }
+/// The C struct for `version`; text fields are cut to 127 and 63 bytes.
+pub(crate) fn version_c(version: &NrtVersion) -> NrtVersionC {
+    NrtVersionC {
+        major: version.major,
+        minor: version.minor,
+        patch: version.patch,
+        maintenance: version.maintenance,
+        detail: c_array(&version.detail),
+        git_hash: c_array(&version.git_hash),
     }
 }
 
