@@ -212,6 +212,16 @@ fn outcome<T>(
     }
 }
 
+/// The line of a launch: a completed launch shows its status (success or 1003), a failed one
+/// the error's.
+fn launch_line(call: &str, result: &Result<NrtStatus, NrtError>) -> String {
+    let status = match result {
+        Ok(status) => *status,
+        Err(error) => error.status,
+    };
+    format!("{call} -> {}", status.name())
+}
+
 /// A [`Runtime`] that forwards every call to another and records it in a [`Trace`].
 pub struct TracingRuntime {
     inner: Arc<dyn Runtime>,
@@ -320,11 +330,7 @@ impl Runtime for TracingRuntime {
                 names.set(input_set),
                 names.set(output_set)
             );
-            let status = match &result {
-                Ok(status) => *status,
-                Err(error) => error.status,
-            };
-            format!("{call} -> {}", status.name())
+            launch_line(&call, &result)
         });
         result
     }
@@ -344,11 +350,7 @@ impl Runtime for TracingRuntime {
                 names.set(input_set),
                 names.set(output_set)
             );
-            let status = match &result {
-                Ok(status) => *status,
-                Err(error) => error.status,
-            };
-            format!("{call} -> {}", status.name())
+            launch_line(&call, &result)
         });
         result
     }
