@@ -114,3 +114,39 @@ fn edit_keeps_unknown_fields_and_changes_only_what_it_is_asked() {
     expected.extend([0x28, 0x01, 0xa0, 0x01, 0x07, 0x1a, 0x02, 0x28, 0x01, 0x98, 0x06, 0x2a]);
     assert_eq!(std::fs::read(&output).unwrap(), expected);
 }
+
+#[test]
+fn encode_is_canonical_and_preserve_order_keeps_the_text_order() {
+    let dir = scratch("order");
+    let txt = dir.join("aliases.txtpb");
+    std::fs::write(
+        &txt,
+        "output_aliases_to { key: 3 value: 1 }\noutput_aliases_to { key: 0 value: 2 }\n",
+    )
+    .unwrap();
+    let canonical = dir.join("canonical.pb");
+    let out =
+        nrtsim(&["metaneff", "encode", txt.to_str().unwrap(), "-o", canonical.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let ascending = [0x32, 0x04, 0x08, 0x00, 0x10, 0x02, 0x32, 0x04, 0x08, 0x03, 0x10, 0x01];
+    assert_eq!(std::fs::read(&canonical).unwrap(), ascending);
+
+    let preserved = dir.join("preserved.pb");
+    let out = nrtsim(&[
+        "metaneff",
+        "encode",
+        "--preserve-order",
+        txt.to_str().unwrap(),
+        "-o",
+        preserved.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let as_written = [0x32, 0x04, 0x08, 0x03, 0x10, 0x01, 0x32, 0x04, 0x08, 0x00, 0x10, 0x02];
+    assert_eq!(std::fs::read(&preserved).unwrap(), as_written);
+
+    // JSON objects have no order to preserve.
+    let out =
+        nrtsim(&["metaneff", "encode", "--preserve-order", "--format", "json", "x", "-o", "-"]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("--preserve-order needs text format"), "{}", stderr(&out));
+}

@@ -112,6 +112,7 @@ fn nrtsim_cli_round_trips_python_bytes(python: &Path) -> Result<(), Failed> {
         for format in ["text", "json"] {
             let printed = dir.join(format!("decoded.{format}"));
             let reencoded = dir.join("reencoded.pb");
+            let preserved = dir.join("preserved.pb");
             let decode = Command::new(env!("CARGO_BIN_EXE_nrtsim"))
                 .args(["metaneff", "decode", "--format", format])
                 .arg(&file)
@@ -130,14 +131,29 @@ fn nrtsim_cli_round_trips_python_bytes(python: &Path) -> Result<(), Failed> {
             if !encode.status.success() {
                 return Err(String::from_utf8_lossy(&encode.stderr).into_owned().into());
             }
-            // Text keeps the wire order of map entries; JSON objects have none (ascending).
-            let expected = if format == "json" {
-                alias_entries_ascending(&original)
-            } else {
-                original.clone()
-            };
+            // Encoding is canonical: alias entries ascending, whatever order python wrote.
+            let expected = alias_entries_ascending(&original);
             if std::fs::read(&reencoded).map_err(|e| e.to_string())? != expected {
                 return Err(format!("{} via {format}: bytes differ", file.display()).into());
+            }
+            if format == "text" {
+                // With --preserve-order, text gives back python's own bytes, entry order included.
+                let encode = Command::new(env!("CARGO_BIN_EXE_nrtsim"))
+                    .args(["metaneff", "encode", "--preserve-order", "-o"])
+                    .arg(&preserved)
+                    .arg(&printed)
+                    .output()
+                    .map_err(|e| e.to_string())?;
+                if !encode.status.success() {
+                    return Err(String::from_utf8_lossy(&encode.stderr).into_owned().into());
+                }
+                if std::fs::read(&preserved).map_err(|e| e.to_string())? != original {
+                    return Err(format!(
+                        "{} via text --preserve-order: bytes differ",
+                        file.display()
+                    )
+                    .into());
+                }
             }
         }
     }

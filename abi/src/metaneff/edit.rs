@@ -3,15 +3,25 @@
 //! libtorchneuron's `Model` setters parse the stored metaneff, change a field and re-serialize;
 //! the C++ runtime keeps the fields it does not know. prost drops unknown fields, so these edits
 //! work on the wire form instead: the bytes of every field that is not being changed are copied
-//! as they are, in order. A changed field keeps the position of its first occurrence; a new one
-//! goes before the first field with a higher number (so a message written in field order stays in
-//! field order, and unknown trailing fields stay trailing).
+//! as they are. A changed field keeps the position of its first occurrence; a new one goes before
+//! the first field with a higher number.
+//!
+//! Then the result is put in the order libprotobuf's re-serialization gives
+//! ([`libprotobuf_order`]): in every message of the schema (the nested `MetaTensor`s,
+//! `ModelConfig` and alias entries too), the known fields in field-number order (occurrences of
+//! one number keep their relative order), then the unknown fields in the order they came. Only
+//! the order changes: every field's bytes are kept, so a known field written in a non-canonical
+//! form (an explicit default, an unpacked `shape`) keeps that form, where libprotobuf would
+//! rewrite it. `08 03 78 2a 20 01` (field 1, unknown 15, field 4) with `lazy_load` set is
+//! `08 03 20 01 28 01 78 2a`.
 //!
 //! Values follow proto3: setting a bool to `false` removes it, since an encoder never writes a
 //! default. Like the C++ setters (`mutable_model_config()`), setting a `ModelConfig` flag creates
 //! an empty `model_config` when there is none, even when the value is `false`.
 
-use super::{MetaneffDecodeError, check_wire};
+use prost_reflect::{Kind, MessageDescriptor};
+
+use super::{MetaneffDecodeError, check_wire, message_descriptor};
 use crate::wire::{self, FieldValue, WireType};
 
 /// Field numbers of the edited fields, from `metaneff.proto`.
@@ -75,7 +85,7 @@ pub fn set_config_flag(
         wire::put_len_field(&mut encoded, field::MODEL_CONFIG, &config);
         out = insert_in_order(&out, field::MODEL_CONFIG, &encoded);
     }
-    Ok(out)
+    Ok(libprotobuf_order(&out))
 }
 
 /// Sets `allow_dynamic_batch_size` on the tensors for which `choose(side, index)` returns a value;
@@ -91,9 +101,45 @@ pub fn set_allow_dynamic_batch_size(
     let inputs_done = rewrite_len_fields(bytes, field::INPUT_TENSORS, |index, payload| {
         choose(Side::Input, index).map(|v| set_bool(payload, field::ALLOW_DYNAMIC_BATCH_SIZE, v))
     });
-    Ok(rewrite_len_fields(&inputs_done, field::OUTPUT_TENSORS, |index, payload| {
+    let outputs_done = rewrite_len_fields(&inputs_done, field::OUTPUT_TENSORS, |index, payload| {
         choose(Side::Output, index).map(|v| set_bool(payload, field::ALLOW_DYNAMIC_BATCH_SIZE, v))
-    }))
+    });
+    Ok(libprotobuf_order(&outputs_done))
+}
+
+/// Puts a well-formed `MetaNeff` in the field order of libprotobuf's serializer, keeping every
+/// byte: in each message of the schema, known fields by number (stable), unknown fields after
+/// them in their order. The message must already be checked.
+pub fn libprotobuf_order(message: &[u8]) -> Vec<u8> {
+    reorder(&message_descriptor("MetaNeff"), message)
+}
+
+fn reorder(descriptor: &MessageDescriptor, message: &[u8]) -> Vec<u8> {
+    let mut known = Vec::new();
+    let mut unknown = Vec::new();
+    for field in wire::fields(message).flatten() {
+        match descriptor.get_field(field.number) {
+            Some(schema) => known.push((field, schema)),
+            None => unknown.push(field),
+        }
+    }
+    // A stable sort: repeated fields and map entries keep their order.
+    known.sort_by_key(|(field, _)| field.number);
+    let mut out = Vec::with_capacity(message.len());
+    for (field, schema) in &known {
+        match (&field.value, schema.kind()) {
+            (FieldValue::Len(payload), Kind::Message(inner)) => {
+                // The payload keeps its length, so the tag and length prefix stay valid as they are.
+                out.extend_from_slice(&message[field.start..field.end - payload.len()]);
+                out.extend_from_slice(&reorder(&inner, payload));
+            }
+            _ => out.extend_from_slice(&message[field.start..field.end]),
+        }
+    }
+    for field in &unknown {
+        out.extend_from_slice(&message[field.start..field.end]);
+    }
+    out
 }
 
 /// Copies `message`, replacing the payload of each length-delimited field `number` for which

@@ -208,21 +208,44 @@ const UNCHANGED_TAIL: &str = r#"9B 06  08 01  9C 06   98 06 2A"#;
 
 #[test]
 fn setting_a_config_flag_keeps_every_other_byte() {
-    // lazy_load (5) is inserted before the unknown field 15, after field 1.
+    // Re-serialized as libprotobuf does: ModelConfig's known fields 1, 4 and the new 5 in number
+    // order, the unknown field 15 after them; input1's checkpoint_key (6) before its type (7).
     check_edit(
         |b| edit::set_config_flag(b, ConfigFlag::LazyLoad, true).unwrap(),
         &format!(
             r#"0A 13  0A 06 "input0"  12 02 02 03  18 01  38 01  A0 01 07
-               0A 11  0A 06 "input1"  12 01 04  18 0E  38 02  32 00
+               0A 11  0A 06 "input1"  12 01 04  18 0E  32 00  38 02
                12 0E  0A 07 "output0" 12 01 04  28 01
-               1A 08  08 03  28 01  78 2A  20 01
+               1A 08  08 03  20 01  28 01  78 2A
                {UNCHANGED_TAIL}"#
         ),
     );
-    // Setting an absent flag to false changes nothing.
+    // Setting an absent flag to false changes no value; the order is still libprotobuf's.
     check_edit(
         |b| edit::set_config_flag(b, ConfigFlag::ReturnAliases, false).unwrap(),
-        &hex_text(&with_unknown_fields()),
+        &format!(
+            r#"0A 13  0A 06 "input0"  12 02 02 03  18 01  38 01  A0 01 07
+               0A 11  0A 06 "input1"  12 01 04  18 0E  32 00  38 02
+               12 0E  0A 07 "output0" 12 01 04  28 01
+               1A 06  08 03  20 01  78 2A
+               {UNCHANGED_TAIL}"#
+        ),
+    );
+}
+
+/// The bytes of issue 11: a ModelConfig out of field order (field 1, unknown 15, field 4).
+#[test]
+fn edits_reserialize_in_libprotobuf_field_order() {
+    let edited =
+        edit::set_config_flag(&hex("1A 06 08 03 78 2A 20 01"), ConfigFlag::LazyLoad, true).unwrap();
+    assert_eq!(edited, hex("1A 08 08 03 20 01 28 01 78 2A"));
+    // At the top level too: unknown fields after every known one, known ones by number, the
+    // repeated field's occurrences in their order, nested messages reordered as well.
+    let bytes = hex(r#"98 06 2A  2A 01 "m"  0A 05 18 01 0A 01 "a"  0A 03 0A 01 "b"  1A 00"#);
+    let edited = edit::set_config_flag(&bytes, ConfigFlag::AsyncLoad, true).unwrap();
+    assert_eq!(
+        edited,
+        hex(r#"0A 05 0A 01 "a" 18 01  0A 03 0A 01 "b"  1A 02 20 01  2A 01 "m"  98 06 2A"#)
     );
 }
 
@@ -232,9 +255,9 @@ fn clearing_dynamic_batch_removes_the_field_and_keeps_the_rest() {
         |b| edit::set_allow_dynamic_batch_size(b, |_, _| Some(false)).unwrap(),
         &format!(
             r#"0A 13  0A 06 "input0"  12 02 02 03  18 01  38 01  A0 01 07
-               0A 11  0A 06 "input1"  12 01 04  18 0E  38 02  32 00
+               0A 11  0A 06 "input1"  12 01 04  18 0E  32 00  38 02
                12 0C  0A 07 "output0" 12 01 04
-               1A 06  08 03  78 2A  20 01
+               1A 06  08 03  20 01  78 2A
                {UNCHANGED_TAIL}"#
         ),
     );
@@ -251,9 +274,9 @@ fn setting_dynamic_batch_on_chosen_tensors_only() {
         },
         &format!(
             r#"0A 13  0A 06 "input0"  12 02 02 03  18 01  38 01  A0 01 07
-               0A 13  0A 06 "input1"  12 01 04  18 0E  28 01  38 02  32 00
+               0A 13  0A 06 "input1"  12 01 04  18 0E  28 01  32 00  38 02
                12 0E  0A 07 "output0" 12 01 04  28 01
-               1A 06  08 03  78 2A  20 01
+               1A 06  08 03  20 01  78 2A
                {UNCHANGED_TAIL}"#
         ),
     );
@@ -303,11 +326,14 @@ fn text_keeps_the_wire_order_of_alias_entries() {
     let first = printed.find("key: 3").unwrap();
     assert!(first < printed.find("key: 0").unwrap(), "{printed}");
     assert_eq!(printed, text::to_text(&bytes).unwrap().text, "deterministic");
-    // Back from text: same order, and every entry with both key and value, as libprotobuf writes.
+    // Back from text in the written order: the wire order again, and every entry with both key
+    // and value, as libprotobuf writes.
     assert_eq!(
-        text::from_text(&printed).unwrap(),
+        text::from_text_in_written_order(&printed).unwrap(),
         hex("32 04 08 03 10 03  32 04 08 00 10 01  32 04 08 00 10 05")
     );
+    // Canonically: ascending, and the repeated key 0 holds its last value, as a map does.
+    assert_eq!(text::from_text(&printed).unwrap(), hex("32 04 08 00 10 05  32 04 08 03 10 03"));
     // JSON has no order: its bytes are ascending.
     let json = text::to_json(&bytes).unwrap().text;
     assert_eq!(text::from_json(&json).unwrap(), hex("32 04 08 00 10 05  32 04 08 03 10 03"));
@@ -419,6 +445,7 @@ mod properties {
             let bytes = encode(&message);
             let text = text::to_text(&bytes).unwrap().text;
             prop_assert_eq!(text::from_text(&text).unwrap(), bytes.clone());
+            prop_assert_eq!(text::from_text_in_written_order(&text).unwrap(), bytes.clone());
             let json = text::to_json(&bytes).unwrap().text;
             prop_assert_eq!(text::from_json(&json).unwrap(), bytes);
         }

@@ -7,11 +7,16 @@
 //! Map order. `output_aliases_to` is a map, and implementations write its entries in different
 //! orders (libprotobuf's deterministic mode ascending by key, Python's upb descending, the
 //! default modes in hash order); prost-reflect would print them in hash order. So that text is
-//! deterministic and a decode → encode round trip gives back the same bytes, text format uses a
-//! *wire view* of the schema in which the map is a repeated entry message: entries are printed in
-//! the order they stand on the wire, and encoded in the order they stand in the text. Proto3 JSON
-//! writes a map as an object, which has no order: JSON output sorts the keys, and bytes from
-//! JSON have their entries in ascending key order.
+//! deterministic and shows what a foreign file holds, text format uses a *wire view* of the
+//! schema in which the map is a repeated entry message: entries are printed in the order they
+//! stand on the wire. Encoding from text is canonical like every other encoding ([`from_text`]:
+//! entries ascending by key, the last of a repeated key kept, as a map holds it), so a vector's
+//! `metaneff.pb` is what libprotobuf's deterministic mode writes whatever order its text has.
+//! For a byte-for-byte review of a foreign file, [`from_text_in_written_order`] encodes the
+//! entries in the order the text gives them (every one, repeated keys too), so decode → encode
+//! gives back the bytes of a file in any entry order (`nrtsim metaneff encode --preserve-order`).
+//! Proto3 JSON writes a map as an object, which has no order: JSON output sorts the keys, and
+//! bytes from JSON are canonical.
 //!
 //! Unknown fields cannot be written in text format in a way other parsers accept, so they are
 //! listed as `#` comments at the top of the text (and reported to the caller); they do not
@@ -137,18 +142,43 @@ pub fn to_json(bytes: &[u8]) -> Result<Printed, MetaneffDecodeError> {
     Ok(Printed { text, unknown_fields })
 }
 
-/// Parses text format into canonical metaneff bytes.
+/// The order in which alias map entries from text are encoded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum AliasOrder {
+    /// Ascending by key, one entry per key (the last one given): canonical bytes.
+    Canonical,
+    /// As the text gives them, every entry: the wire order of the file the text came from.
+    AsWritten,
+}
+
+/// Parses text format into canonical metaneff bytes (alias entries ascending by key, whatever
+/// their order in the text).
 ///
 /// # Errors
 /// A [`MetaneffTextError`] with the line and column of the first problem.
 pub fn from_text(text: &str) -> Result<Vec<u8>, MetaneffTextError> {
+    encode_text(text, AliasOrder::Canonical)
+}
+
+/// Parses text format into metaneff bytes whose alias entries stand in the order the text gives
+/// them (every entry kept), for a byte-for-byte review of a foreign file: text printed by
+/// [`to_text`] encodes back to the bytes it was printed from, unknown fields aside. Every other
+/// field is encoded canonically.
+///
+/// # Errors
+/// A [`MetaneffTextError`] with the line and column of the first problem.
+pub fn from_text_in_written_order(text: &str) -> Result<Vec<u8>, MetaneffTextError> {
+    encode_text(text, AliasOrder::AsWritten)
+}
+
+fn encode_text(text: &str, order: AliasOrder) -> Result<Vec<u8>, MetaneffTextError> {
     let message = DynamicMessage::parse_text_format(wire_view(), text).map_err(|e| {
         let offset = miette::Diagnostic::labels(&e)
             .and_then(|mut labels| labels.next())
             .map_or(text.len(), |label| label.offset());
         located("text format", text, offset, e.to_string())
     })?;
-    canonical(&message, "text format")
+    encode_message(&message, "text format", order)
 }
 
 /// Parses proto3 JSON into canonical metaneff bytes.
@@ -165,15 +195,17 @@ pub fn from_json(json: &str) -> Result<Vec<u8>, MetaneffTextError> {
             column: e.column(),
             message: e.to_string(),
         })?;
-    canonical(&message, JSON)
+    encode_message(&message, JSON, AliasOrder::Canonical)
 }
 
 /// Re-encodes canonically whatever prost-reflect's encoder does: every field but the alias map
 /// through prost, and the alias entries (which the wire view keeps in order) with both key and
-/// value written, at their place in field order.
-fn canonical(message: &DynamicMessage, format: &'static str) -> Result<Vec<u8>, MetaneffTextError> {
-    // JSON maps have no order: their entries are written in ascending key order.
-    let keep_order = format != JSON;
+/// value written, in `order`, at their place in field order.
+fn encode_message(
+    message: &DynamicMessage,
+    format: &'static str,
+    order: AliasOrder,
+) -> Result<Vec<u8>, MetaneffTextError> {
     let bytes = message.encode_to_vec();
     let error = |message: String| MetaneffTextError { format, line: 1, column: 1, message };
     let mut entries = Vec::new();
@@ -184,8 +216,10 @@ fn canonical(message: &DynamicMessage, format: &'static str) -> Result<Vec<u8>, 
             entries.push((entry.key, entry.value));
         }
     }
-    if !keep_order {
-        entries.sort_unstable();
+    if order == AliasOrder::Canonical {
+        // A map holds one value per key, the last one given; a BTreeMap iterates ascending.
+        let map: std::collections::BTreeMap<i64, i64> = entries.into_iter().collect();
+        entries = map.into_iter().collect();
     }
     let mut rest = MetaNeff::decode(bytes.as_slice()).map_err(|e| error(e.to_string()))?;
     if entries.is_empty() {

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use abi::metaneff::edit::{self, ConfigFlag};
 use abi::metaneff::text;
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 
 /// The `nrtsim metaneff` subcommands.
 #[derive(clap::Subcommand)]
@@ -21,7 +21,8 @@ pub(crate) enum MetaneffCommand {
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
     },
-    /// Turn text format (or JSON) back into canonical metaneff bytes.
+    /// Turn text format (or JSON) back into canonical metaneff bytes (alias map entries
+    /// ascending by key).
     Encode {
         /// The text-format or JSON metaneff (`-` for standard input).
         file: PathBuf,
@@ -31,6 +32,11 @@ pub(crate) enum MetaneffCommand {
         /// The input format.
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
+        /// Write alias map entries in the order the text gives them (every one), not ascending:
+        /// text decoded from a foreign file encodes back to its bytes, for a byte-for-byte
+        /// review. Text format only (JSON objects have no order).
+        #[arg(long)]
+        preserve_order: bool,
     },
     /// Change fields of a binary metaneff as the `Model` setters do, keeping every other byte
     /// (unknown fields included).
@@ -89,11 +95,15 @@ pub(crate) fn run(command: MetaneffCommand) -> Result<()> {
             }
             std::io::stdout().write_all(printed.text.as_bytes()).context("writing to stdout")?;
         }
-        MetaneffCommand::Encode { file, output, format } => {
+        MetaneffCommand::Encode { file, output, format, preserve_order } => {
+            if preserve_order && format == Format::Json {
+                bail!("--preserve-order needs text format: JSON objects have no entry order");
+            }
             let input = read_input(&file)?;
             let input = String::from_utf8(input)
                 .with_context(|| format!("{} is not UTF-8 text", file.display()))?;
             let bytes = match format {
+                Format::Text if preserve_order => text::from_text_in_written_order(&input),
                 Format::Text => text::from_text(&input),
                 Format::Json => text::from_json(&input),
             }
