@@ -298,10 +298,6 @@ fn edits_refuse_malformed_input() {
     assert_eq!(error.offset, 1);
 }
 
-fn hex_text(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02X} ")).collect()
-}
-
 #[test]
 fn text_format_round_trips_and_lists_unknown_fields() {
     let printed = text::to_text(&with_unknown_fields()).unwrap();
