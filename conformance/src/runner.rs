@@ -93,6 +93,23 @@ pub fn judge(vector: &Vector, backend: &dyn Backend, known_reason: Option<&str>)
     if !vector.runs_on(backend.name()) {
         return result;
     }
+    // A generated input that no longer matches its hand-written source would test something
+    // other than what case.toml says: refuse to run it, whatever the expectations list says.
+    let stale = match crate::vector::stale_inputs(vector) {
+        Ok(stale) if stale.is_empty() => None,
+        Ok(stale) => Some(format!(
+            "stale generated input{} {} (the hand-written files changed since they were              generated): run `cargo xtask vectors --bless` and review the diff",
+            if stale.len() == 1 { "" } else { "s" },
+            stale.iter().map(|f| format!("{}/{f}", vector.name)).collect::<Vec<_>>().join(", ")
+        )),
+        Err(error) => Some(format!("cannot generate the inputs: {error}")),
+    };
+    if let Some(message) = stale {
+        result.outcome = Outcome::Failed;
+        result.message = Some(message);
+        result.duration = start.elapsed();
+        return result;
+    }
     let output = run(vector, backend);
     let golden = vector.read(TRACE_FILE).map(|bytes| String::from_utf8_lossy(&bytes).into_owned());
     let (message, first_diff) = match (&output.failure, golden) {

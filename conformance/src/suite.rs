@@ -93,19 +93,29 @@ pub fn run(options: &SuiteOptions) -> Result<Vec<CaseResult>, String> {
     Ok(results.into_iter().flatten().collect())
 }
 
-/// One line per failure (and per known difference), with the first differing trace line.
-pub fn failure_lines(results: &[CaseResult]) -> Vec<String> {
+/// A result worth a line of its own, and whether it fails the run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NotableLine {
+    /// True for a failure (it goes to stderr and fails the run), false for a known difference.
+    pub is_failure: bool,
+    /// `FAIL id: message` or `KNOWN id: message`, with the first differing trace line.
+    pub text: String,
+}
+
+/// One line per failure and per known difference, with the first differing trace line.
+pub fn failure_lines(results: &[CaseResult]) -> Vec<NotableLine> {
     results
         .iter()
         .filter(|r| r.outcome.is_failure() || r.outcome == Outcome::KnownDifference)
         .map(|r| {
-            let tag = if r.outcome == Outcome::KnownDifference { "KNOWN" } else { "FAIL" };
-            let mut line =
+            let is_failure = r.outcome.is_failure();
+            let tag = if is_failure { "FAIL" } else { "KNOWN" };
+            let mut text =
                 format!("{tag} {}: {}", r.id(), r.message.as_deref().unwrap_or("failed"));
             if let Some(diff) = &r.first_diff {
-                line.push_str(&format!("\n     {diff}"));
+                text.push_str(&format!("\n     {diff}"));
             }
-            line
+            NotableLine { is_failure, text }
         })
         .collect()
 }

@@ -226,6 +226,19 @@ pub fn build_neff(model: &NeffModel, default_name: &str) -> Result<Vec<u8>, Stri
     Ok(bytes)
 }
 
+/// The generated input files of `vector` that differ from what its hand-written files give now
+/// (for instance `model.neff` after a hand edit of the `[neff]` table), or are missing.
+///
+/// # Errors
+/// A [`VectorError`] when the vector cannot be generated.
+pub fn stale_inputs(vector: &Vector) -> Result<Vec<&'static str>, VectorError> {
+    Ok(generate_inputs(vector)?
+        .into_iter()
+        .filter(|(file, bytes)| fs::read(vector.dir.join(file)).ok().as_deref() != Some(bytes))
+        .map(|(file, _)| file)
+        .collect())
+}
+
 /// Compares (or, with `bless`, rewrites) the generated input files of every vector; returns one
 /// line per stale or rewritten file.
 ///

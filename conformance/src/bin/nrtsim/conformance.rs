@@ -107,7 +107,9 @@ pub(crate) struct RunVectorArgs {
     name: String,
 }
 
-/// Runs one vector on `NrtRuntime` in this process and prints the result as JSON.
+/// Runs one vector on `NrtRuntime` in this process and prints the result as JSON on stdout;
+/// `Ok(false)` (a non-zero exit) when the vector failed, with the failure on stderr too. The
+/// parent reads the JSON whatever the exit status.
 pub(crate) fn run_vector(args: RunVectorArgs) -> Result<bool> {
     let vectors = suite::load_vectors(&args.vectors).map_err(anyhow::Error::msg)?;
     let vector = vectors
@@ -121,6 +123,10 @@ pub(crate) fn run_vector(args: RunVectorArgs) -> Result<bool> {
         }
     };
     println!("{}", serde_json::to_string(&output).context("encoding the result")?);
+    if let Some(failure) = &output.failure {
+        eprintln!("nrtsim: {}: {failure}", vector.name);
+        return Ok(false);
+    }
     Ok(true)
 }
 
@@ -139,8 +145,14 @@ pub(crate) fn run(args: ConformanceArgs) -> Result<bool> {
         args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
     let options = SuiteOptions { vectors_dir, backends, filter: args.filter, jobs, progress: true };
     let results = suite::run(&options).map_err(anyhow::Error::msg)?;
+    // Failures go to stderr, so they are seen when stdout is piped away; known differences are
+    // information, on stdout with the summary.
     for line in suite::failure_lines(&results) {
-        println!("{line}");
+        if line.is_failure {
+            eprintln!("{}", line.text);
+        } else {
+            println!("{}", line.text);
+        }
     }
     if let Some(path) = &args.junit {
         write(path, &report::to_junit(&results))?;
@@ -149,7 +161,11 @@ pub(crate) fn run(args: ConformanceArgs) -> Result<bool> {
         write(path, &report::to_json(&results))?;
     }
     let summary = report::summarize(&results);
-    println!("{}", report::summary_line(summary));
+    let summary_line = report::summary_line(summary);
+    println!("{summary_line}");
+    if summary.failed != 0 {
+        eprintln!("nrtsim: conformance failed: {summary_line}");
+    }
     Ok(summary.failed == 0)
 }
 

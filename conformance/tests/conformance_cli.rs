@@ -1,0 +1,129 @@
+//! `nrtsim conformance` and `nrtsim run-vector` from the outside: failures on stderr and a
+//! non-zero exit status, and stale generated inputs refused with the vector and the bless command.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// A scratch `vectors/` folder with an empty expectations folder.
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir()
+        .join(format!("nrtsim-conformance-cli-{}-{name}", std::process::id()))
+        .join("vectors");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("expectations")).unwrap();
+    dir
+}
+
+fn add_vector(vectors: &Path, name: &str, case: &str) -> PathBuf {
+    let dir = vectors.join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("case.toml"), case).unwrap();
+    dir
+}
+
+fn nrtsim(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_nrtsim")).args(args).output().unwrap()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Fails its own expectation: `init` succeeds, the case says it must not.
+const FAILING_CASE: &str = r#"
+description = "a vector that fails on purpose"
+auto_init = false
+[[step]]
+call = "init"
+expect = "NRT_INVALID"
+"#;
+
+const PASSING_CASE: &str = r#"
+description = "a vector that passes"
+[[step]]
+call = "get_version"
+"#;
+
+#[test]
+fn conformance_failures_go_to_stderr_with_a_non_zero_exit() {
+    let vectors = scratch("fails");
+    add_vector(&vectors, "area/fails_on_purpose", FAILING_CASE);
+    let out = nrtsim(&["conformance", "--backend", "sim", "--vectors", vectors.to_str().unwrap()]);
+    assert!(!out.status.success(), "exit status {}", out.status);
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("FAIL sim/area/fails_on_purpose"), "stderr: {stderr}");
+    assert!(stderr.contains("expected NRT_INVALID, got NRT_SUCCESS"), "stderr: {stderr}");
+    assert!(!text(&out.stdout).contains("FAIL"), "stdout: {}", text(&out.stdout));
+    assert!(text(&out.stdout).contains("0 passed, 1 failed"), "stdout: {}", text(&out.stdout));
+}
+
+#[test]
+fn conformance_that_passes_exits_zero_with_no_failure_on_stderr() {
+    let vectors = scratch("passes");
+    add_vector(&vectors, "area/passes", PASSING_CASE);
+    let out = nrtsim(&["vectors", "--bless", "--vectors", vectors.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = nrtsim(&["conformance", "--backend", "sim", "--vectors", vectors.to_str().unwrap()]);
+    assert!(out.status.success(), "{}{}", text(&out.stdout), text(&out.stderr));
+    assert!(text(&out.stdout).contains("1 passed, 0 failed"), "{}", text(&out.stdout));
+    assert!(!text(&out.stderr).contains("FAIL"), "{}", text(&out.stderr));
+}
+
+#[test]
+fn run_vector_with_a_library_that_does_not_exist_fails_on_stderr() {
+    let vectors = scratch("garbage");
+    add_vector(&vectors, "area/passes", PASSING_CASE);
+    let out = nrtsim(&[
+        "run-vector",
+        "--vectors",
+        vectors.to_str().unwrap(),
+        "--library",
+        "/nonexistent/garbage.so",
+        "area/passes",
+    ]);
+    assert!(!out.status.success(), "exit status {}", out.status);
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("area/passes"), "stderr: {stderr}");
+    assert!(stderr.contains("/nonexistent/garbage.so"), "the library tried is named: {stderr}");
+    // The JSON result is still on stdout for the parent process.
+    let result: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(result["failure"].as_str().unwrap().contains("/nonexistent/garbage.so"));
+}
+
+#[test]
+fn a_hand_edited_neff_table_makes_the_committed_model_neff_stale_and_it_is_not_run() {
+    let vectors = scratch("stale");
+    let case = r#"
+description = "a vector whose model.neff was generated from another [neff] table"
+[neff]
+inputs = [{ name = "input0", dtype = "float32", shape = [4] }]
+outputs = [{ name = "output0", dtype = "float32", shape = [4] }]
+[[step]]
+call = "load"
+as = "m"
+"#;
+    let dir = add_vector(&vectors, "area/edited_by_hand", case);
+    // What a bless of an earlier [neff] table would have left: a valid NEFF, of other shapes.
+    let earlier = case.replace("shape = [4]", "shape = [8]");
+    let earlier_vector = conformance::vector::Vector {
+        name: "area/edited_by_hand".to_owned(),
+        dir: dir.clone(),
+        case: toml::from_str(&earlier).unwrap(),
+    };
+    let files = conformance::vector::generate_inputs(&earlier_vector).unwrap();
+    std::fs::write(dir.join("model.neff"), &files["model.neff"]).unwrap();
+    std::fs::write(dir.join("expected.trace"), "# golden\n").unwrap();
+
+    let out = nrtsim(&["conformance", "--backend", "sim", "--vectors", vectors.to_str().unwrap()]);
+    assert!(!out.status.success(), "a stale vector fails the run");
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("FAIL sim/area/edited_by_hand"), "stderr: {stderr}");
+    assert!(stderr.contains("stale generated input area/edited_by_hand/model.neff"), "{stderr}");
+    assert!(stderr.contains("cargo xtask vectors --bless"), "{stderr}");
+
+    // After a bless the file is fresh, and that check passes.
+    let out = nrtsim(&["vectors", "--bless", "--vectors", vectors.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = nrtsim(&["conformance", "--backend", "sim", "--vectors", vectors.to_str().unwrap()]);
+    assert!(out.status.success(), "{}{}", text(&out.stdout), text(&out.stderr));
+}
