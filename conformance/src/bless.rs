@@ -1,12 +1,14 @@
 //! Refreshing and checking the generated files of the vectors.
 //!
 //! `--bless` rewrites what is generated (`model.neff`, `metaneff.pb`, and `expected.trace` from a
-//! run on the simulator); `--check` rewrites nothing and lists what is stale. Hand-written files
+//! run on the simulator); `--check` rewrites nothing and lists what is stale. A vector listed in
+//! `expectations/sim.toml` that fails on the simulator keeps its trace as it is. Hand-written files
 //! (`case.toml`, `metaneff.txtpb`, the expectations lists) are never written.
 
 use std::path::{Path, PathBuf};
 
 use crate::backend::SimBackend;
+use crate::expectations::Expectations;
 use crate::runner;
 use crate::vector::{self, TRACE_FILE};
 
@@ -18,13 +20,18 @@ pub fn sync(vectors_dir: &Path, bless: bool) -> Result<Vec<String>, String> {
     let vectors = vector::discover(vectors_dir).map_err(|e| e.to_string())?;
     let mut changed = vector::sync_inputs(&vectors, bless).map_err(|e| e.to_string())?;
     let mut failures = Vec::new();
+    // A vector the simulator is known to get wrong has no trace to bless from it: its golden
+    // trace is left as it is until the simulator is fixed (and the entry removed).
+    let known = Expectations::load(&vectors_dir.join("expectations"), "sim")?;
     for vector in &vectors {
         if !vector.runs_on("sim") {
             continue;
         }
         let output = runner::run(vector, &SimBackend);
         if let Some(failure) = output.failure {
-            failures.push(format!("{}: {failure}", vector.name));
+            if known.reason(&vector.name).is_none() {
+                failures.push(format!("{}: {failure}", vector.name));
+            }
             continue;
         }
         let golden = runner::golden_text(&output.trace);

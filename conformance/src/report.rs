@@ -16,6 +16,9 @@ pub enum Outcome {
     KnownDifference,
     /// It matched, but the backend's expectations list it: the list is stale.
     UnexpectedPass,
+    /// A vector whose behaviour is a guess (`provenance = "guess: …"`) differs on a device:
+    /// the device has refuted the simulator's guess. It fails the run, under its own name.
+    GuessRefuted,
     /// The vector does not run on this backend.
     Skipped,
 }
@@ -23,7 +26,7 @@ pub enum Outcome {
 impl Outcome {
     /// Whether this outcome fails the run.
     pub fn is_failure(self) -> bool {
-        matches!(self, Outcome::Failed | Outcome::UnexpectedPass)
+        matches!(self, Outcome::Failed | Outcome::UnexpectedPass | Outcome::GuessRefuted)
     }
 
     fn name(self) -> &'static str {
@@ -32,6 +35,7 @@ impl Outcome {
             Outcome::Failed => "failed",
             Outcome::KnownDifference => "known_difference",
             Outcome::UnexpectedPass => "unexpected_pass",
+            Outcome::GuessRefuted => "guess_refuted",
             Outcome::Skipped => "skipped",
         }
     }
@@ -78,7 +82,9 @@ pub fn summarize(results: &[CaseResult]) -> Summary {
     for result in results {
         match result.outcome {
             Outcome::Passed | Outcome::KnownDifference => summary.passed += 1,
-            Outcome::Failed | Outcome::UnexpectedPass => summary.failed += 1,
+            Outcome::Failed | Outcome::UnexpectedPass | Outcome::GuessRefuted => {
+                summary.failed += 1
+            }
             Outcome::Skipped => summary.skipped += 1,
         }
     }
@@ -154,7 +160,7 @@ pub fn to_junit(results: &[CaseResult]) -> String {
             match case.outcome {
                 Outcome::Passed | Outcome::KnownDifference => xml.push_str("/>\n"),
                 Outcome::Skipped => xml.push_str("><skipped/></testcase>\n"),
-                Outcome::Failed | Outcome::UnexpectedPass => {
+                Outcome::Failed | Outcome::UnexpectedPass | Outcome::GuessRefuted => {
                     let _ = writeln!(
                         xml,
                         "><failure message=\"{}\">{}</failure></testcase>",

@@ -15,16 +15,18 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
 
-use abi::bind::{BindError, HostTensor, Model, ModelOptions, SpmdModel};
+use abi::bind::{BindError, HostTensor, LoadStatus, Model, ModelOptions, SpmdModel};
 use abi::dtype::{ScalarType, decode_elements, encode_element};
 use abi::metaneff::edit::{self, ConfigFlag};
-use abi::runtime::{Framework, ModelId, Placement, Runtime, SetId, SharedBuffer, TensorId};
+use abi::runtime::{
+    Framework, ModelId, Placement, Runtime, SetId, SharedBuffer, TensorId, TensorInfo,
+};
 use abi::status::NrtStatus;
 use abi::trace::{Trace, TracingRuntime, format_bytes};
 
 use crate::backend::Backend;
 use crate::report::{CaseResult, Outcome};
-use crate::spec::{Elements, ExpectedError, Step, TensorValue};
+use crate::spec::{Elements, ExpectedError, ProvenanceKind, Step, TensorValue, TraceExpectation};
 use crate::vector::{METANEFF_FILE, NEFF_FILE, TRACE_FILE, TRACE_HEADER, Vector};
 
 /// What a run produced.
@@ -76,11 +78,77 @@ pub fn run_on(vector: &Vector, runtime: Arc<dyn Runtime>) -> RunOutput {
     // Models and tensors go before the runtime closes; closing is not part of the trace.
     drop(context);
     runtime.close();
-    RunOutput { trace: trace.lines(), failure }
+    let lines = trace.lines();
+    if failure.is_none() {
+        failure = vector.case.expect_trace.iter().find_map(|want| check_trace(&lines, want).err());
+    }
+    RunOutput { trace: lines, failure }
+}
+
+/// The trace lines of step `step` (1-based): those after its `== step N:` marker and before
+/// the next marker.
+fn step_lines(lines: &[String], step: usize) -> impl Iterator<Item = &String> {
+    let marker = format!("== step {step}: ");
+    lines
+        .iter()
+        .skip_while(move |l| !l.starts_with(&marker))
+        .skip(1)
+        .take_while(|l| !l.starts_with("== step "))
+}
+
+/// Checks one `[[expect_trace]]` claim.
+fn check_trace(lines: &[String], want: &TraceExpectation) -> StepResult {
+    let matches = |line: &&String| {
+        want.starts_with.as_deref().is_none_or(|p| line.starts_with(p))
+            && want.contains.as_deref().is_none_or(|c| line.contains(c))
+    };
+    let got = step_lines(lines, want.step).filter(matches).count();
+    if got == want.count {
+        return Ok(());
+    }
+    let pattern = [
+        want.starts_with.as_ref().map(|p| format!("starting with {p:?}")),
+        want.contains.as_ref().map(|c| format!("containing {c:?}")),
+    ]
+    .into_iter()
+    .flatten()
+    .collect::<Vec<_>>()
+    .join(" and ");
+    Err(format!(
+        "expect_trace (step {}): {}: expected {} line(s) {pattern}, got {got}",
+        want.step, want.why, want.count
+    ))
+}
+
+/// How a run is judged.
+#[derive(Clone, Copy, Debug)]
+pub struct JudgeOptions {
+    /// Compare the trace with the golden `expected.trace` (default true). Off, only the
+    /// hand-written expectations judge the run: how much they catch alone is measured this way.
+    pub compare_trace: bool,
+}
+
+impl Default for JudgeOptions {
+    fn default() -> JudgeOptions {
+        JudgeOptions { compare_trace: true }
+    }
 }
 
 /// Runs `vector` on `backend` and judges it against the golden trace and the expectations.
 pub fn judge(vector: &Vector, backend: &dyn Backend, known_reason: Option<&str>) -> CaseResult {
+    judge_with(vector, backend, known_reason, JudgeOptions::default())
+}
+
+/// The backend that is a real device, where a guessed behaviour can be refuted.
+pub const DEVICE_BACKEND: &str = "nrt";
+
+/// [`judge`] with options.
+pub fn judge_with(
+    vector: &Vector,
+    backend: &dyn Backend,
+    known_reason: Option<&str>,
+    options: JudgeOptions,
+) -> CaseResult {
     let start = Instant::now();
     let mut result = CaseResult {
         vector: vector.name.clone(),
@@ -117,20 +185,30 @@ pub fn judge(vector: &Vector, backend: &dyn Backend, known_reason: Option<&str>)
         (None, Err(error)) => {
             (Some(format!("no golden trace: {error} (run `cargo xtask vectors --bless`)")), None)
         }
+        (None, _) if !options.compare_trace => (None, None),
         (None, Ok(golden)) => match first_difference(&golden, &output.trace) {
             Some(diff) => (Some("trace differs from expected.trace".to_owned()), Some(diff)),
             None => (None, None),
         },
     };
     result.duration = start.elapsed();
+    let guess = vector.case.provenance.as_ref().filter(|p| p.kind == ProvenanceKind::Guess);
+    let refutable = backend.name() == DEVICE_BACKEND && guess.is_some();
     result.outcome = match (message.is_some(), known_reason) {
         (false, None) => Outcome::Passed,
+        (true, None) if refutable => Outcome::GuessRefuted,
         (true, None) => Outcome::Failed,
         (true, Some(_)) => Outcome::KnownDifference,
         (false, Some(_)) => Outcome::UnexpectedPass,
     };
     result.message = match result.outcome {
         Outcome::KnownDifference => known_reason.map(|r| format!("known difference: {r}")),
+        Outcome::GuessRefuted => Some(format!(
+            "guess refuted: the device differs from what the simulator guessed ({}): {}; pin \
+             the device's behaviour in the vector and move it out of vectors/GUESSES.md",
+            guess.map_or("", |p| p.note.as_str()),
+            message.unwrap_or_default()
+        )),
         Outcome::UnexpectedPass => Some(format!(
             "passes, but vectors/expectations/{}.toml lists it as a known difference: remove the entry",
             backend.name()
@@ -316,6 +394,18 @@ fn host_tensor(value: &TensorValue) -> Result<HostTensor, String> {
     HostTensor::from_bytes(scalar_type, &value.shape, bytes).map_err(|e| e.to_string())
 }
 
+/// Whether two byte strings hold the same elements (any NaN equals any NaN; raw bytes for types
+/// without number conversion).
+fn same_elements(scalar_type: ScalarType, want: &[u8], got: &[u8]) -> bool {
+    match (decode_elements(scalar_type, want), decode_elements(scalar_type, got)) {
+        (Some(a), Some(b)) => {
+            a.len() == b.len()
+                && a.iter().zip(&b).all(|(x, y)| x == y || (x.is_nan() && y.is_nan()))
+        }
+        _ => want == got,
+    }
+}
+
 /// Compares an output with the expected value: dtype, shape and elements (NaN equals NaN).
 fn check_tensor(what: &str, got: &HostTensor, want: &TensorValue) -> StepResult {
     let (want_type, want_bytes) = value_bytes(want)?;
@@ -329,15 +419,7 @@ fn check_tensor(what: &str, got: &HostTensor, want: &TensorValue) -> StepResult 
         ));
     }
     let got_bytes = got.to_bytes();
-    let same =
-        match (decode_elements(want_type, &want_bytes), decode_elements(want_type, &got_bytes)) {
-            (Some(a), Some(b)) => {
-                a.len() == b.len()
-                    && a.iter().zip(&b).all(|(x, y)| x == y || (x.is_nan() && y.is_nan()))
-            }
-            _ => want_bytes == got_bytes,
-        };
-    if same {
+    if same_elements(want_type, &want_bytes, &got_bytes) {
         Ok(())
     } else {
         let show = |bytes: &[u8]| match decode_elements(want_type, bytes) {
@@ -346,6 +428,33 @@ fn check_tensor(what: &str, got: &HostTensor, want: &TensorValue) -> StepResult 
         };
         Err(format!("{what}: expected {}, got {}", show(&want_bytes), show(&got_bytes)))
     }
+}
+
+/// Compares `nrt_get_model_tensor_info` entries with the expected ones, in order.
+fn check_tensor_info(got: &[TensorInfo], want: &[crate::spec::ExpectedTensorInfo]) -> StepResult {
+    let show = |info: &TensorInfo| {
+        format!("{} {} {}", info.name, format!("{:?}", info.usage).to_uppercase(), info.size)
+    };
+    let same = got.len() == want.len()
+        && got.iter().zip(want).all(|(g, w)| {
+            g.name == w.name
+                && format!("{:?}", g.usage).eq_ignore_ascii_case(&w.usage)
+                && w.size.is_none_or(|size| size == g.size)
+        });
+    if same {
+        return Ok(());
+    }
+    let want: Vec<String> = want
+        .iter()
+        .map(|w| {
+            format!("{} {} {}", w.name, w.usage, w.size.map_or("*".to_owned(), |s| s.to_string()))
+        })
+        .collect();
+    Err(format!(
+        "tensor info [{}], expected [{}]",
+        got.iter().map(show).collect::<Vec<_>>().join(", "),
+        want.join(", ")
+    ))
 }
 
 /// The kind of a binding error, as vectors name it.
@@ -392,6 +501,14 @@ fn check_bind<T>(
                     .or_else(|| error.as_runtime().map(|(m, _)| m.to_owned()));
                 if got.as_deref() != Some(message.as_str()) {
                     return Err(format!("expected message {message:?}, got {got:?} ({error})"));
+                }
+            }
+            if let Some(part) = &want.message_contains {
+                let rendered = error.to_string();
+                if !rendered.contains(part.as_str()) {
+                    return Err(format!(
+                        "expected the error to contain {part:?}, got {rendered:?}"
+                    ));
                 }
             }
             if let Some(status) = &want.status {
@@ -575,8 +692,9 @@ impl Context<'_> {
                 check_status(&result, expect)?;
                 match (result, expect_values) {
                     (Ok(()), Some(Elements { dtype, values })) => {
-                        let want = encode_values(scalar_type(dtype)?, values)?;
-                        if want == buffer {
+                        let scalar_type = scalar_type(dtype)?;
+                        let want = encode_values(scalar_type, values)?;
+                        if same_elements(scalar_type, &want, &buffer) {
                             Ok(())
                         } else {
                             Err(format!("read {}, expected {}", hex(&buffer), hex(&want)))
@@ -618,14 +736,45 @@ impl Context<'_> {
                     _ => Ok(()),
                 }
             }
-            Step::GetModelTensorInfo { model, expect } => check_status(
-                &rt.get_model_tensor_info(label(&self.models, model, "model")?),
-                expect,
-            ),
+            Step::GetModelTensorInfo { model, expect_info, expect } => {
+                let result = rt.get_model_tensor_info(label(&self.models, model, "model")?);
+                check_status(&result, expect)?;
+                match (result, expect_info) {
+                    (Ok(got), Some(want)) => check_tensor_info(&got, want),
+                    _ => Ok(()),
+                }
+            }
             Step::GetVersion {} => rt.get_version().map(|_| ()).map_err(|e| e.to_string()),
-            Step::GetVncCount { expect } => {
-                check_status(&rt.get_total_vnc_count(), expect)?;
-                check_status(&rt.get_visible_vnc_count(), expect)
+            Step::GetVncCount { expect, expect_count } => {
+                for (what, result) in
+                    [("total", rt.get_total_vnc_count()), ("visible", rt.get_visible_vnc_count())]
+                {
+                    check_status(&result, expect).map_err(|e| format!("{what} count: {e}"))?;
+                    if let (Ok(got), Some(want)) = (result, expect_count) {
+                        if got != *want {
+                            return Err(format!("{what} count {got}, expected {want}"));
+                        }
+                    }
+                }
+                Ok(())
+            }
+            Step::ModelLoadStatus { model, expect } => {
+                let got = match self.model(model)?.load_status() {
+                    LoadStatus::Unloaded => "unloaded",
+                    LoadStatus::Loading => "loading",
+                    LoadStatus::Loaded => "loaded",
+                };
+                self.trace.record(format!("model {model} {got}"));
+                if !["unloaded", "loading", "loaded"].contains(&expect.as_str()) {
+                    return Err(format!(
+                        "unknown load status {expect:?}: expected unloaded, loading or loaded"
+                    ));
+                }
+                if got == expect {
+                    Ok(())
+                } else {
+                    Err(format!("model is {got}, expected {expect}"))
+                }
             }
             Step::ModelNew { label: as_name, neff, metaneff, weights, expect_error } => {
                 let neff = self.file(neff, NEFF_FILE)?;

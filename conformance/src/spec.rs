@@ -32,9 +32,75 @@ pub struct CaseSpec {
     pub sim: SimSettings,
     /// The NEFF to generate as `model.neff`, if the vector needs one.
     pub neff: Option<NeffModel>,
+    /// Where the expected behaviour comes from, when it is not a documented fact: a status or
+    /// outcome guessed from the simulator's design (`provenance = "guess: why"`). A device run
+    /// that differs on such a vector is reported as "guess refuted", not as a plain failure.
+    pub provenance: Option<Provenance>,
     /// The steps, in order.
     #[serde(rename = "step", default)]
     pub steps: Vec<Step>,
+    /// Hand-written claims about the trace of one step (`[[expect_trace]]`): how many of its
+    /// lines match. They say, independently of the blessed golden trace, what a behaviour
+    /// visible only in the trace must look like (launch counts, re-binds, writes at load).
+    #[serde(default)]
+    pub expect_trace: Vec<TraceExpectation>,
+}
+
+/// Where a vector's expected behaviour comes from.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "String")]
+pub struct Provenance {
+    /// A guess or a fact.
+    pub kind: ProvenanceKind,
+    /// Why it is guessed, or where the fact is written.
+    pub note: String,
+}
+
+/// The kind of a [`Provenance`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProvenanceKind {
+    /// No public source gives the behaviour: the simulator's choice, to be pinned on a device.
+    Guess,
+    /// A public source gives it (named in the note).
+    Fact,
+}
+
+impl TryFrom<String> for Provenance {
+    type Error = String;
+
+    fn try_from(text: String) -> Result<Provenance, String> {
+        let (kind, note) = match text.split_once(':') {
+            Some(("guess", note)) => (ProvenanceKind::Guess, note),
+            Some(("fact", note)) => (ProvenanceKind::Fact, note),
+            _ => {
+                return Err(format!(
+                    "provenance {text:?}: expected \"guess: why\" or \"fact: source\""
+                ));
+            }
+        };
+        let note = note.trim();
+        if note.is_empty() {
+            return Err(format!("provenance {text:?}: expected a note after the colon"));
+        }
+        Ok(Provenance { kind, note: note.to_owned() })
+    }
+}
+
+/// How many trace lines of one step must match. A line matches when it starts with
+/// `starts_with` and contains `contains` (each when given).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TraceExpectation {
+    /// The step, counted from 1 as in the trace's `== step N` markers.
+    pub step: usize,
+    /// What the line starts with, e.g. `execute(` or `rebind skipped`.
+    pub starts_with: Option<String>,
+    /// What the line contains, e.g. `, 1, 1) -> ` (a load on core 1).
+    pub contains: Option<String>,
+    /// How many lines of the step match, exactly.
+    pub count: usize,
+    /// What the claim checks, in words (shown when it fails).
+    pub why: String,
 }
 
 /// Simulator settings for one vector.
@@ -145,8 +211,22 @@ pub struct ExpectedError {
     pub kind: String,
     /// The exact message, where the seed gives one.
     pub message: Option<String>,
+    /// Text the error's whole rendering must contain (e.g. the name of a missing key).
+    pub message_contains: Option<String>,
     /// The runtime status, for `runtime` errors.
     pub status: Option<String>,
+}
+
+/// One entry of `nrt_get_model_tensor_info`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExpectedTensorInfo {
+    /// The variable name.
+    pub name: String,
+    /// `INPUT` or `OUTPUT`.
+    pub usage: String,
+    /// The size in bytes.
+    pub size: Option<usize>,
 }
 
 /// One step of a vector.
@@ -371,6 +451,8 @@ pub enum Step {
     GetModelTensorInfo {
         /// The model label.
         model: String,
+        /// The entries it must return, in order (inputs first, then outputs).
+        expect_info: Option<Vec<ExpectedTensorInfo>>,
         /// Expected status.
         expect: Option<String>,
     },
@@ -378,8 +460,10 @@ pub enum Step {
     GetVersion {},
     /// `nrt_get_total_vnc_count` and `nrt_get_visible_vnc_count`.
     GetVncCount {
-        /// Expected status.
+        /// Expected status (of both calls).
         expect: Option<String>,
+        /// The count both calls must return.
+        expect_count: Option<u32>,
     },
 
     /// libtorchneuron's `Model(neff, metaneff)`.
@@ -458,6 +542,14 @@ pub enum Step {
         expect_outputs: Option<Vec<Vec<TensorValue>>>,
         /// The expected error, if it must fail.
         expect_error: Option<ExpectedError>,
+    },
+    /// `Model::load_status`: where the model is in its load lifecycle.
+    ModelLoadStatus {
+        /// The model label.
+        model: String,
+        /// `unloaded`, `loading` (a background load not yet collected by a forward) or
+        /// `loaded`.
+        expect: String,
     },
     /// A lossless metaneff edit on `metaneff.pb` (or on `input_hex`), checked byte for byte.
     MetaneffEdit {

@@ -24,6 +24,8 @@ pub struct SuiteOptions {
     pub jobs: usize,
     /// Show a progress line on stderr when it is a terminal.
     pub progress: bool,
+    /// How each run is judged (e.g. without the golden trace).
+    pub judge: runner::JudgeOptions,
 }
 
 /// The vectors under `dir`, or an error naming the bad one.
@@ -74,7 +76,8 @@ pub fn run(options: &SuiteOptions) -> Result<Vec<CaseResult>, String> {
                     let Some((backend, vector, reason)) = jobs.get(index) else {
                         break;
                     };
-                    let result = runner::judge(vector, *backend, reason.as_deref());
+                    let result =
+                        runner::judge_with(vector, *backend, reason.as_deref(), options.judge);
                     let finished = done.fetch_add(1, Ordering::Relaxed) + 1;
                     if show_progress {
                         let mut err = std::io::stderr().lock();
@@ -109,7 +112,11 @@ pub fn failure_lines(results: &[CaseResult]) -> Vec<NotableLine> {
         .filter(|r| r.outcome.is_failure() || r.outcome == Outcome::KnownDifference)
         .map(|r| {
             let is_failure = r.outcome.is_failure();
-            let tag = if is_failure { "FAIL" } else { "KNOWN" };
+            let tag = match r.outcome {
+                Outcome::GuessRefuted => "REFUTED",
+                _ if is_failure => "FAIL",
+                _ => "KNOWN",
+            };
             let mut text =
                 format!("{tag} {}: {}", r.id(), r.message.as_deref().unwrap_or("failed"));
             if let Some(diff) = &r.first_diff {

@@ -37,11 +37,13 @@ fn main() {
                     let result = runner::judge(&vector, backend.as_ref(), reason.as_deref());
                     match result.outcome {
                         Outcome::Passed | Outcome::KnownDifference | Outcome::Skipped => Ok(()),
-                        Outcome::Failed | Outcome::UnexpectedPass => Err(Failed::from(format!(
-                            "{}{}",
-                            result.message.unwrap_or_default(),
-                            result.first_diff.map(|d| format!("\n{d}")).unwrap_or_default()
-                        ))),
+                        Outcome::Failed | Outcome::UnexpectedPass | Outcome::GuessRefuted => {
+                            Err(Failed::from(format!(
+                                "{}{}",
+                                result.message.unwrap_or_default(),
+                                result.first_diff.map(|d| format!("\n{d}")).unwrap_or_default()
+                            )))
+                        }
                     }
                 })
                 .with_ignored_flag(ignored),

@@ -382,9 +382,13 @@ impl Model {
     pub fn blocking_load(&mut self) -> Result<(), BindError> {
         let loaded = match std::mem::replace(&mut self.state, LoadState::Unloaded) {
             LoadState::Loaded(loaded) => loaded,
-            LoadState::Loading(handle) => handle
-                .join()
-                .map_err(|_| BindError::ThreadPanicked { thread: "background load" })??,
+            LoadState::Loading(handle) => {
+                // The wait itself is the observable difference between async and sync loading.
+                self.runtime_ctx.event(|| "background load joined".to_owned());
+                handle
+                    .join()
+                    .map_err(|_| BindError::ThreadPanicked { thread: "background load" })??
+            }
             LoadState::Unloaded => tensor_set::load(&self.runtime_ctx, &self.neff, self.placement)?,
         };
         self.state = LoadState::Loaded(loaded);

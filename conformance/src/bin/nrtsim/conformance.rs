@@ -34,6 +34,10 @@ pub(crate) struct ConformanceArgs {
     /// The vectors folder (default: `vectors/` of the workspace this runs in).
     #[arg(long, value_name = "DIR")]
     vectors: Option<PathBuf>,
+    /// Judge by the hand-written expectations only, without comparing golden traces (to measure
+    /// what the expectations catch on their own).
+    #[arg(long)]
+    no_trace: bool,
 }
 
 /// Arguments of `nrtsim vectors`.
@@ -143,7 +147,9 @@ pub(crate) fn run(args: ConformanceArgs) -> Result<bool> {
     let backends = names.iter().map(|n| open_backend(n)).collect::<Result<Vec<_>>>()?;
     let jobs =
         args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
-    let options = SuiteOptions { vectors_dir, backends, filter: args.filter, jobs, progress: true };
+    let judge = conformance::runner::JudgeOptions { compare_trace: !args.no_trace };
+    let options =
+        SuiteOptions { vectors_dir, backends, filter: args.filter, jobs, progress: true, judge };
     let results = suite::run(&options).map_err(anyhow::Error::msg)?;
     // Failures go to stderr, so they are seen when stdout is piped away; known differences are
     // information, on stdout with the summary.

@@ -1,0 +1,6 @@
+
+
+input08
+
+input12layer.weight8
+output0
