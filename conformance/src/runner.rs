@@ -833,7 +833,18 @@ impl Context<'_> {
                 expect_error,
                 expect_shared,
             } => {
-                let mut tensors = inputs.iter().map(host_tensor).collect::<Result<Vec<_>, _>>()?;
+                let mut tensors = Vec::with_capacity(inputs.len());
+                for value in inputs {
+                    tensors.push(match &value.device {
+                        Some(tensor) => HostTensor::on_device(
+                            scalar_type(&value.dtype)?,
+                            &value.shape,
+                            label(&self.tensors, tensor, "tensor")?,
+                        )
+                        .map_err(|e| e.to_string())?,
+                        None => host_tensor(value)?,
+                    });
+                }
                 for (index, source) in reuse {
                     let index: usize = index
                         .parse()

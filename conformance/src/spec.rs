@@ -190,6 +190,9 @@ pub struct TensorValue {
     pub fill: Option<f64>,
     /// The raw bytes in hex (spaces allowed), for types without number conversion.
     pub hex: Option<String>,
+    /// For a `model_forward` input: the label of a runtime tensor (from `tensor_allocate`) the
+    /// input already lives in, passed as a device-resident tensor (bound as it is, not written).
+    pub device: Option<String>,
 }
 
 /// Raw element values without a shape, for reads and writes of runtime tensors.
