@@ -166,7 +166,7 @@ pub fn judge_with(
     let stale = match crate::vector::stale_inputs(vector) {
         Ok(stale) if stale.is_empty() => None,
         Ok(stale) => Some(format!(
-            "stale generated input{} {} (the hand-written files changed since they were              generated): run `cargo xtask vectors --bless` and review the diff",
+            "stale generated input{} {} (the hand-written files changed since they were generated): run `cargo xtask vectors --bless` and review the diff",
             if stale.len() == 1 { "" } else { "s" },
             stale.iter().map(|f| format!("{}/{f}", vector.name)).collect::<Vec<_>>().join(", ")
         )),
