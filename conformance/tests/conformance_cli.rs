@@ -127,3 +127,55 @@ as = "m"
     let out = nrtsim(&["conformance", "--backend", "sim", "--vectors", vectors.to_str().unwrap()]);
     assert!(out.status.success(), "{}{}", text(&out.stdout), text(&out.stderr));
 }
+
+#[test]
+fn an_expect_trace_claim_that_does_not_hold_fails_the_vector_without_the_golden_trace() {
+    let vectors = scratch("claims");
+    let case = r#"
+description = "claims one execute where the step has none"
+[[step]]
+call = "get_version"
+[[expect_trace]]
+step = 1
+starts_with = "execute("
+count = 1
+why = "a launch happens"
+"#;
+    add_vector(&vectors, "area/wrong_claim", case);
+    let out = nrtsim(&[
+        "conformance",
+        "--backend",
+        "sim",
+        "--no-trace",
+        "--vectors",
+        vectors.to_str().unwrap(),
+    ]);
+    assert!(!out.status.success());
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains(
+            "expect_trace (step 1): a launch happens: expected 1 line(s) starting with \"execute(\", got 0"
+        ),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn bless_leaves_the_trace_of_a_vector_the_simulator_is_known_to_fail() {
+    let vectors = scratch("known");
+    let dir = add_vector(&vectors, "area/fails_on_purpose", FAILING_CASE);
+    std::fs::write(
+        vectors.join("expectations/sim.toml"),
+        "[[known]]\nvector = \"area/fails_on_purpose\"\nreason = \"the simulator is wrong here\"\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("expected.trace"), "# kept\n").unwrap();
+    let out = nrtsim(&["vectors", "--bless", "--vectors", vectors.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(std::fs::read_to_string(dir.join("expected.trace")).unwrap(), "# kept\n");
+    // Without the entry, bless refuses, naming the vector.
+    std::fs::remove_file(vectors.join("expectations/sim.toml")).unwrap();
+    let out = nrtsim(&["vectors", "--bless", "--vectors", vectors.to_str().unwrap()]);
+    assert!(!out.status.success());
+    assert!(text(&out.stderr).contains("area/fails_on_purpose"), "{}", text(&out.stderr));
+}
