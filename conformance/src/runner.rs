@@ -166,7 +166,8 @@ pub fn judge_with(
     let stale = match crate::vector::stale_inputs(vector) {
         Ok(stale) if stale.is_empty() => None,
         Ok(stale) => Some(format!(
-            "stale generated input{} {} (the hand-written files changed since they were generated): run `cargo xtask vectors --bless` and review the diff",
+            "stale generated input{} {} (the hand-written files changed since they were \
+             generated): run `cargo xtask vectors --bless` and review the diff",
             if stale.len() == 1 { "" } else { "s" },
             stale.iter().map(|f| format!("{}/{f}", vector.name)).collect::<Vec<_>>().join(", ")
         )),
@@ -524,8 +525,9 @@ fn check_bind<T>(
 
 impl Context<'_> {
     /// Lets every background load (`async_load`) finish before the next step marker is written,
-    /// so the trace does not depend on thread timing. That the first forward waits for such a
-    /// load is the binding layer's own test; here only the outcome is compared.
+    /// so the trace does not depend on thread timing. Async loading stays observable: the model
+    /// reports `loading` until a forward collects the load (`model_load_status`), and the
+    /// binding layer traces that wait (`background load joined`).
     fn settle(&self) {
         let deadline = Instant::now() + std::time::Duration::from_secs(60);
         while self.bind_models.values().any(|m| !m.background_load_finished())

@@ -129,7 +129,7 @@ fn reorder(descriptor: &MessageDescriptor, message: &[u8]) -> Vec<u8> {
     for (field, schema) in &known {
         match (&field.value, schema.kind()) {
             (FieldValue::Len(payload), Kind::Message(inner)) => {
-                // The payload keeps its length, so the tag and length prefix stay valid as they are.
+                // The payload keeps its length: the tag and length prefix stay valid as they are.
                 out.extend_from_slice(&message[field.start..field.end - payload.len()]);
                 out.extend_from_slice(&reorder(&inner, payload));
             }
