@@ -292,16 +292,17 @@ impl Runtime for NrtRuntime {
         tensor: TensorId,
         buffer: Arc<dyn ExternalBuffer>,
     ) -> Result<(), NrtError> {
-        // C keeps using the memory after this call returns, so only a buffer whose address is
-        // guaranteed to stay valid and in place may go through: `SharedBuffer`.
-        if buffer.as_shared_buffer().is_none() {
+        // C keeps using the memory after this call returns, so only memory whose address this
+        // crate can vouch for goes through: a `SharedBuffer`, whose address and length come from
+        // that type itself, never from the trait object.
+        let Some(buffer) = buffer.into_shared_buffer() else {
             return Err(NrtError::new(
                 NrtStatus::Invalid,
                 "nrt_tensor_attach_buffer: the nrt backend attaches only abi::runtime::SharedBuffer \
                  memory, whose address is fixed for its life; expected a SharedBuffer, got another \
                  ExternalBuffer implementation",
             ));
-        }
+        };
         check("nrt_tensor_attach_buffer", self.tensor(tensor)?.attach_buffer(buffer))
     }
 

@@ -30,7 +30,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use abi::c_layout::NrtVersionC;
-use abi::runtime::ExternalBuffer;
+use abi::runtime::SharedBuffer;
 
 /// `NRT_STATUS`: a 4-byte C enum, carried as its raw value.
 pub(crate) type RawStatus = u32;
@@ -277,7 +277,7 @@ impl Library {
         self: &Arc<Self>,
         tensor: NonNull<NrtTensor>,
         tag: u64,
-        buffer: Option<Arc<dyn ExternalBuffer>>,
+        buffer: Option<Arc<SharedBuffer>>,
     ) -> OwnedTensor {
         OwnedTensor {
             library: Arc::clone(self),
@@ -574,11 +574,11 @@ pub(crate) struct OwnedTensor {
     /// Whether the runtime's user freed the handle while a set still names it.
     forgotten: AtomicBool,
     /// Caller memory libnrt reads and writes in place: kept alive with the tensor.
-    buffer: Mutex<Option<Arc<dyn ExternalBuffer>>>,
+    buffer: Mutex<Option<Arc<SharedBuffer>>>,
 }
 
 // SAFETY: an opaque token libnrt accepts from any thread; the buffer is behind a mutex and
-// `ExternalBuffer` is `Send + Sync`.
+// `SharedBuffer` is `Send + Sync`.
 unsafe impl Send for OwnedTensor {}
 // SAFETY: as for `Send`.
 unsafe impl Sync for OwnedTensor {}
@@ -595,13 +595,14 @@ impl OwnedTensor {
     }
 
     /// `nrt_tensor_attach_buffer` over the caller's buffer, kept alive by this tensor.
-    pub(crate) fn attach_buffer(&self, buffer: Arc<dyn ExternalBuffer>) -> RawStatus {
+    pub(crate) fn attach_buffer(&self, buffer: Arc<SharedBuffer>) -> RawStatus {
         let mut kept = self.buffer.lock().unwrap_or_else(PoisonError::into_inner);
-        let (address, len) = (buffer.address() as *mut c_void, buffer.len());
-        // SAFETY: the tensor is live. The caller (`NrtRuntime::tensor_attach_buffer`) passes only
-        // a `SharedBuffer`, whose `address` is the first of `len` bytes of one boxed slice that
-        // never moves while it lives; this tensor keeps `buffer` (and its slices keep a clone)
-        // for as long as libnrt may touch the memory.
+        let (address, len) = (buffer.as_mut_ptr().cast::<c_void>(), buffer.byte_len());
+        // SAFETY: the tensor is live. `address` and `len` come from the `SharedBuffer` itself
+        // (not from a trait a caller implements): `len` interior-mutable bytes of one boxed slice
+        // that never moves and may be written through a shared reference while it lives; this
+        // tensor keeps `buffer` (and its slices keep a clone) for as long as libnrt may touch the
+        // memory.
         let status = unsafe {
             (self.library.functions.tensor_attach_buffer)(self.tensor.as_ptr(), address, len)
         };

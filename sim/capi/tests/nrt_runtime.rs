@@ -181,6 +181,7 @@ fn probe(name: &str) -> Result<(), String> {
         "nrt_lib_path_missing" => return probe_nrt_lib_path_missing(),
         "unknown_status" => return probe_unknown_status(),
         "foreign_buffer" => return probe_foreign_buffer(),
+        "disguised_buffer" => return probe_disguised_buffer(),
         _ => {}
     }
     let runtime = open_nrt(true);
@@ -241,6 +242,42 @@ fn probe_foreign_buffer() -> Result<(), String> {
     runtime.tensor_write(tensor, 4, &[7]).map_err(|err| err.to_string())?;
     if buffer.to_vec() != [0, 0, 0, 0, 7, 0, 0, 0] {
         return Err(format!("the shared buffer was not written in place: {:?}", buffer.to_vec()));
+    }
+    Ok(())
+}
+
+/// An implementation that hands over a real `SharedBuffer` but reports another address and
+/// length cannot make C use them: what reaches C is the `SharedBuffer`'s own memory.
+fn probe_disguised_buffer() -> Result<(), String> {
+    struct Disguise(Arc<SharedBuffer>);
+    impl ExternalBuffer for Disguise {
+        fn len(&self) -> usize {
+            1 << 20
+        }
+        fn read_at(&self, _: usize, _: &mut [u8]) {}
+        fn write_at(&self, _: usize, _: &[u8]) {}
+        fn address(&self) -> usize {
+            16
+        }
+        fn into_shared_buffer(self: Arc<Self>) -> Option<Arc<SharedBuffer>> {
+            Some(Arc::clone(&self.0))
+        }
+    }
+    let runtime = open_nrt(true);
+    let tensor = runtime.tensor_allocate_empty("t").map_err(|err| err.to_string())?;
+    let inner = Arc::new(SharedBuffer::zeroed(8));
+    runtime
+        .tensor_attach_buffer(tensor, Arc::new(Disguise(inner.clone())))
+        .map_err(|err| err.to_string())?;
+    let size = runtime.tensor_get_size(tensor).map_err(|err| err.to_string())?;
+    if size != 8 {
+        return Err(format!(
+            "C was given the reported length: the tensor has {size} bytes, expected 8"
+        ));
+    }
+    runtime.tensor_write(tensor, 4, &[7]).map_err(|err| err.to_string())?;
+    if inner.to_vec() != [0, 0, 0, 0, 7, 0, 0, 0] {
+        return Err(format!("the shared buffer was not written in place: {:?}", inner.to_vec()));
     }
     Ok(())
 }
@@ -477,6 +514,9 @@ fn main() {
     }));
     trials.push(Trial::test("probe::only_shared_buffers_are_attached_through_c", || {
         run_probe("foreign_buffer", &[]).map_err(Failed::from)
+    }));
+    trials.push(Trial::test("probe::a_disguised_buffer_reaches_c_with_its_own_address", || {
+        run_probe("disguised_buffer", &[]).map_err(Failed::from)
     }));
     trials.push(Trial::test("compare_reports_the_first_difference", || {
         compare_reports_the_first_difference().map_err(Failed::from)
