@@ -32,7 +32,8 @@ use abi::status::NrtStatus;
 use crate::config::SimConfig;
 use crate::fault::{FaultInjector, FaultPlanError};
 use crate::memory::{
-    CoreMemory, DeviceBlock, Place, Storage, copy_bytes, fill_bytes, read_bytes, write_bytes,
+    CoreMemory, DeviceBlock, Place, Storage, copy_bytes, fill_bytes, read_bytes, staging_buffer,
+    write_bytes,
 };
 use crate::model::{ModelDescription, SlotKind};
 use crate::program::{CompiledProgram, ElementType, ProgramVar, compile, holds_nan};
@@ -307,6 +308,57 @@ impl SimRuntime {
     /// not exist.
     pub fn device_bytes_in_use(&self, vnc: u32) -> Option<u64> {
         self.cores.get(vnc as usize).map(|core| core.memory.bytes_in_use())
+    }
+
+    /// [`Runtime::tensor_write`] for bytes a caller cannot lend as a slice: C memory that may
+    /// overlap the simulator's own storage (a pointer from `nrt_tensor_get_va`). Checks exactly
+    /// as `tensor_write` does; then `fill` copies the caller's `len` bytes into a staging buffer
+    /// of the simulator's, which is written to the tensor, so the move behaves like `memmove`.
+    ///
+    /// # Errors
+    /// As [`Runtime::tensor_write`], and [`NrtStatus::Resource`] when the staging buffer cannot
+    /// be allocated.
+    pub fn tensor_write_staged(
+        &self,
+        tensor: TensorId,
+        offset: usize,
+        len: usize,
+        fill: impl FnOnce(&mut [u8]),
+    ) -> Result<(), NrtError> {
+        self.enter("nrt_tensor_write")?;
+        let tensor = self.tensor(tensor)?;
+        let view = tensor.view()?;
+        check_range(&tensor.name, offset, len, view.size)?;
+        let mut staged = staging_buffer("nrt_tensor_write", len)?;
+        fill(&mut staged);
+        write_bytes(view.place(offset), &staged);
+        self.count_device_traffic(&view.storage, true, len);
+        Ok(())
+    }
+
+    /// [`Runtime::tensor_read`] into memory a caller cannot lend as a slice (see
+    /// [`SimRuntime::tensor_write_staged`]): the bytes are read into a staging buffer, which
+    /// `drain` copies out.
+    ///
+    /// # Errors
+    /// As [`Runtime::tensor_read`], and [`NrtStatus::Resource`] when the staging buffer cannot
+    /// be allocated.
+    pub fn tensor_read_staged(
+        &self,
+        tensor: TensorId,
+        offset: usize,
+        len: usize,
+        drain: impl FnOnce(&[u8]),
+    ) -> Result<(), NrtError> {
+        self.enter("nrt_tensor_read")?;
+        let tensor = self.tensor(tensor)?;
+        let view = tensor.view()?;
+        check_range(&tensor.name, offset, len, view.size)?;
+        let mut staged = staging_buffer("nrt_tensor_read", len)?;
+        read_bytes(view.place(offset), &mut staged);
+        self.count_device_traffic(&view.storage, false, len);
+        drain(&staged);
+        Ok(())
     }
 
     /// Every warning recorded so far, oldest first.
@@ -958,9 +1010,9 @@ impl Runtime for SimRuntime {
                         ),
                     ));
                 }
-                Storage::host(size)
+                Storage::host(size)?
             }
-            Placement::Virtual => Storage::host(size),
+            Placement::Virtual => Storage::host(size)?,
         };
         let view = View { storage: Arc::new(storage), offset: 0, size };
         Ok(self.insert_tensor(Tensor { name: name.to_owned(), view: Some(view) }))

@@ -111,6 +111,24 @@ fn host_placement_has_a_size_limit_and_virtual_does_not() {
     sim.tensor_allocate(Placement::Virtual, 0, 16 << 20, "virtual").unwrap();
 }
 
+/// Host memory is sized by the caller: a terabyte is a resource shortage, not an abort, and the
+/// runtime stays usable. (Relies on the kernel refusing a mapping the machine cannot back, which
+/// its default overcommit policy does.)
+#[test]
+fn a_terabyte_of_host_memory_is_resource_and_the_runtime_goes_on() {
+    let sim = small_sim();
+    init(&sim);
+    for placement in [Placement::Virtual, Placement::Host] {
+        let err = sim.tensor_allocate(placement, 0, 1 << 40, "huge").unwrap_err();
+        assert_eq!(err.status, NrtStatus::Resource, "{placement:?}: {err}");
+    }
+    let err = sim.tensor_allocate(Placement::Virtual, 0, usize::MAX, "all").unwrap_err();
+    assert_eq!(err.status, NrtStatus::Resource, "{err}");
+    let tensor = sim.tensor_allocate(Placement::Virtual, 0, 2 << 20, "mapped").unwrap();
+    sim.tensor_write(tensor, (2 << 20) - 1, &[5]).unwrap();
+    assert_eq!(read(&sim, tensor)[(2 << 20) - 2..], [0, 5]);
+}
+
 #[test]
 fn load_stages_constants_and_scratch_and_unload_frees_them() {
     let sim = small_sim();

@@ -490,9 +490,14 @@ pub unsafe extern "C" fn nrtsim_nrt_tensor_read(
             return INVALID;
         }
         let id = TensorId(try_status!(g.lookup(Kind::Tensor, tensor as usize)));
-        // SAFETY: `buffer` points at `size` writable bytes (the C contract) for this call.
-        let out = unsafe { std::slice::from_raw_parts_mut(buffer.cast::<u8>(), size) };
-        g.status("nrt_tensor_read", g.sim.tensor_read(id, offset, out))
+        // `buffer` may point into simulator memory (from `nrt_tensor_get_va`), so it is never
+        // made a slice: the bytes are staged and moved with an overlap-safe copy.
+        let read = g.sim.tensor_read_staged(id, offset, size, |staged| {
+            // SAFETY: `buffer` points at `size` writable bytes (the C contract) for this call;
+            // `ptr::copy` allows them to overlap anything, the staging buffer is our own.
+            unsafe { ptr::copy(staged.as_ptr(), buffer.cast::<u8>(), staged.len()) }
+        });
+        g.status("nrt_tensor_read", read)
     })
 }
 
@@ -512,9 +517,13 @@ pub unsafe extern "C" fn nrtsim_nrt_tensor_write(
             return INVALID;
         }
         let id = TensorId(try_status!(g.lookup(Kind::Tensor, tensor as usize)));
-        // SAFETY: `buffer` points at `size` readable bytes (the C contract) for this call.
-        let bytes = unsafe { std::slice::from_raw_parts(buffer.cast::<u8>(), size) };
-        g.status("nrt_tensor_write", g.sim.tensor_write(id, offset, bytes))
+        // As in `nrt_tensor_read`: staged, never a slice over caller memory.
+        let written = g.sim.tensor_write_staged(id, offset, size, |staged| {
+            // SAFETY: `buffer` points at `size` readable bytes (the C contract) for this call;
+            // `ptr::copy` allows them to overlap anything.
+            unsafe { ptr::copy(buffer.cast::<u8>(), staged.as_mut_ptr(), staged.len()) }
+        });
+        g.status("nrt_tensor_write", written)
     })
 }
 
