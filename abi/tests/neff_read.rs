@@ -4,8 +4,8 @@
 use std::io::{Read, Write};
 
 use abi::neff::{
-    ConstantSpec, GraphSpec, MrType, Neff, NeffError, NeffHeader, NeffSpec, ReadOptions, Signature,
-    SignatureForm, TensorSignature, Var, assemble_neff, npy, write_payload,
+    ConstantSpec, GraphSpec, MAX_GRAPHS, MrType, Neff, NeffError, NeffHeader, NeffSpec,
+    ReadOptions, Signature, SignatureForm, TensorSignature, Var, assemble_neff, npy, write_payload,
 };
 use abi::status::NrtStatus;
 
@@ -576,4 +576,46 @@ fn uuid_is_derived_from_the_name() {
     assert_ne!(uuid(&first), [0; 16]);
     assert_ne!(uuid(&first), uuid(&second));
     assert_eq!(uuid(&first), uuid(&matmul_spec().to_bytes().expect("valid spec")));
+}
+
+/// A kelf file of `n_entries` graph entries cycling over `n_distinct` definitions.
+fn kelf_with_entries(n_entries: usize, n_distinct: usize) -> Vec<u8> {
+    let entries: Vec<String> = (0..n_entries)
+        .map(|i| {
+            let graph = i % n_distinct;
+            format!(r#"{{"definition":"sg{graph:02}/def.json","name":"sg{graph:02}"}}"#)
+        })
+        .collect();
+    format!(r#"{{"graphs":[{}],"version":"0.5"}}"#, entries.join(",")).into_bytes()
+}
+
+/// 100 000 graph entries naming two definitions are two graphs, found in linear time (the time
+/// is printed for the record, not asserted); 100 000 distinct definitions are refused by the
+/// graph cap before any of them is looked up.
+#[test]
+fn a_hundred_thousand_kelf_entries_are_deduplicated_and_capped() {
+    let def_json: &[u8] = br#"{"var":{"out":{"type":"output","var_id":0,"size":4}}}"#;
+    let repeated = kelf_with_entries(100_000, 2);
+    let file = neff_from_members(&[
+        ("kelf-0.json", &repeated),
+        ("sg00/def.json", def_json),
+        ("sg01/def.json", def_json),
+    ]);
+    let start = std::time::Instant::now();
+    let neff = Neff::parse(&file, &ReadOptions::loader()).expect("two graphs");
+    println!("100k kelf entries over 2 definitions: parsed in {:?}", start.elapsed());
+    let names: Vec<&str> = neff.graphs.iter().map(|graph| graph.name.as_str()).collect();
+    assert_eq!(names, ["sg00", "sg01"]);
+
+    let distinct = kelf_with_entries(100_000, 100_000);
+    let file = neff_from_members(&[("kelf-0.json", &distinct), ("sg00/def.json", def_json)]);
+    let start = std::time::Instant::now();
+    let error = check_error(
+        &file,
+        &ReadOptions::loader(),
+        NrtStatus::Invalid,
+        |error| matches!(error, NeffError::TooManyGraphs { limit } if *limit == MAX_GRAPHS),
+    );
+    println!("100k distinct kelf entries: refused in {:?}", start.elapsed());
+    assert!(error.to_string().contains(&format!("at most {MAX_GRAPHS}")), "{error}");
 }
