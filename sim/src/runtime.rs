@@ -461,6 +461,9 @@ impl SimRuntime {
         let invalid = |detail: String| {
             NrtError::new(NrtStatus::Invalid, format!("model {:?}: {detail}", description.name))
         };
+        for io in description.inputs.iter().chain(&description.outputs) {
+            io.check().map_err(invalid)?;
+        }
         let memory = &self.cores[core as usize].memory;
         let mut names: HashMap<&str, usize> = HashMap::new();
         for (idx, var) in description.vars.iter().enumerate() {

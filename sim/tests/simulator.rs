@@ -392,3 +392,56 @@ fn load_from_neff_bytes_reports_a_clear_error_for_garbage() {
     let err = sim.load(&[0u8; 64], -1, 1).unwrap_err();
     assert_eq!(err.status, NrtStatus::Invalid);
 }
+
+/// A NEFF whose signature gives `shape` to both its input and its output, whose def.json omits
+/// their sizes (so the sizes come from the signature).
+fn neff_with_signature_shape(shape: &[i64]) -> Vec<u8> {
+    use abi::neff::{GraphSpec, NeffSpec, TensorSignature, Var};
+    let mut spec = NeffSpec::new("shapes");
+    spec.graphs = vec![GraphSpec {
+        name: "sg00".to_owned(),
+        vars: vec![Var::new("input0", 0, "input"), Var::new("output0", 1, "output")],
+    }];
+    spec.signature.inputs = vec![TensorSignature::new("input0", "float32", shape)];
+    spec.signature.outputs = vec![TensorSignature::new("output0", "float32", shape)];
+    spec.to_bytes().expect("a valid spec")
+}
+
+/// Byte sizes from an untrusted NEFF are checked arithmetic: a negative dimension, one that does
+/// not fit tensor info's `uint32_t`, and a product past `u64` are each `NRT_INVALID` naming the
+/// shape, never a zero size or a wrapped one.
+#[test]
+fn absurd_or_negative_dimensions_in_a_neff_are_invalid() {
+    let sim = small_sim();
+    init(&sim);
+    let cases: [(&[i64], &str); 3] = [
+        (&[-1, 4], "dimension 0 is -1"),
+        (&[4, 1 << 33], "dimension 1 is 8589934592"),
+        (&[1 << 31, 1 << 31, 1 << 31], "overflow"),
+    ];
+    for (shape, mentioned) in cases {
+        let err = sim.load(&neff_with_signature_shape(shape), -1, 1).unwrap_err();
+        assert_eq!(err.status, NrtStatus::Invalid, "{shape:?}: {err}");
+        assert!(err.detail.contains(mentioned), "{shape:?}: {err}");
+        assert!(err.detail.contains("input0"), "{shape:?}: {err}");
+    }
+    let good = sim.load(&neff_with_signature_shape(&[2, 3]), -1, 1).unwrap();
+    let info = sim.get_model_tensor_info(good).unwrap();
+    assert_eq!(info.iter().map(|entry| entry.size).collect::<Vec<_>>(), [24, 24]);
+}
+
+/// The same rules for an in-memory description, whose builder cannot fail: loading refuses it.
+#[test]
+fn a_description_with_a_negative_or_overflowing_shape_is_refused_at_load() {
+    let sim = small_sim();
+    init(&sim);
+    for shape in [&[3, -2][..], &[1 << 31, 1 << 31, 1 << 31]] {
+        let description = ModelDescription::new("bad")
+            .with_input("input0", Dltype::Float32, shape)
+            .with_output("output0", Dltype::Float32, &[4]);
+        let err = sim.load_description(&description, -1, 1).unwrap_err();
+        assert_eq!(err.status, NrtStatus::Invalid, "{shape:?}: {err}");
+        assert!(err.detail.contains("input0"), "{shape:?}: {err}");
+    }
+    assert_eq!(sim.device_bytes_in_use(0), Some(0), "a refused load stages nothing");
+}
