@@ -26,7 +26,6 @@ use std::ffi::{CStr, CString, c_char, c_int, c_void};
 use std::marker::{PhantomData, PhantomPinned};
 use std::mem::{offset_of, size_of};
 use std::ptr::{self, NonNull};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use abi::c_layout::NrtVersionC;
@@ -279,13 +278,7 @@ impl Library {
         tag: u64,
         buffer: Option<Arc<SharedBuffer>>,
     ) -> OwnedTensor {
-        OwnedTensor {
-            library: Arc::clone(self),
-            tensor,
-            tag,
-            forgotten: AtomicBool::new(false),
-            buffer: Mutex::new(buffer),
-        }
+        OwnedTensor { library: Arc::clone(self), tensor, tag, buffer: Mutex::new(buffer) }
     }
 
     /// `nrt_get_version`, with the size of our 224-byte struct.
@@ -540,18 +533,6 @@ impl OwnedSet {
             .filter(|owner| owner.tensor.as_ptr() == tensor)
             .map(|owner| owner.tag))
     }
-
-    /// The name of a member whose handle its user already freed, if any.
-    pub(crate) fn forgotten_member(&self) -> Option<(String, u64)> {
-        let members = self.members.lock().unwrap_or_else(PoisonError::into_inner);
-        let mut forgotten: Vec<(String, u64)> = members
-            .iter()
-            .filter(|(_, tensor)| tensor.is_forgotten())
-            .map(|(name, tensor)| (String::from_utf8_lossy(name).into_owned(), tensor.tag))
-            .collect();
-        forgotten.sort();
-        forgotten.into_iter().next()
-    }
 }
 
 impl Drop for OwnedSet {
@@ -571,8 +552,6 @@ pub(crate) struct OwnedTensor {
     tensor: NonNull<NrtTensor>,
     /// The caller's name for this tensor (the runtime's `TensorId`).
     pub(crate) tag: u64,
-    /// Whether the runtime's user freed the handle while a set still names it.
-    forgotten: AtomicBool,
     /// Caller memory libnrt reads and writes in place: kept alive with the tensor.
     buffer: Mutex<Option<Arc<SharedBuffer>>>,
 }
@@ -584,16 +563,6 @@ unsafe impl Send for OwnedTensor {}
 unsafe impl Sync for OwnedTensor {}
 
 impl OwnedTensor {
-    /// Marks the handle as freed by its user (it may live on in a set).
-    pub(crate) fn forget(&self) {
-        self.forgotten.store(true, Ordering::Release);
-    }
-
-    /// Whether [`OwnedTensor::forget`] was called.
-    pub(crate) fn is_forgotten(&self) -> bool {
-        self.forgotten.load(Ordering::Acquire)
-    }
-
     /// `nrt_tensor_attach_buffer` over the caller's buffer, kept alive by this tensor.
     pub(crate) fn attach_buffer(&self, buffer: Arc<SharedBuffer>) -> RawStatus {
         let mut kept = self.buffer.lock().unwrap_or_else(PoisonError::into_inner);

@@ -182,6 +182,7 @@ fn probe(name: &str) -> Result<(), String> {
         "unknown_status" => return probe_unknown_status(),
         "foreign_buffer" => return probe_foreign_buffer(),
         "disguised_buffer" => return probe_disguised_buffer(),
+        "freed_member" => return probe_freed_member(),
         _ => {}
     }
     let runtime = open_nrt(true);
@@ -278,6 +279,36 @@ fn probe_disguised_buffer() -> Result<(), String> {
     runtime.tensor_write(tensor, 4, &[7]).map_err(|err| err.to_string())?;
     if inner.to_vec() != [0, 0, 0, 0, 7, 0, 0, 0] {
         return Err(format!("the shared buffer was not written in place: {:?}", inner.to_vec()));
+    }
+    Ok(())
+}
+
+/// A launch through a set that names a tensor whose handle was freed goes to libnrt unchecked:
+/// the set keeps the tensor alive in libnrt, and libnrt (here the simulator's library, which
+/// never saw `nrt_tensor_free`) runs the model with it.
+fn probe_freed_member() -> Result<(), String> {
+    let runtime = open_nrt(true);
+    let model = load_scale(&runtime, 0).map_err(|err| err.to_string())?;
+    let (inputs, outputs) = (
+        runtime.allocate_tensor_set().map_err(|err| err.to_string())?,
+        runtime.allocate_tensor_set().map_err(|err| err.to_string())?,
+    );
+    let allocate = |name: &str| {
+        runtime.tensor_allocate(Placement::Device, 0, 16, name).map_err(|err| err.to_string())
+    };
+    let (input, output) = (allocate("input0")?, allocate("output0")?);
+    runtime.add_tensor_to_tensor_set(inputs, "input0", input).map_err(|err| err.to_string())?;
+    runtime.add_tensor_to_tensor_set(outputs, "output0", output).map_err(|err| err.to_string())?;
+    runtime.tensor_write(input, 0, &f32_bytes(&[1.0, 2.0, 3.0, 4.0])).map_err(|e| e.to_string())?;
+    runtime.tensor_free(input).map_err(|err| err.to_string())?;
+    match runtime.execute(model, inputs, outputs) {
+        Ok(NrtStatus::Success) => {}
+        other => return Err(format!("the launch did not reach libnrt: {other:?}")),
+    }
+    let mut out = vec![0; 16];
+    runtime.tensor_read(output, 0, &mut out).map_err(|err| err.to_string())?;
+    if out != f32_bytes(&[2.0, 4.0, 6.0, 8.0]) {
+        return Err(format!("output {out:?}, expected the doubled input"));
     }
     Ok(())
 }
@@ -517,6 +548,9 @@ fn main() {
     }));
     trials.push(Trial::test("probe::a_disguised_buffer_reaches_c_with_its_own_address", || {
         run_probe("disguised_buffer", &[]).map_err(Failed::from)
+    }));
+    trials.push(Trial::test("probe::a_set_naming_a_freed_tensor_launches_in_libnrt", || {
+        run_probe("freed_member", &[]).map_err(Failed::from)
     }));
     trials.push(Trial::test("compare_reports_the_first_difference", || {
         compare_reports_the_first_difference().map_err(Failed::from)
