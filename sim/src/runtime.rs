@@ -19,7 +19,7 @@
 //!   `tensor_read`/`write`/`copy`/`memset` of device tensors count too; per model, only launches.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use abi::dtype::DtypeNumbering;
@@ -219,6 +219,32 @@ fn check_range(name: &str, offset: usize, len: usize, size: usize) -> Result<(),
     }
 }
 
+/// The kinds of warning the simulator gives; the record holds one entry per kind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum WarningKind {
+    /// A model without a device program: its outputs stay zero.
+    OpaqueProgram,
+}
+
+impl WarningKind {
+    /// Whether this kind was printed already in this process (it is printed once per process,
+    /// whatever the number of runtimes).
+    fn printed(self) -> &'static AtomicBool {
+        static OPAQUE_PROGRAM: AtomicBool = AtomicBool::new(false);
+        match self {
+            WarningKind::OpaqueProgram => &OPAQUE_PROGRAM,
+        }
+    }
+}
+
+/// One kind of warning seen by a runtime: its first message and how often it came.
+#[derive(Debug)]
+struct WarningRecord {
+    kind: WarningKind,
+    first_message: String,
+    count: u64,
+}
+
 /// A simulated libnrt: NeuronCores with sparse HBM, tensors, sets, models and a device program.
 pub struct SimRuntime {
     config: SimConfig,
@@ -231,7 +257,7 @@ pub struct SimRuntime {
     /// How many models each core holds; also serialises loads.
     occupancy: Mutex<Vec<u32>>,
     faults: FaultInjector,
-    warnings: Mutex<Vec<String>>,
+    warnings: Mutex<Vec<WarningRecord>>,
 }
 
 impl std::fmt::Debug for SimRuntime {
@@ -361,16 +387,31 @@ impl SimRuntime {
         Ok(())
     }
 
-    /// Every warning recorded so far, oldest first.
+    /// One message per kind of warning seen so far (the first occurrence's), oldest kind first.
+    /// The record is bounded by the number of kinds: a warning repeated on every load is counted,
+    /// not kept again (see [`SimRuntime::warning_count`]).
     pub fn warnings(&self) -> Vec<String> {
-        lock(&self.warnings).clone()
+        lock(&self.warnings).iter().map(|record| record.first_message.clone()).collect()
     }
 
-    fn warn(&self, message: String) {
-        if self.config.warnings_to_stderr {
+    /// How many warnings were raised in all, repeats included.
+    pub fn warning_count(&self) -> u64 {
+        lock(&self.warnings).iter().map(|record| record.count).sum()
+    }
+
+    /// Records a warning of `kind`; the first of each kind in the process goes to stderr (when
+    /// configured), later ones only raise the count.
+    fn warn(&self, kind: WarningKind, message: impl FnOnce() -> String) {
+        let mut records = lock(&self.warnings);
+        if let Some(record) = records.iter_mut().find(|record| record.kind == kind) {
+            record.count += 1;
+            return;
+        }
+        let message = message();
+        if self.config.warnings_to_stderr && !kind.printed().swap(true, Ordering::Relaxed) {
             eprintln!("nrtsim warning: {message}");
         }
-        lock(&self.warnings).push(message);
+        records.push(WarningRecord { kind, first_message: message, count: 1 });
     }
 
     fn next_id(&self) -> u64 {
@@ -577,7 +618,7 @@ impl SimRuntime {
                 Some(compile(program, &lookup).map_err(|err| invalid(err.to_string()))?)
             }
             None => {
-                self.warn(format!(
+                self.warn(WarningKind::OpaqueProgram, || format!(
                     "model {:?} has no sim/program.json: its device program is opaque to the simulator, so its outputs stay zero",
                     description.name
                 ));

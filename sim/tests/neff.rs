@@ -88,6 +88,41 @@ fn tensor_info_of_a_neff_comes_from_its_signature() {
     assert_eq!((info[1].usage, info[1].size), (TensorUsage::Output, 24));
 }
 
+/// The process's data segment and heap, in pages (`/proc/self/statm`, field 6); 0 where the
+/// file does not exist.
+fn data_pages() -> u64 {
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
+    statm.split_whitespace().nth(5).and_then(|pages| pages.parse().ok()).unwrap_or(0)
+}
+
+/// 2000 loads and unloads of a NEFF without a device program keep one warning record (with its
+/// count), not one per load. The data segment's growth is printed for the record; the assertion
+/// is on the record, which is what grew.
+#[test]
+fn two_thousand_loads_without_program_keep_one_warning_record() {
+    let sim = SimRuntime::new(small_config(1, false)).expect("sim");
+    sim.init(Framework::NoFw, "", "").unwrap();
+    let description = ModelDescription { program: None, ..copy_model(16) };
+    let neff = neff_of(&description);
+    let cycle = || {
+        let model = sim.load(&neff, -1, 1).unwrap();
+        sim.unload(model).unwrap();
+    };
+    // Warm up allocator caches, so the measurement sees growth, not first use.
+    (0..100).for_each(|_| cycle());
+    let before = data_pages();
+    (0..2000).for_each(|_| cycle());
+    let after = data_pages();
+    println!(
+        "2000 load/unload cycles: data segment {before} -> {after} pages ({:+} KiB)",
+        (after as i64 - before as i64) * 4
+    );
+    let warnings = sim.warnings();
+    assert_eq!(warnings.len(), 1, "one record per kind of warning, got {}", warnings.len());
+    assert!(warnings[0].contains("sim/program.json"), "{warnings:?}");
+    assert_eq!(sim.warning_count(), 2100, "every occurrence is counted");
+}
+
 #[test]
 fn a_neff_without_program_loads_and_warns_once() {
     let sim = small_sim();
