@@ -145,3 +145,32 @@ fn inspect_of_a_refused_neff_fails_with_the_status() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("NRT_UNSUPPORTED_NEFF_VERSION"), "{stderr}");
 }
+
+/// An endless input (`/dev/zero`) is read only up to the limit, then refused with a message
+/// naming the limit and the flag that raises it.
+#[test]
+fn inspect_of_an_endless_input_is_refused_at_the_input_limit() {
+    let output = Command::new(env!("CARGO_BIN_EXE_nrtsim"))
+        .args(["inspect", "/dev/zero", "--max-input-bytes", "65536"])
+        .output()
+        .expect("run nrtsim");
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("input limit of 65536 bytes"), "{stderr}");
+    assert!(stderr.contains("--max-input-bytes"), "{stderr}");
+}
+
+/// A NEFF one byte over the limit is refused; at the limit it is inspected.
+#[test]
+fn inspect_of_a_file_over_the_input_limit_is_refused_and_one_at_it_is_read() {
+    let dir = TempDir::new("inspect-limit");
+    let bytes = sample_spec().to_bytes().expect("valid spec");
+    let over = (bytes.len() - 1).to_string();
+    let output = inspect(&dir, "model.neff", &bytes, &["--max-input-bytes", &over]);
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains(&format!("input limit of {over} bytes")), "{stderr}");
+    let at = bytes.len().to_string();
+    let output = inspect(&dir, "model.neff", &bytes, &["--max-input-bytes", &at]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+}
