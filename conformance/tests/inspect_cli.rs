@@ -174,3 +174,27 @@ fn inspect_of_a_file_over_the_input_limit_is_refused_and_one_at_it_is_read() {
     let output = inspect(&dir, "model.neff", &bytes, &["--max-input-bytes", &at]);
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
 }
+
+/// `inspect` lists the outputs of a NEFF laid out as neuronx-cc 2.23 writes it (empty metadata
+/// `outputs`, outputs in the graph form; see `abi/tests/data/README.md`).
+#[test]
+fn inspect_lists_the_graph_form_outputs_of_a_neuronx_cc_neff() {
+    use abi::neff::{NeffHeader, assemble_neff, write_payload};
+    let neff_json: &[u8] = include_bytes!("../../abi/tests/data/neuronx_cc_2_23_neff.json");
+    let kelf: &[u8] =
+        br#"{"graphs":[{"definition":"sg00/def.json","name":"sg00"}],"version":"0.5"}"#;
+    let def_json: &[u8] = br#"{"var":{"x":{"type":"input","var_id":0,"size":65536},
+        "y":{"type":"input","var_id":1,"size":65536},"output0":{"type":"output","var_id":2,"size":32768}}}"#;
+    let members = [("kelf-0.json", kelf), ("neff.json", neff_json), ("sg00/def.json", def_json)];
+    let payload = write_payload(2, &members).expect("members");
+    let bytes = assemble_neff(&NeffHeader::default(), &payload).expect("neff");
+    let dir = TempDir::new("inspect-neuronx-cc");
+    let output = inspect(&dir, "model.neff", &bytes, &["--json"]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let report: Value = serde_json::from_slice(&output.stdout).expect("one json object");
+    let outputs = report["signature"]["outputs"].as_array().expect("a list of outputs");
+    assert_eq!(outputs.len(), 1, "{outputs:?}");
+    assert_eq!(outputs[0]["name"], "output0");
+    assert_eq!(outputs[0]["dtype"], "float16");
+    assert_eq!(outputs[0]["shape"], serde_json::json!([128, 128]));
+}

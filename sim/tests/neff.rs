@@ -169,3 +169,47 @@ fn load_collectives_checks_the_rank() {
     let err = sim.load_collectives(&neff, -1, 1, 2, 2).unwrap_err();
     assert_eq!(err.status, NrtStatus::Invalid);
 }
+
+/// A NEFF laid out as neuronx-cc 2.23 writes it: `metadata.signatures.default.outputs` present
+/// and empty, the outputs only in the graph form (see `abi/tests/data/README.md`). Tensor info
+/// reports `output0` as float16 [128, 128], as real libnrt does, not dtype 0 with no shape.
+#[test]
+fn tensor_info_of_a_neuronx_cc_neff_takes_outputs_from_the_graph_form() {
+    use abi::dtype::NrtDtype;
+    use abi::neff::{NeffHeader, assemble_neff, write_payload};
+    let neff_json: &[u8] = include_bytes!("../../abi/tests/data/neuronx_cc_2_23_neff.json");
+    let kelf: &[u8] = br#"{"graphs":[{"definition":"sg00/def.json","name":"sg00"},
+        {"definition":"sg01/def.json","name":"sg01"}],"version":"0.5","target":"cayman"}"#;
+    let def_json: &[u8] = br#"{"var":{"SB":{"type":"state-buffer","var_id":0},
+        "x":{"type":"input","var_id":1,"size":65536},"y":{"type":"input","var_id":2,"size":65536},
+        "output0":{"type":"output","var_id":3,"size":32768}}}"#;
+    let payload = write_payload(
+        2,
+        &[
+            ("kelf-0.json", kelf),
+            ("neff.json", neff_json),
+            ("sg00/def.json", def_json),
+            ("sg01/def.json", def_json),
+        ],
+    )
+    .expect("members");
+    let neff = assemble_neff(&NeffHeader::default(), &payload).expect("neff");
+    let sim = small_sim();
+    sim.init(Framework::NoFw, "", "").unwrap();
+    let model = sim.load(&neff, -1, 1).unwrap();
+    let info = sim.get_model_tensor_info(model).unwrap();
+    let rows: Vec<(&str, TensorUsage, usize, NrtDtype, Vec<u32>)> = info
+        .iter()
+        .map(|entry| {
+            (entry.name.as_str(), entry.usage, entry.size, entry.dtype, entry.shape.clone())
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            ("x", TensorUsage::Input, 65536, NrtDtype::Float16, vec![128, 256]),
+            ("y", TensorUsage::Input, 65536, NrtDtype::Float16, vec![256, 128]),
+            ("output0", TensorUsage::Output, 32768, NrtDtype::Float16, vec![128, 128]),
+        ]
+    );
+}
