@@ -31,6 +31,10 @@
 //!   bytes whose address only that type gives), reached through
 //!   [`ExternalBuffer::into_shared_buffer`].
 //!
+//! - **Names are bytes** (`&[u8]`): libnrt takes C strings and judges them itself, and metaneff
+//!   names are protobuf `bytes` (ABI-FACTS §1), so no UTF-8 check may reject one. A backend that
+//!   hands a name to C refuses only what a C string cannot hold (a NUL byte).
+//!
 //! Lifecycle (ABI-FACTS §4): before [`Runtime::init`] every call except [`Runtime::get_version`],
 //! [`Runtime::get_total_vnc_count`] and [`Runtime::tensor_get_size`] fails with
 //! [`NrtStatus::Uninitialized`]; after [`Runtime::close`] with [`NrtStatus::Closed`].
@@ -393,7 +397,7 @@ pub trait Runtime: Send + Sync {
     fn add_tensor_to_tensor_set(
         &self,
         set: SetId,
-        name: &str,
+        name: &[u8],
         tensor: TensorId,
     ) -> Result<(), NrtError>;
 
@@ -402,7 +406,7 @@ pub trait Runtime: Send + Sync {
     /// # Errors
     /// [`NrtStatus::Failure`] when the set has no such name; [`NrtStatus::InvalidHandle`] for an
     /// unknown set.
-    fn get_tensor_from_tensor_set(&self, set: SetId, name: &str) -> Result<TensorId, NrtError>;
+    fn get_tensor_from_tensor_set(&self, set: SetId, name: &[u8]) -> Result<TensorId, NrtError>;
 
     /// `nrt_tensor_allocate`: a zero-filled tensor of `size` bytes; `vnc` names the NeuronCore
     /// for [`Placement::Device`].
@@ -416,7 +420,7 @@ pub trait Runtime: Send + Sync {
         placement: Placement,
         vnc: i32,
         size: usize,
-        name: &str,
+        name: &[u8],
     ) -> Result<TensorId, NrtError>;
 
     /// `nrt_tensor_allocate_empty`: a tensor with no storage, for
@@ -424,7 +428,7 @@ pub trait Runtime: Send + Sync {
     ///
     /// # Errors
     /// Only the lifecycle statuses.
-    fn tensor_allocate_empty(&self, name: &str) -> Result<TensorId, NrtError>;
+    fn tensor_allocate_empty(&self, name: &[u8]) -> Result<TensorId, NrtError>;
 
     /// `nrt_tensor_attach_buffer`: makes caller-owned memory the tensor's storage; the tensor's
     /// size becomes the buffer's length.
@@ -449,7 +453,7 @@ pub trait Runtime: Send + Sync {
         src: TensorId,
         offset: usize,
         size: usize,
-        name: &str,
+        name: &[u8],
     ) -> Result<TensorId, NrtError>;
 
     /// `nrt_tensor_free`: forgets the handle; the storage goes when its last user does. Works in

@@ -20,6 +20,7 @@ use abi::runtime::{
     TensorInfo, TensorUsage,
 };
 use abi::status::NrtStatus;
+use abi::trace::name_text;
 
 use crate::sys::{self, OwnedModel, OwnedSet, OwnedTensor, RawStatus};
 use crate::{NrtRuntime, status_of};
@@ -56,11 +57,11 @@ fn failed(call: &str, code: RawStatus) -> NrtError {
     NrtError::new(status, format!("{call} returned {}", status.name()))
 }
 
-fn c_name(call: &str, name: &str) -> Result<std::ffi::CString, NrtError> {
+fn c_name(call: &str, name: &[u8]) -> Result<std::ffi::CString, NrtError> {
     sys::c_name(name).map_err(|_| {
         NrtError::new(
             NrtStatus::Invalid,
-            format!("{call}: name {name:?} has a NUL byte, expected a C string"),
+            format!("{call}: name {} has a NUL byte, expected a C string", name_text(name)),
         )
     })
 }
@@ -153,8 +154,8 @@ impl Runtime for NrtRuntime {
         fw_version: &str,
         fal_version: &str,
     ) -> Result<(), NrtError> {
-        let fw_version = c_name("nrt_init", fw_version)?;
-        let fal_version = c_name("nrt_init", fal_version)?;
+        let fw_version = c_name("nrt_init", fw_version.as_bytes())?;
+        let fal_version = c_name("nrt_init", fal_version.as_bytes())?;
         check("nrt_init", self.library.init(framework.code(), &fw_version, &fal_version))
     }
 
@@ -230,7 +231,7 @@ impl Runtime for NrtRuntime {
     fn add_tensor_to_tensor_set(
         &self,
         set: SetId,
-        name: &str,
+        name: &[u8],
         tensor: TensorId,
     ) -> Result<(), NrtError> {
         let (owner, tensor) = (self.set(set)?, self.tensor(tensor)?);
@@ -238,7 +239,7 @@ impl Runtime for NrtRuntime {
         check("nrt_add_tensor_to_tensor_set", owner.add(&name, &tensor))
     }
 
-    fn get_tensor_from_tensor_set(&self, set: SetId, name: &str) -> Result<TensorId, NrtError> {
+    fn get_tensor_from_tensor_set(&self, set: SetId, name: &[u8]) -> Result<TensorId, NrtError> {
         let owner = self.set(set)?;
         let c_name = c_name("nrt_get_tensor_from_tensor_set", name)?;
         match owner.get(&c_name) {
@@ -258,7 +259,7 @@ impl Runtime for NrtRuntime {
         placement: Placement,
         vnc: i32,
         size: usize,
-        name: &str,
+        name: &[u8],
     ) -> Result<TensorId, NrtError> {
         let c_name = c_name("nrt_tensor_allocate", name)?;
         let tensor = self
@@ -268,7 +269,7 @@ impl Runtime for NrtRuntime {
         Ok(self.insert_tensor(tensor))
     }
 
-    fn tensor_allocate_empty(&self, name: &str) -> Result<TensorId, NrtError> {
+    fn tensor_allocate_empty(&self, name: &[u8]) -> Result<TensorId, NrtError> {
         let c_name = c_name("nrt_tensor_allocate_empty", name)?;
         let tensor = self
             .library
@@ -301,7 +302,7 @@ impl Runtime for NrtRuntime {
         src: TensorId,
         offset: usize,
         size: usize,
-        name: &str,
+        name: &[u8],
     ) -> Result<TensorId, NrtError> {
         let source = self.tensor(src)?;
         let c_name = c_name("nrt_tensor_allocate_slice", name)?;

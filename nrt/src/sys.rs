@@ -682,6 +682,6 @@ impl Drop for OwnedTensor {
 }
 
 /// A C string for a name; a name with an interior NUL cannot reach C and is `NRT_INVALID`.
-pub(crate) fn c_name(name: &str) -> Result<CString, RawStatus> {
+pub(crate) fn c_name(name: &[u8]) -> Result<CString, RawStatus> {
     CString::new(name).map_err(|_| INVALID)
 }

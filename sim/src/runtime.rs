@@ -28,6 +28,7 @@ use abi::runtime::{
     TensorInfo, TensorUsage,
 };
 use abi::status::NrtStatus;
+use abi::trace::name_text;
 
 use crate::config::SimConfig;
 use crate::fault::{FaultInjector, FaultPlanError};
@@ -131,6 +132,7 @@ impl View {
 }
 
 struct Tensor {
+    /// The tensor's own name, for messages (lossy where its bytes are not UTF-8).
     name: String,
     view: Option<View>,
 }
@@ -252,7 +254,8 @@ pub struct SimRuntime {
     next_handle: AtomicU64,
     cores: Vec<Core>,
     tensors: RwLock<HashMap<TensorId, Arc<Tensor>>>,
-    sets: RwLock<HashMap<SetId, HashMap<String, TensorId>>>,
+    /// Sets map exact name bytes to tensors: names are bytes, as C strings are.
+    sets: RwLock<HashMap<SetId, HashMap<Vec<u8>, TensorId>>>,
     models: RwLock<HashMap<ModelId, Arc<LoadedModel>>>,
     /// How many models each core holds; also serialises loads.
     occupancy: Mutex<Vec<u32>>,
@@ -670,8 +673,9 @@ impl SimRuntime {
         let inputs = sets.get(&input_set).ok_or_else(|| SimRuntime::unknown_set(input_set))?;
         let outputs = sets.get(&output_set).ok_or_else(|| SimRuntime::unknown_set(output_set))?;
         let tensors = read_lock(&self.tensors);
-        let bind = |slots: &[IoSlot], set: &HashMap<String, TensorId>, which: &str| {
-            slots
+        let bind =
+            |slots: &[IoSlot], set: &HashMap<Vec<u8>, TensorId>, which: &str| {
+                slots
                 .iter()
                 .map(|slot| {
                     let breach = |breach: ContractBreach, detail: String| {
@@ -681,7 +685,7 @@ impl SimRuntime {
                         )
                     };
                     let tensor =
-                        set.get(&slot.name).and_then(|id| tensors.get(id)).ok_or_else(|| {
+                        set.get(slot.name.as_bytes()).and_then(|id| tensors.get(id)).ok_or_else(|| {
                             breach(
                                 ContractBreach::MissingName,
                                 format!("the {which} set has no tensor of that name"),
@@ -713,7 +717,7 @@ impl SimRuntime {
                     Ok(Arc::clone(tensor))
                 })
                 .collect::<Result<Vec<Arc<Tensor>>, NrtError>>()
-        };
+            };
         Ok((bind(&model.inputs, inputs, "input")?, bind(&model.outputs, outputs, "output")?))
     }
 
@@ -995,25 +999,25 @@ impl Runtime for SimRuntime {
     fn add_tensor_to_tensor_set(
         &self,
         set: SetId,
-        name: &str,
+        name: &[u8],
         tensor: TensorId,
     ) -> Result<(), NrtError> {
         self.enter("nrt_add_tensor_to_tensor_set")?;
         self.tensor(tensor)?;
         let mut sets = write_lock(&self.sets);
         let entries = sets.get_mut(&set).ok_or_else(|| SimRuntime::unknown_set(set))?;
-        entries.insert(name.to_owned(), tensor);
+        entries.insert(name.to_vec(), tensor);
         Ok(())
     }
 
-    fn get_tensor_from_tensor_set(&self, set: SetId, name: &str) -> Result<TensorId, NrtError> {
+    fn get_tensor_from_tensor_set(&self, set: SetId, name: &[u8]) -> Result<TensorId, NrtError> {
         self.enter("nrt_get_tensor_from_tensor_set")?;
         let sets = read_lock(&self.sets);
         let entries = sets.get(&set).ok_or_else(|| SimRuntime::unknown_set(set))?;
         entries.get(name).copied().ok_or_else(|| {
             NrtError::new(
                 NrtStatus::Failure,
-                format!("tensor set {} has no tensor named {name:?}", set.0),
+                format!("tensor set {} has no tensor named {}", set.0, name_text(name)),
             )
         })
     }
@@ -1023,9 +1027,10 @@ impl Runtime for SimRuntime {
         placement: Placement,
         vnc: i32,
         size: usize,
-        name: &str,
+        name: &[u8],
     ) -> Result<TensorId, NrtError> {
         self.enter("nrt_tensor_allocate")?;
+        let name = String::from_utf8_lossy(name);
         let storage = match placement {
             Placement::Device => {
                 let core = usize::try_from(vnc)
@@ -1059,12 +1064,13 @@ impl Runtime for SimRuntime {
             Placement::Virtual => Storage::host(size)?,
         };
         let view = View { storage: Arc::new(storage), offset: 0, size };
-        Ok(self.insert_tensor(Tensor { name: name.to_owned(), view: Some(view) }))
+        Ok(self.insert_tensor(Tensor { name: name.into_owned(), view: Some(view) }))
     }
 
-    fn tensor_allocate_empty(&self, name: &str) -> Result<TensorId, NrtError> {
+    fn tensor_allocate_empty(&self, name: &[u8]) -> Result<TensorId, NrtError> {
         self.enter("nrt_tensor_allocate_empty")?;
-        Ok(self.insert_tensor(Tensor { name: name.to_owned(), view: None }))
+        let name = String::from_utf8_lossy(name).into_owned();
+        Ok(self.insert_tensor(Tensor { name, view: None }))
     }
 
     fn tensor_attach_buffer(
@@ -1096,14 +1102,15 @@ impl Runtime for SimRuntime {
         src: TensorId,
         offset: usize,
         size: usize,
-        name: &str,
+        name: &[u8],
     ) -> Result<TensorId, NrtError> {
         self.enter("nrt_tensor_allocate_slice")?;
+        let name = String::from_utf8_lossy(name);
         let parent = self.tensor(src)?;
         let view = parent.view()?;
         check_range(&parent.name, offset, size, view.size)?;
         let slice = View { storage: Arc::clone(&view.storage), offset: view.offset + offset, size };
-        Ok(self.insert_tensor(Tensor { name: name.to_owned(), view: Some(slice) }))
+        Ok(self.insert_tensor(Tensor { name: name.into_owned(), view: Some(slice) }))
     }
 
     fn tensor_free(&self, tensor: TensorId) -> Result<(), NrtError> {

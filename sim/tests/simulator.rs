@@ -28,9 +28,9 @@ fn bind(
     let output_set = sim.allocate_tensor_set().unwrap();
     let mut tensors = Vec::new();
     for entry in sim.get_model_tensor_info(model).unwrap() {
-        let tensor = sim.tensor_allocate(placement, 0, entry.size, &entry.name).unwrap();
+        let tensor = sim.tensor_allocate(placement, 0, entry.size, entry.name.as_bytes()).unwrap();
         let set = if entry.usage == TensorUsage::Input { input_set } else { output_set };
-        sim.add_tensor_to_tensor_set(set, &entry.name, tensor).unwrap();
+        sim.add_tensor_to_tensor_set(set, entry.name.as_bytes(), tensor).unwrap();
         tensors.push((entry.name, tensor));
     }
     (input_set, output_set, tensors)
@@ -85,30 +85,30 @@ fn tensor_info_lists_inputs_then_outputs_with_dtype_shape_and_size() {
 fn device_memory_exhaustion_is_resource_and_frees_return_to_zero() {
     let sim = small_sim();
     init(&sim);
-    let big = sim.tensor_allocate(Placement::Device, 0, 48 << 20, "big").unwrap();
-    let err = sim.tensor_allocate(Placement::Device, 0, 32 << 20, "more").unwrap_err();
+    let big = sim.tensor_allocate(Placement::Device, 0, 48 << 20, b"big").unwrap();
+    let err = sim.tensor_allocate(Placement::Device, 0, 32 << 20, b"more").unwrap_err();
     assert_eq!(err.status, NrtStatus::Resource);
-    let on1 = sim.tensor_allocate(Placement::Device, 1, 32 << 20, "other core").unwrap();
+    let on1 = sim.tensor_allocate(Placement::Device, 1, 32 << 20, b"other core").unwrap();
     assert_eq!(sim.device_bytes_in_use(0), Some(48 << 20));
-    let slice = sim.tensor_allocate_slice(big, 0, 8, "slice").unwrap();
+    let slice = sim.tensor_allocate_slice(big, 0, 8, b"slice").unwrap();
     sim.tensor_free(big).unwrap();
     assert_eq!(sim.device_bytes_in_use(0), Some(48 << 20), "the slice keeps the storage");
     sim.tensor_free(slice).unwrap();
     sim.tensor_free(on1).unwrap();
     assert_eq!(sim.device_bytes_in_use(0), Some(0));
     assert_eq!(sim.device_bytes_in_use(1), Some(0));
-    sim.tensor_allocate(Placement::Device, 0, 64 << 20, "all of it").unwrap();
+    sim.tensor_allocate(Placement::Device, 0, 64 << 20, b"all of it").unwrap();
 }
 
 #[test]
 fn host_placement_has_a_size_limit_and_virtual_does_not() {
     let sim = small_sim();
     init(&sim);
-    sim.tensor_allocate(Placement::Host, 0, 4 << 20, "at limit").unwrap();
-    let err = sim.tensor_allocate(Placement::Host, 0, (4 << 20) + 1, "over").unwrap_err();
+    sim.tensor_allocate(Placement::Host, 0, 4 << 20, b"at limit").unwrap();
+    let err = sim.tensor_allocate(Placement::Host, 0, (4 << 20) + 1, b"over").unwrap_err();
     assert_eq!(err.status, NrtStatus::Resource);
     assert!(err.detail.contains("host-placement limit"), "{err}");
-    sim.tensor_allocate(Placement::Virtual, 0, 16 << 20, "virtual").unwrap();
+    sim.tensor_allocate(Placement::Virtual, 0, 16 << 20, b"virtual").unwrap();
 }
 
 /// Host memory is sized by the caller: a terabyte is a resource shortage, not an abort, and the
@@ -119,12 +119,12 @@ fn a_terabyte_of_host_memory_is_resource_and_the_runtime_goes_on() {
     let sim = small_sim();
     init(&sim);
     for placement in [Placement::Virtual, Placement::Host] {
-        let err = sim.tensor_allocate(placement, 0, 1 << 40, "huge").unwrap_err();
+        let err = sim.tensor_allocate(placement, 0, 1 << 40, b"huge").unwrap_err();
         assert_eq!(err.status, NrtStatus::Resource, "{placement:?}: {err}");
     }
-    let err = sim.tensor_allocate(Placement::Virtual, 0, usize::MAX, "all").unwrap_err();
+    let err = sim.tensor_allocate(Placement::Virtual, 0, usize::MAX, b"all").unwrap_err();
     assert_eq!(err.status, NrtStatus::Resource, "{err}");
-    let tensor = sim.tensor_allocate(Placement::Virtual, 0, 2 << 20, "mapped").unwrap();
+    let tensor = sim.tensor_allocate(Placement::Virtual, 0, 2 << 20, b"mapped").unwrap();
     sim.tensor_write(tensor, (2 << 20) - 1, &[5]).unwrap();
     assert_eq!(read(&sim, tensor)[(2 << 20) - 2..], [0, 5]);
 }
@@ -284,14 +284,14 @@ fn binding_is_by_name_not_by_position() {
     let inputs = sim.allocate_tensor_set().unwrap();
     let outputs = sim.allocate_tensor_set().unwrap();
     // Added in the opposite order, and each tensor's own name is the other key.
-    let holds_b = sim.tensor_allocate(Placement::Virtual, 0, 4, "a").unwrap();
-    let holds_a = sim.tensor_allocate(Placement::Virtual, 0, 4, "b").unwrap();
+    let holds_b = sim.tensor_allocate(Placement::Virtual, 0, 4, b"a").unwrap();
+    let holds_a = sim.tensor_allocate(Placement::Virtual, 0, 4, b"b").unwrap();
     sim.tensor_write(holds_b, 0, &f32_bytes(&[7.0])).unwrap();
     sim.tensor_write(holds_a, 0, &f32_bytes(&[1.0])).unwrap();
-    sim.add_tensor_to_tensor_set(inputs, "b", holds_b).unwrap();
-    sim.add_tensor_to_tensor_set(inputs, "a", holds_a).unwrap();
-    let output = sim.tensor_allocate(Placement::Virtual, 0, 4, "out").unwrap();
-    sim.add_tensor_to_tensor_set(outputs, "output0", output).unwrap();
+    sim.add_tensor_to_tensor_set(inputs, b"b", holds_b).unwrap();
+    sim.add_tensor_to_tensor_set(inputs, b"a", holds_a).unwrap();
+    let output = sim.tensor_allocate(Placement::Virtual, 0, 4, b"out").unwrap();
+    sim.add_tensor_to_tensor_set(outputs, b"output0", output).unwrap();
     sim.execute(model, inputs, outputs).unwrap();
     assert_eq!(f32_values(&read(&sim, output)), vec![7.0]);
 }
@@ -329,7 +329,9 @@ fn fault_fractions_are_deterministic_for_a_seed() {
         init(&sim);
         (0..64)
             .map(|_| {
-                sim.tensor_allocate(Placement::Virtual, 0, 4, "t").map(|_| ()).map_err(|e| e.status)
+                sim.tensor_allocate(Placement::Virtual, 0, 4, b"t")
+                    .map(|_| ())
+                    .map_err(|e| e.status)
             })
             .collect::<Vec<_>>()
     };

@@ -233,7 +233,7 @@ fn probe_foreign_buffer() -> Result<(), String> {
         }
     }
     let runtime = open_nrt(true);
-    let tensor = runtime.tensor_allocate_empty("t").map_err(|err| err.to_string())?;
+    let tensor = runtime.tensor_allocate_empty(b"t").map_err(|err| err.to_string())?;
     match runtime.tensor_attach_buffer(tensor, Arc::new(Liar)) {
         Err(err) if err.status == NrtStatus::Invalid => {}
         other => return Err(format!("a foreign buffer was not refused: {other:?}")),
@@ -265,7 +265,7 @@ fn probe_disguised_buffer() -> Result<(), String> {
         }
     }
     let runtime = open_nrt(true);
-    let tensor = runtime.tensor_allocate_empty("t").map_err(|err| err.to_string())?;
+    let tensor = runtime.tensor_allocate_empty(b"t").map_err(|err| err.to_string())?;
     let inner = Arc::new(SharedBuffer::zeroed(8));
     runtime
         .tensor_attach_buffer(tensor, Arc::new(Disguise(inner.clone())))
@@ -294,11 +294,13 @@ fn probe_freed_member() -> Result<(), String> {
         runtime.allocate_tensor_set().map_err(|err| err.to_string())?,
     );
     let allocate = |name: &str| {
-        runtime.tensor_allocate(Placement::Device, 0, 16, name).map_err(|err| err.to_string())
+        runtime
+            .tensor_allocate(Placement::Device, 0, 16, name.as_bytes())
+            .map_err(|err| err.to_string())
     };
     let (input, output) = (allocate("input0")?, allocate("output0")?);
-    runtime.add_tensor_to_tensor_set(inputs, "input0", input).map_err(|err| err.to_string())?;
-    runtime.add_tensor_to_tensor_set(outputs, "output0", output).map_err(|err| err.to_string())?;
+    runtime.add_tensor_to_tensor_set(inputs, b"input0", input).map_err(|err| err.to_string())?;
+    runtime.add_tensor_to_tensor_set(outputs, b"output0", output).map_err(|err| err.to_string())?;
     runtime.tensor_write(input, 0, &f32_bytes(&[1.0, 2.0, 3.0, 4.0])).map_err(|e| e.to_string())?;
     runtime.tensor_free(input).map_err(|err| err.to_string())?;
     match runtime.execute(model, inputs, outputs) {
@@ -347,7 +349,7 @@ fn probe_nrt_lib_path_missing() -> Result<(), String> {
 /// A status code no table knows crosses the C ABI as `Unknown(code)`, never a panic.
 fn probe_unknown_status() -> Result<(), String> {
     let runtime = open_nrt(true);
-    match runtime.tensor_allocate(Placement::Virtual, 0, 8, "t") {
+    match runtime.tensor_allocate(Placement::Virtual, 0, 8, b"t") {
         Err(err) if err.status == NrtStatus::Unknown(4242) => {
             let text = runtime.status_text(err.status);
             if text.as_deref() == Some("NRT_STATUS_UNKNOWN") {
