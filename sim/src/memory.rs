@@ -346,6 +346,9 @@ impl<'a> Place<'a> {
     }
 }
 
+/// The most bytes moved at once to or from caller-owned memory whose size the caller declared.
+const EXTERNAL_CHUNK: usize = 1 << 16;
+
 /// Copies `out.len()` bytes from `src` (bounds already checked by the caller).
 pub(crate) fn read_bytes(src: Place<'_>, out: &mut [u8]) {
     let len = out.len();
@@ -371,7 +374,14 @@ pub(crate) fn fill_bytes(dst: Place<'_>, len: usize, byte: u8) {
     match dst.resolve() {
         Resolved::Core(memory, at) => memory.lock_bytes()[at..at + len].fill(byte),
         Resolved::Host(bytes, at) => lock(bytes)[at..at + len].fill(byte),
-        Resolved::External(buffer, at) => buffer.write_at(at, &vec![byte; len]),
+        Resolved::External(buffer, at) => {
+            // The length is the caller's (an attached buffer's declared size): fill through a
+            // bounded chunk rather than a buffer of `len` bytes.
+            let chunk = vec![byte; len.min(EXTERNAL_CHUNK)];
+            for start in (0..len).step_by(EXTERNAL_CHUNK) {
+                buffer.write_at(at + start, &chunk[..(len - start).min(EXTERNAL_CHUNK)]);
+            }
+        }
     }
 }
 
@@ -432,10 +442,18 @@ pub(crate) fn copy_bytes(src: Place<'_>, dst: Place<'_>, len: usize) {
             buffer.write_at(to, &lock(host)[from..from + len]);
         }
         (Resolved::External(a, from), Resolved::External(b, to)) => {
-            // The two may be one buffer, whose lock is internal: go through a temporary.
-            let mut staging = vec![0u8; len];
-            a.read_at(from, &mut staging);
-            b.write_at(to, &staging);
+            // The two may be one buffer, whose lock is internal: go through a bounded temporary,
+            // chunk by chunk in the order `memmove` needs when the ranges overlap.
+            let mut staging = vec![0u8; len.min(EXTERNAL_CHUNK)];
+            let starts: Vec<usize> = (0..len).step_by(EXTERNAL_CHUNK).collect();
+            let backwards = Arc::ptr_eq(a, b) && to > from;
+            let ordered: Box<dyn Iterator<Item = &usize>> =
+                if backwards { Box::new(starts.iter().rev()) } else { Box::new(starts.iter()) };
+            for &start in ordered {
+                let n = (len - start).min(EXTERNAL_CHUNK);
+                a.read_at(from + start, &mut staging[..n]);
+                b.write_at(to + start, &staging[..n]);
+            }
         }
     }
 }

@@ -447,3 +447,38 @@ fn a_description_with_a_negative_or_overflowing_shape_is_refused_at_load() {
     }
     assert_eq!(sim.device_bytes_in_use(0), Some(0), "a refused load stages nothing");
 }
+
+/// Memset and copy over attached buffers move bytes in bounded chunks: the length is the
+/// caller's declared buffer size (64 GiB here, more than the machine has), never one host
+/// allocation. The buffer counts the bytes it is given instead of holding them.
+#[test]
+fn memset_and_copy_of_a_huge_attached_buffer_need_no_buffer_of_that_size() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    struct Counting(AtomicU64);
+    impl abi::runtime::ExternalBuffer for Counting {
+        fn len(&self) -> usize {
+            1 << 36
+        }
+        fn read_at(&self, _: usize, out: &mut [u8]) {
+            out.fill(7);
+        }
+        fn write_at(&self, _: usize, data: &[u8]) {
+            self.0.fetch_add(data.len() as u64, Ordering::Relaxed);
+        }
+        fn address(&self) -> usize {
+            0
+        }
+    }
+    let sim = small_sim();
+    init(&sim);
+    let (a, b) = (Arc::new(Counting(AtomicU64::new(0))), Arc::new(Counting(AtomicU64::new(0))));
+    let (ta, tb) =
+        (sim.tensor_allocate_empty(b"a").unwrap(), sim.tensor_allocate_empty(b"b").unwrap());
+    sim.tensor_attach_buffer(ta, a.clone()).unwrap();
+    sim.tensor_attach_buffer(tb, b.clone()).unwrap();
+    sim.tensor_memset(ta, 0, 1, 1 << 36).unwrap();
+    assert_eq!(a.0.load(Ordering::Relaxed), 1 << 36);
+    sim.tensor_copy(ta, 0, tb, 0, 1 << 36).unwrap();
+    assert_eq!(b.0.load(Ordering::Relaxed), 1 << 36);
+}
