@@ -462,6 +462,23 @@ pub(crate) fn copy_bytes(src: Place<'_>, dst: Place<'_>, len: usize) {
 mod tests {
     use super::*;
 
+    /// Overlapping copies inside one attached buffer, longer than a chunk, give `memmove`'s
+    /// result in both directions.
+    #[test]
+    fn overlapping_copies_in_one_external_buffer_behave_like_memmove() {
+        let len = 3 * EXTERNAL_CHUNK + 123;
+        let pattern: Vec<u8> = (0..len).map(|i| (i * 7 % 251) as u8).collect();
+        for (from, to) in [(0, 1000), (1000, 0), (5, EXTERNAL_CHUNK + 9)] {
+            let n = len - from.max(to);
+            let buffer = Arc::new(abi::runtime::SharedBuffer::from_vec(pattern.clone()));
+            let storage = Storage::External(buffer.clone());
+            copy_bytes(Place::In(&storage, from), Place::In(&storage, to), n);
+            let mut expected = pattern.clone();
+            expected.copy_within(from..from + n, to);
+            assert!(buffer.to_vec() == expected, "copy {from} -> {to} of {n} bytes");
+        }
+    }
+
     #[test]
     fn allocator_aligns_coalesces_and_returns_to_zero() {
         let mut allocator = Allocator::new(1024);
