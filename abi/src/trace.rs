@@ -160,6 +160,16 @@ pub fn format_bytes(bytes: &[u8]) -> String {
     }
 }
 
+/// A name as traced: a UTF-8 name as a quoted Rust string (`"input0"`), any other bytes as a
+/// quoted byte string with escapes (`b"i\xff"`), so every name is shown exactly and the two
+/// forms never collide.
+pub fn name_text(name: &[u8]) -> String {
+    match std::str::from_utf8(name) {
+        Ok(text) => format!("{text:?}"),
+        Err(_) => format!("b\"{}\"", name.escape_ascii()),
+    }
+}
+
 /// The C name of a placement, as traced (`DEVICE`, `HOST`, `VIRTUAL`).
 pub fn placement_name(placement: Placement) -> &'static str {
     match placement {
@@ -373,23 +383,25 @@ impl Runtime for TracingRuntime {
     fn add_tensor_to_tensor_set(
         &self,
         set: SetId,
-        name: &str,
+        name: &[u8],
         tensor: TensorId,
     ) -> Result<(), NrtError> {
         let result = self.inner.add_tensor_to_tensor_set(set, name, tensor);
         self.unit(result, |names| {
             format!(
-                "add_tensor_to_tensor_set({}, {name:?}, {})",
+                "add_tensor_to_tensor_set({}, {}, {})",
                 names.set(set),
+                name_text(name),
                 names.tensor(tensor)
             )
         })
     }
 
-    fn get_tensor_from_tensor_set(&self, set: SetId, name: &str) -> Result<TensorId, NrtError> {
+    fn get_tensor_from_tensor_set(&self, set: SetId, name: &[u8]) -> Result<TensorId, NrtError> {
         let result = self.inner.get_tensor_from_tensor_set(set, name);
         self.trace.record_with(|names| {
-            let call = format!("get_tensor_from_tensor_set({}, {name:?})", names.set(set));
+            let call =
+                format!("get_tensor_from_tensor_set({}, {})", names.set(set), name_text(name));
             outcome(names, call, &result, |names, &tensor| Some(names.tensor(tensor)))
         });
         result
@@ -400,21 +412,24 @@ impl Runtime for TracingRuntime {
         placement: Placement,
         vnc: i32,
         size: usize,
-        name: &str,
+        name: &[u8],
     ) -> Result<TensorId, NrtError> {
         let result = self.inner.tensor_allocate(placement, vnc, size, name);
         self.trace.record_with(|names| {
-            let call =
-                format!("tensor_allocate({}, {vnc}, {size}, {name:?})", placement_name(placement));
+            let call = format!(
+                "tensor_allocate({}, {vnc}, {size}, {})",
+                placement_name(placement),
+                name_text(name)
+            );
             outcome(names, call, &result, |names, &tensor| Some(names.tensor(tensor)))
         });
         result
     }
 
-    fn tensor_allocate_empty(&self, name: &str) -> Result<TensorId, NrtError> {
+    fn tensor_allocate_empty(&self, name: &[u8]) -> Result<TensorId, NrtError> {
         let result = self.inner.tensor_allocate_empty(name);
         self.trace.record_with(|names| {
-            let call = format!("tensor_allocate_empty({name:?})");
+            let call = format!("tensor_allocate_empty({})", name_text(name));
             outcome(names, call, &result, |names, &tensor| Some(names.tensor(tensor)))
         });
         result
@@ -437,12 +452,15 @@ impl Runtime for TracingRuntime {
         src: TensorId,
         offset: usize,
         size: usize,
-        name: &str,
+        name: &[u8],
     ) -> Result<TensorId, NrtError> {
         let result = self.inner.tensor_allocate_slice(src, offset, size, name);
         self.trace.record_with(|names| {
-            let call =
-                format!("tensor_allocate_slice({}, {offset}, {size}, {name:?})", names.tensor(src));
+            let call = format!(
+                "tensor_allocate_slice({}, {offset}, {size}, {})",
+                names.tensor(src),
+                name_text(name)
+            );
             outcome(names, call, &result, |names, &tensor| Some(names.tensor(tensor)))
         });
         result

@@ -617,11 +617,13 @@ impl Context<'_> {
             Step::AddTensorToTensorSet { set, name, tensor, expect } => {
                 let set = label(&self.sets, set, "tensor set")?;
                 let tensor = label(&self.tensors, tensor, "tensor")?;
-                check_status(&rt.add_tensor_to_tensor_set(set, name, tensor), expect)
+                check_status(&rt.add_tensor_to_tensor_set(set, name.as_bytes(), tensor), expect)
             }
             Step::GetTensorFromTensorSet { set, name, label: as_name, expect } => {
-                let result =
-                    rt.get_tensor_from_tensor_set(label(&self.sets, set, "tensor set")?, name);
+                let result = rt.get_tensor_from_tensor_set(
+                    label(&self.sets, set, "tensor set")?,
+                    name.as_bytes(),
+                );
                 check_status(&result, expect)?;
                 if let (Ok(tensor), Some(as_name)) = (result, as_name) {
                     self.tensors.insert(as_name.clone(), tensor);
@@ -633,7 +635,7 @@ impl Context<'_> {
                     placement(p)?,
                     vnc.unwrap_or(0),
                     *size,
-                    name.as_deref().unwrap_or(as_name),
+                    (name.as_deref().unwrap_or(as_name)).as_bytes(),
                 );
                 check_status(&result, expect)?;
                 if let Ok(tensor) = result {
@@ -643,7 +645,7 @@ impl Context<'_> {
             }
             Step::TensorAllocateEmpty { name, label: as_name } => {
                 let tensor = rt
-                    .tensor_allocate_empty(name.as_deref().unwrap_or(as_name))
+                    .tensor_allocate_empty((name.as_deref().unwrap_or(as_name)).as_bytes())
                     .map_err(|e| e.to_string())?;
                 self.tensors.insert(as_name.clone(), tensor);
                 Ok(())
@@ -662,7 +664,7 @@ impl Context<'_> {
                     source,
                     *offset,
                     *size,
-                    name.as_deref().unwrap_or(as_name),
+                    (name.as_deref().unwrap_or(as_name)).as_bytes(),
                 );
                 check_status(&result, expect)?;
                 if let Ok(slice) = result {

@@ -4,10 +4,11 @@
 //! The only refusals made here, without calling libnrt, are those that keep pointers sound:
 //! - a handle this runtime did not give out, or already released, is `NRT_INVALID_HANDLE`
 //!   (libnrt would be handed a dangling pointer);
-//! - a launch whose tensor set still names a tensor the caller freed is `NRT_INVALID` (libnrt
-//!   would read freed memory; the simulator gives the same status for a freed tensor, because to
-//!   it the name is missing);
 //! - a name with a NUL byte is `NRT_INVALID` (it cannot be written as a C string).
+//!
+//! A launch whose tensor set names a tensor the caller already freed is not one of them: the set
+//! holds the tensor's owner, so libnrt still has a live tensor (its `nrt_tensor_free` runs when
+//! the set lets go), and what libnrt makes of the launch is its own to judge.
 
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
@@ -19,6 +20,7 @@ use abi::runtime::{
     TensorInfo, TensorUsage,
 };
 use abi::status::NrtStatus;
+use abi::trace::name_text;
 
 use crate::sys::{self, OwnedModel, OwnedSet, OwnedTensor, RawStatus};
 use crate::{NrtRuntime, status_of};
@@ -55,11 +57,11 @@ fn failed(call: &str, code: RawStatus) -> NrtError {
     NrtError::new(status, format!("{call} returned {}", status.name()))
 }
 
-fn c_name(call: &str, name: &str) -> Result<std::ffi::CString, NrtError> {
+fn c_name(call: &str, name: &[u8]) -> Result<std::ffi::CString, NrtError> {
     sys::c_name(name).map_err(|_| {
         NrtError::new(
             NrtStatus::Invalid,
-            format!("{call}: name {name:?} has a NUL byte, expected a C string"),
+            format!("{call}: name {} has a NUL byte, expected a C string", name_text(name)),
         )
     })
 }
@@ -139,17 +141,6 @@ impl NrtRuntime {
     ) -> Result<NrtStatus, NrtError> {
         let model = self.model(model)?;
         let (input, output) = (self.set(input_set)?, self.set(output_set)?);
-        for (set, which) in [(&input, "input"), (&output, "output")] {
-            if let Some((name, tag)) = set.forgotten_member() {
-                return Err(NrtError::new(
-                    NrtStatus::Invalid,
-                    format!(
-                        "{call}: the {which} set names {name:?} -> tensor {tag}, which was freed; \
-                         expected a live tensor"
-                    ),
-                ));
-            }
-        }
         let code = model.execute(&input, &output, repeat);
         let status = status_of(code);
         if status.is_completed() { Ok(status) } else { Err(failed(call, code)) }
@@ -163,8 +154,8 @@ impl Runtime for NrtRuntime {
         fw_version: &str,
         fal_version: &str,
     ) -> Result<(), NrtError> {
-        let fw_version = c_name("nrt_init", fw_version)?;
-        let fal_version = c_name("nrt_init", fal_version)?;
+        let fw_version = c_name("nrt_init", fw_version.as_bytes())?;
+        let fal_version = c_name("nrt_init", fal_version.as_bytes())?;
         check("nrt_init", self.library.init(framework.code(), &fw_version, &fal_version))
     }
 
@@ -240,7 +231,7 @@ impl Runtime for NrtRuntime {
     fn add_tensor_to_tensor_set(
         &self,
         set: SetId,
-        name: &str,
+        name: &[u8],
         tensor: TensorId,
     ) -> Result<(), NrtError> {
         let (owner, tensor) = (self.set(set)?, self.tensor(tensor)?);
@@ -248,7 +239,7 @@ impl Runtime for NrtRuntime {
         check("nrt_add_tensor_to_tensor_set", owner.add(&name, &tensor))
     }
 
-    fn get_tensor_from_tensor_set(&self, set: SetId, name: &str) -> Result<TensorId, NrtError> {
+    fn get_tensor_from_tensor_set(&self, set: SetId, name: &[u8]) -> Result<TensorId, NrtError> {
         let owner = self.set(set)?;
         let c_name = c_name("nrt_get_tensor_from_tensor_set", name)?;
         match owner.get(&c_name) {
@@ -268,7 +259,7 @@ impl Runtime for NrtRuntime {
         placement: Placement,
         vnc: i32,
         size: usize,
-        name: &str,
+        name: &[u8],
     ) -> Result<TensorId, NrtError> {
         let c_name = c_name("nrt_tensor_allocate", name)?;
         let tensor = self
@@ -278,7 +269,7 @@ impl Runtime for NrtRuntime {
         Ok(self.insert_tensor(tensor))
     }
 
-    fn tensor_allocate_empty(&self, name: &str) -> Result<TensorId, NrtError> {
+    fn tensor_allocate_empty(&self, name: &[u8]) -> Result<TensorId, NrtError> {
         let c_name = c_name("nrt_tensor_allocate_empty", name)?;
         let tensor = self
             .library
@@ -292,16 +283,17 @@ impl Runtime for NrtRuntime {
         tensor: TensorId,
         buffer: Arc<dyn ExternalBuffer>,
     ) -> Result<(), NrtError> {
-        // C keeps using the memory after this call returns, so only a buffer whose address is
-        // guaranteed to stay valid and in place may go through: `SharedBuffer`.
-        if buffer.as_shared_buffer().is_none() {
+        // C keeps using the memory after this call returns, so only memory whose address this
+        // crate can vouch for goes through: a `SharedBuffer`, whose address and length come from
+        // that type itself, never from the trait object.
+        let Some(buffer) = buffer.into_shared_buffer() else {
             return Err(NrtError::new(
                 NrtStatus::Invalid,
                 "nrt_tensor_attach_buffer: the nrt backend attaches only abi::runtime::SharedBuffer \
                  memory, whose address is fixed for its life; expected a SharedBuffer, got another \
                  ExternalBuffer implementation",
             ));
-        }
+        };
         check("nrt_tensor_attach_buffer", self.tensor(tensor)?.attach_buffer(buffer))
     }
 
@@ -310,7 +302,7 @@ impl Runtime for NrtRuntime {
         src: TensorId,
         offset: usize,
         size: usize,
-        name: &str,
+        name: &[u8],
     ) -> Result<TensorId, NrtError> {
         let source = self.tensor(src)?;
         let c_name = c_name("nrt_tensor_allocate_slice", name)?;
@@ -328,9 +320,10 @@ impl Runtime for NrtRuntime {
                 format!("tensor {} was not allocated by this runtime or is freed", tensor.0),
             )
         })?;
-        // A set that still names the tensor keeps it allocated in libnrt; marking it lets a
-        // launch through that set be refused instead of reading a freed tensor.
-        owner.forget();
+        // A set that still names the tensor keeps it allocated in libnrt (the set holds an
+        // `Arc` of it), so a launch through that set hands libnrt a live tensor; what libnrt
+        // makes of it is libnrt's to judge, not re-checked here.
+        drop(owner);
         Ok(())
     }
 

@@ -26,11 +26,10 @@ use std::ffi::{CStr, CString, c_char, c_int, c_void};
 use std::marker::{PhantomData, PhantomPinned};
 use std::mem::{offset_of, size_of};
 use std::ptr::{self, NonNull};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use abi::c_layout::NrtVersionC;
-use abi::runtime::ExternalBuffer;
+use abi::runtime::SharedBuffer;
 
 /// `NRT_STATUS`: a 4-byte C enum, carried as its raw value.
 pub(crate) type RawStatus = u32;
@@ -277,15 +276,9 @@ impl Library {
         self: &Arc<Self>,
         tensor: NonNull<NrtTensor>,
         tag: u64,
-        buffer: Option<Arc<dyn ExternalBuffer>>,
+        buffer: Option<Arc<SharedBuffer>>,
     ) -> OwnedTensor {
-        OwnedTensor {
-            library: Arc::clone(self),
-            tensor,
-            tag,
-            forgotten: AtomicBool::new(false),
-            buffer: Mutex::new(buffer),
-        }
+        OwnedTensor { library: Arc::clone(self), tensor, tag, buffer: Mutex::new(buffer) }
     }
 
     /// `nrt_get_version`, with the size of our 224-byte struct.
@@ -540,18 +533,6 @@ impl OwnedSet {
             .filter(|owner| owner.tensor.as_ptr() == tensor)
             .map(|owner| owner.tag))
     }
-
-    /// The name of a member whose handle its user already freed, if any.
-    pub(crate) fn forgotten_member(&self) -> Option<(String, u64)> {
-        let members = self.members.lock().unwrap_or_else(PoisonError::into_inner);
-        let mut forgotten: Vec<(String, u64)> = members
-            .iter()
-            .filter(|(_, tensor)| tensor.is_forgotten())
-            .map(|(name, tensor)| (String::from_utf8_lossy(name).into_owned(), tensor.tag))
-            .collect();
-        forgotten.sort();
-        forgotten.into_iter().next()
-    }
 }
 
 impl Drop for OwnedSet {
@@ -571,37 +552,26 @@ pub(crate) struct OwnedTensor {
     tensor: NonNull<NrtTensor>,
     /// The caller's name for this tensor (the runtime's `TensorId`).
     pub(crate) tag: u64,
-    /// Whether the runtime's user freed the handle while a set still names it.
-    forgotten: AtomicBool,
     /// Caller memory libnrt reads and writes in place: kept alive with the tensor.
-    buffer: Mutex<Option<Arc<dyn ExternalBuffer>>>,
+    buffer: Mutex<Option<Arc<SharedBuffer>>>,
 }
 
 // SAFETY: an opaque token libnrt accepts from any thread; the buffer is behind a mutex and
-// `ExternalBuffer` is `Send + Sync`.
+// `SharedBuffer` is `Send + Sync`.
 unsafe impl Send for OwnedTensor {}
 // SAFETY: as for `Send`.
 unsafe impl Sync for OwnedTensor {}
 
 impl OwnedTensor {
-    /// Marks the handle as freed by its user (it may live on in a set).
-    pub(crate) fn forget(&self) {
-        self.forgotten.store(true, Ordering::Release);
-    }
-
-    /// Whether [`OwnedTensor::forget`] was called.
-    pub(crate) fn is_forgotten(&self) -> bool {
-        self.forgotten.load(Ordering::Acquire)
-    }
-
     /// `nrt_tensor_attach_buffer` over the caller's buffer, kept alive by this tensor.
-    pub(crate) fn attach_buffer(&self, buffer: Arc<dyn ExternalBuffer>) -> RawStatus {
+    pub(crate) fn attach_buffer(&self, buffer: Arc<SharedBuffer>) -> RawStatus {
         let mut kept = self.buffer.lock().unwrap_or_else(PoisonError::into_inner);
-        let (address, len) = (buffer.address() as *mut c_void, buffer.len());
-        // SAFETY: the tensor is live. The caller (`NrtRuntime::tensor_attach_buffer`) passes only
-        // a `SharedBuffer`, whose `address` is the first of `len` bytes of one boxed slice that
-        // never moves while it lives; this tensor keeps `buffer` (and its slices keep a clone)
-        // for as long as libnrt may touch the memory.
+        let (address, len) = (buffer.as_mut_ptr().cast::<c_void>(), buffer.byte_len());
+        // SAFETY: the tensor is live. `address` and `len` come from the `SharedBuffer` itself
+        // (not from a trait a caller implements): `len` interior-mutable bytes of one boxed slice
+        // that never moves and may be written through a shared reference while it lives; this
+        // tensor keeps `buffer` (and its slices keep a clone) for as long as libnrt may touch the
+        // memory.
         let status = unsafe {
             (self.library.functions.tensor_attach_buffer)(self.tensor.as_ptr(), address, len)
         };
@@ -712,6 +682,6 @@ impl Drop for OwnedTensor {
 }
 
 /// A C string for a name; a name with an interior NUL cannot reach C and is `NRT_INVALID`.
-pub(crate) fn c_name(name: &str) -> Result<CString, RawStatus> {
+pub(crate) fn c_name(name: &[u8]) -> Result<CString, RawStatus> {
     CString::new(name).map_err(|_| INVALID)
 }

@@ -19,7 +19,7 @@
 //!   `tensor_read`/`write`/`copy`/`memset` of device tensors count too; per model, only launches.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use abi::dtype::DtypeNumbering;
@@ -28,11 +28,13 @@ use abi::runtime::{
     TensorInfo, TensorUsage,
 };
 use abi::status::NrtStatus;
+use abi::trace::name_text;
 
 use crate::config::SimConfig;
 use crate::fault::{FaultInjector, FaultPlanError};
 use crate::memory::{
-    CoreMemory, DeviceBlock, Place, Storage, copy_bytes, fill_bytes, read_bytes, write_bytes,
+    CoreMemory, DeviceBlock, Place, Storage, copy_bytes, fill_bytes, read_bytes, staging_buffer,
+    write_bytes,
 };
 use crate::model::{ModelDescription, SlotKind};
 use crate::program::{CompiledProgram, ElementType, ProgramVar, compile, holds_nan};
@@ -130,6 +132,7 @@ impl View {
 }
 
 struct Tensor {
+    /// The tensor's own name, for messages (lossy where its bytes are not UTF-8).
     name: String,
     view: Option<View>,
 }
@@ -218,6 +221,32 @@ fn check_range(name: &str, offset: usize, len: usize, size: usize) -> Result<(),
     }
 }
 
+/// The kinds of warning the simulator gives; the record holds one entry per kind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum WarningKind {
+    /// A model without a device program: its outputs stay zero.
+    OpaqueProgram,
+}
+
+impl WarningKind {
+    /// Whether this kind was printed already in this process (it is printed once per process,
+    /// whatever the number of runtimes).
+    fn printed(self) -> &'static AtomicBool {
+        static OPAQUE_PROGRAM: AtomicBool = AtomicBool::new(false);
+        match self {
+            WarningKind::OpaqueProgram => &OPAQUE_PROGRAM,
+        }
+    }
+}
+
+/// One kind of warning seen by a runtime: its first message and how often it came.
+#[derive(Debug)]
+struct WarningRecord {
+    kind: WarningKind,
+    first_message: String,
+    count: u64,
+}
+
 /// A simulated libnrt: NeuronCores with sparse HBM, tensors, sets, models and a device program.
 pub struct SimRuntime {
     config: SimConfig,
@@ -225,12 +254,13 @@ pub struct SimRuntime {
     next_handle: AtomicU64,
     cores: Vec<Core>,
     tensors: RwLock<HashMap<TensorId, Arc<Tensor>>>,
-    sets: RwLock<HashMap<SetId, HashMap<String, TensorId>>>,
+    /// Sets map exact name bytes to tensors: names are bytes, as C strings are.
+    sets: RwLock<HashMap<SetId, HashMap<Vec<u8>, TensorId>>>,
     models: RwLock<HashMap<ModelId, Arc<LoadedModel>>>,
     /// How many models each core holds; also serialises loads.
     occupancy: Mutex<Vec<u32>>,
     faults: FaultInjector,
-    warnings: Mutex<Vec<String>>,
+    warnings: Mutex<Vec<WarningRecord>>,
 }
 
 impl std::fmt::Debug for SimRuntime {
@@ -309,16 +339,82 @@ impl SimRuntime {
         self.cores.get(vnc as usize).map(|core| core.memory.bytes_in_use())
     }
 
-    /// Every warning recorded so far, oldest first.
-    pub fn warnings(&self) -> Vec<String> {
-        lock(&self.warnings).clone()
+    /// [`Runtime::tensor_write`] for bytes a caller cannot lend as a slice: C memory that may
+    /// overlap the simulator's own storage (a pointer from `nrt_tensor_get_va`). Checks exactly
+    /// as `tensor_write` does; then `fill` copies the caller's `len` bytes into a staging buffer
+    /// of the simulator's, which is written to the tensor, so the move behaves like `memmove`.
+    ///
+    /// # Errors
+    /// As [`Runtime::tensor_write`], and [`NrtStatus::Resource`] when the staging buffer cannot
+    /// be allocated.
+    pub fn tensor_write_staged(
+        &self,
+        tensor: TensorId,
+        offset: usize,
+        len: usize,
+        fill: impl FnOnce(&mut [u8]),
+    ) -> Result<(), NrtError> {
+        self.enter("nrt_tensor_write")?;
+        let tensor = self.tensor(tensor)?;
+        let view = tensor.view()?;
+        check_range(&tensor.name, offset, len, view.size)?;
+        let mut staged = staging_buffer("nrt_tensor_write", len)?;
+        fill(&mut staged);
+        write_bytes(view.place(offset), &staged);
+        self.count_device_traffic(&view.storage, true, len);
+        Ok(())
     }
 
-    fn warn(&self, message: String) {
-        if self.config.warnings_to_stderr {
+    /// [`Runtime::tensor_read`] into memory a caller cannot lend as a slice (see
+    /// [`SimRuntime::tensor_write_staged`]): the bytes are read into a staging buffer, which
+    /// `drain` copies out.
+    ///
+    /// # Errors
+    /// As [`Runtime::tensor_read`], and [`NrtStatus::Resource`] when the staging buffer cannot
+    /// be allocated.
+    pub fn tensor_read_staged(
+        &self,
+        tensor: TensorId,
+        offset: usize,
+        len: usize,
+        drain: impl FnOnce(&[u8]),
+    ) -> Result<(), NrtError> {
+        self.enter("nrt_tensor_read")?;
+        let tensor = self.tensor(tensor)?;
+        let view = tensor.view()?;
+        check_range(&tensor.name, offset, len, view.size)?;
+        let mut staged = staging_buffer("nrt_tensor_read", len)?;
+        read_bytes(view.place(offset), &mut staged);
+        self.count_device_traffic(&view.storage, false, len);
+        drain(&staged);
+        Ok(())
+    }
+
+    /// One message per kind of warning seen so far (the first occurrence's), oldest kind first.
+    /// The record is bounded by the number of kinds: a warning repeated on every load is counted,
+    /// not kept again (see [`SimRuntime::warning_count`]).
+    pub fn warnings(&self) -> Vec<String> {
+        lock(&self.warnings).iter().map(|record| record.first_message.clone()).collect()
+    }
+
+    /// How many warnings were raised in all, repeats included.
+    pub fn warning_count(&self) -> u64 {
+        lock(&self.warnings).iter().map(|record| record.count).sum()
+    }
+
+    /// Records a warning of `kind`; the first of each kind in the process goes to stderr (when
+    /// configured), later ones only raise the count.
+    fn warn(&self, kind: WarningKind, message: impl FnOnce() -> String) {
+        let mut records = lock(&self.warnings);
+        if let Some(record) = records.iter_mut().find(|record| record.kind == kind) {
+            record.count += 1;
+            return;
+        }
+        let message = message();
+        if self.config.warnings_to_stderr && !kind.printed().swap(true, Ordering::Relaxed) {
             eprintln!("nrtsim warning: {message}");
         }
-        lock(&self.warnings).push(message);
+        records.push(WarningRecord { kind, first_message: message, count: 1 });
     }
 
     fn next_id(&self) -> u64 {
@@ -409,6 +505,9 @@ impl SimRuntime {
         let invalid = |detail: String| {
             NrtError::new(NrtStatus::Invalid, format!("model {:?}: {detail}", description.name))
         };
+        for io in description.inputs.iter().chain(&description.outputs) {
+            io.check().map_err(invalid)?;
+        }
         let memory = &self.cores[core as usize].memory;
         let mut names: HashMap<&str, usize> = HashMap::new();
         for (idx, var) in description.vars.iter().enumerate() {
@@ -522,7 +621,7 @@ impl SimRuntime {
                 Some(compile(program, &lookup).map_err(|err| invalid(err.to_string()))?)
             }
             None => {
-                self.warn(format!(
+                self.warn(WarningKind::OpaqueProgram, || format!(
                     "model {:?} has no sim/program.json: its device program is opaque to the simulator, so its outputs stay zero",
                     description.name
                 ));
@@ -574,8 +673,9 @@ impl SimRuntime {
         let inputs = sets.get(&input_set).ok_or_else(|| SimRuntime::unknown_set(input_set))?;
         let outputs = sets.get(&output_set).ok_or_else(|| SimRuntime::unknown_set(output_set))?;
         let tensors = read_lock(&self.tensors);
-        let bind = |slots: &[IoSlot], set: &HashMap<String, TensorId>, which: &str| {
-            slots
+        let bind =
+            |slots: &[IoSlot], set: &HashMap<Vec<u8>, TensorId>, which: &str| {
+                slots
                 .iter()
                 .map(|slot| {
                     let breach = |breach: ContractBreach, detail: String| {
@@ -585,7 +685,7 @@ impl SimRuntime {
                         )
                     };
                     let tensor =
-                        set.get(&slot.name).and_then(|id| tensors.get(id)).ok_or_else(|| {
+                        set.get(slot.name.as_bytes()).and_then(|id| tensors.get(id)).ok_or_else(|| {
                             breach(
                                 ContractBreach::MissingName,
                                 format!("the {which} set has no tensor of that name"),
@@ -617,7 +717,7 @@ impl SimRuntime {
                     Ok(Arc::clone(tensor))
                 })
                 .collect::<Result<Vec<Arc<Tensor>>, NrtError>>()
-        };
+            };
         Ok((bind(&model.inputs, inputs, "input")?, bind(&model.outputs, outputs, "output")?))
     }
 
@@ -899,25 +999,25 @@ impl Runtime for SimRuntime {
     fn add_tensor_to_tensor_set(
         &self,
         set: SetId,
-        name: &str,
+        name: &[u8],
         tensor: TensorId,
     ) -> Result<(), NrtError> {
         self.enter("nrt_add_tensor_to_tensor_set")?;
         self.tensor(tensor)?;
         let mut sets = write_lock(&self.sets);
         let entries = sets.get_mut(&set).ok_or_else(|| SimRuntime::unknown_set(set))?;
-        entries.insert(name.to_owned(), tensor);
+        entries.insert(name.to_vec(), tensor);
         Ok(())
     }
 
-    fn get_tensor_from_tensor_set(&self, set: SetId, name: &str) -> Result<TensorId, NrtError> {
+    fn get_tensor_from_tensor_set(&self, set: SetId, name: &[u8]) -> Result<TensorId, NrtError> {
         self.enter("nrt_get_tensor_from_tensor_set")?;
         let sets = read_lock(&self.sets);
         let entries = sets.get(&set).ok_or_else(|| SimRuntime::unknown_set(set))?;
         entries.get(name).copied().ok_or_else(|| {
             NrtError::new(
                 NrtStatus::Failure,
-                format!("tensor set {} has no tensor named {name:?}", set.0),
+                format!("tensor set {} has no tensor named {}", set.0, name_text(name)),
             )
         })
     }
@@ -927,9 +1027,10 @@ impl Runtime for SimRuntime {
         placement: Placement,
         vnc: i32,
         size: usize,
-        name: &str,
+        name: &[u8],
     ) -> Result<TensorId, NrtError> {
         self.enter("nrt_tensor_allocate")?;
+        let name = String::from_utf8_lossy(name);
         let storage = match placement {
             Placement::Device => {
                 let core = usize::try_from(vnc)
@@ -958,17 +1059,18 @@ impl Runtime for SimRuntime {
                         ),
                     ));
                 }
-                Storage::host(size)
+                Storage::host(size)?
             }
-            Placement::Virtual => Storage::host(size),
+            Placement::Virtual => Storage::host(size)?,
         };
         let view = View { storage: Arc::new(storage), offset: 0, size };
-        Ok(self.insert_tensor(Tensor { name: name.to_owned(), view: Some(view) }))
+        Ok(self.insert_tensor(Tensor { name: name.into_owned(), view: Some(view) }))
     }
 
-    fn tensor_allocate_empty(&self, name: &str) -> Result<TensorId, NrtError> {
+    fn tensor_allocate_empty(&self, name: &[u8]) -> Result<TensorId, NrtError> {
         self.enter("nrt_tensor_allocate_empty")?;
-        Ok(self.insert_tensor(Tensor { name: name.to_owned(), view: None }))
+        let name = String::from_utf8_lossy(name).into_owned();
+        Ok(self.insert_tensor(Tensor { name, view: None }))
     }
 
     fn tensor_attach_buffer(
@@ -1000,14 +1102,15 @@ impl Runtime for SimRuntime {
         src: TensorId,
         offset: usize,
         size: usize,
-        name: &str,
+        name: &[u8],
     ) -> Result<TensorId, NrtError> {
         self.enter("nrt_tensor_allocate_slice")?;
+        let name = String::from_utf8_lossy(name);
         let parent = self.tensor(src)?;
         let view = parent.view()?;
         check_range(&parent.name, offset, size, view.size)?;
         let slice = View { storage: Arc::clone(&view.storage), offset: view.offset + offset, size };
-        Ok(self.insert_tensor(Tensor { name: name.to_owned(), view: Some(slice) }))
+        Ok(self.insert_tensor(Tensor { name: name.into_owned(), view: Some(slice) }))
     }
 
     fn tensor_free(&self, tensor: TensorId) -> Result<(), NrtError> {

@@ -68,6 +68,19 @@ unsafe fn c_text<'a>(text: *const c_char) -> Option<Cow<'a, str>> {
     Some(unsafe { CStr::from_ptr(text) }.to_string_lossy())
 }
 
+/// A C string's bytes, exactly (names are bytes: two names that differ only in bytes that are
+/// not UTF-8 stay two names); `None` for NULL.
+///
+/// # Safety
+/// `text` is NULL or points at a NUL-terminated string that stays valid for `'a`.
+unsafe fn c_bytes<'a>(text: *const c_char) -> Option<&'a [u8]> {
+    if text.is_null() {
+        return None;
+    }
+    // SAFETY: non-NULL and NUL-terminated by the caller's contract.
+    Some(unsafe { CStr::from_ptr(text) }.to_bytes())
+}
+
 /// Writes a handle through a caller's out-pointer (checked non-NULL before).
 ///
 /// # Safety
@@ -305,10 +318,10 @@ pub unsafe extern "C" fn nrtsim_nrt_add_tensor_to_tensor_set(
 ) -> u32 {
     with_global("nrt_add_tensor_to_tensor_set", |g| {
         // SAFETY: NULL or a C string.
-        let Some(name) = (unsafe { c_text(name) }) else { return INVALID };
+        let Some(name) = (unsafe { c_bytes(name) }) else { return INVALID };
         let set = SetId(try_status!(g.lookup(Kind::Set, set as usize)));
         let tensor = TensorId(try_status!(g.lookup(Kind::Tensor, tensor as usize)));
-        g.status("nrt_add_tensor_to_tensor_set", g.sim.add_tensor_to_tensor_set(set, &name, tensor))
+        g.status("nrt_add_tensor_to_tensor_set", g.sim.add_tensor_to_tensor_set(set, name, tensor))
     })
 }
 
@@ -324,12 +337,12 @@ pub unsafe extern "C" fn nrtsim_nrt_get_tensor_from_tensor_set(
 ) -> u32 {
     with_global("nrt_get_tensor_from_tensor_set", |g| {
         // SAFETY: NULL or a C string.
-        let Some(name) = (unsafe { c_text(name) }) else { return INVALID };
+        let Some(name) = (unsafe { c_bytes(name) }) else { return INVALID };
         if tensor.is_null() {
             return INVALID;
         }
         let set = SetId(try_status!(g.lookup(Kind::Set, set as usize)));
-        match g.sim.get_tensor_from_tensor_set(set, &name) {
+        match g.sim.get_tensor_from_tensor_set(set, name) {
             Ok(id) => {
                 // SAFETY: non-NULL, the caller's handle variable. The handle of a tensor freed
                 // since it was added is not registered, so using it is NRT_INVALID_HANDLE.
@@ -376,12 +389,12 @@ pub unsafe extern "C" fn nrtsim_nrt_tensor_allocate(
             return INVALID;
         }
         // SAFETY: NULL or a C string.
-        let name = unsafe { c_text(name) }.unwrap_or_default();
+        let name = unsafe { c_bytes(name) }.unwrap_or_default();
         new_tensor(
             "nrt_tensor_allocate",
             g,
             tensor,
-            g.sim.tensor_allocate(placement, vnc, size, &name),
+            g.sim.tensor_allocate(placement, vnc, size, name),
         )
     })
 }
@@ -400,8 +413,8 @@ pub unsafe extern "C" fn nrtsim_nrt_tensor_allocate_empty(
             return INVALID;
         }
         // SAFETY: NULL or a C string.
-        let name = unsafe { c_text(name) }.unwrap_or_default();
-        new_tensor("nrt_tensor_allocate_empty", g, tensor, g.sim.tensor_allocate_empty(&name))
+        let name = unsafe { c_bytes(name) }.unwrap_or_default();
+        new_tensor("nrt_tensor_allocate_empty", g, tensor, g.sim.tensor_allocate_empty(name))
     })
 }
 
@@ -446,8 +459,8 @@ pub unsafe extern "C" fn nrtsim_nrt_tensor_allocate_slice(
         }
         let source = TensorId(try_status!(g.lookup(Kind::Tensor, source as usize)));
         // SAFETY: NULL or a C string.
-        let name = unsafe { c_text(name) }.unwrap_or_default();
-        let made = g.sim.tensor_allocate_slice(source, offset, size, &name);
+        let name = unsafe { c_bytes(name) }.unwrap_or_default();
+        let made = g.sim.tensor_allocate_slice(source, offset, size, name);
         new_tensor("nrt_tensor_allocate_slice", g, slice, made)
     })
 }
@@ -490,9 +503,14 @@ pub unsafe extern "C" fn nrtsim_nrt_tensor_read(
             return INVALID;
         }
         let id = TensorId(try_status!(g.lookup(Kind::Tensor, tensor as usize)));
-        // SAFETY: `buffer` points at `size` writable bytes (the C contract) for this call.
-        let out = unsafe { std::slice::from_raw_parts_mut(buffer.cast::<u8>(), size) };
-        g.status("nrt_tensor_read", g.sim.tensor_read(id, offset, out))
+        // `buffer` may point into simulator memory (from `nrt_tensor_get_va`), so it is never
+        // made a slice: the bytes are staged and moved with an overlap-safe copy.
+        let read = g.sim.tensor_read_staged(id, offset, size, |staged| {
+            // SAFETY: `buffer` points at `size` writable bytes (the C contract) for this call;
+            // `ptr::copy` allows them to overlap anything, the staging buffer is our own.
+            unsafe { ptr::copy(staged.as_ptr(), buffer.cast::<u8>(), staged.len()) }
+        });
+        g.status("nrt_tensor_read", read)
     })
 }
 
@@ -512,9 +530,13 @@ pub unsafe extern "C" fn nrtsim_nrt_tensor_write(
             return INVALID;
         }
         let id = TensorId(try_status!(g.lookup(Kind::Tensor, tensor as usize)));
-        // SAFETY: `buffer` points at `size` readable bytes (the C contract) for this call.
-        let bytes = unsafe { std::slice::from_raw_parts(buffer.cast::<u8>(), size) };
-        g.status("nrt_tensor_write", g.sim.tensor_write(id, offset, bytes))
+        // As in `nrt_tensor_read`: staged, never a slice over caller memory.
+        let written = g.sim.tensor_write_staged(id, offset, size, |staged| {
+            // SAFETY: `buffer` points at `size` readable bytes (the C contract) for this call;
+            // `ptr::copy` allows them to overlap anything.
+            unsafe { ptr::copy(buffer.cast::<u8>(), staged.as_mut_ptr(), staged.len()) }
+        });
+        g.status("nrt_tensor_write", written)
     })
 }
 

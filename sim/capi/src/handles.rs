@@ -101,11 +101,14 @@ impl Global {
         }
     }
 
-    /// Removes `handle` from the registry; its id when it was live and of `kind`.
+    /// Removes `handle` from the registry; its id when it was live and of `kind`. The check and
+    /// the removal are one step under one lock, so of several threads releasing one handle
+    /// exactly one gets the id.
     pub(crate) fn release(&self, kind: Kind, handle: usize) -> Option<u64> {
-        let id = self.lookup(kind, handle).ok()?;
-        lock(&self.live).remove(&handle);
-        Some(id)
+        if handle == 0 || handle & 0xF != kind as usize {
+            return None;
+        }
+        lock(&self.live).remove(&handle).then(|| decode(handle))
     }
 
     /// Keeps a tensor-info array until `nrt_free_model_tensor_info`; returns its address.
@@ -156,5 +159,43 @@ mod tests {
             }
         }
         assert_ne!(encode(Kind::Tensor, 5), encode(Kind::Set, 5));
+    }
+
+    /// Threads releasing the same handles at once: each handle is released exactly once, so the
+    /// simulator's object is freed once and a double free is seen as a stale handle.
+    #[test]
+    fn concurrent_releases_of_one_handle_succeed_exactly_once() {
+        const N_HANDLES: u64 = 20_000;
+        const N_THREADS: usize = 4;
+        let global = Global {
+            sim: SimRuntime::new(sim::SimConfig::default()).expect("a default simulator"),
+            log_errors: false,
+            live: Mutex::new(HashSet::new()),
+            infos: Mutex::new(HashMap::new()),
+        };
+        let handles: Vec<usize> =
+            (0..N_HANDLES).map(|id| global.register(Kind::Tensor, id)).collect();
+        let start = std::sync::Barrier::new(N_THREADS);
+        let released: Vec<Vec<u64>> = std::thread::scope(|scope| {
+            let workers: Vec<_> = (0..N_THREADS)
+                .map(|_| {
+                    scope.spawn(|| {
+                        start.wait();
+                        handles
+                            .iter()
+                            .filter_map(|&handle| global.release(Kind::Tensor, handle))
+                            .collect::<Vec<u64>>()
+                    })
+                })
+                .collect();
+            workers.into_iter().map(|worker| worker.join().expect("no panic")).collect()
+        });
+        let mut all: Vec<u64> = released.into_iter().flatten().collect();
+        let total = all.len();
+        all.sort_unstable();
+        all.dedup();
+        assert_eq!(total, all.len(), "{} handles were released twice", total - all.len());
+        assert_eq!(all.len() as u64, N_HANDLES, "every handle is released once");
+        assert_eq!(global.lookup(Kind::Tensor, handles[0]), Err(status::INVALID_HANDLE));
     }
 }

@@ -14,10 +14,13 @@
 //!   the kind, never addresses of Rust objects. A pointer this library did not hand out, one of
 //!   the wrong kind, or one already released is `NRT_INVALID_HANDLE`; NULL is `NRT_INVALID`.
 //!   Nothing a caller passes as a handle is dereferenced.
-//! - **Raw memory crosses in four places only**: the NEFF bytes of `nrt_load`, the buffers of
+//! - **Raw memory crosses in five places only**: the NEFF bytes of `nrt_load`, the buffers of
 //!   `nrt_tensor_read`/`write`, memory attached with `nrt_tensor_attach_buffer` (used in place,
-//!   as libnrt does), and the arrays and structs this library fills for the caller. Each is an
-//!   `unsafe` block with the C contract it relies on.
+//!   as libnrt does), the simulator's own storage exposed by `nrt_tensor_get_va`, and the arrays
+//!   and structs this library fills for the caller. Each is an `unsafe` block with the C contract
+//!   it relies on. Because `get_va` lets a caller pass pointers into simulator memory back to
+//!   us, caller buffers are never made Rust slices: `read`/`write` stage the bytes and copy with
+//!   `ptr::copy` (memmove), and attached buffers are reached the same way.
 //! - **No panic crosses the boundary**: every body runs under `catch_unwind`; a panic is
 //!   `NRT_FAILURE` (or NULL / 0 for functions without a status) and a line on stderr.
 //! - **One simulator per process**, made on first use from environment variables ([`config`]),

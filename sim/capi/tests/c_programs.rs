@@ -3,6 +3,8 @@
 
 mod support;
 
+use std::path::Path;
+
 use support::{compile_c, neff_file, run, scale_model, text};
 
 #[test]
@@ -66,4 +68,38 @@ fn a_bad_environment_makes_every_call_invalid_and_says_why() {
         "{}",
         text(&output)
     );
+}
+
+/// A caller pointer into the tensor's own storage (from `nrt_tensor_get_va`) is a valid source
+/// and destination: the copy behaves like `memmove`. Then 1 TiB of virtual memory is refused
+/// with `NRT_RESOURCE` and the process goes on.
+#[test]
+fn caller_memory_may_overlap_the_tensor_and_huge_allocations_are_refused() {
+    let program = compile_c("memory");
+    for placement in ["0", "2"] {
+        let output = run(&program, &[Path::new(placement)], &[]);
+        assert!(output.status.success(), "placement {placement}: {}", text(&output));
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(stdout.contains("memory ok"), "placement {placement}: {}", text(&output));
+        // The time the refusal took, for the record (no assertion: timing is for benchmarks).
+        println!("placement {placement}: {}", stdout.lines().next().unwrap_or_default());
+    }
+}
+
+/// A NEFF without a device program, loaded and unloaded 2100 times by a C program: the
+/// simulator's warning reaches stderr once per process, whatever the number of loads. The
+/// program prints its data segment's growth over the last 2000 cycles, shown here for the record.
+#[test]
+fn a_warning_repeated_on_every_load_is_printed_once_per_process() {
+    let program = compile_c("reload");
+    let description = sim::ModelDescription { program: None, ..scale_model(4, 2.0) };
+    let neff = neff_file(&description, "opaque");
+    let output = run(&program, &[&neff, Path::new("2000")], &[("NRTSIM_QUIET", "0")]);
+    assert!(output.status.success(), "{}", text(&output));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("reload ok"), "{}", text(&output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let warnings = stderr.lines().filter(|line| line.contains("sim/program.json")).count();
+    assert_eq!(warnings, 1, "{}", text(&output));
+    println!("{}", stdout.lines().last().unwrap_or_default());
 }

@@ -181,6 +181,8 @@ fn probe(name: &str) -> Result<(), String> {
         "nrt_lib_path_missing" => return probe_nrt_lib_path_missing(),
         "unknown_status" => return probe_unknown_status(),
         "foreign_buffer" => return probe_foreign_buffer(),
+        "disguised_buffer" => return probe_disguised_buffer(),
+        "freed_member" => return probe_freed_member(),
         _ => {}
     }
     let runtime = open_nrt(true);
@@ -231,7 +233,7 @@ fn probe_foreign_buffer() -> Result<(), String> {
         }
     }
     let runtime = open_nrt(true);
-    let tensor = runtime.tensor_allocate_empty("t").map_err(|err| err.to_string())?;
+    let tensor = runtime.tensor_allocate_empty(b"t").map_err(|err| err.to_string())?;
     match runtime.tensor_attach_buffer(tensor, Arc::new(Liar)) {
         Err(err) if err.status == NrtStatus::Invalid => {}
         other => return Err(format!("a foreign buffer was not refused: {other:?}")),
@@ -241,6 +243,74 @@ fn probe_foreign_buffer() -> Result<(), String> {
     runtime.tensor_write(tensor, 4, &[7]).map_err(|err| err.to_string())?;
     if buffer.to_vec() != [0, 0, 0, 0, 7, 0, 0, 0] {
         return Err(format!("the shared buffer was not written in place: {:?}", buffer.to_vec()));
+    }
+    Ok(())
+}
+
+/// An implementation that hands over a real `SharedBuffer` but reports another address and
+/// length cannot make C use them: what reaches C is the `SharedBuffer`'s own memory.
+fn probe_disguised_buffer() -> Result<(), String> {
+    struct Disguise(Arc<SharedBuffer>);
+    impl ExternalBuffer for Disguise {
+        fn len(&self) -> usize {
+            1 << 20
+        }
+        fn read_at(&self, _: usize, _: &mut [u8]) {}
+        fn write_at(&self, _: usize, _: &[u8]) {}
+        fn address(&self) -> usize {
+            16
+        }
+        fn into_shared_buffer(self: Arc<Self>) -> Option<Arc<SharedBuffer>> {
+            Some(Arc::clone(&self.0))
+        }
+    }
+    let runtime = open_nrt(true);
+    let tensor = runtime.tensor_allocate_empty(b"t").map_err(|err| err.to_string())?;
+    let inner = Arc::new(SharedBuffer::zeroed(8));
+    runtime
+        .tensor_attach_buffer(tensor, Arc::new(Disguise(inner.clone())))
+        .map_err(|err| err.to_string())?;
+    let size = runtime.tensor_get_size(tensor).map_err(|err| err.to_string())?;
+    if size != 8 {
+        return Err(format!(
+            "C was given the reported length: the tensor has {size} bytes, expected 8"
+        ));
+    }
+    runtime.tensor_write(tensor, 4, &[7]).map_err(|err| err.to_string())?;
+    if inner.to_vec() != [0, 0, 0, 0, 7, 0, 0, 0] {
+        return Err(format!("the shared buffer was not written in place: {:?}", inner.to_vec()));
+    }
+    Ok(())
+}
+
+/// A launch through a set that names a tensor whose handle was freed goes to libnrt unchecked:
+/// the set keeps the tensor alive in libnrt, and libnrt (here the simulator's library, which
+/// never saw `nrt_tensor_free`) runs the model with it.
+fn probe_freed_member() -> Result<(), String> {
+    let runtime = open_nrt(true);
+    let model = load_scale(&runtime, 0).map_err(|err| err.to_string())?;
+    let (inputs, outputs) = (
+        runtime.allocate_tensor_set().map_err(|err| err.to_string())?,
+        runtime.allocate_tensor_set().map_err(|err| err.to_string())?,
+    );
+    let allocate = |name: &str| {
+        runtime
+            .tensor_allocate(Placement::Device, 0, 16, name.as_bytes())
+            .map_err(|err| err.to_string())
+    };
+    let (input, output) = (allocate("input0")?, allocate("output0")?);
+    runtime.add_tensor_to_tensor_set(inputs, b"input0", input).map_err(|err| err.to_string())?;
+    runtime.add_tensor_to_tensor_set(outputs, b"output0", output).map_err(|err| err.to_string())?;
+    runtime.tensor_write(input, 0, &f32_bytes(&[1.0, 2.0, 3.0, 4.0])).map_err(|e| e.to_string())?;
+    runtime.tensor_free(input).map_err(|err| err.to_string())?;
+    match runtime.execute(model, inputs, outputs) {
+        Ok(NrtStatus::Success) => {}
+        other => return Err(format!("the launch did not reach libnrt: {other:?}")),
+    }
+    let mut out = vec![0; 16];
+    runtime.tensor_read(output, 0, &mut out).map_err(|err| err.to_string())?;
+    if out != f32_bytes(&[2.0, 4.0, 6.0, 8.0]) {
+        return Err(format!("output {out:?}, expected the doubled input"));
     }
     Ok(())
 }
@@ -279,7 +349,7 @@ fn probe_nrt_lib_path_missing() -> Result<(), String> {
 /// A status code no table knows crosses the C ABI as `Unknown(code)`, never a panic.
 fn probe_unknown_status() -> Result<(), String> {
     let runtime = open_nrt(true);
-    match runtime.tensor_allocate(Placement::Virtual, 0, 8, "t") {
+    match runtime.tensor_allocate(Placement::Virtual, 0, 8, b"t") {
         Err(err) if err.status == NrtStatus::Unknown(4242) => {
             let text = runtime.status_text(err.status);
             if text.as_deref() == Some("NRT_STATUS_UNKNOWN") {
@@ -477,6 +547,12 @@ fn main() {
     }));
     trials.push(Trial::test("probe::only_shared_buffers_are_attached_through_c", || {
         run_probe("foreign_buffer", &[]).map_err(Failed::from)
+    }));
+    trials.push(Trial::test("probe::a_disguised_buffer_reaches_c_with_its_own_address", || {
+        run_probe("disguised_buffer", &[]).map_err(Failed::from)
+    }));
+    trials.push(Trial::test("probe::a_set_naming_a_freed_tensor_launches_in_libnrt", || {
+        run_probe("freed_member", &[]).map_err(Failed::from)
     }));
     trials.push(Trial::test("compare_reports_the_first_difference", || {
         compare_reports_the_first_difference().map_err(Failed::from)

@@ -2,6 +2,7 @@
 #![forbid(unsafe_code)]
 
 mod conformance;
+mod input;
 mod inspect;
 mod metaneff;
 
