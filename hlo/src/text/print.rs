@@ -886,6 +886,10 @@ fn nest<'a>(
         }
         return;
     };
+    if first == 0 {
+        out.push_str("{}");
+        return;
+    }
     out.push('{');
     if spaced {
         out.push(' ');
