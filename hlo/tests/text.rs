@@ -276,3 +276,28 @@ fn errors_say_where_and_what() {
     );
     check(&deep, "error: 3:72: nesting deeper than 64 levels");
 }
+
+#[test]
+fn header_attributes_fusion_and_raw_backend_config() {
+    check(
+        "// A comment before the module.\n\
+         HloModule m, input_output_alias={ {0}: (1, {}, may-alias), {1}: (0, {0}) }, frontend_attributes={k=\"v\"}, replica_count=2\n\n\
+         %fused (p: f32[2]) -> f32[2] {\n  %p = f32[2]{0} parameter(0)\n  ROOT %n = f32[2]{0} negate(f32[2]{0} %p)\n}\n\n\
+         main {\n  x = f32[2]{0} parameter(0)\n  y = (f32[2]{0}) parameter(1) /* a comment inside */\n  \
+         f = f32[2]{0} fusion(x), kind=kLoop, calls=%fused, backend_config={\"outer\": {\"inner\": [1, 2]}}\n  \
+         ROOT t = (f32[2]{0}, f32[2]{0}, f32[2]{0}, f32[2]{0}, f32[2]{0}, f32[2]{0}) tuple(f, f, f, f, f, x), replica_groups={}\n}\n",
+        // Without ENTRY the last computation is the entry; the raw JSON backend config is kept
+        // as bytes and printed quoted.
+        "HloModule m, input_output_alias={ {0}: (1, {}, may-alias), {1}: (0, {0}) }, frontend_attributes={\"k\"=\"v\"}\n\n\
+         fused {\n  p = f32[2]{0} parameter(0)\n  ROOT n = f32[2]{0} negate(p)\n}\n\n\
+         ENTRY main {\n  x = f32[2]{0} parameter(0)\n  y = (f32[2]{0}) parameter(1)\n  \
+         f = f32[2]{0} fusion(x), kind=kLoop, calls=fused, backend_config=\"{\\\"outer\\\": {\\\"inner\\\": [1, 2]}}\"\n  \
+         ROOT t = (f32[2]{0}, f32[2]{0}, f32[2]{0}, f32[2]{0}, f32[2]{0}, /*index=5*/f32[2]{0}) tuple(f, f, f, f, f, x)\n}\n\n",
+    );
+    let m = hlo::text::parse_module("HloModule m, input_output_alias={ {0}: (1, {}, must-alias) }\nENTRY e {\n  ROOT x = f32[] parameter(0)\n}\n").unwrap();
+    let alias = &m.input_output_alias.unwrap().entries[0];
+    assert_eq!(
+        (alias.output_shape_index.as_slice(), alias.parameter_number, alias.kind),
+        (&[0][..], 1, hlo::proto::Kind::MustAlias as i32)
+    );
+}
