@@ -75,7 +75,7 @@ fn constants_of_every_kind() {
          r = s64[] constant(-9223372036854775808)\n\
          ROOT t = u16[2] constant({0, 65535})\n}\n",
         // bf16: 1 + 2^-8 is a tie between 1 and 1 + 2^-7 and goes to even (1); 1 + 3 * 2^-8 goes
-        // up to 1 + 2^-6. f16: 65519 is below the halfway point 65520, so it stays finite.
+        // up to 1 + 2^-6 = 1.015625, written with bf16's 4 significant digits as XLA does. f16: 65519 is below the halfway point 65520, so it stays finite.
         // f8e4m3fn: 500 is past 448 + half a step (464), and the format has no infinity.
         "HloModule m\n\nENTRY e {\n  \
          a = f32[] constant(-inf)\n  \
@@ -83,9 +83,9 @@ fn constants_of_every_kind() {
          c = pred[] constant(true)\n  \
          d = s8[3] constant({-128, 16, 127})\n  \
          f = u8[] constant(255)\n  \
-         g = bf16[2] constant({1, 1.015625})\n  \
+         g = bf16[2] constant({1, 1.016})\n  \
          h = f16[] constant(65504)\n  \
-         i = f64[] constant(1e300)\n  \
+         i = f64[] constant(1e+300)\n  \
          j = c64[2] constant({(1, -2), (0.5, 0)})\n  \
          k = (s32[], f32[2]) constant((7, {1.5, -0}))\n  \
          l = f32[2,3]{0,1} constant({ { 1, 2, 3 }, { 4, 5, 6 } })\n  \
@@ -132,7 +132,7 @@ fn data_movement_attributes() {
              s = f32[2,2]{1,0} slice(x), slice={[0:4:2], [1:5:2]}\n  \
              u = f32[2,3]{1,0} slice(x), slice={[1:3], [0:3]}\n  \
              z = f32[] constant(0)\n  \
-             p = f32[7,13]{1,0} pad(x, z), padding=1_2x0_1_2\n  \
+             p = f32[7,13]{1,0} pad(x, z), padding=1_2_0x0_1_2\n  \
              t = f32[6,4]{0,1} transpose(x), dimensions={1,0}\n  \
              io = s32[3,4]{1,0} iota(), iota_dimension=1\n  \
              i = s32[] parameter(1)\n  \

@@ -47,6 +47,13 @@ impl Format {
         Some(Format { exponent_bits, mantissa_bits, bias, specials })
     }
 
+    /// The significant decimal digits that always tell two values of the format apart (C++'s
+    /// `max_digits10`): ceil(1 + significand bits x log10(2)).
+    pub(crate) fn max_digits10(self) -> usize {
+        let significand = f64::from(self.mantissa_bits + 1);
+        (1.0 + significand * std::f64::consts::LOG10_2).ceil() as usize
+    }
+
     /// Bytes per element: 2 for the 16-bit formats, 1 for the 8-bit ones.
     pub(crate) fn n_bytes(self) -> usize {
         if self.exponent_bits + self.mantissa_bits + 1 > 8 { 2 } else { 1 }
@@ -82,19 +89,21 @@ impl Format {
         let negative = bits & self.sign_bit() != 0;
         let exponent = (bits >> self.mantissa_bits) & self.exponent_max();
         let mantissa = bits & self.mantissa_mask();
+        // NaNs keep their sign bit, which XLA prints (`-nan`; the FNUZ NaN is the sign bit).
+        let nan = if negative { -f64::NAN } else { f64::NAN };
         let magnitude = match self.specials {
-            Specials::FiniteNegZeroNan if bits == self.sign_bit() => return f64::NAN,
+            Specials::FiniteNegZeroNan if bits == self.sign_bit() => return nan,
             Specials::Ieee if exponent == self.exponent_max() => {
                 if mantissa == 0 {
                     f64::INFINITY
                 } else {
-                    return f64::NAN;
+                    return nan;
                 }
             }
             Specials::FiniteAllOnesNan
                 if exponent == self.exponent_max() && mantissa == self.mantissa_mask() =>
             {
-                return f64::NAN;
+                return nan;
             }
             _ if exponent == 0 => {
                 f64::from(mantissa) * 2f64.powi(1 - self.bias - self.mantissa_bits as i32)
@@ -111,7 +120,12 @@ impl Format {
     /// infinity where the format has it and NaN where it does not (as ml_dtypes converts).
     pub(crate) fn encode(self, value: f64) -> u16 {
         if value.is_nan() {
-            return self.nan();
+            // The sign of a NaN survives where the format can hold it (not in FNUZ).
+            return match self.specials {
+                Specials::FiniteNegZeroNan => self.nan(),
+                _ if value.is_sign_negative() => self.sign_bit() | self.nan(),
+                _ => self.nan(),
+            };
         }
         let sign = if value.is_sign_negative() { self.sign_bit() } else { 0 };
         let magnitude = value.abs();

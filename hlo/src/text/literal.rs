@@ -226,25 +226,54 @@ pub(crate) fn store(
     Ok(lit)
 }
 
-/// Writes an `f64` so that parsing it as `f64` gives it back, in XLA's spelling of the specials.
-pub(crate) fn format_f64(v: f64) -> String {
+/// C's `%.{precision}g`: `precision` significant digits, scientific notation (with a signed
+/// exponent of at least two digits) when the exponent is below -4 or at least `precision`,
+/// trailing zeros dropped. This is how XLA writes floats.
+pub(crate) fn format_g(v: f64, precision: usize) -> String {
     if v.is_nan() {
         return if v.is_sign_negative() { "-nan" } else { "nan" }.into();
     }
     if v.is_infinite() {
         return if v < 0.0 { "-inf" } else { "inf" }.into();
     }
-    let a = v.abs();
-    if a == 0.0 || (1e-5..1e16).contains(&a) { format!("{v}") } else { format!("{v:e}") }
+    if v == 0.0 {
+        return if v.is_sign_negative() { "-0" } else { "0" }.into();
+    }
+    let precision = precision.max(1);
+    // Rust's `{:e}` rounds exactly, as printf does; its exponent is the one after rounding.
+    let sci = format!("{:.*e}", precision - 1, v);
+    let (mantissa, exponent) = sci.split_once('e').expect("`{:e}` always writes an exponent");
+    let exponent: i32 = exponent.parse().expect("`{:e}` writes an integer exponent");
+    let trim = |digits: &str| -> String {
+        if digits.contains('.') {
+            digits.trim_end_matches('0').trim_end_matches('.').to_string()
+        } else {
+            digits.to_string()
+        }
+    };
+    if exponent < -4 || exponent >= precision as i32 {
+        let sign = if exponent < 0 { '-' } else { '+' };
+        format!("{}e{sign}{:02}", trim(mantissa), exponent.unsigned_abs())
+    } else {
+        let decimals = (precision as i32 - 1 - exponent).max(0) as usize;
+        trim(&format!("{v:.decimals$}"))
+    }
 }
 
-/// As [`format_f64`], shortest for an `f32` (so narrow floats, exact in f32, print short too).
+/// An `f64` as XLA writes it: 15 significant digits when they give the value back, else 17.
+pub(crate) fn format_f64(v: f64) -> String {
+    let short = format_g(v, 15);
+    if v.is_nan() || short.parse::<f64>().ok() == Some(v) { short } else { format_g(v, 17) }
+}
+
+/// An `f32` as XLA writes it: 6 significant digits when they give the value back, else 9.
 pub(crate) fn format_f32(v: f32) -> String {
-    if v.is_nan() || v.is_infinite() {
-        return format_f64(f64::from(v));
+    let short = format_g(f64::from(v), 6);
+    if v.is_nan() || short.parse::<f32>().ok() == Some(v) {
+        short
+    } else {
+        format_g(f64::from(v), 9)
     }
-    let a = v.abs();
-    if a == 0.0 || (1e-5..1e16).contains(&a) { format!("{v}") } else { format!("{v:e}") }
 }
 
 /// How many elements the literal's field for `ty` holds (rounded down for byte fields), or
@@ -410,8 +439,42 @@ pub(crate) fn elements(shape: &ShapeProto, lit: &LiteralProto) -> Result<Vec<Str
                 bytes.iter().map(|&b| u16::from(b)).collect()
             };
             check(bits.len())?;
-            // Every narrow value is exact in f32, so the shortest f32 spelling parses back to it.
-            strings(&bits, &order, |b| format_f32(format.decode(b) as f32))
+            // As XLA: as many digits as the format needs to be read back (max_digits10).
+            let digits = format.max_digits10();
+            strings(&bits, &order, |b| format_g(format.decode(b), digits))
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{format_f32, format_f64, format_g};
+
+    #[test]
+    fn format_g_is_printf_g() {
+        // What C's printf("%.*g") writes for these (checked against glibc by hand).
+        for (v, p, text) in [
+            (100.0, 4, "100"),
+            (1e7, 6, "1e+07"),
+            (0.0001, 6, "0.0001"),
+            (1.5e-5, 6, "1.5e-05"),
+            (256.0, 2, "2.6e+02"),
+            (123456792.0, 9, "123456792"),
+            (1234.5, 6, "1234.5"),
+            (9.9999, 3, "10"),
+            (-0.0, 6, "-0"),
+            (1e300, 15, "1e+300"),
+        ] {
+            assert_eq!(format_g(v, p), text, "{v} at {p}");
+        }
+    }
+
+    #[test]
+    fn xla_precision_steps_up_only_when_needed() {
+        assert_eq!(format_f32(0.1), "0.1");
+        assert_eq!(format_f32(1.0 / 3.0), "0.333333343");
+        assert_eq!(format_f64(0.1 + 0.2), "0.30000000000000004");
+        assert_eq!(format_f32(f32::from_bits(0x7fc0_0000)), "nan");
+        assert_eq!(format_f32(-f32::NAN), "-nan");
+    }
 }

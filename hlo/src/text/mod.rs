@@ -19,6 +19,9 @@
 //! - Constants elided by XLA's printer (`constant({...})`) are an error: their values are lost.
 //! - Literal values are written in logical (row-major index) order and stored in the proto in the
 //!   physical order of the literal's layout, as XLA stores them.
+//! - Floats are written as XLA writes them (C's `%g` with the digits the type needs); one
+//!   deliberate difference in reading: XLA's lexer takes `-0` for the integer 0 and so loses the
+//!   sign of a negative-zero constant, which we keep.
 //! - Sub-byte element types (s4, u4, ..., f4e2m1fn) and f8e8m0fnu parse as shapes, but their
 //!   constants are an error for now.
 
