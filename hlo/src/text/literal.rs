@@ -124,6 +124,20 @@ fn parse_pred(text: &str) -> Result<bool, String> {
     }
 }
 
+/// The width and signedness of a sub-byte integer type.
+fn sub_byte(ty: PrimitiveType) -> Option<(u32, bool)> {
+    use PrimitiveType as T;
+    Some(match ty {
+        T::S1 => (1, true),
+        T::S2 => (2, true),
+        T::S4 => (4, true),
+        T::U1 => (1, false),
+        T::U2 => (2, false),
+        T::U4 => (4, false),
+        _ => return None,
+    })
+}
+
 /// Stores `elems` (logical order) as a literal of the array shape `shape`.
 ///
 /// # Errors
@@ -171,6 +185,36 @@ pub(crate) fn store(
         T::S64 => lit.s64s = permute(each!(|t| parse_int::<i64>(t, ty_name))?, &order),
         T::U32 => lit.u32s = permute(each!(|t| parse_int::<u32>(t, ty_name))?, &order),
         T::U64 => lit.u64s = permute(each!(|t| parse_int::<u64>(t, ty_name))?, &order),
+        T::S1 | T::S2 | T::S4 | T::U1 | T::U2 | T::U4 => {
+            // One element per byte, masked to its width, as XLA stores them.
+            let (bits, signed) = sub_byte(ty).expect("a sub-byte integer type");
+            let (lo, hi) = if signed {
+                (-(1i64 << (bits - 1)), (1i64 << (bits - 1)) - 1)
+            } else {
+                (0, (1i64 << bits) - 1)
+            };
+            let values = each!(|t| {
+                let v = parse_int::<i64>(t, ty_name)?;
+                if (lo..=hi).contains(&v) {
+                    Ok((v as u8) & ((1u8 << bits) - 1))
+                } else {
+                    Err(format!("{t} is out of range for {ty_name}"))
+                }
+            })?;
+            let values = permute(values, &order);
+            match ty {
+                T::S1 => lit.s1s = values,
+                T::S2 => lit.s2s = values,
+                T::S4 => lit.s4s = values,
+                T::U1 => lit.u1s = values,
+                T::U2 => lit.u2s = values,
+                _ => lit.u4s = values,
+            }
+        }
+        T::F8e8m0fnu => {
+            lit.f8e8m0fnus =
+                permute(each!(|t| parse_float(t).map(super::float::e8m0::encode))?, &order)
+        }
         T::F32 => lit.f32s = permute(each!(parse_f32)?, &order),
         T::F64 => lit.f64s = permute(each!(parse_float)?, &order),
         T::C64 | T::C128 => {
@@ -203,7 +247,14 @@ pub(crate) fn store(
                     format!("constants of type {ty_name} are not supported in HLO text"),
                 ));
             };
-            let bits = permute(each!(|t| parse_float(t).map(|v| format.encode(v)))?, &order);
+            let encode = |t: &str| {
+                let v = parse_float(t)?;
+                if v.is_nan() && !format.has_nan() {
+                    return Err(format!("{ty_name} has no NaN"));
+                }
+                Ok(format.encode(v))
+            };
+            let bits = permute(each!(encode)?, &order);
             let bytes: Vec<u8> = if format.n_bytes() == 2 {
                 bits.into_iter().flat_map(u16::to_le_bytes).collect()
             } else {
@@ -219,6 +270,7 @@ pub(crate) fn store(
                 T::F8e4m3fnuz => lit.f8e4m3fnuzs = bytes,
                 T::F8e5m2fnuz => lit.f8e5m2fnuzs = bytes,
                 T::F8e4m3b11fnuz => lit.f8e4m3b11fnuzs = bytes,
+                T::F4e2m1fn => lit.f4e2m1fns = bytes,
                 _ => unreachable!("Format::of covers exactly these types"),
             }
         }
@@ -303,6 +355,14 @@ fn stored_count(ty: PrimitiveType, lit: &LiteralProto) -> Option<usize> {
         T::F8e4m3fnuz => lit.f8e4m3fnuzs.len(),
         T::F8e5m2fnuz => lit.f8e5m2fnuzs.len(),
         T::F8e4m3b11fnuz => lit.f8e4m3b11fnuzs.len(),
+        T::F4e2m1fn => lit.f4e2m1fns.len(),
+        T::F8e8m0fnu => lit.f8e8m0fnus.len(),
+        T::S1 => lit.s1s.len(),
+        T::S2 => lit.s2s.len(),
+        T::S4 => lit.s4s.len(),
+        T::U1 => lit.u1s.len(),
+        T::U2 => lit.u2s.len(),
+        T::U4 => lit.u4s.len(),
         _ => return None,
     })
 }
@@ -390,6 +450,33 @@ pub(crate) fn elements(shape: &ShapeProto, lit: &LiteralProto) -> Result<Vec<Str
             check(lit.u64s.len())?;
             strings(&lit.u64s, &order, |v| v.to_string())
         }
+        T::S1 | T::S2 | T::S4 | T::U1 | T::U2 | T::U4 => {
+            let (bits, signed) = sub_byte(ty).expect("a sub-byte integer type");
+            let bytes = match ty {
+                T::S1 => &lit.s1s,
+                T::S2 => &lit.s2s,
+                T::S4 => &lit.s4s,
+                T::U1 => &lit.u1s,
+                T::U2 => &lit.u2s,
+                _ => &lit.u4s,
+            };
+            check(bytes.len())?;
+            // Bits above the width are not part of the value; sign-extend from the width.
+            let shift = 8 - bits;
+            strings(bytes, &order, |b| {
+                if signed {
+                    (((b << shift) as i8) >> shift).to_string()
+                } else {
+                    (b & ((1u8 << bits) - 1)).to_string()
+                }
+            })
+        }
+        T::F8e8m0fnu => {
+            check(lit.f8e8m0fnus.len())?;
+            // Two significant digits tell any two powers of two apart (max_digits10 of a
+            // one-bit significand).
+            strings(&lit.f8e8m0fnus, &order, |b| format_g(super::float::e8m0::decode(b), 2))
+        }
         T::F32 => {
             check(lit.f32s.len())?;
             strings(&lit.f32s, &order, format_f32)
@@ -428,6 +515,7 @@ pub(crate) fn elements(shape: &ShapeProto, lit: &LiteralProto) -> Result<Vec<Str
                 T::F8e4m3fnuz => &lit.f8e4m3fnuzs,
                 T::F8e5m2fnuz => &lit.f8e5m2fnuzs,
                 T::F8e4m3b11fnuz => &lit.f8e4m3b11fnuzs,
+                T::F4e2m1fn => &lit.f4e2m1fns,
                 _ => unreachable!("Format::of covers exactly these types"),
             };
             let bits: Vec<u16> = if format.n_bytes() == 2 {

@@ -21,9 +21,10 @@
 //!   physical order of the literal's layout, as XLA stores them.
 //! - Floats are written as XLA writes them (C's `%g` with the digits the type needs); one
 //!   deliberate difference in reading: XLA's lexer takes `-0` for the integer 0 and so loses the
-//!   sign of a negative-zero constant, which we keep.
-//! - Sub-byte element types (s4, u4, ..., f4e2m1fn) and f8e8m0fnu parse as shapes, but their
-//!   constants are an error for now.
+//!   sign of a negative-zero constant, which we keep. (XLA also reads the smallest f8e8m0fnu,
+//!   2^-127, printed as `5.9e-39`, back as 2^-126; we read it back as 2^-127.)
+//! - Constants of every element type are read and written, sub-byte ones (s1..s4, u1..u4,
+//!   f4e2m1fn) one element per byte, masked to their width, as XLA stores them.
 
 mod float;
 mod literal;
