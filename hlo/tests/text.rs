@@ -250,7 +250,7 @@ fn errors_say_where_and_what() {
     );
     check(
         &entry("  ROOT x = f32[] parameter(0)\n  ROOT y = f32[] parameter(1)\n"),
-        "error: 5:8: instruction `ROOT` is defined twice",
+        "error: 5:8: a second ROOT instruction `y` in computation `e`; it has one",
     );
     check(
         &entry("  x = f32[] parameter(1)\n"),
@@ -269,6 +269,14 @@ fn errors_say_where_and_what() {
         "error: 4:1: expected an instruction or the `}` closing computation `e`, found end of input",
     );
     check("HloModule m\nENTRY e {\n}\n", "error: 3:1: computation `e` has no instructions");
+    check(
+        "HloModule m\nENTRY e {\n  ROOT x = f32[] parameter(0)\n}\nENTRY f {\n  ROOT x = f32[] parameter(0)\n}\n",
+        "error: 5:7: a second ENTRY computation `f`; a module has one",
+    );
+    check(
+        "HloModule m\nc {\n  ROOT x = f32[] parameter(0)\n}\nc {\n  ROOT x = f32[] parameter(0)\n}\n",
+        "error: 5:1: computation `c` is defined twice",
+    );
     let deep = format!(
         "HloModule m\nENTRY e {{\n  x = {}f32[]{} parameter(0)\n}}\n",
         "(".repeat(100),
