@@ -14,8 +14,13 @@
 //! - Names are scoped to their computation; an operand may be defined later in the text than its
 //!   user (the order is kept, and [`crate::validate`] rejects a cycle).
 //! - An unknown opcode is a parse error naming it, since attributes are read according to the
-//!   opcode. An unknown attribute is skipped (XLA adds them every release), as are `sharding`,
-//!   `backend_config` in braces, and the header's `is_scheduled`, `num_partitions`, etc.
+//!   opcode. An unknown attribute is skipped (XLA adds them every release), as are `sharding`
+//!   and the header's `is_scheduled`, `num_partitions`, etc.; `backend_config` is kept as bytes,
+//!   whether quoted or raw JSON in braces, and printed quoted.
+//! - The parser fills in what XLA's parser fills in (the default comparison type of `compare`,
+//!   all-DEFAULT operand precisions of `dot` and `convolution`, group counts of 1, one dynamic
+//!   flag per dimension, `p0, p1, ...` in the entry layout), and the printer leaves those out, as
+//!   XLA's does; `tests/text_xla.rs` holds both to XLA's output.
 //! - Constants elided by XLA's printer (`constant({...})`) are an error: their values are lost.
 //! - Literal values are written in logical (row-major index) order and stored in the proto in the
 //!   physical order of the literal's layout, as XLA stores them.
