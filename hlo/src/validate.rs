@@ -128,7 +128,11 @@ pub enum ValidateError {
     },
 }
 
-/// Checks the structure of a module (see the [module docs](self)).
+/// Checks the structure of a module: the entry computation exists; computation ids, and
+/// instruction ids within a computation, are unique; every instruction has a well-formed shape;
+/// parameters are numbered 0..n; operands, control predecessors and roots name instructions of
+/// the same computation and called computations name computations of the module; neither the
+/// instructions of a computation nor the call graph has a cycle.
 ///
 /// # Errors
 /// The first [`ValidateError`] found, naming the computation and instruction.
