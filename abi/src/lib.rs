@@ -22,6 +22,7 @@
 pub mod bind;
 pub mod c_layout;
 pub mod dtype;
+pub mod functions;
 pub mod metaneff;
 pub mod neff;
 pub mod runtime;

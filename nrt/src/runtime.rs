@@ -14,6 +14,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use abi::dtype::NrtDtype;
+use abi::functions::LibnrtFunction;
 use abi::runtime::{
     ExternalBuffer, Framework, ModelId, NrtError, NrtVersion, Placement, Runtime, SetId, TensorId,
     TensorInfo, TensorUsage,
@@ -28,14 +29,14 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 /// `Ok` for `NRT_SUCCESS`, else the status of `call`.
-fn check(call: &str, code: RawStatus) -> Result<(), NrtError> {
+fn check(call: LibnrtFunction, code: RawStatus) -> Result<(), NrtError> {
     if code == sys::SUCCESS { Ok(()) } else { Err(failed(call, code)) }
 }
 
 /// As [`check`], with the byte range in the message (libnrt's own message does not cross the C
 /// ABI, and a bounds error should say which range was asked for).
 fn check_range(
-    call: &str,
+    call: LibnrtFunction,
     offset: impl Into<u128>,
     len: usize,
     code: RawStatus,
@@ -50,12 +51,12 @@ fn check_range(
     })
 }
 
-fn failed(call: &str, code: RawStatus) -> NrtError {
+fn failed(call: LibnrtFunction, code: RawStatus) -> NrtError {
     let status = status_of(code);
     NrtError::new(status, format!("{call} returned {}", status.name()))
 }
 
-fn c_name(call: &str, name: &str) -> Result<std::ffi::CString, NrtError> {
+fn c_name(call: LibnrtFunction, name: &str) -> Result<std::ffi::CString, NrtError> {
     sys::c_name(name).map_err(|_| {
         NrtError::new(
             NrtStatus::Invalid,
@@ -131,7 +132,7 @@ impl NrtRuntime {
 
     fn launch(
         &self,
-        call: &str,
+        call: LibnrtFunction,
         model: ModelId,
         input_set: SetId,
         output_set: SetId,
@@ -163,9 +164,12 @@ impl Runtime for NrtRuntime {
         fw_version: &str,
         fal_version: &str,
     ) -> Result<(), NrtError> {
-        let fw_version = c_name("nrt_init", fw_version)?;
-        let fal_version = c_name("nrt_init", fal_version)?;
-        check("nrt_init", self.library.init(framework.code(), &fw_version, &fal_version))
+        let fw_version = c_name(LibnrtFunction::nrt_init, fw_version)?;
+        let fal_version = c_name(LibnrtFunction::nrt_init, fal_version)?;
+        check(
+            LibnrtFunction::nrt_init,
+            self.library.init(framework.code(), &fw_version, &fal_version),
+        )
     }
 
     fn close(&self) {
@@ -173,8 +177,10 @@ impl Runtime for NrtRuntime {
     }
 
     fn load(&self, neff: &[u8], vnc: i32, vnc_count: i32) -> Result<ModelId, NrtError> {
-        let model =
-            self.library.load(neff, vnc, vnc_count, None).map_err(|c| failed("nrt_load", c))?;
+        let model = self
+            .library
+            .load(neff, vnc, vnc_count, None)
+            .map_err(|c| failed(LibnrtFunction::nrt_load, c))?;
         Ok(self.insert_model(model))
     }
 
@@ -189,13 +195,13 @@ impl Runtime for NrtRuntime {
         let model = self
             .library
             .load(neff, vnc, vnc_count, Some((ctx_device_id, ctx_device_count)))
-            .map_err(|c| failed("nrt_load_collectives", c))?;
+            .map_err(|c| failed(LibnrtFunction::nrt_load_collectives, c))?;
         Ok(self.insert_model(model))
     }
 
     fn unload(&self, model: ModelId) -> Result<(), NrtError> {
         let owner = self.model(model)?;
-        check("nrt_unload", owner.unload())?;
+        check(LibnrtFunction::nrt_unload, owner.unload())?;
         lock(&self.handles.models).remove(&model);
         Ok(())
     }
@@ -206,7 +212,7 @@ impl Runtime for NrtRuntime {
         input_set: SetId,
         output_set: SetId,
     ) -> Result<NrtStatus, NrtError> {
-        self.launch("nrt_execute", model, input_set, output_set, None)
+        self.launch(LibnrtFunction::nrt_execute, model, input_set, output_set, None)
     }
 
     fn execute_repeat(
@@ -216,12 +222,20 @@ impl Runtime for NrtRuntime {
         output_set: SetId,
         repeat_count: i32,
     ) -> Result<NrtStatus, NrtError> {
-        self.launch("nrt_execute_repeat", model, input_set, output_set, Some(repeat_count))
+        self.launch(
+            LibnrtFunction::nrt_execute_repeat,
+            model,
+            input_set,
+            output_set,
+            Some(repeat_count),
+        )
     }
 
     fn allocate_tensor_set(&self) -> Result<SetId, NrtError> {
-        let set =
-            self.library.allocate_tensor_set().map_err(|c| failed("nrt_allocate_tensor_set", c))?;
+        let set = self
+            .library
+            .allocate_tensor_set()
+            .map_err(|c| failed(LibnrtFunction::nrt_allocate_tensor_set, c))?;
         let id = SetId(self.next_id());
         lock(&self.handles.sets).insert(id, Arc::new(set));
         Ok(id)
@@ -244,13 +258,13 @@ impl Runtime for NrtRuntime {
         tensor: TensorId,
     ) -> Result<(), NrtError> {
         let (owner, tensor) = (self.set(set)?, self.tensor(tensor)?);
-        let name = c_name("nrt_add_tensor_to_tensor_set", name)?;
-        check("nrt_add_tensor_to_tensor_set", owner.add(&name, &tensor))
+        let name = c_name(LibnrtFunction::nrt_add_tensor_to_tensor_set, name)?;
+        check(LibnrtFunction::nrt_add_tensor_to_tensor_set, owner.add(&name, &tensor))
     }
 
     fn get_tensor_from_tensor_set(&self, set: SetId, name: &str) -> Result<TensorId, NrtError> {
         let owner = self.set(set)?;
-        let c_name = c_name("nrt_get_tensor_from_tensor_set", name)?;
+        let c_name = c_name(LibnrtFunction::nrt_get_tensor_from_tensor_set, name)?;
         match owner.get(&c_name) {
             Ok(Some(tag)) => Ok(TensorId(tag)),
             Ok(None) => Err(NrtError::new(
@@ -259,7 +273,7 @@ impl Runtime for NrtRuntime {
                     "nrt_get_tensor_from_tensor_set returned a tensor never added under {name:?}"
                 ),
             )),
-            Err(code) => Err(failed("nrt_get_tensor_from_tensor_set", code)),
+            Err(code) => Err(failed(LibnrtFunction::nrt_get_tensor_from_tensor_set, code)),
         }
     }
 
@@ -270,20 +284,20 @@ impl Runtime for NrtRuntime {
         size: usize,
         name: &str,
     ) -> Result<TensorId, NrtError> {
-        let c_name = c_name("nrt_tensor_allocate", name)?;
+        let c_name = c_name(LibnrtFunction::nrt_tensor_allocate, name)?;
         let tensor = self
             .library
             .tensor_allocate(placement.code(), vnc, size, &c_name, self.next_id())
-            .map_err(|c| failed("nrt_tensor_allocate", c))?;
+            .map_err(|c| failed(LibnrtFunction::nrt_tensor_allocate, c))?;
         Ok(self.insert_tensor(tensor))
     }
 
     fn tensor_allocate_empty(&self, name: &str) -> Result<TensorId, NrtError> {
-        let c_name = c_name("nrt_tensor_allocate_empty", name)?;
+        let c_name = c_name(LibnrtFunction::nrt_tensor_allocate_empty, name)?;
         let tensor = self
             .library
             .tensor_allocate_empty(&c_name, self.next_id())
-            .map_err(|c| failed("nrt_tensor_allocate_empty", c))?;
+            .map_err(|c| failed(LibnrtFunction::nrt_tensor_allocate_empty, c))?;
         Ok(self.insert_tensor(tensor))
     }
 
@@ -302,7 +316,7 @@ impl Runtime for NrtRuntime {
                  ExternalBuffer implementation",
             ));
         }
-        check("nrt_tensor_attach_buffer", self.tensor(tensor)?.attach_buffer(buffer))
+        check(LibnrtFunction::nrt_tensor_attach_buffer, self.tensor(tensor)?.attach_buffer(buffer))
     }
 
     fn tensor_allocate_slice(
@@ -313,10 +327,10 @@ impl Runtime for NrtRuntime {
         name: &str,
     ) -> Result<TensorId, NrtError> {
         let source = self.tensor(src)?;
-        let c_name = c_name("nrt_tensor_allocate_slice", name)?;
+        let c_name = c_name(LibnrtFunction::nrt_tensor_allocate_slice, name)?;
         let slice = source
             .allocate_slice(offset, size, &c_name, self.next_id())
-            .map_err(|c| failed("nrt_tensor_allocate_slice", c))?;
+            .map_err(|c| failed(LibnrtFunction::nrt_tensor_allocate_slice, c))?;
         Ok(self.insert_tensor(slice))
     }
 
@@ -336,12 +350,17 @@ impl Runtime for NrtRuntime {
 
     fn tensor_read(&self, tensor: TensorId, offset: usize, buf: &mut [u8]) -> Result<(), NrtError> {
         let len = buf.len();
-        check_range("nrt_tensor_read", offset as u64, len, self.tensor(tensor)?.read(offset, buf))
+        check_range(
+            LibnrtFunction::nrt_tensor_read,
+            offset as u64,
+            len,
+            self.tensor(tensor)?.read(offset, buf),
+        )
     }
 
     fn tensor_write(&self, tensor: TensorId, offset: usize, bytes: &[u8]) -> Result<(), NrtError> {
         let code = self.tensor(tensor)?.write(offset, bytes);
-        check_range("nrt_tensor_write", offset as u64, bytes.len(), code)
+        check_range(LibnrtFunction::nrt_tensor_write, offset as u64, bytes.len(), code)
     }
 
     fn tensor_copy(
@@ -354,7 +373,7 @@ impl Runtime for NrtRuntime {
     ) -> Result<(), NrtError> {
         let (src, dst) = (self.tensor(src)?, self.tensor(dst)?);
         let code = src.copy_to(src_offset, &dst, dst_offset, size);
-        check("nrt_tensor_copy", code).map_err(|err| {
+        check(LibnrtFunction::nrt_tensor_copy, code).map_err(|err| {
             let status = err.status;
             NrtError::new(
                 status,
@@ -374,7 +393,7 @@ impl Runtime for NrtRuntime {
         size: usize,
     ) -> Result<(), NrtError> {
         check_range(
-            "nrt_tensor_memset",
+            LibnrtFunction::nrt_tensor_memset,
             offset,
             size,
             self.tensor(tensor)?.memset(offset, value, size),
@@ -397,8 +416,10 @@ impl Runtime for NrtRuntime {
     }
 
     fn get_model_tensor_info(&self, model: ModelId) -> Result<Vec<TensorInfo>, NrtError> {
-        let raw =
-            self.model(model)?.tensor_info().map_err(|c| failed("nrt_get_model_tensor_info", c))?;
+        let raw = self
+            .model(model)?
+            .tensor_info()
+            .map_err(|c| failed(LibnrtFunction::nrt_get_model_tensor_info, c))?;
         raw.into_iter()
             .map(|info| {
                 let usage = TensorUsage::from_code(info.usage).ok_or_else(|| {
@@ -422,7 +443,8 @@ impl Runtime for NrtRuntime {
     }
 
     fn get_version(&self) -> Result<NrtVersion, NrtError> {
-        let raw = self.library.get_version().map_err(|c| failed("nrt_get_version", c))?;
+        let raw =
+            self.library.get_version().map_err(|c| failed(LibnrtFunction::nrt_get_version, c))?;
         Ok(NrtVersion {
             major: raw.major,
             minor: raw.minor,
@@ -434,10 +456,14 @@ impl Runtime for NrtRuntime {
     }
 
     fn get_total_vnc_count(&self) -> Result<u32, NrtError> {
-        self.library.get_total_vnc_count().map_err(|c| failed("nrt_get_total_vnc_count", c))
+        self.library
+            .get_total_vnc_count()
+            .map_err(|c| failed(LibnrtFunction::nrt_get_total_vnc_count, c))
     }
 
     fn get_visible_vnc_count(&self) -> Result<u32, NrtError> {
-        self.library.get_visible_vnc_count().map_err(|c| failed("nrt_get_visible_vnc_count", c))
+        self.library
+            .get_visible_vnc_count()
+            .map_err(|c| failed(LibnrtFunction::nrt_get_visible_vnc_count, c))
     }
 }

@@ -30,6 +30,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use abi::c_layout::NrtVersionC;
+use abi::functions::LibnrtFunction;
 use abi::runtime::ExternalBuffer;
 
 /// `NRT_STATUS`: a 4-byte C enum, carried as its raw value.
@@ -75,81 +76,99 @@ const _: () = {
     assert!(offset_of!(NrtTensorInfoArray, tensor_array) == abi::c_layout::INFO_ARRAY_HEADER);
 };
 
-/// Declares the table of C functions and the loader that fills it, from one list, so that a
-/// signature and its symbol name cannot drift apart.
+/// The C type names of the function table, as this module spells them: the defaults of
+/// `abi::c_layout::c_types`, with the handles this module owns shadowed by its own types.
+#[allow(non_camel_case_types, unused_imports)]
+mod c_names {
+    pub(super) use abi::c_layout::c_types::*;
+    pub(super) use std::ffi::c_void;
+
+    pub(super) type NRT_STATUS = super::RawStatus;
+    pub(super) type nrt_model_t = super::NrtModel;
+    pub(super) type nrt_tensor_t = super::NrtTensor;
+    pub(super) type nrt_tensor_info_array_t = super::NrtTensorInfoArray;
+}
+
+/// The field type of one entry point: a function pointer, optional for a function that only
+/// recent releases export.
+macro_rules! entry_point_type {
+    (Always, $f:ty) => { $f };
+    (Optional, $f:ty) => { Option<$f> };
+}
+
+/// Resolves one entry point: a missing function every release exports is an error, a missing
+/// recent one is `None`.
+macro_rules! resolve_entry_point {
+    (Always, $library:expr, $name:ident, $f:ty) => {
+        resolve::<$f>($library, stringify!($name))?
+    };
+    (Optional, $library:expr, $name:ident, $f:ty) => {
+        resolve::<$f>($library, stringify!($name)).ok()
+    };
+}
+
+/// Whether an entry point was found.
+macro_rules! entry_point_found {
+    (Always, $field:expr) => {
+        true
+    };
+    (Optional, $field:expr) => {
+        $field.is_some()
+    };
+}
+
+/// The table of entry points and its loader, expanded from the one function table
+/// (`abi::for_each_libnrt_function!`), so a signature and its symbol name cannot drift apart.
 macro_rules! nrt_functions {
-    ($($field:ident = $symbol:literal: fn($($arg:ty),*) $(-> $ret:ty)?;)*) => {
-        /// The resolved entry points. Valid while the `libloading::Library` they came from is
-        /// loaded, which [`Library`] guarantees by owning both.
+    ($(
+        $name:ident = $header:ident [$pre:ident, $fault:ident, $avail:ident]
+            fn($($arg:ident: $ty:ty),* $(,)?) $(-> $ret:ty)?;
+    )*) => {
+        /// The resolved entry points, one field per C function. Valid while the
+        /// `libloading::Library` they came from is loaded, which [`Library`] guarantees by owning
+        /// both.
         struct Functions {
-            $($field: unsafe extern "C" fn($($arg),*) $(-> $ret)?,)*
+            $($name: entry_point_type!($avail, unsafe extern "C" fn($($ty),*) $(-> $ret)?),)*
         }
 
-        /// Every symbol the backend needs, in declaration order.
-        pub const SYMBOLS: &[&str] = &[$($symbol,)*];
-
         impl Functions {
-            /// Resolves every symbol; the first missing one is the error.
+            /// Resolves every symbol; the first missing one that every release exports is the
+            /// error.
             fn resolve(library: &libloading::Library) -> Result<Functions, (&'static str, String)> {
                 Ok(Functions {
-                    $($field: {
-                        // SAFETY: the symbol is declared with the signature ABI-FACTS §4 gives
-                        // for it; the pointer is copied out and only used while `library` stays
-                        // loaded (both live in one `Library`).
-                        let symbol = unsafe {
-                            library.get::<unsafe extern "C" fn($($arg),*) $(-> $ret)?>(
-                                concat!($symbol, "\0").as_bytes(),
-                            )
-                        };
-                        *symbol.map_err(|err| ($symbol, err.to_string()))?
-                    },)*
+                    $($name: resolve_entry_point!(
+                        $avail, library, $name, unsafe extern "C" fn($($ty),*) $(-> $ret)?
+                    ),)*
                 })
+            }
+
+            /// Whether the library exports `function`.
+            fn exports(&self, function: LibnrtFunction) -> bool {
+                match function {
+                    $(LibnrtFunction::$name => entry_point_found!($avail, self.$name),)*
+                }
             }
         }
     };
 }
 
-nrt_functions! {
-    init = "nrt_init": fn(u32, *const c_char, *const c_char) -> RawStatus;
-    close = "nrt_close": fn();
-    load = "nrt_load": fn(*const c_void, usize, i32, i32, *mut *mut NrtModel) -> RawStatus;
-    load_collectives = "nrt_load_collectives":
-        fn(*const c_void, usize, i32, i32, u32, u32, *mut *mut NrtModel) -> RawStatus;
-    unload = "nrt_unload": fn(*mut NrtModel) -> RawStatus;
-    execute = "nrt_execute": fn(*mut NrtModel, *const NrtTensorSet, *mut NrtTensorSet) -> RawStatus;
-    execute_repeat = "nrt_execute_repeat":
-        fn(*mut NrtModel, *const NrtTensorSet, *mut NrtTensorSet, c_int) -> RawStatus;
-    allocate_tensor_set = "nrt_allocate_tensor_set": fn(*mut *mut NrtTensorSet) -> RawStatus;
-    destroy_tensor_set = "nrt_destroy_tensor_set": fn(*mut *mut NrtTensorSet);
-    add_tensor_to_tensor_set = "nrt_add_tensor_to_tensor_set":
-        fn(*mut NrtTensorSet, *const c_char, *mut NrtTensor) -> RawStatus;
-    get_tensor_from_tensor_set = "nrt_get_tensor_from_tensor_set":
-        fn(*mut NrtTensorSet, *const c_char, *mut *mut NrtTensor) -> RawStatus;
-    tensor_allocate = "nrt_tensor_allocate":
-        fn(u32, c_int, usize, *const c_char, *mut *mut NrtTensor) -> RawStatus;
-    tensor_allocate_empty = "nrt_tensor_allocate_empty":
-        fn(*const c_char, *mut *mut NrtTensor) -> RawStatus;
-    tensor_attach_buffer = "nrt_tensor_attach_buffer":
-        fn(*mut NrtTensor, *mut c_void, usize) -> RawStatus;
-    tensor_allocate_slice = "nrt_tensor_allocate_slice":
-        fn(*const NrtTensor, usize, usize, *const c_char, *mut *mut NrtTensor) -> RawStatus;
-    tensor_free = "nrt_tensor_free": fn(*mut *mut NrtTensor);
-    tensor_read = "nrt_tensor_read": fn(*const NrtTensor, *mut c_void, usize, usize) -> RawStatus;
-    tensor_write = "nrt_tensor_write":
-        fn(*mut NrtTensor, *const c_void, usize, usize) -> RawStatus;
-    tensor_copy = "nrt_tensor_copy":
-        fn(*const NrtTensor, usize, *mut NrtTensor, usize, usize) -> RawStatus;
-    tensor_memset = "nrt_tensor_memset": fn(*mut NrtTensor, u64, c_int, usize) -> RawStatus;
-    tensor_get_size = "nrt_tensor_get_size": fn(*const NrtTensor) -> usize;
-    tensor_get_va = "nrt_tensor_get_va": fn(*const NrtTensor) -> *mut c_void;
-    get_model_tensor_info = "nrt_get_model_tensor_info":
-        fn(*mut NrtModel, *mut *mut NrtTensorInfoArray) -> RawStatus;
-    free_model_tensor_info = "nrt_free_model_tensor_info":
-        fn(*mut NrtTensorInfoArray) -> RawStatus;
-    get_version = "nrt_get_version": fn(*mut NrtVersionC, usize) -> RawStatus;
-    get_total_vnc_count = "nrt_get_total_vnc_count": fn(*mut u32) -> RawStatus;
-    get_visible_vnc_count = "nrt_get_visible_vnc_count": fn(*mut u32) -> RawStatus;
-    get_status_as_str = "nrt_get_status_as_str": fn(RawStatus) -> *const c_char;
+use c_names::*;
+
+abi::for_each_libnrt_function!(nrt_functions);
+
+/// Resolves `name` as a function pointer of type `F`.
+fn resolve<F: Copy>(
+    library: &libloading::Library,
+    name: &'static str,
+) -> Result<F, (&'static str, String)> {
+    let mut symbol = Vec::with_capacity(name.len() + 1);
+    symbol.extend_from_slice(name.as_bytes());
+    symbol.push(0);
+    // SAFETY: `F` is the signature the function table gives for `name` (the table is checked
+    // against our headers and against the simulator's exports); the pointer is copied out and
+    // only used while `library` stays loaded (both live in one `Library`).
+    let found = unsafe { library.get::<F>(&symbol) };
+    found.map(|symbol| *symbol).map_err(|err| (name, err.to_string()))
 }
 
 /// Why one candidate library could not be used.
@@ -174,7 +193,8 @@ pub(crate) struct Library {
 
 impl Library {
     /// Loads `candidate` (a path, or a bare file name for the dynamic linker's search) and
-    /// resolves every symbol of [`SYMBOLS`].
+    /// resolves every entry point of the function table (those of recent releases only when
+    /// present).
     pub(crate) fn open(candidate: &str) -> Result<Arc<Library>, OpenFailure> {
         // SAFETY: loading runs the library's initialisers. The candidates are libnrt (or the
         // simulator exporting its ABI), whose initialisers are trusted not to break Rust
@@ -191,13 +211,18 @@ impl Library {
     pub(crate) fn init(&self, framework: u32, fw_version: &CStr, fal_version: &CStr) -> RawStatus {
         // SAFETY: both strings are NUL-terminated and outlive the call; the framework is a plain
         // integer that libnrt validates.
-        unsafe { (self.functions.init)(framework, fw_version.as_ptr(), fal_version.as_ptr()) }
+        unsafe { (self.functions.nrt_init)(framework, fw_version.as_ptr(), fal_version.as_ptr()) }
+    }
+
+    /// Whether the library exports `function`.
+    pub(crate) fn exports(&self, function: LibnrtFunction) -> bool {
+        self.functions.exports(function)
     }
 
     /// `nrt_close`.
     pub(crate) fn close(&self) {
         // SAFETY: no arguments; libnrt gates later calls itself.
-        unsafe { (self.functions.close)() }
+        unsafe { (self.functions.nrt_close)() }
     }
 
     /// `nrt_load` (`collectives`: `nrt_load_collectives` with `(ctx_device_id,
@@ -215,10 +240,12 @@ impl Library {
             // SAFETY: `neff` is readable for `neff.len()` bytes during the call and libnrt does
             // not keep the pointer (it parses the NEFF before returning); `model` is a valid
             // out-pointer.
-            None => unsafe { (self.functions.load)(data, neff.len(), vnc, vnc_count, &mut model) },
+            None => unsafe {
+                (self.functions.nrt_load)(data, neff.len(), vnc, vnc_count, &mut model)
+            },
             // SAFETY: as above.
             Some((id, count)) => unsafe {
-                (self.functions.load_collectives)(
+                (self.functions.nrt_load_collectives)(
                     data,
                     neff.len(),
                     vnc,
@@ -237,7 +264,7 @@ impl Library {
     pub(crate) fn allocate_tensor_set(self: &Arc<Self>) -> Result<OwnedSet, RawStatus> {
         let mut set: *mut NrtTensorSet = ptr::null_mut();
         // SAFETY: `set` is a valid out-pointer.
-        let status = unsafe { (self.functions.allocate_tensor_set)(&mut set) };
+        let status = unsafe { (self.functions.nrt_allocate_tensor_set)(&mut set) };
         let set = owned(status, set)?;
         Ok(OwnedSet { library: Arc::clone(self), set, members: Mutex::new(HashMap::new()) })
     }
@@ -255,7 +282,7 @@ impl Library {
         // SAFETY: `name` is NUL-terminated and outlives the call; `tensor` is a valid
         // out-pointer; placement and sizes are integers libnrt validates.
         let status = unsafe {
-            (self.functions.tensor_allocate)(placement, vnc, size, name.as_ptr(), &mut tensor)
+            (self.functions.nrt_tensor_allocate)(placement, vnc, size, name.as_ptr(), &mut tensor)
         };
         Ok(self.own_tensor(owned(status, tensor)?, tag, None))
     }
@@ -269,7 +296,8 @@ impl Library {
         let mut tensor: *mut NrtTensor = ptr::null_mut();
         // SAFETY: `name` is NUL-terminated and outlives the call; `tensor` is a valid
         // out-pointer.
-        let status = unsafe { (self.functions.tensor_allocate_empty)(name.as_ptr(), &mut tensor) };
+        let status =
+            unsafe { (self.functions.nrt_tensor_allocate_empty)(name.as_ptr(), &mut tensor) };
         Ok(self.own_tensor(owned(status, tensor)?, tag, None))
     }
 
@@ -300,7 +328,7 @@ impl Library {
         };
         // SAFETY: `version` is a writable `nrt_version_t` of exactly the size passed.
         let status =
-            unsafe { (self.functions.get_version)(&mut version, size_of::<NrtVersionC>()) };
+            unsafe { (self.functions.nrt_get_version)(&mut version, size_of::<NrtVersionC>()) };
         if status != SUCCESS {
             return Err(status);
         }
@@ -318,7 +346,7 @@ impl Library {
     pub(crate) fn get_total_vnc_count(&self) -> Result<u32, RawStatus> {
         let mut count = 0u32;
         // SAFETY: `count` is a valid out-pointer.
-        let status = unsafe { (self.functions.get_total_vnc_count)(&mut count) };
+        let status = unsafe { (self.functions.nrt_get_total_vnc_count)(&mut count) };
         if status == SUCCESS { Ok(count) } else { Err(status) }
     }
 
@@ -326,14 +354,14 @@ impl Library {
     pub(crate) fn get_visible_vnc_count(&self) -> Result<u32, RawStatus> {
         let mut count = 0u32;
         // SAFETY: `count` is a valid out-pointer.
-        let status = unsafe { (self.functions.get_visible_vnc_count)(&mut count) };
+        let status = unsafe { (self.functions.nrt_get_visible_vnc_count)(&mut count) };
         if status == SUCCESS { Ok(count) } else { Err(status) }
     }
 
     /// `nrt_get_status_as_str`, copied into Rust; `None` when the library returns NULL.
     pub(crate) fn status_as_str(&self, status: RawStatus) -> Option<String> {
         // SAFETY: any integer is a valid argument.
-        let text = unsafe { (self.functions.get_status_as_str)(status) };
+        let text = unsafe { (self.functions.nrt_get_status_as_str)(status) };
         if text.is_null() {
             return None;
         }
@@ -413,10 +441,10 @@ impl OwnedModel {
             // SAFETY: the model is loaded (checked under the read lock held until the call
             // returns) and both sets are live: their owners are borrowed for the call, and every
             // tensor they name is kept alive by them.
-            None => unsafe { (self.library.functions.execute)(model, input, output) },
+            None => unsafe { (self.library.functions.nrt_execute)(model, input, output) },
             // SAFETY: as above.
             Some(count) => unsafe {
-                (self.library.functions.execute_repeat)(model, input, output, count)
+                (self.library.functions.nrt_execute_repeat)(model, input, output, count)
             },
         }
     }
@@ -428,7 +456,7 @@ impl OwnedModel {
         let mut array: *mut NrtTensorInfoArray = ptr::null_mut();
         // SAFETY: the model is loaded (read lock held); `array` is a valid out-pointer.
         let status = unsafe {
-            (self.library.functions.get_model_tensor_info)(self.model.as_ptr(), &mut array)
+            (self.library.functions.nrt_get_model_tensor_info)(self.model.as_ptr(), &mut array)
         };
         let array = owned(status, array)?;
         // SAFETY: libnrt returned an array of `tensor_count` entries that stays valid until it
@@ -457,7 +485,7 @@ impl OwnedModel {
         };
         // SAFETY: `array` came from `nrt_get_model_tensor_info` and is freed exactly once; no
         // reference into it survives (the entries were copied).
-        let status = unsafe { (self.library.functions.free_model_tensor_info)(array.as_ptr()) };
+        let status = unsafe { (self.library.functions.nrt_free_model_tensor_info)(array.as_ptr()) };
         if status != SUCCESS {
             return Err(status);
         }
@@ -471,7 +499,7 @@ impl OwnedModel {
             return INVALID_HANDLE;
         }
         // SAFETY: the model is loaded and no call is in flight on it (write lock held).
-        let status = unsafe { (self.library.functions.unload)(self.model.as_ptr()) };
+        let status = unsafe { (self.library.functions.nrt_unload)(self.model.as_ptr()) };
         if status == SUCCESS {
             *unloaded = true;
         }
@@ -506,7 +534,7 @@ impl OwnedSet {
         // SAFETY: the set and the tensor are live (their owners are borrowed); `name` is
         // NUL-terminated. The set keeps the tensor's owner for as long as it may use the pointer.
         let status = unsafe {
-            (self.library.functions.add_tensor_to_tensor_set)(
+            (self.library.functions.nrt_add_tensor_to_tensor_set)(
                 self.set.as_ptr(),
                 name.as_ptr(),
                 tensor.tensor.as_ptr(),
@@ -526,7 +554,7 @@ impl OwnedSet {
         // SAFETY: the set is live; `name` is NUL-terminated; `tensor` is a valid out-pointer and
         // the pointer returned is only compared, never dereferenced.
         let status = unsafe {
-            (self.library.functions.get_tensor_from_tensor_set)(
+            (self.library.functions.nrt_get_tensor_from_tensor_set)(
                 self.set.as_ptr(),
                 name.as_ptr(),
                 &mut tensor,
@@ -560,7 +588,7 @@ impl Drop for OwnedSet {
         // SAFETY: the set is live and released exactly once, here; the member tensors are
         // dropped afterwards (fields drop after this body), so libnrt never sees them freed
         // while the set still names them.
-        unsafe { (self.library.functions.destroy_tensor_set)(&mut set) }
+        unsafe { (self.library.functions.nrt_destroy_tensor_set)(&mut set) }
     }
 }
 
@@ -603,7 +631,7 @@ impl OwnedTensor {
         // never moves while it lives; this tensor keeps `buffer` (and its slices keep a clone)
         // for as long as libnrt may touch the memory.
         let status = unsafe {
-            (self.library.functions.tensor_attach_buffer)(self.tensor.as_ptr(), address, len)
+            (self.library.functions.nrt_tensor_attach_buffer)(self.tensor.as_ptr(), address, len)
         };
         if status == SUCCESS {
             *kept = Some(buffer);
@@ -623,7 +651,7 @@ impl OwnedTensor {
         // SAFETY: the source tensor is live; `name` is NUL-terminated; `slice` is a valid
         // out-pointer.
         let status = unsafe {
-            (self.library.functions.tensor_allocate_slice)(
+            (self.library.functions.nrt_tensor_allocate_slice)(
                 self.tensor.as_ptr(),
                 offset,
                 size,
@@ -640,7 +668,7 @@ impl OwnedTensor {
     pub(crate) fn read(&self, offset: usize, buf: &mut [u8]) -> RawStatus {
         // SAFETY: the tensor is live; `buf` is writable for `buf.len()` bytes during the call.
         unsafe {
-            (self.library.functions.tensor_read)(
+            (self.library.functions.nrt_tensor_read)(
                 self.tensor.as_ptr(),
                 buf.as_mut_ptr().cast(),
                 offset,
@@ -653,7 +681,7 @@ impl OwnedTensor {
     pub(crate) fn write(&self, offset: usize, bytes: &[u8]) -> RawStatus {
         // SAFETY: the tensor is live; `bytes` is readable for its length during the call.
         unsafe {
-            (self.library.functions.tensor_write)(
+            (self.library.functions.nrt_tensor_write)(
                 self.tensor.as_ptr(),
                 bytes.as_ptr().cast(),
                 offset,
@@ -672,7 +700,7 @@ impl OwnedTensor {
     ) -> RawStatus {
         // SAFETY: both tensors are live (owners borrowed); libnrt checks the ranges.
         unsafe {
-            (self.library.functions.tensor_copy)(
+            (self.library.functions.nrt_tensor_copy)(
                 self.tensor.as_ptr(),
                 src_offset,
                 dst.tensor.as_ptr(),
@@ -685,19 +713,21 @@ impl OwnedTensor {
     /// `nrt_tensor_memset`.
     pub(crate) fn memset(&self, offset: u64, value: i32, size: usize) -> RawStatus {
         // SAFETY: the tensor is live; libnrt checks the range.
-        unsafe { (self.library.functions.tensor_memset)(self.tensor.as_ptr(), offset, value, size) }
+        unsafe {
+            (self.library.functions.nrt_tensor_memset)(self.tensor.as_ptr(), offset, value, size)
+        }
     }
 
     /// `nrt_tensor_get_size`.
     pub(crate) fn size(&self) -> usize {
         // SAFETY: the tensor is live.
-        unsafe { (self.library.functions.tensor_get_size)(self.tensor.as_ptr()) }
+        unsafe { (self.library.functions.nrt_tensor_get_size)(self.tensor.as_ptr()) }
     }
 
     /// `nrt_tensor_get_va`, as an integer (never dereferenced here).
     pub(crate) fn va(&self) -> usize {
         // SAFETY: the tensor is live; the result is only converted to an integer.
-        unsafe { (self.library.functions.tensor_get_va)(self.tensor.as_ptr()) as usize }
+        unsafe { (self.library.functions.nrt_tensor_get_va)(self.tensor.as_ptr()) as usize }
     }
 }
 
@@ -707,7 +737,7 @@ impl Drop for OwnedTensor {
         // SAFETY: the tensor is live and released exactly once, here: no set names it any more
         // (sets hold an owner) and no call is in flight (calls borrow an owner). The attached
         // buffer is dropped after this body, once libnrt has let go of it.
-        unsafe { (self.library.functions.tensor_free)(&mut tensor) }
+        unsafe { (self.library.functions.nrt_tensor_free)(&mut tensor) }
     }
 }
 

@@ -23,6 +23,7 @@ use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use abi::dtype::DtypeNumbering;
+use abi::functions::{LibnrtFunction, PreInit};
 use abi::runtime::{
     ExternalBuffer, Framework, ModelId, NrtError, NrtVersion, Placement, Runtime, SetId, TensorId,
     TensorInfo, TensorUsage,
@@ -303,6 +304,21 @@ impl SimRuntime {
         self.cores.get(vnc as usize).map(|core| core.counters.snapshot())
     }
 
+    /// The NeuronCores a loaded model occupies, first core first (`nrt_get_model_vnc_count`,
+    /// `nrt_get_model_info`), after the lifecycle gate and fault plan of `function`.
+    ///
+    /// # Errors
+    /// The lifecycle statuses, an injected status, or [`NrtStatus::InvalidHandle`] for an
+    /// unknown model.
+    pub fn model_cores(
+        &self,
+        function: LibnrtFunction,
+        model: ModelId,
+    ) -> Result<Vec<u32>, NrtError> {
+        self.enter(function)?;
+        Ok(self.model(model)?.cores.clone())
+    }
+
     /// Device bytes allocated on a NeuronCore (in 64-byte granules); `None` for a core that does
     /// not exist.
     pub fn device_bytes_in_use(&self, vnc: u32) -> Option<u64> {
@@ -325,18 +341,40 @@ impl SimRuntime {
         self.next_handle.fetch_add(1, Ordering::Relaxed)
     }
 
-    /// The lifecycle gate, then the fault plan.
-    fn enter(&self, function: &str) -> Result<(), NrtError> {
-        match self.lifecycle.load(Ordering::Acquire) {
-            INITIALIZED => self.faults.check(function),
-            UNINITIALIZED => Err(NrtError::new(
+    /// The one lifecycle gate, from the function table's pre-init rule: a
+    /// [`PreInit::Gated`] function is `NRT_UNINITIALIZED` before `nrt_init` and `NRT_CLOSED`
+    /// after `nrt_close`; a [`PreInit::Required`] one is `NRT_INVALID` once the runtime is
+    /// initialized; the others pass in every state. The C layer calls it for the functions it
+    /// serves without the simulator.
+    ///
+    /// # Errors
+    /// The lifecycle status, as above.
+    pub fn gate(&self, function: LibnrtFunction) -> Result<(), NrtError> {
+        let state = self.lifecycle.load(Ordering::Acquire);
+        match (function.info().pre_init, state) {
+            (PreInit::Gated, INITIALIZED) => Ok(()),
+            (PreInit::Gated, UNINITIALIZED) => Err(NrtError::new(
                 NrtStatus::Uninitialized,
                 format!("{function} called before nrt_init"),
             )),
-            _ => {
+            (PreInit::Gated, _) => {
                 Err(NrtError::new(NrtStatus::Closed, format!("{function} called after nrt_close")))
             }
+            (PreInit::Required, INITIALIZED) => Err(NrtError::new(
+                NrtStatus::Invalid,
+                format!("{function} called after nrt_init, expected it before"),
+            )),
+            (PreInit::Required | PreInit::Allowed | PreInit::Ungated, _) => Ok(()),
         }
+    }
+
+    /// The lifecycle gate, then the fault plan (for a function the table marks faultable).
+    ///
+    /// # Errors
+    /// The lifecycle status, or an injected one.
+    pub fn enter(&self, function: LibnrtFunction) -> Result<(), NrtError> {
+        self.gate(function)?;
+        if function.is_faultable() { self.faults.check(function) } else { Ok(()) }
     }
 
     fn tensor(&self, tensor: TensorId) -> Result<Arc<Tensor>, NrtError> {
@@ -378,7 +416,7 @@ impl SimRuntime {
         vnc: i32,
         vnc_count: i32,
     ) -> Result<ModelId, NrtError> {
-        self.enter("nrt_load")?;
+        self.enter(LibnrtFunction::nrt_load)?;
         self.load_checked(description, vnc, vnc_count)
     }
 
@@ -698,13 +736,13 @@ impl SimRuntime {
 
     fn execute_n(
         &self,
-        function: &str,
+        function: LibnrtFunction,
         model: ModelId,
         input_set: SetId,
         output_set: SetId,
         repeat_count: u32,
     ) -> Result<NrtStatus, NrtError> {
-        self.lifecycle_only(function)?;
+        self.gate(function)?;
         // A fault that injects a completed status (0 or 1003) still runs the launch.
         let injected = self.faults.injected(function);
         if let Some(status) = injected.filter(|status| !status.is_completed()) {
@@ -723,19 +761,6 @@ impl SimRuntime {
             status = NrtStatus::ExecCompletedWithNumErr;
         }
         Ok(status)
-    }
-
-    fn lifecycle_only(&self, function: &str) -> Result<(), NrtError> {
-        match self.lifecycle.load(Ordering::Acquire) {
-            INITIALIZED => Ok(()),
-            UNINITIALIZED => Err(NrtError::new(
-                NrtStatus::Uninitialized,
-                format!("{function} called before nrt_init"),
-            )),
-            _ => {
-                Err(NrtError::new(NrtStatus::Closed, format!("{function} called after nrt_close")))
-            }
-        }
     }
 }
 
@@ -792,7 +817,7 @@ impl Runtime for SimRuntime {
                 "nrt_init called twice, expected nrt_close first",
             ));
         }
-        self.faults.check("nrt_init")?;
+        self.enter(LibnrtFunction::nrt_init)?;
         if framework == Framework::Invalid {
             return Err(NrtError::new(
                 NrtStatus::Invalid,
@@ -820,7 +845,7 @@ impl Runtime for SimRuntime {
     }
 
     fn load(&self, neff: &[u8], vnc: i32, vnc_count: i32) -> Result<ModelId, NrtError> {
-        self.enter("nrt_load")?;
+        self.enter(LibnrtFunction::nrt_load)?;
         let description = crate::neff_load::describe_neff(neff)?;
         self.load_checked(&description, vnc, vnc_count)
     }
@@ -833,7 +858,7 @@ impl Runtime for SimRuntime {
         ctx_device_id: u32,
         ctx_device_count: u32,
     ) -> Result<ModelId, NrtError> {
-        self.enter("nrt_load_collectives")?;
+        self.enter(LibnrtFunction::nrt_load_collectives)?;
         if ctx_device_id >= ctx_device_count {
             return Err(NrtError::new(
                 NrtStatus::Invalid,
@@ -847,7 +872,7 @@ impl Runtime for SimRuntime {
     }
 
     fn unload(&self, model: ModelId) -> Result<(), NrtError> {
-        self.enter("nrt_unload")?;
+        self.enter(LibnrtFunction::nrt_unload)?;
         let mut occupancy = lock(&self.occupancy);
         let loaded = write_lock(&self.models).remove(&model).ok_or_else(|| {
             NrtError::new(NrtStatus::InvalidHandle, format!("model {} is not loaded", model.0))
@@ -864,7 +889,7 @@ impl Runtime for SimRuntime {
         input_set: SetId,
         output_set: SetId,
     ) -> Result<NrtStatus, NrtError> {
-        self.execute_n("nrt_execute", model, input_set, output_set, 1)
+        self.execute_n(LibnrtFunction::nrt_execute, model, input_set, output_set, 1)
     }
 
     fn execute_repeat(
@@ -875,24 +900,30 @@ impl Runtime for SimRuntime {
         repeat_count: i32,
     ) -> Result<NrtStatus, NrtError> {
         if repeat_count < 1 {
-            self.lifecycle_only("nrt_execute_repeat")?;
+            self.gate(LibnrtFunction::nrt_execute_repeat)?;
             return Err(NrtError::new(
                 NrtStatus::Invalid,
                 format!("repeat_count {repeat_count} is invalid, expected at least 1"),
             ));
         }
-        self.execute_n("nrt_execute_repeat", model, input_set, output_set, repeat_count as u32)
+        self.execute_n(
+            LibnrtFunction::nrt_execute_repeat,
+            model,
+            input_set,
+            output_set,
+            repeat_count as u32,
+        )
     }
 
     fn allocate_tensor_set(&self) -> Result<SetId, NrtError> {
-        self.enter("nrt_allocate_tensor_set")?;
+        self.enter(LibnrtFunction::nrt_allocate_tensor_set)?;
         let id = SetId(self.next_id());
         write_lock(&self.sets).insert(id, HashMap::new());
         Ok(id)
     }
 
     fn destroy_tensor_set(&self, set: SetId) -> Result<(), NrtError> {
-        self.faults.check("nrt_destroy_tensor_set")?;
+        self.enter(LibnrtFunction::nrt_destroy_tensor_set)?;
         write_lock(&self.sets).remove(&set).map(|_| ()).ok_or_else(|| SimRuntime::unknown_set(set))
     }
 
@@ -902,7 +933,7 @@ impl Runtime for SimRuntime {
         name: &str,
         tensor: TensorId,
     ) -> Result<(), NrtError> {
-        self.enter("nrt_add_tensor_to_tensor_set")?;
+        self.enter(LibnrtFunction::nrt_add_tensor_to_tensor_set)?;
         self.tensor(tensor)?;
         let mut sets = write_lock(&self.sets);
         let entries = sets.get_mut(&set).ok_or_else(|| SimRuntime::unknown_set(set))?;
@@ -911,7 +942,7 @@ impl Runtime for SimRuntime {
     }
 
     fn get_tensor_from_tensor_set(&self, set: SetId, name: &str) -> Result<TensorId, NrtError> {
-        self.enter("nrt_get_tensor_from_tensor_set")?;
+        self.enter(LibnrtFunction::nrt_get_tensor_from_tensor_set)?;
         let sets = read_lock(&self.sets);
         let entries = sets.get(&set).ok_or_else(|| SimRuntime::unknown_set(set))?;
         entries.get(name).copied().ok_or_else(|| {
@@ -929,7 +960,7 @@ impl Runtime for SimRuntime {
         size: usize,
         name: &str,
     ) -> Result<TensorId, NrtError> {
-        self.enter("nrt_tensor_allocate")?;
+        self.enter(LibnrtFunction::nrt_tensor_allocate)?;
         let storage = match placement {
             Placement::Device => {
                 let core = usize::try_from(vnc)
@@ -967,7 +998,7 @@ impl Runtime for SimRuntime {
     }
 
     fn tensor_allocate_empty(&self, name: &str) -> Result<TensorId, NrtError> {
-        self.enter("nrt_tensor_allocate_empty")?;
+        self.enter(LibnrtFunction::nrt_tensor_allocate_empty)?;
         Ok(self.insert_tensor(Tensor { name: name.to_owned(), view: None }))
     }
 
@@ -976,7 +1007,7 @@ impl Runtime for SimRuntime {
         tensor: TensorId,
         buffer: Arc<dyn ExternalBuffer>,
     ) -> Result<(), NrtError> {
-        self.enter("nrt_tensor_attach_buffer")?;
+        self.enter(LibnrtFunction::nrt_tensor_attach_buffer)?;
         let mut tensors = write_lock(&self.tensors);
         let entry = tensors.get_mut(&tensor).ok_or_else(|| {
             NrtError::new(NrtStatus::InvalidHandle, format!("tensor {} is not allocated", tensor.0))
@@ -1002,7 +1033,7 @@ impl Runtime for SimRuntime {
         size: usize,
         name: &str,
     ) -> Result<TensorId, NrtError> {
-        self.enter("nrt_tensor_allocate_slice")?;
+        self.enter(LibnrtFunction::nrt_tensor_allocate_slice)?;
         let parent = self.tensor(src)?;
         let view = parent.view()?;
         check_range(&parent.name, offset, size, view.size)?;
@@ -1011,7 +1042,7 @@ impl Runtime for SimRuntime {
     }
 
     fn tensor_free(&self, tensor: TensorId) -> Result<(), NrtError> {
-        self.faults.check("nrt_tensor_free")?;
+        self.enter(LibnrtFunction::nrt_tensor_free)?;
         // Dropping the registry's `Arc` outside the lock: a device block's drop takes the
         // allocator lock.
         let removed = write_lock(&self.tensors).remove(&tensor);
@@ -1021,7 +1052,7 @@ impl Runtime for SimRuntime {
     }
 
     fn tensor_read(&self, tensor: TensorId, offset: usize, buf: &mut [u8]) -> Result<(), NrtError> {
-        self.enter("nrt_tensor_read")?;
+        self.enter(LibnrtFunction::nrt_tensor_read)?;
         let tensor = self.tensor(tensor)?;
         let view = tensor.view()?;
         check_range(&tensor.name, offset, buf.len(), view.size)?;
@@ -1031,7 +1062,7 @@ impl Runtime for SimRuntime {
     }
 
     fn tensor_write(&self, tensor: TensorId, offset: usize, bytes: &[u8]) -> Result<(), NrtError> {
-        self.enter("nrt_tensor_write")?;
+        self.enter(LibnrtFunction::nrt_tensor_write)?;
         let tensor = self.tensor(tensor)?;
         let view = tensor.view()?;
         check_range(&tensor.name, offset, bytes.len(), view.size)?;
@@ -1048,7 +1079,7 @@ impl Runtime for SimRuntime {
         dst_offset: usize,
         size: usize,
     ) -> Result<(), NrtError> {
-        self.enter("nrt_tensor_copy")?;
+        self.enter(LibnrtFunction::nrt_tensor_copy)?;
         let (src, dst) = (self.tensor(src)?, self.tensor(dst)?);
         let (src_view, dst_view) = (src.view()?, dst.view()?);
         check_range(&src.name, src_offset, size, src_view.size)?;
@@ -1081,7 +1112,7 @@ impl Runtime for SimRuntime {
         value: i32,
         size: usize,
     ) -> Result<(), NrtError> {
-        self.enter("nrt_tensor_memset")?;
+        self.enter(LibnrtFunction::nrt_tensor_memset)?;
         let tensor = self.tensor(tensor)?;
         let view = tensor.view()?;
         let offset = usize::try_from(offset).unwrap_or(usize::MAX);
@@ -1092,24 +1123,24 @@ impl Runtime for SimRuntime {
     }
 
     fn tensor_get_size(&self, tensor: TensorId) -> Result<usize, NrtError> {
-        self.faults.check("nrt_tensor_get_size")?;
+        self.enter(LibnrtFunction::nrt_tensor_get_size)?;
         Ok(self.tensor(tensor)?.size())
     }
 
     fn tensor_get_va(&self, tensor: TensorId) -> Result<usize, NrtError> {
-        self.enter("nrt_tensor_get_va")?;
+        self.enter(LibnrtFunction::nrt_tensor_get_va)?;
         let tensor = self.tensor(tensor)?;
         let view = tensor.view()?;
         Ok(view.storage.address(view.offset))
     }
 
     fn get_model_tensor_info(&self, model: ModelId) -> Result<Vec<TensorInfo>, NrtError> {
-        self.enter("nrt_get_model_tensor_info")?;
+        self.enter(LibnrtFunction::nrt_get_model_tensor_info)?;
         Ok(self.model(model)?.info.clone())
     }
 
     fn get_version(&self) -> Result<NrtVersion, NrtError> {
-        self.faults.check("nrt_get_version")?;
+        self.enter(LibnrtFunction::nrt_get_version)?;
         let release = &self.config.release;
         Ok(NrtVersion {
             major: release.major,
@@ -1122,12 +1153,12 @@ impl Runtime for SimRuntime {
     }
 
     fn get_total_vnc_count(&self) -> Result<u32, NrtError> {
-        self.faults.check("nrt_get_total_vnc_count")?;
+        self.enter(LibnrtFunction::nrt_get_total_vnc_count)?;
         Ok(self.config.n_cores)
     }
 
     fn get_visible_vnc_count(&self) -> Result<u32, NrtError> {
-        self.enter("nrt_get_visible_vnc_count")?;
+        self.enter(LibnrtFunction::nrt_get_visible_vnc_count)?;
         Ok(self.config.n_cores)
     }
 }

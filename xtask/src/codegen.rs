@@ -1,4 +1,4 @@
-//! Code generation for the metaneff schema.
+//! Code generation for the metaneff schema, and the libnrt function reference page.
 //!
 //! The proto file is compiled with protox into a `FileDescriptorSet`; prost-build turns it into
 //! Rust (maps as `BTreeMap`, so encoding is deterministic); the descriptor set, stripped of source
@@ -18,6 +18,9 @@ const PROTO: &str = "abi/proto/metaneff.proto";
 const RUST_OUT: &str = "abi/src/metaneff/generated.rs";
 /// The encoded descriptor set, relative to the workspace root.
 const DESCRIPTOR_OUT: &str = "abi/src/metaneff/metaneff.fds.bin";
+
+/// The reference page of the libnrt function table, relative to the workspace root.
+const FUNCTIONS_PAGE: &str = "docs/libnrt-functions.md";
 
 /// One generated file: where it goes and what it holds.
 struct Output {
@@ -83,6 +86,10 @@ fn generate(root: &Path) -> Result<Vec<Output>> {
     Ok(vec![
         Output { path: root.join(RUST_OUT), contents: rust.into_bytes() },
         Output { path: root.join(DESCRIPTOR_OUT), contents: fds.encode_to_vec() },
+        Output {
+            path: root.join(FUNCTIONS_PAGE),
+            contents: abi::functions::reference_page().into_bytes(),
+        },
     ])
 }
 

@@ -11,6 +11,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 
+use abi::functions::LibnrtFunction;
 use abi::runtime::NrtError;
 use sim::SimRuntime;
 
@@ -51,6 +52,10 @@ pub(crate) struct Global {
     log_errors: bool,
     live: Mutex<HashSet<usize>>,
     infos: Mutex<HashMap<usize, InfoArray>>,
+    /// The simulated instance `nrt_get_instance_info` reports (`NRTSIM_INSTANCE`).
+    pub(crate) instance: config::Instance,
+    /// The unsupported functions already explained under `NRTSIM_LOG`.
+    explained: Mutex<HashSet<LibnrtFunction>>,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -63,13 +68,17 @@ static GLOBAL: OnceLock<Result<Global, String>> = OnceLock::new();
 /// `NRT_INVALID` for every call (the reason is printed once, when it is first read).
 pub(crate) fn global() -> Result<&'static Global, u32> {
     let made = GLOBAL.get_or_init(|| {
-        let made = config::config_from(|name| std::env::var(name).ok())
+        let lookup = |name: &str| std::env::var(name).ok();
+        let made = config::config_from(lookup)
             .and_then(|config| SimRuntime::new(config).map_err(|err| err.to_string()))
-            .map(|sim| Global {
+            .and_then(|sim| Ok((sim, config::instance_from(lookup)?)))
+            .map(|(sim, instance)| Global {
                 sim,
                 log_errors: std::env::var("NRTSIM_LOG").is_ok_and(|value| value.trim() == "1"),
                 live: Mutex::new(HashSet::new()),
                 infos: Mutex::new(HashMap::new()),
+                instance,
+                explained: Mutex::new(HashSet::new()),
             });
         if let Err(reason) = &made {
             eprintln!("nrtsim: the simulated libnrt is not configured: {reason}");
@@ -130,6 +139,25 @@ impl Global {
             Ok(()) => status::SUCCESS,
             Err(err) => self.failed(call, &err),
         }
+    }
+
+    /// The lifecycle gate and fault plan of `function` (the simulator's one gate), as a C status.
+    pub(crate) fn enter(&self, function: LibnrtFunction) -> Result<(), u32> {
+        self.sim.enter(function).map_err(|err| self.failed(function.name(), &err))
+    }
+
+    /// `NRT_INVALID` for a function the simulator cannot provide, after its gate; the reason is
+    /// printed once per function when `NRTSIM_LOG=1`.
+    pub(crate) fn unsupported(&self, function: LibnrtFunction, why: &str) -> u32 {
+        if let Err(status) = self.enter(function) {
+            return status;
+        }
+        if self.log_errors && lock(&self.explained).insert(function) {
+            eprintln!(
+                "nrtsim: {function} is not supported by the simulator ({why}); it returns NRT_INVALID"
+            );
+        }
+        status::INVALID
     }
 
     /// The C status of a failed call (logged when `NRTSIM_LOG=1`).
