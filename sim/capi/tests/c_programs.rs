@@ -1,4 +1,4 @@
-//! C programs written against `include/nrt.h`, compiled with the system C compiler and linked
+//! C programs written against `include/nrt/*.h`, compiled with the system C compiler and linked
 //! with `-lnrt` against the simulator's `libnrt.so.1`: the canonical client flow and misuse.
 
 mod support;

@@ -10,7 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "nrt.h"
+#include <nrt/nrt.h>
+#include <nrt/nrt_experimental.h>
+#include <nrt/nrt_version.h>
 
 static void expect(const char *what, NRT_STATUS got, NRT_STATUS want) {
     if (got != want) {

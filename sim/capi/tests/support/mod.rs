@@ -79,7 +79,7 @@ pub fn scratch_dir(name: &str) -> PathBuf {
 pub const SIM_ENV: &[(&str, &str)] =
     &[("NRTSIM_CORES", "2"), ("NRTSIM_HBM_BYTES", "67108864"), ("NRTSIM_QUIET", "1")];
 
-/// Compiles `tests/c/<name>.c` against `include/nrt.h` and the simulator with the system C
+/// Compiles `tests/c/<name>.c` against `include/nrt/*.h` and the simulator with the system C
 /// compiler, warnings as errors; returns the executable. Each program is compiled once per test
 /// binary (tests run in parallel; an executable being written cannot be run).
 pub fn compile_c(name: &str) -> PathBuf {
