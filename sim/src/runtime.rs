@@ -37,6 +37,7 @@ use crate::memory::{
 };
 use crate::model::{ModelDescription, SlotKind};
 use crate::program::{CompiledProgram, ElementType, ProgramVar, compile, holds_nan};
+use crate::sys_trace::{Event, EventLog};
 
 /// The largest transfer one simulated DMA descriptor carries.
 pub const DMA_DESCRIPTOR_BYTES: u64 = 64 << 10;
@@ -232,6 +233,7 @@ pub struct SimRuntime {
     occupancy: Mutex<Vec<u32>>,
     faults: FaultInjector,
     warnings: Mutex<Vec<String>>,
+    events: EventLog,
 }
 
 impl std::fmt::Debug for SimRuntime {
@@ -279,6 +281,7 @@ impl SimRuntime {
             sets: RwLock::new(HashMap::new()),
             models: RwLock::new(HashMap::new()),
             warnings: Mutex::new(Vec::new()),
+            events: EventLog::new(),
         })
     }
 
@@ -317,6 +320,20 @@ impl SimRuntime {
     ) -> Result<Vec<u32>, NrtError> {
         self.enter(function)?;
         Ok(self.model(model)?.cores.clone())
+    }
+
+    /// The event stream: system-trace capture and profiles (`nrt_sys_trace_*`, `nrt_profile_*`).
+    pub fn events(&self) -> &EventLog {
+        &self.events
+    }
+
+    /// The NeuronCore whose memory holds a tensor's storage; `None` for host, virtual and
+    /// attached memory, and for a tensor without storage.
+    ///
+    /// # Errors
+    /// [`NrtStatus::InvalidHandle`] for an unknown tensor.
+    pub fn tensor_core(&self, tensor: TensorId) -> Result<Option<u32>, NrtError> {
+        Ok(self.tensor(tensor)?.view.as_ref().and_then(|view| view.storage.core()))
     }
 
     /// Device bytes allocated on a NeuronCore (in 64-byte granules); `None` for a core that does
@@ -402,6 +419,16 @@ impl SimRuntime {
     fn count_device_traffic(&self, storage: &Storage, to_device: bool, n_bytes: usize) {
         if let Some(core) = storage.core() {
             self.cores[core as usize].counters.dma(to_device, n_bytes as u64);
+            let now = self.events.now_ns();
+            self.events.record(Event {
+                kind: if to_device { "dma_to_device" } else { "dma_from_device" },
+                nc: core,
+                start_ns: now,
+                end_ns: now,
+                model: None,
+                bytes: Some(n_bytes as u64),
+                status: None,
+            });
         }
     }
 
@@ -429,12 +456,22 @@ impl SimRuntime {
         let mut occupancy = lock(&self.occupancy);
         let first = pick_cores(&occupancy, vnc, vnc_count)?;
         let count = if vnc_count == -1 { 1 } else { vnc_count as u32 };
+        let start_ns = self.events.now_ns();
         let loaded = self.stage(description, first, count)?;
         for core in &loaded.cores {
             occupancy[*core as usize] += 1;
         }
         let id = ModelId(self.next_id());
         write_lock(&self.models).insert(id, Arc::new(loaded));
+        self.events.record(Event {
+            kind: "model_load",
+            nc: first,
+            start_ns,
+            end_ns: self.events.now_ns(),
+            model: Some(id.0),
+            bytes: None,
+            status: None,
+        });
         Ok(id)
     }
 
@@ -753,7 +790,18 @@ impl SimRuntime {
         let _launch = lock(&self.cores[loaded.core as usize].launch);
         let mut status = NrtStatus::Success;
         for _ in 0..repeat_count {
-            if self.launch(&loaded, &inputs, &outputs) == NrtStatus::ExecCompletedWithNumErr {
+            let start_ns = self.events.now_ns();
+            let launched = self.launch(&loaded, &inputs, &outputs);
+            self.events.record(Event {
+                kind: "nc_exec_running",
+                nc: loaded.core,
+                start_ns,
+                end_ns: self.events.now_ns(),
+                model: Some(model.0),
+                bytes: None,
+                status: Some(launched.name()),
+            });
+            if launched == NrtStatus::ExecCompletedWithNumErr {
                 status = NrtStatus::ExecCompletedWithNumErr;
             }
         }
@@ -880,6 +928,16 @@ impl Runtime for SimRuntime {
         for core in &loaded.cores {
             occupancy[*core as usize] = occupancy[*core as usize].saturating_sub(1);
         }
+        let now = self.events.now_ns();
+        self.events.record(Event {
+            kind: "model_unload",
+            nc: loaded.core,
+            start_ns: now,
+            end_ns: now,
+            model: Some(model.0),
+            bytes: None,
+            status: None,
+        });
         Ok(())
     }
 

@@ -22,7 +22,9 @@ use crate::ffi::{CallerBuffer, InfoArray, NrtTensorInfoC, NrtVersionC, status_te
 use crate::handles::{Global, Kind, global};
 use crate::status::{FAILURE, INVALID, SUCCESS};
 
+pub use crate::async_api::*;
 pub use crate::extended::*;
+pub use crate::trace_api::*;
 
 /// Runs `body`, turning a panic into `on_panic` and a message.
 pub(crate) fn guard<R>(call: &str, on_panic: R, body: impl FnOnce() -> R) -> R {

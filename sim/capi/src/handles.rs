@@ -11,9 +11,11 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 
+use abi::c_layout::c_types::nrta_error_t;
 use abi::functions::LibnrtFunction;
 use abi::runtime::NrtError;
 use sim::SimRuntime;
+use sim::async_queues::AsyncQueues;
 
 use crate::config;
 use crate::ffi::InfoArray;
@@ -25,6 +27,16 @@ pub(crate) enum Kind {
     Tensor = 1,
     Set = 2,
     Model = 3,
+    /// `nrta_error_tracker_t`.
+    ErrorTracker = 4,
+    /// `nrt_sys_trace_config_t`.
+    TraceConfig = 5,
+    /// `nrt_sys_trace_fetch_options_t`.
+    FetchOptions = 6,
+    /// `nrt_profile_continuous_options_t`.
+    ContinuousOptions = 7,
+    /// `nrt_inspect_config_t`.
+    InspectConfig = 8,
 }
 
 /// The top 16 bits of every handle: `0x4E52` ("NR"), which makes the value a non-canonical
@@ -56,9 +68,18 @@ pub(crate) struct Global {
     pub(crate) instance: config::Instance,
     /// The unsupported functions already explained under `NRTSIM_LOG`.
     explained: Mutex<HashSet<LibnrtFunction>>,
+    /// The queues of the `nrta_*` API.
+    pub(crate) queues: AsyncQueues,
+    /// The error list each tracker last handed out, alive until the next one or its destroy.
+    pub(crate) error_lists: Mutex<HashMap<u64, Box<[nrta_error_t]>>>,
+    /// `nrt_register_async_exec_callback`'s callback and parameter (an address).
+    pub(crate) exec_callback: Mutex<Option<(ExecCallback, usize)>>,
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+/// The callback of `nrt_register_async_exec_callback`: `(params, model_id, vnc, job_id, status)`.
+pub(crate) type ExecCallback = unsafe extern "C" fn(*mut std::ffi::c_void, u32, u32, u64, u32);
+
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
@@ -73,12 +94,15 @@ pub(crate) fn global() -> Result<&'static Global, u32> {
             .and_then(|config| SimRuntime::new(config).map_err(|err| err.to_string()))
             .and_then(|sim| Ok((sim, config::instance_from(lookup)?)))
             .map(|(sim, instance)| Global {
-                sim,
                 log_errors: std::env::var("NRTSIM_LOG").is_ok_and(|value| value.trim() == "1"),
                 live: Mutex::new(HashSet::new()),
                 infos: Mutex::new(HashMap::new()),
+                queues: AsyncQueues::new(sim.config().n_cores),
                 instance,
                 explained: Mutex::new(HashSet::new()),
+                error_lists: Mutex::new(HashMap::new()),
+                exec_callback: Mutex::new(None),
+                sim,
             });
         if let Err(reason) = &made {
             eprintln!("nrtsim: the simulated libnrt is not configured: {reason}");

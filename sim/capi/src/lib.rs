@@ -32,12 +32,14 @@
 //! - **Validation is the simulator's.** This layer only turns C arguments into Rust values;
 //!   the statuses are those [`sim::SimRuntime`] returns.
 
+mod async_api;
 mod config;
 mod exports;
 mod extended;
 mod ffi;
 mod handles;
 mod symbols;
+mod trace_api;
 
 /// The raw status values this layer returns itself.
 mod status {
@@ -45,4 +47,5 @@ mod status {
     pub(crate) const FAILURE: u32 = 1;
     pub(crate) const INVALID: u32 = 2;
     pub(crate) const INVALID_HANDLE: u32 = 3;
+    pub(crate) const RESOURCE: u32 = 4;
 }

@@ -3,7 +3,7 @@
 
 mod support;
 
-use support::{compile_c, neff_file, run, scale_model, text};
+use support::{compile_c, compile_cxx, neff_file, run, scale_model, text};
 
 #[test]
 fn the_canonical_client_flow_computes_outputs_in_c() {
@@ -63,6 +63,60 @@ fn a_bad_environment_makes_every_call_invalid_and_says_why() {
     assert!(stderr.contains("NRTSIM_CORES=\"many\" is invalid"), "{}", text(&output));
     assert!(
         String::from_utf8_lossy(&output.stdout).contains("NRT_INVALID (2)"),
+        "{}",
+        text(&output)
+    );
+}
+
+/// The public API beyond the canonical flow, in C11: counts before init, info, memory stats,
+/// batched I/O, the async flow, a system-trace capture, a profile, unsupported interfaces.
+#[test]
+fn the_public_api_works_from_c11() {
+    let program = compile_c("public_api");
+    let neff = neff_file(&scale_model(4, 2.0), "public_api");
+    let profile = support::scratch_dir("profile").join("model.json");
+    let output = run(&program, &[&neff, &profile], &[("NRTSIM_INSTANCE", "trn2.48xlarge")]);
+    assert!(output.status.success(), "{}", text(&output));
+    assert!(String::from_utf8_lossy(&output.stdout).contains("public api ok"), "{}", text(&output));
+    let written: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&profile).expect("the profile")).unwrap();
+    assert_eq!(written["executions"].as_array().map(Vec::len), Some(2), "{written}");
+}
+
+/// The C checks of the public API can fail: a model that triples is caught at the batched read.
+#[test]
+fn the_public_api_program_reports_a_wrong_output() {
+    let program = compile_c("public_api");
+    let neff = neff_file(&scale_model(4, 3.0), "public_api_triple");
+    let profile = support::scratch_dir("profile").join("triple.json");
+    let output = run(&program, &[&neff, &profile], &[("NRTSIM_INSTANCE", "trn2.48xlarge")]);
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+    assert!(String::from_utf8_lossy(&output.stdout).contains("batched read"), "{}", text(&output));
+}
+
+/// The canonical flow, the async flow and a system-trace capture from C++17.
+#[test]
+fn the_public_api_works_from_cxx17() {
+    let program = compile_cxx("public_api");
+    let neff = neff_file(&scale_model(4, 2.0), "public_api_cxx");
+    let output = run(&program, &[&neff], &[]);
+    assert!(output.status.success(), "{}", text(&output));
+    assert!(
+        String::from_utf8_lossy(&output.stdout).contains("c++ public api ok"),
+        "{}",
+        text(&output)
+    );
+}
+
+/// Every handle type beyond tensors, sets and models: NULL, freed and wrong-kind handles get
+/// their documented statuses and nothing crashes.
+#[test]
+fn misuse_of_every_new_handle_type_gives_its_status() {
+    let program = compile_c("misuse_handles");
+    let output = run(&program, &[], &[]);
+    assert!(output.status.success(), "{}", text(&output));
+    assert!(
+        String::from_utf8_lossy(&output.stdout).contains("misuse of handles ok"),
         "{}",
         text(&output)
     );
