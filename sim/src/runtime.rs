@@ -134,6 +134,8 @@ impl View {
 struct Tensor {
     name: String,
     view: Option<View>,
+    /// Launches that wrote this tensor as an output (`nrt_tensor_check_output_completion`).
+    completions: AtomicU64,
 }
 
 impl Tensor {
@@ -325,6 +327,90 @@ impl SimRuntime {
     /// The event stream: system-trace capture and profiles (`nrt_sys_trace_*`, `nrt_profile_*`).
     pub fn events(&self) -> &EventLog {
         &self.events
+    }
+
+    /// `nrt_tensor_check_output_completion`: waits until `expected` launches have written the
+    /// tensor as an output since it was made or last reset, at most `timeout_us` microseconds
+    /// (a negative timeout waits without bound, with one warning after 30 seconds).
+    ///
+    /// # Errors
+    /// The lifecycle statuses, [`NrtStatus::InvalidHandle`] for an unknown tensor,
+    /// [`NrtStatus::Timeout`] when the count is not reached in time.
+    pub fn tensor_check_output_completion(
+        &self,
+        tensor: TensorId,
+        timeout_us: i64,
+        expected: u64,
+    ) -> Result<(), NrtError> {
+        self.enter(LibnrtFunction::nrt_tensor_check_output_completion)?;
+        let tensor = self.tensor(tensor)?;
+        let start = std::time::Instant::now();
+        let mut warned = false;
+        loop {
+            let done = tensor.completions.load(Ordering::Acquire);
+            if done >= expected {
+                return Ok(());
+            }
+            let waited = start.elapsed();
+            if timeout_us >= 0 && waited.as_micros() >= timeout_us as u128 {
+                return Err(NrtError::new(
+                    NrtStatus::Timeout,
+                    format!(
+                        "tensor {:?} completed {done} times in {timeout_us} us, expected {expected}",
+                        tensor.name
+                    ),
+                ));
+            }
+            if timeout_us < 0 && !warned && waited.as_secs() >= 30 {
+                warned = true;
+                self.warn(format!(
+                    "nrt_tensor_check_output_completion has waited 30 s for tensor {:?} ({done} of {expected} completions)",
+                    tensor.name
+                ));
+            }
+            std::thread::sleep(std::time::Duration::from_micros(50));
+        }
+    }
+
+    /// `nrt_tensor_reset_output_completion`: the tensor's completion count becomes 0.
+    ///
+    /// # Errors
+    /// The lifecycle statuses, [`NrtStatus::InvalidHandle`] for an unknown tensor.
+    pub fn tensor_reset_output_completion(&self, tensor: TensorId) -> Result<(), NrtError> {
+        self.enter(LibnrtFunction::nrt_tensor_reset_output_completion)?;
+        self.tensor(tensor)?.completions.store(0, Ordering::Release);
+        Ok(())
+    }
+
+    /// `nrt_memcpy_to_device`: copies `bytes` to the device memory at `address`, which must lie
+    /// inside one device tensor's storage (an address `nrt_tensor_get_va` gave).
+    ///
+    /// # Errors
+    /// The lifecycle statuses; [`NrtStatus::Invalid`] for a range that is not inside one device
+    /// tensor.
+    pub fn memcpy_to_device(&self, address: usize, bytes: &[u8]) -> Result<(), NrtError> {
+        self.enter(LibnrtFunction::nrt_memcpy_to_device)?;
+        let found = read_lock(&self.tensors).values().find_map(|tensor| {
+            let view = tensor.view.as_ref()?;
+            view.storage.core()?;
+            let start = view.storage.address(view.offset);
+            let offset = address.checked_sub(start)?;
+            let end = offset.checked_add(bytes.len())?;
+            (end <= view.size).then(|| (Arc::clone(tensor), offset))
+        });
+        let (tensor, offset) = found.ok_or_else(|| {
+            NrtError::new(
+                NrtStatus::Invalid,
+                format!(
+                    "{} bytes at {address:#x} are not inside a device tensor, expected an address from nrt_tensor_get_va",
+                    bytes.len()
+                ),
+            )
+        })?;
+        let view = tensor.view()?;
+        write_bytes(view.place(offset), bytes);
+        self.count_device_traffic(&view.storage, true, bytes.len());
+        Ok(())
     }
 
     /// The NeuronCore whose memory holds a tensor's storage; `None` for host, virtual and
@@ -766,6 +852,9 @@ impl SimRuntime {
                 }
             }
         }
+        for tensor in outputs {
+            tensor.completions.fetch_add(1, Ordering::Release);
+        }
         model.counters.launches.fetch_add(1, Ordering::Relaxed);
         core.counters.launches.fetch_add(1, Ordering::Relaxed);
         status
@@ -1052,12 +1141,20 @@ impl Runtime for SimRuntime {
             Placement::Virtual => Storage::host(size),
         };
         let view = View { storage: Arc::new(storage), offset: 0, size };
-        Ok(self.insert_tensor(Tensor { name: name.to_owned(), view: Some(view) }))
+        Ok(self.insert_tensor(Tensor {
+            name: name.to_owned(),
+            view: Some(view),
+            completions: AtomicU64::new(0),
+        }))
     }
 
     fn tensor_allocate_empty(&self, name: &str) -> Result<TensorId, NrtError> {
         self.enter(LibnrtFunction::nrt_tensor_allocate_empty)?;
-        Ok(self.insert_tensor(Tensor { name: name.to_owned(), view: None }))
+        Ok(self.insert_tensor(Tensor {
+            name: name.to_owned(),
+            view: None,
+            completions: AtomicU64::new(0),
+        }))
     }
 
     fn tensor_attach_buffer(
@@ -1080,7 +1177,11 @@ impl Runtime for SimRuntime {
         }
         let size = buffer.len();
         let view = View { storage: Arc::new(Storage::External(buffer)), offset: 0, size };
-        *entry = Arc::new(Tensor { name: entry.name.clone(), view: Some(view) });
+        *entry = Arc::new(Tensor {
+            name: entry.name.clone(),
+            view: Some(view),
+            completions: AtomicU64::new(0),
+        });
         Ok(())
     }
 
@@ -1096,7 +1197,11 @@ impl Runtime for SimRuntime {
         let view = parent.view()?;
         check_range(&parent.name, offset, size, view.size)?;
         let slice = View { storage: Arc::clone(&view.storage), offset: view.offset + offset, size };
-        Ok(self.insert_tensor(Tensor { name: name.to_owned(), view: Some(slice) }))
+        Ok(self.insert_tensor(Tensor {
+            name: name.to_owned(),
+            view: Some(slice),
+            completions: AtomicU64::new(0),
+        }))
     }
 
     fn tensor_free(&self, tensor: TensorId) -> Result<(), NrtError> {

@@ -111,7 +111,9 @@ pub unsafe extern "C" fn nrta_tensor_write(
         };
         let source = Address(buf as usize);
         let job: Job = Box::new(move || {
-            let mut bytes = vec![0u8; size];
+            let Some(mut bytes) = crate::ffi::zeroed(size) else {
+                return Err(crate::ffi::too_big(size));
+            };
             // SAFETY: the caller keeps `size` readable bytes at `buf` until the request completes
             // (this function's contract); `ptr::copy` allows them to overlap simulator memory.
             unsafe { ptr::copy(source.0 as *const u8, bytes.as_mut_ptr(), size) };
@@ -163,7 +165,9 @@ pub unsafe extern "C" fn nrta_tensor_read(
         };
         let destination = Address(buf as usize);
         let job: Job = Box::new(move || {
-            let mut bytes = vec![0u8; size];
+            let Some(mut bytes) = crate::ffi::zeroed(size) else {
+                return Err(crate::ffi::too_big(size));
+            };
             g.sim.tensor_read(id, offset, &mut bytes)?;
             // SAFETY: the caller keeps `size` writable bytes at `buf` until the request completes
             // (this function's contract); `ptr::copy` allows them to overlap simulator memory.

@@ -5,8 +5,8 @@
 //! `NRT_INVALID`. Where the simulator models the behaviour (counts, instance and model info,
 //! memory statistics, batched tensor I/O, allocation info, collectives over one rank) the
 //! answer comes from the simulator; what cannot exist without hardware (dma-buf fds, EFA, HBM
-//! mappings, microcode, the NCCL plugin) and what is not modelled yet (output completion
-//! counters, collectives of several ranks, `nrta_cc_*`, the legacy `nrt_trace_*`) returns
+//! mappings, microcode, the NCCL plugin) and what is not modelled yet (collectives of several
+//! ranks, `nrta_cc_*`, the legacy `nrt_trace_*`) returns
 //! `NRT_INVALID` (or NULL for `nrt_get_libnccl_net`) and says why once under `NRTSIM_LOG=1`,
 //! never a silent success. The async API is in `async_api`, system trace and profiling in
 //! `trace_api`.
@@ -297,7 +297,9 @@ pub unsafe extern "C" fn nrt_tensor_read_batch(
         // SAFETY: by this function's contract.
         unsafe {
             for_each_op(g, batches, num_batches, |tensor, offset, buffer, size| {
-                let mut bytes = vec![0u8; size];
+                let Some(mut bytes) = crate::ffi::zeroed(size) else {
+                    return crate::status::RESOURCE;
+                };
                 let result = g.sim.tensor_read(tensor, offset, &mut bytes);
                 if result.is_ok() && size > 0 {
                     // SAFETY: `buffer` has `size` writable bytes (this function's contract);
@@ -326,7 +328,9 @@ pub unsafe extern "C" fn nrt_tensor_write_batch(
         // SAFETY: by this function's contract.
         unsafe {
             for_each_op(g, batches, num_batches, |tensor, offset, buffer, size| {
-                let mut bytes = vec![0u8; size];
+                let Some(mut bytes) = crate::ffi::zeroed(size) else {
+                    return crate::status::RESOURCE;
+                };
                 if size > 0 {
                     // SAFETY: `buffer` has `size` readable bytes (this function's contract).
                     ptr::copy(buffer.cast::<u8>(), bytes.as_mut_ptr(), size);
@@ -513,36 +517,6 @@ pub unsafe extern "C" fn nrt_get_libnccl_net(
 
 // The functions below are not modelled (see the module documentation).
 
-/// `nrt_tensor_check_output_completion`: `NRT_INVALID`, output completion counters are not simulated yet.
-///
-/// # Safety
-/// None: no argument is read.
-pub unsafe extern "C" fn nrt_tensor_check_output_completion(
-    _output_tensor: *const c_void,
-    _timeout: i64,
-    _expected_completion_count: u64,
-) -> u32 {
-    with_global("nrt_tensor_check_output_completion", |g| {
-        g.unsupported(
-            F::nrt_tensor_check_output_completion,
-            "output completion counters are not simulated yet",
-        )
-    })
-}
-
-/// `nrt_tensor_reset_output_completion`: `NRT_INVALID`, output completion counters are not simulated yet.
-///
-/// # Safety
-/// None: no argument is read.
-pub unsafe extern "C" fn nrt_tensor_reset_output_completion(_output_tensor: *mut c_void) -> u32 {
-    with_global("nrt_tensor_reset_output_completion", |g| {
-        g.unsupported(
-            F::nrt_tensor_reset_output_completion,
-            "output completion counters are not simulated yet",
-        )
-    })
-}
-
 /// `nrt_get_dmabuf_fd`: `NRT_INVALID`, no dma-buf exists without a Neuron device.
 ///
 /// # Safety
@@ -634,20 +608,6 @@ pub unsafe extern "C" fn nrt_set_pool_eng_ucode(_ucode_info: *const nrt_ucode_in
     })
 }
 
-/// `nrt_memcpy_to_device`: `NRT_INVALID`, no device memory is mapped into the caller.
-///
-/// # Safety
-/// None: no argument is read.
-pub unsafe extern "C" fn nrt_memcpy_to_device(
-    _dest: *mut c_void,
-    _src: *const c_void,
-    _size: usize,
-) -> u32 {
-    with_global("nrt_memcpy_to_device", |g| {
-        g.unsupported(F::nrt_memcpy_to_device, "no device memory is mapped into the caller")
-    })
-}
-
 /// `nrta_cc_prepare`: `NRT_INVALID`, the async API is not simulated yet.
 ///
 /// # Safety
@@ -678,5 +638,64 @@ pub unsafe extern "C" fn nrta_cc_schedule(
 ) -> u32 {
     with_global("nrta_cc_schedule", |g| {
         g.unsupported(F::nrta_cc_schedule, "the async API is not simulated yet")
+    })
+}
+
+/// `nrt_tensor_check_output_completion`: `NRT_SUCCESS` once `expected_completion_count`
+/// launches have written the tensor as an output (since it was made or reset), `NRT_TIMEOUT`
+/// after `timeout` microseconds; a negative timeout waits without bound.
+///
+/// # Safety
+/// None: the handle is looked up, never dereferenced.
+pub unsafe extern "C" fn nrt_tensor_check_output_completion(
+    output_tensor: *const c_void,
+    timeout: i64,
+    expected_completion_count: u64,
+) -> u32 {
+    with_global("nrt_tensor_check_output_completion", |g| {
+        let id = match g.lookup(Kind::Tensor, output_tensor as usize) {
+            Ok(id) => TensorId(id),
+            Err(status) => return status,
+        };
+        let checked = g.sim.tensor_check_output_completion(id, timeout, expected_completion_count);
+        g.status("nrt_tensor_check_output_completion", checked)
+    })
+}
+
+/// `nrt_tensor_reset_output_completion`.
+///
+/// # Safety
+/// None: the handle is looked up, never dereferenced.
+pub unsafe extern "C" fn nrt_tensor_reset_output_completion(output_tensor: *mut c_void) -> u32 {
+    with_global("nrt_tensor_reset_output_completion", |g| {
+        let id = match g.lookup(Kind::Tensor, output_tensor as usize) {
+            Ok(id) => TensorId(id),
+            Err(status) => return status,
+        };
+        g.status("nrt_tensor_reset_output_completion", g.sim.tensor_reset_output_completion(id))
+    })
+}
+
+/// `nrt_memcpy_to_device`: `dest` must lie inside a device tensor's storage (an address from
+/// `nrt_tensor_get_va`); `NRT_INVALID` otherwise.
+///
+/// # Safety
+/// `src` has `size` readable bytes.
+pub unsafe extern "C" fn nrt_memcpy_to_device(
+    dest: *mut c_void,
+    src: *const c_void,
+    size: usize,
+) -> u32 {
+    with_global("nrt_memcpy_to_device", |g| {
+        if dest.is_null() || (src.is_null() && size > 0) {
+            return INVALID;
+        }
+        let Some(mut bytes) = crate::ffi::zeroed(size) else { return crate::status::RESOURCE };
+        if size > 0 {
+            // SAFETY: `src` has `size` readable bytes (this function's contract); `ptr::copy`
+            // allows them to overlap simulator memory.
+            unsafe { ptr::copy(src.cast::<u8>(), bytes.as_mut_ptr(), size) };
+        }
+        g.status("nrt_memcpy_to_device", g.sim.memcpy_to_device(dest as usize, &bytes))
     })
 }

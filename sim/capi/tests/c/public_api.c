@@ -232,6 +232,30 @@ int main(int argc, char **argv) {
            "the out-of-range read failed with NRT_INVALID");
     nrta_error_tracker_destroy(tracker);
 
+    /* Output completion: two launches (one sync, one async) wrote output0 so far. */
+    expect("two completions", nrt_tensor_check_output_completion(output, 0, 2), NRT_SUCCESS);
+    expect("a third completion times out", nrt_tensor_check_output_completion(output, 1000, 3),
+           NRT_TIMEOUT);
+    expect("nrt_tensor_reset_output_completion", nrt_tensor_reset_output_completion(output),
+           NRT_SUCCESS);
+    expect("no completion after reset", nrt_tensor_check_output_completion(output, 0, 1),
+           NRT_TIMEOUT);
+    expect("completion of NULL", nrt_tensor_check_output_completion(NULL, 0, 1), NRT_INVALID);
+
+    /* nrt_memcpy_to_device: into device memory given by nrt_tensor_get_va, nowhere else. */
+    char *input_va = (char *)nrt_tensor_get_va(input);
+    const float seven = 7.0f;
+    expect("nrt_memcpy_to_device", nrt_memcpy_to_device(input_va + 4, &seven, sizeof seven),
+           NRT_SUCCESS);
+    float readback[4] = {0};
+    expect("nrt_tensor_read", nrt_tensor_read(input, readback, 0, sizeof readback), NRT_SUCCESS);
+    ensure(readback[1] == 7.0f, "nrt_memcpy_to_device wrote the tensor");
+    float host[4];
+    expect("nrt_memcpy_to_device to host memory",
+           nrt_memcpy_to_device(host, &seven, sizeof seven), NRT_INVALID);
+    expect("nrt_memcpy_to_device past the tensor",
+           nrt_memcpy_to_device(input_va + 14, &seven, sizeof seven), NRT_INVALID);
+
     /* The capture saw the load and the launches. */
     char *json = NULL;
     size_t json_size = 0;
