@@ -28,9 +28,10 @@
 //!   can still read and write. [`SharedBuffer`] is the safe implementation; a C shim implements
 //!   the trait over a raw pointer in its own `unsafe` code.
 //!
-//! Lifecycle (ABI-FACTS §4): before [`Runtime::init`] every call except [`Runtime::get_version`],
-//! [`Runtime::get_total_vnc_count`] and [`Runtime::tensor_get_size`] fails with
-//! [`NrtStatus::Uninitialized`]; after [`Runtime::close`] with [`NrtStatus::Closed`].
+//! Lifecycle: each function's pre-init rule is in the function table
+//! ([`crate::functions::PreInit`]); the gated ones fail with [`NrtStatus::Uninitialized`] before
+//! [`Runtime::init`] and with [`NrtStatus::Closed`] after [`Runtime::close`]. The version, the
+//! four core counts and [`Runtime::tensor_get_size`] work in every state.
 
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -500,11 +501,63 @@ pub trait Runtime: Send + Sync {
     /// None from a conforming backend; a library failure for a loaded one.
     fn get_total_vnc_count(&self) -> Result<u32, NrtError>;
 
-    /// `nrt_get_visible_vnc_count`: the NeuronCores this process may use.
+    /// `nrt_get_visible_vnc_count`: the NeuronCores this process may use. Works in any
+    /// lifecycle state (the public header says so).
     ///
     /// # Errors
-    /// Only the lifecycle statuses.
+    /// None from a conforming backend; a library failure for a loaded one.
     fn get_visible_vnc_count(&self) -> Result<u32, NrtError>;
+
+    // The functions below are the rest of the public headers that a backend can show
+    // (`abi::functions`); each is one C function.
+
+    /// `nrt_get_total_nc_count` (deprecated name of the total count). Works in any lifecycle
+    /// state.
+    ///
+    /// # Errors
+    /// None from a conforming backend; a library failure, or a library without the function.
+    fn get_total_nc_count(&self) -> Result<u32, NrtError>;
+
+    /// `nrt_get_visible_nc_count` (deprecated name of the visible count). Works in any
+    /// lifecycle state.
+    ///
+    /// # Errors
+    /// As [`Runtime::get_total_nc_count`].
+    fn get_visible_nc_count(&self) -> Result<u32, NrtError>;
+
+    /// `nrt_get_model_nc_count`: the NeuronCores a loaded model occupies.
+    ///
+    /// # Errors
+    /// [`NrtStatus::InvalidHandle`] for an unknown model; the lifecycle statuses.
+    fn get_model_nc_count(&self, model: ModelId) -> Result<u32, NrtError>;
+
+    /// `nrt_get_model_vnc_count`: the NeuronCores a loaded model occupies.
+    ///
+    /// # Errors
+    /// As [`Runtime::get_model_nc_count`].
+    fn get_model_vnc_count(&self, model: ModelId) -> Result<u32, NrtError>;
+
+    /// `nrt_get_model_instance_count`: how many threads may usefully call `nrt_execute` on the
+    /// model at once.
+    ///
+    /// # Errors
+    /// As [`Runtime::get_model_nc_count`].
+    fn get_model_instance_count(&self, model: ModelId) -> Result<u32, NrtError>;
+
+    /// `nrt_get_vnc_memory_stats`: device memory in use and available on a NeuronCore.
+    ///
+    /// # Errors
+    /// [`NrtStatus::Invalid`] for a NeuronCore that does not exist; the lifecycle statuses.
+    fn get_vnc_memory_stats(&self, vnc: u32) -> Result<VncMemoryStats, NrtError>;
+}
+
+/// `nrt_vnc_memory_stats_t`: device memory of one NeuronCore.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct VncMemoryStats {
+    /// Bytes in use.
+    pub bytes_used: u64,
+    /// Bytes available in all.
+    pub bytes_limit: u64,
 }
 
 #[cfg(test)]

@@ -39,9 +39,10 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use sha2::{Digest, Sha256};
 
+use crate::functions::LibnrtFunction;
 use crate::runtime::{
     ExternalBuffer, Framework, ModelId, NrtError, NrtVersion, Placement, Runtime, SetId, TensorId,
-    TensorInfo, TensorUsage,
+    TensorInfo, TensorUsage, VncMemoryStats,
 };
 use crate::status::NrtStatus;
 
@@ -553,6 +554,70 @@ impl Runtime for TracingRuntime {
             })
         });
         result
+    }
+
+    fn get_total_nc_count(&self) -> Result<u32, NrtError> {
+        let result = self.inner.get_total_nc_count();
+        self.count_line(LibnrtFunction::nrt_get_total_nc_count, String::new(), &result);
+        result
+    }
+
+    fn get_visible_nc_count(&self) -> Result<u32, NrtError> {
+        let result = self.inner.get_visible_nc_count();
+        self.count_line(LibnrtFunction::nrt_get_visible_nc_count, String::new(), &result);
+        result
+    }
+
+    fn get_model_nc_count(&self, model: ModelId) -> Result<u32, NrtError> {
+        let result = self.inner.get_model_nc_count(model);
+        self.model_count_line(LibnrtFunction::nrt_get_model_nc_count, model, &result);
+        result
+    }
+
+    fn get_model_vnc_count(&self, model: ModelId) -> Result<u32, NrtError> {
+        let result = self.inner.get_model_vnc_count(model);
+        self.model_count_line(LibnrtFunction::nrt_get_model_vnc_count, model, &result);
+        result
+    }
+
+    fn get_model_instance_count(&self, model: ModelId) -> Result<u32, NrtError> {
+        let result = self.inner.get_model_instance_count(model);
+        self.model_count_line(LibnrtFunction::nrt_get_model_instance_count, model, &result);
+        result
+    }
+
+    fn get_vnc_memory_stats(&self, vnc: u32) -> Result<VncMemoryStats, NrtError> {
+        let result = self.inner.get_vnc_memory_stats(vnc);
+        // The byte counts differ between backends by nature (allocation granules, what a
+        // device reserves): only the status is traced.
+        self.trace.record_with(|names| {
+            let call = format!("{}({vnc})", LibnrtFunction::nrt_get_vnc_memory_stats.trace_name());
+            outcome(names, call, &result, |_, _| Some("<stats>".to_owned()))
+        });
+        result
+    }
+}
+
+impl TracingRuntime {
+    /// `name(args) -> COUNT STATUS` for a call returning a count.
+    fn count_line(&self, function: LibnrtFunction, args: String, result: &Result<u32, NrtError>) {
+        self.trace.record_with(|names| {
+            let call = format!("{}({args})", function.trace_name());
+            outcome(names, call, result, |_, count| Some(count.to_string()))
+        });
+    }
+
+    /// A count of one model, with the model renamed as in the rest of the trace.
+    fn model_count_line(
+        &self,
+        function: LibnrtFunction,
+        model: ModelId,
+        result: &Result<u32, NrtError>,
+    ) {
+        self.trace.record_with(|names| {
+            let call = format!("{}({})", function.trace_name(), names.model(model));
+            outcome(names, call, result, |_, count| Some(count.to_string()))
+        });
     }
 }
 

@@ -803,6 +803,57 @@ impl Context<'_> {
                     Err(format!("metaneff.pb is {}, expected {}", hex(&bytes), hex(&want)))
                 }
             }
+            Step::GetCoreCounts { expect } => {
+                let counts = [
+                    rt.get_total_nc_count(),
+                    rt.get_total_vnc_count(),
+                    rt.get_visible_nc_count(),
+                    rt.get_visible_vnc_count(),
+                ];
+                for count in &counts {
+                    check_status(count, expect)?;
+                }
+                if let [Ok(total_nc), Ok(total), Ok(visible_nc), Ok(visible)] = counts {
+                    if total_nc != total || visible_nc != visible || visible > total {
+                        return Err(format!(
+                            "counts total {total_nc}/{total}, visible {visible_nc}/{visible}, \
+                             expected equal totals, equal visible counts, visible <= total"
+                        ));
+                    }
+                }
+                Ok(())
+            }
+            Step::GetModelCounts { model, expect_vnc_count, expect } => {
+                let model = label(&self.models, model, "model")?;
+                let nc = rt.get_model_nc_count(model);
+                let vnc = rt.get_model_vnc_count(model);
+                let instances = rt.get_model_instance_count(model);
+                check_status(&nc, expect)?;
+                check_status(&vnc, expect)?;
+                check_status(&instances, expect)?;
+                match (nc, vnc, instances, expect_vnc_count) {
+                    (Ok(nc), Ok(vnc), _, Some(want)) if nc != *want || vnc != *want => {
+                        Err(format!("model occupies {nc} nc / {vnc} vnc, expected {want}"))
+                    }
+                    (_, _, Ok(0), _) => Err("model instance count 0, expected at least 1".into()),
+                    _ => Ok(()),
+                }
+            }
+            Step::GetVncMemoryStats { vnc, expect_used_at_least, expect } => {
+                let stats = rt.get_vnc_memory_stats(*vnc);
+                check_status(&stats, expect)?;
+                match (stats, expect_used_at_least) {
+                    (Ok(stats), _) if stats.bytes_used > stats.bytes_limit => Err(format!(
+                        "{} bytes used of a {} byte limit, expected at most the limit",
+                        stats.bytes_used, stats.bytes_limit
+                    )),
+                    (Ok(stats), Some(least)) if stats.bytes_used < *least => Err(format!(
+                        "{} bytes used on vnc {vnc}, expected at least {least}",
+                        stats.bytes_used
+                    )),
+                    _ => Ok(()),
+                }
+            }
         }
     }
 }

@@ -475,4 +475,32 @@ pub enum Step {
         /// The bytes, in hex.
         expect_hex: String,
     },
+
+    // Steps for the rest of the public libnrt API (the function table of `abi::functions`);
+    // each calls the C functions its doc names.
+    /// `nrt_get_total_nc_count`, `nrt_get_visible_nc_count`, `nrt_get_total_vnc_count` and
+    /// `nrt_get_visible_vnc_count`: each must return `expect`, and on success the two totals
+    /// agree, the two visible counts agree, and visible ≤ total.
+    GetCoreCounts {
+        /// Expected status of all four (default `NRT_SUCCESS`).
+        expect: Option<String>,
+    },
+    /// `nrt_get_model_nc_count`, `nrt_get_model_vnc_count` and `nrt_get_model_instance_count`.
+    GetModelCounts {
+        /// The model label.
+        model: String,
+        /// The NeuronCores the model must occupy (both counts).
+        expect_vnc_count: Option<u32>,
+        /// Expected status of all three.
+        expect: Option<String>,
+    },
+    /// `nrt_get_vnc_memory_stats`.
+    GetVncMemoryStats {
+        /// The NeuronCore.
+        vnc: u32,
+        /// At least this many bytes must be in use.
+        expect_used_at_least: Option<u64>,
+        /// Expected status.
+        expect: Option<String>,
+    },
 }

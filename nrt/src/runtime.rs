@@ -17,7 +17,7 @@ use abi::dtype::NrtDtype;
 use abi::functions::LibnrtFunction;
 use abi::runtime::{
     ExternalBuffer, Framework, ModelId, NrtError, NrtVersion, Placement, Runtime, SetId, TensorId,
-    TensorInfo, TensorUsage,
+    TensorInfo, TensorUsage, VncMemoryStats,
 };
 use abi::status::NrtStatus;
 
@@ -465,5 +465,51 @@ impl Runtime for NrtRuntime {
         self.library
             .get_visible_vnc_count()
             .map_err(|c| failed(LibnrtFunction::nrt_get_visible_vnc_count, c))
+    }
+
+    fn get_total_nc_count(&self) -> Result<u32, NrtError> {
+        let function = LibnrtFunction::nrt_get_total_nc_count;
+        optional(function, self.library.get_total_nc_count())
+    }
+
+    fn get_visible_nc_count(&self) -> Result<u32, NrtError> {
+        let function = LibnrtFunction::nrt_get_visible_nc_count;
+        optional(function, self.library.get_visible_nc_count())
+    }
+
+    fn get_model_nc_count(&self, model: ModelId) -> Result<u32, NrtError> {
+        let function = LibnrtFunction::nrt_get_model_nc_count;
+        optional(function, self.model(model)?.count(function))
+    }
+
+    fn get_model_vnc_count(&self, model: ModelId) -> Result<u32, NrtError> {
+        let function = LibnrtFunction::nrt_get_model_vnc_count;
+        optional(function, self.model(model)?.count(function))
+    }
+
+    fn get_model_instance_count(&self, model: ModelId) -> Result<u32, NrtError> {
+        let function = LibnrtFunction::nrt_get_model_instance_count;
+        optional(function, self.model(model)?.count(function))
+    }
+
+    fn get_vnc_memory_stats(&self, vnc: u32) -> Result<VncMemoryStats, NrtError> {
+        let function = LibnrtFunction::nrt_get_vnc_memory_stats;
+        let (bytes_used, bytes_limit) = optional(function, self.library.get_vnc_memory_stats(vnc))?;
+        Ok(VncMemoryStats { bytes_used, bytes_limit })
+    }
+}
+
+/// The result of a function only recent libraries export: a library without it is
+/// [`NrtStatus::Failure`] with a detail that says so (the call never reached libnrt).
+fn optional<T>(
+    function: LibnrtFunction,
+    called: Option<Result<T, RawStatus>>,
+) -> Result<T, NrtError> {
+    match called {
+        Some(result) => result.map_err(|code| failed(function, code)),
+        None => Err(NrtError::new(
+            NrtStatus::Failure,
+            format!("the loaded libnrt does not export {function}, expected a newer release"),
+        )),
     }
 }

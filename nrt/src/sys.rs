@@ -358,6 +358,40 @@ impl Library {
         if status == SUCCESS { Ok(count) } else { Err(status) }
     }
 
+    /// `nrt_get_total_nc_count`; `None` when the library does not export it.
+    pub(crate) fn get_total_nc_count(&self) -> Option<Result<u32, RawStatus>> {
+        let function = self.functions.nrt_get_total_nc_count?;
+        let mut count = 0u32;
+        // SAFETY: `count` is a valid out-pointer; the signature is the table's.
+        let status = unsafe { function(&mut count) };
+        Some(if status == SUCCESS { Ok(count) } else { Err(status) })
+    }
+
+    /// `nrt_get_visible_nc_count`; `None` when the library does not export it.
+    pub(crate) fn get_visible_nc_count(&self) -> Option<Result<u32, RawStatus>> {
+        let function = self.functions.nrt_get_visible_nc_count?;
+        let mut count = 0u32;
+        // SAFETY: `count` is a valid out-pointer; the signature is the table's.
+        let status = unsafe { function(&mut count) };
+        Some(if status == SUCCESS { Ok(count) } else { Err(status) })
+    }
+
+    /// `nrt_get_vnc_memory_stats` (bytes used, bytes limit); `None` when the library does not
+    /// export it.
+    pub(crate) fn get_vnc_memory_stats(&self, vnc: u32) -> Option<Result<(u64, u64), RawStatus>> {
+        let function = self.functions.nrt_get_vnc_memory_stats?;
+        let mut stats = nrt_vnc_memory_stats_t { bytes_used: 0, bytes_limit: 0 };
+        let mut written = 0usize;
+        // SAFETY: `stats` has `size_of` writable bytes and `written` is a valid out-pointer.
+        let status =
+            unsafe { function(vnc, &mut stats, size_of::<nrt_vnc_memory_stats_t>(), &mut written) };
+        Some(if status == SUCCESS {
+            Ok((stats.bytes_used as u64, stats.bytes_limit as u64))
+        } else {
+            Err(status)
+        })
+    }
+
     /// `nrt_get_status_as_str`, copied into Rust; `None` when the library returns NULL.
     pub(crate) fn status_as_str(&self, status: RawStatus) -> Option<String> {
         // SAFETY: any integer is a valid argument.
@@ -447,6 +481,38 @@ impl OwnedModel {
                 (self.library.functions.nrt_execute_repeat)(model, input, output, count)
             },
         }
+    }
+
+    /// A count of the loaded model: `nrt_get_model_nc_count`, `nrt_get_model_vnc_count` or
+    /// `nrt_get_model_instance_count`; `None` when the library does not export it.
+    pub(crate) fn count(&self, which: LibnrtFunction) -> Option<Result<u32, RawStatus>> {
+        let functions = &self.library.functions;
+        let mut count = 0u32;
+        let call = |count: &mut u32| -> Option<RawStatus> {
+            // SAFETY: the model is loaded (read lock held by the caller below); `count` is a
+            // valid out-pointer; the signatures are the table's.
+            unsafe {
+                Some(match which {
+                    LibnrtFunction::nrt_get_model_nc_count => {
+                        functions.nrt_get_model_nc_count?(self.model.as_ptr(), count)
+                    }
+                    LibnrtFunction::nrt_get_model_vnc_count => {
+                        functions.nrt_get_model_vnc_count?(self.model.as_ptr(), count)
+                    }
+                    LibnrtFunction::nrt_get_model_instance_count => {
+                        functions.nrt_get_model_instance_count?(self.model.as_ptr(), count)
+                    }
+                    _ => return None,
+                })
+            }
+        };
+        let live = match self.live() {
+            Ok(live) => live,
+            Err(status) => return Some(Err(status)),
+        };
+        let status = call(&mut count)?;
+        drop(live);
+        Some(if status == SUCCESS { Ok(count) } else { Err(status) })
     }
 
     /// `nrt_get_model_tensor_info` then `nrt_free_model_tensor_info`, with the entries copied

@@ -26,7 +26,7 @@ use abi::dtype::DtypeNumbering;
 use abi::functions::{LibnrtFunction, PreInit};
 use abi::runtime::{
     ExternalBuffer, Framework, ModelId, NrtError, NrtVersion, Placement, Runtime, SetId, TensorId,
-    TensorInfo, TensorUsage,
+    TensorInfo, TensorUsage, VncMemoryStats,
 };
 use abi::status::NrtStatus;
 
@@ -1323,5 +1323,41 @@ impl Runtime for SimRuntime {
     fn get_visible_vnc_count(&self) -> Result<u32, NrtError> {
         self.enter(LibnrtFunction::nrt_get_visible_vnc_count)?;
         Ok(self.config.n_cores)
+    }
+
+    fn get_total_nc_count(&self) -> Result<u32, NrtError> {
+        self.enter(LibnrtFunction::nrt_get_total_nc_count)?;
+        Ok(self.config.n_cores)
+    }
+
+    fn get_visible_nc_count(&self) -> Result<u32, NrtError> {
+        self.enter(LibnrtFunction::nrt_get_visible_nc_count)?;
+        Ok(self.config.n_cores)
+    }
+
+    fn get_model_nc_count(&self, model: ModelId) -> Result<u32, NrtError> {
+        Ok(self.model_cores(LibnrtFunction::nrt_get_model_nc_count, model)?.len() as u32)
+    }
+
+    fn get_model_vnc_count(&self, model: ModelId) -> Result<u32, NrtError> {
+        Ok(self.model_cores(LibnrtFunction::nrt_get_model_vnc_count, model)?.len() as u32)
+    }
+
+    /// One: launches of a model on its core are serialised by the core's launch lock.
+    fn get_model_instance_count(&self, model: ModelId) -> Result<u32, NrtError> {
+        self.model_cores(LibnrtFunction::nrt_get_model_instance_count, model)?;
+        Ok(1)
+    }
+
+    /// The core's allocated bytes (64-byte granules) and its HBM budget.
+    fn get_vnc_memory_stats(&self, vnc: u32) -> Result<VncMemoryStats, NrtError> {
+        self.enter(LibnrtFunction::nrt_get_vnc_memory_stats)?;
+        let bytes_used = self.device_bytes_in_use(vnc).ok_or_else(|| {
+            NrtError::new(
+                NrtStatus::Invalid,
+                format!("vnc {vnc} does not exist, expected one below {}", self.config.n_cores),
+            )
+        })?;
+        Ok(VncMemoryStats { bytes_used, bytes_limit: self.config.hbm_bytes_per_core })
     }
 }

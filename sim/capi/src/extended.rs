@@ -23,7 +23,7 @@ use abi::c_layout::c_types::{
     nrt_ucode_info, nrt_vnc_memory_stats_t, nrta_seq_t,
 };
 use abi::functions::LibnrtFunction as F;
-use abi::runtime::{ModelId, Runtime, TensorId};
+use abi::runtime::{ModelId, NrtError, Runtime, TensorId};
 
 use crate::exports::{guard, with_global};
 use crate::handles::{Global, Kind, global};
@@ -67,15 +67,21 @@ unsafe fn put_versioned<T: Copy>(
     SUCCESS
 }
 
-fn count(g: &Global, function: F, out: *mut u32, value: impl FnOnce() -> u32) -> u32 {
+/// Writes a count the simulator gives, or returns the status of its failure.
+fn count(
+    g: &Global,
+    function: F,
+    out: *mut u32,
+    counted: impl FnOnce() -> Result<u32, NrtError>,
+) -> u32 {
     if out.is_null() {
         return INVALID;
     }
-    if let Err(status) = g.enter(function) {
-        return status;
+    match counted() {
+        // SAFETY: non-NULL, the caller's `uint32_t`.
+        Ok(value) => unsafe { put_value(out, value) },
+        Err(err) => g.failed(function.name(), &err),
     }
-    // SAFETY: non-NULL, the caller's `uint32_t`.
-    unsafe { put_value(out, value()) }
 }
 
 /// `nrt_get_total_nc_count`: the NeuronCores of the machine, before `nrt_init` too.
@@ -84,7 +90,7 @@ fn count(g: &Global, function: F, out: *mut u32, value: impl FnOnce() -> u32) ->
 /// `vnc_count` is NULL or a writable `uint32_t`.
 pub unsafe extern "C" fn nrt_get_total_nc_count(vnc_count: *mut u32) -> u32 {
     with_global("nrt_get_total_nc_count", |g| {
-        count(g, F::nrt_get_total_nc_count, vnc_count, || g.sim.config().n_cores)
+        count(g, F::nrt_get_total_nc_count, vnc_count, || g.sim.get_total_nc_count())
     })
 }
 
@@ -94,7 +100,7 @@ pub unsafe extern "C" fn nrt_get_total_nc_count(vnc_count: *mut u32) -> u32 {
 /// `vnc_count` is NULL or a writable `uint32_t`.
 pub unsafe extern "C" fn nrt_get_visible_nc_count(vnc_count: *mut u32) -> u32 {
     with_global("nrt_get_visible_nc_count", |g| {
-        count(g, F::nrt_get_visible_nc_count, vnc_count, || g.sim.config().n_cores)
+        count(g, F::nrt_get_visible_nc_count, vnc_count, || g.sim.get_visible_nc_count())
     })
 }
 
@@ -103,16 +109,21 @@ fn model_cores(g: &Global, function: F, model: *const c_void) -> Result<Vec<u32>
     g.sim.model_cores(function, id).map_err(|err| g.failed(function.name(), &err))
 }
 
-fn model_count(function: F, model: *const c_void, out: *mut u32, pick: fn(&[u32]) -> u32) -> u32 {
+fn model_count(
+    function: F,
+    model: *const c_void,
+    out: *mut u32,
+    counted: fn(&sim::SimRuntime, ModelId) -> Result<u32, NrtError>,
+) -> u32 {
     with_global(function.name(), |g| {
         if out.is_null() {
             return INVALID;
         }
-        match model_cores(g, function, model) {
-            // SAFETY: non-NULL, the caller's `uint32_t`.
-            Ok(cores) => unsafe { put_value(out, pick(&cores)) },
-            Err(status) => status,
-        }
+        let id = match g.lookup(Kind::Model, model as usize) {
+            Ok(id) => ModelId(id),
+            Err(status) => return status,
+        };
+        count(g, function, out, || counted(&g.sim, id))
     })
 }
 
@@ -121,7 +132,7 @@ fn model_count(function: F, model: *const c_void, out: *mut u32, pick: fn(&[u32]
 /// # Safety
 /// `vnc_count` is NULL or a writable `uint32_t`.
 pub unsafe extern "C" fn nrt_get_model_nc_count(model: *const c_void, vnc_count: *mut u32) -> u32 {
-    model_count(F::nrt_get_model_nc_count, model, vnc_count, |cores| cores.len() as u32)
+    model_count(F::nrt_get_model_nc_count, model, vnc_count, |sim, id| sim.get_model_nc_count(id))
 }
 
 /// `nrt_get_model_vnc_count`: how many NeuronCores the model occupies.
@@ -129,11 +140,11 @@ pub unsafe extern "C" fn nrt_get_model_nc_count(model: *const c_void, vnc_count:
 /// # Safety
 /// `vnc_count` is NULL or a writable `uint32_t`.
 pub unsafe extern "C" fn nrt_get_model_vnc_count(model: *const c_void, vnc_count: *mut u32) -> u32 {
-    model_count(F::nrt_get_model_vnc_count, model, vnc_count, |cores| cores.len() as u32)
+    model_count(F::nrt_get_model_vnc_count, model, vnc_count, |sim, id| sim.get_model_vnc_count(id))
 }
 
-/// `nrt_get_model_instance_count`: 1, since a simulated model runs one launch at a time per
-/// core (its launch lock).
+/// `nrt_get_model_instance_count`: 1, since a simulated model runs one launch at a time (its
+/// core's launch lock).
 ///
 /// # Safety
 /// `instance_count` is NULL or a writable `uint32_t`.
@@ -141,7 +152,9 @@ pub unsafe extern "C" fn nrt_get_model_instance_count(
     model: *mut c_void,
     instance_count: *mut u32,
 ) -> u32 {
-    model_count(F::nrt_get_model_instance_count, model, instance_count, |_| 1)
+    model_count(F::nrt_get_model_instance_count, model, instance_count, |sim, id| {
+        sim.get_model_instance_count(id)
+    })
 }
 
 /// `nrt_get_model_info`: the model's first NeuronCore; writes at most `info_size_in` bytes.
@@ -219,13 +232,12 @@ pub unsafe extern "C" fn nrt_get_vnc_memory_stats(
         if stats.is_null() {
             return INVALID;
         }
-        if let Err(status) = g.enter(F::nrt_get_vnc_memory_stats) {
-            return status;
-        }
-        let Some(used) = g.sim.device_bytes_in_use(vnc) else { return INVALID };
-        let value = nrt_vnc_memory_stats_t {
-            bytes_used: used as usize,
-            bytes_limit: g.sim.config().hbm_bytes_per_core as usize,
+        let value = match g.sim.get_vnc_memory_stats(vnc) {
+            Ok(found) => nrt_vnc_memory_stats_t {
+                bytes_used: found.bytes_used as usize,
+                bytes_limit: found.bytes_limit as usize,
+            },
+            Err(err) => return g.failed("nrt_get_vnc_memory_stats", &err),
         };
         // SAFETY: by this function's contract.
         unsafe { put_versioned(stats, stats_size_in, stats_size_out, value) }
