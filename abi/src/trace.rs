@@ -274,19 +274,27 @@ impl Runtime for TracingRuntime {
     ) -> Result<(), NrtError> {
         let result = self.inner.init(framework, fw_version, fal_version);
         self.unit(result, |_| {
-            format!("init({}, {fw_version:?}, {fal_version:?})", framework_name(framework))
+            format!(
+                "{}({}, {fw_version:?}, {fal_version:?})",
+                LibnrtFunction::nrt_init.trace_name(),
+                framework_name(framework)
+            )
         })
     }
 
     fn close(&self) {
         self.inner.close();
-        self.trace.record("close()");
+        self.trace.record(format!("{}()", LibnrtFunction::nrt_close.trace_name()));
     }
 
     fn load(&self, neff: &[u8], vnc: i32, vnc_count: i32) -> Result<ModelId, NrtError> {
         let result = self.inner.load(neff, vnc, vnc_count);
         self.trace.record_with(|names| {
-            let call = format!("load({}, {vnc}, {vnc_count})", format_bytes(neff));
+            let call = format!(
+                "{}({}, {vnc}, {vnc_count})",
+                LibnrtFunction::nrt_load.trace_name(),
+                format_bytes(neff)
+            );
             outcome(names, call, &result, |names, &model| Some(names.model(model)))
         });
         result
@@ -304,7 +312,8 @@ impl Runtime for TracingRuntime {
             self.inner.load_collectives(neff, vnc, vnc_count, ctx_device_id, ctx_device_count);
         self.trace.record_with(|names| {
             let call = format!(
-                "load_collectives({}, {vnc}, {vnc_count}, {ctx_device_id}, {ctx_device_count})",
+                "{}({}, {vnc}, {vnc_count}, {ctx_device_id}, {ctx_device_count})",
+                LibnrtFunction::nrt_load_collectives.trace_name(),
                 format_bytes(neff)
             );
             outcome(names, call, &result, |names, &model| Some(names.model(model)))
@@ -314,7 +323,9 @@ impl Runtime for TracingRuntime {
 
     fn unload(&self, model: ModelId) -> Result<(), NrtError> {
         let result = self.inner.unload(model);
-        self.unit(result, |names| format!("unload({})", names.model(model)))
+        self.unit(result, |names| {
+            format!("{}({})", LibnrtFunction::nrt_unload.trace_name(), names.model(model))
+        })
     }
 
     fn execute(
@@ -326,7 +337,8 @@ impl Runtime for TracingRuntime {
         let result = self.inner.execute(model, input_set, output_set);
         self.trace.record_with(|names| {
             let call = format!(
-                "execute({}, {}, {})",
+                "{}({}, {}, {})",
+                LibnrtFunction::nrt_execute.trace_name(),
                 names.model(model),
                 names.set(input_set),
                 names.set(output_set)
@@ -346,7 +358,8 @@ impl Runtime for TracingRuntime {
         let result = self.inner.execute_repeat(model, input_set, output_set, repeat_count);
         self.trace.record_with(|names| {
             let call = format!(
-                "execute_repeat({}, {}, {}, {repeat_count})",
+                "{}({}, {}, {}, {repeat_count})",
+                LibnrtFunction::nrt_execute_repeat.trace_name(),
                 names.model(model),
                 names.set(input_set),
                 names.set(output_set)
@@ -359,16 +372,21 @@ impl Runtime for TracingRuntime {
     fn allocate_tensor_set(&self) -> Result<SetId, NrtError> {
         let result = self.inner.allocate_tensor_set();
         self.trace.record_with(|names| {
-            outcome(names, "allocate_tensor_set()".to_owned(), &result, |names, &set| {
-                Some(names.set(set))
-            })
+            outcome(
+                names,
+                format!("{}()", LibnrtFunction::nrt_allocate_tensor_set.trace_name()),
+                &result,
+                |names, &set| Some(names.set(set)),
+            )
         });
         result
     }
 
     fn destroy_tensor_set(&self, set: SetId) -> Result<(), NrtError> {
         let result = self.inner.destroy_tensor_set(set);
-        self.unit(result, |names| format!("destroy_tensor_set({})", names.set(set)))
+        self.unit(result, |names| {
+            format!("{}({})", LibnrtFunction::nrt_destroy_tensor_set.trace_name(), names.set(set))
+        })
     }
 
     fn add_tensor_to_tensor_set(
@@ -380,7 +398,8 @@ impl Runtime for TracingRuntime {
         let result = self.inner.add_tensor_to_tensor_set(set, name, tensor);
         self.unit(result, |names| {
             format!(
-                "add_tensor_to_tensor_set({}, {name:?}, {})",
+                "{}({}, {name:?}, {})",
+                LibnrtFunction::nrt_add_tensor_to_tensor_set.trace_name(),
                 names.set(set),
                 names.tensor(tensor)
             )
@@ -390,7 +409,11 @@ impl Runtime for TracingRuntime {
     fn get_tensor_from_tensor_set(&self, set: SetId, name: &str) -> Result<TensorId, NrtError> {
         let result = self.inner.get_tensor_from_tensor_set(set, name);
         self.trace.record_with(|names| {
-            let call = format!("get_tensor_from_tensor_set({}, {name:?})", names.set(set));
+            let call = format!(
+                "{}({}, {name:?})",
+                LibnrtFunction::nrt_get_tensor_from_tensor_set.trace_name(),
+                names.set(set)
+            );
             outcome(names, call, &result, |names, &tensor| Some(names.tensor(tensor)))
         });
         result
@@ -405,8 +428,11 @@ impl Runtime for TracingRuntime {
     ) -> Result<TensorId, NrtError> {
         let result = self.inner.tensor_allocate(placement, vnc, size, name);
         self.trace.record_with(|names| {
-            let call =
-                format!("tensor_allocate({}, {vnc}, {size}, {name:?})", placement_name(placement));
+            let call = format!(
+                "{}({}, {vnc}, {size}, {name:?})",
+                LibnrtFunction::nrt_tensor_allocate.trace_name(),
+                placement_name(placement)
+            );
             outcome(names, call, &result, |names, &tensor| Some(names.tensor(tensor)))
         });
         result
@@ -415,7 +441,8 @@ impl Runtime for TracingRuntime {
     fn tensor_allocate_empty(&self, name: &str) -> Result<TensorId, NrtError> {
         let result = self.inner.tensor_allocate_empty(name);
         self.trace.record_with(|names| {
-            let call = format!("tensor_allocate_empty({name:?})");
+            let call =
+                format!("{}({name:?})", LibnrtFunction::nrt_tensor_allocate_empty.trace_name());
             outcome(names, call, &result, |names, &tensor| Some(names.tensor(tensor)))
         });
         result
@@ -429,7 +456,11 @@ impl Runtime for TracingRuntime {
         let n_bytes = buffer.len();
         let result = self.inner.tensor_attach_buffer(tensor, buffer);
         self.unit(result, |names| {
-            format!("tensor_attach_buffer({}, <{n_bytes} bytes buffer>)", names.tensor(tensor))
+            format!(
+                "{}({}, <{n_bytes} bytes buffer>)",
+                LibnrtFunction::nrt_tensor_attach_buffer.trace_name(),
+                names.tensor(tensor)
+            )
         })
     }
 
@@ -442,8 +473,11 @@ impl Runtime for TracingRuntime {
     ) -> Result<TensorId, NrtError> {
         let result = self.inner.tensor_allocate_slice(src, offset, size, name);
         self.trace.record_with(|names| {
-            let call =
-                format!("tensor_allocate_slice({}, {offset}, {size}, {name:?})", names.tensor(src));
+            let call = format!(
+                "{}({}, {offset}, {size}, {name:?})",
+                LibnrtFunction::nrt_tensor_allocate_slice.trace_name(),
+                names.tensor(src)
+            );
             outcome(names, call, &result, |names, &tensor| Some(names.tensor(tensor)))
         });
         result
@@ -451,13 +485,20 @@ impl Runtime for TracingRuntime {
 
     fn tensor_free(&self, tensor: TensorId) -> Result<(), NrtError> {
         let result = self.inner.tensor_free(tensor);
-        self.unit(result, |names| format!("tensor_free({})", names.tensor(tensor)))
+        self.unit(result, |names| {
+            format!("{}({})", LibnrtFunction::nrt_tensor_free.trace_name(), names.tensor(tensor))
+        })
     }
 
     fn tensor_read(&self, tensor: TensorId, offset: usize, buf: &mut [u8]) -> Result<(), NrtError> {
         let result = self.inner.tensor_read(tensor, offset, buf);
         self.trace.record_with(|names| {
-            let call = format!("tensor_read({}, {offset}, {})", names.tensor(tensor), buf.len());
+            let call = format!(
+                "{}({}, {offset}, {})",
+                LibnrtFunction::nrt_tensor_read.trace_name(),
+                names.tensor(tensor),
+                buf.len()
+            );
             outcome(names, call, &result, |_, ()| Some(format_bytes(buf)))
         });
         result
@@ -466,7 +507,12 @@ impl Runtime for TracingRuntime {
     fn tensor_write(&self, tensor: TensorId, offset: usize, bytes: &[u8]) -> Result<(), NrtError> {
         let result = self.inner.tensor_write(tensor, offset, bytes);
         self.unit(result, |names| {
-            format!("tensor_write({}, {offset}, {})", names.tensor(tensor), format_bytes(bytes))
+            format!(
+                "{}({}, {offset}, {})",
+                LibnrtFunction::nrt_tensor_write.trace_name(),
+                names.tensor(tensor),
+                format_bytes(bytes)
+            )
         })
     }
 
@@ -481,7 +527,8 @@ impl Runtime for TracingRuntime {
         let result = self.inner.tensor_copy(src, src_offset, dst, dst_offset, size);
         self.unit(result, |names| {
             format!(
-                "tensor_copy({}, {src_offset}, {}, {dst_offset}, {size})",
+                "{}({}, {src_offset}, {}, {dst_offset}, {size})",
+                LibnrtFunction::nrt_tensor_copy.trace_name(),
                 names.tensor(src),
                 names.tensor(dst)
             )
@@ -497,14 +544,22 @@ impl Runtime for TracingRuntime {
     ) -> Result<(), NrtError> {
         let result = self.inner.tensor_memset(tensor, offset, value, size);
         self.unit(result, |names| {
-            format!("tensor_memset({}, {offset}, {value}, {size})", names.tensor(tensor))
+            format!(
+                "{}({}, {offset}, {value}, {size})",
+                LibnrtFunction::nrt_tensor_memset.trace_name(),
+                names.tensor(tensor)
+            )
         })
     }
 
     fn tensor_get_size(&self, tensor: TensorId) -> Result<usize, NrtError> {
         let result = self.inner.tensor_get_size(tensor);
         self.trace.record_with(|names| {
-            let call = format!("tensor_get_size({})", names.tensor(tensor));
+            let call = format!(
+                "{}({})",
+                LibnrtFunction::nrt_tensor_get_size.trace_name(),
+                names.tensor(tensor)
+            );
             outcome(names, call, &result, |_, size| Some(size.to_string()))
         });
         result
@@ -513,7 +568,11 @@ impl Runtime for TracingRuntime {
     fn tensor_get_va(&self, tensor: TensorId) -> Result<usize, NrtError> {
         let result = self.inner.tensor_get_va(tensor);
         self.trace.record_with(|names| {
-            let call = format!("tensor_get_va({})", names.tensor(tensor));
+            let call = format!(
+                "{}({})",
+                LibnrtFunction::nrt_tensor_get_va.trace_name(),
+                names.tensor(tensor)
+            );
             outcome(names, call, &result, |_, _| Some("<va>".to_owned()))
         });
         result
@@ -522,7 +581,11 @@ impl Runtime for TracingRuntime {
     fn get_model_tensor_info(&self, model: ModelId) -> Result<Vec<TensorInfo>, NrtError> {
         let result = self.inner.get_model_tensor_info(model);
         self.trace.record_with(|names| {
-            let call = format!("get_model_tensor_info({})", names.model(model));
+            let call = format!(
+                "{}({})",
+                LibnrtFunction::nrt_get_model_tensor_info.trace_name(),
+                names.model(model)
+            );
             outcome(names, call, &result, |_, info| Some(tensor_info_text(info)))
         });
         result
@@ -531,7 +594,12 @@ impl Runtime for TracingRuntime {
     fn get_version(&self) -> Result<NrtVersion, NrtError> {
         let result = self.inner.get_version();
         self.trace.record_with(|names| {
-            outcome(names, "get_version()".to_owned(), &result, |_, _| Some("<version>".to_owned()))
+            outcome(
+                names,
+                format!("{}()", LibnrtFunction::nrt_get_version.trace_name()),
+                &result,
+                |_, _| Some("<version>".to_owned()),
+            )
         });
         result
     }
@@ -539,9 +607,12 @@ impl Runtime for TracingRuntime {
     fn get_total_vnc_count(&self) -> Result<u32, NrtError> {
         let result = self.inner.get_total_vnc_count();
         self.trace.record_with(|names| {
-            outcome(names, "get_total_vnc_count()".to_owned(), &result, |_, count| {
-                Some(count.to_string())
-            })
+            outcome(
+                names,
+                format!("{}()", LibnrtFunction::nrt_get_total_vnc_count.trace_name()),
+                &result,
+                |_, count| Some(count.to_string()),
+            )
         });
         result
     }
@@ -549,9 +620,12 @@ impl Runtime for TracingRuntime {
     fn get_visible_vnc_count(&self) -> Result<u32, NrtError> {
         let result = self.inner.get_visible_vnc_count();
         self.trace.record_with(|names| {
-            outcome(names, "get_visible_vnc_count()".to_owned(), &result, |_, count| {
-                Some(count.to_string())
-            })
+            outcome(
+                names,
+                format!("{}()", LibnrtFunction::nrt_get_visible_vnc_count.trace_name()),
+                &result,
+                |_, count| Some(count.to_string()),
+            )
         });
         result
     }

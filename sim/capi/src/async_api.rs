@@ -90,7 +90,7 @@ pub unsafe extern "C" fn nrta_tensor_write(
     err: *mut c_void,
     req_sequence: *mut nrta_seq_t,
 ) -> u32 {
-    with_global("nrta_tensor_write", |g| {
+    with_global(F::nrta_tensor_write.name(), |g| {
         if buf.is_null() || req_sequence.is_null() {
             return INVALID;
         }
@@ -144,7 +144,7 @@ pub unsafe extern "C" fn nrta_tensor_read(
     err: *mut c_void,
     req_sequence: *mut nrta_seq_t,
 ) -> u32 {
-    with_global("nrta_tensor_read", |g| {
+    with_global(F::nrta_tensor_read.name(), |g| {
         if buf.is_null() || req_sequence.is_null() {
             return INVALID;
         }
@@ -199,7 +199,7 @@ pub unsafe extern "C" fn nrta_tensor_copy(
     err: *mut c_void,
     req_sequence: *mut nrta_seq_t,
 ) -> u32 {
-    with_global("nrta_tensor_copy", |g| {
+    with_global(F::nrta_tensor_copy.name(), |g| {
         if req_sequence.is_null() {
             return INVALID;
         }
@@ -249,7 +249,7 @@ pub unsafe extern "C" fn nrta_execute_schedule(
     err: *mut c_void,
     req_sequence: *mut nrta_seq_t,
 ) -> u32 {
-    with_global("nrta_execute_schedule", |g| {
+    with_global(F::nrta_execute_schedule.name(), |g| {
         if req_sequence.is_null() {
             return INVALID;
         }
@@ -266,7 +266,7 @@ pub unsafe extern "C" fn nrta_execute_schedule(
         };
         let lnc = match g.sim.model_cores(F::nrta_execute_schedule, model_id) {
             Ok(cores) => cores.first().copied().unwrap_or(0),
-            Err(err) => return g.failed("nrta_execute_schedule", &err),
+            Err(err) => return g.failed(F::nrta_execute_schedule.name(), &err),
         };
         let job_id = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
         let job_id_in_job = std::sync::Arc::clone(&job_id);
@@ -308,7 +308,7 @@ pub unsafe extern "C" fn nrta_execute_schedule(
 /// # Safety
 /// `is_completed` is NULL or a writable `bool`.
 pub unsafe extern "C" fn nrta_is_completed(seq: nrta_seq_t, is_completed: *mut bool) -> u32 {
-    with_global("nrta_is_completed", |g| {
+    with_global(F::nrta_is_completed.name(), |g| {
         if is_completed.is_null() {
             return INVALID;
         }
@@ -321,7 +321,7 @@ pub unsafe extern "C" fn nrta_is_completed(seq: nrta_seq_t, is_completed: *mut b
                 unsafe { ptr::write_unaligned(is_completed, done) };
                 SUCCESS
             }
-            Err(err) => g.failed("nrta_is_completed", &err.into()),
+            Err(err) => g.failed(F::nrta_is_completed.name(), &err.into()),
         }
     })
 }
@@ -336,7 +336,7 @@ pub unsafe extern "C" fn nrta_get_sequence(
     queue: c_int,
     seq: *mut nrta_seq_t,
 ) -> u32 {
-    with_global("nrta_get_sequence", |g| {
+    with_global(F::nrta_get_sequence.name(), |g| {
         if seq.is_null() {
             return INVALID;
         }
@@ -350,7 +350,7 @@ pub unsafe extern "C" fn nrta_get_sequence(
                 unsafe { ptr::write_unaligned(seq, g.queues.last_completed(key)) };
                 SUCCESS
             }
-            Err(err) => g.failed("nrta_get_sequence", &err.into()),
+            Err(err) => g.failed(F::nrta_get_sequence.name(), &err.into()),
         }
     })
 }
@@ -363,7 +363,7 @@ pub unsafe extern "C" fn nrta_error_tracker_create(
     lnc_idx: u32,
     error_tracker: *mut *mut c_void,
 ) -> u32 {
-    with_global("nrta_error_tracker_create", |g| {
+    with_global(F::nrta_error_tracker_create.name(), |g| {
         if error_tracker.is_null() {
             return INVALID;
         }
@@ -377,7 +377,7 @@ pub unsafe extern "C" fn nrta_error_tracker_create(
                 unsafe { *error_tracker = handle as *mut c_void };
                 SUCCESS
             }
-            Err(err) => g.failed("nrta_error_tracker_create", &err.into()),
+            Err(err) => g.failed(F::nrta_error_tracker_create.name(), &err.into()),
         }
     })
 }
@@ -388,7 +388,7 @@ pub unsafe extern "C" fn nrta_error_tracker_create(
 /// # Safety
 /// None: the handle is looked up, never dereferenced.
 pub unsafe extern "C" fn nrta_error_tracker_destroy(error_tracker: *mut c_void) {
-    guard("nrta_error_tracker_destroy", (), || {
+    guard(F::nrta_error_tracker_destroy.name(), (), || {
         let Ok(g) = global() else { return };
         if let Some(id) = g.release(Kind::ErrorTracker, error_tracker as usize) {
             g.queues.tracker_destroy(id);
@@ -407,7 +407,7 @@ pub unsafe extern "C" fn nrta_error_tracker_get_list(
     list: *mut *const nrta_error_t,
     error_count: *mut usize,
 ) -> u32 {
-    with_global("nrta_error_tracker_get_list", |g| {
+    with_global(F::nrta_error_tracker_get_list.name(), |g| {
         if list.is_null() || error_count.is_null() {
             return INVALID;
         }
@@ -436,7 +436,7 @@ pub unsafe extern "C" fn nrta_error_tracker_get_list(
                 }
                 SUCCESS
             }
-            Err(err) => g.failed("nrta_error_tracker_get_list", &err.into()),
+            Err(err) => g.failed(F::nrta_error_tracker_get_list.name(), &err.into()),
         }
     })
 }
@@ -450,7 +450,7 @@ pub unsafe extern "C" fn nrt_register_async_exec_callback(
     callback: NRT_ASYNC_EXEC_STATUS_CALLBACK,
     params: *mut c_void,
 ) -> u32 {
-    with_global("nrt_register_async_exec_callback", |g| {
+    with_global(F::nrt_register_async_exec_callback.name(), |g| {
         if let Err(status) = g.enter(F::nrt_register_async_exec_callback) {
             return status;
         }
@@ -465,7 +465,7 @@ pub unsafe extern "C" fn nrt_register_async_exec_callback(
 /// # Safety
 /// None beyond the C ABI.
 pub unsafe extern "C" fn nrt_async_drain_queued_execs(vnc: i32) -> u32 {
-    with_global("nrt_async_drain_queued_execs", |g| {
+    with_global(F::nrt_async_drain_queued_execs.name(), |g| {
         if let Err(status) = g.enter(F::nrt_async_drain_queued_execs) {
             return status;
         }
@@ -485,7 +485,7 @@ pub unsafe extern "C" fn nrt_async_drain_queued_execs(vnc: i32) -> u32 {
 /// # Safety
 /// None: no argument is read.
 pub unsafe extern "C" fn nrta_get_completion_handle(_seq: nrta_seq_t, _fd: *mut c_int) -> u32 {
-    with_global("nrta_get_completion_handle", |g| {
+    with_global(F::nrta_get_completion_handle.name(), |g| {
         g.unsupported(
             F::nrta_get_completion_handle,
             "requests have no pollable file descriptors; poll nrta_is_completed",

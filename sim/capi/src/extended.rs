@@ -89,7 +89,7 @@ fn count(
 /// # Safety
 /// `vnc_count` is NULL or a writable `uint32_t`.
 pub unsafe extern "C" fn nrt_get_total_nc_count(vnc_count: *mut u32) -> u32 {
-    with_global("nrt_get_total_nc_count", |g| {
+    with_global(F::nrt_get_total_nc_count.name(), |g| {
         count(g, F::nrt_get_total_nc_count, vnc_count, || g.sim.get_total_nc_count())
     })
 }
@@ -99,7 +99,7 @@ pub unsafe extern "C" fn nrt_get_total_nc_count(vnc_count: *mut u32) -> u32 {
 /// # Safety
 /// `vnc_count` is NULL or a writable `uint32_t`.
 pub unsafe extern "C" fn nrt_get_visible_nc_count(vnc_count: *mut u32) -> u32 {
-    with_global("nrt_get_visible_nc_count", |g| {
+    with_global(F::nrt_get_visible_nc_count.name(), |g| {
         count(g, F::nrt_get_visible_nc_count, vnc_count, || g.sim.get_visible_nc_count())
     })
 }
@@ -168,7 +168,7 @@ pub unsafe extern "C" fn nrt_get_model_info(
     info_size_in: usize,
     info_size_out: *mut usize,
 ) -> u32 {
-    with_global("nrt_get_model_info", |g| {
+    with_global(F::nrt_get_model_info.name(), |g| {
         if info.is_null() {
             return INVALID;
         }
@@ -192,7 +192,7 @@ pub unsafe extern "C" fn nrt_get_instance_info(
     info: *mut nrt_instance_info_t,
     instance_info_len: usize,
 ) -> u32 {
-    with_global("nrt_get_instance_info", |g| {
+    with_global(F::nrt_get_instance_info.name(), |g| {
         if info.is_null() || instance_info_len < size_of::<nrt_instance_info_t>() {
             return INVALID;
         }
@@ -228,7 +228,7 @@ pub unsafe extern "C" fn nrt_get_vnc_memory_stats(
     stats_size_in: usize,
     stats_size_out: *mut usize,
 ) -> u32 {
-    with_global("nrt_get_vnc_memory_stats", |g| {
+    with_global(F::nrt_get_vnc_memory_stats.name(), |g| {
         if stats.is_null() {
             return INVALID;
         }
@@ -237,7 +237,7 @@ pub unsafe extern "C" fn nrt_get_vnc_memory_stats(
                 bytes_used: found.bytes_used as usize,
                 bytes_limit: found.bytes_limit as usize,
             },
-            Err(err) => return g.failed("nrt_get_vnc_memory_stats", &err),
+            Err(err) => return g.failed(F::nrt_get_vnc_memory_stats.name(), &err),
         };
         // SAFETY: by this function's contract.
         unsafe { put_versioned(stats, stats_size_in, stats_size_out, value) }
@@ -302,7 +302,7 @@ pub unsafe extern "C" fn nrt_tensor_read_batch(
     num_batches: u64,
     _untracked: bool,
 ) -> u32 {
-    with_global("nrt_tensor_read_batch", |g| {
+    with_global(F::nrt_tensor_read_batch.name(), |g| {
         if let Err(status) = g.enter(F::nrt_tensor_read_batch) {
             return status;
         }
@@ -318,7 +318,7 @@ pub unsafe extern "C" fn nrt_tensor_read_batch(
                     // `ptr::copy` allows it to overlap simulator memory.
                     ptr::copy(bytes.as_ptr(), buffer.cast::<u8>(), size);
                 }
-                g.status("nrt_tensor_read_batch", result)
+                g.status(F::nrt_tensor_read_batch.name(), result)
             })
         }
     })
@@ -333,7 +333,7 @@ pub unsafe extern "C" fn nrt_tensor_write_batch(
     num_batches: u64,
     _untracked: bool,
 ) -> u32 {
-    with_global("nrt_tensor_write_batch", |g| {
+    with_global(F::nrt_tensor_write_batch.name(), |g| {
         if let Err(status) = g.enter(F::nrt_tensor_write_batch) {
             return status;
         }
@@ -347,7 +347,10 @@ pub unsafe extern "C" fn nrt_tensor_write_batch(
                     // SAFETY: `buffer` has `size` readable bytes (this function's contract).
                     ptr::copy(buffer.cast::<u8>(), bytes.as_mut_ptr(), size);
                 }
-                g.status("nrt_tensor_write_batch", g.sim.tensor_write(tensor, offset, &bytes))
+                g.status(
+                    F::nrt_tensor_write_batch.name(),
+                    g.sim.tensor_write(tensor, offset, &bytes),
+                )
             })
         }
     })
@@ -362,7 +365,7 @@ pub unsafe extern "C" fn nrt_tensor_get_device_allocation_info(
     tensor: *const c_void,
     alloc_info: *mut nrt_tensor_device_allocation_info_t,
 ) -> u32 {
-    with_global("nrt_tensor_get_device_allocation_info", |g| {
+    with_global(F::nrt_tensor_get_device_allocation_info.name(), |g| {
         if alloc_info.is_null() {
             return INVALID;
         }
@@ -384,7 +387,7 @@ pub unsafe extern "C" fn nrt_tensor_get_device_allocation_info(
                 // SAFETY: non-NULL, the caller's struct.
                 unsafe { put_value(alloc_info, value) }
             }
-            Err(err) => g.failed("nrt_tensor_get_device_allocation_info", &err),
+            Err(err) => g.failed(F::nrt_tensor_get_device_allocation_info.name(), &err),
         }
     })
 }
@@ -397,7 +400,7 @@ pub unsafe extern "C" fn nrt_host_device_id_get(
     neuron_dev: c_int,
     host_device_id: *mut u32,
 ) -> u32 {
-    with_global("nrt_host_device_id_get", |g| {
+    with_global(F::nrt_host_device_id_get.name(), |g| {
         if host_device_id.is_null() || neuron_dev != 0 {
             return INVALID;
         }
@@ -440,7 +443,7 @@ pub unsafe extern "C" fn nrt_build_global_comm(
     g_device_id: u32,
     g_device_count: u32,
 ) -> u32 {
-    with_global("nrt_build_global_comm", |g| {
+    with_global(F::nrt_build_global_comm.name(), |g| {
         one_rank(g, F::nrt_build_global_comm, vnc.into(), g_device_id, g_device_count)
     })
 }
@@ -454,7 +457,7 @@ pub unsafe extern "C" fn nrt_cc_global_comm_init(
     g_device_id: u32,
     g_device_count: u32,
 ) -> u32 {
-    with_global("nrt_cc_global_comm_init", |g| {
+    with_global(F::nrt_cc_global_comm_init.name(), |g| {
         one_rank(g, F::nrt_cc_global_comm_init, vnc.into(), g_device_id, g_device_count)
     })
 }
@@ -464,7 +467,7 @@ pub unsafe extern "C" fn nrt_cc_global_comm_init(
 /// # Safety
 /// None beyond the C ABI.
 pub unsafe extern "C" fn nrt_barrier(vnc: i32, g_device_id: u32, g_device_count: u32) -> u32 {
-    with_global("nrt_barrier", |g| {
+    with_global(F::nrt_barrier.name(), |g| {
         one_rank(g, F::nrt_barrier, vnc.into(), g_device_id, g_device_count)
     })
 }
@@ -482,7 +485,7 @@ pub unsafe extern "C" fn nrt_all_gather(
     input: *mut c_void,
     output: *mut c_void,
 ) -> u32 {
-    with_global("nrt_all_gather", |g| {
+    with_global(F::nrt_all_gather.name(), |g| {
         if (input.is_null() || output.is_null()) && rank_input_size > 0 {
             return INVALID;
         }
@@ -506,7 +509,7 @@ pub unsafe extern "C" fn nrt_get_libnccl_net(
     err_msg: *mut c_char,
     err_msg_size: usize,
 ) -> *mut c_void {
-    guard("nrt_get_libnccl_net", ptr::null_mut(), || {
+    guard(F::nrt_get_libnccl_net.name(), ptr::null_mut(), || {
         if let Ok(g) = global() {
             g.unsupported(F::nrt_get_libnccl_net, "there is no NCCL network plugin");
         }
@@ -534,7 +537,7 @@ pub unsafe extern "C" fn nrt_get_libnccl_net(
 /// # Safety
 /// None: no argument is read.
 pub unsafe extern "C" fn nrt_get_dmabuf_fd(_va: u64, _size: u64, _fd: *mut c_int) -> u32 {
-    with_global("nrt_get_dmabuf_fd", |g| {
+    with_global(F::nrt_get_dmabuf_fd.name(), |g| {
         g.unsupported(F::nrt_get_dmabuf_fd, "no dma-buf exists without a Neuron device")
     })
 }
@@ -547,7 +550,7 @@ pub unsafe extern "C" fn nrt_host_device_id_rid_map_get(
     _count: *mut u32,
     _host_did_to_rid_map: *mut u32,
 ) -> u32 {
-    with_global("nrt_host_device_id_rid_map_get", |g| {
+    with_global(F::nrt_host_device_id_rid_map_get.name(), |g| {
         g.unsupported(
             F::nrt_host_device_id_rid_map_get,
             "there are no routing ids without a Neuron driver",
@@ -565,7 +568,7 @@ pub unsafe extern "C" fn nrt_get_hbm_mmap_va(
     _addr: *mut *mut c_void,
     _size: *mut usize,
 ) -> u32 {
-    with_global("nrt_get_hbm_mmap_va", |g| {
+    with_global(F::nrt_get_hbm_mmap_va.name(), |g| {
         g.unsupported(F::nrt_get_hbm_mmap_va, "simulated HBM cannot be mapped into the caller")
     })
 }
@@ -579,7 +582,7 @@ pub unsafe extern "C" fn nrt_get_attached_efa_bdf(
     _efa_bdf: *mut c_char,
     _len: *mut usize,
 ) -> u32 {
-    with_global("nrt_get_attached_efa_bdf", |g| {
+    with_global(F::nrt_get_attached_efa_bdf.name(), |g| {
         g.unsupported(
             F::nrt_get_attached_efa_bdf,
             "no EFA device is attached to a simulated device",
@@ -592,7 +595,7 @@ pub unsafe extern "C" fn nrt_get_attached_efa_bdf(
 /// # Safety
 /// None: no argument is read.
 pub unsafe extern "C" fn nrt_trace_start(_trace_mem: bool) -> u32 {
-    with_global("nrt_trace_start", |g| {
+    with_global(F::nrt_trace_start.name(), |g| {
         g.unsupported(F::nrt_trace_start, "the legacy trace API is not simulated")
     })
 }
@@ -602,7 +605,7 @@ pub unsafe extern "C" fn nrt_trace_start(_trace_mem: bool) -> u32 {
 /// # Safety
 /// None: no argument is read.
 pub unsafe extern "C" fn nrt_trace_stop(_filename: *const c_char) -> u32 {
-    with_global("nrt_trace_stop", |g| {
+    with_global(F::nrt_trace_stop.name(), |g| {
         g.unsupported(F::nrt_trace_stop, "the legacy trace API is not simulated")
     })
 }
@@ -612,7 +615,7 @@ pub unsafe extern "C" fn nrt_trace_stop(_filename: *const c_char) -> u32 {
 /// # Safety
 /// None: no argument is read.
 pub unsafe extern "C" fn nrt_set_pool_eng_ucode(_ucode_info: *const nrt_ucode_info) -> u32 {
-    with_global("nrt_set_pool_eng_ucode", |g| {
+    with_global(F::nrt_set_pool_eng_ucode.name(), |g| {
         g.unsupported(
             F::nrt_set_pool_eng_ucode,
             "there is no pooling engine to load microcode into",
@@ -633,7 +636,7 @@ pub unsafe extern "C" fn nrta_cc_prepare(
     _cc_op: nrt_cc_op_type_t,
     _cc_ctx: *mut *mut c_void,
 ) -> u32 {
-    with_global("nrta_cc_prepare", |g| {
+    with_global(F::nrta_cc_prepare.name(), |g| {
         g.unsupported(F::nrta_cc_prepare, "the async API is not simulated yet")
     })
 }
@@ -648,7 +651,7 @@ pub unsafe extern "C" fn nrta_cc_schedule(
     _err: *mut c_void,
     _req_sequence: *mut nrta_seq_t,
 ) -> u32 {
-    with_global("nrta_cc_schedule", |g| {
+    with_global(F::nrta_cc_schedule.name(), |g| {
         g.unsupported(F::nrta_cc_schedule, "the async API is not simulated yet")
     })
 }
@@ -664,13 +667,13 @@ pub unsafe extern "C" fn nrt_tensor_check_output_completion(
     timeout: i64,
     expected_completion_count: u64,
 ) -> u32 {
-    with_global("nrt_tensor_check_output_completion", |g| {
+    with_global(F::nrt_tensor_check_output_completion.name(), |g| {
         let id = match g.lookup(Kind::Tensor, output_tensor as usize) {
             Ok(id) => TensorId(id),
             Err(status) => return status,
         };
         let checked = g.sim.tensor_check_output_completion(id, timeout, expected_completion_count);
-        g.status("nrt_tensor_check_output_completion", checked)
+        g.status(F::nrt_tensor_check_output_completion.name(), checked)
     })
 }
 
@@ -679,12 +682,15 @@ pub unsafe extern "C" fn nrt_tensor_check_output_completion(
 /// # Safety
 /// None: the handle is looked up, never dereferenced.
 pub unsafe extern "C" fn nrt_tensor_reset_output_completion(output_tensor: *mut c_void) -> u32 {
-    with_global("nrt_tensor_reset_output_completion", |g| {
+    with_global(F::nrt_tensor_reset_output_completion.name(), |g| {
         let id = match g.lookup(Kind::Tensor, output_tensor as usize) {
             Ok(id) => TensorId(id),
             Err(status) => return status,
         };
-        g.status("nrt_tensor_reset_output_completion", g.sim.tensor_reset_output_completion(id))
+        g.status(
+            F::nrt_tensor_reset_output_completion.name(),
+            g.sim.tensor_reset_output_completion(id),
+        )
     })
 }
 
@@ -698,7 +704,7 @@ pub unsafe extern "C" fn nrt_memcpy_to_device(
     src: *const c_void,
     size: usize,
 ) -> u32 {
-    with_global("nrt_memcpy_to_device", |g| {
+    with_global(F::nrt_memcpy_to_device.name(), |g| {
         if dest.is_null() || (src.is_null() && size > 0) {
             return INVALID;
         }
@@ -708,6 +714,6 @@ pub unsafe extern "C" fn nrt_memcpy_to_device(
             // allows them to overlap simulator memory.
             unsafe { ptr::copy(src.cast::<u8>(), bytes.as_mut_ptr(), size) };
         }
-        g.status("nrt_memcpy_to_device", g.sim.memcpy_to_device(dest as usize, &bytes))
+        g.status(F::nrt_memcpy_to_device.name(), g.sim.memcpy_to_device(dest as usize, &bytes))
     })
 }

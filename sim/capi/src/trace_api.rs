@@ -290,7 +290,7 @@ pub unsafe extern "C" fn nrt_sys_trace_config_allocate(options: *mut *mut c_void
 /// None: the handle is looked up, never dereferenced.
 pub unsafe extern "C" fn nrt_sys_trace_config_set_defaults(options: *mut c_void) {
     set_quietly(
-        "nrt_sys_trace_config_set_defaults",
+        F::nrt_sys_trace_config_set_defaults.name(),
         Kind::TraceConfig,
         options,
         trace_configs,
@@ -305,7 +305,7 @@ pub unsafe extern "C" fn nrt_sys_trace_config_set_defaults(options: *mut c_void)
 /// # Safety
 /// None: the handle is looked up, never dereferenced.
 pub unsafe extern "C" fn nrt_sys_trace_config_free(options: *mut c_void) {
-    guard("nrt_sys_trace_config_free", (), || {
+    guard(F::nrt_sys_trace_config_free.name(), (), || {
         release(Kind::TraceConfig, options, trace_configs);
     })
 }
@@ -319,7 +319,7 @@ pub unsafe extern "C" fn nrt_sys_trace_config_set_max_events_per_nc(
     max_events_per_nc: u64,
 ) {
     set_quietly(
-        "nrt_sys_trace_config_set_max_events_per_nc",
+        F::nrt_sys_trace_config_set_max_events_per_nc.name(),
         Kind::TraceConfig,
         options,
         trace_configs,
@@ -339,7 +339,7 @@ pub unsafe extern "C" fn nrt_sys_trace_config_set_capture_enabled_for_nc(
     enabled: bool,
 ) {
     set_quietly(
-        "nrt_sys_trace_config_set_capture_enabled_for_nc",
+        F::nrt_sys_trace_config_set_capture_enabled_for_nc.name(),
         Kind::TraceConfig,
         options,
         trace_configs,
@@ -363,7 +363,7 @@ pub unsafe extern "C" fn nrt_sys_trace_config_set_capture_enabled_for_event_type
     event_type: *const c_char,
     enabled: bool,
 ) -> u32 {
-    with_global("nrt_sys_trace_config_set_capture_enabled_for_event_type", |g| {
+    with_global(F::nrt_sys_trace_config_set_capture_enabled_for_event_type.name(), |g| {
         // SAFETY: NULL or a C string.
         let Some(event_type) = (unsafe { text(event_type) }) else { return INVALID };
         with_object(g, Kind::TraceConfig, options, trace_configs, |c| {
@@ -385,7 +385,7 @@ pub unsafe extern "C" fn nrt_sys_trace_get_event_types(
     event_types: *mut *mut *const c_char,
     count: *mut usize,
 ) -> u32 {
-    with_global("nrt_sys_trace_get_event_types", |_| {
+    with_global(F::nrt_sys_trace_get_event_types.name(), |_| {
         if event_types.is_null() || count.is_null() {
             return INVALID;
         }
@@ -403,7 +403,7 @@ pub unsafe extern "C" fn nrt_sys_trace_free_event_types(
     event_types: *mut *const c_char,
     count: usize,
 ) {
-    guard("nrt_sys_trace_free_event_types", (), || free_strings(event_types, count))
+    guard(F::nrt_sys_trace_free_event_types.name(), (), || free_strings(event_types, count))
 }
 
 /// `nrt_sys_trace_config_get_enabled_event_types`.
@@ -415,7 +415,7 @@ pub unsafe extern "C" fn nrt_sys_trace_config_get_enabled_event_types(
     event_types: *mut *mut *const c_char,
     count: *mut usize,
 ) -> u32 {
-    with_global("nrt_sys_trace_config_get_enabled_event_types", |g| {
+    with_global(F::nrt_sys_trace_config_get_enabled_event_types.name(), |g| {
         if event_types.is_null() || count.is_null() {
             return INVALID;
         }
@@ -432,7 +432,7 @@ pub unsafe extern "C" fn nrt_sys_trace_config_get_enabled_event_types(
 /// # Safety
 /// None: the handle is looked up, never dereferenced.
 pub unsafe extern "C" fn nrt_sys_trace_start(options: *mut c_void) -> u32 {
-    with_global("nrt_sys_trace_start", |g| {
+    with_global(F::nrt_sys_trace_start.name(), |g| {
         if let Err(status) = g.enter(F::nrt_sys_trace_start) {
             return status;
         }
@@ -461,7 +461,7 @@ pub unsafe extern "C" fn nrt_sys_trace_start(options: *mut c_void) -> u32 {
 /// # Safety
 /// None beyond the C ABI.
 pub unsafe extern "C" fn nrt_sys_trace_stop() -> u32 {
-    with_global("nrt_sys_trace_stop", |g| {
+    with_global(F::nrt_sys_trace_stop.name(), |g| {
         if let Err(status) = g.enter(F::nrt_sys_trace_stop) {
             return status;
         }
@@ -488,7 +488,7 @@ pub unsafe extern "C" fn nrt_sys_trace_fetch_options_allocate(options: *mut *mut
 /// None: the handle is looked up, never dereferenced.
 pub unsafe extern "C" fn nrt_sys_trace_fetch_options_set_defaults(options: *mut c_void) {
     set_quietly(
-        "nrt_sys_trace_fetch_options_set_defaults",
+        F::nrt_sys_trace_fetch_options_set_defaults.name(),
         Kind::FetchOptions,
         options,
         fetch_options,
@@ -503,7 +503,7 @@ pub unsafe extern "C" fn nrt_sys_trace_fetch_options_set_defaults(options: *mut 
 /// # Safety
 /// None: the handle is looked up, never dereferenced.
 pub unsafe extern "C" fn nrt_sys_trace_fetch_options_free(options: *mut c_void) {
-    guard("nrt_sys_trace_fetch_options_free", (), || {
+    guard(F::nrt_sys_trace_fetch_options_free.name(), (), || {
         release(Kind::FetchOptions, options, fetch_options);
     })
 }
@@ -517,7 +517,7 @@ pub unsafe extern "C" fn nrt_sys_trace_fetch_options_set_max_events_per_nc(
     max_events_per_nc: u64,
 ) {
     set_quietly(
-        "nrt_sys_trace_fetch_options_set_max_events_per_nc",
+        F::nrt_sys_trace_fetch_options_set_max_events_per_nc.name(),
         Kind::FetchOptions,
         options,
         fetch_options,
@@ -533,7 +533,7 @@ pub unsafe extern "C" fn nrt_sys_trace_fetch_options_set_max_events_per_nc(
 /// None: the handle is looked up, never dereferenced.
 pub unsafe extern "C" fn nrt_sys_trace_fetch_options_set_nc_idx(options: *mut c_void, nc_idx: u64) {
     set_quietly(
-        "nrt_sys_trace_fetch_options_set_nc_idx",
+        F::nrt_sys_trace_fetch_options_set_nc_idx.name(),
         Kind::FetchOptions,
         options,
         fetch_options,
@@ -554,7 +554,7 @@ pub unsafe extern "C" fn nrt_sys_trace_fetch_events(
     written_size: *mut usize,
     options: *const c_void,
 ) -> u32 {
-    with_global("nrt_sys_trace_fetch_events", |g| {
+    with_global(F::nrt_sys_trace_fetch_events.name(), |g| {
         if buffer.is_null() || written_size.is_null() {
             return INVALID;
         }
@@ -600,7 +600,7 @@ pub unsafe extern "C" fn nrt_sys_trace_fetch_events(
 /// # Safety
 /// `buffer` is NULL or a buffer from `nrt_sys_trace_fetch_events`.
 pub unsafe extern "C" fn nrt_sys_trace_buffer_free(buffer: *mut c_char) {
-    guard("nrt_sys_trace_buffer_free", (), || {
+    guard(F::nrt_sys_trace_buffer_free.name(), (), || {
         // SAFETY: NULL (a no-op for `free`) or memory this library `malloc`ed.
         unsafe { free(buffer.cast::<c_void>()) }
     })
@@ -635,13 +635,13 @@ fn start_profiler(g: &Global, function: F, model: Option<u64>, mode: Profiler) -
 /// # Safety
 /// `filename` is NULL or a C string.
 pub unsafe extern "C" fn nrt_profile_start(model: *mut c_void, filename: *const c_char) -> u32 {
-    with_global("nrt_profile_start", |g| {
+    with_global(F::nrt_profile_start.name(), |g| {
         let id = match g.lookup(Kind::Model, model as usize) {
             Ok(id) => ModelId(id),
             Err(status) => return status,
         };
         if let Err(err) = g.sim.model_cores(F::nrt_profile_start, id) {
-            return g.failed("nrt_profile_start", &err);
+            return g.failed(F::nrt_profile_start.name(), &err);
         }
         // SAFETY: NULL or a C string.
         let path = unsafe { text(filename) }.map(PathBuf::from);
@@ -654,7 +654,7 @@ pub unsafe extern "C" fn nrt_profile_start(model: *mut c_void, filename: *const 
 /// # Safety
 /// `filename` is NULL or a C string.
 pub unsafe extern "C" fn nrt_profile_stop(filename: *const c_char) -> u32 {
-    with_global("nrt_profile_stop", |g| {
+    with_global(F::nrt_profile_stop.name(), |g| {
         if let Err(status) = g.enter(F::nrt_profile_stop) {
             return status;
         }
@@ -701,7 +701,7 @@ pub unsafe extern "C" fn nrt_profile_continuous_options_allocate(options: *mut *
 /// # Safety
 /// None: the handle is looked up, never dereferenced.
 pub unsafe extern "C" fn nrt_profile_continuous_options_free(options: *mut c_void) -> u32 {
-    guard("nrt_profile_continuous_options_free", FAILURE, || {
+    guard(F::nrt_profile_continuous_options_free.name(), FAILURE, || {
         release(Kind::ContinuousOptions, options, continuous)
     })
 }
@@ -714,7 +714,7 @@ pub unsafe extern "C" fn nrt_profile_continuous_options_set_output_dir(
     options: *mut c_void,
     output_dir: *const c_char,
 ) -> u32 {
-    with_global("nrt_profile_continuous_options_set_output_dir", |g| {
+    with_global(F::nrt_profile_continuous_options_set_output_dir.name(), |g| {
         // SAFETY: NULL or a C string.
         let Some(dir) = (unsafe { text(output_dir) }).filter(|dir| !dir.is_empty()) else {
             return INVALID;
@@ -731,7 +731,7 @@ pub unsafe extern "C" fn nrt_profile_continuous_options_set_output_dir(
 /// # Safety
 /// None: the handle is looked up, never dereferenced.
 pub unsafe extern "C" fn nrt_profile_continuous_start(options: *mut c_void) -> u32 {
-    with_global("nrt_profile_continuous_start", |g| {
+    with_global(F::nrt_profile_continuous_start.name(), |g| {
         if !options.is_null() {
             let status = with_object(g, Kind::ContinuousOptions, options, continuous, |_| SUCCESS);
             if status != SUCCESS {
@@ -748,7 +748,7 @@ pub unsafe extern "C" fn nrt_profile_continuous_start(options: *mut c_void) -> u
 /// # Safety
 /// None: the handle is looked up, never dereferenced.
 pub unsafe extern "C" fn nrt_profile_continuous_save(vnc: u32, options: *mut c_void) -> u32 {
-    with_global("nrt_profile_continuous_save", |g| {
+    with_global(F::nrt_profile_continuous_save.name(), |g| {
         if let Err(status) = g.enter(F::nrt_profile_continuous_save) {
             return status;
         }
@@ -790,7 +790,7 @@ pub unsafe extern "C" fn nrt_profile_continuous_save(vnc: u32, options: *mut c_v
 /// # Safety
 /// None beyond the C ABI.
 pub unsafe extern "C" fn nrt_profile_continuous_stop() -> u32 {
-    with_global("nrt_profile_continuous_stop", |g| {
+    with_global(F::nrt_profile_continuous_stop.name(), |g| {
         if let Err(status) = g.enter(F::nrt_profile_continuous_stop) {
             return status;
         }
@@ -813,7 +813,7 @@ pub unsafe extern "C" fn nrt_profile_continuous_stop() -> u32 {
 /// # Safety
 /// None beyond the C ABI.
 pub unsafe extern "C" fn nrt_inspect_begin() -> u32 {
-    with_global("nrt_inspect_begin", |g| {
+    with_global(F::nrt_inspect_begin.name(), |g| {
         let dir =
             std::env::var("NEURON_RT_INSPECT_OUTPUT_DIR").unwrap_or_else(|_| "./output".to_owned());
         start_profiler(g, F::nrt_inspect_begin, None, Profiler::Inspect(PathBuf::from(dir), 1))
@@ -825,7 +825,7 @@ pub unsafe extern "C" fn nrt_inspect_begin() -> u32 {
 /// # Safety
 /// None beyond the C ABI.
 pub unsafe extern "C" fn nrt_inspect_stop() -> u32 {
-    with_global("nrt_inspect_stop", |g| {
+    with_global(F::nrt_inspect_stop.name(), |g| {
         if let Err(status) = g.enter(F::nrt_inspect_stop) {
             return status;
         }
@@ -878,7 +878,9 @@ pub unsafe extern "C" fn nrt_inspect_config_set_defaults(options: *mut c_void) -
 /// # Safety
 /// None: the handle is looked up, never dereferenced.
 pub unsafe extern "C" fn nrt_inspect_config_free(options: *mut c_void) -> u32 {
-    guard("nrt_inspect_config_free", FAILURE, || release(Kind::InspectConfig, options, inspect))
+    guard(F::nrt_inspect_config_free.name(), FAILURE, || {
+        release(Kind::InspectConfig, options, inspect)
+    })
 }
 
 /// `nrt_inspect_config_set_session_id`.
@@ -1002,7 +1004,7 @@ pub unsafe extern "C" fn nrt_inspect_config_set_enable_inspect_on_fail(
 /// # Safety
 /// None: the handle is looked up, never dereferenced.
 pub unsafe extern "C" fn nrt_inspect_begin_with_options(options: *mut c_void) -> u32 {
-    with_global("nrt_inspect_begin_with_options", |g| {
+    with_global(F::nrt_inspect_begin_with_options.name(), |g| {
         let config = if options.is_null() {
             InspectConfig::default()
         } else {
@@ -1035,7 +1037,7 @@ pub unsafe extern "C" fn nrt_inspect_config_get_all_activity_types(
     activity_types: *mut *mut *const c_char,
     count: *mut usize,
 ) -> u32 {
-    with_global("nrt_inspect_config_get_all_activity_types", |_| {
+    with_global(F::nrt_inspect_config_get_all_activity_types.name(), |_| {
         if activity_types.is_null() || count.is_null() {
             return INVALID;
         }
@@ -1072,7 +1074,9 @@ pub unsafe extern "C" fn nrt_inspect_config_free_activity_types(
     activity_types: *mut *const c_char,
     count: usize,
 ) {
-    guard("nrt_inspect_config_free_activity_types", (), || free_strings(activity_types, count))
+    guard(F::nrt_inspect_config_free_activity_types.name(), (), || {
+        free_strings(activity_types, count)
+    })
 }
 
 /// `nrt_inspect_config_set_activity`: one activity type or `all`; `NRT_INVALID` for another
