@@ -103,6 +103,10 @@ pub mod c_types {
         nrt_profile_continuous_options_t;
         /// `nrt_inspect_config_t`: options of inspect profiling.
         nrt_inspect_config_t;
+        /// `nrt_async_sendrecv_comm_t`: a send or receive communicator.
+        nrt_async_sendrecv_comm_t;
+        /// `nrt_async_sendrecv_request_t`: a send or receive in flight.
+        nrt_async_sendrecv_request_t;
     }
 
     /// `nrt_tensor_set_t` is `void` in C.

@@ -233,6 +233,27 @@ macro_rules! for_each_libnrt_function {
                 fn(buffer: *mut *mut c_char, written_size: *mut usize, options: *const nrt_sys_trace_fetch_options_t) -> NRT_STATUS;
             nrt_sys_trace_buffer_free = nrt_sys_trace [Ungated, NoFaults, Optional] fn(buffer: *mut c_char);
 
+            // nrt_async_sendrecv.h
+            nrt_async_sendrecv_get_max_num_communicators_per_lnc = nrt_async_sendrecv [Ungated, NoFaults, Optional]
+                fn(num: *mut c_int) -> NRT_STATUS;
+            nrt_async_sendrecv_get_max_num_pending_request = nrt_async_sendrecv [Ungated, NoFaults, Optional]
+                fn(num: *mut c_int) -> NRT_STATUS;
+            nrt_async_sendrecv_init = nrt_async_sendrecv [Gated, NoFaults, Optional] fn(lnc: c_int) -> NRT_STATUS;
+            nrt_async_sendrecv_close = nrt_async_sendrecv [Gated, NoFaults, Optional] fn(lnc: c_int) -> NRT_STATUS;
+            nrt_async_sendrecv_connect = nrt_async_sendrecv [Gated, NoFaults, Optional]
+                fn(peer_ip: *const c_char, peer_lnc: c_int, lnc: c_int, send_comm: *mut *mut nrt_async_sendrecv_comm_t) -> NRT_STATUS;
+            nrt_async_sendrecv_accept = nrt_async_sendrecv [Gated, NoFaults, Optional]
+                fn(peer_ip: *const c_char, peer_lnc: c_int, lnc: c_int, recv_comm: *mut *mut nrt_async_sendrecv_comm_t) -> NRT_STATUS;
+            nrt_async_sendrecv_test_comm = nrt_async_sendrecv [Gated, NoFaults, Optional]
+                fn(comm: *mut nrt_async_sendrecv_comm_t, done: *mut bool) -> NRT_STATUS;
+            nrt_async_sendrecv_send_tensor = nrt_async_sendrecv [Gated, NoFaults, Optional]
+                fn(tensor: *mut nrt_tensor_t, offset: usize, length: usize, send_comm: *mut nrt_async_sendrecv_comm_t, request: *mut *mut nrt_async_sendrecv_request_t) -> NRT_STATUS;
+            nrt_async_sendrecv_recv_tensor = nrt_async_sendrecv [Gated, NoFaults, Optional]
+                fn(tensor: *mut nrt_tensor_t, offset: usize, length: usize, recv_comm: *mut nrt_async_sendrecv_comm_t, request: *mut *mut nrt_async_sendrecv_request_t) -> NRT_STATUS;
+            nrt_async_sendrecv_test_request = nrt_async_sendrecv [Gated, NoFaults, Optional]
+                fn(request: *mut nrt_async_sendrecv_request_t, done: *mut bool, size: *mut usize) -> NRT_STATUS;
+            nrt_async_sendrecv_flush = nrt_async_sendrecv [Gated, NoFaults, Optional] fn(lnc: c_int) -> NRT_STATUS;
+
             // nrt_version.h
             nrt_get_version = nrt_version [Allowed, Faults, Always]
                 fn(ver: *mut nrt_version_t, size: usize) -> NRT_STATUS;

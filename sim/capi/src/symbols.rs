@@ -29,6 +29,8 @@ mod c_names {
     pub(super) type nrt_sys_trace_fetch_options_t = c_void;
     pub(super) type nrt_profile_continuous_options_t = c_void;
     pub(super) type nrt_inspect_config_t = c_void;
+    pub(super) type nrt_async_sendrecv_comm_t = c_void;
+    pub(super) type nrt_async_sendrecv_request_t = c_void;
     pub(super) type nrt_tensor_info_array_t = abi::c_layout::NrtTensorInfoC;
 }
 

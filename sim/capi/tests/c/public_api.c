@@ -15,6 +15,7 @@
 
 #include <nrt/nrt.h>
 #include <nrt/nrt_async.h>
+#include <nrt/nrt_async_sendrecv.h>
 #include <nrt/nrt_experimental.h>
 #include <nrt/nrt_profile.h>
 #include <nrt/nrt_sys_trace.h>
@@ -302,6 +303,7 @@ int main(int argc, char **argv) {
            NRT_SUCCESS);
     ensure(gathered[0] == 1.0f && gathered[1] == 2.0f, "one rank gathers its own input");
     expect("nrt_barrier of two ranks", nrt_barrier(0, 0, 2), NRT_INVALID);
+    expect("nrt_async_sendrecv_init", nrt_async_sendrecv_init(0), NRT_INVALID);
 
     nrt_tensor_free(&input);
     nrt_tensor_free(&output);
