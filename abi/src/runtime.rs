@@ -549,6 +549,55 @@ pub trait Runtime: Send + Sync {
     /// # Errors
     /// [`NrtStatus::Invalid`] for a NeuronCore that does not exist; the lifecycle statuses.
     fn get_vnc_memory_stats(&self, vnc: u32) -> Result<VncMemoryStats, NrtError>;
+
+    /// `nrt_sys_trace_get_event_types`: the event types a capture can record.
+    ///
+    /// # Errors
+    /// A library failure, or a library without the function.
+    fn sys_trace_get_event_types(&self) -> Result<Vec<String>, NrtError>;
+
+    /// `nrt_sys_trace_config_allocate`, the config setters `config` asks for,
+    /// `nrt_sys_trace_start`, then `nrt_sys_trace_config_free`: starts a system-trace capture.
+    ///
+    /// # Errors
+    /// [`NrtStatus::Invalid`] for an unknown event type or while a capture runs; the lifecycle
+    /// statuses.
+    fn sys_trace_start(&self, config: &SysTraceConfig) -> Result<(), NrtError>;
+
+    /// `nrt_sys_trace_fetch_events` (with fetch options as `fetch` asks), then
+    /// `nrt_sys_trace_buffer_free`: removes the captured events and returns them as JSON.
+    ///
+    /// # Errors
+    /// [`NrtStatus::Invalid`] without a capture; the lifecycle statuses.
+    fn sys_trace_fetch_events(&self, fetch: &SysTraceFetch) -> Result<String, NrtError>;
+
+    /// `nrt_sys_trace_stop`: ends the capture and frees its events.
+    ///
+    /// # Errors
+    /// [`NrtStatus::Invalid`] without a capture; the lifecycle statuses.
+    fn sys_trace_stop(&self) -> Result<(), NrtError>;
+}
+
+/// What a system-trace capture records (the setters of `nrt_sys_trace_config_t`); the default
+/// is the library's default config.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SysTraceConfig {
+    /// `nrt_sys_trace_config_set_max_events_per_nc`, when set.
+    pub max_events_per_nc: Option<u64>,
+    /// NeuronCores switched off (`nrt_sys_trace_config_set_capture_enabled_for_nc`).
+    pub disabled_ncs: Vec<u32>,
+    /// Event types switched off (`nrt_sys_trace_config_set_capture_enabled_for_event_type`).
+    pub disabled_event_types: Vec<String>,
+}
+
+/// What a fetch returns (the setters of `nrt_sys_trace_fetch_options_t`); the default fetches
+/// every event of every core.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SysTraceFetch {
+    /// `nrt_sys_trace_fetch_options_set_max_events_per_nc`, when set.
+    pub max_events_per_nc: Option<u64>,
+    /// `nrt_sys_trace_fetch_options_set_nc_idx`, when set.
+    pub nc: Option<u64>,
 }
 
 /// `nrt_vnc_memory_stats_t`: device memory of one NeuronCore.

@@ -41,8 +41,8 @@ use sha2::{Digest, Sha256};
 
 use crate::functions::LibnrtFunction;
 use crate::runtime::{
-    ExternalBuffer, Framework, ModelId, NrtError, NrtVersion, Placement, Runtime, SetId, TensorId,
-    TensorInfo, TensorUsage, VncMemoryStats,
+    ExternalBuffer, Framework, ModelId, NrtError, NrtVersion, Placement, Runtime, SetId,
+    SysTraceConfig, SysTraceFetch, TensorId, TensorInfo, TensorUsage, VncMemoryStats,
 };
 use crate::status::NrtStatus;
 
@@ -660,6 +660,35 @@ impl Runtime for TracingRuntime {
         result
     }
 
+    fn sys_trace_get_event_types(&self) -> Result<Vec<String>, NrtError> {
+        let result = self.inner.sys_trace_get_event_types();
+        self.sys_trace_line(LibnrtFunction::nrt_sys_trace_get_event_types, String::new(), &result);
+        result
+    }
+
+    fn sys_trace_start(&self, config: &SysTraceConfig) -> Result<(), NrtError> {
+        let result = self.inner.sys_trace_start(config);
+        let args = format!(
+            "max_events_per_nc {:?}, disabled_ncs {:?}, disabled_event_types {:?}",
+            config.max_events_per_nc, config.disabled_ncs, config.disabled_event_types
+        );
+        self.sys_trace_line(LibnrtFunction::nrt_sys_trace_start, args, &result);
+        result
+    }
+
+    fn sys_trace_fetch_events(&self, fetch: &SysTraceFetch) -> Result<String, NrtError> {
+        let result = self.inner.sys_trace_fetch_events(fetch);
+        let args = format!("max_events_per_nc {:?}, nc {:?}", fetch.max_events_per_nc, fetch.nc);
+        self.sys_trace_line(LibnrtFunction::nrt_sys_trace_fetch_events, args, &result);
+        result
+    }
+
+    fn sys_trace_stop(&self) -> Result<(), NrtError> {
+        let result = self.inner.sys_trace_stop();
+        self.sys_trace_line(LibnrtFunction::nrt_sys_trace_stop, String::new(), &result);
+        result
+    }
+
     fn get_vnc_memory_stats(&self, vnc: u32) -> Result<VncMemoryStats, NrtError> {
         let result = self.inner.get_vnc_memory_stats(vnc);
         // The byte counts differ between backends by nature (allocation granules, what a
@@ -673,6 +702,20 @@ impl Runtime for TracingRuntime {
 }
 
 impl TracingRuntime {
+    /// `name(args) -> STATUS` for a system-trace call; what the calls return (event names,
+    /// JSON) is the library's own format, so only the status is traced.
+    fn sys_trace_line<T>(
+        &self,
+        function: LibnrtFunction,
+        args: String,
+        result: &Result<T, NrtError>,
+    ) {
+        self.trace.record_with(|names| {
+            let call = format!("{}({args})", function.trace_name());
+            outcome(names, call, result, |_, _| None)
+        });
+    }
+
     /// `name(args) -> COUNT STATUS` for a call returning a count.
     fn count_line(&self, function: LibnrtFunction, args: String, result: &Result<u32, NrtError>) {
         self.trace.record_with(|names| {

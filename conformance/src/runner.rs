@@ -839,6 +839,50 @@ impl Context<'_> {
                     _ => Ok(()),
                 }
             }
+            Step::SysTraceGetEventTypes { expect_includes, expect } => {
+                let types = rt.sys_trace_get_event_types();
+                check_status(&types, expect)?;
+                match types {
+                    Ok(types) => match expect_includes.iter().find(|want| !types.contains(want)) {
+                        Some(missing) => Err(format!(
+                            "event types {types:?}, expected them to include {missing:?}"
+                        )),
+                        None => Ok(()),
+                    },
+                    Err(_) => Ok(()),
+                }
+            }
+            Step::SysTraceStart { max_events_per_nc, disable_ncs, disable_event_types, expect } => {
+                let config = abi::runtime::SysTraceConfig {
+                    max_events_per_nc: *max_events_per_nc,
+                    disabled_ncs: disable_ncs.clone(),
+                    disabled_event_types: disable_event_types.clone(),
+                };
+                check_status(&rt.sys_trace_start(&config), expect)
+            }
+            Step::SysTraceFetchEvents { max_events_per_nc, nc, expect_event_counts, expect } => {
+                let fetch =
+                    abi::runtime::SysTraceFetch { max_events_per_nc: *max_events_per_nc, nc: *nc };
+                let fetched = rt.sys_trace_fetch_events(&fetch);
+                check_status(&fetched, expect)?;
+                let Ok(json) = fetched else { return Ok(()) };
+                if expect_event_counts.is_empty() {
+                    return Ok(());
+                }
+                let value: serde_json::Value = serde_json::from_str(&json)
+                    .map_err(|err| format!("fetched events are not JSON ({err}): {json}"))?;
+                let events = value["events"].as_array().ok_or_else(|| {
+                    format!("fetched JSON has no events array, expected one: {json}")
+                })?;
+                for (kind, want) in expect_event_counts {
+                    let got = events.iter().filter(|event| event["type"] == kind.as_str()).count();
+                    if got != *want {
+                        return Err(format!("{got} {kind} events fetched, expected {want}"));
+                    }
+                }
+                Ok(())
+            }
+            Step::SysTraceStop { expect } => check_status(&rt.sys_trace_stop(), expect),
             Step::GetVncMemoryStats { vnc, expect_used_at_least, expect } => {
                 let stats = rt.get_vnc_memory_stats(*vnc);
                 check_status(&stats, expect)?;

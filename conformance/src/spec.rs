@@ -503,4 +503,44 @@ pub enum Step {
         /// Expected status.
         expect: Option<String>,
     },
+    /// `nrt_sys_trace_get_event_types`.
+    SysTraceGetEventTypes {
+        /// Event types that must be listed.
+        #[serde(default)]
+        expect_includes: Vec<String>,
+        /// Expected status.
+        expect: Option<String>,
+    },
+    /// A config with these settings, then `nrt_sys_trace_start`.
+    SysTraceStart {
+        /// `nrt_sys_trace_config_set_max_events_per_nc`.
+        max_events_per_nc: Option<u64>,
+        /// NeuronCores switched off.
+        #[serde(default)]
+        disable_ncs: Vec<u32>,
+        /// Event types switched off.
+        #[serde(default)]
+        disable_event_types: Vec<String>,
+        /// Expected status.
+        expect: Option<String>,
+    },
+    /// `nrt_sys_trace_fetch_events` with fetch options as given.
+    SysTraceFetchEvents {
+        /// `nrt_sys_trace_fetch_options_set_max_events_per_nc`.
+        max_events_per_nc: Option<u64>,
+        /// `nrt_sys_trace_fetch_options_set_nc_idx`.
+        nc: Option<u64>,
+        /// How many events of each listed type the JSON must hold (the simulator's format,
+        /// `docs/sim-trace-format.md`: `{"events": [{"type": …}, …]}`); unlisted types are not
+        /// checked.
+        #[serde(default)]
+        expect_event_counts: BTreeMap<String, usize>,
+        /// Expected status.
+        expect: Option<String>,
+    },
+    /// `nrt_sys_trace_stop`.
+    SysTraceStop {
+        /// Expected status.
+        expect: Option<String>,
+    },
 }

@@ -16,8 +16,8 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use abi::dtype::NrtDtype;
 use abi::functions::LibnrtFunction;
 use abi::runtime::{
-    ExternalBuffer, Framework, ModelId, NrtError, NrtVersion, Placement, Runtime, SetId, TensorId,
-    TensorInfo, TensorUsage, VncMemoryStats,
+    ExternalBuffer, Framework, ModelId, NrtError, NrtVersion, Placement, Runtime, SetId,
+    SysTraceConfig, SysTraceFetch, TensorId, TensorInfo, TensorUsage, VncMemoryStats,
 };
 use abi::status::NrtStatus;
 
@@ -490,6 +490,32 @@ impl Runtime for NrtRuntime {
     fn get_model_instance_count(&self, model: ModelId) -> Result<u32, NrtError> {
         let function = LibnrtFunction::nrt_get_model_instance_count;
         optional(function, self.model(model)?.count(function))
+    }
+
+    fn sys_trace_get_event_types(&self) -> Result<Vec<String>, NrtError> {
+        let function = LibnrtFunction::nrt_sys_trace_get_event_types;
+        optional(function, self.library.sys_trace_event_types())
+    }
+
+    fn sys_trace_start(&self, config: &SysTraceConfig) -> Result<(), NrtError> {
+        let function = LibnrtFunction::nrt_sys_trace_start;
+        let types = config
+            .disabled_event_types
+            .iter()
+            .map(|kind| c_name(function, kind))
+            .collect::<Result<Vec<_>, _>>()?;
+        let started =
+            self.library.sys_trace_start(config.max_events_per_nc, &config.disabled_ncs, &types);
+        optional(function, started)
+    }
+
+    fn sys_trace_fetch_events(&self, fetch: &SysTraceFetch) -> Result<String, NrtError> {
+        let function = LibnrtFunction::nrt_sys_trace_fetch_events;
+        optional(function, self.library.sys_trace_fetch(fetch.max_events_per_nc, fetch.nc))
+    }
+
+    fn sys_trace_stop(&self) -> Result<(), NrtError> {
+        optional(LibnrtFunction::nrt_sys_trace_stop, self.library.sys_trace_stop())
     }
 
     fn get_vnc_memory_stats(&self, vnc: u32) -> Result<VncMemoryStats, NrtError> {

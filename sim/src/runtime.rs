@@ -25,8 +25,8 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, Rw
 use abi::dtype::DtypeNumbering;
 use abi::functions::{LibnrtFunction, PreInit};
 use abi::runtime::{
-    ExternalBuffer, Framework, ModelId, NrtError, NrtVersion, Placement, Runtime, SetId, TensorId,
-    TensorInfo, TensorUsage, VncMemoryStats,
+    ExternalBuffer, Framework, ModelId, NrtError, NrtVersion, Placement, Runtime, SetId,
+    SysTraceConfig, SysTraceFetch, TensorId, TensorInfo, TensorUsage, VncMemoryStats,
 };
 use abi::status::NrtStatus;
 
@@ -37,7 +37,7 @@ use crate::memory::{
 };
 use crate::model::{ModelDescription, SlotKind};
 use crate::program::{CompiledProgram, ElementType, ProgramVar, compile, holds_nan};
-use crate::sys_trace::{Event, EventLog};
+use crate::sys_trace::{CaptureConfig, Event, EventLog, FetchOptions};
 
 /// The largest transfer one simulated DMA descriptor carries.
 pub const DMA_DESCRIPTOR_BYTES: u64 = 64 << 10;
@@ -1347,6 +1347,40 @@ impl Runtime for SimRuntime {
     fn get_model_instance_count(&self, model: ModelId) -> Result<u32, NrtError> {
         self.model_cores(LibnrtFunction::nrt_get_model_instance_count, model)?;
         Ok(1)
+    }
+
+    fn sys_trace_get_event_types(&self) -> Result<Vec<String>, NrtError> {
+        Ok(crate::sys_trace::EVENT_TYPES.iter().map(|kind| (*kind).to_owned()).collect())
+    }
+
+    fn sys_trace_start(&self, config: &SysTraceConfig) -> Result<(), NrtError> {
+        self.enter(LibnrtFunction::nrt_sys_trace_start)?;
+        let mut capture = CaptureConfig::default();
+        if let Some(max) = config.max_events_per_nc {
+            capture.max_events_per_nc = max;
+        }
+        capture.disabled_ncs.extend(config.disabled_ncs.iter().copied());
+        for kind in &config.disabled_event_types {
+            capture
+                .set_event_type(kind, false)
+                .map_err(|err| NrtError::new(NrtStatus::Invalid, err.to_string()))?;
+        }
+        self.events
+            .start_capture(capture)
+            .map_err(|err| NrtError::new(NrtStatus::Invalid, err.to_string()))
+    }
+
+    fn sys_trace_fetch_events(&self, fetch: &SysTraceFetch) -> Result<String, NrtError> {
+        self.enter(LibnrtFunction::nrt_sys_trace_fetch_events)?;
+        let options = FetchOptions { max_events_per_nc: fetch.max_events_per_nc, nc: fetch.nc };
+        self.events
+            .fetch(&options)
+            .map_err(|err| NrtError::new(NrtStatus::Invalid, err.to_string()))
+    }
+
+    fn sys_trace_stop(&self) -> Result<(), NrtError> {
+        self.enter(LibnrtFunction::nrt_sys_trace_stop)?;
+        self.events.stop_capture().map_err(|err| NrtError::new(NrtStatus::Invalid, err.to_string()))
     }
 
     /// The core's allocated bytes (64-byte granules) and its HBM budget.
