@@ -121,3 +121,39 @@ fn misuse_of_every_new_handle_type_gives_its_status() {
         text(&output)
     );
 }
+
+/// What the simulator cannot provide is NRT_INVALID every time, and with `NRTSIM_LOG=1` each
+/// such function says why exactly once.
+#[test]
+fn unsupported_interfaces_are_invalid_and_say_why_once() {
+    let program = compile_c("unsupported");
+    let output = run(&program, &[], &[("NRTSIM_LOG", "1")]);
+    assert!(output.status.success(), "{}", text(&output));
+    assert!(
+        String::from_utf8_lossy(&output.stdout).contains("unsupported ok"),
+        "{}",
+        text(&output)
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    for function in [
+        "nrt_get_dmabuf_fd",
+        "nrt_host_device_id_rid_map_get",
+        "nrt_get_hbm_mmap_va",
+        "nrt_get_attached_efa_bdf",
+        "nrt_trace_start",
+        "nrt_get_libnccl_net",
+        "nrta_cc_prepare",
+        "nrta_get_completion_handle",
+        "nrt_async_sendrecv_connect",
+    ] {
+        let explained = stderr
+            .lines()
+            .filter(|line| line.starts_with(&format!("nrtsim: {function} is not supported")))
+            .count();
+        assert_eq!(explained, 1, "{function}:\n{stderr}");
+    }
+    assert!(
+        stderr.contains("nrt_set_pool_eng_ucode called after nrt_init, expected it before"),
+        "the after-init call of a before-init function is refused by the gate:\n{stderr}"
+    );
+}
