@@ -1,7 +1,8 @@
 //! The libnrt functions, declared once: [`LibnrtFunction`] and its [`FunctionInfo`].
 //!
 //! Every layer that needs to know which libnrt functions exist derives it from the table in
-//! [`table`] ([`for_each_libnrt_function!`]): the fault-plan names (typed, so a typo is refused
+//! `functions/table.rs` ([`for_each_libnrt_function!`](crate::for_each_libnrt_function)): the
+//! fault-plan names (typed, so a typo is refused
 //! when the plan is parsed), the trace names, the `nrt` backend's symbol table, the simulator's C
 //! exports and their signature checks, the ELF test's expected symbols, and the reference page
 //! `docs/libnrt-functions.md` ([`reference_page`], committed, with a freshness test).
