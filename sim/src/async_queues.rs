@@ -18,6 +18,7 @@
 //!   tracker named when it was scheduled; the request still completes.
 
 use std::collections::HashMap;
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Sender, channel};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
@@ -142,8 +143,8 @@ impl From<AsyncError> for NrtError {
     }
 }
 
-/// A request's work: the synchronous call it stands for.
-pub type Job = Box<dyn FnOnce() -> Result<(), NrtError> + Send>;
+/// A request's work: the synchronous call it stands for, given the request's sequence id.
+pub type Job = Box<dyn FnOnce(u64) -> Result<(), NrtError> + Send>;
 
 #[derive(Default)]
 struct Progress {
@@ -229,7 +230,12 @@ impl AsyncQueues {
                     .name(format!("nrta-{}-{:?}-{}", key.lnc, key.xu, key.queue))
                     .spawn(move || {
                         for (seq, tracker, job) in receiver {
-                            let result = job();
+                            // A panic in a job is a bug of ours; it fails that request (so the
+                            // queue keeps completing) instead of stopping the worker.
+                            let result = catch_unwind(AssertUnwindSafe(|| job(seq)))
+                                .unwrap_or_else(|_| {
+                                    Err(NrtError::new(NrtStatus::Failure, "the request panicked"))
+                                });
                             if let (Err(err), Some(tracker)) = (result, &tracker) {
                                 lock(&tracker.errors).push((seq, err.status));
                             }
@@ -363,8 +369,8 @@ mod tests {
     fn sequence_ids_carry_the_queue_and_a_number_from_one() {
         let queues = AsyncQueues::new(2);
         let key = queues.key(1, ExecutionUnit::TensorWrite, 3).unwrap();
-        let first = queues.schedule(key, None, Box::new(|| Ok(()))).unwrap();
-        let second = queues.schedule(key, None, Box::new(|| Ok(()))).unwrap();
+        let first = queues.schedule(key, None, Box::new(|_| Ok(()))).unwrap();
+        let second = queues.schedule(key, None, Box::new(|_| Ok(()))).unwrap();
         assert_eq!(first & SEQ_NUM_MASK, 1);
         assert_eq!(second, first + 1);
         assert_eq!(QueueKey::of_seq(second), Some((key, 2)));
@@ -383,7 +389,7 @@ mod tests {
             .schedule(
                 key,
                 None,
-                Box::new(move || {
+                Box::new(move |_| {
                     let _ = wait.recv();
                     Ok(())
                 }),
@@ -404,7 +410,7 @@ mod tests {
         let mut seqs = Vec::new();
         for i in 0..20u32 {
             let order = Arc::clone(&order);
-            let job: Job = Box::new(move || {
+            let job: Job = Box::new(move |_| {
                 lock(&order).push(i);
                 if i % 7 == 3 { Err(NrtError::new(NrtStatus::Invalid, "odd")) } else { Ok(()) }
             });
@@ -426,6 +432,30 @@ mod tests {
     }
 
     #[test]
+    fn a_panicking_job_fails_its_request_and_the_queue_goes_on() {
+        let queues = AsyncQueues::new(1);
+        let key = queues.key(0, ExecutionUnit::TensorOp, 0).unwrap();
+        let tracker = queues.tracker_create(0).unwrap();
+        let boom = queues.schedule(key, Some(tracker), Box::new(|_| panic!("a bug"))).unwrap();
+        let seen = Arc::new(AtomicU64::new(0));
+        let seen_in_job = Arc::clone(&seen);
+        let next = queues
+            .schedule(
+                key,
+                Some(tracker),
+                Box::new(move |seq| {
+                    seen_in_job.store(seq, Ordering::SeqCst);
+                    Ok(())
+                }),
+            )
+            .unwrap();
+        queues.drain(0);
+        assert_eq!(queues.is_completed(next), Ok(true));
+        assert_eq!(seen.load(Ordering::SeqCst), next, "a job is given its own sequence id");
+        assert_eq!(queues.tracker_errors(tracker).unwrap(), vec![(boom, NrtStatus::Failure)]);
+    }
+
+    #[test]
     fn bad_cores_queues_and_trackers_are_refused() {
         let queues = AsyncQueues::new(2);
         assert_eq!(
@@ -440,7 +470,7 @@ mod tests {
         let other = queues.tracker_create(1).unwrap();
         let key = queues.key(0, ExecutionUnit::TensorRead, 0).unwrap();
         assert!(matches!(
-            queues.schedule(key, Some(other), Box::new(|| Ok(()))),
+            queues.schedule(key, Some(other), Box::new(|_| Ok(()))),
             Err(AsyncError::TrackerOfAnotherCore { .. })
         ));
         assert_eq!(queues.is_completed(0), Err(AsyncError::UnknownSequence(0)));

@@ -135,7 +135,7 @@ fn async_requests_run_the_runtime_calls_in_order() {
     let mut seqs = Vec::new();
     for value in 1..=50u8 {
         let sim = Arc::clone(&sim);
-        let job: Job = Box::new(move || sim.tensor_write(tensor, 0, &[value; 4]));
+        let job: Job = Box::new(move |_| sim.tensor_write(tensor, 0, &[value; 4]));
         seqs.push(queues.schedule(key, Some(tracker), job).unwrap());
     }
     let sim_for_bad = Arc::clone(&sim);
@@ -143,7 +143,7 @@ fn async_requests_run_the_runtime_calls_in_order() {
         .schedule(
             key,
             Some(tracker),
-            Box::new(move || sim_for_bad.tensor_write(tensor, 2, &[0; 4])),
+            Box::new(move |_| sim_for_bad.tensor_write(tensor, 2, &[0; 4])),
         )
         .unwrap();
     queues.drain(0);

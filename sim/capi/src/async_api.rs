@@ -110,7 +110,7 @@ pub unsafe extern "C" fn nrta_tensor_write(
             Err(status) => return status,
         };
         let source = Address(buf as usize);
-        let job: Job = Box::new(move || {
+        let job: Job = Box::new(move |_seq| {
             let Some(mut bytes) = crate::ffi::zeroed(size) else {
                 return Err(crate::ffi::too_big(size));
             };
@@ -164,7 +164,7 @@ pub unsafe extern "C" fn nrta_tensor_read(
             Err(status) => return status,
         };
         let destination = Address(buf as usize);
-        let job: Job = Box::new(move || {
+        let job: Job = Box::new(move |_seq| {
             let Some(mut bytes) = crate::ffi::zeroed(size) else {
                 return Err(crate::ffi::too_big(size));
             };
@@ -222,8 +222,9 @@ pub unsafe extern "C" fn nrta_tensor_copy(
             Ok(lnc) => lnc,
             Err(status) => return status,
         };
-        let job: Job =
-            Box::new(move || g.sim.tensor_copy(source, src_offset, destination, dst_offset, size));
+        let job: Job = Box::new(move |_seq| {
+            g.sim.tensor_copy(source, src_offset, destination, dst_offset, size)
+        });
         schedule(
             g,
             F::nrta_tensor_copy,
@@ -268,9 +269,7 @@ pub unsafe extern "C" fn nrta_execute_schedule(
             Ok(cores) => cores.first().copied().unwrap_or(0),
             Err(err) => return g.failed(F::nrta_execute_schedule.name(), &err),
         };
-        let job_id = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
-        let job_id_in_job = std::sync::Arc::clone(&job_id);
-        let job: Job = Box::new(move || {
+        let job: Job = Box::new(move |seq| {
             let result = match g.sim.execute(model_id, input_set, output_set) {
                 Ok(NrtStatus::Success) => Ok(()),
                 Ok(status) => Err(NrtError::new(status, "execution completed with a warning")),
@@ -279,27 +278,20 @@ pub unsafe extern "C" fn nrta_execute_schedule(
             let callback = *lock(&g.exec_callback);
             if let Some((callback, params)) = callback {
                 let status = result.as_ref().map_or_else(|err| err.status.code(), |()| SUCCESS);
-                let seq = job_id_in_job.load(std::sync::atomic::Ordering::Acquire);
                 // SAFETY: a function pointer registered by the caller with its parameter, called
                 // with the arguments the public header gives it.
                 unsafe { callback(params as *mut c_void, model_id.0 as u32, lnc, seq, status) };
             }
             result
         });
-        let status = schedule(
+        schedule(
             g,
             F::nrta_execute_schedule,
             (lnc, ExecutionUnit::Compute, queue),
             err,
             req_sequence,
             job,
-        );
-        if status == SUCCESS {
-            // SAFETY: written by `schedule` just above.
-            let seq = unsafe { ptr::read_unaligned(req_sequence) };
-            job_id.store(seq, std::sync::atomic::Ordering::Release);
-        }
-        status
+        )
     })
 }
 

@@ -51,11 +51,12 @@ static void *read_file(const char *path, size_t *size) {
 
 static int callbacks = 0;
 static NRT_STATUS last_callback_status = NRT_FAILURE;
+static uint64_t last_job_id = 0;
 
 static void on_exec(void *params, uint32_t model_id, uint32_t vnc, uint64_t job_id,
                     NRT_STATUS status) {
     (void)model_id;
-    (void)job_id;
+    last_job_id = job_id;
     ensure(params == (void *)&callbacks, "the callback gets its parameter");
     ensure(vnc == 0, "the callback names the model's core");
     callbacks++;
@@ -224,6 +225,7 @@ int main(int argc, char **argv) {
         ensure(async_out[i] == 2.0f * async_in[i], "the async read sees the async execution");
     }
     ensure(callbacks == 1 && last_callback_status == NRT_SUCCESS, "one callback, success");
+    ensure(last_job_id == exec_seq, "the callback's job id is the execution's sequence id");
     const nrta_error_t *errors = NULL;
     size_t n_errors = 0;
     expect("nrta_error_tracker_get_list", nrta_error_tracker_get_list(tracker, &errors, &n_errors),
