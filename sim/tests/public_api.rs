@@ -153,3 +153,21 @@ fn async_requests_run_the_runtime_calls_in_order() {
     assert!(seqs.iter().all(|&seq| queues.is_completed(seq) == Ok(true)));
     assert_eq!(queues.tracker_errors(tracker).unwrap(), vec![(bad, NrtStatus::Invalid)]);
 }
+
+#[test]
+fn faults_reach_the_new_functions_by_their_table_names() {
+    let plan =
+        sim::FaultPlan::parse("nrt_get_vnc_memory_stats:1=HW_ERROR,nrt_sys_trace_start:2=RESOURCE")
+            .expect("both functions are faultable");
+    let sim =
+        sim::SimRuntime::new(sim::SimConfig { fault_plan: plan, ..common::small_config(1, false) })
+            .expect("a valid plan");
+    sim.init(Framework::NoFw, "", "").unwrap();
+    assert_eq!(status(sim.get_vnc_memory_stats(0)), NrtStatus::HwError);
+    assert_eq!(status(sim.get_vnc_memory_stats(0)), NrtStatus::Success);
+    assert_eq!(status(sim.sys_trace_start(&SysTraceConfig::default())), NrtStatus::Success);
+    sim.sys_trace_stop().unwrap();
+    assert_eq!(status(sim.sys_trace_start(&SysTraceConfig::default())), NrtStatus::Resource);
+    let refused = sim::FaultPlan::parse("nrt_sys_trace_buffer_free:1=FAILURE").unwrap_err();
+    assert!(refused.to_string().contains("not faultable"), "{refused}");
+}
