@@ -28,6 +28,11 @@
 //!   can still read and write. [`SharedBuffer`] is the safe implementation; a C shim implements
 //!   the trait over a raw pointer in its own `unsafe` code.
 //!
+//! - **The async API's memory is the backend's.** `nrta_tensor_write` takes the bytes (the
+//!   backend keeps them until the request completes) and `nrta_tensor_read` delivers into an
+//!   [`AsyncReadBuffer`] the backend fills after it has seen the request complete, so safe Rust
+//!   never shares memory that C may still be writing.
+//!
 //! Lifecycle: each function's pre-init rule is in the function table
 //! ([`crate::functions::PreInit`]); the gated ones fail with [`NrtStatus::Uninitialized`] before
 //! [`Runtime::init`] and with [`NrtStatus::Closed`] after [`Runtime::close`]. The version, the
@@ -576,6 +581,118 @@ pub trait Runtime: Send + Sync {
     /// # Errors
     /// [`NrtStatus::Invalid`] without a capture; the lifecycle statuses.
     fn sys_trace_stop(&self) -> Result<(), NrtError>;
+
+    /// `nrta_error_tracker_create`: a tracker for the failed requests of NeuronCore `lnc`.
+    ///
+    /// # Errors
+    /// [`NrtStatus::Invalid`] for a NeuronCore that does not exist; the lifecycle statuses.
+    fn nrta_error_tracker_create(&self, lnc: u32) -> Result<TrackerId, NrtError>;
+
+    /// `nrta_error_tracker_destroy`. A release, like C's `void`.
+    ///
+    /// # Errors
+    /// [`NrtStatus::InvalidHandle`] for an unknown tracker (the C function ignores it).
+    fn nrta_error_tracker_destroy(&self, tracker: TrackerId) -> Result<(), NrtError>;
+
+    /// `nrta_error_tracker_get_list`: the failed requests so far, in completion order.
+    ///
+    /// # Errors
+    /// [`NrtStatus::InvalidHandle`] for an unknown tracker.
+    fn nrta_error_tracker_get_list(
+        &self,
+        tracker: TrackerId,
+    ) -> Result<Vec<(SeqId, NrtStatus)>, NrtError>;
+
+    /// `nrta_tensor_write`: schedules a copy of `bytes` into the tensor from `offset`; the
+    /// backend keeps the bytes until the request completes.
+    ///
+    /// # Errors
+    /// [`NrtStatus::InvalidHandle`] for an unknown tensor or tracker, [`NrtStatus::Invalid`] for
+    /// a bad queue; a failure of the copy itself goes to the tracker.
+    fn nrta_tensor_write(
+        &self,
+        tensor: TensorId,
+        offset: u64,
+        bytes: &[u8],
+        queue: i32,
+        tracker: Option<TrackerId>,
+    ) -> Result<SeqId, NrtError>;
+
+    /// `nrta_tensor_read`: schedules a read of `size` bytes from `offset`; `into` holds them
+    /// once the request has completed (and stays empty if it failed).
+    ///
+    /// # Errors
+    /// As [`Runtime::nrta_tensor_write`].
+    fn nrta_tensor_read(
+        &self,
+        tensor: TensorId,
+        offset: u64,
+        size: u64,
+        queue: i32,
+        tracker: Option<TrackerId>,
+        into: Arc<AsyncReadBuffer>,
+    ) -> Result<SeqId, NrtError>;
+
+    /// `nrta_execute_schedule`: schedules `nrt_execute` on the model's compute queue.
+    ///
+    /// # Errors
+    /// [`NrtStatus::InvalidHandle`] for an unknown model, set or tracker, [`NrtStatus::Invalid`]
+    /// for a queue other than 0; a failed launch goes to the tracker.
+    fn nrta_execute_schedule(
+        &self,
+        model: ModelId,
+        input_set: SetId,
+        output_set: SetId,
+        queue: i32,
+        tracker: Option<TrackerId>,
+    ) -> Result<SeqId, NrtError>;
+
+    /// `nrta_is_completed`.
+    ///
+    /// # Errors
+    /// [`NrtStatus::Invalid`] for a sequence id never issued.
+    fn nrta_is_completed(&self, seq: SeqId) -> Result<bool, NrtError>;
+
+    /// `nrt_async_drain_queued_execs`: blocks until every request scheduled on `vnc` has
+    /// completed.
+    ///
+    /// # Errors
+    /// [`NrtStatus::Invalid`] for a NeuronCore that does not exist; the lifecycle statuses.
+    fn nrt_async_drain_queued_execs(&self, vnc: i32) -> Result<(), NrtError>;
+}
+
+/// An async request's sequence id (`nrta_seq_t`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SeqId(pub u64);
+
+/// An error tracker (`nrta_error_tracker_t *`). Never reused within one runtime instance.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TrackerId(pub u64);
+
+/// Where the bytes of an `nrta_tensor_read` arrive: empty until the request has completed.
+///
+/// The backend fills it (the real-libnrt backend copies from memory only it and libnrt touch,
+/// after it has seen the request complete), so Rust never reads memory C may still write.
+#[derive(Debug, Default)]
+pub struct AsyncReadBuffer {
+    bytes: Mutex<Option<Vec<u8>>>,
+}
+
+impl AsyncReadBuffer {
+    /// An empty buffer.
+    pub fn new() -> AsyncReadBuffer {
+        AsyncReadBuffer::default()
+    }
+
+    /// Stores the bytes of a completed read.
+    pub fn fill(&self, bytes: Vec<u8>) {
+        *self.bytes.lock().unwrap_or_else(PoisonError::into_inner) = Some(bytes);
+    }
+
+    /// The bytes read, once the request has completed; `None` before (or after a failure).
+    pub fn bytes(&self) -> Option<Vec<u8>> {
+        self.bytes.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
 }
 
 /// What a system-trace capture records (the setters of `nrt_sys_trace_config_t`); the default

@@ -41,8 +41,9 @@ use sha2::{Digest, Sha256};
 
 use crate::functions::LibnrtFunction;
 use crate::runtime::{
-    ExternalBuffer, Framework, ModelId, NrtError, NrtVersion, Placement, Runtime, SetId,
-    SysTraceConfig, SysTraceFetch, TensorId, TensorInfo, TensorUsage, VncMemoryStats,
+    AsyncReadBuffer, ExternalBuffer, Framework, ModelId, NrtError, NrtVersion, Placement, Runtime,
+    SeqId, SetId, SysTraceConfig, SysTraceFetch, TensorId, TensorInfo, TensorUsage, TrackerId,
+    VncMemoryStats,
 };
 use crate::status::NrtStatus;
 
@@ -61,6 +62,8 @@ struct TraceState {
     tensors: HashMap<TensorId, usize>,
     sets: HashMap<SetId, usize>,
     models: HashMap<ModelId, usize>,
+    seqs: HashMap<SeqId, usize>,
+    trackers: HashMap<TrackerId, usize>,
 }
 
 /// Renames handles while a line is being written; see [`Trace::record_with`].
@@ -88,6 +91,22 @@ impl Names<'_> {
     /// The trace name of a model (`m1`, …), assigned on first use.
     pub fn model(&mut self, model: ModelId) -> String {
         format!("m{}", rename(&mut self.state.models, model))
+    }
+
+    /// The trace name of an async request (`q1`, …), assigned on first use: sequence ids are
+    /// each library's own encoding.
+    pub fn seq(&mut self, seq: SeqId) -> String {
+        format!("q{}", rename(&mut self.state.seqs, seq))
+    }
+
+    /// The trace name of an error tracker (`e1`, …), assigned on first use.
+    pub fn tracker(&mut self, tracker: TrackerId) -> String {
+        format!("e{}", rename(&mut self.state.trackers, tracker))
+    }
+
+    /// An optional tracker, `-` for none.
+    fn maybe_tracker(&mut self, tracker: Option<TrackerId>) -> String {
+        tracker.map_or_else(|| "-".to_owned(), |tracker| self.tracker(tracker))
     }
 }
 
@@ -687,6 +706,122 @@ impl Runtime for TracingRuntime {
         let result = self.inner.sys_trace_stop();
         self.sys_trace_line(LibnrtFunction::nrt_sys_trace_stop, String::new(), &result);
         result
+    }
+
+    fn nrta_error_tracker_create(&self, lnc: u32) -> Result<TrackerId, NrtError> {
+        let result = self.inner.nrta_error_tracker_create(lnc);
+        self.trace.record_with(|names| {
+            let call = format!("{}({lnc})", LibnrtFunction::nrta_error_tracker_create.trace_name());
+            outcome(names, call, &result, |names, &tracker| Some(names.tracker(tracker)))
+        });
+        result
+    }
+
+    fn nrta_error_tracker_destroy(&self, tracker: TrackerId) -> Result<(), NrtError> {
+        let result = self.inner.nrta_error_tracker_destroy(tracker);
+        self.unit(result, |names| {
+            let function = LibnrtFunction::nrta_error_tracker_destroy;
+            format!("{}({})", function.trace_name(), names.tracker(tracker))
+        })
+    }
+
+    fn nrta_error_tracker_get_list(
+        &self,
+        tracker: TrackerId,
+    ) -> Result<Vec<(SeqId, NrtStatus)>, NrtError> {
+        let result = self.inner.nrta_error_tracker_get_list(tracker);
+        self.trace.record_with(|names| {
+            let function = LibnrtFunction::nrta_error_tracker_get_list;
+            let call = format!("{}({})", function.trace_name(), names.tracker(tracker));
+            outcome(names, call, &result, |names, errors| {
+                let errors: Vec<String> = errors
+                    .iter()
+                    .map(|&(seq, status)| format!("{} {}", names.seq(seq), status.name()))
+                    .collect();
+                Some(format!("[{}]", errors.join(", ")))
+            })
+        });
+        result
+    }
+
+    fn nrta_tensor_write(
+        &self,
+        tensor: TensorId,
+        offset: u64,
+        bytes: &[u8],
+        queue: i32,
+        tracker: Option<TrackerId>,
+    ) -> Result<SeqId, NrtError> {
+        let result = self.inner.nrta_tensor_write(tensor, offset, bytes, queue, tracker);
+        self.trace.record_with(|names| {
+            let call = format!(
+                "{}({}, {offset}, {}, {queue}, {})",
+                LibnrtFunction::nrta_tensor_write.trace_name(),
+                names.tensor(tensor),
+                format_bytes(bytes),
+                names.maybe_tracker(tracker)
+            );
+            outcome(names, call, &result, |names, &seq| Some(names.seq(seq)))
+        });
+        result
+    }
+
+    fn nrta_tensor_read(
+        &self,
+        tensor: TensorId,
+        offset: u64,
+        size: u64,
+        queue: i32,
+        tracker: Option<TrackerId>,
+        into: Arc<AsyncReadBuffer>,
+    ) -> Result<SeqId, NrtError> {
+        let result = self.inner.nrta_tensor_read(tensor, offset, size, queue, tracker, into);
+        self.trace.record_with(|names| {
+            let call = format!(
+                "{}({}, {offset}, {size}, {queue}, {})",
+                LibnrtFunction::nrta_tensor_read.trace_name(),
+                names.tensor(tensor),
+                names.maybe_tracker(tracker)
+            );
+            outcome(names, call, &result, |names, &seq| Some(names.seq(seq)))
+        });
+        result
+    }
+
+    fn nrta_execute_schedule(
+        &self,
+        model: ModelId,
+        input_set: SetId,
+        output_set: SetId,
+        queue: i32,
+        tracker: Option<TrackerId>,
+    ) -> Result<SeqId, NrtError> {
+        let result = self.inner.nrta_execute_schedule(model, input_set, output_set, queue, tracker);
+        self.trace.record_with(|names| {
+            let call = format!(
+                "{}({}, {}, {}, {queue}, {})",
+                LibnrtFunction::nrta_execute_schedule.trace_name(),
+                names.model(model),
+                names.set(input_set),
+                names.set(output_set),
+                names.maybe_tracker(tracker)
+            );
+            outcome(names, call, &result, |names, &seq| Some(names.seq(seq)))
+        });
+        result
+    }
+
+    /// Not traced: a caller polls it a number of times that depends on timing. A caller that
+    /// waits records the outcome itself.
+    fn nrta_is_completed(&self, seq: SeqId) -> Result<bool, NrtError> {
+        self.inner.nrta_is_completed(seq)
+    }
+
+    fn nrt_async_drain_queued_execs(&self, vnc: i32) -> Result<(), NrtError> {
+        let result = self.inner.nrt_async_drain_queued_execs(vnc);
+        self.unit(result, |_| {
+            format!("{}({vnc})", LibnrtFunction::nrt_async_drain_queued_execs.trace_name())
+        })
     }
 
     fn get_vnc_memory_stats(&self, vnc: u32) -> Result<VncMemoryStats, NrtError> {

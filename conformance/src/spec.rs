@@ -543,4 +543,97 @@ pub enum Step {
         /// Expected status.
         expect: Option<String>,
     },
+    /// `nrta_error_tracker_create`.
+    NrtaErrorTrackerCreate {
+        /// The NeuronCore (default 0).
+        lnc: Option<u32>,
+        /// Label for the tracker.
+        #[serde(rename = "as")]
+        label: String,
+        /// Expected status.
+        expect: Option<String>,
+    },
+    /// `nrta_tensor_write`.
+    NrtaTensorWrite {
+        /// The tensor label.
+        tensor: String,
+        /// Offset in bytes (default 0).
+        offset: Option<u64>,
+        /// The elements to write.
+        data: Elements,
+        /// Queue (default 0).
+        queue: Option<i32>,
+        /// The tracker label, if any.
+        tracker: Option<String>,
+        /// Label for the request.
+        #[serde(rename = "as")]
+        label: Option<String>,
+        /// Expected status of the scheduling.
+        expect: Option<String>,
+    },
+    /// `nrta_tensor_read` (its bytes are checked by `nrta_read_result` once it has completed).
+    NrtaTensorRead {
+        /// The tensor label.
+        tensor: String,
+        /// Offset in bytes (default 0).
+        offset: Option<u64>,
+        /// Bytes to read.
+        size: u64,
+        /// Queue (default 0).
+        queue: Option<i32>,
+        /// The tracker label, if any.
+        tracker: Option<String>,
+        /// Label for the request.
+        #[serde(rename = "as")]
+        label: Option<String>,
+        /// Expected status of the scheduling.
+        expect: Option<String>,
+    },
+    /// `nrta_execute_schedule`.
+    NrtaExecuteSchedule {
+        /// The model label.
+        model: String,
+        /// The input set label.
+        inputs: String,
+        /// The output set label.
+        outputs: String,
+        /// Queue (default 0).
+        queue: Option<i32>,
+        /// The tracker label, if any.
+        tracker: Option<String>,
+        /// Label for the request.
+        #[serde(rename = "as")]
+        label: Option<String>,
+        /// Expected status of the scheduling.
+        expect: Option<String>,
+    },
+    /// Polls `nrta_is_completed` until the request completes (at most 10 s); traced as one line.
+    NrtaWait {
+        /// The request label.
+        request: String,
+    },
+    /// The bytes a completed `nrta_tensor_read` request delivered.
+    NrtaReadResult {
+        /// The request label.
+        request: String,
+        /// The elements it must have read.
+        expect_values: Elements,
+    },
+    /// `nrt_async_drain_queued_execs`.
+    NrtaDrain {
+        /// The NeuronCore (default 0).
+        vnc: Option<i32>,
+        /// Expected status.
+        expect: Option<String>,
+    },
+    /// `nrta_error_tracker_get_list`: exactly these requests failed, with these statuses.
+    NrtaErrorTrackerGetList {
+        /// The tracker label.
+        tracker: String,
+        /// Request label → status name of each failed request.
+        #[serde(default)]
+        expect_failed: BTreeMap<String, String>,
+        /// Expected status.
+        expect: Option<String>,
+    },
 }

@@ -95,6 +95,11 @@ pub struct NrtRuntime {
     numbering: DtypeNumbering,
     next_id: AtomicU64,
     handles: runtime::Handles,
+    /// Async requests in flight and the error trackers made (`nrta_*`).
+    async_state: sys::AsyncState,
+    trackers: std::sync::Mutex<
+        std::collections::HashMap<abi::runtime::TrackerId, Arc<sys::OwnedTracker>>,
+    >,
 }
 
 impl std::fmt::Debug for NrtRuntime {
@@ -201,6 +206,8 @@ impl NrtRuntime {
             numbering,
             next_id: AtomicU64::new(1),
             handles: runtime::Handles::default(),
+            async_state: sys::AsyncState::default(),
+            trackers: std::sync::Mutex::new(std::collections::HashMap::new()),
         })
     }
 
@@ -233,9 +240,12 @@ impl NrtRuntime {
 }
 
 impl Drop for NrtRuntime {
-    /// Frees every tensor, destroys every set and unloads every model still held, then calls
-    /// `nrt_close`.
+    /// Releases the async requests libnrt has completed (leaking the host blocks of any still in
+    /// flight), frees every tensor, destroys every set and unloads every model still held, then
+    /// calls `nrt_close`.
     fn drop(&mut self) {
+        self.async_state.abandon(&self.library);
+        self.trackers.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clear();
         self.handles.release_all();
         self.library.close();
     }

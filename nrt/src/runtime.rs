@@ -16,8 +16,9 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use abi::dtype::NrtDtype;
 use abi::functions::LibnrtFunction;
 use abi::runtime::{
-    ExternalBuffer, Framework, ModelId, NrtError, NrtVersion, Placement, Runtime, SetId,
-    SysTraceConfig, SysTraceFetch, TensorId, TensorInfo, TensorUsage, VncMemoryStats,
+    AsyncReadBuffer, ExternalBuffer, Framework, ModelId, NrtError, NrtVersion, Placement, Runtime,
+    SeqId, SetId, SysTraceConfig, SysTraceFetch, TensorId, TensorInfo, TensorUsage, TrackerId,
+    VncMemoryStats,
 };
 use abi::status::NrtStatus;
 
@@ -116,6 +117,10 @@ impl NrtRuntime {
                 format!("model {} was not loaded by this runtime or is unloaded", model.0),
             )
         })
+    }
+
+    fn tracker(&self, tracker: TrackerId) -> Result<Arc<sys::OwnedTracker>, NrtError> {
+        lock(&self.trackers).get(&tracker).cloned().ok_or_else(|| unknown_tracker(tracker))
     }
 
     fn insert_tensor(&self, tensor: OwnedTensor) -> TensorId {
@@ -492,6 +497,97 @@ impl Runtime for NrtRuntime {
         optional(function, self.model(model)?.count(function))
     }
 
+    fn nrta_error_tracker_create(&self, lnc: u32) -> Result<TrackerId, NrtError> {
+        let function = LibnrtFunction::nrta_error_tracker_create;
+        let tracker = optional(function, sys::OwnedTracker::create(&self.library, lnc))?;
+        let id = TrackerId(self.next_id());
+        lock(&self.trackers).insert(id, Arc::new(tracker));
+        Ok(id)
+    }
+
+    fn nrta_error_tracker_destroy(&self, tracker: TrackerId) -> Result<(), NrtError> {
+        // The tracker is destroyed when the last request naming it is released.
+        lock(&self.trackers).remove(&tracker).map(drop).ok_or_else(|| unknown_tracker(tracker))
+    }
+
+    fn nrta_error_tracker_get_list(
+        &self,
+        tracker: TrackerId,
+    ) -> Result<Vec<(SeqId, NrtStatus)>, NrtError> {
+        let function = LibnrtFunction::nrta_error_tracker_get_list;
+        let errors = optional(function, self.tracker(tracker)?.errors())?;
+        Ok(errors
+            .into_iter()
+            .map(|(seq, code)| (SeqId(seq), status_of(u32::try_from(code).unwrap_or(u32::MAX))))
+            .collect())
+    }
+
+    fn nrta_tensor_write(
+        &self,
+        tensor: TensorId,
+        offset: u64,
+        bytes: &[u8],
+        queue: i32,
+        tracker: Option<TrackerId>,
+    ) -> Result<SeqId, NrtError> {
+        let function = LibnrtFunction::nrta_tensor_write;
+        let tensor = self.tensor(tensor)?;
+        let tracker = tracker.map(|id| self.tracker(id)).transpose()?;
+        let mut block = host_block(bytes.len())?;
+        block.copy_from_slice(bytes);
+        let scheduled = self.async_state.tensor_write(&tensor, offset, block, queue, tracker);
+        optional(function, scheduled).map(SeqId)
+    }
+
+    fn nrta_tensor_read(
+        &self,
+        tensor: TensorId,
+        offset: u64,
+        size: u64,
+        queue: i32,
+        tracker: Option<TrackerId>,
+        into: Arc<AsyncReadBuffer>,
+    ) -> Result<SeqId, NrtError> {
+        let function = LibnrtFunction::nrta_tensor_read;
+        let tensor = self.tensor(tensor)?;
+        let tracker = tracker.map(|id| self.tracker(id)).transpose()?;
+        let size = usize::try_from(size).map_err(|_| {
+            NrtError::new(
+                NrtStatus::Invalid,
+                format!("{function}: size {size} does not fit in size_t"),
+            )
+        })?;
+        let block = host_block(size)?;
+        let scheduled = self.async_state.tensor_read(&tensor, offset, block, queue, tracker, into);
+        optional(function, scheduled).map(SeqId)
+    }
+
+    fn nrta_execute_schedule(
+        &self,
+        model: ModelId,
+        input_set: SetId,
+        output_set: SetId,
+        queue: i32,
+        tracker: Option<TrackerId>,
+    ) -> Result<SeqId, NrtError> {
+        let function = LibnrtFunction::nrta_execute_schedule;
+        let model = self.model(model)?;
+        let (input, output) = (self.set(input_set)?, self.set(output_set)?);
+        let tracker = tracker.map(|id| self.tracker(id)).transpose()?;
+        let scheduled = self.async_state.execute(&model, &input, &output, queue, tracker);
+        optional(function, scheduled).map(SeqId)
+    }
+
+    fn nrta_is_completed(&self, seq: SeqId) -> Result<bool, NrtError> {
+        let function = LibnrtFunction::nrta_is_completed;
+        optional(function, self.async_state.is_completed(&self.library, seq.0))
+    }
+
+    fn nrt_async_drain_queued_execs(&self, vnc: i32) -> Result<(), NrtError> {
+        let function = LibnrtFunction::nrt_async_drain_queued_execs;
+        optional(function, self.async_state.drain(&self.library, vnc))
+    }
+
     fn sys_trace_get_event_types(&self) -> Result<Vec<String>, NrtError> {
         let function = LibnrtFunction::nrt_sys_trace_get_event_types;
         optional(function, self.library.sys_trace_event_types())
@@ -523,6 +619,26 @@ impl Runtime for NrtRuntime {
         let (bytes_used, bytes_limit) = optional(function, self.library.get_vnc_memory_stats(vnc))?;
         Ok(VncMemoryStats { bytes_used, bytes_limit })
     }
+}
+
+/// A zeroed host block of `n_bytes` for an async request; `NRT_RESOURCE` when memory runs out.
+fn host_block(n_bytes: usize) -> Result<Box<[u8]>, NrtError> {
+    let mut block = Vec::new();
+    block.try_reserve_exact(n_bytes).map_err(|_| {
+        NrtError::new(
+            NrtStatus::Resource,
+            format!("cannot allocate {n_bytes} bytes of host memory for an async request"),
+        )
+    })?;
+    block.resize(n_bytes, 0);
+    Ok(block.into_boxed_slice())
+}
+
+fn unknown_tracker(tracker: TrackerId) -> NrtError {
+    NrtError::new(
+        NrtStatus::InvalidHandle,
+        format!("error tracker {} was not made by this runtime or is destroyed", tracker.0),
+    )
 }
 
 /// The result of a function only recent libraries export: a library without it is

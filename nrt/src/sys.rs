@@ -156,6 +156,9 @@ use c_names::*;
 
 abi::for_each_libnrt_function!(nrt_functions);
 
+mod asynchronous;
+pub(crate) use asynchronous::{AsyncState, OwnedTracker};
+
 /// Resolves `name` as a function pointer of type `F`.
 fn resolve<F: Copy>(
     library: &libloading::Library,

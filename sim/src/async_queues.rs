@@ -138,8 +138,13 @@ pub enum AsyncError {
 }
 
 impl From<AsyncError> for NrtError {
+    /// `NRT_INVALID_HANDLE` for a tracker that is not live, `NRT_INVALID` otherwise.
     fn from(err: AsyncError) -> NrtError {
-        NrtError::new(NrtStatus::Invalid, err.to_string())
+        let status = match err {
+            AsyncError::NoSuchTracker(_) => NrtStatus::InvalidHandle,
+            _ => NrtStatus::Invalid,
+        };
+        NrtError::new(status, err.to_string())
     }
 }
 

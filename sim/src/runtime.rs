@@ -20,16 +20,20 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{
+    Arc, Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard, Weak,
+};
 
 use abi::dtype::DtypeNumbering;
 use abi::functions::{LibnrtFunction, PreInit};
 use abi::runtime::{
-    ExternalBuffer, Framework, ModelId, NrtError, NrtVersion, Placement, Runtime, SetId,
-    SysTraceConfig, SysTraceFetch, TensorId, TensorInfo, TensorUsage, VncMemoryStats,
+    AsyncReadBuffer, ExternalBuffer, Framework, ModelId, NrtError, NrtVersion, Placement, Runtime,
+    SeqId, SetId, SysTraceConfig, SysTraceFetch, TensorId, TensorInfo, TensorUsage, TrackerId,
+    VncMemoryStats,
 };
 use abi::status::NrtStatus;
 
+use crate::async_queues::{AsyncError, AsyncQueues, ExecutionUnit, Job};
 use crate::config::SimConfig;
 use crate::fault::{FaultInjector, FaultPlanError};
 use crate::memory::{
@@ -236,6 +240,10 @@ pub struct SimRuntime {
     faults: FaultInjector,
     warnings: Mutex<Vec<String>>,
     events: EventLog,
+    /// The queues of the async API; their jobs hold [`SimRuntime::this`] while they wait.
+    queues: AsyncQueues,
+    /// This runtime, when it was made by [`SimRuntime::new_shared`] (the async API needs it).
+    this: Weak<SimRuntime>,
 }
 
 impl std::fmt::Debug for SimRuntime {
@@ -272,6 +280,7 @@ impl SimRuntime {
                 })
             })
             .collect::<Result<Vec<Core>, SimConfigError>>()?;
+        let config_cores = config.n_cores;
         Ok(SimRuntime {
             faults: FaultInjector::new(&config.fault_plan),
             occupancy: Mutex::new(vec![0; cores.len()]),
@@ -284,6 +293,28 @@ impl SimRuntime {
             models: RwLock::new(HashMap::new()),
             warnings: Mutex::new(Vec::new()),
             events: EventLog::new(),
+            queues: AsyncQueues::new(config_cores),
+            this: Weak::new(),
+        })
+    }
+
+    /// [`SimRuntime::new`], shared: the runtime knows its own `Arc`, so the async API
+    /// (`nrta_*`, whose requests run later on worker threads) can keep it alive for them.
+    ///
+    /// # Errors
+    /// As [`SimRuntime::new`].
+    pub fn new_shared(config: SimConfig) -> Result<Arc<SimRuntime>, SimConfigError> {
+        let runtime = SimRuntime::new(config)?;
+        Ok(Arc::new_cyclic(|this| SimRuntime { this: this.clone(), ..runtime }))
+    }
+
+    /// This runtime as an `Arc`, for a job that runs later.
+    fn shared(&self) -> Result<Arc<SimRuntime>, NrtError> {
+        self.this.upgrade().ok_or_else(|| {
+            NrtError::new(
+                NrtStatus::Failure,
+                "the async API needs a runtime made by SimRuntime::new_shared, this one was made by SimRuntime::new",
+            )
         })
     }
 
@@ -901,6 +932,21 @@ impl SimRuntime {
     }
 }
 
+/// A `u64` offset or size from a caller as `usize`.
+fn to_offset(value: u64) -> Result<usize, NrtError> {
+    usize::try_from(value).map_err(|_| {
+        NrtError::new(NrtStatus::Invalid, format!("{value} does not fit in this host's size_t"))
+    })
+}
+
+/// `NRT_RESOURCE` for host memory a request cannot get.
+fn too_big(n_bytes: usize) -> NrtError {
+    NrtError::new(
+        NrtStatus::Resource,
+        format!("cannot allocate {n_bytes} bytes of host memory for an async request"),
+    )
+}
+
 /// The first core of a load: `vnc = -1` takes the first run of `vnc_count` cores holding no
 /// model; an explicit `vnc` may share cores with other models but must exist.
 fn pick_cores(occupancy: &[u32], vnc: i32, vnc_count: i32) -> Result<u32, NrtError> {
@@ -1347,6 +1393,123 @@ impl Runtime for SimRuntime {
     fn get_model_instance_count(&self, model: ModelId) -> Result<u32, NrtError> {
         self.model_cores(LibnrtFunction::nrt_get_model_instance_count, model)?;
         Ok(1)
+    }
+
+    fn nrta_error_tracker_create(&self, lnc: u32) -> Result<TrackerId, NrtError> {
+        self.enter(LibnrtFunction::nrta_error_tracker_create)?;
+        Ok(TrackerId(self.queues.tracker_create(lnc)?))
+    }
+
+    fn nrta_error_tracker_destroy(&self, tracker: TrackerId) -> Result<(), NrtError> {
+        if self.queues.tracker_destroy(tracker.0) {
+            Ok(())
+        } else {
+            Err(AsyncError::NoSuchTracker(tracker.0).into())
+        }
+    }
+
+    fn nrta_error_tracker_get_list(
+        &self,
+        tracker: TrackerId,
+    ) -> Result<Vec<(SeqId, NrtStatus)>, NrtError> {
+        let errors = self.queues.tracker_errors(tracker.0)?;
+        Ok(errors.into_iter().map(|(seq, status)| (SeqId(seq), status)).collect())
+    }
+
+    /// The bytes are copied when the request is scheduled; the write runs as
+    /// [`Runtime::tensor_write`] on the tensor's core's write queue.
+    fn nrta_tensor_write(
+        &self,
+        tensor: TensorId,
+        offset: u64,
+        bytes: &[u8],
+        queue: i32,
+        tracker: Option<TrackerId>,
+    ) -> Result<SeqId, NrtError> {
+        self.enter(LibnrtFunction::nrta_tensor_write)?;
+        let this = self.shared()?;
+        let lnc = self.tensor_core(tensor)?.unwrap_or(0);
+        let key = self.queues.key(lnc, ExecutionUnit::TensorWrite, queue.into())?;
+        let offset = to_offset(offset)?;
+        let mut owned = Vec::new();
+        owned.try_reserve_exact(bytes.len()).map_err(|_| too_big(bytes.len()))?;
+        owned.extend_from_slice(bytes);
+        let job: Job = Box::new(move |_| this.tensor_write(tensor, offset, &owned));
+        Ok(SeqId(self.queues.schedule(key, tracker.map(|t| t.0), job)?))
+    }
+
+    /// The read runs as [`Runtime::tensor_read`] on the tensor's core's read queue and fills
+    /// `into` before the request completes.
+    fn nrta_tensor_read(
+        &self,
+        tensor: TensorId,
+        offset: u64,
+        size: u64,
+        queue: i32,
+        tracker: Option<TrackerId>,
+        into: Arc<AsyncReadBuffer>,
+    ) -> Result<SeqId, NrtError> {
+        self.enter(LibnrtFunction::nrta_tensor_read)?;
+        let this = self.shared()?;
+        let lnc = self.tensor_core(tensor)?.unwrap_or(0);
+        let key = self.queues.key(lnc, ExecutionUnit::TensorRead, queue.into())?;
+        let offset = to_offset(offset)?;
+        let size = to_offset(size)?;
+        let job: Job = Box::new(move |_| {
+            let mut bytes = Vec::new();
+            bytes.try_reserve_exact(size).map_err(|_| too_big(size))?;
+            bytes.resize(size, 0);
+            this.tensor_read(tensor, offset, &mut bytes)?;
+            into.fill(bytes);
+            Ok(())
+        });
+        Ok(SeqId(self.queues.schedule(key, tracker.map(|t| t.0), job)?))
+    }
+
+    /// The launch runs as [`Runtime::execute`] on the model's first core's compute queue; a
+    /// launch that completes with NaN (1003) is recorded in the tracker too.
+    fn nrta_execute_schedule(
+        &self,
+        model: ModelId,
+        input_set: SetId,
+        output_set: SetId,
+        queue: i32,
+        tracker: Option<TrackerId>,
+    ) -> Result<SeqId, NrtError> {
+        let cores = self.model_cores(LibnrtFunction::nrta_execute_schedule, model)?;
+        let this = self.shared()?;
+        let lnc = cores.first().copied().unwrap_or(0);
+        let key = self.queues.key(lnc, ExecutionUnit::Compute, queue.into())?;
+        if !read_lock(&self.sets).contains_key(&input_set) {
+            return Err(SimRuntime::unknown_set(input_set));
+        }
+        if !read_lock(&self.sets).contains_key(&output_set) {
+            return Err(SimRuntime::unknown_set(output_set));
+        }
+        let job: Job = Box::new(move |_| match this.execute(model, input_set, output_set)? {
+            NrtStatus::Success => Ok(()),
+            status => Err(NrtError::new(status, "the launch completed with a warning")),
+        });
+        Ok(SeqId(self.queues.schedule(key, tracker.map(|t| t.0), job)?))
+    }
+
+    fn nrta_is_completed(&self, seq: SeqId) -> Result<bool, NrtError> {
+        self.enter(LibnrtFunction::nrta_is_completed)?;
+        Ok(self.queues.is_completed(seq.0)?)
+    }
+
+    fn nrt_async_drain_queued_execs(&self, vnc: i32) -> Result<(), NrtError> {
+        self.enter(LibnrtFunction::nrt_async_drain_queued_execs)?;
+        match u32::try_from(vnc) {
+            Ok(vnc) if vnc < self.config.n_cores => {
+                self.queues.drain(vnc);
+                Ok(())
+            }
+            _ => Err(NrtError::new(
+                NrtStatus::Invalid,
+                format!("vnc {vnc} does not exist, expected one below {}", self.config.n_cores),
+            )),
+        }
     }
 
     fn sys_trace_get_event_types(&self) -> Result<Vec<String>, NrtError> {
