@@ -35,13 +35,19 @@
 //!   names are protobuf `bytes` (ABI-FACTS §1), so no UTF-8 check may reject one. A backend that
 //!   hands a name to C refuses only what a C string cannot hold (a NUL byte).
 //!
-//! Lifecycle (ABI-FACTS §4): before [`Runtime::init`] every call except [`Runtime::get_version`],
-//! [`Runtime::get_total_vnc_count`] and [`Runtime::tensor_get_size`] fails with
-//! [`NrtStatus::Uninitialized`]; after [`Runtime::close`] with [`NrtStatus::Closed`].
+//! - **The async API's memory is the backend's.** `nrta_tensor_write` takes the bytes (the
+//!   backend keeps them until the request completes) and `nrta_tensor_read` delivers into an
+//!   [`AsyncReadBuffer`] the backend fills after it has seen the request complete, so safe Rust
+//!   never shares memory that C may still be writing.
+//!
+//! Lifecycle: each function's pre-init rule is in the function table
+//! ([`crate::functions::PreInit`]); the gated ones fail with [`NrtStatus::Uninitialized`] before
+//! [`Runtime::init`] and with [`NrtStatus::Closed`] after [`Runtime::close`]. The version, the
+//! four core counts and [`Runtime::tensor_get_size`] work in every state.
 
 use std::fmt;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::dtype::NrtDtype;
 use crate::status::NrtStatus;
@@ -534,11 +540,224 @@ pub trait Runtime: Send + Sync {
     /// None from a conforming backend; a library failure for a loaded one.
     fn get_total_vnc_count(&self) -> Result<u32, NrtError>;
 
-    /// `nrt_get_visible_vnc_count`: the NeuronCores this process may use.
+    /// `nrt_get_visible_vnc_count`: the NeuronCores this process may use. Works in any
+    /// lifecycle state (the public header says so).
     ///
     /// # Errors
-    /// Only the lifecycle statuses.
+    /// None from a conforming backend; a library failure for a loaded one.
     fn get_visible_vnc_count(&self) -> Result<u32, NrtError>;
+
+    // The functions below are the rest of the public headers that a backend can show
+    // (`abi::functions`); each is one C function.
+
+    /// `nrt_get_total_nc_count` (deprecated name of the total count). Works in any lifecycle
+    /// state.
+    ///
+    /// # Errors
+    /// None from a conforming backend; a library failure, or a library without the function.
+    fn get_total_nc_count(&self) -> Result<u32, NrtError>;
+
+    /// `nrt_get_visible_nc_count` (deprecated name of the visible count). Works in any
+    /// lifecycle state.
+    ///
+    /// # Errors
+    /// As [`Runtime::get_total_nc_count`].
+    fn get_visible_nc_count(&self) -> Result<u32, NrtError>;
+
+    /// `nrt_get_model_nc_count`: the NeuronCores a loaded model occupies.
+    ///
+    /// # Errors
+    /// [`NrtStatus::InvalidHandle`] for an unknown model; the lifecycle statuses.
+    fn get_model_nc_count(&self, model: ModelId) -> Result<u32, NrtError>;
+
+    /// `nrt_get_model_vnc_count`: the NeuronCores a loaded model occupies.
+    ///
+    /// # Errors
+    /// As [`Runtime::get_model_nc_count`].
+    fn get_model_vnc_count(&self, model: ModelId) -> Result<u32, NrtError>;
+
+    /// `nrt_get_model_instance_count`: how many threads may usefully call `nrt_execute` on the
+    /// model at once.
+    ///
+    /// # Errors
+    /// As [`Runtime::get_model_nc_count`].
+    fn get_model_instance_count(&self, model: ModelId) -> Result<u32, NrtError>;
+
+    /// `nrt_get_vnc_memory_stats`: device memory in use and available on a NeuronCore.
+    ///
+    /// # Errors
+    /// [`NrtStatus::Invalid`] for a NeuronCore that does not exist; the lifecycle statuses.
+    fn get_vnc_memory_stats(&self, vnc: u32) -> Result<VncMemoryStats, NrtError>;
+
+    /// `nrt_sys_trace_get_event_types`: the event types a capture can record.
+    ///
+    /// # Errors
+    /// A library failure, or a library without the function.
+    fn sys_trace_get_event_types(&self) -> Result<Vec<String>, NrtError>;
+
+    /// `nrt_sys_trace_config_allocate`, the config setters `config` asks for,
+    /// `nrt_sys_trace_start`, then `nrt_sys_trace_config_free`: starts a system-trace capture.
+    ///
+    /// # Errors
+    /// [`NrtStatus::Invalid`] for an unknown event type or while a capture runs; the lifecycle
+    /// statuses.
+    fn sys_trace_start(&self, config: &SysTraceConfig) -> Result<(), NrtError>;
+
+    /// `nrt_sys_trace_fetch_events` (with fetch options as `fetch` asks), then
+    /// `nrt_sys_trace_buffer_free`: removes the captured events and returns them as JSON.
+    ///
+    /// # Errors
+    /// [`NrtStatus::Invalid`] without a capture; the lifecycle statuses.
+    fn sys_trace_fetch_events(&self, fetch: &SysTraceFetch) -> Result<String, NrtError>;
+
+    /// `nrt_sys_trace_stop`: ends the capture and frees its events.
+    ///
+    /// # Errors
+    /// [`NrtStatus::Invalid`] without a capture; the lifecycle statuses.
+    fn sys_trace_stop(&self) -> Result<(), NrtError>;
+
+    /// `nrta_error_tracker_create`: a tracker for the failed requests of NeuronCore `lnc`.
+    ///
+    /// # Errors
+    /// [`NrtStatus::Invalid`] for a NeuronCore that does not exist; the lifecycle statuses.
+    fn nrta_error_tracker_create(&self, lnc: u32) -> Result<TrackerId, NrtError>;
+
+    /// `nrta_error_tracker_destroy`. A release, like C's `void`.
+    ///
+    /// # Errors
+    /// [`NrtStatus::InvalidHandle`] for an unknown tracker (the C function ignores it).
+    fn nrta_error_tracker_destroy(&self, tracker: TrackerId) -> Result<(), NrtError>;
+
+    /// `nrta_error_tracker_get_list`: the failed requests so far, in completion order.
+    ///
+    /// # Errors
+    /// [`NrtStatus::InvalidHandle`] for an unknown tracker.
+    fn nrta_error_tracker_get_list(
+        &self,
+        tracker: TrackerId,
+    ) -> Result<Vec<(SeqId, NrtStatus)>, NrtError>;
+
+    /// `nrta_tensor_write`: schedules a copy of `bytes` into the tensor from `offset`; the
+    /// backend keeps the bytes until the request completes.
+    ///
+    /// # Errors
+    /// [`NrtStatus::InvalidHandle`] for an unknown tensor or tracker, [`NrtStatus::Invalid`] for
+    /// a bad queue; a failure of the copy itself goes to the tracker.
+    fn nrta_tensor_write(
+        &self,
+        tensor: TensorId,
+        offset: u64,
+        bytes: &[u8],
+        queue: i32,
+        tracker: Option<TrackerId>,
+    ) -> Result<SeqId, NrtError>;
+
+    /// `nrta_tensor_read`: schedules a read of `size` bytes from `offset`; `into` holds them
+    /// once the request has completed (and stays empty if it failed).
+    ///
+    /// # Errors
+    /// As [`Runtime::nrta_tensor_write`].
+    fn nrta_tensor_read(
+        &self,
+        tensor: TensorId,
+        offset: u64,
+        size: u64,
+        queue: i32,
+        tracker: Option<TrackerId>,
+        into: Arc<AsyncReadBuffer>,
+    ) -> Result<SeqId, NrtError>;
+
+    /// `nrta_execute_schedule`: schedules `nrt_execute` on the model's compute queue.
+    ///
+    /// # Errors
+    /// [`NrtStatus::InvalidHandle`] for an unknown model, set or tracker, [`NrtStatus::Invalid`]
+    /// for a queue other than 0; a failed launch goes to the tracker.
+    fn nrta_execute_schedule(
+        &self,
+        model: ModelId,
+        input_set: SetId,
+        output_set: SetId,
+        queue: i32,
+        tracker: Option<TrackerId>,
+    ) -> Result<SeqId, NrtError>;
+
+    /// `nrta_is_completed`.
+    ///
+    /// # Errors
+    /// [`NrtStatus::Invalid`] for a sequence id never issued.
+    fn nrta_is_completed(&self, seq: SeqId) -> Result<bool, NrtError>;
+
+    /// `nrt_async_drain_queued_execs`: blocks until every request scheduled on `vnc` has
+    /// completed.
+    ///
+    /// # Errors
+    /// [`NrtStatus::Invalid`] for a NeuronCore that does not exist; the lifecycle statuses.
+    fn nrt_async_drain_queued_execs(&self, vnc: i32) -> Result<(), NrtError>;
+}
+
+/// An async request's sequence id (`nrta_seq_t`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SeqId(pub u64);
+
+/// An error tracker (`nrta_error_tracker_t *`). Never reused within one runtime instance.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TrackerId(pub u64);
+
+/// Where the bytes of an `nrta_tensor_read` arrive: empty until the request has completed.
+///
+/// The backend fills it (the real-libnrt backend copies from memory only it and libnrt touch,
+/// after it has seen the request complete), so Rust never reads memory C may still write.
+#[derive(Debug, Default)]
+pub struct AsyncReadBuffer {
+    bytes: Mutex<Option<Vec<u8>>>,
+}
+
+impl AsyncReadBuffer {
+    /// An empty buffer.
+    pub fn new() -> AsyncReadBuffer {
+        AsyncReadBuffer::default()
+    }
+
+    /// Stores the bytes of a completed read.
+    pub fn fill(&self, bytes: Vec<u8>) {
+        *self.bytes.lock().unwrap_or_else(PoisonError::into_inner) = Some(bytes);
+    }
+
+    /// The bytes read, once the request has completed; `None` before (or after a failure).
+    pub fn bytes(&self) -> Option<Vec<u8>> {
+        self.bytes.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+}
+
+/// What a system-trace capture records (the setters of `nrt_sys_trace_config_t`); the default
+/// is the library's default config.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SysTraceConfig {
+    /// `nrt_sys_trace_config_set_max_events_per_nc`, when set.
+    pub max_events_per_nc: Option<u64>,
+    /// NeuronCores switched off (`nrt_sys_trace_config_set_capture_enabled_for_nc`).
+    pub disabled_ncs: Vec<u32>,
+    /// Event types switched off (`nrt_sys_trace_config_set_capture_enabled_for_event_type`).
+    pub disabled_event_types: Vec<String>,
+}
+
+/// What a fetch returns (the setters of `nrt_sys_trace_fetch_options_t`); the default fetches
+/// every event of every core.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SysTraceFetch {
+    /// `nrt_sys_trace_fetch_options_set_max_events_per_nc`, when set.
+    pub max_events_per_nc: Option<u64>,
+    /// `nrt_sys_trace_fetch_options_set_nc_idx`, when set.
+    pub nc: Option<u64>,
+}
+
+/// `nrt_vnc_memory_stats_t`: device memory of one NeuronCore.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct VncMemoryStats {
+    /// Bytes in use.
+    pub bytes_used: u64,
+    /// Bytes available in all.
+    pub bytes_limit: u64,
 }
 
 #[cfg(test)]

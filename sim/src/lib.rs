@@ -25,6 +25,7 @@
 //! methods of [`SimRuntime`], never part of the trait.
 #![forbid(unsafe_code)]
 
+pub mod async_queues;
 pub mod checks;
 pub mod config;
 pub mod fault;
@@ -33,6 +34,7 @@ pub mod model;
 pub mod neff_load;
 pub mod program;
 mod runtime;
+pub mod sys_trace;
 
 pub use config::{ImitatedRelease, SimConfig};
 pub use fault::{FaultPlan, FaultPlanError, FaultRule, FaultTrigger};

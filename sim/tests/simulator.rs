@@ -346,14 +346,14 @@ fn an_invalid_fault_plan_is_refused_by_the_constructor() {
     let plan = FaultPlan {
         seed: 0,
         rules: vec![sim::FaultRule {
-            function: "nrt_frobnicate".to_owned(),
+            function: abi::functions::LibnrtFunction::nrt_close,
             trigger: sim::FaultTrigger::Nth(1),
             status: NrtStatus::Failure,
         }],
     };
     let err =
         SimRuntime::new(SimConfig { fault_plan: plan, ..small_config(1, false) }).unwrap_err();
-    assert!(err.to_string().contains("nrt_frobnicate"), "{err}");
+    assert!(err.to_string().contains("nrt_close, which is not faultable"), "{err}");
 }
 
 #[test]

@@ -1,13 +1,13 @@
 //! The exported C functions of ABI-FACTS §4.
 //!
-//! Each is `nrtsim_<c name>` in Rust and `<c name>@@NRT_2.0.0` in the library (see
-//! `build.rs`). Every body runs under [`guard`], so a Rust panic becomes `NRT_FAILURE` (or the
+//! Each is an ordinary Rust function with the C name and the table's signature; the exported
+//! symbol `<c name>@@NRT_2.0.0` is a trampoline to it (see [`crate::symbols`]). Every body runs under [`guard`], so a Rust panic becomes `NRT_FAILURE` (or the
 //! function's neutral value) and a line on stderr, never an unwind into C. Arguments are
 //! checked in this order: NULL pointers (`NRT_INVALID`), then handles (`NRT_INVALID_HANDLE` for
 //! one this library did not hand out, or released), then the simulator decides (lifecycle
 //! gate, contract, faults).
 
-// These functions are exported to C by `#[unsafe(no_mangle)]`, not to Rust.
+// These functions are exported to C through `crate::symbols`, not to Rust.
 #![allow(unreachable_pub)]
 
 use std::borrow::Cow;
@@ -22,8 +22,12 @@ use crate::ffi::{CallerBuffer, InfoArray, NrtTensorInfoC, NrtVersionC, status_te
 use crate::handles::{Global, Kind, global};
 use crate::status::{FAILURE, INVALID, SUCCESS};
 
+pub use crate::async_api::*;
+pub use crate::extended::*;
+pub use crate::trace_api::*;
+
 /// Runs `body`, turning a panic into `on_panic` and a message.
-fn guard<R>(call: &str, on_panic: R, body: impl FnOnce() -> R) -> R {
+pub(crate) fn guard<R>(call: &str, on_panic: R, body: impl FnOnce() -> R) -> R {
     match catch_unwind(AssertUnwindSafe(body)) {
         Ok(value) => value,
         Err(payload) => {
@@ -39,7 +43,7 @@ fn guard<R>(call: &str, on_panic: R, body: impl FnOnce() -> R) -> R {
 }
 
 /// Runs a status-returning body with the global simulator.
-fn with_global(call: &str, body: impl FnOnce(&'static Global) -> u32) -> u32 {
+pub(crate) fn with_global(call: &str, body: impl FnOnce(&'static Global) -> u32) -> u32 {
     guard(call, FAILURE, || match global() {
         Ok(g) => body(g),
         Err(status) => status,
@@ -94,8 +98,7 @@ unsafe fn put(out: *mut *mut c_void, handle: usize) {
 ///
 /// # Safety
 /// The strings are NULL or NUL-terminated.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nrtsim_nrt_init(
+pub unsafe extern "C" fn nrt_init(
     framework: u32,
     fw_version: *const c_char,
     fal_version: *const c_char,
@@ -116,8 +119,7 @@ pub unsafe extern "C" fn nrtsim_nrt_init(
 ///
 /// # Safety
 /// None beyond the C ABI.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nrtsim_nrt_close() {
+pub unsafe extern "C" fn nrt_close() {
     guard("nrt_close", (), || {
         if let Ok(g) = global() {
             g.sim.close();
@@ -153,8 +155,7 @@ fn load(
 ///
 /// # Safety
 /// `neff` points at `size` readable bytes; `model` at writable storage for a handle.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nrtsim_nrt_load(
+pub unsafe extern "C" fn nrt_load(
     neff: *const c_void,
     size: usize,
     vnc: i32,
@@ -169,9 +170,8 @@ pub unsafe extern "C" fn nrtsim_nrt_load(
 /// `nrt_load_collectives`.
 ///
 /// # Safety
-/// As [`nrtsim_nrt_load`].
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nrtsim_nrt_load_collectives(
+/// As [`nrt_load`].
+pub unsafe extern "C" fn nrt_load_collectives(
     neff: *const c_void,
     size: usize,
     vnc: i32,
@@ -191,8 +191,7 @@ pub unsafe extern "C" fn nrtsim_nrt_load_collectives(
 ///
 /// # Safety
 /// None: the handle is looked up, never dereferenced.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nrtsim_nrt_unload(model: *mut c_void) -> u32 {
+pub unsafe extern "C" fn nrt_unload(model: *mut c_void) -> u32 {
     with_global("nrt_unload", |g| {
         let id = try_status!(g.lookup(Kind::Model, model as usize));
         let status = g.status("nrt_unload", g.sim.unload(ModelId(id)));
@@ -229,8 +228,7 @@ fn execute(
 ///
 /// # Safety
 /// None: handles are looked up, never dereferenced.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nrtsim_nrt_execute(
+pub unsafe extern "C" fn nrt_execute(
     model: *mut c_void,
     input: *const c_void,
     output: *mut c_void,
@@ -244,8 +242,7 @@ pub unsafe extern "C" fn nrtsim_nrt_execute(
 ///
 /// # Safety
 /// None: handles are looked up, never dereferenced.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nrtsim_nrt_execute_repeat(
+pub unsafe extern "C" fn nrt_execute_repeat(
     model: *mut c_void,
     input: *const c_void,
     output: *mut c_void,
@@ -267,8 +264,7 @@ pub unsafe extern "C" fn nrtsim_nrt_execute_repeat(
 ///
 /// # Safety
 /// `set` points at writable storage for a handle.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nrtsim_nrt_allocate_tensor_set(set: *mut *mut c_void) -> u32 {
+pub unsafe extern "C" fn nrt_allocate_tensor_set(set: *mut *mut c_void) -> u32 {
     with_global("nrt_allocate_tensor_set", |g| {
         if set.is_null() {
             return INVALID;
@@ -289,8 +285,7 @@ pub unsafe extern "C" fn nrtsim_nrt_allocate_tensor_set(set: *mut *mut c_void) -
 ///
 /// # Safety
 /// `set` is NULL or points at the caller's handle variable.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nrtsim_nrt_destroy_tensor_set(set: *mut *mut c_void) {
+pub unsafe extern "C" fn nrt_destroy_tensor_set(set: *mut *mut c_void) {
     guard("nrt_destroy_tensor_set", (), || {
         let Ok(g) = global() else { return };
         if set.is_null() {
@@ -310,8 +305,7 @@ pub unsafe extern "C" fn nrtsim_nrt_destroy_tensor_set(set: *mut *mut c_void) {
 ///
 /// # Safety
 /// `name` is NULL or a C string.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nrtsim_nrt_add_tensor_to_tensor_set(
+pub unsafe extern "C" fn nrt_add_tensor_to_tensor_set(
     set: *mut c_void,
     name: *const c_char,
     tensor: *mut c_void,
@@ -329,8 +323,7 @@ pub unsafe extern "C" fn nrtsim_nrt_add_tensor_to_tensor_set(
 ///
 /// # Safety
 /// `name` is NULL or a C string; `tensor` is NULL or points at writable storage for a handle.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nrtsim_nrt_get_tensor_from_tensor_set(
+pub unsafe extern "C" fn nrt_get_tensor_from_tensor_set(
     set: *mut c_void,
     name: *const c_char,
     tensor: *mut *mut c_void,
@@ -375,8 +368,7 @@ fn new_tensor(
 ///
 /// # Safety
 /// `name` is NULL or a C string; `tensor` is NULL or points at writable storage for a handle.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nrtsim_nrt_tensor_allocate(
+pub unsafe extern "C" fn nrt_tensor_allocate(
     placement: u32,
     vnc: c_int,
     size: usize,
@@ -402,9 +394,8 @@ pub unsafe extern "C" fn nrtsim_nrt_tensor_allocate(
 /// `nrt_tensor_allocate_empty`. A NULL name is an empty name.
 ///
 /// # Safety
-/// As [`nrtsim_nrt_tensor_allocate`].
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nrtsim_nrt_tensor_allocate_empty(
+/// As [`nrt_tensor_allocate`].
+pub unsafe extern "C" fn nrt_tensor_allocate_empty(
     name: *const c_char,
     tensor: *mut *mut c_void,
 ) -> u32 {
@@ -423,8 +414,7 @@ pub unsafe extern "C" fn nrtsim_nrt_tensor_allocate_empty(
 /// # Safety
 /// `buffer` points at `size` bytes that the caller keeps readable, writable and in place while
 /// the tensor (or a slice of it) exists.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nrtsim_nrt_tensor_attach_buffer(
+pub unsafe extern "C" fn nrt_tensor_attach_buffer(
     tensor: *mut c_void,
     buffer: *mut c_void,
     size: usize,
@@ -445,8 +435,7 @@ pub unsafe extern "C" fn nrtsim_nrt_tensor_attach_buffer(
 ///
 /// # Safety
 /// `name` is NULL or a C string; `slice` is NULL or points at writable storage for a handle.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nrtsim_nrt_tensor_allocate_slice(
+pub unsafe extern "C" fn nrt_tensor_allocate_slice(
     source: *const c_void,
     offset: usize,
     size: usize,
@@ -470,8 +459,7 @@ pub unsafe extern "C" fn nrtsim_nrt_tensor_allocate_slice(
 ///
 /// # Safety
 /// `tensor` is NULL or points at the caller's handle variable.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nrtsim_nrt_tensor_free(tensor: *mut *mut c_void) {
+pub unsafe extern "C" fn nrt_tensor_free(tensor: *mut *mut c_void) {
     guard("nrt_tensor_free", (), || {
         let Ok(g) = global() else { return };
         if tensor.is_null() {
@@ -491,8 +479,7 @@ pub unsafe extern "C" fn nrtsim_nrt_tensor_free(tensor: *mut *mut c_void) {
 ///
 /// # Safety
 /// `buffer` points at `size` writable bytes.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nrtsim_nrt_tensor_read(
+pub unsafe extern "C" fn nrt_tensor_read(
     tensor: *const c_void,
     buffer: *mut c_void,
     offset: usize,
@@ -518,8 +505,7 @@ pub unsafe extern "C" fn nrtsim_nrt_tensor_read(
 ///
 /// # Safety
 /// `buffer` points at `size` readable bytes.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nrtsim_nrt_tensor_write(
+pub unsafe extern "C" fn nrt_tensor_write(
     tensor: *mut c_void,
     buffer: *const c_void,
     offset: usize,
@@ -544,8 +530,7 @@ pub unsafe extern "C" fn nrtsim_nrt_tensor_write(
 ///
 /// # Safety
 /// None: handles are looked up, never dereferenced.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nrtsim_nrt_tensor_copy(
+pub unsafe extern "C" fn nrt_tensor_copy(
     source: *const c_void,
     source_offset: usize,
     destination: *mut c_void,
@@ -565,8 +550,7 @@ pub unsafe extern "C" fn nrtsim_nrt_tensor_copy(
 ///
 /// # Safety
 /// None: the handle is looked up, never dereferenced.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nrtsim_nrt_tensor_memset(
+pub unsafe extern "C" fn nrt_tensor_memset(
     tensor: *mut c_void,
     offset: u64,
     value: c_int,
@@ -582,8 +566,7 @@ pub unsafe extern "C" fn nrtsim_nrt_tensor_memset(
 ///
 /// # Safety
 /// None: the handle is looked up, never dereferenced.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nrtsim_nrt_tensor_get_size(tensor: *const c_void) -> usize {
+pub unsafe extern "C" fn nrt_tensor_get_size(tensor: *const c_void) -> usize {
     guard("nrt_tensor_get_size", 0, || {
         let Ok(g) = global() else { return 0 };
         let Ok(id) = g.lookup(Kind::Tensor, tensor as usize) else { return 0 };
@@ -596,8 +579,7 @@ pub unsafe extern "C" fn nrtsim_nrt_tensor_get_size(tensor: *const c_void) -> us
 ///
 /// # Safety
 /// None: the handle is looked up, never dereferenced.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nrtsim_nrt_tensor_get_va(tensor: *const c_void) -> *mut c_void {
+pub unsafe extern "C" fn nrt_tensor_get_va(tensor: *const c_void) -> *mut c_void {
     guard("nrt_tensor_get_va", ptr::null_mut(), || {
         let Ok(g) = global() else { return ptr::null_mut() };
         let Ok(id) = g.lookup(Kind::Tensor, tensor as usize) else { return ptr::null_mut() };
@@ -616,8 +598,7 @@ pub unsafe extern "C" fn nrtsim_nrt_tensor_get_va(tensor: *const c_void) -> *mut
 ///
 /// # Safety
 /// `info` is NULL or points at writable storage for a pointer.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nrtsim_nrt_get_model_tensor_info(
+pub unsafe extern "C" fn nrt_get_model_tensor_info(
     model: *mut c_void,
     info: *mut *mut NrtTensorInfoC,
 ) -> u32 {
@@ -643,8 +624,7 @@ pub unsafe extern "C" fn nrtsim_nrt_get_model_tensor_info(
 ///
 /// # Safety
 /// None: the address is looked up, never dereferenced.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nrtsim_nrt_free_model_tensor_info(info: *mut NrtTensorInfoC) -> u32 {
+pub unsafe extern "C" fn nrt_free_model_tensor_info(info: *mut NrtTensorInfoC) -> u32 {
     with_global("nrt_free_model_tensor_info", |g| g.free_info(info as usize))
 }
 
@@ -653,8 +633,7 @@ pub unsafe extern "C" fn nrtsim_nrt_free_model_tensor_info(info: *mut NrtTensorI
 ///
 /// # Safety
 /// `version` is NULL or points at `size` writable bytes.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nrtsim_nrt_get_version(version: *mut NrtVersionC, size: usize) -> u32 {
+pub unsafe extern "C" fn nrt_get_version(version: *mut NrtVersionC, size: usize) -> u32 {
     with_global("nrt_get_version", |g| {
         if version.is_null() || size < size_of::<NrtVersionC>() {
             return INVALID;
@@ -694,8 +673,7 @@ fn count(
 ///
 /// # Safety
 /// `count` is NULL or points at a writable `uint32_t`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nrtsim_nrt_get_total_vnc_count(out: *mut u32) -> u32 {
+pub unsafe extern "C" fn nrt_get_total_vnc_count(out: *mut u32) -> u32 {
     with_global("nrt_get_total_vnc_count", |g| {
         if out.is_null() {
             return INVALID;
@@ -708,8 +686,7 @@ pub unsafe extern "C" fn nrtsim_nrt_get_total_vnc_count(out: *mut u32) -> u32 {
 ///
 /// # Safety
 /// `count` is NULL or points at a writable `uint32_t`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nrtsim_nrt_get_visible_vnc_count(out: *mut u32) -> u32 {
+pub unsafe extern "C" fn nrt_get_visible_vnc_count(out: *mut u32) -> u32 {
     with_global("nrt_get_visible_vnc_count", |g| {
         if out.is_null() {
             return INVALID;
@@ -723,8 +700,7 @@ pub unsafe extern "C" fn nrtsim_nrt_get_visible_vnc_count(out: *mut u32) -> u32 
 ///
 /// # Safety
 /// None.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nrtsim_nrt_get_status_as_str(status: u32) -> *const c_char {
+pub unsafe extern "C" fn nrt_get_status_as_str(status: u32) -> *const c_char {
     guard("nrt_get_status_as_str", crate::ffi::UNKNOWN_STATUS.as_ptr(), || {
         status_text(status).as_ptr()
     })

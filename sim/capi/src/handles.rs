@@ -11,8 +11,11 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 
+use abi::c_layout::c_types::nrta_error_t;
+use abi::functions::LibnrtFunction;
 use abi::runtime::NrtError;
 use sim::SimRuntime;
+use sim::async_queues::AsyncQueues;
 
 use crate::config;
 use crate::ffi::InfoArray;
@@ -24,6 +27,16 @@ pub(crate) enum Kind {
     Tensor = 1,
     Set = 2,
     Model = 3,
+    /// `nrta_error_tracker_t`.
+    ErrorTracker = 4,
+    /// `nrt_sys_trace_config_t`.
+    TraceConfig = 5,
+    /// `nrt_sys_trace_fetch_options_t`.
+    FetchOptions = 6,
+    /// `nrt_profile_continuous_options_t`.
+    ContinuousOptions = 7,
+    /// `nrt_inspect_config_t`.
+    InspectConfig = 8,
 }
 
 /// The top 16 bits of every handle: `0x4E52` ("NR"), which makes the value a non-canonical
@@ -51,9 +64,22 @@ pub(crate) struct Global {
     log_errors: bool,
     live: Mutex<HashSet<usize>>,
     infos: Mutex<HashMap<usize, InfoArray>>,
+    /// The simulated instance `nrt_get_instance_info` reports (`NRTSIM_INSTANCE`).
+    pub(crate) instance: config::Instance,
+    /// The unsupported functions already explained under `NRTSIM_LOG`.
+    explained: Mutex<HashSet<LibnrtFunction>>,
+    /// The queues of the `nrta_*` API.
+    pub(crate) queues: AsyncQueues,
+    /// The error list each tracker last handed out, alive until the next one or its destroy.
+    pub(crate) error_lists: Mutex<HashMap<u64, Box<[nrta_error_t]>>>,
+    /// `nrt_register_async_exec_callback`'s callback and parameter (an address).
+    pub(crate) exec_callback: Mutex<Option<(ExecCallback, usize)>>,
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+/// The callback of `nrt_register_async_exec_callback`: `(params, model_id, vnc, job_id, status)`.
+pub(crate) type ExecCallback = unsafe extern "C" fn(*mut std::ffi::c_void, u32, u32, u64, u32);
+
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
@@ -63,13 +89,20 @@ static GLOBAL: OnceLock<Result<Global, String>> = OnceLock::new();
 /// `NRT_INVALID` for every call (the reason is printed once, when it is first read).
 pub(crate) fn global() -> Result<&'static Global, u32> {
     let made = GLOBAL.get_or_init(|| {
-        let made = config::config_from(|name| std::env::var(name).ok())
+        let lookup = |name: &str| std::env::var(name).ok();
+        let made = config::config_from(lookup)
             .and_then(|config| SimRuntime::new(config).map_err(|err| err.to_string()))
-            .map(|sim| Global {
-                sim,
+            .and_then(|sim| Ok((sim, config::instance_from(lookup)?)))
+            .map(|(sim, instance)| Global {
                 log_errors: std::env::var("NRTSIM_LOG").is_ok_and(|value| value.trim() == "1"),
                 live: Mutex::new(HashSet::new()),
                 infos: Mutex::new(HashMap::new()),
+                queues: AsyncQueues::new(sim.config().n_cores),
+                instance,
+                explained: Mutex::new(HashSet::new()),
+                error_lists: Mutex::new(HashMap::new()),
+                exec_callback: Mutex::new(None),
+                sim,
             });
         if let Err(reason) = &made {
             eprintln!("nrtsim: the simulated libnrt is not configured: {reason}");
@@ -135,6 +168,25 @@ impl Global {
         }
     }
 
+    /// The lifecycle gate and fault plan of `function` (the simulator's one gate), as a C status.
+    pub(crate) fn enter(&self, function: LibnrtFunction) -> Result<(), u32> {
+        self.sim.enter(function).map_err(|err| self.failed(function.name(), &err))
+    }
+
+    /// `NRT_INVALID` for a function the simulator cannot provide, after its gate; the reason is
+    /// printed once per function when `NRTSIM_LOG=1`.
+    pub(crate) fn unsupported(&self, function: LibnrtFunction, why: &str) -> u32 {
+        if let Err(status) = self.enter(function) {
+            return status;
+        }
+        if self.log_errors && lock(&self.explained).insert(function) {
+            eprintln!(
+                "nrtsim: {function} is not supported by the simulator ({why}); it returns NRT_INVALID"
+            );
+        }
+        status::INVALID
+    }
+
     /// The C status of a failed call (logged when `NRTSIM_LOG=1`).
     pub(crate) fn failed(&self, call: &str, err: &NrtError) -> u32 {
         if self.log_errors {
@@ -167,11 +219,17 @@ mod tests {
     fn concurrent_releases_of_one_handle_succeed_exactly_once() {
         const N_HANDLES: u64 = 20_000;
         const N_THREADS: usize = 4;
+        let sim = SimRuntime::new(sim::SimConfig::default()).expect("a default simulator");
         let global = Global {
-            sim: SimRuntime::new(sim::SimConfig::default()).expect("a default simulator"),
             log_errors: false,
             live: Mutex::new(HashSet::new()),
             infos: Mutex::new(HashMap::new()),
+            queues: AsyncQueues::new(sim.config().n_cores),
+            instance: config::instance_from(|_| None).expect("the default instance"),
+            explained: Mutex::new(HashSet::new()),
+            error_lists: Mutex::new(HashMap::new()),
+            exec_callback: Mutex::new(None),
+            sim,
         };
         let handles: Vec<usize> =
             (0..N_HANDLES).map(|id| global.register(Kind::Tensor, id)).collect();

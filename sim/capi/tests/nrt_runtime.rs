@@ -183,6 +183,7 @@ fn probe(name: &str) -> Result<(), String> {
         "foreign_buffer" => return probe_foreign_buffer(),
         "disguised_buffer" => return probe_disguised_buffer(),
         "freed_member" => return probe_freed_member(),
+        "every_function" => return probe_every_function(),
         _ => {}
     }
     let runtime = open_nrt(true);
@@ -215,6 +216,18 @@ fn probe(name: &str) -> Result<(), String> {
         }
         _ => Err(format!("unknown probe {name:?}")),
     }
+}
+
+/// The `nrt` backend resolves every function of the table in the simulator's library, the
+/// recent ones included (a real library may lack those; they are optional).
+fn probe_every_function() -> Result<(), String> {
+    let runtime = open_nrt(false);
+    let missing: Vec<&str> = abi::functions::LibnrtFunction::ALL
+        .iter()
+        .filter(|function| !runtime.exports(**function))
+        .map(|function| function.name())
+        .collect();
+    if missing.is_empty() { Ok(()) } else { Err(format!("not resolved: {missing:?}")) }
 }
 
 /// The real-libnrt backend hands attached memory to C, so it takes only a `SharedBuffer` (whose
@@ -544,6 +557,9 @@ fn main() {
     trials.push(Trial::test("probe::an_unknown_status_code_survives_as_a_number", || {
         run_probe("unknown_status", &[("NRTSIM_FAULTS", "nrt_tensor_allocate:1=4242")])
             .map_err(Failed::from)
+    }));
+    trials.push(Trial::test("probe::every_function_of_the_table_resolves", || {
+        run_probe("every_function", &[]).map_err(Failed::from)
     }));
     trials.push(Trial::test("probe::only_shared_buffers_are_attached_through_c", || {
         run_probe("foreign_buffer", &[]).map_err(Failed::from)
