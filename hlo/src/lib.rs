@@ -8,3 +8,6 @@
 //! The crate is pure and safe: it does no IO, and everything it is given is untrusted input that
 //! gets a typed error rather than a panic.
 #![forbid(unsafe_code)]
+
+pub mod dtype;
+pub mod eval;
