@@ -188,7 +188,6 @@ impl Direction {
 pub(crate) trait Float: Copy + PartialOrd + std::fmt::Debug + Send + Sync + 'static {
     fn unary(op: Unary, x: Self) -> Self;
     fn binary(op: Binary, x: Self, y: Self) -> Self;
-    fn is_finite_(self) -> bool;
     fn total_key(self) -> i64;
 }
 
@@ -259,11 +258,6 @@ macro_rules! impl_float {
                     Binary::Atan2 => x.atan2(y),
                     _ => <$t>::NAN,
                 }
-            }
-
-            #[inline]
-            fn is_finite_(self) -> bool {
-                self.is_finite()
             }
 
             /// A key whose integer order is IEEE totalOrder (-NaN < -inf < … < -0 < +0 < … < NaN).

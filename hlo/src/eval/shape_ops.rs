@@ -8,7 +8,7 @@
 //! those are clamped here as XLA clamps them.
 
 use super::Fail;
-use super::tensor::{Data, dispatch, filled, next_index, strides, try_alloc, visit};
+use super::tensor::{Data, dispatch, filled, next_index, strides, try_alloc};
 use crate::dtype::{ElementType, SmallFloat};
 
 /// Copies `src` into a new row-major array of `out_dims`, reading element
@@ -354,9 +354,4 @@ pub(crate) fn copy(data: &Data) -> Result<Data, Fail> {
         out.extend_from_slice(v);
         out
     }))
-}
-
-/// Number of elements, for any Data.
-pub(crate) fn len(data: &Data) -> usize {
-    visit!(data, v => v.len())
 }

@@ -103,7 +103,6 @@ macro_rules! dispatch2 {
 
 pub(crate) use dispatch;
 pub(crate) use dispatch2;
-pub(crate) use visit;
 
 impl Data {
     pub(crate) fn ty(&self) -> ElementType {
