@@ -53,3 +53,5 @@ pub fn decode_module(bytes: &[u8]) -> Result<proto::HloModuleProto, DecodeError>
 pub fn encode_module(module: &proto::HloModuleProto) -> Vec<u8> {
     module.encode_to_vec()
 }
+
+pub mod text;
