@@ -1371,27 +1371,11 @@ impl Compiler<'_> {
 }
 
 fn groups(ins: &proto::HloInstructionProto) -> Result<Groups, Fail> {
-    let mut out = Vec::new();
-    let list = if ins.replica_groups.is_empty() {
-        ins.collective_device_list.as_ref().map(|l| l.replica_groups.as_slice()).unwrap_or(&[])
-    } else {
-        ins.replica_groups.as_slice()
-    };
-    for g in list {
-        out.push(g.replica_ids.iter().map(|&r| to_usize(r, "replica id")).collect::<Result<Vec<_>, _>>()?);
-    }
-    if out.is_empty() {
-        if let Some(iota) = ins.collective_device_list.as_ref().and_then(|l| l.iota_replica_group_list.as_ref()) {
-            let (n, size) = (to_usize(iota.num_replica_groups, "num_replica_groups")?, to_usize(iota.num_devices_per_group, "num_devices_per_group")?);
-            if !iota.iota_reshape_dims.is_empty() && iota.iota_reshape_dims.len() > 1 {
-                return Err(Fail::Unsupported("iota replica groups with a transpose".into()));
-            }
-            for g in 0..n {
-                out.push((0..size).map(|i| g * size + i).collect());
-            }
-        }
-    }
-    Ok(out)
+    let groups = ins.collective_groups().map_err(|e| invalid(e.to_string()))?;
+    groups
+        .iter()
+        .map(|g| g.iter().map(|&r| to_usize(r, "replica id")).collect::<Result<Vec<_>, _>>())
+        .collect()
 }
 
 /// One binary op of the two parameters, or the second parameter alone.
