@@ -55,3 +55,9 @@ pub fn encode_module(module: &proto::HloModuleProto) -> Vec<u8> {
 }
 
 pub mod text;
+
+mod load;
+mod validate;
+
+pub use load::{LoadError, is_text, load_module};
+pub use validate::{ValidateError, validate};

@@ -479,7 +479,8 @@ impl<'a> Parser<'a> {
                 }
             }
         }
-        let is_dynamic_dimension = if dynamic.iter().any(|&d| d) { dynamic } else { Vec::new() };
+        // XLA writes one flag per dimension, dynamic or not.
+        let is_dynamic_dimension = dynamic;
         // A layout follows directly, without space, as XLA prints it.
         let mut layout = if self.rest().starts_with('{') { Some(self.layout()?) } else { None };
         // A scalar's layout is empty; the printer omits it, so the parser drops it too.
@@ -689,7 +690,11 @@ impl<'a> Parser<'a> {
             match key {
                 "entry_computation_layout" => {
                     self.expect("{")?;
-                    module.host_program_shape = Some(self.program_shape()?);
+                    let mut shape = self.program_shape()?;
+                    // XLA names the entry parameters p0, p1, ... in the host program shape.
+                    shape.parameter_names =
+                        (0..shape.parameters.len()).map(|k| format!("p{k}")).collect();
+                    module.host_program_shape = Some(shape);
                     self.expect("}")?;
                 }
                 "input_output_alias" => {
@@ -1555,6 +1560,7 @@ impl<'a> Parser<'a> {
                 }
                 proto.instructions.push(i);
             }
+            fill_xla_defaults(&mut proto.instructions);
             let mut program_shape = ProgramShapeProto {
                 result: proto
                     .instructions
@@ -1577,6 +1583,40 @@ impl<'a> Parser<'a> {
     }
 }
 
+/// Fills what XLA's parser fills when the text leaves it out, so that a parsed module equals
+/// XLA's parse of the same text: the comparison type of `compare` (from the operands' element
+/// type) and the operand precisions of `dot` and `convolution` (all DEFAULT).
+fn fill_xla_defaults(instructions: &mut [HloInstructionProto]) {
+    let types: BTreeMap<i64, PrimitiveType> = instructions
+        .iter()
+        .filter_map(|i| i.shape.as_ref().map(|s| (i.id, s.element_type())))
+        .collect();
+    for i in instructions {
+        if i.opcode == "compare" && i.comparison_type.is_empty() {
+            let ty = i.operand_ids.first().and_then(|id| types.get(id));
+            if let Some(ty) = ty {
+                i.comparison_type = default_comparison_type(*ty).to_string();
+            }
+        }
+        if matches!(i.opcode.as_str(), "dot" | "convolution") && i.precision_config.is_none() {
+            i.precision_config = Some(PrecisionConfig {
+                operand_precision: vec![Precision::Default.into(); i.operand_ids.len()],
+                algorithm: 0,
+            });
+        }
+    }
+}
+
+/// The comparison type XLA assumes for operands of `ty`, and omits when printing.
+pub(crate) fn default_comparison_type(ty: PrimitiveType) -> &'static str {
+    use PrimitiveType as T;
+    match ty {
+        T::S1 | T::S2 | T::S4 | T::S8 | T::S16 | T::S32 | T::S64 => "SIGNED",
+        T::Pred | T::U1 | T::U2 | T::U4 | T::U8 | T::U16 | T::U32 | T::U64 => "UNSIGNED",
+        _ => "FLOAT",
+    }
+}
+
 /// Drops attribute messages left at their defaults (`metadata={}`, `window={}`), which the
 /// printer does not write, and gives convolution XLA's group counts of 1; so that a parsed module
 /// is exactly what parsing its print gives.
@@ -1588,7 +1628,13 @@ fn normalize(i: &mut HloInstructionProto) {
     }
     drop_default(&mut i.metadata);
     drop_default(&mut i.frontend_attributes);
-    drop_default(&mut i.precision_config);
+    // Precisions that are all DEFAULT say nothing; `fill_xla_defaults` writes XLA's form.
+    if i.precision_config
+        .as_ref()
+        .is_some_and(|p| p.algorithm == 0 && p.operand_precision.iter().all(|&v| v == 0))
+    {
+        i.precision_config = None;
+    }
     drop_default(&mut i.dot_dimension_numbers);
     drop_default(&mut i.gather_dimension_numbers);
     drop_default(&mut i.scatter_dimension_numbers);

@@ -83,6 +83,7 @@ pub fn print_module(m: &HloModuleProto) -> Result<String, PrintError> {
         }
         computation(&mut out, c, std::ptr::eq(c, entry), &computations)?;
     }
+    out.push('\n');
     Ok(out)
 }
 
@@ -156,6 +157,10 @@ pub(crate) fn shape(out: &mut String, s: &ShapeProto) -> Result<(), String> {
             for (i, element) in s.tuple_shapes.iter().enumerate() {
                 if i > 0 {
                     out.push_str(", ");
+                }
+                // XLA marks every fifth element of a long tuple; the parser skips comments.
+                if i > 0 && i % 5 == 0 {
+                    let _ = write!(out, "/*index={i}*/");
                 }
                 shape(out, element)?;
             }
@@ -369,16 +374,18 @@ fn instruction(
         attr("dimensions", int_list(&i.dimensions));
     }
     if !i.slice_dimensions.is_empty() {
+        // As XLA: strides are written only when one of them is not 1.
+        let strided = i.slice_dimensions.iter().any(|d| d.stride != 1);
+        let one = |d: &crate::proto::hlo_instruction_proto::SliceDimensions| {
+            if strided {
+                format!("[{}:{}:{}]", d.start, d.limit, d.stride)
+            } else {
+                format!("[{}:{}]", d.start, d.limit)
+            }
+        };
         attr(
             "slice",
-            format!(
-                "{{{}}}",
-                i.slice_dimensions
-                    .iter()
-                    .map(|d| format!("[{}:{}:{}]", d.start, d.limit, d.stride))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
+            format!("{{{}}}", i.slice_dimensions.iter().map(one).collect::<Vec<_>>().join(", ")),
         );
     }
     if let Some(p) = i.padding_config.as_ref().filter(|p| !p.dimensions.is_empty()) {
@@ -429,7 +436,10 @@ fn instruction(
             }
         }
     }
-    if let Some(p) = i.precision_config.as_ref().filter(|p| !p.operand_precision.is_empty()) {
+    // All-DEFAULT precisions are what the parser fills in, so XLA (and we) leave them out.
+    if let Some(p) =
+        i.precision_config.as_ref().filter(|p| p.operand_precision.iter().any(|&v| v != 0))
+    {
         let names = p
             .operand_precision
             .iter()
@@ -486,7 +496,16 @@ fn instruction(
     if !i.comparison_direction.is_empty() {
         attr("direction", i.comparison_direction.clone());
     }
-    if !i.comparison_type.is_empty() {
+    // The type the parser fills in from the operands is left out, as XLA does.
+    let operand_type = i
+        .operand_ids
+        .first()
+        .and_then(|id| by_id.get(id))
+        .and_then(|o| o.shape.as_ref())
+        .map(ShapeProto::element_type);
+    let implied =
+        operand_type.filter(|_| op == "compare").map(super::parse::default_comparison_type);
+    if !i.comparison_type.is_empty() && implied != Some(i.comparison_type.as_str()) {
         attr("type", i.comparison_type.clone());
     }
     if i.is_stable {
@@ -827,7 +846,13 @@ fn literal_text(
         out.push(')');
         return Ok(());
     }
-    let elements = literal::elements(s, lit)?;
+    let mut elements = literal::elements(s, lit)?;
+    // XLA writes a scalar pred as true/false and the elements of a pred array as 1/0.
+    if s.element_type() == PrimitiveType::Pred && !s.dimensions.is_empty() {
+        for e in &mut elements {
+            *e = if e == "true" { "1".into() } else { "0".into() };
+        }
+    }
     let dims: Vec<usize> = s.dimensions.iter().map(|&d| d as usize).collect();
     // With a zero dimension there are no elements but there may be many empty braces (f32[N,0]);
     // refuse to write more braces than any real module has.
@@ -843,18 +868,24 @@ fn literal_text(
         ));
     }
     let mut next = elements.iter();
-    nest(out, &dims, &mut next);
+    // As XLA: `{1, 2}` for one dimension, `{ { 1, 2 }, { 3, 4 } }` (spaced at every level) for
+    // more.
+    nest(out, &dims, dims.len() > 1, &mut next);
     Ok(())
 }
 
-fn nest<'a>(out: &mut String, dims: &[usize], next: &mut impl Iterator<Item = &'a String>) {
+fn nest<'a>(
+    out: &mut String,
+    dims: &[usize],
+    spaced: bool,
+    next: &mut impl Iterator<Item = &'a String>,
+) {
     let Some((&first, inner)) = dims.split_first() else {
         if let Some(e) = next.next() {
             out.push_str(e);
         }
         return;
     };
-    let spaced = !inner.is_empty();
     out.push('{');
     if spaced {
         out.push(' ');
@@ -863,7 +894,7 @@ fn nest<'a>(out: &mut String, dims: &[usize], next: &mut impl Iterator<Item = &'
         if k > 0 {
             out.push_str(", ");
         }
-        nest(out, inner, next);
+        nest(out, inner, spaced, next);
     }
     if spaced {
         out.push(' ');
