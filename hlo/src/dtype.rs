@@ -220,7 +220,8 @@ impl SmallFloat {
             return sign | self.quiet_nan();
         }
         let exp_all = (1u32 << e_bits) - 1;
-        let overflow = if self.has_infinity() { sign | (exp_all << m_bits) } else { sign | self.quiet_nan() };
+        let overflow =
+            if self.has_infinity() { sign | (exp_all << m_bits) } else { sign | self.quiet_nan() };
         let magnitude = value.abs();
         if magnitude.is_infinite() {
             return overflow;
@@ -350,7 +351,9 @@ mod tests {
 
     #[test]
     fn bf16_fast_path_matches_generic_encoder() {
-        for value in [1.0f32, 1.00390625, 1.01171875, -3.3e38, 3.4e38, 1e-40, 0.1, -0.0] {
+        for value in
+            [1.0f32, 1.0 + 1.0 / 256.0, 1.0 + 3.0 / 256.0, -3.3e38, 3.4e38, 1e-40, 0.1, -0.0]
+        {
             assert_eq!(
                 SmallFloat::Bf16.encode_f32(value),
                 SmallFloat::Bf16.encode(f64::from(value)),

@@ -14,6 +14,9 @@ fn run(text: &str, args: &[Array]) -> Array {
     }
 }
 
+/// An f64 reference for a binary op.
+type Reference = fn(f64, f64) -> f64;
+
 fn binary_module(ty: &str, op: &str) -> String {
     format!(
         "HloModule m\n\nENTRY main {{\n  a = {ty}[] parameter(0)\n  b = {ty}[] parameter(1)\n  ROOT c = {ty}[] {op}(a, b)\n}}\n"
@@ -50,7 +53,9 @@ fn bf16_array(bits: u16) -> Array {
 fn finite_bf16() -> impl Strategy<Value = u16> {
     // Finite values below 1e18 in magnitude, so the sum or product stays far from overflow
     // (where the candidate search above would need infinity as a candidate).
-    any::<u16>().prop_filter("finite, moderate", |&b| bf16_value(b).is_finite() && bf16_value(b).abs() < 1e18)
+    any::<u16>().prop_filter("finite, moderate", |&b| {
+        bf16_value(b).is_finite() && bf16_value(b).abs() < 1e18
+    })
 }
 
 proptest! {
@@ -58,7 +63,7 @@ proptest! {
 
     #[test]
     fn bf16_arithmetic_is_f64_math_rounded_once(a in finite_bf16(), b in finite_bf16(), op in 0usize..3) {
-        let table: [(&str, fn(f64, f64) -> f64); 3] = [
+        let table: [(&str, Reference); 3] = [
             ("add", |x, y| x + y),
             ("subtract", |x, y| x - y),
             ("multiply", |x, y| x * y),
@@ -145,7 +150,8 @@ fn column_major_layout_is_the_transpose() {
     // [[1,2,3],[4,5,6]] in layout {0,1} (dimension 0 fastest) is stored 1,4,2,5,3,6.
     let logical = Array::from_f32(&[2, 3], &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
     let physical = logical.to_physical(&[0, 1]).expect("layout");
-    let want: Vec<u8> = [1.0f32, 4.0, 2.0, 5.0, 3.0, 6.0].iter().flat_map(|v| v.to_le_bytes()).collect();
+    let want: Vec<u8> =
+        [1.0f32, 4.0, 2.0, 5.0, 3.0, 6.0].iter().flat_map(|v| v.to_le_bytes()).collect();
     assert_eq!(physical, want);
     assert!(logical.to_physical(&[0, 0]).is_err());
 }
