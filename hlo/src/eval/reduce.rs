@@ -102,6 +102,40 @@ fn fold_runs<T: Copy>(v: &[T], init: T, run: usize, f: impl Fn(T, T) -> T) -> Re
     Ok(out)
 }
 
+/// `fold_runs` with the opcode fixed per arm, so the fold loop has no per-element dispatch.
+fn fold_runs_op<T: Copy>(
+    op: Binary,
+    v: &[T],
+    init: T,
+    run: usize,
+    f: impl Fn(Binary, T, T) -> T + Copy,
+) -> Result<Vec<T>, Fail> {
+    macro_rules! arms {
+        ($($b:ident),*) => {
+            match op {
+                $(Binary::$b => fold_runs(v, init, run, move |x, y| f(Binary::$b, x, y)),)*
+            }
+        };
+    }
+    arms!(
+        Add,
+        Sub,
+        Mul,
+        Div,
+        Rem,
+        Max,
+        Min,
+        Pow,
+        Atan2,
+        And,
+        Or,
+        Xor,
+        Shl,
+        ShrLogical,
+        ShrArithmetic
+    )
+}
+
 /// Folds with a recognised binary reducer; `None` when the type has no fast path.
 fn fast_fold(
     op: Binary,
@@ -121,36 +155,16 @@ fn fast_fold(
         }};
     }
     let out = match (data, init) {
-        (Data::F32(v), Data::F32(i)) => {
-            Data::F32(fold_runs(v, i[0], run, |a, b| f32::binary(op, a, b))?)
-        }
-        (Data::F64(v), Data::F64(i)) => {
-            Data::F64(fold_runs(v, i[0], run, |a, b| f64::binary(op, a, b))?)
-        }
-        (Data::S32(v), Data::S32(i)) => {
-            Data::S32(fold_runs(v, i[0], run, |a, b| i32::binary(op, a, b))?)
-        }
-        (Data::S64(v), Data::S64(i)) => {
-            Data::S64(fold_runs(v, i[0], run, |a, b| i64::binary(op, a, b))?)
-        }
-        (Data::S8(v), Data::S8(i)) => {
-            Data::S8(fold_runs(v, i[0], run, |a, b| i8::binary(op, a, b))?)
-        }
-        (Data::S16(v), Data::S16(i)) => {
-            Data::S16(fold_runs(v, i[0], run, |a, b| i16::binary(op, a, b))?)
-        }
-        (Data::U8(v), Data::U8(i)) => {
-            Data::U8(fold_runs(v, i[0], run, |a, b| u8::binary(op, a, b))?)
-        }
-        (Data::U16(v), Data::U16(i)) => {
-            Data::U16(fold_runs(v, i[0], run, |a, b| u16::binary(op, a, b))?)
-        }
-        (Data::U32(v), Data::U32(i)) => {
-            Data::U32(fold_runs(v, i[0], run, |a, b| u32::binary(op, a, b))?)
-        }
-        (Data::U64(v), Data::U64(i)) => {
-            Data::U64(fold_runs(v, i[0], run, |a, b| u64::binary(op, a, b))?)
-        }
+        (Data::F32(v), Data::F32(i)) => Data::F32(fold_runs_op(op, v, i[0], run, f32::binary)?),
+        (Data::F64(v), Data::F64(i)) => Data::F64(fold_runs_op(op, v, i[0], run, f64::binary)?),
+        (Data::S32(v), Data::S32(i)) => Data::S32(fold_runs_op(op, v, i[0], run, i32::binary)?),
+        (Data::S64(v), Data::S64(i)) => Data::S64(fold_runs_op(op, v, i[0], run, i64::binary)?),
+        (Data::S8(v), Data::S8(i)) => Data::S8(fold_runs_op(op, v, i[0], run, i8::binary)?),
+        (Data::S16(v), Data::S16(i)) => Data::S16(fold_runs_op(op, v, i[0], run, i16::binary)?),
+        (Data::U8(v), Data::U8(i)) => Data::U8(fold_runs_op(op, v, i[0], run, u8::binary)?),
+        (Data::U16(v), Data::U16(i)) => Data::U16(fold_runs_op(op, v, i[0], run, u16::binary)?),
+        (Data::U32(v), Data::U32(i)) => Data::U32(fold_runs_op(op, v, i[0], run, u32::binary)?),
+        (Data::U64(v), Data::U64(i)) => Data::U64(fold_runs_op(op, v, i[0], run, u64::binary)?),
         (Data::F16(v), Data::F16(i)) => small!(F16, SmallFloat::F16, u16, v, i),
         (Data::Bf16(v), Data::Bf16(i)) => small!(Bf16, SmallFloat::Bf16, u16, v, i),
         (Data::F8e5m2(v), Data::F8e5m2(i)) => small!(F8e5m2, SmallFloat::F8e5m2, u8, v, i),
