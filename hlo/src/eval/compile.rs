@@ -118,8 +118,15 @@ pub(crate) enum Op {
         branches: Vec<usize>,
     },
     Broadcast(Vec<usize>),
-    /// reshape, bitcast, copy: the logical elements are unchanged.
+    /// reshape, copy: the logical elements are unchanged.
     Reshape,
+    /// bitcast: the physical bytes are unchanged. The operand is laid out in its layout, the
+    /// bytes are read as the result's element type in the result's layout. `None` layouts are
+    /// the default (row-major), where bitcast of equal types is a reshape.
+    Bitcast {
+        operand_layout: Option<Vec<i64>>,
+        result_layout: Option<Vec<i64>>,
+    },
     Transpose(Vec<usize>),
     Convert(ElementType),
     BitcastConvert,
@@ -876,7 +883,24 @@ impl Compiler<'_> {
                 }
                 Op::Broadcast(mapping)
             }
-            "reshape" | "bitcast" | "copy" => {
+            "bitcast" => {
+                self.arity(operands, 1)?;
+                let a = operands[0].array()?;
+                let o = out()?;
+                let bytes =
+                    |s: &ArrayShape| (s.n_elems() as u64).saturating_mul(s.ty.item_size() as u64);
+                if bytes(a) != bytes(o) {
+                    return Err(invalid(format!(
+                        "bitcast of {} ({} bytes) to {} ({} bytes) changes the byte size",
+                        operands[0].describe(),
+                        bytes(a),
+                        shape.describe(),
+                        bytes(o)
+                    )));
+                }
+                Op::Bitcast { operand_layout: a.layout.clone(), result_layout: o.layout.clone() }
+            }
+            "reshape" | "copy" => {
                 self.arity(operands, 1)?;
                 let a = operands[0].array()?;
                 let o = out()?;
