@@ -10,7 +10,12 @@
 //! It needs a Python with jax, jaxlib, numpy and ml_dtypes: `NRTSIM_PYTHON`, else the virtual
 //! environment `.ci/run` makes in `target/pyenv`, else `python3`. Without one the test is reported
 //! as ignored, with the reason; under CI (`CI` set) it fails instead. The export is cached in
-//! cargo's test scratch directory and redone when the script changes.
+//! cargo's test scratch directory and redone when the script or the Python changes.
+//!
+//! Acceptance: with `NRTSIM_HLO_ACCEPTANCE=path/to/nrtsim`, the export script's second set
+//! (graphs no other test runs: a transformer block, a CNN, an RNN via scan, …) is checked too,
+//! through the command line — `nrtsim hlo run MODULE --input … --output-dir …` on both forms, its
+//! `outputN.npy` files compared with XLA's under the same tolerances (`acceptance::*` tests).
 //!
 //! # Tolerances
 //!
@@ -73,13 +78,16 @@ fn find_python() -> Result<PathBuf, String> {
     ))
 }
 
-/// Runs the export script into the scratch directory unless it already holds an export by the
-/// same script, and returns the directory and the case names in the script's order.
-fn export(python: &Path) -> Result<(PathBuf, Vec<String>), String> {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("xla-cross-check");
-    let source = std::fs::read(script()).map_err(|e| format!("{}: {e}", script().display()))?;
-    let stamp = dir.join("export.py.stamp");
-    let fresh = std::fs::read(&stamp).is_ok_and(|old| old == source)
+/// Runs the export script for `set` (`cross` or `acceptance`) into the scratch directory unless
+/// it already holds an export by the same script and Python, and returns the directory and the
+/// case names in the script's order.
+fn export(python: &Path, set: &str) -> Result<(PathBuf, Vec<String>), String> {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("xla-{set}"));
+    let mut stamp_text = python.display().to_string().into_bytes();
+    stamp_text.push(b'\n');
+    stamp_text.extend(std::fs::read(script()).map_err(|e| format!("{}: {e}", script().display()))?);
+    let stamp = dir.join("export.stamp");
+    let fresh = std::fs::read(&stamp).is_ok_and(|old| old == stamp_text)
         && dir.join("cases.txt").exists();
     if !fresh {
         let _ = std::fs::remove_dir_all(&dir);
@@ -87,12 +95,13 @@ fn export(python: &Path) -> Result<(PathBuf, Vec<String>), String> {
         let out = Command::new(python)
             .arg(script())
             .arg(&dir)
+            .args(["--set", set])
             .output()
             .map_err(|e| format!("running {}: {e}", python.display()))?;
         if !out.status.success() {
             return Err(format!("export.py failed: {}", String::from_utf8_lossy(&out.stderr)));
         }
-        std::fs::write(&stamp, &source).map_err(|e| format!("{}: {e}", stamp.display()))?;
+        std::fs::write(&stamp, &stamp_text).map_err(|e| format!("{}: {e}", stamp.display()))?;
     }
     let list = std::fs::read_to_string(dir.join("cases.txt")).map_err(|e| e.to_string())?;
     Ok((dir, list.lines().map(str::to_owned).collect()))
@@ -290,30 +299,71 @@ fn flatten(value: Value, out: &mut Vec<Array>) {
     }
 }
 
-fn check_case(dir: &Path, form: Form) -> Result<(), Failed> {
-    let meta: Json = serde_json::from_slice(
-        &std::fs::read(dir.join("case.json")).map_err(|e| format!("case.json: {e}"))?,
-    )
-    .map_err(|e| format!("case.json: {e}"))?;
-    let source = std::fs::read(dir.join(form.file())).map_err(|e| e.to_string())?;
-    let module = hlo::load_module(&source).map_err(|e| format!("load_module: {e}"))?;
+fn read_meta(dir: &Path) -> Result<Json, String> {
+    let bytes = std::fs::read(dir.join("case.json")).map_err(|e| format!("case.json: {e}"))?;
+    serde_json::from_slice(&bytes).map_err(|e| format!("case.json: {e}"))
+}
 
+/// The case's inputs, as case.json describes them.
+fn inputs(dir: &Path, meta: &Json) -> Result<Vec<Array>, String> {
+    let descs = meta["inputs"].as_array().ok_or("case.json: no inputs")?;
     let mut args = Vec::new();
-    for (i, desc) in meta["inputs"].as_array().ok_or("case.json: no inputs")?.iter().enumerate() {
+    for (i, desc) in descs.iter().enumerate() {
         let (ty, shape) = shape_of(desc)?;
         args.push(read_npy(&dir.join(format!("input_{i}.npy")), &ty, &shape)?);
     }
-    let result = eval::evaluate(&module, &args, &EvalOptions::default())
+    Ok(args)
+}
+
+/// Loads the module in `form` and evaluates it with this crate.
+fn evaluate_here(dir: &Path, meta: &Json, form: Form) -> Result<Vec<Array>, String> {
+    let source = std::fs::read(dir.join(form.file())).map_err(|e| e.to_string())?;
+    let module = hlo::load_module(&source).map_err(|e| format!("load_module: {e}"))?;
+    let result = eval::evaluate(&module, &inputs(dir, meta)?, &EvalOptions::default())
         .map_err(|e| format!("evaluate: {e}"))?;
     let mut ours = Vec::new();
     flatten(result, &mut ours);
+    Ok(ours)
+}
 
+/// Runs `nrtsim hlo run` on the module in `form` and reads back the outputs it wrote.
+fn run_command(nrtsim: &Path, dir: &Path, meta: &Json, form: Form) -> Result<Vec<Array>, String> {
+    let out_dir = dir.join(format!("nrtsim-{}", form.name()));
+    let _ = std::fs::remove_dir_all(&out_dir);
+    let n_inputs = meta["inputs"].as_array().map_or(0, Vec::len);
+    let out = Command::new(nrtsim)
+        .args(["hlo", "run"])
+        .arg(dir.join(form.file()))
+        .args((0..n_inputs).flat_map(|i| {
+            [std::ffi::OsString::from("--input"), dir.join(format!("input_{i}.npy")).into()]
+        }))
+        .arg("--output-dir")
+        .arg(&out_dir)
+        .output()
+        .map_err(|e| format!("running {}: {e}", nrtsim.display()))?;
+    if !out.status.success() {
+        return Err(format!("nrtsim hlo run failed: {}", String::from_utf8_lossy(&out.stderr)));
+    }
+    let descs = meta["outputs"].as_array().ok_or("case.json: no outputs")?;
+    let mut ours = Vec::new();
+    for (i, desc) in descs.iter().enumerate() {
+        let (ty, shape) = shape_of(desc)?;
+        ours.push(read_npy(&out_dir.join(format!("output{i}.npy")), &ty, &shape)?);
+    }
+    if out_dir.join(format!("output{}.npy", descs.len())).exists() {
+        return Err(format!("nrtsim hlo run wrote more than the {} outputs", descs.len()));
+    }
+    Ok(ours)
+}
+
+/// Compares our outputs with XLA's, every output with its own tolerance class.
+fn compare_outputs(dir: &Path, meta: &Json, ours: &[Array]) -> Result<(), Failed> {
     let outputs = meta["outputs"].as_array().ok_or("case.json: no outputs")?;
     if ours.len() != outputs.len() {
         return Err(format!("{} outputs, XLA gave {}", ours.len(), outputs.len()).into());
     }
     let mut problems = Vec::new();
-    for (i, (desc, ours)) in outputs.iter().zip(&ours).enumerate() {
+    for (i, (desc, ours)) in outputs.iter().zip(ours).enumerate() {
         let (ty, shape) = shape_of(desc)?;
         let class = desc["tolerance"].as_str().unwrap_or("exact");
         let xla = read_npy(&dir.join(format!("output_{i}.npy")), &ty, &shape)?;
@@ -460,38 +510,64 @@ fn comparison_is_sound() -> Result<(), Failed> {
     Ok(())
 }
 
-fn main() {
-    let args = Arguments::from_args();
+/// One trial per case × form of `set`, checked by `check`; or one trial saying why there are none.
+fn trials_for(
+    python: &Result<PathBuf, String>,
+    set: &'static str,
+    check: impl Fn(&Path, &Json, Form) -> Result<Vec<Array>, String> + Clone + Send + 'static,
+) -> Vec<Trial> {
     let required = std::env::var_os("CI").is_some();
-    let mut trials = vec![Trial::test("comparison_is_sound", comparison_is_sound)];
-    match find_python() {
+    let python = match python {
+        Ok(python) => python,
         Err(reason) => {
             // No reference to compare with: ignored with the reason, or a failure under CI.
             eprintln!("xla_cross_check: {reason}");
-            trials.push(
-                Trial::test("xla_cross_check", move || Err(reason.clone().into()))
+            let reason = reason.clone();
+            return vec![
+                Trial::test(format!("{set}::xla_reference"), move || Err(reason.clone().into()))
                     .with_ignored_flag(!required),
-            );
+            ];
         }
-        Ok(python) => match export(&python) {
-            Err(reason) => trials.push(Trial::test("export", move || Err(reason.clone().into()))),
-            Ok((_, names)) if names.len() < 40 => {
-                let n = names.len();
-                trials.push(Trial::test("export", move || {
-                    Err(format!("export.py wrote {n} cases, expected at least 40").into())
-                }));
-            }
-            Ok((dir, names)) => {
-                for name in names {
-                    for form in [Form::Proto, Form::Text] {
-                        let dir = dir.join(&name);
-                        trials.push(Trial::test(format!("{name}::{}", form.name()), move || {
-                            check_case(&dir, form)
-                        }));
-                    }
-                }
-            }
-        },
+    };
+    let fail = |reason: String| {
+        vec![Trial::test(format!("{set}::export"), move || Err(reason.clone().into()))]
+    };
+    let (dir, names) = match export(python, set) {
+        Ok(exported) => exported,
+        Err(reason) => return fail(reason),
+    };
+    let minimum = if set == "cross" { 40 } else { 3 };
+    if names.len() < minimum {
+        return fail(format!("export.py wrote {} cases, expected at least {minimum}", names.len()));
+    }
+    let mut trials = Vec::new();
+    for name in names {
+        for form in [Form::Proto, Form::Text] {
+            let dir = dir.join(&name);
+            let check = check.clone();
+            let label = if set == "cross" { name.clone() } else { format!("{set}::{name}") };
+            trials.push(Trial::test(format!("{label}::{}", form.name()), move || {
+                let meta = read_meta(&dir)?;
+                let ours = check(&dir, &meta, form)?;
+                compare_outputs(&dir, &meta, &ours)
+            }));
+        }
+    }
+    trials
+}
+
+fn main() {
+    let args = Arguments::from_args();
+    let python = find_python();
+    let mut trials = vec![Trial::test("comparison_is_sound", comparison_is_sound)];
+    trials.extend(trials_for(&python, "cross", evaluate_here));
+    // Acceptance by hand: graphs the tests never run, through the command line, when asked
+    // for with the path of an `nrtsim` binary.
+    if let Some(nrtsim) = std::env::var_os("NRTSIM_HLO_ACCEPTANCE") {
+        let nrtsim = PathBuf::from(nrtsim);
+        trials.extend(trials_for(&python, "acceptance", move |dir, meta, form| {
+            run_command(&nrtsim, dir, meta, form)
+        }));
     }
     libtest_mimic::run(&args, trials).exit();
 }
