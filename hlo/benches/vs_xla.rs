@@ -39,15 +39,13 @@ fn python() -> Option<PathBuf> {
 fn input(dims: &[i64], seed: u32) -> Array {
     let n: i64 = dims.iter().product();
     let mut state = seed.wrapping_mul(2_654_435_761).wrapping_add(1);
-    let bytes = (0..n)
-        .flat_map(|_| {
-            state ^= state << 13;
-            state ^= state >> 17;
-            state ^= state << 5;
-            (f64::from(state) / f64::from(u32::MAX) * 2.0 - 1.0) as f32
-        }
-        .to_le_bytes())
-        .collect();
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 17;
+        state ^= state << 5;
+        (f64::from(state) / f64::from(u32::MAX) * 2.0 - 1.0) as f32
+    };
+    let bytes = (0..n).flat_map(|_| next().to_le_bytes()).collect();
     Array { ty: PrimitiveType::F32, dims: dims.to_vec(), bytes }
 }
 

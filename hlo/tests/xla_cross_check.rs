@@ -87,8 +87,8 @@ fn export(python: &Path, set: &str) -> Result<(PathBuf, Vec<String>), String> {
     stamp_text.push(b'\n');
     stamp_text.extend(std::fs::read(script()).map_err(|e| format!("{}: {e}", script().display()))?);
     let stamp = dir.join("export.stamp");
-    let fresh = std::fs::read(&stamp).is_ok_and(|old| old == stamp_text)
-        && dir.join("cases.txt").exists();
+    let fresh =
+        std::fs::read(&stamp).is_ok_and(|old| old == stamp_text) && dir.join("cases.txt").exists();
     if !fresh {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
@@ -115,7 +115,11 @@ enum Kind {
     Pred,
     Int,
     /// A binary float format: total bits, mantissa bits.
-    Float { bits: u32, mantissa: u32, has_inf: bool },
+    Float {
+        bits: u32,
+        mantissa: u32,
+        has_inf: bool,
+    },
 }
 
 struct Dtype {
@@ -143,7 +147,9 @@ fn dtype(name: &str) -> Result<Dtype, String> {
         "f64" => ("F64", 8, float(64, 52, true)),
         "f8e5m2" => ("F8E5M2", 1, float(8, 2, true)),
         "f8e4m3fn" => ("F8E4M3FN", 1, float(8, 3, false)),
-        other => return Err(format!("case.json names dtype {other:?}, which this test does not know")),
+        other => {
+            return Err(format!("case.json names dtype {other:?}, which this test does not know"));
+        }
     };
     let ty = PrimitiveType::from_str_name(name)
         .ok_or_else(|| format!("hlo::proto::PrimitiveType has no {name}"))?;
@@ -472,12 +478,15 @@ fn comparison_is_sound() -> Result<(), Failed> {
             return Err(format!("{name} {raw:#x} decodes to {got}, expected {value}").into());
         }
     }
-    for (name, raw) in [("f8e4m3fn", 0x7f), ("f8e4m3fn", 0xff), ("f8e5m2", 0x7d), ("bf16", 0x7fc0)] {
+    for (name, raw) in [("f8e4m3fn", 0x7f), ("f8e4m3fn", 0xff), ("f8e5m2", 0x7d), ("bf16", 0x7fc0)]
+    {
         if !float(name, raw).is_nan() {
             return Err(format!("{name} {raw:#x} is NaN").into());
         }
     }
-    if ordinal(0x8000_0000, 32) != ordinal(0, 32) || ordinal(0xbf80_0001, 32) >= ordinal(0xbf80_0000, 32) {
+    if ordinal(0x8000_0000, 32) != ordinal(0, 32)
+        || ordinal(0xbf80_0001, 32) >= ordinal(0xbf80_0000, 32)
+    {
         return Err("ordinal does not order floats by value".into());
     }
     let f32s = |values: &[f32]| Array {
