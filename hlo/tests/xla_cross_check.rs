@@ -12,6 +12,10 @@
 //! as ignored, with the reason; under CI (`CI` set) it fails instead. The export is cached in
 //! cargo's test scratch directory and redone when the script or the Python changes.
 //!
+//! A few exported cases are committed under `tests/xla/fixtures` (regenerate them with
+//! `export.py hlo/tests/xla/fixtures --only NAME …`), so the edge semantics they pin are checked
+//! even where there is no Python (`fixture::*` tests).
+//!
 //! Acceptance: with `NRTSIM_HLO_ACCEPTANCE=path/to/nrtsim`, the export script's second set
 //! (graphs no other test runs: a transformer block, a CNN, an RNN via scan, …) is checked too,
 //! through the command line — `nrtsim hlo run MODULE --input … --output-dir …` on both forms, its
@@ -565,10 +569,36 @@ fn trials_for(
     trials
 }
 
+/// The few exported cases committed under `tests/xla/fixtures` (edge semantics of integer
+/// division, shifts, NaN, converts, sort and the narrow floats), checked with or without Python.
+fn fixture_trials() -> Vec<Trial> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/xla/fixtures");
+    let names = match std::fs::read_to_string(dir.join("cases.txt")) {
+        Ok(list) => list.lines().map(str::to_owned).collect::<Vec<_>>(),
+        Err(e) => {
+            let reason = format!("{}: {e}", dir.join("cases.txt").display());
+            return vec![Trial::test("fixture::list", move || Err(reason.clone().into()))];
+        }
+    };
+    let mut trials = Vec::new();
+    for name in names {
+        for form in [Form::Proto, Form::Text] {
+            let dir = dir.join(&name);
+            trials.push(Trial::test(format!("fixture::{name}::{}", form.name()), move || {
+                let meta = read_meta(&dir)?;
+                let ours = evaluate_here(&dir, &meta, form)?;
+                compare_outputs(&dir, &meta, &ours)
+            }));
+        }
+    }
+    trials
+}
+
 fn main() {
     let args = Arguments::from_args();
     let python = find_python();
     let mut trials = vec![Trial::test("comparison_is_sound", comparison_is_sound)];
+    trials.extend(fixture_trials());
     trials.extend(trials_for(&python, "cross", evaluate_here));
     // Acceptance by hand: graphs the tests never run, through the command line, when asked
     // for with the path of an `nrtsim` binary.
