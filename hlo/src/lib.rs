@@ -51,3 +51,11 @@ pub fn decode_module(bytes: &[u8]) -> Result<proto::HloModuleProto, DecodeError>
 pub fn encode_module(module: &proto::HloModuleProto) -> Vec<u8> {
     module.encode_to_vec()
 }
+
+pub mod text;
+
+mod load;
+mod validate;
+
+pub use load::{LoadError, is_text, load_module};
+pub use validate::{ValidateError, validate};

@@ -52,8 +52,9 @@ pub struct ProgramShapeProto {
     pub parameter_names: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
 }
 /// A constant array or tuple. Exactly one of the value fields is used, the one for the shape's
-/// element type, holding the elements in row-major order whatever the shape's layout. The 16-bit
-/// and narrower types are stored as little-endian bytes; sub-byte types are packed.
+/// element type. The elements are in the physical order of the shape's layout (XLA copies the
+/// literal's buffer), which is row-major only for the default layout: `f32\[2,3\]{0,1}` holding
+/// {{1,2,3},{4,5,6}} stores 1,4,2,5,3,6. The 16-bit and 8-bit types are little-endian bytes.
 #[derive(Clone, PartialEq, ::prost::Message)]
 pub struct LiteralProto {
     #[prost(message, optional, tag = "1")]
@@ -541,11 +542,17 @@ pub struct HloInstructionProto {
     pub k: i64,
     #[prost(bool, tag = "85")]
     pub largest: bool,
-    /// The groups of a collective (the newer field, which can hold an iota list).
+    /// The groups of a collective. XLA writes explicit groups here (`replica_groups` inside), not in
+    /// the older field 49.
     #[prost(message, optional, tag = "87")]
     pub collective_device_list: ::core::option::Option<CollectiveDeviceListProto>,
     #[prost(bool, tag = "89")]
     pub is_composite: bool,
+    /// The groups of a collective written in the iota form. Not in the schema snapshot we read; the
+    /// number is what jaxlib 0.10.2 writes for `replica_groups=\[2,2\]<=\[4\]`, with the fields of
+    /// IotaReplicaGroupListProto.
+    #[prost(message, optional, tag = "92")]
+    pub iota_replica_group_list: ::core::option::Option<IotaReplicaGroupListProto>,
 }
 /// Nested message and enum types in `HloInstructionProto`.
 pub mod hlo_instruction_proto {

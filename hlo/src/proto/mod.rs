@@ -14,3 +14,129 @@
 mod generated;
 
 pub use generated::*;
+
+/// Why the replica groups of a collective cannot be listed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GroupsError {
+    /// The iota form's reshape dimensions, transpose or group counts are inconsistent.
+    #[error(
+        "iota replica groups [{groups},{per_group}]<=[{dims:?}]T{perm:?} are inconsistent: {why}"
+    )]
+    BadIota {
+        /// `num_replica_groups`.
+        groups: i64,
+        /// `num_devices_per_group`.
+        per_group: i64,
+        /// `iota_reshape_dims`.
+        dims: Vec<i64>,
+        /// `iota_transpose_perm`.
+        perm: Vec<i32>,
+        /// What is wrong.
+        why: &'static str,
+    },
+}
+
+/// The most devices an iota group list may describe; far above any real launch, low enough that
+/// expanding it cannot exhaust memory.
+const MAX_IOTA_DEVICES: i64 = 1 << 20;
+
+impl IotaReplicaGroupListProto {
+    /// Expands the iota form: the ids `0..product(iota_reshape_dims)`, viewed as an array of
+    /// shape `iota_reshape_dims`, transposed by `iota_transpose_perm` (identity when empty),
+    /// read in row-major order and cut into `num_replica_groups` groups.
+    ///
+    /// # Errors
+    /// [`GroupsError::BadIota`] when the permutation is not one, or the group counts do not
+    /// multiply to the number of ids, or the list would be absurdly large.
+    pub fn expand(&self) -> Result<Vec<Vec<i64>>, GroupsError> {
+        let bad = |why| GroupsError::BadIota {
+            groups: self.num_replica_groups,
+            per_group: self.num_devices_per_group,
+            dims: self.iota_reshape_dims.clone(),
+            perm: self.iota_transpose_perm.clone(),
+            why,
+        };
+        let dims = &self.iota_reshape_dims;
+        let mut total: i64 = 1;
+        for &d in dims {
+            if d < 0 {
+                return Err(bad("a reshape dimension is negative"));
+            }
+            total = total
+                .checked_mul(d)
+                .filter(|&t| t <= MAX_IOTA_DEVICES)
+                .ok_or(bad("too many devices"))?;
+        }
+        let rank = dims.len();
+        let perm: Vec<usize> = if self.iota_transpose_perm.is_empty() {
+            (0..rank).collect()
+        } else {
+            self.iota_transpose_perm
+                .iter()
+                .map(|&p| usize::try_from(p).unwrap_or(usize::MAX))
+                .collect()
+        };
+        let mut seen = vec![false; rank];
+        if perm.len() != rank {
+            return Err(bad("the transpose has a different rank from the reshape"));
+        }
+        for &p in &perm {
+            if p >= rank || seen[p] {
+                return Err(bad("the transpose is not a permutation"));
+            }
+            seen[p] = true;
+        }
+        if self.num_replica_groups.checked_mul(self.num_devices_per_group) != Some(total)
+            || self.num_replica_groups <= 0
+        {
+            return Err(bad("groups times devices per group is not the number of devices"));
+        }
+        // Row-major strides of the reshaped iota array, then walk the transposed array.
+        let mut strides = vec![1_i64; rank];
+        for axis in (0..rank.saturating_sub(1)).rev() {
+            strides[axis] = strides[axis + 1] * dims[axis + 1];
+        }
+        let out_dims: Vec<i64> = perm.iter().map(|&p| dims[p]).collect();
+        let mut index = vec![0_i64; rank];
+        let mut ids = Vec::new();
+        for _ in 0..total {
+            ids.push(perm.iter().zip(&index).map(|(&p, &i)| i * strides[p]).sum());
+            for axis in (0..rank).rev() {
+                index[axis] += 1;
+                if index[axis] < out_dims[axis] {
+                    break;
+                }
+                index[axis] = 0;
+            }
+        }
+        let per_group =
+            usize::try_from(self.num_devices_per_group).map_err(|_| bad("too many devices"))?;
+        Ok(ids.chunks(per_group.max(1)).map(<[i64]>::to_vec).collect())
+    }
+}
+
+impl HloInstructionProto {
+    /// The replica groups of a collective, from whichever field holds them: the iota form
+    /// (field 92, or inside `collective_device_list`), the explicit groups of
+    /// `collective_device_list`, or the legacy `replica_groups`. Empty means one group of every
+    /// participant.
+    ///
+    /// # Errors
+    /// [`GroupsError`] when an iota form is inconsistent.
+    pub fn collective_groups(&self) -> Result<Vec<Vec<i64>>, GroupsError> {
+        let explicit =
+            |groups: &[ReplicaGroup]| groups.iter().map(|g| g.replica_ids.clone()).collect();
+        if let Some(iota) = &self.iota_replica_group_list {
+            return iota.expand();
+        }
+        if let Some(list) = &self.collective_device_list {
+            if let Some(iota) = &list.iota_replica_group_list {
+                return iota.expand();
+            }
+            if !list.replica_groups.is_empty() {
+                return Ok(explicit(&list.replica_groups));
+            }
+        }
+        Ok(explicit(&self.replica_groups))
+    }
+}
