@@ -33,7 +33,8 @@
 //!   whose natural scale is that of their argument's range).
 //!
 //! NaN matches any NaN, an infinity only the same infinity, and a finite value never a
-//! non-finite one, whatever the bounds.
+//! non-finite one, whatever the bounds. `NRTSIM_XLA_SPREAD=1` prints, for every float output that
+//! passes, the largest distance seen in both units, for reviewing the bounds.
 //!
 //! | class | f64 / f32 | f16 / bf16 / f8 | why |
 //! |---|---|---|---|
@@ -403,23 +404,40 @@ fn compare_outputs(dir: &Path, meta: &Json, ours: &[Array]) -> Result<(), Failed
             (Err(e), false) => {
                 problems.push(format!("output {i} ({}{:?}, {class}): {e}", ty.name, xla.dims))
             }
-            (Ok(()), true) => problems.push(format!(
+            (Ok(_), true) => problems.push(format!(
                 "output {i} matches XLA, but KNOWN_DIFFERENCES says it differs: remove it there"
             )),
+            (Ok(spread), false) if std::env::var_os("NRTSIM_XLA_SPREAD").is_some() => {
+                // For reviewing the tolerances: how close the passing outputs really are.
+                eprintln!(
+                    "spread {case} output {i} {} {class}: {} ulps, k = {:.2}",
+                    ty.name, spread.ulps, spread.k
+                );
+            }
             _ => {}
         }
     }
     if problems.is_empty() { Ok(()) } else { Err(problems.join("\n").into()) }
 }
 
+/// How far apart two float arrays are, over the elements where both are finite.
+#[derive(Default)]
+struct Spread {
+    /// The largest distance in representable values.
+    ulps: i128,
+    /// The largest `|ours - xla| / (eps * scale)`.
+    k: f64,
+}
+
 /// Compares two arrays of the same dtype and shape element by element.
-fn compare(ours: &Array, xla: &Array, ty: &Dtype, class: &str) -> Result<(), String> {
+fn compare(ours: &Array, xla: &Array, ty: &Dtype, class: &str) -> Result<Spread, String> {
     if ours.bytes.len() != xla.bytes.len() {
         return Err(format!("{} bytes, XLA's {}", ours.bytes.len(), xla.bytes.len()));
     }
     let pairs = ours.bytes.chunks_exact(ty.size).zip(xla.bytes.chunks_exact(ty.size));
     let mut bad = Vec::new();
     let mut n_bad = 0usize;
+    let mut spread = Spread::default();
     match ty.kind {
         Kind::Pred | Kind::Int => {
             for (index, (a, b)) in pairs.enumerate() {
@@ -450,6 +468,12 @@ fn compare(ours: &Array, xla: &Array, ty: &Dtype, class: &str) -> Result<(), Str
             for (index, (a, b)) in pairs.enumerate() {
                 let (va, vb) = (decode(a), decode(b));
                 let ulps = (ordinal(raw(a), bits) - ordinal(raw(b), bits)).abs();
+                if va.is_finite() && vb.is_finite() {
+                    spread.ulps = spread.ulps.max(ulps);
+                    if scale > 0.0 {
+                        spread.k = spread.k.max((va - vb).abs() / (eps * scale));
+                    }
+                }
                 let ok = if va.is_nan() || vb.is_nan() {
                     va.is_nan() && vb.is_nan()
                 } else if !va.is_finite() || !vb.is_finite() {
@@ -469,7 +493,7 @@ fn compare(ours: &Array, xla: &Array, ty: &Dtype, class: &str) -> Result<(), Str
         }
     }
     if n_bad == 0 {
-        Ok(())
+        Ok(spread)
     } else {
         Err(format!("{n_bad} of {} elements differ: {}", xla.bytes.len() / ty.size, bad.join(", ")))
     }
