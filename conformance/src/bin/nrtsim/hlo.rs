@@ -25,6 +25,9 @@ pub(crate) enum HloCommand {
         /// Print even a structurally invalid module (dangling ids, cycles), as far as possible.
         #[arg(long)]
         no_validate: bool,
+        /// Leave out `metadata={...}`, as jax's `as_hlo_text()` does.
+        #[arg(long)]
+        no_metadata: bool,
     },
     /// Parse HLO text (or re-encode a binary module) and write a binary HloModuleProto.
     ///
@@ -42,9 +45,10 @@ pub(crate) enum HloCommand {
 /// Runs an `nrtsim hlo` subcommand.
 pub(crate) fn run(command: HloCommand) -> Result<()> {
     match command {
-        HloCommand::Print { file, output, no_validate } => {
+        HloCommand::Print { file, output, no_validate, no_metadata } => {
             let module = load(&file, !no_validate)?;
-            let text = hlo::text::print_module(&module)
+            let options = hlo::text::PrintOptions { metadata: !no_metadata };
+            let text = hlo::text::print_module_with(&module, &options)
                 .with_context(|| format!("printing {}", file.display()))?;
             match output {
                 Some(path) => write_output(&path, text.as_bytes()),
