@@ -568,12 +568,41 @@ fn comparison_is_sound() -> Result<(), Failed> {
     Ok(())
 }
 
+/// How a case's module is run: by this crate in process, or by `nrtsim hlo run`.
+#[derive(Clone)]
+enum Runner {
+    Library,
+    Command(PathBuf),
+}
+
+/// Runs one case in one form and checks the outcome: XLA's outputs within their tolerances, or,
+/// for a case whose case.json says `"expect": "unsupported"`, a clear unsupported error (the
+/// variant from the library; the word in the command's message).
+fn check(runner: &Runner, dir: &Path, form: Form) -> Result<(), Failed> {
+    let meta = read_meta(dir)?;
+    let unsupported = meta["expect"] == "unsupported";
+    match runner {
+        Runner::Library if unsupported => {
+            let source = std::fs::read(dir.join(form.file())).map_err(|e| e.to_string())?;
+            let module = hlo::load_module(&source).map_err(|e| format!("load_module: {e}"))?;
+            match eval::evaluate(&module, &inputs(dir, &meta)?, &EvalOptions::default()) {
+                Err(eval::EvalError::Unsupported { .. }) => Ok(()),
+                Err(e) => Err(format!("expected an unsupported error, got: {e}").into()),
+                Ok(_) => Err("evaluated a module expected to be unsupported".into()),
+            }
+        }
+        Runner::Library => compare_outputs(dir, &meta, &evaluate_here(dir, &meta, form)?),
+        Runner::Command(nrtsim) => match run_command(nrtsim, dir, &meta, form) {
+            Ok(ours) if !unsupported => compare_outputs(dir, &meta, &ours),
+            Ok(_) => Err("nrtsim hlo run succeeded on a module expected to be unsupported".into()),
+            Err(e) if unsupported && e.contains("unsupported") => Ok(()),
+            Err(e) => Err(e.into()),
+        },
+    }
+}
+
 /// One trial per case × form of `set`, checked by `check`; or one trial saying why there are none.
-fn trials_for(
-    python: &Result<PathBuf, String>,
-    set: &'static str,
-    check: impl Fn(&Path, &Json, Form) -> Result<Vec<Array>, String> + Clone + Send + 'static,
-) -> Vec<Trial> {
+fn trials_for(python: &Result<PathBuf, String>, set: &'static str, runner: Runner) -> Vec<Trial> {
     let required = std::env::var_os("CI").is_some();
     let python = match python {
         Ok(python) => python,
@@ -602,12 +631,10 @@ fn trials_for(
     for name in names {
         for form in [Form::Proto, Form::Text] {
             let dir = dir.join(&name);
-            let check = check.clone();
+            let runner = runner.clone();
             let label = if set == "cross" { name.clone() } else { format!("{set}::{name}") };
             trials.push(Trial::test(format!("{label}::{}", form.name()), move || {
-                let meta = read_meta(&dir)?;
-                let ours = check(&dir, &meta, form)?;
-                compare_outputs(&dir, &meta, &ours)
+                check(&runner, &dir, form)
             }));
         }
     }
@@ -630,9 +657,7 @@ fn fixture_trials() -> Vec<Trial> {
         for form in [Form::Proto, Form::Text] {
             let dir = dir.join(&name);
             trials.push(Trial::test(format!("fixture::{name}::{}", form.name()), move || {
-                let meta = read_meta(&dir)?;
-                let ours = evaluate_here(&dir, &meta, form)?;
-                compare_outputs(&dir, &meta, &ours)
+                check(&Runner::Library, &dir, form)
             }));
         }
     }
@@ -644,14 +669,11 @@ fn main() {
     let python = find_python();
     let mut trials = vec![Trial::test("comparison_is_sound", comparison_is_sound)];
     trials.extend(fixture_trials());
-    trials.extend(trials_for(&python, "cross", evaluate_here));
+    trials.extend(trials_for(&python, "cross", Runner::Library));
     // Acceptance by hand: graphs the tests never run, through the command line, when asked
     // for with the path of an `nrtsim` binary.
     if let Some(nrtsim) = std::env::var_os("NRTSIM_HLO_ACCEPTANCE") {
-        let nrtsim = PathBuf::from(nrtsim);
-        trials.extend(trials_for(&python, "acceptance", move |dir, meta, form| {
-            run_command(&nrtsim, dir, meta, form)
-        }));
+        trials.extend(trials_for(&python, "acceptance", Runner::Command(nrtsim.into())));
     }
     libtest_mimic::run(&args, trials).exit();
 }

@@ -79,11 +79,14 @@ def accum(k):
 CASES = {"cross": [], "acceptance": []}
 
 
-def case(name, tol=EXACT, set_name="cross"):
-    """Register `make(rng) -> (fn, args)` under `name`; `tol` is a class or a list per output."""
+def case(name, tol=EXACT, set_name="cross", expect=None):
+    """Register `make(rng) -> (fn, args)` under `name`; `tol` is a class or a list per output.
+
+    `expect="unsupported"`: the module holds a construct the interpreter reports as unsupported
+    (XLA's outputs are still written, for the day it is supported)."""
 
     def register(make):
-        CASES[set_name].append((name, make, tol))
+        CASES[set_name].append((name, make, tol, expect))
         return make
 
     return register
@@ -1009,6 +1012,34 @@ def _(rng):
     return f, [s, u, d]
 
 
+@case("random_threefry", tol=[ROUNDED, TRANSC, EXACT, EXACT, EXACT])
+def _(rng):
+    # jax's default generator is threefry in plain HLO (u32 arithmetic, shifts, a while loop).
+    def f(k):
+        key = jax.random.wrap_key_data(k)
+        k1, k2 = jax.random.split(key)
+        return (
+            jax.random.uniform(k1, (6,)),
+            jax.random.normal(k2, (4,), jnp.float32),
+            jax.random.randint(key, (5,), 0, 10),
+            jax.random.bits(k2, (3,), jnp.uint32),
+            jax.random.permutation(k1, 8),
+        )
+
+    return f, [np.asarray(jax.random.key_data(jax.random.PRNGKey(42)))]
+
+
+@case("unsupported_rng_bit_generator", expect="unsupported")
+def _(rng):
+    return (lambda k: lax.rng_bit_generator(k, (4,), dtype=jnp.uint32)), [np.arange(4, dtype=np.uint32)]
+
+
+@case("unsupported_custom_call_lapack", tol=ROUNDED, expect="unsupported")
+def _(rng):
+    a = normal(rng, (3, 3))
+    return jnp.linalg.cholesky, [a @ a.T + 3 * np.eye(3, dtype=np.float32)]
+
+
 # --------------------------------------------------------------------------------------------
 # Acceptance: graphs the tests never run, for `nrtsim hlo run`.
 
@@ -1098,7 +1129,7 @@ def _(rng):
 # --------------------------------------------------------------------------------------------
 
 
-def export(out_dir, name, make, tol):
+def export(out_dir, name, make, tol, expect):
     fn, args = make(rng_for(name))
     args = [np.asarray(a) for a in args]
     lowered = jax.jit(fn, keep_unused=True).lower(*args)
@@ -1128,6 +1159,8 @@ def export(out_dir, name, make, tol):
         "inputs": [desc(a) for a in args],
         "outputs": [dict(desc(o), tolerance=t) for o, t in zip(outputs, tols)],
     }
+    if expect:
+        meta["expect"] = expect
     with open(os.path.join(case_dir, "case.json"), "w") as f:
         json.dump(meta, f, indent=1)
         f.write("\n")
@@ -1141,10 +1174,10 @@ def main():
     opts = parser.parse_args()
     os.makedirs(opts.out_dir, exist_ok=True)
     names = []
-    for name, make, tol in CASES[opts.set_name]:
+    for name, make, tol, expect in CASES[opts.set_name]:
         if opts.only and name not in opts.only:
             continue
-        export(opts.out_dir, name, make, tol)
+        export(opts.out_dir, name, make, tol, expect)
         names.append(name)
     with open(os.path.join(opts.out_dir, "cases.txt"), "w") as f:
         f.write("".join(n + "\n" for n in names))
