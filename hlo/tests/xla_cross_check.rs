@@ -42,6 +42,7 @@
 //! | `rounded` | 0 ulps | 1 ulp | one correctly rounded op; in the narrow types XLA may skip an intermediate rounding (its excess-precision option) |
 //! | `transc` | 4 ulps or k = 4 | 1 ulp or k = 1 | XLA CPU evaluates exp, log, tanh, sin, erf, pow with its own polynomial approximations, a few ulps from a correctly rounded libm; the narrow types compute in f32 and round once |
 //! | `accum:K` | k = 2K + 4 | k = 2K + 4, 1 ulp | sums of about K terms (dot, conv, reduce, softmax, norms): XLA may reassociate and vectorize a reduction, and each of the K additions may round differently |
+//! | `CLASS@T` | CLASS's bounds as k, in T's eps | same | the output went through a narrower float T (a bf16 dot read as f32, f32 math in an f64 result): the interpreter rounds to T per instruction as the HLO says, XLA CPU may keep excess precision and skip that rounding |
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -207,13 +208,25 @@ struct Bound {
     ulps: i128,
     /// Largest accepted `|ours - xla| / (eps * scale)`.
     k: f64,
+    /// The machine epsilon `k` counts in: the output dtype's, or a narrower intermediate's.
+    eps: f64,
     /// Scale at least 1 (outputs of transcendental functions), else the output's own magnitude.
     unit_scale: bool,
 }
 
 fn bound(class: &str, mantissa: u32) -> Result<Bound, String> {
+    if let Some((base, intermediate)) = class.split_once('@') {
+        // The output went through a narrower dtype, whose rounding XLA may skip: the base class's
+        // bounds, counted in that dtype's epsilon only.
+        let Kind::Float { mantissa: narrower, .. } = dtype(intermediate)?.kind else {
+            return Err(format!("tolerance class {class:?} names a dtype that is not a float"));
+        };
+        let b = bound(base, narrower.min(mantissa))?;
+        return Ok(Bound { ulps: 0, k: b.k.max(b.ulps as f64), ..b });
+    }
     let narrow = mantissa <= 10;
-    let b = |ulps, k, unit_scale| Ok(Bound { ulps, k, unit_scale });
+    let eps = 2f64.powi(-(mantissa as i32));
+    let b = |ulps, k, unit_scale| Ok(Bound { ulps, k, eps, unit_scale });
     match class {
         "exact" => b(0, 0.0, false),
         "rounded" => b(i128::from(narrow), 0.0, false),
@@ -457,7 +470,7 @@ fn compare(ours: &Array, xla: &Array, ty: &Dtype, class: &str) -> Result<Spread,
                 r[..b.len()].copy_from_slice(b);
                 u64::from_le_bytes(r)
             };
-            let eps = 2f64.powi(-(mantissa as i32));
+            let eps = bound.eps;
             let max_abs = xla
                 .bytes
                 .chunks_exact(ty.size)
@@ -545,7 +558,7 @@ fn comparison_is_sound() -> Result<(), Failed> {
     };
     let ty = dtype("f32")?;
     let one_up = f32::from_bits(1.0f32.to_bits() + 1);
-    let cases: [(&[f32], &[f32], &str, bool); 8] = [
+    let cases: [(&[f32], &[f32], &str, bool); 10] = [
         (&[1.0, f32::NAN], &[1.0, -f32::NAN], "exact", true),
         (&[one_up], &[1.0], "exact", false),
         (&[-0.0], &[0.0], "exact", false),
@@ -554,6 +567,8 @@ fn comparison_is_sound() -> Result<(), Failed> {
         (&[f32::INFINITY], &[f32::MAX], "accum:1000", false),
         (&[1.0 + 1e-5], &[1.0], "accum:10", false),
         (&[1.0 + 1e-6], &[1.0], "accum:10", true),
+        (&[1.0 + 1e-3], &[1.0], "rounded@bf16", true),
+        (&[1.0 + 1e-2], &[1.0], "rounded@bf16", false),
     ];
     for (ours, xla, class, pass) in cases {
         if compare(&f32s(ours), &f32s(xla), &ty, class).is_ok() != pass {
