@@ -10,6 +10,7 @@ Usage:
 For each case it writes `OUT_DIR/NAME/`:
     module.pb      the HloModuleProto bytes of the module jax lowered (before XLA's optimisations)
     module.hlo     the same module as HLO text (`as_text(dialect="hlo")`)
+    optimized.pb   the module as XLA CPU compiled it (after fusion and layout assignment)
     input_N.npy    the entry parameters, in order (seeded numpy, deterministic)
     output_N.npy   XLA's results of the compiled module on CPU, the result tuple flattened
     case.json      name, XLA dtype names and shapes of inputs and outputs, and per output the
@@ -1178,7 +1179,9 @@ def export(out_dir, name, make, tol, expect):
     lowered = jax.jit(fn, keep_unused=True).lower(*args)
     text = lowered.as_text(dialect="hlo")
     proto = lowered.compiler_ir("hlo").as_serialized_hlo_module_proto()
-    outputs = [np.asarray(o) for o in jax.tree_util.tree_leaves(lowered.compile()(*args))]
+    compiled = lowered.compile()
+    outputs = [np.asarray(o) for o in jax.tree_util.tree_leaves(compiled(*args))]
+    optimized = compiled.runtime_executable().hlo_modules()[0].as_serialized_hlo_module_proto()
     tols = tol if isinstance(tol, list) else [tol] * len(outputs)
     if len(tols) != len(outputs):
         raise SystemExit(f"{name}: {len(tols)} tolerances for {len(outputs)} outputs")
@@ -1189,6 +1192,8 @@ def export(out_dir, name, make, tol, expect):
         f.write(proto)
     with open(os.path.join(case_dir, "module.hlo"), "w") as f:
         f.write(text)
+    with open(os.path.join(case_dir, "optimized.pb"), "wb") as f:
+        f.write(optimized)
     for i, a in enumerate(args):
         np.save(os.path.join(case_dir, f"input_{i}.npy"), a)
     for i, o in enumerate(outputs):
