@@ -600,15 +600,9 @@ enum Runner {
 /// does, and why. Such a case's `optimized` test must fail (an unexpected pass fails, so the list
 /// stays true); its `proto` and `text` tests are unaffected.
 const KNOWN_OPTIMIZED_FAILURES: &[(&str, &str)] = &[
-    // XLA's `bitcast` reinterprets the buffer: it may change the element type (same width), as
-    // the total-order comparators of optimised sorts do (f32 → s32) ...
-    ("sort_f32_with_nan", "bitcast f32[] to s32[] is refused"),
-    ("top_k_f32", "bitcast f32[] to s32[] is refused"),
-    ("sort_narrow_and_unsigned", "bitcast f32[] to s32[] is refused"),
-    // ... and between shapes whose layouts differ it is a transpose of the logical array, which
-    // the interpreter evaluates as a reshape.
-    ("iota_broadcast_reshape_transpose", "bitcast between layouts read as a reshape"),
-    ("dot_conv_narrow_floats", "bitcast between layouts read as a reshape"),
+    // XLA CPU rewrites `topk` into a custom call with the same operands and results.
+    ("top_k_f32", "custom-call TopK is unsupported"),
+    ("sort_narrow_and_unsigned", "custom-call TopK is unsupported"),
 ];
 
 /// Runs one case in one form and checks the outcome: XLA's outputs within their tolerances, or,
