@@ -118,14 +118,15 @@ pub(crate) enum Op {
         branches: Vec<usize>,
     },
     Broadcast(Vec<usize>),
-    /// reshape, copy: the logical elements are unchanged.
+    /// reshape, copy, and a bitcast between default layouts of one element type: the logical
+    /// elements are unchanged.
     Reshape,
-    /// bitcast: the physical bytes are unchanged. The operand is laid out in its layout, the
-    /// bytes are read as the result's element type in the result's layout. `None` layouts are
-    /// the default (row-major), where bitcast of equal types is a reshape.
+    /// Any other bitcast: the operand's bytes in its layout (minor-to-major `from`), read as the
+    /// result's element type in the result's layout (`to`). XLA's optimised modules use it for
+    /// a transpose that only changes the layout, and to reinterpret f32 as s32 in comparators.
     Bitcast {
-        operand_layout: Option<Vec<i64>>,
-        result_layout: Option<Vec<i64>>,
+        from: Vec<i64>,
+        to: Vec<i64>,
     },
     Transpose(Vec<usize>),
     Convert(ElementType),
@@ -887,18 +888,23 @@ impl Compiler<'_> {
                 self.arity(operands, 1)?;
                 let a = operands[0].array()?;
                 let o = out()?;
-                let bytes =
-                    |s: &ArrayShape| (s.n_elems() as u64).saturating_mul(s.ty.item_size() as u64);
-                if bytes(a) != bytes(o) {
+                let n_bytes = |s: &ArrayShape| s.n_elems().checked_mul(s.ty.item_size());
+                if n_bytes(a).is_none() || n_bytes(a) != n_bytes(o) {
                     return Err(invalid(format!(
-                        "bitcast of {} ({} bytes) to {} ({} bytes) changes the byte size",
+                        "bitcast of {} to {} changes the byte size",
                         operands[0].describe(),
-                        bytes(a),
-                        shape.describe(),
-                        bytes(o)
+                        shape.describe()
                     )));
                 }
-                Op::Bitcast { operand_layout: a.layout.clone(), result_layout: o.layout.clone() }
+                if a.ty == o.ty && a.layout.is_none() && o.layout.is_none() {
+                    Op::Reshape
+                } else {
+                    let default = |rank: usize| (0..rank as i64).rev().collect::<Vec<i64>>();
+                    Op::Bitcast {
+                        from: a.layout.clone().unwrap_or_else(|| default(a.dims.len())),
+                        to: o.layout.clone().unwrap_or_else(|| default(o.dims.len())),
+                    }
+                }
             }
             "reshape" | "copy" => {
                 self.arity(operands, 1)?;

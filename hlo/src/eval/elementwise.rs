@@ -236,10 +236,12 @@ macro_rules! impl_float {
                     Binary::Mul => x * y,
                     Binary::Div => x / y,
                     Binary::Rem => x % y,
+                    // XLA CPU orders -0 below +0 here: max(-0, +0) and max(+0, -0) are both +0,
+                    // min of either pair is -0.
                     Binary::Max => {
                         if x.is_nan() || y.is_nan() {
                             <$t>::NAN
-                        } else if x >= y {
+                        } else if x > y || (x == y && y.is_sign_negative()) {
                             x
                         } else {
                             y
@@ -248,7 +250,7 @@ macro_rules! impl_float {
                     Binary::Min => {
                         if x.is_nan() || y.is_nan() {
                             <$t>::NAN
-                        } else if x <= y {
+                        } else if x < y || (x == y && x.is_sign_negative()) {
                             x
                         } else {
                             y

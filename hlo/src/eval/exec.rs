@@ -384,16 +384,25 @@ impl Ctx<'_> {
                 array(shape_ops::broadcast(&t.data, &t.dims, &out_dims()?, mapping)?)
             }
             Op::Reshape => array(shape_ops::copy(&tensor(0)?.data)?),
-            Op::Bitcast { operand_layout, result_layout } => {
+            Op::Bitcast { from, to } => {
                 let t = tensor(0)?;
                 let out = instr.shape.array()?;
-                array(bitcast(
-                    t,
-                    operand_layout.as_deref(),
-                    out.ty,
-                    &out.dims,
-                    result_layout.as_deref(),
-                )?)
+                let proto_ty = |ty: ElementType| {
+                    proto::PrimitiveType::try_from(ty as i32)
+                        .map_err(|_| Fail::Internal("element type number".into()))
+                };
+                let as_i64 = |dims: &[usize]| dims.iter().map(|&d| d as i64).collect::<Vec<_>>();
+                let operand = Array {
+                    ty: proto_ty(t.ty())?,
+                    dims: as_i64(&t.dims),
+                    bytes: t.data.to_le_bytes()?,
+                };
+                let physical =
+                    operand.to_physical(from).map_err(|e| Fail::Internal(e.to_string()))?;
+                let result =
+                    Array::from_physical(proto_ty(out.ty)?, as_i64(&out.dims), to, physical)
+                        .map_err(|e| Fail::Internal(e.to_string()))?;
+                array(Data::from_le_bytes(out.ty, &result.bytes)?)
             }
             Op::Transpose(permutation) => {
                 let t = tensor(0)?;
@@ -586,41 +595,6 @@ impl Ctx<'_> {
             parts.push(out.pop().ok_or_else(|| Fail::Internal("map returned nothing".into()))?);
         }
         gather_scalars(out_ty, &parts)
-    }
-}
-
-/// `minor_to_major` reversed (the physical order of dimensions, major first).
-fn major_to_minor(layout: &[i64]) -> Vec<usize> {
-    layout.iter().rev().map(|&d| d as usize).collect()
-}
-
-/// XLA's bitcast: the operand's physical bytes (in its layout), read as `ty` laid out in
-/// `result_layout`, returned in logical order.
-fn bitcast(
-    t: &Tensor,
-    operand_layout: Option<&[i64]>,
-    ty: ElementType,
-    dims: &[usize],
-    result_layout: Option<&[i64]>,
-) -> Result<Data, Fail> {
-    let physical = match operand_layout {
-        Some(layout) => shape_ops::transpose(&t.data, &t.dims, &major_to_minor(layout))?,
-        None if t.ty() == ty && result_layout.is_none() => return shape_ops::copy(&t.data),
-        None => t.data.clone(),
-    };
-    let bytes = physical.to_le_bytes()?;
-    let read = Data::from_le_bytes(ty, &bytes)?;
-    match result_layout {
-        None => Ok(read),
-        Some(layout) => {
-            let order = major_to_minor(layout);
-            let physical_dims: Vec<usize> = order.iter().map(|&d| dims[d]).collect();
-            let mut inverse = vec![0; order.len()];
-            for (j, &d) in order.iter().enumerate() {
-                inverse[d] = j;
-            }
-            shape_ops::transpose(&read, &physical_dims, &inverse)
-        }
     }
 }
 
