@@ -1611,6 +1611,41 @@ impl Compiler<'_> {
                     .collect::<Result<_, Fail>>()?;
                 Op::CollectivePermute { pairs }
             }
+            "custom-call" if ins.custom_call_target == "TopK" => {
+                // XLA CPU's own top-k runtime call (what its optimiser turns sort + slice into):
+                // the k largest along the last dimension, k from the result shape.
+                self.arity(operands, 1)?;
+                let a = operands[0].array()?;
+                let k = match shape {
+                    Shape::Tuple(items) => match items.as_slice() {
+                        [Shape::Array(v), Shape::Array(_)] => v.dims.last().copied(),
+                        _ => None,
+                    },
+                    _ => None,
+                };
+                let k = k.ok_or_else(|| {
+                    invalid(format!(
+                        "TopK returns {}, expected a (values, indices) tuple",
+                        shape.describe()
+                    ))
+                })?;
+                let last = a.dims.last().copied().ok_or_else(|| invalid("TopK of a scalar"))?;
+                if k > last {
+                    return Err(invalid(format!(
+                        "TopK k {k} is larger than the last dimension {last}"
+                    )));
+                }
+                let mut dims = a.dims.clone();
+                if let Some(d) = dims.last_mut() {
+                    *d = k;
+                }
+                let inferred = Shape::Tuple(vec![
+                    Shape::Array(ArrayShape { ty: a.ty, dims: dims.clone(), layout: None }),
+                    Shape::Array(ArrayShape { ty: ElementType::S32, dims, layout: None }),
+                ]);
+                self.expect(shape, &inferred)?;
+                Op::TopK { k, largest: true }
+            }
             "custom-call" => {
                 return Err(Fail::Unsupported(format!("custom call {}", ins.custom_call_target)));
             }
