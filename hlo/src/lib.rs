@@ -9,6 +9,8 @@
 //! gets a typed error rather than a panic.
 #![forbid(unsafe_code)]
 
+pub mod dtype;
+pub mod eval;
 pub mod proto;
 
 use prost::Message as _;
