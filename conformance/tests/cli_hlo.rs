@@ -122,3 +122,36 @@ fn no_metadata_leaves_metadata_out() {
         "HloModule m\n\nENTRY e {\n  ROOT x = f32[] parameter(0)\n}\n\n"
     );
 }
+
+/// An endless module (`/dev/zero`) is refused at the input limit by every subcommand, and the
+/// message names the limit and the flag that raises it; the same cap applies to `.npy` inputs.
+#[test]
+fn endless_inputs_are_refused_at_the_input_limit() {
+    for command in
+        [&["print", "/dev/zero"][..], &["encode", "/dev/zero", "-o", "-"], &["run", "/dev/zero"]]
+    {
+        let mut args = vec!["hlo"];
+        args.extend_from_slice(command);
+        args.extend_from_slice(&["--max-input-bytes", "4096"]);
+        let out = nrtsim(&args);
+        assert!(!out.status.success(), "{command:?}");
+        let message = stderr(&out);
+        assert!(message.contains("input limit of 4096 bytes"), "{command:?}: {message}");
+        assert!(message.contains("--max-input-bytes"), "{command:?}: {message}");
+    }
+    let dir = scratch("npy-limit");
+    let module = dir.join("m.hlo");
+    std::fs::write(&module, "HloModule m\n\nENTRY e {\n  ROOT p = f32[2]{0} parameter(0)\n}\n")
+        .unwrap();
+    let out = nrtsim(&[
+        "hlo",
+        "run",
+        module.to_str().unwrap(),
+        "--input",
+        "/dev/zero",
+        "--max-input-bytes",
+        "4096",
+    ]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("input limit of 4096 bytes"), "{}", stderr(&out));
+}

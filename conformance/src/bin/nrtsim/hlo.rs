@@ -11,10 +11,12 @@
 //! accept any descr of the parameter's item size among `V`, the ml_dtypes names (`bfloat16`,
 //! `float8_e4m3fn`, `float8_e5m2`, as `str(dtype)` spells them) and `<f1`.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
+
+use crate::input;
 
 /// The `nrtsim hlo` subcommands.
 #[derive(clap::Subcommand)]
@@ -36,6 +38,9 @@ pub(crate) enum HloCommand {
         /// Leave out `metadata={...}`, as jax's `as_hlo_text()` does.
         #[arg(long)]
         no_metadata: bool,
+        /// Refuse inputs (the module, and each `.npy`) larger than this many bytes.
+        #[arg(long, value_name = "BYTES", default_value_t = input::DEFAULT_MAX_HLO_BYTES)]
+        max_input_bytes: u64,
     },
     /// Evaluate a module's entry computation with the interpreter.
     ///
@@ -53,6 +58,9 @@ pub(crate) enum HloCommand {
         /// The largest array the evaluation may allocate, in bytes (default 4 GiB).
         #[arg(long)]
         budget_bytes: Option<u64>,
+        /// Refuse inputs (the module, and each `.npy`) larger than this many bytes.
+        #[arg(long, value_name = "BYTES", default_value_t = input::DEFAULT_MAX_HLO_BYTES)]
+        max_input_bytes: u64,
     },
     /// Parse HLO text (or re-encode a binary module) and write a binary HloModuleProto.
     ///
@@ -64,14 +72,17 @@ pub(crate) enum HloCommand {
         /// Where to write the proto (`-` for standard output).
         #[arg(short, long)]
         output: PathBuf,
+        /// Refuse inputs (the module, and each `.npy`) larger than this many bytes.
+        #[arg(long, value_name = "BYTES", default_value_t = input::DEFAULT_MAX_HLO_BYTES)]
+        max_input_bytes: u64,
     },
 }
 
 /// Runs an `nrtsim hlo` subcommand.
 pub(crate) fn run(command: HloCommand) -> Result<()> {
     match command {
-        HloCommand::Print { file, output, no_validate, no_metadata } => {
-            let module = load(&file, !no_validate)?;
+        HloCommand::Print { file, output, no_validate, no_metadata, max_input_bytes } => {
+            let module = load(&file, !no_validate, max_input_bytes)?;
             let options = hlo::text::PrintOptions { metadata: !no_metadata };
             let text = hlo::text::print_module_with(&module, &options)
                 .with_context(|| format!("printing {}", file.display()))?;
@@ -80,11 +91,11 @@ pub(crate) fn run(command: HloCommand) -> Result<()> {
                 None => write_output(Path::new("-"), text.as_bytes()),
             }
         }
-        HloCommand::Run { file, inputs, output_dir, budget_bytes } => {
-            run_module(&file, &inputs, output_dir.as_deref(), budget_bytes)
+        HloCommand::Run { file, inputs, output_dir, budget_bytes, max_input_bytes } => {
+            run_module(&file, &inputs, output_dir.as_deref(), budget_bytes, max_input_bytes)
         }
-        HloCommand::Encode { file, output } => {
-            let module = load(&file, true)?;
+        HloCommand::Encode { file, output, max_input_bytes } => {
+            let module = load(&file, true, max_input_bytes)?;
             if output == Path::new("-") && std::io::IsTerminal::is_terminal(&std::io::stdout()) {
                 bail!("refusing to write a binary proto to a terminal; use -o FILE");
             }
@@ -94,23 +105,13 @@ pub(crate) fn run(command: HloCommand) -> Result<()> {
 }
 
 /// Reads and loads a module in either form, and validates it when asked.
-fn load(path: &Path, validate: bool) -> Result<hlo::proto::HloModuleProto> {
-    let bytes = read_input(path)?;
+fn load(path: &Path, validate: bool, limit: u64) -> Result<hlo::proto::HloModuleProto> {
+    let bytes = input::read_capped(path, limit)?;
     let module = hlo::load_module(&bytes).with_context(|| format!("loading {}", path.display()))?;
     if validate {
         hlo::validate(&module).with_context(|| format!("validating {}", path.display()))?;
     }
     Ok(module)
-}
-
-fn read_input(path: &Path) -> Result<Vec<u8>> {
-    if path == Path::new("-") {
-        let mut bytes = Vec::new();
-        std::io::stdin().read_to_end(&mut bytes).context("reading standard input")?;
-        Ok(bytes)
-    } else {
-        std::fs::read(path).with_context(|| format!("reading {}", path.display()))
-    }
 }
 
 fn write_output(path: &Path, bytes: &[u8]) -> Result<()> {
@@ -126,8 +127,9 @@ fn run_module(
     inputs: &[PathBuf],
     output_dir: Option<&Path>,
     budget_bytes: Option<u64>,
+    max_input_bytes: u64,
 ) -> Result<()> {
-    let module = load(file, true)?;
+    let module = load(file, true, max_input_bytes)?;
     let mut options = hlo::eval::EvalOptions::default();
     if let Some(budget) = budget_bytes {
         options.budget_bytes = budget;
@@ -146,7 +148,7 @@ fn run_module(
     }
     let mut args = Vec::with_capacity(inputs.len());
     for (path, &ty) in inputs.iter().zip(&parameters) {
-        let bytes = read_input(path)?;
+        let bytes = input::read_capped(path, max_input_bytes)?;
         args.push(npy_to_array(&bytes, ty).with_context(|| format!("reading {}", path.display()))?);
     }
     let value = program.run(&args).with_context(|| format!("evaluating {}", file.display()))?;

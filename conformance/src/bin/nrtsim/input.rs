@@ -17,6 +17,10 @@ pub(crate) const DEFAULT_MAX_METANEFF_BYTES: u64 = 256 << 20;
 /// The default cap on a NEFF for `inspect` (`--max-input-bytes`).
 pub(crate) const DEFAULT_MAX_NEFF_BYTES: u64 = 4 << 30;
 
+/// The default cap on an HLO module or `.npy` input of `nrtsim hlo` (4 GiB, as for a NEFF: a
+/// module carries its constants).
+pub(crate) const DEFAULT_MAX_HLO_BYTES: u64 = 4 << 30;
+
 /// The name of the flag that raises the cap, for messages.
 pub(crate) const FLAG: &str = "--max-input-bytes";
 
