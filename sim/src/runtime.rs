@@ -515,7 +515,7 @@ impl SimRuntime {
         let tensor = self.tensor(tensor)?;
         let view = tensor.view()?;
         check_range(&tensor.name, offset, len, view.size)?;
-        let mut staged = staging_buffer("nrt_tensor_write", len)?;
+        let mut staged = staging_buffer(LibnrtFunction::nrt_tensor_write.name(), len)?;
         fill(&mut staged);
         write_bytes(view.place(offset), &staged);
         self.count_device_traffic(&view.storage, true, len);
@@ -540,7 +540,7 @@ impl SimRuntime {
         let tensor = self.tensor(tensor)?;
         let view = tensor.view()?;
         check_range(&tensor.name, offset, len, view.size)?;
-        let mut staged = staging_buffer("nrt_tensor_read", len)?;
+        let mut staged = staging_buffer(LibnrtFunction::nrt_tensor_read.name(), len)?;
         read_bytes(view.place(offset), &mut staged);
         self.count_device_traffic(&view.storage, false, len);
         drain(&staged);

@@ -16,6 +16,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::ptr;
 use std::sync::Arc;
 
+use abi::functions::LibnrtFunction as F;
 use abi::runtime::{Framework, ModelId, Placement, Runtime, SetId, TensorId};
 
 use crate::ffi::{CallerBuffer, InfoArray, NrtTensorInfoC, NrtVersionC, status_text, version_c};
@@ -103,12 +104,12 @@ pub unsafe extern "C" fn nrt_init(
     fw_version: *const c_char,
     fal_version: *const c_char,
 ) -> u32 {
-    with_global("nrt_init", |g| {
+    with_global(F::nrt_init.name(), |g| {
         let Some(framework) = Framework::from_code(framework) else { return INVALID };
         // SAFETY: the caller passes NULL or C strings.
         let (fw, fal) = unsafe { (c_text(fw_version), c_text(fal_version)) };
         g.status(
-            "nrt_init",
+            F::nrt_init.name(),
             g.sim.init(framework, &fw.unwrap_or_default(), &fal.unwrap_or_default()),
         )
     })
@@ -120,7 +121,7 @@ pub unsafe extern "C" fn nrt_init(
 /// # Safety
 /// None beyond the C ABI.
 pub unsafe extern "C" fn nrt_close() {
-    guard("nrt_close", (), || {
+    guard(F::nrt_close.name(), (), || {
         if let Ok(g) = global() {
             g.sim.close();
         }
@@ -162,8 +163,8 @@ pub unsafe extern "C" fn nrt_load(
     vnc_count: i32,
     model: *mut *mut c_void,
 ) -> u32 {
-    with_global("nrt_load", |g| {
-        load("nrt_load", g, neff, size, model, |bytes| g.sim.load(bytes, vnc, vnc_count))
+    with_global(F::nrt_load.name(), |g| {
+        load(F::nrt_load.name(), g, neff, size, model, |bytes| g.sim.load(bytes, vnc, vnc_count))
     })
 }
 
@@ -180,8 +181,8 @@ pub unsafe extern "C" fn nrt_load_collectives(
     ctx_device_count: u32,
     model: *mut *mut c_void,
 ) -> u32 {
-    with_global("nrt_load_collectives", |g| {
-        load("nrt_load_collectives", g, neff, size, model, |bytes| {
+    with_global(F::nrt_load_collectives.name(), |g| {
+        load(F::nrt_load_collectives.name(), g, neff, size, model, |bytes| {
             g.sim.load_collectives(bytes, vnc, vnc_count, ctx_device_id, ctx_device_count)
         })
     })
@@ -192,9 +193,9 @@ pub unsafe extern "C" fn nrt_load_collectives(
 /// # Safety
 /// None: the handle is looked up, never dereferenced.
 pub unsafe extern "C" fn nrt_unload(model: *mut c_void) -> u32 {
-    with_global("nrt_unload", |g| {
+    with_global(F::nrt_unload.name(), |g| {
         let id = try_status!(g.lookup(Kind::Model, model as usize));
-        let status = g.status("nrt_unload", g.sim.unload(ModelId(id)));
+        let status = g.status(F::nrt_unload.name(), g.sim.unload(ModelId(id)));
         if status == SUCCESS {
             g.release(Kind::Model, model as usize);
         }
@@ -233,8 +234,8 @@ pub unsafe extern "C" fn nrt_execute(
     input: *const c_void,
     output: *mut c_void,
 ) -> u32 {
-    with_global("nrt_execute", |g| {
-        execute("nrt_execute", g, model as usize, input as usize, output as usize, None)
+    with_global(F::nrt_execute.name(), |g| {
+        execute(F::nrt_execute.name(), g, model as usize, input as usize, output as usize, None)
     })
 }
 
@@ -248,9 +249,9 @@ pub unsafe extern "C" fn nrt_execute_repeat(
     output: *mut c_void,
     repeat_count: c_int,
 ) -> u32 {
-    with_global("nrt_execute_repeat", |g| {
+    with_global(F::nrt_execute_repeat.name(), |g| {
         execute(
-            "nrt_execute_repeat",
+            F::nrt_execute_repeat.name(),
             g,
             model as usize,
             input as usize,
@@ -265,7 +266,7 @@ pub unsafe extern "C" fn nrt_execute_repeat(
 /// # Safety
 /// `set` points at writable storage for a handle.
 pub unsafe extern "C" fn nrt_allocate_tensor_set(set: *mut *mut c_void) -> u32 {
-    with_global("nrt_allocate_tensor_set", |g| {
+    with_global(F::nrt_allocate_tensor_set.name(), |g| {
         if set.is_null() {
             return INVALID;
         }
@@ -275,7 +276,7 @@ pub unsafe extern "C" fn nrt_allocate_tensor_set(set: *mut *mut c_void) -> u32 {
                 unsafe { put(set, g.register(Kind::Set, id.0)) };
                 SUCCESS
             }
-            Err(err) => g.failed("nrt_allocate_tensor_set", &err),
+            Err(err) => g.failed(F::nrt_allocate_tensor_set.name(), &err),
         }
     })
 }
@@ -286,7 +287,7 @@ pub unsafe extern "C" fn nrt_allocate_tensor_set(set: *mut *mut c_void) -> u32 {
 /// # Safety
 /// `set` is NULL or points at the caller's handle variable.
 pub unsafe extern "C" fn nrt_destroy_tensor_set(set: *mut *mut c_void) {
-    guard("nrt_destroy_tensor_set", (), || {
+    guard(F::nrt_destroy_tensor_set.name(), (), || {
         let Ok(g) = global() else { return };
         if set.is_null() {
             return;
@@ -310,12 +311,15 @@ pub unsafe extern "C" fn nrt_add_tensor_to_tensor_set(
     name: *const c_char,
     tensor: *mut c_void,
 ) -> u32 {
-    with_global("nrt_add_tensor_to_tensor_set", |g| {
+    with_global(F::nrt_add_tensor_to_tensor_set.name(), |g| {
         // SAFETY: NULL or a C string.
         let Some(name) = (unsafe { c_bytes(name) }) else { return INVALID };
         let set = SetId(try_status!(g.lookup(Kind::Set, set as usize)));
         let tensor = TensorId(try_status!(g.lookup(Kind::Tensor, tensor as usize)));
-        g.status("nrt_add_tensor_to_tensor_set", g.sim.add_tensor_to_tensor_set(set, name, tensor))
+        g.status(
+            F::nrt_add_tensor_to_tensor_set.name(),
+            g.sim.add_tensor_to_tensor_set(set, name, tensor),
+        )
     })
 }
 
@@ -328,7 +332,7 @@ pub unsafe extern "C" fn nrt_get_tensor_from_tensor_set(
     name: *const c_char,
     tensor: *mut *mut c_void,
 ) -> u32 {
-    with_global("nrt_get_tensor_from_tensor_set", |g| {
+    with_global(F::nrt_get_tensor_from_tensor_set.name(), |g| {
         // SAFETY: NULL or a C string.
         let Some(name) = (unsafe { c_bytes(name) }) else { return INVALID };
         if tensor.is_null() {
@@ -342,7 +346,7 @@ pub unsafe extern "C" fn nrt_get_tensor_from_tensor_set(
                 unsafe { put(tensor, crate::handles::encode(Kind::Tensor, id.0)) };
                 SUCCESS
             }
-            Err(err) => g.failed("nrt_get_tensor_from_tensor_set", &err),
+            Err(err) => g.failed(F::nrt_get_tensor_from_tensor_set.name(), &err),
         }
     })
 }
@@ -375,7 +379,7 @@ pub unsafe extern "C" fn nrt_tensor_allocate(
     name: *const c_char,
     tensor: *mut *mut c_void,
 ) -> u32 {
-    with_global("nrt_tensor_allocate", |g| {
+    with_global(F::nrt_tensor_allocate.name(), |g| {
         let Some(placement) = Placement::from_code(placement) else { return INVALID };
         if tensor.is_null() {
             return INVALID;
@@ -383,7 +387,7 @@ pub unsafe extern "C" fn nrt_tensor_allocate(
         // SAFETY: NULL or a C string.
         let name = unsafe { c_bytes(name) }.unwrap_or_default();
         new_tensor(
-            "nrt_tensor_allocate",
+            F::nrt_tensor_allocate.name(),
             g,
             tensor,
             g.sim.tensor_allocate(placement, vnc, size, name),
@@ -399,13 +403,18 @@ pub unsafe extern "C" fn nrt_tensor_allocate_empty(
     name: *const c_char,
     tensor: *mut *mut c_void,
 ) -> u32 {
-    with_global("nrt_tensor_allocate_empty", |g| {
+    with_global(F::nrt_tensor_allocate_empty.name(), |g| {
         if tensor.is_null() {
             return INVALID;
         }
         // SAFETY: NULL or a C string.
         let name = unsafe { c_bytes(name) }.unwrap_or_default();
-        new_tensor("nrt_tensor_allocate_empty", g, tensor, g.sim.tensor_allocate_empty(name))
+        new_tensor(
+            F::nrt_tensor_allocate_empty.name(),
+            g,
+            tensor,
+            g.sim.tensor_allocate_empty(name),
+        )
     })
 }
 
@@ -419,7 +428,7 @@ pub unsafe extern "C" fn nrt_tensor_attach_buffer(
     buffer: *mut c_void,
     size: usize,
 ) -> u32 {
-    with_global("nrt_tensor_attach_buffer", |g| {
+    with_global(F::nrt_tensor_attach_buffer.name(), |g| {
         if buffer.is_null() {
             return INVALID;
         }
@@ -427,7 +436,10 @@ pub unsafe extern "C" fn nrt_tensor_attach_buffer(
         // SAFETY: the caller keeps `size` bytes at `buffer` alive and in place (this
         // function's contract, libnrt's for attached buffers).
         let memory = unsafe { CallerBuffer::new(buffer as usize, size) };
-        g.status("nrt_tensor_attach_buffer", g.sim.tensor_attach_buffer(id, Arc::new(memory)))
+        g.status(
+            F::nrt_tensor_attach_buffer.name(),
+            g.sim.tensor_attach_buffer(id, Arc::new(memory)),
+        )
     })
 }
 
@@ -442,7 +454,7 @@ pub unsafe extern "C" fn nrt_tensor_allocate_slice(
     name: *const c_char,
     slice: *mut *mut c_void,
 ) -> u32 {
-    with_global("nrt_tensor_allocate_slice", |g| {
+    with_global(F::nrt_tensor_allocate_slice.name(), |g| {
         if slice.is_null() {
             return INVALID;
         }
@@ -450,7 +462,7 @@ pub unsafe extern "C" fn nrt_tensor_allocate_slice(
         // SAFETY: NULL or a C string.
         let name = unsafe { c_bytes(name) }.unwrap_or_default();
         let made = g.sim.tensor_allocate_slice(source, offset, size, name);
-        new_tensor("nrt_tensor_allocate_slice", g, slice, made)
+        new_tensor(F::nrt_tensor_allocate_slice.name(), g, slice, made)
     })
 }
 
@@ -460,7 +472,7 @@ pub unsafe extern "C" fn nrt_tensor_allocate_slice(
 /// # Safety
 /// `tensor` is NULL or points at the caller's handle variable.
 pub unsafe extern "C" fn nrt_tensor_free(tensor: *mut *mut c_void) {
-    guard("nrt_tensor_free", (), || {
+    guard(F::nrt_tensor_free.name(), (), || {
         let Ok(g) = global() else { return };
         if tensor.is_null() {
             return;
@@ -485,7 +497,7 @@ pub unsafe extern "C" fn nrt_tensor_read(
     offset: usize,
     size: usize,
 ) -> u32 {
-    with_global("nrt_tensor_read", |g| {
+    with_global(F::nrt_tensor_read.name(), |g| {
         if buffer.is_null() {
             return INVALID;
         }
@@ -497,7 +509,7 @@ pub unsafe extern "C" fn nrt_tensor_read(
             // `ptr::copy` allows them to overlap anything, the staging buffer is our own.
             unsafe { ptr::copy(staged.as_ptr(), buffer.cast::<u8>(), staged.len()) }
         });
-        g.status("nrt_tensor_read", read)
+        g.status(F::nrt_tensor_read.name(), read)
     })
 }
 
@@ -511,7 +523,7 @@ pub unsafe extern "C" fn nrt_tensor_write(
     offset: usize,
     size: usize,
 ) -> u32 {
-    with_global("nrt_tensor_write", |g| {
+    with_global(F::nrt_tensor_write.name(), |g| {
         if buffer.is_null() {
             return INVALID;
         }
@@ -522,7 +534,7 @@ pub unsafe extern "C" fn nrt_tensor_write(
             // `ptr::copy` allows them to overlap anything.
             unsafe { ptr::copy(buffer.cast::<u8>(), staged.as_mut_ptr(), staged.len()) }
         });
-        g.status("nrt_tensor_write", written)
+        g.status(F::nrt_tensor_write.name(), written)
     })
 }
 
@@ -537,12 +549,12 @@ pub unsafe extern "C" fn nrt_tensor_copy(
     destination_offset: usize,
     size: usize,
 ) -> u32 {
-    with_global("nrt_tensor_copy", |g| {
+    with_global(F::nrt_tensor_copy.name(), |g| {
         let source = TensorId(try_status!(g.lookup(Kind::Tensor, source as usize)));
         let destination = TensorId(try_status!(g.lookup(Kind::Tensor, destination as usize)));
         let copied =
             g.sim.tensor_copy(source, source_offset, destination, destination_offset, size);
-        g.status("nrt_tensor_copy", copied)
+        g.status(F::nrt_tensor_copy.name(), copied)
     })
 }
 
@@ -556,9 +568,9 @@ pub unsafe extern "C" fn nrt_tensor_memset(
     value: c_int,
     size: usize,
 ) -> u32 {
-    with_global("nrt_tensor_memset", |g| {
+    with_global(F::nrt_tensor_memset.name(), |g| {
         let id = TensorId(try_status!(g.lookup(Kind::Tensor, tensor as usize)));
-        g.status("nrt_tensor_memset", g.sim.tensor_memset(id, offset, value, size))
+        g.status(F::nrt_tensor_memset.name(), g.sim.tensor_memset(id, offset, value, size))
     })
 }
 
@@ -567,7 +579,7 @@ pub unsafe extern "C" fn nrt_tensor_memset(
 /// # Safety
 /// None: the handle is looked up, never dereferenced.
 pub unsafe extern "C" fn nrt_tensor_get_size(tensor: *const c_void) -> usize {
-    guard("nrt_tensor_get_size", 0, || {
+    guard(F::nrt_tensor_get_size.name(), 0, || {
         let Ok(g) = global() else { return 0 };
         let Ok(id) = g.lookup(Kind::Tensor, tensor as usize) else { return 0 };
         g.sim.tensor_get_size(TensorId(id)).unwrap_or(0)
@@ -580,13 +592,13 @@ pub unsafe extern "C" fn nrt_tensor_get_size(tensor: *const c_void) -> usize {
 /// # Safety
 /// None: the handle is looked up, never dereferenced.
 pub unsafe extern "C" fn nrt_tensor_get_va(tensor: *const c_void) -> *mut c_void {
-    guard("nrt_tensor_get_va", ptr::null_mut(), || {
+    guard(F::nrt_tensor_get_va.name(), ptr::null_mut(), || {
         let Ok(g) = global() else { return ptr::null_mut() };
         let Ok(id) = g.lookup(Kind::Tensor, tensor as usize) else { return ptr::null_mut() };
         match g.sim.tensor_get_va(TensorId(id)) {
             Ok(address) => address as *mut c_void,
             Err(err) => {
-                g.failed("nrt_tensor_get_va", &err);
+                g.failed(F::nrt_tensor_get_va.name(), &err);
                 ptr::null_mut()
             }
         }
@@ -602,7 +614,7 @@ pub unsafe extern "C" fn nrt_get_model_tensor_info(
     model: *mut c_void,
     info: *mut *mut NrtTensorInfoC,
 ) -> u32 {
-    with_global("nrt_get_model_tensor_info", |g| {
+    with_global(F::nrt_get_model_tensor_info.name(), |g| {
         if info.is_null() {
             return INVALID;
         }
@@ -614,7 +626,7 @@ pub unsafe extern "C" fn nrt_get_model_tensor_info(
                 unsafe { *info = address as *mut NrtTensorInfoC };
                 SUCCESS
             }
-            Err(err) => g.failed("nrt_get_model_tensor_info", &err),
+            Err(err) => g.failed(F::nrt_get_model_tensor_info.name(), &err),
         }
     })
 }
@@ -625,7 +637,7 @@ pub unsafe extern "C" fn nrt_get_model_tensor_info(
 /// # Safety
 /// None: the address is looked up, never dereferenced.
 pub unsafe extern "C" fn nrt_free_model_tensor_info(info: *mut NrtTensorInfoC) -> u32 {
-    with_global("nrt_free_model_tensor_info", |g| g.free_info(info as usize))
+    with_global(F::nrt_free_model_tensor_info.name(), |g| g.free_info(info as usize))
 }
 
 /// `nrt_get_version`: works before `nrt_init`. `size` must be at least the 224 bytes of
@@ -634,7 +646,7 @@ pub unsafe extern "C" fn nrt_free_model_tensor_info(info: *mut NrtTensorInfoC) -
 /// # Safety
 /// `version` is NULL or points at `size` writable bytes.
 pub unsafe extern "C" fn nrt_get_version(version: *mut NrtVersionC, size: usize) -> u32 {
-    with_global("nrt_get_version", |g| {
+    with_global(F::nrt_get_version.name(), |g| {
         if version.is_null() || size < size_of::<NrtVersionC>() {
             return INVALID;
         }
@@ -645,7 +657,7 @@ pub unsafe extern "C" fn nrt_get_version(version: *mut NrtVersionC, size: usize)
                 unsafe { ptr::write_unaligned(version, version_c(&found)) };
                 SUCCESS
             }
-            Err(err) => g.failed("nrt_get_version", &err),
+            Err(err) => g.failed(F::nrt_get_version.name(), &err),
         }
     })
 }
@@ -674,11 +686,11 @@ fn count(
 /// # Safety
 /// `count` is NULL or points at a writable `uint32_t`.
 pub unsafe extern "C" fn nrt_get_total_vnc_count(out: *mut u32) -> u32 {
-    with_global("nrt_get_total_vnc_count", |g| {
+    with_global(F::nrt_get_total_vnc_count.name(), |g| {
         if out.is_null() {
             return INVALID;
         }
-        count("nrt_get_total_vnc_count", g, out, g.sim.get_total_vnc_count())
+        count(F::nrt_get_total_vnc_count.name(), g, out, g.sim.get_total_vnc_count())
     })
 }
 
@@ -687,11 +699,11 @@ pub unsafe extern "C" fn nrt_get_total_vnc_count(out: *mut u32) -> u32 {
 /// # Safety
 /// `count` is NULL or points at a writable `uint32_t`.
 pub unsafe extern "C" fn nrt_get_visible_vnc_count(out: *mut u32) -> u32 {
-    with_global("nrt_get_visible_vnc_count", |g| {
+    with_global(F::nrt_get_visible_vnc_count.name(), |g| {
         if out.is_null() {
             return INVALID;
         }
-        count("nrt_get_visible_vnc_count", g, out, g.sim.get_visible_vnc_count())
+        count(F::nrt_get_visible_vnc_count.name(), g, out, g.sim.get_visible_vnc_count())
     })
 }
 
@@ -701,7 +713,7 @@ pub unsafe extern "C" fn nrt_get_visible_vnc_count(out: *mut u32) -> u32 {
 /// # Safety
 /// None.
 pub unsafe extern "C" fn nrt_get_status_as_str(status: u32) -> *const c_char {
-    guard("nrt_get_status_as_str", crate::ffi::UNKNOWN_STATUS.as_ptr(), || {
+    guard(F::nrt_get_status_as_str.name(), crate::ffi::UNKNOWN_STATUS.as_ptr(), || {
         status_text(status).as_ptr()
     })
 }
