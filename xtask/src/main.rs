@@ -1,8 +1,8 @@
 //! Project automation, run as `cargo xtask <command>`.
 //!
-//! - `codegen [--check]`: regenerate the committed prost code and descriptor of
-//!   `abi/proto/metaneff.proto` with protox (a pure-Rust protobuf compiler, so no `protoc` is
-//!   needed on any machine); `--check` fails when the committed files are stale.
+//! - `codegen [--check]`: regenerate the committed prost code (and the metaneff's descriptor) of
+//!   `abi/proto/metaneff.proto` and `hlo/proto/hlo.proto` with protox (a pure-Rust protobuf
+//!   compiler, so no `protoc` is needed on any machine); `--check` fails when they are stale.
 //! - `conformance [ARGS]`: the main job, the conformance suite (see `nrtsim conformance --help`).
 //! - `vectors --bless|--check`: refresh or check the vectors' generated files;
 //!   `vectors promote DIR [--name NAME]`: turn a shrunk differential failure into a vector.

@@ -1,0 +1,247 @@
+//! Collectives across the ranks of one SPMD evaluation.
+//!
+//! Every collective is one [`Exchange::swap`]: each rank deposits its value, the last to arrive
+//! publishes the round, and every rank computes its own result from all deposits. A rank that
+//! fails aborts the exchange, and every rank waiting in it (or arriving later) gets an error
+//! instead of waiting forever.
+
+use std::sync::{Arc, Condvar, Mutex};
+
+use super::Fail;
+use super::compile::{Groups, Reducer, Shape};
+use super::elementwise;
+use super::exec::{Ctx, Val, element, gather_scalars};
+use super::shape_ops;
+use super::tensor::{Data, Tensor};
+
+struct Round {
+    generation: u64,
+    arrived: usize,
+    slots: Vec<Option<Val>>,
+    published: Arc<Vec<Val>>,
+    aborted: bool,
+    first_failure: Option<usize>,
+}
+
+/// The meeting point of the ranks.
+pub(crate) struct Exchange {
+    n: usize,
+    round: Mutex<Round>,
+    changed: Condvar,
+}
+
+const ABORTED: &str = "another rank failed before this collective completed";
+
+impl Exchange {
+    pub(crate) fn new(n: usize) -> Exchange {
+        Exchange {
+            n,
+            round: Mutex::new(Round {
+                generation: 0,
+                arrived: 0,
+                slots: vec![None; n],
+                published: Arc::new(Vec::new()),
+                aborted: false,
+                first_failure: None,
+            }),
+            changed: Condvar::new(),
+        }
+    }
+
+    pub(crate) fn abort(&self, rank: usize) {
+        if let Ok(mut round) = self.round.lock() {
+            round.aborted = true;
+            round.first_failure.get_or_insert(rank);
+        }
+        self.changed.notify_all();
+    }
+
+    pub(crate) fn first_failure(&self) -> Option<usize> {
+        self.round.lock().ok().and_then(|r| r.first_failure)
+    }
+
+    /// Deposits `value` for `rank` and returns every rank's deposit of this round.
+    fn swap(&self, rank: usize, value: Val) -> Result<Arc<Vec<Val>>, Fail> {
+        let poisoned = || Fail::Internal("exchange lock poisoned".into());
+        let mut round = self.round.lock().map_err(|_| poisoned())?;
+        if round.aborted {
+            return Err(Fail::Invalid(ABORTED.into()));
+        }
+        round.slots[rank] = Some(value);
+        round.arrived += 1;
+        let generation = round.generation;
+        if round.arrived == self.n {
+            let values: Vec<Val> = round.slots.iter_mut().map(|s| s.take().unwrap_or(Val::Token)).collect();
+            round.published = Arc::new(values);
+            round.arrived = 0;
+            round.generation += 1;
+            self.changed.notify_all();
+            return Ok(round.published.clone());
+        }
+        while round.generation == generation && !round.aborted {
+            round = self.changed.wait(round).map_err(|_| poisoned())?;
+        }
+        if round.generation == generation {
+            return Err(Fail::Invalid(ABORTED.into()));
+        }
+        Ok(round.published.clone())
+    }
+}
+
+impl Ctx<'_> {
+    fn n_ranks(&self) -> usize {
+        self.exchange.map_or(1, |e| e.n)
+    }
+
+    /// All ranks' values (one rank: just its own).
+    fn everyone(&self, value: Val) -> Result<Arc<Vec<Val>>, Fail> {
+        match self.exchange {
+            Some(exchange) => exchange.swap(self.rank, value),
+            None => Ok(Arc::new(vec![value])),
+        }
+    }
+
+    /// This rank's group (rank ids in group order) and its position in it.
+    fn group(&self, groups: &Groups) -> Result<(Vec<usize>, usize), Fail> {
+        let n = self.n_ranks();
+        if groups.is_empty() {
+            return Ok(((0..n).collect(), self.rank));
+        }
+        for g in groups {
+            if let Some(&bad) = g.iter().find(|&&r| r >= n) {
+                return Err(Fail::Invalid(format!("replica group {g:?} names rank {bad} of a {n}-rank launch")));
+            }
+        }
+        for g in groups {
+            if let Some(position) = g.iter().position(|&r| r == self.rank) {
+                return Ok((g.clone(), position));
+            }
+        }
+        Err(Fail::Invalid(format!("rank {} is in none of the replica groups {groups:?}", self.rank)))
+    }
+}
+
+fn combine(ctx: &Ctx<'_>, computation: usize, a: &Data, b: &Data) -> Result<Data, Fail> {
+    if let Some(Reducer::Binary(op)) = ctx.program.comps[computation].reducer {
+        return elementwise::binary(op, a, b);
+    }
+    let mut parts = Vec::with_capacity(a.len());
+    for i in 0..a.len() {
+        let out = ctx.apply_scalars(computation, &[element(a, i), element(b, i)])?;
+        parts.push(out.into_iter().next().ok_or_else(|| Fail::Internal("reducer returned nothing".into()))?);
+    }
+    gather_scalars(a.ty(), &parts)
+}
+
+fn reduce_members(ctx: &Ctx<'_>, computation: usize, members: &[&Arc<Tensor>]) -> Result<Data, Fail> {
+    let mut acc = members[0].data.clone();
+    for m in &members[1..] {
+        acc = combine(ctx, computation, &acc, &m.data)?;
+    }
+    Ok(acc)
+}
+
+fn member_values<'v>(all: &'v [Val], group: &[usize]) -> Vec<&'v Val> {
+    group.iter().map(|&r| &all[r]).collect()
+}
+
+pub(crate) fn all_reduce(
+    ctx: &Ctx<'_>,
+    computation: usize,
+    groups: &Groups,
+    operands: Vec<Val>,
+    shape: &Shape,
+) -> Result<Val, Fail> {
+    let (group, _) = ctx.group(groups)?;
+    let all = ctx.everyone(Val::Tuple(Arc::new(operands)))?;
+    let members = member_values(&all, &group);
+    let count = members[0].tuple()?.len();
+    let mut outs = Vec::with_capacity(count);
+    for i in 0..count {
+        let arrays: Vec<&Arc<Tensor>> = members.iter().map(|m| m.tuple().and_then(|t| t[i].array())).collect::<Result<_, _>>()?;
+        let data = reduce_members(ctx, computation, &arrays)?;
+        outs.push(Val::from_data(arrays[0].dims.clone(), data));
+    }
+    match shape {
+        Shape::Tuple(_) => Ok(Val::Tuple(Arc::new(outs))),
+        _ => outs.pop().ok_or_else(|| Fail::Internal("all-reduce of nothing".into())),
+    }
+}
+
+pub(crate) fn all_gather(ctx: &Ctx<'_>, groups: &Groups, operand: Val, dim: usize) -> Result<Val, Fail> {
+    let (group, _) = ctx.group(groups)?;
+    let all = ctx.everyone(operand)?;
+    let arrays: Vec<&Arc<Tensor>> = member_values(&all, &group).into_iter().map(Val::array).collect::<Result<_, _>>()?;
+    let views: Vec<(&Data, &[usize])> = arrays.iter().map(|t| (&t.data, t.dims.as_slice())).collect();
+    let mut dims = arrays[0].dims.clone();
+    dims[dim] *= arrays.len();
+    Ok(Val::from_data(dims, shape_ops::concatenate(&views, dim)?))
+}
+
+fn chunk(t: &Tensor, dim: usize, parts: usize, index: usize) -> Result<(Vec<usize>, Data), Fail> {
+    let size = t.dims[dim] / parts.max(1);
+    let mut starts = vec![0; t.dims.len()];
+    starts[dim] = index * size;
+    let mut dims = t.dims.clone();
+    dims[dim] = size;
+    let steps = vec![1; t.dims.len()];
+    Ok((dims.clone(), shape_ops::slice(&t.data, &t.dims, &starts, &steps, &dims)?))
+}
+
+pub(crate) fn reduce_scatter(ctx: &Ctx<'_>, computation: usize, groups: &Groups, operand: Val, dim: usize) -> Result<Val, Fail> {
+    let (group, position) = ctx.group(groups)?;
+    let all = ctx.everyone(operand)?;
+    let arrays: Vec<&Arc<Tensor>> = member_values(&all, &group).into_iter().map(Val::array).collect::<Result<_, _>>()?;
+    let reduced = Tensor { dims: arrays[0].dims.clone(), data: reduce_members(ctx, computation, &arrays)? };
+    if reduced.dims[dim] % group.len() != 0 {
+        return Err(Fail::Invalid(format!("dimension {dim} of size {} does not split over {} ranks", reduced.dims[dim], group.len())));
+    }
+    let (dims, data) = chunk(&reduced, dim, group.len(), position)?;
+    Ok(Val::from_data(dims, data))
+}
+
+pub(crate) fn all_to_all(ctx: &Ctx<'_>, groups: &Groups, operands: Vec<Val>, split_dim: Option<usize>) -> Result<Val, Fail> {
+    let (group, position) = ctx.group(groups)?;
+    let all = ctx.everyone(Val::Tuple(Arc::new(operands)))?;
+    let members = member_values(&all, &group);
+    match split_dim {
+        Some(dim) => {
+            let mut pieces = Vec::with_capacity(group.len());
+            for m in &members {
+                let t = m.tuple()?.first().ok_or_else(|| Fail::Internal("all-to-all operand".into()))?.array()?;
+                if t.dims[dim] % group.len() != 0 {
+                    return Err(Fail::Invalid(format!("dimension {dim} of size {} does not split over {} ranks", t.dims[dim], group.len())));
+                }
+                pieces.push(chunk(t, dim, group.len(), position)?);
+            }
+            let views: Vec<(&Data, &[usize])> = pieces.iter().map(|(d, x)| (x, d.as_slice())).collect();
+            let mut dims = pieces[0].0.clone();
+            dims[dim] *= pieces.len();
+            Ok(Val::from_data(dims, shape_ops::concatenate(&views, dim)?))
+        }
+        None => {
+            let mut outs = Vec::with_capacity(group.len());
+            for m in &members {
+                let items = m.tuple()?;
+                if items.len() != group.len() {
+                    return Err(Fail::Invalid(format!("all-to-all has {} operands for a group of {}", items.len(), group.len())));
+                }
+                outs.push(items[position].clone());
+            }
+            Ok(Val::Tuple(Arc::new(outs)))
+        }
+    }
+}
+
+pub(crate) fn collective_permute(ctx: &Ctx<'_>, pairs: &[(usize, usize)], operand: Val) -> Result<Val, Fail> {
+    let n = ctx.n_ranks();
+    if let Some(&(s, t)) = pairs.iter().find(|&&(s, t)| s >= n || t >= n) {
+        return Err(Fail::Invalid(format!("source_target_pairs {{{s},{t}}} name a rank of a {n}-rank launch")));
+    }
+    let mine = operand.array()?.clone();
+    let all = ctx.everyone(operand)?;
+    match pairs.iter().find(|&&(_, t)| t == ctx.rank) {
+        Some(&(source, _)) => Ok(all[source].clone()),
+        None => Ok(Val::from_data(mine.dims.clone(), Data::zeros(mine.ty(), mine.n_elems())?)),
+    }
+}

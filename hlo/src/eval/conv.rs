@@ -1,0 +1,380 @@
+//! `convolution` of any spatial rank, by im2col and gemm.
+//!
+//! Design choices:
+//! - Input, kernel and output are brought to canonical orders `[N, C, S…]`, `[O, I, K…]` and
+//!   `[N, O, P…]` by transposes, whatever the dimension labels say.
+//! - For each output batch and group, im2col builds a `(I·ΠK) × ΠP` matrix whose column `p`
+//!   holds the input elements under the window at output position `p` (zero where the window
+//!   falls in padding or between dilated input elements, reversed where the window says so);
+//!   the group's kernel rows times that matrix is the group's output, one gemm.
+//! - Feature groups split input channels and output features; batch groups split the input
+//!   batch and output features (XLA: output feature group `g` reads input batch
+//!   `g · (N / batch_group_count) + n`).
+
+use super::Fail;
+use super::compile::{ArrayShape, check_budget, describe_array};
+use super::dot::{compute_type, gemm_f32, gemm_f64};
+use super::elementwise::convert;
+use super::shape_ops::transpose;
+use super::tensor::{Data, filled, next_index};
+use crate::dtype::ElementType;
+use crate::proto;
+
+#[derive(Clone, Debug)]
+struct SpatialDim {
+    input: usize,
+    kernel: usize,
+    output: usize,
+    stride: usize,
+    pad_low: i64,
+    base_dilation: usize,
+    window_dilation: usize,
+    reversal: bool,
+}
+
+/// A checked convolution.
+#[derive(Clone, Debug)]
+pub(crate) struct ConvPlan {
+    input_dims: Vec<usize>,
+    kernel_dims: Vec<usize>,
+    input_perm: Vec<usize>,
+    kernel_perm: Vec<usize>,
+    /// Output dimension j is canonical dimension `output_perm[j]`.
+    output_perm: Vec<usize>,
+    batch: usize,
+    channels: usize,
+    out_features: usize,
+    kernel_in: usize,
+    feature_groups: usize,
+    batch_groups: usize,
+    spatial: Vec<SpatialDim>,
+}
+
+fn invalid(detail: String) -> Fail {
+    Fail::Invalid(detail)
+}
+
+fn dim(value: i64, rank: usize, what: &str) -> Result<usize, Fail> {
+    usize::try_from(value)
+        .ok()
+        .filter(|&d| d < rank)
+        .ok_or_else(|| invalid(format!("{what} {value} is not a dimension below rank {rank}")))
+}
+
+fn permutation(dims: Vec<usize>, rank: usize, what: &str) -> Result<Vec<usize>, Fail> {
+    let mut seen = vec![false; rank];
+    for &d in &dims {
+        if seen[d] {
+            return Err(invalid(format!("{what} dimensions {dims:?} repeat a dimension")));
+        }
+        seen[d] = true;
+    }
+    if dims.len() != rank {
+        return Err(invalid(format!("{what} dimensions {dims:?} do not cover rank {rank}")));
+    }
+    Ok(dims)
+}
+
+impl ConvPlan {
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        input: &ArrayShape,
+        kernel: &ArrayShape,
+        numbers: &proto::ConvolutionDimensionNumbers,
+        window: &proto::Window,
+        feature_groups: i64,
+        batch_groups: i64,
+        out: &ArrayShape,
+        budget: u64,
+    ) -> Result<ConvPlan, Fail> {
+        let rank = input.dims.len();
+        if kernel.dims.len() != rank || out.dims.len() != rank || rank < 2 {
+            return Err(invalid(format!(
+                "convolution of ranks {}, {} into {} (all must be equal and at least 2)",
+                rank,
+                kernel.dims.len(),
+                out.dims.len()
+            )));
+        }
+        let n_spatial = rank - 2;
+        let spatial_list = |values: &[i64], what: &str| -> Result<Vec<usize>, Fail> {
+            if values.len() != n_spatial {
+                return Err(invalid(format!("{what} has {} dimensions, expected {n_spatial}", values.len())));
+            }
+            values.iter().map(|&v| dim(v, rank, what)).collect()
+        };
+        let is = spatial_list(&numbers.input_spatial_dimensions, "input_spatial_dimensions")?;
+        let ks = spatial_list(&numbers.kernel_spatial_dimensions, "kernel_spatial_dimensions")?;
+        let os = spatial_list(&numbers.output_spatial_dimensions, "output_spatial_dimensions")?;
+        let mut input_perm = vec![dim(numbers.input_batch_dimension, rank, "input_batch_dimension")?, dim(numbers.input_feature_dimension, rank, "input_feature_dimension")?];
+        input_perm.extend(&is);
+        let input_perm = permutation(input_perm, rank, "input")?;
+        let mut kernel_perm = vec![
+            dim(numbers.kernel_output_feature_dimension, rank, "kernel_output_feature_dimension")?,
+            dim(numbers.kernel_input_feature_dimension, rank, "kernel_input_feature_dimension")?,
+        ];
+        kernel_perm.extend(&ks);
+        let kernel_perm = permutation(kernel_perm, rank, "kernel")?;
+        let mut canonical_of_output = vec![dim(numbers.output_batch_dimension, rank, "output_batch_dimension")?, dim(numbers.output_feature_dimension, rank, "output_feature_dimension")?];
+        canonical_of_output.extend(&os);
+        let canonical_of_output = permutation(canonical_of_output, rank, "output")?;
+        let mut output_perm = vec![0; rank];
+        for (c, &d) in canonical_of_output.iter().enumerate() {
+            output_perm[d] = c;
+        }
+        let (fg, bg) = (
+            usize::try_from(feature_groups).map_err(|_| invalid("feature_group_count".into()))?,
+            usize::try_from(batch_groups).map_err(|_| invalid("batch_group_count".into()))?,
+        );
+        let batch = input.dims[input_perm[0]];
+        let channels = input.dims[input_perm[1]];
+        let out_features = kernel.dims[kernel_perm[0]];
+        let kernel_in = kernel.dims[kernel_perm[1]];
+        let groups_ok = fg >= 1
+            && bg >= 1
+            && (fg == 1 || bg == 1)
+            && channels == kernel_in * fg
+            && out_features % (fg * bg) == 0
+            && batch % bg == 0;
+        if !groups_ok {
+            return Err(invalid(format!(
+                "input of {batch} batch and {channels} features, kernel of {kernel_in} input and {out_features} output features do not fit feature_group_count {fg} and batch_group_count {bg}"
+            )));
+        }
+        if window.dimensions.len() != n_spatial {
+            return Err(invalid(format!("window has {} dimensions, expected {n_spatial}", window.dimensions.len())));
+        }
+        let mut spatial = Vec::new();
+        let mut out_dims = vec![batch / bg, out_features];
+        for (i, w) in window.dimensions.iter().enumerate() {
+            let positive = |v: i64, what: &str| -> Result<usize, Fail> {
+                let v = if v == 0 { 1 } else { v };
+                usize::try_from(v).ok().filter(|&v| v >= 1).ok_or_else(|| invalid(format!("window {what} {v} must be at least 1")))
+            };
+            let k = kernel.dims[ks[i]];
+            if w.size != k as i64 {
+                return Err(invalid(format!("window size {} differs from kernel spatial size {k}", w.size)));
+            }
+            let s = SpatialDim {
+                input: input.dims[is[i]],
+                kernel: k,
+                output: 0,
+                stride: positive(w.stride, "stride")?,
+                pad_low: w.padding_low,
+                base_dilation: positive(w.base_dilation, "base_dilation")?,
+                window_dilation: positive(w.window_dilation, "window_dilation")?,
+                reversal: w.window_reversal,
+            };
+            let dilated_input = if s.input == 0 { 0 } else { (s.input as i128 - 1) * s.base_dilation as i128 + 1 };
+            let padded = dilated_input + i128::from(w.padding_low) + i128::from(w.padding_high);
+            let dilated_kernel = if k == 0 { 0 } else { (k as i128 - 1) * s.window_dilation as i128 + 1 };
+            let size = if padded < dilated_kernel { 0 } else { (padded - dilated_kernel) / s.stride as i128 + 1 };
+            let size = usize::try_from(size).map_err(|_| invalid(format!("window dimension {i} gives size {size}")))?;
+            out_dims.push(size);
+            spatial.push(SpatialDim { output: size, ..s });
+        }
+        let actual: Vec<usize> = output_perm.iter().map(|&c| out_dims[c]).collect();
+        if actual != out.dims {
+            return Err(invalid(format!(
+                "shape is {}, but the operands give {}",
+                describe_array(out.ty, &out.dims),
+                describe_array(out.ty, &actual)
+            )));
+        }
+        let plan = ConvPlan {
+            input_dims: input.dims.clone(),
+            kernel_dims: kernel.dims.clone(),
+            input_perm,
+            kernel_perm,
+            output_perm,
+            batch,
+            channels,
+            out_features,
+            kernel_in,
+            feature_groups: fg,
+            batch_groups: bg,
+            spatial,
+        };
+        check_budget(plan.scratch_bytes(), budget)?;
+        Ok(plan)
+    }
+
+    /// Bytes of the im2col matrix (in f64, the widest compute type).
+    fn scratch_bytes(&self) -> Option<u64> {
+        let rows = self.spatial.iter().try_fold(self.kernel_in as u64, |n, s| n.checked_mul(s.kernel as u64))?;
+        let cols = self.spatial.iter().try_fold(1u64, |n, s| n.checked_mul(s.output as u64))?;
+        rows.checked_mul(cols)?.checked_mul(8)
+    }
+
+    pub(crate) fn run(&self, input: &Data, kernel: &Data, out_ty: ElementType, _budget: u64) -> Result<Data, Fail> {
+        let input = transpose(input, &self.input_dims, &self.input_perm)?;
+        let kernel = transpose(kernel, &self.kernel_dims, &self.kernel_perm)?;
+        let canonical = match compute_type(input.ty(), kernel.ty(), out_ty) {
+            ElementType::F32 => {
+                let (Data::F32(x), Data::F32(w)) = (convert(&input, ElementType::F32)?, convert(&kernel, ElementType::F32)?) else {
+                    return Err(Fail::Internal("f32 conversion".into()));
+                };
+                Data::F32(self.compute(&x, &w, gemm_f32)?)
+            }
+            _ => {
+                let (Data::F64(x), Data::F64(w)) = (convert(&input, ElementType::F64)?, convert(&kernel, ElementType::F64)?) else {
+                    return Err(Fail::Internal("f64 conversion".into()));
+                };
+                Data::F64(self.compute(&x, &w, gemm_f64)?)
+            }
+        };
+        let mut canonical_dims = vec![self.batch / self.batch_groups, self.out_features];
+        canonical_dims.extend(self.spatial.iter().map(|s| s.output));
+        let arranged = transpose(&canonical, &canonical_dims, &self.output_perm)?;
+        convert(&arranged, out_ty)
+    }
+
+    fn compute<T: Copy + Default + Send + Sync>(
+        &self,
+        x: &[T],
+        w: &[T],
+        gemm: fn(&[T], &[T], &mut [T], usize, usize, usize),
+    ) -> Result<Vec<T>, Fail> {
+        let in_spatial: usize = self.spatial.iter().map(|s| s.input).product();
+        let k_spatial: usize = self.spatial.iter().map(|s| s.kernel).product();
+        let positions: usize = self.spatial.iter().map(|s| s.output).product();
+        let rows = self.kernel_in * k_spatial;
+        let out_batch = self.batch / self.batch_groups;
+        let groups = self.feature_groups * self.batch_groups;
+        let group_features = self.out_features / groups;
+        let mut out = filled(out_batch * self.out_features * positions, T::default())?;
+        let mut cols = filled(rows * positions, T::default())?;
+        let mut product = filled(group_features * positions, T::default())?;
+        for n in 0..out_batch {
+            for g in 0..groups {
+                let (input_batch, channel_start) = if self.batch_groups > 1 {
+                    (g * out_batch + n, 0)
+                } else {
+                    (n, g * self.kernel_in)
+                };
+                let image = &x[(input_batch * self.channels + channel_start) * in_spatial..][..self.kernel_in * in_spatial];
+                self.im2col(image, &mut cols);
+                let feature_start = g * group_features;
+                let weights = &w[feature_start * rows..(feature_start + group_features) * rows];
+                gemm(weights, &cols, &mut product, group_features, rows, positions);
+                let at = (n * self.out_features + feature_start) * positions;
+                out[at..at + group_features * positions].copy_from_slice(&product);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Fills `cols[(c, k…) × p]` from one image `[I, S…]`.
+    fn im2col<T: Copy + Default>(&self, image: &[T], cols: &mut [T]) {
+        let d = self.spatial.len();
+        let in_dims: Vec<usize> = self.spatial.iter().map(|s| s.input).collect();
+        let k_dims: Vec<usize> = self.spatial.iter().map(|s| s.kernel).collect();
+        let p_dims: Vec<usize> = self.spatial.iter().map(|s| s.output).collect();
+        let in_strides = super::tensor::strides(&in_dims);
+        let in_spatial: usize = in_dims.iter().product();
+        let positions: usize = p_dims.iter().product();
+        if positions == 0 {
+            return;
+        }
+        let mut row = 0;
+        for c in 0..self.kernel_in {
+            let channel = &image[c * in_spatial..(c + 1) * in_spatial];
+            let mut kk = vec![0usize; d];
+            loop {
+                let dst = &mut cols[row * positions..(row + 1) * positions];
+                // Per dimension: the input coordinate for each output coordinate, or None.
+                let coords: Vec<Vec<Option<usize>>> = (0..d)
+                    .map(|i| {
+                        let s = &self.spatial[i];
+                        let k = if s.reversal { s.kernel - 1 - kk[i] } else { kk[i] };
+                        (0..s.output)
+                            .map(|o| {
+                                let pos = (o * s.stride + k * s.window_dilation) as i64 - s.pad_low;
+                                if pos < 0 || pos % s.base_dilation as i64 != 0 {
+                                    return None;
+                                }
+                                let q = (pos / s.base_dilation as i64) as usize;
+                                (q < s.input).then_some(q)
+                            })
+                            .collect()
+                    })
+                    .collect();
+                if d == 0 {
+                    dst[0] = channel[0];
+                } else {
+                    let mut pp = vec![0usize; d - 1];
+                    let inner = p_dims[d - 1];
+                    let mut at = 0;
+                    loop {
+                        let mut base = Some(0usize);
+                        for (i, &p) in pp.iter().enumerate() {
+                            base = match (base, coords[i][p]) {
+                                (Some(b), Some(q)) => Some(b + q * in_strides[i]),
+                                _ => None,
+                            };
+                        }
+                        let chunk = &mut dst[at..at + inner];
+                        match base {
+                            None => chunk.iter_mut().for_each(|v| *v = T::default()),
+                            Some(b) => {
+                                for (v, q) in chunk.iter_mut().zip(&coords[d - 1]) {
+                                    *v = match q {
+                                        Some(q) => channel[b + q],
+                                        None => T::default(),
+                                    };
+                                }
+                            }
+                        }
+                        at += inner;
+                        if !next_index(&mut pp, &p_dims[..d - 1]) {
+                            break;
+                        }
+                    }
+                }
+                row += 1;
+                if !next_index(&mut kk, &k_dims) {
+                    break;
+                }
+            }
+        }
+    }
+}
+
+/// A direct 2-D convolution (NCHW input, OIHW kernel, stride 1, symmetric padding), the
+/// baseline of the benchmark.
+#[allow(clippy::too_many_arguments)]
+pub fn naive_conv2d(
+    x: &[f32],
+    w: &[f32],
+    out: &mut [f32],
+    channels: usize,
+    height: usize,
+    width: usize,
+    features: usize,
+    kernel: usize,
+    pad: usize,
+) {
+    let oh = height + 2 * pad - kernel + 1;
+    let ow = width + 2 * pad - kernel + 1;
+    for o in 0..features {
+        for y in 0..oh {
+            for xo in 0..ow {
+                let mut sum = 0.0f32;
+                for c in 0..channels {
+                    for ky in 0..kernel {
+                        for kx in 0..kernel {
+                            let iy = y + ky;
+                            let ix = xo + kx;
+                            if iy < pad || ix < pad || iy - pad >= height || ix - pad >= width {
+                                continue;
+                            }
+                            sum += x[(c * height + iy - pad) * width + ix - pad]
+                                * w[((o * channels + c) * kernel + ky) * kernel + kx];
+                        }
+                    }
+                }
+                out[(o * oh + y) * ow + xo] = sum;
+            }
+        }
+    }
+}

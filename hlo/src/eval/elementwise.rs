@@ -1,0 +1,879 @@
+//! Elementwise kernels: unary, binary, compare, select, clamp, convert, bitcast-convert.
+//!
+//! Design choices:
+//! - The opcode is matched once per instruction; each arm runs a monomorphic loop over slices.
+//! - Narrow floats are decoded to f32, computed in f32 and rounded back to nearest-even per
+//!   instruction, as XLA on CPU does.
+//! - Integer semantics follow XLA's CPU emitter: wrapping add/sub/mul/neg/abs; `x / 0` is -1
+//!   (all ones), `INT_MIN / -1` is `INT_MIN`, `x % 0` is `x`, `INT_MIN % -1` is 0; shifts by at
+//!   least the bit width give 0 (or the sign for arithmetic right shifts); `pow` with a negative
+//!   exponent is 1 when the base is 1 and 0 otherwise.
+//! - Float maximum and minimum propagate NaN. Pred add/max are `or`, multiply/min are `and`.
+//! - Float → integer conversion saturates and maps NaN to 0 (Rust's `as`, which matches XLA's
+//!   saturating `fptosi`); anything → pred is `x != 0`.
+
+use super::Fail;
+use super::tensor::{Data, try_alloc};
+use crate::dtype::{ElementType, SmallFloat};
+
+/// Unary elementwise opcodes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Unary {
+    Abs,
+    Negate,
+    Sign,
+    Exp,
+    Expm1,
+    Log,
+    Log1p,
+    Sqrt,
+    Rsqrt,
+    Cbrt,
+    Tanh,
+    Logistic,
+    Sin,
+    Cos,
+    Tan,
+    Floor,
+    Ceil,
+    RoundEven,
+    RoundAfz,
+    IsFinite,
+    Not,
+    Popcnt,
+    Clz,
+    Erf,
+}
+
+impl Unary {
+    pub(crate) fn from_opcode(opcode: &str) -> Option<Unary> {
+        Some(match opcode {
+            "abs" => Unary::Abs,
+            "negate" => Unary::Negate,
+            "sign" => Unary::Sign,
+            "exponential" => Unary::Exp,
+            "exponential-minus-one" => Unary::Expm1,
+            "log" => Unary::Log,
+            "log-plus-one" => Unary::Log1p,
+            "sqrt" => Unary::Sqrt,
+            "rsqrt" => Unary::Rsqrt,
+            "cbrt" => Unary::Cbrt,
+            "tanh" => Unary::Tanh,
+            "logistic" => Unary::Logistic,
+            "sine" => Unary::Sin,
+            "cosine" => Unary::Cos,
+            "tan" => Unary::Tan,
+            "floor" => Unary::Floor,
+            "ceil" => Unary::Ceil,
+            "round-nearest-even" => Unary::RoundEven,
+            "round-nearest-afz" => Unary::RoundAfz,
+            "is-finite" => Unary::IsFinite,
+            "not" => Unary::Not,
+            "popcnt" => Unary::Popcnt,
+            "count-leading-zeros" => Unary::Clz,
+            "erf" => Unary::Erf,
+            _ => return None,
+        })
+    }
+
+    /// Whether the op is defined on `ty` (shape inference's rule, checked at compile time).
+    pub(crate) fn accepts(self, ty: ElementType) -> bool {
+        match self {
+            Unary::Not => !ty.is_float(),
+            Unary::Popcnt | Unary::Clz => ty.is_signed_int() || ty.is_unsigned_int(),
+            Unary::Abs | Unary::Negate | Unary::Sign => ty != ElementType::Pred,
+            _ => ty.is_float(),
+        }
+    }
+}
+
+/// Binary elementwise opcodes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Binary {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Rem,
+    Max,
+    Min,
+    Pow,
+    Atan2,
+    And,
+    Or,
+    Xor,
+    Shl,
+    ShrLogical,
+    ShrArithmetic,
+}
+
+impl Binary {
+    pub(crate) fn from_opcode(opcode: &str) -> Option<Binary> {
+        Some(match opcode {
+            "add" => Binary::Add,
+            "subtract" => Binary::Sub,
+            "multiply" => Binary::Mul,
+            "divide" => Binary::Div,
+            "remainder" => Binary::Rem,
+            "maximum" => Binary::Max,
+            "minimum" => Binary::Min,
+            "power" => Binary::Pow,
+            "atan2" => Binary::Atan2,
+            "and" => Binary::And,
+            "or" => Binary::Or,
+            "xor" => Binary::Xor,
+            "shift-left" => Binary::Shl,
+            "shift-right-logical" => Binary::ShrLogical,
+            "shift-right-arithmetic" => Binary::ShrArithmetic,
+            _ => return None,
+        })
+    }
+
+    pub(crate) fn accepts(self, ty: ElementType) -> bool {
+        match self {
+            Binary::And | Binary::Or | Binary::Xor => !ty.is_float(),
+            Binary::Shl | Binary::ShrLogical | Binary::ShrArithmetic => {
+                ty.is_signed_int() || ty.is_unsigned_int()
+            }
+            Binary::Atan2 => ty.is_float(),
+            Binary::Add | Binary::Mul | Binary::Max | Binary::Min => true,
+            Binary::Sub | Binary::Div | Binary::Rem | Binary::Pow => ty != ElementType::Pred,
+        }
+    }
+}
+
+/// Comparison directions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Direction {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+impl Direction {
+    pub(crate) fn parse(text: &str) -> Option<Direction> {
+        Some(match text.to_ascii_uppercase().as_str() {
+            "EQ" => Direction::Eq,
+            "NE" => Direction::Ne,
+            "LT" => Direction::Lt,
+            "LE" => Direction::Le,
+            "GT" => Direction::Gt,
+            "GE" => Direction::Ge,
+            _ => return None,
+        })
+    }
+
+    #[inline]
+    fn test(self, ordering: Option<std::cmp::Ordering>) -> bool {
+        use std::cmp::Ordering::*;
+        match (self, ordering) {
+            (Direction::Ne, None) => true,
+            (_, None) => false,
+            (Direction::Eq, Some(o)) => o == Equal,
+            (Direction::Ne, Some(o)) => o != Equal,
+            (Direction::Lt, Some(o)) => o == Less,
+            (Direction::Le, Some(o)) => o != Greater,
+            (Direction::Gt, Some(o)) => o == Greater,
+            (Direction::Ge, Some(o)) => o != Less,
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Float arithmetic, written once for f32 and f64.
+
+pub(crate) trait Float: Copy + PartialOrd + std::fmt::Debug + Send + Sync + 'static {
+    fn unary(op: Unary, x: Self) -> Self;
+    fn binary(op: Binary, x: Self, y: Self) -> Self;
+    fn total_key(self) -> i64;
+}
+
+macro_rules! impl_float {
+    ($t:ty, $bits:ty, $signed:ty) => {
+        impl Float for $t {
+            #[inline]
+            fn unary(op: Unary, x: $t) -> $t {
+                match op {
+                    Unary::Abs => x.abs(),
+                    Unary::Negate => -x,
+                    Unary::Sign => {
+                        if x.is_nan() || x == 0.0 {
+                            x
+                        } else {
+                            (1.0 as $t).copysign(x)
+                        }
+                    }
+                    Unary::Exp => x.exp(),
+                    Unary::Expm1 => x.exp_m1(),
+                    Unary::Log => x.ln(),
+                    Unary::Log1p => x.ln_1p(),
+                    Unary::Sqrt => x.sqrt(),
+                    Unary::Rsqrt => 1.0 / x.sqrt(),
+                    Unary::Cbrt => x.cbrt(),
+                    Unary::Tanh => x.tanh(),
+                    Unary::Logistic => 1.0 / (1.0 + (-x).exp()),
+                    Unary::Sin => x.sin(),
+                    Unary::Cos => x.cos(),
+                    Unary::Tan => x.tan(),
+                    Unary::Floor => x.floor(),
+                    Unary::Ceil => x.ceil(),
+                    Unary::RoundEven => x.round_ties_even(),
+                    Unary::RoundAfz => x.round(),
+                    Unary::Erf => erf(f64::from(x)) as $t,
+                    // Rejected for floats at compile time; identity keeps this total.
+                    Unary::IsFinite | Unary::Not | Unary::Popcnt | Unary::Clz => x,
+                }
+            }
+
+            #[inline]
+            fn binary(op: Binary, x: $t, y: $t) -> $t {
+                match op {
+                    Binary::Add => x + y,
+                    Binary::Sub => x - y,
+                    Binary::Mul => x * y,
+                    Binary::Div => x / y,
+                    Binary::Rem => x % y,
+                    Binary::Max => {
+                        if x.is_nan() || y.is_nan() {
+                            <$t>::NAN
+                        } else if x >= y {
+                            x
+                        } else {
+                            y
+                        }
+                    }
+                    Binary::Min => {
+                        if x.is_nan() || y.is_nan() {
+                            <$t>::NAN
+                        } else if x <= y {
+                            x
+                        } else {
+                            y
+                        }
+                    }
+                    Binary::Pow => x.powf(y),
+                    Binary::Atan2 => x.atan2(y),
+                    _ => <$t>::NAN,
+                }
+            }
+
+            /// A key whose integer order is IEEE totalOrder (-NaN < -inf < … < -0 < +0 < … < NaN).
+            #[inline]
+            fn total_key(self) -> i64 {
+                let bits = self.to_bits() as $signed;
+                let key = bits ^ ((((bits >> (<$bits>::BITS - 1)) as $bits) >> 1) as $signed);
+                key as i64
+            }
+        }
+    };
+}
+impl_float!(f32, u32, i32);
+impl_float!(f64, u64, i64);
+
+/// The error function, to about 1e-15 relative: a Taylor series near zero and Lentz's continued
+/// fraction for the complement further out.
+pub(crate) fn erf(x: f64) -> f64 {
+    if x.is_nan() {
+        return x;
+    }
+    let a = x.abs();
+    let value = if a < 2.5 {
+        // erf(a) = 2/√π Σ (-1)^n a^(2n+1) / (n! (2n+1)).
+        let a2 = a * a;
+        let mut term = a;
+        let mut sum = a;
+        let mut n = 0.0;
+        loop {
+            n += 1.0;
+            term *= -a2 / n;
+            let add = term / (2.0 * n + 1.0);
+            sum += add;
+            if add.abs() < 1e-17 * sum.abs() {
+                break;
+            }
+        }
+        sum * std::f64::consts::FRAC_2_SQRT_PI
+    } else if a < 6.0 {
+        // erfc(a) = e^(-a²)/√π · 1/(a + 1/2/(a + 1/(a + 3/2/(a + 2/(a + …))))).
+        let tiny = 1e-300;
+        let mut f = a;
+        let mut c = a;
+        let mut d = 0.0;
+        for k in 1..200 {
+            let coefficient = f64::from(k) / 2.0;
+            d = a + coefficient * d;
+            if d.abs() < tiny {
+                d = tiny;
+            }
+            c = a + coefficient / c;
+            if c.abs() < tiny {
+                c = tiny;
+            }
+            d = 1.0 / d;
+            let delta = c * d;
+            f *= delta;
+            if (delta - 1.0).abs() < 1e-16 {
+                break;
+            }
+        }
+        1.0 - (-a * a).exp() / (f * std::f64::consts::PI.sqrt())
+    } else {
+        1.0
+    };
+    value.copysign(x)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Integer arithmetic.
+
+pub(crate) trait Int: Copy + Ord + Eq + std::fmt::Debug + Send + Sync + 'static {
+    fn unary(op: Unary, x: Self) -> Self;
+    fn binary(op: Binary, x: Self, y: Self) -> Self;
+}
+
+macro_rules! impl_int {
+    ($t:ty, $u:ty, signed = $signed:expr) => {
+        impl Int for $t {
+            #[inline]
+            fn unary(op: Unary, x: $t) -> $t {
+                match op {
+                    Unary::Abs => {
+                        if $signed && x < (0 as $t) {
+                            (0 as $t).wrapping_sub(x)
+                        } else {
+                            x
+                        }
+                    }
+                    Unary::Negate => (0 as $t).wrapping_sub(x),
+                    Unary::Sign => {
+                        if x == (0 as $t) {
+                            0 as $t
+                        } else if $signed && x < (0 as $t) {
+                            (0 as $t).wrapping_sub(1)
+                        } else {
+                            1 as $t
+                        }
+                    }
+                    Unary::Not => !x,
+                    Unary::Popcnt => x.count_ones() as $t,
+                    Unary::Clz => x.leading_zeros() as $t,
+                    _ => x,
+                }
+            }
+
+            #[inline]
+            fn binary(op: Binary, x: $t, y: $t) -> $t {
+                let bits = <$t>::BITS as $u;
+                match op {
+                    Binary::Add => x.wrapping_add(y),
+                    Binary::Sub => x.wrapping_sub(y),
+                    Binary::Mul => x.wrapping_mul(y),
+                    Binary::Div => {
+                        if y == (0 as $t) {
+                            !(0 as $t)
+                        } else {
+                            x.wrapping_div(y)
+                        }
+                    }
+                    Binary::Rem => {
+                        if y == (0 as $t) {
+                            x
+                        } else {
+                            x.wrapping_rem(y)
+                        }
+                    }
+                    Binary::Max => x.max(y),
+                    Binary::Min => x.min(y),
+                    Binary::Pow => {
+                        if $signed && y < (0 as $t) {
+                            if x == (1 as $t) { 1 as $t } else { 0 as $t }
+                        } else {
+                            let mut base = x;
+                            let mut exponent = y as $u;
+                            let mut accumulator: $t = 1 as $t;
+                            while exponent != 0 {
+                                if exponent & 1 == 1 {
+                                    accumulator = accumulator.wrapping_mul(base);
+                                }
+                                base = base.wrapping_mul(base);
+                                exponent >>= 1;
+                            }
+                            accumulator
+                        }
+                    }
+                    Binary::And => x & y,
+                    Binary::Or => x | y,
+                    Binary::Xor => x ^ y,
+                    Binary::Shl => {
+                        if (y as $u) >= bits {
+                            0 as $t
+                        } else {
+                            x.wrapping_shl(y as u32)
+                        }
+                    }
+                    Binary::ShrLogical => {
+                        if (y as $u) >= bits {
+                            0 as $t
+                        } else {
+                            ((x as $u) >> (y as u32)) as $t
+                        }
+                    }
+                    Binary::ShrArithmetic => {
+                        if (y as $u) >= bits {
+                            // The sign bit fills every position (XLA shifts the bits as signed).
+                            if ((x as $u) >> (bits - 1)) == 1 { !(0 as $t) } else { 0 as $t }
+                        } else if $signed {
+                            x >> (y as u32)
+                        } else {
+                            // Unsigned arithmetic shift: XLA shifts the bits as signed.
+                            let signed_bits = x as $u;
+                            let top = signed_bits >> (bits - 1);
+                            let shifted = signed_bits >> (y as u32);
+                            if top == 1 && y != (0 as $t) {
+                                (shifted | !((!(0 as $u)) >> (y as u32))) as $t
+                            } else {
+                                shifted as $t
+                            }
+                        }
+                    }
+                    Binary::Atan2 => x,
+                }
+            }
+        }
+    };
+}
+impl_int!(i8, u8, signed = true);
+impl_int!(i16, u16, signed = true);
+impl_int!(i32, u32, signed = true);
+impl_int!(i64, u64, signed = true);
+impl_int!(u8, u8, signed = false);
+impl_int!(u16, u16, signed = false);
+impl_int!(u32, u32, signed = false);
+impl_int!(u64, u64, signed = false);
+
+// ---------------------------------------------------------------------------------------------
+// Slice helpers.
+
+fn map<T: Copy, U>(v: &[T], f: impl Fn(T) -> U) -> Result<Vec<U>, Fail> {
+    let mut out = try_alloc(v.len())?;
+    out.extend(v.iter().map(|&x| f(x)));
+    Ok(out)
+}
+
+fn zip<T: Copy, U>(a: &[T], b: &[T], f: impl Fn(T, T) -> U) -> Result<Vec<U>, Fail> {
+    let mut out = try_alloc(a.len())?;
+    out.extend(a.iter().zip(b).map(|(&x, &y)| f(x, y)));
+    Ok(out)
+}
+
+/// Decodes narrow-float bits to f32.
+pub(crate) fn widen<B: Copy + Into<u32>>(format: SmallFloat, v: &[B]) -> Result<Vec<f32>, Fail> {
+    if format == SmallFloat::F8e4m3fn || format == SmallFloat::F8e5m2 {
+        let table: Vec<f32> = (0..256u32).map(|bits| format.decode(bits)).collect();
+        return map(v, |b| table[(b.into() & 0xff) as usize]);
+    }
+    map(v, |b| format.decode(b.into()))
+}
+
+fn narrow16(format: SmallFloat, v: &[f32]) -> Result<Vec<u16>, Fail> {
+    map(v, |x| format.encode_f32(x) as u16)
+}
+
+fn narrow8(format: SmallFloat, v: &[f32]) -> Result<Vec<u8>, Fail> {
+    map(v, |x| format.encode_f32(x) as u8)
+}
+
+macro_rules! small_float_arms {
+    ($data:expr, $w:ident => $body:expr, $fallback:expr) => {
+        match $data {
+            Data::F16(v) => {
+                let $w = widen(SmallFloat::F16, v)?;
+                Data::F16(narrow16(SmallFloat::F16, &$body)?)
+            }
+            Data::Bf16(v) => {
+                let $w = widen(SmallFloat::Bf16, v)?;
+                Data::Bf16(narrow16(SmallFloat::Bf16, &$body)?)
+            }
+            Data::F8e5m2(v) => {
+                let $w = widen(SmallFloat::F8e5m2, v)?;
+                Data::F8e5m2(narrow8(SmallFloat::F8e5m2, &$body)?)
+            }
+            Data::F8e4m3fn(v) => {
+                let $w = widen(SmallFloat::F8e4m3fn, v)?;
+                Data::F8e4m3fn(narrow8(SmallFloat::F8e4m3fn, &$body)?)
+            }
+            _ => $fallback,
+        }
+    };
+}
+
+/// Applies a unary op.
+pub(crate) fn unary(op: Unary, data: &Data) -> Result<Data, Fail> {
+    if op == Unary::IsFinite {
+        return Ok(Data::Pred(match data {
+            Data::F32(v) => map(v, |x| x.is_finite())?,
+            Data::F64(v) => map(v, |x| x.is_finite())?,
+            Data::F16(v) | Data::Bf16(v) => {
+                map(&widen(small_of(data), v)?, |x: f32| x.is_finite())?
+            }
+            Data::F8e5m2(v) | Data::F8e4m3fn(v) => {
+                map(&widen(small_of(data), v)?, |x: f32| x.is_finite())?
+            }
+            _ => return Err(Fail::Internal("is-finite of a non-float".into())),
+        }));
+    }
+    Ok(small_float_arms!(data, w => map(&w, |x| f32::unary(op, x))?, match data {
+        Data::F32(v) => Data::F32(map(v, |x| f32::unary(op, x))?),
+        Data::F64(v) => Data::F64(map(v, |x| f64::unary(op, x))?),
+        Data::Pred(v) => Data::Pred(map(v, |x| if op == Unary::Not { !x } else { x })?),
+        Data::S8(v) => Data::S8(map(v, |x| i8::unary(op, x))?),
+        Data::S16(v) => Data::S16(map(v, |x| i16::unary(op, x))?),
+        Data::S32(v) => Data::S32(map(v, |x| i32::unary(op, x))?),
+        Data::S64(v) => Data::S64(map(v, |x| i64::unary(op, x))?),
+        Data::U8(v) => Data::U8(map(v, |x| u8::unary(op, x))?),
+        Data::U16(v) => Data::U16(map(v, |x| u16::unary(op, x))?),
+        Data::U32(v) => Data::U32(map(v, |x| u32::unary(op, x))?),
+        Data::U64(v) => Data::U64(map(v, |x| u64::unary(op, x))?),
+        _ => return Err(Fail::Internal("unreachable narrow float".into())),
+    }))
+}
+
+fn small_of(data: &Data) -> SmallFloat {
+    data.ty().small_float().unwrap_or(SmallFloat::F16)
+}
+
+fn pred_binary(op: Binary, x: bool, y: bool) -> bool {
+    match op {
+        Binary::Add | Binary::Max | Binary::Or => x | y,
+        Binary::Mul | Binary::Min | Binary::And => x & y,
+        Binary::Xor => x ^ y,
+        _ => false,
+    }
+}
+
+/// Applies a binary op to two arrays of the same type and length.
+pub(crate) fn binary(op: Binary, a: &Data, b: &Data) -> Result<Data, Fail> {
+    macro_rules! small {
+        ($variant:ident, $format:expr, $narrow:ident, $x:ident, $y:ident) => {{
+            let wx = widen($format, $x)?;
+            let wy = widen($format, $y)?;
+            Data::$variant($narrow($format, &zip(&wx, &wy, |p, q| f32::binary(op, p, q))?)?)
+        }};
+    }
+    Ok(match (a, b) {
+        (Data::F32(x), Data::F32(y)) => Data::F32(zip(x, y, |p, q| f32::binary(op, p, q))?),
+        (Data::F64(x), Data::F64(y)) => Data::F64(zip(x, y, |p, q| f64::binary(op, p, q))?),
+        (Data::F16(x), Data::F16(y)) => small!(F16, SmallFloat::F16, narrow16, x, y),
+        (Data::Bf16(x), Data::Bf16(y)) => small!(Bf16, SmallFloat::Bf16, narrow16, x, y),
+        (Data::F8e5m2(x), Data::F8e5m2(y)) => small!(F8e5m2, SmallFloat::F8e5m2, narrow8, x, y),
+        (Data::F8e4m3fn(x), Data::F8e4m3fn(y)) => {
+            small!(F8e4m3fn, SmallFloat::F8e4m3fn, narrow8, x, y)
+        }
+        (Data::Pred(x), Data::Pred(y)) => Data::Pred(zip(x, y, |p, q| pred_binary(op, p, q))?),
+        (Data::S8(x), Data::S8(y)) => Data::S8(zip(x, y, |p, q| i8::binary(op, p, q))?),
+        (Data::S16(x), Data::S16(y)) => Data::S16(zip(x, y, |p, q| i16::binary(op, p, q))?),
+        (Data::S32(x), Data::S32(y)) => Data::S32(zip(x, y, |p, q| i32::binary(op, p, q))?),
+        (Data::S64(x), Data::S64(y)) => Data::S64(zip(x, y, |p, q| i64::binary(op, p, q))?),
+        (Data::U8(x), Data::U8(y)) => Data::U8(zip(x, y, |p, q| u8::binary(op, p, q))?),
+        (Data::U16(x), Data::U16(y)) => Data::U16(zip(x, y, |p, q| u16::binary(op, p, q))?),
+        (Data::U32(x), Data::U32(y)) => Data::U32(zip(x, y, |p, q| u32::binary(op, p, q))?),
+        (Data::U64(x), Data::U64(y)) => Data::U64(zip(x, y, |p, q| u64::binary(op, p, q))?),
+        _ => return Err(Fail::Internal("operands of a binary op differ in type".into())),
+    })
+}
+
+/// Compares two arrays; `total_order` uses IEEE totalOrder for floats.
+pub(crate) fn compare(
+    direction: Direction,
+    total_order: bool,
+    a: &Data,
+    b: &Data,
+) -> Result<Vec<bool>, Fail> {
+    fn float<F: Float>(d: Direction, total: bool, x: &[F], y: &[F]) -> Result<Vec<bool>, Fail> {
+        if total {
+            zip(x, y, |p, q| d.test(Some(p.total_key().cmp(&q.total_key()))))
+        } else {
+            zip(x, y, |p, q| d.test(p.partial_cmp(&q)))
+        }
+    }
+    fn ord<T: Ord + Copy>(d: Direction, x: &[T], y: &[T]) -> Result<Vec<bool>, Fail> {
+        zip(x, y, |p, q| d.test(Some(p.cmp(&q))))
+    }
+    match (a, b) {
+        (Data::F32(x), Data::F32(y)) => float(direction, total_order, x, y),
+        (Data::F64(x), Data::F64(y)) => float(direction, total_order, x, y),
+        (Data::F16(x), Data::F16(y)) | (Data::Bf16(x), Data::Bf16(y)) => {
+            let f = small_of(a);
+            float(direction, total_order, &widen(f, x)?, &widen(f, y)?)
+        }
+        (Data::F8e5m2(x), Data::F8e5m2(y)) | (Data::F8e4m3fn(x), Data::F8e4m3fn(y)) => {
+            let f = small_of(a);
+            float(direction, total_order, &widen(f, x)?, &widen(f, y)?)
+        }
+        (Data::Pred(x), Data::Pred(y)) => ord(direction, x, y),
+        (Data::S8(x), Data::S8(y)) => ord(direction, x, y),
+        (Data::S16(x), Data::S16(y)) => ord(direction, x, y),
+        (Data::S32(x), Data::S32(y)) => ord(direction, x, y),
+        (Data::S64(x), Data::S64(y)) => ord(direction, x, y),
+        (Data::U8(x), Data::U8(y)) => ord(direction, x, y),
+        (Data::U16(x), Data::U16(y)) => ord(direction, x, y),
+        (Data::U32(x), Data::U32(y)) => ord(direction, x, y),
+        (Data::U64(x), Data::U64(y)) => ord(direction, x, y),
+        _ => Err(Fail::Internal("operands of compare differ in type".into())),
+    }
+}
+
+/// `select(pred, on_true, on_false)`; `pred` is either one scalar or one per element.
+pub(crate) fn select(pred: &[bool], on_true: &Data, on_false: &Data) -> Result<Data, Fail> {
+    fn pick<T: Copy>(p: &[bool], x: &[T], y: &[T]) -> Result<Vec<T>, Fail> {
+        let mut out = try_alloc(x.len())?;
+        if p.len() == 1 {
+            out.extend_from_slice(if p[0] { x } else { y });
+        } else {
+            out.extend(p.iter().zip(x.iter().zip(y)).map(|(&c, (&a, &b))| if c { a } else { b }));
+        }
+        Ok(out)
+    }
+    dispatch2!(on_true, on_false, x, y => pick(pred, x, y)?)
+}
+
+use super::tensor::dispatch2;
+
+/// `clamp(min, x, max)`; `min` and `max` are either scalars or full arrays.
+pub(crate) fn clamp(min: &Data, x: &Data, max: &Data) -> Result<Data, Fail> {
+    let n = x.len();
+    let min = super::shape_ops::broadcast_scalar(min, n)?;
+    let max = super::shape_ops::broadcast_scalar(max, n)?;
+    let lower = binary(Binary::Max, &min, x)?;
+    binary(Binary::Min, &max, &lower)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Conversions.
+
+/// Values widened to a common carrier for conversion: integers as i128, floats as f64.
+enum Carrier {
+    Int(Vec<i128>),
+    Float(Vec<f64>),
+}
+
+fn to_carrier(data: &Data) -> Result<Carrier, Fail> {
+    Ok(match data {
+        Data::Pred(v) => Carrier::Int(map(v, i128::from)?),
+        Data::S8(v) => Carrier::Int(map(v, i128::from)?),
+        Data::S16(v) => Carrier::Int(map(v, i128::from)?),
+        Data::S32(v) => Carrier::Int(map(v, i128::from)?),
+        Data::S64(v) => Carrier::Int(map(v, i128::from)?),
+        Data::U8(v) => Carrier::Int(map(v, i128::from)?),
+        Data::U16(v) => Carrier::Int(map(v, i128::from)?),
+        Data::U32(v) => Carrier::Int(map(v, i128::from)?),
+        Data::U64(v) => Carrier::Int(map(v, i128::from)?),
+        Data::F32(v) => Carrier::Float(map(v, f64::from)?),
+        Data::F64(v) => Carrier::Float(v.clone()),
+        Data::F16(v) | Data::Bf16(v) => {
+            let f = small_of(data);
+            Carrier::Float(map(v, |b| f64::from(f.decode(u32::from(b))))?)
+        }
+        Data::F8e5m2(v) | Data::F8e4m3fn(v) => {
+            let f = small_of(data);
+            Carrier::Float(map(v, |b| f64::from(f.decode(u32::from(b))))?)
+        }
+    })
+}
+
+/// Converts elements to `ty` (XLA's `convert`).
+pub(crate) fn convert(data: &Data, ty: ElementType) -> Result<Data, Fail> {
+    if data.ty() == ty {
+        return Ok(data.clone());
+    }
+    // Fast paths for the common float conversions.
+    match (data, ty) {
+        (Data::F32(v), ElementType::F64) => return Ok(Data::F64(map(v, f64::from)?)),
+        (Data::F64(v), ElementType::F32) => return Ok(Data::F32(map(v, |x| x as f32)?)),
+        (Data::Bf16(v), ElementType::F32) => return Ok(Data::F32(widen(SmallFloat::Bf16, v)?)),
+        (Data::F32(v), ElementType::Bf16) => {
+            return Ok(Data::Bf16(narrow16(SmallFloat::Bf16, v)?));
+        }
+        _ => {}
+    }
+    let carrier = to_carrier(data)?;
+    macro_rules! int_target {
+        ($variant:ident, $t:ty) => {
+            Data::$variant(match &carrier {
+                Carrier::Int(v) => map(v, |x| x as $t)?,
+                Carrier::Float(v) => map(v, |x| x as $t)?,
+            })
+        };
+    }
+    macro_rules! small_target {
+        ($variant:ident, $format:expr, $t:ty) => {
+            Data::$variant(match &carrier {
+                Carrier::Int(v) => map(v, |x| $format.encode(x as f64) as $t)?,
+                Carrier::Float(v) => map(v, |x| $format.encode(x) as $t)?,
+            })
+        };
+    }
+    Ok(match ty {
+        ElementType::Pred => Data::Pred(match &carrier {
+            Carrier::Int(v) => map(v, |x| x != 0)?,
+            Carrier::Float(v) => map(v, |x| x != 0.0)?,
+        }),
+        ElementType::S8 => int_target!(S8, i8),
+        ElementType::S16 => int_target!(S16, i16),
+        ElementType::S32 => int_target!(S32, i32),
+        ElementType::S64 => int_target!(S64, i64),
+        ElementType::U8 => int_target!(U8, u8),
+        ElementType::U16 => int_target!(U16, u16),
+        ElementType::U32 => int_target!(U32, u32),
+        ElementType::U64 => int_target!(U64, u64),
+        ElementType::F32 => Data::F32(match &carrier {
+            Carrier::Int(v) => map(v, |x| x as f32)?,
+            Carrier::Float(v) => map(v, |x| x as f32)?,
+        }),
+        ElementType::F64 => Data::F64(match &carrier {
+            Carrier::Int(v) => map(v, |x| x as f64)?,
+            Carrier::Float(v) => v.clone(),
+        }),
+        ElementType::F16 => small_target!(F16, SmallFloat::F16, u16),
+        ElementType::Bf16 => small_target!(Bf16, SmallFloat::Bf16, u16),
+        ElementType::F8e5m2 => small_target!(F8e5m2, SmallFloat::F8e5m2, u8),
+        ElementType::F8e4m3fn => small_target!(F8e4m3fn, SmallFloat::F8e4m3fn, u8),
+    })
+}
+
+/// Rounds floats to `exponent_bits`/`mantissa_bits` and back (XLA's `reduce-precision`).
+pub(crate) fn reduce_precision(
+    data: &Data,
+    exponent_bits: u32,
+    mantissa_bits: u32,
+) -> Result<Data, Fail> {
+    fn round64(x: f64, e: u32, m: u32) -> f64 {
+        if x.is_nan() || e >= 11 && m >= 52 {
+            return x;
+        }
+        let bits = x.to_bits();
+        let mut bits = bits;
+        if m < 52 {
+            let drop = 52 - m;
+            let last = (bits >> drop) & 1;
+            let half = (1u64 << (drop - 1)) - 1;
+            bits = bits.wrapping_add(half + last) & !((1u64 << drop) - 1);
+        }
+        let rounded = f64::from_bits(bits);
+        if e < 11 {
+            let max_exponent = (1i32 << (e - 1)) - 1;
+            let min_exponent = 1 - max_exponent;
+            let exponent = ((bits >> 52) & 0x7ff) as i32 - 1023;
+            if exponent > max_exponent {
+                return f64::INFINITY.copysign(x);
+            }
+            if exponent < min_exponent {
+                // XLA flushes values below the smallest normal of the target to zero.
+                return 0.0f64.copysign(x);
+            }
+        }
+        rounded
+    }
+    fn round32(x: f32, e: u32, m: u32) -> f32 {
+        if x.is_nan() || e >= 8 && m >= 23 {
+            return x;
+        }
+        let mut bits = x.to_bits();
+        if m < 23 {
+            let drop = 23 - m;
+            let last = (bits >> drop) & 1;
+            let half = (1u32 << (drop - 1)) - 1;
+            bits = bits.wrapping_add(half + last) & !((1u32 << drop) - 1);
+        }
+        let rounded = f32::from_bits(bits);
+        if e < 8 {
+            let max_exponent = (1i32 << (e - 1)) - 1;
+            let min_exponent = 1 - max_exponent;
+            let exponent = ((bits >> 23) & 0xff) as i32 - 127;
+            if exponent > max_exponent {
+                return f32::INFINITY.copysign(x);
+            }
+            if exponent < min_exponent {
+                return 0.0f32.copysign(x);
+            }
+        }
+        rounded
+    }
+    let (e, m) = (exponent_bits.max(1), mantissa_bits);
+    Ok(small_float_arms!(data, w => map(&w, |x| round32(x, e, m))?, match data {
+        Data::F32(v) => Data::F32(map(v, |x| round32(x, e, m))?),
+        Data::F64(v) => Data::F64(map(v, |x| round64(x, e, m))?),
+        _ => return Err(Fail::Internal("reduce-precision of a non-float".into())),
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn integer_division_edge_cases_follow_xla() {
+        assert_eq!(i32::binary(Binary::Div, 7, 0), -1);
+        assert_eq!(u8::binary(Binary::Div, 7, 0), 255);
+        assert_eq!(i32::binary(Binary::Div, i32::MIN, -1), i32::MIN);
+        assert_eq!(i32::binary(Binary::Rem, 7, 0), 7);
+        assert_eq!(i32::binary(Binary::Rem, i32::MIN, -1), 0);
+        assert_eq!(i32::binary(Binary::Div, -7, 2), -3);
+        assert_eq!(i32::binary(Binary::Rem, -7, 2), -1);
+    }
+
+    #[test]
+    fn shifts_past_the_width_saturate() {
+        assert_eq!(i8::binary(Binary::Shl, 1, 8), 0);
+        assert_eq!(i8::binary(Binary::ShrArithmetic, -128, 9), -1);
+        assert_eq!(i8::binary(Binary::ShrArithmetic, 64, 9), 0);
+        assert_eq!(i8::binary(Binary::ShrLogical, -128, 7), 1);
+        assert_eq!(i8::binary(Binary::ShrLogical, -128, -1), 0);
+        assert_eq!(u8::binary(Binary::ShrArithmetic, 0x80, 1), 0xc0);
+    }
+
+    #[test]
+    fn integer_power_with_negative_exponent() {
+        assert_eq!(i32::binary(Binary::Pow, 1, -3), 1);
+        assert_eq!(i32::binary(Binary::Pow, 2, -3), 0);
+        assert_eq!(i32::binary(Binary::Pow, -1, -3), 0);
+        assert_eq!(i32::binary(Binary::Pow, 3, 4), 81);
+    }
+
+    #[test]
+    fn float_max_min_propagate_nan() {
+        assert!(f32::binary(Binary::Max, f32::NAN, 1.0).is_nan());
+        assert!(f32::binary(Binary::Min, 1.0, f32::NAN).is_nan());
+        assert_eq!(f32::binary(Binary::Max, 1.0, 2.0), 2.0);
+    }
+
+    #[test]
+    fn erf_known_values() {
+        // erf(0.5) = 0.5204998778130465, erf(1) = 0.8427007929497149, erf(3) = 0.9999779095030014.
+        for (x, want) in [(0.5, 0.520_499_877_813_046_5), (1.0, 0.842_700_792_949_714_9), (3.0, 0.999_977_909_503_001_4), (-2.0, -0.995_322_265_018_952_7)] {
+            assert!((erf(x) - want).abs() < 1e-14, "erf({x}) = {} want {want}", erf(x));
+        }
+    }
+
+    #[test]
+    fn total_order_key_orders_signed_zero_and_nan() {
+        let values = [-f32::NAN, f32::NEG_INFINITY, -1.0, -0.0, 0.0, 1.0, f32::INFINITY, f32::NAN];
+        for pair in values.windows(2) {
+            assert!(pair[0].total_key() < pair[1].total_key(), "{pair:?}");
+        }
+    }
+
+    #[test]
+    fn float_to_int_conversion_saturates() {
+        let data = Data::F32(vec![f32::NAN, 1e10, -1e10, -1.7, 2.5]);
+        assert_eq!(convert(&data, ElementType::S8).ok(), Some(Data::S8(vec![0, 127, -128, -1, 2])));
+        assert_eq!(convert(&data, ElementType::U8).ok(), Some(Data::U8(vec![0, 255, 0, 0, 2])));
+        assert_eq!(
+            convert(&data, ElementType::Pred).ok(),
+            Some(Data::Pred(vec![true, true, true, true, true]))
+        );
+    }
+}

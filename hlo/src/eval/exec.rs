@@ -1,0 +1,521 @@
+//! The executor: runs a compiled computation instruction by instruction.
+
+use std::sync::Arc;
+
+use super::collective::Exchange;
+use super::compile::{Comp, Op, Program, Reducer, Shape};
+use super::elementwise;
+use super::shape_ops;
+use super::tensor::{Data, Tensor, dispatch, try_alloc};
+use super::{Array, EvalError, Fail, Value};
+use crate::dtype::ElementType;
+use crate::proto;
+
+/// A value inside the interpreter; clones share buffers.
+#[derive(Clone, Debug)]
+pub(crate) enum Val {
+    Array(Arc<Tensor>),
+    Tuple(Arc<Vec<Val>>),
+    Token,
+}
+
+impl Val {
+    pub(crate) fn array(&self) -> Result<&Arc<Tensor>, Fail> {
+        match self {
+            Val::Array(t) => Ok(t),
+            _ => Err(Fail::Internal("expected an array value".into())),
+        }
+    }
+
+    pub(crate) fn tuple(&self) -> Result<&[Val], Fail> {
+        match self {
+            Val::Tuple(items) => Ok(items),
+            _ => Err(Fail::Internal("expected a tuple value".into())),
+        }
+    }
+
+    pub(crate) fn from_data(dims: Vec<usize>, data: Data) -> Val {
+        Val::Array(Arc::new(Tensor { dims, data }))
+    }
+}
+
+/// One rank's view of a run.
+pub(crate) struct Ctx<'p> {
+    pub(crate) program: &'p Program,
+    pub(crate) rank: usize,
+    pub(crate) exchange: Option<&'p Exchange>,
+}
+
+impl Program {
+    /// Runs the entry computation on `args` (one per entry parameter leaf, in order).
+    ///
+    /// Arrays are logical (row-major); a caller holding device bytes in a parameter's
+    /// non-default layout converts them with [`Array::from_physical`] first (see
+    /// [`Program::parameter_layouts`]).
+    ///
+    /// # Errors
+    /// [`EvalError::ArgumentCount`] / [`EvalError::Argument`] for arguments that do not match
+    /// the parameters, and any error an instruction raises.
+    pub fn run(&self, args: &[Array]) -> Result<Value, EvalError> {
+        let ctx = Ctx { program: self, rank: 0, exchange: None };
+        let vals = self.bind(args)?;
+        let out = ctx.call(self.entry, vals)?;
+        export(&out)
+    }
+
+    /// The `minor_to_major` of each entry parameter leaf whose layout is not the default.
+    pub fn parameter_layouts(&self) -> Vec<Option<Vec<i64>>> {
+        let mut out = Vec::new();
+        for shape in &self.comps[self.entry].param_shapes {
+            leaves(shape, &mut |a| out.push(a.layout.clone()));
+        }
+        out
+    }
+
+    /// The `minor_to_major` of each result leaf whose layout is not the default.
+    pub fn result_layouts(&self) -> Vec<Option<Vec<i64>>> {
+        let mut out = Vec::new();
+        leaves(self.comps[self.entry].result_shape(), &mut |a| out.push(a.layout.clone()));
+        out
+    }
+
+    pub(crate) fn run_spmd(&self, args_per_rank: &[Vec<Array>]) -> Result<Vec<Value>, EvalError> {
+        let n = args_per_rank.len();
+        if n == 0 {
+            return Ok(Vec::new());
+        }
+        let exchange = Exchange::new(n);
+        let results: Vec<Result<Value, EvalError>> = std::thread::scope(|scope| {
+            let mut handles = Vec::with_capacity(n);
+            for (rank, args) in args_per_rank.iter().enumerate() {
+                let exchange = &exchange;
+                let spawned = std::thread::Builder::new()
+                    .name(format!("hlo-rank-{rank}"))
+                    .stack_size(64 << 20)
+                    .spawn_scoped(scope, move || {
+                        let ctx = Ctx { program: self, rank, exchange: Some(exchange) };
+                        let result = self.bind(args).and_then(|vals| ctx.call(self.entry, vals)).and_then(|v| export(&v));
+                        if result.is_err() {
+                            exchange.abort(rank);
+                        }
+                        result
+                    });
+                match spawned {
+                    Ok(handle) => handles.push(Some(handle)),
+                    Err(error) => {
+                        exchange.abort(rank);
+                        handles.push(None);
+                        let _ = error;
+                    }
+                }
+            }
+            handles
+                .into_iter()
+                .map(|h| match h.map(|h| h.join()) {
+                    Some(Ok(result)) => result,
+                    _ => Err(EvalError::Module { detail: "a rank's thread could not run".into() }),
+                })
+                .collect()
+        });
+        let first = exchange.first_failure();
+        let mut values = Vec::with_capacity(n);
+        let mut failure = None;
+        for (rank, result) in results.into_iter().enumerate() {
+            match result {
+                Ok(v) => values.push(v),
+                Err(e) => {
+                    let primary = first.is_none_or(|f| f == rank);
+                    if failure.is_none() || (primary && first == Some(rank)) {
+                        failure = Some((rank, e));
+                    }
+                }
+            }
+        }
+        match failure {
+            Some((rank, source)) => Err(EvalError::Rank { rank, source: Box::new(source) }),
+            None => Ok(values),
+        }
+    }
+
+    fn bind(&self, args: &[Array]) -> Result<Vec<Val>, EvalError> {
+        let comp = &self.comps[self.entry];
+        let mut count = 0;
+        for shape in &comp.param_shapes {
+            leaves(shape, &mut |_| count += 1);
+        }
+        if count != args.len() {
+            return Err(EvalError::ArgumentCount { expected: count, got: args.len() });
+        }
+        let mut next = 0;
+        comp.param_shapes.iter().map(|shape| bind_one(shape, args, &mut next)).collect()
+    }
+}
+
+fn leaves(shape: &Shape, f: &mut dyn FnMut(&super::compile::ArrayShape)) {
+    match shape {
+        Shape::Array(a) => f(a),
+        Shape::Tuple(items) => items.iter().for_each(|s| leaves(s, f)),
+        Shape::Token => {}
+    }
+}
+
+fn bind_one(shape: &Shape, args: &[Array], next: &mut usize) -> Result<Val, EvalError> {
+    match shape {
+        Shape::Token => Ok(Val::Token),
+        Shape::Tuple(items) => {
+            let vals = items.iter().map(|s| bind_one(s, args, next)).collect::<Result<Vec<_>, _>>()?;
+            Ok(Val::Tuple(Arc::new(vals)))
+        }
+        Shape::Array(a) => {
+            let index = *next;
+            *next += 1;
+            let arg = &args[index];
+            let expected = super::compile::describe_array(a.ty, &a.dims);
+            let mismatch = |got: String| EvalError::Argument { index, expected: expected.clone(), got };
+            let (ty, dims) = arg.check().map_err(|e| mismatch(e.to_string()))?;
+            if ty != a.ty || dims != a.dims {
+                return Err(mismatch(super::compile::describe_array(ty, &dims)));
+            }
+            let data = Data::from_le_bytes(ty, &arg.bytes).map_err(|f| f.at("entry", "parameter", u64::MAX))?;
+            Ok(Val::from_data(dims, data))
+        }
+    }
+}
+
+fn export(val: &Val) -> Result<Value, EvalError> {
+    match val {
+        Val::Array(t) => {
+            let ty = proto::PrimitiveType::try_from(t.ty() as i32)
+                .map_err(|_| EvalError::Module { detail: "element type without a proto number".into() })?;
+            let bytes = t.data.to_le_bytes().map_err(|f| f.at("entry", "result", u64::MAX))?;
+            Ok(Value::Array(Array { ty, dims: t.dims.iter().map(|&d| d as i64).collect(), bytes }))
+        }
+        Val::Tuple(items) => Ok(Value::Tuple(items.iter().map(export).collect::<Result<_, _>>()?)),
+        Val::Token => Ok(Value::Tuple(Vec::new())),
+    }
+}
+
+impl Ctx<'_> {
+    pub(crate) fn budget(&self) -> u64 {
+        self.program.options.budget_bytes
+    }
+
+    /// Runs computation `index` on `args`.
+    pub(crate) fn call(&self, index: usize, args: Vec<Val>) -> Result<Val, EvalError> {
+        let comp = &self.program.comps[index];
+        let mut args: Vec<Option<Val>> = args.into_iter().map(Some).collect();
+        let mut slots: Vec<Option<Val>> = vec![None; comp.instrs.len()];
+        for (k, instr) in comp.instrs.iter().enumerate() {
+            let value = self
+                .exec(comp, k, &slots, &mut args)
+                .map_err(|fail| fail.at(&comp.name, &instr.name, self.budget()))?;
+            slots[k] = Some(value);
+            for &f in &instr.frees {
+                slots[f] = None;
+            }
+        }
+        slots[comp.root].take().ok_or_else(|| EvalError::Module {
+            detail: format!("computation {}: the root has no value", comp.name),
+        })
+    }
+
+    /// Calls a computation that takes and returns scalars, with the recognised fast paths.
+    pub(crate) fn apply_scalars(&self, index: usize, args: &[Data]) -> Result<Vec<Data>, Fail> {
+        let comp = &self.program.comps[index];
+        if args.len() == 2 {
+            match comp.reducer {
+                Some(Reducer::Binary(op)) => return Ok(vec![elementwise::binary(op, &args[0], &args[1])?]),
+                Some(Reducer::Replace) => return Ok(vec![args[1].clone()]),
+                None => {}
+            }
+        }
+        let vals = args.iter().map(|d| Val::from_data(Vec::new(), d.clone())).collect();
+        let out = self.call(index, vals).map_err(|e| Fail::Nested(Box::new(e)))?;
+        match out {
+            Val::Array(t) => Ok(vec![t.data.clone()]),
+            Val::Tuple(items) => items.iter().map(|v| Ok(v.array()?.data.clone())).collect(),
+            Val::Token => Err(Fail::Internal("scalar computation returned a token".into())),
+        }
+    }
+
+    fn exec(&self, comp: &Comp, k: usize, slots: &[Option<Val>], args: &mut [Option<Val>]) -> Result<Val, Fail> {
+        let instr = &comp.instrs[k];
+        let operand = |i: usize| -> Result<&Val, Fail> {
+            instr
+                .operands
+                .get(i)
+                .and_then(|&o| slots[o].as_ref())
+                .ok_or_else(|| Fail::Internal(format!("operand {i} has no value")))
+        };
+        let tensor = |i: usize| -> Result<&Arc<Tensor>, Fail> { operand(i)?.array() };
+        let out_dims = || -> Result<Vec<usize>, Fail> { Ok(instr.shape.array()?.dims.clone()) };
+        let array = |data: Data| -> Result<Val, Fail> { Ok(Val::from_data(out_dims()?, data)) };
+        match &instr.op {
+            Op::Parameter(n) => args
+                .get_mut(*n)
+                .and_then(Option::take)
+                .ok_or_else(|| Fail::Internal(format!("parameter {n} was not given"))),
+            Op::Constant(t) => Ok(Val::Array(t.clone())),
+            Op::Tuple => {
+                let items = (0..instr.operands.len()).map(|i| operand(i).cloned()).collect::<Result<Vec<_>, _>>()?;
+                Ok(Val::Tuple(Arc::new(items)))
+            }
+            Op::GetTupleElement(i) => operand(0)?
+                .tuple()?
+                .get(*i)
+                .cloned()
+                .ok_or_else(|| Fail::Internal("tuple index".into())),
+            Op::Call(callee) => {
+                let vals = (0..instr.operands.len()).map(|i| operand(i).cloned()).collect::<Result<Vec<_>, _>>()?;
+                self.call(*callee, vals).map_err(|e| Fail::Nested(Box::new(e)))
+            }
+            Op::While { condition, body } => {
+                let mut state = operand(0)?.clone();
+                let mut iterations: u64 = 0;
+                loop {
+                    let keep_going = self.call(*condition, vec![state.clone()]).map_err(|e| Fail::Nested(Box::new(e)))?;
+                    let Data::Pred(p) = &keep_going.array()?.data else {
+                        return Err(Fail::Internal("while condition is not pred".into()));
+                    };
+                    if !p.first().copied().unwrap_or(false) {
+                        break;
+                    }
+                    if let Some(limit) = self.program.options.max_while_iterations {
+                        if iterations >= limit {
+                            return Err(Fail::WhileLimit(limit));
+                        }
+                    }
+                    iterations += 1;
+                    state = self.call(*body, vec![state]).map_err(|e| Fail::Nested(Box::new(e)))?;
+                }
+                Ok(state)
+            }
+            Op::Conditional { branches } => {
+                let selector = tensor(0)?;
+                let index = match &selector.data {
+                    Data::Pred(p) => usize::from(!p[0]),
+                    Data::S32(v) => usize::try_from(v[0]).ok().filter(|&i| i < branches.len()).unwrap_or(branches.len() - 1),
+                    _ => return Err(Fail::Internal("conditional selector type".into())),
+                };
+                let arg = operand(index + 1)?.clone();
+                self.call(branches[index], vec![arg]).map_err(|e| Fail::Nested(Box::new(e)))
+            }
+            Op::Broadcast(mapping) => {
+                let t = tensor(0)?;
+                array(shape_ops::broadcast(&t.data, &t.dims, &out_dims()?, mapping)?)
+            }
+            Op::Reshape => array(shape_ops::copy(&tensor(0)?.data)?),
+            Op::Transpose(permutation) => {
+                let t = tensor(0)?;
+                array(shape_ops::transpose(&t.data, &t.dims, permutation)?)
+            }
+            Op::Convert(ty) => array(elementwise::convert(&tensor(0)?.data, *ty)?),
+            Op::BitcastConvert => {
+                let t = tensor(0)?;
+                let bytes = t.data.to_le_bytes()?;
+                array(Data::from_le_bytes(instr.shape.array()?.ty, &bytes)?)
+            }
+            Op::Slice { starts, steps } => {
+                let t = tensor(0)?;
+                array(shape_ops::slice(&t.data, &t.dims, starts, steps, &out_dims()?)?)
+            }
+            Op::DynamicSlice => {
+                let t = tensor(0)?;
+                let sizes = out_dims()?;
+                let mut starts = Vec::with_capacity(t.dims.len());
+                for axis in 0..t.dims.len() {
+                    let start = shape_ops::scalar_index(&tensor(axis + 1)?.data)?;
+                    starts.push(shape_ops::clamp_start(start, t.dims[axis], sizes[axis]));
+                }
+                let steps = vec![1; t.dims.len()];
+                array(shape_ops::slice(&t.data, &t.dims, &starts, &steps, &sizes)?)
+            }
+            Op::DynamicUpdateSlice => {
+                let t = tensor(0)?;
+                let u = tensor(1)?;
+                let mut starts = Vec::with_capacity(t.dims.len());
+                for axis in 0..t.dims.len() {
+                    let start = shape_ops::scalar_index(&tensor(axis + 2)?.data)?;
+                    starts.push(shape_ops::clamp_start(start, t.dims[axis], u.dims[axis]));
+                }
+                array(shape_ops::update_slice(&t.data, &t.dims, &u.data, &u.dims, &starts)?)
+            }
+            Op::Concatenate(axis) => {
+                let parts: Vec<&Arc<Tensor>> = (0..instr.operands.len()).map(tensor).collect::<Result<_, _>>()?;
+                let views: Vec<(&Data, &[usize])> = parts.iter().map(|t| (&t.data, t.dims.as_slice())).collect();
+                array(shape_ops::concatenate(&views, *axis)?)
+            }
+            Op::Pad(config) => {
+                let t = tensor(0)?;
+                array(shape_ops::pad(&t.data, &tensor(1)?.data, &t.dims, config, &out_dims()?)?)
+            }
+            Op::Iota(axis) => {
+                let shape = instr.shape.array()?;
+                array(shape_ops::iota(shape.ty, &shape.dims, *axis)?)
+            }
+            Op::Reverse(dims) => {
+                let t = tensor(0)?;
+                array(shape_ops::reverse(&t.data, &t.dims, dims)?)
+            }
+            Op::Select => {
+                let Data::Pred(p) = &tensor(0)?.data else {
+                    return Err(Fail::Internal("select predicate type".into()));
+                };
+                array(elementwise::select(p, &tensor(1)?.data, &tensor(2)?.data)?)
+            }
+            Op::Clamp => array(elementwise::clamp(&tensor(0)?.data, &tensor(1)?.data, &tensor(2)?.data)?),
+            Op::Compare { direction, total_order } => {
+                array(Data::Pred(elementwise::compare(*direction, *total_order, &tensor(0)?.data, &tensor(1)?.data)?))
+            }
+            Op::Unary(op) => array(elementwise::unary(*op, &tensor(0)?.data)?),
+            Op::Binary(op) => array(elementwise::binary(*op, &tensor(0)?.data, &tensor(1)?.data)?),
+            Op::Dot(plan) => array(plan.run(&tensor(0)?.data, &tensor(1)?.data, instr.shape.array()?.ty, self.budget())?),
+            Op::Convolution(plan) => {
+                array(plan.run(&tensor(0)?.data, &tensor(1)?.data, instr.shape.array()?.ty, self.budget())?)
+            }
+            Op::Reduce { computation, dims } => {
+                let n = instr.operands.len() / 2;
+                let inputs: Vec<&Arc<Tensor>> = (0..n).map(tensor).collect::<Result<_, _>>()?;
+                let inits: Vec<&Arc<Tensor>> = (n..2 * n).map(tensor).collect::<Result<_, _>>()?;
+                let outs = super::reduce::reduce(self, *computation, &inputs, &inits, dims)?;
+                wrap_results(&instr.shape, outs)
+            }
+            Op::ReduceWindow { computation, window } => {
+                let n = instr.operands.len() / 2;
+                let inputs: Vec<&Arc<Tensor>> = (0..n).map(tensor).collect::<Result<_, _>>()?;
+                let inits: Vec<&Arc<Tensor>> = (n..2 * n).map(tensor).collect::<Result<_, _>>()?;
+                let outs = super::reduce::reduce_window(self, *computation, &inputs, &inits, window)?;
+                wrap_results(&instr.shape, outs)
+            }
+            Op::SelectAndScatter { select, scatter, window } => {
+                let out = super::reduce::select_and_scatter(self, *select, *scatter, tensor(0)?, tensor(1)?, tensor(2)?, window)?;
+                array(out)
+            }
+            Op::Gather(plan) => array(plan.run(&tensor(0)?.data, &tensor(1)?.data)?),
+            Op::Scatter(plan) => {
+                let n = (instr.operands.len() - 1) / 2;
+                let operands: Vec<&Arc<Tensor>> = (0..n).map(tensor).collect::<Result<_, _>>()?;
+                let indices = tensor(n)?;
+                let updates: Vec<&Arc<Tensor>> = (n + 1..2 * n + 1).map(tensor).collect::<Result<_, _>>()?;
+                let outs = plan.run(self, &operands, &indices.data, &updates)?;
+                wrap_results(&instr.shape, outs)
+            }
+            Op::Sort { dim, computation } => {
+                let inputs: Vec<&Arc<Tensor>> = (0..instr.operands.len()).map(tensor).collect::<Result<_, _>>()?;
+                let outs = super::sort::sort(self, *computation, &inputs, *dim)?;
+                wrap_results(&instr.shape, outs)
+            }
+            Op::TopK { k, largest } => {
+                let t = tensor(0)?;
+                let (values, indices) = super::sort::top_k(t, *k, *largest)?;
+                let mut dims = t.dims.clone();
+                if let Some(last) = dims.last_mut() {
+                    *last = *k;
+                }
+                Ok(Val::Tuple(Arc::new(vec![Val::from_data(dims.clone(), values), Val::from_data(dims, indices)])))
+            }
+            Op::Map(computation) => {
+                let inputs: Vec<&Arc<Tensor>> = (0..instr.operands.len()).map(tensor).collect::<Result<_, _>>()?;
+                array(self.map(*computation, &inputs)?)
+            }
+            Op::ReducePrecision { exponent_bits, mantissa_bits } => {
+                array(elementwise::reduce_precision(&tensor(0)?.data, *exponent_bits, *mantissa_bits)?)
+            }
+            Op::PassThrough => operand(0).cloned(),
+            Op::AfterAll => Ok(Val::Token),
+            Op::ReplicaId => array(Data::U32(vec![self.rank as u32])),
+            Op::AllReduce { computation, groups } => {
+                let vals: Vec<Val> = (0..instr.operands.len()).map(|i| operand(i).cloned()).collect::<Result<_, _>>()?;
+                super::collective::all_reduce(self, *computation, groups, vals, &instr.shape)
+            }
+            Op::AllGather { dim, groups } => super::collective::all_gather(self, groups, operand(0)?.clone(), *dim),
+            Op::ReduceScatter { dim, computation, groups } => {
+                super::collective::reduce_scatter(self, *computation, groups, operand(0)?.clone(), *dim)
+            }
+            Op::AllToAll { split_dim, groups } => {
+                let vals: Vec<Val> = (0..instr.operands.len()).map(|i| operand(i).cloned()).collect::<Result<_, _>>()?;
+                super::collective::all_to_all(self, groups, vals, *split_dim)
+            }
+            Op::CollectivePermute { pairs } => super::collective::collective_permute(self, pairs, operand(0)?.clone()),
+        }
+    }
+
+    fn map(&self, computation: usize, inputs: &[&Arc<Tensor>]) -> Result<Data, Fail> {
+        let n = inputs.first().map_or(0, |t| t.n_elems());
+        let comp = &self.program.comps[computation];
+        let out_ty = comp.result_shape().array()?.ty;
+        if let (Some(Reducer::Binary(op)), 2) = (comp.reducer, inputs.len()) {
+            return elementwise::binary(op, &inputs[0].data, &inputs[1].data);
+        }
+        let mut parts: Vec<Data> = try_alloc(n)?;
+        for i in 0..n {
+            let args: Vec<Data> = inputs.iter().map(|t| element(&t.data, i)).collect();
+            let mut out = self.apply_scalars(computation, &args)?;
+            parts.push(out.pop().ok_or_else(|| Fail::Internal("map returned nothing".into()))?);
+        }
+        gather_scalars(out_ty, &parts)
+    }
+}
+
+/// Element `i` of `data` as a one-element array.
+pub(crate) fn element(data: &Data, i: usize) -> Data {
+    dispatch!(data, v => vec![v[i]])
+}
+
+/// Concatenates one-element arrays of `ty` into one array.
+pub(crate) fn gather_scalars(ty: ElementType, parts: &[Data]) -> Result<Data, Fail> {
+    let mut out = Data::zeros(ty, 0)?;
+    macro_rules! arm {
+        ($variant:ident) => {{
+            let Data::$variant(v) = &mut out else { return Err(unreachable_data()) };
+            v.try_reserve_exact(parts.len()).map_err(|_| Fail::Alloc { bytes: parts.len() as u64 })?;
+            for p in parts {
+                match p {
+                    Data::$variant(x) => v.push(x[0]),
+                    _ => return Err(Fail::Internal("scalar of another type".into())),
+                }
+            }
+        }};
+    }
+    match ty {
+        ElementType::Pred => arm!(Pred),
+        ElementType::S8 => arm!(S8),
+        ElementType::S16 => arm!(S16),
+        ElementType::S32 => arm!(S32),
+        ElementType::S64 => arm!(S64),
+        ElementType::U8 => arm!(U8),
+        ElementType::U16 => arm!(U16),
+        ElementType::U32 => arm!(U32),
+        ElementType::U64 => arm!(U64),
+        ElementType::F16 => arm!(F16),
+        ElementType::F32 => arm!(F32),
+        ElementType::F64 => arm!(F64),
+        ElementType::Bf16 => arm!(Bf16),
+        ElementType::F8e5m2 => arm!(F8e5m2),
+        ElementType::F8e4m3fn => arm!(F8e4m3fn),
+    }
+    Ok(out)
+}
+
+fn unreachable_data() -> Fail {
+    Fail::Internal("zeros of a type built another type".into())
+}
+
+/// Wraps kernel outputs as the instruction's value: one array, or a tuple of them.
+fn wrap_results(shape: &Shape, outs: Vec<Data>) -> Result<Val, Fail> {
+    match shape {
+        Shape::Array(a) => {
+            let data = outs.into_iter().next().ok_or_else(|| Fail::Internal("no result".into()))?;
+            Ok(Val::from_data(a.dims.clone(), data))
+        }
+        Shape::Tuple(items) => {
+            let vals = items
+                .iter()
+                .zip(outs)
+                .map(|(s, d)| Ok(Val::from_data(s.array()?.dims.clone(), d)))
+                .collect::<Result<Vec<_>, Fail>>()?;
+            Ok(Val::Tuple(Arc::new(vals)))
+        }
+        Shape::Token => Err(Fail::Internal("token result".into())),
+    }
+}

@@ -1,0 +1,419 @@
+//! `gather` and `scatter` with XLA's general dimension numbers (batching dimensions included).
+//!
+//! Gather clamps each start so the whole slice fits in the operand, as XLA does. Scatter skips an
+//! update window whose start does not let the whole window fit (XLA's CPU behaviour for
+//! out-of-bounds scatter), and applies updates in row-major order of the updates.
+
+use std::sync::Arc;
+
+use super::Fail;
+use super::compile::{ArrayShape, Reducer};
+use super::elementwise;
+use super::exec::{Ctx, element, gather_scalars};
+use super::shape_ops::indices;
+use super::tensor::{Data, Tensor, dispatch, next_index, strides, try_alloc};
+use crate::proto;
+
+fn invalid(detail: String) -> Fail {
+    Fail::Invalid(detail)
+}
+
+fn list(values: &[i64], rank: usize, what: &str) -> Result<Vec<usize>, Fail> {
+    values
+        .iter()
+        .map(|&v| usize::try_from(v).ok().filter(|&d| d < rank).ok_or_else(|| invalid(format!("{what} {values:?} do not fit rank {rank}"))))
+        .collect()
+}
+
+/// How the index array is read: its batch dims (all but `index_vector_dim`) and the vector.
+#[derive(Clone, Debug)]
+struct IndexLayout {
+    dims: Vec<usize>,
+    vector_dim: usize,
+    /// Batch dims of the index array, in order.
+    batch_dims: Vec<usize>,
+    vector_len: usize,
+}
+
+impl IndexLayout {
+    fn new(dims: &[usize], index_vector_dim: i64) -> Result<IndexLayout, Fail> {
+        let vector_dim = usize::try_from(index_vector_dim)
+            .ok()
+            .filter(|&d| d <= dims.len())
+            .ok_or_else(|| invalid(format!("index_vector_dim {index_vector_dim} does not fit indices of rank {}", dims.len())))?;
+        let batch_dims: Vec<usize> = (0..dims.len()).filter(|&d| d != vector_dim).collect();
+        let vector_len = if vector_dim == dims.len() { 1 } else { dims[vector_dim] };
+        Ok(IndexLayout { dims: dims.to_vec(), vector_dim, batch_dims, vector_len })
+    }
+
+    fn batch_extents(&self) -> Vec<usize> {
+        self.batch_dims.iter().map(|&d| self.dims[d]).collect()
+    }
+
+    /// The flat offsets of the index vector at batch position `batch`.
+    fn vector(&self, batch: &[usize], values: &[i64], out: &mut Vec<i64>) {
+        let s = strides(&self.dims);
+        let mut base = 0;
+        for (k, &d) in self.batch_dims.iter().enumerate() {
+            base += batch[k] * s[d];
+        }
+        out.clear();
+        for j in 0..self.vector_len {
+            let offset = if self.vector_dim == self.dims.len() { base } else { base + j * s[self.vector_dim] };
+            out.push(values[offset]);
+        }
+    }
+}
+
+/// A checked gather.
+#[derive(Clone, Debug)]
+pub(crate) struct GatherPlan {
+    operand_dims: Vec<usize>,
+    index: IndexLayout,
+    offset_dims: Vec<usize>,
+    start_index_map: Vec<usize>,
+    operand_batching_dims: Vec<usize>,
+    indices_batching_dims: Vec<usize>,
+    slice_sizes: Vec<usize>,
+    /// Operand dims that are windows (not collapsed, not batching), in order.
+    window_dims: Vec<usize>,
+    pub(crate) out_dims: Vec<usize>,
+}
+
+impl GatherPlan {
+    pub(crate) fn new(
+        operand: &ArrayShape,
+        start_indices: &ArrayShape,
+        numbers: &proto::GatherDimensionNumbers,
+        slice_sizes: &[i64],
+    ) -> Result<GatherPlan, Fail> {
+        let rank = operand.dims.len();
+        if !(start_indices.ty.is_signed_int() || start_indices.ty.is_unsigned_int()) {
+            return Err(invalid(format!("gather indices are {}, expected integers", start_indices.ty)));
+        }
+        let index = IndexLayout::new(&start_indices.dims, numbers.index_vector_dim)?;
+        let collapsed = list(&numbers.collapsed_slice_dims, rank, "collapsed_slice_dims")?;
+        let start_index_map = list(&numbers.start_index_map, rank, "start_index_map")?;
+        let operand_batching_dims = list(&numbers.operand_batching_dims, rank, "operand_batching_dims")?;
+        let indices_batching_dims = list(&numbers.start_indices_batching_dims, start_indices.dims.len(), "start_indices_batching_dims")?;
+        let slice_sizes: Vec<usize> = slice_sizes
+            .iter()
+            .map(|&s| usize::try_from(s).map_err(|_| invalid(format!("slice size {s}"))))
+            .collect::<Result<_, _>>()?;
+        if slice_sizes.len() != rank || slice_sizes.iter().zip(&operand.dims).any(|(s, d)| s > d) {
+            return Err(invalid(format!("slice_sizes {slice_sizes:?} do not fit operand dims {:?}", operand.dims)));
+        }
+        if start_index_map.len() != index.vector_len {
+            return Err(invalid(format!(
+                "start_index_map has {} entries, the index vector {}",
+                start_index_map.len(),
+                index.vector_len
+            )));
+        }
+        if operand_batching_dims.len() != indices_batching_dims.len()
+            || indices_batching_dims.contains(&index.vector_dim)
+            || collapsed.iter().chain(&operand_batching_dims).any(|&d| slice_sizes[d] > 1)
+        {
+            return Err(invalid("gather batching or collapsed dimensions do not fit".into()));
+        }
+        let window_dims: Vec<usize> = (0..rank).filter(|d| !collapsed.contains(d) && !operand_batching_dims.contains(d)).collect();
+        let batch_extents = index.batch_extents();
+        let out_rank = batch_extents.len() + window_dims.len();
+        let offset_dims = list(&numbers.offset_dims, out_rank, "offset_dims")?;
+        if offset_dims.len() != window_dims.len() || offset_dims.windows(2).any(|w| w[0] >= w[1]) {
+            return Err(invalid(format!("offset_dims {offset_dims:?} do not match the {} window dimensions", window_dims.len())));
+        }
+        let mut out_dims = Vec::with_capacity(out_rank);
+        let (mut b, mut w) = (0, 0);
+        for d in 0..out_rank {
+            if offset_dims.contains(&d) {
+                out_dims.push(slice_sizes[window_dims[w]]);
+                w += 1;
+            } else {
+                out_dims.push(batch_extents[b]);
+                b += 1;
+            }
+        }
+        Ok(GatherPlan {
+            operand_dims: operand.dims.clone(),
+            index,
+            offset_dims,
+            start_index_map,
+            operand_batching_dims,
+            indices_batching_dims,
+            slice_sizes,
+            window_dims,
+            out_dims,
+        })
+    }
+
+    /// Position of index-array dim `d` among the index batch dims.
+    fn batch_position(&self, d: usize) -> usize {
+        self.index.batch_dims.iter().position(|&x| x == d).unwrap_or(0)
+    }
+
+    pub(crate) fn run(&self, operand: &Data, start_indices: &Data) -> Result<Data, Fail> {
+        let values = indices(start_indices)?;
+        let n: usize = self.out_dims.iter().product();
+        let mut offsets: Vec<usize> = try_alloc(n)?;
+        if n > 0 {
+            let op_strides = strides(&self.operand_dims);
+            let rank = self.operand_dims.len();
+            let mut out_index = vec![0usize; self.out_dims.len()];
+            let mut batch = Vec::new();
+            let mut vector = Vec::new();
+            let mut start = vec![0usize; rank];
+            let mut last_batch: Option<Vec<usize>> = None;
+            loop {
+                batch.clear();
+                let mut window = Vec::new();
+                for (d, &i) in out_index.iter().enumerate() {
+                    if self.offset_dims.contains(&d) {
+                        window.push(i);
+                    } else {
+                        batch.push(i);
+                    }
+                }
+                if last_batch.as_deref() != Some(&batch[..]) {
+                    self.index.vector(&batch, &values, &mut vector);
+                    start.iter_mut().for_each(|s| *s = 0);
+                    for (k, &d) in self.start_index_map.iter().enumerate() {
+                        let max = (self.operand_dims[d] - self.slice_sizes[d]) as i64;
+                        start[d] = vector[k].clamp(0, max) as usize;
+                    }
+                    for (k, &d) in self.operand_batching_dims.iter().enumerate() {
+                        start[d] = batch[self.batch_position(self.indices_batching_dims[k])];
+                    }
+                    last_batch = Some(batch.clone());
+                }
+                let mut offset = 0;
+                for d in 0..rank {
+                    offset += start[d] * op_strides[d];
+                }
+                for (w, &d) in window.iter().zip(&self.window_dims) {
+                    offset += w * op_strides[d];
+                }
+                offsets.push(offset);
+                if !next_index(&mut out_index, &self.out_dims) {
+                    break;
+                }
+            }
+        }
+        Ok(dispatch!(operand, v => {
+            let mut out = try_alloc(offsets.len())?;
+            out.extend(offsets.iter().map(|&o| v[o]));
+            out
+        }))
+    }
+}
+
+/// A checked scatter.
+#[derive(Clone, Debug)]
+pub(crate) struct ScatterPlan {
+    operand_dims: Vec<usize>,
+    update_dims: Vec<usize>,
+    index: IndexLayout,
+    update_window_dims: Vec<usize>,
+    scatter_dims_to_operand_dims: Vec<usize>,
+    input_batching_dims: Vec<usize>,
+    indices_batching_dims: Vec<usize>,
+    /// Operand dims that update windows cover, in order.
+    window_dims: Vec<usize>,
+    pub(crate) computation: usize,
+}
+
+impl ScatterPlan {
+    pub(crate) fn new(
+        operand: &ArrayShape,
+        scatter_indices: &ArrayShape,
+        updates: &ArrayShape,
+        numbers: &proto::ScatterDimensionNumbers,
+        computation: usize,
+    ) -> Result<ScatterPlan, Fail> {
+        let rank = operand.dims.len();
+        if !(scatter_indices.ty.is_signed_int() || scatter_indices.ty.is_unsigned_int()) {
+            return Err(invalid(format!("scatter indices are {}, expected integers", scatter_indices.ty)));
+        }
+        let index = IndexLayout::new(&scatter_indices.dims, numbers.index_vector_dim)?;
+        let update_window_dims = list(&numbers.update_window_dims, updates.dims.len(), "update_window_dims")?;
+        let inserted = list(&numbers.inserted_window_dims, rank, "inserted_window_dims")?;
+        let scatter_dims_to_operand_dims = list(&numbers.scatter_dims_to_operand_dims, rank, "scatter_dims_to_operand_dims")?;
+        let input_batching_dims = list(&numbers.input_batching_dims, rank, "input_batching_dims")?;
+        let indices_batching_dims = list(&numbers.scatter_indices_batching_dims, scatter_indices.dims.len(), "scatter_indices_batching_dims")?;
+        let window_dims: Vec<usize> = (0..rank).filter(|d| !inserted.contains(d) && !input_batching_dims.contains(d)).collect();
+        let scatter_update_dims: Vec<usize> = (0..updates.dims.len()).filter(|d| !update_window_dims.contains(d)).collect();
+        let batch_extents = index.batch_extents();
+        let ok = scatter_dims_to_operand_dims.len() == index.vector_len
+            && window_dims.len() == update_window_dims.len()
+            && input_batching_dims.len() == indices_batching_dims.len()
+            && scatter_update_dims.len() == batch_extents.len()
+            && scatter_update_dims.iter().zip(&batch_extents).all(|(&d, &e)| updates.dims[d] == e)
+            && update_window_dims.iter().zip(&window_dims).all(|(&u, &o)| updates.dims[u] <= operand.dims[o]);
+        if !ok {
+            return Err(invalid(format!(
+                "scatter dimension numbers do not fit operand {:?}, indices {:?} and updates {:?}",
+                operand.dims, scatter_indices.dims, updates.dims
+            )));
+        }
+        Ok(ScatterPlan {
+            operand_dims: operand.dims.clone(),
+            update_dims: updates.dims.clone(),
+            index,
+            update_window_dims,
+            scatter_dims_to_operand_dims,
+            input_batching_dims,
+            indices_batching_dims,
+            window_dims,
+            computation,
+        })
+    }
+
+    /// For every update element (row-major), the operand offset it combines into, if in bounds.
+    fn targets(&self, scatter_indices: &Data) -> Result<Vec<Option<usize>>, Fail> {
+        let values = indices(scatter_indices)?;
+        let n: usize = self.update_dims.iter().product();
+        let mut out = try_alloc(n)?;
+        if n == 0 {
+            return Ok(out);
+        }
+        let rank = self.operand_dims.len();
+        let op_strides = strides(&self.operand_dims);
+        let mut u = vec![0usize; self.update_dims.len()];
+        let mut batch = Vec::new();
+        let mut window = Vec::new();
+        let mut vector = Vec::new();
+        loop {
+            batch.clear();
+            window.clear();
+            for (d, &i) in u.iter().enumerate() {
+                if self.update_window_dims.contains(&d) {
+                    window.push(i);
+                } else {
+                    batch.push(i);
+                }
+            }
+            self.index.vector(&batch, &values, &mut vector);
+            let mut start = vec![0i64; rank];
+            for (k, &d) in self.scatter_dims_to_operand_dims.iter().enumerate() {
+                start[d] = vector[k];
+            }
+            for (k, &d) in self.input_batching_dims.iter().enumerate() {
+                let position = self.index.batch_dims.iter().position(|&x| x == self.indices_batching_dims[k]).unwrap_or(0);
+                start[d] = batch[position] as i64;
+            }
+            // The whole window must fit, or the update is skipped.
+            let mut fits = true;
+            for (k, &d) in self.window_dims.iter().enumerate() {
+                let size = self.update_dims[self.update_window_dims[k]] as i64;
+                if start[d] < 0 || start[d] + size > self.operand_dims[d] as i64 {
+                    fits = false;
+                }
+            }
+            for d in 0..rank {
+                if !self.window_dims.contains(&d) && (start[d] < 0 || start[d] >= self.operand_dims[d] as i64) {
+                    fits = false;
+                }
+            }
+            if fits {
+                let mut offset = 0usize;
+                for d in 0..rank {
+                    offset += start[d] as usize * op_strides[d];
+                }
+                for (w, &d) in window.iter().zip(&self.window_dims) {
+                    offset += w * op_strides[d];
+                }
+                out.push(Some(offset));
+            } else {
+                out.push(None);
+            }
+            if !next_index(&mut u, &self.update_dims) {
+                break;
+            }
+        }
+        Ok(out)
+    }
+
+    pub(crate) fn run(
+        &self,
+        ctx: &Ctx<'_>,
+        operands: &[&Arc<Tensor>],
+        scatter_indices: &Data,
+        updates: &[&Arc<Tensor>],
+    ) -> Result<Vec<Data>, Fail> {
+        let targets = self.targets(scatter_indices)?;
+        let comp = &ctx.program.comps[self.computation];
+        if operands.len() == 1 {
+            let reducer = comp.reducer;
+            macro_rules! apply {
+                ($f:expr) => {
+                    super::tensor::dispatch2!(&operands[0].data, &updates[0].data, dst, src => {
+                        let mut out = try_alloc(dst.len())?;
+                        out.extend_from_slice(dst);
+                        for (s, t) in targets.iter().enumerate() {
+                            if let Some(t) = *t {
+                                out[t] = $f(out[t], src[s]);
+                            }
+                        }
+                        out
+                    })
+                };
+            }
+            if reducer == Some(Reducer::Replace) {
+                return Ok(vec![apply!(|_, b| b)?]);
+            }
+            if let Some(Reducer::Binary(op)) = reducer {
+                if matches!(operands[0].data, Data::F32(_) | Data::F64(_) | Data::S32(_)) {
+                    let out = match (&operands[0].data, &updates[0].data) {
+                        (Data::F32(_), _) | (Data::F64(_), _) | (Data::S32(_), _) => {
+                            let combined = elementwise_fold(op, &operands[0].data, &updates[0].data, &targets)?;
+                            combined
+                        }
+                        _ => return Err(Fail::Internal("scatter fast path".into())),
+                    };
+                    return Ok(vec![out]);
+                }
+            }
+        }
+        // General path: one computation call per update element.
+        let n_elems = operands[0].n_elems();
+        let mut current: Vec<Vec<Data>> = Vec::with_capacity(operands.len());
+        for t in operands {
+            let mut column = Vec::new();
+            column.try_reserve_exact(n_elems).map_err(|_| Fail::Alloc { bytes: n_elems as u64 * 16 })?;
+            column.extend((0..n_elems).map(|i| element(&t.data, i)));
+            current.push(column);
+        }
+        for (s, t) in targets.iter().enumerate() {
+            let Some(t) = *t else { continue };
+            let mut args: Vec<Data> = current.iter().map(|c| c[t].clone()).collect();
+            args.extend(updates.iter().map(|u| element(&u.data, s)));
+            let out = ctx.apply_scalars(self.computation, &args)?;
+            for (c, v) in current.iter_mut().zip(out) {
+                c[t] = v;
+            }
+        }
+        current.iter().zip(operands).map(|(c, t)| gather_scalars(t.ty(), c)).collect()
+    }
+}
+
+fn elementwise_fold(op: elementwise::Binary, dst: &Data, src: &Data, targets: &[Option<usize>]) -> Result<Data, Fail> {
+    use super::elementwise::{Float, Int};
+    macro_rules! fold {
+        ($variant:ident, $d:expr, $s:expr, $f:expr) => {{
+            let mut out = try_alloc($d.len())?;
+            out.extend_from_slice($d);
+            for (i, t) in targets.iter().enumerate() {
+                if let Some(t) = *t {
+                    out[t] = $f(out[t], $s[i]);
+                }
+            }
+            Data::$variant(out)
+        }};
+    }
+    Ok(match (dst, src) {
+        (Data::F32(d), Data::F32(s)) => fold!(F32, d, s, |a, b| f32::binary(op, a, b)),
+        (Data::F64(d), Data::F64(s)) => fold!(F64, d, s, |a, b| f64::binary(op, a, b)),
+        (Data::S32(d), Data::S32(s)) => fold!(S32, d, s, |a, b| i32::binary(op, a, b)),
+        _ => return Err(Fail::Internal("scatter fast path type".into())),
+    })
+}

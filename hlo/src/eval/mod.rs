@@ -1,0 +1,401 @@
+//! The HLO interpreter: evaluates a module's entry computation over byte buffers.
+//!
+//! Design choices:
+//! - [`Program::compile`] turns an `HloModuleProto` into a plan once: computations in call-graph
+//!   order, instructions in topological order with operands resolved to indices, every shape
+//!   parsed and checked against what its operands imply, attributes decoded into an [`Op`]
+//!   enum, and every declared array checked against the byte budget. [`Program::run`] then does
+//!   no name or id lookups and trusts the shapes, so kernels index without re-checking.
+//! - Values inside the interpreter are reference-counted ([`Val`]), so tuples, get-tuple-element,
+//!   parameters and pass-through ops share buffers; an instruction's operands are dropped after
+//!   their last use, which bounds peak memory by the live set rather than the whole graph.
+//! - Kernels are generic over the element type and instantiated per type (see `tensor`), with
+//!   narrow floats computed in f32 and rounded per instruction as XLA on CPU does.
+//! - Called computations on scalars (reduce's `to_apply`, sort's comparator) are recognised
+//!   when they are one binary op or one compare of their parameters and run as direct kernels;
+//!   anything else runs through the general interpreter.
+//! - SPMD: [`evaluate_spmd`] runs one thread per rank; collectives meet at an exchange that any
+//!   failing rank aborts, so a failure on one rank is an error on all, never a hang.
+//! - While loops stop with [`EvalError::WhileLimit`] after [`EvalOptions::max_while_iterations`]
+//!   (default 10^7), since a test bench must not hang on a loop that never ends.
+
+mod collective;
+mod compile;
+mod conv;
+mod dot;
+pub(crate) mod elementwise;
+mod exec;
+mod gather;
+mod reduce;
+pub(crate) mod shape_ops;
+mod sort;
+pub(crate) mod tensor;
+
+use crate::dtype::ElementType;
+use crate::proto;
+pub use compile::Program;
+
+/// The naive loops the benchmark compares the interpreter's kernels with.
+pub mod baseline {
+    pub use super::conv::naive_conv2d;
+    pub use super::dot::naive_matmul;
+}
+
+/// An array in logical row-major element order, little-endian; pred is one byte 0 or 1.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Array {
+    /// The element type.
+    pub ty: proto::PrimitiveType,
+    /// The dimensions (empty for a scalar).
+    pub dims: Vec<i64>,
+    /// The elements, `item_size × Π dims` bytes.
+    pub bytes: Vec<u8>,
+}
+
+/// A result or argument: an array or a tuple of values.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Value {
+    /// An array.
+    Array(Array),
+    /// A tuple.
+    Tuple(Vec<Value>),
+}
+
+impl Value {
+    /// The arrays of this value, tuples flattened depth-first.
+    pub fn flatten(&self) -> Vec<&Array> {
+        match self {
+            Value::Array(array) => vec![array],
+            Value::Tuple(items) => items.iter().flat_map(Value::flatten).collect(),
+        }
+    }
+}
+
+/// Options of an evaluation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EvalOptions {
+    /// The largest array (an intermediate, a parameter or a result) that may be allocated, in
+    /// bytes. Default 4 GiB.
+    pub budget_bytes: u64,
+    /// How many iterations one `while` may run before the evaluation fails; `None` for no limit.
+    /// Default 10^7.
+    pub max_while_iterations: Option<u64>,
+}
+
+impl Default for EvalOptions {
+    fn default() -> Self {
+        EvalOptions { budget_bytes: 4 << 30, max_while_iterations: Some(10_000_000) }
+    }
+}
+
+/// Why a module could not be evaluated.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EvalError {
+    /// The module as a whole is malformed (no entry computation, duplicate ids, call cycles).
+    #[error("invalid module: {detail}")]
+    Module {
+        /// What is wrong.
+        detail: String,
+    },
+    /// An instruction does not fit its operands or attributes.
+    #[error("computation {computation}, instruction {instruction}: {detail}")]
+    Invalid {
+        /// The computation's name.
+        computation: String,
+        /// The instruction's name.
+        instruction: String,
+        /// What was expected and what came.
+        detail: String,
+    },
+    /// An opcode, custom call or element type the interpreter does not evaluate.
+    #[error("computation {computation}, instruction {instruction}: unsupported {what}")]
+    Unsupported {
+        /// The computation's name.
+        computation: String,
+        /// The instruction's name.
+        instruction: String,
+        /// What is unsupported, e.g. `custom call Sharding` or `opcode rng-bit-generator`.
+        what: String,
+    },
+    /// An array larger than [`EvalOptions::budget_bytes`].
+    #[error(
+        "computation {computation}, instruction {instruction}: needs {needed} bytes, over the budget of {budget} bytes"
+    )]
+    Budget {
+        /// The computation's name.
+        computation: String,
+        /// The instruction's name.
+        instruction: String,
+        /// The bytes the array needs (saturated at `u64::MAX`).
+        needed: u64,
+        /// The budget.
+        budget: u64,
+    },
+    /// The allocator refused memory within the budget.
+    #[error("computation {computation}, instruction {instruction}: allocation of {bytes} bytes failed")]
+    OutOfMemory {
+        /// The computation's name.
+        computation: String,
+        /// The instruction's name.
+        instruction: String,
+        /// The size asked for.
+        bytes: u64,
+    },
+    /// A while loop reached [`EvalOptions::max_while_iterations`].
+    #[error(
+        "computation {computation}, instruction {instruction}: while loop still running after {limit} iterations, the limit in EvalOptions"
+    )]
+    WhileLimit {
+        /// The computation's name.
+        computation: String,
+        /// The instruction's name.
+        instruction: String,
+        /// The limit.
+        limit: u64,
+    },
+    /// The number of arguments differs from the entry computation's parameters.
+    #[error("expected {expected} arguments for the entry computation, got {got}")]
+    ArgumentCount {
+        /// Parameters of the entry computation.
+        expected: usize,
+        /// Arguments given.
+        got: usize,
+    },
+    /// An argument does not match its parameter's shape.
+    #[error("argument {index}: expected {expected}, got {got}")]
+    Argument {
+        /// The parameter number.
+        index: usize,
+        /// The parameter's shape.
+        expected: String,
+        /// What was given.
+        got: String,
+    },
+    /// An array's bytes do not fit its type and dimensions, or a layout is not a permutation.
+    #[error("array: {detail}")]
+    Array {
+        /// What is wrong.
+        detail: String,
+    },
+    /// One rank of an SPMD evaluation failed.
+    #[error("rank {rank}: {source}")]
+    Rank {
+        /// The rank that failed first.
+        rank: usize,
+        /// Its error.
+        source: Box<EvalError>,
+    },
+}
+
+/// Failures inside kernels, given their computation and instruction by the executor.
+#[derive(Debug)]
+pub(crate) enum Fail {
+    /// Bad operands or attributes (compile time) or data (run time).
+    Invalid(String),
+    /// Something not evaluated.
+    Unsupported(String),
+    /// An array over the budget.
+    Budget { needed: u64 },
+    /// The allocator refused.
+    Alloc { bytes: u64 },
+    /// A while loop reached its limit.
+    WhileLimit(u64),
+    /// A bug of ours that we refuse to turn into a panic.
+    Internal(String),
+    /// An error from a called computation, already with its own context.
+    Nested(Box<EvalError>),
+}
+
+impl Fail {
+    pub(crate) fn at(self, computation: &str, instruction: &str, budget: u64) -> EvalError {
+        let computation = computation.to_owned();
+        let instruction = instruction.to_owned();
+        match self {
+            Fail::Invalid(detail) => EvalError::Invalid { computation, instruction, detail },
+            Fail::Internal(detail) => EvalError::Invalid {
+                computation,
+                instruction,
+                detail: format!("internal error: {detail}"),
+            },
+            Fail::Unsupported(what) => EvalError::Unsupported { computation, instruction, what },
+            Fail::Budget { needed } => EvalError::Budget { computation, instruction, needed, budget },
+            Fail::Alloc { bytes } => EvalError::OutOfMemory { computation, instruction, bytes },
+            Fail::WhileLimit(limit) => EvalError::WhileLimit { computation, instruction, limit },
+            Fail::Nested(error) => *error,
+        }
+    }
+}
+
+impl Array {
+    /// An array of `ty` and `dims` over `bytes`.
+    ///
+    /// # Errors
+    /// [`EvalError::Array`] when the type is not one the interpreter evaluates, a dimension is
+    /// negative, or `bytes` is not `item_size × Π dims` long.
+    pub fn new(ty: proto::PrimitiveType, dims: Vec<i64>, bytes: Vec<u8>) -> Result<Array, EvalError> {
+        let array = Array { ty, dims, bytes };
+        array.check()?;
+        Ok(array)
+    }
+
+    /// The element type, if the interpreter evaluates it.
+    pub fn element_type(&self) -> Option<ElementType> {
+        ElementType::from_primitive(self.ty as i32)
+    }
+
+    /// Checks type, dimensions and length; returns the element type and dims as `usize`.
+    pub(crate) fn check(&self) -> Result<(ElementType, Vec<usize>), EvalError> {
+        let ty = self.element_type().ok_or_else(|| EvalError::Array {
+            detail: format!("element type {} is not evaluated", self.ty.as_str_name()),
+        })?;
+        let dims = self
+            .dims
+            .iter()
+            .map(|&d| usize::try_from(d))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|_| EvalError::Array {
+                detail: format!("dimensions {:?} must not be negative", self.dims),
+            })?;
+        let expected = dims
+            .iter()
+            .try_fold(ty.item_size(), |n, &d| n.checked_mul(d))
+            .ok_or_else(|| EvalError::Array { detail: format!("dimensions {:?} overflow", self.dims) })?;
+        if expected != self.bytes.len() {
+            return Err(EvalError::Array {
+                detail: format!(
+                    "{}{:?} needs {expected} bytes, got {}",
+                    ty,
+                    self.dims,
+                    self.bytes.len()
+                ),
+            });
+        }
+        Ok((ty, dims))
+    }
+
+    /// An f32 array (for tests and tools).
+    pub fn from_f32(dims: &[i64], values: &[f32]) -> Array {
+        Array {
+            ty: proto::PrimitiveType::F32,
+            dims: dims.to_vec(),
+            bytes: values.iter().flat_map(|v| v.to_le_bytes()).collect(),
+        }
+    }
+
+    /// An s32 array (for tests and tools).
+    pub fn from_i32(dims: &[i64], values: &[i32]) -> Array {
+        Array {
+            ty: proto::PrimitiveType::S32,
+            dims: dims.to_vec(),
+            bytes: values.iter().flat_map(|v| v.to_le_bytes()).collect(),
+        }
+    }
+
+    /// The elements as f64, whatever the type (pred as 0/1), for comparisons in tests and tools.
+    ///
+    /// # Errors
+    /// As [`Array::new`] for a malformed array.
+    pub fn to_f64(&self) -> Result<Vec<f64>, EvalError> {
+        let (ty, _) = self.check()?;
+        let data = tensor::Data::from_le_bytes(ty, &self.bytes).map_err(|fail| EvalError::Array {
+            detail: format!("{fail:?}"),
+        })?;
+        match elementwise::convert(&data, ElementType::F64) {
+            Ok(tensor::Data::F64(v)) => Ok(v),
+            _ => Err(EvalError::Array { detail: "conversion to f64 failed".into() }),
+        }
+    }
+
+    /// Builds the logical array from bytes laid out physically with `minor_to_major` (XLA's
+    /// layout: the first entry is the fastest-varying dimension).
+    ///
+    /// # Errors
+    /// [`EvalError::Array`] for a malformed array or a layout that is not a permutation of the
+    /// dimensions.
+    pub fn from_physical(
+        ty: proto::PrimitiveType,
+        dims: Vec<i64>,
+        minor_to_major: &[i64],
+        bytes: Vec<u8>,
+    ) -> Result<Array, EvalError> {
+        let physical_order = major_to_minor(minor_to_major, dims.len())?;
+        let physical_dims: Vec<i64> = physical_order.iter().map(|&d| dims[d]).collect();
+        let physical = Array::new(ty, physical_dims, bytes)?;
+        // Physical dimension j is logical dimension order[j]; the logical array takes
+        // physical dimension inverse[i] as its dimension i.
+        let mut inverse = vec![0; physical_order.len()];
+        for (j, &d) in physical_order.iter().enumerate() {
+            inverse[d] = j;
+        }
+        let bytes = permute_bytes(&physical, &inverse)?;
+        Ok(Array { ty, dims, bytes })
+    }
+
+    /// The bytes of this array laid out physically with `minor_to_major`.
+    ///
+    /// # Errors
+    /// As [`Array::from_physical`].
+    pub fn to_physical(&self, minor_to_major: &[i64]) -> Result<Vec<u8>, EvalError> {
+        self.check()?;
+        let order = major_to_minor(minor_to_major, self.dims.len())?;
+        permute_bytes(self, &order)
+    }
+}
+
+/// `minor_to_major` reversed, checked to be a permutation of `0..rank`.
+fn major_to_minor(minor_to_major: &[i64], rank: usize) -> Result<Vec<usize>, EvalError> {
+    let mut seen = vec![false; rank];
+    let mut order = Vec::with_capacity(rank);
+    for &d in minor_to_major.iter().rev() {
+        let ok = usize::try_from(d).ok().filter(|&d| d < rank && !seen[d]);
+        let Some(d) = ok else {
+            return Err(EvalError::Array {
+                detail: format!("layout {minor_to_major:?} is not a permutation of 0..{rank}"),
+            });
+        };
+        seen[d] = true;
+        order.push(d);
+    }
+    if order.len() != rank {
+        return Err(EvalError::Array {
+            detail: format!("layout {minor_to_major:?} is not a permutation of 0..{rank}"),
+        });
+    }
+    Ok(order)
+}
+
+/// Transposes an array's bytes: output dimension j is input dimension `permutation[j]`.
+fn permute_bytes(array: &Array, permutation: &[usize]) -> Result<Vec<u8>, EvalError> {
+    let (ty, dims) = array.check()?;
+    let data = tensor::Data::from_le_bytes(ty, &array.bytes)
+        .map_err(|_| EvalError::Array { detail: "out of memory".into() })?;
+    shape_ops::transpose(&data, &dims, permutation)
+        .and_then(|out| out.to_le_bytes())
+        .map_err(|_| EvalError::Array { detail: "out of memory".into() })
+}
+
+/// Compiles and runs a module's entry computation on one rank.
+///
+/// # Errors
+/// Any [`EvalError`]: a malformed module or instruction, arguments that do not match the entry
+/// parameters, an array over the budget, an unsupported construct.
+pub fn evaluate(
+    module: &proto::HloModuleProto,
+    args: &[Array],
+    options: &EvalOptions,
+) -> Result<Value, EvalError> {
+    Program::compile(module, options)?.run(args)
+}
+
+/// Compiles a module once and runs it on every rank of one SPMD launch, collectives exchanging
+/// data between the ranks. `args_per_rank[r]` are rank `r`'s arguments.
+///
+/// # Errors
+/// As [`evaluate`]; a failure on one rank is [`EvalError::Rank`] naming the first that failed.
+pub fn evaluate_spmd(
+    module: &proto::HloModuleProto,
+    args_per_rank: &[Vec<Array>],
+    options: &EvalOptions,
+) -> Result<Vec<Value>, EvalError> {
+    Program::compile(module, options)?.run_spmd(args_per_rank)
+}

@@ -1,0 +1,357 @@
+//! Data movement kernels, generic over the element type: broadcast, transpose, slice, reverse,
+//! pad, concatenate, dynamic slices, iota.
+//!
+//! Most of them are one strided copy: each output element reads the source at
+//! `base + Σ index[k] · stride[k]`, with stride 0 for broadcast dimensions and negative strides
+//! for reversed ones. The innermost dimension is a tight loop. Shapes were checked when the
+//! program was compiled; offsets that could still go wrong come from data (dynamic indices), and
+//! those are clamped here as XLA clamps them.
+
+use super::Fail;
+use super::tensor::{Data, dispatch, filled, next_index, strides, try_alloc};
+use crate::dtype::{ElementType, SmallFloat};
+
+/// Copies `src` into a new row-major array of `out_dims`, reading element
+/// `base + Σ index[k] · stride[k]`. The caller guarantees every read is in bounds.
+pub(crate) fn strided<T: Copy>(
+    src: &[T],
+    out_dims: &[usize],
+    base: i64,
+    stride: &[i64],
+) -> Result<Vec<T>, Fail> {
+    let n: usize = out_dims.iter().product();
+    let mut out = try_alloc(n)?;
+    if n == 0 {
+        return Ok(out);
+    }
+    if out_dims.is_empty() {
+        out.push(src[base as usize]);
+        return Ok(out);
+    }
+    let rank = out_dims.len();
+    let inner = out_dims[rank - 1];
+    let inner_stride = stride[rank - 1];
+    let outer_dims = &out_dims[..rank - 1];
+    let mut index = vec![0usize; rank - 1];
+    loop {
+        let mut offset = base;
+        for (k, &i) in index.iter().enumerate() {
+            offset += i as i64 * stride[k];
+        }
+        if inner_stride == 1 {
+            let start = offset as usize;
+            out.extend_from_slice(&src[start..start + inner]);
+        } else {
+            for j in 0..inner as i64 {
+                out.push(src[(offset + j * inner_stride) as usize]);
+            }
+        }
+        if !next_index(&mut index, outer_dims) {
+            break;
+        }
+    }
+    Ok(out)
+}
+
+fn signed_strides(dims: &[usize]) -> Vec<i64> {
+    strides(dims).into_iter().map(|s| s as i64).collect()
+}
+
+/// `broadcast`: operand dimension `i` becomes output dimension `mapping[i]`.
+pub(crate) fn broadcast(
+    data: &Data,
+    in_dims: &[usize],
+    out_dims: &[usize],
+    mapping: &[usize],
+) -> Result<Data, Fail> {
+    let in_strides = signed_strides(in_dims);
+    let mut stride = vec![0i64; out_dims.len()];
+    for (i, &j) in mapping.iter().enumerate() {
+        if in_dims[i] != 1 {
+            stride[j] = in_strides[i];
+        }
+    }
+    Ok(dispatch!(data, v => strided(v, out_dims, 0, &stride)?))
+}
+
+/// Repeats a one-element array `n` times, or returns a copy of an `n`-element one.
+pub(crate) fn broadcast_scalar(data: &Data, n: usize) -> Result<Data, Fail> {
+    if data.len() == n {
+        return Ok(data.clone());
+    }
+    Ok(dispatch!(data, v => filled(n, v[0])?))
+}
+
+/// `transpose`: output dimension `j` is operand dimension `permutation[j]`.
+pub(crate) fn transpose(
+    data: &Data,
+    in_dims: &[usize],
+    permutation: &[usize],
+) -> Result<Data, Fail> {
+    let in_strides = signed_strides(in_dims);
+    let out_dims: Vec<usize> = permutation.iter().map(|&p| in_dims[p]).collect();
+    let stride: Vec<i64> = permutation.iter().map(|&p| in_strides[p]).collect();
+    Ok(dispatch!(data, v => strided(v, &out_dims, 0, &stride)?))
+}
+
+/// `slice` with per-dimension start, step and output size.
+pub(crate) fn slice(
+    data: &Data,
+    in_dims: &[usize],
+    starts: &[usize],
+    steps: &[usize],
+    out_dims: &[usize],
+) -> Result<Data, Fail> {
+    let in_strides = signed_strides(in_dims);
+    let base: i64 = starts.iter().zip(&in_strides).map(|(&s, &st)| s as i64 * st).sum();
+    let stride: Vec<i64> = steps.iter().zip(&in_strides).map(|(&s, &st)| s as i64 * st).collect();
+    Ok(dispatch!(data, v => strided(v, out_dims, base, &stride)?))
+}
+
+/// `reverse` of the listed dimensions.
+pub(crate) fn reverse(data: &Data, dims: &[usize], reversed: &[usize]) -> Result<Data, Fail> {
+    let mut stride = signed_strides(dims);
+    let mut base = 0i64;
+    for &axis in reversed {
+        if dims[axis] > 0 {
+            base += (dims[axis] as i64 - 1) * stride[axis];
+        }
+        stride[axis] = -stride[axis];
+    }
+    Ok(dispatch!(data, v => strided(v, dims, base, &stride)?))
+}
+
+/// Per-dimension padding: `low` and `high` may be negative (cropping), `interior` ≥ 0.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct PadDim {
+    pub(crate) low: i64,
+    pub(crate) high: i64,
+    pub(crate) interior: i64,
+}
+
+/// `pad`: the output is filled with the padding value, then each operand element lands at
+/// `low + i · (interior + 1)` when that position is inside the output.
+pub(crate) fn pad(
+    data: &Data,
+    value: &Data,
+    in_dims: &[usize],
+    config: &[PadDim],
+    out_dims: &[usize],
+) -> Result<Data, Fail> {
+    fn run<T: Copy>(
+        src: &[T],
+        fill: T,
+        in_dims: &[usize],
+        config: &[PadDim],
+        out_dims: &[usize],
+    ) -> Result<Vec<T>, Fail> {
+        let n: usize = out_dims.iter().product();
+        let mut out = filled(n, fill)?;
+        if src.is_empty() || n == 0 {
+            return Ok(out);
+        }
+        let out_strides = strides(out_dims);
+        let mut index = vec![0usize; in_dims.len()];
+        let mut k = 0usize;
+        'outer: loop {
+            let mut offset = 0usize;
+            let mut inside = true;
+            for (axis, &i) in index.iter().enumerate() {
+                let c = &config[axis];
+                let position = c.low + i as i64 * (c.interior + 1);
+                if position < 0 || position >= out_dims[axis] as i64 {
+                    inside = false;
+                    break;
+                }
+                offset += position as usize * out_strides[axis];
+            }
+            if inside {
+                out[offset] = src[k];
+            }
+            k += 1;
+            if !next_index(&mut index, in_dims) {
+                break 'outer;
+            }
+        }
+        Ok(out)
+    }
+    super::tensor::dispatch2!(data, value, v, p => run(v, p[0], in_dims, config, out_dims)?)
+}
+
+/// `concatenate` along `axis`; `parts` are (data, dims) with equal dims except on `axis`.
+pub(crate) fn concatenate(parts: &[(&Data, &[usize])], axis: usize) -> Result<Data, Fail> {
+    fn run<T: Copy>(parts: &[(&[T], &[usize])], axis: usize) -> Result<Vec<T>, Fail> {
+        let total: usize = parts.iter().map(|(v, _)| v.len()).sum();
+        let mut out = try_alloc(total)?;
+        let Some((_, first_dims)) = parts.first() else { return Ok(out) };
+        let outer: usize = first_dims[..axis].iter().product();
+        for o in 0..outer {
+            for (v, dims) in parts {
+                let chunk: usize = dims[axis..].iter().product();
+                out.extend_from_slice(&v[o * chunk..(o + 1) * chunk]);
+            }
+        }
+        Ok(out)
+    }
+    macro_rules! arm {
+        ($variant:ident) => {{
+            let mut typed = Vec::with_capacity(parts.len());
+            for (data, dims) in parts {
+                match data {
+                    Data::$variant(v) => typed.push((v.as_slice(), *dims)),
+                    _ => return Err(Fail::Internal("concatenate operands differ in type".into())),
+                }
+            }
+            Data::$variant(run(&typed, axis)?)
+        }};
+    }
+    let Some((first, _)) = parts.first() else {
+        return Err(Fail::Internal("concatenate of nothing".into()));
+    };
+    Ok(match first {
+        Data::Pred(_) => arm!(Pred),
+        Data::S8(_) => arm!(S8),
+        Data::S16(_) => arm!(S16),
+        Data::S32(_) => arm!(S32),
+        Data::S64(_) => arm!(S64),
+        Data::U8(_) => arm!(U8),
+        Data::U16(_) => arm!(U16),
+        Data::U32(_) => arm!(U32),
+        Data::U64(_) => arm!(U64),
+        Data::F16(_) => arm!(F16),
+        Data::F32(_) => arm!(F32),
+        Data::F64(_) => arm!(F64),
+        Data::Bf16(_) => arm!(Bf16),
+        Data::F8e5m2(_) => arm!(F8e5m2),
+        Data::F8e4m3fn(_) => arm!(F8e4m3fn),
+    })
+}
+
+/// Reads an integer scalar (any integer type) as i64; u64 above i64::MAX saturates.
+pub(crate) fn scalar_index(data: &Data) -> Result<i64, Fail> {
+    Ok(match data {
+        Data::S8(v) => i64::from(v[0]),
+        Data::S16(v) => i64::from(v[0]),
+        Data::S32(v) => i64::from(v[0]),
+        Data::S64(v) => v[0],
+        Data::U8(v) => i64::from(v[0]),
+        Data::U16(v) => i64::from(v[0]),
+        Data::U32(v) => i64::from(v[0]),
+        Data::U64(v) => i64::try_from(v[0]).unwrap_or(i64::MAX),
+        _ => return Err(Fail::Internal("index is not an integer".into())),
+    })
+}
+
+/// All elements of an integer array as i64 (u64 saturating).
+pub(crate) fn indices(data: &Data) -> Result<Vec<i64>, Fail> {
+    let mut out = try_alloc(data.len())?;
+    match data {
+        Data::S8(v) => out.extend(v.iter().map(|&x| i64::from(x))),
+        Data::S16(v) => out.extend(v.iter().map(|&x| i64::from(x))),
+        Data::S32(v) => out.extend(v.iter().map(|&x| i64::from(x))),
+        Data::S64(v) => out.extend_from_slice(v),
+        Data::U8(v) => out.extend(v.iter().map(|&x| i64::from(x))),
+        Data::U16(v) => out.extend(v.iter().map(|&x| i64::from(x))),
+        Data::U32(v) => out.extend(v.iter().map(|&x| i64::from(x))),
+        Data::U64(v) => out.extend(v.iter().map(|&x| i64::try_from(x).unwrap_or(i64::MAX))),
+        _ => return Err(Fail::Internal("indices are not integers".into())),
+    }
+    Ok(out)
+}
+
+/// Clamps a start index so that `size` elements fit in `dim` (XLA's dynamic-slice rule).
+pub(crate) fn clamp_start(start: i64, dim: usize, size: usize) -> usize {
+    start.clamp(0, dim.saturating_sub(size) as i64) as usize
+}
+
+/// `dynamic-update-slice` with already clamped starts.
+pub(crate) fn update_slice(
+    data: &Data,
+    dims: &[usize],
+    update: &Data,
+    update_dims: &[usize],
+    starts: &[usize],
+) -> Result<Data, Fail> {
+    fn run<T: Copy>(
+        dst: &[T],
+        dims: &[usize],
+        src: &[T],
+        src_dims: &[usize],
+        starts: &[usize],
+    ) -> Result<Vec<T>, Fail> {
+        let mut out = try_alloc(dst.len())?;
+        out.extend_from_slice(dst);
+        if src.is_empty() {
+            return Ok(out);
+        }
+        let out_strides = strides(dims);
+        let rank = dims.len();
+        if rank == 0 {
+            out[0] = src[0];
+            return Ok(out);
+        }
+        let inner = src_dims[rank - 1];
+        let mut index = vec![0usize; rank - 1];
+        let mut k = 0;
+        loop {
+            let mut offset = starts[rank - 1];
+            for (axis, &i) in index.iter().enumerate() {
+                offset += (starts[axis] + i) * out_strides[axis];
+            }
+            out[offset..offset + inner].copy_from_slice(&src[k..k + inner]);
+            k += inner;
+            if !next_index(&mut index, &src_dims[..rank - 1]) {
+                break;
+            }
+        }
+        Ok(out)
+    }
+    super::tensor::dispatch2!(data, update, d, u => run(d, dims, u, update_dims, starts)?)
+}
+
+/// `iota` of `ty` along `axis`.
+pub(crate) fn iota(ty: ElementType, dims: &[usize], axis: usize) -> Result<Data, Fail> {
+    let n: usize = dims.iter().product();
+    let inner: usize = dims[axis + 1..].iter().product();
+    let extent = dims[axis];
+    let position = |k: usize| (k / inner.max(1)) % extent.max(1);
+    fn build<T>(n: usize, f: impl Fn(usize) -> T) -> Result<Vec<T>, Fail> {
+        let mut out = try_alloc(n)?;
+        out.extend((0..n).map(f));
+        Ok(out)
+    }
+    Ok(match ty {
+        ElementType::Pred => Data::Pred(build(n, |k| position(k) != 0)?),
+        ElementType::S8 => Data::S8(build(n, |k| position(k) as i8)?),
+        ElementType::S16 => Data::S16(build(n, |k| position(k) as i16)?),
+        ElementType::S32 => Data::S32(build(n, |k| position(k) as i32)?),
+        ElementType::S64 => Data::S64(build(n, |k| position(k) as i64)?),
+        ElementType::U8 => Data::U8(build(n, |k| position(k) as u8)?),
+        ElementType::U16 => Data::U16(build(n, |k| position(k) as u16)?),
+        ElementType::U32 => Data::U32(build(n, |k| position(k) as u32)?),
+        ElementType::U64 => Data::U64(build(n, |k| position(k) as u64)?),
+        ElementType::F32 => Data::F32(build(n, |k| position(k) as f32)?),
+        ElementType::F64 => Data::F64(build(n, |k| position(k) as f64)?),
+        ElementType::F16 => {
+            Data::F16(build(n, |k| SmallFloat::F16.encode(position(k) as f64) as u16)?)
+        }
+        ElementType::Bf16 => {
+            Data::Bf16(build(n, |k| SmallFloat::Bf16.encode(position(k) as f64) as u16)?)
+        }
+        ElementType::F8e5m2 => {
+            Data::F8e5m2(build(n, |k| SmallFloat::F8e5m2.encode(position(k) as f64) as u8)?)
+        }
+        ElementType::F8e4m3fn => {
+            Data::F8e4m3fn(build(n, |k| SmallFloat::F8e4m3fn.encode(position(k) as f64) as u8)?)
+        }
+    })
+}
+
+/// Copies the elements of `data` (any type) — used by reshape/bitcast/copy, which keep data.
+pub(crate) fn copy(data: &Data) -> Result<Data, Fail> {
+    Ok(dispatch!(data, v => {
+        let mut out = try_alloc(v.len())?;
+        out.extend_from_slice(v);
+        out
+    }))
+}

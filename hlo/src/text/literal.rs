@@ -1,0 +1,377 @@
+//! Literal values: from the text's scalars into a `LiteralProto`, and back.
+//!
+//! The text lists elements in logical order (nested braces, last index fastest); the proto holds
+//! them in the physical order of the shape's layout. Both directions go through one permutation.
+
+use super::float::Format;
+use crate::proto::{LiteralProto, PrimitiveType, ShapeProto};
+
+/// One element as written: a real scalar, or a complex `(re, im)` pair.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Elem<'a> {
+    Real(&'a str),
+    Complex(&'a str, &'a str),
+}
+
+/// For each logical (row-major) index, the physical index under the shape's layout; `None` when
+/// the layout is absent or the default, so the orders agree.
+///
+/// # Errors
+/// A message when the layout is not a permutation of the dimensions.
+pub(crate) fn physical_order(shape: &ShapeProto) -> Result<Option<Vec<usize>>, String> {
+    let Some(layout) = &shape.layout else { return Ok(None) };
+    let rank = shape.dimensions.len();
+    let m2m = &layout.minor_to_major;
+    if m2m.is_empty() && rank == 0 {
+        return Ok(None);
+    }
+    let mut seen = vec![false; rank];
+    if m2m.len() != rank
+        || !m2m.iter().all(|&d| {
+            usize::try_from(d)
+                .ok()
+                .filter(|&d| d < rank)
+                .is_some_and(|d| !std::mem::replace(&mut seen[d], true))
+        })
+    {
+        return Err(format!(
+            "layout {{{}}} is not a permutation of the {rank} dimensions",
+            m2m.iter().map(i64::to_string).collect::<Vec<_>>().join(",")
+        ));
+    }
+    // Default layout: minor_to_major = rank-1, ..., 0.
+    if m2m.iter().rev().enumerate().all(|(i, &d)| d as usize == i) {
+        return Ok(None);
+    }
+    let dims: Vec<usize> = shape.dimensions.iter().map(|&d| d.max(0) as usize).collect();
+    let mut stride = vec![0usize; rank];
+    let mut next = 1usize;
+    for &d in m2m {
+        stride[d as usize] = next;
+        next = next.saturating_mul(dims[d as usize]);
+    }
+    let count =
+        dims.iter().try_fold(1usize, |a, &d| a.checked_mul(d)).ok_or("too many elements")?;
+    let mut order = Vec::new();
+    order.try_reserve_exact(count).map_err(|_| "too many elements".to_string())?;
+    let mut index = vec![0usize; rank];
+    for _ in 0..count {
+        order.push(index.iter().zip(&stride).map(|(i, s)| i * s).sum());
+        for axis in (0..rank).rev() {
+            index[axis] += 1;
+            if index[axis] < dims[axis] {
+                break;
+            }
+            index[axis] = 0;
+        }
+    }
+    Ok(Some(order))
+}
+
+fn permute<T: Copy + Default>(logical: Vec<T>, order: &Option<Vec<usize>>) -> Vec<T> {
+    match order {
+        None => logical,
+        Some(order) => {
+            let mut physical = vec![T::default(); logical.len()];
+            for (value, &p) in logical.into_iter().zip(order) {
+                physical[p] = value;
+            }
+            physical
+        }
+    }
+}
+
+fn unpermute<T: Copy>(physical: &[T], order: &Option<Vec<usize>>) -> Vec<T> {
+    match order {
+        None => physical.to_vec(),
+        Some(order) => order.iter().map(|&p| physical[p]).collect(),
+    }
+}
+
+fn real<'a>(e: &Elem<'a>) -> Result<&'a str, String> {
+    match e {
+        Elem::Real(s) => Ok(s),
+        Elem::Complex(..) => Err("expected a real number, found a complex pair".into()),
+    }
+}
+
+fn parse_int<T: TryFrom<i128>>(text: &str, ty: &str) -> Result<T, String> {
+    let digits = text.strip_prefix('+').unwrap_or(text);
+    let value: i128 = if let Some(hex) = digits.strip_prefix("0x") {
+        i128::from_str_radix(hex, 16).ok()
+    } else if let Some(hex) = digits.strip_prefix("-0x") {
+        i128::from_str_radix(hex, 16).ok().map(|v| -v)
+    } else {
+        digits.parse().ok()
+    }
+    .ok_or_else(|| format!("expected an integer, found `{text}`"))?;
+    T::try_from(value).map_err(|_| format!("{text} is out of range for {ty}"))
+}
+
+fn parse_float(text: &str) -> Result<f64, String> {
+    text.parse::<f64>().map_err(|_| format!("expected a number, found `{text}`"))
+}
+
+fn parse_f32(text: &str) -> Result<f32, String> {
+    text.parse::<f32>().map_err(|_| format!("expected a number, found `{text}`"))
+}
+
+fn parse_pred(text: &str) -> Result<bool, String> {
+    match text {
+        "true" | "1" => Ok(true),
+        "false" | "0" => Ok(false),
+        _ => Err(format!("expected true or false, found `{text}`")),
+    }
+}
+
+/// Stores `elems` (logical order) as a literal of the array shape `shape`.
+///
+/// # Errors
+/// The index of the offending element and a message.
+pub(crate) fn store(
+    shape: &ShapeProto,
+    elems: &[Elem<'_>],
+) -> Result<LiteralProto, (usize, String)> {
+    let ty = shape.element_type();
+    let ty_name = super::names::type_name(ty).unwrap_or("?");
+    let order = physical_order(shape).map_err(|m| (0, m))?;
+    let mut lit = LiteralProto { shape: Some(shape.clone()), ..Default::default() };
+    macro_rules! each {
+        ($f:expr) => {
+            elems
+                .iter()
+                .enumerate()
+                .map(|(i, e)| real(e).and_then($f).map_err(|m| (i, m)))
+                .collect::<Result<Vec<_>, _>>()
+        };
+    }
+    use PrimitiveType as T;
+    match ty {
+        T::Pred => lit.preds = permute(each!(parse_pred)?, &order),
+        T::S8 => {
+            lit.s8s = permute(each!(|t| parse_int::<i8>(t, ty_name))?, &order)
+                .into_iter()
+                .map(|v| v as u8)
+                .collect()
+        }
+        T::U8 => lit.u8s = permute(each!(|t| parse_int::<u8>(t, ty_name))?, &order),
+        T::S16 => {
+            lit.s16s = permute(each!(|t| parse_int::<i16>(t, ty_name))?, &order)
+                .into_iter()
+                .flat_map(i16::to_le_bytes)
+                .collect()
+        }
+        T::U16 => {
+            lit.u16s = permute(each!(|t| parse_int::<u16>(t, ty_name))?, &order)
+                .into_iter()
+                .flat_map(u16::to_le_bytes)
+                .collect()
+        }
+        T::S32 => lit.s32s = permute(each!(|t| parse_int::<i32>(t, ty_name))?, &order),
+        T::S64 => lit.s64s = permute(each!(|t| parse_int::<i64>(t, ty_name))?, &order),
+        T::U32 => lit.u32s = permute(each!(|t| parse_int::<u32>(t, ty_name))?, &order),
+        T::U64 => lit.u64s = permute(each!(|t| parse_int::<u64>(t, ty_name))?, &order),
+        T::F32 => lit.f32s = permute(each!(parse_f32)?, &order),
+        T::F64 => lit.f64s = permute(each!(parse_float)?, &order),
+        T::C64 | T::C128 => {
+            let pairs = elems
+                .iter()
+                .enumerate()
+                .map(|(i, e)| match e {
+                    Elem::Complex(re, im) => Ok((
+                        parse_float(re).map_err(|m| (i, m))?,
+                        parse_float(im).map_err(|m| (i, m))?,
+                    )),
+                    Elem::Real(_) => Err((
+                        i,
+                        "expected a complex pair (re, im), found a real number".to_string(),
+                    )),
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            let pairs = permute(pairs, &order);
+            if ty == T::C64 {
+                // Each part rounds to f32 on its own, as XLA's parser does.
+                lit.c64s = pairs.into_iter().flat_map(|(re, im)| [re as f32, im as f32]).collect();
+            } else {
+                lit.c128s = pairs.into_iter().flat_map(|(re, im)| [re, im]).collect();
+            }
+        }
+        _ => {
+            let Some(format) = Format::of(ty) else {
+                return Err((
+                    0,
+                    format!("constants of type {ty_name} are not supported in HLO text"),
+                ));
+            };
+            let bits = permute(each!(|t| parse_float(t).map(|v| format.encode(v)))?, &order);
+            let bytes: Vec<u8> = if format.n_bytes() == 2 {
+                bits.into_iter().flat_map(u16::to_le_bytes).collect()
+            } else {
+                bits.into_iter().map(|b| b as u8).collect()
+            };
+            match ty {
+                T::F16 => lit.f16s = bytes,
+                T::Bf16 => lit.bf16s = bytes,
+                T::F8e5m2 => lit.f8e5m2s = bytes,
+                T::F8e4m3 => lit.f8e4m3s = bytes,
+                T::F8e3m4 => lit.f8e3m4s = bytes,
+                T::F8e4m3fn => lit.f8e4m3fns = bytes,
+                T::F8e4m3fnuz => lit.f8e4m3fnuzs = bytes,
+                T::F8e5m2fnuz => lit.f8e5m2fnuzs = bytes,
+                T::F8e4m3b11fnuz => lit.f8e4m3b11fnuzs = bytes,
+                _ => unreachable!("Format::of covers exactly these types"),
+            }
+        }
+    }
+    Ok(lit)
+}
+
+/// Writes an `f64` so that parsing it as `f64` gives it back, in XLA's spelling of the specials.
+pub(crate) fn format_f64(v: f64) -> String {
+    if v.is_nan() {
+        return if v.is_sign_negative() { "-nan" } else { "nan" }.into();
+    }
+    if v.is_infinite() {
+        return if v < 0.0 { "-inf" } else { "inf" }.into();
+    }
+    let a = v.abs();
+    if a == 0.0 || (1e-5..1e16).contains(&a) { format!("{v}") } else { format!("{v:e}") }
+}
+
+/// As [`format_f64`], shortest for an `f32` (so narrow floats, exact in f32, print short too).
+pub(crate) fn format_f32(v: f32) -> String {
+    if v.is_nan() || v.is_infinite() {
+        return format_f64(f64::from(v));
+    }
+    let a = v.abs();
+    if a == 0.0 || (1e-5..1e16).contains(&a) { format!("{v}") } else { format!("{v:e}") }
+}
+
+/// The elements of an array literal in logical order, as text, checked against the count the
+/// shape implies.
+///
+/// # Errors
+/// A message when the literal's values do not fit its shape or its type has no text form.
+pub(crate) fn elements(shape: &ShapeProto, lit: &LiteralProto) -> Result<Vec<String>, String> {
+    let ty = shape.element_type();
+    let ty_name = super::names::type_name(ty).unwrap_or("?");
+    let count = shape
+        .dimensions
+        .iter()
+        .try_fold(1usize, |a, &d| usize::try_from(d).ok().and_then(|d| a.checked_mul(d)))
+        .ok_or("the shape has a negative or huge dimension")?;
+    let order = physical_order(shape)?;
+    let check = |n: usize| {
+        if n == count {
+            Ok(())
+        } else {
+            Err(format!("the {ty_name} literal holds {n} elements, its shape needs {count}"))
+        }
+    };
+    fn strings<T: Copy>(
+        v: &[T],
+        order: &Option<Vec<usize>>,
+        f: impl Fn(T) -> String,
+    ) -> Vec<String> {
+        unpermute(v, order).into_iter().map(f).collect()
+    }
+    fn pairs<const N: usize>(bytes: &[u8]) -> Vec<[u8; N]> {
+        bytes.chunks_exact(N).map(|c| c.try_into().expect("chunks_exact gives N bytes")).collect()
+    }
+    use PrimitiveType as T;
+    Ok(match ty {
+        T::Pred => {
+            check(lit.preds.len())?;
+            strings(&lit.preds, &order, |b| b.to_string())
+        }
+        T::S8 => {
+            check(lit.s8s.len())?;
+            strings(&lit.s8s, &order, |b| (b as i8).to_string())
+        }
+        T::U8 => {
+            check(lit.u8s.len())?;
+            strings(&lit.u8s, &order, |b| b.to_string())
+        }
+        T::S16 | T::U16 => {
+            let bytes = if ty == T::S16 { &lit.s16s } else { &lit.u16s };
+            if bytes.len() % 2 != 0 {
+                return Err(format!("the {ty_name} literal has an odd number of bytes"));
+            }
+            let v = pairs::<2>(bytes);
+            check(v.len())?;
+            if ty == T::S16 {
+                strings(&v, &order, |b| i16::from_le_bytes(b).to_string())
+            } else {
+                strings(&v, &order, |b| u16::from_le_bytes(b).to_string())
+            }
+        }
+        T::S32 => {
+            check(lit.s32s.len())?;
+            strings(&lit.s32s, &order, |v| v.to_string())
+        }
+        T::S64 => {
+            check(lit.s64s.len())?;
+            strings(&lit.s64s, &order, |v| v.to_string())
+        }
+        T::U32 => {
+            check(lit.u32s.len())?;
+            strings(&lit.u32s, &order, |v| v.to_string())
+        }
+        T::U64 => {
+            check(lit.u64s.len())?;
+            strings(&lit.u64s, &order, |v| v.to_string())
+        }
+        T::F32 => {
+            check(lit.f32s.len())?;
+            strings(&lit.f32s, &order, format_f32)
+        }
+        T::F64 => {
+            check(lit.f64s.len())?;
+            strings(&lit.f64s, &order, format_f64)
+        }
+        T::C64 => {
+            let v: Vec<(f32, f32)> = lit.c64s.chunks_exact(2).map(|c| (c[0], c[1])).collect();
+            if lit.c64s.len() % 2 != 0 {
+                return Err("the c64 literal has an odd number of parts".into());
+            }
+            check(v.len())?;
+            strings(&v, &order, |(re, im)| format!("({}, {})", format_f32(re), format_f32(im)))
+        }
+        T::C128 => {
+            let v: Vec<(f64, f64)> = lit.c128s.chunks_exact(2).map(|c| (c[0], c[1])).collect();
+            if lit.c128s.len() % 2 != 0 {
+                return Err("the c128 literal has an odd number of parts".into());
+            }
+            check(v.len())?;
+            strings(&v, &order, |(re, im)| format!("({}, {})", format_f64(re), format_f64(im)))
+        }
+        _ => {
+            let Some(format) = Format::of(ty) else {
+                return Err(format!("constants of type {ty_name} are not supported in HLO text"));
+            };
+            let bytes = match ty {
+                T::F16 => &lit.f16s,
+                T::Bf16 => &lit.bf16s,
+                T::F8e5m2 => &lit.f8e5m2s,
+                T::F8e4m3 => &lit.f8e4m3s,
+                T::F8e3m4 => &lit.f8e3m4s,
+                T::F8e4m3fn => &lit.f8e4m3fns,
+                T::F8e4m3fnuz => &lit.f8e4m3fnuzs,
+                T::F8e5m2fnuz => &lit.f8e5m2fnuzs,
+                T::F8e4m3b11fnuz => &lit.f8e4m3b11fnuzs,
+                _ => unreachable!("Format::of covers exactly these types"),
+            };
+            let bits: Vec<u16> = if format.n_bytes() == 2 {
+                if bytes.len() % 2 != 0 {
+                    return Err(format!("the {ty_name} literal has an odd number of bytes"));
+                }
+                pairs::<2>(bytes).into_iter().map(u16::from_le_bytes).collect()
+            } else {
+                bytes.iter().map(|&b| u16::from(b)).collect()
+            };
+            check(bits.len())?;
+            // Every narrow value is exact in f32, so the shortest f32 spelling parses back to it.
+            strings(&bits, &order, |b| format_f32(format.decode(b) as f32))
+        }
+    })
+}

@@ -1,0 +1,292 @@
+//! Structural validation of a module: everything an evaluator must be able to rely on before it
+//! looks at a single opcode.
+//!
+//! Checked: the entry computation exists; computation ids are unique, and instruction ids within
+//! their computation; every instruction has a well-formed shape; operands, control predecessors
+//! and roots name instructions of the same computation, called computations name computations of
+//! the module; neither the instructions of a computation nor the call graph has a cycle. Not
+//! checked: whether opcodes exist, or shapes agree with operands (the evaluator's business).
+//!
+//! Every walk is iterative (Kahn's algorithm), so a hostile module cannot exhaust the stack.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use crate::proto::{HloModuleProto, PrimitiveType, ShapeProto};
+
+/// Deepest tuple nesting accepted in a shape; prost's decoder stops far below the stack limit,
+/// and the text parser at 64, so this only bounds modules built in memory.
+const MAX_SHAPE_DEPTH: usize = 64;
+
+/// Why a module is structurally invalid. Computations and instructions are named.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ValidateError {
+    /// No computation has the entry computation's id.
+    #[error("the entry computation id {id} (`{name}`) names no computation of the module")]
+    NoEntry {
+        /// `entry_computation_id`.
+        id: i64,
+        /// `entry_computation_name`.
+        name: String,
+    },
+    /// Two computations share an id.
+    #[error("computations `{first}` and `{second}` have the same id {id}")]
+    DuplicateComputationId {
+        /// The id.
+        id: i64,
+        /// The first computation with it.
+        first: String,
+        /// The second.
+        second: String,
+    },
+    /// Two instructions of one computation share an id.
+    #[error(
+        "computation `{computation}`: instructions `{first}` and `{second}` have the same id {id}"
+    )]
+    DuplicateInstructionId {
+        /// The computation.
+        computation: String,
+        /// The id.
+        id: i64,
+        /// The first instruction with it.
+        first: String,
+        /// The second.
+        second: String,
+    },
+    /// An instruction without a shape.
+    #[error("computation `{computation}`, instruction `{instruction}`: has no shape")]
+    MissingShape {
+        /// The computation.
+        computation: String,
+        /// The instruction.
+        instruction: String,
+    },
+    /// A shape that cannot describe a value.
+    #[error("computation `{computation}`, instruction `{instruction}`: invalid shape: {why}")]
+    InvalidShape {
+        /// The computation.
+        computation: String,
+        /// The instruction.
+        instruction: String,
+        /// What is wrong.
+        why: String,
+    },
+    /// An id that names no instruction of the computation.
+    #[error(
+        "computation `{computation}`, instruction `{instruction}`: {role} id {id} is not an instruction of `{computation}`"
+    )]
+    DanglingInstruction {
+        /// The computation.
+        computation: String,
+        /// The instruction holding the id (empty for the root).
+        instruction: String,
+        /// "operand", "control predecessor" or "root".
+        role: &'static str,
+        /// The id.
+        id: i64,
+    },
+    /// A called computation id that names no computation.
+    #[error(
+        "computation `{computation}`, instruction `{instruction}`: called computation id {id} is not in the module"
+    )]
+    DanglingComputation {
+        /// The computation.
+        computation: String,
+        /// The instruction.
+        instruction: String,
+        /// The id.
+        id: i64,
+    },
+    /// The instructions of a computation depend on each other in a cycle.
+    #[error(
+        "computation `{computation}`: instruction `{instruction}` depends on itself through its operands or control predecessors"
+    )]
+    InstructionCycle {
+        /// The computation.
+        computation: String,
+        /// One instruction on the cycle.
+        instruction: String,
+    },
+    /// The call graph has a cycle (HLO has no recursion).
+    #[error("computation `{computation}` calls itself, directly or through other computations")]
+    CallCycle {
+        /// One computation on the cycle.
+        computation: String,
+    },
+}
+
+/// Checks the structure of a module (see the [module docs](self)).
+///
+/// # Errors
+/// The first [`ValidateError`] found, naming the computation and instruction.
+pub fn validate(m: &HloModuleProto) -> Result<(), ValidateError> {
+    let mut computations: BTreeMap<i64, usize> = BTreeMap::new();
+    for (index, c) in m.computations.iter().enumerate() {
+        if let Some(first) = computations.insert(c.id, index) {
+            return Err(ValidateError::DuplicateComputationId {
+                id: c.id,
+                first: m.computations[first].name.clone(),
+                second: c.name.clone(),
+            });
+        }
+    }
+    if !computations.contains_key(&m.entry_computation_id) {
+        return Err(ValidateError::NoEntry {
+            id: m.entry_computation_id,
+            name: m.entry_computation_name.clone(),
+        });
+    }
+    // Call graph edges, caller -> callees, by computation index.
+    let mut callees: Vec<Vec<usize>> = vec![Vec::new(); m.computations.len()];
+    for (c_index, c) in m.computations.iter().enumerate() {
+        let mut ids: BTreeMap<i64, usize> = BTreeMap::new();
+        for (index, i) in c.instructions.iter().enumerate() {
+            if let Some(first) = ids.insert(i.id, index) {
+                return Err(ValidateError::DuplicateInstructionId {
+                    computation: c.name.clone(),
+                    id: i.id,
+                    first: c.instructions[first].name.clone(),
+                    second: i.name.clone(),
+                });
+            }
+            let Some(shape) = &i.shape else {
+                return Err(ValidateError::MissingShape {
+                    computation: c.name.clone(),
+                    instruction: i.name.clone(),
+                });
+            };
+            check_shape(shape).map_err(|why| ValidateError::InvalidShape {
+                computation: c.name.clone(),
+                instruction: i.name.clone(),
+                why,
+            })?;
+        }
+        if !ids.contains_key(&c.root_id) {
+            return Err(ValidateError::DanglingInstruction {
+                computation: c.name.clone(),
+                instruction: String::new(),
+                role: "root",
+                id: c.root_id,
+            });
+        }
+        // users[k] lists the instructions that must come after k; pending[k] counts the
+        // dependencies of k not yet placed.
+        let n = c.instructions.len();
+        let mut users: Vec<Vec<usize>> = vec![Vec::new(); n];
+        let mut pending = vec![0usize; n];
+        for (index, i) in c.instructions.iter().enumerate() {
+            let edges = i
+                .operand_ids
+                .iter()
+                .map(|id| (id, "operand"))
+                .chain(i.control_predecessor_ids.iter().map(|id| (id, "control predecessor")));
+            for (id, role) in edges {
+                let Some(&dependency) = ids.get(id) else {
+                    return Err(ValidateError::DanglingInstruction {
+                        computation: c.name.clone(),
+                        instruction: i.name.clone(),
+                        role,
+                        id: *id,
+                    });
+                };
+                users[dependency].push(index);
+                pending[index] += 1;
+            }
+            for id in &i.called_computation_ids {
+                let Some(&callee) = computations.get(id) else {
+                    return Err(ValidateError::DanglingComputation {
+                        computation: c.name.clone(),
+                        instruction: i.name.clone(),
+                        id: *id,
+                    });
+                };
+                callees[c_index].push(callee);
+            }
+        }
+        if let Some(stuck) = unordered(&users, pending) {
+            return Err(ValidateError::InstructionCycle {
+                computation: c.name.clone(),
+                instruction: c.instructions[stuck].name.clone(),
+            });
+        }
+    }
+    let mut pending = vec![0usize; m.computations.len()];
+    for list in &callees {
+        for &callee in list {
+            pending[callee] += 1;
+        }
+    }
+    if let Some(stuck) = unordered(&callees, pending) {
+        return Err(ValidateError::CallCycle { computation: m.computations[stuck].name.clone() });
+    }
+    Ok(())
+}
+
+/// Kahn's algorithm: places every node whose dependencies are placed; returns a node that could
+/// not be placed (it is on a cycle or depends on one), or `None` when all were.
+fn unordered(edges: &[Vec<usize>], mut pending: Vec<usize>) -> Option<usize> {
+    let mut ready: VecDeque<usize> = (0..pending.len()).filter(|&k| pending[k] == 0).collect();
+    let mut placed = 0;
+    while let Some(k) = ready.pop_front() {
+        placed += 1;
+        for &next in &edges[k] {
+            pending[next] -= 1;
+            if pending[next] == 0 {
+                ready.push_back(next);
+            }
+        }
+    }
+    if placed == pending.len() { None } else { pending.iter().position(|&p| p > 0) }
+}
+
+fn check_shape(root: &ShapeProto) -> Result<(), String> {
+    let mut stack = vec![(root, 0usize)];
+    while let Some((s, depth)) = stack.pop() {
+        if depth > MAX_SHAPE_DEPTH {
+            return Err(format!("tuples nested deeper than {MAX_SHAPE_DEPTH}"));
+        }
+        match PrimitiveType::try_from(s.element_type) {
+            Err(_) | Ok(PrimitiveType::Invalid) => {
+                return Err(format!("element type {} is not a valid type", s.element_type));
+            }
+            Ok(PrimitiveType::Tuple) => {
+                if !s.dimensions.is_empty() {
+                    return Err("a tuple shape has dimensions".into());
+                }
+                stack.extend(s.tuple_shapes.iter().map(|t| (t, depth + 1)));
+            }
+            Ok(_) => {
+                if let Some(d) = s.dimensions.iter().find(|&&d| d < 0) {
+                    return Err(format!("dimension size {d} is negative"));
+                }
+                if !s.is_dynamic_dimension.is_empty()
+                    && s.is_dynamic_dimension.len() != s.dimensions.len()
+                {
+                    return Err(format!(
+                        "{} dynamic-dimension flags for {} dimensions",
+                        s.is_dynamic_dimension.len(),
+                        s.dimensions.len()
+                    ));
+                }
+                if let Some(layout) = &s.layout {
+                    let rank = s.dimensions.len();
+                    let mut seen = vec![false; rank];
+                    let permutation = layout.minor_to_major.len() == rank
+                        && layout.minor_to_major.iter().all(|&d| {
+                            usize::try_from(d)
+                                .ok()
+                                .filter(|&d| d < rank)
+                                .is_some_and(|d| !std::mem::replace(&mut seen[d], true))
+                        });
+                    // An empty layout on an array means "default", as XLA's own protos have.
+                    if !permutation && !layout.minor_to_major.is_empty() {
+                        return Err(format!(
+                            "layout {:?} is not a permutation of {rank} dimensions",
+                            layout.minor_to_major
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,171 @@
+//! `validate` and `load_module`: every structural defect is a typed error naming where it is.
+
+use std::fs;
+use std::path::Path;
+
+use hlo::proto::HloModuleProto;
+use hlo::{LoadError, ValidateError, load_module, validate};
+
+const ADD: &str = "HloModule m
+
+ENTRY e {
+  x = f32[2]{0} parameter(0)
+  y = f32[2]{0} parameter(1)
+  ROOT s = f32[2]{0} add(x, y)
+}
+";
+
+fn parse(src: &str) -> HloModuleProto {
+    hlo::text::parse_module(src).unwrap()
+}
+
+fn err(m: &HloModuleProto) -> String {
+    validate(m).unwrap_err().to_string()
+}
+
+#[test]
+fn every_fixture_is_valid_in_both_forms() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let mut count = 0;
+    for entry in fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        let bytes = fs::read(&path).unwrap();
+        let name = path.display();
+        if name.to_string().ends_with(".hlo") || name.to_string().ends_with(".pb") {
+            let m = load_module(&bytes).unwrap_or_else(|e| panic!("{name}: {e}"));
+            validate(&m).unwrap_or_else(|e| panic!("{name}: {e}"));
+            count += 1;
+        }
+    }
+    assert!(count >= 30, "{count} fixtures");
+}
+
+#[test]
+fn missing_entry() {
+    let mut m = parse(ADD);
+    m.entry_computation_id = 7;
+    assert_eq!(err(&m), "the entry computation id 7 (`e`) names no computation of the module");
+}
+
+#[test]
+fn duplicate_ids() {
+    let mut m = parse(&format!("{ADD}\nf {{\n  ROOT z = f32[] constant(0)\n}}\n"));
+    m.computations[1].id = m.computations[0].id;
+    assert_eq!(err(&m), "computations `e` and `f` have the same id 0");
+    let mut m = parse(ADD);
+    m.computations[0].instructions[1].id = m.computations[0].instructions[0].id;
+    assert_eq!(err(&m), "computation `e`: instructions `x` and `y` have the same id 0");
+}
+
+#[test]
+fn shapes_must_exist_and_make_sense() {
+    let mut m = parse(ADD);
+    m.computations[0].instructions[1].shape = None;
+    assert_eq!(err(&m), "computation `e`, instruction `y`: has no shape");
+    let mut m = parse(ADD);
+    m.computations[0].instructions[1].shape.as_mut().unwrap().dimensions[0] = -2;
+    assert_eq!(
+        err(&m),
+        "computation `e`, instruction `y`: invalid shape: dimension size -2 is negative"
+    );
+    let mut m = parse(ADD);
+    m.computations[0].instructions[2]
+        .shape
+        .as_mut()
+        .unwrap()
+        .layout
+        .as_mut()
+        .unwrap()
+        .minor_to_major = vec![3];
+    assert_eq!(
+        err(&m),
+        "computation `e`, instruction `s`: invalid shape: layout [3] is not a permutation of 1 dimensions"
+    );
+    let mut m = parse(ADD);
+    m.computations[0].instructions[0].shape.as_mut().unwrap().element_type = 99;
+    assert_eq!(
+        err(&m),
+        "computation `e`, instruction `x`: invalid shape: element type 99 is not a valid type"
+    );
+}
+
+#[test]
+fn dangling_references() {
+    let mut m = parse(ADD);
+    m.computations[0].instructions[2].operand_ids[1] = 12345;
+    assert_eq!(
+        err(&m),
+        "computation `e`, instruction `s`: operand id 12345 is not an instruction of `e`"
+    );
+    let mut m = parse(ADD);
+    m.computations[0].instructions[2].control_predecessor_ids.push(-1);
+    assert_eq!(
+        err(&m),
+        "computation `e`, instruction `s`: control predecessor id -1 is not an instruction of `e`"
+    );
+    let mut m = parse(ADD);
+    m.computations[0].root_id = 99;
+    assert_eq!(err(&m), "computation `e`, instruction ``: root id 99 is not an instruction of `e`");
+    let mut m = parse(ADD);
+    m.computations[0].instructions[2].called_computation_ids.push(4);
+    assert_eq!(
+        err(&m),
+        "computation `e`, instruction `s`: called computation id 4 is not in the module"
+    );
+}
+
+#[test]
+fn an_operand_of_another_computation_is_dangling() {
+    let mut m = parse(&format!("{ADD}\nf {{\n  ROOT z = f32[] constant(0)\n}}\n"));
+    let foreign = m.computations[1].instructions[0].id;
+    m.computations[0].instructions[2].operand_ids[0] = foreign;
+    assert!(err(&m).contains("operand id 4294967296 is not an instruction of `e`"), "{}", err(&m));
+}
+
+#[test]
+fn instruction_cycles_are_found_not_followed() {
+    // The text allows forward references, so a cycle parses and validation rejects it.
+    let m = parse(
+        "HloModule m\nENTRY e {\n  a = f32[] add(b, b)\n  b = f32[] negate(a)\n  ROOT r = f32[] copy(b)\n}\n",
+    );
+    assert_eq!(
+        err(&m),
+        "computation `e`: instruction `a` depends on itself through its operands or control predecessors"
+    );
+    let m = parse("HloModule m\nENTRY e {\n  ROOT a = f32[] negate(a)\n}\n");
+    assert!(matches!(validate(&m), Err(ValidateError::InstructionCycle { .. })));
+    let m = parse(
+        "HloModule m\nENTRY e {\n  a = f32[] constant(1)\n  ROOT b = f32[] negate(a), control-predecessors={b}\n}\n",
+    );
+    assert!(matches!(validate(&m), Err(ValidateError::InstructionCycle { .. })));
+}
+
+#[test]
+fn call_cycles_are_found() {
+    let m = parse(
+        "HloModule m\nf {\n  p = f32[] parameter(0)\n  ROOT c = f32[] call(p), to_apply=g\n}\n\ng {\n  p = f32[] parameter(0)\n  ROOT c = f32[] call(p), to_apply=f\n}\n\nENTRY e {\n  x = f32[] parameter(0)\n  ROOT r = f32[] call(x), to_apply=f\n}\n",
+    );
+    assert_eq!(err(&m), "computation `f` calls itself, directly or through other computations");
+}
+
+#[test]
+fn a_long_chain_does_not_recurse() {
+    let mut src = String::from("HloModule m\nENTRY e {\n  v0 = f32[] parameter(0)\n");
+    for k in 1..100_000 {
+        src.push_str(&format!("  v{k} = f32[] negate(v{})\n", k - 1));
+    }
+    src.push_str("}\n");
+    validate(&parse(&src)).unwrap();
+}
+
+#[test]
+fn load_tells_text_from_binary() {
+    let from_text =
+        load_module(format!("// a comment\n/* and another */\n{ADD}").as_bytes()).unwrap();
+    let from_binary = load_module(&hlo::encode_module(&from_text)).unwrap();
+    assert_eq!(from_text, from_binary);
+    assert!(matches!(load_module(b"  HloModule m\nENTRY e {"), Err(LoadError::Text(_))));
+    assert!(matches!(load_module(b"HloModule \xff"), Err(LoadError::NotUtf8 { offset: 10 })));
+    assert!(matches!(load_module(b"\x0a\x05ab"), Err(LoadError::Binary(_))));
+    assert!(matches!(load_module(b""), Err(LoadError::Binary(hlo::DecodeError::Empty))));
+}
