@@ -247,6 +247,37 @@ pub(crate) fn format_f32(v: f32) -> String {
     if a == 0.0 || (1e-5..1e16).contains(&a) { format!("{v}") } else { format!("{v:e}") }
 }
 
+/// How many elements the literal's field for `ty` holds (rounded down for byte fields), or
+/// `None` for types without a text form.
+fn stored_count(ty: PrimitiveType, lit: &LiteralProto) -> Option<usize> {
+    use PrimitiveType as T;
+    Some(match ty {
+        T::Pred => lit.preds.len(),
+        T::S8 => lit.s8s.len(),
+        T::U8 => lit.u8s.len(),
+        T::S16 => lit.s16s.len() / 2,
+        T::U16 => lit.u16s.len() / 2,
+        T::S32 => lit.s32s.len(),
+        T::S64 => lit.s64s.len(),
+        T::U32 => lit.u32s.len(),
+        T::U64 => lit.u64s.len(),
+        T::F32 => lit.f32s.len(),
+        T::F64 => lit.f64s.len(),
+        T::C64 => lit.c64s.len() / 2,
+        T::C128 => lit.c128s.len() / 2,
+        T::F16 => lit.f16s.len() / 2,
+        T::Bf16 => lit.bf16s.len() / 2,
+        T::F8e5m2 => lit.f8e5m2s.len(),
+        T::F8e4m3 => lit.f8e4m3s.len(),
+        T::F8e3m4 => lit.f8e3m4s.len(),
+        T::F8e4m3fn => lit.f8e4m3fns.len(),
+        T::F8e4m3fnuz => lit.f8e4m3fnuzs.len(),
+        T::F8e5m2fnuz => lit.f8e5m2fnuzs.len(),
+        T::F8e4m3b11fnuz => lit.f8e4m3b11fnuzs.len(),
+        _ => return None,
+    })
+}
+
 /// The elements of an array literal in logical order, as text, checked against the count the
 /// shape implies.
 ///
@@ -260,6 +291,15 @@ pub(crate) fn elements(shape: &ShapeProto, lit: &LiteralProto) -> Result<Vec<Str
         .iter()
         .try_fold(1usize, |a, &d| usize::try_from(d).ok().and_then(|d| a.checked_mul(d)))
         .ok_or("the shape has a negative or huge dimension")?;
+    // The stored count is checked before the layout permutation is built, so a shape claiming
+    // billions of elements costs nothing when the literal does not hold them.
+    let stored = stored_count(ty, lit)
+        .ok_or_else(|| format!("constants of type {ty_name} are not supported in HLO text"))?;
+    if stored != count {
+        return Err(format!(
+            "the {ty_name} literal holds {stored} elements, its shape needs {count}"
+        ));
+    }
     let order = physical_order(shape)?;
     let check = |n: usize| {
         if n == count {

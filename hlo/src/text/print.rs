@@ -636,18 +636,14 @@ fn instruction(
             })
         })
         .collect::<Result<Vec<_>, _>>()?;
+    // Any combination without a dedicated spelling (a while with one call, say) is written as
+    // `called_computations`, which the parser reads back in the same order.
     let list = |names: &[&str]| format!("{{{}}}", names.join(", "));
     match (op, &called[..]) {
         (_, []) => {}
         ("while", [body, condition]) => {
             attr("condition", condition.to_string());
             attr("body", body.to_string());
-        }
-        ("while", _) => {
-            return Err(fail(format!(
-                "while calls {} computations, expected 2 (body, condition)",
-                called.len()
-            )));
         }
         ("select-and-scatter", [select, scatter]) => {
             attr("select", select.to_string());
@@ -886,6 +882,10 @@ fn nest<'a>(
         }
         return;
     };
+    if first == 0 {
+        out.push_str("{}");
+        return;
+    }
     out.push('{');
     if spaced {
         out.push(' ');
