@@ -1,0 +1,111 @@
+//! The interpreter against XLA on CPU, on the same modules, as ratios measured in one run.
+//!
+//! `tests/xla/bench_xla.py` lowers the benchmark graphs (f32 dot 512×512×512, and a 3×3 convolution
+//! of f32[1,64,56,56] with 64 output features and padding 1), writes the modules it compiled, and
+//! times XLA on them (best of N after warm-up). This bench loads those very modules, compiles each
+//! once with `eval::Program::compile`, times `run` the same way, and prints GFLOP/s for both and
+//! `ours/xla` (the target is at least 0.5 for both graphs).
+//!
+//! It needs the Python `.ci/run` installs (`NRTSIM_PYTHON`, else `target/pyenv`); without one it
+//! says so and measures nothing, since there is no baseline to divide by.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use hlo::eval::{Array, EvalOptions, Program};
+use hlo::proto::PrimitiveType;
+use serde_json::Value as Json;
+
+const ITERS: usize = 10;
+const WARMUP: usize = 2;
+
+fn python() -> Option<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent()?.to_path_buf();
+    let candidates = [
+        std::env::var_os("NRTSIM_PYTHON").map(PathBuf::from),
+        Some(root.join("target/pyenv/bin/python")),
+    ];
+    candidates.into_iter().flatten().find(|python| {
+        Command::new(python)
+            .args(["-c", "import jax"])
+            .output()
+            .is_ok_and(|out| out.status.success())
+    })
+}
+
+/// Deterministic f32 inputs for an entry parameter of the given dims (the values do not matter
+/// for speed, but zeros or denormals could).
+fn input(dims: &[i64], seed: u32) -> Array {
+    let n: i64 = dims.iter().product();
+    let mut state = seed.wrapping_mul(2_654_435_761).wrapping_add(1);
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 17;
+        state ^= state << 5;
+        (f64::from(state) / f64::from(u32::MAX) * 2.0 - 1.0) as f32
+    };
+    let bytes = (0..n).flat_map(|_| next().to_le_bytes()).collect();
+    Array { ty: PrimitiveType::F32, dims: dims.to_vec(), bytes }
+}
+
+fn best_of(mut run: impl FnMut()) -> Duration {
+    for _ in 0..WARMUP {
+        run();
+    }
+    (0..ITERS)
+        .map(|_| {
+            let start = Instant::now();
+            run();
+            start.elapsed()
+        })
+        .min()
+        .expect("ITERS > 0")
+}
+
+fn main() {
+    let Some(python) = python() else {
+        println!("vs_xla: no Python with jax (set NRTSIM_PYTHON or run .ci/run); nothing measured");
+        return;
+    };
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/bench-xla");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/xla/bench_xla.py");
+    let out = Command::new(&python)
+        .arg(&script)
+        .args(["--iters", &ITERS.to_string(), "--warmup", &WARMUP.to_string(), "--export"])
+        .arg(&dir)
+        .output()
+        .expect("run bench_xla.py");
+    assert!(out.status.success(), "bench_xla.py failed: {}", String::from_utf8_lossy(&out.stderr));
+    // Each graph: (name, in dims per parameter).
+    let graphs: [(&str, &[&[i64]]); 2] = [
+        ("dot_f32_512", &[&[512, 512], &[512, 512]]),
+        ("conv3x3_f32_1x64x56x56", &[&[1, 64, 56, 56], &[64, 64, 3, 3]]),
+    ];
+    let xla: Vec<Json> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("bench_xla.py prints JSON lines"))
+        .collect();
+    for (name, params) in graphs {
+        let record = xla.iter().find(|r| r["graph"] == name).expect("bench_xla.py timed the graph");
+        let flops = record["flops"].as_f64().expect("flops");
+        let xla_seconds = record["seconds"].as_f64().expect("seconds");
+        let bytes = std::fs::read(dir.join(format!("{name}.pb"))).expect("exported module");
+        let module = hlo::load_module(&bytes).expect("our loader reads XLA's module");
+        let program = Program::compile(&module, &EvalOptions::default()).expect("compile");
+        let args: Vec<Array> =
+            params.iter().enumerate().map(|(i, dims)| input(dims, i as u32)).collect();
+        let ours = best_of(|| {
+            std::hint::black_box(program.run(&args).expect("run"));
+        })
+        .as_secs_f64();
+        println!(
+            "{name}: ours {:.2} GFLOP/s ({:.3} ms), xla {:.2} GFLOP/s ({:.3} ms), ours/xla = {:.3}",
+            flops / ours / 1e9,
+            ours * 1e3,
+            flops / xla_seconds / 1e9,
+            xla_seconds * 1e3,
+            xla_seconds / ours,
+        );
+    }
+}

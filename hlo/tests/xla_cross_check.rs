@@ -1,0 +1,612 @@
+//! Cross-check of the interpreter against XLA itself: jax on CPU is the reference.
+//!
+//! `tests/xla/export.py` lowers a few dozen jax functions to HLO, writes each module as
+//! `HloModuleProto` bytes and as HLO text, and runs it with XLA's CPU backend on seeded inputs.
+//! Here every module is loaded with `hlo::load_module` in both forms, evaluated with
+//! `hlo::eval::evaluate`, and each output compared with XLA's: one named test per case × form
+//! (`dtype_bf16::proto`, `attention_f32::text`, …), so `cargo test -p nrtsim-hlo --test
+//! xla_cross_check attention` works.
+//!
+//! It needs a Python with jax, jaxlib, numpy and ml_dtypes: `NRTSIM_PYTHON`, else the virtual
+//! environment `.ci/run` makes in `target/pyenv`, else `python3`. Without one the test is reported
+//! as ignored, with the reason; under CI (`CI` set) it fails instead. The export is cached in
+//! cargo's test scratch directory and redone when the script or the Python changes.
+//!
+//! A few exported cases are committed under `tests/xla/fixtures` (regenerate them with
+//! `export.py hlo/tests/xla/fixtures --only NAME …`), so the edge semantics they pin are checked
+//! even where there is no Python (`fixture::*` tests).
+//!
+//! Acceptance: with `NRTSIM_HLO_ACCEPTANCE=path/to/nrtsim`, the export script's second set
+//! (graphs no other test runs: a transformer block, a CNN, an RNN via scan, …) is checked too,
+//! through the command line — `nrtsim hlo run MODULE --input … --output-dir …` on both forms, its
+//! `outputN.npy` files compared with XLA's under the same tolerances (`acceptance::*` tests).
+//!
+//! # Tolerances
+//!
+//! Integers and pred are always compared exactly. A float output carries a class chosen by the
+//! export script for what produced it, and the class gives two bounds in units of the output
+//! dtype; an element passes when it meets either one:
+//!
+//! - `ulps`: the distance in representable values between ours and XLA's;
+//! - `k`: `|ours - xla| <= k * eps * scale`, where `eps` is the dtype's machine epsilon and
+//!   `scale` the largest finite magnitude in XLA's output (at least 1 for transcendental outputs,
+//!   whose natural scale is that of their argument's range).
+//!
+//! NaN matches any NaN, an infinity only the same infinity, and a finite value never a
+//! non-finite one, whatever the bounds.
+//!
+//! | class | f64 / f32 | f16 / bf16 / f8 | why |
+//! |---|---|---|---|
+//! | `exact` | bit-identical | bit-identical | data movement, compare/select/max/min, integer-valued results |
+//! | `rounded` | 0 ulps | 1 ulp | one correctly rounded op; in the narrow types XLA may skip an intermediate rounding (its excess-precision option) |
+//! | `transc` | 4 ulps or k = 4 | 1 ulp or k = 1 | XLA CPU evaluates exp, log, tanh, sin, erf, pow with its own polynomial approximations, a few ulps from a correctly rounded libm; the narrow types compute in f32 and round once |
+//! | `accum:K` | k = 2K + 4 | k = 2K + 4, 1 ulp | sums of about K terms (dot, conv, reduce, softmax, norms): XLA may reassociate and vectorize a reduction, and each of the K additions may round differently |
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use hlo::eval::{self, Array, EvalOptions, Value};
+use hlo::proto::PrimitiveType;
+use libtest_mimic::{Arguments, Failed, Trial};
+use serde_json::Value as Json;
+
+fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace root").to_path_buf()
+}
+
+fn script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/xla/export.py")
+}
+
+/// The Python to use, or why there is none.
+fn find_python() -> Result<PathBuf, String> {
+    let mut candidates = Vec::new();
+    if let Some(path) = std::env::var_os("NRTSIM_PYTHON") {
+        candidates.push(PathBuf::from(path));
+    }
+    candidates.push(workspace_root().join("target/pyenv/bin/python"));
+    candidates.push(PathBuf::from("python3"));
+    for python in &candidates {
+        let ok = Command::new(python)
+            .args(["-c", "import jax, jaxlib, numpy, ml_dtypes"])
+            .output()
+            .is_ok_and(|out| out.status.success());
+        if ok {
+            return Ok(python.clone());
+        }
+    }
+    Err(format!(
+        "no Python with jax, jaxlib, numpy and ml_dtypes (tried {}); \
+         run .ci/run or set NRTSIM_PYTHON",
+        candidates.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
+    ))
+}
+
+/// Runs the export script for `set` (`cross` or `acceptance`) into the scratch directory unless
+/// it already holds an export by the same script and Python, and returns the directory and the
+/// case names in the script's order.
+fn export(python: &Path, set: &str) -> Result<(PathBuf, Vec<String>), String> {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("xla-{set}"));
+    let mut stamp_text = python.display().to_string().into_bytes();
+    stamp_text.push(b'\n');
+    stamp_text.extend(std::fs::read(script()).map_err(|e| format!("{}: {e}", script().display()))?);
+    let stamp = dir.join("export.stamp");
+    let fresh =
+        std::fs::read(&stamp).is_ok_and(|old| old == stamp_text) && dir.join("cases.txt").exists();
+    if !fresh {
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let out = Command::new(python)
+            .arg(script())
+            .arg(&dir)
+            .args(["--set", set])
+            .output()
+            .map_err(|e| format!("running {}: {e}", python.display()))?;
+        if !out.status.success() {
+            return Err(format!("export.py failed: {}", String::from_utf8_lossy(&out.stderr)));
+        }
+        std::fs::write(&stamp, &stamp_text).map_err(|e| format!("{}: {e}", stamp.display()))?;
+    }
+    let list = std::fs::read_to_string(dir.join("cases.txt")).map_err(|e| e.to_string())?;
+    Ok((dir, list.lines().map(str::to_owned).collect()))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Dtypes, by XLA's name, with what the comparison needs to know about each.
+
+#[derive(Clone, Copy, Debug)]
+enum Kind {
+    Pred,
+    Int,
+    /// A binary float format: total bits, mantissa bits.
+    Float {
+        bits: u32,
+        mantissa: u32,
+        has_inf: bool,
+    },
+}
+
+struct Dtype {
+    name: &'static str,
+    ty: PrimitiveType,
+    size: usize,
+    kind: Kind,
+}
+
+fn dtype(name: &str) -> Result<Dtype, String> {
+    let float = |bits, mantissa, has_inf| Kind::Float { bits, mantissa, has_inf };
+    let (name, size, kind): (&'static str, usize, Kind) = match name {
+        "pred" => ("PRED", 1, Kind::Pred),
+        "s8" => ("S8", 1, Kind::Int),
+        "s16" => ("S16", 2, Kind::Int),
+        "s32" => ("S32", 4, Kind::Int),
+        "s64" => ("S64", 8, Kind::Int),
+        "u8" => ("U8", 1, Kind::Int),
+        "u16" => ("U16", 2, Kind::Int),
+        "u32" => ("U32", 4, Kind::Int),
+        "u64" => ("U64", 8, Kind::Int),
+        "f16" => ("F16", 2, float(16, 10, true)),
+        "bf16" => ("BF16", 2, float(16, 7, true)),
+        "f32" => ("F32", 4, float(32, 23, true)),
+        "f64" => ("F64", 8, float(64, 52, true)),
+        "f8e5m2" => ("F8E5M2", 1, float(8, 2, true)),
+        "f8e4m3fn" => ("F8E4M3FN", 1, float(8, 3, false)),
+        other => {
+            return Err(format!("case.json names dtype {other:?}, which this test does not know"));
+        }
+    };
+    let ty = PrimitiveType::from_str_name(name)
+        .ok_or_else(|| format!("hlo::proto::PrimitiveType has no {name}"))?;
+    Ok(Dtype { name, ty, size, kind })
+}
+
+/// A float's bits as an integer that orders like the value (−0 and +0 both 0), so the distance
+/// between two of them counts the representable values between.
+fn ordinal(bits: u64, width: u32) -> i128 {
+    let sign = 1u64 << (width - 1);
+    let magnitude = i128::from(bits & (sign - 1));
+    if bits & sign != 0 { -magnitude } else { magnitude }
+}
+
+/// Decodes a little-endian float of any of our formats to f64 (exact: every format fits).
+fn decode_float(bytes: &[u8], bits: u32, mantissa: u32, has_inf: bool) -> f64 {
+    let mut raw = [0u8; 8];
+    raw[..bytes.len()].copy_from_slice(bytes);
+    let raw = u64::from_le_bytes(raw);
+    match bits {
+        64 => return f64::from_bits(raw),
+        32 => return f64::from(f32::from_bits(raw as u32)),
+        _ => {}
+    }
+    let exponent_bits = bits - 1 - mantissa;
+    let bias = (1i32 << (exponent_bits - 1)) - 1;
+    let sign = if raw >> (bits - 1) & 1 == 1 { -1.0 } else { 1.0 };
+    let exponent = ((raw >> mantissa) & ((1 << exponent_bits) - 1)) as i32;
+    let fraction = raw & ((1 << mantissa) - 1);
+    let max_exponent = (1i32 << exponent_bits) - 1;
+    if has_inf && exponent == max_exponent {
+        return if fraction == 0 { sign * f64::INFINITY } else { f64::NAN };
+    }
+    if !has_inf && exponent == max_exponent && fraction == (1 << mantissa) - 1 {
+        return f64::NAN;
+    }
+    let scale = |e: i32| 2f64.powi(e);
+    if exponent == 0 {
+        sign * fraction as f64 * scale(1 - bias - mantissa as i32)
+    } else {
+        sign * (1.0 + fraction as f64 * scale(-(mantissa as i32))) * scale(exponent - bias)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tolerances (see the table in the module docs).
+
+struct Bound {
+    /// Largest accepted distance in representable values.
+    ulps: i128,
+    /// Largest accepted `|ours - xla| / (eps * scale)`.
+    k: f64,
+    /// Scale at least 1 (outputs of transcendental functions), else the output's own magnitude.
+    unit_scale: bool,
+}
+
+fn bound(class: &str, mantissa: u32) -> Result<Bound, String> {
+    let narrow = mantissa <= 10;
+    let b = |ulps, k, unit_scale| Ok(Bound { ulps, k, unit_scale });
+    match class {
+        "exact" => b(0, 0.0, false),
+        "rounded" => b(i128::from(narrow), 0.0, false),
+        "transc" if narrow => b(1, 1.0, true),
+        "transc" => b(4, 4.0, true),
+        _ => {
+            let terms: f64 = class
+                .strip_prefix("accum:")
+                .and_then(|k| k.parse().ok())
+                .ok_or_else(|| format!("unknown tolerance class {class:?}"))?;
+            b(i128::from(narrow), 2.0 * terms + 4.0, false)
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// npy files: only what numpy writes for a C-order array (versions 1 to 3).
+
+fn read_npy(path: &Path, dtype: &Dtype, shape: &[i64]) -> Result<Array, String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let fail = |what: &str| format!("{}: {what}", path.display());
+    if bytes.len() < 10 || &bytes[..6] != b"\x93NUMPY" {
+        return Err(fail("not an npy file"));
+    }
+    let (header_len, start) = match bytes[6] {
+        1 => (usize::from(u16::from_le_bytes([bytes[8], bytes[9]])), 10),
+        2 | 3 if bytes.len() >= 12 => {
+            (u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]) as usize, 12)
+        }
+        _ => return Err(fail("unknown npy version")),
+    };
+    let header = bytes
+        .get(start..start + header_len)
+        .and_then(|h| std::str::from_utf8(h).ok())
+        .ok_or_else(|| fail("truncated header"))?;
+    if header.contains("'fortran_order': True") {
+        return Err(fail("fortran order"));
+    }
+    if header.contains("'descr': '>") {
+        return Err(fail("big-endian data"));
+    }
+    let n_elems: i64 = shape.iter().product();
+    let data = &bytes[start + header_len..];
+    if data.len() as i64 != n_elems * dtype.size as i64 {
+        return Err(fail(&format!(
+            "{} data bytes, expected {n_elems} elements of {} bytes",
+            data.len(),
+            dtype.size
+        )));
+    }
+    Ok(Array { ty: dtype.ty, dims: shape.to_vec(), bytes: data.to_vec() })
+}
+
+// ---------------------------------------------------------------------------------------------
+// One case in one form.
+
+#[derive(Clone, Copy)]
+enum Form {
+    Proto,
+    Text,
+}
+
+impl Form {
+    fn name(self) -> &'static str {
+        match self {
+            Form::Proto => "proto",
+            Form::Text => "text",
+        }
+    }
+
+    fn file(self) -> &'static str {
+        match self {
+            Form::Proto => "module.pb",
+            Form::Text => "module.hlo",
+        }
+    }
+}
+
+fn shape_of(desc: &Json) -> Result<(Dtype, Vec<i64>), String> {
+    let ty = dtype(desc["dtype"].as_str().ok_or("case.json: dtype is not a string")?)?;
+    let shape = desc["shape"]
+        .as_array()
+        .ok_or("case.json: shape is not a list")?
+        .iter()
+        .map(|d| d.as_i64().ok_or("case.json: dimension is not an integer"))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((ty, shape))
+}
+
+fn flatten(value: Value, out: &mut Vec<Array>) {
+    match value {
+        Value::Array(a) => out.push(a),
+        Value::Tuple(items) => items.into_iter().for_each(|v| flatten(v, out)),
+    }
+}
+
+fn read_meta(dir: &Path) -> Result<Json, String> {
+    let bytes = std::fs::read(dir.join("case.json")).map_err(|e| format!("case.json: {e}"))?;
+    serde_json::from_slice(&bytes).map_err(|e| format!("case.json: {e}"))
+}
+
+/// The case's inputs, as case.json describes them.
+fn inputs(dir: &Path, meta: &Json) -> Result<Vec<Array>, String> {
+    let descs = meta["inputs"].as_array().ok_or("case.json: no inputs")?;
+    let mut args = Vec::new();
+    for (i, desc) in descs.iter().enumerate() {
+        let (ty, shape) = shape_of(desc)?;
+        args.push(read_npy(&dir.join(format!("input_{i}.npy")), &ty, &shape)?);
+    }
+    Ok(args)
+}
+
+/// Loads the module in `form` and evaluates it with this crate.
+fn evaluate_here(dir: &Path, meta: &Json, form: Form) -> Result<Vec<Array>, String> {
+    let source = std::fs::read(dir.join(form.file())).map_err(|e| e.to_string())?;
+    let module = hlo::load_module(&source).map_err(|e| format!("load_module: {e}"))?;
+    let result = eval::evaluate(&module, &inputs(dir, meta)?, &EvalOptions::default())
+        .map_err(|e| format!("evaluate: {e}"))?;
+    let mut ours = Vec::new();
+    flatten(result, &mut ours);
+    Ok(ours)
+}
+
+/// Runs `nrtsim hlo run` on the module in `form` and reads back the outputs it wrote.
+fn run_command(nrtsim: &Path, dir: &Path, meta: &Json, form: Form) -> Result<Vec<Array>, String> {
+    let out_dir = dir.join(format!("nrtsim-{}", form.name()));
+    let _ = std::fs::remove_dir_all(&out_dir);
+    let n_inputs = meta["inputs"].as_array().map_or(0, Vec::len);
+    let out = Command::new(nrtsim)
+        .args(["hlo", "run"])
+        .arg(dir.join(form.file()))
+        .args((0..n_inputs).flat_map(|i| {
+            [std::ffi::OsString::from("--input"), dir.join(format!("input_{i}.npy")).into()]
+        }))
+        .arg("--output-dir")
+        .arg(&out_dir)
+        .output()
+        .map_err(|e| format!("running {}: {e}", nrtsim.display()))?;
+    if !out.status.success() {
+        return Err(format!("nrtsim hlo run failed: {}", String::from_utf8_lossy(&out.stderr)));
+    }
+    let descs = meta["outputs"].as_array().ok_or("case.json: no outputs")?;
+    let mut ours = Vec::new();
+    for (i, desc) in descs.iter().enumerate() {
+        let (ty, shape) = shape_of(desc)?;
+        ours.push(read_npy(&out_dir.join(format!("output{i}.npy")), &ty, &shape)?);
+    }
+    if out_dir.join(format!("output{}.npy", descs.len())).exists() {
+        return Err(format!("nrtsim hlo run wrote more than the {} outputs", descs.len()));
+    }
+    Ok(ours)
+}
+
+/// Compares our outputs with XLA's, every output with its own tolerance class.
+fn compare_outputs(dir: &Path, meta: &Json, ours: &[Array]) -> Result<(), Failed> {
+    let outputs = meta["outputs"].as_array().ok_or("case.json: no outputs")?;
+    if ours.len() != outputs.len() {
+        return Err(format!("{} outputs, XLA gave {}", ours.len(), outputs.len()).into());
+    }
+    let mut problems = Vec::new();
+    for (i, (desc, ours)) in outputs.iter().zip(ours).enumerate() {
+        let (ty, shape) = shape_of(desc)?;
+        let class = desc["tolerance"].as_str().unwrap_or("exact");
+        let xla = read_npy(&dir.join(format!("output_{i}.npy")), &ty, &shape)?;
+        if ours.ty != xla.ty || ours.dims != xla.dims {
+            problems.push(format!(
+                "output {i}: ours is {:?}{:?}, XLA's {}{:?}",
+                ours.ty, ours.dims, ty.name, xla.dims
+            ));
+            continue;
+        }
+        if let Err(e) = compare(ours, &xla, &ty, class) {
+            problems.push(format!("output {i} ({}{:?}, {class}): {e}", ty.name, xla.dims));
+        }
+    }
+    if problems.is_empty() { Ok(()) } else { Err(problems.join("\n").into()) }
+}
+
+/// Compares two arrays of the same dtype and shape element by element.
+fn compare(ours: &Array, xla: &Array, ty: &Dtype, class: &str) -> Result<(), String> {
+    if ours.bytes.len() != xla.bytes.len() {
+        return Err(format!("{} bytes, XLA's {}", ours.bytes.len(), xla.bytes.len()));
+    }
+    let pairs = ours.bytes.chunks_exact(ty.size).zip(xla.bytes.chunks_exact(ty.size));
+    let mut bad = Vec::new();
+    let mut n_bad = 0usize;
+    match ty.kind {
+        Kind::Pred | Kind::Int => {
+            for (index, (a, b)) in pairs.enumerate() {
+                if a != b {
+                    n_bad += 1;
+                    if bad.len() < 6 {
+                        bad.push(format!("[{index}] ours {a:02x?} XLA {b:02x?}"));
+                    }
+                }
+            }
+        }
+        Kind::Float { bits, mantissa, has_inf } => {
+            let bound = bound(class, mantissa)?;
+            let decode = |b: &[u8]| decode_float(b, bits, mantissa, has_inf);
+            let raw = |b: &[u8]| {
+                let mut r = [0u8; 8];
+                r[..b.len()].copy_from_slice(b);
+                u64::from_le_bytes(r)
+            };
+            let eps = 2f64.powi(-(mantissa as i32));
+            let max_abs = xla
+                .bytes
+                .chunks_exact(ty.size)
+                .map(decode)
+                .filter(|v| v.is_finite())
+                .fold(0.0f64, |m, v| m.max(v.abs()));
+            let scale = if bound.unit_scale { max_abs.max(1.0) } else { max_abs };
+            for (index, (a, b)) in pairs.enumerate() {
+                let (va, vb) = (decode(a), decode(b));
+                let ulps = (ordinal(raw(a), bits) - ordinal(raw(b), bits)).abs();
+                let ok = if va.is_nan() || vb.is_nan() {
+                    va.is_nan() && vb.is_nan()
+                } else if !va.is_finite() || !vb.is_finite() {
+                    va == vb
+                } else if class == "exact" {
+                    raw(a) == raw(b)
+                } else {
+                    ulps <= bound.ulps || (va - vb).abs() <= bound.k * eps * scale
+                };
+                if !ok {
+                    n_bad += 1;
+                    if bad.len() < 6 {
+                        bad.push(format!("[{index}] ours {va:e} XLA {vb:e} ({ulps} ulps)"));
+                    }
+                }
+            }
+        }
+    }
+    if n_bad == 0 {
+        Ok(())
+    } else {
+        Err(format!("{n_bad} of {} elements differ: {}", xla.bytes.len() / ty.size, bad.join(", ")))
+    }
+}
+
+/// The comparison's own pieces against values worked out by hand, so a decoder that says
+/// everything is zero cannot make every case pass.
+fn comparison_is_sound() -> Result<(), Failed> {
+    let float = |name: &str, raw: u64| {
+        let ty = dtype(name).expect("known dtype");
+        let Kind::Float { bits, mantissa, has_inf } = ty.kind else { panic!("{name} is a float") };
+        decode_float(&raw.to_le_bytes()[..ty.size], bits, mantissa, has_inf)
+    };
+    let known = [
+        ("bf16", 0x3f80, 1.0),
+        ("bf16", 0xc0a0, -5.0),
+        ("f16", 0x3c00, 1.0),
+        ("f16", 0x7bff, 65504.0),
+        ("f16", 0x0001, 2f64.powi(-24)),
+        ("f8e4m3fn", 0x7e, 448.0),
+        ("f8e4m3fn", 0x01, 2f64.powi(-9)),
+        ("f8e4m3fn", 0xb8, -1.0),
+        ("f8e5m2", 0x7b, 57344.0),
+        ("f8e5m2", 0x3c, 1.0),
+        ("f8e5m2", 0x7c, f64::INFINITY),
+        ("f32", 0x3fc0_0000, 1.5),
+    ];
+    for (name, raw, value) in known {
+        let got = float(name, raw);
+        if got != value {
+            return Err(format!("{name} {raw:#x} decodes to {got}, expected {value}").into());
+        }
+    }
+    for (name, raw) in [("f8e4m3fn", 0x7f), ("f8e4m3fn", 0xff), ("f8e5m2", 0x7d), ("bf16", 0x7fc0)]
+    {
+        if !float(name, raw).is_nan() {
+            return Err(format!("{name} {raw:#x} is NaN").into());
+        }
+    }
+    if ordinal(0x8000_0000, 32) != ordinal(0, 32)
+        || ordinal(0xbf80_0001, 32) >= ordinal(0xbf80_0000, 32)
+    {
+        return Err("ordinal does not order floats by value".into());
+    }
+    let f32s = |values: &[f32]| Array {
+        ty: PrimitiveType::F32,
+        dims: vec![values.len() as i64],
+        bytes: values.iter().flat_map(|v| v.to_le_bytes()).collect(),
+    };
+    let ty = dtype("f32")?;
+    let one_up = f32::from_bits(1.0f32.to_bits() + 1);
+    let cases: [(&[f32], &[f32], &str, bool); 8] = [
+        (&[1.0, f32::NAN], &[1.0, -f32::NAN], "exact", true),
+        (&[one_up], &[1.0], "exact", false),
+        (&[-0.0], &[0.0], "exact", false),
+        (&[one_up], &[1.0], "rounded", false),
+        (&[one_up], &[1.0], "transc", true),
+        (&[f32::INFINITY], &[f32::MAX], "accum:1000", false),
+        (&[1.0 + 1e-5], &[1.0], "accum:10", false),
+        (&[1.0 + 1e-6], &[1.0], "accum:10", true),
+    ];
+    for (ours, xla, class, pass) in cases {
+        if compare(&f32s(ours), &f32s(xla), &ty, class).is_ok() != pass {
+            return Err(format!("{ours:?} vs {xla:?} under {class}: expected pass = {pass}").into());
+        }
+    }
+    if compare(&f32s(&[1.0]), &f32s(&[1.0]), &dtype("s32")?, "exact").is_err()
+        || compare(&f32s(&[1.0]), &f32s(&[2.0]), &dtype("s32")?, "accum:9").is_ok()
+    {
+        return Err("integers are not compared bytewise".into());
+    }
+    Ok(())
+}
+
+/// One trial per case × form of `set`, checked by `check`; or one trial saying why there are none.
+fn trials_for(
+    python: &Result<PathBuf, String>,
+    set: &'static str,
+    check: impl Fn(&Path, &Json, Form) -> Result<Vec<Array>, String> + Clone + Send + 'static,
+) -> Vec<Trial> {
+    let required = std::env::var_os("CI").is_some();
+    let python = match python {
+        Ok(python) => python,
+        Err(reason) => {
+            // No reference to compare with: ignored with the reason, or a failure under CI.
+            eprintln!("xla_cross_check: {reason}");
+            let reason = reason.clone();
+            return vec![
+                Trial::test(format!("{set}::xla_reference"), move || Err(reason.clone().into()))
+                    .with_ignored_flag(!required),
+            ];
+        }
+    };
+    let fail = |reason: String| {
+        vec![Trial::test(format!("{set}::export"), move || Err(reason.clone().into()))]
+    };
+    let (dir, names) = match export(python, set) {
+        Ok(exported) => exported,
+        Err(reason) => return fail(reason),
+    };
+    let minimum = if set == "cross" { 40 } else { 3 };
+    if names.len() < minimum {
+        return fail(format!("export.py wrote {} cases, expected at least {minimum}", names.len()));
+    }
+    let mut trials = Vec::new();
+    for name in names {
+        for form in [Form::Proto, Form::Text] {
+            let dir = dir.join(&name);
+            let check = check.clone();
+            let label = if set == "cross" { name.clone() } else { format!("{set}::{name}") };
+            trials.push(Trial::test(format!("{label}::{}", form.name()), move || {
+                let meta = read_meta(&dir)?;
+                let ours = check(&dir, &meta, form)?;
+                compare_outputs(&dir, &meta, &ours)
+            }));
+        }
+    }
+    trials
+}
+
+/// The few exported cases committed under `tests/xla/fixtures` (edge semantics of integer
+/// division, shifts, NaN, converts, sort and the narrow floats), checked with or without Python.
+fn fixture_trials() -> Vec<Trial> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/xla/fixtures");
+    let names = match std::fs::read_to_string(dir.join("cases.txt")) {
+        Ok(list) => list.lines().map(str::to_owned).collect::<Vec<_>>(),
+        Err(e) => {
+            let reason = format!("{}: {e}", dir.join("cases.txt").display());
+            return vec![Trial::test("fixture::list", move || Err(reason.clone().into()))];
+        }
+    };
+    let mut trials = Vec::new();
+    for name in names {
+        for form in [Form::Proto, Form::Text] {
+            let dir = dir.join(&name);
+            trials.push(Trial::test(format!("fixture::{name}::{}", form.name()), move || {
+                let meta = read_meta(&dir)?;
+                let ours = evaluate_here(&dir, &meta, form)?;
+                compare_outputs(&dir, &meta, &ours)
+            }));
+        }
+    }
+    trials
+}
+
+fn main() {
+    let args = Arguments::from_args();
+    let python = find_python();
+    let mut trials = vec![Trial::test("comparison_is_sound", comparison_is_sound)];
+    trials.extend(fixture_trials());
+    trials.extend(trials_for(&python, "cross", evaluate_here));
+    // Acceptance by hand: graphs the tests never run, through the command line, when asked
+    // for with the path of an `nrtsim` binary.
+    if let Some(nrtsim) = std::env::var_os("NRTSIM_HLO_ACCEPTANCE") {
+        let nrtsim = PathBuf::from(nrtsim);
+        trials.extend(trials_for(&python, "acceptance", move |dir, meta, form| {
+            run_command(&nrtsim, dir, meta, form)
+        }));
+    }
+    libtest_mimic::run(&args, trials).exit();
+}
