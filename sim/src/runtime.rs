@@ -30,12 +30,12 @@ use abi::runtime::{
 use abi::status::NrtStatus;
 
 use crate::config::SimConfig;
+use crate::device_program::{DeviceProgram, IoVar, holds_nan};
 use crate::fault::{FaultInjector, FaultPlanError};
 use crate::memory::{
     CoreMemory, DeviceBlock, Place, Storage, copy_bytes, fill_bytes, read_bytes, write_bytes,
 };
 use crate::model::{ModelDescription, SlotKind};
-use crate::program::{CompiledProgram, ElementType, ProgramVar, compile, holds_nan};
 
 /// The largest transfer one simulated DMA descriptor carries.
 pub const DMA_DESCRIPTOR_BYTES: u64 = 64 << 10;
@@ -157,7 +157,7 @@ struct IoSlot {
     name: String,
     slot: usize,
     size: usize,
-    element: Option<ElementType>,
+    dltype: Option<abi::dtype::Dltype>,
 }
 
 struct LoadedModel {
@@ -168,7 +168,7 @@ struct LoadedModel {
     slot_starts: Vec<usize>,
     inputs: Vec<IoSlot>,
     outputs: Vec<IoSlot>,
-    program: Option<CompiledProgram>,
+    program: Option<DeviceProgram>,
     info: Vec<TensorInfo>,
     counters: Counters,
     /// Everything staged at load; freed when the last launch using the model ends.
@@ -367,6 +367,24 @@ impl SimRuntime {
         }
     }
 
+    /// Parses a NEFF; one that carries no device program gets the one [`SimConfig::hlo_source`]
+    /// has for it, if any.
+    fn describe(&self, neff: &[u8]) -> Result<ModelDescription, NrtError> {
+        let mut description = crate::neff_load::describe_neff(neff)?;
+        if description.hlo.is_none() {
+            if let Some(source) = &self.config.hlo_source {
+                let found = source
+                    .lookup(neff)
+                    .map_err(|err| NrtError::new(NrtStatus::Invalid, err.to_string()))?;
+                if let Some((hlo, origin)) = found {
+                    description.hlo = Some(hlo);
+                    description.hlo_origin = origin;
+                }
+            }
+        }
+        Ok(description)
+    }
+
     /// Loads an in-memory model description, as [`Runtime::load`] does after parsing a NEFF.
     ///
     /// # Errors
@@ -478,8 +496,7 @@ impl SimRuntime {
             };
             slot_starts[idx] = to_usize(start, "offset")?;
         }
-        let element_of =
-            |name: &str| description.io(name).and_then(|io| io.dltype).map(ElementType::of_dltype);
+        let dltype_of = |name: &str| description.io(name).and_then(|io| io.dltype);
         let io_slots = |kind: SlotKind, signature: &[crate::model::IoDescription]| {
             let mut order: Vec<usize> = signature
                 .iter()
@@ -499,32 +516,41 @@ impl SimRuntime {
                         name: var.name.clone(),
                         slot: idx,
                         size: to_usize(var.size, "size")?,
-                        element: element_of(&var.name),
+                        dltype: dltype_of(&var.name),
                     })
                 })
                 .collect::<Result<Vec<IoSlot>, NrtError>>()
         };
         let inputs = io_slots(SlotKind::Input, &description.inputs)?;
         let outputs = io_slots(SlotKind::Output, &description.outputs)?;
-        let program = match &description.program {
-            Some(program) => {
-                let lookup = |name: &str| {
-                    names.get(name).map(|&idx| {
-                        let var = &description.vars[idx];
-                        ProgramVar {
-                            slot: idx,
-                            size: var.size,
-                            element: element_of(name),
-                            addressable: var.kind.is_addressable(),
-                        }
-                    })
+        let program = match &description.hlo {
+            Some(hlo) => {
+                let vars = |slots: &[IoSlot]| -> Vec<IoVar> {
+                    slots
+                        .iter()
+                        .map(|slot| IoVar {
+                            name: slot.name.clone(),
+                            size: slot.size,
+                            dltype: slot.dltype,
+                        })
+                        .collect()
                 };
-                Some(compile(program, &lookup).map_err(|err| invalid(err.to_string()))?)
+                let origin = if description.hlo_origin.is_empty() {
+                    format!("neff member {}", crate::device_program::HLO_MEMBER)
+                } else {
+                    description.hlo_origin.clone()
+                };
+                Some(
+                    DeviceProgram::compile(hlo, &origin, &vars(&inputs), &vars(&outputs))
+                        .map_err(|err| invalid(err.to_string()))?,
+                )
             }
             None => {
                 self.warn(format!(
-                    "model {:?} has no sim/program.json: its device program is opaque to the simulator, so its outputs stay zero",
-                    description.name
+                    "model {:?} carries no HLO device program (no {} member, nothing from {}): it is opaque to the simulator, so its outputs stay zero",
+                    description.name,
+                    crate::device_program::HLO_MEMBER,
+                    crate::device_program::HLO_ENV
                 ));
                 None
             }
@@ -663,7 +689,27 @@ impl SimRuntime {
         {
             let mut bytes = memory.lock_bytes();
             match &model.program {
-                Some(program) => program.run(&mut bytes, &starts),
+                Some(program) => {
+                    let read = |io: usize, len: usize| {
+                        let start = starts[model.inputs[io].slot];
+                        bytes[start..start + len].to_vec()
+                    };
+                    match program.run(read) {
+                        Ok(written) => {
+                            for (io, data) in written {
+                                let start = starts[model.outputs[io].slot];
+                                bytes[start..start + data.len()].copy_from_slice(&data);
+                            }
+                        }
+                        Err(detail) => {
+                            self.warn(format!(
+                                "model {:?}: the device program failed: {detail}",
+                                model.name
+                            ));
+                            status = NrtStatus::Failure;
+                        }
+                    }
+                }
                 None => {
                     for slot in &model.outputs {
                         let start = starts[slot.slot];
@@ -674,8 +720,8 @@ impl SimRuntime {
             if self.config.numerical_errors {
                 let nan = model.outputs.iter().any(|slot| {
                     let start = starts[slot.slot];
-                    slot.element
-                        .is_some_and(|element| holds_nan(element, &bytes[start..start + slot.size]))
+                    slot.dltype
+                        .is_some_and(|dltype| holds_nan(dltype, &bytes[start..start + slot.size]))
                 });
                 if nan {
                     status = NrtStatus::ExecCompletedWithNumErr;
@@ -821,7 +867,7 @@ impl Runtime for SimRuntime {
 
     fn load(&self, neff: &[u8], vnc: i32, vnc_count: i32) -> Result<ModelId, NrtError> {
         self.enter("nrt_load")?;
-        let description = crate::neff_load::describe_neff(neff)?;
+        let description = self.describe(neff)?;
         self.load_checked(&description, vnc, vnc_count)
     }
 
@@ -842,7 +888,7 @@ impl Runtime for SimRuntime {
                 ),
             ));
         }
-        let description = crate::neff_load::describe_neff(neff)?;
+        let description = self.describe(neff)?;
         self.load_checked(&description, vnc, vnc_count)
     }
 

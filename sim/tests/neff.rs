@@ -5,9 +5,11 @@ mod common;
 use abi::dtype::Dltype;
 use abi::runtime::{Framework, ModelId, NrtError, Placement, Runtime, TensorUsage};
 use abi::status::NrtStatus;
-use common::{arithmetic_model, copy_model, f32_bytes, nan_model, small_config, small_sim};
+use common::{
+    arithmetic_model, copy_hlo, copy_model, f32_bytes, nan_model, small_config, small_sim,
+};
 use sim::neff_load::{describe_neff, neff_spec_of};
-use sim::{DeviceProgram, ModelDescription, ProgramOp, SimRuntime, checks};
+use sim::{HLO_MEMBER, ModelDescription, SimConfig, SimRuntime, checks};
 
 fn neff_of(description: &ModelDescription) -> Vec<u8> {
     neff_spec_of(description).expect("spec").to_bytes().expect("neff bytes")
@@ -92,7 +94,7 @@ fn tensor_info_of_a_neff_comes_from_its_signature() {
 fn a_neff_without_program_loads_and_warns_once() {
     let sim = small_sim();
     sim.init(Framework::NoFw, "", "").unwrap();
-    let description = ModelDescription { program: None, ..copy_model(16) };
+    let description = ModelDescription { hlo: None, ..copy_model(16) };
     sim.load(&neff_of(&description), -1, 1).unwrap();
     assert_eq!(sim.warnings().len(), 1);
 }
@@ -101,16 +103,20 @@ fn a_neff_without_program_loads_and_warns_once() {
 fn a_bad_program_member_is_invalid_at_load() {
     let sim = small_sim();
     sim.init(Framework::NoFw, "", "").unwrap();
-    let bad = copy_model(16)
-        .with_program(DeviceProgram::new(vec![ProgramOp::Nan { dst: "output0".into(), index: 0 }]));
+    // A module over f32 where the NEFF says uint8: refused, naming both sides.
+    let bad = copy_model(16).with_hlo(copy_hlo(Dltype::Float32, 4));
     let err = sim.load(&neff_of(&bad), -1, 1).unwrap_err();
     assert_eq!(err.status, NrtStatus::Invalid);
-    assert!(err.detail.contains("op 0") && err.detail.contains("floating-point"), "{err}");
+    assert!(
+        err.detail.contains("parameter 0 (f32[4]) and input \"input0\"")
+            && err.detail.contains("against dltype uint8"),
+        "{err}"
+    );
     let mut spec = neff_spec_of(&copy_model(16)).unwrap();
-    spec.extra_members.insert("sim/program.json".into(), b"{\"version\": 1}".to_vec());
+    spec.extra_members.insert(HLO_MEMBER.into(), b"HloModule m\nENTRY e {".to_vec());
     let err = sim.load(&spec.to_bytes().unwrap(), -1, 1).unwrap_err();
     assert_eq!(err.status, NrtStatus::Invalid);
-    assert!(err.detail.contains("sim/program.json"), "{err}");
+    assert!(err.detail.contains(HLO_MEMBER), "{err}");
 }
 
 #[test]
@@ -133,4 +139,42 @@ fn load_collectives_checks_the_rank() {
     sim.load_collectives(&neff, -1, 1, 1, 2).unwrap();
     let err = sim.load_collectives(&neff, -1, 1, 2, 2).unwrap_err();
     assert_eq!(err.status, NrtStatus::Invalid);
+}
+
+#[test]
+fn a_neff_without_hlo_runs_the_module_nrtsim_hlo_names_for_it() {
+    let dir = std::env::temp_dir().join(format!("nrtsim-hlo-env-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let opaque = ModelDescription { hlo: None, ..arithmetic_model(2) };
+    let neff = neff_of(&opaque);
+    let program = arithmetic_model(2).hlo.unwrap();
+    let file = dir.join("arithmetic.hlo");
+    std::fs::write(&file, &program).unwrap();
+    let x = f32_bytes(&[1.0, 2.0]);
+    let y = f32_bytes(&[3.0, 4.0]);
+    let expected = [("sum", f32_bytes(&[4.0, 6.0])), ("prod", f32_bytes(&[6.0, 16.0]))];
+    let expected: Vec<(&str, &[u8])> = expected.iter().map(|(n, b)| (*n, b.as_slice())).collect();
+    // A file serves every NEFF; a directory only the NEFF whose sha256 names a file in it.
+    let hash: String = sha256_hex(&neff);
+    std::fs::write(dir.join(format!("{hash}.hlo")), &program).unwrap();
+    for source in [sim::HloSource::File(file.clone()), sim::HloSource::Directory(dir.clone())] {
+        let sim = SimRuntime::new(SimConfig { hlo_source: Some(source), ..small_config(2, false) })
+            .unwrap();
+        checks::canonical_client_flow(
+            &sim,
+            &neff_loader(&neff),
+            Placement::Device,
+            &[("x", &x), ("y", &y)],
+            &expected,
+            NrtStatus::Success,
+        )
+        .unwrap();
+        assert!(sim.warnings().is_empty(), "{:?}", sim.warnings());
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest as _;
+    sha2::Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
 }
