@@ -25,7 +25,8 @@ pub enum LoadError {
 /// the word `HloModule`. A binary `HloModuleProto` starts with a field tag, never with `H`
 /// followed by `loModule` in practice (XLA writes field 1, `name`, first: byte 0x0a).
 pub fn is_text(bytes: &[u8]) -> bool {
-    let mut rest = bytes;
+    // Editors on some systems start UTF-8 files with a byte-order mark.
+    let mut rest = bytes.strip_prefix(b"\xef\xbb\xbf").unwrap_or(bytes);
     loop {
         let trimmed = rest.trim_ascii_start();
         if let Some(after) = trimmed.strip_prefix(b"//") {
@@ -47,7 +48,7 @@ pub fn load_module(bytes: &[u8]) -> Result<HloModuleProto, LoadError> {
     if is_text(bytes) {
         let src = std::str::from_utf8(bytes)
             .map_err(|e| LoadError::NotUtf8 { offset: e.valid_up_to() })?;
-        Ok(crate::text::parse_module(src)?)
+        Ok(crate::text::parse_module(src.strip_prefix('\u{feff}').unwrap_or(src))?)
     } else {
         Ok(crate::decode_module(bytes)?)
     }

@@ -2,7 +2,7 @@
 //! looks at a single opcode.
 //!
 //! Checked: the entry computation exists; computation ids are unique, and instruction ids within
-//! their computation; every instruction has a well-formed shape; operands, control predecessors
+//! their computation; every instruction has a well-formed shape; parameters are numbered 0..n; operands, control predecessors
 //! and roots name instructions of the same computation, called computations name computations of
 //! the module; neither the instructions of a computation nor the call graph has a cycle. Not
 //! checked: whether opcodes exist, or shapes agree with operands (the evaluator's business).
@@ -106,6 +106,20 @@ pub enum ValidateError {
         /// One instruction on the cycle.
         instruction: String,
     },
+    /// The parameters of a computation are not numbered 0, 1, ... each exactly once.
+    #[error(
+        "computation `{computation}`, instruction `{instruction}`: parameter number {number} {why}"
+    )]
+    BadParameterNumber {
+        /// The computation.
+        computation: String,
+        /// The parameter instruction.
+        instruction: String,
+        /// Its `parameter_number`.
+        number: i64,
+        /// "is used twice" or "leaves a gap (expected N)".
+        why: String,
+    },
     /// The call graph has a cycle (HLO has no recursion).
     #[error("computation `{computation}` calls itself, directly or through other computations")]
     CallCycle {
@@ -114,7 +128,11 @@ pub enum ValidateError {
     },
 }
 
-/// Checks the structure of a module (see the [module docs](self)).
+/// Checks the structure of a module: the entry computation exists; computation ids, and
+/// instruction ids within a computation, are unique; every instruction has a well-formed shape;
+/// parameters are numbered 0..n; operands, control predecessors and roots name instructions of
+/// the same computation and called computations name computations of the module; neither the
+/// instructions of a computation nor the call graph has a cycle.
 ///
 /// # Errors
 /// The first [`ValidateError`] found, naming the computation and instruction.
@@ -159,6 +177,27 @@ pub fn validate(m: &HloModuleProto) -> Result<(), ValidateError> {
                 instruction: i.name.clone(),
                 why,
             })?;
+        }
+        let mut numbers: BTreeMap<i64, &str> = BTreeMap::new();
+        for i in c.instructions.iter().filter(|i| i.opcode == "parameter") {
+            if numbers.insert(i.parameter_number, &i.name).is_some() {
+                return Err(ValidateError::BadParameterNumber {
+                    computation: c.name.clone(),
+                    instruction: i.name.clone(),
+                    number: i.parameter_number,
+                    why: "is used twice".into(),
+                });
+            }
+        }
+        for (expected, (&number, name)) in numbers.iter().enumerate() {
+            if number != expected as i64 {
+                return Err(ValidateError::BadParameterNumber {
+                    computation: c.name.clone(),
+                    instruction: name.to_string(),
+                    number,
+                    why: format!("leaves a gap (expected {expected})"),
+                });
+            }
         }
         if !ids.contains_key(&c.root_id) {
             return Err(ValidateError::DanglingInstruction {

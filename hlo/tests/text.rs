@@ -75,7 +75,7 @@ fn constants_of_every_kind() {
          r = s64[] constant(-9223372036854775808)\n\
          ROOT t = u16[2] constant({0, 65535})\n}\n",
         // bf16: 1 + 2^-8 is a tie between 1 and 1 + 2^-7 and goes to even (1); 1 + 3 * 2^-8 goes
-        // up to 1 + 2^-6. f16: 65519 is below the halfway point 65520, so it stays finite.
+        // up to 1 + 2^-6 = 1.015625, written with bf16's 4 significant digits as XLA does. f16: 65519 is below the halfway point 65520, so it stays finite.
         // f8e4m3fn: 500 is past 448 + half a step (464), and the format has no infinity.
         "HloModule m\n\nENTRY e {\n  \
          a = f32[] constant(-inf)\n  \
@@ -83,9 +83,9 @@ fn constants_of_every_kind() {
          c = pred[] constant(true)\n  \
          d = s8[3] constant({-128, 16, 127})\n  \
          f = u8[] constant(255)\n  \
-         g = bf16[2] constant({1, 1.015625})\n  \
+         g = bf16[2] constant({1, 1.016})\n  \
          h = f16[] constant(65504)\n  \
-         i = f64[] constant(1e300)\n  \
+         i = f64[] constant(1e+300)\n  \
          j = c64[2] constant({(1, -2), (0.5, 0)})\n  \
          k = (s32[], f32[2]) constant((7, {1.5, -0}))\n  \
          l = f32[2,3]{0,1} constant({ { 1, 2, 3 }, { 4, 5, 6 } })\n  \
@@ -132,7 +132,7 @@ fn data_movement_attributes() {
              s = f32[2,2]{1,0} slice(x), slice={[0:4:2], [1:5:2]}\n  \
              u = f32[2,3]{1,0} slice(x), slice={[1:3], [0:3]}\n  \
              z = f32[] constant(0)\n  \
-             p = f32[7,13]{1,0} pad(x, z), padding=1_2x0_1_2\n  \
+             p = f32[7,13]{1,0} pad(x, z), padding=1_2_0x0_1_2\n  \
              t = f32[6,4]{0,1} transpose(x), dimensions={1,0}\n  \
              io = s32[3,4]{1,0} iota(), iota_dimension=1\n  \
              i = s32[] parameter(1)\n  \
@@ -250,7 +250,7 @@ fn errors_say_where_and_what() {
     );
     check(
         &entry("  ROOT x = f32[] parameter(0)\n  ROOT y = f32[] parameter(1)\n"),
-        "error: 5:8: instruction `ROOT` is defined twice",
+        "error: 5:8: a second ROOT instruction `y` in computation `e`; it has one",
     );
     check(
         &entry("  x = f32[] parameter(1)\n"),
@@ -269,10 +269,43 @@ fn errors_say_where_and_what() {
         "error: 4:1: expected an instruction or the `}` closing computation `e`, found end of input",
     );
     check("HloModule m\nENTRY e {\n}\n", "error: 3:1: computation `e` has no instructions");
+    check(
+        "HloModule m\nENTRY e {\n  ROOT x = f32[] parameter(0)\n}\nENTRY f {\n  ROOT x = f32[] parameter(0)\n}\n",
+        "error: 5:7: a second ENTRY computation `f`; a module has one",
+    );
+    check(
+        "HloModule m\nc {\n  ROOT x = f32[] parameter(0)\n}\nc {\n  ROOT x = f32[] parameter(0)\n}\n",
+        "error: 5:1: computation `c` is defined twice",
+    );
     let deep = format!(
         "HloModule m\nENTRY e {{\n  x = {}f32[]{} parameter(0)\n}}\n",
         "(".repeat(100),
         ")".repeat(100)
     );
     check(&deep, "error: 3:72: nesting deeper than 64 levels");
+}
+
+#[test]
+fn header_attributes_fusion_and_raw_backend_config() {
+    check(
+        "// A comment before the module.\n\
+         HloModule m, input_output_alias={ {0}: (1, {}, may-alias), {1}: (0, {0}) }, frontend_attributes={k=\"v\"}, replica_count=2\n\n\
+         %fused (p: f32[2]) -> f32[2] {\n  %p = f32[2]{0} parameter(0)\n  ROOT %n = f32[2]{0} negate(f32[2]{0} %p)\n}\n\n\
+         main {\n  x = f32[2]{0} parameter(0)\n  y = (f32[2]{0}) parameter(1) /* a comment inside */\n  \
+         f = f32[2]{0} fusion(x), kind=kLoop, calls=%fused, backend_config={\"outer\": {\"inner\": [1, 2]}}\n  \
+         ROOT t = (f32[2]{0}, f32[2]{0}, f32[2]{0}, f32[2]{0}, f32[2]{0}, f32[2]{0}) tuple(f, f, f, f, f, x), replica_groups={}\n}\n",
+        // Without ENTRY the last computation is the entry; the raw JSON backend config is kept
+        // as bytes and printed quoted.
+        "HloModule m, input_output_alias={ {0}: (1, {}, may-alias), {1}: (0, {0}) }, frontend_attributes={\"k\"=\"v\"}\n\n\
+         fused {\n  p = f32[2]{0} parameter(0)\n  ROOT n = f32[2]{0} negate(p)\n}\n\n\
+         ENTRY main {\n  x = f32[2]{0} parameter(0)\n  y = (f32[2]{0}) parameter(1)\n  \
+         f = f32[2]{0} fusion(x), kind=kLoop, calls=fused, backend_config=\"{\\\"outer\\\": {\\\"inner\\\": [1, 2]}}\"\n  \
+         ROOT t = (f32[2]{0}, f32[2]{0}, f32[2]{0}, f32[2]{0}, f32[2]{0}, /*index=5*/f32[2]{0}) tuple(f, f, f, f, f, x)\n}\n\n",
+    );
+    let m = hlo::text::parse_module("HloModule m, input_output_alias={ {0}: (1, {}, must-alias) }\nENTRY e {\n  ROOT x = f32[] parameter(0)\n}\n").unwrap();
+    let alias = &m.input_output_alias.unwrap().entries[0];
+    assert_eq!(
+        (alias.output_shape_index.as_slice(), alias.parameter_number, alias.kind),
+        (&[0][..], 1, hlo::proto::Kind::MustAlias as i32)
+    );
 }

@@ -3,14 +3,26 @@
 //! The fixtures (`tests/fixtures/*.hlo`, `*.old.hlo`, `*.xla.pb`) are output of XLA, made by
 //! `tests/fixtures/export.py`: the text jax prints, the same module in XLA's old print style, and
 //! XLA's parse of the text serialized as a proto. The expected values are XLA's, never ours.
+//! One named test per fixture and check (`cargo test -p nrtsim-hlo --test text_xla conv`).
+//!
+//! `fresh_export_matches_the_fixtures` re-runs the export with the pinned jax and requires the
+//! same bytes, so the fixtures are known to be XLA's output. It needs a Python with jax:
+//! `NRTSIM_PYTHON`, else `target/pyenv/bin/python` (made by `.ci/run`), else `python3`; without
+//! one it reports itself ignored with the reason, and under CI (`CI` set) it fails.
 
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::process::Command;
 
 use hlo::proto::{HloModuleProto, ShapeProto};
+use libtest_mimic::{Arguments, Failed, Trial};
+
+fn fixture_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+}
 
 fn fixtures() -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let dir = fixture_dir();
     let mut names: Vec<PathBuf> = fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -31,35 +43,45 @@ fn text(base: &Path, suffix: &str) -> String {
     String::from_utf8(read(base, suffix)).unwrap()
 }
 
-#[test]
-fn xla_text_prints_back_byte_for_byte() {
-    for base in fixtures() {
-        let src = text(&base, ".hlo");
-        let module =
-            hlo::text::parse_module(&src).unwrap_or_else(|e| panic!("{}: {e}", base.display()));
-        let printed = hlo::text::print_module(&module).unwrap();
-        assert_eq!(printed, src, "{}", base.display());
-    }
+fn xla_text_prints_back_byte_for_byte(base: &Path) {
+    let src = text(base, ".hlo");
+    let module =
+        hlo::text::parse_module(&src).unwrap_or_else(|e| panic!("{}: {e}", base.display()));
+    let printed = hlo::text::print_module(&module).unwrap();
+    assert_eq!(printed, src, "{}", base.display());
 }
 
-#[test]
-fn old_style_text_parses_to_the_same_module() {
-    for base in fixtures() {
-        let new = hlo::text::parse_module(&text(&base, ".hlo")).unwrap();
-        let old = hlo::text::parse_module(&text(&base, ".old.hlo"))
-            .unwrap_or_else(|e| panic!("{}.old.hlo: {e}", base.display()));
-        assert_eq!(hlo::encode_module(&old), hlo::encode_module(&new), "{}", base.display());
+/// The one place we read text differently from XLA: its lexer takes `-0` for the integer 0, so a
+/// float constant printed as `-0` comes back as +0 (its old-style print of the parse says `0`).
+/// We keep the sign, so that printing stays a fixed point. Comparisons with XLA's parse map -0
+/// to +0 on both sides first.
+fn without_negative_zeros(mut m: HloModuleProto) -> HloModuleProto {
+    fn literal(l: &mut hlo::proto::LiteralProto) {
+        l.f32s.iter_mut().filter(|v| **v == 0.0).for_each(|v| *v = 0.0);
+        l.f64s.iter_mut().filter(|v| **v == 0.0).for_each(|v| *v = 0.0);
+        l.tuple_literals.iter_mut().for_each(literal);
     }
+    for c in &mut m.computations {
+        c.instructions.iter_mut().filter_map(|i| i.literal.as_mut()).for_each(literal);
+    }
+    m
 }
 
-#[test]
-fn xla_binary_prints_as_xla_text() {
-    for base in fixtures() {
-        let module = hlo::decode_module(&read(&base, ".xla.pb")).unwrap();
-        let printed =
-            hlo::text::print_module(&module).unwrap_or_else(|e| panic!("{}: {e}", base.display()));
-        assert_eq!(printed, text(&base, ".hlo"), "{}", base.display());
-    }
+fn old_style_text_parses_to_the_same_module(base: &Path) {
+    let new = without_negative_zeros(hlo::text::parse_module(&text(base, ".hlo")).unwrap());
+    let old = hlo::text::parse_module(&text(base, ".old.hlo"))
+        .unwrap_or_else(|e| panic!("{}.old.hlo: {e}", base.display()));
+    let old = without_negative_zeros(old);
+    assert_eq!(hlo::encode_module(&old), hlo::encode_module(&new), "{}", base.display());
+}
+
+fn xla_binary_prints_as_xla_text(base: &Path) {
+    let module = hlo::decode_module(&read(base, ".xla.pb")).unwrap();
+    let printed =
+        hlo::text::print_module(&module).unwrap_or_else(|e| panic!("{}: {e}", base.display()));
+    // XLA's parse turned `-0` into +0 (see `without_negative_zeros`), so its proto prints `0`.
+    let expected = text(base, ".hlo").replace("constant(-0)", "constant(0)");
+    assert_eq!(printed, expected, "{}", base.display());
 }
 
 /// XLA writes a layout for scalars too, and empty metadata and frontend attributes on every
@@ -97,36 +119,130 @@ fn without_xla_noise(mut m: HloModuleProto) -> HloModuleProto {
     m
 }
 
-#[test]
-fn our_parse_equals_xla_parse_field_by_field() {
-    for base in fixtures() {
-        let ours = hlo::text::parse_module(&text(&base, ".hlo")).unwrap();
-        let xla = without_xla_noise(hlo::decode_module(&read(&base, ".xla.pb")).unwrap());
-        let name = base.display();
-        assert_eq!(ours.entry_computation_id, xla.entry_computation_id, "{name}");
-        assert_eq!(ours.computations.len(), xla.computations.len(), "{name}");
-        for (c_ours, c_xla) in ours.computations.iter().zip(&xla.computations) {
-            assert_eq!(
-                (c_ours.id, c_ours.root_id, &c_ours.name),
-                (c_xla.id, c_xla.root_id, &c_xla.name),
-                "{name}"
-            );
-            assert_eq!(
-                c_ours.instructions.len(),
-                c_xla.instructions.len(),
-                "{name} {}",
+fn our_parse_equals_xla_parse_field_by_field(base: &Path) {
+    let ours = without_negative_zeros(hlo::text::parse_module(&text(base, ".hlo")).unwrap());
+    let xla = without_xla_noise(hlo::decode_module(&read(base, ".xla.pb")).unwrap());
+    let name = base.display();
+    assert_eq!(ours.entry_computation_id, xla.entry_computation_id, "{name}");
+    assert_eq!(ours.computations.len(), xla.computations.len(), "{name}");
+    for (c_ours, c_xla) in ours.computations.iter().zip(&xla.computations) {
+        assert_eq!(
+            (c_ours.id, c_ours.root_id, &c_ours.name),
+            (c_xla.id, c_xla.root_id, &c_xla.name),
+            "{name}"
+        );
+        assert_eq!(c_ours.instructions.len(), c_xla.instructions.len(), "{name} {}", c_ours.name);
+        for (i_ours, i_xla) in c_ours.instructions.iter().zip(&c_xla.instructions) {
+            // Byte equality, so that NaN constants compare equal to themselves.
+            assert!(
+                prost::Message::encode_to_vec(i_ours) == prost::Message::encode_to_vec(i_xla),
+                "{name} {}:\n ours {i_ours:?}\n xla  {i_xla:?}",
                 c_ours.name
             );
-            for (i_ours, i_xla) in c_ours.instructions.iter().zip(&c_xla.instructions) {
-                // Byte equality, so that NaN constants compare equal to themselves.
-                assert!(
-                    prost::Message::encode_to_vec(i_ours) == prost::Message::encode_to_vec(i_xla),
-                    "{name} {}:\n ours {i_ours:?}\n xla  {i_xla:?}",
-                    c_ours.name
-                );
-            }
-            assert_eq!(c_ours.program_shape, c_xla.program_shape, "{name} {}", c_ours.name);
         }
-        assert_eq!(ours.host_program_shape, xla.host_program_shape, "{name}");
+        assert_eq!(c_ours.program_shape, c_xla.program_shape, "{name} {}", c_ours.name);
     }
+    assert_eq!(ours.host_program_shape, xla.host_program_shape, "{name}");
+}
+
+/// The Python to export with, or why there is none.
+fn find_python() -> Result<PathBuf, String> {
+    let root =
+        Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace root").to_path_buf();
+    let mut candidates = Vec::new();
+    if let Some(path) = std::env::var_os("NRTSIM_PYTHON") {
+        candidates.push(PathBuf::from(path));
+    }
+    candidates.push(root.join("target/pyenv/bin/python"));
+    candidates.push(PathBuf::from("python3"));
+    for python in &candidates {
+        let ok = Command::new(python)
+            .args(["-c", "import jax, jaxlib"])
+            .output()
+            .is_ok_and(|out| out.status.success());
+        if ok {
+            return Ok(python.clone());
+        }
+    }
+    Err(format!(
+        "no Python with jax and jaxlib (tried {}); run .ci/run or set NRTSIM_PYTHON",
+        candidates.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
+    ))
+}
+
+/// Re-runs the export into a scratch directory and requires the committed bytes.
+fn fresh_export_matches_the_fixtures(python: &Path) -> Result<(), Failed> {
+    let scratch = std::env::temp_dir().join(format!("nrtsim-hlo-export-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&scratch);
+    let out = Command::new(python)
+        .arg(fixture_dir().join("export.py"))
+        .arg(&scratch)
+        .output()
+        .map_err(|e| format!("running {}: {e}", python.display()))?;
+    if !out.status.success() {
+        return Err(format!("export.py failed: {}", String::from_utf8_lossy(&out.stderr)).into());
+    }
+    let mut problems = Vec::new();
+    let mut count = 0;
+    for entry in fs::read_dir(&scratch).map_err(|e| e.to_string())? {
+        let path = entry.map_err(|e| e.to_string())?.path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        let committed = fs::read(fixture_dir().join(&name));
+        count += 1;
+        match committed {
+            Ok(bytes) if bytes == fs::read(&path).map_err(|e| e.to_string())? => {}
+            Ok(_) => problems.push(format!("{name} differs")),
+            Err(_) => problems.push(format!("{name} is not committed")),
+        }
+    }
+    let _ = fs::remove_dir_all(&scratch);
+    if count == 0 {
+        problems.push("the export wrote nothing".into());
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "re-export with {}: {} (rerun export.py and review)",
+            python.display(),
+            problems.join(", ")
+        )
+        .into())
+    }
+}
+
+fn main() {
+    let args = Arguments::from_args();
+    type Check = fn(&Path);
+    let checks: [(&str, Check); 4] = [
+        ("prints_back_byte_for_byte", xla_text_prints_back_byte_for_byte),
+        ("old_style_parses_to_the_same_module", old_style_text_parses_to_the_same_module),
+        ("xla_binary_prints_as_xla_text", xla_binary_prints_as_xla_text),
+        ("parse_equals_xla_parse", our_parse_equals_xla_parse_field_by_field),
+    ];
+    let mut trials = Vec::new();
+    for base in fixtures() {
+        let case = base.file_name().unwrap().to_string_lossy().into_owned();
+        for (check_name, check) in checks {
+            let base = base.clone();
+            trials.push(Trial::test(format!("{case}::{check_name}"), move || {
+                check(&base);
+                Ok(())
+            }));
+        }
+    }
+    let python = find_python();
+    let required = std::env::var_os("CI").is_some();
+    if let Err(reason) = &python {
+        eprintln!("text_xla: fresh_export_matches_the_fixtures: {reason}");
+    }
+    let ignored = python.is_err() && !required;
+    trials.push(
+        Trial::test("fresh_export_matches_the_fixtures", move || match &python {
+            Ok(python) => fresh_export_matches_the_fixtures(python),
+            Err(reason) => Err(reason.clone().into()),
+        })
+        .with_ignored_flag(ignored),
+    );
+    libtest_mimic::run(&args, trials).exit();
 }

@@ -123,6 +123,19 @@ fn an_operand_of_another_computation_is_dangling() {
 }
 
 #[test]
+fn parameters_are_numbered_densely() {
+    let mut m = parse(ADD);
+    m.computations[0].instructions[1].parameter_number = 0;
+    assert_eq!(err(&m), "computation `e`, instruction `y`: parameter number 0 is used twice");
+    let mut m = parse(ADD);
+    m.computations[0].instructions[1].parameter_number = 5;
+    assert_eq!(
+        err(&m),
+        "computation `e`, instruction `y`: parameter number 5 leaves a gap (expected 1)"
+    );
+}
+
+#[test]
 fn instruction_cycles_are_found_not_followed() {
     // The text allows forward references, so a cycle parses and validation rejects it.
     let m = parse(
@@ -164,6 +177,8 @@ fn load_tells_text_from_binary() {
         load_module(format!("// a comment\n/* and another */\n{ADD}").as_bytes()).unwrap();
     let from_binary = load_module(&hlo::encode_module(&from_text)).unwrap();
     assert_eq!(from_text, from_binary);
+    let with_bom = load_module(format!("\u{feff}{ADD}").as_bytes()).unwrap();
+    assert_eq!(with_bom, from_text);
     assert!(matches!(load_module(b"  HloModule m\nENTRY e {"), Err(LoadError::Text(_))));
     assert!(matches!(load_module(b"HloModule \xff"), Err(LoadError::NotUtf8 { offset: 10 })));
     assert!(matches!(load_module(b"\x0a\x05ab"), Err(LoadError::Binary(_))));

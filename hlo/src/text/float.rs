@@ -15,6 +15,8 @@ pub(crate) enum Specials {
     FiniteAllOnesNan,
     /// "FNUZ": no infinities and no negative zero; the negative-zero encoding is the NaN.
     FiniteNegZeroNan,
+    /// "FN" without any NaN (f4e2m1fn): every encoding is a finite number.
+    Finite,
 }
 
 /// A binary floating-point format of at most 16 bits with a sign bit.
@@ -27,8 +29,8 @@ pub(crate) struct Format {
 }
 
 impl Format {
-    /// The format of a narrow float type, or `None` for any other type (and for the sub-byte and
-    /// exponent-only formats, which the text form does not handle yet).
+    /// The format of a narrow float type with a sign bit, or `None` for any other type (f8e8m0fnu,
+    /// which has neither sign nor mantissa, is [`e8m0`]).
     pub(crate) fn of(ty: PrimitiveType) -> Option<Format> {
         use PrimitiveType as T;
         use Specials::*;
@@ -42,12 +44,21 @@ impl Format {
             T::F8e4m3fnuz => (4, 3, 8, FiniteNegZeroNan),
             T::F8e5m2fnuz => (5, 2, 16, FiniteNegZeroNan),
             T::F8e4m3b11fnuz => (4, 3, 11, FiniteNegZeroNan),
+            T::F4e2m1fn => (2, 1, 1, Finite),
             _ => return None,
         };
         Some(Format { exponent_bits, mantissa_bits, bias, specials })
     }
 
-    /// Bytes per element: 2 for the 16-bit formats, 1 for the 8-bit ones.
+    /// The significant decimal digits that always tell two values of the format apart (C++'s
+    /// `max_digits10`): ceil(1 + significand bits x log10(2)).
+    pub(crate) fn max_digits10(self) -> usize {
+        let significand = f64::from(self.mantissa_bits + 1);
+        (1.0 + significand * std::f64::consts::LOG10_2).ceil() as usize
+    }
+
+    /// Bytes per element: 2 for the 16-bit formats, 1 for the 8-bit ones (and the 4-bit one,
+    /// which literals store one per byte).
     pub(crate) fn n_bytes(self) -> usize {
         if self.exponent_bits + self.mantissa_bits + 1 > 8 { 2 } else { 1 }
     }
@@ -74,7 +85,14 @@ impl Format {
                 (self.exponent_max() << self.mantissa_bits) | self.mantissa_mask()
             }
             Specials::FiniteNegZeroNan => self.sign_bit(),
+            // Never written: `encode` saturates and its callers reject NaN for this format.
+            Specials::Finite => self.sign_bit() - 1,
         }
+    }
+
+    /// Whether the format has a NaN at all.
+    pub(crate) fn has_nan(self) -> bool {
+        self.specials != Specials::Finite
     }
 
     /// The exact value of an encoding.
@@ -82,19 +100,21 @@ impl Format {
         let negative = bits & self.sign_bit() != 0;
         let exponent = (bits >> self.mantissa_bits) & self.exponent_max();
         let mantissa = bits & self.mantissa_mask();
+        // NaNs keep their sign bit, which XLA prints (`-nan`; the FNUZ NaN is the sign bit).
+        let nan = if negative { -f64::NAN } else { f64::NAN };
         let magnitude = match self.specials {
-            Specials::FiniteNegZeroNan if bits == self.sign_bit() => return f64::NAN,
+            Specials::FiniteNegZeroNan if bits == self.sign_bit() => return nan,
             Specials::Ieee if exponent == self.exponent_max() => {
                 if mantissa == 0 {
                     f64::INFINITY
                 } else {
-                    return f64::NAN;
+                    return nan;
                 }
             }
             Specials::FiniteAllOnesNan
                 if exponent == self.exponent_max() && mantissa == self.mantissa_mask() =>
             {
-                return f64::NAN;
+                return nan;
             }
             _ if exponent == 0 => {
                 f64::from(mantissa) * 2f64.powi(1 - self.bias - self.mantissa_bits as i32)
@@ -111,12 +131,19 @@ impl Format {
     /// infinity where the format has it and NaN where it does not (as ml_dtypes converts).
     pub(crate) fn encode(self, value: f64) -> u16 {
         if value.is_nan() {
-            return self.nan();
+            // The sign of a NaN survives where the format can hold it (not in FNUZ).
+            return match self.specials {
+                Specials::FiniteNegZeroNan => self.nan(),
+                _ if value.is_sign_negative() => self.sign_bit() | self.nan(),
+                _ => self.nan(),
+            };
         }
         let sign = if value.is_sign_negative() { self.sign_bit() } else { 0 };
         let magnitude = value.abs();
         let overflow = || match self.specials {
             Specials::Ieee => sign | (self.exponent_max() << self.mantissa_bits),
+            // No infinity and no NaN: saturate at the largest finite value.
+            Specials::Finite => sign | (self.sign_bit() - 1),
             _ => self.nan(),
         };
         if magnitude.is_infinite() {
@@ -149,7 +176,7 @@ impl Format {
             Specials::FiniteAllOnesNan => {
                 (u32::from(self.exponent_max()) << m) | (u32::from(self.mantissa_mask()) - 1)
             }
-            Specials::FiniteNegZeroNan => u32::from(self.sign_bit()) - 1,
+            Specials::FiniteNegZeroNan | Specials::Finite => u32::from(self.sign_bit()) - 1,
         };
         if code > max_finite {
             return overflow();
@@ -159,6 +186,40 @@ impl Format {
             return 0;
         }
         sign | code
+    }
+}
+
+/// f8e8m0fnu, the exponent-only scale format: the byte `b` is 2^(b - 127), and 0xff is NaN;
+/// there is no sign and no zero.
+pub(crate) mod e8m0 {
+    /// The value of a byte.
+    pub(crate) fn decode(bits: u8) -> f64 {
+        if bits == 0xff { f64::NAN } else { 2f64.powi(i32::from(bits) - 127) }
+    }
+
+    /// The nearest power of two (ties to the even byte); NaN for NaN, infinities, values not
+    /// above zero and values past 2^127; 2^-127 for anything smaller.
+    pub(crate) fn encode(value: f64) -> u8 {
+        if !(value.is_finite() && value > 0.0) {
+            return 0xff;
+        }
+        // The exponent and mantissa straight from the f64 bits (f64 subnormals are far below
+        // 2^-127 and become the smallest byte).
+        let raw = (value.to_bits() >> 52) & 0x7ff;
+        if raw == 0 {
+            return 0;
+        }
+        let mut exponent = raw as i32 - 1023;
+        let mantissa = f64::from_bits((value.to_bits() & ((1 << 52) - 1)) | (1023 << 52));
+        let byte = |e: i32| e + 127;
+        if mantissa > 1.5 || (mantissa == 1.5 && byte(exponent) % 2 != 0) {
+            exponent += 1;
+        }
+        match byte(exponent) {
+            b if b < 0 => 0,
+            b if b > 254 => 0xff,
+            b => b as u8,
+        }
     }
 }
 
@@ -188,6 +249,28 @@ mod tests {
         assert_eq!(fmt(T::F8e4m3fnuz).encode(1.0), 0x40);
         assert_eq!(fmt(T::F8e4m3fnuz).encode(-0.0), 0x00);
         assert!(fmt(T::F8e4m3fnuz).decode(0x80).is_nan());
+    }
+
+    #[test]
+    fn four_bit_and_exponent_only_formats() {
+        // Bytes XLA writes for these values (see the float_formats fixture's neighbours).
+        let f4 = fmt(T::F4e2m1fn);
+        assert_eq!([f4.encode(0.5), f4.encode(-6.0), f4.encode(1.5)], [0x1, 0xf, 0x3]);
+        assert_eq!(f4.encode(100.0), 0x7); // saturates: the format has no infinity or NaN
+        assert_eq!(f4.max_digits10(), 2);
+        for bits in 0..16 {
+            assert_eq!(f4.encode(f4.decode(bits)), if bits == 0x8 { 0x8 } else { bits });
+        }
+        assert_eq!(
+            [super::e8m0::encode(0.25), super::e8m0::encode(4.0), super::e8m0::encode(1.0)],
+            [0x7d, 0x81, 0x7f]
+        );
+        assert_eq!(super::e8m0::encode(1.4), 0x7f);
+        assert_eq!(super::e8m0::encode(1.6), 0x80);
+        assert_eq!(super::e8m0::encode(0.0), 0xff);
+        for bits in 0..=254u8 {
+            assert_eq!(super::e8m0::encode(super::e8m0::decode(bits)), bits);
+        }
     }
 
     #[test]

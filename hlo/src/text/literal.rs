@@ -124,6 +124,20 @@ fn parse_pred(text: &str) -> Result<bool, String> {
     }
 }
 
+/// The width and signedness of a sub-byte integer type.
+fn sub_byte(ty: PrimitiveType) -> Option<(u32, bool)> {
+    use PrimitiveType as T;
+    Some(match ty {
+        T::S1 => (1, true),
+        T::S2 => (2, true),
+        T::S4 => (4, true),
+        T::U1 => (1, false),
+        T::U2 => (2, false),
+        T::U4 => (4, false),
+        _ => return None,
+    })
+}
+
 /// Stores `elems` (logical order) as a literal of the array shape `shape`.
 ///
 /// # Errors
@@ -171,6 +185,36 @@ pub(crate) fn store(
         T::S64 => lit.s64s = permute(each!(|t| parse_int::<i64>(t, ty_name))?, &order),
         T::U32 => lit.u32s = permute(each!(|t| parse_int::<u32>(t, ty_name))?, &order),
         T::U64 => lit.u64s = permute(each!(|t| parse_int::<u64>(t, ty_name))?, &order),
+        T::S1 | T::S2 | T::S4 | T::U1 | T::U2 | T::U4 => {
+            // One element per byte, masked to its width, as XLA stores them.
+            let (bits, signed) = sub_byte(ty).expect("a sub-byte integer type");
+            let (lo, hi) = if signed {
+                (-(1i64 << (bits - 1)), (1i64 << (bits - 1)) - 1)
+            } else {
+                (0, (1i64 << bits) - 1)
+            };
+            let values = each!(|t| {
+                let v = parse_int::<i64>(t, ty_name)?;
+                if (lo..=hi).contains(&v) {
+                    Ok((v as u8) & ((1u8 << bits) - 1))
+                } else {
+                    Err(format!("{t} is out of range for {ty_name}"))
+                }
+            })?;
+            let values = permute(values, &order);
+            match ty {
+                T::S1 => lit.s1s = values,
+                T::S2 => lit.s2s = values,
+                T::S4 => lit.s4s = values,
+                T::U1 => lit.u1s = values,
+                T::U2 => lit.u2s = values,
+                _ => lit.u4s = values,
+            }
+        }
+        T::F8e8m0fnu => {
+            lit.f8e8m0fnus =
+                permute(each!(|t| parse_float(t).map(super::float::e8m0::encode))?, &order)
+        }
         T::F32 => lit.f32s = permute(each!(parse_f32)?, &order),
         T::F64 => lit.f64s = permute(each!(parse_float)?, &order),
         T::C64 | T::C128 => {
@@ -203,7 +247,14 @@ pub(crate) fn store(
                     format!("constants of type {ty_name} are not supported in HLO text"),
                 ));
             };
-            let bits = permute(each!(|t| parse_float(t).map(|v| format.encode(v)))?, &order);
+            let encode = |t: &str| {
+                let v = parse_float(t)?;
+                if v.is_nan() && !format.has_nan() {
+                    return Err(format!("{ty_name} has no NaN"));
+                }
+                Ok(format.encode(v))
+            };
+            let bits = permute(each!(encode)?, &order);
             let bytes: Vec<u8> = if format.n_bytes() == 2 {
                 bits.into_iter().flat_map(u16::to_le_bytes).collect()
             } else {
@@ -219,6 +270,7 @@ pub(crate) fn store(
                 T::F8e4m3fnuz => lit.f8e4m3fnuzs = bytes,
                 T::F8e5m2fnuz => lit.f8e5m2fnuzs = bytes,
                 T::F8e4m3b11fnuz => lit.f8e4m3b11fnuzs = bytes,
+                T::F4e2m1fn => lit.f4e2m1fns = bytes,
                 _ => unreachable!("Format::of covers exactly these types"),
             }
         }
@@ -226,25 +278,54 @@ pub(crate) fn store(
     Ok(lit)
 }
 
-/// Writes an `f64` so that parsing it as `f64` gives it back, in XLA's spelling of the specials.
-pub(crate) fn format_f64(v: f64) -> String {
+/// C's `%.{precision}g`: `precision` significant digits, scientific notation (with a signed
+/// exponent of at least two digits) when the exponent is below -4 or at least `precision`,
+/// trailing zeros dropped. This is how XLA writes floats.
+pub(crate) fn format_g(v: f64, precision: usize) -> String {
     if v.is_nan() {
         return if v.is_sign_negative() { "-nan" } else { "nan" }.into();
     }
     if v.is_infinite() {
         return if v < 0.0 { "-inf" } else { "inf" }.into();
     }
-    let a = v.abs();
-    if a == 0.0 || (1e-5..1e16).contains(&a) { format!("{v}") } else { format!("{v:e}") }
+    if v == 0.0 {
+        return if v.is_sign_negative() { "-0" } else { "0" }.into();
+    }
+    let precision = precision.max(1);
+    // Rust's `{:e}` rounds exactly, as printf does; its exponent is the one after rounding.
+    let sci = format!("{:.*e}", precision - 1, v);
+    let (mantissa, exponent) = sci.split_once('e').expect("`{:e}` always writes an exponent");
+    let exponent: i32 = exponent.parse().expect("`{:e}` writes an integer exponent");
+    let trim = |digits: &str| -> String {
+        if digits.contains('.') {
+            digits.trim_end_matches('0').trim_end_matches('.').to_string()
+        } else {
+            digits.to_string()
+        }
+    };
+    if exponent < -4 || exponent >= precision as i32 {
+        let sign = if exponent < 0 { '-' } else { '+' };
+        format!("{}e{sign}{:02}", trim(mantissa), exponent.unsigned_abs())
+    } else {
+        let decimals = (precision as i32 - 1 - exponent).max(0) as usize;
+        trim(&format!("{v:.decimals$}"))
+    }
 }
 
-/// As [`format_f64`], shortest for an `f32` (so narrow floats, exact in f32, print short too).
+/// An `f64` as XLA writes it: 15 significant digits when they give the value back, else 17.
+pub(crate) fn format_f64(v: f64) -> String {
+    let short = format_g(v, 15);
+    if v.is_nan() || short.parse::<f64>().ok() == Some(v) { short } else { format_g(v, 17) }
+}
+
+/// An `f32` as XLA writes it: 6 significant digits when they give the value back, else 9.
 pub(crate) fn format_f32(v: f32) -> String {
-    if v.is_nan() || v.is_infinite() {
-        return format_f64(f64::from(v));
+    let short = format_g(f64::from(v), 6);
+    if v.is_nan() || short.parse::<f32>().ok() == Some(v) {
+        short
+    } else {
+        format_g(f64::from(v), 9)
     }
-    let a = v.abs();
-    if a == 0.0 || (1e-5..1e16).contains(&a) { format!("{v}") } else { format!("{v:e}") }
 }
 
 /// How many elements the literal's field for `ty` holds (rounded down for byte fields), or
@@ -274,6 +355,14 @@ fn stored_count(ty: PrimitiveType, lit: &LiteralProto) -> Option<usize> {
         T::F8e4m3fnuz => lit.f8e4m3fnuzs.len(),
         T::F8e5m2fnuz => lit.f8e5m2fnuzs.len(),
         T::F8e4m3b11fnuz => lit.f8e4m3b11fnuzs.len(),
+        T::F4e2m1fn => lit.f4e2m1fns.len(),
+        T::F8e8m0fnu => lit.f8e8m0fnus.len(),
+        T::S1 => lit.s1s.len(),
+        T::S2 => lit.s2s.len(),
+        T::S4 => lit.s4s.len(),
+        T::U1 => lit.u1s.len(),
+        T::U2 => lit.u2s.len(),
+        T::U4 => lit.u4s.len(),
         _ => return None,
     })
 }
@@ -361,6 +450,33 @@ pub(crate) fn elements(shape: &ShapeProto, lit: &LiteralProto) -> Result<Vec<Str
             check(lit.u64s.len())?;
             strings(&lit.u64s, &order, |v| v.to_string())
         }
+        T::S1 | T::S2 | T::S4 | T::U1 | T::U2 | T::U4 => {
+            let (bits, signed) = sub_byte(ty).expect("a sub-byte integer type");
+            let bytes = match ty {
+                T::S1 => &lit.s1s,
+                T::S2 => &lit.s2s,
+                T::S4 => &lit.s4s,
+                T::U1 => &lit.u1s,
+                T::U2 => &lit.u2s,
+                _ => &lit.u4s,
+            };
+            check(bytes.len())?;
+            // Bits above the width are not part of the value; sign-extend from the width.
+            let shift = 8 - bits;
+            strings(bytes, &order, |b| {
+                if signed {
+                    (((b << shift) as i8) >> shift).to_string()
+                } else {
+                    (b & ((1u8 << bits) - 1)).to_string()
+                }
+            })
+        }
+        T::F8e8m0fnu => {
+            check(lit.f8e8m0fnus.len())?;
+            // Two significant digits tell any two powers of two apart (max_digits10 of a
+            // one-bit significand).
+            strings(&lit.f8e8m0fnus, &order, |b| format_g(super::float::e8m0::decode(b), 2))
+        }
         T::F32 => {
             check(lit.f32s.len())?;
             strings(&lit.f32s, &order, format_f32)
@@ -399,6 +515,7 @@ pub(crate) fn elements(shape: &ShapeProto, lit: &LiteralProto) -> Result<Vec<Str
                 T::F8e4m3fnuz => &lit.f8e4m3fnuzs,
                 T::F8e5m2fnuz => &lit.f8e5m2fnuzs,
                 T::F8e4m3b11fnuz => &lit.f8e4m3b11fnuzs,
+                T::F4e2m1fn => &lit.f4e2m1fns,
                 _ => unreachable!("Format::of covers exactly these types"),
             };
             let bits: Vec<u16> = if format.n_bytes() == 2 {
@@ -410,8 +527,42 @@ pub(crate) fn elements(shape: &ShapeProto, lit: &LiteralProto) -> Result<Vec<Str
                 bytes.iter().map(|&b| u16::from(b)).collect()
             };
             check(bits.len())?;
-            // Every narrow value is exact in f32, so the shortest f32 spelling parses back to it.
-            strings(&bits, &order, |b| format_f32(format.decode(b) as f32))
+            // As XLA: as many digits as the format needs to be read back (max_digits10).
+            let digits = format.max_digits10();
+            strings(&bits, &order, |b| format_g(format.decode(b), digits))
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{format_f32, format_f64, format_g};
+
+    #[test]
+    fn format_g_is_printf_g() {
+        // What C's printf("%.*g") writes for these (checked against glibc by hand).
+        for (v, p, text) in [
+            (100.0, 4, "100"),
+            (1e7, 6, "1e+07"),
+            (0.0001, 6, "0.0001"),
+            (1.5e-5, 6, "1.5e-05"),
+            (256.0, 2, "2.6e+02"),
+            (123456792.0, 9, "123456792"),
+            (1234.5, 6, "1234.5"),
+            (9.9999, 3, "10"),
+            (-0.0, 6, "-0"),
+            (1e300, 15, "1e+300"),
+        ] {
+            assert_eq!(format_g(v, p), text, "{v} at {p}");
+        }
+    }
+
+    #[test]
+    fn xla_precision_steps_up_only_when_needed() {
+        assert_eq!(format_f32(0.1), "0.1");
+        assert_eq!(format_f32(1.0 / 3.0), "0.333333343");
+        assert_eq!(format_f64(0.1 + 0.2), "0.30000000000000004");
+        assert_eq!(format_f32(f32::from_bits(0x7fc0_0000)), "nan");
+        assert_eq!(format_f32(-f32::NAN), "-nan");
+    }
 }

@@ -14,13 +14,22 @@
 //! - Names are scoped to their computation; an operand may be defined later in the text than its
 //!   user (the order is kept, and [`crate::validate`] rejects a cycle).
 //! - An unknown opcode is a parse error naming it, since attributes are read according to the
-//!   opcode. An unknown attribute is skipped (XLA adds them every release), as are `sharding`,
-//!   `backend_config` in braces, and the header's `is_scheduled`, `num_partitions`, etc.
+//!   opcode. An unknown attribute is skipped (XLA adds them every release), as are `sharding`
+//!   and the header's `is_scheduled`, `num_partitions`, etc.; `backend_config` is kept as bytes,
+//!   whether quoted or raw JSON in braces, and printed quoted.
+//! - The parser fills in what XLA's parser fills in (the default comparison type of `compare`,
+//!   all-DEFAULT operand precisions of `dot` and `convolution`, group counts of 1, one dynamic
+//!   flag per dimension, `p0, p1, ...` in the entry layout), and the printer leaves those out, as
+//!   XLA's does; `tests/text_xla.rs` holds both to XLA's output.
 //! - Constants elided by XLA's printer (`constant({...})`) are an error: their values are lost.
 //! - Literal values are written in logical (row-major index) order and stored in the proto in the
 //!   physical order of the literal's layout, as XLA stores them.
-//! - Sub-byte element types (s4, u4, ..., f4e2m1fn) and f8e8m0fnu parse as shapes, but their
-//!   constants are an error for now.
+//! - Floats are written as XLA writes them (C's `%g` with the digits the type needs); one
+//!   deliberate difference in reading: XLA's lexer takes `-0` for the integer 0 and so loses the
+//!   sign of a negative-zero constant, which we keep. (XLA also reads the smallest f8e8m0fnu,
+//!   2^-127, printed as `5.9e-39`, back as 2^-126; we read it back as 2^-127.)
+//! - Constants of every element type are read and written, sub-byte ones (s1..s4, u1..u4,
+//!   f4e2m1fn) one element per byte, masked to their width, as XLA stores them.
 
 mod float;
 mod literal;

@@ -1476,7 +1476,10 @@ impl<'a> Parser<'a> {
                 .ok_or_else(|| self.unexpected_at(self.src.len(), "a computation"))?,
             [one] => one,
             [_, second, ..] => {
-                return Err(self.duplicate_at(second.name_pos, "computation", "ENTRY"));
+                return Err(self.invalid_at(
+                    second.name_pos,
+                    format!("a second ENTRY computation `{}`; a module has one", second.name),
+                ));
             }
         };
         module.entry_computation_name = entry.name.clone();
@@ -1513,7 +1516,13 @@ impl<'a> Parser<'a> {
                 })?,
                 [one] => one,
                 [_, second, ..] => {
-                    return Err(self.duplicate_at(second.name_pos, "instruction", "ROOT"));
+                    return Err(self.invalid_at(
+                        second.name_pos,
+                        format!(
+                            "a second ROOT instruction `{}` in computation `{}`; it has one",
+                            second.proto.name, c.name
+                        ),
+                    ));
                 }
             };
             proto.root_id = ids[root.proto.name.as_str()];
@@ -1544,19 +1553,16 @@ impl<'a> Parser<'a> {
                     called.push(resolve_computation(r)?);
                 }
                 i.called_computation_ids = called;
-                if i.opcode == "parameter" {
-                    if let Some((other, _)) =
-                        parameters.insert(i.parameter_number, (pending, i_index))
-                    {
-                        let _ = other;
-                        return Err(self.invalid_at(
-                            pending.name_pos,
-                            format!(
-                                "parameter number {} is used twice in computation `{}`",
-                                i.parameter_number, c.name
-                            ),
-                        ));
-                    }
+                if i.opcode == "parameter"
+                    && parameters.insert(i.parameter_number, (pending, i_index)).is_some()
+                {
+                    return Err(self.invalid_at(
+                        pending.name_pos,
+                        format!(
+                            "parameter number {} is used twice in computation `{}`",
+                            i.parameter_number, c.name
+                        ),
+                    ));
                 }
                 proto.instructions.push(i);
             }

@@ -223,6 +223,9 @@ fn program_shape(out: &mut String, p: &ProgramShapeProto) -> Result<(), String> 
         if i > 0 {
             out.push_str(", ");
         }
+        if i > 0 && i % 5 == 0 {
+            let _ = write!(out, "/*index={i}*/");
+        }
         shape(out, s)?;
     }
     out.push_str(")->");
@@ -389,23 +392,16 @@ fn instruction(
         );
     }
     if let Some(p) = i.padding_config.as_ref().filter(|p| !p.dimensions.is_empty()) {
-        attr(
-            "padding",
-            p.dimensions
-                .iter()
-                .map(|d| {
-                    if d.interior_padding == 0 {
-                        format!("{}_{}", d.edge_padding_low, d.edge_padding_high)
-                    } else {
-                        format!(
-                            "{}_{}_{}",
-                            d.edge_padding_low, d.edge_padding_high, d.interior_padding
-                        )
-                    }
-                })
-                .collect::<Vec<_>>()
-                .join("x"),
-        );
+        // As XLA: interior padding is written for every dimension when any has some.
+        let interior = p.dimensions.iter().any(|d| d.interior_padding != 0);
+        let one = |d: &crate::proto::padding_config::PaddingConfigDimension| {
+            if interior {
+                format!("{}_{}_{}", d.edge_padding_low, d.edge_padding_high, d.interior_padding)
+            } else {
+                format!("{}_{}", d.edge_padding_low, d.edge_padding_high)
+            }
+        };
+        attr("padding", p.dimensions.iter().map(one).collect::<Vec<_>>().join("x"));
     }
     if let Some(w) = i.window.as_ref().filter(|w| !w.dimensions.is_empty()) {
         attr("window", window(w));

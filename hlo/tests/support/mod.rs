@@ -64,6 +64,11 @@ const LITERAL_TYPES: &[PrimitiveType] = &[
     PrimitiveType::F8e4m3fn,
     PrimitiveType::F8e5m2,
     PrimitiveType::F8e4m3fnuz,
+    PrimitiveType::S4,
+    PrimitiveType::U2,
+    PrimitiveType::S1,
+    PrimitiveType::F4e2m1fn,
+    PrimitiveType::F8e8m0fnu,
 ];
 
 /// A name the text form can hold: letters, digits, `_`, `.`, `-`.
@@ -148,6 +153,12 @@ fn literal(rng: &mut Rng, s: &ShapeProto) -> LiteralProto {
         T::F8e4m3fn => lit.f8e4m3fns = bytes(rng, 1),
         T::F8e5m2 => lit.f8e5m2s = bytes(rng, 1),
         T::F8e4m3fnuz => lit.f8e4m3fnuzs = bytes(rng, 1),
+        // Sub-byte types: one element per byte; the printer must ignore the bits above the width.
+        T::S4 => lit.s4s = bytes(rng, 1),
+        T::U2 => lit.u2s = bytes(rng, 1),
+        T::S1 => lit.s1s = bytes(rng, 1),
+        T::F4e2m1fn => lit.f4e2m1fns = bytes(rng, 1),
+        T::F8e8m0fnu => lit.f8e8m0fnus = bytes(rng, 1),
         other => unreachable!("{other:?} is not in LITERAL_TYPES"),
     }
     lit

@@ -2,6 +2,7 @@
 #![forbid(unsafe_code)]
 
 mod conformance;
+mod hlo;
 mod inspect;
 mod metaneff;
 
@@ -26,6 +27,9 @@ enum Command {
     /// Decode, encode and edit metaneff protobufs.
     #[command(subcommand)]
     Metaneff(metaneff::MetaneffCommand),
+    /// Print and encode XLA HLO modules (binary HloModuleProto or HLO text).
+    #[command(subcommand)]
+    Hlo(hlo::HloCommand),
     /// Show a NEFF's header, members, variable tables and I/O signature.
     Inspect(inspect::InspectArgs),
     /// Run the conformance vectors on the simulator and on libnrt backends.
@@ -42,6 +46,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Metaneff(command) => metaneff::run(command).map(|()| true),
+        Command::Hlo(command) => hlo::run(command).map(|()| true),
         Command::Inspect(args) => inspect::run(args).map(|()| true),
         Command::Conformance(args) => conformance::run(args),
         Command::Vectors(args) => conformance::vectors(args),

@@ -1,0 +1,105 @@
+//! `nrtsim hlo print` and `nrtsim hlo encode` from the outside: outputs, exit codes, errors.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("nrtsim-cli-hlo-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn nrtsim(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_nrtsim")).args(args).output().unwrap()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// A fixture written by jax (see hlo/tests/fixtures/export.py).
+fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../hlo/tests/fixtures").join(name)
+}
+
+#[test]
+fn encode_then_print_gives_back_the_jax_text() {
+    let dir = scratch("roundtrip");
+    let pb = dir.join("while_loop.pb");
+    let text = fixture("while_loop.hlo");
+    let out = nrtsim(&["hlo", "encode", text.to_str().unwrap(), "-o", pb.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    // The proto we wrote is the one XLA's parser writes for the same text.
+    let ours = hlo::decode_module(&std::fs::read(&pb).unwrap()).unwrap();
+    let xla = hlo::decode_module(&std::fs::read(fixture("while_loop.xla.pb")).unwrap()).unwrap();
+    assert_eq!(ours.computations.len(), xla.computations.len());
+    for (a, b) in ours.computations.iter().zip(&xla.computations) {
+        let ids = |c: &hlo::proto::HloComputationProto| {
+            c.instructions
+                .iter()
+                .map(|i| (i.id, i.operand_ids.clone(), i.called_computation_ids.clone()))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(ids(a), ids(b));
+    }
+    let out = nrtsim(&["hlo", "print", pb.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), std::fs::read_to_string(&text).unwrap());
+}
+
+#[test]
+fn print_reads_xla_binary_and_writes_to_a_file() {
+    let dir = scratch("binary");
+    let out_path = dir.join("conv.hlo");
+    let out = nrtsim(&[
+        "hlo",
+        "print",
+        fixture("conv.xla.pb").to_str().unwrap(),
+        "-o",
+        out_path.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(out.stdout.is_empty());
+    assert_eq!(
+        std::fs::read_to_string(out_path).unwrap(),
+        std::fs::read_to_string(fixture("conv.hlo")).unwrap()
+    );
+}
+
+#[test]
+fn bad_text_fails_with_line_and_column() {
+    let dir = scratch("bad");
+    let bad = dir.join("bad.hlo");
+    std::fs::write(&bad, "HloModule m\n\nENTRY e {\n  x = f32[2] frobnicate()\n}\n").unwrap();
+    let out =
+        nrtsim(&["hlo", "encode", bad.to_str().unwrap(), "-o", dir.join("x.pb").to_str().unwrap()]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("4:14: unknown opcode `frobnicate`"), "{}", stderr(&out));
+    assert!(!dir.join("x.pb").exists());
+}
+
+#[test]
+fn invalid_structure_is_refused_unless_asked() {
+    let dir = scratch("cycle");
+    let cyclic = dir.join("cycle.hlo");
+    std::fs::write(
+        &cyclic,
+        "HloModule m\nENTRY e {\n  a = f32[] negate(b)\n  ROOT b = f32[] negate(a)\n}\n",
+    )
+    .unwrap();
+    let out = nrtsim(&["hlo", "print", cyclic.to_str().unwrap()]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("instruction `a` depends on itself"), "{}", stderr(&out));
+    let out = nrtsim(&["hlo", "print", "--no-validate", cyclic.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(String::from_utf8(out.stdout).unwrap().contains("ROOT b = f32[] negate(a)"));
+}
+
+#[test]
+fn help_names_both_forms() {
+    let out = nrtsim(&["hlo", "print", "--help"]);
+    assert!(out.status.success());
+    let help = String::from_utf8(out.stdout).unwrap();
+    assert!(help.contains("HloModuleProto") && help.contains("HLO text"), "{help}");
+}

@@ -1,0 +1,11 @@
+//! Fuzz target: HLO text parsing; whatever parses must print, and the print must be a fixed point.
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|bytes: &[u8]| {
+    let Ok(src) = std::str::from_utf8(bytes) else { return };
+    if let Ok(module) = hlo::text::parse_module(src) {
+        let printed = hlo::text::print_module(&module).expect("a parsed module prints");
+        let again = hlo::text::parse_module(&printed).expect("a printed module parses");
+        assert_eq!(hlo::text::print_module(&again).expect("prints again"), printed);
+    }
+});
