@@ -4,7 +4,8 @@
 //! of f32[1,64,56,56] with 64 output features and padding 1), writes the modules it compiled, and
 //! times XLA on them (best of N after warm-up). This bench loads those very modules, compiles each
 //! once with `eval::Program::compile`, times `run` the same way, and prints GFLOP/s for both and
-//! `ours/xla` (the target is at least 0.5 for both graphs).
+//! `ours/xla` (the target is at least 0.5 for both graphs). The interpreter bench
+//! (`benches/interpreter.rs`) gives the ratio to naive loops in the same `cargo bench` run.
 //!
 //! It needs the Python `.ci/run` installs (`NRTSIM_PYTHON`, else `target/pyenv`); without one it
 //! says so and measures nothing, since there is no baseline to divide by.
@@ -99,13 +100,11 @@ fn main() {
             std::hint::black_box(program.run(&args).expect("run"));
         })
         .as_secs_f64();
+        // The same line shape as the interpreter bench: `GRAPH ours=… xla=… ratio=ours/xla gflops`.
+        let (ours_gflops, xla_gflops) = (flops / ours / 1e9, flops / xla_seconds / 1e9);
         println!(
-            "{name}: ours {:.2} GFLOP/s ({:.3} ms), xla {:.2} GFLOP/s ({:.3} ms), ours/xla = {:.3}",
-            flops / ours / 1e9,
-            ours * 1e3,
-            flops / xla_seconds / 1e9,
-            xla_seconds * 1e3,
-            xla_seconds / ours,
+            "{name} ours={ours_gflops:.2} xla={xla_gflops:.2} ratio={:.3} gflops",
+            ours_gflops / xla_gflops
         );
     }
 }

@@ -236,10 +236,12 @@ macro_rules! impl_float {
                     Binary::Mul => x * y,
                     Binary::Div => x / y,
                     Binary::Rem => x % y,
+                    // XLA CPU orders -0 below +0 here: max(-0, +0) and max(+0, -0) are both +0,
+                    // min of either pair is -0.
                     Binary::Max => {
                         if x.is_nan() || y.is_nan() {
                             <$t>::NAN
-                        } else if x >= y {
+                        } else if x > y || (x == y && y.is_sign_negative()) {
                             x
                         } else {
                             y
@@ -248,7 +250,7 @@ macro_rules! impl_float {
                     Binary::Min => {
                         if x.is_nan() || y.is_nan() {
                             <$t>::NAN
-                        } else if x <= y {
+                        } else if x < y || (x == y && x.is_sign_negative()) {
                             x
                         } else {
                             y
@@ -291,7 +293,8 @@ pub(crate) fn erf(x: f64) -> f64 {
             term *= -a2 / n;
             let add = term / (2.0 * n + 1.0);
             sum += add;
-            if add.abs() < 1e-17 * sum.abs() {
+            // `<=`: at a = 0 every term is 0, and `<` would never end the loop.
+            if add.abs() <= 1e-17 * sum.abs() {
                 break;
             }
         }
@@ -856,6 +859,9 @@ mod tests {
         for (x, want) in [(0.5, 0.520_499_877_813_046_5), (1.0, 0.842_700_792_949_714_9), (3.0, 0.999_977_909_503_001_4), (-2.0, -0.995_322_265_018_952_7)] {
             assert!((erf(x) - want).abs() < 1e-14, "erf({x}) = {} want {want}", erf(x));
         }
+        // Zero ends the series at once (it once never ended), keeping its sign.
+        assert_eq!(erf(0.0).to_bits(), 0.0f64.to_bits());
+        assert_eq!(erf(-0.0).to_bits(), (-0.0f64).to_bits());
     }
 
     #[test]

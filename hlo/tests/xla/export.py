@@ -546,14 +546,15 @@ def _(rng):
             lax.max(x, y),
             lax.min(x, y),
             jnp.fmax(x, y),
-            jnp.max(x.reshape(2, 4), axis=1),
-            jnp.nanmax(x.reshape(2, 4), axis=1),
+            jnp.max(x.reshape(2, 5), axis=1),
+            jnp.nanmax(x.reshape(2, 5), axis=1),
             jnp.clip(x, -1.0, 1.0),
         )
 
     nan, inf = np.nan, np.inf
-    x = np.array([nan, 1.0, nan, -0.0, 0.0, inf, -inf, 2.0], np.float32)
-    y = np.array([1.0, nan, nan, 0.0, -0.0, nan, 3.0, -inf], np.float32)
+    # Signed zeros in both orders and both equal pairs: XLA orders -0 below +0 in max and min.
+    x = np.array([nan, 1.0, nan, -0.0, 0.0, inf, -inf, 2.0, -0.0, 0.0], np.float32)
+    y = np.array([1.0, nan, nan, 0.0, -0.0, nan, 3.0, -inf, -0.0, 0.0], np.float32)
     return f, [x, y]
 
 
