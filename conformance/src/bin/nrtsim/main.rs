@@ -5,6 +5,7 @@ mod conformance;
 mod hlo;
 mod inspect;
 mod metaneff;
+mod run;
 
 use std::process::ExitCode;
 
@@ -32,6 +33,8 @@ enum Command {
     Hlo(hlo::HloCommand),
     /// Show a NEFF's header, members, variable tables and I/O signature.
     Inspect(inspect::InspectArgs),
+    /// Run a NEFF once on the simulator: `.npy` inputs in, one `.npy` per output out.
+    Run(run::RunArgs),
     /// Run the conformance vectors on the simulator and on libnrt backends.
     Conformance(conformance::ConformanceArgs),
     /// Refresh (--bless) or check (--check) the vectors' generated files; `promote DIR` adds a
@@ -48,6 +51,7 @@ fn main() -> ExitCode {
         Command::Metaneff(command) => metaneff::run(command).map(|()| true),
         Command::Hlo(command) => hlo::run(command).map(|()| true),
         Command::Inspect(args) => inspect::run(args).map(|()| true),
+        Command::Run(args) => run::run(args),
         Command::Conformance(args) => conformance::run(args),
         Command::Vectors(args) => conformance::vectors(args),
         Command::RunVector(args) => conformance::run_vector(args),
