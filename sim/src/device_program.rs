@@ -239,6 +239,36 @@ impl DeviceProgram {
     }
 }
 
+/// An element type and dimensions.
+pub type TypedShape = (Dltype, Vec<i64>);
+
+/// The element types (as dltypes) and shapes of a module's entry parameter leaves and result
+/// leaves, in order: the I/O signature a compiler gives the NEFF it makes of the module.
+///
+/// # Errors
+/// [`DeviceProgramError::Module`] for bytes that are not a module, or a leaf whose element type
+/// has no dltype.
+pub fn entry_signature(
+    bytes: &[u8],
+) -> Result<(Vec<TypedShape>, Vec<TypedShape>), DeviceProgramError> {
+    let error = |detail: String| DeviceProgramError::Module { origin: "input".to_owned(), detail };
+    let module = hlo::load_module(bytes).map_err(|err| error(err.to_string()))?;
+    let (params, results) = entry_leaves(&module).map_err(error)?;
+    let typed = |shapes: Vec<ShapeProto>| {
+        shapes
+            .iter()
+            .map(|shape| {
+                Dltype::ALL
+                    .iter()
+                    .find(|d| primitive_of(**d) as i32 == shape.element_type)
+                    .map(|d| (*d, shape.dimensions.clone()))
+                    .ok_or_else(|| error(format!("{} has no dltype", describe(shape))))
+            })
+            .collect::<Result<Vec<_>, _>>()
+    };
+    Ok((typed(params)?, typed(results)?))
+}
+
 /// The entry computation's parameter leaves (by parameter number) and result leaves.
 fn entry_leaves(module: &HloModuleProto) -> Result<(Vec<ShapeProto>, Vec<ShapeProto>), String> {
     let entry = module

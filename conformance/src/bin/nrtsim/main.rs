@@ -6,6 +6,7 @@ mod hlo;
 mod inspect;
 mod metaneff;
 mod run;
+mod standin;
 
 use std::process::ExitCode;
 
@@ -40,6 +41,13 @@ enum Command {
     /// Refresh (--bless) or check (--check) the vectors' generated files; `promote DIR` adds a
     /// vector.
     Vectors(conformance::VectorsArgs),
+    /// The stand-in for neuronx-cc used by tests of `vectors compile` (not a compiler).
+    #[command(hide = true, name = "standin-neuronx-cc")]
+    StandinNeuronxCc {
+        /// The compiler's arguments.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
     /// Run one vector on libnrt in this process (used by the capi and nrt backends).
     #[command(hide = true)]
     RunVector(conformance::RunVectorArgs),
@@ -55,6 +63,7 @@ fn main() -> ExitCode {
         Command::Conformance(args) => conformance::run(args),
         Command::Vectors(args) => conformance::vectors(args),
         Command::RunVector(args) => conformance::run_vector(args),
+        Command::StandinNeuronxCc { args } => standin::run(args),
     };
     match result {
         Ok(true) => ExitCode::SUCCESS,
