@@ -103,3 +103,22 @@ fn help_names_both_forms() {
     let help = String::from_utf8(out.stdout).unwrap();
     assert!(help.contains("HloModuleProto") && help.contains("HLO text"), "{help}");
 }
+
+#[test]
+fn no_metadata_leaves_metadata_out() {
+    let dir = scratch("metadata");
+    let src = dir.join("m.hlo");
+    std::fs::write(
+        &src,
+        "HloModule m\n\nENTRY e {\n  ROOT x = f32[] parameter(0), metadata={op_name=\"x\"}\n}\n\n",
+    )
+    .unwrap();
+    let with = nrtsim(&["hlo", "print", src.to_str().unwrap()]);
+    assert!(String::from_utf8(with.stdout).unwrap().contains("metadata={op_name=\"x\"}"));
+    let without = nrtsim(&["hlo", "print", "--no-metadata", src.to_str().unwrap()]);
+    assert!(without.status.success(), "{}", stderr(&without));
+    assert_eq!(
+        String::from_utf8(without.stdout).unwrap(),
+        "HloModule m\n\nENTRY e {\n  ROOT x = f32[] parameter(0)\n}\n\n"
+    );
+}

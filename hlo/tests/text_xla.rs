@@ -1,8 +1,8 @@
 //! Our HLO text and proto handling against XLA's own, on modules jax 0.10.2 wrote.
 //!
-//! The fixtures (`tests/fixtures/*.hlo`, `*.old.hlo`, `*.xla.pb`) are output of XLA, made by
-//! `tests/fixtures/export.py`: the text jax prints, the same module in XLA's old print style, and
-//! XLA's parse of the text serialized as a proto. The expected values are XLA's, never ours.
+//! The fixtures (`tests/fixtures/*.hlo`, `*.old.hlo`, `*.xla.pb`, `*.jax.pb`) are output of XLA,
+//! made by `tests/fixtures/export.py`: the text jax prints, the same module in XLA's old print
+//! style, XLA's parse of the text serialized as a proto, and the proto jax lowered. The expected values are XLA's, never ours.
 //! One named test per fixture and check (`cargo test -p nrtsim-hlo --test text_xla conv`).
 //!
 //! `fresh_export_matches_the_fixtures` re-runs the export with the pinned jax and requires the
@@ -82,6 +82,15 @@ fn xla_binary_prints_as_xla_text(base: &Path) {
     // XLA's parse turned `-0` into +0 (see `without_negative_zeros`), so its proto prints `0`.
     let expected = text(base, ".hlo").replace("constant(-0)", "constant(0)");
     assert_eq!(printed, expected, "{}", base.display());
+}
+
+/// jax's own proto (the lowering's ids, with metadata) prints as jax's text when metadata is off.
+fn jax_proto_prints_as_jax_text(base: &Path) {
+    let module = hlo::decode_module(&read(base, ".jax.pb")).unwrap();
+    let options = hlo::text::PrintOptions { metadata: false };
+    let printed = hlo::text::print_module_with(&module, &options)
+        .unwrap_or_else(|e| panic!("{}: {e}", base.display()));
+    assert_eq!(printed, text(base, ".hlo"), "{}", base.display());
 }
 
 /// XLA writes a layout for scalars too, and empty metadata and frontend attributes on every
@@ -214,11 +223,12 @@ fn fresh_export_matches_the_fixtures(python: &Path) -> Result<(), Failed> {
 fn main() {
     let args = Arguments::from_args();
     type Check = fn(&Path);
-    let checks: [(&str, Check); 4] = [
+    let checks: [(&str, Check); 5] = [
         ("prints_back_byte_for_byte", xla_text_prints_back_byte_for_byte),
         ("old_style_parses_to_the_same_module", old_style_text_parses_to_the_same_module),
         ("xla_binary_prints_as_xla_text", xla_binary_prints_as_xla_text),
         ("parse_equals_xla_parse", our_parse_equals_xla_parse_field_by_field),
+        ("jax_proto_prints_as_jax_text", jax_proto_prints_as_jax_text),
     ];
     let mut trials = Vec::new();
     for base in fixtures() {

@@ -28,9 +28,14 @@ pub struct NpyHeader {
 }
 
 impl NpyHeader {
-    /// The item size in bytes, read from the digits of `descr`.
+    /// The item size in bytes, read from the digits of `descr` (`<f4` → 4), or for the names
+    /// ml_dtypes users write as `descr` (`bfloat16`, `float8_e4m3fn`, `float8_e5m2`), their size.
     pub fn item_size(&self) -> Option<u64> {
-        self.descr.get(2..)?.parse().ok()
+        match self.descr.as_str() {
+            "bfloat16" => Some(2),
+            "float8_e4m3fn" | "float8_e5m2" => Some(1),
+            descr => descr.get(2..)?.parse().ok(),
+        }
     }
 }
 

@@ -72,6 +72,17 @@ impl Program {
         out
     }
 
+    /// The element type of each entry parameter leaf, in order.
+    pub fn parameter_types(&self) -> Vec<proto::PrimitiveType> {
+        let mut out = Vec::new();
+        for shape in &self.comps[self.entry].param_shapes {
+            leaves(shape, &mut |a| {
+                out.push(proto::PrimitiveType::try_from(a.ty as i32).unwrap_or(proto::PrimitiveType::Invalid))
+            });
+        }
+        out
+    }
+
     /// The `minor_to_major` of each result leaf whose layout is not the default.
     pub fn result_layouts(&self) -> Vec<Option<Vec<i64>>> {
         let mut out = Vec::new();

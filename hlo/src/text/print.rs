@@ -23,13 +23,35 @@ const MAX_BRACES: usize = 1 << 26;
 const ALWAYS_DIMENSIONS: &[&str] =
     &["broadcast", "concatenate", "reduce", "reverse", "sort", "transpose"];
 
-/// Prints a module as HLO text.
+/// What to leave out when printing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PrintOptions {
+    /// Write `metadata={...}` (op type, op name, source location). jax's `as_hlo_text()` leaves
+    /// it out, so turning this off prints a jax proto exactly as jax prints its text.
+    pub metadata: bool,
+}
+
+impl Default for PrintOptions {
+    fn default() -> Self {
+        PrintOptions { metadata: true }
+    }
+}
+
+/// Prints a module as HLO text, with everything the text form can hold.
 ///
 /// # Errors
 /// A [`PrintError`] naming the computation and instruction when something cannot be written:
 /// a dangling id, a missing shape, a name the text cannot hold, a literal that does not fit its
 /// shape.
 pub fn print_module(m: &HloModuleProto) -> Result<String, PrintError> {
+    print_module_with(m, &PrintOptions::default())
+}
+
+/// Prints a module as HLO text, leaving out what `options` says.
+///
+/// # Errors
+/// As [`print_module`].
+pub fn print_module_with(m: &HloModuleProto, options: &PrintOptions) -> Result<String, PrintError> {
     let unprintable =
         |computation: &str, instruction: &str, message: String| PrintError::Unprintable {
             computation: computation.to_string(),
@@ -81,7 +103,7 @@ pub fn print_module(m: &HloModuleProto) -> Result<String, PrintError> {
         if index > 0 {
             out.push('\n');
         }
-        computation(&mut out, c, std::ptr::eq(c, entry), &computations)?;
+        computation(&mut out, c, std::ptr::eq(c, entry), &computations, options)?;
     }
     out.push('\n');
     Ok(out)
@@ -273,6 +295,7 @@ fn computation(
     c: &HloComputationProto,
     is_entry: bool,
     computations: &BTreeMap<i64, &HloComputationProto>,
+    options: &PrintOptions,
 ) -> Result<(), PrintError> {
     let mut by_id: BTreeMap<i64, &HloInstructionProto> = BTreeMap::new();
     let mut names_seen = BTreeMap::new();
@@ -307,7 +330,7 @@ fn computation(
         if i.id == c.root_id {
             out.push_str("ROOT ");
         }
-        instruction(out, c, i, &by_id, computations)?;
+        instruction(out, c, i, &by_id, computations, options)?;
         out.push('\n');
     }
     out.push_str("}\n");
@@ -320,6 +343,7 @@ fn instruction(
     i: &HloInstructionProto,
     by_id: &BTreeMap<i64, &HloInstructionProto>,
     computations: &BTreeMap<i64, &HloComputationProto>,
+    options: &PrintOptions,
 ) -> Result<(), PrintError> {
     let fail = |message: String| PrintError::Unprintable {
         computation: c.name.clone(),
@@ -684,7 +708,9 @@ fn instruction(
         frontend_attributes(&mut text, a);
         attr("frontend_attributes", text);
     }
-    if let Some(m) = i.metadata.as_ref().filter(|m| **m != OpMetadata::default()) {
+    if let Some(m) =
+        i.metadata.as_ref().filter(|m| options.metadata && **m != OpMetadata::default())
+    {
         attr("metadata", metadata(m));
     }
     Ok(())

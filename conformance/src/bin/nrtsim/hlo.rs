@@ -2,6 +2,14 @@
 //!
 //! Every command reads either form (told apart by content, not by extension) and validates the
 //! module's structure before doing anything with it.
+//!
+//! `run` reads and writes `.npy` (version 1.0, C order; Fortran order is read too). numpy has
+//! no codes for bf16 and the f8 types: `np.save` of an ml_dtypes array writes `'<V2'` (bf16) and
+//! `'|V1'`/`'<V1'` (f8e4m3fn; older ml_dtypes write `'<f1'` for f8e5m2, which `np.load` refuses),
+//! and `np.load` gives back raw void elements that `.view(ml_dtypes.bfloat16)` reinterprets. So
+//! outputs of those types are written as `'<V2'` / `'|V1'`, which `np.load` reads, and inputs
+//! accept any descr of the parameter's item size among `V`, the ml_dtypes names (`bfloat16`,
+//! `float8_e4m3fn`, `float8_e5m2`, as `str(dtype)` spells them) and `<f1`.
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -25,6 +33,26 @@ pub(crate) enum HloCommand {
         /// Print even a structurally invalid module (dangling ids, cycles), as far as possible.
         #[arg(long)]
         no_validate: bool,
+        /// Leave out `metadata={...}`, as jax's `as_hlo_text()` does.
+        #[arg(long)]
+        no_metadata: bool,
+    },
+    /// Evaluate a module's entry computation with the interpreter.
+    ///
+    /// Inputs bind to the entry parameters in order. The result is flattened: a tuple gives
+    /// `output0.npy`, `output1.npy`, ... and an array gives `output0.npy`.
+    Run {
+        /// The module (`.pb` or HLO text; `-` for standard input).
+        file: PathBuf,
+        /// One `.npy` per entry parameter, in order.
+        #[arg(long = "input", value_name = "NPY")]
+        inputs: Vec<PathBuf>,
+        /// Where to write `outputN.npy` (created if missing; default: the current directory).
+        #[arg(long, value_name = "DIR")]
+        output_dir: Option<PathBuf>,
+        /// The largest array the evaluation may allocate, in bytes (default 4 GiB).
+        #[arg(long)]
+        budget_bytes: Option<u64>,
     },
     /// Parse HLO text (or re-encode a binary module) and write a binary HloModuleProto.
     ///
@@ -42,14 +70,18 @@ pub(crate) enum HloCommand {
 /// Runs an `nrtsim hlo` subcommand.
 pub(crate) fn run(command: HloCommand) -> Result<()> {
     match command {
-        HloCommand::Print { file, output, no_validate } => {
+        HloCommand::Print { file, output, no_validate, no_metadata } => {
             let module = load(&file, !no_validate)?;
-            let text = hlo::text::print_module(&module)
+            let options = hlo::text::PrintOptions { metadata: !no_metadata };
+            let text = hlo::text::print_module_with(&module, &options)
                 .with_context(|| format!("printing {}", file.display()))?;
             match output {
                 Some(path) => write_output(&path, text.as_bytes()),
                 None => write_output(Path::new("-"), text.as_bytes()),
             }
+        }
+        HloCommand::Run { file, inputs, output_dir, budget_bytes } => {
+            run_module(&file, &inputs, output_dir.as_deref(), budget_bytes)
         }
         HloCommand::Encode { file, output } => {
             let module = load(&file, true)?;
@@ -86,5 +118,138 @@ fn write_output(path: &Path, bytes: &[u8]) -> Result<()> {
         std::io::stdout().write_all(bytes).context("writing to stdout")
     } else {
         std::fs::write(path, bytes).with_context(|| format!("writing {}", path.display()))
+    }
+}
+
+fn run_module(file: &Path, inputs: &[PathBuf], output_dir: Option<&Path>, budget_bytes: Option<u64>) -> Result<()> {
+    let module = load(file, true)?;
+    let mut options = hlo::eval::EvalOptions::default();
+    if let Some(budget) = budget_bytes {
+        options.budget_bytes = budget;
+    }
+    let program = hlo::eval::Program::compile(&module, &options)
+        .with_context(|| format!("compiling {}", file.display()))?;
+    let parameters = program.parameter_types();
+    if inputs.len() != parameters.len() {
+        bail!(
+            "{} takes {} inputs ({}), got {} --input",
+            file.display(),
+            parameters.len(),
+            program.parameter_shapes().join(", "),
+            inputs.len()
+        );
+    }
+    let mut args = Vec::with_capacity(inputs.len());
+    for (path, &ty) in inputs.iter().zip(&parameters) {
+        let bytes = read_input(path)?;
+        args.push(npy_to_array(&bytes, ty).with_context(|| format!("reading {}", path.display()))?);
+    }
+    let value = program.run(&args).with_context(|| format!("evaluating {}", file.display()))?;
+    let dir = output_dir.unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    for (i, array) in value.flatten().into_iter().enumerate() {
+        let path = dir.join(format!("output{i}.npy"));
+        write_output(&path, &array_to_npy(array)?)?;
+        let dims: Vec<String> = array.dims.iter().map(i64::to_string).collect();
+        println!("{} {}[{}]", path.display(), array.ty.as_str_name().to_ascii_lowercase(), dims.join(","));
+    }
+    Ok(())
+}
+
+/// The descr `run` writes for an element type (see the module docs for bf16 and f8).
+fn npy_descr(ty: hlo::proto::PrimitiveType) -> Result<&'static str> {
+    use hlo::proto::PrimitiveType as P;
+    Ok(match ty {
+        P::Pred => "|b1",
+        P::S8 => "|i1",
+        P::S16 => "<i2",
+        P::S32 => "<i4",
+        P::S64 => "<i8",
+        P::U8 => "|u1",
+        P::U16 => "<u2",
+        P::U32 => "<u4",
+        P::U64 => "<u8",
+        P::F16 => "<f2",
+        P::F32 => "<f4",
+        P::F64 => "<f8",
+        P::Bf16 => "<V2",
+        P::F8e4m3fn | P::F8e5m2 => "|V1",
+        other => bail!("no npy descr for element type {}", other.as_str_name()),
+    })
+}
+
+/// Whether an input's descr may bind to a parameter of `ty`.
+fn descr_fits(descr: &str, ty: hlo::proto::PrimitiveType) -> bool {
+    use hlo::proto::PrimitiveType as P;
+    let exact = npy_descr(ty).ok();
+    // `=` (native) and `<` are the same on the little-endian machines this runs on; one-byte
+    // types may say any order.
+    let normalised = descr.replacen('=', "<", 1);
+    if exact == Some(normalised.as_str())
+        || (exact.is_some_and(|e| e.starts_with('|')) && normalised.get(1..) == exact.and_then(|e| e.get(1..)))
+    {
+        return true;
+    }
+    match ty {
+        P::Bf16 => matches!(descr, "<V2" | "|V2" | "V2" | "bfloat16"),
+        P::F8e4m3fn => matches!(descr, "|V1" | "<V1" | "V1" | "float8_e4m3fn"),
+        P::F8e5m2 => matches!(descr, "|V1" | "<V1" | "V1" | "<f1" | "float8_e5m2"),
+        P::S8 => descr == "<i1",
+        P::U8 => descr == "<u1",
+        P::Pred => descr == "<b1",
+        _ => false,
+    }
+}
+
+fn npy_to_array(bytes: &[u8], ty: hlo::proto::PrimitiveType) -> Result<hlo::eval::Array> {
+    let header = abi::neff::npy::parse_header("input", bytes)?;
+    if !descr_fits(&header.descr, ty) {
+        bail!("descr {:?} does not fit a parameter of type {}", header.descr, ty.as_str_name().to_ascii_lowercase());
+    }
+    let dims: Vec<i64> = header
+        .shape
+        .iter()
+        .map(|&d| i64::try_from(d).context("dimension too large"))
+        .collect::<Result<_>>()?;
+    let data = bytes[header.data_offset..].to_vec();
+    let array = if header.fortran_order {
+        // Fortran order is the layout whose first dimension varies fastest.
+        let minor_to_major: Vec<i64> = (0..dims.len() as i64).collect();
+        hlo::eval::Array::from_physical(ty, dims, &minor_to_major, data)?
+    } else {
+        hlo::eval::Array::new(ty, dims, data)?
+    };
+    Ok(array)
+}
+
+fn array_to_npy(array: &hlo::eval::Array) -> Result<Vec<u8>> {
+    let shape: Vec<u64> = array.dims.iter().map(|&d| d as u64).collect();
+    Ok(abi::neff::npy::encode(npy_descr(array.ty)?, &shape, &array.bytes)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hlo::proto::PrimitiveType as P;
+
+    #[test]
+    fn ml_dtypes_descrs_bind_to_their_types() {
+        assert!(descr_fits("<V2", P::Bf16));
+        assert!(descr_fits("bfloat16", P::Bf16));
+        assert!(descr_fits("<f1", P::F8e5m2));
+        assert!(!descr_fits("<f1", P::F8e4m3fn));
+        assert!(descr_fits("<i1", P::S8));
+        assert!(!descr_fits("<f4", P::F64));
+    }
+
+    #[test]
+    fn fortran_order_input_is_transposed_to_logical() {
+        // [[1,2,3],[4,5,6]] stored column by column is 1,4,2,5,3,6.
+        let data: Vec<u8> = [1.0f32, 4.0, 2.0, 5.0, 3.0, 6.0].iter().flat_map(|v| v.to_le_bytes()).collect();
+        let mut file = abi::neff::npy::encode("<f4", &[2, 3], &data).unwrap();
+        let at = file.windows(5).position(|w| w == b"False").unwrap();
+        file[at..at + 5].copy_from_slice(b"True ");
+        let array = npy_to_array(&file, P::F32).unwrap();
+        assert_eq!(array.to_f64().unwrap(), vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
     }
 }

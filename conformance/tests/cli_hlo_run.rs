@@ -1,0 +1,93 @@
+//! `nrtsim hlo run` from the outside: npy in, npy out, tuples flattened, bf16 as `<V2`, errors.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("nrtsim-cli-hlo-run-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn nrtsim(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_nrtsim")).args(args).output().unwrap()
+}
+
+fn f32_npy(shape: &[u64], values: &[f32]) -> Vec<u8> {
+    let data: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+    abi::neff::npy::encode("<f4", shape, &data).unwrap()
+}
+
+const MODULE: &str = "HloModule m
+
+ENTRY main {
+  a = f32[2,2] parameter(0)
+  b = f32[2,2] parameter(1)
+  d = f32[2,2] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  h = bf16[2,2] convert(d)
+  ROOT t = (f32[2,2], bf16[2,2]) tuple(d, h)
+}
+";
+
+#[test]
+fn run_writes_one_npy_per_result_leaf() {
+    let dir = scratch("tuple");
+    let module = dir.join("m.hlo");
+    std::fs::write(&module, MODULE).unwrap();
+    std::fs::write(dir.join("a.npy"), f32_npy(&[2, 2], &[1.0, 2.0, 3.0, 4.0])).unwrap();
+    std::fs::write(dir.join("b.npy"), f32_npy(&[2, 2], &[5.0, 6.0, 7.0, 8.0])).unwrap();
+    let out_dir = dir.join("out");
+    let out = nrtsim(&[
+        "hlo",
+        "run",
+        module.to_str().unwrap(),
+        "--input",
+        dir.join("a.npy").to_str().unwrap(),
+        "--input",
+        dir.join("b.npy").to_str().unwrap(),
+        "--output-dir",
+        out_dir.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // [[1,2],[3,4]] . [[5,6],[7,8]] = [[19,22],[43,50]], worked out by hand.
+    let first = std::fs::read(out_dir.join("output0.npy")).unwrap();
+    let header = abi::neff::npy::parse_header("output0", &first).unwrap();
+    assert_eq!((header.descr.as_str(), header.shape.as_slice()), ("<f4", &[2u64, 2][..]));
+    let values: Vec<f32> =
+        first[header.data_offset..].chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect();
+    assert_eq!(values, vec![19.0, 22.0, 43.0, 50.0]);
+    // The bf16 leaf: '<V2' (what np.save writes for ml_dtypes.bfloat16), the top halves of the f32s
+    // (all four integers are exact in bf16): 19.0 = 0x41980000 → 0x4198.
+    let second = std::fs::read(out_dir.join("output1.npy")).unwrap();
+    let header = abi::neff::npy::parse_header("output1", &second).unwrap();
+    assert_eq!(header.descr, "<V2");
+    let bits: Vec<u16> =
+        second[header.data_offset..].chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]])).collect();
+    assert_eq!(bits, vec![0x4198, 0x41b0, 0x422c, 0x4248]);
+}
+
+#[test]
+fn run_with_too_few_inputs_names_the_parameters() {
+    let dir = scratch("few");
+    let module = dir.join("m.hlo");
+    std::fs::write(&module, MODULE).unwrap();
+    std::fs::write(dir.join("a.npy"), f32_npy(&[2, 2], &[1.0, 2.0, 3.0, 4.0])).unwrap();
+    let out = nrtsim(&["hlo", "run", module.to_str().unwrap(), "--input", dir.join("a.npy").to_str().unwrap()]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("takes 2 inputs (f32[2,2], f32[2,2]), got 1"), "{stderr}");
+}
+
+#[test]
+fn run_refuses_an_input_of_the_wrong_shape() {
+    let dir = scratch("shape");
+    let module = dir.join("m.hlo");
+    std::fs::write(&module, MODULE).unwrap();
+    std::fs::write(dir.join("a.npy"), f32_npy(&[4], &[1.0, 2.0, 3.0, 4.0])).unwrap();
+    let a = dir.join("a.npy");
+    let out = nrtsim(&["hlo", "run", module.to_str().unwrap(), "--input", a.to_str().unwrap(), "--input", a.to_str().unwrap()]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("argument 0: expected f32[2,2], got f32[4]"), "{stderr}");
+}
