@@ -41,7 +41,8 @@ fn bench_dot() {
         "HloModule dot\n\nENTRY main {{\n  a = f32[{n},{n}] parameter(0)\n  b = f32[{n},{n}] parameter(1)\n  ROOT c = f32[{n},{n}] dot(a, b), lhs_contracting_dims={{1}}, rhs_contracting_dims={{0}}\n}}\n"
     ));
     let (a, b) = (values(n * n, 1e-3), values(n * n, 2e-3));
-    let args = [Array::from_f32(&[n as i64, n as i64], &a), Array::from_f32(&[n as i64, n as i64], &b)];
+    let args =
+        [Array::from_f32(&[n as i64, n as i64], &a), Array::from_f32(&[n as i64, n as i64], &b)];
     let ours = best_of(5, || {
         p.run(&args).expect("dot runs");
     });
@@ -90,9 +91,13 @@ fn bench_peak_rss() {
     for i in 1..steps {
         body.push_str(&format!("  v{i} = f32[{len}] add(v{}, x)\n", i - 1));
     }
-    let text = format!("HloModule chain\n\nENTRY main {{\n{body}  ROOT r = f32[] constant(0)\n}}\n");
+    let text =
+        format!("HloModule chain\n\nENTRY main {{\n{body}  ROOT r = f32[] constant(0)\n}}\n");
     // The root does not use the chain; make it depend on the last value instead.
-    let text = text.replace("  ROOT r = f32[] constant(0)\n", &format!("  ROOT r = f32[{len}] negate(v{})\n", steps - 1));
+    let text = text.replace(
+        "  ROOT r = f32[] constant(0)\n",
+        &format!("  ROOT r = f32[{len}] negate(v{})\n", steps - 1),
+    );
     let p = program(&text);
     let input = Array::from_f32(&[len as i64], &vec![1.0; len]);
     let before = peak_rss_mib().unwrap_or(0.0);
@@ -100,7 +105,9 @@ fn bench_peak_rss() {
     let after = peak_rss_mib().unwrap_or(0.0);
     drop(out);
     let intermediates = (steps + 1) * len * 4 >> 20;
-    println!("peak_rss_chain intermediates_mib={intermediates} vmhwm_before_mib={before:.0} vmhwm_after_mib={after:.0}");
+    println!(
+        "peak_rss_chain intermediates_mib={intermediates} vmhwm_before_mib={before:.0} vmhwm_after_mib={after:.0}"
+    );
 }
 
 fn main() {

@@ -220,7 +220,8 @@ impl SmallFloat {
             return sign | self.quiet_nan();
         }
         let exp_all = (1u32 << e_bits) - 1;
-        let overflow = if self.has_infinity() { sign | (exp_all << m_bits) } else { sign | self.quiet_nan() };
+        let overflow =
+            if self.has_infinity() { sign | (exp_all << m_bits) } else { sign | self.quiet_nan() };
         let magnitude = value.abs();
         if magnitude.is_infinite() {
             return overflow;

@@ -37,7 +37,8 @@ struct Case {
 }
 
 fn parse_type(name: &str) -> Result<PrimitiveType, String> {
-    PrimitiveType::from_str_name(&name.to_ascii_uppercase()).ok_or_else(|| format!("unknown type {name}"))
+    PrimitiveType::from_str_name(&name.to_ascii_uppercase())
+        .ok_or_else(|| format!("unknown type {name}"))
 }
 
 fn parse_shape(text: &str) -> Result<(PrimitiveType, Vec<i64>), String> {
@@ -46,7 +47,9 @@ fn parse_shape(text: &str) -> Result<(PrimitiveType, Vec<i64>), String> {
     let dims = if dims.is_empty() {
         Vec::new()
     } else {
-        dims.split(',').map(|d| d.parse::<i64>().map_err(|e| format!("{text}: {e}"))).collect::<Result<_, _>>()?
+        dims.split(',')
+            .map(|d| d.parse::<i64>().map_err(|e| format!("{text}: {e}")))
+            .collect::<Result<_, _>>()?
     };
     Ok((parse_type(ty)?, dims))
 }
@@ -85,10 +88,16 @@ fn parse_case(text: &str) -> Result<Case, String> {
             "input" => case.inputs.push(parse_array(rest)?),
             "output" => case.outputs.push(parse_array(rest)?),
             "error" => case.error = Some(rest.trim().to_owned()),
-            "tolerance" => case.tolerance = rest.trim().parse().map_err(|e| format!("tolerance: {e}"))?,
-            "budget" => case.options.budget_bytes = rest.trim().parse().map_err(|e| format!("budget: {e}"))?,
+            "tolerance" => {
+                case.tolerance = rest.trim().parse().map_err(|e| format!("tolerance: {e}"))?
+            }
+            "budget" => {
+                case.options.budget_bytes =
+                    rest.trim().parse().map_err(|e| format!("budget: {e}"))?
+            }
             "while-limit" => {
-                case.options.max_while_iterations = Some(rest.trim().parse().map_err(|e| format!("while-limit: {e}"))?)
+                case.options.max_while_iterations =
+                    Some(rest.trim().parse().map_err(|e| format!("while-limit: {e}"))?)
             }
             _ => {}
         }
@@ -117,8 +126,15 @@ fn input_array(e: &Expected) -> Result<Array, String> {
             PrimitiveType::F32 => bytes.extend((v as f32).to_le_bytes()),
             PrimitiveType::F64 => bytes.extend(v.to_le_bytes()),
             // bf16 inputs in cases are exactly representable: the top half of the f32.
-            PrimitiveType::Bf16 => bytes.extend((((v as f32).to_bits() >> 16) as u16).to_le_bytes()),
-            other => return Err(format!("inputs of type {} are not supported by the runner", other.as_str_name())),
+            PrimitiveType::Bf16 => {
+                bytes.extend((((v as f32).to_bits() >> 16) as u16).to_le_bytes())
+            }
+            other => {
+                return Err(format!(
+                    "inputs of type {} are not supported by the runner",
+                    other.as_str_name()
+                ));
+            }
         }
     }
     Array::new(e.ty, e.dims.clone(), bytes).map_err(|e| e.to_string())
@@ -149,14 +165,18 @@ fn run_case(path: &Path) -> Result<(), Failed> {
                 Err(format!("error {message:?} does not contain {want:?}").into())
             }
         }
-        (Some(want), Ok(v)) => Err(format!("expected an error containing {want:?}, got {v:?}").into()),
+        (Some(want), Ok(v)) => {
+            Err(format!("expected an error containing {want:?}, got {v:?}").into())
+        }
         (None, Err(e)) => Err(format!("evaluation failed: {e}").into()),
         (None, Ok(value)) => {
             let leaves: Vec<&Array> = match &value {
                 Value::Array(_) | Value::Tuple(_) => value.flatten(),
             };
             if leaves.len() != case.outputs.len() {
-                return Err(format!("{} outputs, expected {}", leaves.len(), case.outputs.len()).into());
+                return Err(
+                    format!("{} outputs, expected {}", leaves.len(), case.outputs.len()).into()
+                );
             }
             for (i, (got, want)) in leaves.iter().zip(&case.outputs).enumerate() {
                 if got.ty != want.ty || got.dims != want.dims {
@@ -172,7 +192,10 @@ fn run_case(path: &Path) -> Result<(), Failed> {
                 let values = got.to_f64().map_err(|e| e.to_string())?;
                 for (j, (&g, &w)) in values.iter().zip(&want.values).enumerate() {
                     if !same(g, w, case.tolerance) {
-                        return Err(format!("output {i} element {j}: got {g}, expected {w}\nall: {values:?}").into());
+                        return Err(format!(
+                            "output {i} element {j}: got {g}, expected {w}\nall: {values:?}"
+                        )
+                        .into());
                     }
                 }
             }
@@ -193,7 +216,8 @@ fn main() {
     let trials = paths
         .into_iter()
         .map(|path| {
-            let name = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+            let name =
+                path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
             Trial::test(name, move || run_case(&path))
         })
         .collect();

@@ -15,7 +15,10 @@ use hlo::eval::{Array, EvalOptions, Program};
 #[test]
 fn every_jax_fixture_compiles_and_runs() {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir).expect("fixtures").filter_map(|e| e.ok().map(|e| e.path())).collect();
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("fixtures")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .collect();
     paths.retain(|p| p.to_string_lossy().ends_with(".jax.pb"));
     paths.sort();
     assert!(!paths.is_empty(), "no fixtures under {}", dir.display());
@@ -23,28 +26,39 @@ fn every_jax_fixture_compiles_and_runs() {
     for path in &paths {
         let file = path.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
         let known = KNOWN_UNSUPPORTED.iter().find(|(f, _)| *f == file).map(|(_, what)| *what);
-        let module = hlo::decode_module(&std::fs::read(path).expect("fixture")).expect("fixture decodes");
+        let module =
+            hlo::decode_module(&std::fs::read(path).expect("fixture")).expect("fixture decodes");
         let program = match (Program::compile(&module, &EvalOptions::default()), known) {
             (Ok(_), Some(what)) => {
-                failures.push(format!("{file}: compiles, but is listed as using unsupported {what}"));
+                failures
+                    .push(format!("{file}: compiles, but is listed as using unsupported {what}"));
                 continue;
             }
             (Ok(p), None) => p,
-            (Err(e), Some(what)) if e.to_string().contains(&format!("unsupported {what}")) => continue,
+            (Err(e), Some(what)) if e.to_string().contains(&format!("unsupported {what}")) => {
+                continue;
+            }
             (Err(e), _) => {
                 failures.push(format!("{file}: compile: {e}"));
                 continue;
             }
         };
-        let entry = module.computations.iter().find(|c| c.id == module.entry_computation_id).expect("entry");
-        let mut params: Vec<_> = entry.instructions.iter().filter(|i| i.opcode == "parameter").collect();
+        let entry = module
+            .computations
+            .iter()
+            .find(|c| c.id == module.entry_computation_id)
+            .expect("entry");
+        let mut params: Vec<_> =
+            entry.instructions.iter().filter(|i| i.opcode == "parameter").collect();
         params.sort_by_key(|i| i.parameter_number);
         let args: Vec<Array> = params
             .iter()
             .map(|i| {
                 let shape = i.shape.as_ref().expect("shape");
                 let ty = hlo::proto::PrimitiveType::try_from(shape.element_type).expect("type");
-                let size = hlo::dtype::ElementType::from_primitive(ty as i32).expect("evaluated type").item_size();
+                let size = hlo::dtype::ElementType::from_primitive(ty as i32)
+                    .expect("evaluated type")
+                    .item_size();
                 let n: i64 = shape.dimensions.iter().product();
                 Array { ty, dims: shape.dimensions.clone(), bytes: vec![0; n as usize * size] }
             })

@@ -50,7 +50,9 @@ fn bf16_array(bits: u16) -> Array {
 fn finite_bf16() -> impl Strategy<Value = u16> {
     // Finite values below 1e18 in magnitude, so the sum or product stays far from overflow
     // (where the candidate search above would need infinity as a candidate).
-    any::<u16>().prop_filter("finite, moderate", |&b| bf16_value(b).is_finite() && bf16_value(b).abs() < 1e18)
+    any::<u16>().prop_filter("finite, moderate", |&b| {
+        bf16_value(b).is_finite() && bf16_value(b).abs() < 1e18
+    })
 }
 
 proptest! {
@@ -145,7 +147,8 @@ fn column_major_layout_is_the_transpose() {
     // [[1,2,3],[4,5,6]] in layout {0,1} (dimension 0 fastest) is stored 1,4,2,5,3,6.
     let logical = Array::from_f32(&[2, 3], &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
     let physical = logical.to_physical(&[0, 1]).expect("layout");
-    let want: Vec<u8> = [1.0f32, 4.0, 2.0, 5.0, 3.0, 6.0].iter().flat_map(|v| v.to_le_bytes()).collect();
+    let want: Vec<u8> =
+        [1.0f32, 4.0, 2.0, 5.0, 3.0, 6.0].iter().flat_map(|v| v.to_le_bytes()).collect();
     assert_eq!(physical, want);
     assert!(logical.to_physical(&[0, 0]).is_err());
 }

@@ -54,7 +54,11 @@ fn mutate(module: &mut HloModuleProto, rng: &mut Rng) {
         1 => {
             if !ins.operand_ids.is_empty() {
                 let k = rng.below(ins.operand_ids.len() as u64) as usize;
-                ins.operand_ids[k] = if rng.below(5) == 0 { rng.small(1000) } else { ids[rng.below(ids.len() as u64) as usize] };
+                ins.operand_ids[k] = if rng.below(5) == 0 {
+                    rng.small(1000)
+                } else {
+                    ids[rng.below(ids.len() as u64) as usize]
+                };
             } else {
                 ins.operand_ids.push(ids[rng.below(ids.len() as u64) as usize]);
             }
@@ -149,7 +153,8 @@ fn mutate(module: &mut HloModuleProto, rng: &mut Rng) {
 
 /// Zero arguments for the entry computation's parameters (or none when they cannot be built).
 fn zero_args(module: &HloModuleProto) -> Vec<Array> {
-    let Some(entry) = module.computations.iter().find(|c| c.id == module.entry_computation_id) else {
+    let Some(entry) = module.computations.iter().find(|c| c.id == module.entry_computation_id)
+    else {
         return Vec::new();
     };
     let mut params: Vec<(i64, Array)> = Vec::new();
@@ -157,7 +162,10 @@ fn zero_args(module: &HloModuleProto) -> Vec<Array> {
         let Some(shape) = &ins.shape else { continue };
         let Ok(ty) = PrimitiveType::try_from(shape.element_type) else { continue };
         let Some(et) = hlo::dtype::ElementType::from_primitive(ty as i32) else { continue };
-        let n = shape.dimensions.iter().try_fold(1i64, |n, &d| if d < 0 { None } else { n.checked_mul(d) });
+        let n = shape
+            .dimensions
+            .iter()
+            .try_fold(1i64, |n, &d| if d < 0 { None } else { n.checked_mul(d) });
         let Some(n) = n.filter(|&n| n <= 1 << 16) else { continue };
         let bytes = vec![0u8; n as usize * et.item_size()];
         params.push((ins.parameter_number, Array { ty, dims: shape.dimensions.clone(), bytes }));
@@ -169,7 +177,10 @@ fn zero_args(module: &HloModuleProto) -> Vec<Array> {
 #[test]
 fn mutated_case_modules_never_panic() {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/cases");
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir).expect("cases dir").filter_map(|e| e.ok().map(|e| e.path())).collect();
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("cases dir")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .collect();
     paths.retain(|p| p.extension().is_some_and(|e| e == "hlo"));
     paths.sort();
     assert!(!paths.is_empty());
@@ -180,7 +191,8 @@ fn mutated_case_modules_never_panic() {
         let text = std::fs::read_to_string(path).expect("case text");
         let original = hlo::text::parse_module(&text).expect("case parses");
         for seed in 0..1000u64 {
-            let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ path.as_os_str().len() as u64);
+            let mut rng =
+                Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ path.as_os_str().len() as u64);
             let mut module = original.clone();
             for _ in 0..=rng.below(3) {
                 mutate(&mut module, &mut rng);
@@ -191,7 +203,9 @@ fn mutated_case_modules_never_panic() {
             }
             let started = std::time::Instant::now();
             let outcome = std::panic::catch_unwind(|| evaluate(&module, &args, &options));
-            if std::env::var_os("HLO_ROBUSTNESS_TIMES").is_some() && started.elapsed().as_millis() > 200 {
+            if std::env::var_os("HLO_ROBUSTNESS_TIMES").is_some()
+                && started.elapsed().as_millis() > 200
+            {
                 eprintln!("{} seed {seed}: {:?}", path.display(), started.elapsed());
             }
             match outcome {

@@ -71,7 +71,8 @@ impl Exchange {
         round.arrived += 1;
         let generation = round.generation;
         if round.arrived == self.n {
-            let values: Vec<Val> = round.slots.iter_mut().map(|s| s.take().unwrap_or(Val::Token)).collect();
+            let values: Vec<Val> =
+                round.slots.iter_mut().map(|s| s.take().unwrap_or(Val::Token)).collect();
             round.published = Arc::new(values);
             round.arrived = 0;
             round.generation += 1;
@@ -109,7 +110,9 @@ impl Ctx<'_> {
         }
         for g in groups {
             if let Some(&bad) = g.iter().find(|&&r| r >= n) {
-                return Err(Fail::Invalid(format!("replica group {g:?} names rank {bad} of a {n}-rank launch")));
+                return Err(Fail::Invalid(format!(
+                    "replica group {g:?} names rank {bad} of a {n}-rank launch"
+                )));
             }
         }
         for g in groups {
@@ -117,7 +120,10 @@ impl Ctx<'_> {
                 return Ok((g.clone(), position));
             }
         }
-        Err(Fail::Invalid(format!("rank {} is in none of the replica groups {groups:?}", self.rank)))
+        Err(Fail::Invalid(format!(
+            "rank {} is in none of the replica groups {groups:?}",
+            self.rank
+        )))
     }
 }
 
@@ -128,12 +134,20 @@ fn combine(ctx: &Ctx<'_>, computation: usize, a: &Data, b: &Data) -> Result<Data
     let mut parts = Vec::with_capacity(a.len());
     for i in 0..a.len() {
         let out = ctx.apply_scalars(computation, &[element(a, i), element(b, i)])?;
-        parts.push(out.into_iter().next().ok_or_else(|| Fail::Internal("reducer returned nothing".into()))?);
+        parts.push(
+            out.into_iter()
+                .next()
+                .ok_or_else(|| Fail::Internal("reducer returned nothing".into()))?,
+        );
     }
     gather_scalars(a.ty(), &parts)
 }
 
-fn reduce_members(ctx: &Ctx<'_>, computation: usize, members: &[&Arc<Tensor>]) -> Result<Data, Fail> {
+fn reduce_members(
+    ctx: &Ctx<'_>,
+    computation: usize,
+    members: &[&Arc<Tensor>],
+) -> Result<Data, Fail> {
     let mut acc = members[0].data.clone();
     for m in &members[1..] {
         acc = combine(ctx, computation, &acc, &m.data)?;
@@ -158,7 +172,10 @@ pub(crate) fn all_reduce(
     let count = members[0].tuple()?.len();
     let mut outs = Vec::with_capacity(count);
     for i in 0..count {
-        let arrays: Vec<&Arc<Tensor>> = members.iter().map(|m| m.tuple().and_then(|t| t[i].array())).collect::<Result<_, _>>()?;
+        let arrays: Vec<&Arc<Tensor>> = members
+            .iter()
+            .map(|m| m.tuple().and_then(|t| t[i].array()))
+            .collect::<Result<_, _>>()?;
         let data = reduce_members(ctx, computation, &arrays)?;
         outs.push(Val::from_data(arrays[0].dims.clone(), data));
     }
@@ -168,11 +185,18 @@ pub(crate) fn all_reduce(
     }
 }
 
-pub(crate) fn all_gather(ctx: &Ctx<'_>, groups: &Groups, operand: Val, dim: usize) -> Result<Val, Fail> {
+pub(crate) fn all_gather(
+    ctx: &Ctx<'_>,
+    groups: &Groups,
+    operand: Val,
+    dim: usize,
+) -> Result<Val, Fail> {
     let (group, _) = ctx.group(groups)?;
     let all = ctx.everyone(operand)?;
-    let arrays: Vec<&Arc<Tensor>> = member_values(&all, &group).into_iter().map(Val::array).collect::<Result<_, _>>()?;
-    let views: Vec<(&Data, &[usize])> = arrays.iter().map(|t| (&t.data, t.dims.as_slice())).collect();
+    let arrays: Vec<&Arc<Tensor>> =
+        member_values(&all, &group).into_iter().map(Val::array).collect::<Result<_, _>>()?;
+    let views: Vec<(&Data, &[usize])> =
+        arrays.iter().map(|t| (&t.data, t.dims.as_slice())).collect();
     let mut dims = arrays[0].dims.clone();
     dims[dim] *= arrays.len();
     Ok(Val::from_data(dims, shape_ops::concatenate(&views, dim)?))
@@ -188,19 +212,36 @@ fn chunk(t: &Tensor, dim: usize, parts: usize, index: usize) -> Result<(Vec<usiz
     Ok((dims.clone(), shape_ops::slice(&t.data, &t.dims, &starts, &steps, &dims)?))
 }
 
-pub(crate) fn reduce_scatter(ctx: &Ctx<'_>, computation: usize, groups: &Groups, operand: Val, dim: usize) -> Result<Val, Fail> {
+pub(crate) fn reduce_scatter(
+    ctx: &Ctx<'_>,
+    computation: usize,
+    groups: &Groups,
+    operand: Val,
+    dim: usize,
+) -> Result<Val, Fail> {
     let (group, position) = ctx.group(groups)?;
     let all = ctx.everyone(operand)?;
-    let arrays: Vec<&Arc<Tensor>> = member_values(&all, &group).into_iter().map(Val::array).collect::<Result<_, _>>()?;
-    let reduced = Tensor { dims: arrays[0].dims.clone(), data: reduce_members(ctx, computation, &arrays)? };
+    let arrays: Vec<&Arc<Tensor>> =
+        member_values(&all, &group).into_iter().map(Val::array).collect::<Result<_, _>>()?;
+    let reduced =
+        Tensor { dims: arrays[0].dims.clone(), data: reduce_members(ctx, computation, &arrays)? };
     if reduced.dims[dim] % group.len() != 0 {
-        return Err(Fail::Invalid(format!("dimension {dim} of size {} does not split over {} ranks", reduced.dims[dim], group.len())));
+        return Err(Fail::Invalid(format!(
+            "dimension {dim} of size {} does not split over {} ranks",
+            reduced.dims[dim],
+            group.len()
+        )));
     }
     let (dims, data) = chunk(&reduced, dim, group.len(), position)?;
     Ok(Val::from_data(dims, data))
 }
 
-pub(crate) fn all_to_all(ctx: &Ctx<'_>, groups: &Groups, operands: Vec<Val>, split_dim: Option<usize>) -> Result<Val, Fail> {
+pub(crate) fn all_to_all(
+    ctx: &Ctx<'_>,
+    groups: &Groups,
+    operands: Vec<Val>,
+    split_dim: Option<usize>,
+) -> Result<Val, Fail> {
     let (group, position) = ctx.group(groups)?;
     let all = ctx.everyone(Val::Tuple(Arc::new(operands)))?;
     let members = member_values(&all, &group);
@@ -208,13 +249,22 @@ pub(crate) fn all_to_all(ctx: &Ctx<'_>, groups: &Groups, operands: Vec<Val>, spl
         Some(dim) => {
             let mut pieces = Vec::with_capacity(group.len());
             for m in &members {
-                let t = m.tuple()?.first().ok_or_else(|| Fail::Internal("all-to-all operand".into()))?.array()?;
+                let t = m
+                    .tuple()?
+                    .first()
+                    .ok_or_else(|| Fail::Internal("all-to-all operand".into()))?
+                    .array()?;
                 if t.dims[dim] % group.len() != 0 {
-                    return Err(Fail::Invalid(format!("dimension {dim} of size {} does not split over {} ranks", t.dims[dim], group.len())));
+                    return Err(Fail::Invalid(format!(
+                        "dimension {dim} of size {} does not split over {} ranks",
+                        t.dims[dim],
+                        group.len()
+                    )));
                 }
                 pieces.push(chunk(t, dim, group.len(), position)?);
             }
-            let views: Vec<(&Data, &[usize])> = pieces.iter().map(|(d, x)| (x, d.as_slice())).collect();
+            let views: Vec<(&Data, &[usize])> =
+                pieces.iter().map(|(d, x)| (x, d.as_slice())).collect();
             let mut dims = pieces[0].0.clone();
             dims[dim] *= pieces.len();
             Ok(Val::from_data(dims, shape_ops::concatenate(&views, dim)?))
@@ -224,7 +274,11 @@ pub(crate) fn all_to_all(ctx: &Ctx<'_>, groups: &Groups, operands: Vec<Val>, spl
             for m in &members {
                 let items = m.tuple()?;
                 if items.len() != group.len() {
-                    return Err(Fail::Invalid(format!("all-to-all has {} operands for a group of {}", items.len(), group.len())));
+                    return Err(Fail::Invalid(format!(
+                        "all-to-all has {} operands for a group of {}",
+                        items.len(),
+                        group.len()
+                    )));
                 }
                 outs.push(items[position].clone());
             }
@@ -233,10 +287,16 @@ pub(crate) fn all_to_all(ctx: &Ctx<'_>, groups: &Groups, operands: Vec<Val>, spl
     }
 }
 
-pub(crate) fn collective_permute(ctx: &Ctx<'_>, pairs: &[(usize, usize)], operand: Val) -> Result<Val, Fail> {
+pub(crate) fn collective_permute(
+    ctx: &Ctx<'_>,
+    pairs: &[(usize, usize)],
+    operand: Val,
+) -> Result<Val, Fail> {
     let n = ctx.n_ranks();
     if let Some(&(s, t)) = pairs.iter().find(|&&(s, t)| s >= n || t >= n) {
-        return Err(Fail::Invalid(format!("source_target_pairs {{{s},{t}}} name a rank of a {n}-rank launch")));
+        return Err(Fail::Invalid(format!(
+            "source_target_pairs {{{s},{t}}} name a rank of a {n}-rank launch"
+        )));
     }
     let mine = operand.array()?.clone();
     let all = ctx.everyone(operand)?;

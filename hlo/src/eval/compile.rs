@@ -110,15 +110,23 @@ pub(crate) enum Op {
     Tuple,
     GetTupleElement(usize),
     Call(usize),
-    While { condition: usize, body: usize },
-    Conditional { branches: Vec<usize> },
+    While {
+        condition: usize,
+        body: usize,
+    },
+    Conditional {
+        branches: Vec<usize>,
+    },
     Broadcast(Vec<usize>),
     /// reshape, bitcast, copy: the logical elements are unchanged.
     Reshape,
     Transpose(Vec<usize>),
     Convert(ElementType),
     BitcastConvert,
-    Slice { starts: Vec<usize>, steps: Vec<usize> },
+    Slice {
+        starts: Vec<usize>,
+        steps: Vec<usize>,
+    },
     DynamicSlice,
     DynamicUpdateSlice,
     Concatenate(usize),
@@ -127,29 +135,66 @@ pub(crate) enum Op {
     Reverse(Vec<usize>),
     Select,
     Clamp,
-    Compare { direction: Direction, total_order: bool },
+    Compare {
+        direction: Direction,
+        total_order: bool,
+    },
     Unary(Unary),
     Binary(Binary),
     Dot(DotPlan),
     Convolution(Box<ConvPlan>),
-    Reduce { computation: usize, dims: Vec<usize> },
-    ReduceWindow { computation: usize, window: Vec<WindowDim> },
-    SelectAndScatter { select: usize, scatter: usize, window: Vec<WindowDim> },
+    Reduce {
+        computation: usize,
+        dims: Vec<usize>,
+    },
+    ReduceWindow {
+        computation: usize,
+        window: Vec<WindowDim>,
+    },
+    SelectAndScatter {
+        select: usize,
+        scatter: usize,
+        window: Vec<WindowDim>,
+    },
     Gather(Box<GatherPlan>),
     Scatter(Box<ScatterPlan>),
-    Sort { dim: usize, computation: usize },
-    TopK { k: usize, largest: bool },
+    Sort {
+        dim: usize,
+        computation: usize,
+    },
+    TopK {
+        k: usize,
+        largest: bool,
+    },
     Map(usize),
-    ReducePrecision { exponent_bits: u32, mantissa_bits: u32 },
+    ReducePrecision {
+        exponent_bits: u32,
+        mantissa_bits: u32,
+    },
     /// optimization-barrier, add-dependency: the first operand, unchanged.
     PassThrough,
     AfterAll,
     ReplicaId,
-    AllReduce { computation: usize, groups: Groups },
-    AllGather { dim: usize, groups: Groups },
-    ReduceScatter { dim: usize, computation: usize, groups: Groups },
-    AllToAll { split_dim: Option<usize>, groups: Groups },
-    CollectivePermute { pairs: Vec<(usize, usize)> },
+    AllReduce {
+        computation: usize,
+        groups: Groups,
+    },
+    AllGather {
+        dim: usize,
+        groups: Groups,
+    },
+    ReduceScatter {
+        dim: usize,
+        computation: usize,
+        groups: Groups,
+    },
+    AllToAll {
+        split_dim: Option<usize>,
+        groups: Groups,
+    },
+    CollectivePermute {
+        pairs: Vec<(usize, usize)>,
+    },
 }
 
 /// One instruction of the plan.
@@ -201,7 +246,10 @@ impl Program {
     /// [`EvalError::Module`] for a module without its entry computation, duplicate ids or a cycle
     /// in the call graph; [`EvalError::Invalid`], [`EvalError::Unsupported`] and
     /// [`EvalError::Budget`] naming the instruction that does not fit.
-    pub fn compile(module: &proto::HloModuleProto, options: &EvalOptions) -> Result<Program, EvalError> {
+    pub fn compile(
+        module: &proto::HloModuleProto,
+        options: &EvalOptions,
+    ) -> Result<Program, EvalError> {
         let mut by_id: HashMap<i64, usize> = HashMap::new();
         for (index, computation) in module.computations.iter().enumerate() {
             if by_id.insert(computation.id, index).is_some() {
@@ -215,10 +263,10 @@ impl Program {
             .get(&module.entry_computation_id)
             .copied()
             .or_else(|| {
-                module
-                    .computations
-                    .iter()
-                    .position(|c| !module.entry_computation_name.is_empty() && c.name == module.entry_computation_name)
+                module.computations.iter().position(|c| {
+                    !module.entry_computation_name.is_empty()
+                        && c.name == module.entry_computation_name
+                })
             })
             .ok_or_else(|| {
                 module_error(format!(
@@ -229,7 +277,8 @@ impl Program {
                 ))
             })?;
         let order = call_graph_order(module, &by_id, entry_index)?;
-        let mut compiler = Compiler { module, by_id: &by_id, plan: HashMap::new(), comps: Vec::new(), options };
+        let mut compiler =
+            Compiler { module, by_id: &by_id, plan: HashMap::new(), comps: Vec::new(), options };
         for index in order {
             let comp = compiler.computation(index)?;
             compiler.plan.insert(index, compiler.comps.len());
@@ -330,18 +379,23 @@ pub(crate) fn parse_shape(shape: &proto::ShapeProto) -> Result<Shape, Fail> {
         }
         Ok(proto::PrimitiveType::Token) => Ok(Shape::Token),
         Ok(other) => {
-            let ty = ElementType::from_primitive(other as i32)
-                .ok_or_else(|| Fail::Unsupported(format!("element type {}", other.as_str_name())))?;
+            let ty = ElementType::from_primitive(other as i32).ok_or_else(|| {
+                Fail::Unsupported(format!("element type {}", other.as_str_name()))
+            })?;
             let dims = shape
                 .dimensions
                 .iter()
                 .map(|&d| usize::try_from(d))
                 .collect::<Result<Vec<_>, _>>()
-                .map_err(|_| invalid(format!("dimensions {:?} must not be negative", shape.dimensions)))?;
+                .map_err(|_| {
+                    invalid(format!("dimensions {:?} must not be negative", shape.dimensions))
+                })?;
             let rank = dims.len();
-            let layout = shape.layout.as_ref().map(|l| l.minor_to_major.clone()).filter(|m| {
-                !m.is_empty() && *m != (0..rank as i64).rev().collect::<Vec<_>>()
-            });
+            let layout = shape
+                .layout
+                .as_ref()
+                .map(|l| l.minor_to_major.clone())
+                .filter(|m| !m.is_empty() && *m != (0..rank as i64).rev().collect::<Vec<_>>());
             if let Some(m) = &layout {
                 let mut sorted = m.clone();
                 sorted.sort_unstable();
@@ -358,10 +412,9 @@ pub(crate) fn parse_shape(shape: &proto::ShapeProto) -> Result<Shape, Fail> {
 /// Bytes of every array in a shape; `None` on overflow.
 fn shape_bytes(shape: &Shape) -> Option<u64> {
     match shape {
-        Shape::Array(a) => a
-            .dims
-            .iter()
-            .try_fold(a.ty.item_size() as u64, |n, &d| n.checked_mul(d as u64)),
+        Shape::Array(a) => {
+            a.dims.iter().try_fold(a.ty.item_size() as u64, |n, &d| n.checked_mul(d as u64))
+        }
         Shape::Tuple(items) => items.iter().try_fold(0u64, |n, s| n.checked_add(shape_bytes(s)?)),
         Shape::Token => Some(0),
     }
@@ -399,7 +452,10 @@ fn dims_list(values: &[i64], rank: usize, what: &str) -> Result<Vec<usize>, Fail
 }
 
 /// Reads a literal into a tensor of `shape`.
-pub(crate) fn literal_tensor(literal: &proto::LiteralProto, shape: &ArrayShape) -> Result<Tensor, Fail> {
+pub(crate) fn literal_tensor(
+    literal: &proto::LiteralProto,
+    shape: &ArrayShape,
+) -> Result<Tensor, Fail> {
     let n = shape.n_elems();
     fn check_len(got: usize, n: usize, what: &str) -> Result<(), Fail> {
         if got == n {
@@ -411,7 +467,10 @@ pub(crate) fn literal_tensor(literal: &proto::LiteralProto, shape: &ArrayShape) 
     let bytes_of = |bytes: &[u8], size: usize, what: &str| -> Result<Data, Fail> {
         check_len(bytes.len() / size.max(1), n, what)?;
         if bytes.len() % size != 0 {
-            return Err(invalid(format!("literal {what} is {} bytes, not a multiple of {size}", bytes.len())));
+            return Err(invalid(format!(
+                "literal {what} is {} bytes, not a multiple of {size}",
+                bytes.len()
+            )));
         }
         Data::from_le_bytes(shape.ty, bytes)
     };
@@ -463,13 +522,20 @@ pub(crate) fn literal_tensor(literal: &proto::LiteralProto, shape: &ArrayShape) 
             let dims: Vec<i64> = shape.dims.iter().map(|&d| d as i64).collect();
             let array = Array::from_physical(proto_ty, dims, layout, bytes)
                 .map_err(|e| invalid(e.to_string()))?;
-            Ok(Tensor { dims: shape.dims.clone(), data: Data::from_le_bytes(shape.ty, &array.bytes)? })
+            Ok(Tensor {
+                dims: shape.dims.clone(),
+                data: Data::from_le_bytes(shape.ty, &array.bytes)?,
+            })
         }
     }
 }
 
 impl Compiler<'_> {
-    fn callee(&self, instruction: &proto::HloInstructionProto, position: usize) -> Result<usize, Fail> {
+    fn callee(
+        &self,
+        instruction: &proto::HloInstructionProto,
+        position: usize,
+    ) -> Result<usize, Fail> {
         let id = instruction.called_computation_ids.get(position).ok_or_else(|| {
             invalid(format!(
                 "expected at least {} called computations, got {}",
@@ -477,7 +543,10 @@ impl Compiler<'_> {
                 instruction.called_computation_ids.len()
             ))
         })?;
-        let proto_index = self.by_id.get(id).ok_or_else(|| invalid(format!("called computation id {id} does not exist")))?;
+        let proto_index = self
+            .by_id
+            .get(id)
+            .ok_or_else(|| invalid(format!("called computation id {id} does not exist")))?;
         self.plan
             .get(proto_index)
             .copied()
@@ -498,7 +567,10 @@ impl Compiler<'_> {
         let mut by_id: HashMap<i64, usize> = HashMap::with_capacity(count);
         for (i, instruction) in computation.instructions.iter().enumerate() {
             if by_id.insert(instruction.id, i).is_some() {
-                return Err(at(&instruction.name)(invalid(format!("instruction id {} is used twice", instruction.id))));
+                return Err(at(&instruction.name)(invalid(format!(
+                    "instruction id {} is used twice",
+                    instruction.id
+                ))));
             }
         }
         let mut operand_index: Vec<Vec<usize>> = Vec::with_capacity(count);
@@ -508,7 +580,9 @@ impl Compiler<'_> {
             let mut resolved = Vec::with_capacity(instruction.operand_ids.len());
             for id in instruction.operand_ids.iter().chain(&instruction.control_predecessor_ids) {
                 let Some(&j) = by_id.get(id) else {
-                    return Err(at(&instruction.name)(invalid(format!("operand id {id} is not in the computation"))));
+                    return Err(at(&instruction.name)(invalid(format!(
+                        "operand id {id} is not in the computation"
+                    ))));
                 };
                 users[j].push(i);
                 pending[i] += 1;
@@ -529,7 +603,9 @@ impl Compiler<'_> {
             }
         }
         if topo.len() != count {
-            let stuck = (0..count).find(|&i| pending[i] > 0).map(|i| computation.instructions[i].name.clone());
+            let stuck = (0..count)
+                .find(|&i| pending[i] > 0)
+                .map(|i| computation.instructions[i].name.clone());
             return Err(module_error(format!(
                 "computation {name}: instructions form a cycle (through {})",
                 stuck.unwrap_or_default()
@@ -544,15 +620,16 @@ impl Compiler<'_> {
         for &i in &topo {
             let instruction = &computation.instructions[i];
             let operands: Vec<usize> = operand_index[i].iter().map(|&j| new_index[j]).collect();
-            let instr = self
-                .instruction(instruction, &operands, &instrs)
-                .map_err(at(&instruction.name))?;
+            let instr =
+                self.instruction(instruction, &operands, &instrs).map_err(at(&instruction.name))?;
             if let Op::Parameter(n) = instr.op {
                 if params.len() <= n {
                     params.resize(n + 1, None);
                 }
                 if params[n].replace(instrs.len()).is_some() {
-                    return Err(at(&instruction.name)(invalid(format!("parameter number {n} appears twice"))));
+                    return Err(at(&instruction.name)(invalid(format!(
+                        "parameter number {n} appears twice"
+                    ))));
                 }
             }
             instrs.push(instr);
@@ -560,7 +637,11 @@ impl Compiler<'_> {
         let params: Vec<usize> = params
             .iter()
             .enumerate()
-            .map(|(n, p)| p.ok_or_else(|| module_error(format!("computation {name}: parameter {n} is missing"))))
+            .map(|(n, p)| {
+                p.ok_or_else(|| {
+                    module_error(format!("computation {name}: parameter {n} is missing"))
+                })
+            })
             .collect::<Result<_, _>>()?;
         let root = by_id
             .get(&computation.root_id)
@@ -582,7 +663,8 @@ impl Compiler<'_> {
             }
         }
         let param_shapes = params.iter().map(|&p| instrs[p].shape.clone()).collect();
-        let mut comp = Comp { name, instrs, params, param_shapes, root, reducer: None, comparator: None };
+        let mut comp =
+            Comp { name, instrs, params, param_shapes, root, reducer: None, comparator: None };
         comp.reducer = recognise_reducer(&comp);
         comp.comparator = recognise_comparator(&comp);
         Ok(comp)
@@ -594,19 +676,30 @@ impl Compiler<'_> {
         operands: &[usize],
         earlier: &[Instr],
     ) -> Result<Instr, Fail> {
-        let shape_proto = instruction.shape.as_ref().ok_or_else(|| invalid("instruction has no shape"))?;
+        let shape_proto =
+            instruction.shape.as_ref().ok_or_else(|| invalid("instruction has no shape"))?;
         let shape = parse_shape(shape_proto)?;
         check_budget(shape_bytes(&shape), self.options.budget_bytes)?;
         let operand_shapes: Vec<&Shape> = operands.iter().map(|&o| &earlier[o].shape).collect();
         let op = self.op(instruction, &shape, &operand_shapes)?;
-        Ok(Instr { name: instruction.name.clone(), op, operands: operands.to_vec(), shape, frees: Vec::new() })
+        Ok(Instr {
+            name: instruction.name.clone(),
+            op,
+            operands: operands.to_vec(),
+            shape,
+            frees: Vec::new(),
+        })
     }
 
     fn expect(&self, shape: &Shape, inferred: &Shape) -> Result<(), Fail> {
         if shape.same(inferred) {
             Ok(())
         } else {
-            Err(invalid(format!("shape is {}, but the operands give {}", shape.describe(), inferred.describe())))
+            Err(invalid(format!(
+                "shape is {}, but the operands give {}",
+                shape.describe(),
+                inferred.describe()
+            )))
         }
     }
 
@@ -618,7 +711,12 @@ impl Compiler<'_> {
         }
     }
 
-    fn scalar_computation(&self, comp: usize, n_params: usize, ty: &[ElementType]) -> Result<(), Fail> {
+    fn scalar_computation(
+        &self,
+        comp: usize,
+        n_params: usize,
+        ty: &[ElementType],
+    ) -> Result<(), Fail> {
         let c = &self.comps[comp];
         if c.param_shapes.len() != n_params {
             return Err(invalid(format!(
@@ -641,7 +739,12 @@ impl Compiler<'_> {
         Ok(())
     }
 
-    fn op(&self, ins: &proto::HloInstructionProto, shape: &Shape, operands: &[&Shape]) -> Result<Op, Fail> {
+    fn op(
+        &self,
+        ins: &proto::HloInstructionProto,
+        shape: &Shape,
+        operands: &[&Shape],
+    ) -> Result<Op, Fail> {
         let opcode = ins.opcode.as_str();
         if let Some(op) = Unary::from_opcode(opcode) {
             self.arity(operands, 1)?;
@@ -650,7 +753,10 @@ impl Compiler<'_> {
             if !op.accepts(a.ty) {
                 return Err(invalid(format!("{opcode} is not defined for {}", a.ty)));
             }
-            self.expect(shape, &Shape::Array(ArrayShape { ty: out_ty, dims: a.dims.clone(), layout: None }))?;
+            self.expect(
+                shape,
+                &Shape::Array(ArrayShape { ty: out_ty, dims: a.dims.clone(), layout: None }),
+            )?;
             return Ok(Op::Unary(op));
         }
         if let Some(op) = Binary::from_opcode(opcode) {
@@ -676,10 +782,16 @@ impl Compiler<'_> {
                 Op::Parameter(to_usize(ins.parameter_number, "parameter_number")?)
             }
             "constant" => {
-                let literal = ins.literal.as_ref().ok_or_else(|| invalid("constant has no literal"))?;
+                let literal =
+                    ins.literal.as_ref().ok_or_else(|| invalid("constant has no literal"))?;
                 match shape {
                     Shape::Array(a) => Op::Constant(Arc::new(literal_tensor(literal, a)?)),
-                    other => return Err(Fail::Unsupported(format!("constant of shape {}", other.describe()))),
+                    other => {
+                        return Err(Fail::Unsupported(format!(
+                            "constant of shape {}",
+                            other.describe()
+                        )));
+                    }
                 }
             }
             "tuple" => {
@@ -690,10 +802,16 @@ impl Compiler<'_> {
                 self.arity(operands, 1)?;
                 let index = to_usize(ins.tuple_index, "tuple_index")?;
                 let Shape::Tuple(items) = operands[0] else {
-                    return Err(invalid(format!("operand is {}, expected a tuple", operands[0].describe())));
+                    return Err(invalid(format!(
+                        "operand is {}, expected a tuple",
+                        operands[0].describe()
+                    )));
                 };
                 let item = items.get(index).ok_or_else(|| {
-                    invalid(format!("tuple_index {index} is out of range for {} elements", items.len()))
+                    invalid(format!(
+                        "tuple_index {index} is out of range for {} elements",
+                        items.len()
+                    ))
                 })?;
                 self.expect(shape, item)?;
                 Op::GetTupleElement(index)
@@ -708,7 +826,8 @@ impl Compiler<'_> {
                 let body = self.callee(ins, 0)?;
                 let condition = self.callee(ins, 1)?;
                 self.check_call(body, operands, operands[0])?;
-                let pred = Shape::Array(ArrayShape { ty: ElementType::Pred, dims: vec![], layout: None });
+                let pred =
+                    Shape::Array(ArrayShape { ty: ElementType::Pred, dims: vec![], layout: None });
                 self.check_call(condition, operands, &pred)?;
                 self.expect(shape, operands[0])?;
                 Op::While { condition, body }
@@ -732,7 +851,8 @@ impl Compiler<'_> {
                     )));
                 }
                 self.arity(operands, n + 1)?;
-                let branches: Vec<usize> = (0..n).map(|i| self.callee(ins, i)).collect::<Result<_, _>>()?;
+                let branches: Vec<usize> =
+                    (0..n).map(|i| self.callee(ins, i)).collect::<Result<_, _>>()?;
                 for (i, &b) in branches.iter().enumerate() {
                     self.check_call(b, &operands[i + 1..i + 2], shape)?;
                 }
@@ -760,7 +880,10 @@ impl Compiler<'_> {
                 self.arity(operands, 1)?;
                 let a = operands[0].array()?;
                 let o = out()?;
-                if a.ty != o.ty || a.n_elems() != o.n_elems() || (opcode == "copy" && a.dims != o.dims) {
+                if a.ty != o.ty
+                    || a.n_elems() != o.n_elems()
+                    || (opcode == "copy" && a.dims != o.dims)
+                {
                     return Err(invalid(format!(
                         "{opcode} of {} to {} changes the element type or count",
                         operands[0].describe(),
@@ -774,7 +897,11 @@ impl Compiler<'_> {
                 let a = operands[0].array()?;
                 let permutation = dims_list(&ins.dimensions, a.dims.len(), "dimensions")?;
                 if permutation.len() != a.dims.len() {
-                    return Err(invalid(format!("permutation {:?} is not of rank {}", ins.dimensions, a.dims.len())));
+                    return Err(invalid(format!(
+                        "permutation {:?} is not of rank {}",
+                        ins.dimensions,
+                        a.dims.len()
+                    )));
                 }
                 let dims = permutation.iter().map(|&p| a.dims[p]).collect();
                 self.expect(shape, &Shape::Array(ArrayShape { ty: a.ty, dims, layout: None }))?;
@@ -785,7 +912,11 @@ impl Compiler<'_> {
                 let a = operands[0].array()?;
                 let o = out()?;
                 if a.dims != o.dims {
-                    return Err(invalid(format!("convert of {} to {} changes dimensions", operands[0].describe(), shape.describe())));
+                    return Err(invalid(format!(
+                        "convert of {} to {} changes dimensions",
+                        operands[0].describe(),
+                        shape.describe()
+                    )));
                 }
                 Op::Convert(o.ty)
             }
@@ -828,7 +959,10 @@ impl Compiler<'_> {
                 let mut steps = Vec::new();
                 let mut dims = Vec::new();
                 for (axis, s) in ins.slice_dimensions.iter().enumerate() {
-                    let ok = s.start >= 0 && s.start <= s.limit && s.limit <= a.dims[axis] as i64 && s.stride >= 1;
+                    let ok = s.start >= 0
+                        && s.start <= s.limit
+                        && s.limit <= a.dims[axis] as i64
+                        && s.stride >= 1;
                     if !ok {
                         return Err(invalid(format!(
                             "slice [{}:{}:{}] does not fit dimension {axis} of size {}",
@@ -843,7 +977,10 @@ impl Compiler<'_> {
                 Op::Slice { starts, steps }
             }
             "dynamic-slice" => {
-                let a = operands.first().ok_or_else(|| invalid("dynamic-slice needs an operand"))?.array()?;
+                let a = operands
+                    .first()
+                    .ok_or_else(|| invalid("dynamic-slice needs an operand"))?
+                    .array()?;
                 self.arity(operands, 1 + a.dims.len())?;
                 self.scalar_indices(&operands[1..])?;
                 let sizes: Vec<usize> = ins
@@ -858,14 +995,23 @@ impl Compiler<'_> {
                         operands[0].describe()
                     )));
                 }
-                self.expect(shape, &Shape::Array(ArrayShape { ty: a.ty, dims: sizes, layout: None }))?;
+                self.expect(
+                    shape,
+                    &Shape::Array(ArrayShape { ty: a.ty, dims: sizes, layout: None }),
+                )?;
                 Op::DynamicSlice
             }
             "dynamic-update-slice" => {
-                let a = operands.first().ok_or_else(|| invalid("dynamic-update-slice needs an operand"))?.array()?;
+                let a = operands
+                    .first()
+                    .ok_or_else(|| invalid("dynamic-update-slice needs an operand"))?
+                    .array()?;
                 self.arity(operands, 2 + a.dims.len())?;
                 let u = operands[1].array()?;
-                if u.ty != a.ty || u.dims.len() != a.dims.len() || u.dims.iter().zip(&a.dims).any(|(s, d)| s > d) {
+                if u.ty != a.ty
+                    || u.dims.len() != a.dims.len()
+                    || u.dims.iter().zip(&a.dims).any(|(s, d)| s > d)
+                {
                     return Err(invalid(format!(
                         "update {} does not fit in {}",
                         operands[1].describe(),
@@ -877,10 +1023,16 @@ impl Compiler<'_> {
                 Op::DynamicUpdateSlice
             }
             "concatenate" => {
-                let first = operands.first().ok_or_else(|| invalid("concatenate needs operands"))?.array()?;
+                let first = operands
+                    .first()
+                    .ok_or_else(|| invalid("concatenate needs operands"))?
+                    .array()?;
                 let axis = dims_list(&ins.dimensions, first.dims.len(), "dimensions")?;
                 let [axis] = axis[..] else {
-                    return Err(invalid(format!("concatenate needs one dimension, got {:?}", ins.dimensions)));
+                    return Err(invalid(format!(
+                        "concatenate needs one dimension, got {:?}",
+                        ins.dimensions
+                    )));
                 };
                 let mut dims = first.dims.clone();
                 dims[axis] = 0;
@@ -888,7 +1040,11 @@ impl Compiler<'_> {
                     let a = s.array()?;
                     let ok = a.ty == first.ty
                         && a.dims.len() == first.dims.len()
-                        && a.dims.iter().zip(&first.dims).enumerate().all(|(i, (x, y))| i == axis || x == y);
+                        && a.dims
+                            .iter()
+                            .zip(&first.dims)
+                            .enumerate()
+                            .all(|(i, (x, y))| i == axis || x == y);
                     if !ok {
                         return Err(invalid(format!(
                             "operand {} does not concatenate with {} on dimension {axis}",
@@ -906,11 +1062,20 @@ impl Compiler<'_> {
                 let a = operands[0].array()?;
                 let v = operands[1].array()?;
                 if v.ty != a.ty || !v.dims.is_empty() {
-                    return Err(invalid(format!("padding value is {}, expected {}[]", operands[1].describe(), a.ty)));
+                    return Err(invalid(format!(
+                        "padding value is {}, expected {}[]",
+                        operands[1].describe(),
+                        a.ty
+                    )));
                 }
-                let config = ins.padding_config.as_ref().map(|c| c.dimensions.as_slice()).unwrap_or(&[]);
+                let config =
+                    ins.padding_config.as_ref().map(|c| c.dimensions.as_slice()).unwrap_or(&[]);
                 if config.len() != a.dims.len() {
-                    return Err(invalid(format!("padding_config has {} dimensions for rank {}", config.len(), a.dims.len())));
+                    return Err(invalid(format!(
+                        "padding_config has {} dimensions for rank {}",
+                        config.len(),
+                        a.dims.len()
+                    )));
                 }
                 let mut pads = Vec::new();
                 let mut dims = Vec::new();
@@ -927,7 +1092,11 @@ impl Compiler<'_> {
                         )));
                     }
                     dims.push(size as usize);
-                    pads.push(PadDim { low: c.edge_padding_low, high: c.edge_padding_high, interior: c.interior_padding });
+                    pads.push(PadDim {
+                        low: c.edge_padding_low,
+                        high: c.edge_padding_high,
+                        interior: c.interior_padding,
+                    });
                 }
                 self.expect(shape, &Shape::Array(ArrayShape { ty: a.ty, dims, layout: None }))?;
                 Op::Pad(pads)
@@ -937,7 +1106,10 @@ impl Compiler<'_> {
                 let o = out()?;
                 let axis = dims_list(&ins.dimensions, o.dims.len(), "iota_dimension")?;
                 let [axis] = axis[..] else {
-                    return Err(invalid(format!("iota needs one dimension, got {:?}", ins.dimensions)));
+                    return Err(invalid(format!(
+                        "iota needs one dimension, got {:?}",
+                        ins.dimensions
+                    )));
                 };
                 Op::Iota(axis)
             }
@@ -952,7 +1124,10 @@ impl Compiler<'_> {
                 self.arity(operands, 3)?;
                 let p = operands[0].array()?;
                 let t = operands[1].array()?;
-                if !operands[1].same(operands[2]) || p.ty != ElementType::Pred || !(p.dims.is_empty() || p.dims == t.dims) {
+                if !operands[1].same(operands[2])
+                    || p.ty != ElementType::Pred
+                    || !(p.dims.is_empty() || p.dims == t.dims)
+                {
                     return Err(invalid(format!(
                         "select({}, {}, {}) does not fit",
                         operands[0].describe(),
@@ -969,7 +1144,11 @@ impl Compiler<'_> {
                 for bound in [operands[0], operands[2]] {
                     let b = bound.array()?;
                     if b.ty != x.ty || !(b.dims.is_empty() || b.dims == x.dims) {
-                        return Err(invalid(format!("clamp bound {} does not fit {}", bound.describe(), operands[1].describe())));
+                        return Err(invalid(format!(
+                            "clamp bound {} does not fit {}",
+                            bound.describe(),
+                            operands[1].describe()
+                        )));
                     }
                 }
                 if x.ty == ElementType::Pred {
@@ -982,12 +1161,27 @@ impl Compiler<'_> {
                 self.arity(operands, 2)?;
                 let a = operands[0].array()?;
                 if !operands[0].same(operands[1]) {
-                    return Err(invalid(format!("operands differ: {} and {}", operands[0].describe(), operands[1].describe())));
+                    return Err(invalid(format!(
+                        "operands differ: {} and {}",
+                        operands[0].describe(),
+                        operands[1].describe()
+                    )));
                 }
-                let direction = Direction::parse(&ins.comparison_direction)
-                    .ok_or_else(|| invalid(format!("comparison_direction {:?} is not EQ/NE/LT/LE/GT/GE", ins.comparison_direction)))?;
+                let direction = Direction::parse(&ins.comparison_direction).ok_or_else(|| {
+                    invalid(format!(
+                        "comparison_direction {:?} is not EQ/NE/LT/LE/GT/GE",
+                        ins.comparison_direction
+                    ))
+                })?;
                 let total_order = ins.comparison_type.eq_ignore_ascii_case("TOTALORDER");
-                self.expect(shape, &Shape::Array(ArrayShape { ty: ElementType::Pred, dims: a.dims.clone(), layout: None }))?;
+                self.expect(
+                    shape,
+                    &Shape::Array(ArrayShape {
+                        ty: ElementType::Pred,
+                        dims: a.dims.clone(),
+                        layout: None,
+                    }),
+                )?;
                 Op::Compare { direction, total_order }
             }
             "dot" => {
@@ -1016,14 +1210,20 @@ impl Compiler<'_> {
             "reduce" => {
                 let computation = self.callee(ins, 0)?;
                 if operands.is_empty() || operands.len() % 2 != 0 {
-                    return Err(invalid(format!("reduce needs inputs and as many init values, got {} operands", operands.len())));
+                    return Err(invalid(format!(
+                        "reduce needs inputs and as many init values, got {} operands",
+                        operands.len()
+                    )));
                 }
                 let n = operands.len() / 2;
                 let first = operands[0].array()?;
                 let dims = dims_list(&ins.dimensions, first.dims.len(), "dimensions")?;
                 let mut types = Vec::new();
                 let mut outs = Vec::new();
-                let kept: Vec<usize> = (0..first.dims.len()).filter(|d| !dims.contains(d)).map(|d| first.dims[d]).collect();
+                let kept: Vec<usize> = (0..first.dims.len())
+                    .filter(|d| !dims.contains(d))
+                    .map(|d| first.dims[d])
+                    .collect();
                 for i in 0..n {
                     let a = operands[i].array()?;
                     let init = operands[n + i].array()?;
@@ -1036,7 +1236,11 @@ impl Compiler<'_> {
                         )));
                     }
                     types.push(a.ty);
-                    outs.push(Shape::Array(ArrayShape { ty: a.ty, dims: kept.clone(), layout: None }));
+                    outs.push(Shape::Array(ArrayShape {
+                        ty: a.ty,
+                        dims: kept.clone(),
+                        layout: None,
+                    }));
                 }
                 self.scalar_computation(computation, 2 * n, &types)?;
                 self.check_scalar_result(computation, &types)?;
@@ -1047,12 +1251,19 @@ impl Compiler<'_> {
             "reduce-window" => {
                 let computation = self.callee(ins, 0)?;
                 if operands.is_empty() || operands.len() % 2 != 0 {
-                    return Err(invalid(format!("reduce-window needs inputs and init values, got {} operands", operands.len())));
+                    return Err(invalid(format!(
+                        "reduce-window needs inputs and init values, got {} operands",
+                        operands.len()
+                    )));
                 }
                 let n = operands.len() / 2;
                 let first = operands[0].array()?;
                 let window = super::reduce::window_dims(ins.window.as_ref(), first.dims.len())?;
-                let dims: Vec<usize> = window.iter().zip(&first.dims).map(|(w, &d)| w.output_size(d)).collect::<Result<_, _>>()?;
+                let dims: Vec<usize> = window
+                    .iter()
+                    .zip(&first.dims)
+                    .map(|(w, &d)| w.output_size(d))
+                    .collect::<Result<_, _>>()?;
                 let mut types = Vec::new();
                 let mut outs = Vec::new();
                 for i in 0..n {
@@ -1062,7 +1273,11 @@ impl Compiler<'_> {
                         return Err(invalid("reduce-window inputs and inits do not fit"));
                     }
                     types.push(a.ty);
-                    outs.push(Shape::Array(ArrayShape { ty: a.ty, dims: dims.clone(), layout: None }));
+                    outs.push(Shape::Array(ArrayShape {
+                        ty: a.ty,
+                        dims: dims.clone(),
+                        layout: None,
+                    }));
                 }
                 self.scalar_computation(computation, 2 * n, &types)?;
                 self.check_scalar_result(computation, &types)?;
@@ -1078,8 +1293,16 @@ impl Compiler<'_> {
                 let source = operands[1].array()?;
                 let init = operands[2].array()?;
                 let window = super::reduce::window_dims(ins.window.as_ref(), a.dims.len())?;
-                let dims: Vec<usize> = window.iter().zip(&a.dims).map(|(w, &d)| w.output_size(d)).collect::<Result<_, _>>()?;
-                if source.dims != dims || source.ty != a.ty || init.ty != a.ty || !init.dims.is_empty() {
+                let dims: Vec<usize> = window
+                    .iter()
+                    .zip(&a.dims)
+                    .map(|(w, &d)| w.output_size(d))
+                    .collect::<Result<_, _>>()?;
+                if source.dims != dims
+                    || source.ty != a.ty
+                    || init.ty != a.ty
+                    || !init.dims.is_empty()
+                {
                     return Err(invalid(format!(
                         "select-and-scatter source {} does not fit the windows of {} ({:?})",
                         operands[1].describe(),
@@ -1100,14 +1323,29 @@ impl Compiler<'_> {
                     .gather_dimension_numbers
                     .as_ref()
                     .ok_or_else(|| invalid("gather has no gather_dimension_numbers"))?;
-                let plan = GatherPlan::new(operands[0].array()?, operands[1].array()?, numbers, &ins.gather_slice_sizes)?;
-                self.expect(shape, &Shape::Array(ArrayShape { ty: operands[0].array()?.ty, dims: plan.out_dims.clone(), layout: None }))?;
+                let plan = GatherPlan::new(
+                    operands[0].array()?,
+                    operands[1].array()?,
+                    numbers,
+                    &ins.gather_slice_sizes,
+                )?;
+                self.expect(
+                    shape,
+                    &Shape::Array(ArrayShape {
+                        ty: operands[0].array()?.ty,
+                        dims: plan.out_dims.clone(),
+                        layout: None,
+                    }),
+                )?;
                 Op::Gather(Box::new(plan))
             }
             "scatter" => {
                 let computation = self.callee(ins, 0)?;
                 if operands.len() < 3 || (operands.len() - 1) % 2 != 0 {
-                    return Err(invalid(format!("scatter needs operands, indices and updates, got {} operands", operands.len())));
+                    return Err(invalid(format!(
+                        "scatter needs operands, indices and updates, got {} operands",
+                        operands.len()
+                    )));
                 }
                 let n = (operands.len() - 1) / 2;
                 let numbers = ins
@@ -1125,7 +1363,10 @@ impl Compiler<'_> {
                 for i in 0..n {
                     let a = operands[i].array()?;
                     let u = operands[n + 1 + i].array()?;
-                    if a.dims != operands[0].array()?.dims || u.dims != operands[n + 1].array()?.dims || u.ty != a.ty {
+                    if a.dims != operands[0].array()?.dims
+                        || u.dims != operands[n + 1].array()?.dims
+                        || u.ty != a.ty
+                    {
                         return Err(invalid("scatter operands and updates do not fit each other"));
                     }
                     types.push(a.ty);
@@ -1142,9 +1383,14 @@ impl Compiler<'_> {
             }
             "sort" => {
                 let computation = self.callee(ins, 0)?;
-                let first = operands.first().ok_or_else(|| invalid("sort needs operands"))?.array()?;
-                let [dim] = dims_list(&ins.dimensions, first.dims.len().max(1), "dimensions")?[..] else {
-                    return Err(invalid(format!("sort needs one dimension, got {:?}", ins.dimensions)));
+                let first =
+                    operands.first().ok_or_else(|| invalid("sort needs operands"))?.array()?;
+                let [dim] = dims_list(&ins.dimensions, first.dims.len().max(1), "dimensions")?[..]
+                else {
+                    return Err(invalid(format!(
+                        "sort needs one dimension, got {:?}",
+                        ins.dimensions
+                    )));
                 };
                 if first.dims.is_empty() {
                     return Err(invalid("sort of a scalar"));
@@ -1153,7 +1399,11 @@ impl Compiler<'_> {
                 for s in operands {
                     let a = s.array()?;
                     if a.dims != first.dims {
-                        return Err(invalid(format!("sort operand {} differs from {}", s.describe(), operands[0].describe())));
+                        return Err(invalid(format!(
+                            "sort operand {} differs from {}",
+                            s.describe(),
+                            operands[0].describe()
+                        )));
                     }
                     types.push(a.ty);
                     types.push(a.ty);
@@ -1187,7 +1437,8 @@ impl Compiler<'_> {
             }
             "map" => {
                 let computation = self.callee(ins, 0)?;
-                let first = operands.first().ok_or_else(|| invalid("map needs operands"))?.array()?;
+                let first =
+                    operands.first().ok_or_else(|| invalid("map needs operands"))?.array()?;
                 let mut types = Vec::new();
                 for s in operands {
                     let a = s.array()?;
@@ -1198,7 +1449,14 @@ impl Compiler<'_> {
                 }
                 self.scalar_computation(computation, operands.len(), &types)?;
                 let result = self.comps[computation].result_shape().array()?;
-                self.expect(shape, &Shape::Array(ArrayShape { ty: result.ty, dims: first.dims.clone(), layout: None }))?;
+                self.expect(
+                    shape,
+                    &Shape::Array(ArrayShape {
+                        ty: result.ty,
+                        dims: first.dims.clone(),
+                        layout: None,
+                    }),
+                )?;
                 Op::Map(computation)
             }
             "reduce-precision" => {
@@ -1213,16 +1471,24 @@ impl Compiler<'_> {
                     )));
                 }
                 self.expect(shape, operands[0])?;
-                Op::ReducePrecision { exponent_bits: ins.exponent_bits as u32, mantissa_bits: ins.mantissa_bits as u32 }
+                Op::ReducePrecision {
+                    exponent_bits: ins.exponent_bits as u32,
+                    mantissa_bits: ins.mantissa_bits as u32,
+                }
             }
             "optimization-barrier" | "add-dependency" => {
-                let first = operands.first().ok_or_else(|| invalid(format!("{opcode} needs an operand")))?;
+                let first = operands
+                    .first()
+                    .ok_or_else(|| invalid(format!("{opcode} needs an operand")))?;
                 self.expect(shape, first)?;
                 Op::PassThrough
             }
             "after-all" => Op::AfterAll,
             "replica-id" | "partition-id" => {
-                self.expect(shape, &Shape::Array(ArrayShape { ty: ElementType::U32, dims: vec![], layout: None }))?;
+                self.expect(
+                    shape,
+                    &Shape::Array(ArrayShape { ty: ElementType::U32, dims: vec![], layout: None }),
+                )?;
                 Op::ReplicaId
             }
             "all-reduce" => {
@@ -1256,7 +1522,11 @@ impl Compiler<'_> {
                     && o.dims[dim] % a.dims[dim] == 0
                     && (0..a.dims.len()).all(|i| i == dim || o.dims[i] == a.dims[i]);
                 if !ok {
-                    return Err(invalid(format!("all-gather of {} to {} on dimension {dim}", operands[0].describe(), shape.describe())));
+                    return Err(invalid(format!(
+                        "all-gather of {} to {} on dimension {dim}",
+                        operands[0].describe(),
+                        shape.describe()
+                    )));
                 }
                 Op::AllGather { dim, groups: groups(ins)? }
             }
@@ -1274,7 +1544,11 @@ impl Compiler<'_> {
                     && a.dims[dim] % o.dims[dim] == 0
                     && (0..a.dims.len()).all(|i| i == dim || o.dims[i] == a.dims[i]);
                 if !ok {
-                    return Err(invalid(format!("reduce-scatter of {} to {} on dimension {dim}", operands[0].describe(), shape.describe())));
+                    return Err(invalid(format!(
+                        "reduce-scatter of {} to {} on dimension {dim}",
+                        operands[0].describe(),
+                        shape.describe()
+                    )));
                 }
                 self.scalar_computation(computation, 2, &[a.ty])?;
                 Op::ReduceScatter { dim, computation, groups: groups(ins)? }
@@ -1318,7 +1592,10 @@ impl Compiler<'_> {
         for s in operands {
             let a = s.array()?;
             if !a.dims.is_empty() || !(a.ty.is_signed_int() || a.ty.is_unsigned_int()) {
-                return Err(invalid(format!("index operand is {}, expected an integer scalar", s.describe())));
+                return Err(invalid(format!(
+                    "index operand is {}, expected an integer scalar",
+                    s.describe()
+                )));
             }
         }
         Ok(())
@@ -1392,7 +1669,13 @@ fn recognise_reducer(comp: &Comp) -> Option<Reducer> {
     let (p0, p1) = (comp.params[0], comp.params[1]);
     let commutative = matches!(
         op,
-        Binary::Add | Binary::Mul | Binary::Max | Binary::Min | Binary::And | Binary::Or | Binary::Xor
+        Binary::Add
+            | Binary::Mul
+            | Binary::Max
+            | Binary::Min
+            | Binary::And
+            | Binary::Or
+            | Binary::Xor
     );
     ((a == p0 && b == p1) || (commutative && a == p1 && b == p0)).then_some(Reducer::Binary(op))
 }

@@ -99,14 +99,20 @@ impl ConvPlan {
         let n_spatial = rank - 2;
         let spatial_list = |values: &[i64], what: &str| -> Result<Vec<usize>, Fail> {
             if values.len() != n_spatial {
-                return Err(invalid(format!("{what} has {} dimensions, expected {n_spatial}", values.len())));
+                return Err(invalid(format!(
+                    "{what} has {} dimensions, expected {n_spatial}",
+                    values.len()
+                )));
             }
             values.iter().map(|&v| dim(v, rank, what)).collect()
         };
         let is = spatial_list(&numbers.input_spatial_dimensions, "input_spatial_dimensions")?;
         let ks = spatial_list(&numbers.kernel_spatial_dimensions, "kernel_spatial_dimensions")?;
         let os = spatial_list(&numbers.output_spatial_dimensions, "output_spatial_dimensions")?;
-        let mut input_perm = vec![dim(numbers.input_batch_dimension, rank, "input_batch_dimension")?, dim(numbers.input_feature_dimension, rank, "input_feature_dimension")?];
+        let mut input_perm = vec![
+            dim(numbers.input_batch_dimension, rank, "input_batch_dimension")?,
+            dim(numbers.input_feature_dimension, rank, "input_feature_dimension")?,
+        ];
         input_perm.extend(&is);
         let input_perm = permutation(input_perm, rank, "input")?;
         let mut kernel_perm = vec![
@@ -115,7 +121,10 @@ impl ConvPlan {
         ];
         kernel_perm.extend(&ks);
         let kernel_perm = permutation(kernel_perm, rank, "kernel")?;
-        let mut canonical_of_output = vec![dim(numbers.output_batch_dimension, rank, "output_batch_dimension")?, dim(numbers.output_feature_dimension, rank, "output_feature_dimension")?];
+        let mut canonical_of_output = vec![
+            dim(numbers.output_batch_dimension, rank, "output_batch_dimension")?,
+            dim(numbers.output_feature_dimension, rank, "output_feature_dimension")?,
+        ];
         canonical_of_output.extend(&os);
         let canonical_of_output = permutation(canonical_of_output, rank, "output")?;
         let mut output_perm = vec![0; rank];
@@ -142,18 +151,27 @@ impl ConvPlan {
             )));
         }
         if window.dimensions.len() != n_spatial {
-            return Err(invalid(format!("window has {} dimensions, expected {n_spatial}", window.dimensions.len())));
+            return Err(invalid(format!(
+                "window has {} dimensions, expected {n_spatial}",
+                window.dimensions.len()
+            )));
         }
         let mut spatial = Vec::new();
         let mut out_dims = vec![batch / bg, out_features];
         for (i, w) in window.dimensions.iter().enumerate() {
             let positive = |v: i64, what: &str| -> Result<usize, Fail> {
                 let v = if v == 0 { 1 } else { v };
-                usize::try_from(v).ok().filter(|&v| v >= 1).ok_or_else(|| invalid(format!("window {what} {v} must be at least 1")))
+                usize::try_from(v)
+                    .ok()
+                    .filter(|&v| v >= 1)
+                    .ok_or_else(|| invalid(format!("window {what} {v} must be at least 1")))
             };
             let k = kernel.dims[ks[i]];
             if w.size != k as i64 {
-                return Err(invalid(format!("window size {} differs from kernel spatial size {k}", w.size)));
+                return Err(invalid(format!(
+                    "window size {} differs from kernel spatial size {k}",
+                    w.size
+                )));
             }
             let s = SpatialDim {
                 input: input.dims[is[i]],
@@ -165,11 +183,18 @@ impl ConvPlan {
                 window_dilation: positive(w.window_dilation, "window_dilation")?,
                 reversal: w.window_reversal,
             };
-            let dilated_input = if s.input == 0 { 0 } else { (s.input as i128 - 1) * s.base_dilation as i128 + 1 };
+            let dilated_input =
+                if s.input == 0 { 0 } else { (s.input as i128 - 1) * s.base_dilation as i128 + 1 };
             let padded = dilated_input + i128::from(w.padding_low) + i128::from(w.padding_high);
-            let dilated_kernel = if k == 0 { 0 } else { (k as i128 - 1) * s.window_dilation as i128 + 1 };
-            let size = if padded < dilated_kernel { 0 } else { (padded - dilated_kernel) / s.stride as i128 + 1 };
-            let size = usize::try_from(size).map_err(|_| invalid(format!("window dimension {i} gives size {size}")))?;
+            let dilated_kernel =
+                if k == 0 { 0 } else { (k as i128 - 1) * s.window_dilation as i128 + 1 };
+            let size = if padded < dilated_kernel {
+                0
+            } else {
+                (padded - dilated_kernel) / s.stride as i128 + 1
+            };
+            let size = usize::try_from(size)
+                .map_err(|_| invalid(format!("window dimension {i} gives size {size}")))?;
             out_dims.push(size);
             spatial.push(SpatialDim { output: size, ..s });
         }
@@ -201,23 +226,36 @@ impl ConvPlan {
 
     /// Bytes of the im2col matrix (in f64, the widest compute type).
     fn scratch_bytes(&self) -> Option<u64> {
-        let rows = self.spatial.iter().try_fold(self.kernel_in as u64, |n, s| n.checked_mul(s.kernel as u64))?;
+        let rows = self
+            .spatial
+            .iter()
+            .try_fold(self.kernel_in as u64, |n, s| n.checked_mul(s.kernel as u64))?;
         let cols = self.spatial.iter().try_fold(1u64, |n, s| n.checked_mul(s.output as u64))?;
         rows.checked_mul(cols)?.checked_mul(8)
     }
 
-    pub(crate) fn run(&self, input: &Data, kernel: &Data, out_ty: ElementType, _budget: u64) -> Result<Data, Fail> {
+    pub(crate) fn run(
+        &self,
+        input: &Data,
+        kernel: &Data,
+        out_ty: ElementType,
+        _budget: u64,
+    ) -> Result<Data, Fail> {
         let input = transpose(input, &self.input_dims, &self.input_perm)?;
         let kernel = transpose(kernel, &self.kernel_dims, &self.kernel_perm)?;
         let canonical = match compute_type(input.ty(), kernel.ty(), out_ty) {
             ElementType::F32 => {
-                let (Data::F32(x), Data::F32(w)) = (convert(&input, ElementType::F32)?, convert(&kernel, ElementType::F32)?) else {
+                let (Data::F32(x), Data::F32(w)) =
+                    (convert(&input, ElementType::F32)?, convert(&kernel, ElementType::F32)?)
+                else {
                     return Err(Fail::Internal("f32 conversion".into()));
                 };
                 Data::F32(self.compute(&x, &w, gemm_f32)?)
             }
             _ => {
-                let (Data::F64(x), Data::F64(w)) = (convert(&input, ElementType::F64)?, convert(&kernel, ElementType::F64)?) else {
+                let (Data::F64(x), Data::F64(w)) =
+                    (convert(&input, ElementType::F64)?, convert(&kernel, ElementType::F64)?)
+                else {
                     return Err(Fail::Internal("f64 conversion".into()));
                 };
                 Data::F64(self.compute(&x, &w, gemm_f64)?)
@@ -252,7 +290,8 @@ impl ConvPlan {
                 } else {
                     (n, g * self.kernel_in)
                 };
-                let image = &x[(input_batch * self.channels + channel_start) * in_spatial..][..self.kernel_in * in_spatial];
+                let image = &x[(input_batch * self.channels + channel_start) * in_spatial..]
+                    [..self.kernel_in * in_spatial];
                 self.im2col(image, &mut cols);
                 let feature_start = g * group_features;
                 let weights = &w[feature_start * rows..(feature_start + group_features) * rows];

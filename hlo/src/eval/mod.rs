@@ -132,7 +132,9 @@ pub enum EvalError {
         budget: u64,
     },
     /// The allocator refused memory within the budget.
-    #[error("computation {computation}, instruction {instruction}: allocation of {bytes} bytes failed")]
+    #[error(
+        "computation {computation}, instruction {instruction}: allocation of {bytes} bytes failed"
+    )]
     OutOfMemory {
         /// The computation's name.
         computation: String,
@@ -218,7 +220,9 @@ impl Fail {
                 detail: format!("internal error: {detail}"),
             },
             Fail::Unsupported(what) => EvalError::Unsupported { computation, instruction, what },
-            Fail::Budget { needed } => EvalError::Budget { computation, instruction, needed, budget },
+            Fail::Budget { needed } => {
+                EvalError::Budget { computation, instruction, needed, budget }
+            }
             Fail::Alloc { bytes } => EvalError::OutOfMemory { computation, instruction, bytes },
             Fail::WhileLimit(limit) => EvalError::WhileLimit { computation, instruction, limit },
             Fail::Nested(error) => *error,
@@ -232,7 +236,11 @@ impl Array {
     /// # Errors
     /// [`EvalError::Array`] when the type is not one the interpreter evaluates, a dimension is
     /// negative, or `bytes` is not `item_size × Π dims` long.
-    pub fn new(ty: proto::PrimitiveType, dims: Vec<i64>, bytes: Vec<u8>) -> Result<Array, EvalError> {
+    pub fn new(
+        ty: proto::PrimitiveType,
+        dims: Vec<i64>,
+        bytes: Vec<u8>,
+    ) -> Result<Array, EvalError> {
         let array = Array { ty, dims, bytes };
         array.check()?;
         Ok(array)
@@ -248,18 +256,16 @@ impl Array {
         let ty = self.element_type().ok_or_else(|| EvalError::Array {
             detail: format!("element type {} is not evaluated", self.ty.as_str_name()),
         })?;
-        let dims = self
-            .dims
-            .iter()
-            .map(|&d| usize::try_from(d))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|_| EvalError::Array {
-                detail: format!("dimensions {:?} must not be negative", self.dims),
+        let dims =
+            self.dims.iter().map(|&d| usize::try_from(d)).collect::<Result<Vec<_>, _>>().map_err(
+                |_| EvalError::Array {
+                    detail: format!("dimensions {:?} must not be negative", self.dims),
+                },
+            )?;
+        let expected =
+            dims.iter().try_fold(ty.item_size(), |n, &d| n.checked_mul(d)).ok_or_else(|| {
+                EvalError::Array { detail: format!("dimensions {:?} overflow", self.dims) }
             })?;
-        let expected = dims
-            .iter()
-            .try_fold(ty.item_size(), |n, &d| n.checked_mul(d))
-            .ok_or_else(|| EvalError::Array { detail: format!("dimensions {:?} overflow", self.dims) })?;
         if expected != self.bytes.len() {
             return Err(EvalError::Array {
                 detail: format!(
@@ -297,9 +303,8 @@ impl Array {
     /// As [`Array::new`] for a malformed array.
     pub fn to_f64(&self) -> Result<Vec<f64>, EvalError> {
         let (ty, _) = self.check()?;
-        let data = tensor::Data::from_le_bytes(ty, &self.bytes).map_err(|fail| EvalError::Array {
-            detail: format!("{fail:?}"),
-        })?;
+        let data = tensor::Data::from_le_bytes(ty, &self.bytes)
+            .map_err(|fail| EvalError::Array { detail: format!("{fail:?}") })?;
         match elementwise::convert(&data, ElementType::F64) {
             Ok(tensor::Data::F64(v)) => Ok(v),
             _ => Err(EvalError::Array { detail: "conversion to f64 failed".into() }),

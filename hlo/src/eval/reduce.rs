@@ -32,9 +32,14 @@ pub(crate) struct WindowDim {
 
 impl WindowDim {
     pub(crate) fn output_size(&self, input: usize) -> Result<usize, Fail> {
-        let dilated = if input == 0 { 0 } else { (input as i128 - 1) * self.base_dilation as i128 + 1 };
+        let dilated =
+            if input == 0 { 0 } else { (input as i128 - 1) * self.base_dilation as i128 + 1 };
         let padded = dilated + i128::from(self.pad_low) + i128::from(self.pad_high);
-        let window = if self.size == 0 { 0 } else { (self.size as i128 - 1) * self.window_dilation as i128 + 1 };
+        let window = if self.size == 0 {
+            0
+        } else {
+            (self.size as i128 - 1) * self.window_dilation as i128 + 1
+        };
         let size = if padded < window { 0 } else { (padded - window) / self.stride as i128 + 1 };
         usize::try_from(size).map_err(|_| Fail::Invalid(format!("window gives size {size}")))
     }
@@ -52,22 +57,30 @@ impl WindowDim {
 }
 
 /// Decodes a `Window` for an operand of `rank`.
-pub(crate) fn window_dims(window: Option<&proto::Window>, rank: usize) -> Result<Vec<WindowDim>, Fail> {
+pub(crate) fn window_dims(
+    window: Option<&proto::Window>,
+    rank: usize,
+) -> Result<Vec<WindowDim>, Fail> {
     let dims = window.map(|w| w.dimensions.as_slice()).unwrap_or(&[]);
     if dims.len() != rank {
-        return Err(Fail::Invalid(format!("window has {} dimensions, expected {rank}", dims.len())));
+        return Err(Fail::Invalid(format!(
+            "window has {} dimensions, expected {rank}",
+            dims.len()
+        )));
     }
     dims.iter()
         .map(|w| {
             let at_least_one = |v: i64, what: &str| -> Result<usize, Fail> {
                 let v = if v == 0 { 1 } else { v };
-                usize::try_from(v).map_err(|_| Fail::Invalid(format!("window {what} {v} must be at least 1")))
+                usize::try_from(v)
+                    .map_err(|_| Fail::Invalid(format!("window {what} {v} must be at least 1")))
             };
             if w.window_reversal {
                 return Err(Fail::Unsupported("window reversal outside convolution".into()));
             }
             Ok(WindowDim {
-                size: usize::try_from(w.size).map_err(|_| Fail::Invalid(format!("window size {}", w.size)))?,
+                size: usize::try_from(w.size)
+                    .map_err(|_| Fail::Invalid(format!("window size {}", w.size)))?,
                 stride: at_least_one(w.stride, "stride")?,
                 pad_low: w.padding_low,
                 pad_high: w.padding_high,
@@ -90,26 +103,54 @@ fn fold_runs<T: Copy>(v: &[T], init: T, run: usize, f: impl Fn(T, T) -> T) -> Re
 }
 
 /// Folds with a recognised binary reducer; `None` when the type has no fast path.
-fn fast_fold(op: Binary, data: &Data, init: &Data, run: usize, groups: usize) -> Result<Option<Data>, Fail> {
+fn fast_fold(
+    op: Binary,
+    data: &Data,
+    init: &Data,
+    run: usize,
+    groups: usize,
+) -> Result<Option<Data>, Fail> {
     macro_rules! small {
         ($variant:ident, $format:expr, $t:ty, $v:expr, $i:expr) => {{
             let w = widen($format, $v)?;
             let i0 = $format.decode(u32::from($i[0]));
-            let folded = fold_runs(&w, i0, run, |a, b| $format.decode($format.encode_f32(f32::binary(op, a, b))))?;
+            let folded = fold_runs(&w, i0, run, |a, b| {
+                $format.decode($format.encode_f32(f32::binary(op, a, b)))
+            })?;
             Data::$variant(folded.iter().map(|&x| $format.encode_f32(x) as $t).collect())
         }};
     }
     let out = match (data, init) {
-        (Data::F32(v), Data::F32(i)) => Data::F32(fold_runs(v, i[0], run, |a, b| f32::binary(op, a, b))?),
-        (Data::F64(v), Data::F64(i)) => Data::F64(fold_runs(v, i[0], run, |a, b| f64::binary(op, a, b))?),
-        (Data::S32(v), Data::S32(i)) => Data::S32(fold_runs(v, i[0], run, |a, b| i32::binary(op, a, b))?),
-        (Data::S64(v), Data::S64(i)) => Data::S64(fold_runs(v, i[0], run, |a, b| i64::binary(op, a, b))?),
-        (Data::S8(v), Data::S8(i)) => Data::S8(fold_runs(v, i[0], run, |a, b| i8::binary(op, a, b))?),
-        (Data::S16(v), Data::S16(i)) => Data::S16(fold_runs(v, i[0], run, |a, b| i16::binary(op, a, b))?),
-        (Data::U8(v), Data::U8(i)) => Data::U8(fold_runs(v, i[0], run, |a, b| u8::binary(op, a, b))?),
-        (Data::U16(v), Data::U16(i)) => Data::U16(fold_runs(v, i[0], run, |a, b| u16::binary(op, a, b))?),
-        (Data::U32(v), Data::U32(i)) => Data::U32(fold_runs(v, i[0], run, |a, b| u32::binary(op, a, b))?),
-        (Data::U64(v), Data::U64(i)) => Data::U64(fold_runs(v, i[0], run, |a, b| u64::binary(op, a, b))?),
+        (Data::F32(v), Data::F32(i)) => {
+            Data::F32(fold_runs(v, i[0], run, |a, b| f32::binary(op, a, b))?)
+        }
+        (Data::F64(v), Data::F64(i)) => {
+            Data::F64(fold_runs(v, i[0], run, |a, b| f64::binary(op, a, b))?)
+        }
+        (Data::S32(v), Data::S32(i)) => {
+            Data::S32(fold_runs(v, i[0], run, |a, b| i32::binary(op, a, b))?)
+        }
+        (Data::S64(v), Data::S64(i)) => {
+            Data::S64(fold_runs(v, i[0], run, |a, b| i64::binary(op, a, b))?)
+        }
+        (Data::S8(v), Data::S8(i)) => {
+            Data::S8(fold_runs(v, i[0], run, |a, b| i8::binary(op, a, b))?)
+        }
+        (Data::S16(v), Data::S16(i)) => {
+            Data::S16(fold_runs(v, i[0], run, |a, b| i16::binary(op, a, b))?)
+        }
+        (Data::U8(v), Data::U8(i)) => {
+            Data::U8(fold_runs(v, i[0], run, |a, b| u8::binary(op, a, b))?)
+        }
+        (Data::U16(v), Data::U16(i)) => {
+            Data::U16(fold_runs(v, i[0], run, |a, b| u16::binary(op, a, b))?)
+        }
+        (Data::U32(v), Data::U32(i)) => {
+            Data::U32(fold_runs(v, i[0], run, |a, b| u32::binary(op, a, b))?)
+        }
+        (Data::U64(v), Data::U64(i)) => {
+            Data::U64(fold_runs(v, i[0], run, |a, b| u64::binary(op, a, b))?)
+        }
         (Data::F16(v), Data::F16(i)) => small!(F16, SmallFloat::F16, u16, v, i),
         (Data::Bf16(v), Data::Bf16(i)) => small!(Bf16, SmallFloat::Bf16, u16, v, i),
         (Data::F8e5m2(v), Data::F8e5m2(i)) => small!(F8e5m2, SmallFloat::F8e5m2, u8, v, i),
@@ -169,7 +210,8 @@ fn for_each_window(
     window: &[WindowDim],
     mut f: impl FnMut(usize, &[usize]) -> Result<(), Fail>,
 ) -> Result<(), Fail> {
-    let out_dims: Vec<usize> = window.iter().zip(in_dims).map(|(w, &d)| w.output_size(d)).collect::<Result<_, _>>()?;
+    let out_dims: Vec<usize> =
+        window.iter().zip(in_dims).map(|(w, &d)| w.output_size(d)).collect::<Result<_, _>>()?;
     let sizes: Vec<usize> = window.iter().map(|w| w.size).collect();
     let total: usize = out_dims.iter().product();
     if total == 0 {
@@ -231,9 +273,15 @@ pub(crate) fn reduce_window(
             }};
         }
         match (&inputs[0].data, &inits[0].data) {
-            (Data::F32(v), Data::F32(i)) => return Ok(vec![Data::F32(typed!(v, i[0], |a, b| f32::binary(op, a, b)))]),
-            (Data::F64(v), Data::F64(i)) => return Ok(vec![Data::F64(typed!(v, i[0], |a, b| f64::binary(op, a, b)))]),
-            (Data::S32(v), Data::S32(i)) => return Ok(vec![Data::S32(typed!(v, i[0], |a, b| i32::binary(op, a, b)))]),
+            (Data::F32(v), Data::F32(i)) => {
+                return Ok(vec![Data::F32(typed!(v, i[0], |a, b| f32::binary(op, a, b)))]);
+            }
+            (Data::F64(v), Data::F64(i)) => {
+                return Ok(vec![Data::F64(typed!(v, i[0], |a, b| f64::binary(op, a, b)))]);
+            }
+            (Data::S32(v), Data::S32(i)) => {
+                return Ok(vec![Data::S32(typed!(v, i[0], |a, b| i32::binary(op, a, b)))]);
+            }
             _ => {}
         }
     }
@@ -276,7 +324,10 @@ pub(crate) fn select_and_scatter(
             best = match best {
                 None => Some(i),
                 Some(b) => {
-                    let keep = ctx.apply_scalars(select, &[element(&operand.data, b), element(&operand.data, i)])?;
+                    let keep = ctx.apply_scalars(
+                        select,
+                        &[element(&operand.data, b), element(&operand.data, i)],
+                    )?;
                     match keep.first() {
                         Some(Data::Pred(p)) if p[0] => Some(b),
                         Some(Data::Pred(_)) => Some(i),
@@ -290,8 +341,12 @@ pub(crate) fn select_and_scatter(
     })?;
     for (s, target) in chosen.iter().enumerate() {
         if let Some(t) = *target {
-            let combined = ctx.apply_scalars(scatter, &[out[t].clone(), element(&source.data, s)])?;
-            out[t] = combined.into_iter().next().ok_or_else(|| Fail::Internal("scatter returned nothing".into()))?;
+            let combined =
+                ctx.apply_scalars(scatter, &[out[t].clone(), element(&source.data, s)])?;
+            out[t] = combined
+                .into_iter()
+                .next()
+                .ok_or_else(|| Fail::Internal("scatter returned nothing".into()))?;
         }
     }
     gather_scalars(operand.ty(), &out)

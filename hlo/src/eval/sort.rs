@@ -23,10 +23,16 @@ enum Keys {
 
 fn keys(data: &Data, total_order: bool) -> Result<Keys, Fail> {
     Ok(if data.ty().is_float() {
-        let super::tensor::Data::F64(v) = super::elementwise::convert(data, crate::dtype::ElementType::F64)? else {
+        let super::tensor::Data::F64(v) =
+            super::elementwise::convert(data, crate::dtype::ElementType::F64)?
+        else {
             return Err(Fail::Internal("f64 keys".into()));
         };
-        if total_order { Keys::Total(v.iter().map(|x| x.total_key()).collect()) } else { Keys::Float(v) }
+        if total_order {
+            Keys::Total(v.iter().map(|x| x.total_key()).collect())
+        } else {
+            Keys::Float(v)
+        }
     } else {
         let v: Vec<i128> = match data {
             Data::Pred(v) => v.iter().map(|&b| i128::from(b)).collect(),
@@ -55,7 +61,10 @@ impl Keys {
 }
 
 /// Stable merge sort of `items` by `less` (true when the first must come before the second).
-fn merge_sort(items: &mut Vec<usize>, less: &mut dyn FnMut(usize, usize) -> Result<bool, Fail>) -> Result<(), Fail> {
+fn merge_sort(
+    items: &mut Vec<usize>,
+    less: &mut dyn FnMut(usize, usize) -> Result<bool, Fail>,
+) -> Result<(), Fail> {
     let n = items.len();
     let mut buffer = try_alloc::<usize>(n)?;
     buffer.resize(n, 0);
@@ -97,7 +106,12 @@ fn permute(data: &Data, order: &[usize]) -> Result<Data, Fail> {
 }
 
 /// `sort` along `dim`; returns each operand permuted.
-pub(crate) fn sort(ctx: &Ctx<'_>, computation: usize, inputs: &[&Arc<Tensor>], dim: usize) -> Result<Vec<Data>, Fail> {
+pub(crate) fn sort(
+    ctx: &Ctx<'_>,
+    computation: usize,
+    inputs: &[&Arc<Tensor>],
+    dim: usize,
+) -> Result<Vec<Data>, Fail> {
     let dims = &inputs[0].dims;
     let len = dims[dim];
     let inner: usize = dims[dim + 1..].iter().product();

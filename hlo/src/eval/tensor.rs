@@ -154,9 +154,7 @@ impl Data {
     pub(crate) fn from_le_bytes(ty: ElementType, bytes: &[u8]) -> Result<Data, Fail> {
         fn read<T, const N: usize>(bytes: &[u8], f: fn([u8; N]) -> T) -> Result<Vec<T>, Fail> {
             let mut out = try_alloc(bytes.len() / N)?;
-            out.extend(
-                bytes.chunks_exact(N).map(|chunk| f(chunk.try_into().unwrap_or([0; N]))),
-            );
+            out.extend(bytes.chunks_exact(N).map(|chunk| f(chunk.try_into().unwrap_or([0; N]))));
             Ok(out)
         }
         Ok(match ty {
