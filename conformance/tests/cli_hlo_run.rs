@@ -4,7 +4,8 @@ use std::path::PathBuf;
 use std::process::{Command, Output};
 
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("nrtsim-cli-hlo-run-{}-{name}", std::process::id()));
+    let dir =
+        std::env::temp_dir().join(format!("nrtsim-cli-hlo-run-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir
@@ -54,16 +55,20 @@ fn run_writes_one_npy_per_result_leaf() {
     let first = std::fs::read(out_dir.join("output0.npy")).unwrap();
     let header = abi::neff::npy::parse_header("output0", &first).unwrap();
     assert_eq!((header.descr.as_str(), header.shape.as_slice()), ("<f4", &[2u64, 2][..]));
-    let values: Vec<f32> =
-        first[header.data_offset..].chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect();
+    let values: Vec<f32> = first[header.data_offset..]
+        .chunks_exact(4)
+        .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+        .collect();
     assert_eq!(values, vec![19.0, 22.0, 43.0, 50.0]);
     // The bf16 leaf: '<V2' (what np.save writes for ml_dtypes.bfloat16), the top halves of the f32s
     // (all four integers are exact in bf16): 19.0 = 0x41980000 → 0x4198.
     let second = std::fs::read(out_dir.join("output1.npy")).unwrap();
     let header = abi::neff::npy::parse_header("output1", &second).unwrap();
     assert_eq!(header.descr, "<V2");
-    let bits: Vec<u16> =
-        second[header.data_offset..].chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]])).collect();
+    let bits: Vec<u16> = second[header.data_offset..]
+        .chunks_exact(2)
+        .map(|c| u16::from_le_bytes([c[0], c[1]]))
+        .collect();
     assert_eq!(bits, vec![0x4198, 0x41b0, 0x422c, 0x4248]);
 }
 
@@ -73,7 +78,13 @@ fn run_with_too_few_inputs_names_the_parameters() {
     let module = dir.join("m.hlo");
     std::fs::write(&module, MODULE).unwrap();
     std::fs::write(dir.join("a.npy"), f32_npy(&[2, 2], &[1.0, 2.0, 3.0, 4.0])).unwrap();
-    let out = nrtsim(&["hlo", "run", module.to_str().unwrap(), "--input", dir.join("a.npy").to_str().unwrap()]);
+    let out = nrtsim(&[
+        "hlo",
+        "run",
+        module.to_str().unwrap(),
+        "--input",
+        dir.join("a.npy").to_str().unwrap(),
+    ]);
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("takes 2 inputs (f32[2,2], f32[2,2]), got 1"), "{stderr}");
@@ -86,7 +97,15 @@ fn run_refuses_an_input_of_the_wrong_shape() {
     std::fs::write(&module, MODULE).unwrap();
     std::fs::write(dir.join("a.npy"), f32_npy(&[4], &[1.0, 2.0, 3.0, 4.0])).unwrap();
     let a = dir.join("a.npy");
-    let out = nrtsim(&["hlo", "run", module.to_str().unwrap(), "--input", a.to_str().unwrap(), "--input", a.to_str().unwrap()]);
+    let out = nrtsim(&[
+        "hlo",
+        "run",
+        module.to_str().unwrap(),
+        "--input",
+        a.to_str().unwrap(),
+        "--input",
+        a.to_str().unwrap(),
+    ]);
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("argument 0: expected f32[2,2], got f32[4]"), "{stderr}");

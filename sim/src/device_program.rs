@@ -88,6 +88,7 @@ struct Leaf {
 /// A module checked against a model's signature, ready to run at every launch.
 #[derive(Debug)]
 pub struct DeviceProgram {
+    source: Vec<u8>,
     program: Program,
     params: Vec<Leaf>,
     results: Vec<Leaf>,
@@ -193,7 +194,12 @@ impl DeviceProgram {
             .map_err(binding_error)?;
         let results = bind_side(&results, &result_layouts, outputs, "result", "output")
             .map_err(binding_error)?;
-        Ok(DeviceProgram { program, params, results })
+        Ok(DeviceProgram { source: bytes.to_vec(), program, params, results })
+    }
+
+    /// The module's bytes, as given to [`DeviceProgram::compile`].
+    pub fn source(&self) -> &[u8] {
+        &self.source
     }
 
     /// Runs the module once. `read(i, n)` gives the first `n` bytes of input variable `i`; the
@@ -368,6 +374,20 @@ fn bind_side(
         });
     }
     Ok(bound)
+}
+
+/// One launch of a device program, as [`crate::SimRuntime::launches`] records it: the module,
+/// the bytes of each parameter (in parameter order) and of each result leaf (in result order).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LaunchRecord {
+    /// The model's name.
+    pub model: String,
+    /// The module's bytes (binary `HloModuleProto` or HLO text).
+    pub hlo: Vec<u8>,
+    /// The parameters' bytes.
+    pub args: Vec<Vec<u8>>,
+    /// The result leaves' bytes.
+    pub results: Vec<Vec<u8>>,
 }
 
 /// Where HLO comes from for NEFFs that carry none (`NRTSIM_HLO`).

@@ -37,7 +37,9 @@ pub mod neff_load;
 mod runtime;
 
 pub use config::{ImitatedRelease, SimConfig};
-pub use device_program::{DeviceProgram, DeviceProgramError, HLO_ENV, HLO_MEMBER, HloSource};
+pub use device_program::{
+    DeviceProgram, DeviceProgramError, HLO_ENV, HLO_MEMBER, HloSource, LaunchRecord,
+};
 pub use fault::{FaultPlan, FaultPlanError, FaultRule, FaultTrigger};
 pub use model::{IoDescription, ModelDescription, SlotKind, VarDescription};
 pub use runtime::{

@@ -231,6 +231,8 @@ pub struct SimRuntime {
     occupancy: Mutex<Vec<u32>>,
     faults: FaultInjector,
     warnings: Mutex<Vec<String>>,
+    /// Launches of device programs, when recording is on ([`SimRuntime::record_launches`]).
+    launch_log: Mutex<Option<Vec<crate::device_program::LaunchRecord>>>,
 }
 
 impl std::fmt::Debug for SimRuntime {
@@ -278,6 +280,7 @@ impl SimRuntime {
             sets: RwLock::new(HashMap::new()),
             models: RwLock::new(HashMap::new()),
             warnings: Mutex::new(Vec::new()),
+            launch_log: Mutex::new(None),
         })
     }
 
@@ -312,6 +315,17 @@ impl SimRuntime {
     /// Every warning recorded so far, oldest first.
     pub fn warnings(&self) -> Vec<String> {
         lock(&self.warnings).clone()
+    }
+
+    /// Starts recording every launch of a device program: its module, arguments and results
+    /// (for cross-checks of the simulator's results against another evaluator).
+    pub fn record_launches(&self) {
+        lock(&self.launch_log).get_or_insert_with(Vec::new);
+    }
+
+    /// The launches recorded since [`SimRuntime::record_launches`], oldest first.
+    pub fn launches(&self) -> Vec<crate::device_program::LaunchRecord> {
+        lock(&self.launch_log).clone().unwrap_or_default()
     }
 
     fn warn(&self, message: String) {
@@ -690,11 +704,29 @@ impl SimRuntime {
             let mut bytes = memory.lock_bytes();
             match &model.program {
                 Some(program) => {
+                    let recording = lock(&self.launch_log).is_some();
+                    let mut args = Vec::new();
                     let read = |io: usize, len: usize| {
                         let start = starts[model.inputs[io].slot];
-                        bytes[start..start + len].to_vec()
+                        let arg = bytes[start..start + len].to_vec();
+                        if recording {
+                            args.push(arg.clone());
+                        }
+                        arg
                     };
-                    match program.run(read) {
+                    let result = program.run(read);
+                    if let (true, Ok(written)) = (recording, &result) {
+                        let record = crate::device_program::LaunchRecord {
+                            model: model.name.clone(),
+                            hlo: program.source().to_vec(),
+                            args,
+                            results: written.iter().map(|(_, data)| data.clone()).collect(),
+                        };
+                        if let Some(log) = lock(&self.launch_log).as_mut() {
+                            log.push(record);
+                        }
+                    }
+                    match result {
                         Ok(written) => {
                             for (io, data) in written {
                                 let start = starts[model.outputs[io].slot];

@@ -121,7 +121,12 @@ fn write_output(path: &Path, bytes: &[u8]) -> Result<()> {
     }
 }
 
-fn run_module(file: &Path, inputs: &[PathBuf], output_dir: Option<&Path>, budget_bytes: Option<u64>) -> Result<()> {
+fn run_module(
+    file: &Path,
+    inputs: &[PathBuf],
+    output_dir: Option<&Path>,
+    budget_bytes: Option<u64>,
+) -> Result<()> {
     let module = load(file, true)?;
     let mut options = hlo::eval::EvalOptions::default();
     if let Some(budget) = budget_bytes {
@@ -151,7 +156,12 @@ fn run_module(file: &Path, inputs: &[PathBuf], output_dir: Option<&Path>, budget
         let path = dir.join(format!("output{i}.npy"));
         write_output(&path, &array_to_npy(array)?)?;
         let dims: Vec<String> = array.dims.iter().map(i64::to_string).collect();
-        println!("{} {}[{}]", path.display(), array.ty.as_str_name().to_ascii_lowercase(), dims.join(","));
+        println!(
+            "{} {}[{}]",
+            path.display(),
+            array.ty.as_str_name().to_ascii_lowercase(),
+            dims.join(",")
+        );
     }
     Ok(())
 }
@@ -186,7 +196,8 @@ fn descr_fits(descr: &str, ty: hlo::proto::PrimitiveType) -> bool {
     // types may say any order.
     let normalised = descr.replacen('=', "<", 1);
     if exact == Some(normalised.as_str())
-        || (exact.is_some_and(|e| e.starts_with('|')) && normalised.get(1..) == exact.and_then(|e| e.get(1..)))
+        || (exact.is_some_and(|e| e.starts_with('|'))
+            && normalised.get(1..) == exact.and_then(|e| e.get(1..)))
     {
         return true;
     }
@@ -204,7 +215,11 @@ fn descr_fits(descr: &str, ty: hlo::proto::PrimitiveType) -> bool {
 fn npy_to_array(bytes: &[u8], ty: hlo::proto::PrimitiveType) -> Result<hlo::eval::Array> {
     let header = abi::neff::npy::parse_header("input", bytes)?;
     if !descr_fits(&header.descr, ty) {
-        bail!("descr {:?} does not fit a parameter of type {}", header.descr, ty.as_str_name().to_ascii_lowercase());
+        bail!(
+            "descr {:?} does not fit a parameter of type {}",
+            header.descr,
+            ty.as_str_name().to_ascii_lowercase()
+        );
     }
     let dims: Vec<i64> = header
         .shape
@@ -245,7 +260,8 @@ mod tests {
     #[test]
     fn fortran_order_input_is_transposed_to_logical() {
         // [[1,2,3],[4,5,6]] stored column by column is 1,4,2,5,3,6.
-        let data: Vec<u8> = [1.0f32, 4.0, 2.0, 5.0, 3.0, 6.0].iter().flat_map(|v| v.to_le_bytes()).collect();
+        let data: Vec<u8> =
+            [1.0f32, 4.0, 2.0, 5.0, 3.0, 6.0].iter().flat_map(|v| v.to_le_bytes()).collect();
         let mut file = abi::neff::npy::encode("<f4", &[2, 3], &data).unwrap();
         let at = file.windows(5).position(|w| w == b"False").unwrap();
         file[at..at + 5].copy_from_slice(b"True ");
