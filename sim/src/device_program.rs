@@ -16,10 +16,17 @@
 //!   element types against the signature's dltypes and their byte sizes against the variables';
 //!   a mismatch names both sides and is `NRT_INVALID` from `nrt_load`. Only what the data itself
 //!   can do (a while loop over its limit, say) fails at execute.
+//! - **Collectives across the ranks of one launch.** A module with collective ops loaded by
+//!   `nrt_load_collectives` joins the [`Rendezvous`] of its NEFF's module and world size: each
+//!   rank's launch brings its arguments, the last to arrive evaluates all ranks at once
+//!   (`hlo::eval::evaluate_spmd`), and every rank writes its own results. A rank whose peers do
+//!   not come within [`RENDEZVOUS_TIMEOUT`] fails its launch (`NRT_TIMEOUT`), never hangs.
 //! - **Layouts at the boundary.** A parameter or result with a non-default layout is read from or
 //!   written to the variable's bytes in that physical order (`Array::from_physical`).
 
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use abi::dtype::Dltype;
 use hlo::eval::{Array, EvalOptions, Program, Value};
@@ -89,6 +96,8 @@ struct Leaf {
 #[derive(Debug)]
 pub struct DeviceProgram {
     source: Vec<u8>,
+    module: HloModuleProto,
+    collective: bool,
     program: Program,
     params: Vec<Leaf>,
     results: Vec<Leaf>,
@@ -194,38 +203,50 @@ impl DeviceProgram {
             .map_err(binding_error)?;
         let results = bind_side(&results, &result_layouts, outputs, "result", "output")
             .map_err(binding_error)?;
-        Ok(DeviceProgram { source: bytes.to_vec(), program, params, results })
+        let collective = module.computations.iter().flat_map(|c| &c.instructions).any(|i| {
+            matches!(
+                i.opcode.as_str(),
+                "all-reduce"
+                    | "all-gather"
+                    | "reduce-scatter"
+                    | "all-to-all"
+                    | "collective-permute"
+                    | "replica-id"
+                    | "partition-id"
+            )
+        });
+        Ok(DeviceProgram { source: bytes.to_vec(), module, collective, program, params, results })
     }
 
-    /// The module's bytes, as given to [`DeviceProgram::compile`].
-    pub fn source(&self) -> &[u8] {
-        &self.source
+    /// Whether the module has collective ops (or asks for its replica or partition id), so its
+    /// ranks must run together.
+    pub fn is_collective(&self) -> bool {
+        self.collective
     }
 
-    /// Runs the module once. `read(i, n)` gives the first `n` bytes of input variable `i`; the
-    /// result is, per output variable index, the bytes to write to it.
-    ///
-    /// # Errors
-    /// The interpreter's message for a failure only the data can cause.
-    pub fn run(
-        &self,
-        mut read: impl FnMut(usize, usize) -> Vec<u8>,
-    ) -> Result<Vec<(usize, Vec<u8>)>, String> {
-        let mut args = Vec::with_capacity(self.params.len());
-        for leaf in &self.params {
-            let bytes = read(leaf.io, leaf.bytes);
-            let array = match &leaf.layout {
-                Some(layout) => Array::from_physical(leaf.ty, leaf.dims.clone(), layout, bytes),
-                None => Array::new(leaf.ty, leaf.dims.clone(), bytes),
-            }
-            .map_err(|err| err.to_string())?;
-            args.push(array);
-        }
-        let value = self.program.run(&args).map_err(|err| err.to_string())?;
-        let arrays: Vec<&Array> = match &value {
-            Value::Array(array) => vec![array],
-            Value::Tuple(_) => value.flatten(),
-        };
+    /// The arguments of one launch, as bytes, in parameter order.
+    pub fn read_args(&self, mut read: impl FnMut(usize, usize) -> Vec<u8>) -> Vec<Vec<u8>> {
+        self.params.iter().map(|leaf| read(leaf.io, leaf.bytes)).collect()
+    }
+
+    fn arrays(&self, args: &[Vec<u8>]) -> Result<Vec<Array>, String> {
+        self.params
+            .iter()
+            .zip(args)
+            .map(|(leaf, bytes)| {
+                match &leaf.layout {
+                    Some(layout) => {
+                        Array::from_physical(leaf.ty, leaf.dims.clone(), layout, bytes.clone())
+                    }
+                    None => Array::new(leaf.ty, leaf.dims.clone(), bytes.clone()),
+                }
+                .map_err(|err| err.to_string())
+            })
+            .collect()
+    }
+
+    fn export(&self, value: &Value) -> Result<Vec<(usize, Vec<u8>)>, String> {
+        let arrays: Vec<&Array> = value.flatten();
         if arrays.len() != self.results.len() {
             return Err(format!(
                 "the module returned {} arrays, expected {}",
@@ -242,6 +263,40 @@ impl DeviceProgram {
             written.push((leaf.io, bytes));
         }
         Ok(written)
+    }
+
+    /// Runs every rank of one SPMD launch: `args_per_rank[r]` are rank `r`'s arguments (as
+    /// [`DeviceProgram::read_args`] gives them); the result is, per rank, what to write.
+    ///
+    /// # Errors
+    /// The interpreter's message, naming the rank that failed first.
+    pub fn run_ranks(&self, args_per_rank: &[Vec<Vec<u8>>]) -> Result<Vec<Written>, String> {
+        let arrays = args_per_rank
+            .iter()
+            .map(|args| self.arrays(args))
+            .collect::<Result<Vec<_>, String>>()?;
+        let values = hlo::eval::evaluate_spmd(&self.module, &arrays, &EvalOptions::default())
+            .map_err(|err| err.to_string())?;
+        values.iter().map(|value| self.export(value)).collect()
+    }
+
+    /// The module's bytes, as given to [`DeviceProgram::compile`].
+    pub fn source(&self) -> &[u8] {
+        &self.source
+    }
+
+    /// Runs the module once. `read(i, n)` gives the first `n` bytes of input variable `i`; the
+    /// result is, per output variable index, the bytes to write to it.
+    ///
+    /// # Errors
+    /// The interpreter's message for a failure only the data can cause.
+    pub fn run(
+        &self,
+        read: impl FnMut(usize, usize) -> Vec<u8>,
+    ) -> Result<Vec<(usize, Vec<u8>)>, String> {
+        let args = self.arrays(&self.read_args(read))?;
+        let value = self.program.run(&args).map_err(|err| err.to_string())?;
+        self.export(&value)
     }
 }
 
@@ -374,6 +429,90 @@ fn bind_side(
         });
     }
     Ok(bound)
+}
+
+/// How long a rank of a collective launch waits for its peers.
+pub const RENDEZVOUS_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// What one launch writes: per output variable index, its bytes.
+pub type Written = Vec<(usize, Vec<u8>)>;
+
+/// Results of one round of a [`Rendezvous`], per rank.
+type RoundResults = Arc<Result<Vec<Written>, String>>;
+
+#[derive(Debug, Default)]
+struct Round {
+    generation: u64,
+    args: Vec<Option<Vec<Vec<u8>>>>,
+    results: Option<RoundResults>,
+}
+
+/// Where the ranks of one collective launch meet (see the module docs).
+#[derive(Debug)]
+pub struct Rendezvous {
+    world: usize,
+    round: Mutex<Round>,
+    arrived: Condvar,
+}
+
+impl Rendezvous {
+    /// A meeting point for `world` ranks.
+    pub fn new(world: usize) -> Rendezvous {
+        Rendezvous {
+            world,
+            round: Mutex::new(Round { args: vec![None; world], ..Round::default() }),
+            arrived: Condvar::new(),
+        }
+    }
+
+    /// Rank `rank`'s launch with `args`: returns what this rank writes once every rank has come.
+    ///
+    /// # Errors
+    /// A rank out of range or already waiting, peers that do not come within `timeout`
+    /// (`Err(None)`), or the evaluation's message (`Err(Some(..))`).
+    pub fn join(
+        &self,
+        program: &DeviceProgram,
+        rank: usize,
+        args: Vec<Vec<u8>>,
+        timeout: Duration,
+    ) -> Result<Vec<(usize, Vec<u8>)>, Option<String>> {
+        let mut round = self.round.lock().unwrap_or_else(PoisonError::into_inner);
+        match round.args.get(rank) {
+            Some(None) => {}
+            Some(Some(_)) => return Err(Some(format!("rank {rank} is already in this launch"))),
+            None => {
+                return Err(Some(format!("rank {rank} is outside the world of {}", self.world)));
+            }
+        }
+        round.args[rank] = Some(args);
+        let generation = round.generation;
+        if round.args.iter().all(Option::is_some) {
+            let all: Vec<Vec<Vec<u8>>> = round.args.iter_mut().filter_map(Option::take).collect();
+            round.results = Some(Arc::new(program.run_ranks(&all)));
+            round.generation += 1;
+            self.arrived.notify_all();
+        } else {
+            let deadline = Instant::now() + timeout;
+            while round.generation == generation {
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    round.args[rank] = None;
+                    return Err(None);
+                }
+                round = self
+                    .arrived
+                    .wait_timeout(round, left)
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .0;
+            }
+        }
+        let results = round.results.clone().ok_or(None)?;
+        match &*results {
+            Ok(per_rank) => Ok(per_rank[rank].clone()),
+            Err(detail) => Err(Some(detail.clone())),
+        }
+    }
 }
 
 /// One launch of a device program, as [`crate::SimRuntime::launches`] records it: the module,
@@ -519,6 +658,32 @@ mod tests {
         let err = DeviceProgram::compile(b"HloModule broken\nENTRY {", "test", &one, &outputs)
             .unwrap_err();
         assert!(matches!(err, DeviceProgramError::Module { .. }), "{err}");
+    }
+
+    #[test]
+    fn a_rank_whose_peers_do_not_come_times_out_and_can_join_again() {
+        let inputs = [var("input0", Dltype::Float32, 2), var("input1", Dltype::Float32, 2)];
+        let outputs = [var("output0", Dltype::Float32, 2)];
+        let program = DeviceProgram::compile(SUB.as_bytes(), "test", &inputs, &outputs).unwrap();
+        let group = Rendezvous::new(2);
+        let args = vec![f32s(&[1.0, 2.0]), f32s(&[3.0, 4.0])];
+        let waited = group.join(&program, 0, args.clone(), Duration::from_millis(20));
+        assert_eq!(waited, Err(None));
+        assert!(matches!(group.join(&program, 2, args.clone(), Duration::ZERO), Err(Some(_))));
+        // Both ranks come: each gets its own result.
+        let got = std::thread::scope(|scope| {
+            let first =
+                scope.spawn(|| group.join(&program, 0, args.clone(), Duration::from_secs(10)));
+            let second = group.join(
+                &program,
+                1,
+                vec![f32s(&[5.0, 5.0]), f32s(&[1.0, 1.0])],
+                Duration::from_secs(10),
+            );
+            (first.join().unwrap(), second)
+        });
+        assert_eq!(got.0, Ok(vec![(0, f32s(&[-2.0, -2.0]))]));
+        assert_eq!(got.1, Ok(vec![(0, f32s(&[4.0, 4.0]))]));
     }
 
     #[test]

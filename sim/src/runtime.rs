@@ -169,11 +169,16 @@ struct LoadedModel {
     inputs: Vec<IoSlot>,
     outputs: Vec<IoSlot>,
     program: Option<DeviceProgram>,
+    /// The rendezvous and rank of a collective program loaded by `nrt_load_collectives`.
+    group: Option<(Arc<crate::device_program::Rendezvous>, usize)>,
     info: Vec<TensorInfo>,
     counters: Counters,
     /// Everything staged at load; freed when the last launch using the model ends.
     _staged: Vec<DeviceBlock>,
 }
+
+/// A collective launch's identity: the module's bytes and the world size.
+type RendezvousKey = (Vec<u8>, u32);
 
 /// The tensors bound to a model's inputs and outputs, in slot order.
 type BoundTensors = (Vec<Arc<Tensor>>, Vec<Arc<Tensor>>);
@@ -233,6 +238,8 @@ pub struct SimRuntime {
     warnings: Mutex<Vec<String>>,
     /// Launches of device programs, when recording is on ([`SimRuntime::record_launches`]).
     launch_log: Mutex<Option<Vec<crate::device_program::LaunchRecord>>>,
+    /// Where the ranks of collective programs meet, by module bytes and world size.
+    rendezvous: Mutex<HashMap<RendezvousKey, Arc<crate::device_program::Rendezvous>>>,
 }
 
 impl std::fmt::Debug for SimRuntime {
@@ -281,6 +288,7 @@ impl SimRuntime {
             models: RwLock::new(HashMap::new()),
             warnings: Mutex::new(Vec::new()),
             launch_log: Mutex::new(None),
+            rendezvous: Mutex::new(HashMap::new()),
         })
     }
 
@@ -420,10 +428,33 @@ impl SimRuntime {
         vnc: i32,
         vnc_count: i32,
     ) -> Result<ModelId, NrtError> {
+        self.load_ranked(description, vnc, vnc_count, None)
+    }
+
+    /// As `load_checked`; `rank` is `(ctx_device_id, ctx_device_count)` of `nrt_load_collectives`.
+    fn load_ranked(
+        &self,
+        description: &ModelDescription,
+        vnc: i32,
+        vnc_count: i32,
+        rank: Option<(u32, u32)>,
+    ) -> Result<ModelId, NrtError> {
         let mut occupancy = lock(&self.occupancy);
         let first = pick_cores(&occupancy, vnc, vnc_count)?;
         let count = if vnc_count == -1 { 1 } else { vnc_count as u32 };
-        let loaded = self.stage(description, first, count)?;
+        let mut loaded = self.stage(description, first, count)?;
+        if let (Some(program), Some((id, world))) = (&loaded.program, rank) {
+            if program.is_collective() && world > 1 {
+                let key = (program.source().to_vec(), world);
+                let group = lock(&self.rendezvous)
+                    .entry(key)
+                    .or_insert_with(|| {
+                        Arc::new(crate::device_program::Rendezvous::new(world as usize))
+                    })
+                    .clone();
+                loaded.group = Some((group, id as usize));
+            }
+        }
         for core in &loaded.cores {
             occupancy[*core as usize] += 1;
         }
@@ -597,6 +628,7 @@ impl SimRuntime {
             inputs,
             outputs,
             program,
+            group: None,
             info,
             counters: Counters::default(),
             _staged: staged,
@@ -714,7 +746,23 @@ impl SimRuntime {
                         }
                         arg
                     };
-                    let result = program.run(read);
+                    let result = match &model.group {
+                        Some((group, rank)) => {
+                            let args = program.read_args(read);
+                            group
+                                .join(program, *rank, args, crate::device_program::RENDEZVOUS_TIMEOUT)
+                                .map_err(|err| {
+                                    err.unwrap_or_else(|| {
+                                        status = NrtStatus::Timeout;
+                                        format!(
+                                            "rank {rank}: the other ranks of the collective launch did not come within {:?}",
+                                            crate::device_program::RENDEZVOUS_TIMEOUT
+                                        )
+                                    })
+                                })
+                        }
+                        None => program.run(read),
+                    };
                     if let (true, Ok(written)) = (recording, &result) {
                         let record = crate::device_program::LaunchRecord {
                             model: model.name.clone(),
@@ -738,7 +786,9 @@ impl SimRuntime {
                                 "model {:?}: the device program failed: {detail}",
                                 model.name
                             ));
-                            status = NrtStatus::Failure;
+                            if status == NrtStatus::Success {
+                                status = NrtStatus::Failure;
+                            }
                         }
                     }
                 }
@@ -921,7 +971,7 @@ impl Runtime for SimRuntime {
             ));
         }
         let description = self.describe(neff)?;
-        self.load_checked(&description, vnc, vnc_count)
+        self.load_ranked(&description, vnc, vnc_count, Some((ctx_device_id, ctx_device_count)))
     }
 
     fn unload(&self, model: ModelId) -> Result<(), NrtError> {

@@ -178,3 +178,58 @@ fn sha256_hex(bytes: &[u8]) -> String {
     use sha2::Digest as _;
     sha2::Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
 }
+
+const ALL_REDUCE: &str = "HloModule all_reduce\n\nadd {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT s = f32[] add(a, b)\n}\n\nENTRY main {\n  input0 = f32[4] parameter(0)\n  sum = f32[4] all-reduce(input0), replica_groups={}, to_apply=add\n  ROOT outputs = (f32[4]) tuple(sum)\n}\n";
+
+#[test]
+fn the_ranks_of_a_collective_launch_meet_and_all_reduce() {
+    let sim = SimRuntime::new(small_config(4, false)).unwrap();
+    sim.init(Framework::NoFw, "", "").unwrap();
+    let description = ModelDescription::new("all_reduce")
+        .with_input("input0", Dltype::Float32, &[4])
+        .with_output("output0", Dltype::Float32, &[4])
+        .with_hlo(ALL_REDUCE);
+    let neff = neff_of(&description);
+    let outputs: Vec<Vec<u8>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..4u32)
+            .map(|rank| {
+                let (sim, neff) = (&sim, &neff);
+                scope.spawn(move || {
+                    let model = sim.load_collectives(neff, rank as i32, 1, rank, 4).unwrap();
+                    let input =
+                        sim.tensor_allocate(Placement::Device, rank as i32, 16, "in").unwrap();
+                    let value = (rank + 1) as f32;
+                    sim.tensor_write(input, 0, &f32_bytes(&[value, value * 10.0, 0.5, -value]))
+                        .unwrap();
+                    let output =
+                        sim.tensor_allocate(Placement::Device, rank as i32, 16, "out").unwrap();
+                    let (ins, outs) =
+                        (sim.allocate_tensor_set().unwrap(), sim.allocate_tensor_set().unwrap());
+                    sim.add_tensor_to_tensor_set(ins, "input0", input).unwrap();
+                    sim.add_tensor_to_tensor_set(outs, "output0", output).unwrap();
+                    assert_eq!(sim.execute(model, ins, outs), Ok(NrtStatus::Success));
+                    let mut read = vec![0u8; 16];
+                    sim.tensor_read(output, 0, &mut read).unwrap();
+                    read
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    // 1 + 2 + 3 + 4 = 10 in every rank.
+    for read in outputs {
+        assert_eq!(read, f32_bytes(&[10.0, 100.0, 2.0, -10.0]));
+    }
+    // Loaded with nrt_load (no ranks), the same module runs alone: a world of one.
+    let model = sim.load(&neff, 0, 1).unwrap();
+    let input = sim.tensor_allocate(Placement::Device, 0, 16, "in").unwrap();
+    sim.tensor_write(input, 0, &f32_bytes(&[1.0, 2.0, 3.0, 4.0])).unwrap();
+    let output = sim.tensor_allocate(Placement::Device, 0, 16, "out").unwrap();
+    let (ins, outs) = (sim.allocate_tensor_set().unwrap(), sim.allocate_tensor_set().unwrap());
+    sim.add_tensor_to_tensor_set(ins, "input0", input).unwrap();
+    sim.add_tensor_to_tensor_set(outs, "output0", output).unwrap();
+    assert_eq!(sim.execute(model, ins, outs), Ok(NrtStatus::Success));
+    let mut read = vec![0u8; 16];
+    sim.tensor_read(output, 0, &mut read).unwrap();
+    assert_eq!(read, f32_bytes(&[1.0, 2.0, 3.0, 4.0]));
+}
