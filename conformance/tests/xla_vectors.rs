@@ -101,8 +101,16 @@ fn same(ty: Option<PrimitiveType>, ours: &[u8], xla: &[u8]) -> bool {
     ours.chunks_exact(size).zip(xla.chunks_exact(size)).all(|(a, b)| a == b || (nan(a) && nan(b)))
 }
 
-/// Runs `vector` on a recording simulator, then its module and launches through XLA.
-fn check(vector: &Vector, python: &Path) -> Result<(), Failed> {
+/// A vector run on a recording simulator, its launches written for XLA.
+struct Prepared {
+    scratch: PathBuf,
+    launches: Vec<sim::LaunchRecord>,
+    result_types: Vec<Option<PrimitiveType>>,
+    job: serde_json::Value,
+}
+
+/// Runs `vector` on a recording simulator and writes its module and launch arguments.
+fn prepare(vector: &Vector) -> Result<Prepared, String> {
     let text = std::fs::read_to_string(vector.dir.join(HLO_TEXT_FILE))
         .map_err(|e| format!("{HLO_TEXT_FILE}: {e}"))?;
     let config = conformance::backend::sim_config(&vector.case.sim)?;
@@ -110,7 +118,7 @@ fn check(vector: &Vector, python: &Path) -> Result<(), Failed> {
     sim.record_launches();
     let run = conformance::runner::run_on(vector, sim.clone() as Arc<dyn Runtime>);
     if let Some(failure) = run.failure {
-        return Err(format!("the vector fails on the simulator: {failure}").into());
+        return Err(format!("the vector fails on the simulator: {failure}"));
     }
     let launches = sim.launches();
     let scratch = Path::new(env!("CARGO_TARGET_TMPDIR"))
@@ -120,12 +128,12 @@ fn check(vector: &Vector, python: &Path) -> Result<(), Failed> {
     std::fs::create_dir_all(&scratch).map_err(|e| e.to_string())?;
     let hlo_path = scratch.join("model.hlo");
     std::fs::write(&hlo_path, &text).map_err(|e| e.to_string())?;
-    let (params, n_results) = leaves(&text)?;
-    let mut runs = Vec::new();
+    let (params, _) = leaves(&text)?;
     let encoded = vector.read(vector::HLO_FILE).map_err(|e| e.to_string())?;
+    let mut runs = Vec::new();
     for (index, launch) in launches.iter().enumerate() {
         if launch.hlo != text.as_bytes() && launch.hlo != encoded {
-            return Err(format!("launch {index} ran another module than {HLO_TEXT_FILE}").into());
+            return Err(format!("launch {index} ran another module than {HLO_TEXT_FILE}"));
         }
         let mut args = Vec::new();
         for (i, ((ty, dims), data)) in params.iter().zip(&launch.args).enumerate() {
@@ -136,23 +144,23 @@ fn check(vector: &Vector, python: &Path) -> Result<(), Failed> {
         let out = scratch.join(format!("launch{index}"));
         runs.push(serde_json::json!({ "args": args, "out": out }));
     }
-    let jobs = serde_json::json!([{ "hlo": hlo_path, "runs": runs }]);
-    let jobs_path = scratch.join("jobs.json");
-    std::fs::write(&jobs_path, jobs.to_string()).map_err(|e| e.to_string())?;
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/xla/run_vectors.py");
-    let out =
-        Command::new(python).arg(&script).arg(&jobs_path).output().map_err(|e| e.to_string())?;
-    if !out.status.success() {
-        return Err(String::from_utf8_lossy(&out.stderr).trim().to_owned().into());
+    let job =
+        serde_json::json!({ "hlo": hlo_path, "error": scratch.join("error.txt"), "runs": runs });
+    let (_, results) =
+        sim::device_program::entry_signature(text.as_bytes()).map_err(|e| e.to_string())?;
+    let result_types =
+        results.iter().map(|(dltype, _)| is_float(sim::hlo_text::type_name(*dltype))).collect();
+    Ok(Prepared { scratch, launches, result_types, job })
+}
+
+/// Compares the simulator's results of a prepared vector with what XLA wrote.
+fn verify(prepared: &Prepared) -> Result<(), Failed> {
+    if let Ok(error) = std::fs::read_to_string(prepared.scratch.join("error.txt")) {
+        return Err(error.trim().to_owned().into());
     }
-    let result_types: Vec<Option<PrimitiveType>> = {
-        let (_, results) =
-            sim::device_program::entry_signature(text.as_bytes()).map_err(|e| e.to_string())?;
-        results.iter().map(|(dltype, _)| is_float(sim::hlo_text::type_name(*dltype))).collect()
-    };
-    for (index, launch) in launches.iter().enumerate() {
-        for (j, ty) in result_types.iter().enumerate().take(n_results) {
-            let path = scratch.join(format!("launch{index}/result_{j}.bin"));
+    for (index, launch) in prepared.launches.iter().enumerate() {
+        for (j, ty) in prepared.result_types.iter().enumerate() {
+            let path = prepared.scratch.join(format!("launch{index}/result_{j}.bin"));
             let xla = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
             if !same(*ty, &launch.results[j], &xla) {
                 return Err(format!(
@@ -166,6 +174,39 @@ fn check(vector: &Vector, python: &Path) -> Result<(), Failed> {
     Ok(())
 }
 
+/// Prepares every vector, then runs XLA once over all of them (one Python start).
+fn run_all(vectors: &[Vector], python: &Path) -> Vec<Result<Prepared, String>> {
+    let mut prepared: Vec<Result<Prepared, String>> = vectors.iter().map(prepare).collect();
+    let jobs: Vec<&serde_json::Value> = prepared.iter().flatten().map(|p| &p.job).collect();
+    let jobs_path = Path::new(env!("CARGO_TARGET_TMPDIR")).join("xla-vectors/jobs.json");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/xla/run_vectors.py");
+    let outcome = std::fs::write(
+        &jobs_path,
+        serde_json::Value::from(jobs.into_iter().cloned().collect::<Vec<_>>()).to_string(),
+    )
+    .map_err(|e| e.to_string())
+    .and_then(|()| {
+        Command::new(python).arg(&script).arg(&jobs_path).output().map_err(|e| e.to_string())
+    })
+    .and_then(|out| {
+        if out.status.success() {
+            Ok(())
+        } else {
+            Err(format!(
+                "{} failed: {}",
+                script.display(),
+                String::from_utf8_lossy(&out.stderr).trim()
+            ))
+        }
+    });
+    if let Err(reason) = outcome {
+        for item in &mut prepared {
+            *item = Err(reason.clone());
+        }
+    }
+    prepared
+}
+
 fn main() {
     let args = Arguments::from_args();
     let root = workspace_root().join("vectors");
@@ -175,28 +216,35 @@ fn main() {
     if let Err(reason) = &python {
         eprintln!("xla_vectors: {reason}");
     }
-    let mut trials = Vec::new();
-    let mut with_hlo = 0;
-    for vector in vectors {
-        if !vector.dir.join(HLO_TEXT_FILE).is_file() {
-            continue;
+    let with_hlo: Vec<Vector> =
+        vectors.into_iter().filter(|v| v.dir.join(HLO_TEXT_FILE).is_file()).collect();
+    assert!(with_hlo.len() >= 60, "only {} vectors have a {HLO_TEXT_FILE}", with_hlo.len());
+    let trials: Vec<Trial> = match &python {
+        Ok(python) => {
+            let filtered: Vec<Vector> = with_hlo
+                .into_iter()
+                .filter(|v| args.filter.as_deref().is_none_or(|f| v.name.contains(f)))
+                .collect();
+            let prepared = run_all(&filtered, python);
+            filtered
+                .iter()
+                .zip(prepared)
+                .map(|(vector, prepared)| {
+                    Trial::test(vector.name.clone(), move || match &prepared {
+                        Ok(prepared) => verify(prepared),
+                        Err(reason) => Err(reason.clone().into()),
+                    })
+                })
+                .collect()
         }
-        with_hlo += 1;
-        let name = vector.name.clone();
-        match &python {
-            Ok(python) => {
-                let python = python.clone();
-                trials.push(Trial::test(name, move || check(&vector, &python)));
-            }
-            Err(reason) => {
+        Err(reason) => with_hlo
+            .iter()
+            .map(|vector| {
                 let reason = reason.clone();
-                trials.push(
-                    Trial::test(name, move || Err(reason.clone().into()))
-                        .with_ignored_flag(!required),
-                );
-            }
-        }
-    }
-    assert!(with_hlo >= 60, "only {with_hlo} vectors have a {HLO_TEXT_FILE}");
+                Trial::test(vector.name.clone(), move || Err(reason.clone().into()))
+                    .with_ignored_flag(!required)
+            })
+            .collect(),
+    };
     libtest_mimic::run(&args, trials).exit();
 }

@@ -4,11 +4,11 @@ parser, compile it for the CPU, and run it on the arguments the simulator's laun
 
 Usage: run_vectors.py JOBS.json
 
-JOBS.json is a list of jobs `{"hlo": PATH, "runs": [{"args": [{"file", "type", "shape"}],
-"out": DIR}]}`: every job's module is parsed and compiled (a failure is reported with the path),
-and for each run the result leaves are written to DIR/result_J.bin as raw little-endian bytes.
-Argument files are raw little-endian bytes too; `type` is the HLO element type name.
-Exit status 1 on the first module XLA refuses, with its message on stderr.
+JOBS.json is a list of jobs `{"hlo": PATH, "error": PATH, "runs": [{"args": [{"file", "type",
+"shape"}], "out": DIR}]}`: every job's module is parsed and compiled, and for each run the result
+leaves are written to DIR/result_J.bin as raw little-endian bytes. Argument files are raw
+little-endian bytes too; `type` is the HLO element type name. When XLA refuses a module (or a run
+fails) its message is written to the job's `error` file and the next job goes on.
 """
 
 import json
@@ -50,28 +50,32 @@ def main(jobs_path):
         jobs = json.load(f)
     device = jax.devices("cpu")[0]
     for job in jobs:
-        with open(job["hlo"]) as f:
-            text = f.read()
         try:
-            module = hlo.hlo_module_from_text(text)
-            mlir = _jax.mlir.hlo_to_stablehlo(module.as_serialized_hlo_module_proto())
-            executable = device.client.compile_and_load(
-                mlir, _jax.DeviceList((device,)), _jax.CompileOptions()
-            )
+            run_job(job, device)
         except Exception as error:  # XLA's parser and compiler raise plain exceptions
-            print(f"{job['hlo']}: XLA refuses the module: {error}", file=sys.stderr)
-            return 1
-        for run in job["runs"]:
-            args = []
-            for arg in run["args"]:
-                data = np.fromfile(arg["file"], dtype=TYPES[arg["type"]])
-                args.append(jax.device_put(data.reshape(arg["shape"]), device))
-            results = executable.execute_sharded(args).disassemble_into_single_device_arrays()
-            os.makedirs(run["out"], exist_ok=True)
-            for j, per_device in enumerate(results):
-                array = np.ascontiguousarray(np.asarray(per_device[0]))
-                array.tofile(os.path.join(run["out"], f"result_{j}.bin"))
+            with open(job["error"], "w") as f:
+                f.write(f"{job['hlo']}: XLA: {error}\n")
     return 0
+
+
+def run_job(job, device):
+    with open(job["hlo"]) as f:
+        text = f.read()
+    module = hlo.hlo_module_from_text(text)
+    mlir = _jax.mlir.hlo_to_stablehlo(module.as_serialized_hlo_module_proto())
+    executable = device.client.compile_and_load(
+        mlir, _jax.DeviceList((device,)), _jax.CompileOptions()
+    )
+    for run in job["runs"]:
+        args = []
+        for arg in run["args"]:
+            data = np.fromfile(arg["file"], dtype=TYPES[arg["type"]])
+            args.append(jax.device_put(data.reshape(arg["shape"]), device))
+        results = executable.execute_sharded(args).disassemble_into_single_device_arrays()
+        os.makedirs(run["out"], exist_ok=True)
+        for j, per_device in enumerate(results):
+            array = np.ascontiguousarray(np.asarray(per_device[0]))
+            array.tofile(os.path.join(run["out"], f"result_{j}.bin"))
 
 
 if __name__ == "__main__":
