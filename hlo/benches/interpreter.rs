@@ -104,7 +104,7 @@ fn bench_peak_rss() {
     let out = p.run(&[input]).expect("chain runs");
     let after = peak_rss_mib().unwrap_or(0.0);
     drop(out);
-    let intermediates = (steps + 1) * len * 4 >> 20;
+    let intermediates = ((steps + 1) * len * 4) >> 20;
     println!(
         "peak_rss_chain intermediates_mib={intermediates} vmhwm_before_mib={before:.0} vmhwm_after_mib={after:.0}"
     );

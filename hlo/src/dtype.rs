@@ -351,7 +351,9 @@ mod tests {
 
     #[test]
     fn bf16_fast_path_matches_generic_encoder() {
-        for value in [1.0f32, 1.00390625, 1.01171875, -3.3e38, 3.4e38, 1e-40, 0.1, -0.0] {
+        for value in
+            [1.0f32, 1.0 + 1.0 / 256.0, 1.0 + 3.0 / 256.0, -3.3e38, 3.4e38, 1e-40, 0.1, -0.0]
+        {
             assert_eq!(
                 SmallFloat::Bf16.encode_f32(value),
                 SmallFloat::Bf16.encode(f64::from(value)),

@@ -14,6 +14,9 @@ fn run(text: &str, args: &[Array]) -> Array {
     }
 }
 
+/// An f64 reference for a binary op.
+type Reference = fn(f64, f64) -> f64;
+
 fn binary_module(ty: &str, op: &str) -> String {
     format!(
         "HloModule m\n\nENTRY main {{\n  a = {ty}[] parameter(0)\n  b = {ty}[] parameter(1)\n  ROOT c = {ty}[] {op}(a, b)\n}}\n"
@@ -60,7 +63,7 @@ proptest! {
 
     #[test]
     fn bf16_arithmetic_is_f64_math_rounded_once(a in finite_bf16(), b in finite_bf16(), op in 0usize..3) {
-        let table: [(&str, fn(f64, f64) -> f64); 3] = [
+        let table: [(&str, Reference); 3] = [
             ("add", |x, y| x + y),
             ("subtract", |x, y| x - y),
             ("multiply", |x, y| x * y),

@@ -816,7 +816,7 @@ impl Compiler<'_> {
                 self.expect(shape, item)?;
                 Op::GetTupleElement(index)
             }
-            "call" | "fusion" | "async-start" => {
+            "call" | "fusion" => {
                 let callee = self.callee(ins, 0)?;
                 self.check_call(callee, operands, shape)?;
                 Op::Call(callee)

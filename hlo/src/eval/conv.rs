@@ -271,7 +271,7 @@ impl ConvPlan {
         &self,
         x: &[T],
         w: &[T],
-        gemm: fn(&[T], &[T], &mut [T], usize, usize, usize),
+        gemm: super::dot::Gemm<T>,
     ) -> Result<Vec<T>, Fail> {
         let in_spatial: usize = self.spatial.iter().map(|s| s.input).product();
         let k_spatial: usize = self.spatial.iter().map(|s| s.kernel).product();

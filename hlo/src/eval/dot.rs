@@ -170,13 +170,7 @@ impl DotPlan {
         convert(&result, out_ty)
     }
 
-    fn batched<T>(
-        &self,
-        a: &[T],
-        b: &[T],
-        c: &mut [T],
-        gemm: fn(&[T], &[T], &mut [T], usize, usize, usize),
-    ) {
+    fn batched<T>(&self, a: &[T], b: &[T], c: &mut [T], gemm: Gemm<T>) {
         let (m, k, n) = (self.m, self.k, self.n);
         for i in 0..self.batch {
             gemm(
@@ -190,6 +184,9 @@ impl DotPlan {
         }
     }
 }
+
+/// A row-major `c[m×n] = a[m×k] · b[k×n]` kernel: `(a, b, c, m, k, n)`.
+pub(crate) type Gemm<T> = fn(&[T], &[T], &mut [T], usize, usize, usize);
 
 /// The type a dot or convolution multiplies in.
 pub(crate) fn compute_type(lhs: ElementType, rhs: ElementType, out: ElementType) -> ElementType {

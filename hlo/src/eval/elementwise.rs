@@ -472,6 +472,59 @@ fn zip<T: Copy, U>(a: &[T], b: &[T], f: impl Fn(T, T) -> U) -> Result<Vec<U>, Fa
     Ok(out)
 }
 
+/// `zip` with the opcode fixed per arm: each arm instantiates the loop with a constant opcode, so
+/// the per-element `match` in `Float::binary`/`Int::binary` folds away (no dispatch per element).
+fn zip_op<T: Copy, U>(
+    op: Binary,
+    a: &[T],
+    b: &[T],
+    f: impl Fn(Binary, T, T) -> U + Copy,
+) -> Result<Vec<U>, Fail> {
+    macro_rules! arms {
+        ($($v:ident),*) => {
+            match op {
+                $(Binary::$v => zip(a, b, move |x, y| f(Binary::$v, x, y)),)*
+            }
+        };
+    }
+    arms!(
+        Add,
+        Sub,
+        Mul,
+        Div,
+        Rem,
+        Max,
+        Min,
+        Pow,
+        Atan2,
+        And,
+        Or,
+        Xor,
+        Shl,
+        ShrLogical,
+        ShrArithmetic
+    )
+}
+
+/// `map` with the opcode fixed per arm (see [`zip_op`]).
+fn map_op<T: Copy, U>(
+    op: Unary,
+    v: &[T],
+    f: impl Fn(Unary, T) -> U + Copy,
+) -> Result<Vec<U>, Fail> {
+    macro_rules! arms {
+        ($($u:ident),*) => {
+            match op {
+                $(Unary::$u => map(v, move |x| f(Unary::$u, x)),)*
+            }
+        };
+    }
+    arms!(
+        Abs, Negate, Sign, Exp, Expm1, Log, Log1p, Sqrt, Rsqrt, Cbrt, Tanh, Logistic, Sin, Cos,
+        Tan, Floor, Ceil, RoundEven, RoundAfz, IsFinite, Not, Popcnt, Clz, Erf
+    )
+}
+
 /// Decodes narrow-float bits to f32.
 pub(crate) fn widen<B: Copy + Into<u32>>(format: SmallFloat, v: &[B]) -> Result<Vec<f32>, Fail> {
     if format == SmallFloat::F8e4m3fn || format == SmallFloat::F8e5m2 {
@@ -528,18 +581,18 @@ pub(crate) fn unary(op: Unary, data: &Data) -> Result<Data, Fail> {
             _ => return Err(Fail::Internal("is-finite of a non-float".into())),
         }));
     }
-    Ok(small_float_arms!(data, w => map(&w, |x| f32::unary(op, x))?, match data {
-        Data::F32(v) => Data::F32(map(v, |x| f32::unary(op, x))?),
-        Data::F64(v) => Data::F64(map(v, |x| f64::unary(op, x))?),
+    Ok(small_float_arms!(data, w => map_op(op, &w, f32::unary)?, match data {
+        Data::F32(v) => Data::F32(map_op(op, v, f32::unary)?),
+        Data::F64(v) => Data::F64(map_op(op, v, f64::unary)?),
         Data::Pred(v) => Data::Pred(map(v, |x| if op == Unary::Not { !x } else { x })?),
-        Data::S8(v) => Data::S8(map(v, |x| i8::unary(op, x))?),
-        Data::S16(v) => Data::S16(map(v, |x| i16::unary(op, x))?),
-        Data::S32(v) => Data::S32(map(v, |x| i32::unary(op, x))?),
-        Data::S64(v) => Data::S64(map(v, |x| i64::unary(op, x))?),
-        Data::U8(v) => Data::U8(map(v, |x| u8::unary(op, x))?),
-        Data::U16(v) => Data::U16(map(v, |x| u16::unary(op, x))?),
-        Data::U32(v) => Data::U32(map(v, |x| u32::unary(op, x))?),
-        Data::U64(v) => Data::U64(map(v, |x| u64::unary(op, x))?),
+        Data::S8(v) => Data::S8(map_op(op, v, i8::unary)?),
+        Data::S16(v) => Data::S16(map_op(op, v, i16::unary)?),
+        Data::S32(v) => Data::S32(map_op(op, v, i32::unary)?),
+        Data::S64(v) => Data::S64(map_op(op, v, i64::unary)?),
+        Data::U8(v) => Data::U8(map_op(op, v, u8::unary)?),
+        Data::U16(v) => Data::U16(map_op(op, v, u16::unary)?),
+        Data::U32(v) => Data::U32(map_op(op, v, u32::unary)?),
+        Data::U64(v) => Data::U64(map_op(op, v, u64::unary)?),
         _ => return Err(Fail::Internal("unreachable narrow float".into())),
     }))
 }
@@ -563,12 +616,12 @@ pub(crate) fn binary(op: Binary, a: &Data, b: &Data) -> Result<Data, Fail> {
         ($variant:ident, $format:expr, $narrow:ident, $x:ident, $y:ident) => {{
             let wx = widen($format, $x)?;
             let wy = widen($format, $y)?;
-            Data::$variant($narrow($format, &zip(&wx, &wy, |p, q| f32::binary(op, p, q))?)?)
+            Data::$variant($narrow($format, &zip_op(op, &wx, &wy, f32::binary)?)?)
         }};
     }
     Ok(match (a, b) {
-        (Data::F32(x), Data::F32(y)) => Data::F32(zip(x, y, |p, q| f32::binary(op, p, q))?),
-        (Data::F64(x), Data::F64(y)) => Data::F64(zip(x, y, |p, q| f64::binary(op, p, q))?),
+        (Data::F32(x), Data::F32(y)) => Data::F32(zip_op(op, x, y, f32::binary)?),
+        (Data::F64(x), Data::F64(y)) => Data::F64(zip_op(op, x, y, f64::binary)?),
         (Data::F16(x), Data::F16(y)) => small!(F16, SmallFloat::F16, narrow16, x, y),
         (Data::Bf16(x), Data::Bf16(y)) => small!(Bf16, SmallFloat::Bf16, narrow16, x, y),
         (Data::F8e5m2(x), Data::F8e5m2(y)) => small!(F8e5m2, SmallFloat::F8e5m2, narrow8, x, y),
@@ -576,14 +629,14 @@ pub(crate) fn binary(op: Binary, a: &Data, b: &Data) -> Result<Data, Fail> {
             small!(F8e4m3fn, SmallFloat::F8e4m3fn, narrow8, x, y)
         }
         (Data::Pred(x), Data::Pred(y)) => Data::Pred(zip(x, y, |p, q| pred_binary(op, p, q))?),
-        (Data::S8(x), Data::S8(y)) => Data::S8(zip(x, y, |p, q| i8::binary(op, p, q))?),
-        (Data::S16(x), Data::S16(y)) => Data::S16(zip(x, y, |p, q| i16::binary(op, p, q))?),
-        (Data::S32(x), Data::S32(y)) => Data::S32(zip(x, y, |p, q| i32::binary(op, p, q))?),
-        (Data::S64(x), Data::S64(y)) => Data::S64(zip(x, y, |p, q| i64::binary(op, p, q))?),
-        (Data::U8(x), Data::U8(y)) => Data::U8(zip(x, y, |p, q| u8::binary(op, p, q))?),
-        (Data::U16(x), Data::U16(y)) => Data::U16(zip(x, y, |p, q| u16::binary(op, p, q))?),
-        (Data::U32(x), Data::U32(y)) => Data::U32(zip(x, y, |p, q| u32::binary(op, p, q))?),
-        (Data::U64(x), Data::U64(y)) => Data::U64(zip(x, y, |p, q| u64::binary(op, p, q))?),
+        (Data::S8(x), Data::S8(y)) => Data::S8(zip_op(op, x, y, i8::binary)?),
+        (Data::S16(x), Data::S16(y)) => Data::S16(zip_op(op, x, y, i16::binary)?),
+        (Data::S32(x), Data::S32(y)) => Data::S32(zip_op(op, x, y, i32::binary)?),
+        (Data::S64(x), Data::S64(y)) => Data::S64(zip_op(op, x, y, i64::binary)?),
+        (Data::U8(x), Data::U8(y)) => Data::U8(zip_op(op, x, y, u8::binary)?),
+        (Data::U16(x), Data::U16(y)) => Data::U16(zip_op(op, x, y, u16::binary)?),
+        (Data::U32(x), Data::U32(y)) => Data::U32(zip_op(op, x, y, u32::binary)?),
+        (Data::U64(x), Data::U64(y)) => Data::U64(zip_op(op, x, y, u64::binary)?),
         _ => return Err(Fail::Internal("operands of a binary op differ in type".into())),
     })
 }
@@ -857,7 +910,12 @@ mod tests {
     fn erf_known_values() {
         // erf(0.5) = 0.5204998778130465, erf(1) = 0.8427007929497149, erf(3) = 0.9999779095030014.
         assert_eq!(erf(0.0), 0.0);
-        for (x, want) in [(0.5, 0.520_499_877_813_046_5), (1.0, 0.842_700_792_949_714_9), (3.0, 0.999_977_909_503_001_4), (-2.0, -0.995_322_265_018_952_7)] {
+        for (x, want) in [
+            (0.5, 0.520_499_877_813_046_5),
+            (1.0, 0.842_700_792_949_714_9),
+            (3.0, 0.999_977_909_503_001_4),
+            (-2.0, -0.995_322_265_018_952_7),
+        ] {
             assert!((erf(x) - want).abs() < 1e-14, "erf({x}) = {} want {want}", erf(x));
         }
     }

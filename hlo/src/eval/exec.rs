@@ -63,6 +63,29 @@ impl Program {
         export(&out)
     }
 
+    /// Like [`Program::run`], but each argument's bytes are in the physical order of its
+    /// parameter's layout and each result leaf's bytes in the order of its result layout (device
+    /// bytes, as a runtime holds them). Leaves with the default layout are unchanged.
+    ///
+    /// # Errors
+    /// As [`Program::run`], and [`EvalError::Array`] for bytes that do not fit their shape.
+    pub fn run_physical(&self, args: &[Array]) -> Result<Value, EvalError> {
+        let layouts = self.parameter_layouts();
+        let logical = args
+            .iter()
+            .enumerate()
+            .map(|(i, a)| match layouts.get(i) {
+                Some(Some(layout)) => {
+                    Array::from_physical(a.ty, a.dims.clone(), layout, a.bytes.clone())
+                }
+                _ => Ok(a.clone()),
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let value = self.run(&logical)?;
+        let mut result_layouts = self.result_layouts().into_iter();
+        relayout(value, &mut result_layouts)
+    }
+
     /// The `minor_to_major` of each entry parameter leaf whose layout is not the default.
     pub fn parameter_layouts(&self) -> Vec<Option<Vec<i64>>> {
         let mut out = Vec::new();
@@ -77,7 +100,10 @@ impl Program {
         let mut out = Vec::new();
         for shape in &self.comps[self.entry].param_shapes {
             leaves(shape, &mut |a| {
-                out.push(proto::PrimitiveType::try_from(a.ty as i32).unwrap_or(proto::PrimitiveType::Invalid))
+                out.push(
+                    proto::PrimitiveType::try_from(a.ty as i32)
+                        .unwrap_or(proto::PrimitiveType::Invalid),
+                )
             });
         }
         out
@@ -162,6 +188,24 @@ impl Program {
         }
         let mut next = 0;
         comp.param_shapes.iter().map(|shape| bind_one(shape, args, &mut next)).collect()
+    }
+}
+
+fn relayout(
+    value: Value,
+    layouts: &mut dyn Iterator<Item = Option<Vec<i64>>>,
+) -> Result<Value, EvalError> {
+    match value {
+        Value::Array(a) => match layouts.next().flatten() {
+            Some(layout) => {
+                let bytes = a.to_physical(&layout)?;
+                Ok(Value::Array(Array { bytes, ..a }))
+            }
+            None => Ok(Value::Array(a)),
+        },
+        Value::Tuple(items) => Ok(Value::Tuple(
+            items.into_iter().map(|v| relayout(v, layouts)).collect::<Result<_, _>>()?,
+        )),
     }
 }
 
@@ -358,9 +402,9 @@ impl Ctx<'_> {
                 let t = tensor(0)?;
                 let sizes = out_dims()?;
                 let mut starts = Vec::with_capacity(t.dims.len());
-                for axis in 0..t.dims.len() {
+                for (axis, (&dim, &size)) in t.dims.iter().zip(&sizes).enumerate() {
                     let start = shape_ops::scalar_index(&tensor(axis + 1)?.data)?;
-                    starts.push(shape_ops::clamp_start(start, t.dims[axis], sizes[axis]));
+                    starts.push(shape_ops::clamp_start(start, dim, size));
                 }
                 let steps = vec![1; t.dims.len()];
                 array(shape_ops::slice(&t.data, &t.dims, &starts, &steps, &sizes)?)

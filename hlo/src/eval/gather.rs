@@ -34,6 +34,7 @@ fn list(values: &[i64], rank: usize, what: &str) -> Result<Vec<usize>, Fail> {
 #[derive(Clone, Debug)]
 struct IndexLayout {
     dims: Vec<usize>,
+    strides: Vec<usize>,
     vector_dim: usize,
     /// Batch dims of the index array, in order.
     batch_dims: Vec<usize>,
@@ -53,7 +54,13 @@ impl IndexLayout {
             })?;
         let batch_dims: Vec<usize> = (0..dims.len()).filter(|&d| d != vector_dim).collect();
         let vector_len = if vector_dim == dims.len() { 1 } else { dims[vector_dim] };
-        Ok(IndexLayout { dims: dims.to_vec(), vector_dim, batch_dims, vector_len })
+        Ok(IndexLayout {
+            dims: dims.to_vec(),
+            strides: strides(dims),
+            vector_dim,
+            batch_dims,
+            vector_len,
+        })
     }
 
     fn batch_extents(&self) -> Vec<usize> {
@@ -62,7 +69,7 @@ impl IndexLayout {
 
     /// The flat offsets of the index vector at batch position `batch`.
     fn vector(&self, batch: &[usize], values: &[i64], out: &mut Vec<i64>) {
-        let s = strides(&self.dims);
+        let s = &self.strides;
         let mut base = 0;
         for (k, &d) in self.batch_dims.iter().enumerate() {
             base += batch[k] * s[d];
@@ -194,9 +201,10 @@ impl GatherPlan {
             let mut vector = Vec::new();
             let mut start = vec![0usize; rank];
             let mut last_batch: Option<Vec<usize>> = None;
+            let mut window = Vec::new();
             loop {
                 batch.clear();
-                let mut window = Vec::new();
+                window.clear();
                 for (d, &i) in out_index.iter().enumerate() {
                     if self.offset_dims.contains(&d) {
                         window.push(i);
@@ -327,6 +335,7 @@ impl ScatterPlan {
         let mut batch = Vec::new();
         let mut window = Vec::new();
         let mut vector = Vec::new();
+        let mut start = vec![0i64; rank];
         loop {
             batch.clear();
             window.clear();
@@ -338,7 +347,7 @@ impl ScatterPlan {
                 }
             }
             self.index.vector(&batch, &values, &mut vector);
-            let mut start = vec![0i64; rank];
+            start.iter_mut().for_each(|s| *s = 0);
             for (k, &d) in self.scatter_dims_to_operand_dims.iter().enumerate() {
                 start[d] = vector[k];
             }
@@ -359,10 +368,8 @@ impl ScatterPlan {
                     fits = false;
                 }
             }
-            for d in 0..rank {
-                if !self.window_dims.contains(&d)
-                    && (start[d] < 0 || start[d] >= self.operand_dims[d] as i64)
-                {
+            for (d, &s) in start.iter().enumerate() {
+                if !self.window_dims.contains(&d) && (s < 0 || s >= self.operand_dims[d] as i64) {
                     fits = false;
                 }
             }
@@ -415,18 +422,7 @@ impl ScatterPlan {
             }
             if let Some(Reducer::Binary(op)) = reducer {
                 if matches!(operands[0].data, Data::F32(_) | Data::F64(_) | Data::S32(_)) {
-                    let out = match (&operands[0].data, &updates[0].data) {
-                        (Data::F32(_), _) | (Data::F64(_), _) | (Data::S32(_), _) => {
-                            let combined = elementwise_fold(
-                                op,
-                                &operands[0].data,
-                                &updates[0].data,
-                                &targets,
-                            )?;
-                            combined
-                        }
-                        _ => return Err(Fail::Internal("scatter fast path".into())),
-                    };
+                    let out = elementwise_fold(op, &operands[0].data, &updates[0].data, &targets)?;
                     return Ok(vec![out]);
                 }
             }

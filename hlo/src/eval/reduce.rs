@@ -93,13 +93,47 @@ pub(crate) fn window_dims(
 
 /// Folds `groups` consecutive runs of `run` elements.
 fn fold_runs<T: Copy>(v: &[T], init: T, run: usize, f: impl Fn(T, T) -> T) -> Result<Vec<T>, Fail> {
-    let groups = if run == 0 { v.len() } else { v.len() / run };
+    let groups = v.len().checked_div(run).unwrap_or(v.len());
     let mut out = try_alloc(groups)?;
     if run == 0 {
         return Ok(out);
     }
     out.extend(v.chunks_exact(run).map(|chunk| chunk.iter().fold(init, |acc, &x| f(acc, x))));
     Ok(out)
+}
+
+/// `fold_runs` with the opcode fixed per arm, so the fold loop has no per-element dispatch.
+fn fold_runs_op<T: Copy>(
+    op: Binary,
+    v: &[T],
+    init: T,
+    run: usize,
+    f: impl Fn(Binary, T, T) -> T + Copy,
+) -> Result<Vec<T>, Fail> {
+    macro_rules! arms {
+        ($($b:ident),*) => {
+            match op {
+                $(Binary::$b => fold_runs(v, init, run, move |x, y| f(Binary::$b, x, y)),)*
+            }
+        };
+    }
+    arms!(
+        Add,
+        Sub,
+        Mul,
+        Div,
+        Rem,
+        Max,
+        Min,
+        Pow,
+        Atan2,
+        And,
+        Or,
+        Xor,
+        Shl,
+        ShrLogical,
+        ShrArithmetic
+    )
 }
 
 /// Folds with a recognised binary reducer; `None` when the type has no fast path.
@@ -121,36 +155,16 @@ fn fast_fold(
         }};
     }
     let out = match (data, init) {
-        (Data::F32(v), Data::F32(i)) => {
-            Data::F32(fold_runs(v, i[0], run, |a, b| f32::binary(op, a, b))?)
-        }
-        (Data::F64(v), Data::F64(i)) => {
-            Data::F64(fold_runs(v, i[0], run, |a, b| f64::binary(op, a, b))?)
-        }
-        (Data::S32(v), Data::S32(i)) => {
-            Data::S32(fold_runs(v, i[0], run, |a, b| i32::binary(op, a, b))?)
-        }
-        (Data::S64(v), Data::S64(i)) => {
-            Data::S64(fold_runs(v, i[0], run, |a, b| i64::binary(op, a, b))?)
-        }
-        (Data::S8(v), Data::S8(i)) => {
-            Data::S8(fold_runs(v, i[0], run, |a, b| i8::binary(op, a, b))?)
-        }
-        (Data::S16(v), Data::S16(i)) => {
-            Data::S16(fold_runs(v, i[0], run, |a, b| i16::binary(op, a, b))?)
-        }
-        (Data::U8(v), Data::U8(i)) => {
-            Data::U8(fold_runs(v, i[0], run, |a, b| u8::binary(op, a, b))?)
-        }
-        (Data::U16(v), Data::U16(i)) => {
-            Data::U16(fold_runs(v, i[0], run, |a, b| u16::binary(op, a, b))?)
-        }
-        (Data::U32(v), Data::U32(i)) => {
-            Data::U32(fold_runs(v, i[0], run, |a, b| u32::binary(op, a, b))?)
-        }
-        (Data::U64(v), Data::U64(i)) => {
-            Data::U64(fold_runs(v, i[0], run, |a, b| u64::binary(op, a, b))?)
-        }
+        (Data::F32(v), Data::F32(i)) => Data::F32(fold_runs_op(op, v, i[0], run, f32::binary)?),
+        (Data::F64(v), Data::F64(i)) => Data::F64(fold_runs_op(op, v, i[0], run, f64::binary)?),
+        (Data::S32(v), Data::S32(i)) => Data::S32(fold_runs_op(op, v, i[0], run, i32::binary)?),
+        (Data::S64(v), Data::S64(i)) => Data::S64(fold_runs_op(op, v, i[0], run, i64::binary)?),
+        (Data::S8(v), Data::S8(i)) => Data::S8(fold_runs_op(op, v, i[0], run, i8::binary)?),
+        (Data::S16(v), Data::S16(i)) => Data::S16(fold_runs_op(op, v, i[0], run, i16::binary)?),
+        (Data::U8(v), Data::U8(i)) => Data::U8(fold_runs_op(op, v, i[0], run, u8::binary)?),
+        (Data::U16(v), Data::U16(i)) => Data::U16(fold_runs_op(op, v, i[0], run, u16::binary)?),
+        (Data::U32(v), Data::U32(i)) => Data::U32(fold_runs_op(op, v, i[0], run, u32::binary)?),
+        (Data::U64(v), Data::U64(i)) => Data::U64(fold_runs_op(op, v, i[0], run, u64::binary)?),
         (Data::F16(v), Data::F16(i)) => small!(F16, SmallFloat::F16, u16, v, i),
         (Data::Bf16(v), Data::Bf16(i)) => small!(Bf16, SmallFloat::Bf16, u16, v, i),
         (Data::F8e5m2(v), Data::F8e5m2(i)) => small!(F8e5m2, SmallFloat::F8e5m2, u8, v, i),
@@ -251,6 +265,79 @@ fn for_each_window(
     Ok(())
 }
 
+/// Folds each window with a recognised binary reducer, in a typed loop per element type
+/// (narrow floats in f32, rounded after every step); `None` for pred.
+fn fast_window_fold(
+    op: Binary,
+    data: &Data,
+    init: &Data,
+    in_dims: &[usize],
+    window: &[WindowDim],
+) -> Result<Option<Data>, Fail> {
+    fn fold<T: Copy>(
+        v: &[T],
+        init: T,
+        in_dims: &[usize],
+        window: &[WindowDim],
+        f: impl Fn(T, T) -> T,
+    ) -> Result<Vec<T>, Fail> {
+        let mut out = Vec::new();
+        for_each_window(in_dims, window, |_, offsets| {
+            out.try_reserve(1).map_err(|_| Fail::Alloc { bytes: 8 })?;
+            out.push(offsets.iter().fold(init, |acc, &i| f(acc, v[i])));
+            Ok(())
+        })?;
+        Ok(out)
+    }
+    macro_rules! small {
+        ($variant:ident, $format:expr, $t:ty, $v:expr, $i:expr) => {{
+            let w = widen($format, $v)?;
+            let i0 = $format.decode(u32::from($i[0]));
+            let folded = fold(&w, i0, in_dims, window, |a, b| {
+                $format.decode($format.encode_f32(f32::binary(op, a, b)))
+            })?;
+            Data::$variant(folded.iter().map(|&x| $format.encode_f32(x) as $t).collect())
+        }};
+    }
+    Ok(Some(match (data, init) {
+        (Data::F32(v), Data::F32(i)) => {
+            Data::F32(fold(v, i[0], in_dims, window, |a, b| f32::binary(op, a, b))?)
+        }
+        (Data::F64(v), Data::F64(i)) => {
+            Data::F64(fold(v, i[0], in_dims, window, |a, b| f64::binary(op, a, b))?)
+        }
+        (Data::S8(v), Data::S8(i)) => {
+            Data::S8(fold(v, i[0], in_dims, window, |a, b| i8::binary(op, a, b))?)
+        }
+        (Data::S16(v), Data::S16(i)) => {
+            Data::S16(fold(v, i[0], in_dims, window, |a, b| i16::binary(op, a, b))?)
+        }
+        (Data::S32(v), Data::S32(i)) => {
+            Data::S32(fold(v, i[0], in_dims, window, |a, b| i32::binary(op, a, b))?)
+        }
+        (Data::S64(v), Data::S64(i)) => {
+            Data::S64(fold(v, i[0], in_dims, window, |a, b| i64::binary(op, a, b))?)
+        }
+        (Data::U8(v), Data::U8(i)) => {
+            Data::U8(fold(v, i[0], in_dims, window, |a, b| u8::binary(op, a, b))?)
+        }
+        (Data::U16(v), Data::U16(i)) => {
+            Data::U16(fold(v, i[0], in_dims, window, |a, b| u16::binary(op, a, b))?)
+        }
+        (Data::U32(v), Data::U32(i)) => {
+            Data::U32(fold(v, i[0], in_dims, window, |a, b| u32::binary(op, a, b))?)
+        }
+        (Data::U64(v), Data::U64(i)) => {
+            Data::U64(fold(v, i[0], in_dims, window, |a, b| u64::binary(op, a, b))?)
+        }
+        (Data::F16(v), Data::F16(i)) => small!(F16, SmallFloat::F16, u16, v, i),
+        (Data::Bf16(v), Data::Bf16(i)) => small!(Bf16, SmallFloat::Bf16, u16, v, i),
+        (Data::F8e5m2(v), Data::F8e5m2(i)) => small!(F8e5m2, SmallFloat::F8e5m2, u8, v, i),
+        (Data::F8e4m3fn(v), Data::F8e4m3fn(i)) => small!(F8e4m3fn, SmallFloat::F8e4m3fn, u8, v, i),
+        _ => return Ok(None),
+    }))
+}
+
 /// `reduce-window`: returns one array per input.
 pub(crate) fn reduce_window(
     ctx: &Ctx<'_>,
@@ -262,27 +349,8 @@ pub(crate) fn reduce_window(
     let in_dims = &inputs[0].dims;
     let comp = &ctx.program.comps[computation];
     if let (Some(Reducer::Binary(op)), 1) = (comp.reducer, inputs.len()) {
-        macro_rules! typed {
-            ($v:expr, $init:expr, $f:expr) => {{
-                let mut out = Vec::new();
-                for_each_window(in_dims, window, |_, offsets| {
-                    out.push(offsets.iter().fold($init, |acc, &i| $f(acc, $v[i])));
-                    Ok(())
-                })?;
-                out
-            }};
-        }
-        match (&inputs[0].data, &inits[0].data) {
-            (Data::F32(v), Data::F32(i)) => {
-                return Ok(vec![Data::F32(typed!(v, i[0], |a, b| f32::binary(op, a, b)))]);
-            }
-            (Data::F64(v), Data::F64(i)) => {
-                return Ok(vec![Data::F64(typed!(v, i[0], |a, b| f64::binary(op, a, b)))]);
-            }
-            (Data::S32(v), Data::S32(i)) => {
-                return Ok(vec![Data::S32(typed!(v, i[0], |a, b| i32::binary(op, a, b)))]);
-            }
-            _ => {}
+        if let Some(out) = fast_window_fold(op, &inputs[0].data, &inits[0].data, in_dims, window)? {
+            return Ok(vec![out]);
         }
     }
     let n = inputs.len();

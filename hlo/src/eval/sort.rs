@@ -180,7 +180,7 @@ fn direction_test(direction: Direction, ordering: Option<Ordering>) -> bool {
 /// floats in IEEE total order (so NaN is above +inf), and their s32 indices.
 pub(crate) fn top_k(t: &Arc<Tensor>, k: usize, largest: bool) -> Result<(Data, Data), Fail> {
     let len = t.dims.last().copied().unwrap_or(1);
-    let rows = if len == 0 { 0 } else { t.n_elems() / len };
+    let rows = t.n_elems().checked_div(len).unwrap_or(0);
     let keys = keys(&t.data, true)?;
     let mut picks: Vec<usize> = try_alloc(rows * k)?;
     let mut idx: Vec<i32> = try_alloc(rows * k)?;
