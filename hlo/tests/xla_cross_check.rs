@@ -1,11 +1,13 @@
 //! Cross-check of the interpreter against XLA itself: jax on CPU is the reference.
 //!
 //! `tests/xla/export.py` lowers a few dozen jax functions to HLO, writes each module as
-//! `HloModuleProto` bytes and as HLO text, and runs it with XLA's CPU backend on seeded inputs.
-//! Here every module is loaded with `hlo::load_module` in both forms, evaluated with
+//! `HloModuleProto` bytes and as HLO text, and runs it with XLA's CPU backend on seeded inputs; it
+//! also writes the module as XLA CPU optimised it (fusions, assigned layouts, copies, bitcasts).
+//! Here every module is loaded with `hlo::load_module` in each form, evaluated with
 //! `hlo::eval::evaluate`, and each output compared with XLA's: one named test per case × form
-//! (`dtype_bf16::proto`, `attention_f32::text`, …), so `cargo test -p nrtsim-hlo --test
-//! xla_cross_check attention` works.
+//! (`dtype_bf16::proto`, `attention_f32::text`, `mlp_f32::optimized`, …), so `cargo test -p
+//! nrtsim-hlo --test xla_cross_check attention` works. The optimised forms the interpreter does
+//! not evaluate yet are a reviewed list, `KNOWN_OPTIMIZED_FAILURES`.
 //!
 //! It needs a Python with jax, jaxlib, numpy and ml_dtypes: `NRTSIM_PYTHON`, else the virtual
 //! environment `.ci/run` makes in `target/pyenv`, else `python3`. Without one the test is reported
@@ -18,7 +20,7 @@
 //!
 //! Acceptance: with `NRTSIM_HLO_ACCEPTANCE=path/to/nrtsim`, the export script's second set
 //! (graphs no other test runs: a transformer block, a CNN, an RNN via scan, …) is checked too,
-//! through the command line — `nrtsim hlo run MODULE --input … --output-dir …` on both forms, its
+//! through the command line — `nrtsim hlo run MODULE --input … --output-dir …` on every form, its
 //! `outputN.npy` files compared with XLA's under the same tolerances (`acceptance::*` tests).
 //!
 //! # Tolerances
@@ -42,6 +44,7 @@
 //! | `rounded` | 0 ulps | 1 ulp | one correctly rounded op; in the narrow types XLA may skip an intermediate rounding (its excess-precision option) |
 //! | `transc` | 4 ulps or k = 4 | 1 ulp or k = 1 | XLA CPU evaluates exp, log, tanh, sin, erf, pow with its own polynomial approximations, a few ulps from a correctly rounded libm; the narrow types compute in f32 and round once |
 //! | `accum:K` | k = 2K + 4 | k = 2K + 4, 1 ulp | sums of about K terms (dot, conv, reduce, softmax, norms): XLA may reassociate and vectorize a reduction, and each of the K additions may round differently |
+//! | `CLASS@T` | CLASS's bounds as k, in T's eps | same | the output went through a narrower float T (a bf16 dot read as f32, f32 math in an f64 result): the interpreter rounds to T per instruction as the HLO says, XLA CPU may keep excess precision and skip that rounding |
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -207,13 +210,25 @@ struct Bound {
     ulps: i128,
     /// Largest accepted `|ours - xla| / (eps * scale)`.
     k: f64,
+    /// The machine epsilon `k` counts in: the output dtype's, or a narrower intermediate's.
+    eps: f64,
     /// Scale at least 1 (outputs of transcendental functions), else the output's own magnitude.
     unit_scale: bool,
 }
 
 fn bound(class: &str, mantissa: u32) -> Result<Bound, String> {
+    if let Some((base, intermediate)) = class.split_once('@') {
+        // The output went through a narrower dtype, whose rounding XLA may skip: the base class's
+        // bounds, counted in that dtype's epsilon only.
+        let Kind::Float { mantissa: narrower, .. } = dtype(intermediate)?.kind else {
+            return Err(format!("tolerance class {class:?} names a dtype that is not a float"));
+        };
+        let b = bound(base, narrower.min(mantissa))?;
+        return Ok(Bound { ulps: 0, k: b.k.max(b.ulps as f64), ..b });
+    }
     let narrow = mantissa <= 10;
-    let b = |ulps, k, unit_scale| Ok(Bound { ulps, k, unit_scale });
+    let eps = 2f64.powi(-(mantissa as i32));
+    let b = |ulps, k, unit_scale| Ok(Bound { ulps, k, eps, unit_scale });
     match class {
         "exact" => b(0, 0.0, false),
         "rounded" => b(i128::from(narrow), 0.0, false),
@@ -274,6 +289,8 @@ fn read_npy(path: &Path, dtype: &Dtype, shape: &[i64]) -> Result<Array, String> 
 enum Form {
     Proto,
     Text,
+    /// The module after XLA CPU's optimisations (fusions, layout assignment, copies).
+    Optimized,
 }
 
 impl Form {
@@ -281,6 +298,7 @@ impl Form {
         match self {
             Form::Proto => "proto",
             Form::Text => "text",
+            Form::Optimized => "optimized",
         }
     }
 
@@ -288,6 +306,7 @@ impl Form {
         match self {
             Form::Proto => "module.pb",
             Form::Text => "module.hlo",
+            Form::Optimized => "optimized.pb",
         }
     }
 }
@@ -457,7 +476,7 @@ fn compare(ours: &Array, xla: &Array, ty: &Dtype, class: &str) -> Result<Spread,
                 r[..b.len()].copy_from_slice(b);
                 u64::from_le_bytes(r)
             };
-            let eps = 2f64.powi(-(mantissa as i32));
+            let eps = bound.eps;
             let max_abs = xla
                 .bytes
                 .chunks_exact(ty.size)
@@ -545,7 +564,7 @@ fn comparison_is_sound() -> Result<(), Failed> {
     };
     let ty = dtype("f32")?;
     let one_up = f32::from_bits(1.0f32.to_bits() + 1);
-    let cases: [(&[f32], &[f32], &str, bool); 8] = [
+    let cases: [(&[f32], &[f32], &str, bool); 10] = [
         (&[1.0, f32::NAN], &[1.0, -f32::NAN], "exact", true),
         (&[one_up], &[1.0], "exact", false),
         (&[-0.0], &[0.0], "exact", false),
@@ -554,6 +573,8 @@ fn comparison_is_sound() -> Result<(), Failed> {
         (&[f32::INFINITY], &[f32::MAX], "accum:1000", false),
         (&[1.0 + 1e-5], &[1.0], "accum:10", false),
         (&[1.0 + 1e-6], &[1.0], "accum:10", true),
+        (&[1.0 + 1e-3], &[1.0], "rounded@bf16", true),
+        (&[1.0 + 1e-2], &[1.0], "rounded@bf16", false),
     ];
     for (ours, xla, class, pass) in cases {
         if compare(&f32s(ours), &f32s(xla), &ty, class).is_ok() != pass {
@@ -575,25 +596,62 @@ enum Runner {
     Command(PathBuf),
 }
 
+/// Cases whose module after XLA's optimisations the interpreter does not yet evaluate as XLA
+/// does, and why. Such a case's `optimized` test must fail (an unexpected pass fails, so the list
+/// stays true); its `proto` and `text` tests are unaffected.
+const KNOWN_OPTIMIZED_FAILURES: &[(&str, &str)] = &[
+    // XLA's `bitcast` reinterprets the buffer: it may change the element type (same width), as
+    // the total-order comparators of optimised sorts do (f32 → s32) ...
+    ("sort_f32_with_nan", "bitcast f32[] to s32[] is refused"),
+    ("top_k_f32", "bitcast f32[] to s32[] is refused"),
+    ("sort_narrow_and_unsigned", "bitcast f32[] to s32[] is refused"),
+    // ... and between shapes whose layouts differ it is a transpose of the logical array, which
+    // the interpreter evaluates as a reshape.
+    ("iota_broadcast_reshape_transpose", "bitcast between layouts read as a reshape"),
+    ("dot_conv_narrow_floats", "bitcast between layouts read as a reshape"),
+];
+
 /// Runs one case in one form and checks the outcome: XLA's outputs within their tolerances, or,
 /// for a case whose case.json says `"expect": "unsupported"`, a clear unsupported error (the
-/// variant from the library; the word in the command's message).
+/// variant from the library; the word in the command's message). After XLA's optimisations an
+/// unsupported construct may be gone (XLA expands rng-bit-generator into plain arithmetic): then
+/// the outputs must match instead.
 fn check(runner: &Runner, dir: &Path, form: Form) -> Result<(), Failed> {
     let meta = read_meta(dir)?;
+    let case = meta["name"].as_str().unwrap_or_default();
+    let outcome = check_outcome(runner, dir, &meta, form);
+    let known = KNOWN_OPTIMIZED_FAILURES.iter().find(|&&(c, _)| c == case);
+    match (form, known, outcome) {
+        (Form::Optimized, Some(_), Err(_)) => Ok(()),
+        (Form::Optimized, Some((_, why)), Ok(())) => Err(format!(
+            "passes, but KNOWN_OPTIMIZED_FAILURES says it fails ({why}): remove it there"
+        )
+        .into()),
+        (_, _, outcome) => outcome,
+    }
+}
+
+fn check_outcome(runner: &Runner, dir: &Path, meta: &Json, form: Form) -> Result<(), Failed> {
     let unsupported = meta["expect"] == "unsupported";
+    let may_be_gone = matches!(form, Form::Optimized);
     match runner {
         Runner::Library if unsupported => {
             let source = std::fs::read(dir.join(form.file())).map_err(|e| e.to_string())?;
             let module = hlo::load_module(&source).map_err(|e| format!("load_module: {e}"))?;
-            match eval::evaluate(&module, &inputs(dir, &meta)?, &EvalOptions::default()) {
+            match eval::evaluate(&module, &inputs(dir, meta)?, &EvalOptions::default()) {
                 Err(eval::EvalError::Unsupported { .. }) => Ok(()),
                 Err(e) => Err(format!("expected an unsupported error, got: {e}").into()),
+                Ok(result) if may_be_gone => {
+                    let mut ours = Vec::new();
+                    flatten(result, &mut ours);
+                    compare_outputs(dir, meta, &ours)
+                }
                 Ok(_) => Err("evaluated a module expected to be unsupported".into()),
             }
         }
-        Runner::Library => compare_outputs(dir, &meta, &evaluate_here(dir, &meta, form)?),
-        Runner::Command(nrtsim) => match run_command(nrtsim, dir, &meta, form) {
-            Ok(ours) if !unsupported => compare_outputs(dir, &meta, &ours),
+        Runner::Library => compare_outputs(dir, meta, &evaluate_here(dir, meta, form)?),
+        Runner::Command(nrtsim) => match run_command(nrtsim, dir, meta, form) {
+            Ok(ours) if !unsupported || may_be_gone => compare_outputs(dir, meta, &ours),
             Ok(_) => Err("nrtsim hlo run succeeded on a module expected to be unsupported".into()),
             Err(e) if unsupported && e.contains("unsupported") => Ok(()),
             Err(e) => Err(e.into()),
@@ -629,7 +687,7 @@ fn trials_for(python: &Result<PathBuf, String>, set: &'static str, runner: Runne
     }
     let mut trials = Vec::new();
     for name in names {
-        for form in [Form::Proto, Form::Text] {
+        for form in [Form::Proto, Form::Text, Form::Optimized] {
             let dir = dir.join(&name);
             let runner = runner.clone();
             let label = if set == "cross" { name.clone() } else { format!("{set}::{name}") };
