@@ -38,7 +38,12 @@ fn nki_matmul() -> ModelDescription {
 }
 
 fn write_neff(dir: &Path, description: &ModelDescription) -> PathBuf {
-    let spec = sim::neff_load::neff_spec_of(description).unwrap();
+    let mut spec = sim::neff_load::neff_spec_of(description).unwrap();
+    // The header fields and the graph-only output signature of the real NEFF (ABI-FACTS).
+    spec.header.feature_bits = 0x209c00;
+    spec.header.lnc_size = 2;
+    spec.header.num_tpb = 1;
+    spec.signature_form = abi::neff::SignatureForm::GraphOnly;
     let path = dir.join("file.neff");
     std::fs::write(&path, spec.to_bytes().unwrap()).unwrap();
     path
