@@ -118,8 +118,16 @@ pub(crate) enum Op {
         branches: Vec<usize>,
     },
     Broadcast(Vec<usize>),
-    /// reshape, bitcast, copy: the logical elements are unchanged.
+    /// reshape, copy, and a bitcast between default layouts of one element type: the logical
+    /// elements are unchanged.
     Reshape,
+    /// Any other bitcast: the operand's bytes in its layout (minor-to-major `from`), read as the
+    /// result's element type in the result's layout (`to`). XLA's optimised modules use it for
+    /// a transpose that only changes the layout, and to reinterpret f32 as s32 in comparators.
+    Bitcast {
+        from: Vec<i64>,
+        to: Vec<i64>,
+    },
     Transpose(Vec<usize>),
     Convert(ElementType),
     BitcastConvert,
@@ -876,7 +884,29 @@ impl Compiler<'_> {
                 }
                 Op::Broadcast(mapping)
             }
-            "reshape" | "bitcast" | "copy" => {
+            "bitcast" => {
+                self.arity(operands, 1)?;
+                let a = operands[0].array()?;
+                let o = out()?;
+                let n_bytes = |s: &ArrayShape| s.n_elems().checked_mul(s.ty.item_size());
+                if n_bytes(a).is_none() || n_bytes(a) != n_bytes(o) {
+                    return Err(invalid(format!(
+                        "bitcast of {} to {} changes the byte size",
+                        operands[0].describe(),
+                        shape.describe()
+                    )));
+                }
+                if a.ty == o.ty && a.layout.is_none() && o.layout.is_none() {
+                    Op::Reshape
+                } else {
+                    let default = |rank: usize| (0..rank as i64).rev().collect::<Vec<i64>>();
+                    Op::Bitcast {
+                        from: a.layout.clone().unwrap_or_else(|| default(a.dims.len())),
+                        to: o.layout.clone().unwrap_or_else(|| default(o.dims.len())),
+                    }
+                }
+            }
+            "reshape" | "copy" => {
                 self.arity(operands, 1)?;
                 let a = operands[0].array()?;
                 let o = out()?;
@@ -1580,6 +1610,41 @@ impl Compiler<'_> {
                     .map(|p| Ok((to_usize(p.source, "source")?, to_usize(p.target, "target")?)))
                     .collect::<Result<_, Fail>>()?;
                 Op::CollectivePermute { pairs }
+            }
+            "custom-call" if ins.custom_call_target == "TopK" => {
+                // XLA CPU's own top-k runtime call (what its optimiser turns sort + slice into):
+                // the k largest along the last dimension, k from the result shape.
+                self.arity(operands, 1)?;
+                let a = operands[0].array()?;
+                let k = match shape {
+                    Shape::Tuple(items) => match items.as_slice() {
+                        [Shape::Array(v), Shape::Array(_)] => v.dims.last().copied(),
+                        _ => None,
+                    },
+                    _ => None,
+                };
+                let k = k.ok_or_else(|| {
+                    invalid(format!(
+                        "TopK returns {}, expected a (values, indices) tuple",
+                        shape.describe()
+                    ))
+                })?;
+                let last = a.dims.last().copied().ok_or_else(|| invalid("TopK of a scalar"))?;
+                if k > last {
+                    return Err(invalid(format!(
+                        "TopK k {k} is larger than the last dimension {last}"
+                    )));
+                }
+                let mut dims = a.dims.clone();
+                if let Some(d) = dims.last_mut() {
+                    *d = k;
+                }
+                let inferred = Shape::Tuple(vec![
+                    Shape::Array(ArrayShape { ty: a.ty, dims: dims.clone(), layout: None }),
+                    Shape::Array(ArrayShape { ty: ElementType::S32, dims, layout: None }),
+                ]);
+                self.expect(shape, &inferred)?;
+                Op::TopK { k, largest: true }
             }
             "custom-call" => {
                 return Err(Fail::Unsupported(format!("custom call {}", ins.custom_call_target)));

@@ -384,6 +384,26 @@ impl Ctx<'_> {
                 array(shape_ops::broadcast(&t.data, &t.dims, &out_dims()?, mapping)?)
             }
             Op::Reshape => array(shape_ops::copy(&tensor(0)?.data)?),
+            Op::Bitcast { from, to } => {
+                let t = tensor(0)?;
+                let out = instr.shape.array()?;
+                let proto_ty = |ty: ElementType| {
+                    proto::PrimitiveType::try_from(ty as i32)
+                        .map_err(|_| Fail::Internal("element type number".into()))
+                };
+                let as_i64 = |dims: &[usize]| dims.iter().map(|&d| d as i64).collect::<Vec<_>>();
+                let operand = Array {
+                    ty: proto_ty(t.ty())?,
+                    dims: as_i64(&t.dims),
+                    bytes: t.data.to_le_bytes()?,
+                };
+                let physical =
+                    operand.to_physical(from).map_err(|e| Fail::Internal(e.to_string()))?;
+                let result =
+                    Array::from_physical(proto_ty(out.ty)?, as_i64(&out.dims), to, physical)
+                        .map_err(|e| Fail::Internal(e.to_string()))?;
+                array(Data::from_le_bytes(out.ty, &result.bytes)?)
+            }
             Op::Transpose(permutation) => {
                 let t = tensor(0)?;
                 array(shape_ops::transpose(&t.data, &t.dims, permutation)?)

@@ -152,9 +152,13 @@ impl Data {
 
     /// Decodes little-endian bytes (pred: one byte, nonzero is true).
     pub(crate) fn from_le_bytes(ty: ElementType, bytes: &[u8]) -> Result<Data, Fail> {
-        fn read<T, const N: usize>(bytes: &[u8], f: fn([u8; N]) -> T) -> Result<Vec<T>, Fail> {
+        fn read<T, const N: usize>(bytes: &[u8], f: impl Fn([u8; N]) -> T) -> Result<Vec<T>, Fail> {
             let mut out = try_alloc(bytes.len() / N)?;
-            out.extend(bytes.chunks_exact(N).map(|chunk| f(chunk.try_into().unwrap_or([0; N]))));
+            out.extend(bytes.chunks_exact(N).map(|chunk| {
+                let mut raw = [0u8; N];
+                raw.copy_from_slice(chunk);
+                f(raw)
+            }));
             Ok(out)
         }
         Ok(match ty {
@@ -178,11 +182,16 @@ impl Data {
 
     /// Little-endian bytes of the elements.
     pub(crate) fn to_le_bytes(&self) -> Result<Vec<u8>, Fail> {
-        fn write<T: Copy, const N: usize>(v: &[T], f: fn(T) -> [u8; N]) -> Result<Vec<u8>, Fail> {
+        fn write<T: Copy, const N: usize>(
+            v: &[T],
+            f: impl Fn(T) -> [u8; N],
+        ) -> Result<Vec<u8>, Fail> {
             let n = v.len().checked_mul(N).ok_or(Fail::Alloc { bytes: u64::MAX })?;
             let mut out = try_alloc(n)?;
-            for &x in v {
-                out.extend_from_slice(&f(x));
+            out.resize(n, 0);
+            // Fixed-size chunks let the compiler turn this into plain stores.
+            for (chunk, &x) in out.chunks_exact_mut(N).zip(v) {
+                chunk.copy_from_slice(&f(x));
             }
             Ok(out)
         }
