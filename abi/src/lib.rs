@@ -14,6 +14,9 @@
 //! - **Bytes are the interface.** Editing a metaneff ([`metaneff::edit`]) works on the wire form
 //!   and keeps every byte it was not asked to change, unknown fields included, because the C++
 //!   runtime keeps them too.
+//! - **One table of libnrt functions** ([`functions`]): every layer that names a libnrt
+//!   function (fault plans, traces, the FFI symbol tables, the C exports, the headers' tests, the
+//!   reference page) derives the list from it.
 //! - **Corrections win over the seed.** Where public sources contradict the reverse-engineered
 //!   seed (status 1003, binding by name, `bytes` names, proto3 default omission), the code follows
 //!   the public sources and the seed's claim is pinned by a test as a documented discrepancy.
@@ -22,6 +25,7 @@
 pub mod bind;
 pub mod c_layout;
 pub mod dtype;
+pub mod functions;
 pub mod metaneff;
 pub mod neff;
 pub mod runtime;

@@ -26,13 +26,27 @@
 //! - **Caller-owned memory is a trait object**, [`ExternalBuffer`]: `nrt_tensor_attach_buffer`
 //!   takes a pointer the caller keeps; in safe Rust the caller hands an `Arc` whose contents it
 //!   can still read and write. [`SharedBuffer`] is the safe implementation; a C shim implements
-//!   the trait over a raw pointer in its own `unsafe` code.
+//!   the trait over a raw pointer in its own `unsafe` code. The trait is safe, so nothing it
+//!   reports is trusted with memory: memory C may write is a `SharedBuffer` (interior-mutable
+//!   bytes whose address only that type gives), reached through
+//!   [`ExternalBuffer::into_shared_buffer`].
 //!
-//! Lifecycle (ABI-FACTS §4): before [`Runtime::init`] every call except [`Runtime::get_version`],
-//! [`Runtime::get_total_vnc_count`] and [`Runtime::tensor_get_size`] fails with
-//! [`NrtStatus::Uninitialized`]; after [`Runtime::close`] with [`NrtStatus::Closed`].
+//! - **Names are bytes** (`&[u8]`): libnrt takes C strings and judges them itself, and metaneff
+//!   names are protobuf `bytes` (ABI-FACTS §1), so no UTF-8 check may reject one. A backend that
+//!   hands a name to C refuses only what a C string cannot hold (a NUL byte).
+//!
+//! - **The async API's memory is the backend's.** `nrta_tensor_write` takes the bytes (the
+//!   backend keeps them until the request completes) and `nrta_tensor_read` delivers into an
+//!   [`AsyncReadBuffer`] the backend fills after it has seen the request complete, so safe Rust
+//!   never shares memory that C may still be writing.
+//!
+//! Lifecycle: each function's pre-init rule is in the function table
+//! ([`crate::functions::PreInit`]); the gated ones fail with [`NrtStatus::Uninitialized`] before
+//! [`Runtime::init`] and with [`NrtStatus::Closed`] after [`Runtime::close`]. The version, the
+//! four core counts and [`Runtime::tensor_get_size`] work in every state.
 
 use std::fmt;
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::dtype::NrtDtype;
@@ -175,6 +189,12 @@ pub struct NrtVersion {
 /// The runtime reads and writes through these methods only; the owner keeps access to the same
 /// bytes. Offsets are within `0..len()`; the runtime bounds-checks before calling, and an
 /// implementation may treat an out-of-range call as a no-op rather than panic.
+///
+/// The trait is safe to implement, so nothing it reports is trusted with memory: `address` is
+/// informational (what `nrt_tensor_get_va` reports) and no backend dereferences it. A backend that
+/// hands the memory itself to C (the real-libnrt backend) attaches only what
+/// [`ExternalBuffer::into_shared_buffer`] gives, a [`SharedBuffer`], and takes the address and
+/// length from that type, never from the trait.
 pub trait ExternalBuffer: Send + Sync {
     /// The size in bytes.
     fn len(&self) -> usize;
@@ -186,77 +206,97 @@ pub trait ExternalBuffer: Send + Sync {
     fn read_at(&self, offset: usize, out: &mut [u8]);
     /// Copies `data` into the buffer starting at `offset`.
     fn write_at(&self, offset: usize, data: &[u8]);
-    /// The address of the first byte, as an integer (what `nrt_tensor_get_va` reports).
+    /// The address of the first byte, as an integer (what `nrt_tensor_get_va` reports). Never
+    /// used to reach the memory.
     fn address(&self) -> usize;
-    /// This buffer as a [`SharedBuffer`], if it is one. A backend that hands the memory itself
-    /// to C (the real-libnrt backend) attaches only a `SharedBuffer`, whose address this crate
-    /// guarantees; a safe trait cannot make that promise for other implementations.
-    fn as_shared_buffer(&self) -> Option<&SharedBuffer> {
+    /// The [`SharedBuffer`] whose memory stands for this buffer, if there is one. The real-libnrt
+    /// backend attaches exactly that buffer's memory (its own address and length) and keeps the
+    /// returned `Arc` alive with the tensor, so an implementation that returns some other
+    /// `SharedBuffer` only changes which valid memory C uses, never whether it is valid.
+    fn into_shared_buffer(self: Arc<Self>) -> Option<Arc<SharedBuffer>> {
         None
     }
 }
 
-/// A safe, heap-backed [`ExternalBuffer`] for tests and the binding layer.
+/// A safe, heap-backed [`ExternalBuffer`] for tests and the binding layer, and the only buffer
+/// the real-libnrt backend lets C write.
 ///
-/// Its bytes live in one boxed slice for the whole life of the value, so
-/// [`ExternalBuffer::address`] is the first of [`ExternalBuffer::len`] bytes that never move:
-/// the guarantee the real-libnrt backend relies on when it hands the memory to C.
+/// Its bytes are one boxed slice of [`AtomicU8`] for the whole life of the value: the block never
+/// moves, and because every byte is an interior-mutable cell, Rust never assumes the contents
+/// unchanged behind a shared reference, so C may write them while Rust holds an `Arc`. (A
+/// `Box<[u8]>` would promise unique ownership, which C's writes break.) Rust reads and writes them
+/// with relaxed atomic accesses; C reads and writes them during the libnrt calls that use the
+/// tensor, as libnrt's contract for attached buffers says.
 pub struct SharedBuffer {
-    bytes: Mutex<Box<[u8]>>,
-    address: usize,
+    bytes: Box<[AtomicU8]>,
 }
 
 impl SharedBuffer {
     /// A zero-filled buffer of `len` bytes.
     pub fn zeroed(len: usize) -> SharedBuffer {
-        SharedBuffer::from_vec(vec![0; len])
+        SharedBuffer { bytes: (0..len).map(|_| AtomicU8::new(0)).collect() }
     }
 
     /// A buffer holding `bytes`.
     pub fn from_vec(bytes: Vec<u8>) -> SharedBuffer {
-        let bytes = bytes.into_boxed_slice();
-        // The heap block of a boxed slice never moves while the box lives.
-        let address = bytes.as_ptr() as usize;
-        SharedBuffer { bytes: Mutex::new(bytes), address }
+        SharedBuffer { bytes: bytes.into_iter().map(AtomicU8::new).collect() }
     }
 
     /// A copy of the current contents.
     pub fn to_vec(&self) -> Vec<u8> {
-        self.bytes.lock().unwrap_or_else(PoisonError::into_inner).to_vec()
+        self.bytes.iter().map(|byte| byte.load(Ordering::Relaxed)).collect()
+    }
+
+    /// The size in bytes (the same as [`ExternalBuffer::len`], but of this type, so a caller
+    /// handing the memory to C does not depend on a trait implementation).
+    pub fn byte_len(&self) -> usize {
+        self.bytes.len()
+    }
+
+    /// A pointer to the first of [`SharedBuffer::byte_len`] bytes, valid for reads and writes
+    /// (from any thread, through the atomic cells' interior mutability) while `self` lives. The
+    /// pointer carries the whole slice, not only its first cell.
+    pub fn as_mut_ptr(&self) -> *mut u8 {
+        // `AtomicU8` has the size, alignment and bit validity of `u8`.
+        self.bytes.as_ptr().cast::<u8>().cast_mut()
     }
 }
 
 impl fmt::Debug for SharedBuffer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("SharedBuffer").field("len", &self.len()).finish()
+        f.debug_struct("SharedBuffer").field("len", &self.byte_len()).finish()
     }
 }
 
 impl ExternalBuffer for SharedBuffer {
     fn len(&self) -> usize {
-        self.bytes.lock().unwrap_or_else(PoisonError::into_inner).len()
+        self.byte_len()
     }
 
     fn read_at(&self, offset: usize, out: &mut [u8]) {
-        let bytes = self.bytes.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(src) = offset.checked_add(out.len()).and_then(|end| bytes.get(offset..end)) {
-            out.copy_from_slice(src);
+        if let Some(src) = offset.checked_add(out.len()).and_then(|end| self.bytes.get(offset..end))
+        {
+            for (out, byte) in out.iter_mut().zip(src) {
+                *out = byte.load(Ordering::Relaxed);
+            }
         }
     }
 
     fn write_at(&self, offset: usize, data: &[u8]) {
-        let mut bytes = self.bytes.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(dst) = offset.checked_add(data.len()).and_then(|end| bytes.get_mut(offset..end))
+        if let Some(dst) =
+            offset.checked_add(data.len()).and_then(|end| self.bytes.get(offset..end))
         {
-            dst.copy_from_slice(data);
+            for (byte, &value) in dst.iter().zip(data) {
+                byte.store(value, Ordering::Relaxed);
+            }
         }
     }
 
     fn address(&self) -> usize {
-        self.address
+        self.as_mut_ptr() as usize
     }
 
-    fn as_shared_buffer(&self) -> Option<&SharedBuffer> {
+    fn into_shared_buffer(self: Arc<Self>) -> Option<Arc<SharedBuffer>> {
         Some(self)
     }
 }
@@ -363,7 +403,7 @@ pub trait Runtime: Send + Sync {
     fn add_tensor_to_tensor_set(
         &self,
         set: SetId,
-        name: &str,
+        name: &[u8],
         tensor: TensorId,
     ) -> Result<(), NrtError>;
 
@@ -372,7 +412,7 @@ pub trait Runtime: Send + Sync {
     /// # Errors
     /// [`NrtStatus::Failure`] when the set has no such name; [`NrtStatus::InvalidHandle`] for an
     /// unknown set.
-    fn get_tensor_from_tensor_set(&self, set: SetId, name: &str) -> Result<TensorId, NrtError>;
+    fn get_tensor_from_tensor_set(&self, set: SetId, name: &[u8]) -> Result<TensorId, NrtError>;
 
     /// `nrt_tensor_allocate`: a zero-filled tensor of `size` bytes; `vnc` names the NeuronCore
     /// for [`Placement::Device`].
@@ -386,7 +426,7 @@ pub trait Runtime: Send + Sync {
         placement: Placement,
         vnc: i32,
         size: usize,
-        name: &str,
+        name: &[u8],
     ) -> Result<TensorId, NrtError>;
 
     /// `nrt_tensor_allocate_empty`: a tensor with no storage, for
@@ -394,7 +434,7 @@ pub trait Runtime: Send + Sync {
     ///
     /// # Errors
     /// Only the lifecycle statuses.
-    fn tensor_allocate_empty(&self, name: &str) -> Result<TensorId, NrtError>;
+    fn tensor_allocate_empty(&self, name: &[u8]) -> Result<TensorId, NrtError>;
 
     /// `nrt_tensor_attach_buffer`: makes caller-owned memory the tensor's storage; the tensor's
     /// size becomes the buffer's length.
@@ -419,7 +459,7 @@ pub trait Runtime: Send + Sync {
         src: TensorId,
         offset: usize,
         size: usize,
-        name: &str,
+        name: &[u8],
     ) -> Result<TensorId, NrtError>;
 
     /// `nrt_tensor_free`: forgets the handle; the storage goes when its last user does. Works in
@@ -500,11 +540,224 @@ pub trait Runtime: Send + Sync {
     /// None from a conforming backend; a library failure for a loaded one.
     fn get_total_vnc_count(&self) -> Result<u32, NrtError>;
 
-    /// `nrt_get_visible_vnc_count`: the NeuronCores this process may use.
+    /// `nrt_get_visible_vnc_count`: the NeuronCores this process may use. Works in any
+    /// lifecycle state (the public header says so).
     ///
     /// # Errors
-    /// Only the lifecycle statuses.
+    /// None from a conforming backend; a library failure for a loaded one.
     fn get_visible_vnc_count(&self) -> Result<u32, NrtError>;
+
+    // The functions below are the rest of the public headers that a backend can show
+    // (`abi::functions`); each is one C function.
+
+    /// `nrt_get_total_nc_count` (deprecated name of the total count). Works in any lifecycle
+    /// state.
+    ///
+    /// # Errors
+    /// None from a conforming backend; a library failure, or a library without the function.
+    fn get_total_nc_count(&self) -> Result<u32, NrtError>;
+
+    /// `nrt_get_visible_nc_count` (deprecated name of the visible count). Works in any
+    /// lifecycle state.
+    ///
+    /// # Errors
+    /// As [`Runtime::get_total_nc_count`].
+    fn get_visible_nc_count(&self) -> Result<u32, NrtError>;
+
+    /// `nrt_get_model_nc_count`: the NeuronCores a loaded model occupies.
+    ///
+    /// # Errors
+    /// [`NrtStatus::InvalidHandle`] for an unknown model; the lifecycle statuses.
+    fn get_model_nc_count(&self, model: ModelId) -> Result<u32, NrtError>;
+
+    /// `nrt_get_model_vnc_count`: the NeuronCores a loaded model occupies.
+    ///
+    /// # Errors
+    /// As [`Runtime::get_model_nc_count`].
+    fn get_model_vnc_count(&self, model: ModelId) -> Result<u32, NrtError>;
+
+    /// `nrt_get_model_instance_count`: how many threads may usefully call `nrt_execute` on the
+    /// model at once.
+    ///
+    /// # Errors
+    /// As [`Runtime::get_model_nc_count`].
+    fn get_model_instance_count(&self, model: ModelId) -> Result<u32, NrtError>;
+
+    /// `nrt_get_vnc_memory_stats`: device memory in use and available on a NeuronCore.
+    ///
+    /// # Errors
+    /// [`NrtStatus::Invalid`] for a NeuronCore that does not exist; the lifecycle statuses.
+    fn get_vnc_memory_stats(&self, vnc: u32) -> Result<VncMemoryStats, NrtError>;
+
+    /// `nrt_sys_trace_get_event_types`: the event types a capture can record.
+    ///
+    /// # Errors
+    /// A library failure, or a library without the function.
+    fn sys_trace_get_event_types(&self) -> Result<Vec<String>, NrtError>;
+
+    /// `nrt_sys_trace_config_allocate`, the config setters `config` asks for,
+    /// `nrt_sys_trace_start`, then `nrt_sys_trace_config_free`: starts a system-trace capture.
+    ///
+    /// # Errors
+    /// [`NrtStatus::Invalid`] for an unknown event type or while a capture runs; the lifecycle
+    /// statuses.
+    fn sys_trace_start(&self, config: &SysTraceConfig) -> Result<(), NrtError>;
+
+    /// `nrt_sys_trace_fetch_events` (with fetch options as `fetch` asks), then
+    /// `nrt_sys_trace_buffer_free`: removes the captured events and returns them as JSON.
+    ///
+    /// # Errors
+    /// [`NrtStatus::Invalid`] without a capture; the lifecycle statuses.
+    fn sys_trace_fetch_events(&self, fetch: &SysTraceFetch) -> Result<String, NrtError>;
+
+    /// `nrt_sys_trace_stop`: ends the capture and frees its events.
+    ///
+    /// # Errors
+    /// [`NrtStatus::Invalid`] without a capture; the lifecycle statuses.
+    fn sys_trace_stop(&self) -> Result<(), NrtError>;
+
+    /// `nrta_error_tracker_create`: a tracker for the failed requests of NeuronCore `lnc`.
+    ///
+    /// # Errors
+    /// [`NrtStatus::Invalid`] for a NeuronCore that does not exist; the lifecycle statuses.
+    fn nrta_error_tracker_create(&self, lnc: u32) -> Result<TrackerId, NrtError>;
+
+    /// `nrta_error_tracker_destroy`. A release, like C's `void`.
+    ///
+    /// # Errors
+    /// [`NrtStatus::InvalidHandle`] for an unknown tracker (the C function ignores it).
+    fn nrta_error_tracker_destroy(&self, tracker: TrackerId) -> Result<(), NrtError>;
+
+    /// `nrta_error_tracker_get_list`: the failed requests so far, in completion order.
+    ///
+    /// # Errors
+    /// [`NrtStatus::InvalidHandle`] for an unknown tracker.
+    fn nrta_error_tracker_get_list(
+        &self,
+        tracker: TrackerId,
+    ) -> Result<Vec<(SeqId, NrtStatus)>, NrtError>;
+
+    /// `nrta_tensor_write`: schedules a copy of `bytes` into the tensor from `offset`; the
+    /// backend keeps the bytes until the request completes.
+    ///
+    /// # Errors
+    /// [`NrtStatus::InvalidHandle`] for an unknown tensor or tracker, [`NrtStatus::Invalid`] for
+    /// a bad queue; a failure of the copy itself goes to the tracker.
+    fn nrta_tensor_write(
+        &self,
+        tensor: TensorId,
+        offset: u64,
+        bytes: &[u8],
+        queue: i32,
+        tracker: Option<TrackerId>,
+    ) -> Result<SeqId, NrtError>;
+
+    /// `nrta_tensor_read`: schedules a read of `size` bytes from `offset`; `into` holds them
+    /// once the request has completed (and stays empty if it failed).
+    ///
+    /// # Errors
+    /// As [`Runtime::nrta_tensor_write`].
+    fn nrta_tensor_read(
+        &self,
+        tensor: TensorId,
+        offset: u64,
+        size: u64,
+        queue: i32,
+        tracker: Option<TrackerId>,
+        into: Arc<AsyncReadBuffer>,
+    ) -> Result<SeqId, NrtError>;
+
+    /// `nrta_execute_schedule`: schedules `nrt_execute` on the model's compute queue.
+    ///
+    /// # Errors
+    /// [`NrtStatus::InvalidHandle`] for an unknown model, set or tracker, [`NrtStatus::Invalid`]
+    /// for a queue other than 0; a failed launch goes to the tracker.
+    fn nrta_execute_schedule(
+        &self,
+        model: ModelId,
+        input_set: SetId,
+        output_set: SetId,
+        queue: i32,
+        tracker: Option<TrackerId>,
+    ) -> Result<SeqId, NrtError>;
+
+    /// `nrta_is_completed`.
+    ///
+    /// # Errors
+    /// [`NrtStatus::Invalid`] for a sequence id never issued.
+    fn nrta_is_completed(&self, seq: SeqId) -> Result<bool, NrtError>;
+
+    /// `nrt_async_drain_queued_execs`: blocks until every request scheduled on `vnc` has
+    /// completed.
+    ///
+    /// # Errors
+    /// [`NrtStatus::Invalid`] for a NeuronCore that does not exist; the lifecycle statuses.
+    fn nrt_async_drain_queued_execs(&self, vnc: i32) -> Result<(), NrtError>;
+}
+
+/// An async request's sequence id (`nrta_seq_t`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SeqId(pub u64);
+
+/// An error tracker (`nrta_error_tracker_t *`). Never reused within one runtime instance.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TrackerId(pub u64);
+
+/// Where the bytes of an `nrta_tensor_read` arrive: empty until the request has completed.
+///
+/// The backend fills it (the real-libnrt backend copies from memory only it and libnrt touch,
+/// after it has seen the request complete), so Rust never reads memory C may still write.
+#[derive(Debug, Default)]
+pub struct AsyncReadBuffer {
+    bytes: Mutex<Option<Vec<u8>>>,
+}
+
+impl AsyncReadBuffer {
+    /// An empty buffer.
+    pub fn new() -> AsyncReadBuffer {
+        AsyncReadBuffer::default()
+    }
+
+    /// Stores the bytes of a completed read.
+    pub fn fill(&self, bytes: Vec<u8>) {
+        *self.bytes.lock().unwrap_or_else(PoisonError::into_inner) = Some(bytes);
+    }
+
+    /// The bytes read, once the request has completed; `None` before (or after a failure).
+    pub fn bytes(&self) -> Option<Vec<u8>> {
+        self.bytes.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+}
+
+/// What a system-trace capture records (the setters of `nrt_sys_trace_config_t`); the default
+/// is the library's default config.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SysTraceConfig {
+    /// `nrt_sys_trace_config_set_max_events_per_nc`, when set.
+    pub max_events_per_nc: Option<u64>,
+    /// NeuronCores switched off (`nrt_sys_trace_config_set_capture_enabled_for_nc`).
+    pub disabled_ncs: Vec<u32>,
+    /// Event types switched off (`nrt_sys_trace_config_set_capture_enabled_for_event_type`).
+    pub disabled_event_types: Vec<String>,
+}
+
+/// What a fetch returns (the setters of `nrt_sys_trace_fetch_options_t`); the default fetches
+/// every event of every core.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SysTraceFetch {
+    /// `nrt_sys_trace_fetch_options_set_max_events_per_nc`, when set.
+    pub max_events_per_nc: Option<u64>,
+    /// `nrt_sys_trace_fetch_options_set_nc_idx`, when set.
+    pub nc: Option<u64>,
+}
+
+/// `nrt_vnc_memory_stats_t`: device memory of one NeuronCore.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct VncMemoryStats {
+    /// Bytes in use.
+    pub bytes_used: u64,
+    /// Bytes available in all.
+    pub bytes_limit: u64,
 }
 
 #[cfg(test)]
@@ -540,6 +793,31 @@ mod tests {
         assert_eq!(out, [0, 7, 8, 0]);
         assert_eq!(buffer.len(), 4);
         assert_ne!(buffer.address(), 0);
+    }
+
+    #[test]
+    fn shared_buffer_address_is_its_own_memory() {
+        let buffer = Arc::new(SharedBuffer::from_vec(vec![1, 2, 3]));
+        assert_eq!(buffer.address(), buffer.as_mut_ptr() as usize);
+        assert_eq!(buffer.byte_len(), 3);
+        let shared = Arc::clone(&buffer).into_shared_buffer().expect("a shared buffer");
+        assert!(Arc::ptr_eq(&shared, &buffer));
+    }
+
+    #[test]
+    fn other_buffers_are_not_shared_buffers_by_default() {
+        struct Plain;
+        impl ExternalBuffer for Plain {
+            fn len(&self) -> usize {
+                1
+            }
+            fn read_at(&self, _: usize, _: &mut [u8]) {}
+            fn write_at(&self, _: usize, _: &[u8]) {}
+            fn address(&self) -> usize {
+                16
+            }
+        }
+        assert!(Arc::new(Plain).into_shared_buffer().is_none());
     }
 
     fn _runtime_is_object_safe(runtime: &dyn Runtime) -> &dyn Runtime {

@@ -39,9 +39,11 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use sha2::{Digest, Sha256};
 
+use crate::functions::LibnrtFunction;
 use crate::runtime::{
-    ExternalBuffer, Framework, ModelId, NrtError, NrtVersion, Placement, Runtime, SetId, TensorId,
-    TensorInfo, TensorUsage,
+    AsyncReadBuffer, ExternalBuffer, Framework, ModelId, NrtError, NrtVersion, Placement, Runtime,
+    SeqId, SetId, SysTraceConfig, SysTraceFetch, TensorId, TensorInfo, TensorUsage, TrackerId,
+    VncMemoryStats,
 };
 use crate::status::NrtStatus;
 
@@ -60,6 +62,8 @@ struct TraceState {
     tensors: HashMap<TensorId, usize>,
     sets: HashMap<SetId, usize>,
     models: HashMap<ModelId, usize>,
+    seqs: HashMap<SeqId, usize>,
+    trackers: HashMap<TrackerId, usize>,
 }
 
 /// Renames handles while a line is being written; see [`Trace::record_with`].
@@ -87,6 +91,22 @@ impl Names<'_> {
     /// The trace name of a model (`m1`, …), assigned on first use.
     pub fn model(&mut self, model: ModelId) -> String {
         format!("m{}", rename(&mut self.state.models, model))
+    }
+
+    /// The trace name of an async request (`q1`, …), assigned on first use: sequence ids are
+    /// each library's own encoding.
+    pub fn seq(&mut self, seq: SeqId) -> String {
+        format!("q{}", rename(&mut self.state.seqs, seq))
+    }
+
+    /// The trace name of an error tracker (`e1`, …), assigned on first use.
+    pub fn tracker(&mut self, tracker: TrackerId) -> String {
+        format!("e{}", rename(&mut self.state.trackers, tracker))
+    }
+
+    /// An optional tracker, `-` for none.
+    fn maybe_tracker(&mut self, tracker: Option<TrackerId>) -> String {
+        tracker.map_or_else(|| "-".to_owned(), |tracker| self.tracker(tracker))
     }
 }
 
@@ -157,6 +177,16 @@ pub fn format_bytes(bytes: &[u8]) -> String {
             let _ = write!(hex, "{byte:02x}");
         }
         format!("<{} bytes sha256:{hex}>", bytes.len())
+    }
+}
+
+/// A name as traced: a UTF-8 name as a quoted Rust string (`"input0"`), any other bytes as a
+/// quoted byte string with escapes (`b"i\xff"`), so every name is shown exactly and the two
+/// forms never collide.
+pub fn name_text(name: &[u8]) -> String {
+    match std::str::from_utf8(name) {
+        Ok(text) => format!("{text:?}"),
+        Err(_) => format!("b\"{}\"", name.escape_ascii()),
     }
 }
 
@@ -273,19 +303,27 @@ impl Runtime for TracingRuntime {
     ) -> Result<(), NrtError> {
         let result = self.inner.init(framework, fw_version, fal_version);
         self.unit(result, |_| {
-            format!("init({}, {fw_version:?}, {fal_version:?})", framework_name(framework))
+            format!(
+                "{}({}, {fw_version:?}, {fal_version:?})",
+                LibnrtFunction::nrt_init.trace_name(),
+                framework_name(framework)
+            )
         })
     }
 
     fn close(&self) {
         self.inner.close();
-        self.trace.record("close()");
+        self.trace.record(format!("{}()", LibnrtFunction::nrt_close.trace_name()));
     }
 
     fn load(&self, neff: &[u8], vnc: i32, vnc_count: i32) -> Result<ModelId, NrtError> {
         let result = self.inner.load(neff, vnc, vnc_count);
         self.trace.record_with(|names| {
-            let call = format!("load({}, {vnc}, {vnc_count})", format_bytes(neff));
+            let call = format!(
+                "{}({}, {vnc}, {vnc_count})",
+                LibnrtFunction::nrt_load.trace_name(),
+                format_bytes(neff)
+            );
             outcome(names, call, &result, |names, &model| Some(names.model(model)))
         });
         result
@@ -303,7 +341,8 @@ impl Runtime for TracingRuntime {
             self.inner.load_collectives(neff, vnc, vnc_count, ctx_device_id, ctx_device_count);
         self.trace.record_with(|names| {
             let call = format!(
-                "load_collectives({}, {vnc}, {vnc_count}, {ctx_device_id}, {ctx_device_count})",
+                "{}({}, {vnc}, {vnc_count}, {ctx_device_id}, {ctx_device_count})",
+                LibnrtFunction::nrt_load_collectives.trace_name(),
                 format_bytes(neff)
             );
             outcome(names, call, &result, |names, &model| Some(names.model(model)))
@@ -313,7 +352,9 @@ impl Runtime for TracingRuntime {
 
     fn unload(&self, model: ModelId) -> Result<(), NrtError> {
         let result = self.inner.unload(model);
-        self.unit(result, |names| format!("unload({})", names.model(model)))
+        self.unit(result, |names| {
+            format!("{}({})", LibnrtFunction::nrt_unload.trace_name(), names.model(model))
+        })
     }
 
     fn execute(
@@ -325,7 +366,8 @@ impl Runtime for TracingRuntime {
         let result = self.inner.execute(model, input_set, output_set);
         self.trace.record_with(|names| {
             let call = format!(
-                "execute({}, {}, {})",
+                "{}({}, {}, {})",
+                LibnrtFunction::nrt_execute.trace_name(),
                 names.model(model),
                 names.set(input_set),
                 names.set(output_set)
@@ -345,7 +387,8 @@ impl Runtime for TracingRuntime {
         let result = self.inner.execute_repeat(model, input_set, output_set, repeat_count);
         self.trace.record_with(|names| {
             let call = format!(
-                "execute_repeat({}, {}, {}, {repeat_count})",
+                "{}({}, {}, {}, {repeat_count})",
+                LibnrtFunction::nrt_execute_repeat.trace_name(),
                 names.model(model),
                 names.set(input_set),
                 names.set(output_set)
@@ -358,38 +401,50 @@ impl Runtime for TracingRuntime {
     fn allocate_tensor_set(&self) -> Result<SetId, NrtError> {
         let result = self.inner.allocate_tensor_set();
         self.trace.record_with(|names| {
-            outcome(names, "allocate_tensor_set()".to_owned(), &result, |names, &set| {
-                Some(names.set(set))
-            })
+            outcome(
+                names,
+                format!("{}()", LibnrtFunction::nrt_allocate_tensor_set.trace_name()),
+                &result,
+                |names, &set| Some(names.set(set)),
+            )
         });
         result
     }
 
     fn destroy_tensor_set(&self, set: SetId) -> Result<(), NrtError> {
         let result = self.inner.destroy_tensor_set(set);
-        self.unit(result, |names| format!("destroy_tensor_set({})", names.set(set)))
+        self.unit(result, |names| {
+            format!("{}({})", LibnrtFunction::nrt_destroy_tensor_set.trace_name(), names.set(set))
+        })
     }
 
     fn add_tensor_to_tensor_set(
         &self,
         set: SetId,
-        name: &str,
+        name: &[u8],
         tensor: TensorId,
     ) -> Result<(), NrtError> {
         let result = self.inner.add_tensor_to_tensor_set(set, name, tensor);
         self.unit(result, |names| {
             format!(
-                "add_tensor_to_tensor_set({}, {name:?}, {})",
+                "{}({}, {}, {})",
+                LibnrtFunction::nrt_add_tensor_to_tensor_set.trace_name(),
                 names.set(set),
+                name_text(name),
                 names.tensor(tensor)
             )
         })
     }
 
-    fn get_tensor_from_tensor_set(&self, set: SetId, name: &str) -> Result<TensorId, NrtError> {
+    fn get_tensor_from_tensor_set(&self, set: SetId, name: &[u8]) -> Result<TensorId, NrtError> {
         let result = self.inner.get_tensor_from_tensor_set(set, name);
         self.trace.record_with(|names| {
-            let call = format!("get_tensor_from_tensor_set({}, {name:?})", names.set(set));
+            let call = format!(
+                "{}({}, {})",
+                LibnrtFunction::nrt_get_tensor_from_tensor_set.trace_name(),
+                names.set(set),
+                name_text(name)
+            );
             outcome(names, call, &result, |names, &tensor| Some(names.tensor(tensor)))
         });
         result
@@ -400,21 +455,29 @@ impl Runtime for TracingRuntime {
         placement: Placement,
         vnc: i32,
         size: usize,
-        name: &str,
+        name: &[u8],
     ) -> Result<TensorId, NrtError> {
         let result = self.inner.tensor_allocate(placement, vnc, size, name);
         self.trace.record_with(|names| {
-            let call =
-                format!("tensor_allocate({}, {vnc}, {size}, {name:?})", placement_name(placement));
+            let call = format!(
+                "{}({}, {vnc}, {size}, {})",
+                LibnrtFunction::nrt_tensor_allocate.trace_name(),
+                placement_name(placement),
+                name_text(name)
+            );
             outcome(names, call, &result, |names, &tensor| Some(names.tensor(tensor)))
         });
         result
     }
 
-    fn tensor_allocate_empty(&self, name: &str) -> Result<TensorId, NrtError> {
+    fn tensor_allocate_empty(&self, name: &[u8]) -> Result<TensorId, NrtError> {
         let result = self.inner.tensor_allocate_empty(name);
         self.trace.record_with(|names| {
-            let call = format!("tensor_allocate_empty({name:?})");
+            let call = format!(
+                "{}({})",
+                LibnrtFunction::nrt_tensor_allocate_empty.trace_name(),
+                name_text(name)
+            );
             outcome(names, call, &result, |names, &tensor| Some(names.tensor(tensor)))
         });
         result
@@ -428,7 +491,11 @@ impl Runtime for TracingRuntime {
         let n_bytes = buffer.len();
         let result = self.inner.tensor_attach_buffer(tensor, buffer);
         self.unit(result, |names| {
-            format!("tensor_attach_buffer({}, <{n_bytes} bytes buffer>)", names.tensor(tensor))
+            format!(
+                "{}({}, <{n_bytes} bytes buffer>)",
+                LibnrtFunction::nrt_tensor_attach_buffer.trace_name(),
+                names.tensor(tensor)
+            )
         })
     }
 
@@ -437,12 +504,16 @@ impl Runtime for TracingRuntime {
         src: TensorId,
         offset: usize,
         size: usize,
-        name: &str,
+        name: &[u8],
     ) -> Result<TensorId, NrtError> {
         let result = self.inner.tensor_allocate_slice(src, offset, size, name);
         self.trace.record_with(|names| {
-            let call =
-                format!("tensor_allocate_slice({}, {offset}, {size}, {name:?})", names.tensor(src));
+            let call = format!(
+                "{}({}, {offset}, {size}, {})",
+                LibnrtFunction::nrt_tensor_allocate_slice.trace_name(),
+                names.tensor(src),
+                name_text(name)
+            );
             outcome(names, call, &result, |names, &tensor| Some(names.tensor(tensor)))
         });
         result
@@ -450,13 +521,20 @@ impl Runtime for TracingRuntime {
 
     fn tensor_free(&self, tensor: TensorId) -> Result<(), NrtError> {
         let result = self.inner.tensor_free(tensor);
-        self.unit(result, |names| format!("tensor_free({})", names.tensor(tensor)))
+        self.unit(result, |names| {
+            format!("{}({})", LibnrtFunction::nrt_tensor_free.trace_name(), names.tensor(tensor))
+        })
     }
 
     fn tensor_read(&self, tensor: TensorId, offset: usize, buf: &mut [u8]) -> Result<(), NrtError> {
         let result = self.inner.tensor_read(tensor, offset, buf);
         self.trace.record_with(|names| {
-            let call = format!("tensor_read({}, {offset}, {})", names.tensor(tensor), buf.len());
+            let call = format!(
+                "{}({}, {offset}, {})",
+                LibnrtFunction::nrt_tensor_read.trace_name(),
+                names.tensor(tensor),
+                buf.len()
+            );
             outcome(names, call, &result, |_, ()| Some(format_bytes(buf)))
         });
         result
@@ -465,7 +543,12 @@ impl Runtime for TracingRuntime {
     fn tensor_write(&self, tensor: TensorId, offset: usize, bytes: &[u8]) -> Result<(), NrtError> {
         let result = self.inner.tensor_write(tensor, offset, bytes);
         self.unit(result, |names| {
-            format!("tensor_write({}, {offset}, {})", names.tensor(tensor), format_bytes(bytes))
+            format!(
+                "{}({}, {offset}, {})",
+                LibnrtFunction::nrt_tensor_write.trace_name(),
+                names.tensor(tensor),
+                format_bytes(bytes)
+            )
         })
     }
 
@@ -480,7 +563,8 @@ impl Runtime for TracingRuntime {
         let result = self.inner.tensor_copy(src, src_offset, dst, dst_offset, size);
         self.unit(result, |names| {
             format!(
-                "tensor_copy({}, {src_offset}, {}, {dst_offset}, {size})",
+                "{}({}, {src_offset}, {}, {dst_offset}, {size})",
+                LibnrtFunction::nrt_tensor_copy.trace_name(),
                 names.tensor(src),
                 names.tensor(dst)
             )
@@ -496,14 +580,22 @@ impl Runtime for TracingRuntime {
     ) -> Result<(), NrtError> {
         let result = self.inner.tensor_memset(tensor, offset, value, size);
         self.unit(result, |names| {
-            format!("tensor_memset({}, {offset}, {value}, {size})", names.tensor(tensor))
+            format!(
+                "{}({}, {offset}, {value}, {size})",
+                LibnrtFunction::nrt_tensor_memset.trace_name(),
+                names.tensor(tensor)
+            )
         })
     }
 
     fn tensor_get_size(&self, tensor: TensorId) -> Result<usize, NrtError> {
         let result = self.inner.tensor_get_size(tensor);
         self.trace.record_with(|names| {
-            let call = format!("tensor_get_size({})", names.tensor(tensor));
+            let call = format!(
+                "{}({})",
+                LibnrtFunction::nrt_tensor_get_size.trace_name(),
+                names.tensor(tensor)
+            );
             outcome(names, call, &result, |_, size| Some(size.to_string()))
         });
         result
@@ -512,7 +604,11 @@ impl Runtime for TracingRuntime {
     fn tensor_get_va(&self, tensor: TensorId) -> Result<usize, NrtError> {
         let result = self.inner.tensor_get_va(tensor);
         self.trace.record_with(|names| {
-            let call = format!("tensor_get_va({})", names.tensor(tensor));
+            let call = format!(
+                "{}({})",
+                LibnrtFunction::nrt_tensor_get_va.trace_name(),
+                names.tensor(tensor)
+            );
             outcome(names, call, &result, |_, _| Some("<va>".to_owned()))
         });
         result
@@ -521,7 +617,11 @@ impl Runtime for TracingRuntime {
     fn get_model_tensor_info(&self, model: ModelId) -> Result<Vec<TensorInfo>, NrtError> {
         let result = self.inner.get_model_tensor_info(model);
         self.trace.record_with(|names| {
-            let call = format!("get_model_tensor_info({})", names.model(model));
+            let call = format!(
+                "{}({})",
+                LibnrtFunction::nrt_get_model_tensor_info.trace_name(),
+                names.model(model)
+            );
             outcome(names, call, &result, |_, info| Some(tensor_info_text(info)))
         });
         result
@@ -530,7 +630,12 @@ impl Runtime for TracingRuntime {
     fn get_version(&self) -> Result<NrtVersion, NrtError> {
         let result = self.inner.get_version();
         self.trace.record_with(|names| {
-            outcome(names, "get_version()".to_owned(), &result, |_, _| Some("<version>".to_owned()))
+            outcome(
+                names,
+                format!("{}()", LibnrtFunction::nrt_get_version.trace_name()),
+                &result,
+                |_, _| Some("<version>".to_owned()),
+            )
         });
         result
     }
@@ -538,9 +643,12 @@ impl Runtime for TracingRuntime {
     fn get_total_vnc_count(&self) -> Result<u32, NrtError> {
         let result = self.inner.get_total_vnc_count();
         self.trace.record_with(|names| {
-            outcome(names, "get_total_vnc_count()".to_owned(), &result, |_, count| {
-                Some(count.to_string())
-            })
+            outcome(
+                names,
+                format!("{}()", LibnrtFunction::nrt_get_total_vnc_count.trace_name()),
+                &result,
+                |_, count| Some(count.to_string()),
+            )
         });
         result
     }
@@ -548,11 +656,237 @@ impl Runtime for TracingRuntime {
     fn get_visible_vnc_count(&self) -> Result<u32, NrtError> {
         let result = self.inner.get_visible_vnc_count();
         self.trace.record_with(|names| {
-            outcome(names, "get_visible_vnc_count()".to_owned(), &result, |_, count| {
-                Some(count.to_string())
+            outcome(
+                names,
+                format!("{}()", LibnrtFunction::nrt_get_visible_vnc_count.trace_name()),
+                &result,
+                |_, count| Some(count.to_string()),
+            )
+        });
+        result
+    }
+
+    fn get_total_nc_count(&self) -> Result<u32, NrtError> {
+        let result = self.inner.get_total_nc_count();
+        self.count_line(LibnrtFunction::nrt_get_total_nc_count, String::new(), &result);
+        result
+    }
+
+    fn get_visible_nc_count(&self) -> Result<u32, NrtError> {
+        let result = self.inner.get_visible_nc_count();
+        self.count_line(LibnrtFunction::nrt_get_visible_nc_count, String::new(), &result);
+        result
+    }
+
+    fn get_model_nc_count(&self, model: ModelId) -> Result<u32, NrtError> {
+        let result = self.inner.get_model_nc_count(model);
+        self.model_count_line(LibnrtFunction::nrt_get_model_nc_count, model, &result);
+        result
+    }
+
+    fn get_model_vnc_count(&self, model: ModelId) -> Result<u32, NrtError> {
+        let result = self.inner.get_model_vnc_count(model);
+        self.model_count_line(LibnrtFunction::nrt_get_model_vnc_count, model, &result);
+        result
+    }
+
+    fn get_model_instance_count(&self, model: ModelId) -> Result<u32, NrtError> {
+        let result = self.inner.get_model_instance_count(model);
+        self.model_count_line(LibnrtFunction::nrt_get_model_instance_count, model, &result);
+        result
+    }
+
+    fn sys_trace_get_event_types(&self) -> Result<Vec<String>, NrtError> {
+        let result = self.inner.sys_trace_get_event_types();
+        self.sys_trace_line(LibnrtFunction::nrt_sys_trace_get_event_types, String::new(), &result);
+        result
+    }
+
+    fn sys_trace_start(&self, config: &SysTraceConfig) -> Result<(), NrtError> {
+        let result = self.inner.sys_trace_start(config);
+        let args = format!(
+            "max_events_per_nc {:?}, disabled_ncs {:?}, disabled_event_types {:?}",
+            config.max_events_per_nc, config.disabled_ncs, config.disabled_event_types
+        );
+        self.sys_trace_line(LibnrtFunction::nrt_sys_trace_start, args, &result);
+        result
+    }
+
+    fn sys_trace_fetch_events(&self, fetch: &SysTraceFetch) -> Result<String, NrtError> {
+        let result = self.inner.sys_trace_fetch_events(fetch);
+        let args = format!("max_events_per_nc {:?}, nc {:?}", fetch.max_events_per_nc, fetch.nc);
+        self.sys_trace_line(LibnrtFunction::nrt_sys_trace_fetch_events, args, &result);
+        result
+    }
+
+    fn sys_trace_stop(&self) -> Result<(), NrtError> {
+        let result = self.inner.sys_trace_stop();
+        self.sys_trace_line(LibnrtFunction::nrt_sys_trace_stop, String::new(), &result);
+        result
+    }
+
+    fn nrta_error_tracker_create(&self, lnc: u32) -> Result<TrackerId, NrtError> {
+        let result = self.inner.nrta_error_tracker_create(lnc);
+        self.trace.record_with(|names| {
+            let call = format!("{}({lnc})", LibnrtFunction::nrta_error_tracker_create.trace_name());
+            outcome(names, call, &result, |names, &tracker| Some(names.tracker(tracker)))
+        });
+        result
+    }
+
+    fn nrta_error_tracker_destroy(&self, tracker: TrackerId) -> Result<(), NrtError> {
+        let result = self.inner.nrta_error_tracker_destroy(tracker);
+        self.unit(result, |names| {
+            let function = LibnrtFunction::nrta_error_tracker_destroy;
+            format!("{}({})", function.trace_name(), names.tracker(tracker))
+        })
+    }
+
+    fn nrta_error_tracker_get_list(
+        &self,
+        tracker: TrackerId,
+    ) -> Result<Vec<(SeqId, NrtStatus)>, NrtError> {
+        let result = self.inner.nrta_error_tracker_get_list(tracker);
+        self.trace.record_with(|names| {
+            let function = LibnrtFunction::nrta_error_tracker_get_list;
+            let call = format!("{}({})", function.trace_name(), names.tracker(tracker));
+            outcome(names, call, &result, |names, errors| {
+                let errors: Vec<String> = errors
+                    .iter()
+                    .map(|&(seq, status)| format!("{} {}", names.seq(seq), status.name()))
+                    .collect();
+                Some(format!("[{}]", errors.join(", ")))
             })
         });
         result
+    }
+
+    fn nrta_tensor_write(
+        &self,
+        tensor: TensorId,
+        offset: u64,
+        bytes: &[u8],
+        queue: i32,
+        tracker: Option<TrackerId>,
+    ) -> Result<SeqId, NrtError> {
+        let result = self.inner.nrta_tensor_write(tensor, offset, bytes, queue, tracker);
+        self.trace.record_with(|names| {
+            let call = format!(
+                "{}({}, {offset}, {}, {queue}, {})",
+                LibnrtFunction::nrta_tensor_write.trace_name(),
+                names.tensor(tensor),
+                format_bytes(bytes),
+                names.maybe_tracker(tracker)
+            );
+            outcome(names, call, &result, |names, &seq| Some(names.seq(seq)))
+        });
+        result
+    }
+
+    fn nrta_tensor_read(
+        &self,
+        tensor: TensorId,
+        offset: u64,
+        size: u64,
+        queue: i32,
+        tracker: Option<TrackerId>,
+        into: Arc<AsyncReadBuffer>,
+    ) -> Result<SeqId, NrtError> {
+        let result = self.inner.nrta_tensor_read(tensor, offset, size, queue, tracker, into);
+        self.trace.record_with(|names| {
+            let call = format!(
+                "{}({}, {offset}, {size}, {queue}, {})",
+                LibnrtFunction::nrta_tensor_read.trace_name(),
+                names.tensor(tensor),
+                names.maybe_tracker(tracker)
+            );
+            outcome(names, call, &result, |names, &seq| Some(names.seq(seq)))
+        });
+        result
+    }
+
+    fn nrta_execute_schedule(
+        &self,
+        model: ModelId,
+        input_set: SetId,
+        output_set: SetId,
+        queue: i32,
+        tracker: Option<TrackerId>,
+    ) -> Result<SeqId, NrtError> {
+        let result = self.inner.nrta_execute_schedule(model, input_set, output_set, queue, tracker);
+        self.trace.record_with(|names| {
+            let call = format!(
+                "{}({}, {}, {}, {queue}, {})",
+                LibnrtFunction::nrta_execute_schedule.trace_name(),
+                names.model(model),
+                names.set(input_set),
+                names.set(output_set),
+                names.maybe_tracker(tracker)
+            );
+            outcome(names, call, &result, |names, &seq| Some(names.seq(seq)))
+        });
+        result
+    }
+
+    /// Not traced: a caller polls it a number of times that depends on timing. A caller that
+    /// waits records the outcome itself.
+    fn nrta_is_completed(&self, seq: SeqId) -> Result<bool, NrtError> {
+        self.inner.nrta_is_completed(seq)
+    }
+
+    fn nrt_async_drain_queued_execs(&self, vnc: i32) -> Result<(), NrtError> {
+        let result = self.inner.nrt_async_drain_queued_execs(vnc);
+        self.unit(result, |_| {
+            format!("{}({vnc})", LibnrtFunction::nrt_async_drain_queued_execs.trace_name())
+        })
+    }
+
+    fn get_vnc_memory_stats(&self, vnc: u32) -> Result<VncMemoryStats, NrtError> {
+        let result = self.inner.get_vnc_memory_stats(vnc);
+        // The byte counts differ between backends by nature (allocation granules, what a
+        // device reserves): only the status is traced.
+        self.trace.record_with(|names| {
+            let call = format!("{}({vnc})", LibnrtFunction::nrt_get_vnc_memory_stats.trace_name());
+            outcome(names, call, &result, |_, _| Some("<stats>".to_owned()))
+        });
+        result
+    }
+}
+
+impl TracingRuntime {
+    /// `name(args) -> STATUS` for a system-trace call; what the calls return (event names,
+    /// JSON) is the library's own format, so only the status is traced.
+    fn sys_trace_line<T>(
+        &self,
+        function: LibnrtFunction,
+        args: String,
+        result: &Result<T, NrtError>,
+    ) {
+        self.trace.record_with(|names| {
+            let call = format!("{}({args})", function.trace_name());
+            outcome(names, call, result, |_, _| None)
+        });
+    }
+
+    /// `name(args) -> COUNT STATUS` for a call returning a count.
+    fn count_line(&self, function: LibnrtFunction, args: String, result: &Result<u32, NrtError>) {
+        self.trace.record_with(|names| {
+            let call = format!("{}({args})", function.trace_name());
+            outcome(names, call, result, |_, count| Some(count.to_string()))
+        });
+    }
+
+    /// A count of one model, with the model renamed as in the rest of the trace.
+    fn model_count_line(
+        &self,
+        function: LibnrtFunction,
+        model: ModelId,
+        result: &Result<u32, NrtError>,
+    ) {
+        self.trace.record_with(|names| {
+            let call = format!("{}({})", function.trace_name(), names.model(model));
+            outcome(names, call, result, |_, count| Some(count.to_string()))
+        });
     }
 }
 

@@ -4,8 +4,8 @@
 use std::io::{Read, Write};
 
 use abi::neff::{
-    ConstantSpec, GraphSpec, MrType, Neff, NeffError, NeffHeader, NeffSpec, ReadOptions, Signature,
-    SignatureForm, TensorSignature, Var, assemble_neff, npy, write_payload,
+    ConstantSpec, GraphSpec, MAX_GRAPHS, MrType, Neff, NeffError, NeffHeader, NeffSpec,
+    ReadOptions, Signature, SignatureForm, TensorSignature, Var, assemble_neff, npy, write_payload,
 };
 use abi::status::NrtStatus;
 
@@ -576,4 +576,96 @@ fn uuid_is_derived_from_the_name() {
     assert_ne!(uuid(&first), [0; 16]);
     assert_ne!(uuid(&first), uuid(&second));
     assert_eq!(uuid(&first), uuid(&matmul_spec().to_bytes().expect("valid spec")));
+}
+
+/// A kelf file of `n_entries` graph entries cycling over `n_distinct` definitions.
+fn kelf_with_entries(n_entries: usize, n_distinct: usize) -> Vec<u8> {
+    let entries: Vec<String> = (0..n_entries)
+        .map(|i| {
+            let graph = i % n_distinct;
+            format!(r#"{{"definition":"sg{graph:02}/def.json","name":"sg{graph:02}"}}"#)
+        })
+        .collect();
+    format!(r#"{{"graphs":[{}],"version":"0.5"}}"#, entries.join(",")).into_bytes()
+}
+
+/// 100 000 graph entries naming two definitions are two graphs, found in linear time (the time
+/// is printed for the record, not asserted); 100 000 distinct definitions are refused by the
+/// graph cap before any of them is looked up.
+#[test]
+fn a_hundred_thousand_kelf_entries_are_deduplicated_and_capped() {
+    let def_json: &[u8] = br#"{"var":{"out":{"type":"output","var_id":0,"size":4}}}"#;
+    let repeated = kelf_with_entries(100_000, 2);
+    let file = neff_from_members(&[
+        ("kelf-0.json", &repeated),
+        ("sg00/def.json", def_json),
+        ("sg01/def.json", def_json),
+    ]);
+    let start = std::time::Instant::now();
+    let neff = Neff::parse(&file, &ReadOptions::loader()).expect("two graphs");
+    println!("100k kelf entries over 2 definitions: parsed in {:?}", start.elapsed());
+    let names: Vec<&str> = neff.graphs.iter().map(|graph| graph.name.as_str()).collect();
+    assert_eq!(names, ["sg00", "sg01"]);
+
+    let distinct = kelf_with_entries(100_000, 100_000);
+    let file = neff_from_members(&[("kelf-0.json", &distinct), ("sg00/def.json", def_json)]);
+    let start = std::time::Instant::now();
+    let error = check_error(
+        &file,
+        &ReadOptions::loader(),
+        NrtStatus::Invalid,
+        |error| matches!(error, NeffError::TooManyGraphs { limit } if *limit == MAX_GRAPHS),
+    );
+    println!("100k distinct kelf entries: refused in {:?}", start.elapsed());
+    assert!(error.to_string().contains(&format!("at most {MAX_GRAPHS}")), "{error}");
+}
+
+/// `neff.json` as neuronx-cc 2.23 writes it (see `tests/data/README.md`).
+const NEURONX_CC_NEFF_JSON: &str = include_str!("data/neuronx_cc_2_23_neff.json");
+
+/// The kelf file and def.json members of the two-subgraph matmul around `neff_json`.
+fn neuronx_cc_layout_neff(neff_json: &str) -> Vec<u8> {
+    let kelf: &[u8] = br#"{"graphs":[{"definition":"sg00/def.json","name":"sg00"},
+        {"definition":"sg01/def.json","name":"sg01"}],"version":"0.5","target":"cayman"}"#;
+    let def_json: &[u8] = br#"{"var":{"SB":{"type":"state-buffer","var_id":0},
+        "x":{"type":"input","var_id":1,"size":65536},"y":{"type":"input","var_id":2,"size":65536},
+        "output0":{"type":"output","var_id":3,"size":32768}}}"#;
+    neff_from_members(&[
+        ("kelf-0.json", kelf),
+        ("neff.json", neff_json.as_bytes()),
+        ("sg00/def.json", def_json),
+        ("sg01/def.json", def_json),
+    ])
+}
+
+/// An empty metadata `outputs` defers to the graph form; the compiled node's `output_names`
+/// name the heads, and the output two subgraphs share is listed once. `output_names` is read
+/// from the node's `attrs` or from the node itself.
+#[test]
+fn outputs_of_a_neuronx_cc_neff_come_from_the_graph_form_named_by_output_names() {
+    let expected_inputs = [
+        TensorSignature::new("x", "float16", &[128, 256]),
+        TensorSignature::new("y", "float16", &[256, 128]),
+    ];
+    let expected_outputs = [TensorSignature::new("output0", "float16", &[128, 128])];
+    let node_level = NEURONX_CC_NEFF_JSON.replace(
+        r#""attrs": {"num_inputs": "2", "num_outputs": "2", "output_names": ["output0", "output0"]}"#,
+        r#""output_names": ["output0", "output0"], "attrs": {"num_outputs": "2"}"#,
+    );
+    assert_ne!(node_level, NEURONX_CC_NEFF_JSON, "the variant moves output_names");
+    for neff_json in [NEURONX_CC_NEFF_JSON, &node_level] {
+        let neff = Neff::parse(&neuronx_cc_layout_neff(neff_json), &ReadOptions::loader())
+            .expect("valid neff");
+        assert_eq!(neff.signature.inputs, expected_inputs);
+        assert_eq!(neff.signature.outputs, expected_outputs);
+    }
+    // Output names that are not strings are malformed, named by their path.
+    let bad = NEURONX_CC_NEFF_JSON.replace(r#"["output0", "output0"]"#, "[1, 2]");
+    let error = check_error(
+        &neuronx_cc_layout_neff(&bad),
+        &ReadOptions::loader(),
+        NrtStatus::Invalid,
+        |error| matches!(error, NeffError::MalformedField { .. }),
+    );
+    assert!(error.to_string().contains("nodes[2].output_names"), "{error}");
 }

@@ -66,9 +66,9 @@ impl Backend for SimBackend {
 
     fn run(&self, vector: &Vector) -> RunOutput {
         match sim_config(&vector.case.sim)
-            .and_then(|c| SimRuntime::new(c).map_err(|e| e.to_string()))
+            .and_then(|c| SimRuntime::new_shared(c).map_err(|e| e.to_string()))
         {
-            Ok(runtime) => runner::run_on(vector, Arc::new(runtime)),
+            Ok(runtime) => runner::run_on(vector, runtime),
             Err(message) => failed(format!("cannot configure the simulator: {message}")),
         }
     }

@@ -71,6 +71,7 @@ pub fn run_on_target(
         buffers: Vec::new(),
         device_target: device_target.map(str::to_owned),
         substituted: std::cell::RefCell::new(Vec::new()),
+        requests: AsyncLabels::default(),
     };
     let mut failure = None;
     if vector.case.auto_init.unwrap_or(true) {
@@ -312,9 +313,46 @@ struct Context<'a> {
     device_target: Option<String>,
     /// Trace arguments of device NEFFs loaded, and the `model.neff` argument each stands for.
     substituted: std::cell::RefCell<Vec<(String, String)>>,
+    /// Labels of the async API's trackers and requests.
+    requests: AsyncLabels,
+}
+
+/// Labels of the async API (`nrta_*` steps).
+#[derive(Default)]
+struct AsyncLabels {
+    trackers: BTreeMap<String, abi::runtime::TrackerId>,
+    seqs: BTreeMap<String, abi::runtime::SeqId>,
+    reads: BTreeMap<String, Arc<abi::runtime::AsyncReadBuffer>>,
 }
 
 type StepResult = Result<(), String>;
+
+impl Context<'_> {
+    /// The tracker a step names, if any.
+    fn tracker_label(
+        &self,
+        tracker: &Option<String>,
+    ) -> Result<Option<abi::runtime::TrackerId>, String> {
+        tracker
+            .as_ref()
+            .map(|name| label(&self.requests.trackers, name, "error tracker"))
+            .transpose()
+    }
+
+    /// Checks a scheduling's status and labels its request.
+    fn scheduled(
+        &mut self,
+        result: Result<abi::runtime::SeqId, abi::runtime::NrtError>,
+        as_name: &Option<String>,
+        expect: &Option<String>,
+    ) -> StepResult {
+        check_status(&result, expect)?;
+        if let (Ok(seq), Some(name)) = (result, as_name) {
+            self.requests.seqs.insert(name.clone(), seq);
+        }
+        Ok(())
+    }
+}
 
 /// Checks a call's status against the step's `expect` (default success).
 fn check_status<T>(
@@ -651,11 +689,13 @@ impl Context<'_> {
             Step::AddTensorToTensorSet { set, name, tensor, expect } => {
                 let set = label(&self.sets, set, "tensor set")?;
                 let tensor = label(&self.tensors, tensor, "tensor")?;
-                check_status(&rt.add_tensor_to_tensor_set(set, name, tensor), expect)
+                check_status(&rt.add_tensor_to_tensor_set(set, name.as_bytes(), tensor), expect)
             }
             Step::GetTensorFromTensorSet { set, name, label: as_name, expect } => {
-                let result =
-                    rt.get_tensor_from_tensor_set(label(&self.sets, set, "tensor set")?, name);
+                let result = rt.get_tensor_from_tensor_set(
+                    label(&self.sets, set, "tensor set")?,
+                    name.as_bytes(),
+                );
                 check_status(&result, expect)?;
                 if let (Ok(tensor), Some(as_name)) = (result, as_name) {
                     self.tensors.insert(as_name.clone(), tensor);
@@ -667,7 +707,7 @@ impl Context<'_> {
                     placement(p)?,
                     vnc.unwrap_or(0),
                     *size,
-                    name.as_deref().unwrap_or(as_name),
+                    (name.as_deref().unwrap_or(as_name)).as_bytes(),
                 );
                 check_status(&result, expect)?;
                 if let Ok(tensor) = result {
@@ -677,7 +717,7 @@ impl Context<'_> {
             }
             Step::TensorAllocateEmpty { name, label: as_name } => {
                 let tensor = rt
-                    .tensor_allocate_empty(name.as_deref().unwrap_or(as_name))
+                    .tensor_allocate_empty((name.as_deref().unwrap_or(as_name)).as_bytes())
                     .map_err(|e| e.to_string())?;
                 self.tensors.insert(as_name.clone(), tensor);
                 Ok(())
@@ -696,7 +736,7 @@ impl Context<'_> {
                     source,
                     *offset,
                     *size,
-                    name.as_deref().unwrap_or(as_name),
+                    (name.as_deref().unwrap_or(as_name)).as_bytes(),
                 );
                 check_status(&result, expect)?;
                 if let Ok(slice) = result {
@@ -1014,6 +1054,236 @@ impl Context<'_> {
                     Ok(())
                 } else {
                     Err(format!("metaneff.pb is {}, expected {}", hex(&bytes), hex(&want)))
+                }
+            }
+            Step::GetCoreCounts { expect } => {
+                let counts = [
+                    rt.get_total_nc_count(),
+                    rt.get_total_vnc_count(),
+                    rt.get_visible_nc_count(),
+                    rt.get_visible_vnc_count(),
+                ];
+                for count in &counts {
+                    check_status(count, expect)?;
+                }
+                if let [Ok(total_nc), Ok(total), Ok(visible_nc), Ok(visible)] = counts {
+                    if total_nc != total || visible_nc != visible || visible > total {
+                        return Err(format!(
+                            "counts total {total_nc}/{total}, visible {visible_nc}/{visible}, \
+                             expected equal totals, equal visible counts, visible <= total"
+                        ));
+                    }
+                }
+                Ok(())
+            }
+            Step::GetModelCounts { model, expect_vnc_count, expect } => {
+                let model = label(&self.models, model, "model")?;
+                let nc = rt.get_model_nc_count(model);
+                let vnc = rt.get_model_vnc_count(model);
+                let instances = rt.get_model_instance_count(model);
+                check_status(&nc, expect)?;
+                check_status(&vnc, expect)?;
+                check_status(&instances, expect)?;
+                match (nc, vnc, instances, expect_vnc_count) {
+                    (Ok(nc), Ok(vnc), _, Some(want)) if nc != *want || vnc != *want => {
+                        Err(format!("model occupies {nc} nc / {vnc} vnc, expected {want}"))
+                    }
+                    (_, _, Ok(0), _) => Err("model instance count 0, expected at least 1".into()),
+                    _ => Ok(()),
+                }
+            }
+            Step::SysTraceGetEventTypes { expect_includes, expect } => {
+                let types = rt.sys_trace_get_event_types();
+                check_status(&types, expect)?;
+                match types {
+                    Ok(types) => match expect_includes.iter().find(|want| !types.contains(want)) {
+                        Some(missing) => Err(format!(
+                            "event types {types:?}, expected them to include {missing:?}"
+                        )),
+                        None => Ok(()),
+                    },
+                    Err(_) => Ok(()),
+                }
+            }
+            Step::SysTraceStart { max_events_per_nc, disable_ncs, disable_event_types, expect } => {
+                let config = abi::runtime::SysTraceConfig {
+                    max_events_per_nc: *max_events_per_nc,
+                    disabled_ncs: disable_ncs.clone(),
+                    disabled_event_types: disable_event_types.clone(),
+                };
+                check_status(&rt.sys_trace_start(&config), expect)
+            }
+            Step::SysTraceFetchEvents { max_events_per_nc, nc, expect_event_counts, expect } => {
+                let fetch =
+                    abi::runtime::SysTraceFetch { max_events_per_nc: *max_events_per_nc, nc: *nc };
+                let fetched = rt.sys_trace_fetch_events(&fetch);
+                check_status(&fetched, expect)?;
+                let Ok(json) = fetched else { return Ok(()) };
+                if expect_event_counts.is_empty() {
+                    return Ok(());
+                }
+                let value: serde_json::Value = serde_json::from_str(&json)
+                    .map_err(|err| format!("fetched events are not JSON ({err}): {json}"))?;
+                let events = value["events"].as_array().ok_or_else(|| {
+                    format!("fetched JSON has no events array, expected one: {json}")
+                })?;
+                for (kind, want) in expect_event_counts {
+                    let got = events.iter().filter(|event| event["type"] == kind.as_str()).count();
+                    if got != *want {
+                        return Err(format!("{got} {kind} events fetched, expected {want}"));
+                    }
+                }
+                Ok(())
+            }
+            Step::SysTraceStop { expect } => check_status(&rt.sys_trace_stop(), expect),
+            Step::NrtaErrorTrackerCreate { lnc, label: as_name, expect } => {
+                let result = rt.nrta_error_tracker_create(lnc.unwrap_or(0));
+                check_status(&result, expect)?;
+                if let Ok(tracker) = result {
+                    self.requests.trackers.insert(as_name.clone(), tracker);
+                }
+                Ok(())
+            }
+            Step::NrtaTensorWrite {
+                tensor,
+                offset,
+                data,
+                queue,
+                tracker,
+                label: as_name,
+                expect,
+            } => {
+                let bytes = encode_values(scalar_type(&data.dtype)?, &data.values)?;
+                let tracker = self.tracker_label(tracker)?;
+                let tensor = label(&self.tensors, tensor, "tensor")?;
+                let result = rt.nrta_tensor_write(
+                    tensor,
+                    offset.unwrap_or(0),
+                    &bytes,
+                    queue.unwrap_or(0),
+                    tracker,
+                );
+                self.scheduled(result, as_name, expect)
+            }
+            Step::NrtaTensorRead {
+                tensor,
+                offset,
+                size,
+                queue,
+                tracker,
+                label: as_name,
+                expect,
+            } => {
+                let tracker = self.tracker_label(tracker)?;
+                let tensor = label(&self.tensors, tensor, "tensor")?;
+                let into = Arc::new(abi::runtime::AsyncReadBuffer::new());
+                let result = rt.nrta_tensor_read(
+                    tensor,
+                    offset.unwrap_or(0),
+                    *size,
+                    queue.unwrap_or(0),
+                    tracker,
+                    Arc::clone(&into),
+                );
+                if let Some(name) = as_name {
+                    self.requests.reads.insert(name.clone(), into);
+                }
+                self.scheduled(result, as_name, expect)
+            }
+            Step::NrtaExecuteSchedule {
+                model,
+                inputs,
+                outputs,
+                queue,
+                tracker,
+                label: as_name,
+                expect,
+            } => {
+                let tracker = self.tracker_label(tracker)?;
+                let result = rt.nrta_execute_schedule(
+                    label(&self.models, model, "model")?,
+                    label(&self.sets, inputs, "tensor set")?,
+                    label(&self.sets, outputs, "tensor set")?,
+                    queue.unwrap_or(0),
+                    tracker,
+                );
+                self.scheduled(result, as_name, expect)
+            }
+            Step::NrtaWait { request } => {
+                let seq = label(&self.requests.seqs, request, "async request")?;
+                // Polled on the backend itself: how many polls it takes is timing, not behaviour.
+                let start = std::time::Instant::now();
+                loop {
+                    match self.raw.nrta_is_completed(seq) {
+                        Ok(true) => break,
+                        Ok(false) if start.elapsed() < std::time::Duration::from_secs(10) => {
+                            std::thread::sleep(std::time::Duration::from_micros(100));
+                        }
+                        Ok(false) => {
+                            return Err(format!("request {request} did not complete in 10 s"));
+                        }
+                        Err(err) => return Err(format!("nrta_is_completed of {request}: {err}")),
+                    }
+                }
+                self.trace.record_with(|names| format!("wait {} -> completed", names.seq(seq)));
+                Ok(())
+            }
+            Step::NrtaReadResult { request, expect_values } => {
+                let into = self.requests.reads.get(request).ok_or_else(|| {
+                    format!("no async read labelled {request:?} in an earlier step")
+                })?;
+                let want =
+                    encode_values(scalar_type(&expect_values.dtype)?, &expect_values.values)?;
+                match into.bytes() {
+                    Some(got) if got == want => Ok(()),
+                    Some(got) => Err(format!(
+                        "async read {request} gave {}, expected {}",
+                        hex(&got),
+                        hex(&want)
+                    )),
+                    None => {
+                        Err(format!("async read {request} has no bytes, expected a completed read"))
+                    }
+                }
+            }
+            Step::NrtaDrain { vnc, expect } => {
+                check_status(&rt.nrt_async_drain_queued_execs(vnc.unwrap_or(0)), expect)
+            }
+            Step::NrtaErrorTrackerGetList { tracker, expect_failed, expect } => {
+                let tracker = label(&self.requests.trackers, tracker, "error tracker")?;
+                let result = rt.nrta_error_tracker_get_list(tracker);
+                check_status(&result, expect)?;
+                let Ok(errors) = result else { return Ok(()) };
+                let mut want = Vec::new();
+                for (request, status) in expect_failed {
+                    want.push((
+                        label(&self.requests.seqs, request, "async request")?,
+                        status.clone(),
+                    ));
+                }
+                want.sort();
+                let mut got: Vec<_> =
+                    errors.iter().map(|(seq, status)| (*seq, status.name())).collect();
+                got.sort();
+                if got == want {
+                    Ok(())
+                } else {
+                    Err(format!("failed requests {got:?}, expected {want:?}"))
+                }
+            }
+            Step::GetVncMemoryStats { vnc, expect_used_at_least, expect } => {
+                let stats = rt.get_vnc_memory_stats(*vnc);
+                check_status(&stats, expect)?;
+                match (stats, expect_used_at_least) {
+                    (Ok(stats), _) if stats.bytes_used > stats.bytes_limit => Err(format!(
+                        "{} bytes used of a {} byte limit, expected at most the limit",
+                        stats.bytes_used, stats.bytes_limit
+                    )),
+                    (Ok(stats), Some(least)) if stats.bytes_used < *least => Err(format!(
+                        "{} bytes used on vnc {vnc}, expected at least {least}",
+                        stats.bytes_used
+                    )),
+                    _ => Ok(()),
                 }
             }
         }

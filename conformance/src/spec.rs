@@ -567,4 +567,165 @@ pub enum Step {
         /// The bytes, in hex.
         expect_hex: String,
     },
+
+    // Steps for the rest of the public libnrt API (the function table of `abi::functions`);
+    // each calls the C functions its doc names.
+    /// `nrt_get_total_nc_count`, `nrt_get_visible_nc_count`, `nrt_get_total_vnc_count` and
+    /// `nrt_get_visible_vnc_count`: each must return `expect`, and on success the two totals
+    /// agree, the two visible counts agree, and visible ≤ total.
+    GetCoreCounts {
+        /// Expected status of all four (default `NRT_SUCCESS`).
+        expect: Option<String>,
+    },
+    /// `nrt_get_model_nc_count`, `nrt_get_model_vnc_count` and `nrt_get_model_instance_count`.
+    GetModelCounts {
+        /// The model label.
+        model: String,
+        /// The NeuronCores the model must occupy (both counts).
+        expect_vnc_count: Option<u32>,
+        /// Expected status of all three.
+        expect: Option<String>,
+    },
+    /// `nrt_get_vnc_memory_stats`.
+    GetVncMemoryStats {
+        /// The NeuronCore.
+        vnc: u32,
+        /// At least this many bytes must be in use.
+        expect_used_at_least: Option<u64>,
+        /// Expected status.
+        expect: Option<String>,
+    },
+    /// `nrt_sys_trace_get_event_types`.
+    SysTraceGetEventTypes {
+        /// Event types that must be listed.
+        #[serde(default)]
+        expect_includes: Vec<String>,
+        /// Expected status.
+        expect: Option<String>,
+    },
+    /// A config with these settings, then `nrt_sys_trace_start`.
+    SysTraceStart {
+        /// `nrt_sys_trace_config_set_max_events_per_nc`.
+        max_events_per_nc: Option<u64>,
+        /// NeuronCores switched off.
+        #[serde(default)]
+        disable_ncs: Vec<u32>,
+        /// Event types switched off.
+        #[serde(default)]
+        disable_event_types: Vec<String>,
+        /// Expected status.
+        expect: Option<String>,
+    },
+    /// `nrt_sys_trace_fetch_events` with fetch options as given.
+    SysTraceFetchEvents {
+        /// `nrt_sys_trace_fetch_options_set_max_events_per_nc`.
+        max_events_per_nc: Option<u64>,
+        /// `nrt_sys_trace_fetch_options_set_nc_idx`.
+        nc: Option<u64>,
+        /// How many events of each listed type the JSON must hold (the simulator's format,
+        /// `docs/sim-trace-format.md`: `{"events": [{"type": …}, …]}`); unlisted types are not
+        /// checked.
+        #[serde(default)]
+        expect_event_counts: BTreeMap<String, usize>,
+        /// Expected status.
+        expect: Option<String>,
+    },
+    /// `nrt_sys_trace_stop`.
+    SysTraceStop {
+        /// Expected status.
+        expect: Option<String>,
+    },
+    /// `nrta_error_tracker_create`.
+    NrtaErrorTrackerCreate {
+        /// The NeuronCore (default 0).
+        lnc: Option<u32>,
+        /// Label for the tracker.
+        #[serde(rename = "as")]
+        label: String,
+        /// Expected status.
+        expect: Option<String>,
+    },
+    /// `nrta_tensor_write`.
+    NrtaTensorWrite {
+        /// The tensor label.
+        tensor: String,
+        /// Offset in bytes (default 0).
+        offset: Option<u64>,
+        /// The elements to write.
+        data: Elements,
+        /// Queue (default 0).
+        queue: Option<i32>,
+        /// The tracker label, if any.
+        tracker: Option<String>,
+        /// Label for the request.
+        #[serde(rename = "as")]
+        label: Option<String>,
+        /// Expected status of the scheduling.
+        expect: Option<String>,
+    },
+    /// `nrta_tensor_read` (its bytes are checked by `nrta_read_result` once it has completed).
+    NrtaTensorRead {
+        /// The tensor label.
+        tensor: String,
+        /// Offset in bytes (default 0).
+        offset: Option<u64>,
+        /// Bytes to read.
+        size: u64,
+        /// Queue (default 0).
+        queue: Option<i32>,
+        /// The tracker label, if any.
+        tracker: Option<String>,
+        /// Label for the request.
+        #[serde(rename = "as")]
+        label: Option<String>,
+        /// Expected status of the scheduling.
+        expect: Option<String>,
+    },
+    /// `nrta_execute_schedule`.
+    NrtaExecuteSchedule {
+        /// The model label.
+        model: String,
+        /// The input set label.
+        inputs: String,
+        /// The output set label.
+        outputs: String,
+        /// Queue (default 0).
+        queue: Option<i32>,
+        /// The tracker label, if any.
+        tracker: Option<String>,
+        /// Label for the request.
+        #[serde(rename = "as")]
+        label: Option<String>,
+        /// Expected status of the scheduling.
+        expect: Option<String>,
+    },
+    /// Polls `nrta_is_completed` until the request completes (at most 10 s); traced as one line.
+    NrtaWait {
+        /// The request label.
+        request: String,
+    },
+    /// The bytes a completed `nrta_tensor_read` request delivered.
+    NrtaReadResult {
+        /// The request label.
+        request: String,
+        /// The elements it must have read.
+        expect_values: Elements,
+    },
+    /// `nrt_async_drain_queued_execs`.
+    NrtaDrain {
+        /// The NeuronCore (default 0).
+        vnc: Option<i32>,
+        /// Expected status.
+        expect: Option<String>,
+    },
+    /// `nrta_error_tracker_get_list`: exactly these requests failed, with these statuses.
+    NrtaErrorTrackerGetList {
+        /// The tracker label.
+        tracker: String,
+        /// Request label → status name of each failed request.
+        #[serde(default)]
+        expect_failed: BTreeMap<String, String>,
+        /// Expected status.
+        expect: Option<String>,
+    },
 }

@@ -150,3 +150,45 @@ fn encode_is_canonical_and_preserve_order_keeps_the_text_order() {
     assert!(!out.status.success());
     assert!(stderr(&out).contains("--preserve-order needs text format"), "{}", stderr(&out));
 }
+
+/// An endless input is an error naming the limit and the flag that raises it, with the default
+/// limit and with a lowered one; every subcommand that reads a file is capped.
+#[test]
+fn an_endless_input_is_refused_at_the_input_limit() {
+    let out = nrtsim(&["metaneff", "decode", "/dev/zero"]);
+    assert!(!out.status.success());
+    let message = stderr(&out);
+    assert!(message.contains(&format!("input limit of {} bytes", 256 << 20)), "{message}");
+    assert!(message.contains("--max-input-bytes"), "{message}");
+    for command in [
+        &["decode", "/dev/zero"][..],
+        &["edit", "/dev/zero", "-o", "-"],
+        &["encode", "/dev/zero", "-o", "-"],
+    ] {
+        let mut args = vec!["metaneff"];
+        args.extend_from_slice(command);
+        args.extend_from_slice(&["--max-input-bytes", "4096"]);
+        let out = nrtsim(&args);
+        assert!(!out.status.success(), "{command:?}");
+        assert!(
+            stderr(&out).contains("input limit of 4096 bytes"),
+            "{command:?}: {}",
+            stderr(&out)
+        );
+    }
+}
+
+/// A regular file one byte over the limit is refused before it is read; at the limit it is read.
+#[test]
+fn a_file_over_the_input_limit_is_refused_and_one_at_it_is_read() {
+    let dir = scratch("limit");
+    let pb = dir.join("m.pb");
+    // `name: "abc"`: five bytes.
+    std::fs::write(&pb, [0x2a, 0x03, b'a', b'b', b'c']).unwrap();
+    let out = nrtsim(&["metaneff", "decode", pb.to_str().unwrap(), "--max-input-bytes", "4"]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("input limit of 4 bytes"), "{}", stderr(&out));
+    let out = nrtsim(&["metaneff", "decode", pb.to_str().unwrap(), "--max-input-bytes", "5"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("name: \"abc\""));
+}

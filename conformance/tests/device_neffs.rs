@@ -55,7 +55,7 @@ fn find(vectors: &Path, name: &str) -> Vector {
 
 fn sim_runtime(vector: &Vector) -> Arc<dyn Runtime> {
     let config = conformance::backend::sim_config(&vector.case.sim).unwrap();
-    Arc::new(sim::SimRuntime::new(config).unwrap())
+    sim::SimRuntime::new_shared(config).unwrap()
 }
 
 fn compile(vectors: &Path, target: &str) -> Output {

@@ -145,3 +145,56 @@ fn inspect_of_a_refused_neff_fails_with_the_status() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("NRT_UNSUPPORTED_NEFF_VERSION"), "{stderr}");
 }
+
+/// An endless input (`/dev/zero`) is read only up to the limit, then refused with a message
+/// naming the limit and the flag that raises it.
+#[test]
+fn inspect_of_an_endless_input_is_refused_at_the_input_limit() {
+    let output = Command::new(env!("CARGO_BIN_EXE_nrtsim"))
+        .args(["inspect", "/dev/zero", "--max-input-bytes", "65536"])
+        .output()
+        .expect("run nrtsim");
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("input limit of 65536 bytes"), "{stderr}");
+    assert!(stderr.contains("--max-input-bytes"), "{stderr}");
+}
+
+/// A NEFF one byte over the limit is refused; at the limit it is inspected.
+#[test]
+fn inspect_of_a_file_over_the_input_limit_is_refused_and_one_at_it_is_read() {
+    let dir = TempDir::new("inspect-limit");
+    let bytes = sample_spec().to_bytes().expect("valid spec");
+    let over = (bytes.len() - 1).to_string();
+    let output = inspect(&dir, "model.neff", &bytes, &["--max-input-bytes", &over]);
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains(&format!("input limit of {over} bytes")), "{stderr}");
+    let at = bytes.len().to_string();
+    let output = inspect(&dir, "model.neff", &bytes, &["--max-input-bytes", &at]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+}
+
+/// `inspect` lists the outputs of a NEFF laid out as neuronx-cc 2.23 writes it (empty metadata
+/// `outputs`, outputs in the graph form; see `abi/tests/data/README.md`).
+#[test]
+fn inspect_lists_the_graph_form_outputs_of_a_neuronx_cc_neff() {
+    use abi::neff::{NeffHeader, assemble_neff, write_payload};
+    let neff_json: &[u8] = include_bytes!("../../abi/tests/data/neuronx_cc_2_23_neff.json");
+    let kelf: &[u8] =
+        br#"{"graphs":[{"definition":"sg00/def.json","name":"sg00"}],"version":"0.5"}"#;
+    let def_json: &[u8] = br#"{"var":{"x":{"type":"input","var_id":0,"size":65536},
+        "y":{"type":"input","var_id":1,"size":65536},"output0":{"type":"output","var_id":2,"size":32768}}}"#;
+    let members = [("kelf-0.json", kelf), ("neff.json", neff_json), ("sg00/def.json", def_json)];
+    let payload = write_payload(2, &members).expect("members");
+    let bytes = assemble_neff(&NeffHeader::default(), &payload).expect("neff");
+    let dir = TempDir::new("inspect-neuronx-cc");
+    let output = inspect(&dir, "model.neff", &bytes, &["--json"]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let report: Value = serde_json::from_slice(&output.stdout).expect("one json object");
+    let outputs = report["signature"]["outputs"].as_array().expect("a list of outputs");
+    assert_eq!(outputs.len(), 1, "{outputs:?}");
+    assert_eq!(outputs[0]["name"], "output0");
+    assert_eq!(outputs[0]["dtype"], "float16");
+    assert_eq!(outputs[0]["shape"], serde_json::json!([128, 128]));
+}

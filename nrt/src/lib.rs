@@ -36,12 +36,11 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
 use abi::dtype::DtypeNumbering;
+use abi::functions::LibnrtFunction;
 use abi::runtime::Framework;
 use abi::status::NrtStatus;
 
 pub use search::{LoadAttempt, NrtLoadError};
-/// Every C function this backend resolves, in declaration order.
-pub use sys::SYMBOLS as C_FUNCTIONS;
 
 /// The status for a raw `NRT_STATUS` value; the one place codes become [`NrtStatus`].
 pub fn status_of(code: u32) -> NrtStatus {
@@ -96,6 +95,11 @@ pub struct NrtRuntime {
     numbering: DtypeNumbering,
     next_id: AtomicU64,
     handles: runtime::Handles,
+    /// Async requests in flight and the error trackers made (`nrta_*`).
+    async_state: sys::AsyncState,
+    trackers: std::sync::Mutex<
+        std::collections::HashMap<abi::runtime::TrackerId, Arc<sys::OwnedTracker>>,
+    >,
 }
 
 impl std::fmt::Debug for NrtRuntime {
@@ -172,12 +176,13 @@ impl NrtRuntime {
         path: String,
         options: &OpenOptions,
     ) -> Result<NrtRuntime, NrtLoadError> {
-        let failed = |call, code| NrtLoadError::Call {
+        let failed = |call: LibnrtFunction, code| NrtLoadError::Call {
             library: path.clone(),
-            call,
+            call: call.name(),
             status: status_of(code),
         };
-        let raw = library.get_version().map_err(|code| failed("nrt_get_version", code))?;
+        let raw =
+            library.get_version().map_err(|code| failed(LibnrtFunction::nrt_get_version, code))?;
         let version = LibraryVersion {
             numbers: [raw.major, raw.minor, raw.patch, raw.maintenance],
             detail: String::from_utf8_lossy(&raw.detail).into_owned(),
@@ -187,7 +192,7 @@ impl NrtRuntime {
             let empty = CString::default();
             let code = library.init(Framework::NoFw.code(), &empty, &empty);
             if code != sys::SUCCESS {
-                return Err(failed("nrt_init", code));
+                return Err(failed(LibnrtFunction::nrt_init, code));
             }
         }
         let [major, minor, ..] = version.numbers;
@@ -201,7 +206,15 @@ impl NrtRuntime {
             numbering,
             next_id: AtomicU64::new(1),
             handles: runtime::Handles::default(),
+            async_state: sys::AsyncState::default(),
+            trackers: std::sync::Mutex::new(std::collections::HashMap::new()),
         })
+    }
+
+    /// Whether the opened library exports `function` (always true for the functions every
+    /// supported release has; the library was refused otherwise).
+    pub fn exports(&self, function: abi::functions::LibnrtFunction) -> bool {
+        self.library.exports(function)
     }
 
     /// The file (or name) the library was opened from.
@@ -227,9 +240,12 @@ impl NrtRuntime {
 }
 
 impl Drop for NrtRuntime {
-    /// Frees every tensor, destroys every set and unloads every model still held, then calls
-    /// `nrt_close`.
+    /// Releases the async requests libnrt has completed (leaking the host blocks of any still in
+    /// flight), frees every tensor, destroys every set and unloads every model still held, then
+    /// calls `nrt_close`.
     fn drop(&mut self) {
+        self.async_state.abandon(&self.library);
+        self.trackers.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clear();
         self.handles.release_all();
         self.library.close();
     }

@@ -4,21 +4,25 @@
 //! The only refusals made here, without calling libnrt, are those that keep pointers sound:
 //! - a handle this runtime did not give out, or already released, is `NRT_INVALID_HANDLE`
 //!   (libnrt would be handed a dangling pointer);
-//! - a launch whose tensor set still names a tensor the caller freed is `NRT_INVALID` (libnrt
-//!   would read freed memory; the simulator gives the same status for a freed tensor, because to
-//!   it the name is missing);
 //! - a name with a NUL byte is `NRT_INVALID` (it cannot be written as a C string).
+//!
+//! A launch whose tensor set names a tensor the caller already freed is not one of them: the set
+//! holds the tensor's owner, so libnrt still has a live tensor (its `nrt_tensor_free` runs when
+//! the set lets go), and what libnrt makes of the launch is its own to judge.
 
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use abi::dtype::NrtDtype;
+use abi::functions::LibnrtFunction;
 use abi::runtime::{
-    ExternalBuffer, Framework, ModelId, NrtError, NrtVersion, Placement, Runtime, SetId, TensorId,
-    TensorInfo, TensorUsage,
+    AsyncReadBuffer, ExternalBuffer, Framework, ModelId, NrtError, NrtVersion, Placement, Runtime,
+    SeqId, SetId, SysTraceConfig, SysTraceFetch, TensorId, TensorInfo, TensorUsage, TrackerId,
+    VncMemoryStats,
 };
 use abi::status::NrtStatus;
+use abi::trace::name_text;
 
 use crate::sys::{self, OwnedModel, OwnedSet, OwnedTensor, RawStatus};
 use crate::{NrtRuntime, status_of};
@@ -28,14 +32,14 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 /// `Ok` for `NRT_SUCCESS`, else the status of `call`.
-fn check(call: &str, code: RawStatus) -> Result<(), NrtError> {
+fn check(call: LibnrtFunction, code: RawStatus) -> Result<(), NrtError> {
     if code == sys::SUCCESS { Ok(()) } else { Err(failed(call, code)) }
 }
 
 /// As [`check`], with the byte range in the message (libnrt's own message does not cross the C
 /// ABI, and a bounds error should say which range was asked for).
 fn check_range(
-    call: &str,
+    call: LibnrtFunction,
     offset: impl Into<u128>,
     len: usize,
     code: RawStatus,
@@ -50,16 +54,16 @@ fn check_range(
     })
 }
 
-fn failed(call: &str, code: RawStatus) -> NrtError {
+fn failed(call: LibnrtFunction, code: RawStatus) -> NrtError {
     let status = status_of(code);
     NrtError::new(status, format!("{call} returned {}", status.name()))
 }
 
-fn c_name(call: &str, name: &str) -> Result<std::ffi::CString, NrtError> {
+fn c_name(call: LibnrtFunction, name: &[u8]) -> Result<std::ffi::CString, NrtError> {
     sys::c_name(name).map_err(|_| {
         NrtError::new(
             NrtStatus::Invalid,
-            format!("{call}: name {name:?} has a NUL byte, expected a C string"),
+            format!("{call}: name {} has a NUL byte, expected a C string", name_text(name)),
         )
     })
 }
@@ -117,6 +121,10 @@ impl NrtRuntime {
         })
     }
 
+    fn tracker(&self, tracker: TrackerId) -> Result<Arc<sys::OwnedTracker>, NrtError> {
+        lock(&self.trackers).get(&tracker).cloned().ok_or_else(|| unknown_tracker(tracker))
+    }
+
     fn insert_tensor(&self, tensor: OwnedTensor) -> TensorId {
         let id = TensorId(tensor.tag);
         lock(&self.handles.tensors).insert(id, Arc::new(tensor));
@@ -131,7 +139,7 @@ impl NrtRuntime {
 
     fn launch(
         &self,
-        call: &str,
+        call: LibnrtFunction,
         model: ModelId,
         input_set: SetId,
         output_set: SetId,
@@ -139,17 +147,6 @@ impl NrtRuntime {
     ) -> Result<NrtStatus, NrtError> {
         let model = self.model(model)?;
         let (input, output) = (self.set(input_set)?, self.set(output_set)?);
-        for (set, which) in [(&input, "input"), (&output, "output")] {
-            if let Some((name, tag)) = set.forgotten_member() {
-                return Err(NrtError::new(
-                    NrtStatus::Invalid,
-                    format!(
-                        "{call}: the {which} set names {name:?} -> tensor {tag}, which was freed; \
-                         expected a live tensor"
-                    ),
-                ));
-            }
-        }
         let code = model.execute(&input, &output, repeat);
         let status = status_of(code);
         if status.is_completed() { Ok(status) } else { Err(failed(call, code)) }
@@ -163,9 +160,12 @@ impl Runtime for NrtRuntime {
         fw_version: &str,
         fal_version: &str,
     ) -> Result<(), NrtError> {
-        let fw_version = c_name("nrt_init", fw_version)?;
-        let fal_version = c_name("nrt_init", fal_version)?;
-        check("nrt_init", self.library.init(framework.code(), &fw_version, &fal_version))
+        let fw_version = c_name(LibnrtFunction::nrt_init, fw_version.as_bytes())?;
+        let fal_version = c_name(LibnrtFunction::nrt_init, fal_version.as_bytes())?;
+        check(
+            LibnrtFunction::nrt_init,
+            self.library.init(framework.code(), &fw_version, &fal_version),
+        )
     }
 
     fn close(&self) {
@@ -173,8 +173,10 @@ impl Runtime for NrtRuntime {
     }
 
     fn load(&self, neff: &[u8], vnc: i32, vnc_count: i32) -> Result<ModelId, NrtError> {
-        let model =
-            self.library.load(neff, vnc, vnc_count, None).map_err(|c| failed("nrt_load", c))?;
+        let model = self
+            .library
+            .load(neff, vnc, vnc_count, None)
+            .map_err(|c| failed(LibnrtFunction::nrt_load, c))?;
         Ok(self.insert_model(model))
     }
 
@@ -189,13 +191,13 @@ impl Runtime for NrtRuntime {
         let model = self
             .library
             .load(neff, vnc, vnc_count, Some((ctx_device_id, ctx_device_count)))
-            .map_err(|c| failed("nrt_load_collectives", c))?;
+            .map_err(|c| failed(LibnrtFunction::nrt_load_collectives, c))?;
         Ok(self.insert_model(model))
     }
 
     fn unload(&self, model: ModelId) -> Result<(), NrtError> {
         let owner = self.model(model)?;
-        check("nrt_unload", owner.unload())?;
+        check(LibnrtFunction::nrt_unload, owner.unload())?;
         lock(&self.handles.models).remove(&model);
         Ok(())
     }
@@ -206,7 +208,7 @@ impl Runtime for NrtRuntime {
         input_set: SetId,
         output_set: SetId,
     ) -> Result<NrtStatus, NrtError> {
-        self.launch("nrt_execute", model, input_set, output_set, None)
+        self.launch(LibnrtFunction::nrt_execute, model, input_set, output_set, None)
     }
 
     fn execute_repeat(
@@ -216,12 +218,20 @@ impl Runtime for NrtRuntime {
         output_set: SetId,
         repeat_count: i32,
     ) -> Result<NrtStatus, NrtError> {
-        self.launch("nrt_execute_repeat", model, input_set, output_set, Some(repeat_count))
+        self.launch(
+            LibnrtFunction::nrt_execute_repeat,
+            model,
+            input_set,
+            output_set,
+            Some(repeat_count),
+        )
     }
 
     fn allocate_tensor_set(&self) -> Result<SetId, NrtError> {
-        let set =
-            self.library.allocate_tensor_set().map_err(|c| failed("nrt_allocate_tensor_set", c))?;
+        let set = self
+            .library
+            .allocate_tensor_set()
+            .map_err(|c| failed(LibnrtFunction::nrt_allocate_tensor_set, c))?;
         let id = SetId(self.next_id());
         lock(&self.handles.sets).insert(id, Arc::new(set));
         Ok(id)
@@ -240,17 +250,17 @@ impl Runtime for NrtRuntime {
     fn add_tensor_to_tensor_set(
         &self,
         set: SetId,
-        name: &str,
+        name: &[u8],
         tensor: TensorId,
     ) -> Result<(), NrtError> {
         let (owner, tensor) = (self.set(set)?, self.tensor(tensor)?);
-        let name = c_name("nrt_add_tensor_to_tensor_set", name)?;
-        check("nrt_add_tensor_to_tensor_set", owner.add(&name, &tensor))
+        let name = c_name(LibnrtFunction::nrt_add_tensor_to_tensor_set, name)?;
+        check(LibnrtFunction::nrt_add_tensor_to_tensor_set, owner.add(&name, &tensor))
     }
 
-    fn get_tensor_from_tensor_set(&self, set: SetId, name: &str) -> Result<TensorId, NrtError> {
+    fn get_tensor_from_tensor_set(&self, set: SetId, name: &[u8]) -> Result<TensorId, NrtError> {
         let owner = self.set(set)?;
-        let c_name = c_name("nrt_get_tensor_from_tensor_set", name)?;
+        let c_name = c_name(LibnrtFunction::nrt_get_tensor_from_tensor_set, name)?;
         match owner.get(&c_name) {
             Ok(Some(tag)) => Ok(TensorId(tag)),
             Ok(None) => Err(NrtError::new(
@@ -259,7 +269,7 @@ impl Runtime for NrtRuntime {
                     "nrt_get_tensor_from_tensor_set returned a tensor never added under {name:?}"
                 ),
             )),
-            Err(code) => Err(failed("nrt_get_tensor_from_tensor_set", code)),
+            Err(code) => Err(failed(LibnrtFunction::nrt_get_tensor_from_tensor_set, code)),
         }
     }
 
@@ -268,22 +278,22 @@ impl Runtime for NrtRuntime {
         placement: Placement,
         vnc: i32,
         size: usize,
-        name: &str,
+        name: &[u8],
     ) -> Result<TensorId, NrtError> {
-        let c_name = c_name("nrt_tensor_allocate", name)?;
+        let c_name = c_name(LibnrtFunction::nrt_tensor_allocate, name)?;
         let tensor = self
             .library
             .tensor_allocate(placement.code(), vnc, size, &c_name, self.next_id())
-            .map_err(|c| failed("nrt_tensor_allocate", c))?;
+            .map_err(|c| failed(LibnrtFunction::nrt_tensor_allocate, c))?;
         Ok(self.insert_tensor(tensor))
     }
 
-    fn tensor_allocate_empty(&self, name: &str) -> Result<TensorId, NrtError> {
-        let c_name = c_name("nrt_tensor_allocate_empty", name)?;
+    fn tensor_allocate_empty(&self, name: &[u8]) -> Result<TensorId, NrtError> {
+        let c_name = c_name(LibnrtFunction::nrt_tensor_allocate_empty, name)?;
         let tensor = self
             .library
             .tensor_allocate_empty(&c_name, self.next_id())
-            .map_err(|c| failed("nrt_tensor_allocate_empty", c))?;
+            .map_err(|c| failed(LibnrtFunction::nrt_tensor_allocate_empty, c))?;
         Ok(self.insert_tensor(tensor))
     }
 
@@ -292,17 +302,18 @@ impl Runtime for NrtRuntime {
         tensor: TensorId,
         buffer: Arc<dyn ExternalBuffer>,
     ) -> Result<(), NrtError> {
-        // C keeps using the memory after this call returns, so only a buffer whose address is
-        // guaranteed to stay valid and in place may go through: `SharedBuffer`.
-        if buffer.as_shared_buffer().is_none() {
+        // C keeps using the memory after this call returns, so only memory whose address this
+        // crate can vouch for goes through: a `SharedBuffer`, whose address and length come from
+        // that type itself, never from the trait object.
+        let Some(buffer) = buffer.into_shared_buffer() else {
             return Err(NrtError::new(
                 NrtStatus::Invalid,
                 "nrt_tensor_attach_buffer: the nrt backend attaches only abi::runtime::SharedBuffer \
                  memory, whose address is fixed for its life; expected a SharedBuffer, got another \
                  ExternalBuffer implementation",
             ));
-        }
-        check("nrt_tensor_attach_buffer", self.tensor(tensor)?.attach_buffer(buffer))
+        };
+        check(LibnrtFunction::nrt_tensor_attach_buffer, self.tensor(tensor)?.attach_buffer(buffer))
     }
 
     fn tensor_allocate_slice(
@@ -310,13 +321,13 @@ impl Runtime for NrtRuntime {
         src: TensorId,
         offset: usize,
         size: usize,
-        name: &str,
+        name: &[u8],
     ) -> Result<TensorId, NrtError> {
         let source = self.tensor(src)?;
-        let c_name = c_name("nrt_tensor_allocate_slice", name)?;
+        let c_name = c_name(LibnrtFunction::nrt_tensor_allocate_slice, name)?;
         let slice = source
             .allocate_slice(offset, size, &c_name, self.next_id())
-            .map_err(|c| failed("nrt_tensor_allocate_slice", c))?;
+            .map_err(|c| failed(LibnrtFunction::nrt_tensor_allocate_slice, c))?;
         Ok(self.insert_tensor(slice))
     }
 
@@ -328,20 +339,26 @@ impl Runtime for NrtRuntime {
                 format!("tensor {} was not allocated by this runtime or is freed", tensor.0),
             )
         })?;
-        // A set that still names the tensor keeps it allocated in libnrt; marking it lets a
-        // launch through that set be refused instead of reading a freed tensor.
-        owner.forget();
+        // A set that still names the tensor keeps it allocated in libnrt (the set holds an
+        // `Arc` of it), so a launch through that set hands libnrt a live tensor; what libnrt
+        // makes of it is libnrt's to judge, not re-checked here.
+        drop(owner);
         Ok(())
     }
 
     fn tensor_read(&self, tensor: TensorId, offset: usize, buf: &mut [u8]) -> Result<(), NrtError> {
         let len = buf.len();
-        check_range("nrt_tensor_read", offset as u64, len, self.tensor(tensor)?.read(offset, buf))
+        check_range(
+            LibnrtFunction::nrt_tensor_read,
+            offset as u64,
+            len,
+            self.tensor(tensor)?.read(offset, buf),
+        )
     }
 
     fn tensor_write(&self, tensor: TensorId, offset: usize, bytes: &[u8]) -> Result<(), NrtError> {
         let code = self.tensor(tensor)?.write(offset, bytes);
-        check_range("nrt_tensor_write", offset as u64, bytes.len(), code)
+        check_range(LibnrtFunction::nrt_tensor_write, offset as u64, bytes.len(), code)
     }
 
     fn tensor_copy(
@@ -354,7 +371,7 @@ impl Runtime for NrtRuntime {
     ) -> Result<(), NrtError> {
         let (src, dst) = (self.tensor(src)?, self.tensor(dst)?);
         let code = src.copy_to(src_offset, &dst, dst_offset, size);
-        check("nrt_tensor_copy", code).map_err(|err| {
+        check(LibnrtFunction::nrt_tensor_copy, code).map_err(|err| {
             let status = err.status;
             NrtError::new(
                 status,
@@ -374,7 +391,7 @@ impl Runtime for NrtRuntime {
         size: usize,
     ) -> Result<(), NrtError> {
         check_range(
-            "nrt_tensor_memset",
+            LibnrtFunction::nrt_tensor_memset,
             offset,
             size,
             self.tensor(tensor)?.memset(offset, value, size),
@@ -397,8 +414,10 @@ impl Runtime for NrtRuntime {
     }
 
     fn get_model_tensor_info(&self, model: ModelId) -> Result<Vec<TensorInfo>, NrtError> {
-        let raw =
-            self.model(model)?.tensor_info().map_err(|c| failed("nrt_get_model_tensor_info", c))?;
+        let raw = self
+            .model(model)?
+            .tensor_info()
+            .map_err(|c| failed(LibnrtFunction::nrt_get_model_tensor_info, c))?;
         raw.into_iter()
             .map(|info| {
                 let usage = TensorUsage::from_code(info.usage).ok_or_else(|| {
@@ -422,7 +441,8 @@ impl Runtime for NrtRuntime {
     }
 
     fn get_version(&self) -> Result<NrtVersion, NrtError> {
-        let raw = self.library.get_version().map_err(|c| failed("nrt_get_version", c))?;
+        let raw =
+            self.library.get_version().map_err(|c| failed(LibnrtFunction::nrt_get_version, c))?;
         Ok(NrtVersion {
             major: raw.major,
             minor: raw.minor,
@@ -434,10 +454,197 @@ impl Runtime for NrtRuntime {
     }
 
     fn get_total_vnc_count(&self) -> Result<u32, NrtError> {
-        self.library.get_total_vnc_count().map_err(|c| failed("nrt_get_total_vnc_count", c))
+        self.library
+            .get_total_vnc_count()
+            .map_err(|c| failed(LibnrtFunction::nrt_get_total_vnc_count, c))
     }
 
     fn get_visible_vnc_count(&self) -> Result<u32, NrtError> {
-        self.library.get_visible_vnc_count().map_err(|c| failed("nrt_get_visible_vnc_count", c))
+        self.library
+            .get_visible_vnc_count()
+            .map_err(|c| failed(LibnrtFunction::nrt_get_visible_vnc_count, c))
+    }
+
+    fn get_total_nc_count(&self) -> Result<u32, NrtError> {
+        let function = LibnrtFunction::nrt_get_total_nc_count;
+        optional(function, self.library.get_total_nc_count())
+    }
+
+    fn get_visible_nc_count(&self) -> Result<u32, NrtError> {
+        let function = LibnrtFunction::nrt_get_visible_nc_count;
+        optional(function, self.library.get_visible_nc_count())
+    }
+
+    fn get_model_nc_count(&self, model: ModelId) -> Result<u32, NrtError> {
+        let function = LibnrtFunction::nrt_get_model_nc_count;
+        optional(function, self.model(model)?.count(function))
+    }
+
+    fn get_model_vnc_count(&self, model: ModelId) -> Result<u32, NrtError> {
+        let function = LibnrtFunction::nrt_get_model_vnc_count;
+        optional(function, self.model(model)?.count(function))
+    }
+
+    fn get_model_instance_count(&self, model: ModelId) -> Result<u32, NrtError> {
+        let function = LibnrtFunction::nrt_get_model_instance_count;
+        optional(function, self.model(model)?.count(function))
+    }
+
+    fn nrta_error_tracker_create(&self, lnc: u32) -> Result<TrackerId, NrtError> {
+        let function = LibnrtFunction::nrta_error_tracker_create;
+        let tracker = optional(function, sys::OwnedTracker::create(&self.library, lnc))?;
+        let id = TrackerId(self.next_id());
+        lock(&self.trackers).insert(id, Arc::new(tracker));
+        Ok(id)
+    }
+
+    fn nrta_error_tracker_destroy(&self, tracker: TrackerId) -> Result<(), NrtError> {
+        // The tracker is destroyed when the last request naming it is released.
+        lock(&self.trackers).remove(&tracker).map(drop).ok_or_else(|| unknown_tracker(tracker))
+    }
+
+    fn nrta_error_tracker_get_list(
+        &self,
+        tracker: TrackerId,
+    ) -> Result<Vec<(SeqId, NrtStatus)>, NrtError> {
+        let function = LibnrtFunction::nrta_error_tracker_get_list;
+        let errors = optional(function, self.tracker(tracker)?.errors())?;
+        Ok(errors
+            .into_iter()
+            .map(|(seq, code)| (SeqId(seq), status_of(u32::try_from(code).unwrap_or(u32::MAX))))
+            .collect())
+    }
+
+    fn nrta_tensor_write(
+        &self,
+        tensor: TensorId,
+        offset: u64,
+        bytes: &[u8],
+        queue: i32,
+        tracker: Option<TrackerId>,
+    ) -> Result<SeqId, NrtError> {
+        let function = LibnrtFunction::nrta_tensor_write;
+        let tensor = self.tensor(tensor)?;
+        let tracker = tracker.map(|id| self.tracker(id)).transpose()?;
+        let mut block = host_block(bytes.len())?;
+        block.copy_from_slice(bytes);
+        let scheduled = self.async_state.tensor_write(&tensor, offset, block, queue, tracker);
+        optional(function, scheduled).map(SeqId)
+    }
+
+    fn nrta_tensor_read(
+        &self,
+        tensor: TensorId,
+        offset: u64,
+        size: u64,
+        queue: i32,
+        tracker: Option<TrackerId>,
+        into: Arc<AsyncReadBuffer>,
+    ) -> Result<SeqId, NrtError> {
+        let function = LibnrtFunction::nrta_tensor_read;
+        let tensor = self.tensor(tensor)?;
+        let tracker = tracker.map(|id| self.tracker(id)).transpose()?;
+        let size = usize::try_from(size).map_err(|_| {
+            NrtError::new(
+                NrtStatus::Invalid,
+                format!("{function}: size {size} does not fit in size_t"),
+            )
+        })?;
+        let block = host_block(size)?;
+        let scheduled = self.async_state.tensor_read(&tensor, offset, block, queue, tracker, into);
+        optional(function, scheduled).map(SeqId)
+    }
+
+    fn nrta_execute_schedule(
+        &self,
+        model: ModelId,
+        input_set: SetId,
+        output_set: SetId,
+        queue: i32,
+        tracker: Option<TrackerId>,
+    ) -> Result<SeqId, NrtError> {
+        let function = LibnrtFunction::nrta_execute_schedule;
+        let model = self.model(model)?;
+        let (input, output) = (self.set(input_set)?, self.set(output_set)?);
+        let tracker = tracker.map(|id| self.tracker(id)).transpose()?;
+        let scheduled = self.async_state.execute(&model, &input, &output, queue, tracker);
+        optional(function, scheduled).map(SeqId)
+    }
+
+    fn nrta_is_completed(&self, seq: SeqId) -> Result<bool, NrtError> {
+        let function = LibnrtFunction::nrta_is_completed;
+        optional(function, self.async_state.is_completed(&self.library, seq.0))
+    }
+
+    fn nrt_async_drain_queued_execs(&self, vnc: i32) -> Result<(), NrtError> {
+        let function = LibnrtFunction::nrt_async_drain_queued_execs;
+        optional(function, self.async_state.drain(&self.library, vnc))
+    }
+
+    fn sys_trace_get_event_types(&self) -> Result<Vec<String>, NrtError> {
+        let function = LibnrtFunction::nrt_sys_trace_get_event_types;
+        optional(function, self.library.sys_trace_event_types())
+    }
+
+    fn sys_trace_start(&self, config: &SysTraceConfig) -> Result<(), NrtError> {
+        let function = LibnrtFunction::nrt_sys_trace_start;
+        let types = config
+            .disabled_event_types
+            .iter()
+            .map(|kind| c_name(function, kind.as_bytes()))
+            .collect::<Result<Vec<_>, _>>()?;
+        let started =
+            self.library.sys_trace_start(config.max_events_per_nc, &config.disabled_ncs, &types);
+        optional(function, started)
+    }
+
+    fn sys_trace_fetch_events(&self, fetch: &SysTraceFetch) -> Result<String, NrtError> {
+        let function = LibnrtFunction::nrt_sys_trace_fetch_events;
+        optional(function, self.library.sys_trace_fetch(fetch.max_events_per_nc, fetch.nc))
+    }
+
+    fn sys_trace_stop(&self) -> Result<(), NrtError> {
+        optional(LibnrtFunction::nrt_sys_trace_stop, self.library.sys_trace_stop())
+    }
+
+    fn get_vnc_memory_stats(&self, vnc: u32) -> Result<VncMemoryStats, NrtError> {
+        let function = LibnrtFunction::nrt_get_vnc_memory_stats;
+        let (bytes_used, bytes_limit) = optional(function, self.library.get_vnc_memory_stats(vnc))?;
+        Ok(VncMemoryStats { bytes_used, bytes_limit })
+    }
+}
+
+/// A zeroed host block of `n_bytes` for an async request; `NRT_RESOURCE` when memory runs out.
+fn host_block(n_bytes: usize) -> Result<Box<[u8]>, NrtError> {
+    let mut block = Vec::new();
+    block.try_reserve_exact(n_bytes).map_err(|_| {
+        NrtError::new(
+            NrtStatus::Resource,
+            format!("cannot allocate {n_bytes} bytes of host memory for an async request"),
+        )
+    })?;
+    block.resize(n_bytes, 0);
+    Ok(block.into_boxed_slice())
+}
+
+fn unknown_tracker(tracker: TrackerId) -> NrtError {
+    NrtError::new(
+        NrtStatus::InvalidHandle,
+        format!("error tracker {} was not made by this runtime or is destroyed", tracker.0),
+    )
+}
+
+/// The result of a function only recent libraries export: a library without it is
+/// [`NrtStatus::Failure`] with a detail that says so (the call never reached libnrt).
+fn optional<T>(
+    function: LibnrtFunction,
+    called: Option<Result<T, RawStatus>>,
+) -> Result<T, NrtError> {
+    match called {
+        Some(result) => result.map_err(|code| failed(function, code)),
+        None => Err(NrtError::new(
+            NrtStatus::Failure,
+            format!("the loaded libnrt does not export {function}, expected a newer release"),
+        )),
     }
 }

@@ -26,11 +26,11 @@ use std::ffi::{CStr, CString, c_char, c_int, c_void};
 use std::marker::{PhantomData, PhantomPinned};
 use std::mem::{offset_of, size_of};
 use std::ptr::{self, NonNull};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use abi::c_layout::NrtVersionC;
-use abi::runtime::ExternalBuffer;
+use abi::functions::LibnrtFunction;
+use abi::runtime::SharedBuffer;
 
 /// `NRT_STATUS`: a 4-byte C enum, carried as its raw value.
 pub(crate) type RawStatus = u32;
@@ -75,81 +75,102 @@ const _: () = {
     assert!(offset_of!(NrtTensorInfoArray, tensor_array) == abi::c_layout::INFO_ARRAY_HEADER);
 };
 
-/// Declares the table of C functions and the loader that fills it, from one list, so that a
-/// signature and its symbol name cannot drift apart.
+/// The C type names of the function table, as this module spells them: the defaults of
+/// `abi::c_layout::c_types`, with the handles this module owns shadowed by its own types.
+#[allow(non_camel_case_types, unused_imports)]
+mod c_names {
+    pub(super) use abi::c_layout::c_types::*;
+    pub(super) use std::ffi::c_void;
+
+    pub(super) type NRT_STATUS = super::RawStatus;
+    pub(super) type nrt_model_t = super::NrtModel;
+    pub(super) type nrt_tensor_t = super::NrtTensor;
+    pub(super) type nrt_tensor_info_array_t = super::NrtTensorInfoArray;
+}
+
+/// The field type of one entry point: a function pointer, optional for a function that only
+/// recent releases export.
+macro_rules! entry_point_type {
+    (Always, $f:ty) => { $f };
+    (Optional, $f:ty) => { Option<$f> };
+}
+
+/// Resolves one entry point: a missing function every release exports is an error, a missing
+/// recent one is `None`.
+macro_rules! resolve_entry_point {
+    (Always, $library:expr, $name:ident, $f:ty) => {
+        resolve::<$f>($library, stringify!($name))?
+    };
+    (Optional, $library:expr, $name:ident, $f:ty) => {
+        resolve::<$f>($library, stringify!($name)).ok()
+    };
+}
+
+/// Whether an entry point was found.
+macro_rules! entry_point_found {
+    (Always, $field:expr) => {
+        true
+    };
+    (Optional, $field:expr) => {
+        $field.is_some()
+    };
+}
+
+/// The table of entry points and its loader, expanded from the one function table
+/// (`abi::for_each_libnrt_function!`), so a signature and its symbol name cannot drift apart.
 macro_rules! nrt_functions {
-    ($($field:ident = $symbol:literal: fn($($arg:ty),*) $(-> $ret:ty)?;)*) => {
-        /// The resolved entry points. Valid while the `libloading::Library` they came from is
-        /// loaded, which [`Library`] guarantees by owning both.
+    ($(
+        $name:ident = $header:ident [$pre:ident, $fault:ident, $avail:ident]
+            fn($($arg:ident: $ty:ty),* $(,)?) $(-> $ret:ty)?;
+    )*) => {
+        /// The resolved entry points, one field per C function. Valid while the
+        /// `libloading::Library` they came from is loaded, which [`Library`] guarantees by owning
+        /// both.
         struct Functions {
-            $($field: unsafe extern "C" fn($($arg),*) $(-> $ret)?,)*
+            $($name: entry_point_type!($avail, unsafe extern "C" fn($($ty),*) $(-> $ret)?),)*
         }
 
-        /// Every symbol the backend needs, in declaration order.
-        pub const SYMBOLS: &[&str] = &[$($symbol,)*];
-
         impl Functions {
-            /// Resolves every symbol; the first missing one is the error.
+            /// Resolves every symbol; the first missing one that every release exports is the
+            /// error.
             fn resolve(library: &libloading::Library) -> Result<Functions, (&'static str, String)> {
                 Ok(Functions {
-                    $($field: {
-                        // SAFETY: the symbol is declared with the signature ABI-FACTS §4 gives
-                        // for it; the pointer is copied out and only used while `library` stays
-                        // loaded (both live in one `Library`).
-                        let symbol = unsafe {
-                            library.get::<unsafe extern "C" fn($($arg),*) $(-> $ret)?>(
-                                concat!($symbol, "\0").as_bytes(),
-                            )
-                        };
-                        *symbol.map_err(|err| ($symbol, err.to_string()))?
-                    },)*
+                    $($name: resolve_entry_point!(
+                        $avail, library, $name, unsafe extern "C" fn($($ty),*) $(-> $ret)?
+                    ),)*
                 })
+            }
+
+            /// Whether the library exports `function`.
+            fn exports(&self, function: LibnrtFunction) -> bool {
+                match function {
+                    $(LibnrtFunction::$name => entry_point_found!($avail, self.$name),)*
+                }
             }
         }
     };
 }
 
-nrt_functions! {
-    init = "nrt_init": fn(u32, *const c_char, *const c_char) -> RawStatus;
-    close = "nrt_close": fn();
-    load = "nrt_load": fn(*const c_void, usize, i32, i32, *mut *mut NrtModel) -> RawStatus;
-    load_collectives = "nrt_load_collectives":
-        fn(*const c_void, usize, i32, i32, u32, u32, *mut *mut NrtModel) -> RawStatus;
-    unload = "nrt_unload": fn(*mut NrtModel) -> RawStatus;
-    execute = "nrt_execute": fn(*mut NrtModel, *const NrtTensorSet, *mut NrtTensorSet) -> RawStatus;
-    execute_repeat = "nrt_execute_repeat":
-        fn(*mut NrtModel, *const NrtTensorSet, *mut NrtTensorSet, c_int) -> RawStatus;
-    allocate_tensor_set = "nrt_allocate_tensor_set": fn(*mut *mut NrtTensorSet) -> RawStatus;
-    destroy_tensor_set = "nrt_destroy_tensor_set": fn(*mut *mut NrtTensorSet);
-    add_tensor_to_tensor_set = "nrt_add_tensor_to_tensor_set":
-        fn(*mut NrtTensorSet, *const c_char, *mut NrtTensor) -> RawStatus;
-    get_tensor_from_tensor_set = "nrt_get_tensor_from_tensor_set":
-        fn(*mut NrtTensorSet, *const c_char, *mut *mut NrtTensor) -> RawStatus;
-    tensor_allocate = "nrt_tensor_allocate":
-        fn(u32, c_int, usize, *const c_char, *mut *mut NrtTensor) -> RawStatus;
-    tensor_allocate_empty = "nrt_tensor_allocate_empty":
-        fn(*const c_char, *mut *mut NrtTensor) -> RawStatus;
-    tensor_attach_buffer = "nrt_tensor_attach_buffer":
-        fn(*mut NrtTensor, *mut c_void, usize) -> RawStatus;
-    tensor_allocate_slice = "nrt_tensor_allocate_slice":
-        fn(*const NrtTensor, usize, usize, *const c_char, *mut *mut NrtTensor) -> RawStatus;
-    tensor_free = "nrt_tensor_free": fn(*mut *mut NrtTensor);
-    tensor_read = "nrt_tensor_read": fn(*const NrtTensor, *mut c_void, usize, usize) -> RawStatus;
-    tensor_write = "nrt_tensor_write":
-        fn(*mut NrtTensor, *const c_void, usize, usize) -> RawStatus;
-    tensor_copy = "nrt_tensor_copy":
-        fn(*const NrtTensor, usize, *mut NrtTensor, usize, usize) -> RawStatus;
-    tensor_memset = "nrt_tensor_memset": fn(*mut NrtTensor, u64, c_int, usize) -> RawStatus;
-    tensor_get_size = "nrt_tensor_get_size": fn(*const NrtTensor) -> usize;
-    tensor_get_va = "nrt_tensor_get_va": fn(*const NrtTensor) -> *mut c_void;
-    get_model_tensor_info = "nrt_get_model_tensor_info":
-        fn(*mut NrtModel, *mut *mut NrtTensorInfoArray) -> RawStatus;
-    free_model_tensor_info = "nrt_free_model_tensor_info":
-        fn(*mut NrtTensorInfoArray) -> RawStatus;
-    get_version = "nrt_get_version": fn(*mut NrtVersionC, usize) -> RawStatus;
-    get_total_vnc_count = "nrt_get_total_vnc_count": fn(*mut u32) -> RawStatus;
-    get_visible_vnc_count = "nrt_get_visible_vnc_count": fn(*mut u32) -> RawStatus;
-    get_status_as_str = "nrt_get_status_as_str": fn(RawStatus) -> *const c_char;
+use c_names::*;
+
+abi::for_each_libnrt_function!(nrt_functions);
+
+mod asynchronous;
+pub(crate) use asynchronous::{AsyncState, OwnedTracker};
+
+/// Resolves `name` as a function pointer of type `F`.
+fn resolve<F: Copy>(
+    library: &libloading::Library,
+    name: &'static str,
+) -> Result<F, (&'static str, String)> {
+    let mut symbol = Vec::with_capacity(name.len() + 1);
+    symbol.extend_from_slice(name.as_bytes());
+    symbol.push(0);
+    // SAFETY: `F` is the signature the function table gives for `name` (the table is checked
+    // against our headers and against the simulator's exports); the pointer is copied out and
+    // only used while `library` stays loaded (both live in one `Library`).
+    let found = unsafe { library.get::<F>(&symbol) };
+    found.map(|symbol| *symbol).map_err(|err| (name, err.to_string()))
 }
 
 /// Why one candidate library could not be used.
@@ -174,7 +195,8 @@ pub(crate) struct Library {
 
 impl Library {
     /// Loads `candidate` (a path, or a bare file name for the dynamic linker's search) and
-    /// resolves every symbol of [`SYMBOLS`].
+    /// resolves every entry point of the function table (those of recent releases only when
+    /// present).
     pub(crate) fn open(candidate: &str) -> Result<Arc<Library>, OpenFailure> {
         // SAFETY: loading runs the library's initialisers. The candidates are libnrt (or the
         // simulator exporting its ABI), whose initialisers are trusted not to break Rust
@@ -191,13 +213,18 @@ impl Library {
     pub(crate) fn init(&self, framework: u32, fw_version: &CStr, fal_version: &CStr) -> RawStatus {
         // SAFETY: both strings are NUL-terminated and outlive the call; the framework is a plain
         // integer that libnrt validates.
-        unsafe { (self.functions.init)(framework, fw_version.as_ptr(), fal_version.as_ptr()) }
+        unsafe { (self.functions.nrt_init)(framework, fw_version.as_ptr(), fal_version.as_ptr()) }
+    }
+
+    /// Whether the library exports `function`.
+    pub(crate) fn exports(&self, function: LibnrtFunction) -> bool {
+        self.functions.exports(function)
     }
 
     /// `nrt_close`.
     pub(crate) fn close(&self) {
         // SAFETY: no arguments; libnrt gates later calls itself.
-        unsafe { (self.functions.close)() }
+        unsafe { (self.functions.nrt_close)() }
     }
 
     /// `nrt_load` (`collectives`: `nrt_load_collectives` with `(ctx_device_id,
@@ -215,10 +242,12 @@ impl Library {
             // SAFETY: `neff` is readable for `neff.len()` bytes during the call and libnrt does
             // not keep the pointer (it parses the NEFF before returning); `model` is a valid
             // out-pointer.
-            None => unsafe { (self.functions.load)(data, neff.len(), vnc, vnc_count, &mut model) },
+            None => unsafe {
+                (self.functions.nrt_load)(data, neff.len(), vnc, vnc_count, &mut model)
+            },
             // SAFETY: as above.
             Some((id, count)) => unsafe {
-                (self.functions.load_collectives)(
+                (self.functions.nrt_load_collectives)(
                     data,
                     neff.len(),
                     vnc,
@@ -237,7 +266,7 @@ impl Library {
     pub(crate) fn allocate_tensor_set(self: &Arc<Self>) -> Result<OwnedSet, RawStatus> {
         let mut set: *mut NrtTensorSet = ptr::null_mut();
         // SAFETY: `set` is a valid out-pointer.
-        let status = unsafe { (self.functions.allocate_tensor_set)(&mut set) };
+        let status = unsafe { (self.functions.nrt_allocate_tensor_set)(&mut set) };
         let set = owned(status, set)?;
         Ok(OwnedSet { library: Arc::clone(self), set, members: Mutex::new(HashMap::new()) })
     }
@@ -255,7 +284,7 @@ impl Library {
         // SAFETY: `name` is NUL-terminated and outlives the call; `tensor` is a valid
         // out-pointer; placement and sizes are integers libnrt validates.
         let status = unsafe {
-            (self.functions.tensor_allocate)(placement, vnc, size, name.as_ptr(), &mut tensor)
+            (self.functions.nrt_tensor_allocate)(placement, vnc, size, name.as_ptr(), &mut tensor)
         };
         Ok(self.own_tensor(owned(status, tensor)?, tag, None))
     }
@@ -269,7 +298,8 @@ impl Library {
         let mut tensor: *mut NrtTensor = ptr::null_mut();
         // SAFETY: `name` is NUL-terminated and outlives the call; `tensor` is a valid
         // out-pointer.
-        let status = unsafe { (self.functions.tensor_allocate_empty)(name.as_ptr(), &mut tensor) };
+        let status =
+            unsafe { (self.functions.nrt_tensor_allocate_empty)(name.as_ptr(), &mut tensor) };
         Ok(self.own_tensor(owned(status, tensor)?, tag, None))
     }
 
@@ -277,15 +307,9 @@ impl Library {
         self: &Arc<Self>,
         tensor: NonNull<NrtTensor>,
         tag: u64,
-        buffer: Option<Arc<dyn ExternalBuffer>>,
+        buffer: Option<Arc<SharedBuffer>>,
     ) -> OwnedTensor {
-        OwnedTensor {
-            library: Arc::clone(self),
-            tensor,
-            tag,
-            forgotten: AtomicBool::new(false),
-            buffer: Mutex::new(buffer),
-        }
+        OwnedTensor { library: Arc::clone(self), tensor, tag, buffer: Mutex::new(buffer) }
     }
 
     /// `nrt_get_version`, with the size of our 224-byte struct.
@@ -300,7 +324,7 @@ impl Library {
         };
         // SAFETY: `version` is a writable `nrt_version_t` of exactly the size passed.
         let status =
-            unsafe { (self.functions.get_version)(&mut version, size_of::<NrtVersionC>()) };
+            unsafe { (self.functions.nrt_get_version)(&mut version, size_of::<NrtVersionC>()) };
         if status != SUCCESS {
             return Err(status);
         }
@@ -318,7 +342,7 @@ impl Library {
     pub(crate) fn get_total_vnc_count(&self) -> Result<u32, RawStatus> {
         let mut count = 0u32;
         // SAFETY: `count` is a valid out-pointer.
-        let status = unsafe { (self.functions.get_total_vnc_count)(&mut count) };
+        let status = unsafe { (self.functions.nrt_get_total_vnc_count)(&mut count) };
         if status == SUCCESS { Ok(count) } else { Err(status) }
     }
 
@@ -326,14 +350,180 @@ impl Library {
     pub(crate) fn get_visible_vnc_count(&self) -> Result<u32, RawStatus> {
         let mut count = 0u32;
         // SAFETY: `count` is a valid out-pointer.
-        let status = unsafe { (self.functions.get_visible_vnc_count)(&mut count) };
+        let status = unsafe { (self.functions.nrt_get_visible_vnc_count)(&mut count) };
         if status == SUCCESS { Ok(count) } else { Err(status) }
+    }
+
+    /// `nrt_get_total_nc_count`; `None` when the library does not export it.
+    pub(crate) fn get_total_nc_count(&self) -> Option<Result<u32, RawStatus>> {
+        let function = self.functions.nrt_get_total_nc_count?;
+        let mut count = 0u32;
+        // SAFETY: `count` is a valid out-pointer; the signature is the table's.
+        let status = unsafe { function(&mut count) };
+        Some(if status == SUCCESS { Ok(count) } else { Err(status) })
+    }
+
+    /// `nrt_get_visible_nc_count`; `None` when the library does not export it.
+    pub(crate) fn get_visible_nc_count(&self) -> Option<Result<u32, RawStatus>> {
+        let function = self.functions.nrt_get_visible_nc_count?;
+        let mut count = 0u32;
+        // SAFETY: `count` is a valid out-pointer; the signature is the table's.
+        let status = unsafe { function(&mut count) };
+        Some(if status == SUCCESS { Ok(count) } else { Err(status) })
+    }
+
+    /// `nrt_get_vnc_memory_stats` (bytes used, bytes limit); `None` when the library does not
+    /// export it.
+    pub(crate) fn get_vnc_memory_stats(&self, vnc: u32) -> Option<Result<(u64, u64), RawStatus>> {
+        let function = self.functions.nrt_get_vnc_memory_stats?;
+        let mut stats = nrt_vnc_memory_stats_t { bytes_used: 0, bytes_limit: 0 };
+        let mut written = 0usize;
+        // SAFETY: `stats` has `size_of` writable bytes and `written` is a valid out-pointer.
+        let status =
+            unsafe { function(vnc, &mut stats, size_of::<nrt_vnc_memory_stats_t>(), &mut written) };
+        Some(if status == SUCCESS {
+            Ok((stats.bytes_used as u64, stats.bytes_limit as u64))
+        } else {
+            Err(status)
+        })
+    }
+
+    /// `nrt_sys_trace_get_event_types`, copied into Rust, then
+    /// `nrt_sys_trace_free_event_types`; `None` when the library lacks either.
+    pub(crate) fn sys_trace_event_types(&self) -> Option<Result<Vec<String>, RawStatus>> {
+        let get = self.functions.nrt_sys_trace_get_event_types?;
+        let free = self.functions.nrt_sys_trace_free_event_types?;
+        let mut array: *mut *const c_char = ptr::null_mut();
+        let mut count = 0usize;
+        // SAFETY: both out-pointers are valid; the signature is the table's.
+        let status = unsafe { get(&mut array, &mut count) };
+        if status != SUCCESS {
+            return Some(Err(status));
+        }
+        if array.is_null() {
+            return Some(Ok(Vec::new()));
+        }
+        // SAFETY: libnrt returned `count` NUL-terminated strings, valid until they are passed
+        // to `nrt_sys_trace_free_event_types`, below; they are copied out before.
+        let names = unsafe {
+            (0..count)
+                .map(|i| *array.add(i))
+                .filter(|name| !name.is_null())
+                .map(|name| CStr::from_ptr(name).to_string_lossy().into_owned())
+                .collect()
+        };
+        // SAFETY: the array and count libnrt returned, released once.
+        unsafe { free(array, count) };
+        Some(Ok(names))
+    }
+
+    /// `nrt_sys_trace_config_allocate`, the setters, `nrt_sys_trace_start`, then
+    /// `nrt_sys_trace_config_free`; `None` when the library lacks one of them.
+    pub(crate) fn sys_trace_start(
+        &self,
+        max_events_per_nc: Option<u64>,
+        disabled_ncs: &[u32],
+        disabled_event_types: &[CString],
+    ) -> Option<Result<(), RawStatus>> {
+        let functions = &self.functions;
+        let allocate = functions.nrt_sys_trace_config_allocate?;
+        let free = functions.nrt_sys_trace_config_free?;
+        let set_max = functions.nrt_sys_trace_config_set_max_events_per_nc?;
+        let set_nc = functions.nrt_sys_trace_config_set_capture_enabled_for_nc?;
+        let set_type = functions.nrt_sys_trace_config_set_capture_enabled_for_event_type?;
+        let start = functions.nrt_sys_trace_start?;
+        let mut config: *mut nrt_sys_trace_config_t = ptr::null_mut();
+        // SAFETY: a valid out-pointer; the signatures are the table's.
+        let status = unsafe { allocate(&mut config) };
+        if status != SUCCESS || config.is_null() {
+            return Some(Err(if status == SUCCESS { INVALID } else { status }));
+        }
+        // SAFETY: `config` is the object libnrt allocated, used until it is freed at the end;
+        // the event type names are NUL-terminated and outlive the calls.
+        let status = unsafe {
+            let mut status = SUCCESS;
+            if let Some(max) = max_events_per_nc {
+                set_max(config, max);
+            }
+            for &nc in disabled_ncs {
+                set_nc(config, nc, false);
+            }
+            for kind in disabled_event_types {
+                if status == SUCCESS {
+                    status = set_type(config, kind.as_ptr(), false);
+                }
+            }
+            if status == SUCCESS {
+                status = start(config);
+            }
+            free(config);
+            status
+        };
+        Some(if status == SUCCESS { Ok(()) } else { Err(status) })
+    }
+
+    /// `nrt_sys_trace_fetch_options_allocate`, its setters, `nrt_sys_trace_fetch_events`, the
+    /// JSON copied into Rust, `nrt_sys_trace_buffer_free` and `nrt_sys_trace_fetch_options_free`;
+    /// `None` when the library lacks one of them.
+    pub(crate) fn sys_trace_fetch(
+        &self,
+        max_events_per_nc: Option<u64>,
+        nc: Option<u64>,
+    ) -> Option<Result<String, RawStatus>> {
+        let functions = &self.functions;
+        let allocate = functions.nrt_sys_trace_fetch_options_allocate?;
+        let free_options = functions.nrt_sys_trace_fetch_options_free?;
+        let set_max = functions.nrt_sys_trace_fetch_options_set_max_events_per_nc?;
+        let set_nc = functions.nrt_sys_trace_fetch_options_set_nc_idx?;
+        let fetch = functions.nrt_sys_trace_fetch_events?;
+        let free_buffer = functions.nrt_sys_trace_buffer_free?;
+        let mut options: *mut nrt_sys_trace_fetch_options_t = ptr::null_mut();
+        // SAFETY: a valid out-pointer; the signatures are the table's.
+        let status = unsafe { allocate(&mut options) };
+        if status != SUCCESS || options.is_null() {
+            return Some(Err(if status == SUCCESS { INVALID } else { status }));
+        }
+        let mut buffer: *mut c_char = ptr::null_mut();
+        let mut size = 0usize;
+        // SAFETY: `options` is the object libnrt allocated, freed once at the end; the buffer
+        // libnrt returns holds `size` bytes until `nrt_sys_trace_buffer_free`, and is copied
+        // out before that.
+        let result = unsafe {
+            if let Some(max) = max_events_per_nc {
+                set_max(options, max);
+            }
+            if let Some(nc) = nc {
+                set_nc(options, nc);
+            }
+            let status = fetch(&mut buffer, &mut size, options);
+            let result = if status != SUCCESS {
+                Err(status)
+            } else if buffer.is_null() {
+                Ok(String::new())
+            } else {
+                let bytes = std::slice::from_raw_parts(buffer.cast::<u8>(), size);
+                let text = String::from_utf8_lossy(bytes).into_owned();
+                free_buffer(buffer);
+                Ok(text)
+            };
+            free_options(options);
+            result
+        };
+        Some(result)
+    }
+
+    /// `nrt_sys_trace_stop`; `None` when the library lacks it.
+    pub(crate) fn sys_trace_stop(&self) -> Option<Result<(), RawStatus>> {
+        let stop = self.functions.nrt_sys_trace_stop?;
+        // SAFETY: no arguments.
+        let status = unsafe { stop() };
+        Some(if status == SUCCESS { Ok(()) } else { Err(status) })
     }
 
     /// `nrt_get_status_as_str`, copied into Rust; `None` when the library returns NULL.
     pub(crate) fn status_as_str(&self, status: RawStatus) -> Option<String> {
         // SAFETY: any integer is a valid argument.
-        let text = unsafe { (self.functions.get_status_as_str)(status) };
+        let text = unsafe { (self.functions.nrt_get_status_as_str)(status) };
         if text.is_null() {
             return None;
         }
@@ -413,12 +603,44 @@ impl OwnedModel {
             // SAFETY: the model is loaded (checked under the read lock held until the call
             // returns) and both sets are live: their owners are borrowed for the call, and every
             // tensor they name is kept alive by them.
-            None => unsafe { (self.library.functions.execute)(model, input, output) },
+            None => unsafe { (self.library.functions.nrt_execute)(model, input, output) },
             // SAFETY: as above.
             Some(count) => unsafe {
-                (self.library.functions.execute_repeat)(model, input, output, count)
+                (self.library.functions.nrt_execute_repeat)(model, input, output, count)
             },
         }
+    }
+
+    /// A count of the loaded model: `nrt_get_model_nc_count`, `nrt_get_model_vnc_count` or
+    /// `nrt_get_model_instance_count`; `None` when the library does not export it.
+    pub(crate) fn count(&self, which: LibnrtFunction) -> Option<Result<u32, RawStatus>> {
+        let functions = &self.library.functions;
+        let mut count = 0u32;
+        let call = |count: &mut u32| -> Option<RawStatus> {
+            // SAFETY: the model is loaded (read lock held by the caller below); `count` is a
+            // valid out-pointer; the signatures are the table's.
+            unsafe {
+                Some(match which {
+                    LibnrtFunction::nrt_get_model_nc_count => {
+                        functions.nrt_get_model_nc_count?(self.model.as_ptr(), count)
+                    }
+                    LibnrtFunction::nrt_get_model_vnc_count => {
+                        functions.nrt_get_model_vnc_count?(self.model.as_ptr(), count)
+                    }
+                    LibnrtFunction::nrt_get_model_instance_count => {
+                        functions.nrt_get_model_instance_count?(self.model.as_ptr(), count)
+                    }
+                    _ => return None,
+                })
+            }
+        };
+        let live = match self.live() {
+            Ok(live) => live,
+            Err(status) => return Some(Err(status)),
+        };
+        let status = call(&mut count)?;
+        drop(live);
+        Some(if status == SUCCESS { Ok(count) } else { Err(status) })
     }
 
     /// `nrt_get_model_tensor_info` then `nrt_free_model_tensor_info`, with the entries copied
@@ -428,7 +650,7 @@ impl OwnedModel {
         let mut array: *mut NrtTensorInfoArray = ptr::null_mut();
         // SAFETY: the model is loaded (read lock held); `array` is a valid out-pointer.
         let status = unsafe {
-            (self.library.functions.get_model_tensor_info)(self.model.as_ptr(), &mut array)
+            (self.library.functions.nrt_get_model_tensor_info)(self.model.as_ptr(), &mut array)
         };
         let array = owned(status, array)?;
         // SAFETY: libnrt returned an array of `tensor_count` entries that stays valid until it
@@ -457,7 +679,7 @@ impl OwnedModel {
         };
         // SAFETY: `array` came from `nrt_get_model_tensor_info` and is freed exactly once; no
         // reference into it survives (the entries were copied).
-        let status = unsafe { (self.library.functions.free_model_tensor_info)(array.as_ptr()) };
+        let status = unsafe { (self.library.functions.nrt_free_model_tensor_info)(array.as_ptr()) };
         if status != SUCCESS {
             return Err(status);
         }
@@ -471,7 +693,7 @@ impl OwnedModel {
             return INVALID_HANDLE;
         }
         // SAFETY: the model is loaded and no call is in flight on it (write lock held).
-        let status = unsafe { (self.library.functions.unload)(self.model.as_ptr()) };
+        let status = unsafe { (self.library.functions.nrt_unload)(self.model.as_ptr()) };
         if status == SUCCESS {
             *unloaded = true;
         }
@@ -506,7 +728,7 @@ impl OwnedSet {
         // SAFETY: the set and the tensor are live (their owners are borrowed); `name` is
         // NUL-terminated. The set keeps the tensor's owner for as long as it may use the pointer.
         let status = unsafe {
-            (self.library.functions.add_tensor_to_tensor_set)(
+            (self.library.functions.nrt_add_tensor_to_tensor_set)(
                 self.set.as_ptr(),
                 name.as_ptr(),
                 tensor.tensor.as_ptr(),
@@ -526,7 +748,7 @@ impl OwnedSet {
         // SAFETY: the set is live; `name` is NUL-terminated; `tensor` is a valid out-pointer and
         // the pointer returned is only compared, never dereferenced.
         let status = unsafe {
-            (self.library.functions.get_tensor_from_tensor_set)(
+            (self.library.functions.nrt_get_tensor_from_tensor_set)(
                 self.set.as_ptr(),
                 name.as_ptr(),
                 &mut tensor,
@@ -540,18 +762,6 @@ impl OwnedSet {
             .filter(|owner| owner.tensor.as_ptr() == tensor)
             .map(|owner| owner.tag))
     }
-
-    /// The name of a member whose handle its user already freed, if any.
-    pub(crate) fn forgotten_member(&self) -> Option<(String, u64)> {
-        let members = self.members.lock().unwrap_or_else(PoisonError::into_inner);
-        let mut forgotten: Vec<(String, u64)> = members
-            .iter()
-            .filter(|(_, tensor)| tensor.is_forgotten())
-            .map(|(name, tensor)| (String::from_utf8_lossy(name).into_owned(), tensor.tag))
-            .collect();
-        forgotten.sort();
-        forgotten.into_iter().next()
-    }
 }
 
 impl Drop for OwnedSet {
@@ -560,7 +770,7 @@ impl Drop for OwnedSet {
         // SAFETY: the set is live and released exactly once, here; the member tensors are
         // dropped afterwards (fields drop after this body), so libnrt never sees them freed
         // while the set still names them.
-        unsafe { (self.library.functions.destroy_tensor_set)(&mut set) }
+        unsafe { (self.library.functions.nrt_destroy_tensor_set)(&mut set) }
     }
 }
 
@@ -571,39 +781,28 @@ pub(crate) struct OwnedTensor {
     tensor: NonNull<NrtTensor>,
     /// The caller's name for this tensor (the runtime's `TensorId`).
     pub(crate) tag: u64,
-    /// Whether the runtime's user freed the handle while a set still names it.
-    forgotten: AtomicBool,
     /// Caller memory libnrt reads and writes in place: kept alive with the tensor.
-    buffer: Mutex<Option<Arc<dyn ExternalBuffer>>>,
+    buffer: Mutex<Option<Arc<SharedBuffer>>>,
 }
 
 // SAFETY: an opaque token libnrt accepts from any thread; the buffer is behind a mutex and
-// `ExternalBuffer` is `Send + Sync`.
+// `SharedBuffer` is `Send + Sync`.
 unsafe impl Send for OwnedTensor {}
 // SAFETY: as for `Send`.
 unsafe impl Sync for OwnedTensor {}
 
 impl OwnedTensor {
-    /// Marks the handle as freed by its user (it may live on in a set).
-    pub(crate) fn forget(&self) {
-        self.forgotten.store(true, Ordering::Release);
-    }
-
-    /// Whether [`OwnedTensor::forget`] was called.
-    pub(crate) fn is_forgotten(&self) -> bool {
-        self.forgotten.load(Ordering::Acquire)
-    }
-
     /// `nrt_tensor_attach_buffer` over the caller's buffer, kept alive by this tensor.
-    pub(crate) fn attach_buffer(&self, buffer: Arc<dyn ExternalBuffer>) -> RawStatus {
+    pub(crate) fn attach_buffer(&self, buffer: Arc<SharedBuffer>) -> RawStatus {
         let mut kept = self.buffer.lock().unwrap_or_else(PoisonError::into_inner);
-        let (address, len) = (buffer.address() as *mut c_void, buffer.len());
-        // SAFETY: the tensor is live. The caller (`NrtRuntime::tensor_attach_buffer`) passes only
-        // a `SharedBuffer`, whose `address` is the first of `len` bytes of one boxed slice that
-        // never moves while it lives; this tensor keeps `buffer` (and its slices keep a clone)
-        // for as long as libnrt may touch the memory.
+        let (address, len) = (buffer.as_mut_ptr().cast::<c_void>(), buffer.byte_len());
+        // SAFETY: the tensor is live. `address` and `len` come from the `SharedBuffer` itself
+        // (not from a trait a caller implements): `len` interior-mutable bytes of one boxed slice
+        // that never moves and may be written through a shared reference while it lives; this
+        // tensor keeps `buffer` (and its slices keep a clone) for as long as libnrt may touch the
+        // memory.
         let status = unsafe {
-            (self.library.functions.tensor_attach_buffer)(self.tensor.as_ptr(), address, len)
+            (self.library.functions.nrt_tensor_attach_buffer)(self.tensor.as_ptr(), address, len)
         };
         if status == SUCCESS {
             *kept = Some(buffer);
@@ -623,7 +822,7 @@ impl OwnedTensor {
         // SAFETY: the source tensor is live; `name` is NUL-terminated; `slice` is a valid
         // out-pointer.
         let status = unsafe {
-            (self.library.functions.tensor_allocate_slice)(
+            (self.library.functions.nrt_tensor_allocate_slice)(
                 self.tensor.as_ptr(),
                 offset,
                 size,
@@ -640,7 +839,7 @@ impl OwnedTensor {
     pub(crate) fn read(&self, offset: usize, buf: &mut [u8]) -> RawStatus {
         // SAFETY: the tensor is live; `buf` is writable for `buf.len()` bytes during the call.
         unsafe {
-            (self.library.functions.tensor_read)(
+            (self.library.functions.nrt_tensor_read)(
                 self.tensor.as_ptr(),
                 buf.as_mut_ptr().cast(),
                 offset,
@@ -653,7 +852,7 @@ impl OwnedTensor {
     pub(crate) fn write(&self, offset: usize, bytes: &[u8]) -> RawStatus {
         // SAFETY: the tensor is live; `bytes` is readable for its length during the call.
         unsafe {
-            (self.library.functions.tensor_write)(
+            (self.library.functions.nrt_tensor_write)(
                 self.tensor.as_ptr(),
                 bytes.as_ptr().cast(),
                 offset,
@@ -672,7 +871,7 @@ impl OwnedTensor {
     ) -> RawStatus {
         // SAFETY: both tensors are live (owners borrowed); libnrt checks the ranges.
         unsafe {
-            (self.library.functions.tensor_copy)(
+            (self.library.functions.nrt_tensor_copy)(
                 self.tensor.as_ptr(),
                 src_offset,
                 dst.tensor.as_ptr(),
@@ -685,19 +884,21 @@ impl OwnedTensor {
     /// `nrt_tensor_memset`.
     pub(crate) fn memset(&self, offset: u64, value: i32, size: usize) -> RawStatus {
         // SAFETY: the tensor is live; libnrt checks the range.
-        unsafe { (self.library.functions.tensor_memset)(self.tensor.as_ptr(), offset, value, size) }
+        unsafe {
+            (self.library.functions.nrt_tensor_memset)(self.tensor.as_ptr(), offset, value, size)
+        }
     }
 
     /// `nrt_tensor_get_size`.
     pub(crate) fn size(&self) -> usize {
         // SAFETY: the tensor is live.
-        unsafe { (self.library.functions.tensor_get_size)(self.tensor.as_ptr()) }
+        unsafe { (self.library.functions.nrt_tensor_get_size)(self.tensor.as_ptr()) }
     }
 
     /// `nrt_tensor_get_va`, as an integer (never dereferenced here).
     pub(crate) fn va(&self) -> usize {
         // SAFETY: the tensor is live; the result is only converted to an integer.
-        unsafe { (self.library.functions.tensor_get_va)(self.tensor.as_ptr()) as usize }
+        unsafe { (self.library.functions.nrt_tensor_get_va)(self.tensor.as_ptr()) as usize }
     }
 }
 
@@ -707,11 +908,11 @@ impl Drop for OwnedTensor {
         // SAFETY: the tensor is live and released exactly once, here: no set names it any more
         // (sets hold an owner) and no call is in flight (calls borrow an owner). The attached
         // buffer is dropped after this body, once libnrt has let go of it.
-        unsafe { (self.library.functions.tensor_free)(&mut tensor) }
+        unsafe { (self.library.functions.nrt_tensor_free)(&mut tensor) }
     }
 }
 
 /// A C string for a name; a name with an interior NUL cannot reach C and is `NRT_INVALID`.
-pub(crate) fn c_name(name: &str) -> Result<CString, RawStatus> {
+pub(crate) fn c_name(name: &[u8]) -> Result<CString, RawStatus> {
     CString::new(name).map_err(|_| INVALID)
 }

@@ -70,13 +70,14 @@ fn bench_launch() {
     let mut input = None;
     let mut output = None;
     for entry in sim.get_model_tensor_info(model).expect("info") {
-        let tensor =
-            sim.tensor_allocate(Placement::Virtual, 0, entry.size, &entry.name).expect("tensor");
+        let tensor = sim
+            .tensor_allocate(Placement::Virtual, 0, entry.size, entry.name.as_bytes())
+            .expect("tensor");
         if entry.usage == TensorUsage::Input {
-            sim.add_tensor_to_tensor_set(inputs, &entry.name, tensor).expect("add");
+            sim.add_tensor_to_tensor_set(inputs, entry.name.as_bytes(), tensor).expect("add");
             input = Some(tensor);
         } else {
-            sim.add_tensor_to_tensor_set(outputs, &entry.name, tensor).expect("add");
+            sim.add_tensor_to_tensor_set(outputs, entry.name.as_bytes(), tensor).expect("add");
             output = Some(tensor);
         }
     }
@@ -108,7 +109,7 @@ fn bench_dma() {
     let sim = SimRuntime::new(quiet_default()).expect("sim");
     sim.init(Framework::NoFw, "", "").expect("init");
     let runtime: &dyn Runtime = &sim;
-    let device = runtime.tensor_allocate(Placement::Device, 0, SIZE, "dma").expect("tensor");
+    let device = runtime.tensor_allocate(Placement::Device, 0, SIZE, b"dma").expect("tensor");
     let source: Vec<u8> = (0..SIZE).map(|i| (i % 253) as u8).collect();
     let mut back = vec![0u8; SIZE];
     let mut plain = vec![0u8; SIZE];

@@ -74,14 +74,14 @@ pub fn lifecycle_gates(runtime: &dyn Runtime) -> CheckResult {
     fails_with("set before init", runtime.allocate_tensor_set(), NrtStatus::Uninitialized)?;
     fails_with(
         "tensor before init",
-        runtime.tensor_allocate(Placement::Virtual, 0, 8, "t"),
+        runtime.tensor_allocate(Placement::Virtual, 0, 8, b"t"),
         NrtStatus::Uninitialized,
     )?;
-    fails_with(
-        "visible vnc before init",
-        runtime.get_visible_vnc_count(),
-        NrtStatus::Uninitialized,
-    )?;
+    // The public header documents the visible count as callable before nrt_init (issue 11,
+    // item 9), like the total.
+    let visible_before =
+        ok("nrt_get_visible_vnc_count before init", runtime.get_visible_vnc_count())?;
+    ensure!(visible_before >= 1, "visible vnc count before init is 0");
     fails_with("load before init", runtime.load(&[0u8; 16], -1, 1), NrtStatus::Uninitialized)?;
     let version = ok("nrt_get_version before init", runtime.get_version())?;
     ensure!(version.major >= 2, "version major {} is below 2", version.major);
@@ -95,7 +95,7 @@ pub fn lifecycle_gates(runtime: &dyn Runtime) -> CheckResult {
     init(runtime)?;
     let visible = ok("nrt_get_visible_vnc_count", runtime.get_visible_vnc_count())?;
     ensure!(visible >= 1 && visible <= total, "visible {visible} of total {total}");
-    let tensor = ok("allocate", runtime.tensor_allocate(Placement::Virtual, 0, 24, "t"))?;
+    let tensor = ok("allocate", runtime.tensor_allocate(Placement::Virtual, 0, 24, b"t"))?;
     runtime.close();
     fails_with("set after close", runtime.allocate_tensor_set(), NrtStatus::Closed)?;
     fails_with("write after close", runtime.tensor_write(tensor, 0, &[1]), NrtStatus::Closed)?;
@@ -106,36 +106,44 @@ pub fn lifecycle_gates(runtime: &dyn Runtime) -> CheckResult {
 }
 
 /// Sets map names to tensors: add replaces, a missing name is FAILURE, the key need not be the
-/// tensor's name, and destroying a set frees no tensor.
+/// tensor's name, names are exact bytes (not necessarily UTF-8), and destroying a set frees no
+/// tensor.
 pub fn tensor_sets(runtime: &dyn Runtime) -> CheckResult {
     init(runtime)?;
     let set = ok("allocate set", runtime.allocate_tensor_set())?;
-    let a = ok("allocate a", runtime.tensor_allocate(Placement::Virtual, 0, 8, "a"))?;
-    let b = ok("allocate b", runtime.tensor_allocate(Placement::Virtual, 0, 8, "b"))?;
-    ok("add", runtime.add_tensor_to_tensor_set(set, "input0", a))?;
-    let got = ok("get", runtime.get_tensor_from_tensor_set(set, "input0"))?;
+    let a = ok("allocate a", runtime.tensor_allocate(Placement::Virtual, 0, 8, b"a"))?;
+    let b = ok("allocate b", runtime.tensor_allocate(Placement::Virtual, 0, 8, b"b"))?;
+    ok("add", runtime.add_tensor_to_tensor_set(set, b"input0", a))?;
+    let got = ok("get", runtime.get_tensor_from_tensor_set(set, b"input0"))?;
     ensure!(got == a, "get returned {got:?}, expected {a:?}");
-    ok("replace", runtime.add_tensor_to_tensor_set(set, "input0", b))?;
-    let got = ok("get after replace", runtime.get_tensor_from_tensor_set(set, "input0"))?;
+    ok("replace", runtime.add_tensor_to_tensor_set(set, b"input0", b))?;
+    let got = ok("get after replace", runtime.get_tensor_from_tensor_set(set, b"input0"))?;
     ensure!(got == b, "after replace get returned {got:?}, expected {b:?}");
     fails_with(
         "get missing name",
-        runtime.get_tensor_from_tensor_set(set, "nope"),
+        runtime.get_tensor_from_tensor_set(set, b"nope"),
         NrtStatus::Failure,
     )?;
+    // Names are bytes: two keys that differ only in bytes that are not UTF-8 are two keys.
+    ok("add non-UTF-8 key", runtime.add_tensor_to_tensor_set(set, b"i\xff", a))?;
+    ok("add other non-UTF-8 key", runtime.add_tensor_to_tensor_set(set, b"i\xfe", b))?;
+    let got = ok("get non-UTF-8 key", runtime.get_tensor_from_tensor_set(set, b"i\xff"))?;
+    ensure!(got == a, "get b\"i\\xff\" returned {got:?}, expected {a:?}");
+    let got = ok("get other non-UTF-8 key", runtime.get_tensor_from_tensor_set(set, b"i\xfe"))?;
+    ensure!(got == b, "get b\"i\\xfe\" returned {got:?}, expected {b:?}");
     ok("destroy set", runtime.destroy_tensor_set(set))?;
     ok("write a after destroy", runtime.tensor_write(a, 0, &[1, 2]))?;
     ok("write b after destroy", runtime.tensor_write(b, 0, &[3, 4]))?;
     fails_with(
         "get from destroyed set",
-        runtime.get_tensor_from_tensor_set(set, "input0"),
+        runtime.get_tensor_from_tensor_set(set, b"input0"),
         NrtStatus::InvalidHandle,
     )?;
     fails_with(
         "add unknown tensor",
         {
             let other = ok("allocate set", runtime.allocate_tensor_set())?;
-            runtime.add_tensor_to_tensor_set(other, "x", TensorId(u64::MAX))
+            runtime.add_tensor_to_tensor_set(other, b"x", TensorId(u64::MAX))
         },
         NrtStatus::InvalidHandle,
     )?;
@@ -152,8 +160,8 @@ pub fn tensor_sets(runtime: &dyn Runtime) -> CheckResult {
 pub fn tensor_memory_and_bounds(runtime: &dyn Runtime) -> CheckResult {
     init(runtime)?;
     for placement in [Placement::Device, Placement::Host, Placement::Virtual] {
-        let t = ok("allocate", runtime.tensor_allocate(placement, 0, 64, "t"))?;
-        let u = ok("allocate", runtime.tensor_allocate(placement, 0, 64, "u"))?;
+        let t = ok("allocate", runtime.tensor_allocate(placement, 0, 64, b"t"))?;
+        let u = ok("allocate", runtime.tensor_allocate(placement, 0, 64, b"u"))?;
         ensure!(read_all(runtime, t)? == vec![0u8; 64], "{placement:?}: new tensor is not zeroed");
         ok("write", runtime.tensor_write(t, 8, &[1, 2, 3, 4]))?;
         ok("memset", runtime.tensor_memset(t, 12, 0x1ff, 2))?;
@@ -196,7 +204,7 @@ pub fn tensor_memory_and_bounds(runtime: &dyn Runtime) -> CheckResult {
     }
     fails_with(
         "device tensor on a core that does not exist",
-        runtime.tensor_allocate(Placement::Device, 1 << 20, 8, "t"),
+        runtime.tensor_allocate(Placement::Device, 1 << 20, 8, b"t"),
         NrtStatus::Invalid,
     )?;
     runtime.close();
@@ -206,9 +214,9 @@ pub fn tensor_memory_and_bounds(runtime: &dyn Runtime) -> CheckResult {
 /// A device-to-device copy across NeuronCores is INVALID; host ↔ device copies work.
 pub fn copy_across_cores_is_invalid(runtime: &dyn Runtime) -> CheckResult {
     init(runtime)?;
-    let on0 = ok("allocate", runtime.tensor_allocate(Placement::Device, 0, 16, "on0"))?;
-    let on1 = ok("allocate", runtime.tensor_allocate(Placement::Device, 1, 16, "on1"))?;
-    let host = ok("allocate", runtime.tensor_allocate(Placement::Virtual, 0, 16, "host"))?;
+    let on0 = ok("allocate", runtime.tensor_allocate(Placement::Device, 0, 16, b"on0"))?;
+    let on1 = ok("allocate", runtime.tensor_allocate(Placement::Device, 1, 16, b"on1"))?;
+    let host = ok("allocate", runtime.tensor_allocate(Placement::Virtual, 0, 16, b"host"))?;
     fails_with(
         "copy core 0 -> core 1",
         runtime.tensor_copy(on0, 0, on1, 0, 4),
@@ -226,9 +234,9 @@ pub fn copy_across_cores_is_invalid(runtime: &dyn Runtime) -> CheckResult {
 pub fn slices_share_storage_and_outlive_parent(runtime: &dyn Runtime) -> CheckResult {
     init(runtime)?;
     for placement in [Placement::Device, Placement::Virtual] {
-        let parent = ok("allocate", runtime.tensor_allocate(placement, 0, 32, "parent"))?;
-        let slice = ok("slice", runtime.tensor_allocate_slice(parent, 8, 16, "slice"))?;
-        let inner = ok("slice of slice", runtime.tensor_allocate_slice(slice, 4, 4, "inner"))?;
+        let parent = ok("allocate", runtime.tensor_allocate(placement, 0, 32, b"parent"))?;
+        let slice = ok("slice", runtime.tensor_allocate_slice(parent, 8, 16, b"slice"))?;
+        let inner = ok("slice of slice", runtime.tensor_allocate_slice(slice, 4, 4, b"inner"))?;
         ensure!(ok("size", runtime.tensor_get_size(slice))? == 16, "slice size");
         ok("write via slice", runtime.tensor_write(slice, 0, &[7; 16]))?;
         let whole = read_all(runtime, parent)?;
@@ -243,7 +251,7 @@ pub fn slices_share_storage_and_outlive_parent(runtime: &dyn Runtime) -> CheckRe
         );
         fails_with(
             "slice past end",
-            runtime.tensor_allocate_slice(parent, 24, 16, "x"),
+            runtime.tensor_allocate_slice(parent, 24, 16, b"x"),
             NrtStatus::Invalid,
         )?;
         ok("free parent", runtime.tensor_free(parent))?;
@@ -263,7 +271,7 @@ pub fn slices_share_storage_and_outlive_parent(runtime: &dyn Runtime) -> CheckRe
 /// `allocate_empty` + `attach_buffer`: the caller's buffer is the storage, both ways.
 pub fn attached_buffers_are_caller_memory(runtime: &dyn Runtime) -> CheckResult {
     init(runtime)?;
-    let tensor = ok("allocate empty", runtime.tensor_allocate_empty("ext"))?;
+    let tensor = ok("allocate empty", runtime.tensor_allocate_empty(b"ext"))?;
     ensure!(ok("size", runtime.tensor_get_size(tensor))? == 0, "empty tensor has a size");
     fails_with("read empty", runtime.tensor_read(tensor, 0, &mut [0u8; 1]), NrtStatus::Invalid)?;
     let buffer = Arc::new(SharedBuffer::from_vec((0u8..32).collect()));
@@ -276,7 +284,7 @@ pub fn attached_buffers_are_caller_memory(runtime: &dyn Runtime) -> CheckResult 
     let mut first = [0u8; 1];
     ok("read", runtime.tensor_read(tensor, 0, &mut first))?;
     ensure!(first == [0x55], "caller's write not visible through the tensor");
-    let owned = ok("allocate", runtime.tensor_allocate(Placement::Virtual, 0, 4, "owned"))?;
+    let owned = ok("allocate", runtime.tensor_allocate(Placement::Virtual, 0, 4, b"owned"))?;
     fails_with(
         "attach to a tensor that owns storage",
         runtime.tensor_attach_buffer(owned, buffer.clone()),
@@ -315,10 +323,12 @@ pub fn canonical_client_flow(
     let output_set = ok("allocate set", runtime.allocate_tensor_set())?;
     let mut tensors = Vec::new();
     for entry in &info {
-        let tensor =
-            ok("allocate", runtime.tensor_allocate(placement, 0, entry.size, &entry.name))?;
+        let tensor = ok(
+            "allocate",
+            runtime.tensor_allocate(placement, 0, entry.size, entry.name.as_bytes()),
+        )?;
         let set = if entry.usage == TensorUsage::Input { input_set } else { output_set };
-        ok("add", runtime.add_tensor_to_tensor_set(set, &entry.name, tensor))?;
+        ok("add", runtime.add_tensor_to_tensor_set(set, entry.name.as_bytes(), tensor))?;
         tensors.push((entry.name.clone(), tensor));
     }
     let find = |name: &str| tensors.iter().find(|(n, _)| n == name).map(|(_, t)| *t);
@@ -370,10 +380,12 @@ pub fn execute_checks_the_io_contract(runtime: &dyn Runtime, load: LoadModel<'_>
             } else {
                 entry.size
             };
-            let tensor =
-                ok("allocate", runtime.tensor_allocate(Placement::Device, vnc, size, &entry.name))?;
+            let tensor = ok(
+                "allocate",
+                runtime.tensor_allocate(Placement::Device, vnc, size, entry.name.as_bytes()),
+            )?;
             let set = if entry.usage == TensorUsage::Input { input_set } else { output_set };
-            ok("add", runtime.add_tensor_to_tensor_set(set, &entry.name, tensor))?;
+            ok("add", runtime.add_tensor_to_tensor_set(set, entry.name.as_bytes(), tensor))?;
         }
         Ok((input_set, output_set))
     };

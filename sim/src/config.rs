@@ -63,8 +63,9 @@ pub struct SimConfig {
     pub release: ImitatedRelease,
     /// Whether a NaN in an output makes a launch return `NRT_EXEC_COMPLETED_WITH_NUM_ERR`.
     pub numerical_errors: bool,
-    /// Whether warnings (such as an opaque device program) are also printed to stderr; they are
-    /// always recorded in [`crate::SimRuntime::warnings`].
+    /// Whether warnings (such as an opaque device program) are also printed to stderr, each kind
+    /// once per process; they are always recorded in [`crate::SimRuntime::warnings`] (one entry
+    /// per kind, with a count).
     pub warnings_to_stderr: bool,
     /// Which calls fail on purpose.
     pub fault_plan: FaultPlan,

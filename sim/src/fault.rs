@@ -2,7 +2,9 @@
 //!
 //! Design choices:
 //! - **Rules name C functions** (`nrt_execute`), so a plan reads the same whether it drives the
-//!   simulator directly or through the C ABI. Unknown names are refused when the plan is made.
+//!   simulator directly or through the C ABI. A rule holds an [`LibnrtFunction`] of the one
+//!   function table, so a name that is not a libnrt function, or one the table marks as not
+//!   faultable, is refused when the plan is parsed.
 //! - **Deterministic per function.** Each rule counts only the calls of its own function and draws
 //!   from its own splitmix64 stream (seeded from the plan's seed and the rule's position), so the
 //!   outcome of the Nth `nrt_execute` does not depend on how many tensors were written between.
@@ -13,37 +15,9 @@
 
 use std::sync::{Mutex, PoisonError};
 
+use abi::functions::LibnrtFunction;
 use abi::runtime::NrtError;
 use abi::status::NrtStatus;
-
-/// The C functions a rule may name: those of ABI-FACTS §4 that can return a status.
-pub const FAULTABLE_FUNCTIONS: &[&str] = &[
-    "nrt_init",
-    "nrt_load",
-    "nrt_load_collectives",
-    "nrt_unload",
-    "nrt_execute",
-    "nrt_execute_repeat",
-    "nrt_allocate_tensor_set",
-    "nrt_destroy_tensor_set",
-    "nrt_add_tensor_to_tensor_set",
-    "nrt_get_tensor_from_tensor_set",
-    "nrt_tensor_allocate",
-    "nrt_tensor_allocate_empty",
-    "nrt_tensor_attach_buffer",
-    "nrt_tensor_allocate_slice",
-    "nrt_tensor_free",
-    "nrt_tensor_read",
-    "nrt_tensor_write",
-    "nrt_tensor_copy",
-    "nrt_tensor_memset",
-    "nrt_tensor_get_size",
-    "nrt_tensor_get_va",
-    "nrt_get_model_tensor_info",
-    "nrt_get_version",
-    "nrt_get_total_vnc_count",
-    "nrt_get_visible_vnc_count",
-];
 
 /// When a rule fires.
 #[derive(Clone, Debug, PartialEq)]
@@ -57,8 +31,8 @@ pub enum FaultTrigger {
 /// One rule: calls of `function` that match `trigger` return `status`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct FaultRule {
-    /// The C function name, such as `nrt_execute`.
-    pub function: String,
+    /// The C function, such as `nrt_execute`; one the table marks as faultable.
+    pub function: LibnrtFunction,
     /// Which calls fail.
     pub trigger: FaultTrigger,
     /// The status they return.
@@ -85,11 +59,17 @@ pub enum FaultPlanError {
         /// The item.
         item: String,
     },
-    /// The function is not one of [`FAULTABLE_FUNCTIONS`].
-    #[error("fault rule names {function:?}, expected one of the libnrt functions ({known})", known = FAULTABLE_FUNCTIONS.join(", "))]
+    /// The name is not a libnrt function.
+    #[error("fault rule names {function:?}, expected one of the faultable libnrt functions ({known})", known = faultable_names())]
     UnknownFunction {
         /// The name found.
         function: String,
+    },
+    /// The function exists, but the table says faults may not be injected into it.
+    #[error("fault rule names {function}, which is not faultable, expected one of ({known})", known = faultable_names())]
+    NotFaultable {
+        /// The function found.
+        function: LibnrtFunction,
     },
     /// The trigger is neither a positive integer nor `p` and a fraction in 0..=1.
     #[error(
@@ -139,33 +119,36 @@ impl FaultPlan {
             let malformed = || FaultPlanError::Malformed { item: item.to_owned() };
             let (function, rest) = item.split_once(':').ok_or_else(malformed)?;
             let (trigger_text, status_text) = rest.split_once('=').ok_or_else(malformed)?;
-            let function = function.trim();
+            let function_name = function.trim();
+            let function = LibnrtFunction::from_name(function_name).map_err(|_| {
+                FaultPlanError::UnknownFunction { function: function_name.to_owned() }
+            })?;
             let trigger = parse_trigger(trigger_text.trim()).ok_or_else(|| {
                 FaultPlanError::InvalidTrigger {
-                    function: function.to_owned(),
+                    function: function_name.to_owned(),
                     trigger: trigger_text.to_owned(),
                 }
             })?;
             let status = NrtStatus::from_name(status_text.trim()).ok_or_else(|| {
                 FaultPlanError::UnknownStatus {
-                    function: function.to_owned(),
+                    function: function_name.to_owned(),
                     status: status_text.to_owned(),
                 }
             })?;
-            plan.rules.push(FaultRule { function: function.to_owned(), trigger, status });
+            plan.rules.push(FaultRule { function, trigger, status });
         }
         plan.validate()?;
         Ok(plan)
     }
 
-    /// Checks every rule: a known function and a valid trigger.
+    /// Checks every rule: a faultable function and a valid trigger.
     ///
     /// # Errors
-    /// [`FaultPlanError::UnknownFunction`] or [`FaultPlanError::InvalidTrigger`].
+    /// [`FaultPlanError::NotFaultable`] or [`FaultPlanError::InvalidTrigger`].
     pub fn validate(&self) -> Result<(), FaultPlanError> {
         for rule in &self.rules {
-            if !FAULTABLE_FUNCTIONS.contains(&rule.function.as_str()) {
-                return Err(FaultPlanError::UnknownFunction { function: rule.function.clone() });
+            if !rule.function.is_faultable() {
+                return Err(FaultPlanError::NotFaultable { function: rule.function });
             }
             let valid = match rule.trigger {
                 FaultTrigger::Nth(n) => n >= 1,
@@ -173,13 +156,18 @@ impl FaultPlan {
             };
             if !valid {
                 return Err(FaultPlanError::InvalidTrigger {
-                    function: rule.function.clone(),
+                    function: rule.function.name().to_owned(),
                     trigger: format!("{:?}", rule.trigger),
                 });
             }
         }
         Ok(())
     }
+}
+
+/// The faultable functions' names, for error messages.
+fn faultable_names() -> String {
+    LibnrtFunction::faultable().map(LibnrtFunction::name).collect::<Vec<_>>().join(", ")
 }
 
 fn parse_trigger(text: &str) -> Option<FaultTrigger> {
@@ -226,7 +214,7 @@ impl FaultInjector {
     }
 
     /// The injected status for this call of `function`, if a rule fires.
-    pub(crate) fn injected(&self, function: &str) -> Option<NrtStatus> {
+    pub(crate) fn injected(&self, function: LibnrtFunction) -> Option<NrtStatus> {
         if self.rules.is_empty() {
             return None;
         }
@@ -253,7 +241,7 @@ impl FaultInjector {
     }
 
     /// `Err` with the injected status when a rule fires for this call of `function`.
-    pub(crate) fn check(&self, function: &str) -> Result<(), NrtError> {
+    pub(crate) fn check(&self, function: LibnrtFunction) -> Result<(), NrtError> {
         match self.injected(function) {
             Some(status) => Err(NrtError::new(status, format!("injected fault in {function}"))),
             None => Ok(()),
@@ -276,12 +264,12 @@ mod tests {
             plan.rules,
             vec![
                 FaultRule {
-                    function: "nrt_execute".to_owned(),
+                    function: LibnrtFunction::nrt_execute,
                     trigger: FaultTrigger::Nth(3),
                     status: NrtStatus::ExecBadInput,
                 },
                 FaultRule {
-                    function: "nrt_tensor_allocate".to_owned(),
+                    function: LibnrtFunction::nrt_tensor_allocate,
                     trigger: FaultTrigger::Fraction(0.25),
                     status: NrtStatus::Resource,
                 },
@@ -295,6 +283,7 @@ mod tests {
         let cases = [
             ("nrt_execute", "malformed"),
             ("nrt_exec:1=INVALID", "names \"nrt_exec\""),
+            ("nrt_close:1=INVALID", "nrt_close, which is not faultable"),
             ("nrt_execute:0=INVALID", "trigger \"0\""),
             ("nrt_execute:p1.5=INVALID", "trigger \"p1.5\""),
             ("nrt_execute:1=NOPE", "status \"NOPE\""),
@@ -309,11 +298,11 @@ mod tests {
     #[test]
     fn nth_fires_once_on_its_own_function_only() {
         let injector = FaultInjector::new(&FaultPlan::parse("nrt_execute:2=1002").unwrap());
-        assert_eq!(injector.injected("nrt_tensor_write"), None);
-        assert_eq!(injector.injected("nrt_execute"), None);
-        assert_eq!(injector.injected("nrt_tensor_write"), None);
-        assert_eq!(injector.injected("nrt_execute"), Some(NrtStatus::ExecBadInput));
-        assert_eq!(injector.injected("nrt_execute"), None);
+        assert_eq!(injector.injected(LibnrtFunction::nrt_tensor_write), None);
+        assert_eq!(injector.injected(LibnrtFunction::nrt_execute), None);
+        assert_eq!(injector.injected(LibnrtFunction::nrt_tensor_write), None);
+        assert_eq!(injector.injected(LibnrtFunction::nrt_execute), Some(NrtStatus::ExecBadInput));
+        assert_eq!(injector.injected(LibnrtFunction::nrt_execute), None);
     }
 
     #[test]
@@ -322,13 +311,15 @@ mod tests {
             let plan = FaultPlan {
                 seed,
                 rules: vec![FaultRule {
-                    function: "nrt_tensor_read".to_owned(),
+                    function: LibnrtFunction::nrt_tensor_read,
                     trigger: FaultTrigger::Fraction(0.25),
                     status: NrtStatus::Timeout,
                 }],
             };
             let injector = FaultInjector::new(&plan);
-            (0..4000).map(|_| injector.injected("nrt_tensor_read").is_some()).collect::<Vec<_>>()
+            (0..4000)
+                .map(|_| injector.injected(LibnrtFunction::nrt_tensor_read).is_some())
+                .collect::<Vec<_>>()
         };
         assert_eq!(outcomes(1), outcomes(1));
         assert_ne!(outcomes(1), outcomes(2));

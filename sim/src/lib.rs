@@ -26,6 +26,7 @@
 //! methods of [`SimRuntime`], never part of the trait.
 #![forbid(unsafe_code)]
 
+pub mod async_queues;
 pub mod checks;
 pub mod config;
 pub mod device_program;
@@ -35,6 +36,7 @@ mod memory;
 pub mod model;
 pub mod neff_load;
 mod runtime;
+pub mod sys_trace;
 
 pub use config::{ImitatedRelease, SimConfig};
 pub use device_program::{

@@ -200,6 +200,23 @@ impl CoreMemory {
     }
 }
 
+/// A zero-filled buffer of `len` bytes for moving a caller's bytes, allocated fallibly: `len`
+/// comes from a caller.
+///
+/// # Errors
+/// `NRT_RESOURCE` when the host cannot provide the bytes.
+pub(crate) fn staging_buffer(function: &str, len: usize) -> Result<Vec<u8>, NrtError> {
+    let mut bytes = Vec::new();
+    bytes.try_reserve_exact(len).map_err(|_| {
+        NrtError::new(
+            NrtStatus::Resource,
+            format!("{function}: cannot allocate {len} bytes of host memory to stage the copy"),
+        )
+    })?;
+    bytes.resize(len, 0);
+    Ok(bytes)
+}
+
 /// A reservation in a core's HBM, returned to the allocator on drop.
 pub(crate) struct DeviceBlock {
     pub(crate) memory: Arc<CoreMemory>,
@@ -213,22 +230,73 @@ impl Drop for DeviceBlock {
     }
 }
 
+/// Host memory of a tensor (HOST and VIRTUAL placements): small blocks on the heap, large ones an
+/// anonymous mapping, which the kernel zero-fills lazily. Both are allocated fallibly, since the
+/// size comes from a caller.
+pub(crate) enum HostBytes {
+    /// At most [`HOST_MAPPING_THRESHOLD`] bytes.
+    Heap(Box<[u8]>),
+    /// Larger blocks. The mapping reserves swap (no `MAP_NORESERVE`), so the kernel's overcommit
+    /// policy refuses what the machine cannot back, instead of a later page fault killing us.
+    Mapped(MmapMut),
+}
+
+/// Host blocks above this size are mapped rather than taken from the heap.
+pub(crate) const HOST_MAPPING_THRESHOLD: usize = 1 << 20;
+
+impl std::ops::Deref for HostBytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            HostBytes::Heap(bytes) => bytes,
+            HostBytes::Mapped(map) => map,
+        }
+    }
+}
+
+impl std::ops::DerefMut for HostBytes {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        match self {
+            HostBytes::Heap(bytes) => bytes,
+            HostBytes::Mapped(map) => map,
+        }
+    }
+}
+
 /// The bytes behind a tensor.
 pub(crate) enum Storage {
     /// Device memory of one core.
     Device(DeviceBlock),
     /// Host memory (HOST and VIRTUAL placements).
-    Host { bytes: Mutex<Box<[u8]>>, address: usize },
+    Host { bytes: Mutex<HostBytes>, address: usize },
     /// Caller-owned memory.
     External(Arc<dyn ExternalBuffer>),
 }
 
 impl Storage {
-    pub(crate) fn host(size: usize) -> Storage {
-        // `vec![0; n]` asks the allocator for zeroed memory, which large sizes get lazily.
-        let bytes = vec![0u8; size].into_boxed_slice();
+    /// Zero-filled host memory of `size` bytes.
+    ///
+    /// # Errors
+    /// `NRT_RESOURCE` when the host cannot provide them.
+    pub(crate) fn host(size: usize) -> Result<Storage, NrtError> {
+        let refused = |why: String| {
+            NrtError::new(
+                NrtStatus::Resource,
+                format!("host memory exhausted: cannot allocate {size} bytes ({why})"),
+            )
+        };
+        let bytes = if size <= HOST_MAPPING_THRESHOLD {
+            let mut bytes = Vec::new();
+            bytes.try_reserve_exact(size).map_err(|err| refused(err.to_string()))?;
+            bytes.resize(size, 0);
+            HostBytes::Heap(bytes.into_boxed_slice())
+        } else {
+            HostBytes::Mapped(
+                MmapOptions::new().len(size).map_anon().map_err(|err| refused(err.to_string()))?,
+            )
+        };
         let address = bytes.as_ptr() as usize;
-        Storage::Host { bytes: Mutex::new(bytes), address }
+        Ok(Storage::Host { bytes: Mutex::new(bytes), address })
     }
 
     /// The NeuronCore of device storage.
@@ -261,7 +329,7 @@ pub(crate) enum Place<'a> {
 
 enum Resolved<'a> {
     Core(&'a Arc<CoreMemory>, usize),
-    Host(&'a Mutex<Box<[u8]>>, usize),
+    Host(&'a Mutex<HostBytes>, usize),
     External(&'a Arc<dyn ExternalBuffer>, usize),
 }
 
@@ -277,6 +345,9 @@ impl<'a> Place<'a> {
         }
     }
 }
+
+/// The most bytes moved at once to or from caller-owned memory whose size the caller declared.
+const EXTERNAL_CHUNK: usize = 1 << 16;
 
 /// Copies `out.len()` bytes from `src` (bounds already checked by the caller).
 pub(crate) fn read_bytes(src: Place<'_>, out: &mut [u8]) {
@@ -303,7 +374,14 @@ pub(crate) fn fill_bytes(dst: Place<'_>, len: usize, byte: u8) {
     match dst.resolve() {
         Resolved::Core(memory, at) => memory.lock_bytes()[at..at + len].fill(byte),
         Resolved::Host(bytes, at) => lock(bytes)[at..at + len].fill(byte),
-        Resolved::External(buffer, at) => buffer.write_at(at, &vec![byte; len]),
+        Resolved::External(buffer, at) => {
+            // The length is the caller's (an attached buffer's declared size): fill through a
+            // bounded chunk rather than a buffer of `len` bytes.
+            let chunk = vec![byte; len.min(EXTERNAL_CHUNK)];
+            for start in (0..len).step_by(EXTERNAL_CHUNK) {
+                buffer.write_at(at + start, &chunk[..(len - start).min(EXTERNAL_CHUNK)]);
+            }
+        }
     }
 }
 
@@ -334,7 +412,7 @@ pub(crate) fn copy_bytes(src: Place<'_>, dst: Place<'_>, len: usize) {
             lock(a).copy_within(from..from + len, to);
         }
         (Resolved::Host(a, from), Resolved::Host(b, to)) => {
-            let a_first = (a as *const Mutex<Box<[u8]>> as usize) < (b as *const _ as usize);
+            let a_first = (a as *const Mutex<HostBytes> as usize) < (b as *const _ as usize);
             if a_first {
                 let src_bytes = lock(a);
                 lock(b)[to..to + len].copy_from_slice(&src_bytes[from..from + len]);
@@ -364,10 +442,18 @@ pub(crate) fn copy_bytes(src: Place<'_>, dst: Place<'_>, len: usize) {
             buffer.write_at(to, &lock(host)[from..from + len]);
         }
         (Resolved::External(a, from), Resolved::External(b, to)) => {
-            // The two may be one buffer, whose lock is internal: go through a temporary.
-            let mut staging = vec![0u8; len];
-            a.read_at(from, &mut staging);
-            b.write_at(to, &staging);
+            // The two may be one buffer, whose lock is internal: go through a bounded temporary,
+            // chunk by chunk in the order `memmove` needs when the ranges overlap.
+            let mut staging = vec![0u8; len.min(EXTERNAL_CHUNK)];
+            let starts: Vec<usize> = (0..len).step_by(EXTERNAL_CHUNK).collect();
+            let backwards = Arc::ptr_eq(a, b) && to > from;
+            let ordered: Box<dyn Iterator<Item = &usize>> =
+                if backwards { Box::new(starts.iter().rev()) } else { Box::new(starts.iter()) };
+            for &start in ordered {
+                let n = (len - start).min(EXTERNAL_CHUNK);
+                a.read_at(from + start, &mut staging[..n]);
+                b.write_at(to + start, &staging[..n]);
+            }
         }
     }
 }
@@ -375,6 +461,23 @@ pub(crate) fn copy_bytes(src: Place<'_>, dst: Place<'_>, len: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Overlapping copies inside one attached buffer, longer than a chunk, give `memmove`'s
+    /// result in both directions.
+    #[test]
+    fn overlapping_copies_in_one_external_buffer_behave_like_memmove() {
+        let len = 3 * EXTERNAL_CHUNK + 123;
+        let pattern: Vec<u8> = (0..len).map(|i| (i * 7 % 251) as u8).collect();
+        for (from, to) in [(0, 1000), (1000, 0), (5, EXTERNAL_CHUNK + 9)] {
+            let n = len - from.max(to);
+            let buffer = Arc::new(abi::runtime::SharedBuffer::from_vec(pattern.clone()));
+            let storage = Storage::External(buffer.clone());
+            copy_bytes(Place::In(&storage, from), Place::In(&storage, to), n);
+            let mut expected = pattern.clone();
+            expected.copy_within(from..from + n, to);
+            assert!(buffer.to_vec() == expected, "copy {from} -> {to} of {n} bytes");
+        }
+    }
 
     #[test]
     fn allocator_aligns_coalesces_and_returns_to_zero() {

@@ -12,7 +12,7 @@
 
 use std::sync::Arc;
 
-use abi::dtype::Dltype;
+use abi::dtype::{Dltype, n_bytes_with_item_size};
 
 /// The kind of memory reference a variable becomes (`kbin_mr_type`, ABI-FACTS §5).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -93,6 +93,35 @@ pub struct IoDescription {
     pub shape: Vec<i64>,
 }
 
+impl IoDescription {
+    /// Checks the shape the way tensor info reports it: every dimension non-negative and at
+    /// most `u32::MAX` (`nrt_tensor_info_t` holds `uint32_t` dimensions), and the byte size,
+    /// when the element type is known, a `u64` computed with `abi::dtype`'s checked arithmetic.
+    /// Returns that byte size.
+    ///
+    /// # Errors
+    /// A message naming the variable and what is wrong with its shape.
+    pub fn check(&self) -> Result<Option<u64>, String> {
+        let bad = |why: String| {
+            format!("signature entry {:?} has shape {:?}: {why}", self.name, self.shape)
+        };
+        if let Some((index, dim)) =
+            self.shape.iter().enumerate().find(|(_, dim)| u32::try_from(**dim).is_err())
+        {
+            return Err(bad(format!(
+                "dimension {index} is {dim}, expected a value in 0..={}",
+                u32::MAX
+            )));
+        }
+        match self.dltype {
+            Some(dltype) => n_bytes_with_item_size(&self.shape, dltype.item_size(), None)
+                .map(Some)
+                .map_err(|err| bad(err.to_string())),
+            None => Ok(None),
+        }
+    }
+}
+
 /// A model as the simulator loads it.
 #[derive(Clone, Debug, PartialEq, Default)]
 pub struct ModelDescription {
@@ -122,8 +151,9 @@ impl ModelDescription {
     }
 
     fn typed_var(mut self, kind: SlotKind, name: &str, dltype: Dltype, shape: &[i64]) -> Self {
-        let n_elements: i64 = shape.iter().map(|&dim| dim.max(0)).product();
-        let size = dltype.item_size() * n_elements as u64;
+        // A shape without a byte size (a negative dimension, an overflowing product) gets size 0
+        // here; loading the description refuses it ([`IoDescription::check`]).
+        let size = n_bytes_with_item_size(shape, dltype.item_size(), None).unwrap_or(0);
         self.vars.push(VarDescription::new(name, self.next_var_id(), kind, size));
         let io =
             IoDescription { name: name.to_owned(), dltype: Some(dltype), shape: shape.to_vec() };

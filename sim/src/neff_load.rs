@@ -92,6 +92,14 @@ pub fn describe(neff: &Neff) -> Result<ModelDescription, NrtError> {
     };
     let inputs: Vec<IoDescription> = neff.signature.inputs.iter().map(io_of).collect();
     let outputs: Vec<IoDescription> = neff.signature.outputs.iter().map(io_of).collect();
+    // Shapes come from an untrusted file: every byte size is checked arithmetic, a negative or
+    // oversized dimension is an error rather than a zero.
+    let mut signature_sizes: BTreeMap<&str, u64> = BTreeMap::new();
+    for io in inputs.iter().chain(&outputs) {
+        if let Some(n_bytes) = io.check().map_err(|why| invalid(format!("neff.json: {why}")))? {
+            signature_sizes.entry(io.name.as_str()).or_insert(n_bytes);
+        }
+    }
     let mut vars = Vec::new();
     let mut taken: HashSet<String> = HashSet::new();
     for graph in &neff.graphs {
@@ -124,11 +132,7 @@ pub fn describe(neff: &Neff) -> Result<ModelDescription, NrtError> {
             } else {
                 None
             };
-            let signature_size = || {
-                let io = inputs.iter().chain(&outputs).find(|io| io.name == var.name)?;
-                let n_elements: u64 = io.shape.iter().map(|&dim| dim.max(0) as u64).product();
-                Some(io.dltype?.item_size() * n_elements)
-            };
+            let signature_size = || signature_sizes.get(var.name.as_str()).copied();
             let size = var
                 .size
                 .or_else(|| constant.as_ref().map(|data| data.len() as u64))

@@ -19,23 +19,31 @@
 //!   `tensor_read`/`write`/`copy`/`memset` of device tensors count too; per model, only launches.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
+use std::sync::{
+    Arc, Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard, Weak,
+};
 
 use abi::dtype::DtypeNumbering;
+use abi::functions::{LibnrtFunction, PreInit};
 use abi::runtime::{
-    ExternalBuffer, Framework, ModelId, NrtError, NrtVersion, Placement, Runtime, SetId, TensorId,
-    TensorInfo, TensorUsage,
+    AsyncReadBuffer, ExternalBuffer, Framework, ModelId, NrtError, NrtVersion, Placement, Runtime,
+    SeqId, SetId, SysTraceConfig, SysTraceFetch, TensorId, TensorInfo, TensorUsage, TrackerId,
+    VncMemoryStats,
 };
 use abi::status::NrtStatus;
+use abi::trace::name_text;
 
+use crate::async_queues::{AsyncError, AsyncQueues, ExecutionUnit, Job};
 use crate::config::SimConfig;
 use crate::device_program::{DeviceProgram, IoVar, holds_nan};
 use crate::fault::{FaultInjector, FaultPlanError};
 use crate::memory::{
-    CoreMemory, DeviceBlock, Place, Storage, copy_bytes, fill_bytes, read_bytes, write_bytes,
+    CoreMemory, DeviceBlock, Place, Storage, copy_bytes, fill_bytes, read_bytes, staging_buffer,
+    write_bytes,
 };
 use crate::model::{ModelDescription, SlotKind};
+use crate::sys_trace::{CaptureConfig, Event, EventLog, FetchOptions};
 
 /// The largest transfer one simulated DMA descriptor carries.
 pub const DMA_DESCRIPTOR_BYTES: u64 = 64 << 10;
@@ -130,8 +138,11 @@ impl View {
 }
 
 struct Tensor {
+    /// The tensor's own name, for messages (lossy where its bytes are not UTF-8).
     name: String,
     view: Option<View>,
+    /// Launches that wrote this tensor as an output (`nrt_tensor_check_output_completion`).
+    completions: AtomicU64,
 }
 
 impl Tensor {
@@ -223,6 +234,41 @@ fn check_range(name: &str, offset: usize, len: usize, size: usize) -> Result<(),
     }
 }
 
+/// The kinds of warning the simulator gives; the record holds one entry per kind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum WarningKind {
+    /// A model without a device program: its outputs stay zero.
+    OpaqueProgram,
+    /// `nrt_tensor_check_output_completion` waited its full timeout for a tensor.
+    CompletionWait,
+    /// A device program failed at execute (what only the data can cause: a while loop over its
+    /// limit, an array over the budget, a collective launch whose ranks did not meet).
+    DeviceProgramFailed,
+}
+
+impl WarningKind {
+    /// Whether this kind was printed already in this process (it is printed once per process,
+    /// whatever the number of runtimes).
+    fn printed(self) -> &'static AtomicBool {
+        static OPAQUE_PROGRAM: AtomicBool = AtomicBool::new(false);
+        static COMPLETION_WAIT: AtomicBool = AtomicBool::new(false);
+        static DEVICE_PROGRAM_FAILED: AtomicBool = AtomicBool::new(false);
+        match self {
+            WarningKind::OpaqueProgram => &OPAQUE_PROGRAM,
+            WarningKind::CompletionWait => &COMPLETION_WAIT,
+            WarningKind::DeviceProgramFailed => &DEVICE_PROGRAM_FAILED,
+        }
+    }
+}
+
+/// One kind of warning seen by a runtime: its first message and how often it came.
+#[derive(Debug)]
+struct WarningRecord {
+    kind: WarningKind,
+    first_message: String,
+    count: u64,
+}
+
 /// A simulated libnrt: NeuronCores with sparse HBM, tensors, sets, models and a device program.
 pub struct SimRuntime {
     config: SimConfig,
@@ -230,12 +276,18 @@ pub struct SimRuntime {
     next_handle: AtomicU64,
     cores: Vec<Core>,
     tensors: RwLock<HashMap<TensorId, Arc<Tensor>>>,
-    sets: RwLock<HashMap<SetId, HashMap<String, TensorId>>>,
+    /// Sets map exact name bytes to tensors: names are bytes, as C strings are.
+    sets: RwLock<HashMap<SetId, HashMap<Vec<u8>, TensorId>>>,
     models: RwLock<HashMap<ModelId, Arc<LoadedModel>>>,
     /// How many models each core holds; also serialises loads.
     occupancy: Mutex<Vec<u32>>,
     faults: FaultInjector,
-    warnings: Mutex<Vec<String>>,
+    warnings: Mutex<Vec<WarningRecord>>,
+    events: EventLog,
+    /// The queues of the async API; their jobs hold [`SimRuntime::this`] while they wait.
+    queues: AsyncQueues,
+    /// This runtime, when it was made by [`SimRuntime::new_shared`] (the async API needs it).
+    this: Weak<SimRuntime>,
     /// Launches of device programs, when recording is on ([`SimRuntime::record_launches`]).
     launch_log: Mutex<Option<Vec<crate::device_program::LaunchRecord>>>,
     /// Where the ranks of collective programs meet, by module bytes and world size.
@@ -276,6 +328,7 @@ impl SimRuntime {
                 })
             })
             .collect::<Result<Vec<Core>, SimConfigError>>()?;
+        let config_cores = config.n_cores;
         Ok(SimRuntime {
             faults: FaultInjector::new(&config.fault_plan),
             occupancy: Mutex::new(vec![0; cores.len()]),
@@ -287,8 +340,31 @@ impl SimRuntime {
             sets: RwLock::new(HashMap::new()),
             models: RwLock::new(HashMap::new()),
             warnings: Mutex::new(Vec::new()),
+            events: EventLog::new(),
+            queues: AsyncQueues::new(config_cores),
+            this: Weak::new(),
             launch_log: Mutex::new(None),
             rendezvous: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// [`SimRuntime::new`], shared: the runtime knows its own `Arc`, so the async API
+    /// (`nrta_*`, whose requests run later on worker threads) can keep it alive for them.
+    ///
+    /// # Errors
+    /// As [`SimRuntime::new`].
+    pub fn new_shared(config: SimConfig) -> Result<Arc<SimRuntime>, SimConfigError> {
+        let runtime = SimRuntime::new(config)?;
+        Ok(Arc::new_cyclic(|this| SimRuntime { this: this.clone(), ..runtime }))
+    }
+
+    /// This runtime as an `Arc`, for a job that runs later.
+    fn shared(&self) -> Result<Arc<SimRuntime>, NrtError> {
+        self.this.upgrade().ok_or_else(|| {
+            NrtError::new(
+                NrtStatus::Failure,
+                "the async API needs a runtime made by SimRuntime::new_shared, this one was made by SimRuntime::new",
+            )
         })
     }
 
@@ -314,15 +390,152 @@ impl SimRuntime {
         self.cores.get(vnc as usize).map(|core| core.counters.snapshot())
     }
 
+    /// The NeuronCores a loaded model occupies, first core first (`nrt_get_model_vnc_count`,
+    /// `nrt_get_model_info`), after the lifecycle gate and fault plan of `function`.
+    ///
+    /// # Errors
+    /// The lifecycle statuses, an injected status, or [`NrtStatus::InvalidHandle`] for an
+    /// unknown model.
+    pub fn model_cores(
+        &self,
+        function: LibnrtFunction,
+        model: ModelId,
+    ) -> Result<Vec<u32>, NrtError> {
+        self.enter(function)?;
+        Ok(self.model(model)?.cores.clone())
+    }
+
+    /// The event stream: system-trace capture and profiles (`nrt_sys_trace_*`, `nrt_profile_*`).
+    pub fn events(&self) -> &EventLog {
+        &self.events
+    }
+
+    /// `nrt_tensor_check_output_completion`: waits until `expected` launches have written the
+    /// tensor as an output since it was made or last reset, at most `timeout_us` microseconds
+    /// (a negative timeout waits without bound, with one warning after 30 seconds).
+    ///
+    /// # Errors
+    /// The lifecycle statuses, [`NrtStatus::InvalidHandle`] for an unknown tensor,
+    /// [`NrtStatus::Timeout`] when the count is not reached in time.
+    pub fn tensor_check_output_completion(
+        &self,
+        tensor: TensorId,
+        timeout_us: i64,
+        expected: u64,
+    ) -> Result<(), NrtError> {
+        self.enter(LibnrtFunction::nrt_tensor_check_output_completion)?;
+        let tensor = self.tensor(tensor)?;
+        let start = std::time::Instant::now();
+        let mut warned = false;
+        loop {
+            let done = tensor.completions.load(Ordering::Acquire);
+            if done >= expected {
+                return Ok(());
+            }
+            let waited = start.elapsed();
+            if timeout_us >= 0 && waited.as_micros() >= timeout_us as u128 {
+                return Err(NrtError::new(
+                    NrtStatus::Timeout,
+                    format!(
+                        "tensor {:?} completed {done} times in {timeout_us} us, expected {expected}",
+                        tensor.name
+                    ),
+                ));
+            }
+            if timeout_us < 0 && !warned && waited.as_secs() >= 30 {
+                warned = true;
+                self.warn(WarningKind::CompletionWait, || {
+                    format!(
+                        "nrt_tensor_check_output_completion has waited 30 s for tensor {:?} \
+                         ({done} of {expected} completions)",
+                        tensor.name
+                    )
+                });
+            }
+            std::thread::sleep(std::time::Duration::from_micros(50));
+        }
+    }
+
+    /// `nrt_tensor_reset_output_completion`: the tensor's completion count becomes 0.
+    ///
+    /// # Errors
+    /// The lifecycle statuses, [`NrtStatus::InvalidHandle`] for an unknown tensor.
+    pub fn tensor_reset_output_completion(&self, tensor: TensorId) -> Result<(), NrtError> {
+        self.enter(LibnrtFunction::nrt_tensor_reset_output_completion)?;
+        self.tensor(tensor)?.completions.store(0, Ordering::Release);
+        Ok(())
+    }
+
+    /// `nrt_memcpy_to_device`: copies `bytes` to the device memory at `address`, which must lie
+    /// inside one device tensor's storage (an address `nrt_tensor_get_va` gave).
+    ///
+    /// # Errors
+    /// The lifecycle statuses; [`NrtStatus::Invalid`] for a range that is not inside one device
+    /// tensor.
+    pub fn memcpy_to_device(&self, address: usize, bytes: &[u8]) -> Result<(), NrtError> {
+        self.enter(LibnrtFunction::nrt_memcpy_to_device)?;
+        let found = read_lock(&self.tensors).values().find_map(|tensor| {
+            let view = tensor.view.as_ref()?;
+            view.storage.core()?;
+            let start = view.storage.address(view.offset);
+            let offset = address.checked_sub(start)?;
+            let end = offset.checked_add(bytes.len())?;
+            (end <= view.size).then(|| (Arc::clone(tensor), offset))
+        });
+        let (tensor, offset) = found.ok_or_else(|| {
+            NrtError::new(
+                NrtStatus::Invalid,
+                format!(
+                    "{} bytes at {address:#x} are not inside a device tensor, expected an address from nrt_tensor_get_va",
+                    bytes.len()
+                ),
+            )
+        })?;
+        let view = tensor.view()?;
+        write_bytes(view.place(offset), bytes);
+        self.count_device_traffic(&view.storage, true, bytes.len());
+        Ok(())
+    }
+
+    /// The NeuronCore whose memory holds a tensor's storage; `None` for host, virtual and
+    /// attached memory, and for a tensor without storage.
+    ///
+    /// # Errors
+    /// [`NrtStatus::InvalidHandle`] for an unknown tensor.
+    pub fn tensor_core(&self, tensor: TensorId) -> Result<Option<u32>, NrtError> {
+        Ok(self.tensor(tensor)?.view.as_ref().and_then(|view| view.storage.core()))
+    }
+
     /// Device bytes allocated on a NeuronCore (in 64-byte granules); `None` for a core that does
     /// not exist.
     pub fn device_bytes_in_use(&self, vnc: u32) -> Option<u64> {
         self.cores.get(vnc as usize).map(|core| core.memory.bytes_in_use())
     }
 
-    /// Every warning recorded so far, oldest first.
-    pub fn warnings(&self) -> Vec<String> {
-        lock(&self.warnings).clone()
+    /// [`Runtime::tensor_write`] for bytes a caller cannot lend as a slice: C memory that may
+    /// overlap the simulator's own storage (a pointer from `nrt_tensor_get_va`). Checks exactly
+    /// as `tensor_write` does; then `fill` copies the caller's `len` bytes into a staging buffer
+    /// of the simulator's, which is written to the tensor, so the move behaves like `memmove`.
+    ///
+    /// # Errors
+    /// As [`Runtime::tensor_write`], and [`NrtStatus::Resource`] when the staging buffer cannot
+    /// be allocated.
+    pub fn tensor_write_staged(
+        &self,
+        tensor: TensorId,
+        offset: usize,
+        len: usize,
+        fill: impl FnOnce(&mut [u8]),
+    ) -> Result<(), NrtError> {
+        self.enter(LibnrtFunction::nrt_tensor_write)?;
+        let tensor = self.tensor(tensor)?;
+        let view = tensor.view()?;
+        check_range(&tensor.name, offset, len, view.size)?;
+        let mut staged = staging_buffer("nrt_tensor_write", len)?;
+        fill(&mut staged);
+        write_bytes(view.place(offset), &staged);
+        self.count_device_traffic(&view.storage, true, len);
+        Ok(())
     }
 
     /// Starts recording every launch of a device program: its module, arguments and results
@@ -336,29 +549,96 @@ impl SimRuntime {
         lock(&self.launch_log).clone().unwrap_or_default()
     }
 
-    fn warn(&self, message: String) {
-        if self.config.warnings_to_stderr {
+    /// [`Runtime::tensor_read`] into memory a caller cannot lend as a slice (see
+    /// [`SimRuntime::tensor_write_staged`]): the bytes are read into a staging buffer, which
+    /// `drain` copies out.
+    ///
+    /// # Errors
+    /// As [`Runtime::tensor_read`], and [`NrtStatus::Resource`] when the staging buffer cannot
+    /// be allocated.
+    pub fn tensor_read_staged(
+        &self,
+        tensor: TensorId,
+        offset: usize,
+        len: usize,
+        drain: impl FnOnce(&[u8]),
+    ) -> Result<(), NrtError> {
+        self.enter(LibnrtFunction::nrt_tensor_read)?;
+        let tensor = self.tensor(tensor)?;
+        let view = tensor.view()?;
+        check_range(&tensor.name, offset, len, view.size)?;
+        let mut staged = staging_buffer("nrt_tensor_read", len)?;
+        read_bytes(view.place(offset), &mut staged);
+        self.count_device_traffic(&view.storage, false, len);
+        drain(&staged);
+        Ok(())
+    }
+
+    /// One message per kind of warning seen so far (the first occurrence's), oldest kind first.
+    /// The record is bounded by the number of kinds: a warning repeated on every load is counted,
+    /// not kept again (see [`SimRuntime::warning_count`]).
+    pub fn warnings(&self) -> Vec<String> {
+        lock(&self.warnings).iter().map(|record| record.first_message.clone()).collect()
+    }
+
+    /// How many warnings were raised in all, repeats included.
+    pub fn warning_count(&self) -> u64 {
+        lock(&self.warnings).iter().map(|record| record.count).sum()
+    }
+
+    /// Records a warning of `kind`; the first of each kind in the process goes to stderr (when
+    /// configured), later ones only raise the count.
+    fn warn(&self, kind: WarningKind, message: impl FnOnce() -> String) {
+        let mut records = lock(&self.warnings);
+        if let Some(record) = records.iter_mut().find(|record| record.kind == kind) {
+            record.count += 1;
+            return;
+        }
+        let message = message();
+        if self.config.warnings_to_stderr && !kind.printed().swap(true, Ordering::Relaxed) {
             eprintln!("nrtsim warning: {message}");
         }
-        lock(&self.warnings).push(message);
+        records.push(WarningRecord { kind, first_message: message, count: 1 });
     }
 
     fn next_id(&self) -> u64 {
         self.next_handle.fetch_add(1, Ordering::Relaxed)
     }
 
-    /// The lifecycle gate, then the fault plan.
-    fn enter(&self, function: &str) -> Result<(), NrtError> {
-        match self.lifecycle.load(Ordering::Acquire) {
-            INITIALIZED => self.faults.check(function),
-            UNINITIALIZED => Err(NrtError::new(
+    /// The one lifecycle gate, from the function table's pre-init rule: a
+    /// [`PreInit::Gated`] function is `NRT_UNINITIALIZED` before `nrt_init` and `NRT_CLOSED`
+    /// after `nrt_close`; a [`PreInit::Required`] one is `NRT_INVALID` once the runtime is
+    /// initialized; the others pass in every state. The C layer calls it for the functions it
+    /// serves without the simulator.
+    ///
+    /// # Errors
+    /// The lifecycle status, as above.
+    pub fn gate(&self, function: LibnrtFunction) -> Result<(), NrtError> {
+        let state = self.lifecycle.load(Ordering::Acquire);
+        match (function.info().pre_init, state) {
+            (PreInit::Gated, INITIALIZED) => Ok(()),
+            (PreInit::Gated, UNINITIALIZED) => Err(NrtError::new(
                 NrtStatus::Uninitialized,
                 format!("{function} called before nrt_init"),
             )),
-            _ => {
+            (PreInit::Gated, _) => {
                 Err(NrtError::new(NrtStatus::Closed, format!("{function} called after nrt_close")))
             }
+            (PreInit::Required, INITIALIZED) => Err(NrtError::new(
+                NrtStatus::Invalid,
+                format!("{function} called after nrt_init, expected it before"),
+            )),
+            (PreInit::Required | PreInit::Allowed | PreInit::Ungated, _) => Ok(()),
         }
+    }
+
+    /// The lifecycle gate, then the fault plan (for a function the table marks faultable).
+    ///
+    /// # Errors
+    /// The lifecycle status, or an injected one.
+    pub fn enter(&self, function: LibnrtFunction) -> Result<(), NrtError> {
+        self.gate(function)?;
+        if function.is_faultable() { self.faults.check(function) } else { Ok(()) }
     }
 
     fn tensor(&self, tensor: TensorId) -> Result<Arc<Tensor>, NrtError> {
@@ -386,6 +666,16 @@ impl SimRuntime {
     fn count_device_traffic(&self, storage: &Storage, to_device: bool, n_bytes: usize) {
         if let Some(core) = storage.core() {
             self.cores[core as usize].counters.dma(to_device, n_bytes as u64);
+            let now = self.events.now_ns();
+            self.events.record(Event {
+                kind: if to_device { "dma_to_device" } else { "dma_from_device" },
+                nc: core,
+                start_ns: now,
+                end_ns: now,
+                model: None,
+                bytes: Some(n_bytes as u64),
+                status: None,
+            });
         }
     }
 
@@ -418,7 +708,7 @@ impl SimRuntime {
         vnc: i32,
         vnc_count: i32,
     ) -> Result<ModelId, NrtError> {
-        self.enter("nrt_load")?;
+        self.enter(LibnrtFunction::nrt_load)?;
         self.load_checked(description, vnc, vnc_count)
     }
 
@@ -442,6 +732,7 @@ impl SimRuntime {
         let mut occupancy = lock(&self.occupancy);
         let first = pick_cores(&occupancy, vnc, vnc_count)?;
         let count = if vnc_count == -1 { 1 } else { vnc_count as u32 };
+        let start_ns = self.events.now_ns();
         let mut loaded = self.stage(description, first, count)?;
         if let (Some(program), Some((id, world))) = (&loaded.program, rank) {
             if program.is_collective() && world > 1 {
@@ -460,6 +751,15 @@ impl SimRuntime {
         }
         let id = ModelId(self.next_id());
         write_lock(&self.models).insert(id, Arc::new(loaded));
+        self.events.record(Event {
+            kind: "model_load",
+            nc: first,
+            start_ns,
+            end_ns: self.events.now_ns(),
+            model: Some(id.0),
+            bytes: None,
+            status: None,
+        });
         Ok(id)
     }
 
@@ -472,6 +772,9 @@ impl SimRuntime {
         let invalid = |detail: String| {
             NrtError::new(NrtStatus::Invalid, format!("model {:?}: {detail}", description.name))
         };
+        for io in description.inputs.iter().chain(&description.outputs) {
+            io.check().map_err(invalid)?;
+        }
         let memory = &self.cores[core as usize].memory;
         let mut names: HashMap<&str, usize> = HashMap::new();
         for (idx, var) in description.vars.iter().enumerate() {
@@ -591,7 +894,7 @@ impl SimRuntime {
                 )
             }
             None => {
-                self.warn(format!(
+                self.warn(WarningKind::OpaqueProgram, || format!(
                     "model {:?} carries no HLO device program (no {} member, nothing from {}): it is opaque to the simulator, so its outputs stay zero",
                     description.name,
                     crate::device_program::HLO_MEMBER,
@@ -646,8 +949,9 @@ impl SimRuntime {
         let inputs = sets.get(&input_set).ok_or_else(|| SimRuntime::unknown_set(input_set))?;
         let outputs = sets.get(&output_set).ok_or_else(|| SimRuntime::unknown_set(output_set))?;
         let tensors = read_lock(&self.tensors);
-        let bind = |slots: &[IoSlot], set: &HashMap<String, TensorId>, which: &str| {
-            slots
+        let bind =
+            |slots: &[IoSlot], set: &HashMap<Vec<u8>, TensorId>, which: &str| {
+                slots
                 .iter()
                 .map(|slot| {
                     let breach = |breach: ContractBreach, detail: String| {
@@ -657,7 +961,7 @@ impl SimRuntime {
                         )
                     };
                     let tensor =
-                        set.get(&slot.name).and_then(|id| tensors.get(id)).ok_or_else(|| {
+                        set.get(slot.name.as_bytes()).and_then(|id| tensors.get(id)).ok_or_else(|| {
                             breach(
                                 ContractBreach::MissingName,
                                 format!("the {which} set has no tensor of that name"),
@@ -689,7 +993,7 @@ impl SimRuntime {
                     Ok(Arc::clone(tensor))
                 })
                 .collect::<Result<Vec<Arc<Tensor>>, NrtError>>()
-        };
+            };
         Ok((bind(&model.inputs, inputs, "input")?, bind(&model.outputs, outputs, "output")?))
     }
 
@@ -782,10 +1086,12 @@ impl SimRuntime {
                             }
                         }
                         Err(detail) => {
-                            self.warn(format!(
-                                "model {:?}: the device program failed: {detail}",
-                                model.name
-                            ));
+                            self.warn(WarningKind::DeviceProgramFailed, || {
+                                format!(
+                                    "model {:?}: the device program failed: {detail}",
+                                    model.name
+                                )
+                            });
                             if status == NrtStatus::Success {
                                 status = NrtStatus::Failure;
                             }
@@ -819,6 +1125,9 @@ impl SimRuntime {
                 }
             }
         }
+        for tensor in outputs {
+            tensor.completions.fetch_add(1, Ordering::Release);
+        }
         model.counters.launches.fetch_add(1, Ordering::Relaxed);
         core.counters.launches.fetch_add(1, Ordering::Relaxed);
         status
@@ -826,13 +1135,13 @@ impl SimRuntime {
 
     fn execute_n(
         &self,
-        function: &str,
+        function: LibnrtFunction,
         model: ModelId,
         input_set: SetId,
         output_set: SetId,
         repeat_count: u32,
     ) -> Result<NrtStatus, NrtError> {
-        self.lifecycle_only(function)?;
+        self.gate(function)?;
         // A fault that injects a completed status (0 or 1003) still runs the launch.
         let injected = self.faults.injected(function);
         if let Some(status) = injected.filter(|status| !status.is_completed()) {
@@ -843,7 +1152,18 @@ impl SimRuntime {
         let _launch = lock(&self.cores[loaded.core as usize].launch);
         let mut status = NrtStatus::Success;
         for _ in 0..repeat_count {
-            if self.launch(&loaded, &inputs, &outputs) == NrtStatus::ExecCompletedWithNumErr {
+            let start_ns = self.events.now_ns();
+            let launched = self.launch(&loaded, &inputs, &outputs);
+            self.events.record(Event {
+                kind: "nc_exec_running",
+                nc: loaded.core,
+                start_ns,
+                end_ns: self.events.now_ns(),
+                model: Some(model.0),
+                bytes: None,
+                status: Some(launched.name()),
+            });
+            if launched == NrtStatus::ExecCompletedWithNumErr {
                 status = NrtStatus::ExecCompletedWithNumErr;
             }
         }
@@ -852,19 +1172,21 @@ impl SimRuntime {
         }
         Ok(status)
     }
+}
 
-    fn lifecycle_only(&self, function: &str) -> Result<(), NrtError> {
-        match self.lifecycle.load(Ordering::Acquire) {
-            INITIALIZED => Ok(()),
-            UNINITIALIZED => Err(NrtError::new(
-                NrtStatus::Uninitialized,
-                format!("{function} called before nrt_init"),
-            )),
-            _ => {
-                Err(NrtError::new(NrtStatus::Closed, format!("{function} called after nrt_close")))
-            }
-        }
-    }
+/// A `u64` offset or size from a caller as `usize`.
+fn to_offset(value: u64) -> Result<usize, NrtError> {
+    usize::try_from(value).map_err(|_| {
+        NrtError::new(NrtStatus::Invalid, format!("{value} does not fit in this host's size_t"))
+    })
+}
+
+/// `NRT_RESOURCE` for host memory a request cannot get.
+fn too_big(n_bytes: usize) -> NrtError {
+    NrtError::new(
+        NrtStatus::Resource,
+        format!("cannot allocate {n_bytes} bytes of host memory for an async request"),
+    )
 }
 
 /// The first core of a load: `vnc = -1` takes the first run of `vnc_count` cores holding no
@@ -920,7 +1242,7 @@ impl Runtime for SimRuntime {
                 "nrt_init called twice, expected nrt_close first",
             ));
         }
-        self.faults.check("nrt_init")?;
+        self.enter(LibnrtFunction::nrt_init)?;
         if framework == Framework::Invalid {
             return Err(NrtError::new(
                 NrtStatus::Invalid,
@@ -948,7 +1270,7 @@ impl Runtime for SimRuntime {
     }
 
     fn load(&self, neff: &[u8], vnc: i32, vnc_count: i32) -> Result<ModelId, NrtError> {
-        self.enter("nrt_load")?;
+        self.enter(LibnrtFunction::nrt_load)?;
         let description = self.describe(neff)?;
         self.load_checked(&description, vnc, vnc_count)
     }
@@ -961,7 +1283,7 @@ impl Runtime for SimRuntime {
         ctx_device_id: u32,
         ctx_device_count: u32,
     ) -> Result<ModelId, NrtError> {
-        self.enter("nrt_load_collectives")?;
+        self.enter(LibnrtFunction::nrt_load_collectives)?;
         if ctx_device_id >= ctx_device_count {
             return Err(NrtError::new(
                 NrtStatus::Invalid,
@@ -975,7 +1297,7 @@ impl Runtime for SimRuntime {
     }
 
     fn unload(&self, model: ModelId) -> Result<(), NrtError> {
-        self.enter("nrt_unload")?;
+        self.enter(LibnrtFunction::nrt_unload)?;
         let mut occupancy = lock(&self.occupancy);
         let loaded = write_lock(&self.models).remove(&model).ok_or_else(|| {
             NrtError::new(NrtStatus::InvalidHandle, format!("model {} is not loaded", model.0))
@@ -983,6 +1305,16 @@ impl Runtime for SimRuntime {
         for core in &loaded.cores {
             occupancy[*core as usize] = occupancy[*core as usize].saturating_sub(1);
         }
+        let now = self.events.now_ns();
+        self.events.record(Event {
+            kind: "model_unload",
+            nc: loaded.core,
+            start_ns: now,
+            end_ns: now,
+            model: Some(model.0),
+            bytes: None,
+            status: None,
+        });
         Ok(())
     }
 
@@ -992,7 +1324,7 @@ impl Runtime for SimRuntime {
         input_set: SetId,
         output_set: SetId,
     ) -> Result<NrtStatus, NrtError> {
-        self.execute_n("nrt_execute", model, input_set, output_set, 1)
+        self.execute_n(LibnrtFunction::nrt_execute, model, input_set, output_set, 1)
     }
 
     fn execute_repeat(
@@ -1003,49 +1335,55 @@ impl Runtime for SimRuntime {
         repeat_count: i32,
     ) -> Result<NrtStatus, NrtError> {
         if repeat_count < 1 {
-            self.lifecycle_only("nrt_execute_repeat")?;
+            self.gate(LibnrtFunction::nrt_execute_repeat)?;
             return Err(NrtError::new(
                 NrtStatus::Invalid,
                 format!("repeat_count {repeat_count} is invalid, expected at least 1"),
             ));
         }
-        self.execute_n("nrt_execute_repeat", model, input_set, output_set, repeat_count as u32)
+        self.execute_n(
+            LibnrtFunction::nrt_execute_repeat,
+            model,
+            input_set,
+            output_set,
+            repeat_count as u32,
+        )
     }
 
     fn allocate_tensor_set(&self) -> Result<SetId, NrtError> {
-        self.enter("nrt_allocate_tensor_set")?;
+        self.enter(LibnrtFunction::nrt_allocate_tensor_set)?;
         let id = SetId(self.next_id());
         write_lock(&self.sets).insert(id, HashMap::new());
         Ok(id)
     }
 
     fn destroy_tensor_set(&self, set: SetId) -> Result<(), NrtError> {
-        self.faults.check("nrt_destroy_tensor_set")?;
+        self.enter(LibnrtFunction::nrt_destroy_tensor_set)?;
         write_lock(&self.sets).remove(&set).map(|_| ()).ok_or_else(|| SimRuntime::unknown_set(set))
     }
 
     fn add_tensor_to_tensor_set(
         &self,
         set: SetId,
-        name: &str,
+        name: &[u8],
         tensor: TensorId,
     ) -> Result<(), NrtError> {
-        self.enter("nrt_add_tensor_to_tensor_set")?;
+        self.enter(LibnrtFunction::nrt_add_tensor_to_tensor_set)?;
         self.tensor(tensor)?;
         let mut sets = write_lock(&self.sets);
         let entries = sets.get_mut(&set).ok_or_else(|| SimRuntime::unknown_set(set))?;
-        entries.insert(name.to_owned(), tensor);
+        entries.insert(name.to_vec(), tensor);
         Ok(())
     }
 
-    fn get_tensor_from_tensor_set(&self, set: SetId, name: &str) -> Result<TensorId, NrtError> {
-        self.enter("nrt_get_tensor_from_tensor_set")?;
+    fn get_tensor_from_tensor_set(&self, set: SetId, name: &[u8]) -> Result<TensorId, NrtError> {
+        self.enter(LibnrtFunction::nrt_get_tensor_from_tensor_set)?;
         let sets = read_lock(&self.sets);
         let entries = sets.get(&set).ok_or_else(|| SimRuntime::unknown_set(set))?;
         entries.get(name).copied().ok_or_else(|| {
             NrtError::new(
                 NrtStatus::Failure,
-                format!("tensor set {} has no tensor named {name:?}", set.0),
+                format!("tensor set {} has no tensor named {}", set.0, name_text(name)),
             )
         })
     }
@@ -1055,9 +1393,10 @@ impl Runtime for SimRuntime {
         placement: Placement,
         vnc: i32,
         size: usize,
-        name: &str,
+        name: &[u8],
     ) -> Result<TensorId, NrtError> {
-        self.enter("nrt_tensor_allocate")?;
+        self.enter(LibnrtFunction::nrt_tensor_allocate)?;
+        let name = String::from_utf8_lossy(name);
         let storage = match placement {
             Placement::Device => {
                 let core = usize::try_from(vnc)
@@ -1086,17 +1425,22 @@ impl Runtime for SimRuntime {
                         ),
                     ));
                 }
-                Storage::host(size)
+                Storage::host(size)?
             }
-            Placement::Virtual => Storage::host(size),
+            Placement::Virtual => Storage::host(size)?,
         };
         let view = View { storage: Arc::new(storage), offset: 0, size };
-        Ok(self.insert_tensor(Tensor { name: name.to_owned(), view: Some(view) }))
+        Ok(self.insert_tensor(Tensor {
+            name: name.into_owned(),
+            view: Some(view),
+            completions: AtomicU64::new(0),
+        }))
     }
 
-    fn tensor_allocate_empty(&self, name: &str) -> Result<TensorId, NrtError> {
-        self.enter("nrt_tensor_allocate_empty")?;
-        Ok(self.insert_tensor(Tensor { name: name.to_owned(), view: None }))
+    fn tensor_allocate_empty(&self, name: &[u8]) -> Result<TensorId, NrtError> {
+        self.enter(LibnrtFunction::nrt_tensor_allocate_empty)?;
+        let name = String::from_utf8_lossy(name).into_owned();
+        Ok(self.insert_tensor(Tensor { name, view: None, completions: AtomicU64::new(0) }))
     }
 
     fn tensor_attach_buffer(
@@ -1104,7 +1448,7 @@ impl Runtime for SimRuntime {
         tensor: TensorId,
         buffer: Arc<dyn ExternalBuffer>,
     ) -> Result<(), NrtError> {
-        self.enter("nrt_tensor_attach_buffer")?;
+        self.enter(LibnrtFunction::nrt_tensor_attach_buffer)?;
         let mut tensors = write_lock(&self.tensors);
         let entry = tensors.get_mut(&tensor).ok_or_else(|| {
             NrtError::new(NrtStatus::InvalidHandle, format!("tensor {} is not allocated", tensor.0))
@@ -1119,7 +1463,11 @@ impl Runtime for SimRuntime {
         }
         let size = buffer.len();
         let view = View { storage: Arc::new(Storage::External(buffer)), offset: 0, size };
-        *entry = Arc::new(Tensor { name: entry.name.clone(), view: Some(view) });
+        *entry = Arc::new(Tensor {
+            name: entry.name.clone(),
+            view: Some(view),
+            completions: AtomicU64::new(0),
+        });
         Ok(())
     }
 
@@ -1128,18 +1476,23 @@ impl Runtime for SimRuntime {
         src: TensorId,
         offset: usize,
         size: usize,
-        name: &str,
+        name: &[u8],
     ) -> Result<TensorId, NrtError> {
-        self.enter("nrt_tensor_allocate_slice")?;
+        self.enter(LibnrtFunction::nrt_tensor_allocate_slice)?;
+        let name = String::from_utf8_lossy(name);
         let parent = self.tensor(src)?;
         let view = parent.view()?;
         check_range(&parent.name, offset, size, view.size)?;
         let slice = View { storage: Arc::clone(&view.storage), offset: view.offset + offset, size };
-        Ok(self.insert_tensor(Tensor { name: name.to_owned(), view: Some(slice) }))
+        Ok(self.insert_tensor(Tensor {
+            name: name.into_owned(),
+            view: Some(slice),
+            completions: AtomicU64::new(0),
+        }))
     }
 
     fn tensor_free(&self, tensor: TensorId) -> Result<(), NrtError> {
-        self.faults.check("nrt_tensor_free")?;
+        self.enter(LibnrtFunction::nrt_tensor_free)?;
         // Dropping the registry's `Arc` outside the lock: a device block's drop takes the
         // allocator lock.
         let removed = write_lock(&self.tensors).remove(&tensor);
@@ -1149,7 +1502,7 @@ impl Runtime for SimRuntime {
     }
 
     fn tensor_read(&self, tensor: TensorId, offset: usize, buf: &mut [u8]) -> Result<(), NrtError> {
-        self.enter("nrt_tensor_read")?;
+        self.enter(LibnrtFunction::nrt_tensor_read)?;
         let tensor = self.tensor(tensor)?;
         let view = tensor.view()?;
         check_range(&tensor.name, offset, buf.len(), view.size)?;
@@ -1159,7 +1512,7 @@ impl Runtime for SimRuntime {
     }
 
     fn tensor_write(&self, tensor: TensorId, offset: usize, bytes: &[u8]) -> Result<(), NrtError> {
-        self.enter("nrt_tensor_write")?;
+        self.enter(LibnrtFunction::nrt_tensor_write)?;
         let tensor = self.tensor(tensor)?;
         let view = tensor.view()?;
         check_range(&tensor.name, offset, bytes.len(), view.size)?;
@@ -1176,7 +1529,7 @@ impl Runtime for SimRuntime {
         dst_offset: usize,
         size: usize,
     ) -> Result<(), NrtError> {
-        self.enter("nrt_tensor_copy")?;
+        self.enter(LibnrtFunction::nrt_tensor_copy)?;
         let (src, dst) = (self.tensor(src)?, self.tensor(dst)?);
         let (src_view, dst_view) = (src.view()?, dst.view()?);
         check_range(&src.name, src_offset, size, src_view.size)?;
@@ -1209,7 +1562,7 @@ impl Runtime for SimRuntime {
         value: i32,
         size: usize,
     ) -> Result<(), NrtError> {
-        self.enter("nrt_tensor_memset")?;
+        self.enter(LibnrtFunction::nrt_tensor_memset)?;
         let tensor = self.tensor(tensor)?;
         let view = tensor.view()?;
         let offset = usize::try_from(offset).unwrap_or(usize::MAX);
@@ -1220,24 +1573,24 @@ impl Runtime for SimRuntime {
     }
 
     fn tensor_get_size(&self, tensor: TensorId) -> Result<usize, NrtError> {
-        self.faults.check("nrt_tensor_get_size")?;
+        self.enter(LibnrtFunction::nrt_tensor_get_size)?;
         Ok(self.tensor(tensor)?.size())
     }
 
     fn tensor_get_va(&self, tensor: TensorId) -> Result<usize, NrtError> {
-        self.enter("nrt_tensor_get_va")?;
+        self.enter(LibnrtFunction::nrt_tensor_get_va)?;
         let tensor = self.tensor(tensor)?;
         let view = tensor.view()?;
         Ok(view.storage.address(view.offset))
     }
 
     fn get_model_tensor_info(&self, model: ModelId) -> Result<Vec<TensorInfo>, NrtError> {
-        self.enter("nrt_get_model_tensor_info")?;
+        self.enter(LibnrtFunction::nrt_get_model_tensor_info)?;
         Ok(self.model(model)?.info.clone())
     }
 
     fn get_version(&self) -> Result<NrtVersion, NrtError> {
-        self.faults.check("nrt_get_version")?;
+        self.enter(LibnrtFunction::nrt_get_version)?;
         let release = &self.config.release;
         Ok(NrtVersion {
             major: release.major,
@@ -1250,12 +1603,199 @@ impl Runtime for SimRuntime {
     }
 
     fn get_total_vnc_count(&self) -> Result<u32, NrtError> {
-        self.faults.check("nrt_get_total_vnc_count")?;
+        self.enter(LibnrtFunction::nrt_get_total_vnc_count)?;
         Ok(self.config.n_cores)
     }
 
     fn get_visible_vnc_count(&self) -> Result<u32, NrtError> {
-        self.enter("nrt_get_visible_vnc_count")?;
+        self.enter(LibnrtFunction::nrt_get_visible_vnc_count)?;
         Ok(self.config.n_cores)
+    }
+
+    fn get_total_nc_count(&self) -> Result<u32, NrtError> {
+        self.enter(LibnrtFunction::nrt_get_total_nc_count)?;
+        Ok(self.config.n_cores)
+    }
+
+    fn get_visible_nc_count(&self) -> Result<u32, NrtError> {
+        self.enter(LibnrtFunction::nrt_get_visible_nc_count)?;
+        Ok(self.config.n_cores)
+    }
+
+    fn get_model_nc_count(&self, model: ModelId) -> Result<u32, NrtError> {
+        Ok(self.model_cores(LibnrtFunction::nrt_get_model_nc_count, model)?.len() as u32)
+    }
+
+    fn get_model_vnc_count(&self, model: ModelId) -> Result<u32, NrtError> {
+        Ok(self.model_cores(LibnrtFunction::nrt_get_model_vnc_count, model)?.len() as u32)
+    }
+
+    /// One: launches of a model on its core are serialised by the core's launch lock.
+    fn get_model_instance_count(&self, model: ModelId) -> Result<u32, NrtError> {
+        self.model_cores(LibnrtFunction::nrt_get_model_instance_count, model)?;
+        Ok(1)
+    }
+
+    fn nrta_error_tracker_create(&self, lnc: u32) -> Result<TrackerId, NrtError> {
+        self.enter(LibnrtFunction::nrta_error_tracker_create)?;
+        Ok(TrackerId(self.queues.tracker_create(lnc)?))
+    }
+
+    fn nrta_error_tracker_destroy(&self, tracker: TrackerId) -> Result<(), NrtError> {
+        if self.queues.tracker_destroy(tracker.0) {
+            Ok(())
+        } else {
+            Err(AsyncError::NoSuchTracker(tracker.0).into())
+        }
+    }
+
+    fn nrta_error_tracker_get_list(
+        &self,
+        tracker: TrackerId,
+    ) -> Result<Vec<(SeqId, NrtStatus)>, NrtError> {
+        let errors = self.queues.tracker_errors(tracker.0)?;
+        Ok(errors.into_iter().map(|(seq, status)| (SeqId(seq), status)).collect())
+    }
+
+    /// The bytes are copied when the request is scheduled; the write runs as
+    /// [`Runtime::tensor_write`] on the tensor's core's write queue.
+    fn nrta_tensor_write(
+        &self,
+        tensor: TensorId,
+        offset: u64,
+        bytes: &[u8],
+        queue: i32,
+        tracker: Option<TrackerId>,
+    ) -> Result<SeqId, NrtError> {
+        self.enter(LibnrtFunction::nrta_tensor_write)?;
+        let this = self.shared()?;
+        let lnc = self.tensor_core(tensor)?.unwrap_or(0);
+        let key = self.queues.key(lnc, ExecutionUnit::TensorWrite, queue.into())?;
+        let offset = to_offset(offset)?;
+        let mut owned = Vec::new();
+        owned.try_reserve_exact(bytes.len()).map_err(|_| too_big(bytes.len()))?;
+        owned.extend_from_slice(bytes);
+        let job: Job = Box::new(move |_| this.tensor_write(tensor, offset, &owned));
+        Ok(SeqId(self.queues.schedule(key, tracker.map(|t| t.0), job)?))
+    }
+
+    /// The read runs as [`Runtime::tensor_read`] on the tensor's core's read queue and fills
+    /// `into` before the request completes.
+    fn nrta_tensor_read(
+        &self,
+        tensor: TensorId,
+        offset: u64,
+        size: u64,
+        queue: i32,
+        tracker: Option<TrackerId>,
+        into: Arc<AsyncReadBuffer>,
+    ) -> Result<SeqId, NrtError> {
+        self.enter(LibnrtFunction::nrta_tensor_read)?;
+        let this = self.shared()?;
+        let lnc = self.tensor_core(tensor)?.unwrap_or(0);
+        let key = self.queues.key(lnc, ExecutionUnit::TensorRead, queue.into())?;
+        let offset = to_offset(offset)?;
+        let size = to_offset(size)?;
+        let job: Job = Box::new(move |_| {
+            let mut bytes = Vec::new();
+            bytes.try_reserve_exact(size).map_err(|_| too_big(size))?;
+            bytes.resize(size, 0);
+            this.tensor_read(tensor, offset, &mut bytes)?;
+            into.fill(bytes);
+            Ok(())
+        });
+        Ok(SeqId(self.queues.schedule(key, tracker.map(|t| t.0), job)?))
+    }
+
+    /// The launch runs as [`Runtime::execute`] on the model's first core's compute queue; a
+    /// launch that completes with NaN (1003) is recorded in the tracker too.
+    fn nrta_execute_schedule(
+        &self,
+        model: ModelId,
+        input_set: SetId,
+        output_set: SetId,
+        queue: i32,
+        tracker: Option<TrackerId>,
+    ) -> Result<SeqId, NrtError> {
+        let cores = self.model_cores(LibnrtFunction::nrta_execute_schedule, model)?;
+        let this = self.shared()?;
+        let lnc = cores.first().copied().unwrap_or(0);
+        let key = self.queues.key(lnc, ExecutionUnit::Compute, queue.into())?;
+        if !read_lock(&self.sets).contains_key(&input_set) {
+            return Err(SimRuntime::unknown_set(input_set));
+        }
+        if !read_lock(&self.sets).contains_key(&output_set) {
+            return Err(SimRuntime::unknown_set(output_set));
+        }
+        let job: Job = Box::new(move |_| match this.execute(model, input_set, output_set)? {
+            NrtStatus::Success => Ok(()),
+            status => Err(NrtError::new(status, "the launch completed with a warning")),
+        });
+        Ok(SeqId(self.queues.schedule(key, tracker.map(|t| t.0), job)?))
+    }
+
+    fn nrta_is_completed(&self, seq: SeqId) -> Result<bool, NrtError> {
+        self.enter(LibnrtFunction::nrta_is_completed)?;
+        Ok(self.queues.is_completed(seq.0)?)
+    }
+
+    fn nrt_async_drain_queued_execs(&self, vnc: i32) -> Result<(), NrtError> {
+        self.enter(LibnrtFunction::nrt_async_drain_queued_execs)?;
+        match u32::try_from(vnc) {
+            Ok(vnc) if vnc < self.config.n_cores => {
+                self.queues.drain(vnc);
+                Ok(())
+            }
+            _ => Err(NrtError::new(
+                NrtStatus::Invalid,
+                format!("vnc {vnc} does not exist, expected one below {}", self.config.n_cores),
+            )),
+        }
+    }
+
+    fn sys_trace_get_event_types(&self) -> Result<Vec<String>, NrtError> {
+        Ok(crate::sys_trace::EVENT_TYPES.iter().map(|kind| (*kind).to_owned()).collect())
+    }
+
+    fn sys_trace_start(&self, config: &SysTraceConfig) -> Result<(), NrtError> {
+        self.enter(LibnrtFunction::nrt_sys_trace_start)?;
+        let mut capture = CaptureConfig::default();
+        if let Some(max) = config.max_events_per_nc {
+            capture.max_events_per_nc = max;
+        }
+        capture.disabled_ncs.extend(config.disabled_ncs.iter().copied());
+        for kind in &config.disabled_event_types {
+            capture
+                .set_event_type(kind, false)
+                .map_err(|err| NrtError::new(NrtStatus::Invalid, err.to_string()))?;
+        }
+        self.events
+            .start_capture(capture)
+            .map_err(|err| NrtError::new(NrtStatus::Invalid, err.to_string()))
+    }
+
+    fn sys_trace_fetch_events(&self, fetch: &SysTraceFetch) -> Result<String, NrtError> {
+        self.enter(LibnrtFunction::nrt_sys_trace_fetch_events)?;
+        let options = FetchOptions { max_events_per_nc: fetch.max_events_per_nc, nc: fetch.nc };
+        self.events
+            .fetch(&options)
+            .map_err(|err| NrtError::new(NrtStatus::Invalid, err.to_string()))
+    }
+
+    fn sys_trace_stop(&self) -> Result<(), NrtError> {
+        self.enter(LibnrtFunction::nrt_sys_trace_stop)?;
+        self.events.stop_capture().map_err(|err| NrtError::new(NrtStatus::Invalid, err.to_string()))
+    }
+
+    /// The core's allocated bytes (64-byte granules) and its HBM budget.
+    fn get_vnc_memory_stats(&self, vnc: u32) -> Result<VncMemoryStats, NrtError> {
+        self.enter(LibnrtFunction::nrt_get_vnc_memory_stats)?;
+        let bytes_used = self.device_bytes_in_use(vnc).ok_or_else(|| {
+            NrtError::new(
+                NrtStatus::Invalid,
+                format!("vnc {vnc} does not exist, expected one below {}", self.config.n_cores),
+            )
+        })?;
+        Ok(VncMemoryStats { bytes_used, bytes_limit: self.config.hbm_bytes_per_core })
     }
 }

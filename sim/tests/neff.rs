@@ -90,6 +90,41 @@ fn tensor_info_of_a_neff_comes_from_its_signature() {
     assert_eq!((info[1].usage, info[1].size), (TensorUsage::Output, 24));
 }
 
+/// The process's data segment and heap, in pages (`/proc/self/statm`, field 6); 0 where the
+/// file does not exist.
+fn data_pages() -> u64 {
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
+    statm.split_whitespace().nth(5).and_then(|pages| pages.parse().ok()).unwrap_or(0)
+}
+
+/// 2000 loads and unloads of a NEFF without a device program keep one warning record (with its
+/// count), not one per load. The data segment's growth is printed for the record; the assertion
+/// is on the record, which is what grew.
+#[test]
+fn two_thousand_loads_without_program_keep_one_warning_record() {
+    let sim = SimRuntime::new(small_config(1, false)).expect("sim");
+    sim.init(Framework::NoFw, "", "").unwrap();
+    let description = ModelDescription { hlo: None, ..copy_model(16) };
+    let neff = neff_of(&description);
+    let cycle = || {
+        let model = sim.load(&neff, -1, 1).unwrap();
+        sim.unload(model).unwrap();
+    };
+    // Warm up allocator caches, so the measurement sees growth, not first use.
+    (0..100).for_each(|_| cycle());
+    let before = data_pages();
+    (0..2000).for_each(|_| cycle());
+    let after = data_pages();
+    println!(
+        "2000 load/unload cycles: data segment {before} -> {after} pages ({:+} KiB)",
+        (after as i64 - before as i64) * 4
+    );
+    let warnings = sim.warnings();
+    assert_eq!(warnings.len(), 1, "one record per kind of warning, got {}", warnings.len());
+    assert!(warnings[0].contains("carries no HLO device program"), "{warnings:?}");
+    assert_eq!(sim.warning_count(), 2100, "every occurrence is counted");
+}
+
 #[test]
 fn a_neff_without_program_loads_and_warns_once() {
     let sim = small_sim();
@@ -197,16 +232,16 @@ fn the_ranks_of_a_collective_launch_meet_and_all_reduce() {
                 scope.spawn(move || {
                     let model = sim.load_collectives(neff, rank as i32, 1, rank, 4).unwrap();
                     let input =
-                        sim.tensor_allocate(Placement::Device, rank as i32, 16, "in").unwrap();
+                        sim.tensor_allocate(Placement::Device, rank as i32, 16, b"in").unwrap();
                     let value = (rank + 1) as f32;
                     sim.tensor_write(input, 0, &f32_bytes(&[value, value * 10.0, 0.5, -value]))
                         .unwrap();
                     let output =
-                        sim.tensor_allocate(Placement::Device, rank as i32, 16, "out").unwrap();
+                        sim.tensor_allocate(Placement::Device, rank as i32, 16, b"out").unwrap();
                     let (ins, outs) =
                         (sim.allocate_tensor_set().unwrap(), sim.allocate_tensor_set().unwrap());
-                    sim.add_tensor_to_tensor_set(ins, "input0", input).unwrap();
-                    sim.add_tensor_to_tensor_set(outs, "output0", output).unwrap();
+                    sim.add_tensor_to_tensor_set(ins, b"input0", input).unwrap();
+                    sim.add_tensor_to_tensor_set(outs, b"output0", output).unwrap();
                     assert_eq!(sim.execute(model, ins, outs), Ok(NrtStatus::Success));
                     let mut read = vec![0u8; 16];
                     sim.tensor_read(output, 0, &mut read).unwrap();
@@ -222,14 +257,58 @@ fn the_ranks_of_a_collective_launch_meet_and_all_reduce() {
     }
     // Loaded with nrt_load (no ranks), the same module runs alone: a world of one.
     let model = sim.load(&neff, 0, 1).unwrap();
-    let input = sim.tensor_allocate(Placement::Device, 0, 16, "in").unwrap();
+    let input = sim.tensor_allocate(Placement::Device, 0, 16, b"in").unwrap();
     sim.tensor_write(input, 0, &f32_bytes(&[1.0, 2.0, 3.0, 4.0])).unwrap();
-    let output = sim.tensor_allocate(Placement::Device, 0, 16, "out").unwrap();
+    let output = sim.tensor_allocate(Placement::Device, 0, 16, b"out").unwrap();
     let (ins, outs) = (sim.allocate_tensor_set().unwrap(), sim.allocate_tensor_set().unwrap());
-    sim.add_tensor_to_tensor_set(ins, "input0", input).unwrap();
-    sim.add_tensor_to_tensor_set(outs, "output0", output).unwrap();
+    sim.add_tensor_to_tensor_set(ins, b"input0", input).unwrap();
+    sim.add_tensor_to_tensor_set(outs, b"output0", output).unwrap();
     assert_eq!(sim.execute(model, ins, outs), Ok(NrtStatus::Success));
     let mut read = vec![0u8; 16];
     sim.tensor_read(output, 0, &mut read).unwrap();
     assert_eq!(read, f32_bytes(&[1.0, 2.0, 3.0, 4.0]));
+}
+
+/// A NEFF laid out as neuronx-cc 2.23 writes it: `metadata.signatures.default.outputs` present
+/// and empty, the outputs only in the graph form (see `abi/tests/data/README.md`). Tensor info
+/// reports `output0` as float16 [128, 128], as real libnrt does, not dtype 0 with no shape.
+#[test]
+fn tensor_info_of_a_neuronx_cc_neff_takes_outputs_from_the_graph_form() {
+    use abi::dtype::NrtDtype;
+    use abi::neff::{NeffHeader, assemble_neff, write_payload};
+    let neff_json: &[u8] = include_bytes!("../../abi/tests/data/neuronx_cc_2_23_neff.json");
+    let kelf: &[u8] = br#"{"graphs":[{"definition":"sg00/def.json","name":"sg00"},
+        {"definition":"sg01/def.json","name":"sg01"}],"version":"0.5","target":"cayman"}"#;
+    let def_json: &[u8] = br#"{"var":{"SB":{"type":"state-buffer","var_id":0},
+        "x":{"type":"input","var_id":1,"size":65536},"y":{"type":"input","var_id":2,"size":65536},
+        "output0":{"type":"output","var_id":3,"size":32768}}}"#;
+    let payload = write_payload(
+        2,
+        &[
+            ("kelf-0.json", kelf),
+            ("neff.json", neff_json),
+            ("sg00/def.json", def_json),
+            ("sg01/def.json", def_json),
+        ],
+    )
+    .expect("members");
+    let neff = assemble_neff(&NeffHeader::default(), &payload).expect("neff");
+    let sim = small_sim();
+    sim.init(Framework::NoFw, "", "").unwrap();
+    let model = sim.load(&neff, -1, 1).unwrap();
+    let info = sim.get_model_tensor_info(model).unwrap();
+    let rows: Vec<(&str, TensorUsage, usize, NrtDtype, Vec<u32>)> = info
+        .iter()
+        .map(|entry| {
+            (entry.name.as_str(), entry.usage, entry.size, entry.dtype, entry.shape.clone())
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            ("x", TensorUsage::Input, 65536, NrtDtype::Float16, vec![128, 256]),
+            ("y", TensorUsage::Input, 65536, NrtDtype::Float16, vec![256, 128]),
+            ("output0", TensorUsage::Output, 32768, NrtDtype::Float16, vec![128, 128]),
+        ]
+    );
 }

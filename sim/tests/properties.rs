@@ -34,7 +34,7 @@ proptest! {
         data in proptest::collection::vec(any::<u8>(), 0..256),
     ) {
         let sim = ready_sim();
-        let tensor = sim.tensor_allocate(placement, 0, size, "t").unwrap();
+        let tensor = sim.tensor_allocate(placement, 0, size, b"t").unwrap();
         let written = sim.tensor_write(tensor, offset, &data);
         let mut back = vec![0u8; data.len()];
         let read = sim.tensor_read(tensor, offset, &mut back);
@@ -56,8 +56,8 @@ proptest! {
         byte in 1u8..,
     ) {
         let sim = ready_sim();
-        let parent = sim.tensor_allocate(placement, 0, size, "parent").unwrap();
-        match sim.tensor_allocate_slice(parent, slice_offset, slice_size, "slice") {
+        let parent = sim.tensor_allocate(placement, 0, size, b"parent").unwrap();
+        match sim.tensor_allocate_slice(parent, slice_offset, slice_size, b"slice") {
             Ok(slice) => {
                 prop_assert!(in_bounds(slice_offset, slice_size, size));
                 prop_assert_eq!(sim.tensor_get_size(slice).unwrap(), slice_size);
@@ -87,8 +87,8 @@ proptest! {
         len in 0usize..300,
     ) {
         let sim = ready_sim();
-        let src = sim.tensor_allocate(src_placement, 0, src_size, "src").unwrap();
-        let dst = sim.tensor_allocate(dst_placement, 0, dst_size, "dst").unwrap();
+        let src = sim.tensor_allocate(src_placement, 0, src_size, b"src").unwrap();
+        let dst = sim.tensor_allocate(dst_placement, 0, dst_size, b"dst").unwrap();
         let pattern: Vec<u8> = (0..src_size).map(|i| (i % 251) as u8 + 1).collect();
         sim.tensor_write(src, 0, &pattern).unwrap();
         let result = sim.tensor_copy(src, src_offset, dst, dst_offset, len);
@@ -113,7 +113,7 @@ proptest! {
         let mut live: Vec<(TensorId, u64)> = Vec::new();
         let mut expected = 0u64;
         for (idx, &size) in sizes.iter().enumerate() {
-            let tensor = sim.tensor_allocate(Placement::Device, 0, size, "t").unwrap();
+            let tensor = sim.tensor_allocate(Placement::Device, 0, size, b"t").unwrap();
             let reserved = (size as u64).div_ceil(64) * 64;
             expected += reserved;
             live.push((tensor, reserved));
@@ -131,7 +131,7 @@ proptest! {
         }
         prop_assert_eq!(sim.device_bytes_in_use(0), Some(0));
         // After everything is freed, the whole HBM is one free range again.
-        let all = sim.tensor_allocate(Placement::Device, 0, 64 << 20, "all").unwrap();
+        let all = sim.tensor_allocate(Placement::Device, 0, 64 << 20, b"all").unwrap();
         sim.tensor_free(all).unwrap();
     }
 }

@@ -26,9 +26,9 @@ fn bind(
     let output_set = sim.allocate_tensor_set().unwrap();
     let mut tensors = Vec::new();
     for entry in sim.get_model_tensor_info(model).unwrap() {
-        let tensor = sim.tensor_allocate(placement, 0, entry.size, &entry.name).unwrap();
+        let tensor = sim.tensor_allocate(placement, 0, entry.size, entry.name.as_bytes()).unwrap();
         let set = if entry.usage == TensorUsage::Input { input_set } else { output_set };
-        sim.add_tensor_to_tensor_set(set, &entry.name, tensor).unwrap();
+        sim.add_tensor_to_tensor_set(set, entry.name.as_bytes(), tensor).unwrap();
         tensors.push((entry.name, tensor));
     }
     (input_set, output_set, tensors)
@@ -83,30 +83,48 @@ fn tensor_info_lists_inputs_then_outputs_with_dtype_shape_and_size() {
 fn device_memory_exhaustion_is_resource_and_frees_return_to_zero() {
     let sim = small_sim();
     init(&sim);
-    let big = sim.tensor_allocate(Placement::Device, 0, 48 << 20, "big").unwrap();
-    let err = sim.tensor_allocate(Placement::Device, 0, 32 << 20, "more").unwrap_err();
+    let big = sim.tensor_allocate(Placement::Device, 0, 48 << 20, b"big").unwrap();
+    let err = sim.tensor_allocate(Placement::Device, 0, 32 << 20, b"more").unwrap_err();
     assert_eq!(err.status, NrtStatus::Resource);
-    let on1 = sim.tensor_allocate(Placement::Device, 1, 32 << 20, "other core").unwrap();
+    let on1 = sim.tensor_allocate(Placement::Device, 1, 32 << 20, b"other core").unwrap();
     assert_eq!(sim.device_bytes_in_use(0), Some(48 << 20));
-    let slice = sim.tensor_allocate_slice(big, 0, 8, "slice").unwrap();
+    let slice = sim.tensor_allocate_slice(big, 0, 8, b"slice").unwrap();
     sim.tensor_free(big).unwrap();
     assert_eq!(sim.device_bytes_in_use(0), Some(48 << 20), "the slice keeps the storage");
     sim.tensor_free(slice).unwrap();
     sim.tensor_free(on1).unwrap();
     assert_eq!(sim.device_bytes_in_use(0), Some(0));
     assert_eq!(sim.device_bytes_in_use(1), Some(0));
-    sim.tensor_allocate(Placement::Device, 0, 64 << 20, "all of it").unwrap();
+    sim.tensor_allocate(Placement::Device, 0, 64 << 20, b"all of it").unwrap();
 }
 
 #[test]
 fn host_placement_has_a_size_limit_and_virtual_does_not() {
     let sim = small_sim();
     init(&sim);
-    sim.tensor_allocate(Placement::Host, 0, 4 << 20, "at limit").unwrap();
-    let err = sim.tensor_allocate(Placement::Host, 0, (4 << 20) + 1, "over").unwrap_err();
+    sim.tensor_allocate(Placement::Host, 0, 4 << 20, b"at limit").unwrap();
+    let err = sim.tensor_allocate(Placement::Host, 0, (4 << 20) + 1, b"over").unwrap_err();
     assert_eq!(err.status, NrtStatus::Resource);
     assert!(err.detail.contains("host-placement limit"), "{err}");
-    sim.tensor_allocate(Placement::Virtual, 0, 16 << 20, "virtual").unwrap();
+    sim.tensor_allocate(Placement::Virtual, 0, 16 << 20, b"virtual").unwrap();
+}
+
+/// Host memory is sized by the caller: a terabyte is a resource shortage, not an abort, and the
+/// runtime stays usable. (Relies on the kernel refusing a mapping the machine cannot back, which
+/// its default overcommit policy does.)
+#[test]
+fn a_terabyte_of_host_memory_is_resource_and_the_runtime_goes_on() {
+    let sim = small_sim();
+    init(&sim);
+    for placement in [Placement::Virtual, Placement::Host] {
+        let err = sim.tensor_allocate(placement, 0, 1 << 40, b"huge").unwrap_err();
+        assert_eq!(err.status, NrtStatus::Resource, "{placement:?}: {err}");
+    }
+    let err = sim.tensor_allocate(Placement::Virtual, 0, usize::MAX, b"all").unwrap_err();
+    assert_eq!(err.status, NrtStatus::Resource, "{err}");
+    let tensor = sim.tensor_allocate(Placement::Virtual, 0, 2 << 20, b"mapped").unwrap();
+    sim.tensor_write(tensor, (2 << 20) - 1, &[5]).unwrap();
+    assert_eq!(read(&sim, tensor)[(2 << 20) - 2..], [0, 5]);
 }
 
 #[test]
@@ -262,14 +280,14 @@ fn binding_is_by_name_not_by_position() {
     let inputs = sim.allocate_tensor_set().unwrap();
     let outputs = sim.allocate_tensor_set().unwrap();
     // Added in the opposite order, and each tensor's own name is the other key.
-    let holds_b = sim.tensor_allocate(Placement::Virtual, 0, 4, "a").unwrap();
-    let holds_a = sim.tensor_allocate(Placement::Virtual, 0, 4, "b").unwrap();
+    let holds_b = sim.tensor_allocate(Placement::Virtual, 0, 4, b"a").unwrap();
+    let holds_a = sim.tensor_allocate(Placement::Virtual, 0, 4, b"b").unwrap();
     sim.tensor_write(holds_b, 0, &f32_bytes(&[7.0])).unwrap();
     sim.tensor_write(holds_a, 0, &f32_bytes(&[1.0])).unwrap();
-    sim.add_tensor_to_tensor_set(inputs, "b", holds_b).unwrap();
-    sim.add_tensor_to_tensor_set(inputs, "a", holds_a).unwrap();
-    let output = sim.tensor_allocate(Placement::Virtual, 0, 4, "out").unwrap();
-    sim.add_tensor_to_tensor_set(outputs, "output0", output).unwrap();
+    sim.add_tensor_to_tensor_set(inputs, b"b", holds_b).unwrap();
+    sim.add_tensor_to_tensor_set(inputs, b"a", holds_a).unwrap();
+    let output = sim.tensor_allocate(Placement::Virtual, 0, 4, b"out").unwrap();
+    sim.add_tensor_to_tensor_set(outputs, b"output0", output).unwrap();
     sim.execute(model, inputs, outputs).unwrap();
     assert_eq!(f32_values(&read(&sim, output)), vec![7.0]);
 }
@@ -307,7 +325,9 @@ fn fault_fractions_are_deterministic_for_a_seed() {
         init(&sim);
         (0..64)
             .map(|_| {
-                sim.tensor_allocate(Placement::Virtual, 0, 4, "t").map(|_| ()).map_err(|e| e.status)
+                sim.tensor_allocate(Placement::Virtual, 0, 4, b"t")
+                    .map(|_| ())
+                    .map_err(|e| e.status)
             })
             .collect::<Vec<_>>()
     };
@@ -322,14 +342,14 @@ fn an_invalid_fault_plan_is_refused_by_the_constructor() {
     let plan = FaultPlan {
         seed: 0,
         rules: vec![sim::FaultRule {
-            function: "nrt_frobnicate".to_owned(),
+            function: abi::functions::LibnrtFunction::nrt_close,
             trigger: sim::FaultTrigger::Nth(1),
             status: NrtStatus::Failure,
         }],
     };
     let err =
         SimRuntime::new(SimConfig { fault_plan: plan, ..small_config(1, false) }).unwrap_err();
-    assert!(err.to_string().contains("nrt_frobnicate"), "{err}");
+    assert!(err.to_string().contains("nrt_close, which is not faultable"), "{err}");
 }
 
 #[test]
@@ -369,4 +389,92 @@ fn load_from_neff_bytes_reports_a_clear_error_for_garbage() {
     init(&sim);
     let err = sim.load(&[0u8; 64], -1, 1).unwrap_err();
     assert_eq!(err.status, NrtStatus::Invalid);
+}
+
+/// A NEFF whose signature gives `shape` to both its input and its output, whose def.json omits
+/// their sizes (so the sizes come from the signature).
+fn neff_with_signature_shape(shape: &[i64]) -> Vec<u8> {
+    use abi::neff::{GraphSpec, NeffSpec, TensorSignature, Var};
+    let mut spec = NeffSpec::new("shapes");
+    spec.graphs = vec![GraphSpec {
+        name: "sg00".to_owned(),
+        vars: vec![Var::new("input0", 0, "input"), Var::new("output0", 1, "output")],
+    }];
+    spec.signature.inputs = vec![TensorSignature::new("input0", "float32", shape)];
+    spec.signature.outputs = vec![TensorSignature::new("output0", "float32", shape)];
+    spec.to_bytes().expect("a valid spec")
+}
+
+/// Byte sizes from an untrusted NEFF are checked arithmetic: a negative dimension, one that does
+/// not fit tensor info's `uint32_t`, and a product past `u64` are each `NRT_INVALID` naming the
+/// shape, never a zero size or a wrapped one.
+#[test]
+fn absurd_or_negative_dimensions_in_a_neff_are_invalid() {
+    let sim = small_sim();
+    init(&sim);
+    let cases: [(&[i64], &str); 3] = [
+        (&[-1, 4], "dimension 0 is -1"),
+        (&[4, 1 << 33], "dimension 1 is 8589934592"),
+        (&[1 << 31, 1 << 31, 1 << 31], "overflow"),
+    ];
+    for (shape, mentioned) in cases {
+        let err = sim.load(&neff_with_signature_shape(shape), -1, 1).unwrap_err();
+        assert_eq!(err.status, NrtStatus::Invalid, "{shape:?}: {err}");
+        assert!(err.detail.contains(mentioned), "{shape:?}: {err}");
+        assert!(err.detail.contains("input0"), "{shape:?}: {err}");
+    }
+    let good = sim.load(&neff_with_signature_shape(&[2, 3]), -1, 1).unwrap();
+    let info = sim.get_model_tensor_info(good).unwrap();
+    assert_eq!(info.iter().map(|entry| entry.size).collect::<Vec<_>>(), [24, 24]);
+}
+
+/// The same rules for an in-memory description, whose builder cannot fail: loading refuses it.
+#[test]
+fn a_description_with_a_negative_or_overflowing_shape_is_refused_at_load() {
+    let sim = small_sim();
+    init(&sim);
+    for shape in [&[3, -2][..], &[1 << 31, 1 << 31, 1 << 31]] {
+        let description = ModelDescription::new("bad")
+            .with_input("input0", Dltype::Float32, shape)
+            .with_output("output0", Dltype::Float32, &[4]);
+        let err = sim.load_description(&description, -1, 1).unwrap_err();
+        assert_eq!(err.status, NrtStatus::Invalid, "{shape:?}: {err}");
+        assert!(err.detail.contains("input0"), "{shape:?}: {err}");
+    }
+    assert_eq!(sim.device_bytes_in_use(0), Some(0), "a refused load stages nothing");
+}
+
+/// Memset and copy over attached buffers move bytes in bounded chunks: the length is the
+/// caller's declared buffer size (64 GiB here, more than the machine has), never one host
+/// allocation. The buffer counts the bytes it is given instead of holding them.
+#[test]
+fn memset_and_copy_of_a_huge_attached_buffer_need_no_buffer_of_that_size() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    struct Counting(AtomicU64);
+    impl abi::runtime::ExternalBuffer for Counting {
+        fn len(&self) -> usize {
+            1 << 36
+        }
+        fn read_at(&self, _: usize, out: &mut [u8]) {
+            out.fill(7);
+        }
+        fn write_at(&self, _: usize, data: &[u8]) {
+            self.0.fetch_add(data.len() as u64, Ordering::Relaxed);
+        }
+        fn address(&self) -> usize {
+            0
+        }
+    }
+    let sim = small_sim();
+    init(&sim);
+    let (a, b) = (Arc::new(Counting(AtomicU64::new(0))), Arc::new(Counting(AtomicU64::new(0))));
+    let (ta, tb) =
+        (sim.tensor_allocate_empty(b"a").unwrap(), sim.tensor_allocate_empty(b"b").unwrap());
+    sim.tensor_attach_buffer(ta, a.clone()).unwrap();
+    sim.tensor_attach_buffer(tb, b.clone()).unwrap();
+    sim.tensor_memset(ta, 0, 1, 1 << 36).unwrap();
+    assert_eq!(a.0.load(Ordering::Relaxed), 1 << 36);
+    sim.tensor_copy(ta, 0, tb, 0, 1 << 36).unwrap();
+    assert_eq!(b.0.load(Ordering::Relaxed), 1 << 36);
 }

@@ -36,10 +36,10 @@ fn eight_threads_launching_on_two_cores_see_only_their_own_results() {
                 let mut tensors = Vec::new();
                 for entry in sim.get_model_tensor_info(model).unwrap() {
                     let tensor = sim
-                        .tensor_allocate(placement, core as i32, entry.size, &entry.name)
+                        .tensor_allocate(placement, core as i32, entry.size, entry.name.as_bytes())
                         .unwrap();
                     let set = if entry.usage == TensorUsage::Input { inputs } else { outputs };
-                    sim.add_tensor_to_tensor_set(set, &entry.name, tensor).unwrap();
+                    sim.add_tensor_to_tensor_set(set, entry.name.as_bytes(), tensor).unwrap();
                     tensors.push((entry.name, tensor));
                 }
                 let named = |name: &str| tensors.iter().find(|(n, _)| n == name).unwrap().1;

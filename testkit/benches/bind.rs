@@ -42,12 +42,12 @@ fn time_per_iteration(iterations: u32, mut body: impl FnMut()) -> f64 {
 fn bare_launch_ns(runtime: &Arc<dyn Runtime>, def: &ModelDef, iterations: u32) -> f64 {
     let model = runtime.load(&def.neff(), 0, 1).expect("load");
     let size = N_BYTES as usize;
-    let input = runtime.tensor_allocate(Placement::Device, 0, size, "input0").expect("alloc");
-    let output = runtime.tensor_allocate(Placement::Device, 0, size, "output0").expect("alloc");
+    let input = runtime.tensor_allocate(Placement::Device, 0, size, b"input0").expect("alloc");
+    let output = runtime.tensor_allocate(Placement::Device, 0, size, b"output0").expect("alloc");
     let inputs = runtime.allocate_tensor_set().expect("set");
     let outputs = runtime.allocate_tensor_set().expect("set");
-    runtime.add_tensor_to_tensor_set(inputs, "input0", input).expect("add");
-    runtime.add_tensor_to_tensor_set(outputs, "output0", output).expect("add");
+    runtime.add_tensor_to_tensor_set(inputs, b"input0", input).expect("add");
+    runtime.add_tensor_to_tensor_set(outputs, b"output0", output).expect("add");
     let host = vec![7u8; size];
     let ns = time_per_iteration(iterations, || {
         runtime.tensor_write(input, 0, &host).expect("write");

@@ -1,4 +1,5 @@
-//! Code generation for the protobuf schemas: the metaneff (`abi`) and XLA's HLO subset (`hlo`).
+//! Code generation for the protobuf schemas (the metaneff of `abi`, XLA's HLO subset of `hlo`),
+//! and the libnrt function reference page (from `abi::functions`).
 //!
 //! Each proto file is compiled with protox into a `FileDescriptorSet`; prost-build turns it into
 //! Rust (maps as `BTreeMap`, so encoding is deterministic). For the metaneff the descriptor set,
@@ -41,6 +42,9 @@ const SCHEMAS: &[Schema] = &[
     },
 ];
 
+/// The reference page of the libnrt function table, relative to the workspace root.
+const FUNCTIONS_PAGE: &str = "docs/libnrt-functions.md";
+
 /// One generated file: where it goes and what it holds.
 struct Output {
     path: PathBuf,
@@ -53,6 +57,10 @@ pub(crate) fn run(root: &Path, check: bool) -> Result<()> {
     for schema in SCHEMAS {
         outputs.extend(generate(root, schema)?);
     }
+    outputs.push(Output {
+        path: root.join(FUNCTIONS_PAGE),
+        contents: abi::functions::reference_page().into_bytes(),
+    });
     let mut stale = Vec::new();
     for output in &outputs {
         let current = fs::read(&output.path).ok();

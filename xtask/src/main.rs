@@ -2,7 +2,10 @@
 //!
 //! - `codegen [--check]`: regenerate the committed prost code (and the metaneff's descriptor) of
 //!   `abi/proto/metaneff.proto` and `hlo/proto/hlo.proto` with protox (a pure-Rust protobuf
-//!   compiler, so no `protoc` is needed on any machine); `--check` fails when they are stale.
+//!   compiler, so no `protoc` is needed on any machine), and `docs/libnrt-functions.md` from the
+//!   function table; `--check` fails when the committed files are stale.
+//! - `libnrt [--dest DIR]`: build the simulator's `libnrt.so.1` and install it with `libnrt.so`
+//!   and `nrt.pc` (default folder `target/debug/libnrt`).
 //! - `conformance [ARGS]`: the main job, the conformance suite (see `nrtsim conformance --help`).
 //! - `vectors --bless|--check`: refresh or check the vectors' generated files;
 //!   `vectors promote DIR [--name NAME]`: turn a shrunk differential failure into a vector;
@@ -13,6 +16,7 @@
 
 mod codegen;
 mod conformance;
+mod libnrt;
 mod tidy;
 
 use std::path::PathBuf;
@@ -37,6 +41,12 @@ enum Command {
     },
     /// Check module docs, where `unsafe` appears, and switched-off tests.
     Tidy,
+    /// Build the simulator's libnrt.so.1 and install it with libnrt.so and nrt.pc.
+    Libnrt {
+        /// The folder to install into (default: target/debug/libnrt).
+        #[arg(long)]
+        dest: Option<PathBuf>,
+    },
     /// Run the conformance suite (default backends: sim and capi); `--help` for the options.
     #[command(disable_help_flag = true)]
     Conformance {
@@ -60,6 +70,7 @@ fn main() -> Result<()> {
     match cli.command {
         Command::Codegen { check } => codegen::run(&workspace_root(), check),
         Command::Tidy => tidy::run(&workspace_root()),
+        Command::Libnrt { dest } => libnrt::run(&workspace_root(), dest),
         Command::Conformance { args } => conformance::run(&workspace_root(), "conformance", &args),
         Command::Vectors { args } => conformance::run(&workspace_root(), "vectors", &args),
     }

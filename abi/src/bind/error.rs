@@ -207,20 +207,6 @@ pub enum BindError {
         source: DtypeError,
     },
 
-    /// A boundary tensor name that is not UTF-8 (the runtime keys sets by `&str`).
-    #[error(
-        "{side:?} tensor {index} has a name that is not UTF-8 ({bytes:?}), expected a UTF-8 name to \
-         key the tensor set"
-    )]
-    NonUtf8Name {
-        /// Input or output.
-        side: Side,
-        /// The metaneff index.
-        index: usize,
-        /// The name's bytes.
-        bytes: Vec<u8>,
-    },
-
     /// A `MetaTensor.type` value the schema does not define.
     #[error(
         "input tensor {index} {name:?} has type {value}, expected USER_INPUT (1), INPUT_STATE (2), \

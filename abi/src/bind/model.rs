@@ -284,7 +284,7 @@ impl Model {
     ///
     /// # Errors
     /// [`BindError::Metaneff`] for bytes that do not decode; the layout errors (unmapped dtype,
-    /// non-UTF-8 name, alias out of range, missing checkpoint_key, [`BindError::MissingWeight`],
+    /// alias out of range, missing checkpoint_key, [`BindError::MissingWeight`],
     /// [`BindError::WeightMismatch`]); any load error of [`Model::blocking_load`].
     pub fn new(
         runtime: std::sync::Arc<dyn crate::runtime::Runtime>,

@@ -23,6 +23,7 @@ use crate::metaneff::{MetaNeff, MetaTensor};
 use crate::neff::{MrType, Neff, ReadOptions};
 use crate::runtime::{ModelId, NrtError, Placement, Runtime, SetId, TensorId};
 use crate::status::NrtStatus;
+use crate::trace::name_text;
 
 /// The handle a tolerated 1003 from `nrt_tensor_allocate` leaves (C's null pointer); runtimes
 /// never hand out handle 0.
@@ -54,7 +55,10 @@ impl InputRole {
 /// One boundary tensor as the layer needs it.
 #[derive(Clone, Debug)]
 pub(crate) struct Slot {
+    /// The name for messages (lossy where the bytes are not UTF-8).
     pub(crate) name: String,
+    /// The name's exact bytes, the tensor-set key handed to the runtime.
+    pub(crate) key: Vec<u8>,
     pub(crate) scalar_type: ScalarType,
     pub(crate) shape: Vec<i64>,
     pub(crate) n_bytes: usize,
@@ -130,11 +134,9 @@ fn slot_of(
     tensor: &MetaTensor,
     vars: &VarTable,
 ) -> Result<Slot, BindError> {
-    let name = String::from_utf8(tensor.name.clone()).map_err(|_| BindError::NonUtf8Name {
-        side,
-        index,
-        bytes: tensor.name.clone(),
-    })?;
+    // Names are bytes end to end (ABI-FACTS §1): the exact bytes key the tensor set, and the
+    // runtime judges them; a lossy copy is only for messages.
+    let name = lossy(&tensor.name);
     let dtype_error = |source| BindError::Dtype { side, index, name: name.clone(), source };
     let scalar_type = scalar_type_of_raw(tensor.data_type).map_err(dtype_error)?;
     let n_bytes = n_bytes_with_item_size(&tensor.shape, scalar_type.item_size(), None)
@@ -149,7 +151,11 @@ fn slot_of(
             value => return Err(BindError::UnknownTensorType { index, name, value }),
         },
     };
-    let (var_id, mr_type) = vars.lookup(&name);
+    // NEFF variable names are JSON strings, so bytes that are not UTF-8 name no variable.
+    let (var_id, mr_type) = match std::str::from_utf8(&tensor.name) {
+        Ok(text) => vars.lookup(text),
+        Err(_) => (None, MrType::Invalid),
+    };
     Ok(Slot {
         scalar_type,
         shape: tensor.shape.clone(),
@@ -160,6 +166,7 @@ fn slot_of(
         var_id,
         mr_type,
         name,
+        key: tensor.name.clone(),
     })
 }
 
@@ -325,7 +332,7 @@ fn allocate_set(ctx: &Ctx) -> Result<SetId, BindError> {
 }
 
 fn allocate_tensor(ctx: &Ctx, vnc: i32, slot: &Slot) -> Result<TensorId, BindError> {
-    let result = ctx.runtime.tensor_allocate(Placement::Device, vnc, slot.n_bytes, &slot.name);
+    let result = ctx.runtime.tensor_allocate(Placement::Device, vnc, slot.n_bytes, &slot.key);
     tolerate(ctx, result, NULL_TENSOR)
         .map_err(runtime_error("tensor_allocate", MSG_ALLOCATE_TENSOR))
 }
@@ -340,15 +347,15 @@ pub(crate) fn bind(
     tensor: TensorId,
 ) -> Result<(), BindError> {
     ctx.runtime
-        .add_tensor_to_tensor_set(set, &slot.name, tensor)
+        .add_tensor_to_tensor_set(set, &slot.key, tensor)
         .map_err(runtime_error("add_tensor_to_tensor_set", MSG_ADD_TENSOR))?;
     if let Some(trace) = &ctx.trace {
         trace.record_with(|names| {
             let var_id = slot.var_id.map_or_else(|| "?".to_owned(), |id| id.to_string());
             format!(
-                "bind {} {index} {:?} -> {} var_id {var_id} {}",
+                "bind {} {index} {} -> {} var_id {var_id} {}",
                 side_name(side),
-                slot.name,
+                name_text(&slot.key),
                 names.tensor(tensor),
                 slot.mr_type.name()
             )

@@ -33,8 +33,8 @@ pub enum ValidatePath {
 ///
 /// # Errors
 /// [`BindError::Validate`] for the first failed check; [`BindError::Dtype`] and the other
-/// layout errors when the metaneff itself cannot be used (an unmapped data_type, a non-UTF-8
-/// name, an alias out of range, a state or weight without `checkpoint_key`).
+/// layout errors when the metaneff itself cannot be used (an unmapped data_type, an alias out
+/// of range, a state or weight without `checkpoint_key`).
 pub fn validate(
     meta: &MetaNeff,
     inputs: &[HostTensor],

@@ -48,7 +48,7 @@ pub use header::{
 };
 pub use mr_type::MrType;
 pub use signature::{Signature, TensorSignature};
-pub use vars::{Graph, Var};
+pub use vars::{Graph, MAX_GRAPHS, Var};
 pub use writer::{ConstantSpec, GraphSpec, NeffSpec, SignatureForm, write_neff};
 
 /// The default decompression budget: 1 GiB, larger than any single-model NEFF seen so far and
@@ -228,6 +228,13 @@ pub enum NeffError {
         /// Ids at or above `count`.
         out_of_range: Vec<u32>,
     },
+    /// The kelf files (or the `*/def.json` members) name more distinct graphs than the reader
+    /// accepts.
+    #[error("neff lists more than {limit} distinct graphs, expected at most {limit}")]
+    TooManyGraphs {
+        /// The limit, [`MAX_GRAPHS`].
+        limit: usize,
+    },
     /// No graph has an output variable.
     #[error("neff has no output variable, expected at least one var of type \"output\"")]
     NoOutputs,
@@ -267,6 +274,7 @@ impl NeffError {
             | NeffError::MissingMember { .. }
             | NeffError::UnknownVarType { .. }
             | NeffError::VarIdsNotDense { .. }
+            | NeffError::TooManyGraphs { .. }
             | NeffError::NoOutputs
             | NeffError::Npy { .. }
             | NeffError::InvalidSpec { .. } => NrtStatus::Invalid,

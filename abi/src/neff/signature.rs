@@ -10,7 +10,9 @@
 //!   `{name: {id, dtype, shape}}`, ordered by `id`.
 //!
 //! Design choices: each list (inputs, outputs) is taken from the metadata form when it is there
-//! and from the graph form otherwise. Missing parts give an empty list or an empty dtype, since
+//! and not empty, and from the graph form otherwise (neuronx-cc 2.23 writes an empty metadata
+//! `outputs` and the outputs in the graph form only). A head of a node with `output_names` (the
+//! compiled `sg_core…` node) is named by it; an output named by several heads is listed once. Missing parts give an empty list or an empty dtype, since
 //! real files vary; a part that is present but malformed is an error naming the member and field.
 
 use serde_json::{Map, Value};
@@ -53,9 +55,16 @@ pub(crate) fn parse_neff_json(member: &str, bytes: &[u8]) -> Result<Signature, N
     };
     let (metadata_inputs, metadata_outputs) = metadata_form(member, &root)?;
     let (graph_inputs, graph_outputs) = graph_form(member, &root)?;
+    // neuronx-cc 2.23 writes `outputs: {}` (present and empty) while the graph form carries the
+    // outputs: an empty metadata list defers to a non-empty graph list.
+    let pick = |metadata: Option<Vec<TensorSignature>>, graph: Vec<TensorSignature>| match metadata
+    {
+        Some(list) if !list.is_empty() || graph.is_empty() => list,
+        _ => graph,
+    };
     Ok(Signature {
-        inputs: metadata_inputs.unwrap_or(graph_inputs),
-        outputs: metadata_outputs.unwrap_or(graph_outputs),
+        inputs: pick(metadata_inputs, graph_inputs),
+        outputs: pick(metadata_outputs, graph_outputs),
     })
 }
 
@@ -152,13 +161,15 @@ fn graph_form(
         return Ok((Vec::new(), Vec::new()));
     };
     let mut node_names = Vec::with_capacity(nodes.len());
+    let mut node_output_names = Vec::with_capacity(nodes.len());
     for (node_idx, node) in nodes.iter().enumerate() {
         let path = format!("nodes[{node_idx}]");
         let Value::Object(node) = node else {
             return Err(malformed(member, &path, "an object", node));
         };
-        let name = FieldContext { member, path }.string(node, "name")?.unwrap_or_default();
-        node_names.push(name);
+        let context = FieldContext { member, path };
+        node_names.push(context.string(node, "name")?.unwrap_or_default());
+        node_output_names.push(output_names(&context, node)?);
     }
     let node_row_ptr = context.u64_list(root, "node_row_ptr")?;
     let (shapes, dtypes) = match context.object(root, "attrs")? {
@@ -187,10 +198,16 @@ fn graph_form(
         }
     };
     let tensor = |field: &str, node: u64, output_idx: u64| -> Result<TensorSignature, NeffError> {
-        let name = usize::try_from(node)
+        let node_idx = usize::try_from(node)
             .ok()
-            .and_then(|node| node_names.get(node))
+            .filter(|&node| node < node_names.len())
             .ok_or_else(|| malformed(member, field, "a node index in range", &Value::from(node)))?;
+        // A compiled node names its outputs (`output_names`, one per output); a plain node is its
+        // own output.
+        let name = usize::try_from(output_idx)
+            .ok()
+            .and_then(|idx| node_output_names[node_idx].as_ref()?.get(idx))
+            .unwrap_or(&node_names[node_idx]);
         let row = match &node_row_ptr {
             Some(row_ptr) => usize::try_from(node)
                 .ok()
@@ -212,7 +229,7 @@ fn graph_form(
             arg_nodes.iter().map(|&node| tensor("arg_nodes", node, 0)).collect::<Result<_, _>>()?
         }
     };
-    let outputs = match context.array(root, "heads")? {
+    let outputs: Vec<TensorSignature> = match context.array(root, "heads")? {
         None => Vec::new(),
         Some(heads) => heads
             .iter()
@@ -233,5 +250,38 @@ fn graph_form(
             })
             .collect::<Result<_, _>>()?,
     };
+    // Heads of several subgraphs may name one output (neuronx-cc: `output0` once per
+    // subgraph); the signature lists it once, as its first head describes it.
+    let mut seen = std::collections::HashSet::new();
+    let outputs = outputs.into_iter().filter(|output| seen.insert(output.name.clone())).collect();
     Ok((inputs, outputs))
+}
+
+/// A node's `output_names` (neuronx-cc writes it on its compiled node; read from the node or its
+/// `attrs`): `None` when absent.
+fn output_names(
+    context: &FieldContext<'_>,
+    node: &Map<String, Value>,
+) -> Result<Option<Vec<String>>, NeffError> {
+    let attrs = match node.get("attrs") {
+        Some(Value::Object(attrs)) => Some(attrs),
+        _ => None,
+    };
+    let Some(value) = node.get("output_names").or_else(|| attrs?.get("output_names")) else {
+        return Ok(None);
+    };
+    let path = format!("{}.output_names", context.path);
+    let expected = "an array of strings";
+    let Value::Array(items) = value else {
+        return Err(malformed(context.member, &path, expected, value));
+    };
+    items
+        .iter()
+        .map(|item| {
+            item.as_str()
+                .map(str::to_owned)
+                .ok_or_else(|| malformed(context.member, &path, expected, item))
+        })
+        .collect::<Result<Vec<String>, NeffError>>()
+        .map(Some)
 }

@@ -1,8 +1,9 @@
 //! Graphs and their variable tables: `kelf-N.json` and every `sgNN/def.json`.
 //!
 //! Design choices:
-//! - The graph list comes from every top-level `kelf-N.json`, in order of N; a graph listed by
-//!   two kelf files is kept once. A NEFF without any kelf file falls back to every `*/def.json`
+//! - The graph list comes from every top-level `kelf-N.json`, in order of N; a graph listed
+//!   twice (by two kelf files or one) is kept once, found in a set so the work stays linear in
+//!   the entries. At most [`MAX_GRAPHS`] distinct graphs, else a typed error. A NEFF without any kelf file falls back to every `*/def.json`
 //!   member, named after its folder, so a hand-made or older file is still readable.
 //! - `def.json`'s `var` object is keyed by variable name; keys starting with `#` are comments.
 //!   Fields this crate does not model are ignored; the ones it models must have the right shape
@@ -13,7 +14,7 @@
 //!   NEFF has at least one output variable over all graphs. Checking outputs per graph would
 //!   refuse real multi-subgraph NEFFs whose secondary subgraphs are not known to hold outputs.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use serde_json::{Map, Value};
 
@@ -87,6 +88,11 @@ impl Graph {
     }
 }
 
+/// The most distinct graphs a NEFF may list. Real NEFFs have one or two subgraphs per NeuronCore
+/// group; the cap bounds the work a hostile file can ask for (each graph is a `def.json` to parse)
+/// far above anything a compiler writes.
+pub const MAX_GRAPHS: usize = 4096;
+
 /// The `N` of a top-level `kelf-N.json` member name.
 fn kelf_number(name: &str) -> Option<u64> {
     name.strip_prefix("kelf-")?.strip_suffix(".json")?.parse().ok()
@@ -103,9 +109,15 @@ pub(crate) fn read_graphs(
         .collect();
     kelf_members.sort();
     let mut listed: Vec<(String, String, String)> = Vec::new();
+    // Definitions already listed: a set, since a kelf file may repeat one entry many times.
+    let mut known: HashSet<String> = HashSet::new();
+    let too_many = || NeffError::TooManyGraphs { limit: MAX_GRAPHS };
     for (_, kelf_name) in &kelf_members {
         for (name, definition) in read_kelf(kelf_name, members[*kelf_name].bytes())? {
-            if !listed.iter().any(|(_, known, _)| *known == definition) {
+            if known.insert(definition.clone()) {
+                if listed.len() == MAX_GRAPHS {
+                    return Err(too_many());
+                }
                 listed.push((name, definition, (*kelf_name).to_owned()));
             }
         }
@@ -113,6 +125,9 @@ pub(crate) fn read_graphs(
     if kelf_members.is_empty() {
         for member in members.keys() {
             if let Some(dir) = member.strip_suffix("/def.json") {
+                if listed.len() == MAX_GRAPHS {
+                    return Err(too_many());
+                }
                 listed.push((dir.to_owned(), member.clone(), String::new()));
             }
         }

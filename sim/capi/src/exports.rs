@@ -1,13 +1,13 @@
 //! The exported C functions of ABI-FACTS §4.
 //!
-//! Each is `nrtsim_<c name>` in Rust and `<c name>@@NRT_2.0.0` in the library (see
-//! `build.rs`). Every body runs under [`guard`], so a Rust panic becomes `NRT_FAILURE` (or the
+//! Each is an ordinary Rust function with the C name and the table's signature; the exported
+//! symbol `<c name>@@NRT_2.0.0` is a trampoline to it (see [`crate::symbols`]). Every body runs under [`guard`], so a Rust panic becomes `NRT_FAILURE` (or the
 //! function's neutral value) and a line on stderr, never an unwind into C. Arguments are
 //! checked in this order: NULL pointers (`NRT_INVALID`), then handles (`NRT_INVALID_HANDLE` for
 //! one this library did not hand out, or released), then the simulator decides (lifecycle
 //! gate, contract, faults).
 
-// These functions are exported to C by `#[unsafe(no_mangle)]`, not to Rust.
+// These functions are exported to C through `crate::symbols`, not to Rust.
 #![allow(unreachable_pub)]
 
 use std::borrow::Cow;
@@ -22,8 +22,12 @@ use crate::ffi::{CallerBuffer, InfoArray, NrtTensorInfoC, NrtVersionC, status_te
 use crate::handles::{Global, Kind, global};
 use crate::status::{FAILURE, INVALID, SUCCESS};
 
+pub use crate::async_api::*;
+pub use crate::extended::*;
+pub use crate::trace_api::*;
+
 /// Runs `body`, turning a panic into `on_panic` and a message.
-fn guard<R>(call: &str, on_panic: R, body: impl FnOnce() -> R) -> R {
+pub(crate) fn guard<R>(call: &str, on_panic: R, body: impl FnOnce() -> R) -> R {
     match catch_unwind(AssertUnwindSafe(body)) {
         Ok(value) => value,
         Err(payload) => {
@@ -39,7 +43,7 @@ fn guard<R>(call: &str, on_panic: R, body: impl FnOnce() -> R) -> R {
 }
 
 /// Runs a status-returning body with the global simulator.
-fn with_global(call: &str, body: impl FnOnce(&'static Global) -> u32) -> u32 {
+pub(crate) fn with_global(call: &str, body: impl FnOnce(&'static Global) -> u32) -> u32 {
     guard(call, FAILURE, || match global() {
         Ok(g) => body(g),
         Err(status) => status,
@@ -68,6 +72,19 @@ unsafe fn c_text<'a>(text: *const c_char) -> Option<Cow<'a, str>> {
     Some(unsafe { CStr::from_ptr(text) }.to_string_lossy())
 }
 
+/// A C string's bytes, exactly (names are bytes: two names that differ only in bytes that are
+/// not UTF-8 stay two names); `None` for NULL.
+///
+/// # Safety
+/// `text` is NULL or points at a NUL-terminated string that stays valid for `'a`.
+unsafe fn c_bytes<'a>(text: *const c_char) -> Option<&'a [u8]> {
+    if text.is_null() {
+        return None;
+    }
+    // SAFETY: non-NULL and NUL-terminated by the caller's contract.
+    Some(unsafe { CStr::from_ptr(text) }.to_bytes())
+}
+
 /// Writes a handle through a caller's out-pointer (checked non-NULL before).
 ///
 /// # Safety
@@ -81,8 +98,7 @@ unsafe fn put(out: *mut *mut c_void, handle: usize) {
 ///
 /// # Safety
 /// The strings are NULL or NUL-terminated.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nrtsim_nrt_init(
+pub unsafe extern "C" fn nrt_init(
     framework: u32,
     fw_version: *const c_char,
     fal_version: *const c_char,
@@ -103,8 +119,7 @@ pub unsafe extern "C" fn nrtsim_nrt_init(
 ///
 /// # Safety
 /// None beyond the C ABI.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nrtsim_nrt_close() {
+pub unsafe extern "C" fn nrt_close() {
     guard("nrt_close", (), || {
         if let Ok(g) = global() {
             g.sim.close();
@@ -140,8 +155,7 @@ fn load(
 ///
 /// # Safety
 /// `neff` points at `size` readable bytes; `model` at writable storage for a handle.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nrtsim_nrt_load(
+pub unsafe extern "C" fn nrt_load(
     neff: *const c_void,
     size: usize,
     vnc: i32,
@@ -156,9 +170,8 @@ pub unsafe extern "C" fn nrtsim_nrt_load(
 /// `nrt_load_collectives`.
 ///
 /// # Safety
-/// As [`nrtsim_nrt_load`].
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nrtsim_nrt_load_collectives(
+/// As [`nrt_load`].
+pub unsafe extern "C" fn nrt_load_collectives(
     neff: *const c_void,
     size: usize,
     vnc: i32,
@@ -178,8 +191,7 @@ pub unsafe extern "C" fn nrtsim_nrt_load_collectives(
 ///
 /// # Safety
 /// None: the handle is looked up, never dereferenced.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nrtsim_nrt_unload(model: *mut c_void) -> u32 {
+pub unsafe extern "C" fn nrt_unload(model: *mut c_void) -> u32 {
     with_global("nrt_unload", |g| {
         let id = try_status!(g.lookup(Kind::Model, model as usize));
         let status = g.status("nrt_unload", g.sim.unload(ModelId(id)));
@@ -216,8 +228,7 @@ fn execute(
 ///
 /// # Safety
 /// None: handles are looked up, never dereferenced.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nrtsim_nrt_execute(
+pub unsafe extern "C" fn nrt_execute(
     model: *mut c_void,
     input: *const c_void,
     output: *mut c_void,
@@ -231,8 +242,7 @@ pub unsafe extern "C" fn nrtsim_nrt_execute(
 ///
 /// # Safety
 /// None: handles are looked up, never dereferenced.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nrtsim_nrt_execute_repeat(
+pub unsafe extern "C" fn nrt_execute_repeat(
     model: *mut c_void,
     input: *const c_void,
     output: *mut c_void,
@@ -254,8 +264,7 @@ pub unsafe extern "C" fn nrtsim_nrt_execute_repeat(
 ///
 /// # Safety
 /// `set` points at writable storage for a handle.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nrtsim_nrt_allocate_tensor_set(set: *mut *mut c_void) -> u32 {
+pub unsafe extern "C" fn nrt_allocate_tensor_set(set: *mut *mut c_void) -> u32 {
     with_global("nrt_allocate_tensor_set", |g| {
         if set.is_null() {
             return INVALID;
@@ -276,8 +285,7 @@ pub unsafe extern "C" fn nrtsim_nrt_allocate_tensor_set(set: *mut *mut c_void) -
 ///
 /// # Safety
 /// `set` is NULL or points at the caller's handle variable.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nrtsim_nrt_destroy_tensor_set(set: *mut *mut c_void) {
+pub unsafe extern "C" fn nrt_destroy_tensor_set(set: *mut *mut c_void) {
     guard("nrt_destroy_tensor_set", (), || {
         let Ok(g) = global() else { return };
         if set.is_null() {
@@ -297,18 +305,17 @@ pub unsafe extern "C" fn nrtsim_nrt_destroy_tensor_set(set: *mut *mut c_void) {
 ///
 /// # Safety
 /// `name` is NULL or a C string.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nrtsim_nrt_add_tensor_to_tensor_set(
+pub unsafe extern "C" fn nrt_add_tensor_to_tensor_set(
     set: *mut c_void,
     name: *const c_char,
     tensor: *mut c_void,
 ) -> u32 {
     with_global("nrt_add_tensor_to_tensor_set", |g| {
         // SAFETY: NULL or a C string.
-        let Some(name) = (unsafe { c_text(name) }) else { return INVALID };
+        let Some(name) = (unsafe { c_bytes(name) }) else { return INVALID };
         let set = SetId(try_status!(g.lookup(Kind::Set, set as usize)));
         let tensor = TensorId(try_status!(g.lookup(Kind::Tensor, tensor as usize)));
-        g.status("nrt_add_tensor_to_tensor_set", g.sim.add_tensor_to_tensor_set(set, &name, tensor))
+        g.status("nrt_add_tensor_to_tensor_set", g.sim.add_tensor_to_tensor_set(set, name, tensor))
     })
 }
 
@@ -316,20 +323,19 @@ pub unsafe extern "C" fn nrtsim_nrt_add_tensor_to_tensor_set(
 ///
 /// # Safety
 /// `name` is NULL or a C string; `tensor` is NULL or points at writable storage for a handle.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nrtsim_nrt_get_tensor_from_tensor_set(
+pub unsafe extern "C" fn nrt_get_tensor_from_tensor_set(
     set: *mut c_void,
     name: *const c_char,
     tensor: *mut *mut c_void,
 ) -> u32 {
     with_global("nrt_get_tensor_from_tensor_set", |g| {
         // SAFETY: NULL or a C string.
-        let Some(name) = (unsafe { c_text(name) }) else { return INVALID };
+        let Some(name) = (unsafe { c_bytes(name) }) else { return INVALID };
         if tensor.is_null() {
             return INVALID;
         }
         let set = SetId(try_status!(g.lookup(Kind::Set, set as usize)));
-        match g.sim.get_tensor_from_tensor_set(set, &name) {
+        match g.sim.get_tensor_from_tensor_set(set, name) {
             Ok(id) => {
                 // SAFETY: non-NULL, the caller's handle variable. The handle of a tensor freed
                 // since it was added is not registered, so using it is NRT_INVALID_HANDLE.
@@ -362,8 +368,7 @@ fn new_tensor(
 ///
 /// # Safety
 /// `name` is NULL or a C string; `tensor` is NULL or points at writable storage for a handle.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nrtsim_nrt_tensor_allocate(
+pub unsafe extern "C" fn nrt_tensor_allocate(
     placement: u32,
     vnc: c_int,
     size: usize,
@@ -376,12 +381,12 @@ pub unsafe extern "C" fn nrtsim_nrt_tensor_allocate(
             return INVALID;
         }
         // SAFETY: NULL or a C string.
-        let name = unsafe { c_text(name) }.unwrap_or_default();
+        let name = unsafe { c_bytes(name) }.unwrap_or_default();
         new_tensor(
             "nrt_tensor_allocate",
             g,
             tensor,
-            g.sim.tensor_allocate(placement, vnc, size, &name),
+            g.sim.tensor_allocate(placement, vnc, size, name),
         )
     })
 }
@@ -389,9 +394,8 @@ pub unsafe extern "C" fn nrtsim_nrt_tensor_allocate(
 /// `nrt_tensor_allocate_empty`. A NULL name is an empty name.
 ///
 /// # Safety
-/// As [`nrtsim_nrt_tensor_allocate`].
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nrtsim_nrt_tensor_allocate_empty(
+/// As [`nrt_tensor_allocate`].
+pub unsafe extern "C" fn nrt_tensor_allocate_empty(
     name: *const c_char,
     tensor: *mut *mut c_void,
 ) -> u32 {
@@ -400,8 +404,8 @@ pub unsafe extern "C" fn nrtsim_nrt_tensor_allocate_empty(
             return INVALID;
         }
         // SAFETY: NULL or a C string.
-        let name = unsafe { c_text(name) }.unwrap_or_default();
-        new_tensor("nrt_tensor_allocate_empty", g, tensor, g.sim.tensor_allocate_empty(&name))
+        let name = unsafe { c_bytes(name) }.unwrap_or_default();
+        new_tensor("nrt_tensor_allocate_empty", g, tensor, g.sim.tensor_allocate_empty(name))
     })
 }
 
@@ -410,8 +414,7 @@ pub unsafe extern "C" fn nrtsim_nrt_tensor_allocate_empty(
 /// # Safety
 /// `buffer` points at `size` bytes that the caller keeps readable, writable and in place while
 /// the tensor (or a slice of it) exists.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nrtsim_nrt_tensor_attach_buffer(
+pub unsafe extern "C" fn nrt_tensor_attach_buffer(
     tensor: *mut c_void,
     buffer: *mut c_void,
     size: usize,
@@ -432,8 +435,7 @@ pub unsafe extern "C" fn nrtsim_nrt_tensor_attach_buffer(
 ///
 /// # Safety
 /// `name` is NULL or a C string; `slice` is NULL or points at writable storage for a handle.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nrtsim_nrt_tensor_allocate_slice(
+pub unsafe extern "C" fn nrt_tensor_allocate_slice(
     source: *const c_void,
     offset: usize,
     size: usize,
@@ -446,8 +448,8 @@ pub unsafe extern "C" fn nrtsim_nrt_tensor_allocate_slice(
         }
         let source = TensorId(try_status!(g.lookup(Kind::Tensor, source as usize)));
         // SAFETY: NULL or a C string.
-        let name = unsafe { c_text(name) }.unwrap_or_default();
-        let made = g.sim.tensor_allocate_slice(source, offset, size, &name);
+        let name = unsafe { c_bytes(name) }.unwrap_or_default();
+        let made = g.sim.tensor_allocate_slice(source, offset, size, name);
         new_tensor("nrt_tensor_allocate_slice", g, slice, made)
     })
 }
@@ -457,8 +459,7 @@ pub unsafe extern "C" fn nrtsim_nrt_tensor_allocate_slice(
 ///
 /// # Safety
 /// `tensor` is NULL or points at the caller's handle variable.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nrtsim_nrt_tensor_free(tensor: *mut *mut c_void) {
+pub unsafe extern "C" fn nrt_tensor_free(tensor: *mut *mut c_void) {
     guard("nrt_tensor_free", (), || {
         let Ok(g) = global() else { return };
         if tensor.is_null() {
@@ -478,8 +479,7 @@ pub unsafe extern "C" fn nrtsim_nrt_tensor_free(tensor: *mut *mut c_void) {
 ///
 /// # Safety
 /// `buffer` points at `size` writable bytes.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nrtsim_nrt_tensor_read(
+pub unsafe extern "C" fn nrt_tensor_read(
     tensor: *const c_void,
     buffer: *mut c_void,
     offset: usize,
@@ -490,9 +490,14 @@ pub unsafe extern "C" fn nrtsim_nrt_tensor_read(
             return INVALID;
         }
         let id = TensorId(try_status!(g.lookup(Kind::Tensor, tensor as usize)));
-        // SAFETY: `buffer` points at `size` writable bytes (the C contract) for this call.
-        let out = unsafe { std::slice::from_raw_parts_mut(buffer.cast::<u8>(), size) };
-        g.status("nrt_tensor_read", g.sim.tensor_read(id, offset, out))
+        // `buffer` may point into simulator memory (from `nrt_tensor_get_va`), so it is never
+        // made a slice: the bytes are staged and moved with an overlap-safe copy.
+        let read = g.sim.tensor_read_staged(id, offset, size, |staged| {
+            // SAFETY: `buffer` points at `size` writable bytes (the C contract) for this call;
+            // `ptr::copy` allows them to overlap anything, the staging buffer is our own.
+            unsafe { ptr::copy(staged.as_ptr(), buffer.cast::<u8>(), staged.len()) }
+        });
+        g.status("nrt_tensor_read", read)
     })
 }
 
@@ -500,8 +505,7 @@ pub unsafe extern "C" fn nrtsim_nrt_tensor_read(
 ///
 /// # Safety
 /// `buffer` points at `size` readable bytes.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nrtsim_nrt_tensor_write(
+pub unsafe extern "C" fn nrt_tensor_write(
     tensor: *mut c_void,
     buffer: *const c_void,
     offset: usize,
@@ -512,9 +516,13 @@ pub unsafe extern "C" fn nrtsim_nrt_tensor_write(
             return INVALID;
         }
         let id = TensorId(try_status!(g.lookup(Kind::Tensor, tensor as usize)));
-        // SAFETY: `buffer` points at `size` readable bytes (the C contract) for this call.
-        let bytes = unsafe { std::slice::from_raw_parts(buffer.cast::<u8>(), size) };
-        g.status("nrt_tensor_write", g.sim.tensor_write(id, offset, bytes))
+        // As in `nrt_tensor_read`: staged, never a slice over caller memory.
+        let written = g.sim.tensor_write_staged(id, offset, size, |staged| {
+            // SAFETY: `buffer` points at `size` readable bytes (the C contract) for this call;
+            // `ptr::copy` allows them to overlap anything.
+            unsafe { ptr::copy(buffer.cast::<u8>(), staged.as_mut_ptr(), staged.len()) }
+        });
+        g.status("nrt_tensor_write", written)
     })
 }
 
@@ -522,8 +530,7 @@ pub unsafe extern "C" fn nrtsim_nrt_tensor_write(
 ///
 /// # Safety
 /// None: handles are looked up, never dereferenced.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nrtsim_nrt_tensor_copy(
+pub unsafe extern "C" fn nrt_tensor_copy(
     source: *const c_void,
     source_offset: usize,
     destination: *mut c_void,
@@ -543,8 +550,7 @@ pub unsafe extern "C" fn nrtsim_nrt_tensor_copy(
 ///
 /// # Safety
 /// None: the handle is looked up, never dereferenced.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nrtsim_nrt_tensor_memset(
+pub unsafe extern "C" fn nrt_tensor_memset(
     tensor: *mut c_void,
     offset: u64,
     value: c_int,
@@ -560,8 +566,7 @@ pub unsafe extern "C" fn nrtsim_nrt_tensor_memset(
 ///
 /// # Safety
 /// None: the handle is looked up, never dereferenced.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nrtsim_nrt_tensor_get_size(tensor: *const c_void) -> usize {
+pub unsafe extern "C" fn nrt_tensor_get_size(tensor: *const c_void) -> usize {
     guard("nrt_tensor_get_size", 0, || {
         let Ok(g) = global() else { return 0 };
         let Ok(id) = g.lookup(Kind::Tensor, tensor as usize) else { return 0 };
@@ -574,8 +579,7 @@ pub unsafe extern "C" fn nrtsim_nrt_tensor_get_size(tensor: *const c_void) -> us
 ///
 /// # Safety
 /// None: the handle is looked up, never dereferenced.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nrtsim_nrt_tensor_get_va(tensor: *const c_void) -> *mut c_void {
+pub unsafe extern "C" fn nrt_tensor_get_va(tensor: *const c_void) -> *mut c_void {
     guard("nrt_tensor_get_va", ptr::null_mut(), || {
         let Ok(g) = global() else { return ptr::null_mut() };
         let Ok(id) = g.lookup(Kind::Tensor, tensor as usize) else { return ptr::null_mut() };
@@ -594,8 +598,7 @@ pub unsafe extern "C" fn nrtsim_nrt_tensor_get_va(tensor: *const c_void) -> *mut
 ///
 /// # Safety
 /// `info` is NULL or points at writable storage for a pointer.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nrtsim_nrt_get_model_tensor_info(
+pub unsafe extern "C" fn nrt_get_model_tensor_info(
     model: *mut c_void,
     info: *mut *mut NrtTensorInfoC,
 ) -> u32 {
@@ -621,8 +624,7 @@ pub unsafe extern "C" fn nrtsim_nrt_get_model_tensor_info(
 ///
 /// # Safety
 /// None: the address is looked up, never dereferenced.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nrtsim_nrt_free_model_tensor_info(info: *mut NrtTensorInfoC) -> u32 {
+pub unsafe extern "C" fn nrt_free_model_tensor_info(info: *mut NrtTensorInfoC) -> u32 {
     with_global("nrt_free_model_tensor_info", |g| g.free_info(info as usize))
 }
 
@@ -631,8 +633,7 @@ pub unsafe extern "C" fn nrtsim_nrt_free_model_tensor_info(info: *mut NrtTensorI
 ///
 /// # Safety
 /// `version` is NULL or points at `size` writable bytes.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nrtsim_nrt_get_version(version: *mut NrtVersionC, size: usize) -> u32 {
+pub unsafe extern "C" fn nrt_get_version(version: *mut NrtVersionC, size: usize) -> u32 {
     with_global("nrt_get_version", |g| {
         if version.is_null() || size < size_of::<NrtVersionC>() {
             return INVALID;
@@ -672,8 +673,7 @@ fn count(
 ///
 /// # Safety
 /// `count` is NULL or points at a writable `uint32_t`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nrtsim_nrt_get_total_vnc_count(out: *mut u32) -> u32 {
+pub unsafe extern "C" fn nrt_get_total_vnc_count(out: *mut u32) -> u32 {
     with_global("nrt_get_total_vnc_count", |g| {
         if out.is_null() {
             return INVALID;
@@ -686,8 +686,7 @@ pub unsafe extern "C" fn nrtsim_nrt_get_total_vnc_count(out: *mut u32) -> u32 {
 ///
 /// # Safety
 /// `count` is NULL or points at a writable `uint32_t`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nrtsim_nrt_get_visible_vnc_count(out: *mut u32) -> u32 {
+pub unsafe extern "C" fn nrt_get_visible_vnc_count(out: *mut u32) -> u32 {
     with_global("nrt_get_visible_vnc_count", |g| {
         if out.is_null() {
             return INVALID;
@@ -701,8 +700,7 @@ pub unsafe extern "C" fn nrtsim_nrt_get_visible_vnc_count(out: *mut u32) -> u32 
 ///
 /// # Safety
 /// None.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nrtsim_nrt_get_status_as_str(status: u32) -> *const c_char {
+pub unsafe extern "C" fn nrt_get_status_as_str(status: u32) -> *const c_char {
     guard("nrt_get_status_as_str", crate::ffi::UNKNOWN_STATUS.as_ptr(), || {
         status_text(status).as_ptr()
     })

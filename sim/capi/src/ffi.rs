@@ -128,6 +128,23 @@ impl ExternalBuffer for CallerBuffer {
     }
 }
 
+/// `size` zero bytes, or `None` when that memory cannot be had (a size from a caller must never
+/// abort the process).
+pub(crate) fn zeroed(size: usize) -> Option<Vec<u8>> {
+    let mut bytes = Vec::new();
+    bytes.try_reserve_exact(size).ok()?;
+    bytes.resize(size, 0);
+    Some(bytes)
+}
+
+/// `NRT_RESOURCE` for a buffer of `size` bytes that cannot be allocated.
+pub(crate) fn too_big(size: usize) -> abi::runtime::NrtError {
+    abi::runtime::NrtError::new(
+        NrtStatus::Resource,
+        format!("cannot allocate {size} bytes of host memory for the request"),
+    )
+}
+
 /// What `nrt_get_status_as_str` returns for a code no table knows.
 pub(crate) const UNKNOWN_STATUS: &CStr = c"NRT_STATUS_UNKNOWN";
 

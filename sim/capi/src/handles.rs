@@ -11,8 +11,11 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 
+use abi::c_layout::c_types::nrta_error_t;
+use abi::functions::LibnrtFunction;
 use abi::runtime::NrtError;
 use sim::SimRuntime;
+use sim::async_queues::AsyncQueues;
 
 use crate::config;
 use crate::ffi::InfoArray;
@@ -24,6 +27,16 @@ pub(crate) enum Kind {
     Tensor = 1,
     Set = 2,
     Model = 3,
+    /// `nrta_error_tracker_t`.
+    ErrorTracker = 4,
+    /// `nrt_sys_trace_config_t`.
+    TraceConfig = 5,
+    /// `nrt_sys_trace_fetch_options_t`.
+    FetchOptions = 6,
+    /// `nrt_profile_continuous_options_t`.
+    ContinuousOptions = 7,
+    /// `nrt_inspect_config_t`.
+    InspectConfig = 8,
 }
 
 /// The top 16 bits of every handle: `0x4E52` ("NR"), which makes the value a non-canonical
@@ -51,9 +64,22 @@ pub(crate) struct Global {
     log_errors: bool,
     live: Mutex<HashSet<usize>>,
     infos: Mutex<HashMap<usize, InfoArray>>,
+    /// The simulated instance `nrt_get_instance_info` reports (`NRTSIM_INSTANCE`).
+    pub(crate) instance: config::Instance,
+    /// The unsupported functions already explained under `NRTSIM_LOG`.
+    explained: Mutex<HashSet<LibnrtFunction>>,
+    /// The queues of the `nrta_*` API.
+    pub(crate) queues: AsyncQueues,
+    /// The error list each tracker last handed out, alive until the next one or its destroy.
+    pub(crate) error_lists: Mutex<HashMap<u64, Box<[nrta_error_t]>>>,
+    /// `nrt_register_async_exec_callback`'s callback and parameter (an address).
+    pub(crate) exec_callback: Mutex<Option<(ExecCallback, usize)>>,
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+/// The callback of `nrt_register_async_exec_callback`: `(params, model_id, vnc, job_id, status)`.
+pub(crate) type ExecCallback = unsafe extern "C" fn(*mut std::ffi::c_void, u32, u32, u64, u32);
+
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
@@ -63,13 +89,20 @@ static GLOBAL: OnceLock<Result<Global, String>> = OnceLock::new();
 /// `NRT_INVALID` for every call (the reason is printed once, when it is first read).
 pub(crate) fn global() -> Result<&'static Global, u32> {
     let made = GLOBAL.get_or_init(|| {
-        let made = config::config_from(|name| std::env::var(name).ok())
+        let lookup = |name: &str| std::env::var(name).ok();
+        let made = config::config_from(lookup)
             .and_then(|config| SimRuntime::new(config).map_err(|err| err.to_string()))
-            .map(|sim| Global {
-                sim,
+            .and_then(|sim| Ok((sim, config::instance_from(lookup)?)))
+            .map(|(sim, instance)| Global {
                 log_errors: std::env::var("NRTSIM_LOG").is_ok_and(|value| value.trim() == "1"),
                 live: Mutex::new(HashSet::new()),
                 infos: Mutex::new(HashMap::new()),
+                queues: AsyncQueues::new(sim.config().n_cores),
+                instance,
+                explained: Mutex::new(HashSet::new()),
+                error_lists: Mutex::new(HashMap::new()),
+                exec_callback: Mutex::new(None),
+                sim,
             });
         if let Err(reason) = &made {
             eprintln!("nrtsim: the simulated libnrt is not configured: {reason}");
@@ -101,11 +134,14 @@ impl Global {
         }
     }
 
-    /// Removes `handle` from the registry; its id when it was live and of `kind`.
+    /// Removes `handle` from the registry; its id when it was live and of `kind`. The check and
+    /// the removal are one step under one lock, so of several threads releasing one handle
+    /// exactly one gets the id.
     pub(crate) fn release(&self, kind: Kind, handle: usize) -> Option<u64> {
-        let id = self.lookup(kind, handle).ok()?;
-        lock(&self.live).remove(&handle);
-        Some(id)
+        if handle == 0 || handle & 0xF != kind as usize {
+            return None;
+        }
+        lock(&self.live).remove(&handle).then(|| decode(handle))
     }
 
     /// Keeps a tensor-info array until `nrt_free_model_tensor_info`; returns its address.
@@ -132,6 +168,25 @@ impl Global {
         }
     }
 
+    /// The lifecycle gate and fault plan of `function` (the simulator's one gate), as a C status.
+    pub(crate) fn enter(&self, function: LibnrtFunction) -> Result<(), u32> {
+        self.sim.enter(function).map_err(|err| self.failed(function.name(), &err))
+    }
+
+    /// `NRT_INVALID` for a function the simulator cannot provide, after its gate; the reason is
+    /// printed once per function when `NRTSIM_LOG=1`.
+    pub(crate) fn unsupported(&self, function: LibnrtFunction, why: &str) -> u32 {
+        if let Err(status) = self.enter(function) {
+            return status;
+        }
+        if self.log_errors && lock(&self.explained).insert(function) {
+            eprintln!(
+                "nrtsim: {function} is not supported by the simulator ({why}); it returns NRT_INVALID"
+            );
+        }
+        status::INVALID
+    }
+
     /// The C status of a failed call (logged when `NRTSIM_LOG=1`).
     pub(crate) fn failed(&self, call: &str, err: &NrtError) -> u32 {
         if self.log_errors {
@@ -156,5 +211,49 @@ mod tests {
             }
         }
         assert_ne!(encode(Kind::Tensor, 5), encode(Kind::Set, 5));
+    }
+
+    /// Threads releasing the same handles at once: each handle is released exactly once, so the
+    /// simulator's object is freed once and a double free is seen as a stale handle.
+    #[test]
+    fn concurrent_releases_of_one_handle_succeed_exactly_once() {
+        const N_HANDLES: u64 = 20_000;
+        const N_THREADS: usize = 4;
+        let sim = SimRuntime::new(sim::SimConfig::default()).expect("a default simulator");
+        let global = Global {
+            log_errors: false,
+            live: Mutex::new(HashSet::new()),
+            infos: Mutex::new(HashMap::new()),
+            queues: AsyncQueues::new(sim.config().n_cores),
+            instance: config::instance_from(|_| None).expect("the default instance"),
+            explained: Mutex::new(HashSet::new()),
+            error_lists: Mutex::new(HashMap::new()),
+            exec_callback: Mutex::new(None),
+            sim,
+        };
+        let handles: Vec<usize> =
+            (0..N_HANDLES).map(|id| global.register(Kind::Tensor, id)).collect();
+        let start = std::sync::Barrier::new(N_THREADS);
+        let released: Vec<Vec<u64>> = std::thread::scope(|scope| {
+            let workers: Vec<_> = (0..N_THREADS)
+                .map(|_| {
+                    scope.spawn(|| {
+                        start.wait();
+                        handles
+                            .iter()
+                            .filter_map(|&handle| global.release(Kind::Tensor, handle))
+                            .collect::<Vec<u64>>()
+                    })
+                })
+                .collect();
+            workers.into_iter().map(|worker| worker.join().expect("no panic")).collect()
+        });
+        let mut all: Vec<u64> = released.into_iter().flatten().collect();
+        let total = all.len();
+        all.sort_unstable();
+        all.dedup();
+        assert_eq!(total, all.len(), "{} handles were released twice", total - all.len());
+        assert_eq!(all.len() as u64, N_HANDLES, "every handle is released once");
+        assert_eq!(global.lookup(Kind::Tensor, handles[0]), Err(status::INVALID_HANDLE));
     }
 }

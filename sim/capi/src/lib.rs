@@ -9,15 +9,22 @@
 //!   the struct layouts checked at compile time (`nrt_tensor_info_t` 296 bytes, `nrt_version_t`
 //!   224). The file has SONAME `libnrt.so.1` and its functions carry the ELF version
 //!   `NRT_2.0.0`, so a binary linked against the real library resolves its symbols here
-//!   (`build.rs` explains how). `include/nrt.h` declares the same API for C users.
+//!   ([`symbols`] explains how). `include/nrt/*.h` declares the same API for C users.
+//! - **Every function of the public headers is exported**, one per entry of the function table
+//!   (`abi::functions`); [`symbols`] checks each export's signature against the table at
+//!   compile time. What a simulator cannot have (dma-buf fds, EFA, HBM mappings, microcode)
+//!   returns `NRT_INVALID` and says why once under `NRTSIM_LOG=1`.
 //! - **Handles are registry entries** ([`handles`]): numbers that encode the simulator's id and
 //!   the kind, never addresses of Rust objects. A pointer this library did not hand out, one of
 //!   the wrong kind, or one already released is `NRT_INVALID_HANDLE`; NULL is `NRT_INVALID`.
 //!   Nothing a caller passes as a handle is dereferenced.
-//! - **Raw memory crosses in four places only**: the NEFF bytes of `nrt_load`, the buffers of
+//! - **Raw memory crosses in five places only**: the NEFF bytes of `nrt_load`, the buffers of
 //!   `nrt_tensor_read`/`write`, memory attached with `nrt_tensor_attach_buffer` (used in place,
-//!   as libnrt does), and the arrays and structs this library fills for the caller. Each is an
-//!   `unsafe` block with the C contract it relies on.
+//!   as libnrt does), the simulator's own storage exposed by `nrt_tensor_get_va`, and the arrays
+//!   and structs this library fills for the caller. Each is an `unsafe` block with the C contract
+//!   it relies on. Because `get_va` lets a caller pass pointers into simulator memory back to
+//!   us, caller buffers are never made Rust slices: `read`/`write` stage the bytes and copy with
+//!   `ptr::copy` (memmove), and attached buffers are reached the same way.
 //! - **No panic crosses the boundary**: every body runs under `catch_unwind`; a panic is
 //!   `NRT_FAILURE` (or NULL / 0 for functions without a status) and a line on stderr.
 //! - **One simulator per process**, made on first use from environment variables ([`config`]),
@@ -28,10 +35,14 @@
 //! - **Validation is the simulator's.** This layer only turns C arguments into Rust values;
 //!   the statuses are those [`sim::SimRuntime`] returns.
 
+mod async_api;
 mod config;
 mod exports;
+mod extended;
 mod ffi;
 mod handles;
+mod symbols;
+mod trace_api;
 
 /// The raw status values this layer returns itself.
 mod status {
@@ -39,7 +50,5 @@ mod status {
     pub(crate) const FAILURE: u32 = 1;
     pub(crate) const INVALID: u32 = 2;
     pub(crate) const INVALID_HANDLE: u32 = 3;
+    pub(crate) const RESOURCE: u32 = 4;
 }
-
-/// The C functions this library exports, versioned `NRT_2.0.0` (the list `build.rs` links).
-pub const C_FUNCTIONS: &str = env!("NRTSIM_CAPI_FUNCTIONS");

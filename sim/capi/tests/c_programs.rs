@@ -1,9 +1,11 @@
-//! C programs written against `include/nrt.h`, compiled with the system C compiler and linked
+//! C programs written against `include/nrt/*.h`, compiled with the system C compiler and linked
 //! with `-lnrt` against the simulator's `libnrt.so.1`: the canonical client flow and misuse.
 
 mod support;
 
-use support::{compile_c, neff_file, run, scale_model, text};
+use std::path::Path;
+
+use support::{compile_c, compile_cxx, neff_file, run, scale_model, text};
 
 #[test]
 fn the_canonical_client_flow_computes_outputs_in_c() {
@@ -65,5 +67,130 @@ fn a_bad_environment_makes_every_call_invalid_and_says_why() {
         String::from_utf8_lossy(&output.stdout).contains("NRT_INVALID (2)"),
         "{}",
         text(&output)
+    );
+}
+
+/// A caller pointer into the tensor's own storage (from `nrt_tensor_get_va`) is a valid source
+/// and destination: the copy behaves like `memmove`. Then 1 TiB of virtual memory is refused
+/// with `NRT_RESOURCE` and the process goes on.
+#[test]
+fn caller_memory_may_overlap_the_tensor_and_huge_allocations_are_refused() {
+    let program = compile_c("memory");
+    for placement in ["0", "2"] {
+        let output = run(&program, &[Path::new(placement)], &[]);
+        assert!(output.status.success(), "placement {placement}: {}", text(&output));
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(stdout.contains("memory ok"), "placement {placement}: {}", text(&output));
+        // The time the refusal took, for the record (no assertion: timing is for benchmarks).
+        println!("placement {placement}: {}", stdout.lines().next().unwrap_or_default());
+    }
+}
+
+/// A NEFF without a device program, loaded and unloaded 2100 times by a C program: the
+/// simulator's warning reaches stderr once per process, whatever the number of loads. The
+/// program prints its data segment's growth over the last 2000 cycles, shown here for the record.
+#[test]
+fn a_warning_repeated_on_every_load_is_printed_once_per_process() {
+    let program = compile_c("reload");
+    let description = sim::ModelDescription { hlo: None, ..scale_model(4, 2.0) };
+    let neff = neff_file(&description, "opaque");
+    let output = run(&program, &[&neff, Path::new("2000")], &[("NRTSIM_QUIET", "0")]);
+    assert!(output.status.success(), "{}", text(&output));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("reload ok"), "{}", text(&output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let warnings =
+        stderr.lines().filter(|line| line.contains("carries no HLO device program")).count();
+    assert_eq!(warnings, 1, "{}", text(&output));
+    println!("{}", stdout.lines().last().unwrap_or_default());
+}
+
+/// The public API beyond the canonical flow, in C11: counts before init, info, memory stats,
+/// batched I/O, the async flow, a system-trace capture, a profile, unsupported interfaces.
+#[test]
+fn the_public_api_works_from_c11() {
+    let program = compile_c("public_api");
+    let neff = neff_file(&scale_model(4, 2.0), "public_api");
+    let profile = support::scratch_dir("profile").join("model.json");
+    let output = run(&program, &[&neff, &profile], &[("NRTSIM_INSTANCE", "trn2.48xlarge")]);
+    assert!(output.status.success(), "{}", text(&output));
+    assert!(String::from_utf8_lossy(&output.stdout).contains("public api ok"), "{}", text(&output));
+    let written: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&profile).expect("the profile")).unwrap();
+    assert_eq!(written["executions"].as_array().map(Vec::len), Some(2), "{written}");
+}
+
+/// The C checks of the public API can fail: a model that triples is caught at the batched read.
+#[test]
+fn the_public_api_program_reports_a_wrong_output() {
+    let program = compile_c("public_api");
+    let neff = neff_file(&scale_model(4, 3.0), "public_api_triple");
+    let profile = support::scratch_dir("profile").join("triple.json");
+    let output = run(&program, &[&neff, &profile], &[("NRTSIM_INSTANCE", "trn2.48xlarge")]);
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+    assert!(String::from_utf8_lossy(&output.stdout).contains("batched read"), "{}", text(&output));
+}
+
+/// The canonical flow, the async flow and a system-trace capture from C++17.
+#[test]
+fn the_public_api_works_from_cxx17() {
+    let program = compile_cxx("public_api");
+    let neff = neff_file(&scale_model(4, 2.0), "public_api_cxx");
+    let output = run(&program, &[&neff], &[]);
+    assert!(output.status.success(), "{}", text(&output));
+    assert!(
+        String::from_utf8_lossy(&output.stdout).contains("c++ public api ok"),
+        "{}",
+        text(&output)
+    );
+}
+
+/// Every handle type beyond tensors, sets and models: NULL, freed and wrong-kind handles get
+/// their documented statuses and nothing crashes.
+#[test]
+fn misuse_of_every_new_handle_type_gives_its_status() {
+    let program = compile_c("misuse_handles");
+    let output = run(&program, &[], &[]);
+    assert!(output.status.success(), "{}", text(&output));
+    assert!(
+        String::from_utf8_lossy(&output.stdout).contains("misuse of handles ok"),
+        "{}",
+        text(&output)
+    );
+}
+
+/// What the simulator cannot provide is NRT_INVALID every time, and with `NRTSIM_LOG=1` each
+/// such function says why exactly once.
+#[test]
+fn unsupported_interfaces_are_invalid_and_say_why_once() {
+    let program = compile_c("unsupported");
+    let output = run(&program, &[], &[("NRTSIM_LOG", "1")]);
+    assert!(output.status.success(), "{}", text(&output));
+    assert!(
+        String::from_utf8_lossy(&output.stdout).contains("unsupported ok"),
+        "{}",
+        text(&output)
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    for function in [
+        "nrt_get_dmabuf_fd",
+        "nrt_host_device_id_rid_map_get",
+        "nrt_get_hbm_mmap_va",
+        "nrt_get_attached_efa_bdf",
+        "nrt_trace_start",
+        "nrt_get_libnccl_net",
+        "nrta_cc_prepare",
+        "nrta_get_completion_handle",
+        "nrt_async_sendrecv_connect",
+    ] {
+        let explained = stderr
+            .lines()
+            .filter(|line| line.starts_with(&format!("nrtsim: {function} is not supported")))
+            .count();
+        assert_eq!(explained, 1, "{function}:\n{stderr}");
+    }
+    assert!(
+        stderr.contains("nrt_set_pool_eng_ucode called after nrt_init, expected it before"),
+        "the after-init call of a before-init function is refused by the gate:\n{stderr}"
     );
 }

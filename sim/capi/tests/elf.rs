@@ -8,7 +8,8 @@ mod support;
 use std::collections::BTreeSet;
 use std::process::Command;
 
-use support::{compile_c, library_path, package_dir};
+use abi::functions::LibnrtFunction;
+use support::{compile_c, library_path};
 
 fn tool(program: &str, args: &[&str], path: &std::path::Path) -> String {
     let output = Command::new(program)
@@ -24,32 +25,25 @@ fn tool(program: &str, args: &[&str], path: &std::path::Path) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
-/// The functions `include/nrt.h` declares: every `nrt_…(` in it.
-fn header_functions() -> BTreeSet<String> {
-    let header = std::fs::read_to_string(package_dir().join("include/nrt.h")).expect("nrt.h");
-    let mut out = BTreeSet::new();
-    for (start, _) in header.match_indices("nrt_") {
-        let preceded =
-            header[..start].chars().next_back().is_none_or(|c| !c.is_alphanumeric() && c != '_');
-        let rest = &header[start..];
-        let end = rest.find(|c: char| !c.is_alphanumeric() && c != '_').unwrap_or(rest.len());
-        if preceded && rest[end..].starts_with('(') {
-            out.insert(rest[..end].to_owned());
-        }
-    }
-    out
-}
-
-/// `name -> version` of every dynamic symbol starting with `nrt_`, from `readelf --dyn-syms`.
-fn exported_nrt_symbols() -> BTreeSet<(String, String)> {
+/// Every defined, global dynamic symbol: `(name, version, type, size)` from
+/// `readelf --dyn-syms`.
+fn exported_symbols() -> BTreeSet<(String, String, String, u64)> {
     let table = tool("readelf", &["--dyn-syms", "-W"], &library_path());
     table
         .lines()
-        .filter_map(|line| line.split_whitespace().last())
-        .filter(|symbol| symbol.starts_with("nrt_"))
-        .map(|symbol| match symbol.split_once("@@").or_else(|| symbol.split_once('@')) {
-            Some((name, version)) => (name.to_owned(), version.to_owned()),
-            None => (symbol.to_owned(), String::new()),
+        .filter_map(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            // Num: Value Size Type Bind Vis Ndx Name
+            if fields.len() < 8 || fields[4] != "GLOBAL" || fields[6] == "UND" {
+                return None;
+            }
+            let size = fields[2].parse().ok()?;
+            let symbol = fields[7];
+            let (name, version) = match symbol.split_once("@@").or_else(|| symbol.split_once('@')) {
+                Some((name, version)) => (name.to_owned(), version.to_owned()),
+                None => (symbol.to_owned(), String::new()),
+            };
+            Some((name, version, fields[3].to_owned(), size))
         })
         .collect()
 }
@@ -61,19 +55,23 @@ fn the_soname_is_libnrt_so_1() {
 }
 
 #[test]
-fn every_function_of_the_header_is_exported_with_version_nrt_2_0_0() {
-    let declared = header_functions();
-    assert_eq!(declared.len(), 28, "{declared:?}");
-    let exported = exported_nrt_symbols();
-    let expected: BTreeSet<(String, String)> =
-        declared.iter().map(|name| (name.clone(), "NRT_2.0.0".to_owned())).collect();
-    assert_eq!(exported, expected, "exported nrt_* symbols and their versions");
+fn exactly_the_functions_of_the_table_are_exported_with_version_nrt_2_0_0() {
+    let exported: BTreeSet<(String, String)> =
+        exported_symbols().into_iter().map(|(name, version, _, _)| (name, version)).collect();
+    let expected: BTreeSet<(String, String)> = LibnrtFunction::ALL
+        .iter()
+        .map(|function| (function.name().to_owned(), "NRT_2.0.0".to_owned()))
+        .collect();
+    assert_eq!(expected.len(), 123);
+    assert_eq!(exported, expected, "exported symbols and their versions");
 }
 
 #[test]
-fn the_header_and_the_nrt_backend_name_the_same_functions() {
-    let backend: BTreeSet<String> = nrt::C_FUNCTIONS.iter().map(|name| name.to_string()).collect();
-    assert_eq!(header_functions(), backend);
+fn every_exported_symbol_is_a_function_with_a_size() {
+    for (name, _, kind, size) in exported_symbols() {
+        assert_eq!(kind, "FUNC", "{name}");
+        assert!(size > 0, "{name} has size 0 in .dynsym");
+    }
 }
 
 #[test]

@@ -182,6 +182,9 @@ fn probe(name: &str) -> Result<(), String> {
         "unknown_status" => return probe_unknown_status(),
         "foreign_buffer" => return probe_foreign_buffer(),
         "hlo_from_env" => return probe_hlo_from_env(),
+        "disguised_buffer" => return probe_disguised_buffer(),
+        "freed_member" => return probe_freed_member(),
+        "every_function" => return probe_every_function(),
         _ => {}
     }
     let runtime = open_nrt(true);
@@ -216,6 +219,18 @@ fn probe(name: &str) -> Result<(), String> {
     }
 }
 
+/// The `nrt` backend resolves every function of the table in the simulator's library, the
+/// recent ones included (a real library may lack those; they are optional).
+fn probe_every_function() -> Result<(), String> {
+    let runtime = open_nrt(false);
+    let missing: Vec<&str> = abi::functions::LibnrtFunction::ALL
+        .iter()
+        .filter(|function| !runtime.exports(**function))
+        .map(|function| function.name())
+        .collect();
+    if missing.is_empty() { Ok(()) } else { Err(format!("not resolved: {missing:?}")) }
+}
+
 /// The real-libnrt backend hands attached memory to C, so it takes only a `SharedBuffer` (whose
 /// address is guaranteed); another `ExternalBuffer` is refused before C sees it, and a
 /// `SharedBuffer` is used in place.
@@ -232,7 +247,7 @@ fn probe_foreign_buffer() -> Result<(), String> {
         }
     }
     let runtime = open_nrt(true);
-    let tensor = runtime.tensor_allocate_empty("t").map_err(|err| err.to_string())?;
+    let tensor = runtime.tensor_allocate_empty(b"t").map_err(|err| err.to_string())?;
     match runtime.tensor_attach_buffer(tensor, Arc::new(Liar)) {
         Err(err) if err.status == NrtStatus::Invalid => {}
         other => return Err(format!("a foreign buffer was not refused: {other:?}")),
@@ -253,19 +268,87 @@ fn probe_hlo_from_env() -> Result<(), String> {
     let opaque = sim::ModelDescription { hlo: None, ..support::scale_model(4, 2.0) };
     let model = runtime.load(&support::neff_of(&opaque), 0, 1).map_err(|err| err.to_string())?;
     let input =
-        runtime.tensor_allocate(Placement::Device, 0, 16, "in").map_err(|e| e.to_string())?;
+        runtime.tensor_allocate(Placement::Device, 0, 16, b"in").map_err(|e| e.to_string())?;
     let output =
-        runtime.tensor_allocate(Placement::Device, 0, 16, "out").map_err(|e| e.to_string())?;
+        runtime.tensor_allocate(Placement::Device, 0, 16, b"out").map_err(|e| e.to_string())?;
     runtime.tensor_write(input, 0, &f32_bytes(&[1.0, 2.0, 3.0, 4.0])).map_err(|e| e.to_string())?;
     let ins = runtime.allocate_tensor_set().map_err(|e| e.to_string())?;
     let outs = runtime.allocate_tensor_set().map_err(|e| e.to_string())?;
-    runtime.add_tensor_to_tensor_set(ins, "input0", input).map_err(|e| e.to_string())?;
-    runtime.add_tensor_to_tensor_set(outs, "output0", output).map_err(|e| e.to_string())?;
+    runtime.add_tensor_to_tensor_set(ins, b"input0", input).map_err(|e| e.to_string())?;
+    runtime.add_tensor_to_tensor_set(outs, b"output0", output).map_err(|e| e.to_string())?;
     let status = runtime.execute(model, ins, outs).map_err(|e| e.to_string())?;
     let mut read = vec![0u8; 16];
     runtime.tensor_read(output, 0, &mut read).map_err(|e| e.to_string())?;
     if status != NrtStatus::Success || read != f32_bytes(&[3.0, 6.0, 9.0, 12.0]) {
         return Err(format!("status {status:?}, output {read:02x?}, expected 3 × the input"));
+    }
+    Ok(())
+}
+
+/// An implementation that hands over a real `SharedBuffer` but reports another address and
+/// length cannot make C use them: what reaches C is the `SharedBuffer`'s own memory.
+fn probe_disguised_buffer() -> Result<(), String> {
+    struct Disguise(Arc<SharedBuffer>);
+    impl ExternalBuffer for Disguise {
+        fn len(&self) -> usize {
+            1 << 20
+        }
+        fn read_at(&self, _: usize, _: &mut [u8]) {}
+        fn write_at(&self, _: usize, _: &[u8]) {}
+        fn address(&self) -> usize {
+            16
+        }
+        fn into_shared_buffer(self: Arc<Self>) -> Option<Arc<SharedBuffer>> {
+            Some(Arc::clone(&self.0))
+        }
+    }
+    let runtime = open_nrt(true);
+    let tensor = runtime.tensor_allocate_empty(b"t").map_err(|err| err.to_string())?;
+    let inner = Arc::new(SharedBuffer::zeroed(8));
+    runtime
+        .tensor_attach_buffer(tensor, Arc::new(Disguise(inner.clone())))
+        .map_err(|err| err.to_string())?;
+    let size = runtime.tensor_get_size(tensor).map_err(|err| err.to_string())?;
+    if size != 8 {
+        return Err(format!(
+            "C was given the reported length: the tensor has {size} bytes, expected 8"
+        ));
+    }
+    runtime.tensor_write(tensor, 4, &[7]).map_err(|err| err.to_string())?;
+    if inner.to_vec() != [0, 0, 0, 0, 7, 0, 0, 0] {
+        return Err(format!("the shared buffer was not written in place: {:?}", inner.to_vec()));
+    }
+    Ok(())
+}
+
+/// A launch through a set that names a tensor whose handle was freed goes to libnrt unchecked:
+/// the set keeps the tensor alive in libnrt, and libnrt (here the simulator's library, which
+/// never saw `nrt_tensor_free`) runs the model with it.
+fn probe_freed_member() -> Result<(), String> {
+    let runtime = open_nrt(true);
+    let model = load_scale(&runtime, 0).map_err(|err| err.to_string())?;
+    let (inputs, outputs) = (
+        runtime.allocate_tensor_set().map_err(|err| err.to_string())?,
+        runtime.allocate_tensor_set().map_err(|err| err.to_string())?,
+    );
+    let allocate = |name: &str| {
+        runtime
+            .tensor_allocate(Placement::Device, 0, 16, name.as_bytes())
+            .map_err(|err| err.to_string())
+    };
+    let (input, output) = (allocate("input0")?, allocate("output0")?);
+    runtime.add_tensor_to_tensor_set(inputs, b"input0", input).map_err(|err| err.to_string())?;
+    runtime.add_tensor_to_tensor_set(outputs, b"output0", output).map_err(|err| err.to_string())?;
+    runtime.tensor_write(input, 0, &f32_bytes(&[1.0, 2.0, 3.0, 4.0])).map_err(|e| e.to_string())?;
+    runtime.tensor_free(input).map_err(|err| err.to_string())?;
+    match runtime.execute(model, inputs, outputs) {
+        Ok(NrtStatus::Success) => {}
+        other => return Err(format!("the launch did not reach libnrt: {other:?}")),
+    }
+    let mut out = vec![0; 16];
+    runtime.tensor_read(output, 0, &mut out).map_err(|err| err.to_string())?;
+    if out != f32_bytes(&[2.0, 4.0, 6.0, 8.0]) {
+        return Err(format!("output {out:?}, expected the doubled input"));
     }
     Ok(())
 }
@@ -304,7 +387,7 @@ fn probe_nrt_lib_path_missing() -> Result<(), String> {
 /// A status code no table knows crosses the C ABI as `Unknown(code)`, never a panic.
 fn probe_unknown_status() -> Result<(), String> {
     let runtime = open_nrt(true);
-    match runtime.tensor_allocate(Placement::Virtual, 0, 8, "t") {
+    match runtime.tensor_allocate(Placement::Virtual, 0, 8, b"t") {
         Err(err) if err.status == NrtStatus::Unknown(4242) => {
             let text = runtime.status_text(err.status);
             if text.as_deref() == Some("NRT_STATUS_UNKNOWN") {
@@ -500,6 +583,9 @@ fn main() {
         run_probe("unknown_status", &[("NRTSIM_FAULTS", "nrt_tensor_allocate:1=4242")])
             .map_err(Failed::from)
     }));
+    trials.push(Trial::test("probe::every_function_of_the_table_resolves", || {
+        run_probe("every_function", &[]).map_err(Failed::from)
+    }));
     trials.push(Trial::test("probe::only_shared_buffers_are_attached_through_c", || {
         run_probe("foreign_buffer", &[]).map_err(Failed::from)
     }));
@@ -511,6 +597,12 @@ fn main() {
         std::fs::write(&file, hlo.finish(&[y])).map_err(|e| Failed::from(e.to_string()))?;
         let file = file.to_string_lossy().into_owned();
         run_probe("hlo_from_env", &[("NRTSIM_HLO", &file)]).map_err(Failed::from)
+    }));
+    trials.push(Trial::test("probe::a_disguised_buffer_reaches_c_with_its_own_address", || {
+        run_probe("disguised_buffer", &[]).map_err(Failed::from)
+    }));
+    trials.push(Trial::test("probe::a_set_naming_a_freed_tensor_launches_in_libnrt", || {
+        run_probe("freed_member", &[]).map_err(Failed::from)
     }));
     trials.push(Trial::test("compare_reports_the_first_difference", || {
         compare_reports_the_first_difference().map_err(Failed::from)

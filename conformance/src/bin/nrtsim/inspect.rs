@@ -14,8 +14,10 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use abi::neff::{Graph, Neff, ReadOptions, TensorSignature, Var};
-use anyhow::{Context, Result, anyhow};
+use anyhow::{Result, anyhow};
 use serde_json::{Value, json};
+
+use crate::input;
 
 /// Arguments of `nrtsim inspect`.
 #[derive(clap::Args)]
@@ -25,12 +27,15 @@ pub(crate) struct InspectArgs {
     /// Print one JSON object instead of text for people.
     #[arg(long)]
     json: bool,
+    /// Refuse files larger than this many bytes (a guard against endless inputs such as
+    /// `/dev/zero`).
+    #[arg(long, value_name = "BYTES", default_value_t = input::DEFAULT_MAX_NEFF_BYTES)]
+    max_input_bytes: u64,
 }
 
 /// Runs `nrtsim inspect`.
 pub(crate) fn run(args: InspectArgs) -> Result<()> {
-    let bytes =
-        std::fs::read(&args.file).with_context(|| format!("reading {}", args.file.display()))?;
+    let bytes = input::read_capped(&args.file, args.max_input_bytes)?;
     let neff = Neff::parse(&bytes, &ReadOptions::default()).map_err(|error| {
         anyhow!("{}: {error} (libnrt would return {})", args.file.display(), error.status().name())
     })?;

@@ -3,6 +3,7 @@
 
 mod conformance;
 mod hlo;
+mod input;
 mod inspect;
 mod metaneff;
 mod run;

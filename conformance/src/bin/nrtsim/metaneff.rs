@@ -1,11 +1,13 @@
 //! `nrtsim metaneff`: decode, encode and edit metaneff protobufs.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use abi::metaneff::edit::{self, ConfigFlag};
 use abi::metaneff::text;
 use anyhow::{Context, Result, bail};
+
+use crate::input;
 
 /// The `nrtsim metaneff` subcommands.
 #[derive(clap::Subcommand)]
@@ -20,6 +22,10 @@ pub(crate) enum MetaneffCommand {
         /// The output format.
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
+        /// Refuse inputs larger than this many bytes (a guard against endless inputs such as
+        /// `/dev/zero`).
+        #[arg(long, value_name = "BYTES", default_value_t = input::DEFAULT_MAX_METANEFF_BYTES)]
+        max_input_bytes: u64,
     },
     /// Turn text format (or JSON) back into canonical metaneff bytes (alias map entries
     /// ascending by key).
@@ -37,6 +43,10 @@ pub(crate) enum MetaneffCommand {
         /// review. Text format only (JSON objects have no order).
         #[arg(long)]
         preserve_order: bool,
+        /// Refuse inputs larger than this many bytes (a guard against endless inputs such as
+        /// `/dev/zero`).
+        #[arg(long, value_name = "BYTES", default_value_t = input::DEFAULT_MAX_METANEFF_BYTES)]
+        max_input_bytes: u64,
     },
     /// Change fields of a binary metaneff as the `Model` setters do, keeping every other byte
     /// (unknown fields included).
@@ -49,6 +59,10 @@ pub(crate) enum MetaneffCommand {
         /// The edits.
         #[command(flatten)]
         edits: Edits,
+        /// Refuse inputs larger than this many bytes (a guard against endless inputs such as
+        /// `/dev/zero`).
+        #[arg(long, value_name = "BYTES", default_value_t = input::DEFAULT_MAX_METANEFF_BYTES)]
+        max_input_bytes: u64,
     },
 }
 
@@ -81,8 +95,8 @@ pub(crate) enum Format {
 /// Runs an `nrtsim metaneff` subcommand.
 pub(crate) fn run(command: MetaneffCommand) -> Result<()> {
     match command {
-        MetaneffCommand::Decode { file, format } => {
-            let bytes = read_input(&file)?;
+        MetaneffCommand::Decode { file, format, max_input_bytes } => {
+            let bytes = input::read_capped(&file, max_input_bytes)?;
             let printed = match format {
                 Format::Text => text::to_text(&bytes),
                 Format::Json => text::to_json(&bytes),
@@ -95,11 +109,11 @@ pub(crate) fn run(command: MetaneffCommand) -> Result<()> {
             }
             std::io::stdout().write_all(printed.text.as_bytes()).context("writing to stdout")?;
         }
-        MetaneffCommand::Encode { file, output, format, preserve_order } => {
+        MetaneffCommand::Encode { file, output, format, preserve_order, max_input_bytes } => {
             if preserve_order && format == Format::Json {
                 bail!("--preserve-order needs text format: JSON objects have no entry order");
             }
-            let input = read_input(&file)?;
+            let input = input::read_capped(&file, max_input_bytes)?;
             let input = String::from_utf8(input)
                 .with_context(|| format!("{} is not UTF-8 text", file.display()))?;
             let bytes = match format {
@@ -110,8 +124,8 @@ pub(crate) fn run(command: MetaneffCommand) -> Result<()> {
             .with_context(|| format!("encoding {}", file.display()))?;
             write_output(&output, &bytes)?;
         }
-        MetaneffCommand::Edit { file, output, edits } => {
-            let mut bytes = read_input(&file)?;
+        MetaneffCommand::Edit { file, output, edits, max_input_bytes } => {
+            let mut bytes = input::read_capped(&file, max_input_bytes)?;
             let flags = [
                 (ConfigFlag::AsyncLoad, edits.async_load),
                 (ConfigFlag::LazyLoad, edits.lazy_load),
@@ -131,16 +145,6 @@ pub(crate) fn run(command: MetaneffCommand) -> Result<()> {
         }
     }
     Ok(())
-}
-
-fn read_input(path: &Path) -> Result<Vec<u8>> {
-    if path == Path::new("-") {
-        let mut bytes = Vec::new();
-        std::io::stdin().read_to_end(&mut bytes).context("reading standard input")?;
-        Ok(bytes)
-    } else {
-        std::fs::read(path).with_context(|| format!("reading {}", path.display()))
-    }
 }
 
 fn write_output(path: &Path, bytes: &[u8]) -> Result<()> {

@@ -185,11 +185,11 @@ pub(crate) fn run(args: RunArgs) -> Result<bool> {
     let output_set = runtime.allocate_tensor_set().map_err(|e| nrt("tensor set", e))?;
     for (name, data) in &inputs {
         let tensor = runtime
-            .tensor_allocate(Placement::Device, 0, data.len(), name)
+            .tensor_allocate(Placement::Device, 0, data.len(), name.as_bytes())
             .map_err(|e| nrt(&format!("input {name:?}"), e))?;
         runtime.tensor_write(tensor, 0, data).map_err(|e| nrt(&format!("input {name:?}"), e))?;
         runtime
-            .add_tensor_to_tensor_set(input_set, name, tensor)
+            .add_tensor_to_tensor_set(input_set, name.as_bytes(), tensor)
             .map_err(|e| nrt(&format!("input {name:?}"), e))?;
     }
     let mut outputs = Vec::new();
@@ -199,10 +199,10 @@ pub(crate) fn run(args: RunArgs) -> Result<bool> {
             .find(|t| t.name == io.name && t.usage == abi::runtime::TensorUsage::Output)
             .map_or(0, |t| t.size);
         let tensor = runtime
-            .tensor_allocate(Placement::Device, 0, size, &io.name)
+            .tensor_allocate(Placement::Device, 0, size, io.name.as_bytes())
             .map_err(|e| nrt(&format!("output {:?}", io.name), e))?;
         runtime
-            .add_tensor_to_tensor_set(output_set, &io.name, tensor)
+            .add_tensor_to_tensor_set(output_set, io.name.as_bytes(), tensor)
             .map_err(|e| nrt(&format!("output {:?}", io.name), e))?;
         outputs.push((io, tensor, size));
     }

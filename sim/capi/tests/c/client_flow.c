@@ -12,7 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "nrt.h"
+#include <nrt/nrt.h>
+#include <nrt/nrt_experimental.h>
+#include <nrt/nrt_version.h>
 
 _Static_assert(sizeof(nrt_tensor_info_t) == 296, "nrt_tensor_info_t is 296 bytes");
 _Static_assert(sizeof(nrt_version_t) == 224, "nrt_version_t is 224 bytes");

@@ -80,7 +80,7 @@ pub fn scratch_dir(name: &str) -> PathBuf {
 pub const SIM_ENV: &[(&str, &str)] =
     &[("NRTSIM_CORES", "2"), ("NRTSIM_HBM_BYTES", "67108864"), ("NRTSIM_QUIET", "1")];
 
-/// Compiles `tests/c/<name>.c` against `include/nrt.h` and the simulator with the system C
+/// Compiles `tests/c/<name>.c` against `include/nrt/*.h` and the simulator with the system C
 /// compiler, warnings as errors; returns the executable. Each program is compiled once per test
 /// binary (tests run in parallel; an executable being written cannot be run).
 pub fn compile_c(name: &str) -> PathBuf {
@@ -91,13 +91,24 @@ pub fn compile_c(name: &str) -> PathBuf {
 
 fn compile_c_now(name: &str) -> PathBuf {
     let source = package_dir().join("tests/c").join(format!("{name}.c"));
-    let out = scratch_dir("c").join(name);
-    let lib = library_dir();
     let compiler = std::env::var("CC").unwrap_or_else(|_| "cc".to_owned());
-    let output = Command::new(&compiler)
-        .args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-O1", "-I"])
+    compile_with(&compiler, "-std=c11", &source, &scratch_dir("c").join(name))
+}
+
+/// Compiles `tests/cxx/<name>.cpp` as C++17, as [`compile_c`] does for C.
+pub fn compile_cxx(name: &str) -> PathBuf {
+    let source = package_dir().join("tests/cxx").join(format!("{name}.cpp"));
+    let compiler = std::env::var("CXX").unwrap_or_else(|_| "c++".to_owned());
+    compile_with(&compiler, "-std=c++17", &source, &scratch_dir("cxx").join(name))
+}
+
+fn compile_with(compiler: &str, standard: &str, source: &Path, out: &Path) -> PathBuf {
+    let out = out.to_owned();
+    let lib = library_dir();
+    let output = Command::new(compiler)
+        .args([standard, "-Wall", "-Wextra", "-Werror", "-O1", "-I"])
         .arg(package_dir().join("include"))
-        .arg(&source)
+        .arg(source)
         .arg("-L")
         .arg(lib)
         .arg("-lnrt")

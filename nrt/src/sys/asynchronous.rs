@@ -1,0 +1,284 @@
+//! libnrt's async API (`nrta_*`) for the `nrt` backend, with the ownership that makes it sound.
+//!
+//! A request hands libnrt memory that it reads or writes later, on its own threads. So every
+//! request's host buffer is a heap block owned here, in the pending table, together with `Arc`s
+//! of the tensor, model and sets it uses, until this module has seen the request complete
+//! (`nrta_is_completed`, or a drain): only then is a read's block copied into the caller's
+//! [`AsyncReadBuffer`] and the block freed. Rust never touches a block libnrt may still write.
+//! When the runtime goes away with requests still pending, their blocks are leaked rather than
+//! freed under libnrt's feet.
+
+use std::collections::HashMap;
+use std::ptr::{self, NonNull};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use abi::runtime::AsyncReadBuffer;
+
+use super::c_names::{nrta_error_t, nrta_error_tracker_t};
+use super::{Library, OwnedModel, OwnedSet, OwnedTensor, RawStatus, SUCCESS};
+
+/// An error tracker libnrt made; destroyed once, on drop.
+pub(crate) struct OwnedTracker {
+    library: Arc<Library>,
+    tracker: NonNull<nrta_error_tracker_t>,
+}
+
+// SAFETY: an opaque token libnrt accepts from any thread.
+unsafe impl Send for OwnedTracker {}
+// SAFETY: as for `Send`; libnrt synchronises its own tracker state.
+unsafe impl Sync for OwnedTracker {}
+
+impl Drop for OwnedTracker {
+    fn drop(&mut self) {
+        if let Some(destroy) = self.library.functions.nrta_error_tracker_destroy {
+            // SAFETY: the tracker libnrt made, destroyed exactly once (this owner's drop).
+            unsafe { destroy(self.tracker.as_ptr()) }
+        }
+    }
+}
+
+impl OwnedTracker {
+    /// `nrta_error_tracker_create`; `None` when the library lacks it.
+    pub(crate) fn create(
+        library: &Arc<Library>,
+        lnc: u32,
+    ) -> Option<Result<OwnedTracker, RawStatus>> {
+        let create = library.functions.nrta_error_tracker_create?;
+        library.functions.nrta_error_tracker_destroy?;
+        let mut tracker: *mut nrta_error_tracker_t = ptr::null_mut();
+        // SAFETY: a valid out-pointer; the signature is the table's.
+        let status = unsafe { create(lnc, &mut tracker) };
+        Some(match NonNull::new(tracker) {
+            Some(tracker) if status == SUCCESS => {
+                Ok(OwnedTracker { library: Arc::clone(library), tracker })
+            }
+            _ => Err(if status == SUCCESS { super::INVALID } else { status }),
+        })
+    }
+
+    /// `nrta_error_tracker_get_list`, copied into Rust: `(seq_id, error_code)` pairs.
+    pub(crate) fn errors(&self) -> Option<Result<Vec<(u64, u64)>, RawStatus>> {
+        let get = self.library.functions.nrta_error_tracker_get_list?;
+        let mut list: *const nrta_error_t = ptr::null();
+        let mut count = 0usize;
+        // SAFETY: the tracker is live (owned here); both out-pointers are valid.
+        let status = unsafe { get(self.tracker.as_ptr(), &mut list, &mut count) };
+        if status != SUCCESS {
+            return Some(Err(status));
+        }
+        if list.is_null() || count == 0 {
+            return Some(Ok(Vec::new()));
+        }
+        // SAFETY: libnrt returned `count` entries, valid until the next call for this tracker;
+        // they are copied out at once.
+        let entries = unsafe { std::slice::from_raw_parts(list, count) };
+        Some(Ok(entries.iter().map(|entry| (entry.seq_id, entry.error_code)).collect()))
+    }
+}
+
+/// What a pending request keeps alive.
+struct Pending {
+    /// The host block libnrt reads (a write) or writes (a read).
+    block: Box<[u8]>,
+    /// Where a read's bytes go once it has completed.
+    into: Option<Arc<AsyncReadBuffer>>,
+    /// The tensor, model and sets the request uses.
+    _tensor: Option<Arc<OwnedTensor>>,
+    _model: Option<(Arc<OwnedModel>, Arc<OwnedSet>, Arc<OwnedSet>)>,
+    _tracker: Option<Arc<OwnedTracker>>,
+}
+
+/// The requests in flight of one runtime.
+#[derive(Default)]
+pub(crate) struct AsyncState {
+    pending: Mutex<HashMap<u64, Pending>>,
+}
+
+fn tracker_ptr(tracker: &Option<Arc<OwnedTracker>>) -> *mut nrta_error_tracker_t {
+    tracker.as_ref().map_or(ptr::null_mut(), |tracker| tracker.tracker.as_ptr())
+}
+
+impl AsyncState {
+    fn keep(&self, seq: u64, pending: Pending) {
+        self.pending.lock().unwrap_or_else(PoisonError::into_inner).insert(seq, pending);
+    }
+
+    /// `nrta_tensor_write` of `bytes` (moved here until the request completes).
+    pub(crate) fn tensor_write(
+        &self,
+        tensor: &Arc<OwnedTensor>,
+        offset: u64,
+        bytes: Box<[u8]>,
+        queue: i32,
+        tracker: Option<Arc<OwnedTracker>>,
+    ) -> Option<Result<u64, RawStatus>> {
+        let write = tensor.library.functions.nrta_tensor_write?;
+        let mut seq = 0u64;
+        // SAFETY: the tensor and tracker are live (owned by `Arc`s kept with the request); the
+        // block is `bytes.len()` readable bytes that stay in place, owned by the pending table,
+        // until this module sees the request complete.
+        let status = unsafe {
+            write(
+                tensor.tensor.as_ptr(),
+                bytes.as_ptr().cast(),
+                offset,
+                bytes.len() as u64,
+                queue,
+                tracker_ptr(&tracker),
+                &mut seq,
+            )
+        };
+        if status != SUCCESS {
+            return Some(Err(status));
+        }
+        let pending = Pending {
+            block: bytes,
+            into: None,
+            _tensor: Some(Arc::clone(tensor)),
+            _model: None,
+            _tracker: tracker,
+        };
+        self.keep(seq, pending);
+        Some(Ok(seq))
+    }
+
+    /// `nrta_tensor_read` of `size` bytes into a block owned here; `into` gets them once the
+    /// request is seen complete.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn tensor_read(
+        &self,
+        tensor: &Arc<OwnedTensor>,
+        offset: u64,
+        mut block: Box<[u8]>,
+        queue: i32,
+        tracker: Option<Arc<OwnedTracker>>,
+        into: Arc<AsyncReadBuffer>,
+    ) -> Option<Result<u64, RawStatus>> {
+        let read = tensor.library.functions.nrta_tensor_read?;
+        let mut seq = 0u64;
+        // SAFETY: as in `tensor_write`; the block is `len` writable bytes that nothing else
+        // reads or writes until this module sees the request complete.
+        let status = unsafe {
+            read(
+                block.as_mut_ptr().cast(),
+                tensor.tensor.as_ptr(),
+                offset,
+                block.len() as u64,
+                queue,
+                tracker_ptr(&tracker),
+                &mut seq,
+            )
+        };
+        if status != SUCCESS {
+            return Some(Err(status));
+        }
+        let pending = Pending {
+            block,
+            into: Some(into),
+            _tensor: Some(Arc::clone(tensor)),
+            _model: None,
+            _tracker: tracker,
+        };
+        self.keep(seq, pending);
+        Some(Ok(seq))
+    }
+
+    /// `nrta_execute_schedule`.
+    pub(crate) fn execute(
+        &self,
+        model: &Arc<OwnedModel>,
+        input: &Arc<OwnedSet>,
+        output: &Arc<OwnedSet>,
+        queue: i32,
+        tracker: Option<Arc<OwnedTracker>>,
+    ) -> Option<Result<u64, RawStatus>> {
+        let schedule = model.library.functions.nrta_execute_schedule?;
+        let live = match model.live() {
+            Ok(live) => live,
+            Err(status) => return Some(Err(status)),
+        };
+        let mut seq = 0u64;
+        // SAFETY: the model is loaded (read lock held for the call) and stays alive with the
+        // request, as do both sets and every tensor they name; the tracker too.
+        let status = unsafe {
+            schedule(
+                model.model.as_ptr(),
+                input.set.as_ptr(),
+                output.set.as_ptr(),
+                queue,
+                tracker_ptr(&tracker),
+                &mut seq,
+            )
+        };
+        drop(live);
+        if status != SUCCESS {
+            return Some(Err(status));
+        }
+        let pending = Pending {
+            block: Box::new([]),
+            into: None,
+            _tensor: None,
+            _model: Some((Arc::clone(model), Arc::clone(input), Arc::clone(output))),
+            _tracker: tracker,
+        };
+        self.keep(seq, pending);
+        Some(Ok(seq))
+    }
+
+    /// `nrta_is_completed`; a completed request's block is released (a read's bytes first go
+    /// to its buffer).
+    pub(crate) fn is_completed(
+        &self,
+        library: &Library,
+        seq: u64,
+    ) -> Option<Result<bool, RawStatus>> {
+        let check = library.functions.nrta_is_completed?;
+        let mut done = false;
+        // SAFETY: a valid out-pointer; any sequence id is a valid argument.
+        let status = unsafe { check(seq, &mut done) };
+        if status != SUCCESS {
+            return Some(Err(status));
+        }
+        if done {
+            self.finish(seq);
+        }
+        Some(Ok(done))
+    }
+
+    /// Releases a request libnrt has reported complete.
+    fn finish(&self, seq: u64) {
+        let pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner).remove(&seq);
+        if let Some(Pending { block, into: Some(into), .. }) = pending {
+            into.fill(block.into_vec());
+        }
+    }
+
+    /// `nrt_async_drain_queued_execs`, then every request libnrt reports complete is released.
+    pub(crate) fn drain(&self, library: &Library, vnc: i32) -> Option<Result<(), RawStatus>> {
+        let drain = library.functions.nrt_async_drain_queued_execs?;
+        // SAFETY: any integer is a valid argument.
+        let status = unsafe { drain(vnc) };
+        self.collect(library);
+        Some(if status == SUCCESS { Ok(()) } else { Err(status) })
+    }
+
+    /// Releases every pending request libnrt reports complete.
+    fn collect(&self, library: &Library) {
+        let seqs: Vec<u64> =
+            self.pending.lock().unwrap_or_else(PoisonError::into_inner).keys().copied().collect();
+        for seq in seqs {
+            let _ = self.is_completed(library, seq);
+        }
+    }
+
+    /// Before the runtime goes: completed requests are released, the others' blocks leaked
+    /// (libnrt may still write them).
+    pub(crate) fn abandon(&self, library: &Library) {
+        self.collect(library);
+        let pending =
+            std::mem::take(&mut *self.pending.lock().unwrap_or_else(PoisonError::into_inner));
+        for (_, request) in pending {
+            Box::leak(request.block);
+        }
+    }
+}

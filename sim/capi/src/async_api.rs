@@ -1,0 +1,486 @@
+//! The exported `nrta_*` functions (`nrt_async.h`) and the async helpers of
+//! `nrt_experimental.h`, over [`sim::async_queues::AsyncQueues`].
+//!
+//! A request is checked when it is scheduled (NULL pointers, handles, queue index, tracker) and
+//! its work runs later on the queue's worker thread as the synchronous call it stands for; its
+//! status goes to the error tracker named at scheduling. Caller buffers are read (writes) and
+//! written (reads) when the request runs, so the caller must keep them until the request has
+//! completed, as the public header requires.
+
+// These functions are exported to C through `crate::symbols`, not to Rust.
+#![allow(unreachable_pub)]
+
+use std::ffi::{c_int, c_void};
+use std::ptr;
+
+use abi::c_layout::c_types::{NRT_ASYNC_EXEC_STATUS_CALLBACK, nrta_error_t, nrta_seq_t, nrta_xu_t};
+use abi::functions::LibnrtFunction as F;
+use abi::runtime::{ModelId, NrtError, Runtime, SetId, TensorId};
+use abi::status::NrtStatus;
+use sim::async_queues::{ExecutionUnit, Job};
+
+use crate::exports::{guard, with_global};
+use crate::handles::{Global, Kind, global, lock};
+use crate::status::{INVALID, SUCCESS};
+
+/// A caller's memory address, carried to a worker thread.
+#[derive(Clone, Copy)]
+struct Address(usize);
+
+/// Checks an out-pointer and the optional tracker of a request.
+fn tracker_of(g: &Global, err: *mut c_void) -> Result<Option<u64>, u32> {
+    if err.is_null() { Ok(None) } else { g.lookup(Kind::ErrorTracker, err as usize).map(Some) }
+}
+
+/// Schedules `job` on queue `(lnc, xu, queue)` and writes its sequence id.
+fn schedule(
+    g: &Global,
+    function: F,
+    (lnc, xu, queue): (u32, ExecutionUnit, c_int),
+    err: *mut c_void,
+    req_sequence: *mut nrta_seq_t,
+    job: Job,
+) -> u32 {
+    let tracker = match tracker_of(g, err) {
+        Ok(tracker) => tracker,
+        Err(status) => return status,
+    };
+    let scheduled = g
+        .queues
+        .key(lnc, xu, queue.into())
+        .and_then(|key| g.queues.schedule(key, tracker, job))
+        .map_err(NrtError::from);
+    match scheduled {
+        Ok(seq) => {
+            // SAFETY: checked non-NULL by every caller; the caller's `nrta_seq_t`.
+            unsafe { ptr::write_unaligned(req_sequence, seq) };
+            SUCCESS
+        }
+        Err(err) => g.failed(function.name(), &err),
+    }
+}
+
+/// The NeuronCore a tensor request runs on: the one holding the tensor, else 0.
+fn tensor_lnc(g: &Global, function: F, tensor: TensorId) -> Result<u32, u32> {
+    match g.sim.tensor_core(tensor) {
+        Ok(core) => Ok(core.unwrap_or(0)),
+        Err(err) => Err(g.failed(function.name(), &err)),
+    }
+}
+
+/// `u64` sizes and offsets as `usize`, or `NRT_INVALID`.
+fn sizes(offset: u64, size: u64) -> Result<(usize, usize), u32> {
+    match (usize::try_from(offset), usize::try_from(size)) {
+        (Ok(offset), Ok(size)) => Ok((offset, size)),
+        _ => Err(INVALID),
+    }
+}
+
+/// `nrta_tensor_write`: copies `size` bytes from `buf` into the tensor when the request runs.
+///
+/// # Safety
+/// `buf` has `size` readable bytes until the request completes; `req_sequence` is NULL or a
+/// writable `nrta_seq_t`.
+pub unsafe extern "C" fn nrta_tensor_write(
+    tensor: *mut c_void,
+    buf: *const c_void,
+    offset: u64,
+    size: u64,
+    queue: c_int,
+    err: *mut c_void,
+    req_sequence: *mut nrta_seq_t,
+) -> u32 {
+    with_global(F::nrta_tensor_write.name(), |g| {
+        if buf.is_null() || req_sequence.is_null() {
+            return INVALID;
+        }
+        if let Err(status) = g.enter(F::nrta_tensor_write) {
+            return status;
+        }
+        let (offset, size) = match sizes(offset, size) {
+            Ok(pair) => pair,
+            Err(status) => return status,
+        };
+        let id = match g.lookup(Kind::Tensor, tensor as usize) {
+            Ok(id) => TensorId(id),
+            Err(status) => return status,
+        };
+        let lnc = match tensor_lnc(g, F::nrta_tensor_write, id) {
+            Ok(lnc) => lnc,
+            Err(status) => return status,
+        };
+        let source = Address(buf as usize);
+        let job: Job = Box::new(move |_seq| {
+            let Some(mut bytes) = crate::ffi::zeroed(size) else {
+                return Err(crate::ffi::too_big(size));
+            };
+            // SAFETY: the caller keeps `size` readable bytes at `buf` until the request completes
+            // (this function's contract); `ptr::copy` allows them to overlap simulator memory.
+            unsafe { ptr::copy(source.0 as *const u8, bytes.as_mut_ptr(), size) };
+            g.sim.tensor_write(id, offset, &bytes)
+        });
+        schedule(
+            g,
+            F::nrta_tensor_write,
+            (lnc, ExecutionUnit::TensorWrite, queue),
+            err,
+            req_sequence,
+            job,
+        )
+    })
+}
+
+/// `nrta_tensor_read`: copies `size` bytes of the tensor into `buf` when the request runs.
+///
+/// # Safety
+/// `buf` has `size` writable bytes until the request completes; `req_sequence` is NULL or a
+/// writable `nrta_seq_t`.
+pub unsafe extern "C" fn nrta_tensor_read(
+    buf: *mut c_void,
+    tensor: *mut c_void,
+    offset: u64,
+    size: u64,
+    queue: c_int,
+    err: *mut c_void,
+    req_sequence: *mut nrta_seq_t,
+) -> u32 {
+    with_global(F::nrta_tensor_read.name(), |g| {
+        if buf.is_null() || req_sequence.is_null() {
+            return INVALID;
+        }
+        if let Err(status) = g.enter(F::nrta_tensor_read) {
+            return status;
+        }
+        let (offset, size) = match sizes(offset, size) {
+            Ok(pair) => pair,
+            Err(status) => return status,
+        };
+        let id = match g.lookup(Kind::Tensor, tensor as usize) {
+            Ok(id) => TensorId(id),
+            Err(status) => return status,
+        };
+        let lnc = match tensor_lnc(g, F::nrta_tensor_read, id) {
+            Ok(lnc) => lnc,
+            Err(status) => return status,
+        };
+        let destination = Address(buf as usize);
+        let job: Job = Box::new(move |_seq| {
+            let Some(mut bytes) = crate::ffi::zeroed(size) else {
+                return Err(crate::ffi::too_big(size));
+            };
+            g.sim.tensor_read(id, offset, &mut bytes)?;
+            // SAFETY: the caller keeps `size` writable bytes at `buf` until the request completes
+            // (this function's contract); `ptr::copy` allows them to overlap simulator memory.
+            unsafe { ptr::copy(bytes.as_ptr(), destination.0 as *mut u8, size) };
+            Ok(())
+        });
+        schedule(
+            g,
+            F::nrta_tensor_read,
+            (lnc, ExecutionUnit::TensorRead, queue),
+            err,
+            req_sequence,
+            job,
+        )
+    })
+}
+
+/// `nrta_tensor_copy`: `nrt_tensor_copy` when the request runs, on the source's NeuronCore.
+///
+/// # Safety
+/// `req_sequence` is NULL or a writable `nrta_seq_t`.
+pub unsafe extern "C" fn nrta_tensor_copy(
+    src: *mut c_void,
+    src_offset: u64,
+    dst: *mut c_void,
+    dst_offset: u64,
+    size: u64,
+    queue: c_int,
+    err: *mut c_void,
+    req_sequence: *mut nrta_seq_t,
+) -> u32 {
+    with_global(F::nrta_tensor_copy.name(), |g| {
+        if req_sequence.is_null() {
+            return INVALID;
+        }
+        if let Err(status) = g.enter(F::nrta_tensor_copy) {
+            return status;
+        }
+        let (Ok((src_offset, size)), Ok((dst_offset, _))) =
+            (sizes(src_offset, size), sizes(dst_offset, 0))
+        else {
+            return INVALID;
+        };
+        let ids = g
+            .lookup(Kind::Tensor, src as usize)
+            .and_then(|s| Ok((TensorId(s), TensorId(g.lookup(Kind::Tensor, dst as usize)?))));
+        let (source, destination) = match ids {
+            Ok(ids) => ids,
+            Err(status) => return status,
+        };
+        let lnc = match tensor_lnc(g, F::nrta_tensor_copy, source) {
+            Ok(lnc) => lnc,
+            Err(status) => return status,
+        };
+        let job: Job = Box::new(move |_seq| {
+            g.sim.tensor_copy(source, src_offset, destination, dst_offset, size)
+        });
+        schedule(
+            g,
+            F::nrta_tensor_copy,
+            (lnc, ExecutionUnit::TensorOp, queue),
+            err,
+            req_sequence,
+            job,
+        )
+    })
+}
+
+/// `nrta_execute_schedule`: `nrt_execute` when the request runs, on the model's first
+/// NeuronCore's compute queue (queue 0). A launch that completes with NaN (1003) is recorded in
+/// the tracker too. The registered exec callback, if any, is called after each execution.
+///
+/// # Safety
+/// `req_sequence` is NULL or a writable `nrta_seq_t`.
+pub unsafe extern "C" fn nrta_execute_schedule(
+    model: *mut c_void,
+    input: *const c_void,
+    output: *mut c_void,
+    queue: c_int,
+    err: *mut c_void,
+    req_sequence: *mut nrta_seq_t,
+) -> u32 {
+    with_global(F::nrta_execute_schedule.name(), |g| {
+        if req_sequence.is_null() {
+            return INVALID;
+        }
+        let ids = g.lookup(Kind::Model, model as usize).and_then(|m| {
+            Ok((
+                ModelId(m),
+                SetId(g.lookup(Kind::Set, input as usize)?),
+                SetId(g.lookup(Kind::Set, output as usize)?),
+            ))
+        });
+        let (model_id, input_set, output_set) = match ids {
+            Ok(ids) => ids,
+            Err(status) => return status,
+        };
+        let lnc = match g.sim.model_cores(F::nrta_execute_schedule, model_id) {
+            Ok(cores) => cores.first().copied().unwrap_or(0),
+            Err(err) => return g.failed(F::nrta_execute_schedule.name(), &err),
+        };
+        let job: Job = Box::new(move |seq| {
+            let result = match g.sim.execute(model_id, input_set, output_set) {
+                Ok(NrtStatus::Success) => Ok(()),
+                Ok(status) => Err(NrtError::new(status, "execution completed with a warning")),
+                Err(err) => Err(err),
+            };
+            let callback = *lock(&g.exec_callback);
+            if let Some((callback, params)) = callback {
+                let status = result.as_ref().map_or_else(|err| err.status.code(), |()| SUCCESS);
+                // SAFETY: a function pointer registered by the caller with its parameter, called
+                // with the arguments the public header gives it.
+                unsafe { callback(params as *mut c_void, model_id.0 as u32, lnc, seq, status) };
+            }
+            result
+        });
+        schedule(
+            g,
+            F::nrta_execute_schedule,
+            (lnc, ExecutionUnit::Compute, queue),
+            err,
+            req_sequence,
+            job,
+        )
+    })
+}
+
+/// `nrta_is_completed`: `NRT_INVALID` for a sequence id never issued.
+///
+/// # Safety
+/// `is_completed` is NULL or a writable `bool`.
+pub unsafe extern "C" fn nrta_is_completed(seq: nrta_seq_t, is_completed: *mut bool) -> u32 {
+    with_global(F::nrta_is_completed.name(), |g| {
+        if is_completed.is_null() {
+            return INVALID;
+        }
+        if let Err(status) = g.enter(F::nrta_is_completed) {
+            return status;
+        }
+        match g.queues.is_completed(seq) {
+            Ok(done) => {
+                // SAFETY: non-NULL, the caller's `bool`.
+                unsafe { ptr::write_unaligned(is_completed, done) };
+                SUCCESS
+            }
+            Err(err) => g.failed(F::nrta_is_completed.name(), &err.into()),
+        }
+    })
+}
+
+/// `nrta_get_sequence`: the last completed sequence id of a queue (number 0 before any).
+///
+/// # Safety
+/// `seq` is NULL or a writable `nrta_seq_t`.
+pub unsafe extern "C" fn nrta_get_sequence(
+    lnc: u32,
+    xu: nrta_xu_t,
+    queue: c_int,
+    seq: *mut nrta_seq_t,
+) -> u32 {
+    with_global(F::nrta_get_sequence.name(), |g| {
+        if seq.is_null() {
+            return INVALID;
+        }
+        if let Err(status) = g.enter(F::nrta_get_sequence) {
+            return status;
+        }
+        let Some(xu) = ExecutionUnit::from_code(xu) else { return INVALID };
+        match g.queues.key(lnc, xu, queue.into()) {
+            Ok(key) => {
+                // SAFETY: non-NULL, the caller's `nrta_seq_t`.
+                unsafe { ptr::write_unaligned(seq, g.queues.last_completed(key)) };
+                SUCCESS
+            }
+            Err(err) => g.failed(F::nrta_get_sequence.name(), &err.into()),
+        }
+    })
+}
+
+/// `nrta_error_tracker_create`.
+///
+/// # Safety
+/// `error_tracker` is NULL or writable storage for a handle.
+pub unsafe extern "C" fn nrta_error_tracker_create(
+    lnc_idx: u32,
+    error_tracker: *mut *mut c_void,
+) -> u32 {
+    with_global(F::nrta_error_tracker_create.name(), |g| {
+        if error_tracker.is_null() {
+            return INVALID;
+        }
+        if let Err(status) = g.enter(F::nrta_error_tracker_create) {
+            return status;
+        }
+        match g.queues.tracker_create(lnc_idx) {
+            Ok(id) => {
+                let handle = g.register(Kind::ErrorTracker, id);
+                // SAFETY: non-NULL, the caller's handle variable.
+                unsafe { *error_tracker = handle as *mut c_void };
+                SUCCESS
+            }
+            Err(err) => g.failed(F::nrta_error_tracker_create.name(), &err.into()),
+        }
+    })
+}
+
+/// `nrta_error_tracker_destroy`: forgets the tracker and its last list; an unknown handle is
+/// ignored.
+///
+/// # Safety
+/// None: the handle is looked up, never dereferenced.
+pub unsafe extern "C" fn nrta_error_tracker_destroy(error_tracker: *mut c_void) {
+    guard(F::nrta_error_tracker_destroy.name(), (), || {
+        let Ok(g) = global() else { return };
+        if let Some(id) = g.release(Kind::ErrorTracker, error_tracker as usize) {
+            g.queues.tracker_destroy(id);
+            lock(&g.error_lists).remove(&id);
+        }
+    })
+}
+
+/// `nrta_error_tracker_get_list`: the failed requests so far; the array stays valid until the
+/// next call for the same tracker or its destroy.
+///
+/// # Safety
+/// `list` and `error_count` are NULL or writable.
+pub unsafe extern "C" fn nrta_error_tracker_get_list(
+    error_tracker: *mut c_void,
+    list: *mut *const nrta_error_t,
+    error_count: *mut usize,
+) -> u32 {
+    with_global(F::nrta_error_tracker_get_list.name(), |g| {
+        if list.is_null() || error_count.is_null() {
+            return INVALID;
+        }
+        let id = match g.lookup(Kind::ErrorTracker, error_tracker as usize) {
+            Ok(id) => id,
+            Err(status) => return status,
+        };
+        match g.queues.tracker_errors(id) {
+            Ok(errors) => {
+                let array: Box<[nrta_error_t]> = errors
+                    .iter()
+                    .map(|&(seq_id, status)| nrta_error_t {
+                        seq_id,
+                        error_code: status.code().into(),
+                    })
+                    .collect();
+                let mut lists = lock(&g.error_lists);
+                let address = if array.is_empty() { ptr::null() } else { array.as_ptr() };
+                let count = array.len();
+                lists.insert(id, array);
+                // SAFETY: both non-NULL, the caller's variables; the array lives in `error_lists`
+                // until the next call or the destroy.
+                unsafe {
+                    ptr::write_unaligned(list, address);
+                    ptr::write_unaligned(error_count, count);
+                }
+                SUCCESS
+            }
+            Err(err) => g.failed(F::nrta_error_tracker_get_list.name(), &err.into()),
+        }
+    })
+}
+
+/// `nrt_register_async_exec_callback`: replaces the callback called after each execution of
+/// `nrta_execute_schedule` (NULL removes it).
+///
+/// # Safety
+/// `callback` is NULL or a function that stays callable with `params` from any thread.
+pub unsafe extern "C" fn nrt_register_async_exec_callback(
+    callback: NRT_ASYNC_EXEC_STATUS_CALLBACK,
+    params: *mut c_void,
+) -> u32 {
+    with_global(F::nrt_register_async_exec_callback.name(), |g| {
+        if let Err(status) = g.enter(F::nrt_register_async_exec_callback) {
+            return status;
+        }
+        *lock(&g.exec_callback) = callback.map(|callback| (callback, params as usize));
+        SUCCESS
+    })
+}
+
+/// `nrt_async_drain_queued_execs`: blocks until every request scheduled so far on `vnc` has
+/// completed.
+///
+/// # Safety
+/// None beyond the C ABI.
+pub unsafe extern "C" fn nrt_async_drain_queued_execs(vnc: i32) -> u32 {
+    with_global(F::nrt_async_drain_queued_execs.name(), |g| {
+        if let Err(status) = g.enter(F::nrt_async_drain_queued_execs) {
+            return status;
+        }
+        match u32::try_from(vnc) {
+            Ok(vnc) if vnc < g.sim.config().n_cores => {
+                g.queues.drain(vnc);
+                SUCCESS
+            }
+            _ => INVALID,
+        }
+    })
+}
+
+/// `nrta_get_completion_handle`: `NRT_INVALID`, the simulator has no pollable descriptors for
+/// requests (poll `nrta_is_completed` instead).
+///
+/// # Safety
+/// None: no argument is read.
+pub unsafe extern "C" fn nrta_get_completion_handle(_seq: nrta_seq_t, _fd: *mut c_int) -> u32 {
+    with_global(F::nrta_get_completion_handle.name(), |g| {
+        g.unsupported(
+            F::nrta_get_completion_handle,
+            "requests have no pollable file descriptors; poll nrta_is_completed",
+        )
+    })
+}

@@ -1,0 +1,74 @@
+//! The exported symbols, derived from the one function table.
+//!
+//! For every function of `abi::for_each_libnrt_function!` this module
+//! - checks at compile time that [`crate::exports`] defines it with the table's exact signature
+//!   (a missing or mistyped export is a build error, not a missing symbol at a client's link);
+//! - defines the C symbol itself as a one-instruction trampoline (a tail jump) to that Rust
+//!   function, in `global_asm!`.
+//!
+//! Why a trampoline: rustc gives a cdylib an anonymous version script listing every
+//! `#[no_mangle]` function, and such a symbol stays unversioned whatever a second script says.
+//! The Rust functions are therefore ordinary (mangled, not exported), and the C names exist only
+//! here, where rustc's script does not see them; `libnrt.map` versions them `NRT_2.0.0` and makes
+//! everything else local. Unlike `--defsym` aliases, each symbol is a real function with a
+//! size in `.dynsym`, and no internal name leaks.
+
+#![allow(non_camel_case_types, unused_imports)]
+
+/// The C type names of the table as this library spells them: handles are `void` (they are
+/// registry numbers, never dereferenced), the rest the defaults of `abi::c_layout::c_types`.
+mod c_names {
+    pub(super) use abi::c_layout::c_types::*;
+    pub(super) use std::ffi::c_void;
+
+    pub(super) type nrt_model_t = c_void;
+    pub(super) type nrt_tensor_t = c_void;
+    pub(super) type nrt_cc_context_t = c_void;
+    pub(super) type nrta_error_tracker_t = c_void;
+    pub(super) type nrt_sys_trace_config_t = c_void;
+    pub(super) type nrt_sys_trace_fetch_options_t = c_void;
+    pub(super) type nrt_profile_continuous_options_t = c_void;
+    pub(super) type nrt_inspect_config_t = c_void;
+    pub(super) type nrt_async_sendrecv_comm_t = c_void;
+    pub(super) type nrt_async_sendrecv_request_t = c_void;
+    pub(super) type nrt_tensor_info_array_t = abi::c_layout::NrtTensorInfoC;
+}
+
+use c_names::*;
+
+/// The tail jump of one trampoline, per architecture.
+#[cfg(target_arch = "x86_64")]
+macro_rules! tail_jump {
+    () => {
+        "jmp {target}"
+    };
+}
+#[cfg(target_arch = "aarch64")]
+macro_rules! tail_jump {
+    () => {
+        "b {target}"
+    };
+}
+
+macro_rules! export_functions {
+    ($(
+        $name:ident = $header:ident [$pre:ident, $fault:ident, $avail:ident]
+            fn($($arg:ident: $ty:ty),* $(,)?) $(-> $ret:ty)?;
+    )*) => {$(
+        const _: unsafe extern "C" fn($($ty),*) $(-> $ret)? = crate::exports::$name;
+
+        #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
+        core::arch::global_asm!(
+            ".text",
+            concat!(".globl ", stringify!($name)),
+            concat!(".type ", stringify!($name), ", %function"),
+            ".p2align 4",
+            concat!(stringify!($name), ":"),
+            tail_jump!(),
+            concat!(".size ", stringify!($name), ", . - ", stringify!($name)),
+            target = sym crate::exports::$name,
+        );
+    )*};
+}
+
+abi::for_each_libnrt_function!(export_functions);
