@@ -119,3 +119,18 @@ fn one_rank_collectives_are_the_identity() {
         evaluate(&m, &[Array::from_f32(&[2], &[3.0, 4.0])], &EvalOptions::default()).expect("runs");
     assert_eq!(values(&out), vec![3.0, 4.0]);
 }
+
+#[test]
+fn a_compiled_program_can_be_shared_between_threads() {
+    // The simulator compiles once at load and runs per launch, possibly from several threads.
+    fn shareable<T: Send + Sync>(_: &T) {}
+    let m = module("  x = f32[1] parameter(0)\n  ROOT n = f32[1] negate(x)");
+    let program = hlo::eval::Program::compile(&m, &EvalOptions::default()).expect("compiles");
+    shareable(&program);
+    let out = std::thread::scope(|s| {
+        let handle = s.spawn(|| program.run(&[Array::from_f32(&[1], &[2.0])]));
+        handle.join().expect("thread")
+    })
+    .expect("runs");
+    assert_eq!(values(&out), vec![-2.0]);
+}

@@ -241,30 +241,44 @@ impl ConvPlan {
         out_ty: ElementType,
         _budget: u64,
     ) -> Result<Data, Fail> {
-        let input = transpose(input, &self.input_dims, &self.input_perm)?;
-        let kernel = transpose(kernel, &self.kernel_dims, &self.kernel_perm)?;
+        let arrange = |data: &Data, dims: &[usize], perm: &[usize]| -> Result<Option<Data>, Fail> {
+            if perm.iter().enumerate().all(|(i, &p)| i == p) {
+                Ok(None)
+            } else {
+                transpose(data, dims, perm).map(Some)
+            }
+        };
+        let input_t = arrange(input, &self.input_dims, &self.input_perm)?;
+        let kernel_t = arrange(kernel, &self.kernel_dims, &self.kernel_perm)?;
+        let input = input_t.as_ref().unwrap_or(input);
+        let kernel = kernel_t.as_ref().unwrap_or(kernel);
         let canonical = match compute_type(input.ty(), kernel.ty(), out_ty) {
             ElementType::F32 => {
+                let (x, w) =
+                    (widen_to(input, ElementType::F32)?, widen_to(kernel, ElementType::F32)?);
                 let (Data::F32(x), Data::F32(w)) =
-                    (convert(&input, ElementType::F32)?, convert(&kernel, ElementType::F32)?)
+                    (x.as_ref().unwrap_or(input), w.as_ref().unwrap_or(kernel))
                 else {
                     return Err(Fail::Internal("f32 conversion".into()));
                 };
-                Data::F32(self.compute(&x, &w, gemm_f32)?)
+                Data::F32(self.compute(x, w, gemm_f32)?)
             }
             _ => {
+                let (x, w) =
+                    (widen_to(input, ElementType::F64)?, widen_to(kernel, ElementType::F64)?);
                 let (Data::F64(x), Data::F64(w)) =
-                    (convert(&input, ElementType::F64)?, convert(&kernel, ElementType::F64)?)
+                    (x.as_ref().unwrap_or(input), w.as_ref().unwrap_or(kernel))
                 else {
                     return Err(Fail::Internal("f64 conversion".into()));
                 };
-                Data::F64(self.compute(&x, &w, gemm_f64)?)
+                Data::F64(self.compute(x, w, gemm_f64)?)
             }
         };
         let mut canonical_dims = vec![self.batch / self.batch_groups, self.out_features];
         canonical_dims.extend(self.spatial.iter().map(|s| s.output));
-        let arranged = transpose(&canonical, &canonical_dims, &self.output_perm)?;
-        convert(&arranged, out_ty)
+        let arranged =
+            arrange(&canonical, &canonical_dims, &self.output_perm)?.unwrap_or(canonical);
+        if arranged.ty() == out_ty { Ok(arranged) } else { convert(&arranged, out_ty) }
     }
 
     fn compute<T: Copy + Default + Send + Sync>(
@@ -303,80 +317,113 @@ impl ConvPlan {
         Ok(out)
     }
 
-    /// Fills `cols[(c, k…) × p]` from one image `[I, S…]`.
-    fn im2col<T: Copy + Default>(&self, image: &[T], cols: &mut [T]) {
-        let d = self.spatial.len();
-        let in_dims: Vec<usize> = self.spatial.iter().map(|s| s.input).collect();
-        let k_dims: Vec<usize> = self.spatial.iter().map(|s| s.kernel).collect();
-        let p_dims: Vec<usize> = self.spatial.iter().map(|s| s.output).collect();
-        let in_strides = super::tensor::strides(&in_dims);
-        let in_spatial: usize = in_dims.iter().product();
-        let positions: usize = p_dims.iter().product();
-        if positions == 0 {
+    /// Fills `cols[(c, k…) × p]` from one image `[I, S…]`, rows split over the cores when the
+    /// matrix is large.
+    fn im2col<T: Copy + Default + Send + Sync>(&self, image: &[T], cols: &mut [T]) {
+        let positions: usize = self.spatial.iter().map(|s| s.output).product();
+        if positions == 0 || cols.is_empty() {
             return;
         }
-        let mut row = 0;
-        for c in 0..self.kernel_in {
-            let channel = &image[c * in_spatial..(c + 1) * in_spatial];
-            let mut kk = vec![0usize; d];
-            loop {
-                let dst = &mut cols[row * positions..(row + 1) * positions];
-                // Per dimension: the input coordinate for each output coordinate, or None.
-                let coords: Vec<Vec<Option<usize>>> = (0..d)
-                    .map(|i| {
-                        let s = &self.spatial[i];
-                        let k = if s.reversal { s.kernel - 1 - kk[i] } else { kk[i] };
-                        (0..s.output)
-                            .map(|o| {
-                                let pos = (o * s.stride + k * s.window_dilation) as i64 - s.pad_low;
-                                if pos < 0 || pos % s.base_dilation as i64 != 0 {
-                                    return None;
-                                }
-                                let q = (pos / s.base_dilation as i64) as usize;
-                                (q < s.input).then_some(q)
-                            })
-                            .collect()
+        let rows = cols.len() / positions;
+        let threads = if cols.len() < 1 << 18 {
+            1
+        } else {
+            std::thread::available_parallelism().map_or(1, |n| n.get()).min(rows).min(8)
+        };
+        if threads <= 1 {
+            for (row, dst) in cols.chunks_mut(positions).enumerate() {
+                self.fill_row(image, row, dst);
+            }
+            return;
+        }
+        let per_thread = rows.div_ceil(threads);
+        std::thread::scope(|scope| {
+            for (t, chunk) in cols.chunks_mut(per_thread * positions).enumerate() {
+                scope.spawn(move || {
+                    for (i, dst) in chunk.chunks_mut(positions).enumerate() {
+                        self.fill_row(image, t * per_thread + i, dst);
+                    }
+                });
+            }
+        });
+    }
+
+    /// Row `row` = (input channel c, kernel position k…) of the im2col matrix: for every output
+    /// position, the input element under that kernel tap, or zero in padding and dilation holes.
+    fn fill_row<T: Copy + Default>(&self, image: &[T], row: usize, dst: &mut [T]) {
+        let d = self.spatial.len();
+        let k_spatial: usize = self.spatial.iter().map(|s| s.kernel).product();
+        let in_spatial: usize = self.spatial.iter().map(|s| s.input).product();
+        let c = row / k_spatial.max(1);
+        let mut rest = row % k_spatial.max(1);
+        let mut kk = vec![0usize; d];
+        for i in (0..d).rev() {
+            kk[i] = rest % self.spatial[i].kernel.max(1);
+            rest /= self.spatial[i].kernel.max(1);
+        }
+        let channel = &image[c * in_spatial..(c + 1) * in_spatial];
+        if d == 0 {
+            dst[0] = channel[0];
+            return;
+        }
+        let in_dims: Vec<usize> = self.spatial.iter().map(|s| s.input).collect();
+        let in_strides = super::tensor::strides(&in_dims);
+        // Per dimension: the input coordinate for each output coordinate, or None.
+        let coords: Vec<Vec<Option<usize>>> = (0..d)
+            .map(|i| {
+                let s = &self.spatial[i];
+                let k = if s.reversal { s.kernel - 1 - kk[i] } else { kk[i] };
+                (0..s.output)
+                    .map(|o| {
+                        let pos = (o * s.stride + k * s.window_dilation) as i64 - s.pad_low;
+                        if pos < 0 || pos % s.base_dilation as i64 != 0 {
+                            return None;
+                        }
+                        let q = (pos / s.base_dilation as i64) as usize;
+                        (q < s.input).then_some(q)
                     })
-                    .collect();
-                if d == 0 {
-                    dst[0] = channel[0];
-                } else {
-                    let mut pp = vec![0usize; d - 1];
-                    let inner = p_dims[d - 1];
-                    let mut at = 0;
-                    loop {
-                        let mut base = Some(0usize);
-                        for (i, &p) in pp.iter().enumerate() {
-                            base = match (base, coords[i][p]) {
-                                (Some(b), Some(q)) => Some(b + q * in_strides[i]),
-                                _ => None,
-                            };
-                        }
-                        let chunk = &mut dst[at..at + inner];
-                        match base {
-                            None => chunk.iter_mut().for_each(|v| *v = T::default()),
-                            Some(b) => {
-                                for (v, q) in chunk.iter_mut().zip(&coords[d - 1]) {
-                                    *v = match q {
-                                        Some(q) => channel[b + q],
-                                        None => T::default(),
-                                    };
-                                }
-                            }
-                        }
-                        at += inner;
-                        if !next_index(&mut pp, &p_dims[..d - 1]) {
-                            break;
-                        }
+                    .collect()
+            })
+            .collect();
+        // The innermost dimension as (first valid output, count, first input, input step) when
+        // it is a plain strided run, which is the common case (no base dilation).
+        let inner = &coords[d - 1];
+        let p_dims: Vec<usize> = self.spatial.iter().map(|s| s.output).collect();
+        let inner_len = p_dims[d - 1];
+        let mut pp = vec![0usize; d - 1];
+        let mut at = 0;
+        loop {
+            let mut base = Some(0usize);
+            for (i, &p) in pp.iter().enumerate() {
+                base = match (base, coords[i][p]) {
+                    (Some(b), Some(q)) => Some(b + q * in_strides[i]),
+                    _ => None,
+                };
+            }
+            let chunk = &mut dst[at..at + inner_len];
+            match base {
+                None => chunk.iter_mut().for_each(|v| *v = T::default()),
+                Some(b) => {
+                    let line = &channel[b..];
+                    for (v, q) in chunk.iter_mut().zip(inner) {
+                        *v = match q {
+                            Some(q) => line[*q],
+                            None => T::default(),
+                        };
                     }
                 }
-                row += 1;
-                if !next_index(&mut kk, &k_dims) {
-                    break;
-                }
+            }
+            at += inner_len;
+            if !next_index(&mut pp, &p_dims[..d - 1]) {
+                break;
             }
         }
     }
+}
+
+/// `data` converted to `ty`, or `None` when it already is `ty` (no copy).
+fn widen_to(data: &Data, ty: ElementType) -> Result<Option<Data>, Fail> {
+    if data.ty() == ty { Ok(None) } else { convert(data, ty).map(Some) }
 }
 
 /// A direct 2-D convolution (NCHW input, OIHW kernel, stride 1, symmetric padding), the

@@ -120,15 +120,18 @@ impl DotPlan {
         out_ty: ElementType,
         budget: u64,
     ) -> Result<Data, Fail> {
-        let arrange = |data: &Data, dims: &[usize], perm: &[usize]| -> Result<Data, Fail> {
+        // Operands already in gemm order and type are used in place, without a copy.
+        let arrange = |data: &Data, dims: &[usize], perm: &[usize]| -> Result<Option<Data>, Fail> {
             if perm.iter().enumerate().all(|(i, &p)| i == p) {
-                Ok(data.clone())
+                Ok(None)
             } else {
-                transpose(data, dims, perm)
+                transpose(data, dims, perm).map(Some)
             }
         };
-        let lhs = arrange(lhs, &self.lhs_dims, &self.lhs_perm)?;
-        let rhs = arrange(rhs, &self.rhs_dims, &self.rhs_perm)?;
+        let lhs_t = arrange(lhs, &self.lhs_dims, &self.lhs_perm)?;
+        let rhs_t = arrange(rhs, &self.rhs_dims, &self.rhs_perm)?;
+        let lhs = lhs_t.as_ref().unwrap_or(lhs);
+        let rhs = rhs_t.as_ref().unwrap_or(rhs);
         let compute = compute_type(lhs.ty(), rhs.ty(), out_ty);
         let out_elems = self.batch * self.m * self.n;
         super::compile::check_budget(
@@ -137,37 +140,34 @@ impl DotPlan {
         )?;
         let result = match compute {
             ElementType::F64 => {
-                let (Data::F64(a), Data::F64(b)) =
-                    (convert(&lhs, ElementType::F64)?, convert(&rhs, ElementType::F64)?)
-                else {
+                let (lw, rw) = (as_type(lhs, ElementType::F64)?, as_type(rhs, ElementType::F64)?);
+                let (Data::F64(a), Data::F64(b)) = (lw.as_ref(), rw.as_ref()) else {
                     return Err(Fail::Internal("f64 conversion".into()));
                 };
                 let mut c = filled(out_elems, 0.0f64)?;
-                self.batched(&a, &b, &mut c, gemm_f64);
+                self.batched(a, b, &mut c, gemm_f64);
                 Data::F64(c)
             }
             ElementType::S64 => {
-                let (Data::S64(a), Data::S64(b)) =
-                    (convert(&lhs, ElementType::S64)?, convert(&rhs, ElementType::S64)?)
-                else {
+                let (lw, rw) = (as_type(lhs, ElementType::S64)?, as_type(rhs, ElementType::S64)?);
+                let (Data::S64(a), Data::S64(b)) = (lw.as_ref(), rw.as_ref()) else {
                     return Err(Fail::Internal("s64 conversion".into()));
                 };
                 let mut c = filled(out_elems, 0i64)?;
-                self.batched(&a, &b, &mut c, gemm_i64);
+                self.batched(a, b, &mut c, gemm_i64);
                 Data::S64(c)
             }
             _ => {
-                let (Data::F32(a), Data::F32(b)) =
-                    (convert(&lhs, ElementType::F32)?, convert(&rhs, ElementType::F32)?)
-                else {
+                let (lw, rw) = (as_type(lhs, ElementType::F32)?, as_type(rhs, ElementType::F32)?);
+                let (Data::F32(a), Data::F32(b)) = (lw.as_ref(), rw.as_ref()) else {
                     return Err(Fail::Internal("f32 conversion".into()));
                 };
                 let mut c = filled(out_elems, 0.0f32)?;
-                self.batched(&a, &b, &mut c, gemm_f32);
+                self.batched(a, b, &mut c, gemm_f32);
                 Data::F32(c)
             }
         };
-        convert(&result, out_ty)
+        if result.ty() == out_ty { Ok(result) } else { convert(&result, out_ty) }
     }
 
     fn batched<T>(&self, a: &[T], b: &[T], c: &mut [T], gemm: Gemm<T>) {
@@ -187,6 +187,15 @@ impl DotPlan {
 
 /// A row-major `c[m×n] = a[m×k] · b[k×n]` kernel: `(a, b, c, m, k, n)`.
 pub(crate) type Gemm<T> = fn(&[T], &[T], &mut [T], usize, usize, usize);
+
+/// `data` as `ty`: borrowed when it already is, converted otherwise.
+fn as_type(data: &Data, ty: ElementType) -> Result<std::borrow::Cow<'_, Data>, Fail> {
+    if data.ty() == ty {
+        Ok(std::borrow::Cow::Borrowed(data))
+    } else {
+        convert(data, ty).map(std::borrow::Cow::Owned)
+    }
+}
 
 /// The type a dot or convolution multiplies in.
 pub(crate) fn compute_type(lhs: ElementType, rhs: ElementType, out: ElementType) -> ElementType {
