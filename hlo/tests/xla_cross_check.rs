@@ -692,7 +692,8 @@ fn trials_for(python: &Result<PathBuf, String>, set: &'static str, runner: Runne
 }
 
 /// The few exported cases committed under `tests/xla/fixtures` (edge semantics of integer
-/// division, shifts, NaN, converts, sort and the narrow floats), checked with or without Python.
+/// division, shifts, NaN, converts, sort, top-k and the narrow floats; in their optimised form
+/// XLA's layout and type bitcasts and its TopK custom call), checked with or without Python.
 fn fixture_trials() -> Vec<Trial> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/xla/fixtures");
     let names = match std::fs::read_to_string(dir.join("cases.txt")) {
@@ -704,7 +705,7 @@ fn fixture_trials() -> Vec<Trial> {
     };
     let mut trials = Vec::new();
     for name in names {
-        for form in [Form::Proto, Form::Text] {
+        for form in [Form::Proto, Form::Text, Form::Optimized] {
             let dir = dir.join(&name);
             trials.push(Trial::test(format!("fixture::{name}::{}", form.name()), move || {
                 check(&Runner::Library, &dir, form)
