@@ -59,7 +59,7 @@ pub fn sync(vectors_dir: &Path, bless: bool) -> Result<Vec<String>, String> {
 pub const PROMOTED_AREA: &str = "promoted";
 
 /// Copies the hand-written files of the vector folder `source` (`case.toml`, and
-/// `metaneff.txtpb` when present) to `vectors_dir/promoted/<name>/`, then blesses that one
+/// `metaneff.txtpb` and `model.hlo` when present) to `vectors_dir/promoted/<name>/`, then blesses that one
 /// vector: its generated inputs and its golden trace from a run on the simulator. Returns the
 /// new folder. This is how a shrunk failure of the differential test becomes a vector.
 ///
@@ -83,7 +83,7 @@ pub fn promote(source: &Path, vectors_dir: &Path, name: &str) -> Result<PathBuf,
         return Err(format!("{} already exists; choose another --name", target.display()));
     }
     std::fs::create_dir_all(&target).map_err(|e| format!("{}: {e}", target.display()))?;
-    for file in ["case.toml", vector::METANEFF_TEXT_FILE] {
+    for file in ["case.toml", vector::METANEFF_TEXT_FILE, vector::HLO_TEXT_FILE] {
         let from = source.join(file);
         if from.is_file() {
             let to = target.join(file);

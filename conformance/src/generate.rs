@@ -1,7 +1,7 @@
 //! Generated vectors for the differential property test: sim ≡ sim behind the C ABI.
 //!
-//! [`vector_strategy`] is a proptest strategy whose values are vectors *as files* (`case.toml`
-//! and `metaneff.txtpb` text), so a failing value can be written to disk as it is, reviewed, and
+//! [`vector_strategy`] is a proptest strategy whose values are vectors *as files* (`case.toml`,
+//! `metaneff.txtpb` and `model.hlo` text), so a failing value can be written to disk as it is, reviewed, and
 //! promoted to a hand-written vector (`cargo xtask vectors promote`).
 //!
 //! Design choices:
@@ -10,9 +10,11 @@
 //!   variable an op reads, which output the state aliases) are stored as free indexes and
 //!   resolved modulo the candidates at render time. So shrinking works on every part at once,
 //!   and every value renders to a valid vector.
-//! - **Programs are valid by construction.** Ops only combine variables of the same dtype and
+//! - **Programs are valid by construction.** The device program is an elementwise graph written
+//!   as HLO (`sim::hlo_text::from_steps`): steps only combine variables of the same dtype and
 //!   shape, read only inputs and outputs already written, and write every output before any
-//!   extra op; `nan` only lands on floating-point outputs. A program the simulator would refuse
+//!   extra step; `nan` only lands on floating-point outputs, and unsigned values are never
+//!   scaled by a negative factor. A program the simulator would refuse
 //!   at load would test nothing but the load gate, which hand-written vectors cover.
 //! - **Values are small integers** (−3..=3, 0..=3 for unsigned), so f16/bf16 arithmetic stays
 //!   exact and a difference in the trace is a difference in behaviour, not in rounding.
@@ -22,9 +24,11 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
+use abi::dtype::Dltype;
 use proptest::collection::vec;
 use proptest::option;
 use proptest::prelude::*;
+use sim::hlo_text::{Step, from_steps};
 
 /// The area generated vectors live in (`vectors/generated/<name>/`).
 pub const GENERATED_AREA: &str = "generated";
@@ -38,6 +42,8 @@ pub struct GeneratedVector {
     pub case_toml: String,
     /// The `metaneff.txtpb` text.
     pub metaneff_text: String,
+    /// The `model.hlo` text.
+    pub hlo_text: String,
 }
 
 /// A generated vector that could not be written.
@@ -68,6 +74,7 @@ impl GeneratedVector {
         for (file, text) in [
             ("case.toml", &self.case_toml),
             (crate::vector::METANEFF_TEXT_FILE, &self.metaneff_text),
+            (crate::vector::HLO_TEXT_FILE, &self.hlo_text),
         ] {
             let path = dir.join(file);
             std::fs::write(&path, text).map_err(io(&path))?;
@@ -317,7 +324,17 @@ impl Design {
         }
 
         let program = self.program(&inputs, &outputs);
-        let reports_nan = self.numerical_errors && program.iter().any(|op| op.contains("\"nan\""));
+        let has_nan = program.iter().any(|step| matches!(step, Step::Nan { .. }));
+        let reports_nan = self.numerical_errors && has_nan;
+        let dltype =
+            |t: &Tensor| Dltype::from_name(DTYPES[t.dtype].dltype).unwrap_or(Dltype::Float32);
+        let input_vars: Vec<(&str, Dltype, &[i64])> =
+            inputs.iter().map(|(t, _)| (t.name.as_str(), dltype(t), t.shape.as_slice())).collect();
+        let output_vars: Vec<(&str, Dltype, &[i64])> =
+            outputs.iter().map(|t| (t.name.as_str(), dltype(t), t.shape.as_slice())).collect();
+        // Valid by construction (see the module docs); an error here is a bug of the generator.
+        let hlo_text = from_steps(name, &input_vars, &output_vars, &program)
+            .unwrap_or_else(|err| format!("generator bug: {err}\n"));
         let mut case = String::new();
         let _ = writeln!(
             case,
@@ -328,7 +345,7 @@ impl Design {
             if self.weight.is_some() { ", a weight" } else { "" },
             if self.compiled_batch.is_some() { ", dynamic batching" } else { "" },
         );
-        if program.iter().any(|op| op.contains("\"nan\"")) {
+        if has_nan {
             let _ = writeln!(case, "[sim]\nnumerical_errors = {}", self.numerical_errors);
         }
         let neff_list = |tensors: &mut dyn Iterator<Item = &Tensor>| {
@@ -347,11 +364,7 @@ impl Design {
         let _ = writeln!(case, "[neff]");
         let _ = writeln!(case, "inputs = {}", neff_list(&mut inputs.iter().map(|(t, _)| t)));
         let _ = writeln!(case, "outputs = {}", neff_list(&mut outputs.iter()));
-        let _ = writeln!(case, "program = [");
-        for op in &program {
-            let _ = writeln!(case, "{op},");
-        }
-        let _ = writeln!(case, "]\n\n[[step]]\ncall = \"model_new\"\nas = \"model\"");
+        let _ = writeln!(case, "\n[[step]]\ncall = \"model_new\"\nas = \"model\"");
         if let (Some((_, values)), Some((weight, _))) =
             (&self.weight, inputs.iter().find(|(_, kind)| *kind == "INPUT_WEIGHT"))
         {
@@ -431,11 +444,16 @@ impl Design {
             let _ = writeln!(metaneff, "output_aliases_to {{ key: {out} value: {n_user} }}");
         }
         let _ = writeln!(metaneff, "model_config {{ return_aliases: {} }}", self.return_aliases);
-        GeneratedVector { name: name.to_owned(), case_toml: case, metaneff_text: metaneff }
+        GeneratedVector {
+            name: name.to_owned(),
+            case_toml: case,
+            metaneff_text: metaneff,
+            hlo_text,
+        }
     }
 
-    /// The program as TOML inline tables: one op writing each output, then extras, then `nan`.
-    fn program(&self, inputs: &[(Tensor, &'static str)], outputs: &[Tensor]) -> Vec<String> {
+    /// The program's steps: one writing each output, then extras, then `nan`.
+    fn program(&self, inputs: &[(Tensor, &'static str)], outputs: &[Tensor]) -> Vec<Step> {
         let mut written = vec![false; outputs.len()];
         let mut ops = Vec::new();
         let resolve = |pick: &OpPick, dst: usize, written: &[bool]| {
@@ -447,22 +465,21 @@ impl Design {
                 .filter(|t| t.dtype == target.dtype && t.shape == target.shape)
                 .map(|t| t.name.as_str())
                 .collect();
-            let dst = &target.name;
-            let value = if DTYPES[target.dtype].unsigned { pick.value.abs() } else { pick.value };
+            let dst = target.name.clone();
+            let unsigned = DTYPES[target.dtype].unsigned;
+            let value = if unsigned { pick.value.abs() } else { pick.value };
             if readable.is_empty() || pick.kind == 1 {
-                return format!("{{ op = \"fill\", dst = \"{dst}\", value = {value}.0 }}");
+                return Step::Fill { dst, value: f64::from(value) };
             }
-            let a = readable[pick.a % readable.len()];
-            let b = readable[pick.b % readable.len()];
+            let a = readable[pick.a % readable.len()].to_owned();
+            let b = readable[pick.b % readable.len()].to_owned();
             match pick.kind {
-                0 => format!("{{ op = \"copy\", dst = \"{dst}\", src = \"{a}\" }}"),
-                2 => format!("{{ op = \"add\", dst = \"{dst}\", a = \"{a}\", b = \"{b}\" }}"),
-                3 => format!("{{ op = \"mul\", dst = \"{dst}\", a = \"{a}\", b = \"{b}\" }}"),
+                0 => Step::Copy { dst, src: a },
+                2 => Step::Add { dst, a, b },
+                3 => Step::Mul { dst, a, b },
                 _ => {
-                    let factor = [-1.0, 2.0, 3.0][pick.b % 3];
-                    format!(
-                        "{{ op = \"scale\", dst = \"{dst}\", src = \"{a}\", factor = {factor:?} }}"
-                    )
+                    let factors: &[f64] = if unsigned { &[2.0, 3.0] } else { &[-1.0, 2.0, 3.0] };
+                    Step::Scale { dst, src: a, factor: factors[pick.b % factors.len()] }
                 }
             }
         };
@@ -480,7 +497,7 @@ impl Design {
         if let Some((out, index)) = nan {
             let target = float_outputs[out % float_outputs.len()];
             let index = index % target.n_elems().max(1);
-            ops.push(format!("{{ op = \"nan\", dst = \"{}\", index = {index} }}", target.name));
+            ops.push(Step::Nan { dst: target.name.clone(), index });
         }
         ops
     }

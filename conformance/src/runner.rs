@@ -45,6 +45,17 @@ pub fn run(vector: &Vector, backend: &dyn Backend) -> RunOutput {
 
 /// Runs `vector` on a fresh, uninitialised `runtime` in this process.
 pub fn run_on(vector: &Vector, runtime: Arc<dyn Runtime>) -> RunOutput {
+    run_on_target(vector, runtime, None)
+}
+
+/// As [`run_on`], but with `device_target` the vector's `model.neff` is replaced by its device
+/// NEFF for that target ([`crate::device::device_neff`]), as the `nrt` backend does; the trace
+/// shows the `model.neff` argument, so it stays comparable with the golden one.
+pub fn run_on_target(
+    vector: &Vector,
+    runtime: Arc<dyn Runtime>,
+    device_target: Option<&str>,
+) -> RunOutput {
     let trace = Arc::new(Trace::new());
     let traced: Arc<dyn Runtime> = Arc::new(TracingRuntime::new(runtime.clone(), trace.clone()));
     let mut context = Context {
@@ -58,6 +69,8 @@ pub fn run_on(vector: &Vector, runtime: Arc<dyn Runtime>) -> RunOutput {
         bind_models: BTreeMap::new(),
         outputs: BTreeMap::new(),
         buffers: Vec::new(),
+        device_target: device_target.map(str::to_owned),
+        substituted: std::cell::RefCell::new(Vec::new()),
         requests: AsyncLabels::default(),
     };
     let mut failure = None;
@@ -77,9 +90,17 @@ pub fn run_on(vector: &Vector, runtime: Arc<dyn Runtime>) -> RunOutput {
         }
     }
     // Models and tensors go before the runtime closes; closing is not part of the trace.
+    let substituted = context.substituted.take();
     drop(context);
     runtime.close();
-    let lines = trace.lines();
+    let mut lines = trace.lines();
+    for (device, own) in &substituted {
+        for line in &mut lines {
+            if line.contains(device.as_str()) {
+                *line = line.replace(device.as_str(), own);
+            }
+        }
+    }
     if failure.is_none() {
         failure = vector.case.expect_trace.iter().find_map(|want| check_trace(&lines, want).err());
     }
@@ -288,6 +309,10 @@ struct Context<'a> {
     outputs: BTreeMap<String, HostTensor>,
     /// Buffers attached to tensors: they must outlive the tensors.
     buffers: Vec<Arc<SharedBuffer>>,
+    /// The target whose device NEFF replaces `model.neff` (the `nrt` backend).
+    device_target: Option<String>,
+    /// Trace arguments of device NEFFs loaded, and the `model.neff` argument each stands for.
+    substituted: std::cell::RefCell<Vec<(String, String)>>,
     /// Labels of the async API's trackers and requests.
     requests: AsyncLabels,
 }
@@ -576,7 +601,16 @@ impl Context<'_> {
     }
 
     fn file(&self, name: &Option<String>, default: &str) -> Result<Vec<u8>, String> {
-        self.vector.read(name.as_deref().unwrap_or(default)).map_err(|e| e.to_string())
+        let file = name.as_deref().unwrap_or(default);
+        let own = self.vector.read(file).map_err(|e| e.to_string())?;
+        match &self.device_target {
+            Some(target) if file == NEFF_FILE => {
+                let device = crate::device::device_neff(self.vector, target)?;
+                self.substituted.borrow_mut().push((format_bytes(&device), format_bytes(&own)));
+                Ok(device)
+            }
+            _ => Ok(own),
+        }
     }
 
     fn model(&mut self, name: &str) -> Result<&mut Model, String> {

@@ -1,7 +1,7 @@
 //! The `case.toml` schema of a conformance vector.
 //!
 //! A vector says, as data, what it checks: a one-line description, the simulator settings it
-//! needs, the NEFF to generate (variables, dtypes, shapes, the simulated device program, header
+//! needs, the NEFF to generate (variables, dtypes, shapes, header
 //! overrides and damage for the load gates), and the steps to run. Steps are raw `Runtime` calls
 //! (named after the libnrt functions) or binding-level calls (`model_*`, `spmd_*`, `metaneff_*`).
 //! Results are labelled with `as = "name"` and referred to by that label in later steps.
@@ -117,7 +117,7 @@ pub struct SimSettings {
     pub faults: Option<String>,
 }
 
-/// A NEFF described by its I/O boundary and simulated program.
+/// A NEFF described by its I/O boundary (its device program is the vector's `model.hlo`).
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NeffModel {
@@ -132,9 +132,6 @@ pub struct NeffModel {
     /// Give the graph an on-chip `SB` state-buffer variable as var_id 0, as real NEFFs have
     /// (default true).
     pub state_buffer: Option<bool>,
-    /// The simulated device program: operations written as tables, stored as
-    /// `sim/program.json` `{"version": 1, "ops": [...]}`. Absent: an opaque NEFF.
-    pub program: Option<Vec<toml::Table>>,
     /// Header fields to override (`pkg_version`, `version_major`, `version_minor`,
     /// `feature_bits`, `num_tpb`, `lnc_size`).
     #[serde(default)]

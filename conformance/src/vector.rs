@@ -1,9 +1,12 @@
 //! Conformance vectors on disk: discovery, and the files generated from what people review.
 //!
 //! A vector is a folder `vectors/<area>/<name>/` holding `case.toml` (hand-written), optionally
-//! `metaneff.txtpb` (hand-written, reviewed), and the files generated from them: `metaneff.pb`
-//! (from the text), `model.neff` (from the `[neff]` table) and `expected.trace` (the golden trace,
-//! from a run on the simulator). Generation is a pure function of the hand-written files, so
+//! `metaneff.txtpb` and `model.hlo` (hand-written, reviewed: the metaneff and the device program
+//! as HLO text), and the files generated from them: `model.hlo.pb` (the encoded module, what
+//! `neuronx-cc compile --framework XLA` takes), `metaneff.pb` (from the text, with the encoded
+//! module as its `serialized_graph_def`, as torch-neuronx stores it), `model.neff` (from the
+//! `[neff]` table, carrying the module as its `sim/model.hlo.pb` member) and `expected.trace` (the
+//! golden trace, from a run on the simulator). Generation is a pure function of the hand-written files, so
 //! `cargo xtask vectors --check` can tell when a generated file is stale, and `--bless` rewrites
 //! the generated files only; hand-written expectations are never touched by a tool.
 
@@ -22,6 +25,10 @@ pub const NEFF_FILE: &str = "model.neff";
 pub const METANEFF_TEXT_FILE: &str = "metaneff.txtpb";
 /// The metaneff bytes generated from the text.
 pub const METANEFF_FILE: &str = "metaneff.pb";
+/// The reviewed device program, HLO text.
+pub const HLO_TEXT_FILE: &str = "model.hlo";
+/// The encoded `HloModuleProto` generated from the text.
+pub const HLO_FILE: &str = "model.hlo.pb";
 /// The golden trace.
 pub const TRACE_FILE: &str = "expected.trace";
 /// The first line of every golden trace.
@@ -132,26 +139,63 @@ fn sorted_dirs(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
 pub fn generate_inputs(vector: &Vector) -> Result<BTreeMap<&'static str, Vec<u8>>, VectorError> {
     let fail = |message: String| VectorError::Generate { vector: vector.name.clone(), message };
     let mut files = BTreeMap::new();
+    let hlo_path = vector.dir.join(HLO_TEXT_FILE);
+    let hlo = if hlo_path.is_file() {
+        let text = fs::read_to_string(&hlo_path)
+            .map_err(|source| VectorError::Io { path: hlo_path.clone(), source })?;
+        let bytes = encode_hlo_text(&text).map_err(|e| fail(format!("{HLO_TEXT_FILE}: {e}")))?;
+        files.insert(HLO_FILE, bytes.clone());
+        Some(bytes)
+    } else {
+        None
+    };
     if let Some(model) = &vector.case.neff {
         let default_name = vector.name.replace('/', "_");
-        files.insert(NEFF_FILE, build_neff(model, &default_name).map_err(fail)?);
+        files.insert(NEFF_FILE, build_neff(model, &default_name, hlo.as_deref()).map_err(fail)?);
     }
     let text_path = vector.dir.join(METANEFF_TEXT_FILE);
     if text_path.is_file() {
         let text = fs::read_to_string(&text_path)
             .map_err(|source| VectorError::Io { path: text_path.clone(), source })?;
-        let bytes = abi::metaneff::text::from_text(&text)
+        let mut bytes = abi::metaneff::text::from_text(&text)
             .map_err(|e| fail(format!("{METANEFF_TEXT_FILE}: {e}")))?;
+        if let Some(hlo) = &hlo {
+            let mut message = abi::metaneff::decode(&bytes)
+                .map_err(|e| fail(format!("{METANEFF_TEXT_FILE}: {e}")))?;
+            if !message.serialized_graph_def.is_empty() {
+                return Err(fail(format!(
+                    "{METANEFF_TEXT_FILE} sets serialized_graph_def, expected it to come from \
+                     {HLO_TEXT_FILE}"
+                )));
+            }
+            message.serialized_graph_def = hlo.clone();
+            bytes = abi::metaneff::encode(&message);
+        }
         files.insert(METANEFF_FILE, bytes);
     }
     Ok(files)
 }
 
-/// Builds the NEFF of a `[neff]` table.
+/// The encoded `HloModuleProto` of HLO text, checked structurally.
 ///
 /// # Errors
-/// A message naming the bad dtype, header field or program.
-pub fn build_neff(model: &NeffModel, default_name: &str) -> Result<Vec<u8>, String> {
+/// The parser's or validator's message (with line and column for a parse error).
+pub fn encode_hlo_text(text: &str) -> Result<Vec<u8>, String> {
+    let module = hlo::text::parse_module(text).map_err(|e| e.to_string())?;
+    hlo::validate(&module).map_err(|e| e.to_string())?;
+    Ok(hlo::encode_module(&module))
+}
+
+/// Builds the NEFF of a `[neff]` table, carrying the encoded module `hlo` as its device program
+/// (none: an opaque NEFF).
+///
+/// # Errors
+/// A message naming the bad dtype or header field.
+pub fn build_neff(
+    model: &NeffModel,
+    default_name: &str,
+    hlo: Option<&[u8]>,
+) -> Result<Vec<u8>, String> {
     let mut spec = NeffSpec::new(model.name.as_deref().unwrap_or(default_name));
     let mut vars = Vec::new();
     if model.state_buffer.unwrap_or(true) {
@@ -186,10 +230,8 @@ pub fn build_neff(model: &NeffModel, default_name: &str) -> Result<Vec<u8>, Stri
         vars.push(var);
     }
     spec.graphs.push(GraphSpec { name: "sg00".to_owned(), vars });
-    if let Some(ops) = &model.program {
-        let program = serde_json::json!({ "version": 1, "ops": ops });
-        let text = serde_json::to_vec_pretty(&program).map_err(|e| e.to_string())?;
-        spec.extra_members.insert("sim/program.json".to_owned(), text);
+    if let Some(hlo) = hlo {
+        sim::neff_load::add_hlo(&mut spec, hlo);
     }
     for (field, &value) in &model.header {
         let small = || {

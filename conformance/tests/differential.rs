@@ -105,17 +105,22 @@ fn keep_failure(generated: &GeneratedVector) -> String {
         n += 1;
     }
     let dir = failures.join(n.to_string());
-    let files = [("case.toml", &generated.case_toml), ("metaneff.txtpb", &generated.metaneff_text)];
+    let files = [
+        ("case.toml", &generated.case_toml),
+        ("metaneff.txtpb", &generated.metaneff_text),
+        ("model.hlo", &generated.hlo_text),
+    ];
     let written = std::fs::create_dir_all(&dir).and_then(|()| {
         files.iter().try_for_each(|(file, text)| std::fs::write(dir.join(file), text))
     });
     match written {
         Ok(()) => dir.display().to_string(),
         Err(error) => format!(
-            "(not written: {}: {error})\n--- case.toml\n{}\n--- metaneff.txtpb\n{}",
+            "(not written: {}: {error})\n--- case.toml\n{}\n--- metaneff.txtpb\n{}\n--- model.hlo\n{}",
             dir.display(),
             generated.case_toml,
-            generated.metaneff_text
+            generated.metaneff_text,
+            generated.hlo_text
         ),
     }
 }
@@ -153,7 +158,14 @@ fn promote_copies_a_generated_vector_and_blesses_it() {
     assert_eq!(target, vectors_dir.join("promoted/first_generated"));
     let case = std::fs::read_to_string(target.join("case.toml")).expect("case.toml is copied");
     assert_eq!(case, generated.case_toml);
-    for file in ["metaneff.txtpb", "metaneff.pb", "model.neff", "expected.trace"] {
+    for file in [
+        "metaneff.txtpb",
+        "model.hlo",
+        "model.hlo.pb",
+        "metaneff.pb",
+        "model.neff",
+        "expected.trace",
+    ] {
         assert!(target.join(file).is_file(), "promote did not write {file}");
     }
     // The promoted vector passes as a normal vector on both backends.

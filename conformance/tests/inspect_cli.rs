@@ -46,7 +46,7 @@ fn sample_spec() -> NeffSpec {
         inputs: vec![TensorSignature::new("x", "float16", &[16, 16])],
         outputs: vec![TensorSignature::new("output0", "float16", &[8, 16])],
     };
-    spec.extra_members.insert("sim/program.json".to_owned(), b"[]".to_vec());
+    spec.extra_members.insert("sim/model.hlo.pb".to_owned(), b"[]".to_vec());
     spec
 }
 
@@ -87,7 +87,7 @@ fn inspect_json_shows_header_members_vars_and_signature() {
 
     let members = report["members"].as_array().expect("members");
     let program =
-        members.iter().find(|member| member["name"] == "sim/program.json").expect("listed");
+        members.iter().find(|member| member["name"] == "sim/model.hlo.pb").expect("listed");
     assert_eq!(program["size"], 2);
 
     let vars = report["graphs"][0]["vars"].as_array().expect("vars");
@@ -129,7 +129,7 @@ fn inspect_text_is_readable() {
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     let text = String::from_utf8_lossy(&output.stdout);
     for needle in
-        ["inspect.neff", "graph sg00", "MR_INPUT (5)", "unknown", "float16", "sim/program.json"]
+        ["inspect.neff", "graph sg00", "MR_INPUT (5)", "unknown", "float16", "sim/model.hlo.pb"]
     {
         assert!(text.contains(needle), "{needle:?} missing from:\n{text}");
     }

@@ -14,16 +14,18 @@ use std::time::{Duration, Instant};
 
 use abi::dtype::Dltype;
 use abi::runtime::{Framework, Placement, Runtime, TensorUsage};
-use sim::{DeviceProgram, ModelDescription, ProgramOp, SimConfig, SimRuntime};
+use sim::hlo_text::HloText;
+use sim::{ModelDescription, SimConfig, SimRuntime};
 
 fn copy_model(n_bytes: i64) -> ModelDescription {
     ModelDescription::new("copy")
         .with_input("input0", Dltype::Uint8, &[n_bytes])
         .with_output("output0", Dltype::Uint8, &[n_bytes])
-        .with_program(DeviceProgram::new(vec![ProgramOp::Copy {
-            dst: "output0".into(),
-            src: "input0".into(),
-        }]))
+        .with_hlo({
+            let mut hlo = HloText::new("copy");
+            let x = hlo.parameter(Dltype::Uint8, &[n_bytes]);
+            hlo.finish(&[x])
+        })
 }
 
 fn rss_kib() -> u64 {

@@ -12,6 +12,7 @@
 
 use abi::dtype::DtypeNumbering;
 
+use crate::device_program::{HLO_ENV, HloSource};
 use crate::fault::FaultPlan;
 
 /// One GiB, the unit HBM sizes are quoted in.
@@ -68,6 +69,9 @@ pub struct SimConfig {
     pub warnings_to_stderr: bool,
     /// Which calls fail on purpose.
     pub fault_plan: FaultPlan,
+    /// HLO for NEFFs that carry no device program (`NRTSIM_HLO`: a file, or a directory keyed by
+    /// the NEFF's sha256).
+    pub hlo_source: Option<HloSource>,
 }
 
 impl Default for SimConfig {
@@ -82,13 +86,15 @@ impl Default for SimConfig {
             numerical_errors: false,
             warnings_to_stderr: true,
             fault_plan: FaultPlan::default(),
+            hlo_source: None,
         }
     }
 }
 
 impl SimConfig {
     /// [`SimConfig::default`] with `numerical_errors` taken from `NEURON_FAIL_ON_NAN` and
-    /// `NEURON_RT_NUMERICAL_ERRORS_VERBOSITY`, as libnrt reads them.
+    /// `NEURON_RT_NUMERICAL_ERRORS_VERBOSITY`, as libnrt reads them, and `hlo_source` from
+    /// `NRTSIM_HLO`.
     pub fn from_env() -> SimConfig {
         let fail_on_nan = std::env::var("NEURON_FAIL_ON_NAN").ok();
         let verbosity = std::env::var("NEURON_RT_NUMERICAL_ERRORS_VERBOSITY").ok();
@@ -97,6 +103,9 @@ impl SimConfig {
                 fail_on_nan.as_deref(),
                 verbosity.as_deref(),
             ),
+            hlo_source: std::env::var_os(HLO_ENV)
+                .filter(|path| !path.is_empty())
+                .map(|path| HloSource::of_path(std::path::Path::new(&path))),
             ..SimConfig::default()
         }
     }

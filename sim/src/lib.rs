@@ -12,8 +12,9 @@
 //!   parser is plugged in by one function ([`neff_load::describe_neff`]). Every variable becomes a
 //!   slot by its memory-reference kind; constants and scratch are staged at load, inputs and
 //!   outputs bound by name at execute.
-//! - **A tiny device program** ([`program`], the `sim/program.json` member) makes outputs a
-//!   function of inputs, so mis-binding is observable and NaN → 1003 can be exercised. A NEFF
+//! - **The device program is XLA HLO** ([`device_program`], the `sim/model.hlo.pb` member, or
+//!   `NRTSIM_HLO` for a NEFF that carries none), run by the `hlo` crate at every launch, so
+//!   outputs are the model's real function of its inputs and NaN → 1003 can be exercised. A NEFF
 //!   without one runs as opaque: outputs are zero, and one warning says so.
 //! - **Deterministic failure on demand** ([`fault`]): a seeded plan makes the Nth call, or a
 //!   fraction of calls, of a named C function return a chosen status.
@@ -28,18 +29,21 @@
 pub mod async_queues;
 pub mod checks;
 pub mod config;
+pub mod device_program;
 pub mod fault;
+pub mod hlo_text;
 mod memory;
 pub mod model;
 pub mod neff_load;
-pub mod program;
 mod runtime;
 pub mod sys_trace;
 
 pub use config::{ImitatedRelease, SimConfig};
+pub use device_program::{
+    DeviceProgram, DeviceProgramError, HLO_ENV, HLO_MEMBER, HloSource, LaunchRecord,
+};
 pub use fault::{FaultPlan, FaultPlanError, FaultRule, FaultTrigger};
 pub use model::{IoDescription, ModelDescription, SlotKind, VarDescription};
-pub use program::{DeviceProgram, ProgramError, ProgramOp};
 pub use runtime::{
     DMA_DESCRIPTOR_BYTES, SimConfigError, SimRuntime, TrafficCounters, VERSION_DETAIL,
 };

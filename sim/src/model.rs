@@ -14,8 +14,6 @@ use std::sync::Arc;
 
 use abi::dtype::{Dltype, n_bytes_with_item_size};
 
-use crate::program::DeviceProgram;
-
 /// The kind of memory reference a variable becomes (`kbin_mr_type`, ABI-FACTS §5).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum SlotKind {
@@ -135,8 +133,11 @@ pub struct ModelDescription {
     pub inputs: Vec<IoDescription>,
     /// Signature outputs, in declared order.
     pub outputs: Vec<IoDescription>,
-    /// The device program, if the NEFF carries one.
-    pub program: Option<DeviceProgram>,
+    /// The device program: an HLO module (encoded `HloModuleProto` or HLO text), if the NEFF
+    /// carries one (see [`crate::device_program`]).
+    pub hlo: Option<Vec<u8>>,
+    /// Where [`ModelDescription::hlo`] came from, for messages (empty: the NEFF member).
+    pub hlo_origin: String,
 }
 
 impl ModelDescription {
@@ -188,9 +189,9 @@ impl ModelDescription {
         self
     }
 
-    /// Sets the device program.
-    pub fn with_program(mut self, program: DeviceProgram) -> Self {
-        self.program = Some(program);
+    /// Sets the device program: an HLO module, binary or text.
+    pub fn with_hlo(mut self, hlo: impl Into<Vec<u8>>) -> Self {
+        self.hlo = Some(hlo.into());
         self
     }
 

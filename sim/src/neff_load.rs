@@ -8,11 +8,11 @@
 //! - **Graphs are flattened.** libnrt runs a NEFF's subgraphs on one NeuronCore over one set of
 //!   inputs and outputs, so an input or output name is bound once (the first graph that declares
 //!   it). A staged variable of a later graph whose name is taken is renamed `graph/name`, which
-//!   is also how a device program addresses it.
+//!   keeps names unique.
 //! - **Constants** (`file` variables) come from their `.npy` member, data after the header; a
 //!   missing member is `NRT_INVALID`.
 //! - **The writer side** ([`neff_spec_of`]) turns a description back into a [`NeffSpec`], with the
-//!   device program as the `sim/program.json` member ([`add_program`]), so tests and vectors can
+//!   device program as the `sim/model.hlo.pb` member ([`add_hlo`]), so tests and vectors can
 //!   make real NEFF bytes for any model the simulator can describe.
 
 use std::collections::{BTreeMap, HashSet};
@@ -26,8 +26,8 @@ use abi::neff::{
 use abi::runtime::NrtError;
 use abi::status::NrtStatus;
 
+use crate::device_program::HLO_MEMBER;
 use crate::model::{IoDescription, ModelDescription, SlotKind, VarDescription};
-use crate::program::{DeviceProgram, PROGRAM_MEMBER};
 
 /// The one mapping between the parser's memory-reference type and the simulator's slot kind.
 pub fn slot_kind_of(mr_type: MrType) -> Option<SlotKind> {
@@ -72,8 +72,8 @@ fn invalid(detail: String) -> NrtError {
 ///
 /// # Errors
 /// The status of the parser's error (`NRT_UNSUPPORTED_NEFF_VERSION` for version and feature
-/// gates, `NRT_INVALID` otherwise), or `NRT_INVALID` for a constant whose member is missing or a
-/// `sim/program.json` that does not parse.
+/// gates, `NRT_INVALID` otherwise), or `NRT_INVALID` for a constant whose member is missing. The
+/// `sim/model.hlo.pb` member is taken as it is; it is checked when the model is loaded.
 pub fn describe_neff(bytes: &[u8]) -> Result<ModelDescription, NrtError> {
     let neff = Neff::parse(bytes, &ReadOptions::loader())
         .map_err(|err| NrtError::new(err.status(), err.to_string()))?;
@@ -150,19 +150,21 @@ pub fn describe(neff: &Neff) -> Result<ModelDescription, NrtError> {
             });
         }
     }
-    let program = match neff.members.get(PROGRAM_MEMBER) {
-        Some(member) => Some(
-            DeviceProgram::from_json(member.bytes())
-                .map_err(|err| invalid(format!("{PROGRAM_MEMBER}: {err}")))?,
-        ),
-        None => None,
-    };
-    Ok(ModelDescription { name: neff.header.name.clone(), vars, inputs, outputs, program })
+    let hlo = neff.members.get(HLO_MEMBER).map(|member| member.bytes().to_vec());
+    Ok(ModelDescription {
+        name: neff.header.name.clone(),
+        vars,
+        inputs,
+        outputs,
+        hlo,
+        hlo_origin: String::new(),
+    })
 }
 
-/// Puts `program` into `spec` as its `sim/program.json` member, replacing any earlier one.
-pub fn add_program(spec: &mut NeffSpec, program: &DeviceProgram) {
-    spec.extra_members.insert(PROGRAM_MEMBER.to_owned(), program.to_json_bytes());
+/// Puts `hlo` (an encoded `HloModuleProto`, or HLO text) into `spec` as its `sim/model.hlo.pb`
+/// member, replacing any earlier one.
+pub fn add_hlo(spec: &mut NeffSpec, hlo: &[u8]) {
+    spec.extra_members.insert(HLO_MEMBER.to_owned(), hlo.to_vec());
 }
 
 /// A one-graph (`sg00`) NEFF spec for `description`: its variables, signature, constants (as
@@ -207,8 +209,8 @@ pub fn neff_spec_of(description: &ModelDescription) -> Result<NeffSpec, NeffErro
     };
     spec.graphs.push(graph);
     spec.constants = constants;
-    if let Some(program) = &description.program {
-        add_program(&mut spec, program);
+    if let Some(hlo) = &description.hlo {
+        add_hlo(&mut spec, hlo);
     }
     Ok(spec)
 }

@@ -36,13 +36,13 @@ use abi::trace::name_text;
 
 use crate::async_queues::{AsyncError, AsyncQueues, ExecutionUnit, Job};
 use crate::config::SimConfig;
+use crate::device_program::{DeviceProgram, IoVar, holds_nan};
 use crate::fault::{FaultInjector, FaultPlanError};
 use crate::memory::{
     CoreMemory, DeviceBlock, Place, Storage, copy_bytes, fill_bytes, read_bytes, staging_buffer,
     write_bytes,
 };
 use crate::model::{ModelDescription, SlotKind};
-use crate::program::{CompiledProgram, ElementType, ProgramVar, compile, holds_nan};
 use crate::sys_trace::{CaptureConfig, Event, EventLog, FetchOptions};
 
 /// The largest transfer one simulated DMA descriptor carries.
@@ -168,7 +168,7 @@ struct IoSlot {
     name: String,
     slot: usize,
     size: usize,
-    element: Option<ElementType>,
+    dltype: Option<abi::dtype::Dltype>,
 }
 
 struct LoadedModel {
@@ -179,12 +179,17 @@ struct LoadedModel {
     slot_starts: Vec<usize>,
     inputs: Vec<IoSlot>,
     outputs: Vec<IoSlot>,
-    program: Option<CompiledProgram>,
+    program: Option<DeviceProgram>,
+    /// The rendezvous and rank of a collective program loaded by `nrt_load_collectives`.
+    group: Option<(Arc<crate::device_program::Rendezvous>, usize)>,
     info: Vec<TensorInfo>,
     counters: Counters,
     /// Everything staged at load; freed when the last launch using the model ends.
     _staged: Vec<DeviceBlock>,
 }
+
+/// A collective launch's identity: the module's bytes and the world size.
+type RendezvousKey = (Vec<u8>, u32);
 
 /// The tensors bound to a model's inputs and outputs, in slot order.
 type BoundTensors = (Vec<Arc<Tensor>>, Vec<Arc<Tensor>>);
@@ -236,6 +241,9 @@ enum WarningKind {
     OpaqueProgram,
     /// `nrt_tensor_check_output_completion` waited its full timeout for a tensor.
     CompletionWait,
+    /// A device program failed at execute (what only the data can cause: a while loop over its
+    /// limit, an array over the budget, a collective launch whose ranks did not meet).
+    DeviceProgramFailed,
 }
 
 impl WarningKind {
@@ -244,9 +252,11 @@ impl WarningKind {
     fn printed(self) -> &'static AtomicBool {
         static OPAQUE_PROGRAM: AtomicBool = AtomicBool::new(false);
         static COMPLETION_WAIT: AtomicBool = AtomicBool::new(false);
+        static DEVICE_PROGRAM_FAILED: AtomicBool = AtomicBool::new(false);
         match self {
             WarningKind::OpaqueProgram => &OPAQUE_PROGRAM,
             WarningKind::CompletionWait => &COMPLETION_WAIT,
+            WarningKind::DeviceProgramFailed => &DEVICE_PROGRAM_FAILED,
         }
     }
 }
@@ -278,6 +288,10 @@ pub struct SimRuntime {
     queues: AsyncQueues,
     /// This runtime, when it was made by [`SimRuntime::new_shared`] (the async API needs it).
     this: Weak<SimRuntime>,
+    /// Launches of device programs, when recording is on ([`SimRuntime::record_launches`]).
+    launch_log: Mutex<Option<Vec<crate::device_program::LaunchRecord>>>,
+    /// Where the ranks of collective programs meet, by module bytes and world size.
+    rendezvous: Mutex<HashMap<RendezvousKey, Arc<crate::device_program::Rendezvous>>>,
 }
 
 impl std::fmt::Debug for SimRuntime {
@@ -329,6 +343,8 @@ impl SimRuntime {
             events: EventLog::new(),
             queues: AsyncQueues::new(config_cores),
             this: Weak::new(),
+            launch_log: Mutex::new(None),
+            rendezvous: Mutex::new(HashMap::new()),
         })
     }
 
@@ -522,6 +538,17 @@ impl SimRuntime {
         Ok(())
     }
 
+    /// Starts recording every launch of a device program: its module, arguments and results
+    /// (for cross-checks of the simulator's results against another evaluator).
+    pub fn record_launches(&self) {
+        lock(&self.launch_log).get_or_insert_with(Vec::new);
+    }
+
+    /// The launches recorded since [`SimRuntime::record_launches`], oldest first.
+    pub fn launches(&self) -> Vec<crate::device_program::LaunchRecord> {
+        lock(&self.launch_log).clone().unwrap_or_default()
+    }
+
     /// [`Runtime::tensor_read`] into memory a caller cannot lend as a slice (see
     /// [`SimRuntime::tensor_write_staged`]): the bytes are read into a staging buffer, which
     /// `drain` copies out.
@@ -652,6 +679,24 @@ impl SimRuntime {
         }
     }
 
+    /// Parses a NEFF; one that carries no device program gets the one [`SimConfig::hlo_source`]
+    /// has for it, if any.
+    fn describe(&self, neff: &[u8]) -> Result<ModelDescription, NrtError> {
+        let mut description = crate::neff_load::describe_neff(neff)?;
+        if description.hlo.is_none() {
+            if let Some(source) = &self.config.hlo_source {
+                let found = source
+                    .lookup(neff)
+                    .map_err(|err| NrtError::new(NrtStatus::Invalid, err.to_string()))?;
+                if let Some((hlo, origin)) = found {
+                    description.hlo = Some(hlo);
+                    description.hlo_origin = origin;
+                }
+            }
+        }
+        Ok(description)
+    }
+
     /// Loads an in-memory model description, as [`Runtime::load`] does after parsing a NEFF.
     ///
     /// # Errors
@@ -673,11 +718,34 @@ impl SimRuntime {
         vnc: i32,
         vnc_count: i32,
     ) -> Result<ModelId, NrtError> {
+        self.load_ranked(description, vnc, vnc_count, None)
+    }
+
+    /// As `load_checked`; `rank` is `(ctx_device_id, ctx_device_count)` of `nrt_load_collectives`.
+    fn load_ranked(
+        &self,
+        description: &ModelDescription,
+        vnc: i32,
+        vnc_count: i32,
+        rank: Option<(u32, u32)>,
+    ) -> Result<ModelId, NrtError> {
         let mut occupancy = lock(&self.occupancy);
         let first = pick_cores(&occupancy, vnc, vnc_count)?;
         let count = if vnc_count == -1 { 1 } else { vnc_count as u32 };
         let start_ns = self.events.now_ns();
-        let loaded = self.stage(description, first, count)?;
+        let mut loaded = self.stage(description, first, count)?;
+        if let (Some(program), Some((id, world))) = (&loaded.program, rank) {
+            if program.is_collective() && world > 1 {
+                let key = (program.source().to_vec(), world);
+                let group = lock(&self.rendezvous)
+                    .entry(key)
+                    .or_insert_with(|| {
+                        Arc::new(crate::device_program::Rendezvous::new(world as usize))
+                    })
+                    .clone();
+                loaded.group = Some((group, id as usize));
+            }
+        }
         for core in &loaded.cores {
             occupancy[*core as usize] += 1;
         }
@@ -776,8 +844,7 @@ impl SimRuntime {
             };
             slot_starts[idx] = to_usize(start, "offset")?;
         }
-        let element_of =
-            |name: &str| description.io(name).and_then(|io| io.dltype).map(ElementType::of_dltype);
+        let dltype_of = |name: &str| description.io(name).and_then(|io| io.dltype);
         let io_slots = |kind: SlotKind, signature: &[crate::model::IoDescription]| {
             let mut order: Vec<usize> = signature
                 .iter()
@@ -797,32 +864,41 @@ impl SimRuntime {
                         name: var.name.clone(),
                         slot: idx,
                         size: to_usize(var.size, "size")?,
-                        element: element_of(&var.name),
+                        dltype: dltype_of(&var.name),
                     })
                 })
                 .collect::<Result<Vec<IoSlot>, NrtError>>()
         };
         let inputs = io_slots(SlotKind::Input, &description.inputs)?;
         let outputs = io_slots(SlotKind::Output, &description.outputs)?;
-        let program = match &description.program {
-            Some(program) => {
-                let lookup = |name: &str| {
-                    names.get(name).map(|&idx| {
-                        let var = &description.vars[idx];
-                        ProgramVar {
-                            slot: idx,
-                            size: var.size,
-                            element: element_of(name),
-                            addressable: var.kind.is_addressable(),
-                        }
-                    })
+        let program = match &description.hlo {
+            Some(hlo) => {
+                let vars = |slots: &[IoSlot]| -> Vec<IoVar> {
+                    slots
+                        .iter()
+                        .map(|slot| IoVar {
+                            name: slot.name.clone(),
+                            size: slot.size,
+                            dltype: slot.dltype,
+                        })
+                        .collect()
                 };
-                Some(compile(program, &lookup).map_err(|err| invalid(err.to_string()))?)
+                let origin = if description.hlo_origin.is_empty() {
+                    format!("neff member {}", crate::device_program::HLO_MEMBER)
+                } else {
+                    description.hlo_origin.clone()
+                };
+                Some(
+                    DeviceProgram::compile(hlo, &origin, &vars(&inputs), &vars(&outputs))
+                        .map_err(|err| invalid(err.to_string()))?,
+                )
             }
             None => {
                 self.warn(WarningKind::OpaqueProgram, || format!(
-                    "model {:?} has no sim/program.json: its device program is opaque to the simulator, so its outputs stay zero",
-                    description.name
+                    "model {:?} carries no HLO device program (no {} member, nothing from {}): it is opaque to the simulator, so its outputs stay zero",
+                    description.name,
+                    crate::device_program::HLO_MEMBER,
+                    crate::device_program::HLO_ENV
                 ));
                 None
             }
@@ -855,6 +931,7 @@ impl SimRuntime {
             inputs,
             outputs,
             program,
+            group: None,
             info,
             counters: Counters::default(),
             _staged: staged,
@@ -962,7 +1039,65 @@ impl SimRuntime {
         {
             let mut bytes = memory.lock_bytes();
             match &model.program {
-                Some(program) => program.run(&mut bytes, &starts),
+                Some(program) => {
+                    let recording = lock(&self.launch_log).is_some();
+                    let mut args = Vec::new();
+                    let read = |io: usize, len: usize| {
+                        let start = starts[model.inputs[io].slot];
+                        let arg = bytes[start..start + len].to_vec();
+                        if recording {
+                            args.push(arg.clone());
+                        }
+                        arg
+                    };
+                    let result = match &model.group {
+                        Some((group, rank)) => {
+                            let args = program.read_args(read);
+                            group
+                                .join(program, *rank, args, crate::device_program::RENDEZVOUS_TIMEOUT)
+                                .map_err(|err| {
+                                    err.unwrap_or_else(|| {
+                                        status = NrtStatus::Timeout;
+                                        format!(
+                                            "rank {rank}: the other ranks of the collective launch did not come within {:?}",
+                                            crate::device_program::RENDEZVOUS_TIMEOUT
+                                        )
+                                    })
+                                })
+                        }
+                        None => program.run(read),
+                    };
+                    if let (true, Ok(written)) = (recording, &result) {
+                        let record = crate::device_program::LaunchRecord {
+                            model: model.name.clone(),
+                            hlo: program.source().to_vec(),
+                            args,
+                            results: written.iter().map(|(_, data)| data.clone()).collect(),
+                        };
+                        if let Some(log) = lock(&self.launch_log).as_mut() {
+                            log.push(record);
+                        }
+                    }
+                    match result {
+                        Ok(written) => {
+                            for (io, data) in written {
+                                let start = starts[model.outputs[io].slot];
+                                bytes[start..start + data.len()].copy_from_slice(&data);
+                            }
+                        }
+                        Err(detail) => {
+                            self.warn(WarningKind::DeviceProgramFailed, || {
+                                format!(
+                                    "model {:?}: the device program failed: {detail}",
+                                    model.name
+                                )
+                            });
+                            if status == NrtStatus::Success {
+                                status = NrtStatus::Failure;
+                            }
+                        }
+                    }
+                }
                 None => {
                     for slot in &model.outputs {
                         let start = starts[slot.slot];
@@ -973,8 +1108,8 @@ impl SimRuntime {
             if self.config.numerical_errors {
                 let nan = model.outputs.iter().any(|slot| {
                     let start = starts[slot.slot];
-                    slot.element
-                        .is_some_and(|element| holds_nan(element, &bytes[start..start + slot.size]))
+                    slot.dltype
+                        .is_some_and(|dltype| holds_nan(dltype, &bytes[start..start + slot.size]))
                 });
                 if nan {
                     status = NrtStatus::ExecCompletedWithNumErr;
@@ -1136,7 +1271,7 @@ impl Runtime for SimRuntime {
 
     fn load(&self, neff: &[u8], vnc: i32, vnc_count: i32) -> Result<ModelId, NrtError> {
         self.enter(LibnrtFunction::nrt_load)?;
-        let description = crate::neff_load::describe_neff(neff)?;
+        let description = self.describe(neff)?;
         self.load_checked(&description, vnc, vnc_count)
     }
 
@@ -1157,8 +1292,8 @@ impl Runtime for SimRuntime {
                 ),
             ));
         }
-        let description = crate::neff_load::describe_neff(neff)?;
-        self.load_checked(&description, vnc, vnc_count)
+        let description = self.describe(neff)?;
+        self.load_ranked(&description, vnc, vnc_count, Some((ctx_device_id, ctx_device_count)))
     }
 
     fn unload(&self, model: ModelId) -> Result<(), NrtError> {

@@ -5,9 +5,11 @@ mod common;
 use abi::dtype::Dltype;
 use abi::runtime::{Framework, ModelId, NrtError, Placement, Runtime, TensorUsage};
 use abi::status::NrtStatus;
-use common::{arithmetic_model, copy_model, f32_bytes, nan_model, small_config, small_sim};
+use common::{
+    arithmetic_model, copy_hlo, copy_model, f32_bytes, nan_model, small_config, small_sim,
+};
 use sim::neff_load::{describe_neff, neff_spec_of};
-use sim::{DeviceProgram, ModelDescription, ProgramOp, SimRuntime, checks};
+use sim::{HLO_MEMBER, ModelDescription, SimConfig, SimRuntime, checks};
 
 fn neff_of(description: &ModelDescription) -> Vec<u8> {
     neff_spec_of(description).expect("spec").to_bytes().expect("neff bytes")
@@ -102,7 +104,7 @@ fn data_pages() -> u64 {
 fn two_thousand_loads_without_program_keep_one_warning_record() {
     let sim = SimRuntime::new(small_config(1, false)).expect("sim");
     sim.init(Framework::NoFw, "", "").unwrap();
-    let description = ModelDescription { program: None, ..copy_model(16) };
+    let description = ModelDescription { hlo: None, ..copy_model(16) };
     let neff = neff_of(&description);
     let cycle = || {
         let model = sim.load(&neff, -1, 1).unwrap();
@@ -119,7 +121,7 @@ fn two_thousand_loads_without_program_keep_one_warning_record() {
     );
     let warnings = sim.warnings();
     assert_eq!(warnings.len(), 1, "one record per kind of warning, got {}", warnings.len());
-    assert!(warnings[0].contains("sim/program.json"), "{warnings:?}");
+    assert!(warnings[0].contains("carries no HLO device program"), "{warnings:?}");
     assert_eq!(sim.warning_count(), 2100, "every occurrence is counted");
 }
 
@@ -127,7 +129,7 @@ fn two_thousand_loads_without_program_keep_one_warning_record() {
 fn a_neff_without_program_loads_and_warns_once() {
     let sim = small_sim();
     sim.init(Framework::NoFw, "", "").unwrap();
-    let description = ModelDescription { program: None, ..copy_model(16) };
+    let description = ModelDescription { hlo: None, ..copy_model(16) };
     sim.load(&neff_of(&description), -1, 1).unwrap();
     assert_eq!(sim.warnings().len(), 1);
 }
@@ -136,16 +138,20 @@ fn a_neff_without_program_loads_and_warns_once() {
 fn a_bad_program_member_is_invalid_at_load() {
     let sim = small_sim();
     sim.init(Framework::NoFw, "", "").unwrap();
-    let bad = copy_model(16)
-        .with_program(DeviceProgram::new(vec![ProgramOp::Nan { dst: "output0".into(), index: 0 }]));
+    // A module over f32 where the NEFF says uint8: refused, naming both sides.
+    let bad = copy_model(16).with_hlo(copy_hlo(Dltype::Float32, 4));
     let err = sim.load(&neff_of(&bad), -1, 1).unwrap_err();
     assert_eq!(err.status, NrtStatus::Invalid);
-    assert!(err.detail.contains("op 0") && err.detail.contains("floating-point"), "{err}");
+    assert!(
+        err.detail.contains("parameter 0 (f32[4]) and input \"input0\"")
+            && err.detail.contains("against dltype uint8"),
+        "{err}"
+    );
     let mut spec = neff_spec_of(&copy_model(16)).unwrap();
-    spec.extra_members.insert("sim/program.json".into(), b"{\"version\": 1}".to_vec());
+    spec.extra_members.insert(HLO_MEMBER.into(), b"HloModule m\nENTRY e {".to_vec());
     let err = sim.load(&spec.to_bytes().unwrap(), -1, 1).unwrap_err();
     assert_eq!(err.status, NrtStatus::Invalid);
-    assert!(err.detail.contains("sim/program.json"), "{err}");
+    assert!(err.detail.contains(HLO_MEMBER), "{err}");
 }
 
 #[test]
@@ -168,6 +174,99 @@ fn load_collectives_checks_the_rank() {
     sim.load_collectives(&neff, -1, 1, 1, 2).unwrap();
     let err = sim.load_collectives(&neff, -1, 1, 2, 2).unwrap_err();
     assert_eq!(err.status, NrtStatus::Invalid);
+}
+
+#[test]
+fn a_neff_without_hlo_runs_the_module_nrtsim_hlo_names_for_it() {
+    let dir = std::env::temp_dir().join(format!("nrtsim-hlo-env-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let opaque = ModelDescription { hlo: None, ..arithmetic_model(2) };
+    let neff = neff_of(&opaque);
+    let program = arithmetic_model(2).hlo.unwrap();
+    let file = dir.join("arithmetic.hlo");
+    std::fs::write(&file, &program).unwrap();
+    let x = f32_bytes(&[1.0, 2.0]);
+    let y = f32_bytes(&[3.0, 4.0]);
+    let expected = [("sum", f32_bytes(&[4.0, 6.0])), ("prod", f32_bytes(&[6.0, 16.0]))];
+    let expected: Vec<(&str, &[u8])> = expected.iter().map(|(n, b)| (*n, b.as_slice())).collect();
+    // A file serves every NEFF; a directory only the NEFF whose sha256 names a file in it.
+    let hash: String = sha256_hex(&neff);
+    std::fs::write(dir.join(format!("{hash}.hlo")), &program).unwrap();
+    for source in [sim::HloSource::File(file.clone()), sim::HloSource::Directory(dir.clone())] {
+        let sim = SimRuntime::new(SimConfig { hlo_source: Some(source), ..small_config(2, false) })
+            .unwrap();
+        checks::canonical_client_flow(
+            &sim,
+            &neff_loader(&neff),
+            Placement::Device,
+            &[("x", &x), ("y", &y)],
+            &expected,
+            NrtStatus::Success,
+        )
+        .unwrap();
+        assert!(sim.warnings().is_empty(), "{:?}", sim.warnings());
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest as _;
+    sha2::Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+const ALL_REDUCE: &str = "HloModule all_reduce\n\nadd {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT s = f32[] add(a, b)\n}\n\nENTRY main {\n  input0 = f32[4] parameter(0)\n  sum = f32[4] all-reduce(input0), replica_groups={}, to_apply=add\n  ROOT outputs = (f32[4]) tuple(sum)\n}\n";
+
+#[test]
+fn the_ranks_of_a_collective_launch_meet_and_all_reduce() {
+    let sim = SimRuntime::new(small_config(4, false)).unwrap();
+    sim.init(Framework::NoFw, "", "").unwrap();
+    let description = ModelDescription::new("all_reduce")
+        .with_input("input0", Dltype::Float32, &[4])
+        .with_output("output0", Dltype::Float32, &[4])
+        .with_hlo(ALL_REDUCE);
+    let neff = neff_of(&description);
+    let outputs: Vec<Vec<u8>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..4u32)
+            .map(|rank| {
+                let (sim, neff) = (&sim, &neff);
+                scope.spawn(move || {
+                    let model = sim.load_collectives(neff, rank as i32, 1, rank, 4).unwrap();
+                    let input =
+                        sim.tensor_allocate(Placement::Device, rank as i32, 16, b"in").unwrap();
+                    let value = (rank + 1) as f32;
+                    sim.tensor_write(input, 0, &f32_bytes(&[value, value * 10.0, 0.5, -value]))
+                        .unwrap();
+                    let output =
+                        sim.tensor_allocate(Placement::Device, rank as i32, 16, b"out").unwrap();
+                    let (ins, outs) =
+                        (sim.allocate_tensor_set().unwrap(), sim.allocate_tensor_set().unwrap());
+                    sim.add_tensor_to_tensor_set(ins, b"input0", input).unwrap();
+                    sim.add_tensor_to_tensor_set(outs, b"output0", output).unwrap();
+                    assert_eq!(sim.execute(model, ins, outs), Ok(NrtStatus::Success));
+                    let mut read = vec![0u8; 16];
+                    sim.tensor_read(output, 0, &mut read).unwrap();
+                    read
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    // 1 + 2 + 3 + 4 = 10 in every rank.
+    for read in outputs {
+        assert_eq!(read, f32_bytes(&[10.0, 100.0, 2.0, -10.0]));
+    }
+    // Loaded with nrt_load (no ranks), the same module runs alone: a world of one.
+    let model = sim.load(&neff, 0, 1).unwrap();
+    let input = sim.tensor_allocate(Placement::Device, 0, 16, b"in").unwrap();
+    sim.tensor_write(input, 0, &f32_bytes(&[1.0, 2.0, 3.0, 4.0])).unwrap();
+    let output = sim.tensor_allocate(Placement::Device, 0, 16, b"out").unwrap();
+    let (ins, outs) = (sim.allocate_tensor_set().unwrap(), sim.allocate_tensor_set().unwrap());
+    sim.add_tensor_to_tensor_set(ins, b"input0", input).unwrap();
+    sim.add_tensor_to_tensor_set(outs, b"output0", output).unwrap();
+    assert_eq!(sim.execute(model, ins, outs), Ok(NrtStatus::Success));
+    let mut read = vec![0u8; 16];
+    sim.tensor_read(output, 0, &mut read).unwrap();
+    assert_eq!(read, f32_bytes(&[1.0, 2.0, 3.0, 4.0]));
 }
 
 /// A NEFF laid out as neuronx-cc 2.23 writes it: `metadata.signatures.default.outputs` present

@@ -9,10 +9,8 @@ use abi::status::NrtStatus;
 use common::{
     arithmetic_model, copy_model, f32_bytes, f32_values, nan_model, small_config, small_sim,
 };
-use sim::{
-    DeviceProgram, FaultPlan, ModelDescription, ProgramOp, SimConfig, SimRuntime, SlotKind,
-    VarDescription,
-};
+use sim::hlo_text::HloText;
+use sim::{FaultPlan, ModelDescription, SimConfig, SimRuntime, SlotKind, VarDescription};
 
 fn init(sim: &SimRuntime) {
     sim.init(Framework::Pytorch, "2.9", "2.9").expect("init");
@@ -142,17 +140,9 @@ fn load_stages_constants_and_scratch_and_unload_frees_them() {
         .with_constant("bias", constant)
         .with_var(VarDescription::new("tmp", 3, SlotKind::TmpBuf, 16))
         .with_var(window)
-        .with_program(DeviceProgram {
-            dtypes: [("bias", "float32"), ("tmp", "float32"), ("window", "float32")]
-                .into_iter()
-                .map(|(k, v)| (k.to_owned(), v.to_owned()))
-                .collect(),
-            ..DeviceProgram::new(vec![
-                ProgramOp::Add { dst: "tmp".into(), a: "input0".into(), b: "bias".into() },
-                ProgramOp::Copy { dst: "window".into(), src: "tmp".into() },
-                ProgramOp::Scale { dst: "output0".into(), src: "window".into(), factor: 0.5 },
-            ])
-        });
+        .with_hlo(
+            "HloModule staged\n\nENTRY main {\n  x = f32[4] parameter(0)\n  bias = f32[4] constant({10, 20, 30, 40})\n  sum = f32[4] add(x, bias)\n  half = f32[] constant(0.5)\n  halves = f32[4] broadcast(half), dimensions={}\n  out = f32[4] multiply(sum, halves)\n  ROOT t = (f32[4]) tuple(out)\n}\n",
+        );
     let before = sim.device_bytes_in_use(0).unwrap();
     let model = sim.load_description(&description, 0, 1).unwrap();
     assert!(sim.device_bytes_in_use(0).unwrap() > before + 4096);
@@ -169,16 +159,19 @@ fn load_stages_constants_and_scratch_and_unload_frees_them() {
 }
 
 #[test]
-fn a_bad_program_is_invalid_at_load_naming_the_op() {
+fn a_program_that_does_not_fit_the_signature_is_invalid_at_load_naming_both_sides() {
     let sim = small_sim();
     init(&sim);
-    let description = copy_model(16).with_program(DeviceProgram::new(vec![
-        ProgramOp::Copy { dst: "output0".into(), src: "input0".into() },
-        ProgramOp::Scale { dst: "output0".into(), src: "missing".into(), factor: 1.0 },
-    ]));
+    let mut hlo = HloText::new("two");
+    let a = hlo.parameter(Dltype::Uint8, &[16]);
+    let _b = hlo.parameter(Dltype::Uint8, &[16]);
+    let description = copy_model(16).with_hlo(hlo.finish(&[a]));
     let err = sim.load_description(&description, -1, 1).unwrap_err();
     assert_eq!(err.status, NrtStatus::Invalid);
-    assert!(err.detail.contains("op 1") && err.detail.contains("\"missing\""), "{err}");
+    assert!(
+        err.detail.contains("the module has 2 parameters, the neff 1 input variables (\"input0\")"),
+        "{err}"
+    );
     assert_eq!(sim.device_bytes_in_use(0), Some(0), "a failed load stages nothing");
 }
 
@@ -186,7 +179,7 @@ fn a_bad_program_is_invalid_at_load_naming_the_op() {
 fn a_model_without_program_runs_opaque_with_zero_outputs_and_one_warning() {
     let sim = small_sim();
     init(&sim);
-    let description = ModelDescription { program: None, ..copy_model(8) };
+    let description = ModelDescription { hlo: None, ..copy_model(8) };
     let model = sim.load_description(&description, -1, 1).unwrap();
     let (inputs, outputs, tensors) = bind(&sim, model, Placement::Virtual);
     let output = tensor_named(&tensors, "output0");
@@ -276,10 +269,13 @@ fn binding_is_by_name_not_by_position() {
         .with_input("a", Dltype::Float32, &[1])
         .with_input("b", Dltype::Float32, &[1])
         .with_output("output0", Dltype::Float32, &[1])
-        .with_program(DeviceProgram::new(vec![ProgramOp::Copy {
-            dst: "output0".into(),
-            src: "b".into(),
-        }]));
+        .with_hlo({
+            // Not XLA names: parameter i is the i-th input of the signature (a, then b).
+            let mut hlo = HloText::new("pick_b");
+            let _a = hlo.parameter(Dltype::Float32, &[1]);
+            let b = hlo.parameter(Dltype::Float32, &[1]);
+            hlo.finish(&[b])
+        });
     let model = sim.load_description(&description, -1, 1).unwrap();
     let inputs = sim.allocate_tensor_set().unwrap();
     let outputs = sim.allocate_tensor_set().unwrap();

@@ -9,7 +9,7 @@
 //!   bodies by supplying its own factory.
 //! - **Bodies return `Result<(), String>`** with a message that says what was expected and what
 //!   came, so a harness can report them as named test failures without panics.
-//! - **Models carry a device program** (`sim/program.json`, see [`models`]), so outputs are a
+//! - **Models carry an HLO device program** (the `sim/model.hlo.pb` member, see [`models`]), so outputs are a
 //!   function of named inputs and a mis-binding shows.
 #![forbid(unsafe_code)]
 

@@ -1,5 +1,6 @@
-//! Small models for tests: a NEFF whose `sim/program.json` makes outputs a function of named
-//! inputs, and the matching metaneff, both built from one [`ModelDef`].
+//! Small models for tests: a NEFF whose HLO device program (the `sim/model.hlo.pb` member, written
+//! from [`Step`]s by `sim::hlo_text`) makes outputs a function of named inputs, and the matching
+//! metaneff, both built from one [`ModelDef`].
 //!
 //! The NEFF has one graph `sg00` whose variables are the inputs then the outputs (var_ids in
 //! that order, sizes from dtype and shape) and a signature with their dltypes, so a simulator
@@ -11,7 +12,7 @@ use abi::dtype::{dltype_of, n_bytes};
 use abi::metaneff::meta_tensor::{DataType, Type};
 use abi::metaneff::{self, MetaNeff, MetaTensor, ModelConfig};
 use abi::neff::{GraphSpec, NeffSpec, Signature, TensorSignature, Var};
-use serde_json::{Value, json};
+pub use sim::hlo_text::Step;
 
 /// One boundary tensor of a test model.
 #[derive(Clone, Debug)]
@@ -117,8 +118,8 @@ pub struct ModelDef {
     pub lazy_load: bool,
     /// `ModelConfig.async_load`.
     pub async_load: bool,
-    /// The program's operations, as `sim/program.json` objects.
-    pub ops: Vec<Value>,
+    /// The program's steps, written into the NEFF as HLO.
+    pub ops: Vec<Step>,
 }
 
 impl ModelDef {
@@ -145,9 +146,22 @@ impl ModelDef {
             inputs: self.inputs.iter().map(TensorDef::signature).collect(),
             outputs: self.outputs.iter().map(TensorDef::signature).collect(),
         };
-        let program = json!({ "version": 1, "ops": self.ops });
-        spec.extra_members
-            .insert("sim/program.json".to_owned(), serde_json::to_vec(&program).expect("json"));
+        let vars = |tensors: &[TensorDef]| -> Vec<(String, abi::dtype::Dltype, Vec<i64>)> {
+            tensors
+                .iter()
+                .map(|t| {
+                    let dltype = dltype_of(t.data_type).expect("test tensors have a dltype");
+                    (t.name.clone(), dltype, t.shape.clone())
+                })
+                .collect()
+        };
+        let (inputs, outputs) = (vars(&self.inputs), vars(&self.outputs));
+        fn view(vars: &[(String, abi::dtype::Dltype, Vec<i64>)]) -> Vec<sim::hlo_text::Var<'_>> {
+            vars.iter().map(|(n, d, s)| (n.as_str(), *d, s.as_slice())).collect()
+        }
+        let hlo = sim::hlo_text::from_steps("model", &view(&inputs), &view(&outputs), &self.ops)
+            .expect("test programs are valid");
+        spec.extra_members.insert(sim::HLO_MEMBER.to_owned(), hlo.into_bytes());
         spec.to_bytes().expect("test NEFFs are valid")
     }
 
@@ -176,24 +190,24 @@ impl ModelDef {
     }
 }
 
-/// A `copy` op.
-pub fn op_copy(dst: &str, src: &str) -> Value {
-    json!({ "op": "copy", "dst": dst, "src": src })
+/// A `copy` step.
+pub fn op_copy(dst: &str, src: &str) -> Step {
+    Step::Copy { dst: dst.to_owned(), src: src.to_owned() }
 }
 
-/// An `add` op.
-pub fn op_add(dst: &str, a: &str, b: &str) -> Value {
-    json!({ "op": "add", "dst": dst, "a": a, "b": b })
+/// An `add` step.
+pub fn op_add(dst: &str, a: &str, b: &str) -> Step {
+    Step::Add { dst: dst.to_owned(), a: a.to_owned(), b: b.to_owned() }
 }
 
-/// A `scale` op.
-pub fn op_scale(dst: &str, src: &str, factor: f64) -> Value {
-    json!({ "op": "scale", "dst": dst, "src": src, "factor": factor })
+/// A `scale` step.
+pub fn op_scale(dst: &str, src: &str, factor: f64) -> Step {
+    Step::Scale { dst: dst.to_owned(), src: src.to_owned(), factor }
 }
 
-/// A `nan` op.
-pub fn op_nan(dst: &str, index: u64) -> Value {
-    json!({ "op": "nan", "dst": dst, "index": index })
+/// A `nan` step.
+pub fn op_nan(dst: &str, index: u64) -> Step {
+    Step::Nan { dst: dst.to_owned(), index: index as usize }
 }
 
 /// `output0 = input0 × factor` over f32 `shape`.

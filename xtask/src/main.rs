@@ -8,7 +8,9 @@
 //!   and `nrt.pc` (default folder `target/debug/libnrt`).
 //! - `conformance [ARGS]`: the main job, the conformance suite (see `nrtsim conformance --help`).
 //! - `vectors --bless|--check`: refresh or check the vectors' generated files;
-//!   `vectors promote DIR [--name NAME]`: turn a shrunk differential failure into a vector.
+//!   `vectors promote DIR [--name NAME]`: turn a shrunk differential failure into a vector;
+//!   `vectors compile [--target trn1|trn2|inf2] [--compiler PATH]`: compile each vector's HLO
+//!   into its device NEFF with neuronx-cc (see README, "Device NEFFs").
 //! - `tidy`: module docs, `unsafe` only where allowed, no switched-off tests (also a `#[test]`).
 #![forbid(unsafe_code)]
 
@@ -52,8 +54,9 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
-    /// Refresh (`--bless`) or check (`--check`) the vectors' generated files, or
-    /// `promote DIR [--name NAME]` a shrunk differential failure to a vector.
+    /// Refresh (`--bless`) or check (`--check`) the vectors' generated files,
+    /// `promote DIR [--name NAME]` a shrunk differential failure to a vector, or `compile` the
+    /// vectors' device NEFFs.
     #[command(disable_help_flag = true)]
     Vectors {
         /// Arguments for `nrtsim vectors`.

@@ -2,7 +2,7 @@
 //!
 //! Design choices:
 //! - The spec says what a vector needs (graphs and their variables, the signature, constants as
-//!   `.npy`, extra members such as `sim/program.json`) and the writer derives the rest:
+//!   `.npy`, extra members such as `sim/model.hlo.pb`) and the writer derives the rest:
 //!   `kelf-0.json` listing the graphs, one `<graph>/def.json` per graph, `neff.json` in the
 //!   graph form, the metadata form or both ([`SignatureForm`]), and the header (sizes, hash,
 //!   a uuid derived from the name).
@@ -70,7 +70,7 @@ pub struct NeffSpec {
     pub signature_form: SignatureForm,
     /// Constants by member name, such as `sg00/constant0.npy`.
     pub constants: BTreeMap<String, ConstantSpec>,
-    /// Other members, written as given, such as `sim/program.json`.
+    /// Other members, written as given, such as `sim/model.hlo.pb`.
     pub extra_members: BTreeMap<String, Vec<u8>>,
 }
 

@@ -293,6 +293,7 @@ pub(crate) fn erf(x: f64) -> f64 {
             term *= -a2 / n;
             let add = term / (2.0 * n + 1.0);
             sum += add;
+            // `<=`: at a = 0 every term is 0, and `<` would never end the loop.
             if add.abs() <= 1e-17 * sum.abs() {
                 break;
             }

@@ -12,6 +12,7 @@
 //! | `NRTSIM_FAULTS` | a fault plan in the simulator's compact syntax, e.g. `nrt_execute:2=EXEC_BAD_INPUT,seed=7` | none |
 //! | `NRTSIM_INSTANCE` | the instance `nrt_get_instance_info` reports, `FAMILY.SIZE` such as `trn1.32xlarge` | `trn1.2xlarge` |
 //! | `NRTSIM_QUIET` | `1`: do not print the simulator's warnings on stderr | warnings printed |
+//! | `NRTSIM_HLO` | HLO for NEFFs that carry no `sim/model.hlo.pb`: a file (binary `HloModuleProto` or HLO text) used for every such NEFF, or a directory of `<sha256 of the NEFF, hex>.hlo.pb` / `.hlo` files | none (outputs of such NEFFs stay zero) |
 //! | `NRTSIM_LOG` | `1`: print each failing call's reason on stderr (read in `handles`) | off |
 //! | `NEURON_FAIL_ON_NAN`, `NEURON_RT_NUMERICAL_ERRORS_VERBOSITY` | as libnrt reads them: `1` / `critical` turn NaN reporting (status 1003) on | off |
 //!
@@ -75,6 +76,17 @@ pub(crate) fn config_from(lookup: impl Fn(&str) -> Option<String>) -> Result<Sim
     if let Some(plan) = get("NRTSIM_FAULTS") {
         config.fault_plan =
             FaultPlan::parse(&plan).map_err(|err| format!("NRTSIM_FAULTS={plan:?}: {err}"))?;
+    }
+    if let Some(path) = get(sim::HLO_ENV) {
+        let path = std::path::PathBuf::from(path);
+        if !path.exists() {
+            return Err(format!(
+                "{}={:?} is invalid, expected an HLO file or a directory of them",
+                sim::HLO_ENV,
+                path.display().to_string()
+            ));
+        }
+        config.hlo_source = Some(sim::HloSource::of_path(&path));
     }
     if get("NRTSIM_QUIET").as_deref() == Some("1") {
         config.warnings_to_stderr = false;
@@ -149,6 +161,19 @@ mod tests {
         let map: HashMap<String, String> =
             pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         config_from(|name| map.get(name).cloned())
+    }
+
+    #[test]
+    fn nrtsim_hlo_names_a_file_or_directory_that_exists() {
+        let dir = std::env::temp_dir();
+        let dir_text = dir.display().to_string();
+        let config = config(&[("NRTSIM_HLO", dir_text.as_str())]).unwrap();
+        assert_eq!(config.hlo_source, Some(sim::HloSource::Directory(dir.clone())));
+        let missing = dir.join("no-such-nrtsim-hlo-file.hlo.pb");
+        let missing_text = missing.display().to_string();
+        let err = super::config_from(|name| (name == "NRTSIM_HLO").then(|| missing_text.clone()))
+            .unwrap_err();
+        assert!(err.contains("NRTSIM_HLO=") && err.contains("expected an HLO file"), "{err}");
     }
 
     #[test]

@@ -92,14 +92,15 @@ fn caller_memory_may_overlap_the_tensor_and_huge_allocations_are_refused() {
 #[test]
 fn a_warning_repeated_on_every_load_is_printed_once_per_process() {
     let program = compile_c("reload");
-    let description = sim::ModelDescription { program: None, ..scale_model(4, 2.0) };
+    let description = sim::ModelDescription { hlo: None, ..scale_model(4, 2.0) };
     let neff = neff_file(&description, "opaque");
     let output = run(&program, &[&neff, Path::new("2000")], &[("NRTSIM_QUIET", "0")]);
     assert!(output.status.success(), "{}", text(&output));
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(stdout.contains("reload ok"), "{}", text(&output));
     let stderr = String::from_utf8_lossy(&output.stderr);
-    let warnings = stderr.lines().filter(|line| line.contains("sim/program.json")).count();
+    let warnings =
+        stderr.lines().filter(|line| line.contains("carries no HLO device program")).count();
     assert_eq!(warnings, 1, "{}", text(&output));
     println!("{}", stdout.lines().last().unwrap_or_default());
 }

@@ -181,6 +181,7 @@ fn probe(name: &str) -> Result<(), String> {
         "nrt_lib_path_missing" => return probe_nrt_lib_path_missing(),
         "unknown_status" => return probe_unknown_status(),
         "foreign_buffer" => return probe_foreign_buffer(),
+        "hlo_from_env" => return probe_hlo_from_env(),
         "disguised_buffer" => return probe_disguised_buffer(),
         "freed_member" => return probe_freed_member(),
         "every_function" => return probe_every_function(),
@@ -256,6 +257,30 @@ fn probe_foreign_buffer() -> Result<(), String> {
     runtime.tensor_write(tensor, 4, &[7]).map_err(|err| err.to_string())?;
     if buffer.to_vec() != [0, 0, 0, 0, 7, 0, 0, 0] {
         return Err(format!("the shared buffer was not written in place: {:?}", buffer.to_vec()));
+    }
+    Ok(())
+}
+
+/// A NEFF without HLO runs the module `NRTSIM_HLO` names (the parent writes `output0 = input0 ×
+/// 3`, where the NEFF's own description would scale by 2 if it carried its program).
+fn probe_hlo_from_env() -> Result<(), String> {
+    let runtime = open_nrt(true);
+    let opaque = sim::ModelDescription { hlo: None, ..support::scale_model(4, 2.0) };
+    let model = runtime.load(&support::neff_of(&opaque), 0, 1).map_err(|err| err.to_string())?;
+    let input =
+        runtime.tensor_allocate(Placement::Device, 0, 16, b"in").map_err(|e| e.to_string())?;
+    let output =
+        runtime.tensor_allocate(Placement::Device, 0, 16, b"out").map_err(|e| e.to_string())?;
+    runtime.tensor_write(input, 0, &f32_bytes(&[1.0, 2.0, 3.0, 4.0])).map_err(|e| e.to_string())?;
+    let ins = runtime.allocate_tensor_set().map_err(|e| e.to_string())?;
+    let outs = runtime.allocate_tensor_set().map_err(|e| e.to_string())?;
+    runtime.add_tensor_to_tensor_set(ins, b"input0", input).map_err(|e| e.to_string())?;
+    runtime.add_tensor_to_tensor_set(outs, b"output0", output).map_err(|e| e.to_string())?;
+    let status = runtime.execute(model, ins, outs).map_err(|e| e.to_string())?;
+    let mut read = vec![0u8; 16];
+    runtime.tensor_read(output, 0, &mut read).map_err(|e| e.to_string())?;
+    if status != NrtStatus::Success || read != f32_bytes(&[3.0, 6.0, 9.0, 12.0]) {
+        return Err(format!("status {status:?}, output {read:02x?}, expected 3 × the input"));
     }
     Ok(())
 }
@@ -563,6 +588,15 @@ fn main() {
     }));
     trials.push(Trial::test("probe::only_shared_buffers_are_attached_through_c", || {
         run_probe("foreign_buffer", &[]).map_err(Failed::from)
+    }));
+    trials.push(Trial::test("probe::nrtsim_hlo_gives_a_neff_without_hlo_its_program", || {
+        let file = support::scratch_dir("hlo").join("scale3.hlo");
+        let mut hlo = sim::hlo_text::HloText::new("scale3");
+        let x = hlo.parameter(abi::dtype::Dltype::Float32, &[4]);
+        let y = hlo.scale(&x, 3.0);
+        std::fs::write(&file, hlo.finish(&[y])).map_err(|e| Failed::from(e.to_string()))?;
+        let file = file.to_string_lossy().into_owned();
+        run_probe("hlo_from_env", &[("NRTSIM_HLO", &file)]).map_err(Failed::from)
     }));
     trials.push(Trial::test("probe::a_disguised_buffer_reaches_c_with_its_own_address", || {
         run_probe("disguised_buffer", &[]).map_err(Failed::from)

@@ -3,7 +3,8 @@
 
 use abi::dtype::Dltype;
 use abi::runtime::{ModelId, NrtError, Runtime};
-use sim::{DeviceProgram, ModelDescription, ProgramOp, SimConfig, SimRuntime};
+use sim::hlo_text::HloText;
+use sim::{ModelDescription, SimConfig, SimRuntime};
 
 /// A machine of `n_cores` NeuronCores with 64 MiB of HBM each, quiet, numerical errors as asked.
 pub fn small_config(n_cores: u32, numerical_errors: bool) -> SimConfig {
@@ -30,17 +31,19 @@ pub fn f32_values(bytes: &[u8]) -> Vec<f32> {
 
 /// `sum = x + y`, `prod = x * y × 2`, over f32[n]; the names are the NKI style (`x`, `y`).
 pub fn arithmetic_model(n: i64) -> ModelDescription {
-    let program = DeviceProgram::new(vec![
-        ProgramOp::Add { dst: "sum".into(), a: "x".into(), b: "y".into() },
-        ProgramOp::Mul { dst: "prod".into(), a: "x".into(), b: "y".into() },
-        ProgramOp::Scale { dst: "prod".into(), src: "prod".into(), factor: 2.0 },
-    ]);
+    let mut hlo = HloText::new("arithmetic");
+    let x = hlo.parameter(Dltype::Float32, &[n]);
+    let y = hlo.parameter(Dltype::Float32, &[n]);
+    let sum = hlo.add(&x, &y);
+    let prod = hlo.multiply(&x, &y);
+    let prod = hlo.scale(&prod, 2.0);
+    let program = hlo.finish(&[sum, prod]);
     ModelDescription::new("arithmetic")
         .with_input("x", Dltype::Float32, &[n])
         .with_input("y", Dltype::Float32, &[n])
         .with_output("sum", Dltype::Float32, &[n])
         .with_output("prod", Dltype::Float32, &[n])
-        .with_program(program)
+        .with_hlo(program)
 }
 
 /// `output0 = input0` over `n_bytes` of uint8: the launch-overhead model.
@@ -48,10 +51,7 @@ pub fn copy_model(n_bytes: i64) -> ModelDescription {
     ModelDescription::new("copy")
         .with_input("input0", Dltype::Uint8, &[n_bytes])
         .with_output("output0", Dltype::Uint8, &[n_bytes])
-        .with_program(DeviceProgram::new(vec![ProgramOp::Copy {
-            dst: "output0".into(),
-            src: "input0".into(),
-        }]))
+        .with_hlo(copy_hlo(Dltype::Uint8, n_bytes))
 }
 
 /// `output0 = input0`, then element `index` of output0 set to NaN, over f32[4].
@@ -59,10 +59,19 @@ pub fn nan_model(index: u64) -> ModelDescription {
     ModelDescription::new("nan")
         .with_input("input0", Dltype::Float32, &[4])
         .with_output("output0", Dltype::Float32, &[4])
-        .with_program(DeviceProgram::new(vec![
-            ProgramOp::Copy { dst: "output0".into(), src: "input0".into() },
-            ProgramOp::Nan { dst: "output0".into(), index },
-        ]))
+        .with_hlo({
+            let mut hlo = HloText::new("nan");
+            let x = hlo.parameter(Dltype::Float32, &[4]);
+            let out = hlo.nan_at(&x, index as usize);
+            hlo.finish(&[out])
+        })
+}
+
+/// `output0 = input0` over `dltype[n]`, as HLO text.
+pub fn copy_hlo(dltype: Dltype, n: i64) -> String {
+    let mut hlo = HloText::new("copy");
+    let x = hlo.parameter(dltype, &[n]);
+    hlo.finish(&[x])
 }
 
 /// A loader for the checks: loads `description` through [`SimRuntime::load_description`].

@@ -61,6 +61,22 @@ pub(crate) struct VectorsArgs {
 /// Subcommands of `nrtsim vectors`.
 #[derive(clap::Subcommand)]
 pub(crate) enum VectorsCommand {
+    /// Compile each vector's HLO into `device/<target>/model.neff` with neuronx-cc (or the
+    /// compiler `--compiler` names), with a manifest that tells a stale one.
+    Compile {
+        /// The target (trn1, trn2 or inf2).
+        #[arg(long, default_value = "trn1")]
+        target: String,
+        /// The compiler (default: `neuronx-cc` on the PATH).
+        #[arg(long, value_name = "PATH", default_value = "neuronx-cc")]
+        compiler: PathBuf,
+        /// Only vectors whose `area/name` matches this glob.
+        #[arg(long)]
+        filter: Option<String>,
+        /// The vectors folder (default: `vectors/` of the workspace this runs in).
+        #[arg(long, value_name = "DIR")]
+        vectors: Option<PathBuf>,
+    },
     /// Copy a vector folder's hand-written files (a shrunk differential failure) to
     /// `vectors/promoted/NAME/` and bless that one vector.
     Promote {
@@ -120,10 +136,19 @@ pub(crate) fn run_vector(args: RunVectorArgs) -> Result<bool> {
         .iter()
         .find(|v| v.name == args.name)
         .with_context(|| format!("no vector {} in {}", args.name, args.vectors.display()))?;
-    let output = match backend::open_libnrt(args.library.as_deref()) {
-        Ok(runtime) => conformance::runner::run_on(vector, runtime),
-        Err(message) => {
+    // On a device (no --library), model.neff is replaced by the vector's device NEFF for the
+    // instance's target; a vector without one fails naming the command that makes it.
+    let target = match (&args.library, conformance::device::needs_device_neff(vector)) {
+        (None, true) => Some(conformance::device::instance_target()),
+        _ => None,
+    };
+    let output = match (backend::open_libnrt(args.library.as_deref()), target) {
+        (Err(message), _) | (_, Some(Err(message))) => {
             conformance::runner::RunOutput { trace: Vec::new(), failure: Some(message) }
+        }
+        (Ok(runtime), None) => conformance::runner::run_on(vector, runtime),
+        (Ok(runtime), Some(Ok(target))) => {
+            conformance::runner::run_on_target(vector, runtime, Some(&target))
         }
     };
     println!("{}", serde_json::to_string(&output).context("encoding the result")?);
@@ -177,8 +202,14 @@ pub(crate) fn run(args: ConformanceArgs) -> Result<bool> {
 
 /// Runs `nrtsim vectors`; `Ok(false)` when `--check` found stale files.
 pub(crate) fn vectors(args: VectorsArgs) -> Result<bool> {
-    if let Some(VectorsCommand::Promote { dir, name, vectors }) = args.command {
-        return promote(&dir, name, vectors);
+    match args.command {
+        Some(VectorsCommand::Promote { dir, name, vectors }) => {
+            return promote(&dir, name, vectors);
+        }
+        Some(VectorsCommand::Compile { target, compiler, filter, vectors }) => {
+            return compile(&target, &compiler, filter.as_deref(), vectors);
+        }
+        None => {}
     }
     let vectors_dir = vectors_dir(args.vectors)?;
     let changed = conformance::bless::sync(&vectors_dir, args.bless).map_err(anyhow::Error::msg)?;
@@ -222,4 +253,37 @@ fn promote(dir: &Path, name: Option<String>, vectors: Option<PathBuf>) -> Result
 
 fn write(path: &Path, text: &str) -> Result<()> {
     std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
+}
+
+/// `nrtsim vectors compile`: every vector that runs on `nrt` and has HLO, compiled for `target`.
+fn compile(
+    target: &str,
+    compiler: &Path,
+    filter: Option<&str>,
+    vectors: Option<PathBuf>,
+) -> Result<bool> {
+    let vectors_dir = vectors_dir(vectors)?;
+    let all = conformance::vector::discover(&vectors_dir).map_err(anyhow::Error::msg)?;
+    let mut failed = 0;
+    let mut compiled = 0;
+    for vector in &all {
+        if filter.is_some_and(|pattern| !conformance::glob::matches(pattern, &vector.name)) {
+            continue;
+        }
+        if !conformance::device::needs_device_neff(vector) {
+            continue;
+        }
+        match conformance::device::compile(vector, target, compiler) {
+            Ok(path) => {
+                compiled += 1;
+                println!("compiled {} -> {}", vector.name, path.display());
+            }
+            Err(message) => {
+                failed += 1;
+                eprintln!("FAIL {}: {message}", vector.name);
+            }
+        }
+    }
+    println!("{compiled} device NEFF(s) compiled for {target}, {failed} failed");
+    Ok(failed == 0)
 }

@@ -6,6 +6,8 @@ mod hlo;
 mod input;
 mod inspect;
 mod metaneff;
+mod run;
+mod standin;
 
 use std::process::ExitCode;
 
@@ -33,11 +35,20 @@ enum Command {
     Hlo(hlo::HloCommand),
     /// Show a NEFF's header, members, variable tables and I/O signature.
     Inspect(inspect::InspectArgs),
+    /// Run a NEFF once on the simulator: `.npy` inputs in, one `.npy` per output out.
+    Run(run::RunArgs),
     /// Run the conformance vectors on the simulator and on libnrt backends.
     Conformance(conformance::ConformanceArgs),
     /// Refresh (--bless) or check (--check) the vectors' generated files; `promote DIR` adds a
     /// vector.
     Vectors(conformance::VectorsArgs),
+    /// The stand-in for neuronx-cc used by tests of `vectors compile` (not a compiler).
+    #[command(hide = true, name = "standin-neuronx-cc")]
+    StandinNeuronxCc {
+        /// The compiler's arguments.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
     /// Run one vector on libnrt in this process (used by the capi and nrt backends).
     #[command(hide = true)]
     RunVector(conformance::RunVectorArgs),
@@ -49,9 +60,11 @@ fn main() -> ExitCode {
         Command::Metaneff(command) => metaneff::run(command).map(|()| true),
         Command::Hlo(command) => hlo::run(command).map(|()| true),
         Command::Inspect(args) => inspect::run(args).map(|()| true),
+        Command::Run(args) => run::run(args),
         Command::Conformance(args) => conformance::run(args),
         Command::Vectors(args) => conformance::vectors(args),
         Command::RunVector(args) => conformance::run_vector(args),
+        Command::StandinNeuronxCc { args } => standin::run(args),
     };
     match result {
         Ok(true) => ExitCode::SUCCESS,

@@ -1,5 +1,5 @@
 //! Shared helpers of the C-ABI tests: the built library under its libnrt names, C compilation,
-//! and small NEFFs with a device program.
+//! and small NEFFs with an HLO device program.
 #![allow(dead_code, unreachable_pub)]
 
 use std::collections::BTreeMap;
@@ -9,7 +9,8 @@ use std::sync::{Mutex, OnceLock, PoisonError};
 
 use abi::dtype::Dltype;
 use abi::neff::write_neff;
-use sim::{DeviceProgram, ModelDescription, ProgramOp};
+use sim::ModelDescription;
+use sim::hlo_text::HloText;
 
 /// `target/<profile>`, where cargo puts the cdylib: the test binary runs from its `deps/`.
 pub fn profile_dir() -> PathBuf {
@@ -145,14 +146,15 @@ pub fn scale_model(n: i64, factor: f64) -> ModelDescription {
     ModelDescription::new("scale")
         .with_input("input0", Dltype::Float32, &[n])
         .with_output("output0", Dltype::Float32, &[n])
-        .with_program(DeviceProgram::new(vec![ProgramOp::Scale {
-            dst: "output0".into(),
-            src: "input0".into(),
-            factor,
-        }]))
+        .with_hlo({
+            let mut hlo = HloText::new("scale");
+            let x = hlo.parameter(Dltype::Float32, &[n]);
+            let y = hlo.scale(&x, factor);
+            hlo.finish(&[y])
+        })
 }
 
-/// The NEFF bytes of `description`, with its device program as `sim/program.json`.
+/// The NEFF bytes of `description`, with its device program as the `sim/model.hlo.pb` member.
 pub fn neff_of(description: &ModelDescription) -> Vec<u8> {
     let spec = sim::neff_load::neff_spec_of(description).expect("a NEFF spec");
     write_neff(&spec).expect("write the NEFF")

@@ -1,0 +1,240 @@
+//! `nrtsim run`: one launch of a NEFF on the simulator, `.npy` files in and out.
+//!
+//! Design choices:
+//! - **The program is HLO, and it must exist.** It comes from the NEFF's `sim/model.hlo.pb`
+//!   member, else `--hlo FILE`, else the metaneff's `serialized_graph_def` (where torch-neuronx
+//!   stores the module). With none, the outputs would be zeros, which is a wrong answer, so it is
+//!   an error unless `--allow-opaque` says zeros are what the caller wants.
+//! - **Inputs are checked against the NEFF's signature** before anything runs: every input named
+//!   once, no name the NEFF lacks, and each file's dtype (npy `descr`) and shape equal to the
+//!   signature's. Messages name the input, the file and both sides.
+//! - **Through the `Runtime` trait**, as a client of libnrt would: init, load, tensors, sets,
+//!   execute, read. NaN in an output with `NEURON_FAIL_ON_NAN=1` is status 1003: the outputs are
+//!   still written and the status is reported.
+//! - bfloat16 and fp8 have no numpy dtype; their files use the raw void descrs (`<V2`, `|V1`)
+//!   that ml_dtypes arrays are saved with.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use abi::dtype::Dltype;
+use abi::neff::npy;
+use abi::runtime::{Framework, Placement, Runtime};
+use abi::status::NrtStatus;
+use anyhow::{Context, Result, anyhow, bail};
+use sim::{SimConfig, SimRuntime};
+
+/// Arguments of `nrtsim run`.
+#[derive(clap::Args)]
+pub(crate) struct RunArgs {
+    /// The NEFF to run.
+    neff: PathBuf,
+    /// The metaneff (its `serialized_graph_def` is the program when the NEFF carries none).
+    #[arg(long)]
+    metaneff: Option<PathBuf>,
+    /// An HLO module (binary `HloModuleProto` or HLO text) for a NEFF that carries none.
+    #[arg(long)]
+    hlo: Option<PathBuf>,
+    /// An input, `NAME=FILE.npy`, once per input of the NEFF's signature.
+    #[arg(long = "input", value_name = "NAME=FILE.npy")]
+    inputs: Vec<String>,
+    /// Where to write one `<output name>.npy` per output (created if missing).
+    #[arg(long, default_value = ".")]
+    output_dir: PathBuf,
+    /// Run a NEFF without any program (its outputs are zeros).
+    #[arg(long)]
+    allow_opaque: bool,
+}
+
+/// The npy descr of a dltype.
+fn descr_of(dltype: Dltype) -> &'static str {
+    match dltype {
+        Dltype::Float32 => "<f4",
+        Dltype::Float16 => "<f2",
+        Dltype::BFloat16 => "<V2",
+        Dltype::Float64 => "<f8",
+        Dltype::Int8 => "|i1",
+        Dltype::Uint8 => "|u1",
+        Dltype::Int16 => "<i2",
+        Dltype::Uint16 => "<u2",
+        Dltype::Int32 => "<i4",
+        Dltype::Uint32 => "<u4",
+        Dltype::Int64 => "<i8",
+        Dltype::Uint64 => "<u8",
+        Dltype::Bool => "|b1",
+        Dltype::Float8E4m3fn | Dltype::Float8E5m2 => "|V1",
+    }
+}
+
+/// A descr with its byte order made explicit: `=` is this (little-endian) host's order, and the
+/// order of one-byte items is irrelevant.
+fn normal_descr(descr: &str) -> String {
+    match descr.split_at_checked(1) {
+        Some((_, rest)) if rest.ends_with('1') && !rest.ends_with("11") => format!("|{rest}"),
+        Some(("=", rest)) => format!("<{rest}"),
+        _ => descr.to_owned(),
+    }
+}
+
+/// Where the program comes from, in the order the command looks.
+fn program(args: &RunArgs, neff_has_one: bool) -> Result<Option<(Vec<u8>, String)>> {
+    if neff_has_one {
+        return Ok(None);
+    }
+    if let Some(path) = &args.hlo {
+        let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+        return Ok(Some((bytes, format!("--hlo {}", path.display()))));
+    }
+    if let Some(path) = &args.metaneff {
+        let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+        let message =
+            abi::metaneff::decode(&bytes).map_err(|err| anyhow!("{}: {err}", path.display()))?;
+        if !message.serialized_graph_def.is_empty() {
+            let origin = format!("serialized_graph_def of {}", path.display());
+            return Ok(Some((message.serialized_graph_def, origin)));
+        }
+    }
+    if args.allow_opaque {
+        return Ok(None);
+    }
+    bail!(
+        "{} carries no HLO program ({} member), and neither --hlo nor a metaneff with a \
+         serialized_graph_def gives one: its outputs would be zeros; pass --allow-opaque to run it \
+         anyway",
+        args.neff.display(),
+        sim::HLO_MEMBER
+    )
+}
+
+/// Reads the `--input` files, checked against the signature, in signature order.
+fn read_inputs(args: &RunArgs, signature: &[sim::IoDescription]) -> Result<Vec<(String, Vec<u8>)>> {
+    let mut given: BTreeMap<String, PathBuf> = BTreeMap::new();
+    for item in &args.inputs {
+        let (name, file) = item
+            .split_once('=')
+            .ok_or_else(|| anyhow!("--input {item:?}: expected NAME=FILE.npy"))?;
+        if given.insert(name.to_owned(), PathBuf::from(file)).is_some() {
+            bail!("--input {name:?} is given twice");
+        }
+    }
+    let expected: Vec<&str> = signature.iter().map(|io| io.name.as_str()).collect();
+    if let Some(name) = given.keys().find(|name| !expected.contains(&name.as_str())) {
+        bail!("--input {name:?}: the NEFF has no input of that name, expected one of {expected:?}");
+    }
+    let mut inputs = Vec::with_capacity(signature.len());
+    for io in signature {
+        let path = given.get(&io.name).ok_or_else(|| {
+            anyhow!("input {:?} is missing: give --input {}=FILE.npy (the NEFF's inputs are {expected:?})", io.name, io.name)
+        })?;
+        let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+        inputs.push((io.name.clone(), check_npy(&io.name, path, io, bytes)?));
+    }
+    Ok(inputs)
+}
+
+/// The data of an input file, after checking its dtype and shape against the signature.
+fn check_npy(name: &str, path: &Path, io: &sim::IoDescription, bytes: Vec<u8>) -> Result<Vec<u8>> {
+    let context = format!("input {name:?} ({})", path.display());
+    let header = npy::parse_header(&context, &bytes).map_err(|err| anyhow!("{err}"))?;
+    if let Some(dltype) = io.dltype {
+        let expected = descr_of(dltype);
+        if normal_descr(&header.descr) != normal_descr(expected) {
+            bail!(
+                "{context}: dtype {:?}, expected {expected:?} ({} in the NEFF's signature)",
+                header.descr,
+                dltype.name()
+            );
+        }
+    }
+    if header.fortran_order {
+        bail!("{context}: the array is in Fortran order, expected C order");
+    }
+    let shape: Vec<i64> = header.shape.iter().map(|&d| i64::try_from(d).unwrap_or(-1)).collect();
+    if shape != io.shape {
+        bail!("{context}: shape {shape:?}, expected {:?} from the NEFF's signature", io.shape);
+    }
+    let mut data = bytes;
+    data.drain(..header.data_offset);
+    Ok(data)
+}
+
+/// Runs `nrtsim run`; returns whether the launch succeeded (1003 counts as a failure of the
+/// command, after the outputs are written).
+pub(crate) fn run(args: RunArgs) -> Result<bool> {
+    let neff =
+        std::fs::read(&args.neff).with_context(|| format!("reading {}", args.neff.display()))?;
+    let mut description = sim::neff_load::describe_neff(&neff).map_err(|err| {
+        anyhow!("{}: {} ({})", args.neff.display(), err.detail, err.status.name())
+    })?;
+    if let Some((hlo, origin)) = program(&args, description.hlo.is_some())? {
+        description.hlo = Some(hlo);
+        description.hlo_origin = origin;
+    }
+    let inputs = read_inputs(&args, &description.inputs)?;
+    let config = SimConfig { warnings_to_stderr: !args.allow_opaque, ..SimConfig::from_env() };
+    let runtime = SimRuntime::new(config).map_err(|err| anyhow!("{err}"))?;
+    let nrt = |what: &str, err: abi::runtime::NrtError| {
+        anyhow!("{what}: {} ({})", err.detail, err.status.name())
+    };
+    runtime.init(Framework::NoFw, "", "").map_err(|e| nrt("nrt_init", e))?;
+    let model = runtime
+        .load_description(&description, -1, 1)
+        .map_err(|e| nrt(&format!("loading {}", args.neff.display()), e))?;
+    let info = runtime.get_model_tensor_info(model).map_err(|e| nrt("tensor info", e))?;
+    let input_set = runtime.allocate_tensor_set().map_err(|e| nrt("tensor set", e))?;
+    let output_set = runtime.allocate_tensor_set().map_err(|e| nrt("tensor set", e))?;
+    for (name, data) in &inputs {
+        let tensor = runtime
+            .tensor_allocate(Placement::Device, 0, data.len(), name.as_bytes())
+            .map_err(|e| nrt(&format!("input {name:?}"), e))?;
+        runtime.tensor_write(tensor, 0, data).map_err(|e| nrt(&format!("input {name:?}"), e))?;
+        runtime
+            .add_tensor_to_tensor_set(input_set, name.as_bytes(), tensor)
+            .map_err(|e| nrt(&format!("input {name:?}"), e))?;
+    }
+    let mut outputs = Vec::new();
+    for io in &description.outputs {
+        let size = info
+            .iter()
+            .find(|t| t.name == io.name && t.usage == abi::runtime::TensorUsage::Output)
+            .map_or(0, |t| t.size);
+        let tensor = runtime
+            .tensor_allocate(Placement::Device, 0, size, io.name.as_bytes())
+            .map_err(|e| nrt(&format!("output {:?}", io.name), e))?;
+        runtime
+            .add_tensor_to_tensor_set(output_set, io.name.as_bytes(), tensor)
+            .map_err(|e| nrt(&format!("output {:?}", io.name), e))?;
+        outputs.push((io, tensor, size));
+    }
+    let status =
+        runtime.execute(model, input_set, output_set).map_err(|e| nrt("nrt_execute", e))?;
+    std::fs::create_dir_all(&args.output_dir)
+        .with_context(|| format!("creating {}", args.output_dir.display()))?;
+    for (io, tensor, size) in outputs {
+        let mut data = Vec::new();
+        data.try_reserve_exact(size)
+            .map_err(|_| anyhow!("output {:?}: {size} bytes do not fit in memory", io.name))?;
+        data.resize(size, 0);
+        runtime.tensor_read(tensor, 0, &mut data).map_err(|e| nrt("reading an output", e))?;
+        let shape: Vec<u64> = io.shape.iter().map(|&d| d.max(0) as u64).collect();
+        let descr = io.dltype.map_or("|u1", descr_of);
+        let (descr, shape) =
+            if io.dltype.is_some() { (descr, shape) } else { (descr, vec![size as u64]) };
+        let file = npy::encode(descr, &shape, &data)
+            .map_err(|err| anyhow!("output {:?}: {err}", io.name))?;
+        let path = args.output_dir.join(format!("{}.npy", io.name));
+        std::fs::write(&path, file).with_context(|| format!("writing {}", path.display()))?;
+        println!("wrote {}", path.display());
+    }
+    match status {
+        NrtStatus::Success => Ok(true),
+        other => {
+            eprintln!(
+                "nrtsim: the launch returned {} ({}); outputs written",
+                other.name(),
+                other.code()
+            );
+            Ok(false)
+        }
+    }
+}

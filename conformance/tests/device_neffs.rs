@@ -1,0 +1,173 @@
+//! The device NEFF pipeline with the **stand-in** compiler (`tests/standin/neuronx-cc`, which
+//! checks its arguments and writes a NEFF with our writer; the real neuronx-cc is not reachable
+//! here): compile, manifest, staleness, the device NEFF chosen for the target, `[neff]` damage on
+//! top of it, and a missing device NEFF failing with the command that makes it.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::Arc;
+
+use abi::runtime::Runtime;
+use conformance::device;
+use conformance::runner;
+use conformance::vector::{self, Vector};
+
+fn nrtsim_exe() -> &'static str {
+    env!("CARGO_BIN_EXE_nrtsim")
+}
+
+fn standin() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/standin/neuronx-cc")
+}
+
+fn nrtsim(args: &[&str]) -> Output {
+    Command::new(nrtsim_exe()).args(args).env("NRTSIM_EXE", nrtsim_exe()).output().unwrap()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// A scratch `vectors/` holding copies of two real vectors' hand-written files, blessed.
+fn scratch(name: &str) -> PathBuf {
+    let root = std::env::temp_dir().join(format!("nrtsim-device-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    let vectors = root.join("vectors");
+    std::fs::create_dir_all(vectors.join("expectations")).unwrap();
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("../vectors");
+    for name in ["execute/canonical_client_flow", "load/forbidden_feature_bit_is_unsupported"] {
+        let dir = vectors.join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        for file in ["case.toml", "model.hlo", "metaneff.txtpb"] {
+            if source.join(name).join(file).is_file() {
+                std::fs::copy(source.join(name).join(file), dir.join(file)).unwrap();
+            }
+        }
+    }
+    let out = nrtsim(&["vectors", "--bless", "--vectors", vectors.to_str().unwrap()]);
+    assert!(out.status.success(), "bless: {}", text(&out.stderr));
+    vectors
+}
+
+fn find(vectors: &Path, name: &str) -> Vector {
+    vector::discover(vectors).unwrap().into_iter().find(|v| v.name == name).unwrap()
+}
+
+fn sim_runtime(vector: &Vector) -> Arc<dyn Runtime> {
+    let config = conformance::backend::sim_config(&vector.case.sim).unwrap();
+    sim::SimRuntime::new_shared(config).unwrap()
+}
+
+fn compile(vectors: &Path, target: &str) -> Output {
+    let compiler = standin();
+    nrtsim(&[
+        "vectors",
+        "compile",
+        "--target",
+        target,
+        "--compiler",
+        compiler.to_str().unwrap(),
+        "--vectors",
+        vectors.to_str().unwrap(),
+    ])
+}
+
+#[test]
+fn a_vector_without_a_device_neff_fails_naming_the_command() {
+    let vectors = scratch("missing");
+    let vector = find(&vectors, "execute/canonical_client_flow");
+    let run = runner::run_on_target(&vector, sim_runtime(&vector), Some("trn2"));
+    let failure = run.failure.expect("a missing device NEFF is a failure, not a skip");
+    assert!(failure.contains("no device NEFF for trn2"), "{failure}");
+    assert!(failure.contains("cargo xtask vectors compile --target trn2"), "{failure}");
+}
+
+#[test]
+fn compiled_device_neffs_run_with_the_golden_trace_and_their_manifest_tells_staleness() {
+    let vectors = scratch("compile");
+    let out = compile(&vectors, "trn1");
+    assert!(out.status.success(), "compile: {}{}", text(&out.stdout), text(&out.stderr));
+    assert!(text(&out.stdout).contains("2 device NEFF(s) compiled for trn1, 0 failed"));
+
+    let vector = find(&vectors, "execute/canonical_client_flow");
+    let dir = device::device_dir(&vector, "trn1");
+    let manifest: device::Manifest =
+        serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap();
+    assert!(manifest.compiler_version.contains("stand-in"), "{manifest:?}");
+    assert_eq!(manifest.target, "trn1");
+    assert_eq!(
+        manifest.flags,
+        [
+            "compile",
+            "--framework",
+            "XLA",
+            "model.hlo.pb",
+            "--target",
+            "trn1",
+            "--output",
+            "model.neff"
+        ]
+    );
+    let hlo = std::fs::read(vector.dir.join("model.hlo.pb")).unwrap();
+    let digest: String = {
+        use sha2::Digest as _;
+        sha2::Sha256::digest(&hlo).iter().map(|b| format!("{b:02x}")).collect()
+    };
+    assert_eq!(manifest.hlo_sha256, digest);
+    let device_neff = std::fs::read(dir.join("model.neff")).unwrap();
+    assert_ne!(device_neff, std::fs::read(vector.dir.join("model.neff")).unwrap());
+
+    // The device NEFF is what runs, and the trace still matches the golden one.
+    for name in ["execute/canonical_client_flow", "load/forbidden_feature_bit_is_unsupported"] {
+        let vector = find(&vectors, name);
+        let run = runner::run_on_target(&vector, sim_runtime(&vector), Some("trn1"));
+        assert_eq!(run.failure, None, "{name}");
+        let golden = std::fs::read_to_string(vector.dir.join("expected.trace")).unwrap();
+        assert_eq!(runner::first_difference(&golden, &run.trace), None, "{name}");
+    }
+
+    // A device NEFF that computes something else makes the vector fail: it is the one loaded.
+    let other = vectors.join("other.hlo");
+    std::fs::write(
+        &other,
+        "HloModule other\n\nENTRY main {\n  x = f32[4] parameter(0)\n  ROOT t = (f32[4]) tuple(x)\n}\n",
+    )
+    .unwrap();
+    let replaced = dir.join("model.neff");
+    std::fs::remove_file(&replaced).unwrap();
+    let status = Command::new(standin())
+        .env("NRTSIM_EXE", nrtsim_exe())
+        .args(["compile", "--framework", "XLA"])
+        .arg(&other)
+        .args(["--target", "trn1", "--output"])
+        .arg(&replaced)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let run = runner::run_on_target(&vector, sim_runtime(&vector), Some("trn1"));
+    assert!(run.failure.is_some(), "a device NEFF computing x instead of 2x must fail the vector");
+
+    // An edited model.hlo makes the device NEFF stale.
+    let hlo_text = std::fs::read_to_string(vector.dir.join("model.hlo")).unwrap();
+    std::fs::write(vector.dir.join("model.hlo"), hlo_text.replace("constant(2)", "constant(3)"))
+        .unwrap();
+    let run = runner::run_on_target(&vector, sim_runtime(&vector), Some("trn1"));
+    let failure = run.failure.expect("a stale device NEFF is a failure");
+    assert!(failure.contains("stale (its model.hlo has changed"), "{failure}");
+    assert!(failure.contains("cargo xtask vectors compile --target trn1"), "{failure}");
+}
+
+#[test]
+fn the_standin_refuses_a_call_that_is_not_the_compilers() {
+    let run = |args: &[&str]| {
+        Command::new(standin()).env("NRTSIM_EXE", nrtsim_exe()).args(args).output().unwrap()
+    };
+    let version = run(&["--version"]);
+    assert!(version.status.success());
+    assert!(text(&version.stdout).contains("stand-in for neuronx-cc"));
+    let out = run(&["compile", "--framework", "XLA", "m.hlo.pb", "--output", "m.neff"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    let out = run(&["compile", "--framework", "XLA", "m.pb", "--target", "trn9", "--output", "m"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("expected trn1, trn2 or inf2"));
+}

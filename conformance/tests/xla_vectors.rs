@@ -1,0 +1,250 @@
+//! XLA validity of every vector's device program: XLA on CPU (jax's jaxlib, the pinned Python of
+//! `.ci/run`) parses each `model.hlo` with its own parser, compiles it, and runs it on the
+//! arguments of every launch the simulator made while running the vector; its results must equal
+//! the simulator's byte for byte (any NaN equals any NaN). One trial per vector.
+//!
+//! It needs a Python with jax, jaxlib, numpy and ml_dtypes: `NRTSIM_PYTHON`, else
+//! `target/pyenv/bin/python` (what `.ci/run` makes), else `python3`. Without one every trial is
+//! reported ignored with the reason; under CI (`CI` set) they fail instead.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+
+use abi::runtime::Runtime;
+use conformance::vector::{self, HLO_TEXT_FILE, Vector};
+use hlo::proto::PrimitiveType;
+use libtest_mimic::{Arguments, Failed, Trial};
+
+fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace root").to_path_buf()
+}
+
+fn find_python() -> Result<PathBuf, String> {
+    let mut candidates = Vec::new();
+    if let Some(path) = std::env::var_os("NRTSIM_PYTHON") {
+        candidates.push(PathBuf::from(path));
+    }
+    candidates.push(workspace_root().join("target/pyenv/bin/python"));
+    candidates.push(PathBuf::from("python3"));
+    for python in &candidates {
+        let ok = Command::new(python)
+            .args(["-c", "import jax, jaxlib, numpy, ml_dtypes"])
+            .output()
+            .is_ok_and(|out| out.status.success());
+        if ok {
+            return Ok(python.clone());
+        }
+    }
+    Err(format!(
+        "no Python with jax, jaxlib, numpy and ml_dtypes (tried {}); run .ci/run or set \
+         NRTSIM_PYTHON",
+        candidates.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
+    ))
+}
+
+/// An HLO element type name and dimensions.
+type Leaf = (String, Vec<i64>);
+
+/// The HLO text type and dimensions of each entry parameter, and the number of result leaves.
+fn leaves(text: &str) -> Result<(Vec<Leaf>, usize), String> {
+    let bytes = text.as_bytes();
+    let (params, results) =
+        sim::device_program::entry_signature(bytes).map_err(|e| e.to_string())?;
+    let named = params
+        .iter()
+        .map(|(dltype, dims)| (sim::hlo_text::type_name(*dltype).to_owned(), dims.clone()))
+        .collect();
+    Ok((named, results.len()))
+}
+
+fn is_float(ty: &str) -> Option<PrimitiveType> {
+    match ty {
+        "f32" => Some(PrimitiveType::F32),
+        "f64" => Some(PrimitiveType::F64),
+        "f16" => Some(PrimitiveType::F16),
+        "bf16" => Some(PrimitiveType::Bf16),
+        _ => None,
+    }
+}
+
+/// Whether two results are equal, any NaN matching any NaN for the float types.
+fn same(ty: Option<PrimitiveType>, ours: &[u8], xla: &[u8]) -> bool {
+    if ours.len() != xla.len() {
+        return false;
+    }
+    let nan = |chunk: &[u8]| match ty {
+        Some(PrimitiveType::F32) => {
+            f32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]).is_nan()
+        }
+        Some(PrimitiveType::F64) => {
+            let mut raw = [0u8; 8];
+            raw.copy_from_slice(chunk);
+            f64::from_le_bytes(raw).is_nan()
+        }
+        Some(PrimitiveType::F16) => {
+            let h = u16::from_le_bytes([chunk[0], chunk[1]]);
+            h & 0x7c00 == 0x7c00 && h & 0x03ff != 0
+        }
+        Some(PrimitiveType::Bf16) => {
+            let h = u16::from_le_bytes([chunk[0], chunk[1]]);
+            h & 0x7f80 == 0x7f80 && h & 0x007f != 0
+        }
+        _ => false,
+    };
+    let size = match ty {
+        Some(PrimitiveType::F32) => 4,
+        Some(PrimitiveType::F64) => 8,
+        Some(_) => 2,
+        None => return ours == xla,
+    };
+    ours.chunks_exact(size).zip(xla.chunks_exact(size)).all(|(a, b)| a == b || (nan(a) && nan(b)))
+}
+
+/// A vector run on a recording simulator, its launches written for XLA.
+struct Prepared {
+    scratch: PathBuf,
+    launches: Vec<sim::LaunchRecord>,
+    result_types: Vec<Option<PrimitiveType>>,
+    job: serde_json::Value,
+}
+
+/// Runs `vector` on a recording simulator and writes its module and launch arguments.
+fn prepare(vector: &Vector) -> Result<Prepared, String> {
+    let text = std::fs::read_to_string(vector.dir.join(HLO_TEXT_FILE))
+        .map_err(|e| format!("{HLO_TEXT_FILE}: {e}"))?;
+    let config = conformance::backend::sim_config(&vector.case.sim)?;
+    let sim = sim::SimRuntime::new_shared(config).map_err(|e| e.to_string())?;
+    sim.record_launches();
+    let run = conformance::runner::run_on(vector, sim.clone() as Arc<dyn Runtime>);
+    if let Some(failure) = run.failure {
+        return Err(format!("the vector fails on the simulator: {failure}"));
+    }
+    let launches = sim.launches();
+    let scratch = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("xla-vectors")
+        .join(vector.name.replace('/', "__"));
+    let _ = std::fs::remove_dir_all(&scratch);
+    std::fs::create_dir_all(&scratch).map_err(|e| e.to_string())?;
+    let hlo_path = scratch.join("model.hlo");
+    std::fs::write(&hlo_path, &text).map_err(|e| e.to_string())?;
+    let (params, _) = leaves(&text)?;
+    let encoded = vector.read(vector::HLO_FILE).map_err(|e| e.to_string())?;
+    let mut runs = Vec::new();
+    for (index, launch) in launches.iter().enumerate() {
+        if launch.hlo != text.as_bytes() && launch.hlo != encoded {
+            return Err(format!("launch {index} ran another module than {HLO_TEXT_FILE}"));
+        }
+        let mut args = Vec::new();
+        for (i, ((ty, dims), data)) in params.iter().zip(&launch.args).enumerate() {
+            let file = scratch.join(format!("launch{index}_arg{i}.bin"));
+            std::fs::write(&file, data).map_err(|e| e.to_string())?;
+            args.push(serde_json::json!({ "file": file, "type": ty, "shape": dims }));
+        }
+        let out = scratch.join(format!("launch{index}"));
+        runs.push(serde_json::json!({ "args": args, "out": out }));
+    }
+    let job =
+        serde_json::json!({ "hlo": hlo_path, "error": scratch.join("error.txt"), "runs": runs });
+    let (_, results) =
+        sim::device_program::entry_signature(text.as_bytes()).map_err(|e| e.to_string())?;
+    let result_types =
+        results.iter().map(|(dltype, _)| is_float(sim::hlo_text::type_name(*dltype))).collect();
+    Ok(Prepared { scratch, launches, result_types, job })
+}
+
+/// Compares the simulator's results of a prepared vector with what XLA wrote.
+fn verify(prepared: &Prepared) -> Result<(), Failed> {
+    if let Ok(error) = std::fs::read_to_string(prepared.scratch.join("error.txt")) {
+        return Err(error.trim().to_owned().into());
+    }
+    for (index, launch) in prepared.launches.iter().enumerate() {
+        for (j, ty) in prepared.result_types.iter().enumerate() {
+            let path = prepared.scratch.join(format!("launch{index}/result_{j}.bin"));
+            let xla = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+            if !same(*ty, &launch.results[j], &xla) {
+                return Err(format!(
+                    "launch {index}, result {j}: the simulator wrote {:02x?}, XLA computes {:02x?}",
+                    launch.results[j], xla
+                )
+                .into());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Prepares every vector, then runs XLA once over all of them (one Python start).
+fn run_all(vectors: &[Vector], python: &Path) -> Vec<Result<Prepared, String>> {
+    let mut prepared: Vec<Result<Prepared, String>> = vectors.iter().map(prepare).collect();
+    let jobs: Vec<&serde_json::Value> = prepared.iter().flatten().map(|p| &p.job).collect();
+    let jobs_path = Path::new(env!("CARGO_TARGET_TMPDIR")).join("xla-vectors/jobs.json");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/xla/run_vectors.py");
+    let outcome = std::fs::write(
+        &jobs_path,
+        serde_json::Value::from(jobs.into_iter().cloned().collect::<Vec<_>>()).to_string(),
+    )
+    .map_err(|e| e.to_string())
+    .and_then(|()| {
+        Command::new(python).arg(&script).arg(&jobs_path).output().map_err(|e| e.to_string())
+    })
+    .and_then(|out| {
+        if out.status.success() {
+            Ok(())
+        } else {
+            Err(format!(
+                "{} failed: {}",
+                script.display(),
+                String::from_utf8_lossy(&out.stderr).trim()
+            ))
+        }
+    });
+    if let Err(reason) = outcome {
+        for item in &mut prepared {
+            *item = Err(reason.clone());
+        }
+    }
+    prepared
+}
+
+fn main() {
+    let args = Arguments::from_args();
+    let root = workspace_root().join("vectors");
+    let vectors = vector::discover(&root).expect("the vectors parse");
+    let required = std::env::var_os("CI").is_some();
+    let python = find_python();
+    if let Err(reason) = &python {
+        eprintln!("xla_vectors: {reason}");
+    }
+    let with_hlo: Vec<Vector> =
+        vectors.into_iter().filter(|v| v.dir.join(HLO_TEXT_FILE).is_file()).collect();
+    assert!(with_hlo.len() >= 60, "only {} vectors have a {HLO_TEXT_FILE}", with_hlo.len());
+    let trials: Vec<Trial> = match &python {
+        Ok(python) => {
+            let filtered: Vec<Vector> = with_hlo
+                .into_iter()
+                .filter(|v| args.filter.as_deref().is_none_or(|f| v.name.contains(f)))
+                .collect();
+            let prepared = run_all(&filtered, python);
+            filtered
+                .iter()
+                .zip(prepared)
+                .map(|(vector, prepared)| {
+                    Trial::test(vector.name.clone(), move || match &prepared {
+                        Ok(prepared) => verify(prepared),
+                        Err(reason) => Err(reason.clone().into()),
+                    })
+                })
+                .collect()
+        }
+        Err(reason) => with_hlo
+            .iter()
+            .map(|vector| {
+                let reason = reason.clone();
+                Trial::test(vector.name.clone(), move || Err(reason.clone().into()))
+                    .with_ignored_flag(!required)
+            })
+            .collect(),
+    };
+    libtest_mimic::run(&args, trials).exit();
+}

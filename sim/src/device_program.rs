@@ -1,0 +1,713 @@
+//! The device program: the XLA HLO module a NEFF carries (or is given), run by the `hlo` crate.
+//!
+//! A real NEFF's engine programs cannot run off-device; the HLO module the compiler was given can.
+//! A NEFF may carry it as the member [`HLO_MEMBER`] (`sim/model.hlo.pb`: an encoded
+//! `HloModuleProto`, or HLO text, sniffed by `hlo::load_module`); a real NEFF that carries none
+//! can be given one by [`HloSource`] (`NRTSIM_HLO`).
+//!
+//! Design choices:
+//! - **Binding as the compiler names things.** A side of the signature whose variables are named
+//!   exactly `input0..input{n-1}` (outputs: `output0..output{m-1}`), in any order, is an
+//!   XLA-compiled side: parameter `i` is `input{i}`, result leaf `j` is `output{j}`. Otherwise
+//!   parameter `i` is the `i`-th input of the signature and result leaf `j` its `j`-th output (an
+//!   NKI NEFF with inputs `x`, `y`).
+//! - **Every check at load.** [`DeviceProgram::compile`] compiles the module once
+//!   (`hlo::eval::Program::compile`) and checks the count of parameters and result leaves, their
+//!   element types against the signature's dltypes and their byte sizes against the variables';
+//!   a mismatch names both sides and is `NRT_INVALID` from `nrt_load`. Only what the data itself
+//!   can do (a while loop over its limit, say) fails at execute.
+//! - **Collectives across the ranks of one launch.** A module with collective ops loaded by
+//!   `nrt_load_collectives` joins the [`Rendezvous`] of its NEFF's module and world size: each
+//!   rank's launch brings its arguments, the last to arrive evaluates all ranks at once
+//!   (`hlo::eval::evaluate_spmd`), and every rank writes its own results. A rank whose peers do
+//!   not come within [`RENDEZVOUS_TIMEOUT`] fails its launch (`NRT_TIMEOUT`), never hangs.
+//! - **Layouts at the boundary.** A parameter or result with a non-default layout is read from or
+//!   written to the variable's bytes in that physical order (`Array::from_physical`).
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use abi::dtype::Dltype;
+use hlo::eval::{Array, EvalOptions, Program, Value};
+use hlo::proto::{HloModuleProto, PrimitiveType, ShapeProto};
+use sha2::{Digest, Sha256};
+
+/// The NEFF member that holds the device program (an encoded `HloModuleProto`, or HLO text).
+pub const HLO_MEMBER: &str = "sim/model.hlo.pb";
+
+/// The environment variable naming HLO for NEFFs that carry none: a file (used for every such
+/// NEFF), or a directory holding `<sha256 of the NEFF bytes, lowercase hex>.hlo.pb` (or `.hlo`
+/// for text).
+pub const HLO_ENV: &str = "NRTSIM_HLO";
+
+/// Why a device program was refused at load.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum DeviceProgramError {
+    /// The bytes are not an HLO module.
+    #[error("device program ({origin}): {detail}")]
+    Module {
+        /// Where the module came from.
+        origin: String,
+        /// What is wrong.
+        detail: String,
+    },
+    /// The module does not fit the NEFF's signature.
+    #[error("device program ({origin}) does not fit the neff: {detail}")]
+    Binding {
+        /// Where the module came from.
+        origin: String,
+        /// Which parameter or result, and the variable it meets.
+        detail: String,
+    },
+    /// The `NRTSIM_HLO` setting names something unreadable.
+    #[error("{HLO_ENV}={path}: {detail}")]
+    Source {
+        /// The path.
+        path: String,
+        /// What is wrong.
+        detail: String,
+    },
+}
+
+/// One input or output variable as the program sees it.
+#[derive(Clone, Debug)]
+pub struct IoVar {
+    /// The variable's name.
+    pub name: String,
+    /// Its size in bytes.
+    pub size: usize,
+    /// Its element type, when the signature gives one.
+    pub dltype: Option<Dltype>,
+}
+
+/// One parameter or result leaf bound to a variable.
+#[derive(Clone, Debug)]
+struct Leaf {
+    /// The index of the variable among the model's inputs (parameters) or outputs (results).
+    io: usize,
+    ty: PrimitiveType,
+    dims: Vec<i64>,
+    layout: Option<Vec<i64>>,
+    bytes: usize,
+}
+
+/// A module checked against a model's signature, ready to run at every launch.
+#[derive(Debug)]
+pub struct DeviceProgram {
+    source: Vec<u8>,
+    module: HloModuleProto,
+    collective: bool,
+    program: Program,
+    params: Vec<Leaf>,
+    results: Vec<Leaf>,
+}
+
+/// The HLO element type of a dltype.
+pub fn primitive_of(dltype: Dltype) -> PrimitiveType {
+    match dltype {
+        Dltype::Float32 => PrimitiveType::F32,
+        Dltype::Float16 => PrimitiveType::F16,
+        Dltype::BFloat16 => PrimitiveType::Bf16,
+        Dltype::Float64 => PrimitiveType::F64,
+        Dltype::Int8 => PrimitiveType::S8,
+        Dltype::Uint8 => PrimitiveType::U8,
+        Dltype::Int16 => PrimitiveType::S16,
+        Dltype::Uint16 => PrimitiveType::U16,
+        Dltype::Int32 => PrimitiveType::S32,
+        Dltype::Uint32 => PrimitiveType::U32,
+        Dltype::Int64 => PrimitiveType::S64,
+        Dltype::Uint64 => PrimitiveType::U64,
+        Dltype::Bool => PrimitiveType::Pred,
+        Dltype::Float8E4m3fn => PrimitiveType::F8e4m3fn,
+        Dltype::Float8E5m2 => PrimitiveType::F8e5m2,
+    }
+}
+
+fn type_name(ty: PrimitiveType) -> String {
+    ty.as_str_name().to_ascii_lowercase()
+}
+
+/// Whether `names` are exactly `{prefix}0..{prefix}{n-1}` in some order (an XLA-compiled
+/// side); then the position of `{prefix}{i}` for each `i`.
+pub fn xla_order(names: &[&str], prefix: &str) -> Option<Vec<usize>> {
+    let mut order = vec![usize::MAX; names.len()];
+    for (position, name) in names.iter().enumerate() {
+        let digits = name.strip_prefix(prefix)?;
+        if digits.is_empty() || (digits.len() > 1 && digits.starts_with('0')) {
+            return None;
+        }
+        let index: usize = digits.parse().ok()?;
+        let slot = order.get_mut(index)?;
+        if *slot != usize::MAX {
+            return None;
+        }
+        *slot = position;
+    }
+    Some(order)
+}
+
+/// The array leaves of a shape, depth-first.
+fn leaves<'s>(shape: &'s ShapeProto, out: &mut Vec<&'s ShapeProto>) {
+    if shape.element_type == PrimitiveType::Tuple as i32 {
+        for item in &shape.tuple_shapes {
+            leaves(item, out);
+        }
+    } else {
+        out.push(shape);
+    }
+}
+
+fn leaf_bytes(shape: &ShapeProto) -> Option<usize> {
+    let ty = hlo::dtype::ElementType::from_primitive(shape.element_type)?;
+    shape
+        .dimensions
+        .iter()
+        .try_fold(ty.item_size(), |n, &d| n.checked_mul(usize::try_from(d).ok()?))
+}
+
+fn describe(shape: &ShapeProto) -> String {
+    let ty = PrimitiveType::try_from(shape.element_type)
+        .map_or_else(|_| format!("type {}", shape.element_type), type_name);
+    let dims: Vec<String> = shape.dimensions.iter().map(i64::to_string).collect();
+    format!("{ty}[{}]", dims.join(","))
+}
+
+impl DeviceProgram {
+    /// Decodes `bytes` (binary `HloModuleProto` or HLO text), compiles it and binds it to
+    /// `inputs` and `outputs` (the model's variables in signature order). `origin` says where the
+    /// module came from, for messages.
+    ///
+    /// # Errors
+    /// [`DeviceProgramError::Module`] for bytes that are not a valid module or that the
+    /// interpreter refuses; [`DeviceProgramError::Binding`] for a count, element type or size of
+    /// a parameter or result that differs from its variable.
+    pub fn compile(
+        bytes: &[u8],
+        origin: &str,
+        inputs: &[IoVar],
+        outputs: &[IoVar],
+    ) -> Result<DeviceProgram, DeviceProgramError> {
+        let module_error =
+            |detail: String| DeviceProgramError::Module { origin: origin.to_owned(), detail };
+        let module = hlo::load_module(bytes).map_err(|err| module_error(err.to_string()))?;
+        hlo::validate(&module).map_err(|err| module_error(err.to_string()))?;
+        let program = Program::compile(&module, &EvalOptions::default())
+            .map_err(|err| module_error(err.to_string()))?;
+        let (params, results) = entry_leaves(&module).map_err(module_error)?;
+        let binding_error =
+            |detail: String| DeviceProgramError::Binding { origin: origin.to_owned(), detail };
+        let param_layouts = program.parameter_layouts();
+        let result_layouts = program.result_layouts();
+        let params = bind_side(&params, &param_layouts, inputs, "parameter", "input")
+            .map_err(binding_error)?;
+        let results = bind_side(&results, &result_layouts, outputs, "result", "output")
+            .map_err(binding_error)?;
+        let collective = module.computations.iter().flat_map(|c| &c.instructions).any(|i| {
+            matches!(
+                i.opcode.as_str(),
+                "all-reduce"
+                    | "all-gather"
+                    | "reduce-scatter"
+                    | "all-to-all"
+                    | "collective-permute"
+                    | "replica-id"
+                    | "partition-id"
+            )
+        });
+        Ok(DeviceProgram { source: bytes.to_vec(), module, collective, program, params, results })
+    }
+
+    /// Whether the module has collective ops (or asks for its replica or partition id), so its
+    /// ranks must run together.
+    pub fn is_collective(&self) -> bool {
+        self.collective
+    }
+
+    /// The arguments of one launch, as bytes, in parameter order.
+    pub fn read_args(&self, mut read: impl FnMut(usize, usize) -> Vec<u8>) -> Vec<Vec<u8>> {
+        self.params.iter().map(|leaf| read(leaf.io, leaf.bytes)).collect()
+    }
+
+    fn arrays(&self, args: &[Vec<u8>]) -> Result<Vec<Array>, String> {
+        self.params
+            .iter()
+            .zip(args)
+            .map(|(leaf, bytes)| {
+                match &leaf.layout {
+                    Some(layout) => {
+                        Array::from_physical(leaf.ty, leaf.dims.clone(), layout, bytes.clone())
+                    }
+                    None => Array::new(leaf.ty, leaf.dims.clone(), bytes.clone()),
+                }
+                .map_err(|err| err.to_string())
+            })
+            .collect()
+    }
+
+    fn export(&self, value: &Value) -> Result<Vec<(usize, Vec<u8>)>, String> {
+        let arrays: Vec<&Array> = value.flatten();
+        if arrays.len() != self.results.len() {
+            return Err(format!(
+                "the module returned {} arrays, expected {}",
+                arrays.len(),
+                self.results.len()
+            ));
+        }
+        let mut written = Vec::with_capacity(arrays.len());
+        for (leaf, array) in self.results.iter().zip(arrays) {
+            let bytes = match &leaf.layout {
+                Some(layout) => array.to_physical(layout).map_err(|err| err.to_string())?,
+                None => array.bytes.clone(),
+            };
+            written.push((leaf.io, bytes));
+        }
+        Ok(written)
+    }
+
+    /// Runs every rank of one SPMD launch: `args_per_rank[r]` are rank `r`'s arguments (as
+    /// [`DeviceProgram::read_args`] gives them); the result is, per rank, what to write.
+    ///
+    /// # Errors
+    /// The interpreter's message, naming the rank that failed first.
+    pub fn run_ranks(&self, args_per_rank: &[Vec<Vec<u8>>]) -> Result<Vec<Written>, String> {
+        let arrays = args_per_rank
+            .iter()
+            .map(|args| self.arrays(args))
+            .collect::<Result<Vec<_>, String>>()?;
+        let values = hlo::eval::evaluate_spmd(&self.module, &arrays, &EvalOptions::default())
+            .map_err(|err| err.to_string())?;
+        values.iter().map(|value| self.export(value)).collect()
+    }
+
+    /// The module's bytes, as given to [`DeviceProgram::compile`].
+    pub fn source(&self) -> &[u8] {
+        &self.source
+    }
+
+    /// Runs the module once. `read(i, n)` gives the first `n` bytes of input variable `i`; the
+    /// result is, per output variable index, the bytes to write to it.
+    ///
+    /// # Errors
+    /// The interpreter's message for a failure only the data can cause.
+    pub fn run(
+        &self,
+        read: impl FnMut(usize, usize) -> Vec<u8>,
+    ) -> Result<Vec<(usize, Vec<u8>)>, String> {
+        let args = self.arrays(&self.read_args(read))?;
+        let value = self.program.run(&args).map_err(|err| err.to_string())?;
+        self.export(&value)
+    }
+}
+
+/// An element type and dimensions.
+pub type TypedShape = (Dltype, Vec<i64>);
+
+/// The element types (as dltypes) and shapes of a module's entry parameter leaves and result
+/// leaves, in order: the I/O signature a compiler gives the NEFF it makes of the module.
+///
+/// # Errors
+/// [`DeviceProgramError::Module`] for bytes that are not a module, or a leaf whose element type
+/// has no dltype.
+pub fn entry_signature(
+    bytes: &[u8],
+) -> Result<(Vec<TypedShape>, Vec<TypedShape>), DeviceProgramError> {
+    let error = |detail: String| DeviceProgramError::Module { origin: "input".to_owned(), detail };
+    let module = hlo::load_module(bytes).map_err(|err| error(err.to_string()))?;
+    let (params, results) = entry_leaves(&module).map_err(error)?;
+    let typed = |shapes: Vec<ShapeProto>| {
+        shapes
+            .iter()
+            .map(|shape| {
+                Dltype::ALL
+                    .iter()
+                    .find(|d| primitive_of(**d) as i32 == shape.element_type)
+                    .map(|d| (*d, shape.dimensions.clone()))
+                    .ok_or_else(|| error(format!("{} has no dltype", describe(shape))))
+            })
+            .collect::<Result<Vec<_>, _>>()
+    };
+    Ok((typed(params)?, typed(results)?))
+}
+
+/// The entry computation's parameter leaves (by parameter number) and result leaves.
+fn entry_leaves(module: &HloModuleProto) -> Result<(Vec<ShapeProto>, Vec<ShapeProto>), String> {
+    let entry = module
+        .computations
+        .iter()
+        .find(|c| c.id == module.entry_computation_id)
+        .or_else(|| module.computations.iter().find(|c| c.name == module.entry_computation_name))
+        .ok_or_else(|| "the module has no entry computation".to_owned())?;
+    let mut parameters: Vec<(i64, &ShapeProto)> = Vec::new();
+    for instruction in entry.instructions.iter().filter(|i| i.opcode == "parameter") {
+        let shape = instruction
+            .shape
+            .as_ref()
+            .ok_or_else(|| format!("parameter {} has no shape", instruction.name))?;
+        parameters.push((instruction.parameter_number, shape));
+    }
+    parameters.sort_by_key(|(number, _)| *number);
+    let mut params = Vec::new();
+    for (_, shape) in parameters {
+        let mut out = Vec::new();
+        leaves(shape, &mut out);
+        params.extend(out.into_iter().cloned());
+    }
+    let root = entry
+        .instructions
+        .iter()
+        .find(|i| i.id == entry.root_id)
+        .or_else(|| entry.instructions.last())
+        .and_then(|i| i.shape.as_ref())
+        .ok_or_else(|| format!("entry computation {} has no root shape", entry.name))?;
+    let mut out = Vec::new();
+    leaves(root, &mut out);
+    Ok((params, out.into_iter().cloned().collect()))
+}
+
+/// The position among `names` (the model's inputs, `prefix` `input`, or outputs, `output`, in
+/// signature order) of the variable that parameter or result `i` binds to.
+pub fn binding_order(names: &[&str], prefix: &str) -> Vec<usize> {
+    xla_order(names, prefix).unwrap_or_else(|| (0..names.len()).collect())
+}
+
+fn bind_side(
+    shapes: &[ShapeProto],
+    layouts: &[Option<Vec<i64>>],
+    vars: &[IoVar],
+    leaf_kind: &str,
+    var_kind: &str,
+) -> Result<Vec<Leaf>, String> {
+    let names: Vec<&str> = vars.iter().map(|var| var.name.as_str()).collect();
+    let (order, rule) = match xla_order(&names, var_kind) {
+        Some(order) => (order, format!("{leaf_kind} i is {var_kind}{{i}}")),
+        None => ((0..vars.len()).collect(), format!("{leaf_kind} i is the i-th {var_kind}")),
+    };
+    if shapes.len() != vars.len() {
+        let listed: Vec<String> = names.iter().map(|name| format!("{name:?}")).collect();
+        return Err(format!(
+            "the module has {} {leaf_kind}s, the neff {} {var_kind} variables ({})",
+            shapes.len(),
+            vars.len(),
+            listed.join(", ")
+        ));
+    }
+    let mut bound = Vec::with_capacity(shapes.len());
+    for (index, shape) in shapes.iter().enumerate() {
+        let io = order[index];
+        let var = &vars[io];
+        let ty = PrimitiveType::try_from(shape.element_type)
+            .map_err(|_| format!("{leaf_kind} {index} has element type {}", shape.element_type))?;
+        let what = || {
+            format!(
+                "{leaf_kind} {index} ({}) and {var_kind} {:?} ({rule})",
+                describe(shape),
+                var.name
+            )
+        };
+        if let Some(dltype) = var.dltype {
+            if primitive_of(dltype) != ty {
+                return Err(format!(
+                    "{}: element type {} against dltype {}",
+                    what(),
+                    type_name(ty),
+                    dltype.name()
+                ));
+            }
+        }
+        let bytes =
+            leaf_bytes(shape).ok_or_else(|| format!("{}: the shape has no byte size", what()))?;
+        if bytes != var.size {
+            return Err(format!("{}: {bytes} bytes against the variable's {}", what(), var.size));
+        }
+        bound.push(Leaf {
+            io,
+            ty,
+            dims: shape.dimensions.clone(),
+            layout: layouts.get(index).cloned().flatten(),
+            bytes,
+        });
+    }
+    Ok(bound)
+}
+
+/// How long a rank of a collective launch waits for its peers.
+pub const RENDEZVOUS_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// What one launch writes: per output variable index, its bytes.
+pub type Written = Vec<(usize, Vec<u8>)>;
+
+/// Results of one round of a [`Rendezvous`], per rank.
+type RoundResults = Arc<Result<Vec<Written>, String>>;
+
+#[derive(Debug, Default)]
+struct Round {
+    generation: u64,
+    args: Vec<Option<Vec<Vec<u8>>>>,
+    results: Option<RoundResults>,
+}
+
+/// Where the ranks of one collective launch meet (see the module docs).
+#[derive(Debug)]
+pub struct Rendezvous {
+    world: usize,
+    round: Mutex<Round>,
+    arrived: Condvar,
+}
+
+impl Rendezvous {
+    /// A meeting point for `world` ranks.
+    pub fn new(world: usize) -> Rendezvous {
+        Rendezvous {
+            world,
+            round: Mutex::new(Round { args: vec![None; world], ..Round::default() }),
+            arrived: Condvar::new(),
+        }
+    }
+
+    /// Rank `rank`'s launch with `args`: returns what this rank writes once every rank has come.
+    ///
+    /// # Errors
+    /// A rank out of range or already waiting, peers that do not come within `timeout`
+    /// (`Err(None)`), or the evaluation's message (`Err(Some(..))`).
+    pub fn join(
+        &self,
+        program: &DeviceProgram,
+        rank: usize,
+        args: Vec<Vec<u8>>,
+        timeout: Duration,
+    ) -> Result<Vec<(usize, Vec<u8>)>, Option<String>> {
+        let mut round = self.round.lock().unwrap_or_else(PoisonError::into_inner);
+        match round.args.get(rank) {
+            Some(None) => {}
+            Some(Some(_)) => return Err(Some(format!("rank {rank} is already in this launch"))),
+            None => {
+                return Err(Some(format!("rank {rank} is outside the world of {}", self.world)));
+            }
+        }
+        round.args[rank] = Some(args);
+        let generation = round.generation;
+        if round.args.iter().all(Option::is_some) {
+            let all: Vec<Vec<Vec<u8>>> = round.args.iter_mut().filter_map(Option::take).collect();
+            round.results = Some(Arc::new(program.run_ranks(&all)));
+            round.generation += 1;
+            self.arrived.notify_all();
+        } else {
+            let deadline = Instant::now() + timeout;
+            while round.generation == generation {
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    round.args[rank] = None;
+                    return Err(None);
+                }
+                round = self
+                    .arrived
+                    .wait_timeout(round, left)
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .0;
+            }
+        }
+        let results = round.results.clone().ok_or(None)?;
+        match &*results {
+            Ok(per_rank) => Ok(per_rank[rank].clone()),
+            Err(detail) => Err(Some(detail.clone())),
+        }
+    }
+}
+
+/// One launch of a device program, as [`crate::SimRuntime::launches`] records it: the module,
+/// the bytes of each parameter (in parameter order) and of each result leaf (in result order).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LaunchRecord {
+    /// The model's name.
+    pub model: String,
+    /// The module's bytes (binary `HloModuleProto` or HLO text).
+    pub hlo: Vec<u8>,
+    /// The parameters' bytes.
+    pub args: Vec<Vec<u8>>,
+    /// The result leaves' bytes.
+    pub results: Vec<Vec<u8>>,
+}
+
+/// Where HLO comes from for NEFFs that carry none (`NRTSIM_HLO`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum HloSource {
+    /// One file for every such NEFF.
+    File(PathBuf),
+    /// A directory of `<sha256 hex of the NEFF>.hlo.pb` or `.hlo` files.
+    Directory(PathBuf),
+}
+
+impl HloSource {
+    /// The source a path names: a directory if it is one, a file otherwise.
+    pub fn of_path(path: &Path) -> HloSource {
+        if path.is_dir() {
+            HloSource::Directory(path.to_owned())
+        } else {
+            HloSource::File(path.to_owned())
+        }
+    }
+
+    /// The HLO for the NEFF `neff_bytes` and where it came from, if this source has one.
+    ///
+    /// # Errors
+    /// [`DeviceProgramError::Source`] when the named file cannot be read.
+    pub fn lookup(
+        &self,
+        neff_bytes: &[u8],
+    ) -> Result<Option<(Vec<u8>, String)>, DeviceProgramError> {
+        let read = |path: &Path| {
+            std::fs::read(path).map_err(|err| DeviceProgramError::Source {
+                path: path.display().to_string(),
+                detail: err.to_string(),
+            })
+        };
+        match self {
+            HloSource::File(path) => {
+                Ok(Some((read(path)?, format!("{HLO_ENV}={}", path.display()))))
+            }
+            HloSource::Directory(dir) => {
+                let hash: String =
+                    Sha256::digest(neff_bytes).iter().map(|b| format!("{b:02x}")).collect();
+                for suffix in ["hlo.pb", "hlo"] {
+                    let path = dir.join(format!("{hash}.{suffix}"));
+                    if path.is_file() {
+                        return Ok(Some((read(&path)?, format!("{HLO_ENV}: {}", path.display()))));
+                    }
+                }
+                Ok(None)
+            }
+        }
+    }
+}
+
+/// Whether `bytes` of element type `dltype` hold a NaN (floating-point types of 16 bits or more;
+/// integers, bool and fp8 never do here).
+pub fn holds_nan(dltype: Dltype, bytes: &[u8]) -> bool {
+    match dltype {
+        Dltype::Float32 => {
+            bytes.chunks_exact(4).any(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]).is_nan())
+        }
+        Dltype::Float16 => bytes.chunks_exact(2).any(|c| {
+            let h = u16::from_le_bytes([c[0], c[1]]);
+            h & 0x7c00 == 0x7c00 && h & 0x03ff != 0
+        }),
+        Dltype::BFloat16 => bytes.chunks_exact(2).any(|c| {
+            let h = u16::from_le_bytes([c[0], c[1]]);
+            h & 0x7f80 == 0x7f80 && h & 0x007f != 0
+        }),
+        Dltype::Float64 => bytes.chunks_exact(8).any(|c| {
+            let mut raw = [0u8; 8];
+            raw.copy_from_slice(c);
+            f64::from_le_bytes(raw).is_nan()
+        }),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn var(name: &str, dltype: Dltype, elements: usize) -> IoVar {
+        IoVar {
+            name: name.to_owned(),
+            size: elements * dltype.item_size() as usize,
+            dltype: Some(dltype),
+        }
+    }
+
+    const SUB: &str = "HloModule sub\n\nENTRY main {\n  a = f32[2] parameter(0)\n  b = f32[2] parameter(1)\n  ROOT d = f32[2] subtract(a, b)\n}\n";
+
+    fn f32s(values: &[f32]) -> Vec<u8> {
+        values.iter().flat_map(|v| v.to_le_bytes()).collect()
+    }
+
+    #[test]
+    fn xla_names_bind_by_number_and_others_by_position() {
+        let inputs = [var("input1", Dltype::Float32, 2), var("input0", Dltype::Float32, 2)];
+        let outputs = [var("output0", Dltype::Float32, 2)];
+        let program = DeviceProgram::compile(SUB.as_bytes(), "test", &inputs, &outputs).unwrap();
+        // input0 (position 1) holds [10, 20], input1 (position 0) holds [1, 2]: a - b = input0 - input1.
+        let data = [f32s(&[1.0, 2.0]), f32s(&[10.0, 20.0])];
+        let out = program.run(|i, n| data[i][..n].to_vec()).unwrap();
+        assert_eq!(out, vec![(0, f32s(&[9.0, 18.0]))]);
+
+        let inputs = [var("y", Dltype::Float32, 2), var("x", Dltype::Float32, 2)];
+        let program = DeviceProgram::compile(SUB.as_bytes(), "test", &inputs, &outputs).unwrap();
+        let out = program.run(|i, n| data[i][..n].to_vec()).unwrap();
+        assert_eq!(out, vec![(0, f32s(&[-9.0, -18.0]))]);
+    }
+
+    #[test]
+    fn mismatches_name_both_sides() {
+        let outputs = [var("output0", Dltype::Float32, 2)];
+        let one = [var("input0", Dltype::Float32, 2)];
+        let err = DeviceProgram::compile(SUB.as_bytes(), "test", &one, &outputs).unwrap_err();
+        assert!(
+            err.to_string().contains("2 parameters, the neff 1 input variables (\"input0\")"),
+            "{err}"
+        );
+        let typed = [var("input0", Dltype::Float32, 2), var("input1", Dltype::Int32, 2)];
+        let err = DeviceProgram::compile(SUB.as_bytes(), "test", &typed, &outputs).unwrap_err();
+        assert!(err.to_string().contains("parameter 1 (f32[2]) and input \"input1\""), "{err}");
+        assert!(err.to_string().contains("element type f32 against dltype int32"), "{err}");
+        let sized = [var("input0", Dltype::Float32, 2), var("input1", Dltype::Float32, 3)];
+        let err = DeviceProgram::compile(SUB.as_bytes(), "test", &sized, &outputs).unwrap_err();
+        assert!(err.to_string().contains("8 bytes against the variable's 12"), "{err}");
+        let err = DeviceProgram::compile(b"HloModule broken\nENTRY {", "test", &one, &outputs)
+            .unwrap_err();
+        assert!(matches!(err, DeviceProgramError::Module { .. }), "{err}");
+    }
+
+    #[test]
+    fn a_rank_whose_peers_do_not_come_times_out_and_can_join_again() {
+        let inputs = [var("input0", Dltype::Float32, 2), var("input1", Dltype::Float32, 2)];
+        let outputs = [var("output0", Dltype::Float32, 2)];
+        let program = DeviceProgram::compile(SUB.as_bytes(), "test", &inputs, &outputs).unwrap();
+        let group = Rendezvous::new(2);
+        let args = vec![f32s(&[1.0, 2.0]), f32s(&[3.0, 4.0])];
+        let waited = group.join(&program, 0, args.clone(), Duration::from_millis(20));
+        assert_eq!(waited, Err(None));
+        assert!(matches!(group.join(&program, 2, args.clone(), Duration::ZERO), Err(Some(_))));
+        // Both ranks come: each gets its own result.
+        let got = std::thread::scope(|scope| {
+            let first =
+                scope.spawn(|| group.join(&program, 0, args.clone(), Duration::from_secs(10)));
+            let second = group.join(
+                &program,
+                1,
+                vec![f32s(&[5.0, 5.0]), f32s(&[1.0, 1.0])],
+                Duration::from_secs(10),
+            );
+            (first.join().unwrap(), second)
+        });
+        assert_eq!(got.0, Ok(vec![(0, f32s(&[-2.0, -2.0]))]));
+        assert_eq!(got.1, Ok(vec![(0, f32s(&[4.0, 4.0]))]));
+    }
+
+    #[test]
+    fn xla_order_needs_every_number_once() {
+        assert_eq!(xla_order(&["input1", "input0"], "input"), Some(vec![1, 0]));
+        assert_eq!(xla_order(&["input0", "input2"], "input"), None);
+        assert_eq!(xla_order(&["input0", "input0"], "input"), None);
+        assert_eq!(xla_order(&["input01"], "input"), None);
+        assert_eq!(xla_order(&["x"], "input"), None);
+        assert_eq!(xla_order(&[], "input"), Some(vec![]));
+    }
+
+    #[test]
+    fn directory_source_is_keyed_by_the_neff_hash() {
+        let dir = std::env::temp_dir().join(format!("nrtsim-hlo-source-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        // sha256("abc"), a published test vector.
+        let name = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad.hlo";
+        std::fs::write(dir.join(name), SUB).unwrap();
+        let source = HloSource::of_path(&dir);
+        let (bytes, origin) = source.lookup(b"abc").unwrap().unwrap();
+        assert_eq!(bytes, SUB.as_bytes());
+        assert!(origin.contains(name), "{origin}");
+        assert_eq!(source.lookup(b"abd").unwrap(), None);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
