@@ -1,6 +1,7 @@
 //! `nrtsim`: inspect, check and run Neuron models (NEFF + metaneff) without Neuron hardware.
 #![forbid(unsafe_code)]
 
+mod check;
 mod conformance;
 mod hlo;
 mod input;
@@ -31,6 +32,9 @@ enum Command {
     /// Print and encode XLA HLO modules (binary HloModuleProto or HLO text).
     #[command(subcommand)]
     Hlo(hlo::HloCommand),
+    /// Check that a NEFF and its metaneff bind: names, sizes, dtypes, aliases, input order,
+    /// checkpoint keys, dynamic batching and the HLO module (exit status 1 on errors).
+    Check(check::CheckArgs),
     /// Show a NEFF's header, members, variable tables and I/O signature.
     Inspect(inspect::InspectArgs),
     /// Run the conformance vectors on the simulator and on libnrt backends.
@@ -49,6 +53,7 @@ fn main() -> ExitCode {
         Command::Metaneff(command) => metaneff::run(command).map(|()| true),
         Command::Hlo(command) => hlo::run(command).map(|()| true),
         Command::Inspect(args) => inspect::run(args).map(|()| true),
+        Command::Check(args) => check::run(args),
         Command::Conformance(args) => conformance::run(args),
         Command::Vectors(args) => conformance::vectors(args),
         Command::RunVector(args) => conformance::run_vector(args),
