@@ -14,6 +14,7 @@
 //! Seed discrepancies pinned by tests: names are `bytes` (no UTF-8 check), and the seed's worked
 //! example writes `38 00` for a default `type`, which a proto3 encoder never does.
 
+pub mod diff;
 pub mod edit;
 pub mod text;
 

@@ -26,7 +26,7 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Decode, encode and edit metaneff protobufs.
+    /// Decode, encode, edit and diff metaneff protobufs.
     #[command(subcommand)]
     Metaneff(metaneff::MetaneffCommand),
     /// Print and encode XLA HLO modules (binary HloModuleProto or HLO text).
@@ -50,7 +50,7 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Metaneff(command) => metaneff::run(command).map(|()| true),
+        Command::Metaneff(command) => metaneff::run(command),
         Command::Hlo(command) => hlo::run(command).map(|()| true),
         Command::Inspect(args) => inspect::run(args).map(|()| true),
         Command::Check(args) => check::run(args),
