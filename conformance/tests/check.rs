@@ -91,7 +91,7 @@ fn pair(case: &Case) -> (Neff, Vec<u8>) {
     let bytes = text::from_text(&text).expect("the test metaneff text encodes");
     let mut meta = metaneff::decode(&bytes).expect("the test metaneff decodes");
     if !case.no_hlo {
-        meta.serialized_graph_def = replace_all(HLO, case.hlo, case.name).into_bytes();
+        meta.serialized_graph_def = replace_all(HLO, case.hlo, case.name).into_bytes().into();
     }
     let mut bytes = metaneff::encode(&meta);
     bytes.extend_from_slice(case.appended);

@@ -466,8 +466,9 @@ output_tensors { name: "extra" shape: [] data_type: BFLOAT16 }
 
     #[test]
     fn graph_bytes_are_shown_by_length_and_first_difference() {
-        let a = MetaNeff { serialized_graph_def: vec![1, 2, 3, 4], ..MetaNeff::default() };
-        let b = MetaNeff { serialized_graph_def: vec![1, 2, 9, 4, 5], ..MetaNeff::default() };
+        let a = MetaNeff { serialized_graph_def: vec![1, 2, 3, 4].into(), ..MetaNeff::default() };
+        let b =
+            MetaNeff { serialized_graph_def: vec![1, 2, 9, 4, 5].into(), ..MetaNeff::default() };
         let differences =
             diff(&crate::metaneff::encode(&a), &crate::metaneff::encode(&b)).expect("decode");
         assert_eq!(
