@@ -14,6 +14,7 @@
 
 pub mod backend;
 pub mod bless;
+pub mod check;
 pub mod device;
 pub mod expectations;
 pub mod generate;

@@ -168,7 +168,7 @@ pub fn generate_inputs(vector: &Vector) -> Result<BTreeMap<&'static str, Vec<u8>
                      {HLO_TEXT_FILE}"
                 )));
             }
-            message.serialized_graph_def = hlo.clone();
+            message.serialized_graph_def = hlo.clone().into();
             bytes = abi::metaneff::encode(&message);
         }
         files.insert(METANEFF_FILE, bytes);

@@ -179,7 +179,7 @@ fn rust_messages() -> Vec<MetaNeff> {
             Type::UndefinedType,
         )],
         model_config: Some(ModelConfig { return_aliases: true, ..Default::default() }),
-        serialized_graph_def: b"hlo".to_vec(),
+        serialized_graph_def: b"hlo".to_vec().into(),
         output_aliases_to: [(0, 0)].into(),
         ..Default::default()
     }];

@@ -59,7 +59,7 @@ fn write_metaneff(dir: &Path, graph: Vec<u8>) -> PathBuf {
     let message = MetaNeff {
         input_tensors: vec![tensor("x", &[128, 256]), tensor("y", &[256, 128])],
         output_tensors: vec![tensor("output0", &[128, 128])],
-        serialized_graph_def: graph,
+        serialized_graph_def: graph.into(),
         ..MetaNeff::default()
     };
     let path = dir.join("metaneff.pb");

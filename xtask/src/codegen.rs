@@ -98,6 +98,9 @@ fn generate(root: &Path, schema: &Schema) -> Result<Vec<Output>> {
         .collect();
     let modules = prost_build::Config::new()
         .btree_map(["."])
+        // The HLO module can be tens of megabytes: decoded from `bytes::Bytes`, it shares the
+        // input instead of being copied (`abi::metaneff::decode_owned`).
+        .bytes([".metaneff.MetaNeff.serialized_graph_def"])
         .generate(requests)
         .context("generating Rust code with prost-build")?;
     let [(_, code)]: [_; 1] =

@@ -261,7 +261,9 @@ enum LoadState {
 pub struct Model {
     runtime_ctx: Ctx,
     neff: NeffBytes,
-    metaneff: Vec<u8>,
+    /// Shared with `meta.serialized_graph_def` (decoded by [`metaneff::decode_owned`]), so a
+    /// large HLO module is held once.
+    metaneff: prost::bytes::Bytes,
     meta: MetaNeff,
     vars: VarTable,
     weights: Weights,
@@ -292,7 +294,8 @@ impl Model {
         metaneff_bytes: &[u8],
         options: ModelOptions,
     ) -> Result<Model, BindError> {
-        let meta = metaneff::decode(metaneff_bytes)?;
+        let metaneff_bytes = prost::bytes::Bytes::copy_from_slice(metaneff_bytes);
+        let meta = metaneff::decode_owned(metaneff_bytes.clone())?;
         let vars = VarTable::of_neff(neff);
         let mut layout = Layout::new(&meta, &vars)?;
         layout.resolve_internal(&options.weights)?;
@@ -300,7 +303,7 @@ impl Model {
         let mut model = Model {
             runtime_ctx: Ctx::new(runtime, options.trace, layout),
             neff: NeffBytes::from(neff),
-            metaneff: metaneff_bytes.to_vec(),
+            metaneff: metaneff_bytes,
             meta,
             vars,
             weights: options.weights,
@@ -432,7 +435,8 @@ impl Model {
     }
 
     fn replace_metaneff(&mut self, bytes: Vec<u8>) -> Result<(), BindError> {
-        let meta = metaneff::decode(&bytes)?;
+        let bytes = prost::bytes::Bytes::from(bytes);
+        let meta = metaneff::decode_owned(bytes.clone())?;
         let mut layout = Layout::new(&meta, &self.vars)?;
         layout.resolve_internal(&self.weights)?;
         self.metaneff = bytes;

@@ -174,8 +174,8 @@ pub struct MetaNeff {
     #[prost(message, optional, tag = "3")]
     pub model_config: ::core::option::Option<ModelConfig>,
     /// A serialized XLA HloModuleProto.
-    #[prost(bytes = "vec", tag = "4")]
-    pub serialized_graph_def: ::prost::alloc::vec::Vec<u8>,
+    #[prost(bytes = "bytes", tag = "4")]
+    pub serialized_graph_def: ::prost::bytes::Bytes,
     #[prost(bytes = "vec", tag = "5")]
     pub name: ::prost::alloc::vec::Vec<u8>,
     /// Output index -> input index whose buffer the output reuses.

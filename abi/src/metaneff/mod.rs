@@ -14,6 +14,7 @@
 //! Seed discrepancies pinned by tests: names are `bytes` (no UTF-8 check), and the seed's worked
 //! example writes `38 00` for a default `type`, which a proto3 encoder never does.
 
+pub mod diff;
 pub mod edit;
 pub mod text;
 
@@ -95,22 +96,37 @@ impl fmt::Display for UnknownField {
 /// field with the wrong wire type.
 pub fn check_wire(bytes: &[u8]) -> Result<Vec<UnknownField>, MetaneffDecodeError> {
     let mut unknown = Vec::new();
-    walk(&message_descriptor("MetaNeff"), bytes, 0, "MetaNeff", &mut unknown)?;
+    let root = PathSegment { parent: None, name: "MetaNeff", index: None };
+    walk(schema_table(MessageKind::MetaNeff), bytes, 0, &root, &mut unknown)?;
     Ok(unknown)
 }
 
 /// Decodes a `MetaNeff`, keeping nothing of the unknown fields (use [`edit`] to change a message
-/// without losing them).
+/// without losing them). The bytes fields are copied out of `bytes`; [`decode_owned`] shares
+/// `serialized_graph_def` with its input instead.
 ///
 /// # Errors
 /// A [`MetaneffDecodeError`] naming the byte offset and field path of the first problem.
 pub fn decode(bytes: &[u8]) -> Result<MetaNeff, MetaneffDecodeError> {
     check_wire(bytes)?;
-    MetaNeff::decode(bytes).map_err(|error| MetaneffDecodeError {
-        offset: 0,
-        path: "MetaNeff".to_owned(),
-        reason: error.to_string(),
-    })
+    MetaNeff::decode(bytes).map_err(prost_error)
+}
+
+/// [`decode`] from an owned buffer: `serialized_graph_def` (the HLO module, often most of the
+/// message) is a view of `bytes`, not a copy, so decoding a metaneff with a large graph costs
+/// the wire check and the small fields only.
+///
+/// # Errors
+/// As [`decode`].
+pub fn decode_owned(bytes: prost::bytes::Bytes) -> Result<MetaNeff, MetaneffDecodeError> {
+    check_wire(&bytes)?;
+    MetaNeff::decode(bytes).map_err(prost_error)
+}
+
+/// prost refuses only what the wire check has already passed (its own limits aside, such as
+/// recursion depth, which a metaneff cannot reach): the error is kept whole for the record.
+fn prost_error(error: prost::DecodeError) -> MetaneffDecodeError {
+    MetaneffDecodeError { offset: 0, path: "MetaNeff".to_owned(), reason: error.to_string() }
 }
 
 /// Encodes a `MetaNeff` canonically (see the module documentation).
@@ -161,64 +177,165 @@ fn expected_wire_type(field: &prost_reflect::FieldDescriptor) -> (WireType, bool
     (scalar, field.is_list())
 }
 
+/// The messages of the schema, as indexes into the tables of [`schema_table`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum MessageKind {
+    MetaNeff,
+    MetaTensor,
+    ModelConfig,
+    AliasEntry,
+}
+
+/// What the walk needs to know of one known field, read once from the descriptor.
+#[derive(Clone, Debug)]
+struct FieldRule {
+    name: String,
+    /// Repeated or map: paths carry the occurrence index.
+    indexed: bool,
+    expected: WireType,
+    packable: bool,
+    kind_name: String,
+    /// For message fields, the message they hold.
+    message: Option<MessageKind>,
+}
+
+/// The known fields of one message, indexed by field number.
+#[derive(Debug)]
+struct MessageTable {
+    fields: Vec<Option<FieldRule>>,
+}
+
+impl MessageTable {
+    fn get(&self, number: u32) -> Option<&FieldRule> {
+        self.fields.get(usize::try_from(number).ok()?)?.as_ref()
+    }
+}
+
+/// The walk's tables, derived from the embedded descriptor once per process, so the walk does
+/// no descriptor lookups, allocation or formatting per field (only for errors and unknown
+/// fields) and still cannot drift from the schema.
+fn schema_table(kind: MessageKind) -> &'static MessageTable {
+    static TABLES: OnceLock<[MessageTable; 4]> = OnceLock::new();
+    let tables = TABLES.get_or_init(|| {
+        let build = |descriptor: MessageDescriptor| {
+            let mut fields: Vec<Option<FieldRule>> = Vec::new();
+            for field in descriptor.fields() {
+                let number = field.number() as usize;
+                if fields.len() <= number {
+                    fields.resize(number + 1, None);
+                }
+                let (expected, packable) = expected_wire_type(&field);
+                let message = match field.kind() {
+                    Kind::Message(inner) => Some(match inner.name() {
+                        "MetaTensor" => MessageKind::MetaTensor,
+                        "ModelConfig" => MessageKind::ModelConfig,
+                        // The only other message fields are map entries (output_aliases_to).
+                        _ => MessageKind::AliasEntry,
+                    }),
+                    _ => None,
+                };
+                fields[number] = Some(FieldRule {
+                    name: field.name().to_owned(),
+                    indexed: field.is_list() || field.is_map(),
+                    expected,
+                    packable,
+                    kind_name: format!("{:?}", field.kind()),
+                    message,
+                });
+            }
+            MessageTable { fields }
+        };
+        let alias_entry = message_descriptor("MetaNeff")
+            .get_field_by_name("output_aliases_to")
+            .and_then(|field| field.kind().as_message().cloned())
+            .expect("output_aliases_to is a map in the schema");
+        [
+            build(message_descriptor("MetaNeff")),
+            build(message_descriptor("MetaTensor")),
+            build(message_descriptor("ModelConfig")),
+            build(alias_entry),
+        ]
+    });
+    &tables[kind as usize]
+}
+
+/// A field path built only when it is printed: each nested walk holds its segment on the stack.
+struct PathSegment<'a> {
+    parent: Option<&'a PathSegment<'a>>,
+    name: &'a str,
+    index: Option<usize>,
+}
+
+impl fmt::Display for PathSegment<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(parent) = self.parent {
+            write!(f, "{parent}.")?;
+        }
+        f.write_str(self.name)?;
+        if let Some(index) = self.index {
+            write!(f, "[{index}]")?;
+        }
+        Ok(())
+    }
+}
+
 fn walk(
-    descriptor: &MessageDescriptor,
+    table: &MessageTable,
     bytes: &[u8],
     base: usize,
-    path: &str,
+    path: &PathSegment<'_>,
     unknown: &mut Vec<UnknownField>,
 ) -> Result<(), MetaneffDecodeError> {
-    let at = |error: WireError, path: &str| MetaneffDecodeError {
-        offset: base + error.offset,
-        path: path.to_owned(),
-        reason: error.kind.to_string(),
-    };
-    let mut counts = std::collections::BTreeMap::<u32, usize>::new();
+    // Occurrences so far of each field number, for the index in a repeated field's path.
+    let mut counts = [0usize; 16];
+    let mut more_counts = std::collections::BTreeMap::<u32, usize>::new();
     for field in wire::fields(bytes) {
-        let field = field.map_err(|e| at(e, path))?;
-        let Some(schema) = descriptor.get_field(field.number) else {
+        let field = field.map_err(|error| MetaneffDecodeError {
+            offset: base + error.offset,
+            path: path.to_string(),
+            reason: error.kind.to_string(),
+        })?;
+        let Some(rule) = table.get(field.number) else {
             unknown.push(UnknownField {
-                path: path.to_owned(),
+                path: path.to_string(),
                 number: field.number,
                 wire_type: field.wire_type,
                 offset: base + field.start,
             });
             continue;
         };
-        let index = counts.entry(field.number).or_default();
-        let field_path = if schema.is_list() || schema.is_map() {
-            format!("{path}.{}[{index}]", schema.name())
-        } else {
-            format!("{path}.{}", schema.name())
+        let index = match counts.get_mut(field.number as usize) {
+            Some(count) => count,
+            None => more_counts.entry(field.number).or_default(),
+        };
+        let field_path = PathSegment {
+            parent: Some(path),
+            name: &rule.name,
+            index: rule.indexed.then_some(*index),
         };
         *index += 1;
-        let (expected, packable) = expected_wire_type(&schema);
-        let packed = packable && field.wire_type == WireType::Len;
-        if field.wire_type != expected && !packed {
+        let packed = rule.packable && field.wire_type == WireType::Len;
+        if field.wire_type != rule.expected && !packed {
             return Err(MetaneffDecodeError {
                 offset: base + field.start,
-                path: field_path,
+                path: field_path.to_string(),
                 reason: format!(
-                    "wire type {}, expected {} for a field of type {:?}",
-                    field.wire_type,
-                    expected,
-                    schema.kind()
+                    "wire type {}, expected {} for a field of type {}",
+                    field.wire_type, rule.expected, rule.kind_name
                 ),
             });
         }
-        match (field.value, schema.kind()) {
-            (FieldValue::Len(payload), Kind::Message(inner)) => {
-                walk(&inner, payload, base + field.end - payload.len(), &field_path, unknown)?;
-            }
-            (FieldValue::Len(payload), _) if packed => {
-                let payload_base = base + field.end - payload.len();
-                check_packed(payload, expected).map_err(|e| MetaneffDecodeError {
+        if let FieldValue::Len(payload) = field.value {
+            let payload_base = base + field.end - payload.len();
+            if let Some(inner) = rule.message {
+                walk(schema_table(inner), payload, payload_base, &field_path, unknown)?;
+            } else if packed {
+                check_packed(payload, rule.expected).map_err(|e| MetaneffDecodeError {
                     offset: payload_base + e.offset,
-                    path: field_path.clone(),
+                    path: field_path.to_string(),
                     reason: format!("in a packed list: {}", e.kind),
                 })?;
             }
-            _ => {}
         }
     }
     Ok(())

@@ -44,7 +44,7 @@ fn seed_example() -> MetaNeff {
             Type::UndefinedType,
         )],
         model_config: Some(ModelConfig { return_aliases: true, ..Default::default() }),
-        serialized_graph_def: b"hlo".to_vec(),
+        serialized_graph_def: b"hlo".to_vec().into(),
         ..Default::default()
     }
 }
@@ -417,7 +417,7 @@ mod properties {
                     input_tensors: inputs,
                     output_tensors: outputs,
                     model_config: config,
-                    serialized_graph_def: graph,
+                    serialized_graph_def: graph.into(),
                     name,
                     output_aliases_to: aliases,
                     num_user_inputs: u,
@@ -485,4 +485,35 @@ mod properties {
             prop_assert_eq!(edited, encode(&expected));
         }
     }
+}
+
+#[test]
+fn decode_owned_shares_the_graph_with_its_input_and_agrees_with_decode() {
+    let message = MetaNeff {
+        input_tensors: vec![MetaTensor { name: b"input0".to_vec(), ..MetaTensor::default() }],
+        serialized_graph_def: vec![7u8; 4096].into(),
+        ..MetaNeff::default()
+    };
+    let input = prost::bytes::Bytes::from(encode(&message));
+    let decoded = decode_owned(input.clone()).expect("decodes");
+    assert_eq!(decoded, decode(&input).expect("decodes"));
+    let graph = decoded.serialized_graph_def.as_ptr_range();
+    let whole = input.as_ptr_range();
+    assert!(
+        whole.start <= graph.start && graph.end <= whole.end,
+        "serialized_graph_def was copied out of the input"
+    );
+}
+
+#[test]
+fn decode_owned_reports_the_offset_and_path_as_decode_does() {
+    let mut bytes = encode(&MetaNeff {
+        input_tensors: vec![MetaTensor { shape: vec![1, 2, 3], ..MetaTensor::default() }],
+        ..MetaNeff::default()
+    });
+    // Cut the message inside the packed shape.
+    bytes.truncate(bytes.len() - 1);
+    let owned = decode_owned(bytes.clone().into()).unwrap_err();
+    assert_eq!(owned, decode(&bytes).unwrap_err());
+    assert_eq!(owned.path, "MetaNeff");
 }

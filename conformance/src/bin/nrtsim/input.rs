@@ -30,10 +30,18 @@ pub(crate) const FLAG: &str = "--max-input-bytes";
 /// When the input cannot be read, or holds more than `limit` bytes (the message names the limit
 /// and the flag that raises it).
 pub(crate) fn read_capped(path: &Path, limit: u64) -> Result<Vec<u8>> {
+    read_capped_with_flag(path, limit, FLAG)
+}
+
+/// [`read_capped`] for a command with several inputs, whose caps have flags of their own.
+///
+/// # Errors
+/// As [`read_capped`], the message naming `flag`.
+pub(crate) fn read_capped_with_flag(path: &Path, limit: u64, flag: &str) -> Result<Vec<u8>> {
     let too_large = || {
         anyhow::anyhow!(
             "{} is larger than the input limit of {limit} bytes, expected at most that; raise \
-             the limit with {FLAG}",
+             the limit with {flag}",
             path.display()
         )
     };

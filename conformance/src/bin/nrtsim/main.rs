@@ -1,6 +1,7 @@
 //! `nrtsim`: inspect, check and run Neuron models (NEFF + metaneff) without Neuron hardware.
 #![forbid(unsafe_code)]
 
+mod check;
 mod conformance;
 mod hlo;
 mod input;
@@ -27,12 +28,15 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Decode, encode and edit metaneff protobufs.
+    /// Decode, encode, edit and diff metaneff protobufs.
     #[command(subcommand)]
     Metaneff(metaneff::MetaneffCommand),
     /// Print and encode XLA HLO modules (binary HloModuleProto or HLO text).
     #[command(subcommand)]
     Hlo(hlo::HloCommand),
+    /// Check that a NEFF and its metaneff bind: names, sizes, dtypes, aliases, input order,
+    /// checkpoint keys, dynamic batching and the HLO module (exit status 1 on errors).
+    Check(check::CheckArgs),
     /// Show a NEFF's header, members, variable tables and I/O signature.
     Inspect(inspect::InspectArgs),
     /// Run a NEFF once on the simulator: `.npy` inputs in, one `.npy` per output out.
@@ -57,9 +61,10 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Metaneff(command) => metaneff::run(command).map(|()| true),
+        Command::Metaneff(command) => metaneff::run(command),
         Command::Hlo(command) => hlo::run(command).map(|()| true),
         Command::Inspect(args) => inspect::run(args).map(|()| true),
+        Command::Check(args) => check::run(args),
         Command::Run(args) => run::run(args),
         Command::Conformance(args) => conformance::run(args),
         Command::Vectors(args) => conformance::vectors(args),

@@ -3,6 +3,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use abi::metaneff::diff::{self, Which};
 use abi::metaneff::edit::{self, ConfigFlag};
 use abi::metaneff::text;
 use anyhow::{Context, Result, bail};
@@ -64,6 +65,18 @@ pub(crate) enum MetaneffCommand {
         #[arg(long, value_name = "BYTES", default_value_t = input::DEFAULT_MAX_METANEFF_BYTES)]
         max_input_bytes: u64,
     },
+    /// Show the field-level differences between two binary metaneffs, unknown fields included
+    /// (tensors matched by name, then index); exit status 1 when they differ.
+    Diff {
+        /// The first (old) binary metaneff.
+        a: PathBuf,
+        /// The second (new) binary metaneff.
+        b: PathBuf,
+        /// Refuse inputs larger than this many bytes (a guard against endless inputs such as
+        /// `/dev/zero`).
+        #[arg(long, value_name = "BYTES", default_value_t = input::DEFAULT_MAX_METANEFF_BYTES)]
+        max_input_bytes: u64,
+    },
 }
 
 /// The edits of `nrtsim metaneff edit`, applied in this order.
@@ -92,9 +105,25 @@ pub(crate) enum Format {
     Json,
 }
 
-/// Runs an `nrtsim metaneff` subcommand.
-pub(crate) fn run(command: MetaneffCommand) -> Result<()> {
+/// Runs an `nrtsim metaneff` subcommand; `Ok(false)` (exit status 1) when `diff` finds
+/// differences.
+pub(crate) fn run(command: MetaneffCommand) -> Result<bool> {
     match command {
+        MetaneffCommand::Diff { a, b, max_input_bytes } => {
+            let bytes_a = input::read_capped(&a, max_input_bytes)?;
+            let bytes_b = input::read_capped(&b, max_input_bytes)?;
+            let differences = diff::diff(&bytes_a, &bytes_b).map_err(|error| {
+                let file = if error.which == Which::A { &a } else { &b };
+                anyhow::anyhow!("{}: {error}", file.display())
+            })?;
+            if differences.is_empty() {
+                return Ok(true);
+            }
+            let mut out = format!("--- {}\n+++ {}\n", a.display(), b.display());
+            out.push_str(&diff::render(&differences));
+            std::io::stdout().write_all(out.as_bytes()).context("writing to stdout")?;
+            return Ok(false);
+        }
         MetaneffCommand::Decode { file, format, max_input_bytes } => {
             let bytes = input::read_capped(&file, max_input_bytes)?;
             let printed = match format {
@@ -144,7 +173,7 @@ pub(crate) fn run(command: MetaneffCommand) -> Result<()> {
             write_output(&output, &bytes)?;
         }
     }
-    Ok(())
+    Ok(true)
 }
 
 fn write_output(path: &Path, bytes: &[u8]) -> Result<()> {

@@ -91,7 +91,7 @@ fn program(args: &RunArgs, neff_has_one: bool) -> Result<Option<(Vec<u8>, String
             abi::metaneff::decode(&bytes).map_err(|err| anyhow!("{}: {err}", path.display()))?;
         if !message.serialized_graph_def.is_empty() {
             let origin = format!("serialized_graph_def of {}", path.display());
-            return Ok(Some((message.serialized_graph_def, origin)));
+            return Ok(Some((message.serialized_graph_def.to_vec(), origin)));
         }
     }
     if args.allow_opaque {

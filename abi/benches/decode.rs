@@ -1,0 +1,188 @@
+//! Metaneff decoding against Google's Python protobuf (upb) in the same run
+//! (`cargo bench -p nrtsim-abi --bench decode`).
+//!
+//! Two messages: 226 input tensors (a large model's parameters and states, names and checkpoint
+//! keys set) and one carrying a 50 MB `serialized_graph_def`. For each, the best of several
+//! rounds of many decodes (the machine is shared, so the best round is the least disturbed):
+//! - `decode` from a borrowed slice (the wire check, then the copy into owned fields);
+//! - its two parts alone: the wire check (`check_wire`) and prost's decode;
+//! - `decode_owned` from `prost::bytes::Bytes` (the same check; `serialized_graph_def` shares the
+//!   input instead of being copied);
+//! - upb's `ParseFromString` on the same bytes, when `NRTSIM_PYTHON` names a Python with
+//!   protobuf (as `.ci/run` installs in `target/pyenv`); the message class is built from the
+//!   embedded descriptor, so the schema is ours and the parser Google's.
+//!
+//! The result is printed as times and as the ratio upb / Rust (the issue's target is ≥ 5).
+//! Without the Python, the upb column says why it is missing; under `CI` that is a failure.
+
+use std::hint::black_box;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use abi::metaneff::{self, MetaNeff, MetaTensor};
+
+fn many_inputs() -> Vec<u8> {
+    let tensor = |i: usize| MetaTensor {
+        name: format!("input{i}").into_bytes(),
+        shape: vec![1, 128, 768],
+        data_type: 14,
+        r#type: if i < 2 { 1 } else { 3 },
+        checkpoint_key: (i >= 2).then(|| format!("model.layers.{i}.weight").into_bytes()),
+        ..MetaTensor::default()
+    };
+    let message = MetaNeff {
+        input_tensors: (0..226).map(tensor).collect(),
+        output_tensors: vec![MetaTensor {
+            name: b"output0".to_vec(),
+            shape: vec![1, 128, 768],
+            data_type: 14,
+            ..MetaTensor::default()
+        }],
+        name: b"many_inputs".to_vec(),
+        num_user_inputs: 2,
+        num_weights: 224,
+        ..MetaNeff::default()
+    };
+    metaneff::encode(&message)
+}
+
+fn large_graph() -> Vec<u8> {
+    // A deterministic pseudo-random 50 MB graph (xorshift), so nothing compresses or repeats.
+    let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+    let graph: Vec<u8> = (0..50_000_000)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state as u8
+        })
+        .collect();
+    let message = MetaNeff {
+        input_tensors: vec![MetaTensor {
+            name: b"input0".to_vec(),
+            shape: vec![4],
+            data_type: 1,
+            r#type: 1,
+            ..MetaTensor::default()
+        }],
+        serialized_graph_def: graph.into(),
+        ..MetaNeff::default()
+    };
+    metaneff::encode(&message)
+}
+
+/// The best per-call time over rounds of `iterations` calls.
+fn best_of(rounds: usize, iterations: u32, mut call: impl FnMut()) -> Duration {
+    (0..rounds)
+        .map(|_| {
+            let start = Instant::now();
+            for _ in 0..iterations {
+                call();
+            }
+            start.elapsed() / iterations
+        })
+        .min()
+        .unwrap_or_default()
+}
+
+const PYTHON_BENCH: &str = r#"
+import sys, timeit
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+from google.protobuf.internal import api_implementation
+fds = descriptor_pb2.FileDescriptorSet.FromString(open(sys.argv[1], "rb").read())
+pool = descriptor_pool.DescriptorPool()
+for f in fds.file:
+    pool.Add(f)
+cls = message_factory.GetMessageClass(pool.FindMessageTypeByName("metaneff.MetaNeff"))
+print(api_implementation.Type())
+for path, iterations in zip(sys.argv[2::2], sys.argv[3::2]):
+    data = open(path, "rb").read()
+    n = int(iterations)
+    best = min(timeit.repeat(lambda: cls.FromString(data), number=n, repeat=5)) / n
+    print(best)
+"#;
+
+/// upb's time per parse of each message, or why it could not be measured.
+fn upb(messages: &[(&[u8], u32)]) -> Result<(String, Vec<Duration>), String> {
+    let python = std::env::var("NRTSIM_PYTHON")
+        .map_err(|_| "NRTSIM_PYTHON is not set (.ci/run sets it to target/pyenv)".to_owned())?;
+    let dir = std::env::temp_dir().join(format!("nrtsim-bench-decode-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| format!("temp dir: {e}"))?;
+    let fds = dir.join("metaneff.fds");
+    std::fs::write(&fds, metaneff::DESCRIPTOR_SET).map_err(|e| format!("write: {e}"))?;
+    let mut command = Command::new(&python);
+    command.arg("-c").arg(PYTHON_BENCH).arg(&fds);
+    for (index, (bytes, iterations)) in messages.iter().enumerate() {
+        let path = dir.join(format!("m{index}.pb"));
+        std::fs::write(&path, bytes).map_err(|e| format!("write: {e}"))?;
+        command.arg(&path).arg(iterations.to_string());
+    }
+    let output = command.output().map_err(|e| format!("running {python}: {e}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    let output = output?;
+    if !output.status.success() {
+        return Err(format!(
+            "{python} has no usable protobuf: {}",
+            String::from_utf8_lossy(&output.stderr).lines().last().unwrap_or("")
+        ));
+    }
+    let text = String::from_utf8_lossy(&output.stdout).into_owned();
+    let mut lines = text.lines();
+    let implementation = lines.next().unwrap_or("").to_owned();
+    let times = lines
+        .map(|line| line.trim().parse::<f64>().map(Duration::from_secs_f64))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| format!("unexpected output from Python: {e}"))?;
+    Ok((implementation, times))
+}
+
+fn main() {
+    let messages = [("226 inputs", many_inputs(), 2000), ("50 MB graph", large_graph(), 20)];
+    let mut rust = Vec::new();
+    for (label, bytes, iterations) in &messages {
+        let borrowed = best_of(5, *iterations, || {
+            black_box(metaneff::decode(black_box(bytes)).expect("decodes"));
+        });
+        let owned_input = prost::bytes::Bytes::from(bytes.clone());
+        let owned = best_of(5, *iterations, || {
+            black_box(metaneff::decode_owned(black_box(owned_input.clone())).expect("decodes"));
+        });
+        let wire = best_of(5, *iterations, || {
+            black_box(metaneff::check_wire(black_box(bytes)).expect("decodes"));
+        });
+        let prost_only = best_of(5, *iterations, || {
+            black_box(
+                <MetaNeff as prost::Message>::decode(black_box(bytes.as_slice())).expect("decodes"),
+            );
+        });
+        rust.push((label, bytes.len(), borrowed, owned, wire, prost_only));
+    }
+    let inputs: Vec<(&[u8], u32)> =
+        messages.iter().map(|(_, bytes, iterations)| (bytes.as_slice(), *iterations)).collect();
+    let upb = upb(&inputs);
+    println!("metaneff decode, best of 5 rounds");
+    for (index, (label, n_bytes, borrowed, owned, wire, prost_only)) in rust.iter().enumerate() {
+        println!(
+            "  {label:<12} parts of decode: check_wire {wire:?}, prost's decode {prost_only:?}"
+        );
+        print!("  {label:<12} ({n_bytes} bytes): decode {borrowed:?}, decode_owned {owned:?}");
+        match &upb {
+            Ok((implementation, times)) => {
+                let theirs = times[index];
+                println!(
+                    "; {implementation} {theirs:?}: upb / decode = {:.1}x, upb / decode_owned = {:.1}x",
+                    theirs.as_secs_f64() / borrowed.as_secs_f64(),
+                    theirs.as_secs_f64() / owned.as_secs_f64()
+                );
+            }
+            Err(_) => println!(),
+        }
+    }
+    if let Err(reason) = &upb {
+        println!("  upb not measured: {reason}");
+        if std::env::var_os("CI").is_some() {
+            eprintln!("CI is set and the upb baseline is missing: {reason}");
+            std::process::exit(1);
+        }
+    }
+}

@@ -1,0 +1,53 @@
+//! `nrtsim check MODEL.neff MODEL.metaneff`: does the pair bind? The rules and their codes are
+//! in the library ([`conformance::check`]); this file reads the two files with their caps and
+//! prints the report.
+
+use std::path::PathBuf;
+
+use abi::neff::{Neff, ReadOptions};
+use anyhow::{Result, anyhow};
+use conformance::check;
+
+use crate::input;
+
+/// Arguments of `nrtsim check`.
+#[derive(clap::Args)]
+pub(crate) struct CheckArgs {
+    /// The NEFF file.
+    neff: PathBuf,
+    /// The binary metaneff (`-` for standard input).
+    metaneff: PathBuf,
+    /// Print one JSON object (findings with code, name, severity, tensor, message, fix).
+    #[arg(long)]
+    json: bool,
+    /// Refuse a NEFF larger than this many bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = input::DEFAULT_MAX_NEFF_BYTES)]
+    max_neff_bytes: u64,
+    /// Refuse a metaneff larger than this many bytes (a guard against endless inputs such as
+    /// `/dev/zero`).
+    #[arg(long, value_name = "BYTES", default_value_t = input::DEFAULT_MAX_METANEFF_BYTES)]
+    max_metaneff_bytes: u64,
+}
+
+/// Runs `nrtsim check`; `Ok(false)` (exit status 1) when any finding is an error.
+pub(crate) fn run(args: CheckArgs) -> Result<bool> {
+    let neff_bytes =
+        input::read_capped_with_flag(&args.neff, args.max_neff_bytes, "--max-neff-bytes")?;
+    let neff = Neff::parse(&neff_bytes, &ReadOptions::default()).map_err(|error| {
+        anyhow!("{}: {error} (libnrt would return {})", args.neff.display(), error.status().name())
+    })?;
+    drop(neff_bytes);
+    let metaneff = input::read_capped_with_flag(
+        &args.metaneff,
+        args.max_metaneff_bytes,
+        "--max-metaneff-bytes",
+    )?;
+    let report = check::check(&neff, &metaneff)
+        .map_err(|error| anyhow!("{}: {error}", args.metaneff.display()))?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report.to_json())?);
+    } else {
+        print!("{}", report.to_text());
+    }
+    Ok(!report.has_errors())
+}
