@@ -97,15 +97,32 @@ unsafe fn out_u32(pointer: u64) -> Option<u32> {
     Some(unsafe { (pointer as usize as *const u32).read_unaligned() })
 }
 
-/// What must be read before the call: the handle a release will clear.
+/// What is read before the call: the handle a release will clear, and input bytes (which the
+/// call may overwrite when they alias its destination).
+#[derive(Default)]
+pub(crate) struct Before {
+    word: u64,
+    input: Option<String>,
+}
+
+/// Reads what must be read before the call.
 ///
 /// # Safety
 /// The C contract of `function` for `args`.
-pub(crate) unsafe fn before(function: LibnrtFunction, args: &[u64]) -> u64 {
+pub(crate) unsafe fn before(function: LibnrtFunction, args: &[u64]) -> Before {
     use LibnrtFunction as F;
+    let word = |word| Before { word, input: None };
+    let input = |shown| Before { word: 0, input: Some(shown) };
     match function {
         // SAFETY: the argument is `T **`, NULL or valid.
-        F::nrt_tensor_free | F::nrt_destroy_tensor_set => unsafe { out_word(args[0]) },
+        F::nrt_tensor_free | F::nrt_destroy_tensor_set => word(unsafe { out_word(args[0]) }),
+        F::nrt_load | F::nrt_load_collectives => {
+            // SAFETY: the NEFF is valid for `size` bytes.
+            let neff = unsafe { bytes(args[0], args[1]) };
+            input(input_bytes(neff))
+        }
+        // SAFETY: the buffer is valid for `size` bytes.
+        F::nrt_tensor_write => input(input_bytes(unsafe { bytes(args[1], args[3]) })),
         F::nrt_execute
         | F::nrt_execute_repeat
         | F::nrt_tensor_read
@@ -114,9 +131,9 @@ pub(crate) unsafe fn before(function: LibnrtFunction, args: &[u64]) -> u64 {
         | F::nrta_tensor_read
         | F::nrta_tensor_copy => {
             crate::exposed::sync();
-            0
+            Before::default()
         }
-        _ => 0,
+        _ => Before::default(),
     }
 }
 
@@ -128,7 +145,13 @@ fn text(text: impl Into<String>) -> Part {
 ///
 /// # Safety
 /// The C contract of `function` for `args`, after a call that returned `result`.
-pub(crate) unsafe fn after(function: LibnrtFunction, args: &[u64], result: u64, before: u64) {
+pub(crate) unsafe fn after(function: LibnrtFunction, args: &[u64], result: u64, before: Before) {
+    let Before { word: before, input } = before;
+    let input = input.unwrap_or_default();
+    if !representable(function, args, before) {
+        record(generic(function, result));
+        return;
+    }
     use LibnrtFunction as F;
     let call = |rest: &str| text(format!("{}({rest}", function.trace_name()));
     let ok = result == 0;
@@ -162,14 +185,12 @@ pub(crate) unsafe fn after(function: LibnrtFunction, args: &[u64], result: u64, 
             }
             F::nrt_close => vec![text("close()")],
             F::nrt_load => {
-                let neff = input_bytes(bytes(args[0], args[1]));
-                let head = call(&format!("{neff}, {}, {}", args[2] as i32, args[3] as i32));
+                let head = call(&format!("{input}, {}, {}", args[2] as i32, args[3] as i32));
                 with_output(vec![head], Part::New(Kind::Model, out_word(args[4])))
             }
             F::nrt_load_collectives => {
-                let neff = input_bytes(bytes(args[0], args[1]));
                 let head = call(&format!(
-                    "{neff}, {}, {}, {}, {}",
+                    "{input}, {}, {}, {}, {}",
                     args[2] as i32, args[3] as i32, args[4] as u32, args[5] as u32
                 ));
                 with_output(vec![head], Part::New(Kind::Model, out_word(args[6])))
@@ -285,11 +306,10 @@ pub(crate) unsafe fn after(function: LibnrtFunction, args: &[u64], result: u64, 
                 with_output(head, text(shown))
             }
             F::nrt_tensor_write => {
-                let shown = input_bytes(bytes(args[1], args[3]));
                 vec![
                     call(""),
                     Part::Handle(Kind::Tensor, args[0]),
-                    text(format!(", {}, {shown}", args[2])),
+                    text(format!(", {}, {input}", args[2])),
                     status(),
                 ]
             }
@@ -372,6 +392,38 @@ unsafe fn tensor_info(array: u64) -> String {
         });
     }
     tensor_info_text(&entries)
+}
+
+/// Whether the `Runtime` call a replay makes can express these arguments: no NULL handle,
+/// output or string (a replay passes real ones), and `nrt_version_t`'s own size. Other calls
+/// are recorded by name and status only.
+fn representable(function: LibnrtFunction, args: &[u64], before: u64) -> bool {
+    use LibnrtFunction as F;
+    let nonzero = |indices: &[usize]| indices.iter().all(|&index| args[index] != 0);
+    match function {
+        F::nrt_get_version => args[0] != 0 && args[1] == size_of::<nrt_version_t>() as u64,
+        F::nrt_get_total_vnc_count | F::nrt_get_visible_vnc_count => nonzero(&[0]),
+        F::nrt_init => nonzero(&[1, 2]) && Framework::from_code(args[0] as u32).is_some(),
+        F::nrt_load => nonzero(&[0, 4]),
+        F::nrt_load_collectives => nonzero(&[0, 6]),
+        F::nrt_unload | F::nrt_tensor_get_size | F::nrt_tensor_get_va | F::nrt_tensor_memset => {
+            nonzero(&[0])
+        }
+        F::nrt_execute | F::nrt_execute_repeat => nonzero(&[0, 1, 2]),
+        F::nrt_allocate_tensor_set => nonzero(&[0]),
+        F::nrt_destroy_tensor_set | F::nrt_tensor_free => args[0] != 0 && before != 0,
+        F::nrt_add_tensor_to_tensor_set => nonzero(&[0, 1, 2]),
+        F::nrt_get_tensor_from_tensor_set => nonzero(&[0, 1, 2]),
+        F::nrt_tensor_allocate => {
+            nonzero(&[3, 4]) && Placement::from_code(args[0] as u32).is_some()
+        }
+        F::nrt_tensor_allocate_empty => nonzero(&[0, 1]),
+        F::nrt_tensor_attach_buffer => nonzero(&[0, 1]),
+        F::nrt_tensor_read | F::nrt_tensor_write => nonzero(&[0, 1]),
+        F::nrt_tensor_copy => nonzero(&[0, 2]),
+        F::nrt_get_model_tensor_info => nonzero(&[0, 1]),
+        _ => true,
+    }
 }
 
 /// `name(…) -> STATUS` (or `-> VALUE` / nothing for functions without a status).

@@ -6,6 +6,7 @@ mod hlo;
 mod input;
 mod inspect;
 mod metaneff;
+mod record;
 
 use std::process::ExitCode;
 
@@ -38,6 +39,10 @@ enum Command {
     /// Refresh (--bless) or check (--check) the vectors' generated files; `promote DIR` adds a
     /// vector.
     Vectors(conformance::VectorsArgs),
+    /// Run a program with the libnrt recorder preloaded, writing a trace of its calls.
+    Record(record::RecordArgs),
+    /// Re-issue a recording on the simulator and report the first divergence (exit 1).
+    Replay(record::ReplayArgs),
     /// Run one vector on libnrt in this process (used by the capi and nrt backends).
     #[command(hide = true)]
     RunVector(conformance::RunVectorArgs),
@@ -52,6 +57,8 @@ fn main() -> ExitCode {
         Command::Conformance(args) => conformance::run(args),
         Command::Vectors(args) => conformance::vectors(args),
         Command::RunVector(args) => conformance::run_vector(args),
+        Command::Record(args) => record::record(args),
+        Command::Replay(args) => record::replay(args),
     };
     match result {
         Ok(true) => ExitCode::SUCCESS,
