@@ -117,6 +117,21 @@ macro_rules! ret_or_unit {
     };
 }
 
+/// The name every recorder exports, so that a recorder never forwards to another one (another
+/// build, or a copy under another path, which the address check of `real` would not catch).
+pub(crate) const MARKER: &[u8] = b"nrtsim_record_marker\0";
+
+#[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
+core::arch::global_asm!(
+    ".section .rodata",
+    ".globl nrtsim_record_marker",
+    ".type nrtsim_record_marker, %object",
+    "nrtsim_record_marker:",
+    ".byte 1",
+    ".size nrtsim_record_marker, 1",
+    ".text",
+);
+
 macro_rules! forward_functions {
     ($(
         $name:ident = $header:ident [$pre:ident, $fault:ident, $avail:ident]

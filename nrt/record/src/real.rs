@@ -2,12 +2,13 @@
 
 use std::sync::OnceLock;
 
-use crate::exports::{RealFunctions, own_nrt_init};
+use crate::exports::{MARKER, RealFunctions, own_nrt_init};
 
 /// The opened library (kept open for the life of the process) and its functions.
 struct Real {
     _library: libloading::Library,
     functions: RealFunctions,
+    /// The path, and the candidates skipped before it.
     path: String,
 }
 
@@ -35,7 +36,14 @@ fn open() -> Result<Real, String> {
             tried.push(format!("{name} (is the recorder itself)"));
             continue;
         }
-        return Ok(Real { _library: library, functions, path: name });
+        // SAFETY: only the symbol's presence is looked at.
+        if unsafe { library.get::<*const u8>(MARKER) }.is_ok() {
+            tried.push(format!("{name} (is another recorder)"));
+            continue;
+        }
+        let path =
+            if tried.is_empty() { name } else { format!("{name} (skipped {})", tried.join(", ")) };
+        return Ok(Real { _library: library, functions, path });
     }
     Err(format!("the real libnrt could not be loaded; tried {}", tried.join(", ")))
 }

@@ -128,14 +128,22 @@ fn recorder_path(explicit: Option<&Path>) -> Result<PathBuf> {
     }
     let exe = std::env::current_exe().context("the path of nrtsim")?;
     let dir = exe.parent().context("nrtsim has no folder")?;
+    // Cargo refreshes `deps/` when the recorder is built as a dependency and the copy beside
+    // `nrtsim` on `cargo build`: the newer one is the current build.
     let candidates = [dir.join(RECORDER_FILE), dir.join("deps").join(RECORDER_FILE)];
-    candidates.iter().find(|path| path.is_file()).cloned().with_context(|| {
-        format!(
-            "no recorder: tried {}; build it with `cargo build -p nrtsim-record`, or name it \
+    let modified = |path: &PathBuf| std::fs::metadata(path).and_then(|m| m.modified()).ok();
+    candidates
+        .iter()
+        .filter_map(|p| modified(p).map(|t| (t, p)))
+        .max()
+        .map(|(_, p)| p.clone())
+        .with_context(|| {
+            format!(
+                "no recorder: tried {}; build it with `cargo build -p nrtsim-record`, or name it \
              with --recorder or {RECORDER_ENV}",
-            candidates.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
-        )
-    })
+                candidates.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
+            )
+        })
 }
 
 /// `nrtsim record`: true when the program succeeded.
@@ -829,8 +837,11 @@ fn divergence_report(
 /// `nrtsim replay`: true when the replay did not diverge.
 pub(crate) fn replay(args: ReplayArgs) -> Result<bool> {
     let recording = read_recording(&args.file)?;
-    if args.promote.is_some() && args.backend != Backend::Sim {
-        bail!("--promote replays on sim, expected no --backend or --backend sim");
+    if let Some(name) = &args.promote {
+        if args.backend != Backend::Sim {
+            bail!("--promote replays on sim, expected no --backend or --backend sim");
+        }
+        promoted_dir(&args.vectors, name)?;
     }
     let runtime = open_backend(&args)?;
     let outcome = replay_on(&recording, runtime)?;
@@ -857,13 +868,7 @@ pub(crate) fn replay(args: ReplayArgs) -> Result<bool> {
 
 /// Copies a recording and the bytes it needs to `VECTORS/recorded/NAME/`.
 fn promote(recording: &Recording, vectors: &Path, name: &str) -> Result<PathBuf> {
-    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-        bail!("vector name {name:?} is invalid, expected letters, digits and `_`");
-    }
-    let dir = vectors.join("recorded").join(name);
-    if dir.exists() {
-        bail!("{} exists already; promote never writes over a vector", dir.display());
-    }
+    let dir = promoted_dir(vectors, name)?;
     let blobs = dir.join(format!("{RECORDING_FILE}.blobs"));
     std::fs::create_dir_all(&blobs).with_context(|| format!("creating {}", blobs.display()))?;
     let source_blobs = blobs_dir(&recording.path);
@@ -886,6 +891,19 @@ fn promote(recording: &Recording, vectors: &Path, name: &str) -> Result<PathBuf>
     }
     std::fs::copy(&recording.path, dir.join(RECORDING_FILE))
         .with_context(|| format!("copying {}", recording.path.display()))?;
+    Ok(dir)
+}
+
+/// The folder of promoted vector `name`, refused when the name is not a plain identifier or
+/// the folder exists.
+fn promoted_dir(vectors: &Path, name: &str) -> Result<PathBuf> {
+    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        bail!("vector name {name:?} is invalid, expected letters, digits and `_`");
+    }
+    let dir = vectors.join("recorded").join(name);
+    if dir.exists() {
+        bail!("{} exists already; promote never writes over a vector", dir.display());
+    }
     Ok(dir)
 }
 
