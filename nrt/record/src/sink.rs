@@ -50,6 +50,8 @@ struct Sink {
     live: HashMap<(Kind, u64), u64>,
     next: u64,
     complained: bool,
+    /// The blobs already kept (no file system look-up per call).
+    kept: std::collections::HashSet<String>,
 }
 
 static SINK: OnceLock<Mutex<Sink>> = OnceLock::new();
@@ -80,6 +82,7 @@ impl Sink {
             live: HashMap::new(),
             next: 0,
             complained: false,
+            kept: std::collections::HashSet::new(),
         };
         match File::create(&path) {
             Ok(file) => sink.file = Some(file),
@@ -181,8 +184,12 @@ pub(crate) fn keep_blob(bytes: &[u8], shown: &str) {
     if sink.file.is_none() {
         return;
     }
+    if sink.kept.contains(hash) {
+        return;
+    }
     let path = sink.blobs.join(hash);
     if path.exists() {
+        sink.kept.insert(hash.to_owned());
         return;
     }
     let result = std::fs::create_dir_all(&sink.blobs).and_then(|()| {
@@ -190,13 +197,17 @@ pub(crate) fn keep_blob(bytes: &[u8], shown: &str) {
         std::fs::write(&staged, bytes)?;
         std::fs::rename(&staged, &path)
     });
-    if let Err(error) = result {
-        if !sink.complained {
+    match result {
+        Ok(()) => {
+            sink.kept.insert(hash.to_owned());
+        }
+        Err(error) if !sink.complained => {
             eprintln!(
                 "nrtsim-record: keeping a buffer in {} failed: {error}",
                 sink.blobs.display()
             );
             sink.complained = true;
         }
+        Err(_) => {}
     }
 }

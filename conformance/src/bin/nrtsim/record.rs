@@ -526,6 +526,17 @@ impl Replayer<'_> {
                 let neff = bytes_of(self.recording, line, &args[0])?;
                 Issued::Model(rt.load(&neff, int(line, &args[1])?, int(line, &args[2])?))
             }
+            "load_collectives" => {
+                argc(5)?;
+                let neff = bytes_of(self.recording, line, &args[0])?;
+                Issued::Model(rt.load_collectives(
+                    &neff,
+                    int(line, &args[1])?,
+                    int(line, &args[2])?,
+                    int(line, &args[3])?,
+                    int(line, &args[4])?,
+                ))
+            }
             "unload" => {
                 argc(1)?;
                 let result = rt.unload(lookup(&h.models, line, &args[0], ModelId)?);
