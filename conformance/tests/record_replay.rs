@@ -415,6 +415,39 @@ fn the_recorder_never_loads_itself_as_the_real_library() {
     assert!(lines.contains("execute(m1, s1, s2) -> NRT_SUCCESS"), "{lines}");
 }
 
+/// Placed first on the library path under the name `libnrt.so.1` (no preloading), the recorder
+/// records a program linked against libnrt.
+#[test]
+fn first_on_the_library_path_the_recorder_records_an_unmodified_program() {
+    let dir = scratch("path");
+    let modified = |path: &PathBuf| std::fs::metadata(path).and_then(|m| m.modified()).ok();
+    let recorder =
+        [profile_dir().join("libnrtsim_record.so"), profile_dir().join("deps/libnrtsim_record.so")]
+            .into_iter()
+            .filter_map(|path| modified(&path).map(|time| (time, path)))
+            .max()
+            .map(|(_, path)| path)
+            .expect("the recorder is built");
+    let first = dir.join("first");
+    std::fs::create_dir_all(&first).unwrap();
+    let _ = std::fs::remove_file(first.join("libnrt.so.1"));
+    std::os::unix::fs::symlink(&recorder, first.join("libnrt.so.1")).unwrap();
+    let neff = scale_neff(2.0, &dir);
+    let trace = dir.join("path.trace");
+    let output = Command::new(c_test("client_flow"))
+        .arg(&neff)
+        .envs(SIM_ENV.iter().copied())
+        .env("LD_LIBRARY_PATH", &first)
+        .env("NRT_LIB_PATH", library())
+        .env("NRTSIM_RECORD_OUT", &trace)
+        .output()
+        .expect("run the program");
+    assert!(output.status.success(), "{}", text(&output));
+    let lines = recorded(&trace);
+    assert!(lines.contains("execute(m1, s1, s2) -> NRT_SUCCESS"), "{lines}");
+    assert_replays_clean(&trace);
+}
+
 /// `--promote` copies a clean recording and the bytes it needs into `recorded/NAME/`, and the
 /// promoted vector replays on `sim`; promoting over an existing vector is refused.
 #[test]
