@@ -49,7 +49,16 @@ fn open() -> Result<Real, String> {
 }
 
 fn real() -> Option<&'static Real> {
-    REAL.get_or_init(open).as_ref().ok()
+    REAL.get_or_init(|| {
+        let result = open();
+        if let Err(why) = &result {
+            // Once: every call then returns NRT_FAILURE (NULL, 0) and is recorded as missing.
+            eprintln!("nrtsim-record: {why}; every libnrt call fails");
+        }
+        result
+    })
+    .as_ref()
+    .ok()
 }
 
 /// The real library's functions, `None` (after one line on stderr) when it cannot be opened.
@@ -59,8 +68,8 @@ pub(crate) fn functions() -> Option<&'static RealFunctions> {
 
 /// The path of the real library, or why there is none.
 pub(crate) fn describe() -> Result<&'static str, &'static str> {
-    match REAL.get_or_init(open) {
-        Ok(real) => Ok(&real.path),
-        Err(error) => Err(error),
+    match real() {
+        Some(real) => Ok(&real.path),
+        None => Err(REAL.get().and_then(|r| r.as_ref().err()).map_or("not opened", String::as_str)),
     }
 }

@@ -920,3 +920,59 @@ fn promoted_dir(vectors: &Path, name: &str) -> Result<PathBuf> {
 
 /// The recording's file name inside a promoted vector.
 pub(crate) const RECORDING_FILE: &str = "recording.trace";
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    proptest! {
+        /// Any name the trace writes (`abi::trace::name_text`) reads back as the same bytes.
+        #[test]
+        fn names_read_back_as_the_bytes_traced(name in proptest::collection::vec(any::<u8>(), 0..24)) {
+            let shown = abi::trace::name_text(&name);
+            prop_assert_eq!(name_of(1, &shown).expect("a traced name parses"), name);
+        }
+
+        /// Any bytes the trace writes inline read back as the same bytes.
+        #[test]
+        fn inline_bytes_read_back(bytes in proptest::collection::vec(any::<u8>(), 0..=32)) {
+            let shown = format_bytes(&bytes);
+            prop_assert_eq!(bytes_of(Path::new("/nonexistent"), 1, &shown).expect("inline"), bytes);
+        }
+    }
+
+    #[test]
+    fn arguments_split_at_top_level_commas_only() {
+        assert_eq!(
+            split_args(r#"s1, "a, b\"c", [00 01], <4 bytes buffer>, 7"#),
+            ["s1", r#""a, b\"c""#, "[00 01]", "<4 bytes buffer>", "7"]
+        );
+        assert!(split_args("").is_empty());
+    }
+
+    #[test]
+    fn a_call_line_parses_into_name_and_arguments() {
+        match parse_line(3, r#"add_tensor_to_tensor_set(s1, "x)y", t1) -> NRT_SUCCESS"#) {
+            Ok(Entry::Call { name, args, .. }) => {
+                assert_eq!(name, "add_tensor_to_tensor_set");
+                assert_eq!(args, ["s1", r#""x)y""#, "t1"]);
+            }
+            other => panic!("not a call: {other:?}"),
+        }
+        let error = parse_line(4, "# memory t1 x [00]").unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "line 4: expected a byte offset after the tensor, found \"# memory t1 x [00]\""
+        );
+    }
+
+    #[test]
+    fn a_made_up_handle_replays_as_an_id_never_handed_out() {
+        let known = HashMap::from([("t1".to_owned(), TensorId(40))]);
+        assert_eq!(lookup(&known, 1, "t1", TensorId).unwrap(), TensorId(40));
+        assert_eq!(lookup(&known, 1, "t7", TensorId).unwrap(), TensorId(u64::MAX - 7));
+        assert!(lookup(&known, 1, "tx", TensorId).is_err());
+    }
+}
