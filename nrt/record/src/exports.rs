@@ -93,6 +93,29 @@ impl Missing for () {
     fn missing() {}
 }
 
+thread_local! {
+    /// Whether this thread is inside a recorded call.
+    static RECORDING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// The mark of the outermost libnrt call on this thread; nested calls (the real library calling
+/// an exported name, which the preloaded recorder interposes) are forwarded unrecorded, and the
+/// recorder's locks are never taken twice on one thread.
+pub(crate) struct Outermost(());
+
+impl Outermost {
+    /// `None` inside a recorded call.
+    pub(crate) fn enter() -> Option<Outermost> {
+        RECORDING.with(|inside| (!inside.replace(true)).then_some(Outermost(())))
+    }
+}
+
+impl Drop for Outermost {
+    fn drop(&mut self) {
+        RECORDING.with(|inside| inside.set(false));
+    }
+}
+
 /// The tail jump of one trampoline, per architecture.
 #[cfg(target_arch = "x86_64")]
 macro_rules! tail_jump {
@@ -184,15 +207,29 @@ macro_rules! forward_functions {
                         crate::lines::missing(function);
                         return <ret_or_unit!($($ret)?) as Missing>::missing();
                     };
+                    let Some(_outermost) = Outermost::enter() else {
+                        // A call the real library makes to its own exported functions while
+                        // serving the client's: forwarded, not the client's, not recorded.
+                        // SAFETY: the caller's contract is the real function's.
+                        return unsafe { real($($arg),*) };
+                    };
                     let args: &[u64] = &[$(Raw::raw(&$arg)),*];
-                    // SAFETY: reading what the caller passes before the call is within the C
-                    // contract the caller keeps (buffers valid for the sizes it gives).
-                    let before = unsafe { crate::lines::before(function, args) };
+                    // A panic in the recorder must not cross into C (that aborts the client):
+                    // the call is still forwarded, the line is lost.
+                    let before = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        // SAFETY: reading what the caller passes before the call is within the
+                        // C contract the caller keeps (buffers valid for the sizes it gives).
+                        unsafe { crate::lines::before(function, args) }
+                    }))
+                    .unwrap_or_default();
                     // SAFETY: the caller's contract is the real function's; arguments pass
                     // through unchanged.
                     let result = unsafe { real($($arg),*) };
-                    // SAFETY: as for `before`; outputs are read only after success.
-                    unsafe { crate::lines::after(function, args, Raw::raw(&result), before) };
+                    let raw = Raw::raw(&result);
+                    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        // SAFETY: as for `before`; outputs are used only after success.
+                        unsafe { crate::lines::after(function, args, raw, before) }
+                    }));
                     result
                 }
 

@@ -24,7 +24,14 @@
 //!   (NEFFs, tensor writes) are kept beside it, in `FILE.blobs/`, named by their hash, so a
 //!   replay can re-issue them.
 //! - **The recorder never changes a call**: what the real library returns is returned; a
-//!   recorder that cannot write its file says so once on stderr and keeps forwarding.
+//!   recorder that cannot write its file says so once on stderr and keeps forwarding; a panic
+//!   while recording loses the line, never the call. Calls the real library makes to its own
+//!   exported names while serving one (interposed by a preloaded recorder) are forwarded
+//!   unrecorded: only the client's calls are the trace.
+//! - **What it costs and disturbs**: one flushed line per call (the benchmark states the
+//!   overhead); for a client that exposes tensor memory, one extra real `nrt_tensor_read` per
+//!   exposed tensor before each call that reads tensors, which a fault plan counting reads in
+//!   the real library would see.
 
 #![allow(unsafe_code)]
 
