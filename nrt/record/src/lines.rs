@@ -333,6 +333,30 @@ pub(crate) unsafe fn after(function: LibnrtFunction, args: &[u64], result: u64, 
                 text(format!(") -> {result} NRT_SUCCESS")),
             ],
             F::nrt_get_version => with_output(vec![call("")], text("<version>")),
+            F::nrt_get_total_nc_count | F::nrt_get_visible_nc_count => {
+                let count = out_u32(args[0]).unwrap_or(0);
+                with_output(vec![call("")], text(count.to_string()))
+            }
+            F::nrt_get_model_nc_count
+            | F::nrt_get_model_vnc_count
+            | F::nrt_get_model_instance_count => {
+                let count = out_u32(args[1]).unwrap_or(0);
+                with_output(
+                    vec![call(""), Part::Handle(Kind::Model, args[0])],
+                    text(count.to_string()),
+                )
+            }
+            F::nrt_tensor_allocate_slice => with_output(
+                vec![
+                    call(""),
+                    Part::Handle(Kind::Tensor, args[0]),
+                    text(format!(", {}, {}, {}", args[1], args[2], c_name(args[3]))),
+                ],
+                Part::New(Kind::Tensor, out_word(args[4])),
+            ),
+            F::nrt_async_drain_queued_execs => {
+                vec![call(&format!("{}", args[0] as i32)), status()]
+            }
             F::nrt_get_total_vnc_count | F::nrt_get_visible_vnc_count => {
                 let count = out_u32(args[0]).unwrap_or(0);
                 with_output(vec![call("")], text(count.to_string()))
@@ -402,7 +426,14 @@ fn representable(function: LibnrtFunction, args: &[u64], before: u64) -> bool {
     let nonzero = |indices: &[usize]| indices.iter().all(|&index| args[index] != 0);
     match function {
         F::nrt_get_version => args[0] != 0 && args[1] == size_of::<nrt_version_t>() as u64,
-        F::nrt_get_total_vnc_count | F::nrt_get_visible_vnc_count => nonzero(&[0]),
+        F::nrt_get_total_vnc_count
+        | F::nrt_get_visible_vnc_count
+        | F::nrt_get_total_nc_count
+        | F::nrt_get_visible_nc_count => nonzero(&[0]),
+        F::nrt_get_model_nc_count
+        | F::nrt_get_model_vnc_count
+        | F::nrt_get_model_instance_count => nonzero(&[0, 1]),
+        F::nrt_tensor_allocate_slice => nonzero(&[0, 3, 4]),
         F::nrt_init => nonzero(&[1, 2]) && Framework::from_code(args[0] as u32).is_some(),
         F::nrt_load => nonzero(&[0, 4]),
         F::nrt_load_collectives => nonzero(&[0, 6]),

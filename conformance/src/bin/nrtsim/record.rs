@@ -521,6 +521,41 @@ impl Replayer<'_> {
                 note(&mut error, &result);
                 Issued::Done
             }
+            "get_total_nc_count" | "get_visible_nc_count" => {
+                let result = if name == "get_total_nc_count" {
+                    rt.get_total_nc_count()
+                } else {
+                    rt.get_visible_nc_count()
+                };
+                note(&mut error, &result);
+                Issued::Done
+            }
+            "get_model_nc_count" | "get_model_vnc_count" | "get_model_instance_count" => {
+                argc(1)?;
+                let model = lookup(&h.models, line, &args[0], ModelId)?;
+                let result = match name {
+                    "get_model_nc_count" => rt.get_model_nc_count(model),
+                    "get_model_vnc_count" => rt.get_model_vnc_count(model),
+                    _ => rt.get_model_instance_count(model),
+                };
+                note(&mut error, &result);
+                Issued::Done
+            }
+            "tensor_allocate_slice" => {
+                argc(4)?;
+                Issued::Tensor(rt.tensor_allocate_slice(
+                    lookup(&h.tensors, line, &args[0], TensorId)?,
+                    int(line, &args[1])?,
+                    int(line, &args[2])?,
+                    &name_of(line, &args[3])?,
+                ))
+            }
+            "async_drain_queued_execs" => {
+                argc(1)?;
+                let result = rt.nrt_async_drain_queued_execs(int(line, &args[0])?);
+                note(&mut error, &result);
+                Issued::Done
+            }
             "load" => {
                 argc(3)?;
                 let neff = bytes_of(self.recording, line, &args[0])?;
