@@ -85,6 +85,23 @@ unsafe fn out_word(pointer: u64) -> u64 {
     unsafe { (pointer as usize as *const usize).read_unaligned() as u64 }
 }
 
+/// The `u64` an output pointer points to (0 for NULL).
+///
+/// # Safety
+/// As [`out_word`], for 8 bytes.
+unsafe fn out_u64(pointer: u64) -> u64 {
+    if pointer == 0 {
+        return 0;
+    }
+    // SAFETY: the caller's contract.
+    unsafe { (pointer as usize as *const u64).read_unaligned() }
+}
+
+/// An optional error tracker argument: `-` for NULL.
+fn tracker(pointer: u64) -> Part {
+    if pointer == 0 { text("-") } else { Part::Handle(Kind::Tracker, pointer) }
+}
+
 /// The `u32` an output pointer points to.
 ///
 /// # Safety
@@ -123,6 +140,8 @@ pub(crate) unsafe fn before(function: LibnrtFunction, args: &[u64]) -> Before {
         }
         // SAFETY: the buffer is valid for `size` bytes.
         F::nrt_tensor_write => input(input_bytes(unsafe { bytes(args[1], args[3]) })),
+        // SAFETY: the buffer is valid for `size` bytes (and stays so until completion).
+        F::nrta_tensor_write => input(input_bytes(unsafe { bytes(args[1], args[3]) })),
         F::nrt_execute
         | F::nrt_execute_repeat
         | F::nrt_tensor_read
@@ -357,6 +376,54 @@ pub(crate) unsafe fn after(function: LibnrtFunction, args: &[u64], result: u64, 
             F::nrt_async_drain_queued_execs => {
                 vec![call(&format!("{}", args[0] as i32)), status()]
             }
+            F::nrta_error_tracker_create => with_output(
+                vec![call(&format!("{}", args[0] as u32))],
+                Part::New(Kind::Tracker, out_word(args[1])),
+            ),
+            F::nrta_error_tracker_destroy => {
+                vec![call(""), Part::Released(Kind::Tracker, args[0]), text(") -> NRT_SUCCESS")]
+            }
+            F::nrta_tensor_write => {
+                let mut parts = vec![
+                    call(""),
+                    Part::Handle(Kind::Tensor, args[0]),
+                    text(format!(", {}, {input}, {}, ", args[2], args[4] as i32)),
+                ];
+                parts.push(tracker(args[5]));
+                with_output(parts, Part::New(Kind::Seq, out_u64(args[6])))
+            }
+            F::nrta_tensor_read => {
+                let mut parts = vec![
+                    call(""),
+                    Part::Handle(Kind::Tensor, args[1]),
+                    text(format!(", {}, {}, {}, ", args[2], args[3], args[4] as i32)),
+                ];
+                parts.push(tracker(args[5]));
+                with_output(parts, Part::New(Kind::Seq, out_u64(args[6])))
+            }
+            F::nrta_execute_schedule => {
+                let mut parts = vec![
+                    call(""),
+                    Part::Handle(Kind::Model, args[0]),
+                    text(", "),
+                    Part::Handle(Kind::Set, args[1]),
+                    text(", "),
+                    Part::Handle(Kind::Set, args[2]),
+                    text(format!(", {}, ", args[3] as i32)),
+                ];
+                parts.push(tracker(args[4]));
+                with_output(parts, Part::New(Kind::Seq, out_u64(args[5])))
+            }
+            F::nrta_is_completed => {
+                // Not a trace line (polls depend on timing, as in TracingRuntime): the first
+                // `true` for a request is a `# completed` line, where a replay waits for it.
+                let done = args[1] != 0 && (args[1] as usize as *const u8).read() != 0;
+                if ok && done && crate::sink::known(Kind::Seq, args[0]) {
+                    vec![text("# completed "), Part::Released(Kind::Seq, args[0])]
+                } else {
+                    return;
+                }
+            }
             F::nrt_get_total_vnc_count | F::nrt_get_visible_vnc_count => {
                 let count = out_u32(args[0]).unwrap_or(0);
                 with_output(vec![call("")], text(count.to_string()))
@@ -434,6 +501,12 @@ fn representable(function: LibnrtFunction, args: &[u64], before: u64) -> bool {
         | F::nrt_get_model_vnc_count
         | F::nrt_get_model_instance_count => nonzero(&[0, 1]),
         F::nrt_tensor_allocate_slice => nonzero(&[0, 3, 4]),
+        F::nrta_error_tracker_create => nonzero(&[1]),
+        F::nrta_error_tracker_destroy => nonzero(&[0]),
+        F::nrta_tensor_write => nonzero(&[0, 1, 6]),
+        F::nrta_tensor_read => nonzero(&[0, 1, 6]),
+        F::nrta_execute_schedule => nonzero(&[0, 1, 2, 5]),
+        F::nrta_is_completed => nonzero(&[1]),
         F::nrt_init => nonzero(&[1, 2]) && Framework::from_code(args[0] as u32).is_some(),
         F::nrt_load => nonzero(&[0, 4]),
         F::nrt_load_collectives => nonzero(&[0, 6]),

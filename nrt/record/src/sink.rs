@@ -7,7 +7,7 @@ use std::io::Write as _;
 use std::path::PathBuf;
 use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 
-use abi::runtime::{ModelId, SetId, TensorId};
+use abi::runtime::{ModelId, SeqId, SetId, TensorId, TrackerId};
 use abi::trace::{Names, Trace};
 
 /// The environment variable naming the trace file (default [`DEFAULT_OUT`]).
@@ -28,6 +28,10 @@ pub(crate) enum Kind {
     Tensor,
     Set,
     Model,
+    /// An `nrta_seq_t` (a value, not a pointer).
+    Seq,
+    /// An `nrta_error_tracker_t *`.
+    Tracker,
 }
 
 /// One piece of a line: text, or a handle to name.
@@ -138,7 +142,14 @@ fn name(names: &mut Names<'_>, kind: Kind, generation: u64) -> String {
         Kind::Tensor => names.tensor(TensorId(generation)),
         Kind::Set => names.set(SetId(generation)),
         Kind::Model => names.model(ModelId(generation)),
+        Kind::Seq => names.seq(SeqId(generation)),
+        Kind::Tracker => names.tracker(TrackerId(generation)),
     }
+}
+
+/// Whether `pointer` of `kind` has a name (was seen and not released).
+pub(crate) fn known(kind: Kind, pointer: u64) -> bool {
+    sink().live.contains_key(&(kind, pointer))
 }
 
 /// Writes one line made of `parts` (handles named in order), flushed.

@@ -19,7 +19,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use abi::runtime::{
-    ExternalBuffer, Framework, ModelId, NrtError, Placement, Runtime, SetId, SharedBuffer, TensorId,
+    AsyncReadBuffer, ExternalBuffer, Framework, ModelId, NrtError, Placement, Runtime, SeqId,
+    SetId, SharedBuffer, TensorId, TrackerId,
 };
 use abi::trace::{Trace, TracingRuntime, format_bytes};
 use anyhow::{Context as _, Result, bail};
@@ -182,6 +183,8 @@ enum Entry {
     Call { name: String, args: Vec<String>, text: String },
     /// `# memory tN OFFSET BYTES`.
     Memory { tensor: String, offset: usize, bytes: String },
+    /// `# completed qN`: the program saw the request complete here.
+    Completed { seq: String },
     /// A header or comment line.
     Comment,
 }
@@ -269,6 +272,9 @@ fn parse_line(number: usize, text: &str) -> Result<Entry, RecordingError> {
         };
         let offset = offset.parse().map_err(|_| syntax("a byte offset after the tensor"))?;
         return Ok(Entry::Memory { tensor: tensor.into(), offset, bytes: bytes.into() });
+    }
+    if let Some(seq) = text.strip_prefix("# completed ") {
+        return Ok(Entry::Completed { seq: seq.trim().into() });
     }
     if text.starts_with('#') {
         return Ok(Entry::Comment);
@@ -405,6 +411,8 @@ struct Handles {
     tensors: HashMap<String, TensorId>,
     sets: HashMap<String, SetId>,
     models: HashMap<String, ModelId>,
+    seqs: HashMap<String, SeqId>,
+    trackers: HashMap<String, TrackerId>,
     /// The buffers attached by the replay, by tensor name.
     buffers: HashMap<String, Arc<SharedBuffer>>,
 }
@@ -442,6 +450,22 @@ enum Issued {
     Tensor(Result<TensorId, NrtError>),
     Set(Result<SetId, NrtError>),
     Model(Result<ModelId, NrtError>),
+    Seq(Result<SeqId, NrtError>),
+    Tracker(Result<TrackerId, NrtError>),
+}
+
+impl Issued {
+    /// The detail of a failed call that makes a handle.
+    fn error(&self) -> Option<String> {
+        match self {
+            Issued::Tensor(Err(e))
+            | Issued::Set(Err(e))
+            | Issued::Model(Err(e))
+            | Issued::Seq(Err(e))
+            | Issued::Tracker(Err(e)) => Some(e.to_string()),
+            _ => None,
+        }
+    }
 }
 
 struct Replayer<'a> {
@@ -460,6 +484,21 @@ fn int<T: std::str::FromStr>(line: usize, text: &str) -> Result<T, RecordingErro
         text: text.into(),
     })
 }
+
+/// A tracker argument: `-` for none.
+fn optional_tracker(
+    handles: &Handles,
+    line: usize,
+    text: &str,
+) -> Result<Option<TrackerId>, RecordingError> {
+    if text == "-" {
+        return Ok(None);
+    }
+    lookup(&handles.trackers, line, text, TrackerId).map(Some)
+}
+
+/// How long a replay waits for a request the program saw complete.
+const COMPLETION_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// Keeps the detail of a failed call for the divergence report.
 fn note<T>(slot: &mut Option<String>, result: &Result<T, NrtError>) {
@@ -555,6 +594,49 @@ impl Replayer<'_> {
                 let result = rt.nrt_async_drain_queued_execs(int(line, &args[0])?);
                 note(&mut error, &result);
                 Issued::Done
+            }
+            "nrta_error_tracker_create" => {
+                argc(1)?;
+                Issued::Tracker(rt.nrta_error_tracker_create(int(line, &args[0])?))
+            }
+            "nrta_error_tracker_destroy" => {
+                argc(1)?;
+                let tracker = lookup(&h.trackers, line, &args[0], TrackerId)?;
+                let result = rt.nrta_error_tracker_destroy(tracker);
+                note(&mut error, &result);
+                Issued::Done
+            }
+            "nrta_tensor_write" => {
+                argc(5)?;
+                let bytes = bytes_of(self.recording, line, &args[2])?;
+                Issued::Seq(rt.nrta_tensor_write(
+                    lookup(&h.tensors, line, &args[0], TensorId)?,
+                    int(line, &args[1])?,
+                    &bytes,
+                    int(line, &args[3])?,
+                    optional_tracker(h, line, &args[4])?,
+                ))
+            }
+            "nrta_tensor_read" => {
+                argc(5)?;
+                Issued::Seq(rt.nrta_tensor_read(
+                    lookup(&h.tensors, line, &args[0], TensorId)?,
+                    int(line, &args[1])?,
+                    int(line, &args[2])?,
+                    int(line, &args[3])?,
+                    optional_tracker(h, line, &args[4])?,
+                    Arc::new(AsyncReadBuffer::new()),
+                ))
+            }
+            "nrta_execute_schedule" => {
+                argc(5)?;
+                Issued::Seq(rt.nrta_execute_schedule(
+                    lookup(&h.models, line, &args[0], ModelId)?,
+                    lookup(&h.sets, line, &args[1], SetId)?,
+                    lookup(&h.sets, line, &args[2], SetId)?,
+                    int(line, &args[3])?,
+                    optional_tracker(h, line, &args[4])?,
+                ))
             }
             "load" => {
                 argc(3)?;
@@ -736,6 +818,26 @@ impl Replayer<'_> {
         Ok(issued)
     }
 
+    /// Waits, at a `# completed` line, until the replay's request has completed too, so the
+    /// calls after it see what the program saw.
+    fn completed(&mut self, line: usize, seq: &str) -> Result<()> {
+        let id = lookup(&self.handles.seqs, line, seq, SeqId)?;
+        let start = std::time::Instant::now();
+        loop {
+            match self.inner.nrta_is_completed(id) {
+                Ok(true) => return Ok(()),
+                Ok(false) if start.elapsed() < COMPLETION_TIMEOUT => {
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                }
+                Ok(false) => bail!(
+                    "line {line}: {seq} did not complete within {} s on the replay",
+                    COMPLETION_TIMEOUT.as_secs()
+                ),
+                Err(error) => bail!("line {line}: nrta_is_completed({seq}) failed: {error}"),
+            }
+        }
+    }
+
     /// Applies a `# memory` line to the replaying runtime, untraced.
     fn memory(&mut self, line: usize, tensor: &str, offset: usize, shown: &str) -> Result<()> {
         let bytes = bytes_of(self.recording, line, shown)?;
@@ -757,7 +859,7 @@ fn matches(name: &str, recorded: &str, replayed: &str) -> bool {
         |text: &str| text.rsplit_once(" -> ").map_or(text, |(call, _)| call).to_owned();
     let same_call = without_result(recorded) == without_result(replayed);
     match name {
-        "tensor_free" | "destroy_tensor_set" => same_call,
+        "tensor_free" | "destroy_tensor_set" | "nrta_error_tracker_destroy" => same_call,
         // `nrt_tensor_get_size` says it failed only by returning 0.
         "tensor_get_size" => {
             same_call
@@ -823,6 +925,10 @@ fn replay_on(recording: &Recording, inner: Arc<dyn Runtime>) -> Result<Outcome> 
                 replayer.memory(*line, tensor, *offset, bytes)?;
                 continue;
             }
+            Entry::Completed { seq } => {
+                replayer.completed(*line, seq)?;
+                continue;
+            }
             Entry::Call { name, args, text } => (name, args, text),
         };
         replayer.last_error = None;
@@ -834,6 +940,9 @@ fn replay_on(recording: &Recording, inner: Arc<dyn Runtime>) -> Result<Outcome> 
             continue;
         }
         outcome.issued += 1;
+        if let Some(detail) = issued.error() {
+            replayer.last_error = Some(detail);
+        }
         let replayed = produced.join(" | ");
         if !matches(name, text, &replayed) {
             outcome.divergence = Some(divergence_report(recording, *line, &replayed, &replayer));
@@ -851,8 +960,11 @@ fn replay_on(recording: &Recording, inner: Arc<dyn Runtime>) -> Result<Outcome> 
             (Issued::Model(Ok(id)), Some(name)) => {
                 handles.models.insert(name, id);
             }
-            (Issued::Tensor(Err(e)), _) | (Issued::Set(Err(e)), _) | (Issued::Model(Err(e)), _) => {
-                replayer.last_error = Some(e.to_string());
+            (Issued::Seq(Ok(id)), Some(name)) => {
+                handles.seqs.insert(name, id);
+            }
+            (Issued::Tracker(Ok(id)), Some(name)) => {
+                handles.trackers.insert(name, id);
             }
             _ => {}
         }
@@ -922,7 +1034,7 @@ fn promote(recording: &Recording, vectors: &Path, name: &str) -> Result<PathBuf>
         let shown: Vec<&str> = match entry {
             Entry::Call { args, .. } => args.iter().map(String::as_str).collect(),
             Entry::Memory { bytes, .. } => vec![bytes.as_str()],
-            Entry::Comment => Vec::new(),
+            Entry::Comment | Entry::Completed { .. } => Vec::new(),
         };
         for arg in shown {
             if let Some(hash) = arg.strip_prefix('<').and_then(|a| a.split_once(" bytes sha256:")) {
