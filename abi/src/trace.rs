@@ -211,7 +211,8 @@ pub fn framework_name(framework: Framework) -> &'static str {
     }
 }
 
-fn tensor_info_text(info: &[TensorInfo]) -> String {
+/// Tensor info as traced: `[INPUT "input0" 16 FLOAT32 [4], …]`.
+pub fn tensor_info_text(info: &[TensorInfo]) -> String {
     let entries: Vec<String> = info
         .iter()
         .map(|entry| {

@@ -20,78 +20,12 @@
 //! and the reason is printed once on stderr: a misconfigured simulator never runs silently with
 //! defaults.
 
-use abi::dtype::DtypeNumbering;
-use sim::{FaultPlan, SimConfig};
+use sim::SimConfig;
 
 /// Builds the configuration from a lookup function (the environment in the library, a map in
-/// tests).
+/// tests); the parsing is [`sim::config::from_nrtsim_env`], shared with `nrtsim replay`.
 pub(crate) fn config_from(lookup: impl Fn(&str) -> Option<String>) -> Result<SimConfig, String> {
-    let mut config = SimConfig {
-        numerical_errors: sim::config::numerical_errors_from_env_values(
-            lookup("NEURON_FAIL_ON_NAN").as_deref(),
-            lookup("NEURON_RT_NUMERICAL_ERRORS_VERBOSITY").as_deref(),
-        ),
-        ..SimConfig::default()
-    };
-    let get =
-        |name: &str| lookup(name).map(|value| value.trim().to_owned()).filter(|v| !v.is_empty());
-    if let Some(cores) = get("NRTSIM_CORES") {
-        config.n_cores = cores.parse().map_err(|_| {
-            format!("NRTSIM_CORES={cores:?} is invalid, expected a number of cores")
-        })?;
-    }
-    if let Some(bytes) = get("NRTSIM_HBM_BYTES") {
-        config.hbm_bytes_per_core = bytes
-            .parse()
-            .map_err(|_| format!("NRTSIM_HBM_BYTES={bytes:?} is invalid, expected a byte count"))?;
-    }
-    if let Some(version) = get("NRTSIM_RUNTIME_VERSION") {
-        let numbers: Vec<u64> = version
-            .split('.')
-            .map(str::parse)
-            .collect::<Result<_, _>>()
-            .ok()
-            .filter(|numbers: &Vec<u64>| (2..=4).contains(&numbers.len()))
-            .ok_or_else(|| {
-                format!("NRTSIM_RUNTIME_VERSION={version:?} is invalid, expected MAJOR.MINOR[.PATCH[.MAINT]]")
-            })?;
-        let release = &mut config.release;
-        release.major = numbers[0];
-        release.minor = numbers[1];
-        release.patch = numbers.get(2).copied().unwrap_or(0);
-        release.maintenance = numbers.get(3).copied().unwrap_or(0);
-        release.dtype_numbering = DtypeNumbering::for_runtime_version(release.major, release.minor);
-    }
-    if let Some(numbering) = get("NRTSIM_DTYPE_NUMBERING") {
-        config.release.dtype_numbering = match numbering.to_ascii_lowercase().as_str() {
-            "legacy" => DtypeNumbering::Legacy,
-            "hardware" | "hardware2026" => DtypeNumbering::Hardware2026,
-            _ => {
-                return Err(format!(
-                    "NRTSIM_DTYPE_NUMBERING={numbering:?} is invalid, expected legacy or hardware"
-                ));
-            }
-        };
-    }
-    if let Some(plan) = get("NRTSIM_FAULTS") {
-        config.fault_plan =
-            FaultPlan::parse(&plan).map_err(|err| format!("NRTSIM_FAULTS={plan:?}: {err}"))?;
-    }
-    if let Some(path) = get(sim::HLO_ENV) {
-        let path = std::path::PathBuf::from(path);
-        if !path.exists() {
-            return Err(format!(
-                "{}={:?} is invalid, expected an HLO file or a directory of them",
-                sim::HLO_ENV,
-                path.display().to_string()
-            ));
-        }
-        config.hlo_source = Some(sim::HloSource::of_path(&path));
-    }
-    if get("NRTSIM_QUIET").as_deref() == Some("1") {
-        config.warnings_to_stderr = false;
-    }
-    Ok(config)
+    sim::config::from_nrtsim_env(lookup)
 }
 
 /// The simulated instance: `nrt_instance_info_t`'s family and size codes and architecture name.
@@ -154,6 +88,8 @@ pub(crate) fn instance_from(lookup: impl Fn(&str) -> Option<String>) -> Result<I
 #[cfg(test)]
 mod tests {
     use std::collections::HashMap;
+
+    use abi::dtype::DtypeNumbering;
 
     use super::*;
 

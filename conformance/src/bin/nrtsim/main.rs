@@ -7,6 +7,7 @@ mod hlo;
 mod input;
 mod inspect;
 mod metaneff;
+mod record;
 mod run;
 mod standin;
 
@@ -53,6 +54,10 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+    /// Run a program with the libnrt recorder preloaded, writing a trace of its calls.
+    Record(record::RecordArgs),
+    /// Re-issue a recording on the simulator and report the first divergence (exit 1).
+    Replay(record::ReplayArgs),
     /// Run one vector on libnrt in this process (used by the capi and nrt backends).
     #[command(hide = true)]
     RunVector(conformance::RunVectorArgs),
@@ -70,6 +75,8 @@ fn main() -> ExitCode {
         Command::Vectors(args) => conformance::vectors(args),
         Command::RunVector(args) => conformance::run_vector(args),
         Command::StandinNeuronxCc { args } => standin::run(args),
+        Command::Record(args) => record::record(args),
+        Command::Replay(args) => record::replay(args),
     };
     match result {
         Ok(true) => ExitCode::SUCCESS,

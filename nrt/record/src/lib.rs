@@ -1,0 +1,44 @@
+//! The recorder: a library with every libnrt function that forwards each call to the real
+//! `libnrt.so.1` and appends it to a trace file, in the conformance trace format.
+//!
+//! Preloaded (`LD_PRELOAD=libnrtsim_record.so`) or placed first on the library path under the
+//! name `libnrt.so.1`, it records any unmodified client; `nrtsim record` does the preloading.
+//! `nrtsim replay` re-issues the calls on the simulator and reports the first divergence.
+//!
+//! Design choices:
+//! - **Derived from the one function table.** [`exports`] expands `abi::for_each_libnrt_function!`
+//!   into one forwarding function per entry and a trampoline symbol versioned `NRT_2.0.0` (the
+//!   mechanism of `sim/capi/src/symbols.rs`), so a function added to the table is forwarded
+//!   without a line here. Each forwarder hands its arguments, as raw words, to [`lines`], which
+//!   knows what the arguments of the calls a replay needs mean; every other call is recorded
+//!   by name and status only.
+//! - **The real library is found as `NrtRuntime` finds it** (`nrt::search`: `NRT_LIB_PATH`, then
+//!   `libnrt.so.1` through the loader, then the SDK folder), and never itself: a candidate whose
+//!   `nrt_init` is our own is skipped with that reason ([`real`]).
+//! - **One normaliser.** Lines are written with `abi::trace`'s renaming ([`abi::trace::Trace`])
+//!   and byte formatting, in the form `TracingRuntime` gives for the same call, so a replay
+//!   compares lines. Handles are renamed by generation: a pointer the real library reuses after
+//!   a free gets a new name, as a simulator handle would.
+//! - **Nothing lost.** The trace file is written line by line and flushed after each line, so a
+//!   client that crashes leaves a valid prefix. Input buffers longer than the inline limit
+//!   (NEFFs, tensor writes) are kept beside it, in `FILE.blobs/`, named by their hash, so a
+//!   replay can re-issue them.
+//! - **The recorder never changes a call**: what the real library returns is returned; a
+//!   recorder that cannot write its file says so once on stderr and keeps forwarding; a panic
+//!   while recording loses the line, never the call. Calls the real library makes to its own
+//!   exported names while serving one (interposed by a preloaded recorder) are forwarded
+//!   unrecorded: only the client's calls are the trace.
+//! - **What it costs and disturbs**: one flushed line per call (the benchmark states the
+//!   overhead); for a client that exposes tensor memory, one extra real `nrt_tensor_read` per
+//!   exposed tensor before each call that reads tensors, which a fault plan counting reads in
+//!   the real library would see.
+
+#![allow(unsafe_code)]
+
+mod exports;
+mod exposed;
+mod lines;
+mod real;
+mod sink;
+
+pub use sink::{FORMAT_VERSION, HEADER_MAGIC, OUT_ENV};
