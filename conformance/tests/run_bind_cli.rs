@@ -40,6 +40,10 @@ fn f32_bytes(values: &[f32]) -> Vec<u8> {
 
 /// The NEFF (variables x, s, w in, out and s_out out) with the HLO as its program member.
 fn write_neff(dir: &Path) -> PathBuf {
+    write_neff_with(dir, true)
+}
+
+fn write_neff_with(dir: &Path, with_hlo: bool) -> PathBuf {
     let description = ModelDescription::new("bound.neff")
         .with_input("x", Dltype::Float32, &[2, 3])
         .with_input("s", Dltype::Float32, &[2, 3])
@@ -47,7 +51,9 @@ fn write_neff(dir: &Path) -> PathBuf {
         .with_output("out", Dltype::Float32, &[2, 3])
         .with_output("s_out", Dltype::Float32, &[2, 3]);
     let mut spec = sim::neff_load::neff_spec_of(&description).unwrap();
-    sim::neff_load::add_hlo(&mut spec, HLO.as_bytes());
+    if with_hlo {
+        sim::neff_load::add_hlo(&mut spec, HLO.as_bytes());
+    }
     let path = dir.join("bound.neff");
     std::fs::write(&path, spec.to_bytes().unwrap()).unwrap();
     path
@@ -363,4 +369,33 @@ fn weights_without_a_metaneff_are_refused() {
     ]);
     assert!(!output.status.success());
     assert!(text(&output.stderr).contains("need --metaneff"), "{}", text(&output.stderr));
+}
+
+#[test]
+fn the_program_can_come_from_hlo_when_the_neff_has_none() {
+    let mut model = model("hlo-flag");
+    model.neff = write_neff_with(&model.dir, false);
+    let hlo = model.dir.join("bound.hlo");
+    std::fs::write(&hlo, HLO).unwrap();
+    let weights = good_weights(&model.dir);
+    let output = run(&model, &weights, &["--hlo", hlo.to_str().unwrap(), "--print"]);
+    assert!(output.status.success(), "stderr: {}", text(&output.stderr));
+    assert!(text(&output.stdout).starts_with("out: Float [2, 3] min 10.5 max 66 mean 39.25\n"));
+    // Without it the NEFF is opaque, which is refused.
+    let output = run(&model, &weights, &["--print"]);
+    assert!(!output.status.success());
+    assert!(text(&output.stderr).contains("--allow-opaque"), "{}", text(&output.stderr));
+}
+
+#[test]
+fn a_header_entry_without_a_dtype_is_refused_naming_the_key() {
+    let w = r#"{"shape":[2,3],"data_offsets":[24,48]}"#;
+    let data = [f32_bytes(&S0), f32_bytes(&W)].concat();
+    refused(
+        "no-dtype",
+        None,
+        &both(S_OK, w),
+        &data,
+        &["tensor \"model.w\": expected a string \"dtype\""],
+    );
 }
