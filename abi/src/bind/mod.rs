@@ -28,8 +28,9 @@
 //!   are left out of the returned list (ABI-FACTS §1).
 //! - **States and weights are ordinary inputs the layer fills** (ABI-FACTS §5 correction).
 //!   The caller passes user inputs only (`USER_INPUT`, and `UNDEFINED_TYPE` that older
-//!   producers write), in metaneff order. `INPUT_STATE` tensors start as zeros at load and
-//!   persist because their runtime tensor is reused across launches (updated through their
+//!   producers write), in metaneff order. `INPUT_STATE` tensors start at load as zeros, or
+//!   as a copy of the [`ModelOptions::weights`] entry of their `checkpoint_key` when there is
+//!   one (a checkpoint's state), and persist because their runtime tensor is reused across launches (updated through their
 //!   aliased output); `INPUT_WEIGHT` tensors come from [`ModelOptions::weights`] by
 //!   `checkpoint_key`.
 //! - **Status 1003 is a warning** (ABI-FACTS §3): execute's 1003 is kept in
@@ -81,7 +82,8 @@ pub struct ModelOptions {
     pub vnc: i32,
     /// How many NeuronCores a [`Model`] spans (SPMD ranks use one each).
     pub vnc_count: i32,
-    /// The weights, by `checkpoint_key`, for the metaneff's `INPUT_WEIGHT` tensors.
+    /// The weights, by `checkpoint_key`, for the metaneff's `INPUT_WEIGHT` tensors (required)
+    /// and `INPUT_STATE` tensors (optional starting values; zeros otherwise).
     pub weights: Weights,
     /// Where to record the canonical trace; `None` records nothing and costs nothing.
     pub trace: Option<Arc<Trace>>,

@@ -399,7 +399,8 @@ impl Model {
     }
 
     /// Releases the tensor sets and the layer's tensors and unloads the model (waiting for a
-    /// background load first). States start again from zero at the next load.
+    /// background load first). States start again from
+    /// their initial value (zeros, or the given weight) at the next load.
     ///
     /// # Errors
     /// The first failed release call, as [`BindError::Runtime`]; the error of a background load

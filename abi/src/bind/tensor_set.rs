@@ -39,7 +39,8 @@ pub enum InputRole {
     /// `UNDEFINED_TYPE`: from the caller's tensors (older producers write no type), not
     /// validated (libtorchneuron checks `type == USER_INPUT` only).
     UntypedUser,
-    /// `INPUT_STATE`: bound by the layer, zero at load, persisted through its aliased output.
+    /// `INPUT_STATE`: bound by the layer, zero at load (or the caller's value by
+    /// `checkpoint_key`), persisted through its aliased output.
     State,
     /// `INPUT_WEIGHT`: bound by the layer from the caller's weights, by `checkpoint_key`.
     Weight,
@@ -219,7 +220,8 @@ impl Layout {
     }
 
     /// Checks that every state and weight has a `checkpoint_key` and finds each weight in
-    /// `weights`, with the metaneff's dtype and shape.
+    /// `weights`, with the metaneff's dtype and shape; a state found there (checked the same way)
+    /// starts from that value instead of zeros.
     pub(crate) fn resolve_internal(&mut self, weights: &Weights) -> Result<(), BindError> {
         for (index, slot) in self.inputs.iter().enumerate() {
             if !matches!(slot.role, InputRole::State | InputRole::Weight) {
@@ -233,20 +235,25 @@ impl Layout {
                     name: slot.name.clone(),
                 });
             };
-            if slot.role == InputRole::Weight {
-                let weight = weights.get(key).ok_or_else(|| BindError::MissingWeight {
-                    key: lossy(key),
-                    available: weights.keys().map(|k| lossy(k)).collect::<Vec<_>>().join(", "),
-                })?;
-                if weight.scalar_type() != slot.scalar_type || weight.shape() != slot.shape {
-                    return Err(BindError::WeightMismatch {
+            // A state's starting value is optional (zeros without one); a weight's is not.
+            let weight = match (weights.get(key), slot.role) {
+                (Some(weight), _) => weight,
+                (None, InputRole::State) => continue,
+                (None, _) => {
+                    return Err(BindError::MissingWeight {
                         key: lossy(key),
-                        expected: describe(slot.scalar_type, &slot.shape),
-                        actual: describe(weight.scalar_type(), weight.shape()),
+                        available: weights.keys().map(|k| lossy(k)).collect::<Vec<_>>().join(", "),
                     });
                 }
-                self.weights[index] = Some(weight.clone());
+            };
+            if weight.scalar_type() != slot.scalar_type || weight.shape() != slot.shape {
+                return Err(BindError::WeightMismatch {
+                    key: lossy(key),
+                    expected: describe(slot.scalar_type, &slot.shape),
+                    actual: describe(weight.scalar_type(), weight.shape()),
+                });
             }
+            self.weights[index] = Some(weight.clone());
         }
         Ok(())
     }
@@ -284,7 +291,7 @@ pub(crate) struct Loaded {
     pub(crate) input_bound: Vec<TensorId>,
     /// The tensor currently bound in each output slot.
     pub(crate) output_bound: Vec<TensorId>,
-    /// Host mirrors of states (zero at load) and weights (the caller's tensors), returned for
+    /// Host mirrors of states (zero or the caller's value at load) and weights (the caller's tensors), returned for
     /// outputs aliased to them.
     pub(crate) internal_host: Vec<Option<HostTensor>>,
 }
@@ -436,7 +443,14 @@ fn load_into(
     let mut internal_host = vec![None; layout.inputs.len()];
     for (index, slot) in layout.inputs.iter().enumerate() {
         let host = match slot.role {
-            InputRole::State => HostTensor::zeros(slot.scalar_type, &slot.shape)?,
+            // A copy, so the caller's tensor is not updated through the state's aliased output
+            // and every load starts from the same value.
+            InputRole::State => match &layout.weights[index] {
+                Some(initial) => {
+                    HostTensor::from_bytes(slot.scalar_type, &slot.shape, initial.to_bytes())?
+                }
+                None => HostTensor::zeros(slot.scalar_type, &slot.shape)?,
+            },
             InputRole::Weight => match &layout.weights[index] {
                 Some(weight) => weight.clone(),
                 None => continue,

@@ -9,6 +9,8 @@ mod inspect;
 mod metaneff;
 mod record;
 mod run;
+mod run_bind;
+mod safetensors;
 mod standin;
 
 use std::process::ExitCode;

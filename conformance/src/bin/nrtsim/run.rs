@@ -28,26 +28,41 @@ use sim::{SimConfig, SimRuntime};
 #[derive(clap::Args)]
 pub(crate) struct RunArgs {
     /// The NEFF to run.
-    neff: PathBuf,
+    pub(crate) neff: PathBuf,
     /// The metaneff (its `serialized_graph_def` is the program when the NEFF carries none).
     #[arg(long)]
-    metaneff: Option<PathBuf>,
+    pub(crate) metaneff: Option<PathBuf>,
     /// An HLO module (binary `HloModuleProto` or HLO text) for a NEFF that carries none.
     #[arg(long)]
-    hlo: Option<PathBuf>,
-    /// An input, `NAME=FILE.npy`, once per input of the NEFF's signature.
-    #[arg(long = "input", value_name = "NAME=FILE.npy")]
-    inputs: Vec<String>,
+    pub(crate) hlo: Option<PathBuf>,
+    /// An input, `NAME=FILE.npy`, once per input of the NEFF's signature; with --metaneff also
+    /// `FILE.npy`, filling the metaneff's user inputs in order.
+    #[arg(long = "input", value_name = "[NAME=]FILE.npy")]
+    pub(crate) inputs: Vec<String>,
     /// Where to write one `<output name>.npy` per output (created if missing).
     #[arg(long, default_value = ".")]
-    output_dir: PathBuf,
+    pub(crate) output_dir: PathBuf,
     /// Run a NEFF without any program (its outputs are zeros).
     #[arg(long)]
-    allow_opaque: bool,
+    pub(crate) allow_opaque: bool,
+    /// With --metaneff: states and weights by `checkpoint_key` from a `.safetensors` file.
+    #[arg(long, value_name = "FILE.safetensors")]
+    pub(crate) weights: Option<PathBuf>,
+    /// With --metaneff: print one summary line per output (dtype, shape, min, max, mean) instead
+    /// of writing `.npy` files.
+    #[arg(long)]
+    pub(crate) print: bool,
+    /// With --metaneff: launch this many times (states carry over); the outputs are the last
+    /// launch's.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+    pub(crate) repeat: u64,
+    /// The largest `.npy`, `.safetensors` or metaneff file read, in bytes.
+    #[arg(long, default_value_t = 16 << 30)]
+    pub(crate) max_input_bytes: u64,
 }
 
 /// The npy descr of a dltype.
-fn descr_of(dltype: Dltype) -> &'static str {
+pub(crate) fn descr_of(dltype: Dltype) -> &'static str {
     match dltype {
         Dltype::Float32 => "<f4",
         Dltype::Float16 => "<f2",
@@ -77,7 +92,7 @@ fn normal_descr(descr: &str) -> String {
 }
 
 /// Where the program comes from, in the order the command looks.
-fn program(args: &RunArgs, neff_has_one: bool) -> Result<Option<(Vec<u8>, String)>> {
+pub(crate) fn program(args: &RunArgs, neff_has_one: bool) -> Result<Option<(Vec<u8>, String)>> {
     if neff_has_one {
         return Ok(None);
     }
@@ -161,6 +176,14 @@ fn check_npy(name: &str, path: &Path, io: &sim::IoDescription, bytes: Vec<u8>) -
 /// Runs `nrtsim run`; returns whether the launch succeeded (1003 counts as a failure of the
 /// command, after the outputs are written).
 pub(crate) fn run(args: RunArgs) -> Result<bool> {
+    if args.metaneff.is_some() {
+        return crate::run_bind::run(&args);
+    }
+    if args.weights.is_some() || args.print || args.repeat != 1 {
+        bail!(
+            "--weights, --print and --repeat need --metaneff (they run through the binding layer)"
+        );
+    }
     let neff =
         std::fs::read(&args.neff).with_context(|| format!("reading {}", args.neff.display()))?;
     let mut description = sim::neff_load::describe_neff(&neff).map_err(|err| {
