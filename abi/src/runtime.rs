@@ -589,6 +589,64 @@ pub trait Runtime: Send + Sync {
     /// [`NrtStatus::Invalid`] for a NeuronCore that does not exist; the lifecycle statuses.
     fn get_vnc_memory_stats(&self, vnc: u32) -> Result<VncMemoryStats, NrtError>;
 
+    /// `nrt_tensor_read_batch`: reads every range of every batch, in order, and returns the
+    /// bytes of each range (batch by batch, range by range). `untracked` is passed through.
+    ///
+    /// # Errors
+    /// As [`Runtime::tensor_read`] for the first range that fails; a library without the
+    /// function.
+    fn tensor_read_batch(
+        &self,
+        batches: &[TensorReadBatch],
+        untracked: bool,
+    ) -> Result<Vec<Vec<u8>>, NrtError>;
+
+    /// `nrt_tensor_write_batch`: writes every operation of every batch, in order.
+    ///
+    /// # Errors
+    /// As [`Runtime::tensor_write`] for the first operation that fails; a library without the
+    /// function.
+    fn tensor_write_batch(
+        &self,
+        batches: &[TensorWriteBatch],
+        untracked: bool,
+    ) -> Result<(), NrtError>;
+
+    /// `nrt_tensor_check_output_completion`: succeeds once `expected` launches have written
+    /// `tensor` as an output since it was made or last reset, waiting at most `timeout_us`
+    /// microseconds (a negative timeout waits without bound).
+    ///
+    /// # Errors
+    /// [`NrtStatus::Timeout`] when the count is not reached in time; an unknown tensor; the
+    /// lifecycle statuses; a library without the function.
+    fn tensor_check_output_completion(
+        &self,
+        tensor: TensorId,
+        timeout_us: i64,
+        expected: u64,
+    ) -> Result<(), NrtError>;
+
+    /// `nrt_tensor_reset_output_completion`: the tensor's completion count starts again at 0.
+    ///
+    /// # Errors
+    /// An unknown tensor; the lifecycle statuses; a library without the function.
+    fn tensor_reset_output_completion(&self, tensor: TensorId) -> Result<(), NrtError>;
+
+    /// `nrt_memcpy_to_device`: copies `bytes` to the device memory at `address` (inside a
+    /// device tensor, an address from [`Runtime::tensor_get_va`]).
+    ///
+    /// # Errors
+    /// An address range that is not device memory; the lifecycle statuses; a library without
+    /// the function.
+    fn memcpy_to_device(&self, address: usize, bytes: &[u8]) -> Result<(), NrtError>;
+
+    /// `nrt_get_model_info`: the NeuronCore a loaded model starts on (`nrt_model_info_t`'s
+    /// `vnc`).
+    ///
+    /// # Errors
+    /// An unknown model; the lifecycle statuses; a library without the function.
+    fn get_model_info(&self, model: ModelId) -> Result<u32, NrtError>;
+
     /// `nrt_sys_trace_get_event_types`: the event types a capture can record.
     ///
     /// # Errors
@@ -758,6 +816,25 @@ pub struct VncMemoryStats {
     pub bytes_used: u64,
     /// Bytes available in all.
     pub bytes_limit: u64,
+}
+
+/// One tensor's ranges in [`Runtime::tensor_read_batch`] (an `nrt_tensor_batch_t` whose
+/// buffers the runtime provides).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TensorReadBatch {
+    /// The tensor read.
+    pub tensor: TensorId,
+    /// `(offset, size)` of each range, in order.
+    pub ranges: Vec<(usize, usize)>,
+}
+
+/// One tensor's operations in [`Runtime::tensor_write_batch`] (an `nrt_tensor_batch_t`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TensorWriteBatch {
+    /// The tensor written.
+    pub tensor: TensorId,
+    /// `(offset, bytes)` of each operation, in order.
+    pub ops: Vec<(usize, Vec<u8>)>,
 }
 
 #[cfg(test)]

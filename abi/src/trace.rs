@@ -42,8 +42,8 @@ use sha2::{Digest, Sha256};
 use crate::functions::LibnrtFunction;
 use crate::runtime::{
     AsyncReadBuffer, ExternalBuffer, Framework, ModelId, NrtError, NrtVersion, Placement, Runtime,
-    SeqId, SetId, SysTraceConfig, SysTraceFetch, TensorId, TensorInfo, TensorUsage, TrackerId,
-    VncMemoryStats,
+    SeqId, SetId, SysTraceConfig, SysTraceFetch, TensorId, TensorInfo, TensorReadBatch,
+    TensorUsage, TensorWriteBatch, TrackerId, VncMemoryStats,
 };
 use crate::status::NrtStatus;
 
@@ -851,6 +851,96 @@ impl Runtime for TracingRuntime {
             outcome(names, call, &result, |_, _| Some("<stats>".to_owned()))
         });
         result
+    }
+
+    fn tensor_read_batch(
+        &self,
+        batches: &[TensorReadBatch],
+        untracked: bool,
+    ) -> Result<Vec<Vec<u8>>, NrtError> {
+        let result = self.inner.tensor_read_batch(batches, untracked);
+        self.trace.record_with(|names| {
+            let mut args = String::new();
+            for batch in batches {
+                let ranges: Vec<String> =
+                    batch.ranges.iter().map(|(offset, size)| format!("{offset}+{size}")).collect();
+                let _ = write!(args, "{} [{}], ", names.tensor(batch.tensor), ranges.join(" "));
+            }
+            let call = format!(
+                "{}({args}{untracked})",
+                LibnrtFunction::nrt_tensor_read_batch.trace_name()
+            );
+            outcome(names, call, &result, |_, read| {
+                let read: Vec<String> = read.iter().map(|bytes| format_bytes(bytes)).collect();
+                (!read.is_empty()).then(|| read.join(" "))
+            })
+        });
+        result
+    }
+
+    fn tensor_write_batch(
+        &self,
+        batches: &[TensorWriteBatch],
+        untracked: bool,
+    ) -> Result<(), NrtError> {
+        let result = self.inner.tensor_write_batch(batches, untracked);
+        self.unit(result, |names| {
+            let mut args = String::new();
+            for batch in batches {
+                let ops: Vec<String> = batch
+                    .ops
+                    .iter()
+                    .map(|(offset, bytes)| format!("{offset}:{}", format_bytes(bytes)))
+                    .collect();
+                let _ = write!(args, "{} [{}], ", names.tensor(batch.tensor), ops.join(" "));
+            }
+            format!("{}({args}{untracked})", LibnrtFunction::nrt_tensor_write_batch.trace_name())
+        })
+    }
+
+    fn tensor_check_output_completion(
+        &self,
+        tensor: TensorId,
+        timeout_us: i64,
+        expected: u64,
+    ) -> Result<(), NrtError> {
+        let result = self.inner.tensor_check_output_completion(tensor, timeout_us, expected);
+        self.unit(result, |names| {
+            format!(
+                "{}({}, {timeout_us}, {expected})",
+                LibnrtFunction::nrt_tensor_check_output_completion.trace_name(),
+                names.tensor(tensor)
+            )
+        })
+    }
+
+    fn tensor_reset_output_completion(&self, tensor: TensorId) -> Result<(), NrtError> {
+        let result = self.inner.tensor_reset_output_completion(tensor);
+        self.unit(result, |names| {
+            format!(
+                "{}({})",
+                LibnrtFunction::nrt_tensor_reset_output_completion.trace_name(),
+                names.tensor(tensor)
+            )
+        })
+    }
+
+    fn get_model_info(&self, model: ModelId) -> Result<u32, NrtError> {
+        let result = self.inner.get_model_info(model);
+        self.model_count_line(LibnrtFunction::nrt_get_model_info, model, &result);
+        result
+    }
+
+    /// The address differs between backends by nature: traced as `<address>`.
+    fn memcpy_to_device(&self, address: usize, bytes: &[u8]) -> Result<(), NrtError> {
+        let result = self.inner.memcpy_to_device(address, bytes);
+        self.unit(result, |_| {
+            format!(
+                "{}(<address>, {})",
+                LibnrtFunction::nrt_memcpy_to_device.trace_name(),
+                format_bytes(bytes)
+            )
+        })
     }
 }
 

@@ -20,6 +20,7 @@ use abi::dtype::{ScalarType, decode_elements, encode_element};
 use abi::metaneff::edit::{self, ConfigFlag};
 use abi::runtime::{
     Framework, ModelId, Placement, Runtime, SetId, SharedBuffer, TensorId, TensorInfo,
+    TensorReadBatch, TensorWriteBatch,
 };
 use abi::status::NrtStatus;
 use abi::trace::{Trace, TracingRuntime, format_bytes};
@@ -1285,6 +1286,90 @@ impl Context<'_> {
                     )),
                     _ => Ok(()),
                 }
+            }
+            Step::TensorWriteBatch { untracked, batches, expect } => {
+                let mut calls = Vec::new();
+                for batch in batches {
+                    let mut ops = Vec::new();
+                    for op in &batch.ops {
+                        let bytes = encode_values(scalar_type(&op.data.dtype)?, &op.data.values)?;
+                        ops.push((op.offset.unwrap_or(0), bytes));
+                    }
+                    let tensor = label(&self.tensors, &batch.tensor, "tensor")?;
+                    calls.push(TensorWriteBatch { tensor, ops });
+                }
+                check_status(&rt.tensor_write_batch(&calls, *untracked), expect)
+            }
+            Step::TensorReadBatch { untracked, batches, expect } => {
+                let mut calls = Vec::new();
+                for batch in batches {
+                    let ranges =
+                        batch.ranges.iter().map(|range| (range.offset.unwrap_or(0), range.size));
+                    let tensor = label(&self.tensors, &batch.tensor, "tensor")?;
+                    calls.push(TensorReadBatch { tensor, ranges: ranges.collect() });
+                }
+                let result = rt.tensor_read_batch(&calls, *untracked);
+                check_status(&result, expect)?;
+                let Ok(read) = result else { return Ok(()) };
+                let ranges = batches.iter().flat_map(|batch| &batch.ranges);
+                if read.len() != ranges.clone().count() {
+                    return Err(format!(
+                        "{} ranges read, expected {}",
+                        read.len(),
+                        ranges.clone().count()
+                    ));
+                }
+                for (index, (range, got)) in ranges.zip(&read).enumerate() {
+                    let Some(Elements { dtype, values }) = &range.expect_values else { continue };
+                    let scalar_type = scalar_type(dtype)?;
+                    let want = encode_values(scalar_type, values)?;
+                    if !same_elements(scalar_type, &want, got) {
+                        return Err(format!(
+                            "range {index} read {}, expected {}",
+                            hex(got),
+                            hex(&want)
+                        ));
+                    }
+                }
+                Ok(())
+            }
+            Step::TensorCheckOutputCompletion { tensor, timeout_us, expected_count, expect } => {
+                let tensor = label(&self.tensors, tensor, "tensor")?;
+                check_status(
+                    &rt.tensor_check_output_completion(
+                        tensor,
+                        timeout_us.unwrap_or(0),
+                        *expected_count,
+                    ),
+                    expect,
+                )
+            }
+            Step::TensorResetOutputCompletion { tensor, expect } => {
+                let tensor = label(&self.tensors, tensor, "tensor")?;
+                check_status(&rt.tensor_reset_output_completion(tensor), expect)
+            }
+            Step::GetModelInfo { model, expect_vnc, expect } => {
+                let result = rt.get_model_info(label(&self.models, model, "model")?);
+                check_status(&result, expect)?;
+                match (result, expect_vnc) {
+                    (Ok(vnc), Some(want)) if vnc != *want => {
+                        Err(format!("model {model} starts on vnc {vnc}, expected {want}"))
+                    }
+                    _ => Ok(()),
+                }
+            }
+            Step::MemcpyToDevice { tensor, offset, data, expect } => {
+                let bytes = encode_values(scalar_type(&data.dtype)?, &data.values)?;
+                let va = rt
+                    .tensor_get_va(label(&self.tensors, tensor, "tensor")?)
+                    .map_err(|err| format!("nrt_tensor_get_va of {tensor}: {err}"))?;
+                let offset = offset.unwrap_or(0);
+                let address = va.checked_add(offset).ok_or_else(|| {
+                    format!(
+                        "address {va:#x} + offset {offset} overflows, expected a smaller offset"
+                    )
+                })?;
+                check_status(&rt.memcpy_to_device(address, &bytes), expect)
             }
         }
     }

@@ -728,4 +728,109 @@ pub enum Step {
         /// Expected status.
         expect: Option<String>,
     },
+    /// `nrt_tensor_write_batch`.
+    TensorWriteBatch {
+        /// The `untracked` argument (default false).
+        #[serde(default)]
+        untracked: bool,
+        /// The batches, in order.
+        #[serde(rename = "batch")]
+        batches: Vec<WriteBatchSpec>,
+        /// Expected status.
+        expect: Option<String>,
+    },
+    /// `nrt_tensor_read_batch`.
+    TensorReadBatch {
+        /// The `untracked` argument (default false).
+        #[serde(default)]
+        untracked: bool,
+        /// The batches, in order.
+        #[serde(rename = "batch")]
+        batches: Vec<ReadBatchSpec>,
+        /// Expected status.
+        expect: Option<String>,
+    },
+    /// `nrt_tensor_check_output_completion`.
+    TensorCheckOutputCompletion {
+        /// The tensor label.
+        tensor: String,
+        /// Microseconds to wait (default 0; negative waits without bound).
+        timeout_us: Option<i64>,
+        /// The launches that must have written the tensor since it was made or reset.
+        expected_count: u64,
+        /// Expected status.
+        expect: Option<String>,
+    },
+    /// `nrt_tensor_reset_output_completion`.
+    TensorResetOutputCompletion {
+        /// The tensor label.
+        tensor: String,
+        /// Expected status.
+        expect: Option<String>,
+    },
+    /// `nrt_get_model_info`.
+    GetModelInfo {
+        /// The model label.
+        model: String,
+        /// The NeuronCore the model must start on.
+        expect_vnc: Option<u32>,
+        /// Expected status.
+        expect: Option<String>,
+    },
+    /// `nrt_tensor_get_va` of a tensor, then `nrt_memcpy_to_device` to that address plus
+    /// `offset`.
+    MemcpyToDevice {
+        /// The tensor label.
+        tensor: String,
+        /// Offset in bytes from the tensor's address (default 0).
+        offset: Option<usize>,
+        /// The elements to copy.
+        data: Elements,
+        /// Expected status.
+        expect: Option<String>,
+    },
+}
+
+/// One tensor's operations in a `tensor_write_batch` step.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WriteBatchSpec {
+    /// The tensor label.
+    pub tensor: String,
+    /// The operations, in order.
+    #[serde(rename = "op")]
+    pub ops: Vec<WriteOpSpec>,
+}
+
+/// One operation of a `tensor_write_batch` step.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WriteOpSpec {
+    /// Offset in bytes (default 0).
+    pub offset: Option<usize>,
+    /// The elements to write.
+    pub data: Elements,
+}
+
+/// One tensor's ranges in a `tensor_read_batch` step.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReadBatchSpec {
+    /// The tensor label.
+    pub tensor: String,
+    /// The ranges, in order.
+    #[serde(rename = "range")]
+    pub ranges: Vec<ReadRangeSpec>,
+}
+
+/// One range of a `tensor_read_batch` step.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReadRangeSpec {
+    /// Offset in bytes (default 0).
+    pub offset: Option<usize>,
+    /// Bytes to read.
+    pub size: usize,
+    /// The elements the range must return.
+    pub expect_values: Option<Elements>,
 }

@@ -18,8 +18,8 @@ use abi::dtype::NrtDtype;
 use abi::functions::LibnrtFunction;
 use abi::runtime::{
     AsyncReadBuffer, ExternalBuffer, Framework, ModelId, NrtError, NrtVersion, Placement, Runtime,
-    SeqId, SetId, SysTraceConfig, SysTraceFetch, TensorId, TensorInfo, TensorUsage, TrackerId,
-    VncMemoryStats,
+    SeqId, SetId, SysTraceConfig, SysTraceFetch, TensorId, TensorInfo, TensorReadBatch,
+    TensorUsage, TensorWriteBatch, TrackerId, VncMemoryStats,
 };
 use abi::status::NrtStatus;
 use abi::trace::name_text;
@@ -611,6 +611,81 @@ impl Runtime for NrtRuntime {
         let function = LibnrtFunction::nrt_get_vnc_memory_stats;
         let (bytes_used, bytes_limit) = optional(function, self.library.get_vnc_memory_stats(vnc))?;
         Ok(VncMemoryStats { bytes_used, bytes_limit })
+    }
+
+    fn tensor_read_batch(
+        &self,
+        batches: &[TensorReadBatch],
+        untracked: bool,
+    ) -> Result<Vec<Vec<u8>>, NrtError> {
+        let function = LibnrtFunction::nrt_tensor_read_batch;
+        let mut read = Vec::new();
+        let mut tensors = Vec::new();
+        for batch in batches {
+            tensors.push(self.tensor(batch.tensor)?);
+            for &(_, size) in &batch.ranges {
+                read.push(host_block(size)?.into_vec());
+            }
+        }
+        let mut buffers = read.iter_mut();
+        let mut calls = Vec::new();
+        for (batch, tensor) in batches.iter().zip(tensors) {
+            let ops = batch
+                .ranges
+                .iter()
+                .zip(buffers.by_ref())
+                .map(|(&(offset, _), buffer)| (offset, buffer.as_mut_slice()));
+            calls.push((tensor, ops.collect()));
+        }
+        let code =
+            optional(function, self.library.tensor_read_batch(&mut calls, untracked).map(Ok))?;
+        drop(calls);
+        check(function, code)?;
+        Ok(read)
+    }
+
+    fn tensor_write_batch(
+        &self,
+        batches: &[TensorWriteBatch],
+        untracked: bool,
+    ) -> Result<(), NrtError> {
+        let function = LibnrtFunction::nrt_tensor_write_batch;
+        let mut calls = Vec::new();
+        for batch in batches {
+            let ops = batch.ops.iter().map(|(offset, bytes)| (*offset, bytes.as_slice()));
+            calls.push((self.tensor(batch.tensor)?, ops.collect()));
+        }
+        let code = optional(function, self.library.tensor_write_batch(&calls, untracked).map(Ok))?;
+        check(function, code)
+    }
+
+    fn tensor_check_output_completion(
+        &self,
+        tensor: TensorId,
+        timeout_us: i64,
+        expected: u64,
+    ) -> Result<(), NrtError> {
+        let function = LibnrtFunction::nrt_tensor_check_output_completion;
+        let tensor = self.tensor(tensor)?;
+        let code =
+            optional(function, tensor.check_output_completion(timeout_us, expected).map(Ok))?;
+        check(function, code)
+    }
+
+    fn tensor_reset_output_completion(&self, tensor: TensorId) -> Result<(), NrtError> {
+        let function = LibnrtFunction::nrt_tensor_reset_output_completion;
+        let code = optional(function, self.tensor(tensor)?.reset_output_completion().map(Ok))?;
+        check(function, code)
+    }
+
+    fn get_model_info(&self, model: ModelId) -> Result<u32, NrtError> {
+        optional(LibnrtFunction::nrt_get_model_info, self.model(model)?.info_vnc())
+    }
+
+    fn memcpy_to_device(&self, address: usize, bytes: &[u8]) -> Result<(), NrtError> {
+        let function = LibnrtFunction::nrt_memcpy_to_device;
+        let code = optional(function, self.library.memcpy_to_device(address, bytes).map(Ok))?;
+        check(function, code)
     }
 }
 

@@ -57,6 +57,46 @@ pub(crate) struct NrtTensor {
     _marker: PhantomData<(*mut u8, PhantomPinned)>,
 }
 
+/// One tensor's ranges of a batched read: `(offset, buffer to fill)` each.
+pub(crate) type ReadBatch<'a> = (Arc<OwnedTensor>, Vec<(usize, &'a mut [u8])>);
+
+/// One tensor's operations of a batched write: `(offset, bytes)` each.
+pub(crate) type WriteBatch<'a> = (Arc<OwnedTensor>, Vec<(usize, &'a [u8])>);
+
+/// A batch as C sees it: the tensor, then `(offset, buffer, size)` of each operation.
+type RawBatch = (*mut NrtTensor, Vec<(usize, *mut u8, usize)>);
+
+/// Builds the `nrt_tensor_batch_t` array of `(tensor, [(offset, buffer, size)])` batches and
+/// passes it with its length to `call`; `NRT_INVALID` without a call for a batch of more
+/// operations than `num_ops` holds.
+fn with_batches(
+    batches: &[RawBatch],
+    call: impl FnOnce(*const c_names::nrt_tensor_batch_t, u64) -> RawStatus,
+) -> RawStatus {
+    let mut ops = Vec::with_capacity(batches.len());
+    for (_, batch_ops) in batches {
+        let batch_ops: Vec<c_names::nrt_tensor_batch_op_t> = batch_ops
+            .iter()
+            .map(|&(offset, buffer, size)| c_names::nrt_tensor_batch_op_t {
+                offset: offset as u64,
+                size: size as u64,
+                buffer: buffer.cast(),
+            })
+            .collect();
+        ops.push(batch_ops);
+    }
+    let mut array = Vec::with_capacity(batches.len());
+    for ((tensor, _), batch_ops) in batches.iter().zip(&ops) {
+        let Ok(num_ops) = u32::try_from(batch_ops.len()) else { return INVALID };
+        array.push(c_names::nrt_tensor_batch_t {
+            tensor: tensor.cast_const().cast(),
+            ops: batch_ops.as_ptr(),
+            num_ops,
+        });
+    }
+    call(array.as_ptr(), array.len() as u64)
+}
+
 /// `nrt_tensor_set_t` is `void` in C.
 type NrtTensorSet = c_void;
 
@@ -388,6 +428,58 @@ impl Library {
         })
     }
 
+    /// `nrt_memcpy_to_device` of `bytes` to the device address `address`; `None` when the
+    /// library does not export it. libnrt judges the address.
+    pub(crate) fn memcpy_to_device(&self, address: usize, bytes: &[u8]) -> Option<RawStatus> {
+        let function = self.functions.nrt_memcpy_to_device?;
+        // SAFETY: `bytes` is readable for its length during the call; the destination is a
+        // device address libnrt checks (it is never dereferenced on this side).
+        Some(unsafe { function(address as *mut c_void, bytes.as_ptr().cast(), bytes.len()) })
+    }
+
+    /// `nrt_tensor_read_batch` into the caller's buffers: `(tensor, [(offset, buffer)])` per
+    /// batch; `None` when the library does not export it.
+    pub(crate) fn tensor_read_batch(
+        &self,
+        batches: &mut [ReadBatch<'_>],
+        untracked: bool,
+    ) -> Option<RawStatus> {
+        let function = self.functions.nrt_tensor_read_batch?;
+        let ops = batches.iter_mut().map(|(tensor, ops)| {
+            let ops =
+                ops.iter_mut().map(|(offset, buffer)| (*offset, buffer.as_mut_ptr(), buffer.len()));
+            (tensor.tensor.as_ptr(), ops.collect::<Vec<_>>())
+        });
+        let ops: Vec<_> = ops.collect();
+        Some(with_batches(&ops, |array, count| {
+            // SAFETY: `array` has `count` entries whose operations point at buffers writable for
+            // their sizes (the caller's `&mut [u8]`, borrowed for this call) and at live tensors.
+            unsafe { function(array, count, untracked) }
+        }))
+    }
+
+    /// `nrt_tensor_write_batch` from the caller's bytes: `(tensor, [(offset, bytes)])` per
+    /// batch; `None` when the library does not export it.
+    pub(crate) fn tensor_write_batch(
+        &self,
+        batches: &[WriteBatch<'_>],
+        untracked: bool,
+    ) -> Option<RawStatus> {
+        let function = self.functions.nrt_tensor_write_batch?;
+        let ops = batches.iter().map(|(tensor, ops)| {
+            // libnrt only reads the buffers of a write; the C field is not const.
+            let ops =
+                ops.iter().map(|(offset, bytes)| (*offset, bytes.as_ptr().cast_mut(), bytes.len()));
+            (tensor.tensor.as_ptr(), ops.collect::<Vec<_>>())
+        });
+        let ops: Vec<_> = ops.collect();
+        Some(with_batches(&ops, |array, count| {
+            // SAFETY: `array` has `count` entries whose operations point at buffers readable for
+            // their sizes (the caller's slices, borrowed for this call) and at live tensors.
+            unsafe { function(array, count, untracked) }
+        }))
+    }
+
     /// `nrt_sys_trace_get_event_types`, copied into Rust, then
     /// `nrt_sys_trace_free_event_types`; `None` when the library lacks either.
     pub(crate) fn sys_trace_event_types(&self) -> Option<Result<Vec<String>, RawStatus>> {
@@ -643,6 +735,30 @@ impl OwnedModel {
         Some(if status == SUCCESS { Ok(count) } else { Err(status) })
     }
 
+    /// `nrt_get_model_info` of the loaded model: its `vnc`; `None` when the library does not
+    /// export it.
+    pub(crate) fn info_vnc(&self) -> Option<Result<u32, RawStatus>> {
+        let function = self.library.functions.nrt_get_model_info?;
+        let mut info = c_names::nrt_model_info_t { vnc: 0 };
+        let mut written = 0usize;
+        let live = match self.live() {
+            Ok(live) => live,
+            Err(status) => return Some(Err(status)),
+        };
+        // SAFETY: the model is loaded (read lock held); `info` has `size_of` writable bytes and
+        // `written` is a valid out-pointer; the signature is the table's.
+        let status = unsafe {
+            function(
+                self.model.as_ptr(),
+                &mut info,
+                size_of::<c_names::nrt_model_info_t>(),
+                &mut written,
+            )
+        };
+        drop(live);
+        Some(if status == SUCCESS { Ok(info.vnc) } else { Err(status) })
+    }
+
     /// `nrt_get_model_tensor_info` then `nrt_free_model_tensor_info`, with the entries copied
     /// out in between.
     pub(crate) fn tensor_info(&self) -> Result<Vec<RawTensorInfo>, RawStatus> {
@@ -833,6 +949,24 @@ impl OwnedTensor {
         let slice = owned(status, slice)?;
         let buffer = self.buffer.lock().unwrap_or_else(PoisonError::into_inner).clone();
         Ok(self.library.own_tensor(slice, tag, buffer))
+    }
+
+    /// `nrt_tensor_check_output_completion`; `None` when the library does not export it.
+    pub(crate) fn check_output_completion(
+        &self,
+        timeout_us: i64,
+        expected: u64,
+    ) -> Option<RawStatus> {
+        let function = self.library.functions.nrt_tensor_check_output_completion?;
+        // SAFETY: the tensor is live; the signature is the table's.
+        Some(unsafe { function(self.tensor.as_ptr(), timeout_us, expected) })
+    }
+
+    /// `nrt_tensor_reset_output_completion`; `None` when the library does not export it.
+    pub(crate) fn reset_output_completion(&self) -> Option<RawStatus> {
+        let function = self.library.functions.nrt_tensor_reset_output_completion?;
+        // SAFETY: the tensor is live; the signature is the table's.
+        Some(unsafe { function(self.tensor.as_ptr()) })
     }
 
     /// `nrt_tensor_read` into `buf`.

@@ -28,8 +28,8 @@ use abi::dtype::DtypeNumbering;
 use abi::functions::{LibnrtFunction, PreInit};
 use abi::runtime::{
     AsyncReadBuffer, ExternalBuffer, Framework, ModelId, NrtError, NrtVersion, Placement, Runtime,
-    SeqId, SetId, SysTraceConfig, SysTraceFetch, TensorId, TensorInfo, TensorUsage, TrackerId,
-    VncMemoryStats,
+    SeqId, SetId, SysTraceConfig, SysTraceFetch, TensorId, TensorInfo, TensorReadBatch,
+    TensorUsage, TensorWriteBatch, TrackerId, VncMemoryStats,
 };
 use abi::status::NrtStatus;
 use abi::trace::name_text;
@@ -408,93 +408,6 @@ impl SimRuntime {
     /// The event stream: system-trace capture and profiles (`nrt_sys_trace_*`, `nrt_profile_*`).
     pub fn events(&self) -> &EventLog {
         &self.events
-    }
-
-    /// `nrt_tensor_check_output_completion`: waits until `expected` launches have written the
-    /// tensor as an output since it was made or last reset, at most `timeout_us` microseconds
-    /// (a negative timeout waits without bound, with one warning after 30 seconds).
-    ///
-    /// # Errors
-    /// The lifecycle statuses, [`NrtStatus::InvalidHandle`] for an unknown tensor,
-    /// [`NrtStatus::Timeout`] when the count is not reached in time.
-    pub fn tensor_check_output_completion(
-        &self,
-        tensor: TensorId,
-        timeout_us: i64,
-        expected: u64,
-    ) -> Result<(), NrtError> {
-        self.enter(LibnrtFunction::nrt_tensor_check_output_completion)?;
-        let tensor = self.tensor(tensor)?;
-        let start = std::time::Instant::now();
-        let mut warned = false;
-        loop {
-            let done = tensor.completions.load(Ordering::Acquire);
-            if done >= expected {
-                return Ok(());
-            }
-            let waited = start.elapsed();
-            if timeout_us >= 0 && waited.as_micros() >= timeout_us as u128 {
-                return Err(NrtError::new(
-                    NrtStatus::Timeout,
-                    format!(
-                        "tensor {:?} completed {done} times in {timeout_us} us, expected {expected}",
-                        tensor.name
-                    ),
-                ));
-            }
-            if timeout_us < 0 && !warned && waited.as_secs() >= 30 {
-                warned = true;
-                self.warn(WarningKind::CompletionWait, || {
-                    format!(
-                        "nrt_tensor_check_output_completion has waited 30 s for tensor {:?} \
-                         ({done} of {expected} completions)",
-                        tensor.name
-                    )
-                });
-            }
-            std::thread::sleep(std::time::Duration::from_micros(50));
-        }
-    }
-
-    /// `nrt_tensor_reset_output_completion`: the tensor's completion count becomes 0.
-    ///
-    /// # Errors
-    /// The lifecycle statuses, [`NrtStatus::InvalidHandle`] for an unknown tensor.
-    pub fn tensor_reset_output_completion(&self, tensor: TensorId) -> Result<(), NrtError> {
-        self.enter(LibnrtFunction::nrt_tensor_reset_output_completion)?;
-        self.tensor(tensor)?.completions.store(0, Ordering::Release);
-        Ok(())
-    }
-
-    /// `nrt_memcpy_to_device`: copies `bytes` to the device memory at `address`, which must lie
-    /// inside one device tensor's storage (an address `nrt_tensor_get_va` gave).
-    ///
-    /// # Errors
-    /// The lifecycle statuses; [`NrtStatus::Invalid`] for a range that is not inside one device
-    /// tensor.
-    pub fn memcpy_to_device(&self, address: usize, bytes: &[u8]) -> Result<(), NrtError> {
-        self.enter(LibnrtFunction::nrt_memcpy_to_device)?;
-        let found = read_lock(&self.tensors).values().find_map(|tensor| {
-            let view = tensor.view.as_ref()?;
-            view.storage.core()?;
-            let start = view.storage.address(view.offset);
-            let offset = address.checked_sub(start)?;
-            let end = offset.checked_add(bytes.len())?;
-            (end <= view.size).then(|| (Arc::clone(tensor), offset))
-        });
-        let (tensor, offset) = found.ok_or_else(|| {
-            NrtError::new(
-                NrtStatus::Invalid,
-                format!(
-                    "{} bytes at {address:#x} are not inside a device tensor, expected an address from nrt_tensor_get_va",
-                    bytes.len()
-                ),
-            )
-        })?;
-        let view = tensor.view()?;
-        write_bytes(view.place(offset), bytes);
-        self.count_device_traffic(&view.storage, true, bytes.len());
-        Ok(())
     }
 
     /// The NeuronCore whose memory holds a tensor's storage; `None` for host, virtual and
@@ -1797,5 +1710,137 @@ impl Runtime for SimRuntime {
             )
         })?;
         Ok(VncMemoryStats { bytes_used, bytes_limit: self.config.hbm_bytes_per_core })
+    }
+
+    /// Every range is an `nrt_tensor_read`, in order; `untracked` changes nothing here (a read
+    /// never races a launch it could corrupt).
+    fn tensor_read_batch(
+        &self,
+        batches: &[TensorReadBatch],
+        _untracked: bool,
+    ) -> Result<Vec<Vec<u8>>, NrtError> {
+        self.enter(LibnrtFunction::nrt_tensor_read_batch)?;
+        let mut read = Vec::new();
+        for batch in batches {
+            for &(offset, size) in &batch.ranges {
+                let mut bytes = staging_buffer("nrt_tensor_read_batch", size)?;
+                self.tensor_read(batch.tensor, offset, &mut bytes)?;
+                read.try_reserve(1).map_err(|_| {
+                    NrtError::new(NrtStatus::Resource, "cannot grow the list of batch reads")
+                })?;
+                read.push(bytes);
+            }
+        }
+        Ok(read)
+    }
+
+    /// Every operation is an `nrt_tensor_write`, in order.
+    fn tensor_write_batch(
+        &self,
+        batches: &[TensorWriteBatch],
+        _untracked: bool,
+    ) -> Result<(), NrtError> {
+        self.enter(LibnrtFunction::nrt_tensor_write_batch)?;
+        for batch in batches {
+            for (offset, bytes) in &batch.ops {
+                self.tensor_write(batch.tensor, *offset, bytes)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// `nrt_tensor_check_output_completion`: waits until `expected` launches have written the
+    /// tensor as an output since it was made or last reset, at most `timeout_us` microseconds
+    /// (a negative timeout waits without bound, with one warning after 30 seconds).
+    ///
+    /// # Errors
+    /// The lifecycle statuses, [`NrtStatus::InvalidHandle`] for an unknown tensor,
+    /// [`NrtStatus::Timeout`] when the count is not reached in time.
+    fn tensor_check_output_completion(
+        &self,
+        tensor: TensorId,
+        timeout_us: i64,
+        expected: u64,
+    ) -> Result<(), NrtError> {
+        self.enter(LibnrtFunction::nrt_tensor_check_output_completion)?;
+        let tensor = self.tensor(tensor)?;
+        let start = std::time::Instant::now();
+        let mut warned = false;
+        loop {
+            let done = tensor.completions.load(Ordering::Acquire);
+            if done >= expected {
+                return Ok(());
+            }
+            let waited = start.elapsed();
+            if timeout_us >= 0 && waited.as_micros() >= timeout_us as u128 {
+                return Err(NrtError::new(
+                    NrtStatus::Timeout,
+                    format!(
+                        "tensor {:?} completed {done} times in {timeout_us} us, expected {expected}",
+                        tensor.name
+                    ),
+                ));
+            }
+            if timeout_us < 0 && !warned && waited.as_secs() >= 30 {
+                warned = true;
+                self.warn(WarningKind::CompletionWait, || {
+                    format!(
+                        "nrt_tensor_check_output_completion has waited 30 s for tensor {:?} \
+                         ({done} of {expected} completions)",
+                        tensor.name
+                    )
+                });
+            }
+            std::thread::sleep(std::time::Duration::from_micros(50));
+        }
+    }
+
+    /// `nrt_tensor_reset_output_completion`: the tensor's completion count becomes 0.
+    ///
+    /// # Errors
+    /// The lifecycle statuses, [`NrtStatus::InvalidHandle`] for an unknown tensor.
+    fn tensor_reset_output_completion(&self, tensor: TensorId) -> Result<(), NrtError> {
+        self.enter(LibnrtFunction::nrt_tensor_reset_output_completion)?;
+        self.tensor(tensor)?.completions.store(0, Ordering::Release);
+        Ok(())
+    }
+
+    /// The model's first NeuronCore.
+    fn get_model_info(&self, model: ModelId) -> Result<u32, NrtError> {
+        let cores = self.model_cores(LibnrtFunction::nrt_get_model_info, model)?;
+        cores.first().copied().ok_or_else(|| {
+            NrtError::new(NrtStatus::Failure, format!("model {} occupies no NeuronCore", model.0))
+        })
+    }
+
+    /// `nrt_memcpy_to_device`: copies `bytes` to the device memory at `address`, which must lie
+    /// inside one device tensor's storage (an address `nrt_tensor_get_va` gave).
+    ///
+    /// # Errors
+    /// The lifecycle statuses; [`NrtStatus::Invalid`] for a range that is not inside one device
+    /// tensor.
+    fn memcpy_to_device(&self, address: usize, bytes: &[u8]) -> Result<(), NrtError> {
+        self.enter(LibnrtFunction::nrt_memcpy_to_device)?;
+        let found = read_lock(&self.tensors).values().find_map(|tensor| {
+            let view = tensor.view.as_ref()?;
+            view.storage.core()?;
+            let start = view.storage.address(view.offset);
+            let offset = address.checked_sub(start)?;
+            let end = offset.checked_add(bytes.len())?;
+            (end <= view.size).then(|| (Arc::clone(tensor), offset))
+        });
+        let (tensor, offset) = found.ok_or_else(|| {
+            NrtError::new(
+                NrtStatus::Invalid,
+                format!(
+                    "{} bytes at {address:#x} are not inside a device tensor, expected an address from nrt_tensor_get_va",
+                    bytes.len()
+                ),
+            )
+        })?;
+        let view = tensor.view()?;
+        write_bytes(view.place(offset), bytes);
+        self.count_device_traffic(&view.storage, true, bytes.len());
+        Ok(())
     }
 }
