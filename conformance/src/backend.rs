@@ -68,6 +68,7 @@ impl Backend for SimBackend {
         match sim_config(&vector.case.sim)
             .and_then(|c| SimRuntime::new_shared(c).map_err(|e| e.to_string()))
         {
+            Ok(runtime) if vector.recorded => crate::replay::run_recorded(vector, runtime),
             Ok(runtime) => runner::run_on(vector, runtime),
             Err(message) => failed(format!("cannot configure the simulator: {message}")),
         }

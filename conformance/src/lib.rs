@@ -2,7 +2,8 @@
 //!
 //! The product's main job: shared vectors check that binding, aliasing and validation behave the
 //! same on every backend. A vector is data (`vectors/<area>/<name>/case.toml` and the files beside
-//! it, see [`vector`] and [`spec`]); the runner is a library, so the command line
+//! it, see [`vector`] and [`spec`]), or a promoted recording of a real program's calls
+//! (`vectors/recorded/<name>/recording.trace`, replayed by [`replay`]); the runner is a library, so the command line
 //! (`nrtsim conformance`, `cargo xtask conformance`) and the test harness
 //! (`conformance/tests/vectors.rs`, one named test per backend × vector) share it.
 //!
@@ -19,6 +20,7 @@ pub mod device;
 pub mod expectations;
 pub mod generate;
 pub mod glob;
+pub mod replay;
 pub mod report;
 pub mod runner;
 pub mod spec;

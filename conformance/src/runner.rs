@@ -203,13 +203,15 @@ pub fn judge_with(
         return result;
     }
     let output = run(vector, backend);
-    let golden = vector.read(TRACE_FILE).map(|bytes| String::from_utf8_lossy(&bytes).into_owned());
+    // A recorded vector is judged by its recording (the replay's failure), not a golden trace.
+    let golden = if vector.recorded { Ok(Vec::new()) } else { vector.read(TRACE_FILE) };
+    let golden = golden.map(|bytes| String::from_utf8_lossy(&bytes).into_owned());
     let (message, first_diff) = match (&output.failure, golden) {
         (Some(failure), _) => (Some(failure.clone()), None),
         (None, Err(error)) => {
             (Some(format!("no golden trace: {error} (run `cargo xtask vectors --bless`)")), None)
         }
-        (None, _) if !options.compare_trace => (None, None),
+        (None, _) if !options.compare_trace || vector.recorded => (None, None),
         (None, Ok(golden)) => match first_difference(&golden, &output.trace) {
             Some(diff) => (Some("trace differs from expected.trace".to_owned()), Some(diff)),
             None => (None, None),

@@ -9,6 +9,10 @@
 //! golden trace, from a run on the simulator). Generation is a pure function of the hand-written files, so
 //! `cargo xtask vectors --check` can tell when a generated file is stale, and `--bless` rewrites
 //! the generated files only; hand-written expectations are never touched by a tool.
+//!
+//! A folder with `recording.trace` and no `case.toml` (what `nrtsim replay --promote` writes
+//! under `vectors/recorded/`) is a recorded vector: its run is a replay of the recording
+//! ([`crate::replay`]), judged by the recorded lines instead of a golden trace.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -71,8 +75,10 @@ pub struct Vector {
     pub name: String,
     /// The folder.
     pub dir: PathBuf,
-    /// The parsed `case.toml`.
+    /// The parsed `case.toml` (for a recorded vector, an empty case with its description).
     pub case: CaseSpec,
+    /// A recorded vector: `recording.trace` is replayed instead of steps run.
+    pub recorded: bool,
 }
 
 impl Vector {
@@ -91,7 +97,8 @@ impl Vector {
     }
 }
 
-/// Finds every `vectors/<area>/<name>/case.toml` under `root`, sorted by name.
+/// Finds every `vectors/<area>/<name>/case.toml` under `root`, and every recorded vector (a
+/// folder with [`crate::replay::RECORDING_FILE`] and no `case.toml`), sorted by name.
 ///
 /// # Errors
 /// A [`VectorError`] for an unreadable folder or a `case.toml` that does not parse.
@@ -104,7 +111,15 @@ pub fn discover(root: &Path) -> Result<Vec<Vector>, VectorError> {
     for area in sorted_dirs(root).map_err(io(root))? {
         for dir in sorted_dirs(&area).map_err(io(&area))? {
             let case_path = dir.join("case.toml");
+            let name = format!("{}/{}", file_name(&area), file_name(&dir));
             if !case_path.is_file() {
+                if dir.join(crate::replay::RECORDING_FILE).is_file() {
+                    let case = recorded_case(&name).map_err(|message| VectorError::Case {
+                        path: dir.join(crate::replay::RECORDING_FILE),
+                        message,
+                    })?;
+                    vectors.push(Vector { name, dir, case, recorded: true });
+                }
                 continue;
             }
             let text = fs::read_to_string(&case_path).map_err(io(&case_path))?;
@@ -112,11 +127,19 @@ pub fn discover(root: &Path) -> Result<Vec<Vector>, VectorError> {
                 path: case_path.clone(),
                 message: e.to_string(),
             })?;
-            let name = format!("{}/{}", file_name(&area), file_name(&dir));
-            vectors.push(Vector { name, dir, case });
+            vectors.push(Vector { name, dir, case, recorded: false });
         }
     }
     Ok(vectors)
+}
+
+/// The case of a recorded vector: no steps, no `init` by the runner (the recording makes its
+/// own calls), every backend.
+fn recorded_case(name: &str) -> Result<CaseSpec, String> {
+    let mut case: CaseSpec = toml::from_str("description = \"\"").map_err(|e| e.to_string())?;
+    case.description = format!("the recording {name}, replayed");
+    case.auto_init = Some(false);
+    Ok(case)
 }
 
 fn file_name(path: &Path) -> String {

@@ -109,6 +109,7 @@ as = "m"
         name: "area/edited_by_hand".to_owned(),
         dir: dir.clone(),
         case: toml::from_str(&earlier).unwrap(),
+        recorded: false,
     };
     let files = conformance::vector::generate_inputs(&earlier_vector).unwrap();
     std::fs::write(dir.join("model.neff"), &files["model.neff"]).unwrap();
@@ -178,4 +179,72 @@ fn bless_leaves_the_trace_of_a_vector_the_simulator_is_known_to_fail() {
     let out = nrtsim(&["vectors", "--bless", "--vectors", vectors.to_str().unwrap()]);
     assert!(!out.status.success());
     assert!(text(&out.stderr).contains("area/fails_on_purpose"), "{}", text(&out.stderr));
+}
+
+/// Copies the committed recorded vector `client_flow` (recording and kept bytes) to
+/// `vectors/recorded/NAME`, with `edit` applied to the recording's text.
+fn copy_recorded(vectors: &Path, name: &str, edit: impl Fn(&str) -> String) -> PathBuf {
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("../vectors/recorded/client_flow");
+    let dir = vectors.join("recorded").join(name);
+    let blobs = dir.join("recording.trace.blobs");
+    std::fs::create_dir_all(&blobs).unwrap();
+    for entry in std::fs::read_dir(source.join("recording.trace.blobs")).unwrap() {
+        let path = entry.unwrap().path();
+        std::fs::copy(&path, blobs.join(path.file_name().unwrap())).unwrap();
+    }
+    let text = std::fs::read_to_string(source.join("recording.trace")).unwrap();
+    std::fs::write(dir.join("recording.trace"), edit(&text)).unwrap();
+    dir
+}
+
+/// A promoted recording is a vector on `sim` and `capi`: a clean copy passes, a copy whose
+/// recorded output bytes were changed fails on both backends naming the line and both texts,
+/// and `--filter` selects recorded vectors by `backend/recorded/NAME`.
+#[test]
+fn a_recorded_vector_runs_on_sim_and_capi_and_a_planted_difference_fails_with_the_line() {
+    let vectors = scratch("recorded");
+    copy_recorded(&vectors, "clean", str::to_owned);
+    let recorded = "tensor_read(t2, 0, 16) -> [00 00 00 40 00 00 80 40";
+    let planted = "tensor_read(t2, 0, 16) -> [00 00 00 41 00 00 80 40";
+    let dir = copy_recorded(&vectors, "planted", |text| {
+        assert!(text.contains(recorded), "client_flow reads its output as expected here");
+        text.replacen(recorded, planted, 1)
+    });
+    let text_now = std::fs::read_to_string(dir.join("recording.trace")).unwrap();
+    let line = 1 + text_now.lines().position(|l| l.starts_with(planted)).unwrap();
+    let dir_arg = vectors.to_str().unwrap();
+    let run = |filter: &str| {
+        nrtsim(&[
+            "conformance",
+            "--backend",
+            "sim",
+            "--backend",
+            "capi",
+            "--vectors",
+            dir_arg,
+            "--filter",
+            filter,
+        ])
+    };
+
+    let out = run("*/recorded/*");
+    assert!(!out.status.success(), "a planted difference fails the run");
+    let stdout = text(&out.stdout);
+    let stderr = text(&out.stderr);
+    assert!(stdout.contains("2 passed, 2 failed"), "stdout: {stdout}\nstderr: {stderr}");
+    for backend in ["sim", "capi"] {
+        assert!(
+            stderr.contains(&format!(
+                "FAIL {backend}/recorded/planted: replay diverges from recording.trace at line \
+                 {line}: recorded `{planted}"
+            )),
+            "stderr: {stderr}"
+        );
+        assert!(!stderr.contains(&format!("FAIL {backend}/recorded/clean")), "stderr: {stderr}");
+    }
+    assert!(stderr.contains("replayed `tensor_read(t2, 0, 16) -> [00 00 00 40"), "{stderr}");
+
+    let out = run("*/recorded/clean");
+    assert!(out.status.success(), "stdout: {}\nstderr: {}", text(&out.stdout), text(&out.stderr));
+    assert!(text(&out.stdout).contains("2 passed, 0 failed"), "stdout: {}", text(&out.stdout));
 }

@@ -146,6 +146,9 @@ pub(crate) fn run_vector(args: RunVectorArgs) -> Result<bool> {
         (Err(message), _) | (_, Some(Err(message))) => {
             conformance::runner::RunOutput { trace: Vec::new(), failure: Some(message) }
         }
+        (Ok(runtime), None) if vector.recorded => {
+            conformance::replay::run_recorded(vector, runtime)
+        }
         (Ok(runtime), None) => conformance::runner::run_on(vector, runtime),
         (Ok(runtime), Some(Ok(target))) => {
             conformance::runner::run_on_target(vector, runtime, Some(&target))

@@ -1,0 +1,1068 @@
+//! Replaying a recording: re-issue each call an `nrtsim record` trace holds on a `Runtime`
+//! wrapped in `abi::trace::TracingRuntime`, and compare the line the replay writes with the
+//! recorded one. The same normaliser wrote both, so the first line that differs is the first
+//! divergence. Lines recorded by name only (`name(…)`) are not re-issued; `# memory` lines
+//! (stores the program made through an address) are applied to the replaying runtime directly,
+//! without a trace line.
+//!
+//! `nrtsim replay` is a command line over this module, and a promoted recording
+//! (`vectors/recorded/NAME/recording.trace`) is a conformance vector that [`run_recorded`] runs
+//! on any backend. The format is described in `vectors/README.md` ("Recordings").
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use abi::runtime::{
+    AsyncReadBuffer, ExternalBuffer, Framework, ModelId, NrtError, Placement, Runtime, SeqId,
+    SetId, SharedBuffer, TensorId, TrackerId,
+};
+use abi::trace::{Trace, TracingRuntime, format_bytes};
+use anyhow::{Context as _, Result, bail};
+
+use crate::runner::RunOutput;
+use crate::vector::Vector;
+
+/// The first line of a recording, before its version number.
+const HEADER_MAGIC: &str = "# nrtsim-trace";
+
+/// The one recorded format version this replay reads.
+const FORMAT_VERSION: u32 = 1;
+
+/// How many recorded lines before a divergence are shown.
+const CONTEXT_LINES: usize = 3;
+
+/// The recording's file name inside a promoted vector.
+pub const RECORDING_FILE: &str = "recording.trace";
+
+/// A recording that cannot be replayed.
+#[derive(Debug, thiserror::Error)]
+pub enum RecordingError {
+    /// Not a recording at all.
+    #[error(
+        "{path} is not an nrtsim recording: expected `{HEADER_MAGIC} {FORMAT_VERSION}` as its first line, found {found:?}"
+    )]
+    Foreign {
+        /// The file.
+        path: String,
+        /// Its first line (up to 60 characters).
+        found: String,
+    },
+    /// A recording of another format version.
+    #[error("{path} is a recording of format version {found}, expected version {FORMAT_VERSION}")]
+    Version {
+        /// The file.
+        path: String,
+        /// The version it says.
+        found: String,
+    },
+    /// The file ends inside a line.
+    #[error(
+        "{path} is truncated: line {line} has no end of line (the recording stopped mid-line): {text:?}"
+    )]
+    Truncated {
+        /// The file.
+        path: String,
+        /// The last line's number.
+        line: usize,
+        /// The last line.
+        text: String,
+    },
+    /// A line that does not parse.
+    #[error("line {line}: expected {expected}, found {text:?}")]
+    Syntax {
+        /// The line number.
+        line: usize,
+        /// What the line should hold.
+        expected: &'static str,
+        /// What it holds.
+        text: String,
+    },
+    /// Recorded bytes that were not kept beside the recording.
+    #[error(
+        "line {line}: the recorded bytes {shown} are missing, expected them in {path} (was the recording's .blobs folder copied with it?)"
+    )]
+    MissingBytes {
+        /// The line number.
+        line: usize,
+        /// The bytes as recorded.
+        shown: String,
+        /// Where they were looked for.
+        path: String,
+    },
+    /// Kept bytes that are not the recorded ones.
+    #[error("line {line}: {path} holds {found}, expected the recorded {shown}")]
+    WrongBytes {
+        /// The line number.
+        line: usize,
+        /// The bytes as recorded.
+        shown: String,
+        /// The kept bytes, as the trace shows them.
+        found: String,
+        /// The kept file.
+        path: String,
+    },
+    /// A handle no earlier line made.
+    #[error("line {line}: {name} was never returned by an earlier call")]
+    UnknownHandle {
+        /// The line number.
+        line: usize,
+        /// The recorded handle.
+        name: String,
+    },
+}
+
+/// One line of a recording.
+#[derive(Debug)]
+enum Entry {
+    /// A call: the function's trace name, its argument texts, and the whole line.
+    Call { name: String, args: Vec<String>, text: String },
+    /// `# memory tN OFFSET BYTES`.
+    Memory { tensor: String, offset: usize, bytes: String },
+    /// `# completed qN`: the program saw the request complete here.
+    Completed { seq: String },
+    /// A header or comment line.
+    Comment,
+}
+
+/// A recording, read and checked.
+pub struct Recording {
+    path: PathBuf,
+    /// (line number, entry).
+    entries: Vec<(usize, Entry)>,
+    lines: Vec<String>,
+    header: Vec<String>,
+}
+
+impl Recording {
+    /// The header lines (what was recorded, where and when).
+    pub fn header(&self) -> &[String] {
+        &self.header
+    }
+
+    /// The file it was read from.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// Splits `a, "b, c", [d e], <f g>` at the top-level commas.
+fn split_args(text: &str) -> Vec<String> {
+    let mut args = Vec::new();
+    let mut current = String::new();
+    let mut depth = 0usize;
+    let mut quoted = false;
+    let mut escaped = false;
+    for c in text.chars() {
+        if quoted {
+            current.push(c);
+            if escaped {
+                escaped = false;
+            } else if c == '\\' {
+                escaped = true;
+            } else if c == '"' {
+                quoted = false;
+            }
+            continue;
+        }
+        match c {
+            '"' => {
+                quoted = true;
+                current.push(c);
+            }
+            '[' | '<' => {
+                depth += 1;
+                current.push(c);
+            }
+            ']' | '>' => {
+                depth = depth.saturating_sub(1);
+                current.push(c);
+            }
+            ',' if depth == 0 => args.push(std::mem::take(&mut current).trim().to_owned()),
+            _ => current.push(c),
+        }
+    }
+    if !current.trim().is_empty() || !args.is_empty() {
+        args.push(current.trim().to_owned());
+    }
+    args
+}
+
+/// The end of the argument list: the `)` that closes the first `(`, outside quotes.
+fn close_paren(text: &str, open: usize) -> Option<usize> {
+    let mut quoted = false;
+    let mut escaped = false;
+    for (index, c) in text[open + 1..].char_indices() {
+        if quoted {
+            if escaped {
+                escaped = false;
+            } else if c == '\\' {
+                escaped = true;
+            } else if c == '"' {
+                quoted = false;
+            }
+        } else if c == '"' {
+            quoted = true;
+        } else if c == ')' {
+            return Some(open + 1 + index);
+        }
+    }
+    None
+}
+
+fn parse_line(number: usize, text: &str) -> Result<Entry, RecordingError> {
+    let syntax = |expected| RecordingError::Syntax { line: number, expected, text: text.into() };
+    if let Some(rest) = text.strip_prefix("# memory ") {
+        let mut words = rest.splitn(3, ' ');
+        let (Some(tensor), Some(offset), Some(bytes)) = (words.next(), words.next(), words.next())
+        else {
+            return Err(syntax("`# memory TENSOR OFFSET BYTES`"));
+        };
+        let offset = offset.parse().map_err(|_| syntax("a byte offset after the tensor"))?;
+        return Ok(Entry::Memory { tensor: tensor.into(), offset, bytes: bytes.into() });
+    }
+    if let Some(seq) = text.strip_prefix("# completed ") {
+        return Ok(Entry::Completed { seq: seq.trim().into() });
+    }
+    if text.starts_with('#') {
+        return Ok(Entry::Comment);
+    }
+    let open = text.find('(').ok_or_else(|| syntax("a call `name(args) -> result`"))?;
+    let name = &text[..open];
+    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        return Err(syntax("a function name before `(`"));
+    }
+    let close = close_paren(text, open).ok_or_else(|| syntax("a `)` closing the arguments"))?;
+    Ok(Entry::Call {
+        name: name.into(),
+        args: split_args(&text[open + 1..close]),
+        text: text.into(),
+    })
+}
+
+/// Reads and checks a recording.
+///
+/// # Errors
+/// A [`RecordingError`] (in the `anyhow` chain) for a file that is not a recording of this
+/// format version, is truncated or has a line that does not parse; an I/O error naming the file.
+pub fn read_recording(path: &Path) -> Result<Recording> {
+    let shown = path.display().to_string();
+    let bytes = std::fs::read(path).with_context(|| format!("reading {shown}"))?;
+    let text = String::from_utf8_lossy(&bytes);
+    let first = text.lines().next().unwrap_or("");
+    let Some(version) = first.strip_prefix(HEADER_MAGIC).map(str::trim) else {
+        let found: String = first.chars().take(60).collect();
+        return Err(RecordingError::Foreign { path: shown, found }.into());
+    };
+    if version != FORMAT_VERSION.to_string() {
+        return Err(RecordingError::Version { path: shown, found: version.into() }.into());
+    }
+    let lines: Vec<String> = text.lines().map(str::to_owned).collect();
+    if !text.ends_with('\n') {
+        let last = lines.last().cloned().unwrap_or_default();
+        return Err(RecordingError::Truncated { path: shown, line: lines.len(), text: last }.into());
+    }
+    let mut entries = Vec::new();
+    let mut header = Vec::new();
+    for (index, line) in lines.iter().enumerate() {
+        let entry = parse_line(index + 1, line)?;
+        if matches!(entry, Entry::Comment) && header.len() == index {
+            header.push(line.clone());
+        }
+        entries.push((index + 1, entry));
+    }
+    Ok(Recording { path: path.to_owned(), entries, lines, header })
+}
+
+/// The folder of a recording's kept bytes.
+pub fn blobs_dir(recording: &Path) -> PathBuf {
+    let mut dir = recording.as_os_str().to_owned();
+    dir.push(".blobs");
+    PathBuf::from(dir)
+}
+
+/// The bytes a traced byte argument stands for: inline hex, or a kept blob.
+fn bytes_of(recording: &Path, line: usize, shown: &str) -> Result<Vec<u8>, RecordingError> {
+    let syntax = |expected| RecordingError::Syntax { line, expected, text: shown.into() };
+    if let Some(hex) = shown.strip_prefix('[').and_then(|rest| rest.strip_suffix(']')) {
+        return hex
+            .split_whitespace()
+            .map(|byte| u8::from_str_radix(byte, 16).map_err(|_| syntax("hex bytes `[00 ff]`")))
+            .collect();
+    }
+    let hash = shown
+        .strip_prefix('<')
+        .and_then(|rest| rest.strip_suffix('>'))
+        .and_then(|rest| rest.split_once(" bytes sha256:"))
+        .map(|(_, hash)| hash)
+        .filter(|hash| !hash.is_empty() && hash.chars().all(|c| c.is_ascii_hexdigit()))
+        .ok_or_else(|| syntax("bytes `[..]` or `<N bytes sha256:HASH>`"))?;
+    let path = blobs_dir(recording).join(hash);
+    let bytes = std::fs::read(&path).map_err(|_| RecordingError::MissingBytes {
+        line,
+        shown: shown.into(),
+        path: path.display().to_string(),
+    })?;
+    let found = format_bytes(&bytes);
+    if found != shown {
+        return Err(RecordingError::WrongBytes {
+            line,
+            shown: shown.into(),
+            found,
+            path: path.display().to_string(),
+        });
+    }
+    Ok(bytes)
+}
+
+/// A quoted name argument (`"input0"` or `b"i\xff"`) as bytes.
+fn name_of(line: usize, text: &str) -> Result<Vec<u8>, RecordingError> {
+    let syntax = || RecordingError::Syntax { line, expected: "a quoted name", text: text.into() };
+    let (inner, raw) = match text.strip_prefix("b\"") {
+        Some(rest) => (rest.strip_suffix('"').ok_or_else(syntax)?, true),
+        None => (
+            text.strip_prefix('"').and_then(|rest| rest.strip_suffix('"')).ok_or_else(syntax)?,
+            false,
+        ),
+    };
+    let mut out = Vec::new();
+    let mut chars = inner.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            let mut buffer = [0; 4];
+            out.extend_from_slice(c.encode_utf8(&mut buffer).as_bytes());
+            continue;
+        }
+        match chars.next().ok_or_else(syntax)? {
+            'n' => out.push(b'\n'),
+            't' => out.push(b'\t'),
+            'r' => out.push(b'\r'),
+            '0' => out.push(0),
+            '\\' => out.push(b'\\'),
+            '"' => out.push(b'"'),
+            '\'' => out.push(b'\''),
+            'x' if raw => {
+                let hex: String = chars.by_ref().take(2).collect();
+                out.push(u8::from_str_radix(&hex, 16).map_err(|_| syntax())?);
+            }
+            'u' => {
+                let hex: String = chars.by_ref().skip(1).take_while(|&c| c != '}').collect();
+                let code = u32::from_str_radix(&hex, 16).map_err(|_| syntax())?;
+                let c = char::from_u32(code).ok_or_else(syntax)?;
+                let mut buffer = [0; 4];
+                out.extend_from_slice(c.encode_utf8(&mut buffer).as_bytes());
+            }
+            _ => return Err(syntax()),
+        }
+    }
+    Ok(out)
+}
+
+/// The handles of a replay, by recorded name.
+#[derive(Default)]
+struct Handles {
+    tensors: HashMap<String, TensorId>,
+    sets: HashMap<String, SetId>,
+    models: HashMap<String, ModelId>,
+    seqs: HashMap<String, SeqId>,
+    trackers: HashMap<String, TrackerId>,
+    /// The buffers attached by the replay, by tensor name.
+    buffers: HashMap<String, Arc<SharedBuffer>>,
+}
+
+/// The replay's handle for a recorded name. A name no earlier line made is a pointer the
+/// program made up (or one the recorder could not follow): it is replayed as an id the
+/// replaying runtime never handed out, counted down from the top so it never collides.
+fn lookup<T: Copy>(
+    map: &HashMap<String, T>,
+    line: usize,
+    name: &str,
+    make: impl Fn(u64) -> T,
+) -> Result<T, RecordingError> {
+    if let Some(&id) = map.get(name) {
+        return Ok(id);
+    }
+    let number: u64 = name
+        .get(1..)
+        .and_then(|digits| digits.parse().ok())
+        .ok_or_else(|| RecordingError::UnknownHandle { line, name: name.into() })?;
+    Ok(make(u64::MAX - number))
+}
+
+/// The handle a recorded line returned (`call -> t3 NRT_SUCCESS`), if any.
+fn returned_name(text: &str) -> Option<&str> {
+    let result = text.rsplit_once(") -> ")?.1;
+    let (value, status) = result.split_once(' ')?;
+    (status == "NRT_SUCCESS").then_some(value)
+}
+
+/// What a replayed call gave: whether it was re-issued, and the handle it made.
+enum Issued {
+    Skipped,
+    Done,
+    Tensor(Result<TensorId, NrtError>),
+    Set(Result<SetId, NrtError>),
+    Model(Result<ModelId, NrtError>),
+    Seq(Result<SeqId, NrtError>),
+    Tracker(Result<TrackerId, NrtError>),
+}
+
+impl Issued {
+    /// The detail of a failed call that makes a handle.
+    fn error(&self) -> Option<String> {
+        match self {
+            Issued::Tensor(Err(e))
+            | Issued::Set(Err(e))
+            | Issued::Model(Err(e))
+            | Issued::Seq(Err(e))
+            | Issued::Tracker(Err(e)) => Some(e.to_string()),
+            _ => None,
+        }
+    }
+}
+
+struct Replayer<'a> {
+    recording: &'a Path,
+    runtime: TracingRuntime,
+    inner: Arc<dyn Runtime>,
+    handles: Handles,
+    /// The detail of the last failed replayed call, for the divergence report.
+    last_error: Option<String>,
+}
+
+fn int<T: std::str::FromStr>(line: usize, text: &str) -> Result<T, RecordingError> {
+    text.parse().map_err(|_| RecordingError::Syntax {
+        line,
+        expected: "a number",
+        text: text.into(),
+    })
+}
+
+/// A tracker argument: `-` for none.
+fn optional_tracker(
+    handles: &Handles,
+    line: usize,
+    text: &str,
+) -> Result<Option<TrackerId>, RecordingError> {
+    if text == "-" {
+        return Ok(None);
+    }
+    lookup(&handles.trackers, line, text, TrackerId).map(Some)
+}
+
+/// How long a replay waits for a request the program saw complete.
+const COMPLETION_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Keeps the detail of a failed call for the divergence report.
+fn note<T>(slot: &mut Option<String>, result: &Result<T, NrtError>) {
+    if let Err(error) = result {
+        *slot = Some(error.to_string());
+    }
+}
+
+impl Replayer<'_> {
+    /// Re-issues one call.
+    fn issue(&mut self, line: usize, name: &str, args: &[String]) -> Result<Issued> {
+        let argc = |n: usize| -> Result<(), RecordingError> {
+            if args.len() == n {
+                Ok(())
+            } else {
+                Err(RecordingError::Syntax {
+                    line,
+                    expected: "the recorded number of arguments",
+                    text: format!("{name}({})", args.join(", ")),
+                })
+            }
+        };
+        if args.len() == 1 && args[0] == "…" {
+            return Ok(Issued::Skipped);
+        }
+        let mut error = None;
+        let mut attached = None;
+        let h = &self.handles;
+        let rt = &self.runtime;
+        let issued = match name {
+            "get_version" => {
+                let result = rt.get_version();
+                note(&mut error, &result);
+                Issued::Done
+            }
+            "init" => {
+                argc(3)?;
+                let framework = Framework::ALL
+                    .iter()
+                    .copied()
+                    .find(|&f| abi::trace::framework_name(f) == args[0])
+                    .unwrap_or(Framework::Invalid);
+                let fw = String::from_utf8_lossy(&name_of(line, &args[1])?).into_owned();
+                let fal = String::from_utf8_lossy(&name_of(line, &args[2])?).into_owned();
+                let result = rt.init(framework, &fw, &fal);
+                note(&mut error, &result);
+                Issued::Done
+            }
+            "close" => {
+                rt.close();
+                Issued::Done
+            }
+            "get_total_vnc_count" | "get_visible_vnc_count" => {
+                let result = if name == "get_total_vnc_count" {
+                    rt.get_total_vnc_count()
+                } else {
+                    rt.get_visible_vnc_count()
+                };
+                note(&mut error, &result);
+                Issued::Done
+            }
+            "get_total_nc_count" | "get_visible_nc_count" => {
+                let result = if name == "get_total_nc_count" {
+                    rt.get_total_nc_count()
+                } else {
+                    rt.get_visible_nc_count()
+                };
+                note(&mut error, &result);
+                Issued::Done
+            }
+            "get_model_nc_count" | "get_model_vnc_count" | "get_model_instance_count" => {
+                argc(1)?;
+                let model = lookup(&h.models, line, &args[0], ModelId)?;
+                let result = match name {
+                    "get_model_nc_count" => rt.get_model_nc_count(model),
+                    "get_model_vnc_count" => rt.get_model_vnc_count(model),
+                    _ => rt.get_model_instance_count(model),
+                };
+                note(&mut error, &result);
+                Issued::Done
+            }
+            "tensor_allocate_slice" => {
+                argc(4)?;
+                Issued::Tensor(rt.tensor_allocate_slice(
+                    lookup(&h.tensors, line, &args[0], TensorId)?,
+                    int(line, &args[1])?,
+                    int(line, &args[2])?,
+                    &name_of(line, &args[3])?,
+                ))
+            }
+            "async_drain_queued_execs" => {
+                argc(1)?;
+                let result = rt.nrt_async_drain_queued_execs(int(line, &args[0])?);
+                note(&mut error, &result);
+                Issued::Done
+            }
+            "nrta_error_tracker_create" => {
+                argc(1)?;
+                Issued::Tracker(rt.nrta_error_tracker_create(int(line, &args[0])?))
+            }
+            "nrta_error_tracker_destroy" => {
+                argc(1)?;
+                let tracker = lookup(&h.trackers, line, &args[0], TrackerId)?;
+                let result = rt.nrta_error_tracker_destroy(tracker);
+                note(&mut error, &result);
+                Issued::Done
+            }
+            "nrta_tensor_write" => {
+                argc(5)?;
+                let bytes = bytes_of(self.recording, line, &args[2])?;
+                Issued::Seq(rt.nrta_tensor_write(
+                    lookup(&h.tensors, line, &args[0], TensorId)?,
+                    int(line, &args[1])?,
+                    &bytes,
+                    int(line, &args[3])?,
+                    optional_tracker(h, line, &args[4])?,
+                ))
+            }
+            "nrta_tensor_read" => {
+                argc(5)?;
+                Issued::Seq(rt.nrta_tensor_read(
+                    lookup(&h.tensors, line, &args[0], TensorId)?,
+                    int(line, &args[1])?,
+                    int(line, &args[2])?,
+                    int(line, &args[3])?,
+                    optional_tracker(h, line, &args[4])?,
+                    Arc::new(AsyncReadBuffer::new()),
+                ))
+            }
+            "nrta_execute_schedule" => {
+                argc(5)?;
+                Issued::Seq(rt.nrta_execute_schedule(
+                    lookup(&h.models, line, &args[0], ModelId)?,
+                    lookup(&h.sets, line, &args[1], SetId)?,
+                    lookup(&h.sets, line, &args[2], SetId)?,
+                    int(line, &args[3])?,
+                    optional_tracker(h, line, &args[4])?,
+                ))
+            }
+            "load" => {
+                argc(3)?;
+                let neff = bytes_of(self.recording, line, &args[0])?;
+                Issued::Model(rt.load(&neff, int(line, &args[1])?, int(line, &args[2])?))
+            }
+            "load_collectives" => {
+                argc(5)?;
+                let neff = bytes_of(self.recording, line, &args[0])?;
+                Issued::Model(rt.load_collectives(
+                    &neff,
+                    int(line, &args[1])?,
+                    int(line, &args[2])?,
+                    int(line, &args[3])?,
+                    int(line, &args[4])?,
+                ))
+            }
+            "unload" => {
+                argc(1)?;
+                let result = rt.unload(lookup(&h.models, line, &args[0], ModelId)?);
+                note(&mut error, &result);
+                Issued::Done
+            }
+            "get_model_tensor_info" => {
+                argc(1)?;
+                let result = rt.get_model_tensor_info(lookup(&h.models, line, &args[0], ModelId)?);
+                note(&mut error, &result);
+                Issued::Done
+            }
+            "allocate_tensor_set" => Issued::Set(rt.allocate_tensor_set()),
+            "destroy_tensor_set" => {
+                argc(1)?;
+                let result = rt.destroy_tensor_set(lookup(&h.sets, line, &args[0], SetId)?);
+                note(&mut error, &result);
+                Issued::Done
+            }
+            "add_tensor_to_tensor_set" => {
+                argc(3)?;
+                let result = rt.add_tensor_to_tensor_set(
+                    lookup(&h.sets, line, &args[0], SetId)?,
+                    &name_of(line, &args[1])?,
+                    lookup(&h.tensors, line, &args[2], TensorId)?,
+                );
+                note(&mut error, &result);
+                Issued::Done
+            }
+            "get_tensor_from_tensor_set" => {
+                argc(2)?;
+                Issued::Tensor(rt.get_tensor_from_tensor_set(
+                    lookup(&h.sets, line, &args[0], SetId)?,
+                    &name_of(line, &args[1])?,
+                ))
+            }
+            "tensor_allocate" => {
+                argc(4)?;
+                let placement = Placement::ALL
+                    .iter()
+                    .copied()
+                    .find(|&p| abi::trace::placement_name(p) == args[0])
+                    .ok_or(RecordingError::Syntax {
+                        line,
+                        expected: "a placement (DEVICE, HOST, VIRTUAL)",
+                        text: args[0].clone(),
+                    })?;
+                Issued::Tensor(rt.tensor_allocate(
+                    placement,
+                    int(line, &args[1])?,
+                    int(line, &args[2])?,
+                    &name_of(line, &args[3])?,
+                ))
+            }
+            "tensor_allocate_empty" => {
+                argc(1)?;
+                Issued::Tensor(rt.tensor_allocate_empty(&name_of(line, &args[0])?))
+            }
+            "tensor_attach_buffer" => {
+                argc(2)?;
+                let size: usize = args[1]
+                    .strip_prefix('<')
+                    .and_then(|rest| rest.strip_suffix(" bytes buffer>"))
+                    .and_then(|n| n.parse().ok())
+                    .ok_or(RecordingError::Syntax {
+                        line,
+                        expected: "`<N bytes buffer>`",
+                        text: args[1].clone(),
+                    })?;
+                let buffer = Arc::new(SharedBuffer::zeroed(size));
+                let tensor = lookup(&h.tensors, line, &args[0], TensorId)?;
+                let result =
+                    rt.tensor_attach_buffer(tensor, Arc::clone(&buffer) as Arc<dyn ExternalBuffer>);
+                note(&mut error, &result);
+                attached = Some((args[0].clone(), buffer));
+                Issued::Done
+            }
+            "tensor_free" => {
+                argc(1)?;
+                let result = rt.tensor_free(lookup(&h.tensors, line, &args[0], TensorId)?);
+                note(&mut error, &result);
+                Issued::Done
+            }
+            "tensor_get_size" | "tensor_get_va" => {
+                argc(1)?;
+                let tensor = lookup(&h.tensors, line, &args[0], TensorId)?;
+                let result = if name == "tensor_get_size" {
+                    rt.tensor_get_size(tensor)
+                } else {
+                    rt.tensor_get_va(tensor)
+                };
+                note(&mut error, &result);
+                Issued::Done
+            }
+            "tensor_read" => {
+                argc(3)?;
+                let size: usize = int(line, &args[2])?;
+                let mut buf = Vec::new();
+                buf.try_reserve_exact(size).context("allocating the read buffer")?;
+                buf.resize(size, 0);
+                let result = rt.tensor_read(
+                    lookup(&h.tensors, line, &args[0], TensorId)?,
+                    int(line, &args[1])?,
+                    &mut buf,
+                );
+                note(&mut error, &result);
+                Issued::Done
+            }
+            "tensor_write" => {
+                argc(3)?;
+                let bytes = bytes_of(self.recording, line, &args[2])?;
+                let result = rt.tensor_write(
+                    lookup(&h.tensors, line, &args[0], TensorId)?,
+                    int(line, &args[1])?,
+                    &bytes,
+                );
+                note(&mut error, &result);
+                Issued::Done
+            }
+            "tensor_copy" => {
+                argc(5)?;
+                let result = rt.tensor_copy(
+                    lookup(&h.tensors, line, &args[0], TensorId)?,
+                    int(line, &args[1])?,
+                    lookup(&h.tensors, line, &args[2], TensorId)?,
+                    int(line, &args[3])?,
+                    int(line, &args[4])?,
+                );
+                note(&mut error, &result);
+                Issued::Done
+            }
+            "tensor_memset" => {
+                argc(4)?;
+                let result = rt.tensor_memset(
+                    lookup(&h.tensors, line, &args[0], TensorId)?,
+                    int(line, &args[1])?,
+                    int(line, &args[2])?,
+                    int(line, &args[3])?,
+                );
+                note(&mut error, &result);
+                Issued::Done
+            }
+            "execute" | "execute_repeat" => {
+                argc(if name == "execute" { 3 } else { 4 })?;
+                let model = lookup(&h.models, line, &args[0], ModelId)?;
+                let input = lookup(&h.sets, line, &args[1], SetId)?;
+                let output = lookup(&h.sets, line, &args[2], SetId)?;
+                let result = if name == "execute" {
+                    rt.execute(model, input, output)
+                } else {
+                    rt.execute_repeat(model, input, output, int(line, &args[3])?)
+                };
+                note(&mut error, &result);
+                Issued::Done
+            }
+            _ => Issued::Skipped,
+        };
+        if let Some((name, buffer)) = attached {
+            self.handles.buffers.insert(name, buffer);
+        }
+        self.last_error = error;
+        Ok(issued)
+    }
+
+    /// Waits, at a `# completed` line, until the replay's request has completed too, so the
+    /// calls after it see what the program saw.
+    fn completed(&mut self, line: usize, seq: &str) -> Result<()> {
+        let id = lookup(&self.handles.seqs, line, seq, SeqId)?;
+        let start = std::time::Instant::now();
+        loop {
+            match self.inner.nrta_is_completed(id) {
+                Ok(true) => return Ok(()),
+                Ok(false) if start.elapsed() < COMPLETION_TIMEOUT => {
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                }
+                Ok(false) => bail!(
+                    "line {line}: {seq} did not complete within {} s on the replay",
+                    COMPLETION_TIMEOUT.as_secs()
+                ),
+                Err(error) => bail!("line {line}: nrta_is_completed({seq}) failed: {error}"),
+            }
+        }
+    }
+
+    /// Applies a `# memory` line to the replaying runtime, untraced.
+    fn memory(&mut self, line: usize, tensor: &str, offset: usize, shown: &str) -> Result<()> {
+        let bytes = bytes_of(self.recording, line, shown)?;
+        let id = lookup(&self.handles.tensors, line, tensor, TensorId)?;
+        self.inner
+            .tensor_write(id, offset, &bytes)
+            .with_context(|| format!("line {line}: applying the stores to {tensor}"))?;
+        Ok(())
+    }
+}
+
+/// Whether the replayed line matches the recorded one. Functions without a status in C
+/// (releases, `close`) are compared up to their result: the recorder cannot see one.
+fn matches(name: &str, recorded: &str, replayed: &str) -> bool {
+    if recorded == replayed {
+        return true;
+    }
+    let without_result =
+        |text: &str| text.rsplit_once(" -> ").map_or(text, |(call, _)| call).to_owned();
+    let same_call = without_result(recorded) == without_result(replayed);
+    match name {
+        "tensor_free" | "destroy_tensor_set" | "nrta_error_tracker_destroy" => same_call,
+        // `nrt_tensor_get_size` says it failed only by returning 0.
+        "tensor_get_size" => {
+            same_call
+                && recorded.ends_with(" -> 0 NRT_SUCCESS")
+                && !replayed.ends_with("NRT_SUCCESS")
+        }
+        // `nrt_tensor_get_va` says it failed only by returning NULL, traced NRT_INVALID.
+        "tensor_get_va" => {
+            same_call && recorded.ends_with(" -> NRT_INVALID") && !replayed.ends_with("NRT_SUCCESS")
+        }
+        _ => false,
+    }
+}
+
+/// The first line where a replay differs from its recording.
+#[derive(Clone, Debug)]
+pub struct Divergence {
+    /// The line number in the recording (1-based).
+    pub line: usize,
+    /// The recorded line.
+    pub recorded: String,
+    /// What the replay wrote instead.
+    pub replayed: String,
+    /// The whole report: the lines before it, both lines, and what the replay said.
+    pub report: String,
+}
+
+/// The outcome of a replay.
+#[derive(Clone, Debug)]
+pub struct Outcome {
+    /// The first divergence, if any.
+    pub divergence: Option<Divergence>,
+    /// Calls re-issued.
+    pub issued: usize,
+    /// Calls recorded by name only, not re-issued.
+    pub skipped: usize,
+}
+
+/// Replays `recording` on `inner` (fresh and uninitialised: the recording initialises it), up
+/// to the first divergence.
+///
+/// # Errors
+/// A [`RecordingError`] for a line that cannot be re-issued (bad arguments, missing bytes, an
+/// unknown handle where one is needed), or a replayed request that never completes.
+pub fn replay_on(recording: &Recording, inner: Arc<dyn Runtime>) -> Result<Outcome> {
+    let trace = Arc::new(Trace::new());
+    let mut replayer = Replayer {
+        recording: &recording.path,
+        runtime: TracingRuntime::new(Arc::clone(&inner), Arc::clone(&trace)),
+        inner,
+        handles: Handles::default(),
+        last_error: None,
+    };
+    let mut outcome = Outcome { divergence: None, issued: 0, skipped: 0 };
+    for (line, entry) in &recording.entries {
+        let (name, args, text) = match entry {
+            Entry::Comment => continue,
+            Entry::Memory { tensor, offset, bytes } => {
+                replayer.memory(*line, tensor, *offset, bytes)?;
+                continue;
+            }
+            Entry::Completed { seq } => {
+                replayer.completed(*line, seq)?;
+                continue;
+            }
+            Entry::Call { name, args, text } => (name, args, text),
+        };
+        replayer.last_error = None;
+        let issued = replayer.issue(*line, name, args)?;
+        let produced = trace.lines();
+        trace.clear_lines();
+        if matches!(issued, Issued::Skipped) {
+            outcome.skipped += 1;
+            continue;
+        }
+        outcome.issued += 1;
+        if let Some(detail) = issued.error() {
+            replayer.last_error = Some(detail);
+        }
+        let replayed = produced.join(" | ");
+        if !matches(name, text, &replayed) {
+            outcome.divergence = Some(Divergence {
+                line: *line,
+                recorded: text.clone(),
+                report: divergence_report(recording, *line, &replayed, &replayer),
+                replayed,
+            });
+            break;
+        }
+        let made = returned_name(text).map(str::to_owned);
+        let handles = &mut replayer.handles;
+        match (issued, made) {
+            (Issued::Tensor(Ok(id)), Some(name)) => {
+                handles.tensors.insert(name, id);
+            }
+            (Issued::Set(Ok(id)), Some(name)) => {
+                handles.sets.insert(name, id);
+            }
+            (Issued::Model(Ok(id)), Some(name)) => {
+                handles.models.insert(name, id);
+            }
+            (Issued::Seq(Ok(id)), Some(name)) => {
+                handles.seqs.insert(name, id);
+            }
+            (Issued::Tracker(Ok(id)), Some(name)) => {
+                handles.trackers.insert(name, id);
+            }
+            _ => {}
+        }
+    }
+    Ok(outcome)
+}
+fn divergence_report(
+    recording: &Recording,
+    line: usize,
+    replayed: &str,
+    replayer: &Replayer<'_>,
+) -> String {
+    let mut report = String::new();
+    let _ = writeln!(report, "first divergence at line {line} of {}:", recording.path.display());
+    let start = line.saturating_sub(CONTEXT_LINES + 1).max(recording.header.len());
+    for number in start + 1..line {
+        let _ = writeln!(report, "    {number:>5}  {}", recording.lines[number - 1]);
+    }
+    let _ = writeln!(report, "  recorded  {}", recording.lines[line - 1]);
+    let _ = writeln!(report, "  replayed  {replayed}");
+    if let Some(detail) = &replayer.last_error {
+        let _ = writeln!(report, "  the replay said: {detail}");
+    }
+    report
+}
+
+/// Copies a recording and the bytes it needs to `VECTORS/recorded/NAME/`.
+///
+/// # Errors
+/// The name is invalid, the folder exists, or a file cannot be copied.
+pub fn promote(recording: &Recording, vectors: &Path, name: &str) -> Result<PathBuf> {
+    let dir = promoted_dir(vectors, name)?;
+    let blobs = dir.join(format!("{RECORDING_FILE}.blobs"));
+    std::fs::create_dir_all(&blobs).with_context(|| format!("creating {}", blobs.display()))?;
+    let source_blobs = blobs_dir(&recording.path);
+    for (_, entry) in &recording.entries {
+        let shown: Vec<&str> = match entry {
+            Entry::Call { args, .. } => args.iter().map(String::as_str).collect(),
+            Entry::Memory { bytes, .. } => vec![bytes.as_str()],
+            Entry::Comment | Entry::Completed { .. } => Vec::new(),
+        };
+        for arg in shown {
+            if let Some(hash) = arg.strip_prefix('<').and_then(|a| a.split_once(" bytes sha256:")) {
+                let hash = hash.1.trim_end_matches('>');
+                let from = source_blobs.join(hash);
+                if from.is_file() {
+                    std::fs::copy(&from, blobs.join(hash))
+                        .with_context(|| format!("copying {}", from.display()))?;
+                }
+            }
+        }
+    }
+    std::fs::copy(&recording.path, dir.join(RECORDING_FILE))
+        .with_context(|| format!("copying {}", recording.path.display()))?;
+    Ok(dir)
+}
+
+/// The folder of promoted vector `name`, refused when the name is not a plain identifier or
+/// the folder exists.
+///
+/// # Errors
+/// A message naming what is wrong.
+pub fn promoted_dir(vectors: &Path, name: &str) -> Result<PathBuf> {
+    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        bail!("vector name {name:?} is invalid, expected letters, digits and `_`");
+    }
+    let dir = vectors.join("recorded").join(name);
+    if dir.exists() {
+        bail!("{} exists already; promote never writes over a vector", dir.display());
+    }
+    Ok(dir)
+}
+
+/// Runs a recorded vector (`vector.recording` is set) on a fresh, uninitialised `runtime`: a
+/// divergence, or a recording that cannot be replayed, is the run's failure, naming the first
+/// differing line. The trace is the replay's own, up to that line.
+pub fn run_recorded(vector: &Vector, runtime: Arc<dyn Runtime>) -> RunOutput {
+    let path = vector.dir.join(RECORDING_FILE);
+    let outcome = read_recording(&path).and_then(|r| replay_on(&r, Arc::clone(&runtime)));
+    runtime.close();
+    let failure = match outcome {
+        Err(error) => Some(format!("cannot replay {RECORDING_FILE}: {error:#}")),
+        Ok(Outcome { divergence: None, .. }) => None,
+        Ok(Outcome { divergence: Some(d), .. }) => Some(format!(
+            "replay diverges from {RECORDING_FILE} at line {}: recorded `{}`, replayed `{}`",
+            d.line, d.recorded, d.replayed
+        )),
+    };
+    RunOutput { trace: Vec::new(), failure }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    proptest! {
+        /// Any name the trace writes (`abi::trace::name_text`) reads back as the same bytes.
+        #[test]
+        fn names_read_back_as_the_bytes_traced(name in proptest::collection::vec(any::<u8>(), 0..24)) {
+            let shown = abi::trace::name_text(&name);
+            prop_assert_eq!(name_of(1, &shown).expect("a traced name parses"), name);
+        }
+
+        /// Any bytes the trace writes inline read back as the same bytes.
+        #[test]
+        fn inline_bytes_read_back(bytes in proptest::collection::vec(any::<u8>(), 0..=32)) {
+            let shown = format_bytes(&bytes);
+            prop_assert_eq!(bytes_of(Path::new("/nonexistent"), 1, &shown).expect("inline"), bytes);
+        }
+    }
+
+    #[test]
+    fn arguments_split_at_top_level_commas_only() {
+        assert_eq!(
+            split_args(r#"s1, "a, b\"c", [00 01], <4 bytes buffer>, 7"#),
+            ["s1", r#""a, b\"c""#, "[00 01]", "<4 bytes buffer>", "7"]
+        );
+        assert!(split_args("").is_empty());
+    }
+
+    #[test]
+    fn a_call_line_parses_into_name_and_arguments() {
+        match parse_line(3, r#"add_tensor_to_tensor_set(s1, "x)y", t1) -> NRT_SUCCESS"#) {
+            Ok(Entry::Call { name, args, .. }) => {
+                assert_eq!(name, "add_tensor_to_tensor_set");
+                assert_eq!(args, ["s1", r#""x)y""#, "t1"]);
+            }
+            other => panic!("not a call: {other:?}"),
+        }
+        let error = parse_line(4, "# memory t1 x [00]").unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "line 4: expected a byte offset after the tensor, found \"# memory t1 x [00]\""
+        );
+    }
+
+    #[test]
+    fn a_made_up_handle_replays_as_an_id_never_handed_out() {
+        let known = HashMap::from([("t1".to_owned(), TensorId(40))]);
+        assert_eq!(lookup(&known, 1, "t1", TensorId).unwrap(), TensorId(40));
+        assert_eq!(lookup(&known, 1, "t7", TensorId).unwrap(), TensorId(u64::MAX - 7));
+        assert!(lookup(&known, 1, "tx", TensorId).is_err());
+    }
+}
