@@ -68,6 +68,22 @@ fn tensor_lnc(g: &Global, function: F, tensor: TensorId) -> Result<u32, u32> {
     }
 }
 
+/// The checks a tensor request makes before it is queued: the lifecycle gate, offsets that fit in
+/// memory, a live tensor handle, and the core the tensor is on.
+fn tensor_request(
+    g: &Global,
+    function: F,
+    tensor: *mut c_void,
+    offset: u64,
+    size: u64,
+) -> Result<(TensorId, u32, usize, usize), u32> {
+    g.enter(function)?;
+    let (offset, size) = sizes(offset, size)?;
+    let id = TensorId(g.lookup(Kind::Tensor, tensor as usize)?);
+    let lnc = tensor_lnc(g, function, id)?;
+    Ok((id, lnc, offset, size))
+}
+
 /// `u64` sizes and offsets as `usize`, or `NRT_INVALID`.
 fn sizes(offset: u64, size: u64) -> Result<(usize, usize), u32> {
     match (usize::try_from(offset), usize::try_from(size)) {
@@ -94,21 +110,11 @@ pub unsafe extern "C" fn nrta_tensor_write(
         if buf.is_null() || req_sequence.is_null() {
             return INVALID;
         }
-        if let Err(status) = g.enter(F::nrta_tensor_write) {
-            return status;
-        }
-        let (offset, size) = match sizes(offset, size) {
-            Ok(pair) => pair,
-            Err(status) => return status,
-        };
-        let id = match g.lookup(Kind::Tensor, tensor as usize) {
-            Ok(id) => TensorId(id),
-            Err(status) => return status,
-        };
-        let lnc = match tensor_lnc(g, F::nrta_tensor_write, id) {
-            Ok(lnc) => lnc,
-            Err(status) => return status,
-        };
+        let (id, lnc, offset, size) =
+            match tensor_request(g, F::nrta_tensor_write, tensor, offset, size) {
+                Ok(request) => request,
+                Err(status) => return status,
+            };
         let source = Address(buf as usize);
         let job: Job = Box::new(move |_seq| {
             let Some(mut bytes) = crate::ffi::zeroed(size) else {
@@ -148,21 +154,11 @@ pub unsafe extern "C" fn nrta_tensor_read(
         if buf.is_null() || req_sequence.is_null() {
             return INVALID;
         }
-        if let Err(status) = g.enter(F::nrta_tensor_read) {
-            return status;
-        }
-        let (offset, size) = match sizes(offset, size) {
-            Ok(pair) => pair,
-            Err(status) => return status,
-        };
-        let id = match g.lookup(Kind::Tensor, tensor as usize) {
-            Ok(id) => TensorId(id),
-            Err(status) => return status,
-        };
-        let lnc = match tensor_lnc(g, F::nrta_tensor_read, id) {
-            Ok(lnc) => lnc,
-            Err(status) => return status,
-        };
+        let (id, lnc, offset, size) =
+            match tensor_request(g, F::nrta_tensor_read, tensor, offset, size) {
+                Ok(request) => request,
+                Err(status) => return status,
+            };
         let destination = Address(buf as usize);
         let job: Job = Box::new(move |_seq| {
             let Some(mut bytes) = crate::ffi::zeroed(size) else {
