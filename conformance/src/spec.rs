@@ -231,564 +231,828 @@ pub struct ExpectedTensorInfo {
 
 /// One step of a vector.
 #[derive(Clone, Debug, Deserialize)]
-#[serde(tag = "call", rename_all = "snake_case", deny_unknown_fields)]
+#[serde(tag = "call", rename_all = "snake_case")]
 pub enum Step {
     /// `nrt_init`.
-    Init {
-        /// `NO_FW` (default), `PYTORCH`, … or `INVALID`.
-        framework: Option<String>,
-        /// The status the call must return (default `NRT_SUCCESS`).
-        expect: Option<String>,
-    },
+    Init(InitStep),
     /// `nrt_close`.
-    Close {},
+    Close(CloseStep),
     /// `nrt_load` of `model.neff` (or another file of the vector).
-    Load {
-        /// The NEFF file in the vector folder (default `model.neff`).
-        neff: Option<String>,
-        /// First NeuronCore, -1 for the first free (default -1).
-        vnc: Option<i32>,
-        /// Number of NeuronCores (default 1).
-        vnc_count: Option<i32>,
-        /// Label for the model.
-        #[serde(rename = "as")]
-        label: Option<String>,
-        /// Expected status.
-        expect: Option<String>,
-    },
+    Load(LoadStep),
     /// `nrt_load_collectives`.
-    LoadCollectives {
-        /// The NEFF file (default `model.neff`).
-        neff: Option<String>,
-        /// First NeuronCore.
-        vnc: Option<i32>,
-        /// Number of NeuronCores.
-        vnc_count: Option<i32>,
-        /// Rank.
-        ctx_device_id: u32,
-        /// Ranks in the group.
-        ctx_device_count: u32,
-        /// Label for the model.
-        #[serde(rename = "as")]
-        label: Option<String>,
-        /// Expected status.
-        expect: Option<String>,
-    },
+    LoadCollectives(LoadCollectivesStep),
     /// `nrt_unload`.
-    Unload {
-        /// The model label.
-        model: String,
-        /// Expected status.
-        expect: Option<String>,
-    },
+    Unload(UnloadStep),
     /// `nrt_execute` (or `nrt_execute_repeat` with `repeat`).
-    Execute {
-        /// The model label.
-        model: String,
-        /// The input set label.
-        inputs: String,
-        /// The output set label.
-        outputs: String,
-        /// Run `nrt_execute_repeat` with this count.
-        repeat: Option<i32>,
-        /// Expected status.
-        expect: Option<String>,
-    },
+    Execute(ExecuteStep),
     /// `nrt_allocate_tensor_set`.
-    AllocateTensorSet {
-        /// Label for the set.
-        #[serde(rename = "as")]
-        label: String,
-    },
+    AllocateTensorSet(AllocateTensorSetStep),
     /// `nrt_destroy_tensor_set`.
-    DestroyTensorSet {
-        /// The set label.
-        set: String,
-        /// Expected status.
-        expect: Option<String>,
-    },
+    DestroyTensorSet(DestroyTensorSetStep),
     /// `nrt_add_tensor_to_tensor_set`.
-    AddTensorToTensorSet {
-        /// The set label.
-        set: String,
-        /// The key.
-        name: String,
-        /// The tensor label.
-        tensor: String,
-        /// Expected status.
-        expect: Option<String>,
-    },
+    AddTensorToTensorSet(AddTensorToTensorSetStep),
     /// `nrt_get_tensor_from_tensor_set`.
-    GetTensorFromTensorSet {
-        /// The set label.
-        set: String,
-        /// The key.
-        name: String,
-        /// Label for the tensor found.
-        #[serde(rename = "as")]
-        label: Option<String>,
-        /// Expected status.
-        expect: Option<String>,
-    },
+    GetTensorFromTensorSet(GetTensorFromTensorSetStep),
     /// `nrt_tensor_allocate`.
-    TensorAllocate {
-        /// `DEVICE` (default), `HOST` or `VIRTUAL`.
-        placement: Option<String>,
-        /// NeuronCore (default 0).
-        vnc: Option<i32>,
-        /// Size in bytes.
-        size: usize,
-        /// The tensor's own name (default the label).
-        name: Option<String>,
-        /// Label for the tensor.
-        #[serde(rename = "as")]
-        label: String,
-        /// Expected status.
-        expect: Option<String>,
-    },
+    TensorAllocate(TensorAllocateStep),
     /// `nrt_tensor_allocate_empty`.
-    TensorAllocateEmpty {
-        /// The tensor's own name (default the label).
-        name: Option<String>,
-        /// Label for the tensor.
-        #[serde(rename = "as")]
-        label: String,
-    },
+    TensorAllocateEmpty(TensorAllocateEmptyStep),
     /// `nrt_tensor_attach_buffer` with a fresh zeroed buffer of `size` bytes owned by the runner.
-    TensorAttachBuffer {
-        /// The tensor label.
-        tensor: String,
-        /// Buffer size in bytes.
-        size: usize,
-        /// Expected status.
-        expect: Option<String>,
-    },
+    TensorAttachBuffer(TensorAttachBufferStep),
     /// `nrt_tensor_allocate_slice`.
-    TensorAllocateSlice {
-        /// The source tensor label.
-        tensor: String,
-        /// Offset in bytes.
-        offset: usize,
-        /// Size in bytes.
-        size: usize,
-        /// The slice's own name (default the label).
-        name: Option<String>,
-        /// Label for the slice.
-        #[serde(rename = "as")]
-        label: String,
-        /// Expected status.
-        expect: Option<String>,
-    },
+    TensorAllocateSlice(TensorAllocateSliceStep),
     /// `nrt_tensor_free`.
-    TensorFree {
-        /// The tensor label.
-        tensor: String,
-        /// Expected status.
-        expect: Option<String>,
-    },
+    TensorFree(TensorFreeStep),
     /// `nrt_tensor_write`.
-    TensorWrite {
-        /// The tensor label.
-        tensor: String,
-        /// Offset in bytes (default 0).
-        offset: Option<usize>,
-        /// The elements to write.
-        data: Elements,
-        /// Expected status.
-        expect: Option<String>,
-    },
+    TensorWrite(TensorWriteStep),
     /// `nrt_tensor_read`.
-    TensorRead {
-        /// The tensor label.
-        tensor: String,
-        /// Offset in bytes (default 0).
-        offset: Option<usize>,
-        /// Bytes to read.
-        size: usize,
-        /// The elements the read must return.
-        expect_values: Option<Elements>,
-        /// Expected status.
-        expect: Option<String>,
-    },
+    TensorRead(TensorReadStep),
     /// `nrt_tensor_copy`.
-    TensorCopy {
-        /// Source tensor label.
-        src: String,
-        /// Source offset.
-        src_offset: Option<usize>,
-        /// Destination tensor label.
-        dst: String,
-        /// Destination offset.
-        dst_offset: Option<usize>,
-        /// Bytes to copy.
-        size: usize,
-        /// Expected status.
-        expect: Option<String>,
-    },
+    TensorCopy(TensorCopyStep),
     /// `nrt_tensor_memset`.
-    TensorMemset {
-        /// The tensor label.
-        tensor: String,
-        /// Offset in bytes (default 0).
-        offset: Option<u64>,
-        /// The byte value.
-        value: i32,
-        /// Bytes to set.
-        size: usize,
-        /// Expected status.
-        expect: Option<String>,
-    },
+    TensorMemset(TensorMemsetStep),
     /// `nrt_tensor_get_size`.
-    TensorGetSize {
-        /// The tensor label.
-        tensor: String,
-        /// The size it must report.
-        expect_size: Option<usize>,
-        /// Expected status.
-        expect: Option<String>,
-    },
+    TensorGetSize(TensorGetSizeStep),
     /// `nrt_get_model_tensor_info`.
-    GetModelTensorInfo {
-        /// The model label.
-        model: String,
-        /// The entries it must return, in order (inputs first, then outputs).
-        expect_info: Option<Vec<ExpectedTensorInfo>>,
-        /// Expected status.
-        expect: Option<String>,
-    },
+    GetModelTensorInfo(GetModelTensorInfoStep),
     /// `nrt_get_version`.
-    GetVersion {},
+    GetVersion(GetVersionStep),
     /// `nrt_get_total_vnc_count` and `nrt_get_visible_vnc_count`.
-    GetVncCount {
-        /// Expected status (of both calls).
-        expect: Option<String>,
-        /// The count both calls must return.
-        expect_count: Option<u32>,
-    },
+    GetVncCount(GetVncCountStep),
 
     /// libtorchneuron's `Model(neff, metaneff)`.
-    ModelNew {
-        /// Label for the model.
-        #[serde(rename = "as")]
-        label: String,
-        /// The NEFF file (default `model.neff`).
-        neff: Option<String>,
-        /// The metaneff file (default `metaneff.pb`).
-        metaneff: Option<String>,
-        /// Weights by checkpoint_key.
-        #[serde(default)]
-        weights: BTreeMap<String, TensorValue>,
-        /// The expected error, if construction must fail.
-        expect_error: Option<ExpectedError>,
-    },
+    ModelNew(ModelNewStep),
     /// `Model::load` (or `unload`, `blocking_load`).
-    ModelLoad {
-        /// The model label.
-        model: String,
-        /// `load` (default), `blocking_load` or `unload`.
-        action: Option<String>,
-        /// The expected error, if any.
-        expect_error: Option<ExpectedError>,
-    },
+    ModelLoad(ModelLoadStep),
     /// A `Model` setter: `set_async_load`, `set_lazy_load`, `set_dynamic_batching`,
     /// `set_dynamic_batching_mixed`.
-    ModelSet {
-        /// The model label.
-        model: String,
-        /// The setter name.
-        setter: String,
-        /// The bool for the simple setters.
-        value: Option<bool>,
-        /// Per-input flags for `set_dynamic_batching_mixed`.
-        inputs: Option<Vec<i64>>,
-        /// Per-output flags for `set_dynamic_batching_mixed`.
-        outputs: Option<Vec<i64>>,
-        /// The expected error, if any.
-        expect_error: Option<ExpectedError>,
-    },
+    ModelSet(ModelSetStep),
     /// `Model::forward`.
-    ModelForward {
-        /// The model label.
-        model: String,
-        /// The user inputs.
-        #[serde(default)]
-        inputs: Vec<TensorValue>,
-        /// Pass the input at these indexes as the output of an earlier forward, by
-        /// `"label.index"` (to show donated buffers), instead of fresh tensors.
-        #[serde(default)]
-        reuse: BTreeMap<String, String>,
-        /// Label for the outputs (`label.0`, `label.1`, …).
-        #[serde(rename = "as")]
-        label: Option<String>,
-        /// The outputs it must return.
-        expect_outputs: Option<Vec<TensorValue>>,
-        /// The status it must tolerate (default `NRT_SUCCESS`).
-        expect_status: Option<String>,
-        /// The expected error, if it must fail.
-        expect_error: Option<ExpectedError>,
-        /// Outputs that must share storage with an input: `{ "0" = 1 }` = output 0 is input 1.
-        #[serde(default)]
-        expect_shared: BTreeMap<String, usize>,
-    },
+    ModelForward(ModelForwardStep),
     /// `SpmdModel(neff, metaneff, local_ranks, world_size)` and `forward_ranked`.
-    SpmdForward {
-        /// Ranks on this host.
-        local_ranks: i64,
-        /// Ranks in the world.
-        world_size: i64,
-        /// The user inputs of each rank.
-        inputs: Vec<Vec<TensorValue>>,
-        /// The outputs each rank must return.
-        expect_outputs: Option<Vec<Vec<TensorValue>>>,
-        /// The expected error, if it must fail.
-        expect_error: Option<ExpectedError>,
-    },
+    SpmdForward(SpmdForwardStep),
     /// `Model::load_status`: where the model is in its load lifecycle.
-    ModelLoadStatus {
-        /// The model label.
-        model: String,
-        /// `unloaded`, `loading` (a background load not yet collected by a forward) or
-        /// `loaded`.
-        expect: String,
-    },
+    ModelLoadStatus(ModelLoadStatusStep),
     /// A lossless metaneff edit on `metaneff.pb` (or on `input_hex`), checked byte for byte.
-    MetaneffEdit {
-        /// `set_async_load`, `set_lazy_load`, `set_return_aliases`, `set_dynamic_batching`.
-        edit: String,
-        /// The bytes to edit, in hex, when they cannot come from text (unknown fields).
-        input_hex: Option<String>,
-        /// The value.
-        value: bool,
-        /// The bytes the edit must produce, in hex.
-        expect_hex: String,
-    },
+    MetaneffEdit(MetaneffEditStep),
     /// `metaneff.pb` must be exactly these bytes (checks the encoder on the reviewed text).
-    MetaneffBytes {
-        /// The bytes, in hex.
-        expect_hex: String,
-    },
+    MetaneffBytes(MetaneffBytesStep),
 
     // Steps for the rest of the public libnrt API (the function table of `abi::functions`);
     // each calls the C functions its doc names.
     /// `nrt_get_total_nc_count`, `nrt_get_visible_nc_count`, `nrt_get_total_vnc_count` and
     /// `nrt_get_visible_vnc_count`: each must return `expect`, and on success the two totals
     /// agree, the two visible counts agree, and visible ≤ total.
-    GetCoreCounts {
-        /// Expected status of all four (default `NRT_SUCCESS`).
-        expect: Option<String>,
-    },
+    GetCoreCounts(GetCoreCountsStep),
     /// `nrt_get_model_nc_count`, `nrt_get_model_vnc_count` and `nrt_get_model_instance_count`.
-    GetModelCounts {
-        /// The model label.
-        model: String,
-        /// The NeuronCores the model must occupy (both counts).
-        expect_vnc_count: Option<u32>,
-        /// Expected status of all three.
-        expect: Option<String>,
-    },
+    GetModelCounts(GetModelCountsStep),
     /// `nrt_get_vnc_memory_stats`.
-    GetVncMemoryStats {
-        /// The NeuronCore.
-        vnc: u32,
-        /// At least this many bytes must be in use.
-        expect_used_at_least: Option<u64>,
-        /// Expected status.
-        expect: Option<String>,
-    },
+    GetVncMemoryStats(GetVncMemoryStatsStep),
     /// `nrt_sys_trace_get_event_types`.
-    SysTraceGetEventTypes {
-        /// Event types that must be listed.
-        #[serde(default)]
-        expect_includes: Vec<String>,
-        /// Expected status.
-        expect: Option<String>,
-    },
+    SysTraceGetEventTypes(SysTraceGetEventTypesStep),
     /// A config with these settings, then `nrt_sys_trace_start`.
-    SysTraceStart {
-        /// `nrt_sys_trace_config_set_max_events_per_nc`.
-        max_events_per_nc: Option<u64>,
-        /// NeuronCores switched off.
-        #[serde(default)]
-        disable_ncs: Vec<u32>,
-        /// Event types switched off.
-        #[serde(default)]
-        disable_event_types: Vec<String>,
-        /// Expected status.
-        expect: Option<String>,
-    },
+    SysTraceStart(SysTraceStartStep),
     /// `nrt_sys_trace_fetch_events` with fetch options as given.
-    SysTraceFetchEvents {
-        /// `nrt_sys_trace_fetch_options_set_max_events_per_nc`.
-        max_events_per_nc: Option<u64>,
-        /// `nrt_sys_trace_fetch_options_set_nc_idx`.
-        nc: Option<u64>,
-        /// How many events of each listed type the JSON must hold (the simulator's format,
-        /// `docs/sim-trace-format.md`: `{"events": [{"type": …}, …]}`); unlisted types are not
-        /// checked.
-        #[serde(default)]
-        expect_event_counts: BTreeMap<String, usize>,
-        /// Expected status.
-        expect: Option<String>,
-    },
+    SysTraceFetchEvents(SysTraceFetchEventsStep),
     /// `nrt_sys_trace_stop`.
-    SysTraceStop {
-        /// Expected status.
-        expect: Option<String>,
-    },
+    SysTraceStop(SysTraceStopStep),
     /// `nrta_error_tracker_create`.
-    NrtaErrorTrackerCreate {
-        /// The NeuronCore (default 0).
-        lnc: Option<u32>,
-        /// Label for the tracker.
-        #[serde(rename = "as")]
-        label: String,
-        /// Expected status.
-        expect: Option<String>,
-    },
+    NrtaErrorTrackerCreate(NrtaErrorTrackerCreateStep),
     /// `nrta_tensor_write`.
-    NrtaTensorWrite {
-        /// The tensor label.
-        tensor: String,
-        /// Offset in bytes (default 0).
-        offset: Option<u64>,
-        /// The elements to write.
-        data: Elements,
-        /// Queue (default 0).
-        queue: Option<i32>,
-        /// The tracker label, if any.
-        tracker: Option<String>,
-        /// Label for the request.
-        #[serde(rename = "as")]
-        label: Option<String>,
-        /// Expected status of the scheduling.
-        expect: Option<String>,
-    },
+    NrtaTensorWrite(NrtaTensorWriteStep),
     /// `nrta_tensor_read` (its bytes are checked by `nrta_read_result` once it has completed).
-    NrtaTensorRead {
-        /// The tensor label.
-        tensor: String,
-        /// Offset in bytes (default 0).
-        offset: Option<u64>,
-        /// Bytes to read.
-        size: u64,
-        /// Queue (default 0).
-        queue: Option<i32>,
-        /// The tracker label, if any.
-        tracker: Option<String>,
-        /// Label for the request.
-        #[serde(rename = "as")]
-        label: Option<String>,
-        /// Expected status of the scheduling.
-        expect: Option<String>,
-    },
+    NrtaTensorRead(NrtaTensorReadStep),
     /// `nrta_execute_schedule`.
-    NrtaExecuteSchedule {
-        /// The model label.
-        model: String,
-        /// The input set label.
-        inputs: String,
-        /// The output set label.
-        outputs: String,
-        /// Queue (default 0).
-        queue: Option<i32>,
-        /// The tracker label, if any.
-        tracker: Option<String>,
-        /// Label for the request.
-        #[serde(rename = "as")]
-        label: Option<String>,
-        /// Expected status of the scheduling.
-        expect: Option<String>,
-    },
+    NrtaExecuteSchedule(NrtaExecuteScheduleStep),
     /// Polls `nrta_is_completed` until the request completes (at most 10 s); traced as one line.
-    NrtaWait {
-        /// The request label.
-        request: String,
-    },
+    NrtaWait(NrtaWaitStep),
     /// The bytes a completed `nrta_tensor_read` request delivered.
-    NrtaReadResult {
-        /// The request label.
-        request: String,
-        /// The elements it must have read.
-        expect_values: Elements,
-    },
+    NrtaReadResult(NrtaReadResultStep),
     /// `nrt_async_drain_queued_execs`.
-    NrtaDrain {
-        /// The NeuronCore (default 0).
-        vnc: Option<i32>,
-        /// Expected status.
-        expect: Option<String>,
-    },
+    NrtaDrain(NrtaDrainStep),
     /// `nrta_error_tracker_get_list`: exactly these requests failed, with these statuses.
-    NrtaErrorTrackerGetList {
-        /// The tracker label.
-        tracker: String,
-        /// Request label → status name of each failed request.
-        #[serde(default)]
-        expect_failed: BTreeMap<String, String>,
-        /// Expected status.
-        expect: Option<String>,
-    },
+    NrtaErrorTrackerGetList(NrtaErrorTrackerGetListStep),
     /// `nrt_tensor_write_batch`.
-    TensorWriteBatch {
-        /// The `untracked` argument (default false).
-        #[serde(default)]
-        untracked: bool,
-        /// The batches, in order.
-        #[serde(rename = "batch")]
-        batches: Vec<WriteBatchSpec>,
-        /// Expected status.
-        expect: Option<String>,
-    },
+    TensorWriteBatch(TensorWriteBatchStep),
     /// `nrt_tensor_read_batch`.
-    TensorReadBatch {
-        /// The `untracked` argument (default false).
-        #[serde(default)]
-        untracked: bool,
-        /// The batches, in order.
-        #[serde(rename = "batch")]
-        batches: Vec<ReadBatchSpec>,
-        /// Expected status.
-        expect: Option<String>,
-    },
+    TensorReadBatch(TensorReadBatchStep),
     /// `nrt_tensor_check_output_completion`.
-    TensorCheckOutputCompletion {
-        /// The tensor label.
-        tensor: String,
-        /// Microseconds to wait (default 0; negative waits without bound).
-        timeout_us: Option<i64>,
-        /// The launches that must have written the tensor since it was made or reset.
-        expected_count: u64,
-        /// Expected status.
-        expect: Option<String>,
-    },
+    TensorCheckOutputCompletion(TensorCheckOutputCompletionStep),
     /// `nrt_tensor_reset_output_completion`.
-    TensorResetOutputCompletion {
-        /// The tensor label.
-        tensor: String,
-        /// Expected status.
-        expect: Option<String>,
-    },
+    TensorResetOutputCompletion(TensorResetOutputCompletionStep),
     /// `nrt_get_model_info`.
-    GetModelInfo {
-        /// The model label.
-        model: String,
-        /// The NeuronCore the model must start on.
-        expect_vnc: Option<u32>,
-        /// Expected status.
-        expect: Option<String>,
-    },
+    GetModelInfo(GetModelInfoStep),
     /// `nrt_tensor_get_va` of a tensor, then `nrt_memcpy_to_device` to that address plus
     /// `offset`.
-    MemcpyToDevice {
-        /// The tensor label.
-        tensor: String,
-        /// Offset in bytes from the tensor's address (default 0).
-        offset: Option<usize>,
-        /// The elements to copy.
-        data: Elements,
-        /// Expected status.
-        expect: Option<String>,
-    },
+    MemcpyToDevice(MemcpyToDeviceStep),
+}
+
+/// `nrt_init`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InitStep {
+    /// `NO_FW` (default), `PYTORCH`, … or `INVALID`.
+    pub framework: Option<String>,
+    /// The status the call must return (default `NRT_SUCCESS`).
+    pub expect: Option<String>,
+}
+
+/// `nrt_close`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CloseStep {}
+
+/// `nrt_load` of `model.neff` (or another file of the vector).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LoadStep {
+    /// The NEFF file in the vector folder (default `model.neff`).
+    pub neff: Option<String>,
+    /// First NeuronCore, -1 for the first free (default -1).
+    pub vnc: Option<i32>,
+    /// Number of NeuronCores (default 1).
+    pub vnc_count: Option<i32>,
+    /// Label for the model.
+    #[serde(rename = "as")]
+    pub label: Option<String>,
+    /// Expected status.
+    pub expect: Option<String>,
+}
+
+/// `nrt_load_collectives`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LoadCollectivesStep {
+    /// The NEFF file (default `model.neff`).
+    pub neff: Option<String>,
+    /// First NeuronCore.
+    pub vnc: Option<i32>,
+    /// Number of NeuronCores.
+    pub vnc_count: Option<i32>,
+    /// Rank.
+    pub ctx_device_id: u32,
+    /// Ranks in the group.
+    pub ctx_device_count: u32,
+    /// Label for the model.
+    #[serde(rename = "as")]
+    pub label: Option<String>,
+    /// Expected status.
+    pub expect: Option<String>,
+}
+
+/// `nrt_unload`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UnloadStep {
+    /// The model label.
+    pub model: String,
+    /// Expected status.
+    pub expect: Option<String>,
+}
+
+/// `nrt_execute` (or `nrt_execute_repeat` with `repeat`).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExecuteStep {
+    /// The model label.
+    pub model: String,
+    /// The input set label.
+    pub inputs: String,
+    /// The output set label.
+    pub outputs: String,
+    /// Run `nrt_execute_repeat` with this count.
+    pub repeat: Option<i32>,
+    /// Expected status.
+    pub expect: Option<String>,
+}
+
+/// `nrt_allocate_tensor_set`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AllocateTensorSetStep {
+    /// Label for the set.
+    #[serde(rename = "as")]
+    pub label: String,
+}
+
+/// `nrt_destroy_tensor_set`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DestroyTensorSetStep {
+    /// The set label.
+    pub set: String,
+    /// Expected status.
+    pub expect: Option<String>,
+}
+
+/// `nrt_add_tensor_to_tensor_set`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AddTensorToTensorSetStep {
+    /// The set label.
+    pub set: String,
+    /// The key.
+    pub name: String,
+    /// The tensor label.
+    pub tensor: String,
+    /// Expected status.
+    pub expect: Option<String>,
+}
+
+/// `nrt_get_tensor_from_tensor_set`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GetTensorFromTensorSetStep {
+    /// The set label.
+    pub set: String,
+    /// The key.
+    pub name: String,
+    /// Label for the tensor found.
+    #[serde(rename = "as")]
+    pub label: Option<String>,
+    /// Expected status.
+    pub expect: Option<String>,
+}
+
+/// `nrt_tensor_allocate`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TensorAllocateStep {
+    /// `DEVICE` (default), `HOST` or `VIRTUAL`.
+    pub placement: Option<String>,
+    /// NeuronCore (default 0).
+    pub vnc: Option<i32>,
+    /// Size in bytes.
+    pub size: usize,
+    /// The tensor's own name (default the label).
+    pub name: Option<String>,
+    /// Label for the tensor.
+    #[serde(rename = "as")]
+    pub label: String,
+    /// Expected status.
+    pub expect: Option<String>,
+}
+
+/// `nrt_tensor_allocate_empty`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TensorAllocateEmptyStep {
+    /// The tensor's own name (default the label).
+    pub name: Option<String>,
+    /// Label for the tensor.
+    #[serde(rename = "as")]
+    pub label: String,
+}
+
+/// `nrt_tensor_attach_buffer` with a fresh zeroed buffer of `size` bytes owned by the runner.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TensorAttachBufferStep {
+    /// The tensor label.
+    pub tensor: String,
+    /// Buffer size in bytes.
+    pub size: usize,
+    /// Expected status.
+    pub expect: Option<String>,
+}
+
+/// `nrt_tensor_allocate_slice`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TensorAllocateSliceStep {
+    /// The source tensor label.
+    pub tensor: String,
+    /// Offset in bytes.
+    pub offset: usize,
+    /// Size in bytes.
+    pub size: usize,
+    /// The slice's own name (default the label).
+    pub name: Option<String>,
+    /// Label for the slice.
+    #[serde(rename = "as")]
+    pub label: String,
+    /// Expected status.
+    pub expect: Option<String>,
+}
+
+/// `nrt_tensor_free`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TensorFreeStep {
+    /// The tensor label.
+    pub tensor: String,
+    /// Expected status.
+    pub expect: Option<String>,
+}
+
+/// `nrt_tensor_write`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TensorWriteStep {
+    /// The tensor label.
+    pub tensor: String,
+    /// Offset in bytes (default 0).
+    pub offset: Option<usize>,
+    /// The elements to write.
+    pub data: Elements,
+    /// Expected status.
+    pub expect: Option<String>,
+}
+
+/// `nrt_tensor_read`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TensorReadStep {
+    /// The tensor label.
+    pub tensor: String,
+    /// Offset in bytes (default 0).
+    pub offset: Option<usize>,
+    /// Bytes to read.
+    pub size: usize,
+    /// The elements the read must return.
+    pub expect_values: Option<Elements>,
+    /// Expected status.
+    pub expect: Option<String>,
+}
+
+/// `nrt_tensor_copy`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TensorCopyStep {
+    /// Source tensor label.
+    pub src: String,
+    /// Source offset.
+    pub src_offset: Option<usize>,
+    /// Destination tensor label.
+    pub dst: String,
+    /// Destination offset.
+    pub dst_offset: Option<usize>,
+    /// Bytes to copy.
+    pub size: usize,
+    /// Expected status.
+    pub expect: Option<String>,
+}
+
+/// `nrt_tensor_memset`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TensorMemsetStep {
+    /// The tensor label.
+    pub tensor: String,
+    /// Offset in bytes (default 0).
+    pub offset: Option<u64>,
+    /// The byte value.
+    pub value: i32,
+    /// Bytes to set.
+    pub size: usize,
+    /// Expected status.
+    pub expect: Option<String>,
+}
+
+/// `nrt_tensor_get_size`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TensorGetSizeStep {
+    /// The tensor label.
+    pub tensor: String,
+    /// The size it must report.
+    pub expect_size: Option<usize>,
+    /// Expected status.
+    pub expect: Option<String>,
+}
+
+/// `nrt_get_model_tensor_info`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GetModelTensorInfoStep {
+    /// The model label.
+    pub model: String,
+    /// The entries it must return, in order (inputs first, then outputs).
+    pub expect_info: Option<Vec<ExpectedTensorInfo>>,
+    /// Expected status.
+    pub expect: Option<String>,
+}
+
+/// `nrt_get_version`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GetVersionStep {}
+
+/// `nrt_get_total_vnc_count` and `nrt_get_visible_vnc_count`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GetVncCountStep {
+    /// Expected status (of both calls).
+    pub expect: Option<String>,
+    /// The count both calls must return.
+    pub expect_count: Option<u32>,
+}
+
+/// libtorchneuron's `Model(neff, metaneff)`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelNewStep {
+    /// Label for the model.
+    #[serde(rename = "as")]
+    pub label: String,
+    /// The NEFF file (default `model.neff`).
+    pub neff: Option<String>,
+    /// The metaneff file (default `metaneff.pb`).
+    pub metaneff: Option<String>,
+    /// Weights by checkpoint_key.
+    #[serde(default)]
+    pub weights: BTreeMap<String, TensorValue>,
+    /// The expected error, if construction must fail.
+    pub expect_error: Option<ExpectedError>,
+}
+
+/// `Model::load` (or `unload`, `blocking_load`).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelLoadStep {
+    /// The model label.
+    pub model: String,
+    /// `load` (default), `blocking_load` or `unload`.
+    pub action: Option<String>,
+    /// The expected error, if any.
+    pub expect_error: Option<ExpectedError>,
+}
+
+/// A `Model` setter: `set_async_load`, `set_lazy_load`, `set_dynamic_batching`,
+/// `set_dynamic_batching_mixed`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelSetStep {
+    /// The model label.
+    pub model: String,
+    /// The setter name.
+    pub setter: String,
+    /// The bool for the simple setters.
+    pub value: Option<bool>,
+    /// Per-input flags for `set_dynamic_batching_mixed`.
+    pub inputs: Option<Vec<i64>>,
+    /// Per-output flags for `set_dynamic_batching_mixed`.
+    pub outputs: Option<Vec<i64>>,
+    /// The expected error, if any.
+    pub expect_error: Option<ExpectedError>,
+}
+
+/// `Model::forward`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelForwardStep {
+    /// The model label.
+    pub model: String,
+    /// The user inputs.
+    #[serde(default)]
+    pub inputs: Vec<TensorValue>,
+    /// Pass the input at these indexes as the output of an earlier forward, by
+    /// `"label.index"` (to show donated buffers), instead of fresh tensors.
+    #[serde(default)]
+    pub reuse: BTreeMap<String, String>,
+    /// Label for the outputs (`label.0`, `label.1`, …).
+    #[serde(rename = "as")]
+    pub label: Option<String>,
+    /// The outputs it must return.
+    pub expect_outputs: Option<Vec<TensorValue>>,
+    /// The status it must tolerate (default `NRT_SUCCESS`).
+    pub expect_status: Option<String>,
+    /// The expected error, if it must fail.
+    pub expect_error: Option<ExpectedError>,
+    /// Outputs that must share storage with an input: `{ "0" = 1 }` = output 0 is input 1.
+    #[serde(default)]
+    pub expect_shared: BTreeMap<String, usize>,
+}
+
+/// `SpmdModel(neff, metaneff, local_ranks, world_size)` and `forward_ranked`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SpmdForwardStep {
+    /// Ranks on this host.
+    pub local_ranks: i64,
+    /// Ranks in the world.
+    pub world_size: i64,
+    /// The user inputs of each rank.
+    pub inputs: Vec<Vec<TensorValue>>,
+    /// The outputs each rank must return.
+    pub expect_outputs: Option<Vec<Vec<TensorValue>>>,
+    /// The expected error, if it must fail.
+    pub expect_error: Option<ExpectedError>,
+}
+
+/// `Model::load_status`: where the model is in its load lifecycle.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelLoadStatusStep {
+    /// The model label.
+    pub model: String,
+    /// `unloaded`, `loading` (a background load not yet collected by a forward) or
+    /// `loaded`.
+    pub expect: String,
+}
+
+/// A lossless metaneff edit on `metaneff.pb` (or on `input_hex`), checked byte for byte.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MetaneffEditStep {
+    /// `set_async_load`, `set_lazy_load`, `set_return_aliases`, `set_dynamic_batching`.
+    pub edit: String,
+    /// The bytes to edit, in hex, when they cannot come from text (unknown fields).
+    pub input_hex: Option<String>,
+    /// The value.
+    pub value: bool,
+    /// The bytes the edit must produce, in hex.
+    pub expect_hex: String,
+}
+
+/// `metaneff.pb` must be exactly these bytes (checks the encoder on the reviewed text).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MetaneffBytesStep {
+    /// The bytes, in hex.
+    pub expect_hex: String,
+}
+
+/// `nrt_get_total_nc_count`, `nrt_get_visible_nc_count`, `nrt_get_total_vnc_count` and
+/// `nrt_get_visible_vnc_count`: each must return `expect`, and on success the two totals
+/// agree, the two visible counts agree, and visible ≤ total.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GetCoreCountsStep {
+    /// Expected status of all four (default `NRT_SUCCESS`).
+    pub expect: Option<String>,
+}
+
+/// `nrt_get_model_nc_count`, `nrt_get_model_vnc_count` and `nrt_get_model_instance_count`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GetModelCountsStep {
+    /// The model label.
+    pub model: String,
+    /// The NeuronCores the model must occupy (both counts).
+    pub expect_vnc_count: Option<u32>,
+    /// Expected status of all three.
+    pub expect: Option<String>,
+}
+
+/// `nrt_get_vnc_memory_stats`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GetVncMemoryStatsStep {
+    /// The NeuronCore.
+    pub vnc: u32,
+    /// At least this many bytes must be in use.
+    pub expect_used_at_least: Option<u64>,
+    /// Expected status.
+    pub expect: Option<String>,
+}
+
+/// `nrt_sys_trace_get_event_types`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SysTraceGetEventTypesStep {
+    /// Event types that must be listed.
+    #[serde(default)]
+    pub expect_includes: Vec<String>,
+    /// Expected status.
+    pub expect: Option<String>,
+}
+
+/// A config with these settings, then `nrt_sys_trace_start`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SysTraceStartStep {
+    /// `nrt_sys_trace_config_set_max_events_per_nc`.
+    pub max_events_per_nc: Option<u64>,
+    /// NeuronCores switched off.
+    #[serde(default)]
+    pub disable_ncs: Vec<u32>,
+    /// Event types switched off.
+    #[serde(default)]
+    pub disable_event_types: Vec<String>,
+    /// Expected status.
+    pub expect: Option<String>,
+}
+
+/// `nrt_sys_trace_fetch_events` with fetch options as given.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SysTraceFetchEventsStep {
+    /// `nrt_sys_trace_fetch_options_set_max_events_per_nc`.
+    pub max_events_per_nc: Option<u64>,
+    /// `nrt_sys_trace_fetch_options_set_nc_idx`.
+    pub nc: Option<u64>,
+    /// How many events of each listed type the JSON must hold (the simulator's format,
+    /// `docs/sim-trace-format.md`: `{"events": [{"type": …}, …]}`); unlisted types are not
+    /// checked.
+    #[serde(default)]
+    pub expect_event_counts: BTreeMap<String, usize>,
+    /// Expected status.
+    pub expect: Option<String>,
+}
+
+/// `nrt_sys_trace_stop`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SysTraceStopStep {
+    /// Expected status.
+    pub expect: Option<String>,
+}
+
+/// `nrta_error_tracker_create`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NrtaErrorTrackerCreateStep {
+    /// The NeuronCore (default 0).
+    pub lnc: Option<u32>,
+    /// Label for the tracker.
+    #[serde(rename = "as")]
+    pub label: String,
+    /// Expected status.
+    pub expect: Option<String>,
+}
+
+/// `nrta_tensor_write`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NrtaTensorWriteStep {
+    /// The tensor label.
+    pub tensor: String,
+    /// Offset in bytes (default 0).
+    pub offset: Option<u64>,
+    /// The elements to write.
+    pub data: Elements,
+    /// Queue (default 0).
+    pub queue: Option<i32>,
+    /// The tracker label, if any.
+    pub tracker: Option<String>,
+    /// Label for the request.
+    #[serde(rename = "as")]
+    pub label: Option<String>,
+    /// Expected status of the scheduling.
+    pub expect: Option<String>,
+}
+
+/// `nrta_tensor_read` (its bytes are checked by `nrta_read_result` once it has completed).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NrtaTensorReadStep {
+    /// The tensor label.
+    pub tensor: String,
+    /// Offset in bytes (default 0).
+    pub offset: Option<u64>,
+    /// Bytes to read.
+    pub size: u64,
+    /// Queue (default 0).
+    pub queue: Option<i32>,
+    /// The tracker label, if any.
+    pub tracker: Option<String>,
+    /// Label for the request.
+    #[serde(rename = "as")]
+    pub label: Option<String>,
+    /// Expected status of the scheduling.
+    pub expect: Option<String>,
+}
+
+/// `nrta_execute_schedule`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NrtaExecuteScheduleStep {
+    /// The model label.
+    pub model: String,
+    /// The input set label.
+    pub inputs: String,
+    /// The output set label.
+    pub outputs: String,
+    /// Queue (default 0).
+    pub queue: Option<i32>,
+    /// The tracker label, if any.
+    pub tracker: Option<String>,
+    /// Label for the request.
+    #[serde(rename = "as")]
+    pub label: Option<String>,
+    /// Expected status of the scheduling.
+    pub expect: Option<String>,
+}
+
+/// Polls `nrta_is_completed` until the request completes (at most 10 s); traced as one line.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NrtaWaitStep {
+    /// The request label.
+    pub request: String,
+}
+
+/// The bytes a completed `nrta_tensor_read` request delivered.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NrtaReadResultStep {
+    /// The request label.
+    pub request: String,
+    /// The elements it must have read.
+    pub expect_values: Elements,
+}
+
+/// `nrt_async_drain_queued_execs`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NrtaDrainStep {
+    /// The NeuronCore (default 0).
+    pub vnc: Option<i32>,
+    /// Expected status.
+    pub expect: Option<String>,
+}
+
+/// `nrta_error_tracker_get_list`: exactly these requests failed, with these statuses.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NrtaErrorTrackerGetListStep {
+    /// The tracker label.
+    pub tracker: String,
+    /// Request label → status name of each failed request.
+    #[serde(default)]
+    pub expect_failed: BTreeMap<String, String>,
+    /// Expected status.
+    pub expect: Option<String>,
+}
+
+/// `nrt_tensor_write_batch`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TensorWriteBatchStep {
+    /// The `untracked` argument (default false).
+    #[serde(default)]
+    pub untracked: bool,
+    /// The batches, in order.
+    #[serde(rename = "batch")]
+    pub batches: Vec<WriteBatchSpec>,
+    /// Expected status.
+    pub expect: Option<String>,
+}
+
+/// `nrt_tensor_read_batch`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TensorReadBatchStep {
+    /// The `untracked` argument (default false).
+    #[serde(default)]
+    pub untracked: bool,
+    /// The batches, in order.
+    #[serde(rename = "batch")]
+    pub batches: Vec<ReadBatchSpec>,
+    /// Expected status.
+    pub expect: Option<String>,
+}
+
+/// `nrt_tensor_check_output_completion`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TensorCheckOutputCompletionStep {
+    /// The tensor label.
+    pub tensor: String,
+    /// Microseconds to wait (default 0; negative waits without bound).
+    pub timeout_us: Option<i64>,
+    /// The launches that must have written the tensor since it was made or reset.
+    pub expected_count: u64,
+    /// Expected status.
+    pub expect: Option<String>,
+}
+
+/// `nrt_tensor_reset_output_completion`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TensorResetOutputCompletionStep {
+    /// The tensor label.
+    pub tensor: String,
+    /// Expected status.
+    pub expect: Option<String>,
+}
+
+/// `nrt_get_model_info`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GetModelInfoStep {
+    /// The model label.
+    pub model: String,
+    /// The NeuronCore the model must start on.
+    pub expect_vnc: Option<u32>,
+    /// Expected status.
+    pub expect: Option<String>,
+}
+
+/// `nrt_tensor_get_va` of a tensor, then `nrt_memcpy_to_device` to that address plus
+/// `offset`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MemcpyToDeviceStep {
+    /// The tensor label.
+    pub tensor: String,
+    /// Offset in bytes from the tensor's address (default 0).
+    pub offset: Option<usize>,
+    /// The elements to copy.
+    pub data: Elements,
+    /// Expected status.
+    pub expect: Option<String>,
 }
 
 /// One tensor's operations in a `tensor_write_batch` step.

@@ -1,0 +1,451 @@
+//! Runs one vector on one backend and compares what happened with what was expected.
+//!
+//! Every runtime call goes through a [`TracingRuntime`] over the backend, and binding-level steps
+//! use `abi::bind` over that same traced runtime with the trace switched on, so the trace holds
+//! every call with its normalised arguments and status plus the layer's binding, aliasing and
+//! validation events. Before each step the runner writes a `== step N: call` marker, so a golden
+//! trace reads as a story a reviewer can follow.
+//!
+//! Two kinds of checks, kept apart: the hand-written expectations of `case.toml` (statuses, error
+//! kinds and messages, output values, shared storage) are checked as the steps run, and the whole
+//! trace is compared with the golden `expected.trace` afterwards. A failed expectation stops the
+//! vector (later steps would only report its consequences).
+
+mod binding;
+mod info;
+mod lifecycle;
+mod nrta;
+mod sys_trace;
+mod tensors;
+mod values;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+use abi::bind::{HostTensor, Model};
+use abi::runtime::{Framework, ModelId, Runtime, SetId, SharedBuffer, TensorId};
+use abi::status::NrtStatus;
+use abi::trace::{Trace, TracingRuntime, format_bytes};
+
+use crate::backend::Backend;
+use crate::report::{CaseResult, Outcome};
+use crate::spec::{ProvenanceKind, Step, TraceExpectation};
+use crate::vector::{NEFF_FILE, TRACE_FILE, TRACE_HEADER, Vector};
+
+/// What a run produced.
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+pub struct RunOutput {
+    /// The trace lines.
+    pub trace: Vec<String>,
+    /// The first failed expectation, if any.
+    pub failure: Option<String>,
+}
+
+/// Runs `vector` on `backend` and returns the trace and the first failed expectation.
+pub fn run(vector: &Vector, backend: &dyn Backend) -> RunOutput {
+    backend.run(vector)
+}
+
+/// Runs `vector` on a fresh, uninitialised `runtime` in this process.
+pub fn run_on(vector: &Vector, runtime: Arc<dyn Runtime>) -> RunOutput {
+    run_on_target(vector, runtime, None)
+}
+
+/// As [`run_on`], but with `device_target` the vector's `model.neff` is replaced by its device
+/// NEFF for that target ([`crate::device::device_neff`]), as the `nrt` backend does; the trace
+/// shows the `model.neff` argument, so it stays comparable with the golden one.
+pub fn run_on_target(
+    vector: &Vector,
+    runtime: Arc<dyn Runtime>,
+    device_target: Option<&str>,
+) -> RunOutput {
+    let trace = Arc::new(Trace::new());
+    let traced: Arc<dyn Runtime> = Arc::new(TracingRuntime::new(runtime.clone(), trace.clone()));
+    let mut context = Context {
+        vector,
+        raw: runtime.clone(),
+        runtime: traced,
+        trace: trace.clone(),
+        tensors: BTreeMap::new(),
+        sets: BTreeMap::new(),
+        models: BTreeMap::new(),
+        bind_models: BTreeMap::new(),
+        outputs: BTreeMap::new(),
+        buffers: Vec::new(),
+        device_target: device_target.map(str::to_owned),
+        substituted: std::cell::RefCell::new(Vec::new()),
+        requests: AsyncLabels::default(),
+    };
+    let mut failure = None;
+    if vector.case.auto_init.unwrap_or(true) {
+        if let Err(error) = context.runtime.init(Framework::NoFw, "", "") {
+            failure = Some(format!("init failed: {error}"));
+        }
+    }
+    if failure.is_none() {
+        for (index, step) in vector.case.steps.iter().enumerate() {
+            context.settle();
+            trace.record(format!("== step {}: {}", index + 1, step_name(step)));
+            if let Err(message) = context.step(step) {
+                failure = Some(format!("step {} ({}): {message}", index + 1, step_name(step)));
+                break;
+            }
+        }
+    }
+    // Models and tensors go before the runtime closes; closing is not part of the trace.
+    let substituted = context.substituted.take();
+    drop(context);
+    runtime.close();
+    let mut lines = trace.lines();
+    for (device, own) in &substituted {
+        for line in &mut lines {
+            if line.contains(device.as_str()) {
+                *line = line.replace(device.as_str(), own);
+            }
+        }
+    }
+    if failure.is_none() {
+        failure = vector.case.expect_trace.iter().find_map(|want| check_trace(&lines, want).err());
+    }
+    RunOutput { trace: lines, failure }
+}
+
+/// The trace lines of step `step` (1-based): those after its `== step N:` marker and before
+/// the next marker.
+fn step_lines(lines: &[String], step: usize) -> impl Iterator<Item = &String> {
+    let marker = format!("== step {step}: ");
+    lines
+        .iter()
+        .skip_while(move |l| !l.starts_with(&marker))
+        .skip(1)
+        .take_while(|l| !l.starts_with("== step "))
+}
+
+/// Checks one `[[expect_trace]]` claim.
+fn check_trace(lines: &[String], want: &TraceExpectation) -> StepResult {
+    let matches = |line: &&String| {
+        want.starts_with.as_deref().is_none_or(|p| line.starts_with(p))
+            && want.contains.as_deref().is_none_or(|c| line.contains(c))
+    };
+    let got = step_lines(lines, want.step).filter(matches).count();
+    if got == want.count {
+        return Ok(());
+    }
+    let pattern = [
+        want.starts_with.as_ref().map(|p| format!("starting with {p:?}")),
+        want.contains.as_ref().map(|c| format!("containing {c:?}")),
+    ]
+    .into_iter()
+    .flatten()
+    .collect::<Vec<_>>()
+    .join(" and ");
+    Err(format!(
+        "expect_trace (step {}): {}: expected {} line(s) {pattern}, got {got}",
+        want.step, want.why, want.count
+    ))
+}
+
+/// How a run is judged.
+#[derive(Clone, Copy, Debug)]
+pub struct JudgeOptions {
+    /// Compare the trace with the golden `expected.trace` (default true). Off, only the
+    /// hand-written expectations judge the run: how much they catch alone is measured this way.
+    pub compare_trace: bool,
+}
+
+impl Default for JudgeOptions {
+    fn default() -> JudgeOptions {
+        JudgeOptions { compare_trace: true }
+    }
+}
+
+/// Runs `vector` on `backend` and judges it against the golden trace and the expectations.
+pub fn judge(vector: &Vector, backend: &dyn Backend, known_reason: Option<&str>) -> CaseResult {
+    judge_with(vector, backend, known_reason, JudgeOptions::default())
+}
+
+/// The backend that is a real device, where a guessed behaviour can be refuted.
+pub const DEVICE_BACKEND: &str = "nrt";
+
+/// [`judge`] with options.
+pub fn judge_with(
+    vector: &Vector,
+    backend: &dyn Backend,
+    known_reason: Option<&str>,
+    options: JudgeOptions,
+) -> CaseResult {
+    let start = Instant::now();
+    let mut result = CaseResult {
+        vector: vector.name.clone(),
+        backend: backend.name().to_owned(),
+        outcome: Outcome::Skipped,
+        duration: Default::default(),
+        message: None,
+        first_diff: None,
+    };
+    if !vector.runs_on(backend.name()) {
+        return result;
+    }
+    // A generated input that no longer matches its hand-written source would test something
+    // other than what case.toml says: refuse to run it, whatever the expectations list says.
+    let stale = match crate::vector::stale_inputs(vector) {
+        Ok(stale) if stale.is_empty() => None,
+        Ok(stale) => Some(format!(
+            "stale generated input{} {} (the hand-written files changed since they were \
+             generated): run `cargo xtask vectors --bless` and review the diff",
+            if stale.len() == 1 { "" } else { "s" },
+            stale.iter().map(|f| format!("{}/{f}", vector.name)).collect::<Vec<_>>().join(", ")
+        )),
+        Err(error) => Some(format!("cannot generate the inputs: {error}")),
+    };
+    if let Some(message) = stale {
+        result.outcome = Outcome::Failed;
+        result.message = Some(message);
+        result.duration = start.elapsed();
+        return result;
+    }
+    let output = run(vector, backend);
+    // A recorded vector is judged by its recording (the replay's failure), not a golden trace.
+    let golden = if vector.recorded { Ok(Vec::new()) } else { vector.read(TRACE_FILE) };
+    let golden = golden.map(|bytes| String::from_utf8_lossy(&bytes).into_owned());
+    let (message, first_diff) = match (&output.failure, golden) {
+        (Some(failure), _) => (Some(failure.clone()), None),
+        (None, Err(error)) => {
+            (Some(format!("no golden trace: {error} (run `cargo xtask vectors --bless`)")), None)
+        }
+        (None, _) if !options.compare_trace || vector.recorded => (None, None),
+        (None, Ok(golden)) => match first_difference(&golden, &output.trace) {
+            Some(diff) => (Some("trace differs from expected.trace".to_owned()), Some(diff)),
+            None => (None, None),
+        },
+    };
+    result.duration = start.elapsed();
+    let guess = vector.case.provenance.as_ref().filter(|p| p.kind == ProvenanceKind::Guess);
+    let refutable = backend.name() == DEVICE_BACKEND && guess.is_some();
+    result.outcome = match (message.is_some(), known_reason) {
+        (false, None) => Outcome::Passed,
+        (true, None) if refutable => Outcome::GuessRefuted,
+        (true, None) => Outcome::Failed,
+        (true, Some(_)) => Outcome::KnownDifference,
+        (false, Some(_)) => Outcome::UnexpectedPass,
+    };
+    result.message = match result.outcome {
+        Outcome::KnownDifference => known_reason.map(|r| format!("known difference: {r}")),
+        Outcome::GuessRefuted => Some(format!(
+            "guess refuted: the device differs from what the simulator guessed ({}): {}; pin \
+             the device's behaviour in the vector and move it out of vectors/GUESSES.md",
+            guess.map_or("", |p| p.note.as_str()),
+            message.unwrap_or_default()
+        )),
+        Outcome::UnexpectedPass => Some(format!(
+            "passes, but vectors/expectations/{}.toml lists it as a known difference: remove the entry",
+            backend.name()
+        )),
+        _ => message,
+    };
+    result.first_diff = first_diff;
+    result
+}
+
+/// The golden trace text for a run's lines.
+pub fn golden_text(lines: &[String]) -> String {
+    let mut text = String::from(TRACE_HEADER);
+    text.push('\n');
+    for line in lines {
+        text.push_str(line);
+        text.push('\n');
+    }
+    text
+}
+
+/// The first line where `golden` and `lines` differ, as `line N: expected … / got …`.
+pub fn first_difference(golden: &str, lines: &[String]) -> Option<String> {
+    let expected: Vec<&str> = golden.lines().filter(|l| !l.starts_with('#')).collect();
+    let longest = expected.len().max(lines.len());
+    (0..longest).find_map(|i| {
+        let want = expected.get(i).copied();
+        let got = lines.get(i).map(String::as_str);
+        (want != got).then(|| {
+            format!(
+                "line {}: expected `{}`, got `{}`",
+                i + 1,
+                want.unwrap_or("<end of trace>"),
+                got.unwrap_or("<end of trace>")
+            )
+        })
+    })
+}
+
+/// The step's `call` name: serde's tag is the snake_case of the variant, and Debug's first word
+/// is the variant.
+fn step_name(step: &Step) -> String {
+    variant_snake_name(&format!("{step:?}"))
+}
+
+/// `SomeVariant { … }` (a Debug rendering) → `some_variant`.
+fn variant_snake_name(debug: &str) -> String {
+    let variant = debug.split([' ', '{', '(']).next().unwrap_or("unknown");
+    let mut name = String::new();
+    for (i, c) in variant.chars().enumerate() {
+        if c.is_uppercase() {
+            if i > 0 {
+                name.push('_');
+            }
+            name.extend(c.to_lowercase());
+        } else {
+            name.push(c);
+        }
+    }
+    name
+}
+
+struct Context<'a> {
+    vector: &'a Vector,
+    /// The backend itself: the binding layer traces its own calls (into the same trace, so
+    /// handle names stay consistent), and must not be handed the traced runtime too.
+    raw: Arc<dyn Runtime>,
+    /// The backend behind a [`TracingRuntime`], for raw steps.
+    runtime: Arc<dyn Runtime>,
+    trace: Arc<Trace>,
+    tensors: BTreeMap<String, TensorId>,
+    sets: BTreeMap<String, SetId>,
+    models: BTreeMap<String, ModelId>,
+    bind_models: BTreeMap<String, Model>,
+    outputs: BTreeMap<String, HostTensor>,
+    /// Buffers attached to tensors: they must outlive the tensors.
+    buffers: Vec<Arc<SharedBuffer>>,
+    /// The target whose device NEFF replaces `model.neff` (the `nrt` backend).
+    device_target: Option<String>,
+    /// Trace arguments of device NEFFs loaded, and the `model.neff` argument each stands for.
+    substituted: std::cell::RefCell<Vec<(String, String)>>,
+    /// Labels of the async API's trackers and requests.
+    requests: AsyncLabels,
+}
+
+/// Labels of the async API (`nrta_*` steps).
+#[derive(Default)]
+struct AsyncLabels {
+    trackers: BTreeMap<String, abi::runtime::TrackerId>,
+    seqs: BTreeMap<String, abi::runtime::SeqId>,
+    reads: BTreeMap<String, Arc<abi::runtime::AsyncReadBuffer>>,
+}
+
+type StepResult = Result<(), String>;
+/// Checks a call's status against the step's `expect` (default success).
+fn check_status<T>(
+    result: &Result<T, abi::runtime::NrtError>,
+    expect: &Option<String>,
+) -> StepResult {
+    let got = match result {
+        Ok(_) => NrtStatus::Success,
+        Err(error) => error.status,
+    };
+    expect_status(got, expect)
+}
+
+fn expect_status(got: NrtStatus, expect: &Option<String>) -> StepResult {
+    let want = match expect {
+        None => NrtStatus::Success,
+        Some(name) => NrtStatus::from_name(name)
+            .ok_or_else(|| format!("unknown status {name:?} in case.toml"))?,
+    };
+    if got == want { Ok(()) } else { Err(format!("expected {}, got {}", want.name(), got.name())) }
+}
+
+fn label<T: Copy>(map: &BTreeMap<String, T>, name: &str, what: &str) -> Result<T, String> {
+    map.get(name).copied().ok_or_else(|| format!("no {what} labelled {name:?} in an earlier step"))
+}
+
+impl Context<'_> {
+    /// Lets every background load (`async_load`) finish before the next step marker is written,
+    /// so the trace does not depend on thread timing. Async loading stays observable: the model
+    /// reports `loading` until a forward collects the load (`model_load_status`), and the
+    /// binding layer traces that wait (`background load joined`).
+    fn settle(&self) {
+        let deadline = Instant::now() + std::time::Duration::from_secs(60);
+        while self.bind_models.values().any(|m| !m.background_load_finished())
+            && Instant::now() < deadline
+        {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    }
+
+    fn file(&self, name: &Option<String>, default: &str) -> Result<Vec<u8>, String> {
+        let file = name.as_deref().unwrap_or(default);
+        let own = self.vector.read(file).map_err(|e| e.to_string())?;
+        match &self.device_target {
+            Some(target) if file == NEFF_FILE => {
+                let device = crate::device::device_neff(self.vector, target)?;
+                self.substituted.borrow_mut().push((format_bytes(&device), format_bytes(&own)));
+                Ok(device)
+            }
+            _ => Ok(own),
+        }
+    }
+
+    fn model(&mut self, name: &str) -> Result<&mut Model, String> {
+        self.bind_models
+            .get_mut(name)
+            .ok_or_else(|| format!("no model labelled {name:?} in an earlier step"))
+    }
+
+    /// Runs one step: raw `Runtime` steps (`lifecycle`, `tensors`, `info`, `sys_trace`, `nrta`)
+    /// and binding-level steps (`binding`) each have a function of their own.
+    fn step(&mut self, step: &Step) -> StepResult {
+        match step {
+            Step::Init(step) => self.init(step),
+            Step::Close(step) => self.close(step),
+            Step::Load(step) => self.load(step),
+            Step::LoadCollectives(step) => self.load_collectives(step),
+            Step::Unload(step) => self.unload(step),
+            Step::Execute(step) => self.execute(step),
+            Step::AllocateTensorSet(step) => self.allocate_tensor_set(step),
+            Step::DestroyTensorSet(step) => self.destroy_tensor_set(step),
+            Step::AddTensorToTensorSet(step) => self.add_tensor_to_tensor_set(step),
+            Step::GetTensorFromTensorSet(step) => self.get_tensor_from_tensor_set(step),
+            Step::TensorAllocate(step) => self.tensor_allocate(step),
+            Step::TensorAllocateEmpty(step) => self.tensor_allocate_empty(step),
+            Step::TensorAttachBuffer(step) => self.tensor_attach_buffer(step),
+            Step::TensorAllocateSlice(step) => self.tensor_allocate_slice(step),
+            Step::TensorFree(step) => self.tensor_free(step),
+            Step::TensorWrite(step) => self.tensor_write(step),
+            Step::TensorRead(step) => self.tensor_read(step),
+            Step::TensorCopy(step) => self.tensor_copy(step),
+            Step::TensorMemset(step) => self.tensor_memset(step),
+            Step::TensorGetSize(step) => self.tensor_get_size(step),
+            Step::TensorWriteBatch(step) => self.tensor_write_batch(step),
+            Step::TensorReadBatch(step) => self.tensor_read_batch(step),
+            Step::TensorCheckOutputCompletion(step) => self.tensor_check_output_completion(step),
+            Step::TensorResetOutputCompletion(step) => self.tensor_reset_output_completion(step),
+            Step::MemcpyToDevice(step) => self.memcpy_to_device(step),
+            Step::GetModelTensorInfo(step) => self.get_model_tensor_info(step),
+            Step::GetVersion(step) => self.get_version(step),
+            Step::GetVncCount(step) => self.get_vnc_count(step),
+            Step::GetCoreCounts(step) => self.get_core_counts(step),
+            Step::GetModelCounts(step) => self.get_model_counts(step),
+            Step::GetVncMemoryStats(step) => self.get_vnc_memory_stats(step),
+            Step::GetModelInfo(step) => self.get_model_info(step),
+            Step::SysTraceGetEventTypes(step) => self.sys_trace_get_event_types(step),
+            Step::SysTraceStart(step) => self.sys_trace_start(step),
+            Step::SysTraceFetchEvents(step) => self.sys_trace_fetch_events(step),
+            Step::SysTraceStop(step) => self.sys_trace_stop(step),
+            Step::NrtaErrorTrackerCreate(step) => self.nrta_error_tracker_create(step),
+            Step::NrtaTensorWrite(step) => self.nrta_tensor_write(step),
+            Step::NrtaTensorRead(step) => self.nrta_tensor_read(step),
+            Step::NrtaExecuteSchedule(step) => self.nrta_execute_schedule(step),
+            Step::NrtaWait(step) => self.nrta_wait(step),
+            Step::NrtaReadResult(step) => self.nrta_read_result(step),
+            Step::NrtaDrain(step) => self.nrta_drain(step),
+            Step::NrtaErrorTrackerGetList(step) => self.nrta_error_tracker_get_list(step),
+            Step::ModelNew(step) => self.model_new(step),
+            Step::ModelLoad(step) => self.model_load(step),
+            Step::ModelSet(step) => self.model_set(step),
+            Step::ModelForward(step) => self.model_forward(step),
+            Step::ModelLoadStatus(step) => self.model_load_status(step),
+            Step::SpmdForward(step) => self.spmd_forward(step),
+            Step::MetaneffEdit(step) => self.metaneff_edit(step),
+            Step::MetaneffBytes(step) => self.metaneff_bytes(step),
+        }
+    }
+}

@@ -1,0 +1,153 @@
+//! Element values, hex and tensor comparisons shared by the steps.
+
+use abi::bind::HostTensor;
+use abi::dtype::{ScalarType, decode_elements, encode_element};
+use abi::runtime::{Framework, Placement, TensorInfo};
+
+use super::StepResult;
+use crate::spec::TensorValue;
+
+pub(super) fn placement(name: &Option<String>) -> Result<Placement, String> {
+    match name.as_deref().unwrap_or("DEVICE") {
+        "DEVICE" => Ok(Placement::Device),
+        "HOST" => Ok(Placement::Host),
+        "VIRTUAL" => Ok(Placement::Virtual),
+        other => Err(format!("unknown placement {other:?}: expected DEVICE, HOST or VIRTUAL")),
+    }
+}
+
+pub(super) fn framework(name: &Option<String>) -> Result<Framework, String> {
+    Ok(match name.as_deref().unwrap_or("NO_FW") {
+        "INVALID" => Framework::Invalid,
+        "NO_FW" => Framework::NoFw,
+        "TENSORFLOW" => Framework::Tensorflow,
+        "PYTORCH" => Framework::Pytorch,
+        "MXNET" => Framework::Mxnet,
+        "PRECHECK" => Framework::Precheck,
+        other => return Err(format!("unknown framework {other:?}")),
+    })
+}
+
+pub(super) fn scalar_type(name: &str) -> Result<ScalarType, String> {
+    ScalarType::from_name(name).map_err(|e| e.to_string())
+}
+
+pub(super) fn encode_values(scalar_type: ScalarType, values: &[f64]) -> Result<Vec<u8>, String> {
+    let mut bytes = Vec::with_capacity(values.len() * scalar_type.item_size() as usize);
+    for &value in values {
+        encode_element(scalar_type, value, &mut bytes).map_err(|e| e.to_string())?;
+    }
+    Ok(bytes)
+}
+
+pub(super) fn parse_hex(hex: &str) -> Result<Vec<u8>, String> {
+    let digits: String = hex.chars().filter(|c| !c.is_whitespace()).collect();
+    if digits.len() % 2 != 0 {
+        return Err(format!("hex {hex:?} has an odd number of digits"));
+    }
+    (0..digits.len())
+        .step_by(2)
+        .map(|i| {
+            u8::from_str_radix(&digits[i..i + 2], 16)
+                .map_err(|_| format!("bad hex {:?}", &digits[i..i + 2]))
+        })
+        .collect()
+}
+
+pub(super) fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(" ")
+}
+
+/// The bytes of a [`TensorValue`].
+pub(super) fn value_bytes(value: &TensorValue) -> Result<(ScalarType, Vec<u8>), String> {
+    let scalar_type = scalar_type(&value.dtype)?;
+    let n_elements = abi::dtype::n_elements(&value.shape).map_err(|e| e.to_string())? as usize;
+    let bytes = match (&value.values, value.fill, &value.hex) {
+        (Some(values), None, None) => {
+            if values.len() != n_elements {
+                return Err(format!(
+                    "{} values for shape {:?}, expected {n_elements}",
+                    values.len(),
+                    value.shape
+                ));
+            }
+            encode_values(scalar_type, values)?
+        }
+        (None, Some(fill), None) => encode_values(scalar_type, &vec![fill; n_elements])?,
+        (None, None, Some(text)) => parse_hex(text)?,
+        (None, None, None) => encode_values(scalar_type, &vec![0.0; n_elements])?,
+        _ => return Err("give at most one of values, fill and hex".to_owned()),
+    };
+    Ok((scalar_type, bytes))
+}
+
+pub(super) fn host_tensor(value: &TensorValue) -> Result<HostTensor, String> {
+    let (scalar_type, bytes) = value_bytes(value)?;
+    HostTensor::from_bytes(scalar_type, &value.shape, bytes).map_err(|e| e.to_string())
+}
+
+/// Whether two byte strings hold the same elements (any NaN equals any NaN; raw bytes for types
+/// without number conversion).
+pub(super) fn same_elements(scalar_type: ScalarType, want: &[u8], got: &[u8]) -> bool {
+    match (decode_elements(scalar_type, want), decode_elements(scalar_type, got)) {
+        (Some(a), Some(b)) => {
+            a.len() == b.len()
+                && a.iter().zip(&b).all(|(x, y)| x == y || (x.is_nan() && y.is_nan()))
+        }
+        _ => want == got,
+    }
+}
+
+/// Compares an output with the expected value: dtype, shape and elements (NaN equals NaN).
+pub(super) fn check_tensor(what: &str, got: &HostTensor, want: &TensorValue) -> StepResult {
+    let (want_type, want_bytes) = value_bytes(want)?;
+    if got.scalar_type() != want_type || got.shape() != want.shape.as_slice() {
+        return Err(format!(
+            "{what}: expected {} {:?}, got {} {:?}",
+            want_type.name(),
+            want.shape,
+            got.scalar_type().name(),
+            got.shape()
+        ));
+    }
+    let got_bytes = got.to_bytes();
+    if same_elements(want_type, &want_bytes, &got_bytes) {
+        Ok(())
+    } else {
+        let show = |bytes: &[u8]| match decode_elements(want_type, bytes) {
+            Some(values) => format!("{values:?}"),
+            None => hex(bytes),
+        };
+        Err(format!("{what}: expected {}, got {}", show(&want_bytes), show(&got_bytes)))
+    }
+}
+
+/// Compares `nrt_get_model_tensor_info` entries with the expected ones, in order.
+pub(super) fn check_tensor_info(
+    got: &[TensorInfo],
+    want: &[crate::spec::ExpectedTensorInfo],
+) -> StepResult {
+    let show = |info: &TensorInfo| {
+        format!("{} {} {}", info.name, format!("{:?}", info.usage).to_uppercase(), info.size)
+    };
+    let same = got.len() == want.len()
+        && got.iter().zip(want).all(|(g, w)| {
+            g.name == w.name
+                && format!("{:?}", g.usage).eq_ignore_ascii_case(&w.usage)
+                && w.size.is_none_or(|size| size == g.size)
+        });
+    if same {
+        return Ok(());
+    }
+    let want: Vec<String> = want
+        .iter()
+        .map(|w| {
+            format!("{} {} {}", w.name, w.usage, w.size.map_or("*".to_owned(), |s| s.to_string()))
+        })
+        .collect();
+    Err(format!(
+        "tensor info [{}], expected [{}]",
+        got.iter().map(show).collect::<Vec<_>>().join(", "),
+        want.join(", ")
+    ))
+}
