@@ -7,9 +7,9 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::backend::SimBackend;
+use crate::backend::{Backend, SimBackend};
 use crate::expectations::Expectations;
-use crate::runner;
+use crate::judge;
 use crate::vector::{self, TRACE_FILE};
 
 /// Brings every generated file up to date (`bless`) or lists the stale ones.
@@ -28,14 +28,14 @@ pub fn sync(vectors_dir: &Path, bless: bool) -> Result<Vec<String>, String> {
         if vector.recorded || !vector.runs_on("sim") {
             continue;
         }
-        let output = runner::run(vector, &SimBackend);
+        let output = SimBackend.run(vector);
         if let Some(failure) = output.failure {
             if known.reason(&vector.name).is_none() {
                 failures.push(format!("{}: {failure}", vector.name));
             }
             continue;
         }
-        let golden = runner::golden_text(&output.trace);
+        let golden = judge::golden_text(&output.trace);
         let path = vector.dir.join(TRACE_FILE);
         if std::fs::read_to_string(&path).ok().as_deref() == Some(golden.as_str()) {
             continue;
@@ -100,7 +100,7 @@ pub fn promote(source: &Path, vectors_dir: &Path, name: &str) -> Result<PathBuf,
     }
     vector::sync_inputs(&promoted, true).map_err(|e| e.to_string())?;
     for vector in &promoted {
-        let output = runner::run(vector, &SimBackend);
+        let output = SimBackend.run(vector);
         if let Some(failure) = output.failure {
             return Err(format!(
                 "{full_name} was copied to {} but fails on the simulator, so its trace was not \
@@ -109,7 +109,7 @@ pub fn promote(source: &Path, vectors_dir: &Path, name: &str) -> Result<PathBuf,
             ));
         }
         let path = vector.dir.join(TRACE_FILE);
-        std::fs::write(&path, runner::golden_text(&output.trace))
+        std::fs::write(&path, judge::golden_text(&output.trace))
             .map_err(|e| format!("{}: {e}", path.display()))?;
     }
     Ok(target)

@@ -20,6 +20,7 @@ pub mod device;
 pub mod expectations;
 pub mod generate;
 pub mod glob;
+pub mod judge;
 pub mod replay;
 pub mod report;
 pub mod runner;

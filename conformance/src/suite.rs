@@ -8,8 +8,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::backend::Backend;
 use crate::expectations::Expectations;
+use crate::judge;
 use crate::report::{CaseResult, Outcome};
-use crate::runner;
 use crate::vector::{self, Vector};
 
 /// What to run.
@@ -25,7 +25,7 @@ pub struct SuiteOptions {
     /// Show a progress line on stderr when it is a terminal.
     pub progress: bool,
     /// How each run is judged (e.g. without the golden trace).
-    pub judge: runner::JudgeOptions,
+    pub judge: judge::JudgeOptions,
 }
 
 /// The vectors under `dir`, or an error naming the bad one.
@@ -77,7 +77,7 @@ pub fn run(options: &SuiteOptions) -> Result<Vec<CaseResult>, String> {
                         break;
                     };
                     let result =
-                        runner::judge_with(vector, *backend, reason.as_deref(), options.judge);
+                        judge::judge_with(vector, *backend, reason.as_deref(), options.judge);
                     let finished = done.fetch_add(1, Ordering::Relaxed) + 1;
                     if show_progress {
                         let mut err = std::io::stderr().lock();

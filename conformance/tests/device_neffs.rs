@@ -123,7 +123,7 @@ fn compiled_device_neffs_run_with_the_golden_trace_and_their_manifest_tells_stal
         let run = runner::run_on_target(&vector, sim_runtime(&vector), Some("trn1"));
         assert_eq!(run.failure, None, "{name}");
         let golden = std::fs::read_to_string(vector.dir.join("expected.trace")).unwrap();
-        assert_eq!(runner::first_difference(&golden, &run.trace), None, "{name}");
+        assert_eq!(conformance::judge::first_difference(&golden, &run.trace), None, "{name}");
     }
 
     // A device NEFF that computes something else makes the vector fail: it is the one loaded.

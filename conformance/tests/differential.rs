@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use conformance::backend::{self, Backend, SimBackend};
 use conformance::generate::{self, GENERATED_AREA, GeneratedVector};
-use conformance::{runner, vector};
+use conformance::{judge, vector};
 use proptest::test_runner::{
     Config, FileFailurePersistence, RngSeed, TestCaseError, TestError, TestRunner,
 };
@@ -80,15 +80,15 @@ fn compare(
         .find(|v| v.name == name)
         .ok_or_else(|| format!("the generated vector {name} was not discovered"))?;
     vector::sync_inputs(std::slice::from_ref(vector), true).map_err(|e| e.to_string())?;
-    let sim = runner::run(vector, &SimBackend);
-    let over_c_abi = runner::run(vector, capi);
+    let sim = SimBackend.run(vector);
+    let over_c_abi = capi.run(vector);
     if sim.failure != over_c_abi.failure {
         return Err(format!(
             "failures differ: sim {:?}, capi {:?}",
             sim.failure, over_c_abi.failure
         ));
     }
-    match runner::first_difference(&runner::golden_text(&sim.trace), &over_c_abi.trace) {
+    match judge::first_difference(&judge::golden_text(&sim.trace), &over_c_abi.trace) {
         Some(diff) => Err(format!("traces differ (expected = sim, got = capi) at {diff}")),
         None => Ok(()),
     }
@@ -144,7 +144,7 @@ fn promote_copies_a_generated_vector_and_blesses_it() {
         let dir = generated.write_into(&vectors_dir).expect("the generated vector is written");
         let vectors = vector::discover(&vectors_dir).expect("the generated vector parses");
         vector::sync_inputs(&vectors, true).expect("the generated inputs are written");
-        if runner::run(&vectors[0], &SimBackend).failure.is_none() {
+        if SimBackend.run(&vectors[0]).failure.is_none() {
             source = Some((generated, dir));
             break;
         }
@@ -174,7 +174,7 @@ fn promote_copies_a_generated_vector_and_blesses_it() {
     let vectors = vector::discover(&vectors_dir).expect("the promoted vector parses");
     for name in ["sim", "capi"] {
         let backend = backend::by_name(name, &exe, &profile_dir).expect("backend opens");
-        let result = runner::judge(&vectors[0], backend.as_ref(), None);
+        let result = judge::judge(&vectors[0], backend.as_ref(), None);
         assert_eq!(result.message, None, "{name}: {:?}", result.first_diff);
     }
 

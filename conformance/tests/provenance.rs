@@ -5,8 +5,9 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 
 use conformance::backend::Backend;
+use conformance::judge;
 use conformance::report::Outcome;
-use conformance::runner::{self, RunOutput};
+use conformance::runner::RunOutput;
 use conformance::spec::{CaseSpec, ProvenanceKind};
 use conformance::vector::{self, Vector};
 
@@ -41,7 +42,7 @@ impl Backend for Differs {
 #[test]
 fn a_guess_that_fails_on_the_device_is_reported_as_refuted() {
     let guessed = vector("lifecycle/init_twice_is_invalid");
-    let result = runner::judge(&guessed, &Differs("nrt"), None);
+    let result = judge::judge(&guessed, &Differs("nrt"), None);
     assert_eq!(result.outcome, Outcome::GuessRefuted);
     assert!(result.outcome.is_failure(), "a refuted guess still fails the run");
     let message = result.message.unwrap();
@@ -53,14 +54,14 @@ fn a_guess_that_fails_on_the_device_is_reported_as_refuted() {
 #[test]
 fn a_guess_that_fails_on_the_simulator_is_a_plain_failure() {
     let guessed = vector("lifecycle/init_twice_is_invalid");
-    assert_eq!(runner::judge(&guessed, &Differs("sim"), None).outcome, Outcome::Failed);
+    assert_eq!(judge::judge(&guessed, &Differs("sim"), None).outcome, Outcome::Failed);
 }
 
 #[test]
 fn a_fact_that_fails_on_the_device_is_a_plain_failure() {
     let fact = vector("lifecycle/calls_after_close_are_closed");
     assert!(fact.case.provenance.is_none());
-    assert_eq!(runner::judge(&fact, &Differs("nrt"), None).outcome, Outcome::Failed);
+    assert_eq!(judge::judge(&fact, &Differs("nrt"), None).outcome, Outcome::Failed);
 }
 
 #[test]

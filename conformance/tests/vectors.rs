@@ -9,8 +9,8 @@ use std::path::PathBuf;
 
 use conformance::backend;
 use conformance::expectations::Expectations;
+use conformance::judge;
 use conformance::report::Outcome;
-use conformance::runner;
 use libtest_mimic::{Arguments, Failed, Trial};
 
 /// The backends every vector runs on in `cargo test`.
@@ -34,7 +34,7 @@ fn main() {
                     let profile_dir = exe.parent().map(PathBuf::from).unwrap_or_default();
                     let backend =
                         backend::by_name(name, &exe, &profile_dir).map_err(Failed::from)?;
-                    let result = runner::judge(&vector, backend.as_ref(), reason.as_deref());
+                    let result = judge::judge(&vector, backend.as_ref(), reason.as_deref());
                     match result.outcome {
                         Outcome::Passed | Outcome::KnownDifference | Outcome::Skipped => Ok(()),
                         Outcome::Failed | Outcome::UnexpectedPass | Outcome::GuessRefuted => {

@@ -175,7 +175,7 @@ pub(crate) fn run(args: ConformanceArgs) -> Result<bool> {
     let backends = names.iter().map(|n| open_backend(n)).collect::<Result<Vec<_>>>()?;
     let jobs =
         args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
-    let judge = conformance::runner::JudgeOptions { compare_trace: !args.no_trace };
+    let judge = conformance::judge::JudgeOptions { compare_trace: !args.no_trace };
     let options =
         SuiteOptions { vectors_dir, backends, filter: args.filter, jobs, progress: true, judge };
     let results = suite::run(&options).map_err(anyhow::Error::msg)?;
