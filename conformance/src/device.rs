@@ -20,6 +20,7 @@
 //!   stand-in (`conformance/tests/standin/neuronx-cc`) that checks its arguments and writes a NEFF
 //!   with our writer, and say so.
 
+use crate::spec::{HeaderField, NeffModel};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -217,7 +218,7 @@ pub fn device_neff(vector: &Vector, target: &str) -> Result<Vec<u8>, String> {
 }
 
 /// Applies a `[neff]` table's header overrides, corruption and truncation to NEFF bytes.
-fn apply_overrides(bytes: Vec<u8>, model: &crate::spec::NeffModel) -> Result<Vec<u8>, String> {
+fn apply_overrides(bytes: Vec<u8>, model: &NeffModel) -> Result<Vec<u8>, String> {
     let mut bytes = bytes;
     if !model.header.is_empty() {
         let mut header = NeffHeader::parse(&bytes).map_err(|e| format!("device NEFF: {e}"))?;
@@ -227,14 +228,13 @@ fn apply_overrides(bytes: Vec<u8>, model: &crate::spec::NeffModel) -> Result<Vec
                 u32::try_from(value)
                     .map_err(|_| format!("header.{field} = {value} does not fit 32 bits"))
             };
-            match field.as_str() {
-                "pkg_version" => header.pkg_version = value,
-                "version_major" => header.version_major = value,
-                "version_minor" => header.version_minor = value,
-                "feature_bits" => header.feature_bits = value,
-                "num_tpb" => header.num_tpb = small()?,
-                "lnc_size" => header.lnc_size = small()?,
-                other => return Err(format!("unknown header field {other:?}")),
+            match field {
+                HeaderField::PkgVersion => header.pkg_version = value,
+                HeaderField::VersionMajor => header.version_major = value,
+                HeaderField::VersionMinor => header.version_minor = value,
+                HeaderField::FeatureBits => header.feature_bits = value,
+                HeaderField::NumTpb => header.num_tpb = small()?,
+                HeaderField::LncSize => header.lnc_size = small()?,
             }
         }
         bytes = abi::neff::assemble_neff(&header, &payload).map_err(|e| e.to_string())?;

@@ -18,10 +18,9 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use abi::dtype::Dltype;
 use abi::neff::{GraphSpec, NeffSpec, TensorSignature, Var};
 
-use crate::spec::{CaseSpec, NeffModel};
+use crate::spec::{CaseSpec, HeaderField, NeffModel};
 
 /// The generated NEFF.
 pub const NEFF_FILE: &str = "model.neff";
@@ -93,7 +92,7 @@ impl Vector {
 
     /// Whether the vector runs on `backend`.
     pub fn runs_on(&self, backend: &str) -> bool {
-        self.case.backends.as_ref().is_none_or(|list| list.iter().any(|b| b == backend))
+        self.case.backends.as_ref().is_none_or(|list| list.iter().any(|b| b.name() == backend))
     }
 }
 
@@ -213,7 +212,8 @@ pub fn encode_hlo_text(text: &str) -> Result<Vec<u8>, String> {
 /// (none: an opaque NEFF).
 ///
 /// # Errors
-/// A message naming the bad dtype or header field.
+/// A message naming a size that overflows, a header value too large for its field, or a
+/// corrupt offset past the end.
 pub fn build_neff(
     model: &NeffModel,
     default_name: &str,
@@ -226,7 +226,7 @@ pub fn build_neff(
     }
     for (tensors, kind) in [(&model.inputs, "input"), (&model.outputs, "output")] {
         for tensor in tensors {
-            let dltype = Dltype::from_name(&tensor.dtype).map_err(|e| e.to_string())?;
+            let dltype = tensor.dtype.0;
             let n_bytes =
                 abi::dtype::n_bytes_with_item_size(&tensor.shape, dltype.item_size(), None)
                     .map_err(|e| format!("{} {}: {e}", kind, tensor.name))?;
@@ -261,19 +261,13 @@ pub fn build_neff(
             u32::try_from(value)
                 .map_err(|_| format!("header.{field} = {value} does not fit 32 bits"))
         };
-        match field.as_str() {
-            "pkg_version" => spec.header.pkg_version = value,
-            "version_major" => spec.header.version_major = value,
-            "version_minor" => spec.header.version_minor = value,
-            "feature_bits" => spec.header.feature_bits = value,
-            "num_tpb" => spec.header.num_tpb = small()?,
-            "lnc_size" => spec.header.lnc_size = small()?,
-            other => {
-                return Err(format!(
-                    "unknown header field {other:?}: expected pkg_version, version_major, \
-                     version_minor, feature_bits, num_tpb or lnc_size"
-                ));
-            }
+        match field {
+            HeaderField::PkgVersion => spec.header.pkg_version = value,
+            HeaderField::VersionMajor => spec.header.version_major = value,
+            HeaderField::VersionMinor => spec.header.version_minor = value,
+            HeaderField::FeatureBits => spec.header.feature_bits = value,
+            HeaderField::NumTpb => spec.header.num_tpb = small()?,
+            HeaderField::LncSize => spec.header.lnc_size = small()?,
         }
     }
     let mut bytes = spec.to_bytes().map_err(|e| e.to_string())?;

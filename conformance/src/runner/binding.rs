@@ -1,31 +1,57 @@
 //! Binding-level steps: libtorchneuron's `Model` and `SpmdModel` through `abi::bind`, and the
 //! lossless metaneff edits.
 
-use abi::bind::{BindError, HostTensor, LoadStatus, Model, ModelOptions, SpmdModel};
+use abi::bind::{BindError, HostTensor, LoadStatus, Model, ModelOptions, SpmdModel, ValidateKind};
 use abi::metaneff::edit::{self, ConfigFlag};
 use abi::status::NrtStatus;
 use abi::trace::{Trace, format_bytes};
 
-use super::values::{check_tensor, hex, host_tensor, parse_hex, scalar_type};
-use super::{Context, StepResult, expect_status, label, variant_snake_name};
+use super::values::{check_tensor, hex, host_tensor, parse_hex};
+use super::{Context, StepResult, expect_status, label};
 use crate::spec::{
-    ExpectedError, MetaneffBytesStep, MetaneffEditStep, ModelForwardStep, ModelLoadStatusStep,
-    ModelLoadStep, ModelNewStep, ModelSetStep, SpmdForwardStep,
+    ErrorKind, ExpectedError, LoadAction, LoadState, MetaneffBytesStep, MetaneffEditKind,
+    MetaneffEditStep, ModelForwardStep, ModelLoadStatusStep, ModelLoadStep, ModelNewStep,
+    ModelSetStep, Setter, SpmdForwardStep,
 };
 use crate::vector::{METANEFF_FILE, NEFF_FILE};
 
-/// The kind of a binding error, as vectors name it.
-fn error_kind(error: &BindError) -> String {
-    if let Some(validate) = error.as_validate() {
-        return validate.kind.name().to_owned();
-    }
-    if error.as_runtime().is_some() {
-        return "runtime".to_owned();
-    }
-    match variant_snake_name(&format!("{error:?}")).as_str() {
-        // Not to be confused with the validate check of the same name.
-        "dtype" => "unsupported_dtype".to_owned(),
-        other => other.to_owned(),
+/// The kind of a binding error, as vectors name it. Exhaustive, so a new error of the layer
+/// needs a kind here before the crate compiles.
+fn error_kind(error: &BindError) -> ErrorKind {
+    match error {
+        BindError::Validate(validate) => match validate.kind {
+            ValidateKind::Count => ErrorKind::Count,
+            ValidateKind::Dtype => ErrorKind::Dtype,
+            ValidateKind::Shape => ErrorKind::Shape,
+            ValidateKind::ScalarDynamicBatch => ErrorKind::ScalarDynamicBatch,
+            ValidateKind::Ordinal => ErrorKind::Ordinal,
+        },
+        BindError::Runtime { .. } => ErrorKind::Runtime,
+        BindError::Metaneff(_) => ErrorKind::Metaneff,
+        BindError::Dtype { .. } => ErrorKind::UnsupportedDtype,
+        BindError::UnknownTensorType { .. } => ErrorKind::UnknownTensorType,
+        BindError::AliasOutOfRange { .. } => ErrorKind::AliasOutOfRange,
+        BindError::MissingCheckpointKey { .. } => ErrorKind::MissingCheckpointKey,
+        BindError::MissingWeight { .. } => ErrorKind::MissingWeight,
+        BindError::WeightMismatch { .. } => ErrorKind::WeightMismatch,
+        BindError::DynamicFlagsLength { .. } => ErrorKind::DynamicFlagsLength,
+        BindError::BatchMismatch { .. } => ErrorKind::BatchMismatch,
+        BindError::CompiledBatchMismatch { .. } => ErrorKind::CompiledBatchMismatch,
+        BindError::DeviceTensorNeedsSlicing { .. } => ErrorKind::DeviceTensorNeedsSlicing,
+        BindError::HostTensor(_) => ErrorKind::HostTensor,
+        BindError::InvalidRanks { .. } => ErrorKind::InvalidRanks,
+        BindError::RankCount { .. } => ErrorKind::RankCount,
+        // A rank's validate or runtime error is reported as such (the rank is in the message).
+        BindError::Rank { source, .. } => match error_kind(source) {
+            kind @ (ErrorKind::Count
+            | ErrorKind::Dtype
+            | ErrorKind::Shape
+            | ErrorKind::ScalarDynamicBatch
+            | ErrorKind::Ordinal
+            | ErrorKind::Runtime) => kind,
+            _ => ErrorKind::Rank,
+        },
+        BindError::ThreadPanicked { .. } => ErrorKind::ThreadPanicked,
     }
 }
 
@@ -68,10 +94,10 @@ fn check_bind<T>(
                     ));
                 }
             }
-            if let Some(status) = &want.status {
+            if want.status.is_some() {
                 expect_status(
                     error.as_runtime().map_or(NrtStatus::Success, |(_, e)| e.status),
-                    &Some(status.clone()),
+                    &want.status,
                 )?;
             }
             Ok(None)
@@ -102,15 +128,10 @@ impl Context<'_> {
         let ModelLoadStep { model, action, expect_error } = step;
         let trace = self.trace.clone();
         let model = self.model(model)?;
-        let result = match action.as_deref().unwrap_or("load") {
-            "load" => model.load(),
-            "blocking_load" => model.blocking_load(),
-            "unload" => model.unload(),
-            other => {
-                return Err(format!(
-                    "unknown action {other:?}: expected load, blocking_load or unload"
-                ));
-            }
+        let result = match action.unwrap_or(LoadAction::Load) {
+            LoadAction::Load => model.load(),
+            LoadAction::BlockingLoad => model.blocking_load(),
+            LoadAction::Unload => model.unload(),
         };
         check_bind(&trace, result, expect_error).map(|_| ())
     }
@@ -121,15 +142,14 @@ impl Context<'_> {
         let trace = self.trace.clone();
         let model = self.model(model)?;
         let flag = || value.ok_or_else(|| format!("{setter} needs `value`"));
-        let result = match setter.as_str() {
-            "set_async_load" => model.set_async_load(flag()?),
-            "set_lazy_load" => model.set_lazy_load(flag()?),
-            "set_dynamic_batching" => model.set_dynamic_batching(flag()?),
-            "set_dynamic_batching_mixed" => model.set_dynamic_batching_mixed(
+        let result = match setter {
+            Setter::SetAsyncLoad => model.set_async_load(flag()?),
+            Setter::SetLazyLoad => model.set_lazy_load(flag()?),
+            Setter::SetDynamicBatching => model.set_dynamic_batching(flag()?),
+            Setter::SetDynamicBatchingMixed => model.set_dynamic_batching_mixed(
                 inputs.as_deref().unwrap_or_default(),
                 outputs.as_deref().unwrap_or_default(),
             ),
-            other => return Err(format!("unknown setter {other:?}")),
         };
         check_bind(&trace, result, expect_error)?;
         trace.record(format!("metaneff after {setter} {}", format_bytes(model.metaneff())));
@@ -152,7 +172,7 @@ impl Context<'_> {
         for value in inputs {
             tensors.push(match &value.device {
                 Some(tensor) => HostTensor::on_device(
-                    scalar_type(&value.dtype)?,
+                    value.dtype.0,
                     &value.shape,
                     label(&self.tensors, tensor, "tensor")?,
                 )
@@ -216,17 +236,12 @@ impl Context<'_> {
     pub(super) fn model_load_status(&mut self, step: &ModelLoadStatusStep) -> StepResult {
         let ModelLoadStatusStep { model, expect } = step;
         let got = match self.model(model)?.load_status() {
-            LoadStatus::Unloaded => "unloaded",
-            LoadStatus::Loading => "loading",
-            LoadStatus::Loaded => "loaded",
+            LoadStatus::Unloaded => LoadState::Unloaded,
+            LoadStatus::Loading => LoadState::Loading,
+            LoadStatus::Loaded => LoadState::Loaded,
         };
         self.trace.record(format!("model {model} {got}"));
-        if !["unloaded", "loading", "loaded"].contains(&expect.as_str()) {
-            return Err(format!(
-                "unknown load status {expect:?}: expected unloaded, loading or loaded"
-            ));
-        }
-        if got == expect { Ok(()) } else { Err(format!("model is {got}, expected {expect}")) }
+        if got == *expect { Ok(()) } else { Err(format!("model is {got}, expected {expect}")) }
     }
 
     /// The `spmd_forward` step.
@@ -275,16 +290,19 @@ impl Context<'_> {
             Some(text) => parse_hex(text)?,
             None => self.file(&None, METANEFF_FILE)?,
         };
-        let edited = match which.as_str() {
-            "set_async_load" => edit::set_config_flag(&bytes, ConfigFlag::AsyncLoad, *value),
-            "set_lazy_load" => edit::set_config_flag(&bytes, ConfigFlag::LazyLoad, *value),
-            "set_return_aliases" => {
+        let edited = match which {
+            MetaneffEditKind::SetAsyncLoad => {
+                edit::set_config_flag(&bytes, ConfigFlag::AsyncLoad, *value)
+            }
+            MetaneffEditKind::SetLazyLoad => {
+                edit::set_config_flag(&bytes, ConfigFlag::LazyLoad, *value)
+            }
+            MetaneffEditKind::SetReturnAliases => {
                 edit::set_config_flag(&bytes, ConfigFlag::ReturnAliases, *value)
             }
-            "set_dynamic_batching" => {
+            MetaneffEditKind::SetDynamicBatching => {
                 edit::set_allow_dynamic_batch_size(&bytes, |_, _| Some(*value))
             }
-            other => return Err(format!("unknown edit {other:?}")),
         }
         .map_err(|e| e.to_string())?;
         self.trace.record(format!("metaneff {which} {value} -> {}", format_bytes(&edited)));

@@ -28,7 +28,7 @@ use abi::runtime::{Framework, ModelId, Runtime, SetId, SharedBuffer, TensorId};
 use abi::status::NrtStatus;
 use abi::trace::{Trace, TracingRuntime, format_bytes};
 
-use crate::spec::{Step, TraceExpectation};
+use crate::spec::{Status, Step, TraceExpectation};
 use crate::vector::{NEFF_FILE, Vector};
 
 /// What a run produced.
@@ -79,9 +79,9 @@ pub fn run_on_target(
     if failure.is_none() {
         for (index, step) in vector.case.steps.iter().enumerate() {
             context.settle();
-            trace.record(format!("== step {}: {}", index + 1, step_name(step)));
+            trace.record(format!("== step {}: {}", index + 1, step.call()));
             if let Err(message) = context.step(step) {
-                failure = Some(format!("step {} ({}): {message}", index + 1, step_name(step)));
+                failure = Some(format!("step {} ({}): {message}", index + 1, step.call()));
                 break;
             }
         }
@@ -139,29 +139,6 @@ fn check_trace(lines: &[String], want: &TraceExpectation) -> StepResult {
     ))
 }
 
-/// The step's `call` name: serde's tag is the snake_case of the variant, and Debug's first word
-/// is the variant.
-fn step_name(step: &Step) -> String {
-    variant_snake_name(&format!("{step:?}"))
-}
-
-/// `SomeVariant { … }` (a Debug rendering) → `some_variant`.
-fn variant_snake_name(debug: &str) -> String {
-    let variant = debug.split([' ', '{', '(']).next().unwrap_or("unknown");
-    let mut name = String::new();
-    for (i, c) in variant.chars().enumerate() {
-        if c.is_uppercase() {
-            if i > 0 {
-                name.push('_');
-            }
-            name.extend(c.to_lowercase());
-        } else {
-            name.push(c);
-        }
-    }
-    name
-}
-
 struct Context<'a> {
     vector: &'a Vector,
     /// The backend itself: the binding layer traces its own calls (into the same trace, so
@@ -197,7 +174,7 @@ type StepResult = Result<(), String>;
 /// Checks a call's status against the step's `expect` (default success).
 fn check_status<T>(
     result: &Result<T, abi::runtime::NrtError>,
-    expect: &Option<String>,
+    expect: &Option<Status>,
 ) -> StepResult {
     let got = match result {
         Ok(_) => NrtStatus::Success,
@@ -206,12 +183,9 @@ fn check_status<T>(
     expect_status(got, expect)
 }
 
-fn expect_status(got: NrtStatus, expect: &Option<String>) -> StepResult {
-    let want = match expect {
-        None => NrtStatus::Success,
-        Some(name) => NrtStatus::from_name(name)
-            .ok_or_else(|| format!("unknown status {name:?} in case.toml"))?,
-    };
+/// Checks a status against the step's `expect` (default success).
+fn expect_status(got: NrtStatus, expect: &Option<Status>) -> StepResult {
+    let want = expect.map_or(NrtStatus::Success, |Status(status)| status);
     if got == want { Ok(()) } else { Err(format!("expected {}, got {}", want.name(), got.name())) }
 }
 

@@ -2,12 +2,12 @@
 
 use std::sync::Arc;
 
-use super::values::{encode_values, hex, scalar_type};
+use super::values::{encode_values, hex};
 use super::{Context, StepResult, check_status, label};
 use crate::spec::{
     NrtaDrainStep, NrtaErrorTrackerCreateStep, NrtaErrorTrackerGetListStep,
     NrtaExecuteScheduleStep, NrtaReadResultStep, NrtaTensorReadStep, NrtaTensorWriteStep,
-    NrtaWaitStep,
+    NrtaWaitStep, Status,
 };
 
 impl Context<'_> {
@@ -27,7 +27,7 @@ impl Context<'_> {
         &mut self,
         result: Result<abi::runtime::SeqId, abi::runtime::NrtError>,
         as_name: &Option<String>,
-        expect: &Option<String>,
+        expect: &Option<Status>,
     ) -> StepResult {
         check_status(&result, expect)?;
         if let (Ok(seq), Some(name)) = (result, as_name) {
@@ -56,7 +56,7 @@ impl Context<'_> {
         let rt = self.runtime.clone();
         let NrtaTensorWriteStep { tensor, offset, data, queue, tracker, label: as_name, expect } =
             step;
-        let bytes = encode_values(scalar_type(&data.dtype)?, &data.values)?;
+        let bytes = encode_values(data.dtype.0, &data.values)?;
         let tracker = self.tracker_label(tracker)?;
         let tensor = label(&self.tensors, tensor, "tensor")?;
         let result =
@@ -139,7 +139,7 @@ impl Context<'_> {
             .reads
             .get(request)
             .ok_or_else(|| format!("no async read labelled {request:?} in an earlier step"))?;
-        let want = encode_values(scalar_type(&expect_values.dtype)?, &expect_values.values)?;
+        let want = encode_values(expect_values.dtype.0, &expect_values.values)?;
         match into.bytes() {
             Some(got) if got == want => Ok(()),
             Some(got) => {
@@ -169,7 +169,7 @@ impl Context<'_> {
         let Ok(errors) = result else { return Ok(()) };
         let mut want = Vec::new();
         for (request, status) in expect_failed {
-            want.push((label(&self.requests.seqs, request, "async request")?, status.clone()));
+            want.push((label(&self.requests.seqs, request, "async request")?, status.0.name()));
         }
         want.sort();
         let mut got: Vec<_> = errors.iter().map(|(seq, status)| (*seq, status.name())).collect();

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use abi::runtime::{SharedBuffer, TensorReadBatch, TensorWriteBatch};
 
-use super::values::{encode_values, hex, placement, same_elements, scalar_type};
+use super::values::{encode_values, hex, placement, same_elements};
 use super::{Context, StepResult, check_status, label};
 use crate::spec::{
     AddTensorToTensorSetStep, AllocateTensorSetStep, DestroyTensorSetStep, Elements,
@@ -65,7 +65,7 @@ impl Context<'_> {
         let rt = self.runtime.clone();
         let TensorAllocateStep { placement: p, vnc, size, name, label: as_name, expect } = step;
         let result = rt.tensor_allocate(
-            placement(p)?,
+            placement(*p),
             vnc.unwrap_or(0),
             *size,
             (name.as_deref().unwrap_or(as_name)).as_bytes(),
@@ -129,7 +129,7 @@ impl Context<'_> {
     pub(super) fn tensor_write(&mut self, step: &TensorWriteStep) -> StepResult {
         let rt = self.runtime.clone();
         let TensorWriteStep { tensor, offset, data, expect } = step;
-        let bytes = encode_values(scalar_type(&data.dtype)?, &data.values)?;
+        let bytes = encode_values(data.dtype.0, &data.values)?;
         check_status(
             &rt.tensor_write(label(&self.tensors, tensor, "tensor")?, offset.unwrap_or(0), &bytes),
             expect,
@@ -149,7 +149,7 @@ impl Context<'_> {
         check_status(&result, expect)?;
         match (result, expect_values) {
             (Ok(()), Some(Elements { dtype, values })) => {
-                let scalar_type = scalar_type(dtype)?;
+                let scalar_type = dtype.0;
                 let want = encode_values(scalar_type, values)?;
                 if same_elements(scalar_type, &want, &buffer) {
                     Ok(())
@@ -208,7 +208,7 @@ impl Context<'_> {
         for batch in batches {
             let mut ops = Vec::new();
             for op in &batch.ops {
-                let bytes = encode_values(scalar_type(&op.data.dtype)?, &op.data.values)?;
+                let bytes = encode_values(op.data.dtype.0, &op.data.values)?;
                 ops.push((op.offset.unwrap_or(0), bytes));
             }
             let tensor = label(&self.tensors, &batch.tensor, "tensor")?;
@@ -236,7 +236,7 @@ impl Context<'_> {
         }
         for (index, (range, got)) in ranges.zip(&read).enumerate() {
             let Some(Elements { dtype, values }) = &range.expect_values else { continue };
-            let scalar_type = scalar_type(dtype)?;
+            let scalar_type = dtype.0;
             let want = encode_values(scalar_type, values)?;
             if !same_elements(scalar_type, &want, got) {
                 return Err(format!("range {index} read {}, expected {}", hex(got), hex(&want)));
@@ -274,7 +274,7 @@ impl Context<'_> {
     pub(super) fn memcpy_to_device(&mut self, step: &MemcpyToDeviceStep) -> StepResult {
         let rt = self.runtime.clone();
         let MemcpyToDeviceStep { tensor, offset, data, expect } = step;
-        let bytes = encode_values(scalar_type(&data.dtype)?, &data.values)?;
+        let bytes = encode_values(data.dtype.0, &data.values)?;
         let va = rt
             .tensor_get_va(label(&self.tensors, tensor, "tensor")?)
             .map_err(|err| format!("nrt_tensor_get_va of {tensor}: {err}"))?;

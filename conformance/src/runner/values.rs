@@ -2,38 +2,47 @@
 
 use abi::bind::HostTensor;
 use abi::dtype::{ScalarType, decode_elements, encode_element};
-use abi::runtime::{Framework, Placement, TensorInfo};
+use abi::runtime::{Framework, Placement, TensorInfo, TensorUsage};
 
 use super::StepResult;
-use crate::spec::TensorValue;
+use crate::spec::{ExpectedTensorInfo, FrameworkName, TensorPlacement, TensorValue, Usage};
 
-pub(super) fn placement(name: &Option<String>) -> Result<Placement, String> {
-    match name.as_deref().unwrap_or("DEVICE") {
-        "DEVICE" => Ok(Placement::Device),
-        "HOST" => Ok(Placement::Host),
-        "VIRTUAL" => Ok(Placement::Virtual),
-        other => Err(format!("unknown placement {other:?}: expected DEVICE, HOST or VIRTUAL")),
+/// The runtime's placement for a step's (default `DEVICE`).
+pub(super) fn placement(placement: Option<TensorPlacement>) -> Placement {
+    match placement.unwrap_or(TensorPlacement::Device) {
+        TensorPlacement::Device => Placement::Device,
+        TensorPlacement::Host => Placement::Host,
+        TensorPlacement::Virtual => Placement::Virtual,
     }
 }
 
-pub(super) fn framework(name: &Option<String>) -> Result<Framework, String> {
-    Ok(match name.as_deref().unwrap_or("NO_FW") {
-        "INVALID" => Framework::Invalid,
-        "NO_FW" => Framework::NoFw,
-        "TENSORFLOW" => Framework::Tensorflow,
-        "PYTORCH" => Framework::Pytorch,
-        "MXNET" => Framework::Mxnet,
-        "PRECHECK" => Framework::Precheck,
-        other => return Err(format!("unknown framework {other:?}")),
-    })
+/// The runtime's framework for a step's (default `NO_FW`).
+pub(super) fn framework(framework: Option<FrameworkName>) -> Framework {
+    match framework.unwrap_or(FrameworkName::NoFw) {
+        FrameworkName::Invalid => Framework::Invalid,
+        FrameworkName::NoFw => Framework::NoFw,
+        FrameworkName::Tensorflow => Framework::Tensorflow,
+        FrameworkName::Pytorch => Framework::Pytorch,
+        FrameworkName::Mxnet => Framework::Mxnet,
+        FrameworkName::Precheck => Framework::Precheck,
+    }
 }
 
-pub(super) fn scalar_type(name: &str) -> Result<ScalarType, String> {
-    ScalarType::from_name(name).map_err(|e| e.to_string())
+/// The spec's name for a tensor usage.
+fn usage(usage: TensorUsage) -> Usage {
+    match usage {
+        TensorUsage::Input => Usage::Input,
+        TensorUsage::Output => Usage::Output,
+    }
 }
 
+/// The bytes of `values` as elements of `scalar_type`.
 pub(super) fn encode_values(scalar_type: ScalarType, values: &[f64]) -> Result<Vec<u8>, String> {
-    let mut bytes = Vec::with_capacity(values.len() * scalar_type.item_size() as usize);
+    let n_bytes = values.len().checked_mul(scalar_type.item_size() as usize).ok_or_else(|| {
+        format!("{} {} values overflow the address space", values.len(), scalar_type.name())
+    })?;
+    let mut bytes = Vec::new();
+    bytes.try_reserve(n_bytes).map_err(|e| format!("{n_bytes} bytes of values: {e}"))?;
     for &value in values {
         encode_element(scalar_type, value, &mut bytes).map_err(|e| e.to_string())?;
     }
@@ -60,8 +69,10 @@ pub(super) fn hex(bytes: &[u8]) -> String {
 
 /// The bytes of a [`TensorValue`].
 pub(super) fn value_bytes(value: &TensorValue) -> Result<(ScalarType, Vec<u8>), String> {
-    let scalar_type = scalar_type(&value.dtype)?;
-    let n_elements = abi::dtype::n_elements(&value.shape).map_err(|e| e.to_string())? as usize;
+    let scalar_type = value.dtype.0;
+    let n_elements = abi::dtype::n_elements(&value.shape).map_err(|e| e.to_string())?;
+    let n_elements = usize::try_from(n_elements)
+        .map_err(|_| format!("shape {:?} has more elements than this host holds", value.shape))?;
     let bytes = match (&value.values, value.fill, &value.hex) {
         (Some(values), None, None) => {
             if values.len() != n_elements {
@@ -73,12 +84,26 @@ pub(super) fn value_bytes(value: &TensorValue) -> Result<(ScalarType, Vec<u8>), 
             }
             encode_values(scalar_type, values)?
         }
-        (None, Some(fill), None) => encode_values(scalar_type, &vec![fill; n_elements])?,
+        (None, Some(fill), None) => fill_bytes(scalar_type, fill, n_elements)?,
         (None, None, Some(text)) => parse_hex(text)?,
-        (None, None, None) => encode_values(scalar_type, &vec![0.0; n_elements])?,
+        (None, None, None) => fill_bytes(scalar_type, 0.0, n_elements)?,
         _ => return Err("give at most one of values, fill and hex".to_owned()),
     };
     Ok((scalar_type, bytes))
+}
+
+/// `n_elements` elements equal to `value`.
+fn fill_bytes(scalar_type: ScalarType, value: f64, n_elements: usize) -> Result<Vec<u8>, String> {
+    let one = encode_values(scalar_type, &[value])?;
+    let n_bytes = n_elements.checked_mul(one.len()).ok_or_else(|| {
+        format!("{n_elements} {} elements overflow the address space", scalar_type.name())
+    })?;
+    let mut bytes = Vec::new();
+    bytes.try_reserve(n_bytes).map_err(|e| format!("{n_bytes} bytes of elements: {e}"))?;
+    for _ in 0..n_elements {
+        bytes.extend_from_slice(&one);
+    }
+    Ok(bytes)
 }
 
 pub(super) fn host_tensor(value: &TensorValue) -> Result<HostTensor, String> {
@@ -123,17 +148,12 @@ pub(super) fn check_tensor(what: &str, got: &HostTensor, want: &TensorValue) -> 
 }
 
 /// Compares `nrt_get_model_tensor_info` entries with the expected ones, in order.
-pub(super) fn check_tensor_info(
-    got: &[TensorInfo],
-    want: &[crate::spec::ExpectedTensorInfo],
-) -> StepResult {
-    let show = |info: &TensorInfo| {
-        format!("{} {} {}", info.name, format!("{:?}", info.usage).to_uppercase(), info.size)
-    };
+pub(super) fn check_tensor_info(got: &[TensorInfo], want: &[ExpectedTensorInfo]) -> StepResult {
+    let show = |info: &TensorInfo| format!("{} {} {}", info.name, usage(info.usage), info.size);
     let same = got.len() == want.len()
         && got.iter().zip(want).all(|(g, w)| {
             g.name == w.name
-                && format!("{:?}", g.usage).eq_ignore_ascii_case(&w.usage)
+                && usage(g.usage) == w.usage
                 && w.size.is_none_or(|size| size == g.size)
         });
     if same {
