@@ -18,16 +18,22 @@
 //!   at load would test nothing but the load gate, which hand-written vectors cover.
 //! - **Values are small integers** (−3..=3, 0..=3 for unsigned), so f16/bf16 arithmetic stays
 //!   exact and a difference in the trace is a difference in behaviour, not in rounding.
+//! - **Files come from serializers, never from `format!`.** `case.toml` is a few `Serialize`
+//!   structs written by the `toml` crate, and `metaneff.txtpb` is the `MetaNeff` message printed
+//!   by `abi::metaneff::text`, so quoting, escaping and table layout are theirs to get right.
 //! - **No hand-written expectations.** The property is only that both backends agree, and the
 //!   trace records every call, status and binding event.
 
-use std::fmt::Write as _;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use abi::dtype::Dltype;
+use abi::metaneff::meta_tensor::{DataType, Type as TensorType};
+use abi::metaneff::{MetaNeff, MetaTensor, ModelConfig};
 use proptest::collection::vec;
 use proptest::option;
 use proptest::prelude::*;
+use serde::Serialize;
 use sim::hlo_text::{Step, from_steps};
 
 /// The area generated vectors live in (`vectors/generated/<name>/`).
@@ -83,28 +89,59 @@ impl GeneratedVector {
     }
 }
 
-/// One element type: the NEFF dltype, the torch name, the metaneff name, and whether it floats.
+/// One element type: the NEFF dltype, the torch name, the metaneff data type, and whether it
+/// floats.
 struct Dtype {
     dltype: &'static str,
     torch: &'static str,
-    metaneff: &'static str,
+    data_type: DataType,
     float: bool,
     unsigned: bool,
 }
 
 const DTYPES: [Dtype; 6] = [
-    Dtype { dltype: "float32", torch: "Float", metaneff: "FLOAT", float: true, unsigned: false },
-    Dtype { dltype: "float16", torch: "Half", metaneff: "FLOAT16", float: true, unsigned: false },
     Dtype {
-        dltype: "bfloat16",
-        torch: "BFloat16",
-        metaneff: "BFLOAT16",
+        dltype: "float32",
+        torch: "Float",
+        data_type: DataType::Float,
         float: true,
         unsigned: false,
     },
-    Dtype { dltype: "int32", torch: "Int", metaneff: "INT32", float: false, unsigned: false },
-    Dtype { dltype: "int8", torch: "Char", metaneff: "INT8", float: false, unsigned: false },
-    Dtype { dltype: "uint8", torch: "Byte", metaneff: "UINT8", float: false, unsigned: true },
+    Dtype {
+        dltype: "float16",
+        torch: "Half",
+        data_type: DataType::Float16,
+        float: true,
+        unsigned: false,
+    },
+    Dtype {
+        dltype: "bfloat16",
+        torch: "BFloat16",
+        data_type: DataType::Bfloat16,
+        float: true,
+        unsigned: false,
+    },
+    Dtype {
+        dltype: "int32",
+        torch: "Int",
+        data_type: DataType::Int32,
+        float: false,
+        unsigned: false,
+    },
+    Dtype {
+        dltype: "int8",
+        torch: "Char",
+        data_type: DataType::Int8,
+        float: false,
+        unsigned: false,
+    },
+    Dtype {
+        dltype: "uint8",
+        torch: "Byte",
+        data_type: DataType::Uint8,
+        float: false,
+        unsigned: true,
+    },
 ];
 
 /// A dtype (index into the table) and a shape of rank 1–2 with dims 1–4.
@@ -236,21 +273,75 @@ impl Tensor {
     }
 }
 
-fn shape_text(shape: &[i64]) -> String {
-    let dims: Vec<String> = shape.iter().map(i64::to_string).collect();
-    format!("[{}]", dims.join(", "))
-}
-
-/// Values as TOML numbers in the dtype's range (unsigned types take the absolute value).
-fn values_text(dtype: usize, pool: &[i8], start: usize, count: usize) -> String {
-    let values: Vec<String> = (0..count)
+/// Element values in the dtype's range (unsigned types take the absolute value), taken from
+/// `pool` in order from `start`, wrapping around.
+fn element_values(dtype: usize, pool: &[i8], start: usize, count: usize) -> Vec<i64> {
+    (0..count)
         .map(|k| {
             let value = pool.get((start + k) % pool.len().max(1)).copied().unwrap_or(0);
-            let value = if DTYPES[dtype].unsigned { value.abs() } else { value };
-            value.to_string()
+            i64::from(if DTYPES[dtype].unsigned { value.abs() } else { value })
         })
-        .collect();
-    format!("[{}]", values.join(", "))
+        .collect()
+}
+
+/// `case.toml` as the generator writes it: the part of [`crate::spec::CaseSpec`] it uses,
+/// serialized by the `toml` crate so every string is quoted and escaped as TOML says.
+#[derive(Serialize)]
+struct CaseFile {
+    description: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sim: Option<SimFile>,
+    neff: NeffFile,
+    step: Vec<StepFile>,
+}
+
+/// The `[sim]` table.
+#[derive(Serialize)]
+struct SimFile {
+    numerical_errors: bool,
+}
+
+/// The `[neff]` table.
+#[derive(Serialize)]
+struct NeffFile {
+    inputs: Vec<NeffTensorFile>,
+    outputs: Vec<NeffTensorFile>,
+}
+
+/// One variable of the `[neff]` table.
+#[derive(Serialize)]
+struct NeffTensorFile {
+    name: String,
+    dtype: &'static str,
+    shape: Vec<i64>,
+}
+
+/// The steps the generator writes.
+#[derive(Serialize)]
+#[serde(tag = "call", rename_all = "snake_case")]
+enum StepFile {
+    ModelNew {
+        #[serde(rename = "as")]
+        label: &'static str,
+        #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+        weights: BTreeMap<&'static str, ValueFile>,
+    },
+    ModelForward {
+        model: &'static str,
+        #[serde(rename = "as")]
+        label: String,
+        inputs: Vec<ValueFile>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        expect_status: Option<&'static str>,
+    },
+}
+
+/// A tensor's contents.
+#[derive(Serialize)]
+struct ValueFile {
+    dtype: &'static str,
+    shape: Vec<i64>,
+    values: Vec<i64>,
 }
 
 impl Design {
@@ -335,50 +426,34 @@ impl Design {
         // Valid by construction (see the module docs); an error here is a bug of the generator.
         let hlo_text = from_steps(name, &input_vars, &output_vars, &program)
             .unwrap_or_else(|err| format!("generator bug: {err}\n"));
-        let mut case = String::new();
-        let _ = writeln!(
-            case,
-            "description = \"generated: {} user input(s), {} output(s){}{}{}; sim and capi must agree\"",
+        let description = format!(
+            "generated: {} user input(s), {} output(s){}{}{}; sim and capi must agree",
             n_user,
             outputs.len(),
             if state_alias.is_some() { ", a state" } else { "" },
             if self.weight.is_some() { ", a weight" } else { "" },
             if self.compiled_batch.is_some() { ", dynamic batching" } else { "" },
         );
-        if has_nan {
-            let _ = writeln!(case, "[sim]\nnumerical_errors = {}", self.numerical_errors);
-        }
-        let neff_list = |tensors: &mut dyn Iterator<Item = &Tensor>| {
-            let items: Vec<String> = tensors
-                .map(|t| {
-                    format!(
-                        "{{ name = \"{}\", dtype = \"{}\", shape = {} }}",
-                        t.name,
-                        DTYPES[t.dtype].dltype,
-                        shape_text(&t.shape)
-                    )
-                })
-                .collect();
-            format!("[{}]", items.join(", "))
+        let neff_tensor = |t: &Tensor| NeffTensorFile {
+            name: t.name.clone(),
+            dtype: DTYPES[t.dtype].dltype,
+            shape: t.shape.clone(),
         };
-        let _ = writeln!(case, "[neff]");
-        let _ = writeln!(case, "inputs = {}", neff_list(&mut inputs.iter().map(|(t, _)| t)));
-        let _ = writeln!(case, "outputs = {}", neff_list(&mut outputs.iter()));
-        let _ = writeln!(case, "\n[[step]]\ncall = \"model_new\"\nas = \"model\"");
+        let mut steps = vec![StepFile::ModelNew { label: "model", weights: BTreeMap::new() }];
         if let (Some((_, values)), Some((weight, _))) =
             (&self.weight, inputs.iter().find(|(_, kind)| *kind == "INPUT_WEIGHT"))
         {
-            let _ = writeln!(
-                case,
-                "weights = {{ \"w\" = {{ dtype = \"{}\", shape = {}, values = {} }} }}",
-                DTYPES[weight.dtype].torch,
-                shape_text(&weight.shape),
-                values_text(weight.dtype, values, 0, weight.n_elems())
-            );
+            let value = ValueFile {
+                dtype: DTYPES[weight.dtype].torch,
+                shape: weight.shape.clone(),
+                values: element_values(weight.dtype, values, 0, weight.n_elems()),
+            };
+            steps[0] =
+                StepFile::ModelNew { label: "model", weights: BTreeMap::from([("w", value)]) };
         }
         for (index, forward) in self.forwards.iter().enumerate() {
             let mut start = 0;
-            let items: Vec<String> = inputs[..n_user]
+            let values = inputs[..n_user]
                 .iter()
                 .map(|(t, _)| {
                     let mut shape = t.shape.clone();
@@ -386,70 +461,85 @@ impl Design {
                         shape[0] = forward.batch;
                     }
                     let count = shape.iter().product::<i64>().max(0) as usize;
-                    let text = format!(
-                        "{{ dtype = \"{}\", shape = {}, values = {} }}",
-                        DTYPES[t.dtype].torch,
-                        shape_text(&shape),
-                        values_text(t.dtype, &forward.values, start, count)
-                    );
+                    let value = ValueFile {
+                        dtype: DTYPES[t.dtype].torch,
+                        values: element_values(t.dtype, &forward.values, start, count),
+                        shape,
+                    };
                     start += count;
-                    text
+                    value
                 })
                 .collect();
-            let _ = writeln!(
-                case,
-                "[[step]]\ncall = \"model_forward\"\nmodel = \"model\"\nas = \"out{}\"\ninputs = [{}]",
-                index + 1,
-                items.join(", ")
-            );
-            if reports_nan {
+            steps.push(StepFile::ModelForward {
+                model: "model",
+                label: format!("out{}", index + 1),
+                inputs: values,
                 // A tolerance, not an expectation of values: with it the outputs reach the trace.
-                let _ = writeln!(case, "expect_status = \"NRT_EXEC_COMPLETED_WITH_NUM_ERR\"");
-            }
+                expect_status: reports_nan.then_some("NRT_EXEC_COMPLETED_WITH_NUM_ERR"),
+            });
         }
+        let case = CaseFile {
+            description,
+            sim: has_nan.then_some(SimFile { numerical_errors: self.numerical_errors }),
+            neff: NeffFile {
+                inputs: inputs.iter().map(|(t, _)| neff_tensor(t)).collect(),
+                outputs: outputs.iter().map(neff_tensor).collect(),
+            },
+            step: steps,
+        };
+        // Plain data of known types; an error here is a bug of the generator.
+        let case_toml =
+            toml::to_string(&case).unwrap_or_else(|err| format!("# generator bug: {err}\n"));
 
-        let mut metaneff = String::from("# Generated by the differential property test.\n");
-        for (tensor, kind) in &inputs {
-            let _ = write!(
-                metaneff,
-                "input_tensors {{ name: \"{}\" shape: {} data_type: {} type: {kind}",
-                tensor.name,
-                shape_text(&tensor.shape),
-                DTYPES[tensor.dtype].metaneff
-            );
-            match *kind {
-                "INPUT_STATE" => metaneff.push_str(" checkpoint_key: \"state\""),
-                "INPUT_WEIGHT" => metaneff.push_str(" checkpoint_key: \"w\""),
-                _ => {}
+        let message = MetaNeff {
+            input_tensors: inputs
+                .iter()
+                .map(|(tensor, kind)| MetaTensor {
+                    name: tensor.name.clone().into_bytes(),
+                    shape: tensor.shape.clone(),
+                    data_type: DTYPES[tensor.dtype].data_type as i32,
+                    allow_dynamic_batch_size: tensor.dynamic,
+                    checkpoint_key: match *kind {
+                        "INPUT_STATE" => Some(b"state".to_vec()),
+                        "INPUT_WEIGHT" => Some(b"w".to_vec()),
+                        _ => None,
+                    },
+                    r#type: match *kind {
+                        "INPUT_STATE" => TensorType::InputState,
+                        "INPUT_WEIGHT" => TensorType::InputWeight,
+                        _ => TensorType::UserInput,
+                    } as i32,
+                    ..MetaTensor::default()
+                })
+                .collect(),
+            output_tensors: outputs
+                .iter()
+                .map(|tensor| MetaTensor {
+                    name: tensor.name.clone().into_bytes(),
+                    shape: tensor.shape.clone(),
+                    data_type: DTYPES[tensor.dtype].data_type as i32,
+                    allow_dynamic_batch_size: tensor.dynamic,
+                    ..MetaTensor::default()
+                })
+                .collect(),
+            output_aliases_to: state_alias
+                .map(|out| (out as i64, n_user as i64))
+                .into_iter()
+                .collect(),
+            model_config: Some(ModelConfig {
+                return_aliases: self.return_aliases,
+                ..ModelConfig::default()
+            }),
+            ..MetaNeff::default()
+        };
+        // Printed from the message, so the text is what the text format says it is.
+        let metaneff_text = match abi::metaneff::text::to_text(&abi::metaneff::encode(&message)) {
+            Ok(printed) => {
+                format!("# Generated by the differential property test.\n{}", printed.text)
             }
-            if tensor.dynamic {
-                metaneff.push_str(" allow_dynamic_batch_size: true");
-            }
-            metaneff.push_str(" }\n");
-        }
-        for tensor in &outputs {
-            let _ = write!(
-                metaneff,
-                "output_tensors {{ name: \"{}\" shape: {} data_type: {}",
-                tensor.name,
-                shape_text(&tensor.shape),
-                DTYPES[tensor.dtype].metaneff
-            );
-            if tensor.dynamic {
-                metaneff.push_str(" allow_dynamic_batch_size: true");
-            }
-            metaneff.push_str(" }\n");
-        }
-        if let Some(out) = state_alias {
-            let _ = writeln!(metaneff, "output_aliases_to {{ key: {out} value: {n_user} }}");
-        }
-        let _ = writeln!(metaneff, "model_config {{ return_aliases: {} }}", self.return_aliases);
-        GeneratedVector {
-            name: name.to_owned(),
-            case_toml: case,
-            metaneff_text: metaneff,
-            hlo_text,
-        }
+            Err(err) => format!("# generator bug: {err}\n"),
+        };
+        GeneratedVector { name: name.to_owned(), case_toml, metaneff_text, hlo_text }
     }
 
     /// The program's steps: one writing each output, then extras, then `nan`.
@@ -500,5 +590,59 @@ impl Design {
             ops.push(Step::Nan { dst: target.name.clone(), index });
         }
         ops
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::strategy::ValueTree;
+    use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
+
+    use super::*;
+    use crate::spec::{CaseSpec, Step as CaseStep};
+
+    /// Designs from a fixed seed, so a failure names a reproducible value.
+    fn designs(count: usize) -> Vec<Design> {
+        let rng = TestRng::from_seed(RngAlgorithm::ChaCha, &[7; 32]);
+        let mut runner = TestRunner::new_with_rng(Config::default(), rng);
+        (0..count)
+            .map(|_| design_strategy().new_tree(&mut runner).expect("a design").current())
+            .collect()
+    }
+
+    #[test]
+    fn rendered_files_read_back_as_the_design_says() {
+        for design in designs(64) {
+            let vector = design.render("case");
+            let case: CaseSpec = toml::from_str(&vector.case_toml)
+                .unwrap_or_else(|err| panic!("{err}\n{}", vector.case_toml));
+            let neff = case.neff.as_ref().expect("a [neff] table");
+            assert_eq!(neff.outputs.len(), design.outputs.len(), "{}", vector.case_toml);
+            let n_inputs = design.user_inputs.len()
+                + usize::from(design.state.is_some())
+                + usize::from(design.weight.is_some());
+            assert_eq!(neff.inputs.len(), n_inputs, "{}", vector.case_toml);
+            assert_eq!(case.steps.len(), 1 + design.forwards.len(), "{}", vector.case_toml);
+            let Some(CaseStep::ModelNew(model_new)) = case.steps.first() else {
+                panic!("expected model_new first:\n{}", vector.case_toml);
+            };
+            assert_eq!(model_new.weights.len(), usize::from(design.weight.is_some()));
+            for step in &case.steps[1..] {
+                let CaseStep::ModelForward(forward) = step else {
+                    panic!("expected model_forward:\n{}", vector.case_toml);
+                };
+                assert_eq!(forward.inputs.len(), design.user_inputs.len());
+            }
+            let bytes = abi::metaneff::text::from_text(&vector.metaneff_text)
+                .unwrap_or_else(|err| panic!("{err}\n{}", vector.metaneff_text));
+            let message = abi::metaneff::decode(&bytes).expect("the metaneff decodes");
+            assert_eq!(message.input_tensors.len(), n_inputs);
+            assert_eq!(message.output_tensors.len(), design.outputs.len());
+            assert_eq!(message.output_aliases_to.len(), usize::from(design.state.is_some()));
+            assert_eq!(
+                message.model_config.map(|config| config.return_aliases),
+                Some(design.return_aliases)
+            );
+        }
     }
 }
