@@ -11,9 +11,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
 
-use abi::runtime::Runtime;
-use nrt::{LibrarySource, NrtRuntime, OpenOptions};
-use sim::{FaultPlan, SimConfig, SimRuntime};
+use abi::runtime::{NrtError, Runtime};
+use nrt::{LibrarySource, NrtLoadError, NrtRuntime, OpenOptions};
+use sim::{FaultPlan, FaultPlanError, SimConfig, SimConfigError, SimRuntime};
 
 use crate::runner::{self, RunOutput};
 use crate::spec::SimSettings;
@@ -33,6 +33,52 @@ pub trait Backend: Send + Sync {
     fn run(&self, vector: &Vector) -> RunOutput;
 }
 
+/// Why a backend cannot run vectors.
+#[derive(Debug, thiserror::Error)]
+pub enum BackendError {
+    /// A vector's fault plan does not parse.
+    #[error("fault plan {plan:?}: {source}")]
+    FaultPlan {
+        /// The plan as written.
+        plan: String,
+        /// What is wrong with it.
+        source: FaultPlanError,
+    },
+    /// The simulator refused its configuration.
+    #[error("cannot configure the simulator: {0}")]
+    SimConfig(#[from] SimConfigError),
+    /// `--device` without a real libnrt that opens.
+    #[error("--device needs the real libnrt, and it could not be opened: {0}")]
+    NoLibnrt(#[source] NrtLoadError),
+    /// `--device` where libnrt sees no NeuronCore.
+    #[error("--device needs a NeuronCore, and libnrt reports none")]
+    NoNeuronCore,
+    /// `--device` where libnrt cannot count its NeuronCores.
+    #[error("--device could not count NeuronCores: {0}")]
+    CountNeuronCores(#[source] NrtError),
+    /// The simulator's library was not built.
+    #[error(
+        "no libnrtsim_capi.so in {}: build it with `cargo build -p nrtsim-capi` \
+         (`cargo xtask conformance` does)",
+        .profile_dir.display()
+    )]
+    CapiNotBuilt {
+        /// Where cargo puts it.
+        profile_dir: PathBuf,
+    },
+    /// A file of the staged library could not be written.
+    #[error("{}: {source}", .path.display())]
+    Io {
+        /// The file or folder.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// A backend name that is not one.
+    #[error("unknown backend {0:?}: expected sim, capi or nrt")]
+    Unknown(String),
+}
+
 fn failed(message: String) -> RunOutput {
     RunOutput { trace: Vec::new(), failure: Some(message) }
 }
@@ -40,8 +86,8 @@ fn failed(message: String) -> RunOutput {
 /// The simulator's configuration for a vector's settings.
 ///
 /// # Errors
-/// A message for a fault plan that does not parse.
-pub fn sim_config(settings: &SimSettings) -> Result<SimConfig, String> {
+/// [`BackendError::FaultPlan`] for a fault plan that does not parse.
+pub fn sim_config(settings: &SimSettings) -> Result<SimConfig, BackendError> {
     let mut config = SimConfig {
         n_cores: settings.cores.unwrap_or(DEFAULT_CORES),
         hbm_bytes_per_core: settings.hbm_bytes.unwrap_or(DEFAULT_HBM_BYTES),
@@ -50,7 +96,8 @@ pub fn sim_config(settings: &SimSettings) -> Result<SimConfig, String> {
         ..SimConfig::default()
     };
     if let Some(faults) = &settings.faults {
-        config.fault_plan = FaultPlan::parse(faults).map_err(|e| e.to_string())?;
+        config.fault_plan = FaultPlan::parse(faults)
+            .map_err(|source| BackendError::FaultPlan { plan: faults.clone(), source })?;
     }
     Ok(config)
 }
@@ -65,12 +112,10 @@ impl Backend for SimBackend {
     }
 
     fn run(&self, vector: &Vector) -> RunOutput {
-        match sim_config(&vector.case.sim)
-            .and_then(|c| SimRuntime::new_shared(c).map_err(|e| e.to_string()))
-        {
+        match sim_config(&vector.case.sim).and_then(|config| Ok(SimRuntime::new_shared(config)?)) {
             Ok(runtime) if vector.recorded => crate::replay::run_recorded(vector, runtime),
             Ok(runtime) => runner::run_on(vector, runtime),
-            Err(message) => failed(format!("cannot configure the simulator: {message}")),
+            Err(error) => failed(error.to_string()),
         }
     }
 }
@@ -150,31 +195,29 @@ impl Backend for LibnrtBackend {
 /// (the runner calls `init` as the vector says).
 ///
 /// # Errors
-/// The typed load error, as text, naming every place tried.
-pub fn open_libnrt(library: Option<&Path>) -> Result<Arc<dyn Runtime>, String> {
+/// The typed load error, naming every place tried.
+pub fn open_libnrt(library: Option<&Path>) -> Result<Arc<dyn Runtime>, NrtLoadError> {
     let options = OpenOptions {
         library: library.map_or(LibrarySource::Search, |p| LibrarySource::Path(p.to_path_buf())),
         initialize: false,
         dtype_numbering: None,
     };
-    NrtRuntime::open_with(&options)
-        .map(|r| Arc::new(r) as Arc<dyn Runtime>)
-        .map_err(|e| e.to_string())
+    NrtRuntime::open_with(&options).map(|r| Arc::new(r) as Arc<dyn Runtime>)
 }
 
 /// Checks that this machine has a real libnrt with at least one NeuronCore, for `--device`.
 ///
 /// # Errors
-/// A message naming what is missing: the library (with every path tried) or the NeuronCores.
-pub fn check_device() -> Result<(), String> {
+/// What is missing: the library ([`BackendError::NoLibnrt`], with every path tried) or the
+/// NeuronCores.
+pub fn check_device() -> Result<(), BackendError> {
     let options =
         OpenOptions { library: LibrarySource::Search, initialize: true, dtype_numbering: None };
-    let runtime = NrtRuntime::open_with(&options)
-        .map_err(|e| format!("--device needs the real libnrt, and it could not be opened: {e}"))?;
+    let runtime = NrtRuntime::open_with(&options).map_err(BackendError::NoLibnrt)?;
     match runtime.get_total_vnc_count() {
-        Ok(0) => Err("--device needs a NeuronCore, and libnrt reports none".to_owned()),
+        Ok(0) => Err(BackendError::NoNeuronCore),
         Ok(_) => Ok(()),
-        Err(error) => Err(format!("--device could not count NeuronCores: {error}")),
+        Err(error) => Err(BackendError::CountNeuronCores(error)),
     }
 }
 
@@ -182,22 +225,21 @@ pub fn check_device() -> Result<(), String> {
 /// `profile_dir` (`target/debug`), staged as `profile_dir/libnrt/libnrt.so.1`.
 ///
 /// # Errors
-/// A message saying how to build it when it is missing.
-pub fn stage_capi_library(profile_dir: &Path) -> Result<PathBuf, String> {
+/// [`BackendError::CapiNotBuilt`], saying how to build it, when it is missing;
+/// [`BackendError::Io`] when it cannot be staged.
+pub fn stage_capi_library(profile_dir: &Path) -> Result<PathBuf, BackendError> {
     let built = [profile_dir.join("libnrtsim_capi.so"), profile_dir.join("deps/libnrtsim_capi.so")]
         .into_iter()
         .filter_map(|p| std::fs::metadata(&p).and_then(|m| m.modified()).ok().map(|t| (t, p)))
         .max()
         .map(|(_, p)| p)
-        .ok_or_else(|| {
-            format!(
-                "no libnrtsim_capi.so in {}: build it with `cargo build -p nrtsim-capi` \
-                 (`cargo xtask conformance` does)",
-                profile_dir.display()
-            )
-        })?;
+        .ok_or_else(|| BackendError::CapiNotBuilt { profile_dir: profile_dir.to_path_buf() })?;
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| BackendError::Io { path, source }
+    };
     let dir = profile_dir.join("libnrt");
-    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    std::fs::create_dir_all(&dir).map_err(io(&dir))?;
     let target = dir.join("libnrt.so.1");
     let fresh = |a: &Path, b: &Path| {
         let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
@@ -210,8 +252,8 @@ pub fn stage_capi_library(profile_dir: &Path) -> Result<PathBuf, String> {
         static STAGING: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
         let call = STAGING.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let staged = dir.join(format!(".libnrt.so.1.{}.{call}", std::process::id()));
-        std::fs::copy(&built, &staged).map_err(|e| format!("{}: {e}", staged.display()))?;
-        std::fs::rename(&staged, &target).map_err(|e| format!("{}: {e}", target.display()))?;
+        std::fs::copy(&built, &staged).map_err(io(&staged))?;
+        std::fs::rename(&staged, &target).map_err(io(&target))?;
     }
     Ok(target)
 }
@@ -220,8 +262,12 @@ pub fn stage_capi_library(profile_dir: &Path) -> Result<PathBuf, String> {
 /// with, and `profile_dir` where cargo put the simulator's library.
 ///
 /// # Errors
-/// A message for an unknown name, or a missing library.
-pub fn by_name(name: &str, exe: &Path, profile_dir: &Path) -> Result<Box<dyn Backend>, String> {
+/// [`BackendError::Unknown`] for an unknown name, or why the backend cannot run here.
+pub fn by_name(
+    name: &str,
+    exe: &Path,
+    profile_dir: &Path,
+) -> Result<Box<dyn Backend>, BackendError> {
     match name {
         "sim" => Ok(Box::new(SimBackend)),
         "capi" => {
@@ -231,6 +277,6 @@ pub fn by_name(name: &str, exe: &Path, profile_dir: &Path) -> Result<Box<dyn Bac
             check_device()?;
             Ok(Box::new(LibnrtBackend::device(exe.to_path_buf())))
         }
-        other => Err(format!("unknown backend {other:?}: expected sim, capi or nrt")),
+        other => Err(BackendError::Unknown(other.to_owned())),
     }
 }

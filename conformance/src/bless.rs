@@ -8,17 +8,104 @@
 use std::path::{Path, PathBuf};
 
 use crate::backend::{Backend, SimBackend};
-use crate::expectations::Expectations;
+use crate::expectations::{Expectations, ExpectationsError};
 use crate::judge;
-use crate::vector::{self, TRACE_FILE};
+use crate::vector::{self, TRACE_FILE, VectorError};
+
+/// Why blessing or promoting did not complete.
+#[derive(Debug, thiserror::Error)]
+pub enum BlessError {
+    /// A vector cannot be read, generated or written.
+    #[error(transparent)]
+    Vector(#[from] VectorError),
+    /// The simulator's expectations file cannot be used.
+    #[error(transparent)]
+    Expectations(#[from] ExpectationsError),
+    /// A file cannot be written.
+    #[error("{}: {source}", .path.display())]
+    Io {
+        /// The file or folder.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// A file cannot be copied.
+    #[error("copying {} to {}: {source}", .from.display(), .to.display())]
+    Copy {
+        /// The file copied.
+        from: PathBuf,
+        /// Where to.
+        to: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// Vectors that fail on the simulator, whose traces were left as they were.
+    #[error(
+        "{} vector(s) fail an expectation of their case.toml on the simulator; their traces \
+         were not blessed (fix the simulator or the vector):\n  {}",
+        .failures.len(),
+        .failures.join("\n  ")
+    )]
+    FailOnSim {
+        /// `vector: failure`, one per vector.
+        failures: Vec<String>,
+    },
+    /// A promoted vector's name that is not a plain name.
+    #[error("vector name {name:?}: expected lowercase letters, digits and underscores")]
+    BadName {
+        /// The name given.
+        name: String,
+    },
+    /// A folder to promote without a `case.toml`.
+    #[error("{}: no such file; expected a vector folder", .case_path.display())]
+    NoCase {
+        /// The `case.toml` looked for.
+        case_path: PathBuf,
+    },
+    /// A promoted vector's folder that exists already.
+    #[error("{} already exists; choose another --name", .target.display())]
+    Exists {
+        /// The folder.
+        target: PathBuf,
+    },
+    /// A promoted vector that discovery does not find.
+    #[error("{} was written but is not found as {name}", .target.display())]
+    NotFound {
+        /// The folder written.
+        target: PathBuf,
+        /// The name it should have.
+        name: String,
+    },
+    /// A promoted vector that fails on the simulator.
+    #[error(
+        "{name} was copied to {} but fails on the simulator, so its trace was not blessed: \
+         {failure}",
+        .target.display()
+    )]
+    PromotedFails {
+        /// The vector's name.
+        name: String,
+        /// Its folder.
+        target: PathBuf,
+        /// The failure.
+        failure: String,
+    },
+}
+
+/// The error for an IO failure on `path`.
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> BlessError + use<> {
+    let path = path.to_path_buf();
+    move |source| BlessError::Io { path, source }
+}
 
 /// Brings every generated file up to date (`bless`) or lists the stale ones.
 ///
 /// # Errors
-/// A message when a vector cannot be read, generated or written.
-pub fn sync(vectors_dir: &Path, bless: bool) -> Result<Vec<String>, String> {
-    let vectors = vector::discover(vectors_dir).map_err(|e| e.to_string())?;
-    let mut changed = vector::sync_inputs(&vectors, bless).map_err(|e| e.to_string())?;
+/// A [`BlessError`] when a vector cannot be read, generated or written, or fails on the
+/// simulator.
+pub fn sync(vectors_dir: &Path, bless: bool) -> Result<Vec<String>, BlessError> {
+    let vectors = vector::discover(vectors_dir)?;
+    let mut changed = vector::sync_inputs(&vectors, bless)?;
     let mut failures = Vec::new();
     // A vector the simulator is known to get wrong has no trace to bless from it: its golden
     // trace is left as it is until the simulator is fixed (and the entry removed).
@@ -42,16 +129,11 @@ pub fn sync(vectors_dir: &Path, bless: bool) -> Result<Vec<String>, String> {
         }
         changed.push(format!("{}/{TRACE_FILE}", vector.name));
         if bless {
-            std::fs::write(&path, golden).map_err(|e| format!("{}: {e}", path.display()))?;
+            std::fs::write(&path, golden).map_err(io(&path))?;
         }
     }
     if !failures.is_empty() {
-        return Err(format!(
-            "{} vector(s) fail an expectation of their case.toml on the simulator; their traces \
-             were not blessed (fix the simulator or the vector):\n  {}",
-            failures.len(),
-            failures.join("\n  ")
-        ));
+        return Err(BlessError::FailOnSim { failures });
     }
     Ok(changed)
 }
@@ -65,52 +147,46 @@ pub const PROMOTED_AREA: &str = "promoted";
 /// new folder. This is how a shrunk failure of the differential test becomes a vector.
 ///
 /// # Errors
-/// A message when `name` is not a plain vector name, when the folder already exists (never
+/// A [`BlessError`] when `name` is not a plain vector name, when the folder already exists (never
 /// overwritten), when `source` has no `case.toml`, or when the vector cannot be generated, fails
 /// an expectation on the simulator, or cannot be written.
-pub fn promote(source: &Path, vectors_dir: &Path, name: &str) -> Result<PathBuf, String> {
+pub fn promote(source: &Path, vectors_dir: &Path, name: &str) -> Result<PathBuf, BlessError> {
     let plain = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_';
     if name.is_empty() || !name.chars().all(plain) {
-        return Err(format!(
-            "vector name {name:?}: expected lowercase letters, digits and underscores"
-        ));
+        return Err(BlessError::BadName { name: name.to_owned() });
     }
     let case_path = source.join("case.toml");
     if !case_path.is_file() {
-        return Err(format!("{}: no such file; expected a vector folder", case_path.display()));
+        return Err(BlessError::NoCase { case_path });
     }
     let target = vectors_dir.join(PROMOTED_AREA).join(name);
     if target.exists() {
-        return Err(format!("{} already exists; choose another --name", target.display()));
+        return Err(BlessError::Exists { target });
     }
-    std::fs::create_dir_all(&target).map_err(|e| format!("{}: {e}", target.display()))?;
+    std::fs::create_dir_all(&target).map_err(io(&target))?;
     for file in ["case.toml", vector::METANEFF_TEXT_FILE, vector::HLO_TEXT_FILE] {
         let from = source.join(file);
         if from.is_file() {
             let to = target.join(file);
-            std::fs::copy(&from, &to)
-                .map_err(|e| format!("copying {} to {}: {e}", from.display(), to.display()))?;
+            if let Err(source) = std::fs::copy(&from, &to) {
+                return Err(BlessError::Copy { from, to, source });
+            }
         }
     }
     let full_name = format!("{PROMOTED_AREA}/{name}");
-    let vectors = vector::discover(vectors_dir).map_err(|e| e.to_string())?;
+    let vectors = vector::discover(vectors_dir)?;
     let promoted: Vec<_> = vectors.into_iter().filter(|v| v.name == full_name).collect();
     if promoted.is_empty() {
-        return Err(format!("{} was written but is not found as {full_name}", target.display()));
+        return Err(BlessError::NotFound { target, name: full_name });
     }
-    vector::sync_inputs(&promoted, true).map_err(|e| e.to_string())?;
+    vector::sync_inputs(&promoted, true)?;
     for vector in &promoted {
         let output = SimBackend.run(vector);
         if let Some(failure) = output.failure {
-            return Err(format!(
-                "{full_name} was copied to {} but fails on the simulator, so its trace was not \
-                 blessed: {failure}",
-                target.display()
-            ));
+            return Err(BlessError::PromotedFails { name: full_name, target, failure });
         }
         let path = vector.dir.join(TRACE_FILE);
-        std::fs::write(&path, judge::golden_text(&output.trace))
-            .map_err(|e| format!("{}: {e}", path.display()))?;
+        std::fs::write(&path, judge::golden_text(&output.trace)).map_err(io(&path))?;
     }
     Ok(target)
 }

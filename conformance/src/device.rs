@@ -20,15 +20,15 @@
 //!   stand-in (`conformance/tests/standin/neuronx-cc`) that checks its arguments and writes a NEFF
 //!   with our writer, and say so.
 
-use crate::spec::{HeaderField, NeffModel};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use abi::neff::NeffHeader;
+use abi::neff::{NeffError, NeffHeader};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::vector::{self, HLO_FILE, Vector};
+use crate::spec::{HeaderField, NeffModel};
+use crate::vector::{self, HLO_FILE, Vector, VectorError};
 
 /// The targets a device NEFF is compiled for.
 pub const TARGETS: [&str; 3] = ["trn1", "trn2", "inf2"];
@@ -81,59 +81,179 @@ pub fn needs_device_neff(vector: &Vector) -> bool {
     vector.case.neff.is_some() && vector.runs_on("nrt")
 }
 
-fn check_target(target: &str) -> Result<(), String> {
+/// Why a device NEFF cannot be compiled or used.
+#[derive(Debug, thiserror::Error)]
+pub enum DeviceError {
+    /// A target this project does not compile for.
+    #[error("target {target:?} is not one of {}", TARGETS.join(", "))]
+    UnknownTarget {
+        /// The target given.
+        target: String,
+    },
+    /// The vector's inputs cannot be generated.
+    #[error(transparent)]
+    Vector(#[from] VectorError),
+    /// A vector without a device program.
+    #[error(
+        "vector {vector} has no {}: a device NEFF is compiled from its HLO",
+        vector::HLO_TEXT_FILE
+    )]
+    NoHlo {
+        /// The vector.
+        vector: String,
+    },
+    /// `model.hlo.pb` is not what `model.hlo` gives now.
+    #[error("{} is stale or missing: run `cargo xtask vectors --bless` first", .path.display())]
+    StaleHlo {
+        /// The encoded module's path.
+        path: PathBuf,
+    },
+    /// The compiler cannot be started.
+    #[error(
+        "cannot run the compiler {}: {source}{}",
+        .compiler.display(),
+        if *.hint { " (give its path with --compiler)" } else { "" }
+    )]
+    CompilerNotRun {
+        /// The compiler's path.
+        compiler: PathBuf,
+        /// Whether to say how to give another one.
+        hint: bool,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// The compiler ran and failed.
+    #[error("{} {what} failed ({status}): {stderr}", .compiler.display())]
+    CompilerFailed {
+        /// The compiler's path.
+        compiler: PathBuf,
+        /// What it was asked (`--version`, or `compile for <vector> (<target>)`).
+        what: String,
+        /// How it exited.
+        status: std::process::ExitStatus,
+        /// What it printed on stderr.
+        stderr: String,
+    },
+    /// A file cannot be read or written.
+    #[error("{}: {source}", .path.display())]
+    Io {
+        /// The file or folder.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// A manifest that cannot be read or written as JSON.
+    #[error("{}: {source}: {remake}", .path.display())]
+    Manifest {
+        /// The manifest.
+        path: PathBuf,
+        /// What is wrong.
+        source: serde_json::Error,
+        /// How to make it again.
+        remake: String,
+    },
+    /// No device NEFF for the target.
+    #[error("vector {vector} has no device NEFF for {target} ({}): {remake}", .path.display())]
+    Missing {
+        /// The vector.
+        vector: String,
+        /// The target.
+        target: String,
+        /// Where the NEFF would be.
+        path: PathBuf,
+        /// How to make it.
+        remake: String,
+    },
+    /// A device NEFF compiled from another program or with other flags.
+    #[error("the device NEFF of {vector} for {target} is stale ({why}): {remake}")]
+    Stale {
+        /// The vector.
+        vector: String,
+        /// The target.
+        target: String,
+        /// What changed.
+        why: &'static str,
+        /// How to make it again.
+        remake: String,
+    },
+    /// A device NEFF whose header cannot be read or rewritten.
+    #[error("device NEFF: {0}")]
+    Neff(#[source] NeffError),
+    /// A header override too large for its 32-bit field.
+    #[error("header.{field} = {value} does not fit 32 bits")]
+    HeaderValue {
+        /// The field.
+        field: HeaderField,
+        /// The value given.
+        value: u64,
+    },
+    /// A corruption past the end of the file.
+    #[error("corrupt offset {offset} is past the end of the {length}-byte device NEFF")]
+    CorruptPastEnd {
+        /// The offset given.
+        offset: u64,
+        /// The file's length.
+        length: usize,
+    },
+    /// Neither the environment nor the machine tells the target.
+    #[error(
+        "cannot tell this instance's target (product name {product:?}): set {TARGET_ENV} to one \
+         of {}",
+        TARGETS.join(", ")
+    )]
+    UnknownInstance {
+        /// The EC2 product name read.
+        product: String,
+    },
+}
+
+fn check_target(target: &str) -> Result<(), DeviceError> {
     if TARGETS.contains(&target) {
         Ok(())
     } else {
-        Err(format!("target {target:?} is not one of {}", TARGETS.join(", ")))
+        Err(DeviceError::UnknownTarget { target: target.to_owned() })
     }
 }
 
 /// The encoded HLO of `vector`, as generated now from its `model.hlo`.
-fn current_hlo(vector: &Vector) -> Result<Vec<u8>, String> {
-    let files = vector::generate_inputs(vector).map_err(|e| e.to_string())?;
-    files.get(HLO_FILE).cloned().ok_or_else(|| {
-        format!(
-            "vector {} has no {}: a device NEFF is compiled from its HLO",
-            vector.name,
-            vector::HLO_TEXT_FILE
-        )
-    })
+fn current_hlo(vector: &Vector) -> Result<Vec<u8>, DeviceError> {
+    let files = vector::generate_inputs(vector)?;
+    files.get(HLO_FILE).cloned().ok_or_else(|| DeviceError::NoHlo { vector: vector.name.clone() })
+}
+
+/// The error for an IO failure on `path`.
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> DeviceError + use<> {
+    let path = path.to_path_buf();
+    move |source| DeviceError::Io { path, source }
 }
 
 /// Compiles `vector`'s HLO for `target` with `compiler`; returns the device NEFF's path.
 ///
 /// # Errors
-/// A message for a vector without HLO or with a stale `model.hlo.pb` (bless first), a compiler
-/// that cannot be run or fails (with its stderr), or files that cannot be written.
-pub fn compile(vector: &Vector, target: &str, compiler: &Path) -> Result<PathBuf, String> {
+/// A [`DeviceError`] for a vector without HLO or with a stale `model.hlo.pb` (bless first), a
+/// compiler that cannot be run or fails (with its stderr), or files that cannot be written.
+pub fn compile(vector: &Vector, target: &str, compiler: &Path) -> Result<PathBuf, DeviceError> {
     check_target(target)?;
     let hlo = current_hlo(vector)?;
     let hlo_path = vector.dir.join(HLO_FILE);
     if std::fs::read(&hlo_path).ok().as_deref() != Some(hlo.as_slice()) {
-        return Err(format!(
-            "{} is stale or missing: run `cargo xtask vectors --bless` first",
-            hlo_path.display()
-        ));
+        return Err(DeviceError::StaleHlo { path: hlo_path });
     }
-    let version = Command::new(compiler).arg("--version").output().map_err(|e| {
-        format!(
-            "cannot run the compiler {}: {e} (give its path with --compiler)",
-            compiler.display()
-        )
+    let version = Command::new(compiler).arg("--version").output().map_err(|source| {
+        DeviceError::CompilerNotRun { compiler: compiler.to_path_buf(), hint: true, source }
     })?;
     if !version.status.success() {
-        return Err(format!(
-            "{} --version failed ({}): {}",
-            compiler.display(),
-            version.status,
-            String::from_utf8_lossy(&version.stderr).trim()
-        ));
+        return Err(DeviceError::CompilerFailed {
+            compiler: compiler.to_path_buf(),
+            what: "--version".to_owned(),
+            status: version.status,
+            stderr: String::from_utf8_lossy(&version.stderr).trim().to_owned(),
+        });
     }
     let compiler_version =
         String::from_utf8_lossy(&version.stdout).lines().next().unwrap_or("").trim().to_owned();
     let dir = device_dir(vector, target);
-    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    std::fs::create_dir_all(&dir).map_err(io(&dir))?;
     let out = dir.join("model.neff");
     let _ = std::fs::remove_file(&out);
     let output = Command::new(compiler)
@@ -143,15 +263,18 @@ pub fn compile(vector: &Vector, target: &str, compiler: &Path) -> Result<PathBuf
         .arg(&out)
         .current_dir(&dir)
         .output()
-        .map_err(|e| format!("cannot run the compiler {}: {e}", compiler.display()))?;
+        .map_err(|source| DeviceError::CompilerNotRun {
+            compiler: compiler.to_path_buf(),
+            hint: false,
+            source,
+        })?;
     if !output.status.success() || !out.is_file() {
-        return Err(format!(
-            "{} compile for {} ({target}) failed ({}): {}",
-            compiler.display(),
-            vector.name,
-            output.status,
-            String::from_utf8_lossy(&output.stderr).trim()
-        ));
+        return Err(DeviceError::CompilerFailed {
+            compiler: compiler.to_path_buf(),
+            what: format!("compile for {} ({target})", vector.name),
+            status: output.status,
+            stderr: String::from_utf8_lossy(&output.stderr).trim().to_owned(),
+        });
     }
     let manifest = Manifest {
         compiler_version,
@@ -159,9 +282,13 @@ pub fn compile(vector: &Vector, target: &str, compiler: &Path) -> Result<PathBuf
         target: target.to_owned(),
         hlo_sha256: sha256_hex(&hlo),
     };
-    let text = serde_json::to_string_pretty(&manifest).map_err(|e| e.to_string())? + "\n";
     let path = dir.join(MANIFEST_FILE);
-    std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+    let text = serde_json::to_string_pretty(&manifest).map_err(|source| DeviceError::Manifest {
+        path: path.clone(),
+        source,
+        remake: String::new(),
+    })? + "\n";
+    std::fs::write(&path, text).map_err(io(&path))?;
     Ok(out)
 }
 
@@ -169,9 +296,9 @@ pub fn compile(vector: &Vector, target: &str, compiler: &Path) -> Result<PathBuf
 /// `[neff]` header overrides, corruption and truncation applied.
 ///
 /// # Errors
-/// A message naming the command to run when the device NEFF is missing or stale, or when the
-/// overrides cannot be applied.
-pub fn device_neff(vector: &Vector, target: &str) -> Result<Vec<u8>, String> {
+/// A [`DeviceError`] naming the command to run when the device NEFF is missing or stale, or
+/// why the overrides cannot be applied.
+pub fn device_neff(vector: &Vector, target: &str) -> Result<Vec<u8>, DeviceError> {
     check_target(target)?;
     let dir = device_dir(vector, target);
     let remake = || {
@@ -184,17 +311,17 @@ pub fn device_neff(vector: &Vector, target: &str) -> Result<Vec<u8>, String> {
     let neff_path = dir.join("model.neff");
     let manifest_path = dir.join(MANIFEST_FILE);
     if !neff_path.is_file() || !manifest_path.is_file() {
-        return Err(format!(
-            "vector {} has no device NEFF for {target} ({}): {}",
-            vector.name,
-            neff_path.display(),
-            remake()
-        ));
+        return Err(DeviceError::Missing {
+            vector: vector.name.clone(),
+            target: target.to_owned(),
+            path: neff_path,
+            remake: remake(),
+        });
     }
-    let manifest: Manifest = std::fs::read(&manifest_path)
-        .map_err(|e| e.to_string())
-        .and_then(|bytes| serde_json::from_slice(&bytes).map_err(|e| e.to_string()))
-        .map_err(|e| format!("{}: {e}: {}", manifest_path.display(), remake()))?;
+    let bytes = std::fs::read(&manifest_path).map_err(io(&manifest_path))?;
+    let manifest: Manifest = serde_json::from_slice(&bytes).map_err(|source| {
+        DeviceError::Manifest { path: manifest_path.clone(), source, remake: remake() }
+    })?;
     let hlo = current_hlo(vector)?;
     let stale = if manifest.hlo_sha256 != sha256_hex(&hlo) {
         Some("its model.hlo has changed since it was compiled")
@@ -204,13 +331,14 @@ pub fn device_neff(vector: &Vector, target: &str) -> Result<Vec<u8>, String> {
         None
     };
     if let Some(why) = stale {
-        return Err(format!(
-            "the device NEFF of {} for {target} is stale ({why}): {}",
-            vector.name,
-            remake()
-        ));
+        return Err(DeviceError::Stale {
+            vector: vector.name.clone(),
+            target: target.to_owned(),
+            why,
+            remake: remake(),
+        });
     }
-    let bytes = std::fs::read(&neff_path).map_err(|e| format!("{}: {e}", neff_path.display()))?;
+    let bytes = std::fs::read(&neff_path).map_err(io(&neff_path))?;
     match &vector.case.neff {
         Some(model) => apply_overrides(bytes, model),
         None => Ok(bytes),
@@ -218,16 +346,14 @@ pub fn device_neff(vector: &Vector, target: &str) -> Result<Vec<u8>, String> {
 }
 
 /// Applies a `[neff]` table's header overrides, corruption and truncation to NEFF bytes.
-fn apply_overrides(bytes: Vec<u8>, model: &NeffModel) -> Result<Vec<u8>, String> {
+fn apply_overrides(bytes: Vec<u8>, model: &NeffModel) -> Result<Vec<u8>, DeviceError> {
     let mut bytes = bytes;
     if !model.header.is_empty() {
-        let mut header = NeffHeader::parse(&bytes).map_err(|e| format!("device NEFF: {e}"))?;
-        let payload = header.payload(&bytes).map_err(|e| format!("device NEFF: {e}"))?.to_vec();
-        for (field, &value) in &model.header {
-            let small = || {
-                u32::try_from(value)
-                    .map_err(|_| format!("header.{field} = {value} does not fit 32 bits"))
-            };
+        let mut header = NeffHeader::parse(&bytes).map_err(DeviceError::Neff)?;
+        let payload = header.payload(&bytes).map_err(DeviceError::Neff)?.to_vec();
+        for (&field, &value) in &model.header {
+            let small =
+                || u32::try_from(value).map_err(|_| DeviceError::HeaderValue { field, value });
             match field {
                 HeaderField::PkgVersion => header.pkg_version = value,
                 HeaderField::VersionMajor => header.version_major = value,
@@ -237,14 +363,14 @@ fn apply_overrides(bytes: Vec<u8>, model: &NeffModel) -> Result<Vec<u8>, String>
                 HeaderField::LncSize => header.lnc_size = small()?,
             }
         }
-        bytes = abi::neff::assemble_neff(&header, &payload).map_err(|e| e.to_string())?;
+        bytes = abi::neff::assemble_neff(&header, &payload).map_err(DeviceError::Neff)?;
     }
     for &[offset, mask] in &model.corrupt {
         let length = bytes.len();
-        let byte =
-            usize::try_from(offset).ok().and_then(|o| bytes.get_mut(o)).ok_or_else(|| {
-                format!("corrupt offset {offset} is past the end of the {length}-byte device NEFF")
-            })?;
+        let byte = usize::try_from(offset)
+            .ok()
+            .and_then(|o| bytes.get_mut(o))
+            .ok_or(DeviceError::CorruptPastEnd { offset, length })?;
         *byte ^= mask as u8;
     }
     if let Some(length) = model.truncate {
@@ -256,8 +382,8 @@ fn apply_overrides(bytes: Vec<u8>, model: &NeffModel) -> Result<Vec<u8>, String>
 /// The instance's target: [`TARGET_ENV`], else the EC2 instance type's family.
 ///
 /// # Errors
-/// A message saying how to set it when neither tells.
-pub fn instance_target() -> Result<String, String> {
+/// [`DeviceError::UnknownInstance`], saying how to set it, when neither tells.
+pub fn instance_target() -> Result<String, DeviceError> {
     if let Ok(target) = std::env::var(TARGET_ENV) {
         check_target(target.trim())?;
         return Ok(target.trim().to_owned());
@@ -268,11 +394,5 @@ pub fn instance_target() -> Result<String, String> {
         .iter()
         .find(|target| product.trim().starts_with(&format!("{target}.")))
         .map(|target| (*target).to_owned())
-        .ok_or_else(|| {
-            format!(
-                "cannot tell this instance's target (product name {:?}): set {TARGET_ENV} to one of {}",
-                product.trim(),
-                TARGETS.join(", ")
-            )
-        })
+        .ok_or_else(|| DeviceError::UnknownInstance { product: product.trim().to_owned() })
 }

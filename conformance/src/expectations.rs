@@ -5,9 +5,38 @@
 //! (the list is stale), and so does an unlisted failure — as wgpu does with its per-backend lists.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
+
+/// An expectations file that cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ExpectationsError {
+    /// The file does not match the schema.
+    #[error("{}: {source}", .path.display())]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong, with the line.
+        source: toml::de::Error,
+    },
+    /// An entry without a reason.
+    #[error("{}: {vector} is listed without a reason", .path.display())]
+    NoReason {
+        /// The file.
+        path: PathBuf,
+        /// The vector listed.
+        vector: String,
+    },
+    /// A vector listed twice.
+    #[error("{}: {vector} is listed twice", .path.display())]
+    Twice {
+        /// The file.
+        path: PathBuf,
+        /// The vector listed.
+        vector: String,
+    },
+}
 
 /// The known differences of one backend: vector name → reason.
 #[derive(Clone, Debug, Default)]
@@ -33,24 +62,22 @@ impl Expectations {
     /// Reads `<dir>/<backend>.toml`; a missing file means no known differences.
     ///
     /// # Errors
-    /// A message naming the file when it exists but does not parse, or lists a vector twice.
-    pub fn load(dir: &Path, backend: &str) -> Result<Expectations, String> {
+    /// An [`ExpectationsError`] naming the file when it exists but does not parse, lists a
+    /// vector without a reason, or lists one twice.
+    pub fn load(dir: &Path, backend: &str) -> Result<Expectations, ExpectationsError> {
         let path = dir.join(format!("{backend}.toml"));
         let Ok(text) = std::fs::read_to_string(&path) else {
             return Ok(Expectations::default());
         };
-        let file: File = toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        let file: File = toml::from_str(&text)
+            .map_err(|source| ExpectationsError::Parse { path: path.clone(), source })?;
         let mut known = BTreeMap::new();
         for entry in file.known {
             if entry.reason.trim().is_empty() {
-                return Err(format!(
-                    "{}: {} is listed without a reason",
-                    path.display(),
-                    entry.vector
-                ));
+                return Err(ExpectationsError::NoReason { path, vector: entry.vector });
             }
             if known.insert(entry.vector.clone(), entry.reason).is_some() {
-                return Err(format!("{}: {} is listed twice", path.display(), entry.vector));
+                return Err(ExpectationsError::Twice { path, vector: entry.vector });
             }
         }
         Ok(Expectations { known })

@@ -7,10 +7,10 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::backend::Backend;
-use crate::expectations::Expectations;
+use crate::expectations::{Expectations, ExpectationsError};
 use crate::judge;
 use crate::report::{CaseResult, Outcome};
-use crate::vector::{self, Vector};
+use crate::vector::{self, Vector, VectorError};
 
 /// What to run.
 pub struct SuiteOptions {
@@ -28,20 +28,39 @@ pub struct SuiteOptions {
     pub judge: judge::JudgeOptions,
 }
 
+/// Why a suite cannot run.
+#[derive(Debug, thiserror::Error)]
+pub enum SuiteError {
+    /// A vector cannot be read.
+    #[error(transparent)]
+    Vector(#[from] VectorError),
+    /// An expectations file cannot be used.
+    #[error(transparent)]
+    Expectations(#[from] ExpectationsError),
+    /// An expectations file lists a vector that does not exist.
+    #[error("vectors/expectations/{backend}.toml lists {vector}, which is not a vector")]
+    NotAVector {
+        /// The backend whose list it is.
+        backend: String,
+        /// The name listed.
+        vector: String,
+    },
+}
+
 /// The vectors under `dir`, or an error naming the bad one.
 ///
 /// # Errors
-/// A message naming the vector folder or file that cannot be read.
-pub fn load_vectors(dir: &Path) -> Result<Vec<Vector>, String> {
-    vector::discover(dir).map_err(|e| e.to_string())
+/// A [`VectorError`] naming the vector folder or file that cannot be read.
+pub fn load_vectors(dir: &Path) -> Result<Vec<Vector>, VectorError> {
+    vector::discover(dir)
 }
 
 /// Runs the suite and returns one result per backend × vector, in that order.
 ///
 /// # Errors
-/// A message when the vectors or an expectations file cannot be read, or an expectations file
-/// names a vector that does not exist.
-pub fn run(options: &SuiteOptions) -> Result<Vec<CaseResult>, String> {
+/// A [`SuiteError`] when the vectors or an expectations file cannot be read, or an
+/// expectations file names a vector that does not exist.
+pub fn run(options: &SuiteOptions) -> Result<Vec<CaseResult>, SuiteError> {
     let vectors = load_vectors(&options.vectors_dir)?;
     let expectations_dir = options.vectors_dir.join("expectations");
     let mut jobs = Vec::new();
@@ -49,10 +68,10 @@ pub fn run(options: &SuiteOptions) -> Result<Vec<CaseResult>, String> {
         let expectations = Expectations::load(&expectations_dir, backend.name())?;
         for listed in expectations.vectors() {
             if !vectors.iter().any(|v| v.name == listed) {
-                return Err(format!(
-                    "vectors/expectations/{}.toml lists {listed}, which is not a vector",
-                    backend.name()
-                ));
+                return Err(SuiteError::NotAVector {
+                    backend: backend.name().to_owned(),
+                    vector: listed.to_owned(),
+                });
             }
         }
         for vector in &vectors {

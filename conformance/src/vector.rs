@@ -67,6 +67,51 @@ pub enum VectorError {
     },
 }
 
+/// HLO text that cannot be a vector's device program.
+#[derive(Debug, thiserror::Error)]
+pub enum HloTextError {
+    /// The text does not parse (with line and column).
+    #[error(transparent)]
+    Parse(#[from] hlo::text::TextError),
+    /// The module is not well formed.
+    #[error(transparent)]
+    Validate(#[from] hlo::ValidateError),
+}
+
+/// A `[neff]` table that cannot be written as a NEFF.
+#[derive(Debug, thiserror::Error)]
+pub enum NeffBuildError {
+    /// A variable whose byte size overflows or is negative.
+    #[error("{kind} {name}: {source}")]
+    Size {
+        /// `input` or `output`.
+        kind: &'static str,
+        /// The variable.
+        name: String,
+        /// What is wrong with its shape.
+        source: abi::dtype::DtypeError,
+    },
+    /// A header override too large for its 32-bit field.
+    #[error("header.{field} = {value} does not fit 32 bits")]
+    HeaderValue {
+        /// The field.
+        field: HeaderField,
+        /// The value given.
+        value: u64,
+    },
+    /// The NEFF writer refused the description.
+    #[error(transparent)]
+    Write(#[from] abi::neff::NeffError),
+    /// A corruption past the end of the file.
+    #[error("corrupt offset {offset} is past the end of the {length}-byte NEFF")]
+    CorruptPastEnd {
+        /// The offset given.
+        offset: u64,
+        /// The file's length.
+        length: usize,
+    },
+}
+
 /// One vector: its name (`area/name`), folder and case.
 #[derive(Clone, Debug)]
 pub struct Vector {
@@ -173,7 +218,9 @@ pub fn generate_inputs(vector: &Vector) -> Result<BTreeMap<&'static str, Vec<u8>
     };
     if let Some(model) = &vector.case.neff {
         let default_name = vector.name.replace('/', "_");
-        files.insert(NEFF_FILE, build_neff(model, &default_name, hlo.as_deref()).map_err(fail)?);
+        let neff =
+            build_neff(model, &default_name, hlo.as_deref()).map_err(|e| fail(e.to_string()))?;
+        files.insert(NEFF_FILE, neff);
     }
     let text_path = vector.dir.join(METANEFF_TEXT_FILE);
     if text_path.is_file() {
@@ -201,10 +248,10 @@ pub fn generate_inputs(vector: &Vector) -> Result<BTreeMap<&'static str, Vec<u8>
 /// The encoded `HloModuleProto` of HLO text, checked structurally.
 ///
 /// # Errors
-/// The parser's or validator's message (with line and column for a parse error).
-pub fn encode_hlo_text(text: &str) -> Result<Vec<u8>, String> {
-    let module = hlo::text::parse_module(text).map_err(|e| e.to_string())?;
-    hlo::validate(&module).map_err(|e| e.to_string())?;
+/// [`HloTextError`]: the parser's error (with line and column) or the validator's.
+pub fn encode_hlo_text(text: &str) -> Result<Vec<u8>, HloTextError> {
+    let module = hlo::text::parse_module(text)?;
+    hlo::validate(&module)?;
     Ok(hlo::encode_module(&module))
 }
 
@@ -212,13 +259,13 @@ pub fn encode_hlo_text(text: &str) -> Result<Vec<u8>, String> {
 /// (none: an opaque NEFF).
 ///
 /// # Errors
-/// A message naming a size that overflows, a header value too large for its field, or a
+/// [`NeffBuildError`]: a size that overflows, a header value too large for its field, or a
 /// corrupt offset past the end.
 pub fn build_neff(
     model: &NeffModel,
     default_name: &str,
     hlo: Option<&[u8]>,
-) -> Result<Vec<u8>, String> {
+) -> Result<Vec<u8>, NeffBuildError> {
     let mut spec = NeffSpec::new(model.name.as_deref().unwrap_or(default_name));
     let mut vars = Vec::new();
     if model.state_buffer.unwrap_or(true) {
@@ -229,7 +276,11 @@ pub fn build_neff(
             let dltype = tensor.dtype.0;
             let n_bytes =
                 abi::dtype::n_bytes_with_item_size(&tensor.shape, dltype.item_size(), None)
-                    .map_err(|e| format!("{} {}: {e}", kind, tensor.name))?;
+                    .map_err(|source| NeffBuildError::Size {
+                        kind,
+                        name: tensor.name.clone(),
+                        source,
+                    })?;
             let var_id = vars.len() as u32;
             vars.push(
                 Var::new(&tensor.name, var_id, kind).with_size(tensor.size.unwrap_or(n_bytes)),
@@ -256,11 +307,9 @@ pub fn build_neff(
     if let Some(hlo) = hlo {
         sim::neff_load::add_hlo(&mut spec, hlo);
     }
-    for (field, &value) in &model.header {
-        let small = || {
-            u32::try_from(value)
-                .map_err(|_| format!("header.{field} = {value} does not fit 32 bits"))
-        };
+    for (&field, &value) in &model.header {
+        let small =
+            || u32::try_from(value).map_err(|_| NeffBuildError::HeaderValue { field, value });
         match field {
             HeaderField::PkgVersion => spec.header.pkg_version = value,
             HeaderField::VersionMajor => spec.header.version_major = value,
@@ -270,13 +319,13 @@ pub fn build_neff(
             HeaderField::LncSize => spec.header.lnc_size = small()?,
         }
     }
-    let mut bytes = spec.to_bytes().map_err(|e| e.to_string())?;
+    let mut bytes = spec.to_bytes()?;
     for &[offset, mask] in &model.corrupt {
         let length = bytes.len();
-        let byte =
-            usize::try_from(offset).ok().and_then(|o| bytes.get_mut(o)).ok_or_else(|| {
-                format!("corrupt offset {offset} is past the end of the {length}-byte NEFF")
-            })?;
+        let byte = usize::try_from(offset)
+            .ok()
+            .and_then(|o| bytes.get_mut(o))
+            .ok_or(NeffBuildError::CorruptPastEnd { offset, length })?;
         *byte ^= mask as u8;
     }
     if let Some(length) = model.truncate {

@@ -179,8 +179,12 @@ fn promote_copies_a_generated_vector_and_blesses_it() {
     }
 
     let again = conformance::bless::promote(&source, &vectors_dir, "first_generated");
-    let message = again.expect_err("promote must refuse to overwrite");
-    assert!(message.contains(&target.display().to_string()), "{message}");
+    let error = again.expect_err("promote must refuse to overwrite");
+    assert!(
+        matches!(&error, conformance::bless::BlessError::Exists { target: existing } if *existing == target),
+        "{error}"
+    );
+    assert!(error.to_string().contains(&target.display().to_string()), "{error}");
 
     // The command line: `nrtsim vectors promote DIR --name NAME --vectors DIR`.
     let status = std::process::Command::new(&exe)

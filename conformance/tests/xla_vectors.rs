@@ -113,7 +113,7 @@ struct Prepared {
 fn prepare(vector: &Vector) -> Result<Prepared, String> {
     let text = std::fs::read_to_string(vector.dir.join(HLO_TEXT_FILE))
         .map_err(|e| format!("{HLO_TEXT_FILE}: {e}"))?;
-    let config = conformance::backend::sim_config(&vector.case.sim)?;
+    let config = conformance::backend::sim_config(&vector.case.sim).map_err(|e| e.to_string())?;
     let sim = sim::SimRuntime::new_shared(config).map_err(|e| e.to_string())?;
     sim.record_launches();
     let run = conformance::runner::run_on(vector, sim.clone() as Arc<dyn Runtime>);

@@ -212,7 +212,8 @@ impl Context<'_> {
         let own = self.vector.read(file).map_err(|e| e.to_string())?;
         match &self.device_target {
             Some(target) if file == NEFF_FILE => {
-                let device = crate::device::device_neff(self.vector, target)?;
+                let device =
+                    crate::device::device_neff(self.vector, target).map_err(|e| e.to_string())?;
                 self.substituted.borrow_mut().push((format_bytes(&device), format_bytes(&own)));
                 Ok(device)
             }

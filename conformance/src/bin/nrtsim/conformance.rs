@@ -142,15 +142,17 @@ pub(crate) fn run_vector(args: RunVectorArgs) -> Result<bool> {
         (None, true) => Some(conformance::device::instance_target()),
         _ => None,
     };
-    let output = match (backend::open_libnrt(args.library.as_deref()), target) {
-        (Err(message), _) | (_, Some(Err(message))) => {
+    let runtime = backend::open_libnrt(args.library.as_deref()).map_err(|e| e.to_string());
+    let target = target.transpose().map_err(|e| e.to_string());
+    let output = match (runtime, target) {
+        (Err(message), _) | (_, Err(message)) => {
             conformance::runner::RunOutput { trace: Vec::new(), failure: Some(message) }
         }
-        (Ok(runtime), None) if vector.recorded => {
+        (Ok(runtime), Ok(None)) if vector.recorded => {
             conformance::replay::run_recorded(vector, runtime)
         }
-        (Ok(runtime), None) => conformance::runner::run_on(vector, runtime),
-        (Ok(runtime), Some(Ok(target))) => {
+        (Ok(runtime), Ok(None)) => conformance::runner::run_on(vector, runtime),
+        (Ok(runtime), Ok(Some(target))) => {
             conformance::runner::run_on_target(vector, runtime, Some(&target))
         }
     };
