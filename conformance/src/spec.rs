@@ -535,7 +535,8 @@ pub struct NeffTensor {
 pub struct ExtraVar {
     /// The variable name.
     pub name: String,
-    /// The def.json type, e.g. `tmp-buf`.
+    /// The def.json type, e.g. `tmp-buf`. Text, written into the NEFF as it is: a type the
+    /// loader does not know is what a load-gate vector may want to show.
     #[serde(rename = "type")]
     pub kind: String,
     /// Size in bytes.
@@ -1177,7 +1178,7 @@ pub struct GetVncMemoryStatsStep {
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SysTraceGetEventTypesStep {
-    /// Event types that must be listed.
+    /// Event types that must be listed. Text: the runtime's list is the runtime's, not ours.
     #[serde(default)]
     pub expect_includes: Vec<String>,
     /// Expected status.
@@ -1193,7 +1194,8 @@ pub struct SysTraceStartStep {
     /// NeuronCores switched off.
     #[serde(default)]
     pub disable_ncs: Vec<u32>,
-    /// Event types switched off.
+    /// Event types switched off. Text, passed to the runtime, which judges them (an unknown one
+    /// is a vector of its own).
     #[serde(default)]
     pub disable_event_types: Vec<String>,
     /// Expected status.
