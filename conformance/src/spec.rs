@@ -1466,3 +1466,118 @@ pub struct ReadRangeSpec {
     /// The elements the range must return.
     pub expect_values: Option<Elements>,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Reads `value` as the TOML string of key `v`.
+    fn read<T: DeserializeOwned>(value: &str) -> Result<T, String> {
+        #[derive(Deserialize)]
+        struct One<T> {
+            v: T,
+        }
+        toml::from_str::<One<T>>(&format!("v = {value:?}"))
+            .map(|one| one.v)
+            .map_err(|e| e.to_string())
+    }
+
+    /// Every spelling of a closed set reads back as its own variant, and a misspelling of it is
+    /// refused with the whole list of spellings.
+    fn round_trip<T>(all: &[T], names: &[&str])
+    where
+        T: DeserializeOwned + Copy + PartialEq + fmt::Debug + fmt::Display,
+    {
+        assert_eq!(all.len(), names.len());
+        for (&value, &name) in all.iter().zip(names) {
+            assert_eq!(value.to_string(), name);
+            assert_eq!(read::<T>(name), Ok(value));
+            let error = read::<T>(&format!("{name}x")).expect_err("a misspelling is refused");
+            assert!(error.contains(&names.join(", ")), "{error}");
+        }
+    }
+
+    #[test]
+    fn every_name_of_every_closed_set_reads_back_as_itself() {
+        round_trip(BackendName::ALL, BackendName::NAMES);
+        round_trip(HeaderField::ALL, HeaderField::NAMES);
+        round_trip(FrameworkName::ALL, FrameworkName::NAMES);
+        round_trip(TensorPlacement::ALL, TensorPlacement::NAMES);
+        round_trip(Usage::ALL, Usage::NAMES);
+        round_trip(LoadAction::ALL, LoadAction::NAMES);
+        round_trip(Setter::ALL, Setter::NAMES);
+        round_trip(MetaneffEditKind::ALL, MetaneffEditKind::NAMES);
+        round_trip(LoadState::ALL, LoadState::NAMES);
+        round_trip(ErrorKind::ALL, ErrorKind::NAMES);
+    }
+
+    #[test]
+    fn statuses_read_by_identifier_short_name_or_code() {
+        for &status in NrtStatus::ALL {
+            assert_eq!(read::<Status>(&status.name()), Ok(Status(status)));
+        }
+        assert_eq!(read::<Status>("INVALID"), Ok(Status(NrtStatus::Invalid)));
+        assert_eq!(read::<Status>("1003"), Ok(Status(NrtStatus::ExecCompletedWithNumErr)));
+        let error = read::<Status>("NRT_SUCCES").expect_err("a misspelled status is refused");
+        assert!(error.contains("NRT_SUCCESS") && error.contains("NRT_SUCCES"), "{error}");
+    }
+
+    #[test]
+    fn every_call_name_is_the_name_its_step_reports() {
+        // The fields each call needs at least, so the table reads; the rest default.
+        let required: BTreeMap<&str, &str> = BTreeMap::from([
+            ("load_collectives", "ctx_device_id = 0\nctx_device_count = 1"),
+            ("unload", "model = \"m\""),
+            ("execute", "model = \"m\"\ninputs = \"i\"\noutputs = \"o\""),
+            ("allocate_tensor_set", "as = \"s\""),
+            ("destroy_tensor_set", "set = \"s\""),
+            ("add_tensor_to_tensor_set", "set = \"s\"\nname = \"n\"\ntensor = \"t\""),
+            ("get_tensor_from_tensor_set", "set = \"s\"\nname = \"n\""),
+            ("tensor_allocate", "size = 4\nas = \"t\""),
+            ("tensor_allocate_empty", "as = \"t\""),
+            ("tensor_attach_buffer", "tensor = \"t\"\nsize = 4"),
+            ("tensor_allocate_slice", "tensor = \"t\"\noffset = 0\nsize = 4\nas = \"u\""),
+            ("tensor_free", "tensor = \"t\""),
+            ("tensor_write", "tensor = \"t\"\ndata = { dtype = \"Float\", values = [1] }"),
+            ("tensor_read", "tensor = \"t\"\nsize = 4"),
+            ("tensor_copy", "src = \"a\"\ndst = \"b\"\nsize = 4"),
+            ("tensor_memset", "tensor = \"t\"\nvalue = 0\nsize = 4"),
+            ("tensor_get_size", "tensor = \"t\""),
+            ("get_model_tensor_info", "model = \"m\""),
+            ("model_new", "as = \"m\""),
+            ("model_load", "model = \"m\""),
+            ("model_set", "model = \"m\"\nsetter = \"set_lazy_load\""),
+            ("model_forward", "model = \"m\""),
+            ("spmd_forward", "local_ranks = 1\nworld_size = 1\ninputs = []"),
+            ("model_load_status", "model = \"m\"\nexpect = \"loaded\""),
+            ("metaneff_edit", "edit = \"set_lazy_load\"\nvalue = true\nexpect_hex = \"\""),
+            ("metaneff_bytes", "expect_hex = \"\""),
+            ("get_model_counts", "model = \"m\""),
+            ("get_vnc_memory_stats", "vnc = 0"),
+            ("nrta_error_tracker_create", "as = \"k\""),
+            ("nrta_tensor_write", "tensor = \"t\"\ndata = { dtype = \"Float\", values = [1] }"),
+            ("nrta_tensor_read", "tensor = \"t\"\nsize = 4"),
+            ("nrta_execute_schedule", "model = \"m\"\ninputs = \"i\"\noutputs = \"o\""),
+            ("nrta_wait", "request = \"r\""),
+            (
+                "nrta_read_result",
+                "request = \"r\"\nexpect_values = { dtype = \"Float\", values = [1] }",
+            ),
+            ("nrta_error_tracker_get_list", "tracker = \"k\""),
+            ("tensor_write_batch", "batch = []"),
+            ("tensor_read_batch", "batch = []"),
+            ("tensor_check_output_completion", "tensor = \"t\"\nexpected_count = 1"),
+            ("tensor_reset_output_completion", "tensor = \"t\""),
+            ("get_model_info", "model = \"m\""),
+            ("memcpy_to_device", "tensor = \"t\"\ndata = { dtype = \"Float\", values = [1] }"),
+        ]);
+        for &call in Step::CALLS {
+            let keys = required.get(call).copied().unwrap_or("");
+            let text = format!("description = \"d\"\n[[step]]\ncall = \"{call}\"\n{keys}\n");
+            let case: CaseSpec =
+                toml::from_str(&text).unwrap_or_else(|e| panic!("{call}: {e}\n{text}"));
+            assert_eq!(case.steps.len(), 1);
+            assert_eq!(case.steps[0].call(), call);
+        }
+    }
+}
