@@ -34,9 +34,7 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
-fn f32_bytes(values: &[f32]) -> Vec<u8> {
-    values.iter().flat_map(|v| v.to_le_bytes()).collect()
-}
+use testkit::f32_bytes;
 
 /// The NEFF (variables x, s, w in, out and s_out out) with the HLO as its program member.
 fn write_neff(dir: &Path) -> PathBuf {

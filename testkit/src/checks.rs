@@ -1,8 +1,8 @@
 //! Backend-independent checks of the libnrt contract, written against `&dyn Runtime`.
 //!
-//! These are the bodies of the simulator's behaviour tests, kept here so that any backend (the
-//! simulator, the simulator behind the C ABI, the real libnrt) can run the same checks; they only
-//! use the [`Runtime`] trait. They are meant to move into a shared test-support crate later.
+//! These are the bodies of the simulator's behaviour tests, kept in the test-support crate so
+//! that any backend (the simulator, the simulator behind the C ABI, the real libnrt) can run the
+//! same checks and no product crate exports them; they only use the [`Runtime`] trait.
 //!
 //! Conventions:
 //! - Each check takes a **fresh, uninitialized** runtime, initializes it, and closes it at the
