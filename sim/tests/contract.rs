@@ -23,11 +23,6 @@ fn tensor_memory_and_bounds() {
 }
 
 #[test]
-fn copy_across_cores_is_invalid() {
-    checks::copy_across_cores_is_invalid(&small_sim()).unwrap();
-}
-
-#[test]
 fn slices_share_storage_and_outlive_parent() {
     checks::slices_share_storage_and_outlive_parent(&small_sim()).unwrap();
 }

@@ -68,6 +68,8 @@ fn read_all(runtime: &dyn Runtime, tensor: TensorId) -> Result<Vec<u8>, CheckFai
     Ok(out)
 }
 
+/// Not data: the version's numbers (major at least 2) are no vector step's expectation.
+///
 /// Calls before `nrt_init` return UNINITIALIZED, after `nrt_close` CLOSED; `get_version`,
 /// `get_total_vnc_count` and `tensor_get_size` work without init.
 pub fn lifecycle_gates(runtime: &dyn Runtime) -> CheckResult {
@@ -105,6 +107,9 @@ pub fn lifecycle_gates(runtime: &dyn Runtime) -> CheckResult {
     Ok(())
 }
 
+/// Not data: `case.toml` set keys are UTF-8 strings, and this needs keys that are not, and a
+/// tensor handle that never existed.
+///
 /// Sets map names to tensors: add replaces, a missing name is FAILURE, the key need not be the
 /// tensor's name, names are exact bytes (not necessarily UTF-8), and destroying a set frees no
 /// tensor.
@@ -155,6 +160,9 @@ pub fn tensor_sets(runtime: &dyn Runtime) -> CheckResult {
     Ok(())
 }
 
+/// Not data: needs `nrt_tensor_get_va`, which no step calls, and a raw call's message (raw steps
+/// judge statuses only).
+///
 /// Read, write, copy and memset on each placement, with bounds: an out-of-range access is
 /// INVALID and its message gives the range.
 pub fn tensor_memory_and_bounds(runtime: &dyn Runtime) -> CheckResult {
@@ -211,25 +219,9 @@ pub fn tensor_memory_and_bounds(runtime: &dyn Runtime) -> CheckResult {
     Ok(())
 }
 
-/// A device-to-device copy across NeuronCores is INVALID; host ↔ device copies work.
-pub fn copy_across_cores_is_invalid(runtime: &dyn Runtime) -> CheckResult {
-    init(runtime)?;
-    let on0 = ok("allocate", runtime.tensor_allocate(Placement::Device, 0, 16, b"on0"))?;
-    let on1 = ok("allocate", runtime.tensor_allocate(Placement::Device, 1, 16, b"on1"))?;
-    let host = ok("allocate", runtime.tensor_allocate(Placement::Virtual, 0, 16, b"host"))?;
-    fails_with(
-        "copy core 0 -> core 1",
-        runtime.tensor_copy(on0, 0, on1, 0, 4),
-        NrtStatus::Invalid,
-    )?;
-    ok("write", runtime.tensor_write(on0, 0, &[5; 16]))?;
-    ok("copy device -> host", runtime.tensor_copy(on0, 0, host, 0, 16))?;
-    ok("copy host -> other device", runtime.tensor_copy(host, 0, on1, 0, 16))?;
-    ensure!(read_all(runtime, on1)? == vec![5; 16], "bytes did not reach core 1 through the host");
-    runtime.close();
-    Ok(())
-}
-
+/// Not data: the slice's address against its parent's needs `nrt_tensor_get_va`, which no step
+/// calls.
+///
 /// Slices share storage with their parent and outlive its handle.
 pub fn slices_share_storage_and_outlive_parent(runtime: &dyn Runtime) -> CheckResult {
     init(runtime)?;
@@ -268,6 +260,9 @@ pub fn slices_share_storage_and_outlive_parent(runtime: &dyn Runtime) -> CheckRe
     Ok(())
 }
 
+/// Not data: the caller's side of the buffer (its writes, and reads of what the tensor wrote) is
+/// no step; vector steps attach a buffer the runner owns.
+///
 /// `allocate_empty` + `attach_buffer`: the caller's buffer is the storage, both ways.
 pub fn attached_buffers_are_caller_memory(runtime: &dyn Runtime) -> CheckResult {
     init(runtime)?;
@@ -299,6 +294,9 @@ pub fn attached_buffers_are_caller_memory(runtime: &dyn Runtime) -> CheckResult 
 /// An input or output value for [`canonical_client_flow`]: name and bytes.
 pub type NamedBytes<'a> = (&'a str, &'a [u8]);
 
+/// Not data: the loader is a parameter, and the simulator's tests run it on in-memory
+/// descriptions (`SimRuntime::load_description`), which no vector can load.
+///
 /// The canonical client of ABI-FACTS §4: init → load → tensor info → one tensor per info entry
 /// of `info.size` (on `placement`) → sets by name → write → execute → read → free → destroy sets
 /// → unload → close. Checks the launch status and that each listed output reads back as given.
@@ -361,6 +359,9 @@ pub fn canonical_client_flow(
     Ok(())
 }
 
+/// Not data: the loader is a parameter (in-memory descriptions in the simulator's tests), and
+/// the body derives its cases from the model's tensor info, whatever the model.
+///
 /// The I/O contract at execute: a missing name, a too-small tensor and a device tensor on
 /// another core are each INVALID; the model's own-core device tensors work in place. `load`
 /// must give a model whose inputs and outputs are all at least 1 byte; needs 2 NeuronCores.
@@ -421,6 +422,9 @@ pub fn execute_checks_the_io_contract(runtime: &dyn Runtime, load: LoadModel<'_>
     Ok(())
 }
 
+/// Not data: the loader is a parameter (in-memory descriptions in the simulator's tests), and
+/// the count of loads follows the machine's visible cores.
+///
 /// Loading with `vnc = -1` takes free cores until none is left: then LOAD_NOT_ENOUGH_NC; an
 /// unload frees the core again; a core past the last one is LOAD_NOT_ENOUGH_NC.
 pub fn loads_take_free_cores(runtime: &dyn Runtime, load: LoadModel<'_>) -> CheckResult {

@@ -33,11 +33,8 @@ use testkit::{RuntimeSpec, TestBody, checks, f32_bytes, sim_config};
 /// machine per process (and so does the simulator library), so these cannot run on
 /// `NrtRuntime`; each entry says why, and the harness fails if an entry becomes stale (the body
 /// now asks for one machine), so the list stays reviewed.
-const NEEDS_SEVERAL_MACHINES: &[(&str, &str)] = &[
-    ("allocation_failures_carry_seed_messages", "three machines, one fault plan each"),
-    ("allocation_tolerates_1003_then_fails_to_add", "two machines, one fault plan each"),
-    ("spmd_four_ranks_on_four_cores", "a 4-core machine, then a 2-core one for the error case"),
-];
+const NEEDS_SEVERAL_MACHINES: &[(&str, &str)] =
+    &[("spmd_four_ranks_on_four_cores", "a 4-core machine, then a 2-core one for the error case")];
 
 /// The environment variable that puts this binary in child mode: `bind:NAME`, `check:NAME` or
 /// `probe:NAME`.
@@ -86,7 +83,6 @@ fn runtime_checks() -> Vec<(&'static str, Check)> {
         ("lifecycle_gates", |r| plain(checks::lifecycle_gates, r)),
         ("tensor_sets", |r| plain(checks::tensor_sets, r)),
         ("tensor_memory_and_bounds", |r| plain(checks::tensor_memory_and_bounds, r)),
-        ("copy_across_cores_is_invalid", |r| plain(checks::copy_across_cores_is_invalid, r)),
         ("slices_share_storage_and_outlive_parent", |r| {
             plain(checks::slices_share_storage_and_outlive_parent, r)
         }),
