@@ -2,7 +2,8 @@
 //!
 //! These are the bodies of the simulator's behaviour tests, kept in the test-support crate so
 //! that any backend (the simulator, the simulator behind the C ABI, the real libnrt) can run the
-//! same checks and no product crate exports them; they only use the [`Runtime`] trait.
+//! same checks and no product crate exports them; they only use the [`Runtime`] trait. Only
+//! what vector steps cannot express lives here, and each check says why it is not data.
 //!
 //! Conventions:
 //! - Each check takes a **fresh, uninitialized** runtime, initializes it, and closes it at the
