@@ -250,7 +250,7 @@ pub fn to_env(config: &SimConfig) -> Vec<(String, String)> {
         None => String::new(),
     };
     // One entry per field, in the order of `from_nrtsim_env`.
-    let pairs: [(&str, String); 10] = [
+    let pairs: Vec<(&str, String)> = vec![
         (CORES_ENV, config.n_cores.to_string()),
         (HBM_BYTES_ENV, config.hbm_bytes_per_core.to_string()),
         (HOST_LIMIT_ENV, config.host_placement_limit.to_string()),
