@@ -138,29 +138,16 @@ pub fn tensor_sets(runtime: &dyn Runtime) -> CheckResult {
     Ok(())
 }
 
-/// Not data: needs `nrt_tensor_get_va`, which no step calls, and a raw call's message (raw steps
-/// judge statuses only).
+/// Not data: needs `nrt_tensor_get_va`, which no step calls, a raw call's message (raw steps
+/// judge statuses only) and an offset past what a `case.toml` integer holds (the bytes and the
+/// bounds themselves are `vectors/memory/{device,host,virtual}_tensor_bytes_stay_in_bounds`).
 ///
-/// Read, write, copy and memset on each placement, with bounds: an out-of-range access is
-/// INVALID and its message gives the range.
+/// On each placement: an out-of-range read's message gives the range, a write at offset
+/// `usize::MAX` is INVALID (no overflow), and a tensor's address is not null and stable.
 pub fn tensor_memory_and_bounds(runtime: &dyn Runtime) -> CheckResult {
     init(runtime)?;
     for placement in [Placement::Device, Placement::Host, Placement::Virtual] {
         let t = ok("allocate", runtime.tensor_allocate(placement, 0, 64, b"t"))?;
-        let u = ok("allocate", runtime.tensor_allocate(placement, 0, 64, b"u"))?;
-        ensure!(read_all(runtime, t)? == vec![0u8; 64], "{placement:?}: new tensor is not zeroed");
-        ok("write", runtime.tensor_write(t, 8, &[1, 2, 3, 4]))?;
-        ok("memset", runtime.tensor_memset(t, 12, 0x1ff, 2))?;
-        let mut out = [0u8; 8];
-        ok("read", runtime.tensor_read(t, 8, &mut out))?;
-        ensure!(out == [1, 2, 3, 4, 0xff, 0xff, 0, 0], "{placement:?}: read back {out:?}");
-        ok("copy", runtime.tensor_copy(t, 8, u, 60, 4))?;
-        ok("copy within", runtime.tensor_copy(t, 8, t, 9, 4))?;
-        let mut out = [0u8; 4];
-        ok("read", runtime.tensor_read(u, 60, &mut out))?;
-        ensure!(out == [1, 2, 3, 4], "{placement:?}: copied {out:?}");
-        ok("read", runtime.tensor_read(t, 8, &mut out))?;
-        ensure!(out == [1, 1, 2, 3], "{placement:?}: overlapping copy gave {out:?}");
         let err = fails_with(
             "read past end",
             runtime.tensor_read(t, 60, &mut [0u8; 8]),
@@ -171,28 +158,16 @@ pub fn tensor_memory_and_bounds(runtime: &dyn Runtime) -> CheckResult {
             "message {:?} does not give the range 60..68",
             err.detail
         );
-        fails_with("write past end", runtime.tensor_write(t, 64, &[1]), NrtStatus::Invalid)?;
         fails_with(
             "write overflow",
             runtime.tensor_write(t, usize::MAX, &[1]),
             NrtStatus::Invalid,
         )?;
-        fails_with("memset past end", runtime.tensor_memset(t, 63, 0, 2), NrtStatus::Invalid)?;
-        fails_with("copy src past end", runtime.tensor_copy(t, 60, u, 0, 5), NrtStatus::Invalid)?;
-        fails_with("copy dst past end", runtime.tensor_copy(t, 0, u, 61, 4), NrtStatus::Invalid)?;
-        ok("empty read at end", runtime.tensor_read(t, 64, &mut []))?;
         let va = ok("va", runtime.tensor_get_va(t))?;
         ensure!(va != 0, "va is null");
         ensure!(ok("va again", runtime.tensor_get_va(t))? == va, "va is not stable");
         ok("free", runtime.tensor_free(t))?;
-        ok("free", runtime.tensor_free(u))?;
-        fails_with("read freed", runtime.tensor_read(t, 0, &mut out), NrtStatus::InvalidHandle)?;
     }
-    fails_with(
-        "device tensor on a core that does not exist",
-        runtime.tensor_allocate(Placement::Device, 1 << 20, 8, b"t"),
-        NrtStatus::Invalid,
-    )?;
     runtime.close();
     Ok(())
 }
