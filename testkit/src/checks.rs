@@ -173,41 +173,22 @@ pub fn tensor_memory_and_bounds(runtime: &dyn Runtime) -> CheckResult {
 }
 
 /// Not data: the slice's address against its parent's needs `nrt_tensor_get_va`, which no step
-/// calls.
+/// calls (the storage a slice shares, and that it outlives its parent, is
+/// `vectors/memory/{device,virtual}_slices_of_slices_share_storage_and_outlive_the_parent`).
 ///
-/// Slices share storage with their parent and outlive its handle.
+/// A slice's address is its parent's plus the slice offset.
 pub fn slices_share_storage_and_outlive_parent(runtime: &dyn Runtime) -> CheckResult {
     init(runtime)?;
     for placement in [Placement::Device, Placement::Virtual] {
         let parent = ok("allocate", runtime.tensor_allocate(placement, 0, 32, b"parent"))?;
         let slice = ok("slice", runtime.tensor_allocate_slice(parent, 8, 16, b"slice"))?;
-        let inner = ok("slice of slice", runtime.tensor_allocate_slice(slice, 4, 4, b"inner"))?;
-        ensure!(ok("size", runtime.tensor_get_size(slice))? == 16, "slice size");
-        ok("write via slice", runtime.tensor_write(slice, 0, &[7; 16]))?;
-        let whole = read_all(runtime, parent)?;
-        ensure!(
-            whole[8..24] == [7; 16] && whole[..8] == [0; 8],
-            "{placement:?}: parent sees {whole:?}"
-        );
         let parent_va = ok("va", runtime.tensor_get_va(parent))?;
         ensure!(
             ok("va", runtime.tensor_get_va(slice))? == parent_va + 8,
-            "slice va is not parent + 8"
+            "{placement:?}: slice va is not parent + 8"
         );
-        fails_with(
-            "slice past end",
-            runtime.tensor_allocate_slice(parent, 24, 16, b"x"),
-            NrtStatus::Invalid,
-        )?;
-        ok("free parent", runtime.tensor_free(parent))?;
-        ok("write inner", runtime.tensor_write(inner, 0, &[9; 4]))?;
-        let seen = read_all(runtime, slice)?;
-        ensure!(
-            seen[4..8] == [9; 4] && seen[0] == 7,
-            "{placement:?}: slice after parent freed sees {seen:?}"
-        );
+        ok("free", runtime.tensor_free(parent))?;
         ok("free", runtime.tensor_free(slice))?;
-        ok("free", runtime.tensor_free(inner))?;
     }
     runtime.close();
     Ok(())
