@@ -5,7 +5,8 @@
 //! libnrt is one runtime per process, configured from the environment, and a vector needs a
 //! fresh one with its own settings; so the two libnrt backends run each vector in a child process
 //! (`nrtsim run-vector`, hidden) that opens the library, runs the steps and prints the trace as
-//! JSON. Spawning costs a few milliseconds, which is what isolation is worth here.
+//! JSON, through the one harness of [`crate::child`]. Spawning costs a few milliseconds, which is
+//! what isolation is worth here.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -15,6 +16,7 @@ use abi::runtime::{NrtError, Runtime};
 use nrt::{LibrarySource, NrtLoadError, NrtRuntime, OpenOptions};
 use sim::{FaultPlan, FaultPlanError, SimConfig, SimConfigError, SimRuntime};
 
+use crate::child;
 use crate::runner::{self, RunOutput};
 use crate::spec::SimSettings;
 use crate::vector::Vector;
@@ -155,39 +157,17 @@ impl Backend for LibnrtBackend {
             .arg(vector.dir.parent().and_then(Path::parent).unwrap_or(&vector.dir));
         if let Some(library) = &self.library {
             command.arg("--library").arg(library);
-            // The simulator behind the C ABI reads its configuration from the environment.
-            let settings = &vector.case.sim;
-            command
-                .env("NRTSIM_CORES", settings.cores.unwrap_or(DEFAULT_CORES).to_string())
-                .env(
-                    "NRTSIM_HBM_BYTES",
-                    settings.hbm_bytes.unwrap_or(DEFAULT_HBM_BYTES).to_string(),
-                )
-                .env("NRTSIM_QUIET", "1")
-                .env_remove("NRTSIM_FAULTS")
-                .env_remove("NEURON_RT_NUMERICAL_ERRORS_VERBOSITY")
-                .env_remove("NEURON_FAIL_ON_NAN");
-            if let Some(faults) = &settings.faults {
-                command.env("NRTSIM_FAULTS", faults);
-            }
-            if settings.numerical_errors == Some(true) {
-                command.env("NEURON_FAIL_ON_NAN", "1");
-            }
+            // The simulator behind the C ABI reads its configuration from the environment: the
+            // same configuration the `sim` backend builds in process.
+            match sim_config(&vector.case.sim) {
+                Ok(config) => child::simulate(&mut command, &config),
+                Err(message) => {
+                    return failed(format!("cannot configure the simulator: {message}"));
+                }
+            };
         }
         command.arg(&vector.name);
-        let output = match command.output() {
-            Ok(output) => output,
-            Err(error) => return failed(format!("cannot run {}: {error}", self.exe.display())),
-        };
-        match serde_json::from_slice::<RunOutput>(&output.stdout) {
-            Ok(run) => run,
-            Err(_) => failed(format!(
-                "the child process for {} exited with {} without a result: {}",
-                vector.name,
-                output.status,
-                String::from_utf8_lossy(&output.stderr).trim()
-            )),
-        }
+        child::run(&mut command, &vector.name)
     }
 }
 

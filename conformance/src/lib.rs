@@ -16,6 +16,7 @@
 pub mod backend;
 pub mod bless;
 pub mod check;
+pub mod child;
 pub mod device;
 pub mod expectations;
 pub mod generate;

@@ -16,8 +16,7 @@ fn nrtsim(args: &[&str]) -> Output {
 }
 
 fn f32_npy(shape: &[u64], values: &[f32]) -> Vec<u8> {
-    let data: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
-    abi::neff::npy::encode("<f4", shape, &data).unwrap()
+    abi::neff::npy::encode("<f4", shape, &testkit::f32_bytes(values)).unwrap()
 }
 
 const MODULE: &str = "HloModule m

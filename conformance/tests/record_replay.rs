@@ -9,14 +9,16 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::{Mutex, OnceLock, PoisonError};
 
-use abi::dtype::Dltype;
-use abi::neff::write_neff;
-use sim::ModelDescription;
-use sim::hlo_text::HloText;
-
-/// The environment of every process using the simulator: a small, quiet machine.
-const SIM_ENV: &[(&str, &str)] =
-    &[("NRTSIM_CORES", "2"), ("NRTSIM_HBM_BYTES", "67108864"), ("NRTSIM_QUIET", "1")];
+/// The environment of every process using the simulator: a small, quiet machine, every
+/// simulator variable set (`sim::config::to_env`).
+fn sim_env() -> Vec<(String, String)> {
+    sim::config::to_env(&sim::SimConfig {
+        n_cores: 2,
+        hbm_bytes_per_core: 64 << 20,
+        warnings_to_stderr: false,
+        ..sim::SimConfig::default()
+    })
+}
 
 fn nrtsim() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_nrtsim"))
@@ -86,18 +88,9 @@ fn c_test(name: &str) -> PathBuf {
 
 /// `output0 = input0 × factor` over f32[4].
 fn scale_neff(factor: f64, dir: &Path) -> PathBuf {
-    let description = ModelDescription::new("scale")
-        .with_input("input0", Dltype::Float32, &[4])
-        .with_output("output0", Dltype::Float32, &[4])
-        .with_hlo({
-            let mut hlo = HloText::new("scale");
-            let x = hlo.parameter(Dltype::Float32, &[4]);
-            let y = hlo.scale(&x, factor);
-            hlo.finish(&[y])
-        });
-    let spec = sim::neff_load::neff_spec_of(&description).expect("a NEFF spec");
     let path = dir.join("model.neff");
-    std::fs::write(&path, write_neff(&spec).expect("write the NEFF")).expect("write the file");
+    std::fs::write(&path, testkit::models::scale_model(&[4], factor).neff())
+        .expect("write the file");
     path
 }
 
@@ -114,7 +107,7 @@ fn text(output: &Output) -> String {
 fn run_nrtsim(args: &[&std::ffi::OsStr], extra: &[(&str, &str)]) -> Output {
     Command::new(nrtsim())
         .args(args)
-        .envs(SIM_ENV.iter().copied())
+        .envs(sim_env())
         .env("NRT_LIB_PATH", library())
         .envs(extra.iter().copied())
         .output()
@@ -438,7 +431,7 @@ fn first_on_the_library_path_the_recorder_records_an_unmodified_program() {
     let trace = dir.join("path.trace");
     let output = Command::new(c_test("client_flow"))
         .arg(&neff)
-        .envs(SIM_ENV.iter().copied())
+        .envs(sim_env())
         .env("LD_LIBRARY_PATH", &first)
         .env("NRT_LIB_PATH", library())
         .env("NRTSIM_RECORD_OUT", &trace)

@@ -12,6 +12,7 @@ use abi::metaneff::meta_tensor::{DataType, Type};
 use abi::metaneff::{MetaNeff, MetaTensor, ModelConfig};
 use abi::neff::npy;
 use sim::ModelDescription;
+use testkit::f32_bytes;
 
 const HLO: &str = "HloModule bound\n\nENTRY main {\n  x = f32[2,3] parameter(0)\n  s = f32[2,3] parameter(1)\n  w = f32[2,3] parameter(2)\n  xw = f32[2,3] multiply(x, w)\n  out = f32[2,3] add(xw, s)\n  next = f32[2,3] add(s, x)\n  ROOT outputs = (f32[2,3], f32[2,3]) tuple(out, next)\n}\n";
 
@@ -32,10 +33,6 @@ fn nrtsim(args: &[&str]) -> Output {
 
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
-}
-
-fn f32_bytes(values: &[f32]) -> Vec<u8> {
-    values.iter().flat_map(|v| v.to_le_bytes()).collect()
 }
 
 /// The NEFF (variables x, s, w in, out and s_out out) with the HLO as its program member.

@@ -150,8 +150,7 @@ fn column_major_layout_is_the_transpose() {
     // [[1,2,3],[4,5,6]] in layout {0,1} (dimension 0 fastest) is stored 1,4,2,5,3,6.
     let logical = Array::from_f32(&[2, 3], &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
     let physical = logical.to_physical(&[0, 1]).expect("layout");
-    let want: Vec<u8> =
-        [1.0f32, 4.0, 2.0, 5.0, 3.0, 6.0].iter().flat_map(|v| v.to_le_bytes()).collect();
+    let want = Array::from_f32(&[6], &[1.0, 4.0, 2.0, 5.0, 3.0, 6.0]).bytes;
     assert_eq!(physical, want);
     assert!(logical.to_physical(&[0, 0]).is_err());
 }

@@ -557,11 +557,7 @@ fn comparison_is_sound() -> Result<(), Failed> {
     {
         return Err("ordinal does not order floats by value".into());
     }
-    let f32s = |values: &[f32]| Array {
-        ty: PrimitiveType::F32,
-        dims: vec![values.len() as i64],
-        bytes: values.iter().flat_map(|v| v.to_le_bytes()).collect(),
-    };
+    let f32s = |values: &[f32]| Array::from_f32(&[values.len() as i64], values);
     let ty = dtype("f32")?;
     let one_up = f32::from_bits(1.0f32.to_bits() + 1);
     let cases: [(&[f32], &[f32], &str, bool); 10] = [

@@ -12,21 +12,9 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use abi::dtype::Dltype;
 use abi::runtime::{Framework, Placement, Runtime, TensorUsage};
-use sim::hlo_text::HloText;
-use sim::{ModelDescription, SimConfig, SimRuntime};
-
-fn copy_model(n_bytes: i64) -> ModelDescription {
-    ModelDescription::new("copy")
-        .with_input("input0", Dltype::Uint8, &[n_bytes])
-        .with_output("output0", Dltype::Uint8, &[n_bytes])
-        .with_hlo({
-            let mut hlo = HloText::new("copy");
-            let x = hlo.parameter(Dltype::Uint8, &[n_bytes]);
-            hlo.finish(&[x])
-        })
-}
+use sim::{SimConfig, SimRuntime};
+use testkit::models::copy_model;
 
 fn rss_kib() -> u64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
@@ -50,7 +38,7 @@ fn bench_rss() {
     let before = rss_kib();
     let sim = SimRuntime::new(quiet_default()).expect("sim");
     sim.init(Framework::NoFw, "", "").expect("init");
-    let model = sim.load_description(&copy_model(4096), -1, 1).expect("load");
+    let model = sim.load_description(&copy_model(4096).description(), -1, 1).expect("load");
     let after = rss_kib();
     println!(
         "rss: {:.1} MiB resident with 2 x 16 GiB hbm and one small model loaded ({:.1} MiB before the sim, +{:.1} MiB)",
@@ -64,7 +52,7 @@ fn bench_rss() {
 fn bench_launch() {
     let sim = SimRuntime::new(quiet_default()).expect("sim");
     sim.init(Framework::NoFw, "", "").expect("init");
-    let model = sim.load_description(&copy_model(4096), -1, 1).expect("load");
+    let model = sim.load_description(&copy_model(4096).description(), -1, 1).expect("load");
     let inputs = sim.allocate_tensor_set().expect("set");
     let outputs = sim.allocate_tensor_set().expect("set");
     let mut input = None;

@@ -1,9 +1,13 @@
 //! How a [`crate::SimRuntime`] is built: the simulated machine and the behaviour switches.
 //!
 //! Design choices:
-//! - **The environment is read in one place**, [`SimConfig::from_env`]. [`SimConfig::default`]
-//!   never reads it, so tests are deterministic whatever the shell exports; a field set after
-//!   `from_env` overrides what the environment said.
+//! - **One mapping between the environment and a configuration**: [`from_nrtsim_env`] reads the
+//!   `NRTSIM_*` variables (and libnrt's two NaN switches) through a lookup function, and
+//!   [`to_env`] is its inverse, the variables a parent gives a child process so that the child's
+//!   simulator (the C library) is the machine the parent describes. Both list the fields in one
+//!   order, one entry each. [`SimConfig::from_env`] is the lookup over this process's environment;
+//!   [`SimConfig::default`] never reads it, so tests are deterministic whatever the shell
+//!   exports, and a field set after `from_env` overrides what the environment said.
 //! - **Numerical-error reporting follows libnrt ≥ 2.27** (ABI-FACTS §3): on only when
 //!   `NEURON_FAIL_ON_NAN=1` or `NEURON_RT_NUMERICAL_ERRORS_VERBOSITY=critical`; any other value,
 //!   or none, means off. The decision is the pure function [`numerical_errors_from_env_values`].
@@ -13,7 +17,7 @@
 use abi::dtype::DtypeNumbering;
 
 use crate::device_program::{HLO_ENV, HloSource};
-use crate::fault::FaultPlan;
+use crate::fault::{FaultPlan, FaultPlanError};
 
 /// One GiB, the unit HBM sizes are quoted in.
 pub const GIB: u64 = 1 << 30;
@@ -92,22 +96,13 @@ impl Default for SimConfig {
 }
 
 impl SimConfig {
-    /// [`SimConfig::default`] with `numerical_errors` taken from `NEURON_FAIL_ON_NAN` and
-    /// `NEURON_RT_NUMERICAL_ERRORS_VERBOSITY`, as libnrt reads them, and `hlo_source` from
-    /// `NRTSIM_HLO`.
-    pub fn from_env() -> SimConfig {
-        let fail_on_nan = std::env::var("NEURON_FAIL_ON_NAN").ok();
-        let verbosity = std::env::var("NEURON_RT_NUMERICAL_ERRORS_VERBOSITY").ok();
-        SimConfig {
-            numerical_errors: numerical_errors_from_env_values(
-                fail_on_nan.as_deref(),
-                verbosity.as_deref(),
-            ),
-            hlo_source: std::env::var_os(HLO_ENV)
-                .filter(|path| !path.is_empty())
-                .map(|path| HloSource::of_path(std::path::Path::new(&path))),
-            ..SimConfig::default()
-        }
+    /// The configuration this process's environment describes: [`from_nrtsim_env`] over
+    /// `std::env::var`.
+    ///
+    /// # Errors
+    /// The [`ConfigError`] of the first variable with an invalid value.
+    pub fn from_env() -> Result<SimConfig, ConfigError> {
+        from_nrtsim_env(|name| std::env::var(name).ok())
     }
 }
 
@@ -120,42 +115,91 @@ pub fn numerical_errors_from_env_values(
     fail_on_nan.map(str::trim) == Some("1") || verbosity.map(str::trim) == Some("critical")
 }
 
+/// Why an environment does not describe a machine.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum ConfigError {
+    /// A variable's value does not parse.
+    #[error("{variable}={value:?} is invalid, expected {expected}")]
+    Invalid {
+        /// The variable.
+        variable: &'static str,
+        /// Its value, trimmed.
+        value: String,
+        /// What it must be.
+        expected: &'static str,
+    },
+    /// `NRTSIM_FAULTS` is not a fault plan.
+    #[error("NRTSIM_FAULTS={value:?}: {source}")]
+    Faults {
+        /// The value, trimmed.
+        value: String,
+        /// Why the plan was refused.
+        source: FaultPlanError,
+    },
+}
+
+/// `NRTSIM_CORES`: [`SimConfig::n_cores`].
+pub const CORES_ENV: &str = "NRTSIM_CORES";
+/// `NRTSIM_HBM_BYTES`: [`SimConfig::hbm_bytes_per_core`].
+pub const HBM_BYTES_ENV: &str = "NRTSIM_HBM_BYTES";
+/// `NRTSIM_HOST_LIMIT_BYTES`: [`SimConfig::host_placement_limit`].
+pub const HOST_LIMIT_ENV: &str = "NRTSIM_HOST_LIMIT_BYTES";
+/// `NRTSIM_RUNTIME_VERSION`: the version numbers of [`SimConfig::release`] (and its numbering,
+/// unless `NRTSIM_DTYPE_NUMBERING` says otherwise).
+pub const RUNTIME_VERSION_ENV: &str = "NRTSIM_RUNTIME_VERSION";
+/// `NRTSIM_DTYPE_NUMBERING`: [`ImitatedRelease::dtype_numbering`].
+pub const DTYPE_NUMBERING_ENV: &str = "NRTSIM_DTYPE_NUMBERING";
+/// `NRTSIM_FAULTS`: [`SimConfig::fault_plan`], in its compact form.
+pub const FAULTS_ENV: &str = "NRTSIM_FAULTS";
+/// `NRTSIM_QUIET`: `1` clears [`SimConfig::warnings_to_stderr`].
+pub const QUIET_ENV: &str = "NRTSIM_QUIET";
+/// libnrt's `NEURON_FAIL_ON_NAN`: `1` sets [`SimConfig::numerical_errors`].
+pub const FAIL_ON_NAN_ENV: &str = "NEURON_FAIL_ON_NAN";
+/// libnrt's `NEURON_RT_NUMERICAL_ERRORS_VERBOSITY`: `critical` sets
+/// [`SimConfig::numerical_errors`] too.
+pub const NUMERICAL_ERRORS_VERBOSITY_ENV: &str = "NEURON_RT_NUMERICAL_ERRORS_VERBOSITY";
+
 /// The configuration the `NRTSIM_*` variables describe (the table in `sim/capi/src/config.rs`),
-/// from a lookup function: the environment in the C library and in `nrtsim replay`, a map in
-/// tests.
+/// from a lookup function: the environment in the C library, `nrtsim run` and `nrtsim replay`, a
+/// map in tests. [`to_env`] is its inverse. A variable that is unset or empty leaves its field
+/// at [`SimConfig::default`].
 ///
 /// # Errors
-/// The message naming the first variable with an invalid value.
-pub fn from_nrtsim_env(lookup: impl Fn(&str) -> Option<String>) -> Result<SimConfig, String> {
+/// The [`ConfigError`] of the first variable with an invalid value.
+pub fn from_nrtsim_env(lookup: impl Fn(&str) -> Option<String>) -> Result<SimConfig, ConfigError> {
     let mut config = SimConfig {
         numerical_errors: numerical_errors_from_env_values(
-            lookup("NEURON_FAIL_ON_NAN").as_deref(),
-            lookup("NEURON_RT_NUMERICAL_ERRORS_VERBOSITY").as_deref(),
+            lookup(FAIL_ON_NAN_ENV).as_deref(),
+            lookup(NUMERICAL_ERRORS_VERBOSITY_ENV).as_deref(),
         ),
         ..SimConfig::default()
     };
     let get =
         |name: &str| lookup(name).map(|value| value.trim().to_owned()).filter(|v| !v.is_empty());
-    if let Some(cores) = get("NRTSIM_CORES") {
-        config.n_cores = cores.parse().map_err(|_| {
-            format!("NRTSIM_CORES={cores:?} is invalid, expected a number of cores")
-        })?;
+    let invalid = |variable: &'static str, value: &str, expected: &'static str| {
+        ConfigError::Invalid { variable, value: value.to_owned(), expected }
+    };
+    // One block per field, in the order of the table in `sim/capi/src/config.rs`.
+    if let Some(cores) = get(CORES_ENV) {
+        config.n_cores =
+            cores.parse().map_err(|_| invalid(CORES_ENV, &cores, "a number of cores"))?;
     }
-    if let Some(bytes) = get("NRTSIM_HBM_BYTES") {
-        config.hbm_bytes_per_core = bytes
-            .parse()
-            .map_err(|_| format!("NRTSIM_HBM_BYTES={bytes:?} is invalid, expected a byte count"))?;
+    if let Some(bytes) = get(HBM_BYTES_ENV) {
+        config.hbm_bytes_per_core =
+            bytes.parse().map_err(|_| invalid(HBM_BYTES_ENV, &bytes, "a byte count"))?;
     }
-    if let Some(version) = get("NRTSIM_RUNTIME_VERSION") {
+    if let Some(bytes) = get(HOST_LIMIT_ENV) {
+        config.host_placement_limit =
+            bytes.parse().map_err(|_| invalid(HOST_LIMIT_ENV, &bytes, "a byte count"))?;
+    }
+    if let Some(version) = get(RUNTIME_VERSION_ENV) {
         let numbers: Vec<u64> = version
             .split('.')
             .map(str::parse)
             .collect::<Result<_, _>>()
             .ok()
             .filter(|numbers: &Vec<u64>| (2..=4).contains(&numbers.len()))
-            .ok_or_else(|| {
-                format!("NRTSIM_RUNTIME_VERSION={version:?} is invalid, expected MAJOR.MINOR[.PATCH[.MAINT]]")
-            })?;
+            .ok_or_else(|| invalid(RUNTIME_VERSION_ENV, &version, "MAJOR.MINOR[.PATCH[.MAINT]]"))?;
         let release = &mut config.release;
         release.major = numbers[0];
         release.minor = numbers[1];
@@ -163,40 +207,163 @@ pub fn from_nrtsim_env(lookup: impl Fn(&str) -> Option<String>) -> Result<SimCon
         release.maintenance = numbers.get(3).copied().unwrap_or(0);
         release.dtype_numbering = DtypeNumbering::for_runtime_version(release.major, release.minor);
     }
-    if let Some(numbering) = get("NRTSIM_DTYPE_NUMBERING") {
+    if let Some(numbering) = get(DTYPE_NUMBERING_ENV) {
         config.release.dtype_numbering = match numbering.to_ascii_lowercase().as_str() {
             "legacy" => DtypeNumbering::Legacy,
             "hardware" | "hardware2026" => DtypeNumbering::Hardware2026,
-            _ => {
-                return Err(format!(
-                    "NRTSIM_DTYPE_NUMBERING={numbering:?} is invalid, expected legacy or hardware"
-                ));
-            }
+            _ => return Err(invalid(DTYPE_NUMBERING_ENV, &numbering, "legacy or hardware")),
         };
     }
-    if let Some(plan) = get("NRTSIM_FAULTS") {
-        config.fault_plan =
-            FaultPlan::parse(&plan).map_err(|err| format!("NRTSIM_FAULTS={plan:?}: {err}"))?;
+    if let Some(plan) = get(FAULTS_ENV) {
+        config.fault_plan = FaultPlan::parse(&plan)
+            .map_err(|source| ConfigError::Faults { value: plan, source })?;
     }
     if let Some(path) = get(HLO_ENV) {
         let path = std::path::PathBuf::from(path);
         if !path.exists() {
-            return Err(format!(
-                "{HLO_ENV}={:?} is invalid, expected an HLO file or a directory of them",
-                path.display().to_string()
+            return Err(invalid(
+                HLO_ENV,
+                &path.display().to_string(),
+                "an HLO file or a directory of them",
             ));
         }
         config.hlo_source = Some(HloSource::of_path(&path));
     }
-    if get("NRTSIM_QUIET").as_deref() == Some("1") {
+    if get(QUIET_ENV).as_deref() == Some("1") {
         config.warnings_to_stderr = false;
     }
     Ok(config)
 }
 
+/// The variables that make [`from_nrtsim_env`] give back `config`, for a child process that
+/// builds its simulator from the environment (the simulator's `libnrt.so.1`). Every variable the
+/// mapping reads is listed, empty where the default applies, so nothing the parent's own
+/// environment says leaks into the child's machine. A path that is not UTF-8 is written lossily.
+pub fn to_env(config: &SimConfig) -> Vec<(String, String)> {
+    let release = &config.release;
+    let numbering = match release.dtype_numbering {
+        DtypeNumbering::Legacy => "legacy",
+        DtypeNumbering::Hardware2026 => "hardware",
+    };
+    let hlo = match &config.hlo_source {
+        Some(HloSource::File(path) | HloSource::Directory(path)) => path.display().to_string(),
+        None => String::new(),
+    };
+    // One entry per field, in the order of `from_nrtsim_env`.
+    let pairs: Vec<(&str, String)> = vec![
+        (CORES_ENV, config.n_cores.to_string()),
+        (HBM_BYTES_ENV, config.hbm_bytes_per_core.to_string()),
+        (HOST_LIMIT_ENV, config.host_placement_limit.to_string()),
+        (
+            RUNTIME_VERSION_ENV,
+            format!(
+                "{}.{}.{}.{}",
+                release.major, release.minor, release.patch, release.maintenance
+            ),
+        ),
+        (DTYPE_NUMBERING_ENV, numbering.to_owned()),
+        (FAULTS_ENV, config.fault_plan.to_string()),
+        (HLO_ENV, hlo),
+        (QUIET_ENV, if config.warnings_to_stderr { "0" } else { "1" }.to_owned()),
+        (FAIL_ON_NAN_ENV, if config.numerical_errors { "1" } else { "0" }.to_owned()),
+        (NUMERICAL_ERRORS_VERBOSITY_ENV, String::new()),
+    ];
+    pairs.into_iter().map(|(name, value)| (name.to_owned(), value)).collect()
+}
+
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeMap;
+
     use super::*;
+
+    fn through_env(config: &SimConfig) -> Result<SimConfig, ConfigError> {
+        let env: BTreeMap<String, String> = to_env(config).into_iter().collect();
+        from_nrtsim_env(|name| env.get(name).cloned())
+    }
+
+    /// Every field differs from the default and survives `to_env` then `from_nrtsim_env`. The
+    /// exhaustive pattern makes a new field a compile error here until it is mapped and tested.
+    #[test]
+    fn to_env_is_the_inverse_of_from_nrtsim_env_for_every_field() {
+        let hlo_dir = std::env::temp_dir();
+        let changed = SimConfig {
+            n_cores: 7,
+            hbm_bytes_per_core: 3 << 20,
+            host_placement_limit: 12345,
+            release: ImitatedRelease {
+                major: 2,
+                minor: 21,
+                patch: 4,
+                maintenance: 9,
+                // Against what 2.21 implies, so the numbering is carried on its own.
+                dtype_numbering: DtypeNumbering::Hardware2026,
+            },
+            numerical_errors: true,
+            warnings_to_stderr: false,
+            fault_plan: FaultPlan::parse("seed=3,nrt_execute:2=EXEC_BAD_INPUT,nrt_load:p0.5=4242")
+                .expect("valid plan"),
+            hlo_source: Some(HloSource::Directory(hlo_dir.clone())),
+        };
+        let SimConfig {
+            n_cores,
+            hbm_bytes_per_core,
+            host_placement_limit,
+            release,
+            numerical_errors,
+            warnings_to_stderr,
+            fault_plan,
+            hlo_source,
+        } = &changed;
+        let default = SimConfig::default();
+        assert_ne!(*n_cores, default.n_cores);
+        assert_ne!(*hbm_bytes_per_core, default.hbm_bytes_per_core);
+        assert_ne!(*host_placement_limit, default.host_placement_limit);
+        assert_ne!(*release, default.release);
+        assert_ne!(release.dtype_numbering, DtypeNumbering::for_runtime_version(2, 21));
+        assert_ne!(*numerical_errors, default.numerical_errors);
+        assert_ne!(*warnings_to_stderr, default.warnings_to_stderr);
+        assert_ne!(*fault_plan, default.fault_plan);
+        assert_ne!(*hlo_source, default.hlo_source);
+        assert_eq!(through_env(&changed), Ok(changed.clone()));
+        assert_eq!(through_env(&default), Ok(default));
+        let file = SimConfig {
+            hlo_source: Some(HloSource::File(std::env::current_exe().expect("test binary"))),
+            ..changed
+        };
+        assert_eq!(through_env(&file), Ok(file));
+    }
+
+    /// The child's machine is what the parent wrote, whatever the parent's own environment says:
+    /// every variable the mapping reads is written.
+    #[test]
+    fn to_env_writes_every_variable_it_reads() {
+        let written: Vec<String> =
+            to_env(&SimConfig::default()).into_iter().map(|(name, _)| name).collect();
+        let read = std::cell::RefCell::new(Vec::new());
+        from_nrtsim_env(|name| {
+            read.borrow_mut().push(name.to_owned());
+            None
+        })
+        .expect("the empty environment");
+        let mut read = read.into_inner();
+        read.sort();
+        read.dedup();
+        let mut written_sorted = written.clone();
+        written_sorted.sort();
+        assert_eq!(written_sorted, read);
+        assert_eq!(written.len(), read.len(), "a variable is written twice: {written:?}");
+    }
+
+    #[test]
+    fn a_bad_value_names_the_variable_and_what_was_expected() {
+        let err = from_nrtsim_env(|name| (name == HOST_LIMIT_ENV).then(|| " 4k ".to_owned()))
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "NRTSIM_HOST_LIMIT_BYTES=\"4k\" is invalid, expected a byte count"
+        );
+    }
 
     #[test]
     fn numerical_errors_are_on_only_for_the_two_documented_settings() {

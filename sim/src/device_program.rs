@@ -619,8 +619,10 @@ mod tests {
 
     const SUB: &str = "HloModule sub\n\nENTRY main {\n  a = f32[2] parameter(0)\n  b = f32[2] parameter(1)\n  ROOT d = f32[2] subtract(a, b)\n}\n";
 
+    /// The crate's one way to make f32 bytes is the interpreter's own array constructor (the
+    /// unit tests cannot use testkit's, which links this crate's library, not this test build).
     fn f32s(values: &[f32]) -> Vec<u8> {
-        values.iter().flat_map(|v| v.to_le_bytes()).collect()
+        hlo::eval::Array::from_f32(&[values.len() as i64], values).bytes
     }
 
     #[test]

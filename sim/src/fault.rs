@@ -165,6 +165,27 @@ impl FaultPlan {
     }
 }
 
+impl std::fmt::Display for FaultPlan {
+    /// The compact form [`FaultPlan::parse`] reads: `seed=N` (when not 0), then one
+    /// `function:N=STATUS` or `function:pF=STATUS` per rule, comma-separated; the empty plan is
+    /// the empty string. Fractions print in Rust's shortest round-trip form, so parsing the text
+    /// gives back the same plan.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut items = Vec::new();
+        if self.seed != 0 {
+            items.push(format!("seed={}", self.seed));
+        }
+        for rule in &self.rules {
+            let trigger = match rule.trigger {
+                FaultTrigger::Nth(n) => n.to_string(),
+                FaultTrigger::Fraction(p) => format!("p{p}"),
+            };
+            items.push(format!("{}:{trigger}={}", rule.function.name(), rule.status.name()));
+        }
+        f.write_str(&items.join(","))
+    }
+}
+
 /// The faultable functions' names, for error messages.
 fn faultable_names() -> String {
     LibnrtFunction::faultable().map(LibnrtFunction::name).collect::<Vec<_>>().join(", ")
@@ -252,6 +273,16 @@ impl FaultInjector {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_compact_form_prints_what_parse_reads() {
+        let text =
+            "seed=7,nrt_execute:3=NRT_EXEC_BAD_INPUT,nrt_tensor_allocate:p0.1=NRT_STATUS_4242";
+        let plan = FaultPlan::parse(text).expect("valid plan");
+        assert_eq!(plan.to_string(), text);
+        assert_eq!(FaultPlan::parse(&plan.to_string()), Ok(plan));
+        assert_eq!(FaultPlan::default().to_string(), "");
+    }
 
     #[test]
     fn compact_form_parses_nth_fraction_and_seed() {

@@ -27,7 +27,6 @@
 #![forbid(unsafe_code)]
 
 pub mod async_queues;
-pub mod checks;
 pub mod config;
 pub mod device_program;
 pub mod fault;

@@ -1,11 +1,11 @@
-//! The backend-independent checks of `sim::checks`, run on the simulator.
+//! The backend-independent checks of `testkit::checks`, run on the simulator.
 
 mod common;
 
 use abi::runtime::Placement;
 use abi::status::NrtStatus;
 use common::{arithmetic_model, describe_loader, f32_bytes, small_sim};
-use sim::checks;
+use testkit::checks;
 
 #[test]
 fn lifecycle_gates() {
@@ -23,11 +23,6 @@ fn tensor_memory_and_bounds() {
 }
 
 #[test]
-fn copy_across_cores_is_invalid() {
-    checks::copy_across_cores_is_invalid(&small_sim()).unwrap();
-}
-
-#[test]
 fn slices_share_storage_and_outlive_parent() {
     checks::slices_share_storage_and_outlive_parent(&small_sim()).unwrap();
 }
@@ -40,14 +35,14 @@ fn attached_buffers_are_caller_memory() {
 #[test]
 fn execute_checks_the_io_contract() {
     let sim = small_sim();
-    let load = describe_loader(&sim, arithmetic_model(4));
+    let load = describe_loader(&sim, arithmetic_model(4).description());
     checks::execute_checks_the_io_contract(&sim, &load).unwrap();
 }
 
 #[test]
 fn loads_take_free_cores() {
     let sim = small_sim();
-    let load = describe_loader(&sim, arithmetic_model(4));
+    let load = describe_loader(&sim, arithmetic_model(4).description());
     checks::loads_take_free_cores(&sim, &load).unwrap();
 }
 
@@ -55,7 +50,7 @@ fn loads_take_free_cores() {
 fn canonical_client_flow_on_a_description_computes_outputs() {
     for placement in [Placement::Device, Placement::Virtual, Placement::Host] {
         let sim = small_sim();
-        let load = describe_loader(&sim, arithmetic_model(4));
+        let load = describe_loader(&sim, arithmetic_model(4).description());
         let x = f32_bytes(&[1.0, 2.0, 3.0, -4.0]);
         let y = f32_bytes(&[0.5, 0.25, 10.0, 2.0]);
         let sum = f32_bytes(&[1.5, 2.25, 13.0, -2.0]);
@@ -76,7 +71,7 @@ fn canonical_client_flow_on_a_description_computes_outputs() {
 #[test]
 fn a_wrong_expected_output_fails_the_check() {
     let sim = small_sim();
-    let load = describe_loader(&sim, arithmetic_model(1));
+    let load = describe_loader(&sim, arithmetic_model(1).description());
     let x = f32_bytes(&[1.0]);
     let wrong = f32_bytes(&[3.0]);
     let err = checks::canonical_client_flow(

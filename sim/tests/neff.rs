@@ -9,7 +9,8 @@ use common::{
     arithmetic_model, copy_hlo, copy_model, f32_bytes, nan_model, small_config, small_sim,
 };
 use sim::neff_load::{describe_neff, neff_spec_of};
-use sim::{HLO_MEMBER, ModelDescription, SimConfig, SimRuntime, checks};
+use sim::{HLO_MEMBER, ModelDescription, SimConfig, SimRuntime};
+use testkit::checks;
 
 fn neff_of(description: &ModelDescription) -> Vec<u8> {
     neff_spec_of(description).expect("spec").to_bytes().expect("neff bytes")
@@ -21,7 +22,7 @@ fn neff_loader(neff: &[u8]) -> impl Fn(&dyn Runtime, i32) -> Result<ModelId, Nrt
 
 #[test]
 fn canonical_client_flow_on_a_written_neff_with_a_program() {
-    let neff = neff_of(&arithmetic_model(4));
+    let neff = neff_of(&arithmetic_model(4).description());
     let x = f32_bytes(&[1.0, 2.0, 3.0, -4.0]);
     let y = f32_bytes(&[0.5, 0.25, 10.0, 2.0]);
     let sum = f32_bytes(&[1.5, 2.25, 13.0, -2.0]);
@@ -41,7 +42,7 @@ fn canonical_client_flow_on_a_written_neff_with_a_program() {
 
 #[test]
 fn canonical_client_flow_reports_1003_from_a_neff_when_numerical_errors_are_on() {
-    let neff = neff_of(&nan_model(0));
+    let neff = neff_of(&nan_model(0).description());
     let input = f32_bytes(&[1.0, 2.0, 3.0, 4.0]);
     let sim = SimRuntime::new(small_config(1, true)).unwrap();
     let mut expected = f32_bytes(&[f32::NAN, 2.0, 3.0, 4.0]);
@@ -60,14 +61,14 @@ fn canonical_client_flow_reports_1003_from_a_neff_when_numerical_errors_are_on()
 
 #[test]
 fn io_contract_and_core_choice_hold_for_neff_loads() {
-    let neff = neff_of(&arithmetic_model(2));
+    let neff = neff_of(&arithmetic_model(2).description());
     checks::execute_checks_the_io_contract(&small_sim(), &neff_loader(&neff)).unwrap();
     checks::loads_take_free_cores(&small_sim(), &neff_loader(&neff)).unwrap();
 }
 
 #[test]
 fn a_neff_round_trips_through_the_writer_into_the_same_description() {
-    let description = arithmetic_model(3).with_constant("bias", vec![1, 2, 3, 4]);
+    let description = arithmetic_model(3).description().with_constant("bias", vec![1, 2, 3, 4]);
     let read_back = describe_neff(&neff_of(&description)).unwrap();
     assert_eq!(read_back, description);
 }
@@ -104,7 +105,7 @@ fn data_pages() -> u64 {
 fn two_thousand_loads_without_program_keep_one_warning_record() {
     let sim = SimRuntime::new(small_config(1, false)).expect("sim");
     sim.init(Framework::NoFw, "", "").unwrap();
-    let description = ModelDescription { hlo: None, ..copy_model(16) };
+    let description = ModelDescription { hlo: None, ..copy_model(16).description() };
     let neff = neff_of(&description);
     let cycle = || {
         let model = sim.load(&neff, -1, 1).unwrap();
@@ -129,7 +130,7 @@ fn two_thousand_loads_without_program_keep_one_warning_record() {
 fn a_neff_without_program_loads_and_warns_once() {
     let sim = small_sim();
     sim.init(Framework::NoFw, "", "").unwrap();
-    let description = ModelDescription { hlo: None, ..copy_model(16) };
+    let description = ModelDescription { hlo: None, ..copy_model(16).description() };
     sim.load(&neff_of(&description), -1, 1).unwrap();
     assert_eq!(sim.warnings().len(), 1);
 }
@@ -139,7 +140,7 @@ fn a_bad_program_member_is_invalid_at_load() {
     let sim = small_sim();
     sim.init(Framework::NoFw, "", "").unwrap();
     // A module over f32 where the NEFF says uint8: refused, naming both sides.
-    let bad = copy_model(16).with_hlo(copy_hlo(Dltype::Float32, 4));
+    let bad = copy_model(16).description().with_hlo(copy_hlo(Dltype::Float32, 4));
     let err = sim.load(&neff_of(&bad), -1, 1).unwrap_err();
     assert_eq!(err.status, NrtStatus::Invalid);
     assert!(
@@ -147,7 +148,7 @@ fn a_bad_program_member_is_invalid_at_load() {
             && err.detail.contains("against dltype uint8"),
         "{err}"
     );
-    let mut spec = neff_spec_of(&copy_model(16)).unwrap();
+    let mut spec = neff_spec_of(&copy_model(16).description()).unwrap();
     spec.extra_members.insert(HLO_MEMBER.into(), b"HloModule m\nENTRY e {".to_vec());
     let err = sim.load(&spec.to_bytes().unwrap(), -1, 1).unwrap_err();
     assert_eq!(err.status, NrtStatus::Invalid);
@@ -158,7 +159,7 @@ fn a_bad_program_member_is_invalid_at_load() {
 fn a_newer_neff_format_is_unsupported_neff_version() {
     let sim = small_sim();
     sim.init(Framework::NoFw, "", "").unwrap();
-    let mut spec = neff_spec_of(&copy_model(4)).unwrap();
+    let mut spec = neff_spec_of(&copy_model(4).description()).unwrap();
     spec.header.version_major = 3;
     let err = sim.load(&spec.to_bytes().unwrap(), -1, 1).unwrap_err();
     assert_eq!(err.status, NrtStatus::UnsupportedNeffVersion);
@@ -170,7 +171,7 @@ fn a_newer_neff_format_is_unsupported_neff_version() {
 fn load_collectives_checks_the_rank() {
     let sim = small_sim();
     sim.init(Framework::NoFw, "", "").unwrap();
-    let neff = neff_of(&copy_model(4));
+    let neff = neff_of(&copy_model(4).description());
     sim.load_collectives(&neff, -1, 1, 1, 2).unwrap();
     let err = sim.load_collectives(&neff, -1, 1, 2, 2).unwrap_err();
     assert_eq!(err.status, NrtStatus::Invalid);
@@ -180,9 +181,9 @@ fn load_collectives_checks_the_rank() {
 fn a_neff_without_hlo_runs_the_module_nrtsim_hlo_names_for_it() {
     let dir = std::env::temp_dir().join(format!("nrtsim-hlo-env-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let opaque = ModelDescription { hlo: None, ..arithmetic_model(2) };
+    let opaque = ModelDescription { hlo: None, ..arithmetic_model(2).description() };
     let neff = neff_of(&opaque);
-    let program = arithmetic_model(2).hlo.unwrap();
+    let program = arithmetic_model(2).description().hlo.unwrap();
     let file = dir.join("arithmetic.hlo");
     std::fs::write(&file, &program).unwrap();
     let x = f32_bytes(&[1.0, 2.0]);

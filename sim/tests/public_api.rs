@@ -48,7 +48,7 @@ fn counts_and_memory_stats_come_from_the_machine() {
     let after = sim.get_vnc_memory_stats(1).unwrap();
     assert!(after.bytes_used >= before.bytes_used + (1 << 20), "{before:?} -> {after:?}");
     assert_eq!(status(sim.get_vnc_memory_stats(2)), NrtStatus::Invalid);
-    let model = sim.load_description(&copy_model(16), 0, 2).unwrap();
+    let model = sim.load_description(&copy_model(16).description(), 0, 2).unwrap();
     assert_eq!(sim.get_model_nc_count(model), Ok(2));
     assert_eq!(sim.get_model_vnc_count(model), Ok(2));
     assert_eq!(sim.get_model_instance_count(model), Ok(1));
@@ -60,7 +60,7 @@ fn counts_and_memory_stats_come_from_the_machine() {
 fn output_completion_counts_launches_and_times_out() {
     let sim = small_sim();
     sim.init(Framework::NoFw, "", "").unwrap();
-    let model = sim.load_description(&copy_model(16), 0, 1).unwrap();
+    let model = sim.load_description(&copy_model(16).description(), 0, 1).unwrap();
     let input = sim.tensor_allocate(Placement::Device, 0, 16, b"input0").unwrap();
     let output = sim.tensor_allocate(Placement::Device, 0, 16, b"output0").unwrap();
     let (ins, outs) = (sim.allocate_tensor_set().unwrap(), sim.allocate_tensor_set().unwrap());
@@ -96,7 +96,7 @@ fn a_capture_sees_loads_launches_and_device_writes() {
     let sim = small_sim();
     sim.init(Framework::NoFw, "", "").unwrap();
     sim.sys_trace_start(&SysTraceConfig::default()).unwrap();
-    let model = sim.load_description(&copy_model(16), 1, 1).unwrap();
+    let model = sim.load_description(&copy_model(16).description(), 1, 1).unwrap();
     let input = sim.tensor_allocate(Placement::Device, 1, 16, b"input0").unwrap();
     let output = sim.tensor_allocate(Placement::Device, 1, 16, b"output0").unwrap();
     let (ins, outs) = (sim.allocate_tensor_set().unwrap(), sim.allocate_tensor_set().unwrap());

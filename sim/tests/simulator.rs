@@ -165,7 +165,7 @@ fn a_program_that_does_not_fit_the_signature_is_invalid_at_load_naming_both_side
     let mut hlo = HloText::new("two");
     let a = hlo.parameter(Dltype::Uint8, &[16]);
     let _b = hlo.parameter(Dltype::Uint8, &[16]);
-    let description = copy_model(16).with_hlo(hlo.finish(&[a]));
+    let description = copy_model(16).description().with_hlo(hlo.finish(&[a]));
     let err = sim.load_description(&description, -1, 1).unwrap_err();
     assert_eq!(err.status, NrtStatus::Invalid);
     assert!(
@@ -179,7 +179,7 @@ fn a_program_that_does_not_fit_the_signature_is_invalid_at_load_naming_both_side
 fn a_model_without_program_runs_opaque_with_zero_outputs_and_one_warning() {
     let sim = small_sim();
     init(&sim);
-    let description = ModelDescription { hlo: None, ..copy_model(8) };
+    let description = ModelDescription { hlo: None, ..copy_model(8).description() };
     let model = sim.load_description(&description, -1, 1).unwrap();
     let (inputs, outputs, tensors) = bind(&sim, model, Placement::Virtual);
     let output = tensor_named(&tensors, "output0");
@@ -196,7 +196,7 @@ fn a_model_without_program_runs_opaque_with_zero_outputs_and_one_warning() {
 fn run_nan_model(numerical_errors: bool, placement: Placement) -> (NrtStatus, Vec<f32>) {
     let sim = SimRuntime::new(small_config(1, numerical_errors)).unwrap();
     init(&sim);
-    let model = sim.load_description(&nan_model(2), -1, 1).unwrap();
+    let model = sim.load_description(&nan_model(2).description(), -1, 1).unwrap();
     let (inputs, outputs, tensors) = bind(&sim, model, placement);
     sim.tensor_write(tensor_named(&tensors, "input0"), 0, &f32_bytes(&[1.0, 2.0, 3.0, 4.0]))
         .unwrap();
@@ -226,7 +226,7 @@ fn nan_in_an_output_is_success_when_numerical_errors_are_off() {
 fn execute_repeat_runs_n_times_and_counters_count_bytes_descriptors_launches() {
     let sim = small_sim();
     init(&sim);
-    let model = sim.load_description(&copy_model(100 << 10), 1, 1).unwrap();
+    let model = sim.load_description(&copy_model(100 << 10).description(), 1, 1).unwrap();
     let (inputs, outputs, tensors) = bind(&sim, model, Placement::Virtual);
     sim.tensor_write(tensor_named(&tensors, "input0"), 0, &[3; 100 << 10]).unwrap();
     assert_eq!(sim.execute_repeat(model, inputs, outputs, 3), Ok(NrtStatus::Success));
@@ -247,7 +247,7 @@ fn execute_repeat_runs_n_times_and_counters_count_bytes_descriptors_launches() {
 fn device_tensors_of_the_model_core_are_used_in_place_without_dma() {
     let sim = small_sim();
     init(&sim);
-    let model = sim.load_description(&arithmetic_model(2), 0, 1).unwrap();
+    let model = sim.load_description(&arithmetic_model(2).description(), 0, 1).unwrap();
     let (inputs, outputs, tensors) = bind(&sim, model, Placement::Device);
     sim.tensor_write(tensor_named(&tensors, "x"), 0, &f32_bytes(&[2.0, 3.0])).unwrap();
     sim.tensor_write(tensor_named(&tensors, "y"), 0, &f32_bytes(&[4.0, 5.0])).unwrap();
@@ -303,7 +303,7 @@ fn fault_plan_makes_the_nth_call_fail_and_a_completed_status_still_runs() {
     };
     let sim = SimRuntime::new(config).unwrap();
     init(&sim);
-    let model = sim.load_description(&copy_model(4), -1, 1).unwrap();
+    let model = sim.load_description(&copy_model(4).description(), -1, 1).unwrap();
     let (inputs, outputs, tensors) = bind(&sim, model, Placement::Virtual);
     let output = tensor_named(&tensors, "output0");
     assert_eq!(sim.execute(model, inputs, outputs), Ok(NrtStatus::Success));
@@ -356,7 +356,7 @@ fn an_invalid_fault_plan_is_refused_by_the_constructor() {
 fn load_refuses_bad_core_arguments() {
     let sim = small_sim();
     init(&sim);
-    let description = copy_model(4);
+    let description = copy_model(4).description();
     assert_eq!(sim.load_description(&description, -2, 1).unwrap_err().status, NrtStatus::Invalid);
     assert_eq!(sim.load_description(&description, 0, 0).unwrap_err().status, NrtStatus::Invalid);
     assert_eq!(
@@ -376,11 +376,14 @@ fn load_refuses_bad_core_arguments() {
 fn close_unloads_models_and_frees_their_memory() {
     let sim = small_sim();
     init(&sim);
-    sim.load_description(&copy_model(1 << 20), -1, 1).unwrap();
+    sim.load_description(&copy_model(1 << 20).description(), -1, 1).unwrap();
     assert!(sim.device_bytes_in_use(0).unwrap() >= 2 << 20);
     sim.close();
     assert_eq!(sim.device_bytes_in_use(0), Some(0));
-    assert_eq!(sim.load_description(&copy_model(4), -1, 1).unwrap_err().status, NrtStatus::Closed);
+    assert_eq!(
+        sim.load_description(&copy_model(4).description(), -1, 1).unwrap_err().status,
+        NrtStatus::Closed
+    );
 }
 
 #[test]

@@ -19,8 +19,8 @@ fn eight_threads_launching_on_two_cores_see_only_their_own_results() {
     let sim = Arc::new(small_sim());
     sim.init(Framework::NoFw, "", "").unwrap();
     let models = [
-        sim.load_description(&arithmetic_model(N), 0, 1).unwrap(),
-        sim.load_description(&arithmetic_model(N), 1, 1).unwrap(),
+        sim.load_description(&arithmetic_model(N).description(), 0, 1).unwrap(),
+        sim.load_description(&arithmetic_model(N).description(), 1, 1).unwrap(),
     ];
     let handles: Vec<_> = (0..THREADS)
         .map(|thread| {

@@ -1,84 +1,40 @@
 //! The binding layer's behaviour (`abi::bind`), as test bodies over a runtime factory.
+//!
+//! Vectors (`vectors/`) are the data-driven suite; only what their steps cannot express lives
+//! here, and each body says why it is not data.
 
 use std::fmt::Debug;
 use std::sync::Arc;
 
 use abi::bind::{
     BindError, ForwardOutput, HostTensor, LoadStatus, Model, ModelOptions, SpmdModel, ValidateKind,
-    Weights,
 };
-use abi::metaneff::meta_tensor::{DataType, Type};
-use abi::metaneff::{self, edit::Side};
-use abi::runtime::Placement;
-use abi::status::NrtStatus;
+use abi::metaneff;
+use abi::metaneff::meta_tensor::DataType;
 use abi::trace::Trace;
 
-use crate::models::{
-    ModelDef, TensorDef, copy_model, f32_bytes, op_add, op_copy, op_nan, op_scale, scale_model,
-};
+use crate::models::{ModelDef, TensorDef, op_add, op_scale, scale_model};
 use crate::{Factory, RuntimeSpec, TestBody};
 
 /// Every body of the suite, by name.
 pub fn bind_suite() -> Vec<(&'static str, TestBody)> {
     vec![
-        ("forward_runs_a_one_in_one_out_model", forward_runs_a_one_in_one_out_model),
         (
             "trace_of_load_and_two_forwards_is_canonical",
             trace_of_load_and_two_forwards_is_canonical,
         ),
-        ("validate_count_on_model_path", validate_count_on_model_path),
-        (
-            "seed_discrepancy_count_check_counts_user_inputs",
-            seed_discrepancy_count_check_counts_user_inputs,
-        ),
-        ("validate_dtype_message", validate_dtype_message),
         ("validate_shape_message", validate_shape_message),
-        ("validate_ignores_untyped_inputs", validate_ignores_untyped_inputs),
-        ("validate_ordinal_on_ranked_path", validate_ordinal_on_ranked_path),
-        ("scalar_with_dynamic_batching_is_rejected", scalar_with_dynamic_batching_is_rejected),
-        ("aliased_output_shares_input_storage", aliased_output_shares_input_storage),
         (
             "return_aliases_false_leaves_aliased_outputs_out",
             return_aliases_false_leaves_aliased_outputs_out,
         ),
         ("state_accumulates_over_three_launches", state_accumulates_over_three_launches),
         (
-            "rebind_is_skipped_when_the_slot_is_unchanged",
-            rebind_is_skipped_when_the_slot_is_unchanged,
-        ),
-        ("nan_program_1003_is_tolerated_with_outputs", nan_program_1003_is_tolerated_with_outputs),
-        ("injected_1003_on_execute_is_tolerated", injected_1003_on_execute_is_tolerated),
-        ("allocation_failures_carry_seed_messages", allocation_failures_carry_seed_messages),
-        (
-            "allocation_tolerates_1003_then_fails_to_add",
-            allocation_tolerates_1003_then_fails_to_add,
-        ),
-        ("weights_are_bound_by_checkpoint_key", weights_are_bound_by_checkpoint_key),
-        ("missing_weight_key_is_named", missing_weight_key_is_named),
-        ("dynamic_batching_exact_batch_is_one_launch", dynamic_batching_exact_batch_is_one_launch),
-        (
-            "dynamic_batching_larger_batch_slices_and_pads",
-            dynamic_batching_larger_batch_slices_and_pads,
-        ),
-        (
-            "dynamic_batching_smaller_batch_pads_one_launch",
-            dynamic_batching_smaller_batch_pads_one_launch,
-        ),
-        (
             "dynamic_batching_mixed_passes_static_inputs_whole",
             dynamic_batching_mixed_passes_static_inputs_whole,
         ),
-        ("dynamic_batching_mixed_lengths_are_checked", dynamic_batching_mixed_lengths_are_checked),
         ("setters_edit_losslessly_and_reload", setters_edit_losslessly_and_reload),
-        ("lazy_load_defers_to_first_forward", lazy_load_defers_to_first_forward),
-        (
-            "async_load_runs_in_background_and_forward_waits",
-            async_load_runs_in_background_and_forward_waits,
-        ),
-        ("unload_then_forward_loads_again", unload_then_forward_loads_again),
         ("spmd_four_ranks_on_four_cores", spmd_four_ranks_on_four_cores),
-        ("non_utf8_names_bind_and_run_as_bytes", non_utf8_names_bind_and_run_as_bytes),
-        ("short_untyped_dynamic_input_is_an_error", short_untyped_dynamic_input_is_an_error),
     ]
 }
 
@@ -129,17 +85,8 @@ fn count_lines(trace: &Trace, prefix: &str) -> usize {
     trace.lines().iter().filter(|line| line.starts_with(prefix)).count()
 }
 
-fn forward_runs_a_one_in_one_out_model(factory: &Factory<'_>) -> Result<(), String> {
-    let mut model = model(factory, &scale_model(&[2, 2], 2.0), ModelOptions::default())?;
-    same("load status after new", model.load_status(), LoadStatus::Loaded)?;
-    let out = ok("forward", model.forward(&[f32s(&[1.0, 2.0, 3.0, -4.0], &[2, 2])]))?;
-    same("status", out.status, NrtStatus::Success)?;
-    same("output", output_values(&out, 0)?, vec![2.0, 4.0, 6.0, -8.0])?;
-    same("output shape", out.outputs[0].shape().to_vec(), vec![2, 2])?;
-    let again = ok("second forward", model.forward(&[f32s(&[0.5, 0.0, 0.0, 1.0], &[2, 2])]))?;
-    same("second output", output_values(&again, 0)?, vec![1.0, 0.0, 0.0, 2.0])
-}
-
+/// Not data: it pins the trace format itself, and a vector's golden trace is written by the
+/// code under test.
 fn trace_of_load_and_two_forwards_is_canonical(factory: &Factory<'_>) -> Result<(), String> {
     let trace = Arc::new(Trace::new());
     let def = scale_model(&[4], 1.0);
@@ -177,93 +124,11 @@ unload(m1) -> NRT_SUCCESS
     ensure(text == expected, || format!("trace differs:\n--- expected\n{expected}--- got\n{text}"))
 }
 
-fn two_input_def() -> ModelDef {
-    ModelDef {
-        inputs: vec![
-            TensorDef::input("input0", DataType::Float, &[2]),
-            TensorDef::input("input1", DataType::Float, &[2]),
-        ],
-        outputs: vec![TensorDef::output("output0", DataType::Float, &[2])],
-        ops: vec![op_add("output0", "input0", "input1")],
-        ..ModelDef::new("add")
-    }
-}
-
-fn validate_count_on_model_path(factory: &Factory<'_>) -> Result<(), String> {
-    let trace = Arc::new(Trace::new());
-    let mut model = model(factory, &two_input_def(), traced(&trace))?;
-    let error = err("forward with one of two inputs", model.forward(&[f32s(&[1.0, 2.0], &[2])]))?;
-    let validate =
-        error.as_validate().ok_or_else(|| format!("expected a validate error, got {error}"))?;
-    same("kind", validate.kind, ValidateKind::Count)?;
-    same("message", validate.message, "Expected npts->impl()->size() == tensors.size()")?;
-    same("expected/actual", (validate.expected.as_str(), validate.actual.as_str()), ("2", "1"))?;
-    same("index", validate.index, None)?;
-    let last = trace.lines().last().cloned().unwrap_or_default();
-    same(
-        "trace line",
-        last.as_str(),
-        "validate error count: Expected npts->impl()->size() == tensors.size() (expected 2, got 1)",
-    )?;
-    same("executions", count_lines(&trace, "execute("), 0)
-}
-
-fn seed_discrepancy_count_check_counts_user_inputs(factory: &Factory<'_>) -> Result<(), String> {
-    // The seed compares input_tensors.size() (3 here) with the caller's tensors; this layer binds
-    // the state and the weight itself, so the caller passes the one user input.
-    let def = ModelDef {
-        inputs: vec![
-            TensorDef::input("input0", DataType::Float, &[2]),
-            TensorDef::state("input1", DataType::Float, &[2], "state"),
-            TensorDef::weight("input2", DataType::Float, &[2], "w"),
-        ],
-        outputs: vec![TensorDef::output("output0", DataType::Float, &[2])],
-        ops: vec![op_add("output0", "input0", "input2")],
-        ..ModelDef::new("count")
-    };
-    let mut weights = Weights::new();
-    weights.insert(b"w".to_vec(), f32s(&[10.0, 20.0], &[2]));
-    let options = ModelOptions { weights, ..ModelOptions::default() };
-    let mut model = model(factory, &def, options)?;
-    let out = ok("forward with the user input only", model.forward(&[f32s(&[1.0, 2.0], &[2])]))?;
-    same("output", output_values(&out, 0)?, vec![11.0, 22.0])?;
-    let all_three = [f32s(&[1.0, 2.0], &[2]), f32s(&[0.0, 0.0], &[2]), f32s(&[10.0, 20.0], &[2])];
-    let error = err("forward with all three inputs", model.forward(&all_three))?;
-    let validate =
-        error.as_validate().ok_or_else(|| format!("expected a validate error, got {error}"))?;
-    same("kind", validate.kind, ValidateKind::Count)?;
-    same("expected/actual", (validate.expected.as_str(), validate.actual.as_str()), ("1", "3"))
-}
-
-fn validate_dtype_message(factory: &Factory<'_>) -> Result<(), String> {
-    let trace = Arc::new(Trace::new());
-    let mut model = model(factory, &two_input_def(), traced(&trace))?;
-    let ints = HostTensor::from_slice(&[1i32, 2], &[2]).expect("valid");
-    let error = err("forward with an Int input", model.forward(&[f32s(&[1.0, 2.0], &[2]), ints]))?;
-    let validate =
-        error.as_validate().ok_or_else(|| format!("expected a validate error, got {error}"))?;
-    same("kind", validate.kind, ValidateKind::Dtype)?;
-    same("index and name", (validate.index, validate.name.as_deref()), (Some(1), Some("input1")))?;
-    same("message", validate.message, "Expected tensor.dtype() == dtype")?;
-    same(
-        "trace line",
-        trace.lines().last().cloned().unwrap_or_default().as_str(),
-        "validate error dtype input 1 \"input1\": Expected tensor.dtype() == dtype (expected Float, got Int)",
-    )
-}
-
+/// Not data: what a caller of `Model::forward` reads, the `Display` text of a validate error, is
+/// not in the trace a vector compares (the kinds, shapes and messages are:
+/// `vectors/validate/shape_error_gives_both_shapes`).
 fn validate_shape_message(factory: &Factory<'_>) -> Result<(), String> {
     let mut model = model(factory, &scale_model(&[2, 3], 1.0), ModelOptions::default())?;
-    let error = err("forward with shape [3, 2]", model.forward(&[f32s(&[0.0; 6], &[3, 2])]))?;
-    let validate =
-        error.as_validate().ok_or_else(|| format!("expected a validate error, got {error}"))?;
-    same("kind", validate.kind, ValidateKind::Shape)?;
-    same("message", validate.message, "Expected tensor.sizes() == sizes")?;
-    same(
-        "expected/actual",
-        (validate.expected.as_str(), validate.actual.as_str()),
-        ("[2, 3]", "[3, 2]"),
-    )?;
     let error = err("forward with rank 1", model.forward(&[f32s(&[0.0; 6], &[6])]))?;
     same("rank mismatch kind", error.as_validate().map(|v| v.kind), Some(ValidateKind::Shape))?;
     same(
@@ -272,61 +137,6 @@ fn validate_shape_message(factory: &Factory<'_>) -> Result<(), String> {
         "validate: shape input 0 \"input0\": Expected tensor.sizes() == sizes (expected [2, 3], got [6])"
             .to_owned(),
     )
-}
-
-fn validate_ignores_untyped_inputs(factory: &Factory<'_>) -> Result<(), String> {
-    // libtorchneuron checks dtype and shape for type == USER_INPUT only; an input without a type
-    // (older producers) is still taken from the caller, unchecked.
-    let mut def = scale_model(&[4], 1.0);
-    def.inputs[0] = def.inputs[0].clone().with_kind(Type::UndefinedType);
-    let mut model = model(factory, &def, ModelOptions::default())?;
-    let bytes = HostTensor::from_slice(&[7i32, 0, 0, 0], &[4]).expect("valid");
-    let out = ok("forward with an Int tensor for an untyped Float input", model.forward(&[bytes]))?;
-    same(
-        "bytes copied as they are",
-        out.outputs[0].to_bytes(),
-        HostTensor::from_slice(&[7i32, 0, 0, 0], &[4]).expect("valid").to_bytes(),
-    )
-}
-
-fn validate_ordinal_on_ranked_path(factory: &Factory<'_>) -> Result<(), String> {
-    let def = scale_model(&[2], 3.0);
-    let runtime = factory(&RuntimeSpec::default());
-    let mut spmd = ok(
-        "SpmdModel::new",
-        SpmdModel::new(runtime, &def.neff(), &def.metaneff(), 1, 1, ModelOptions::default()),
-    )?;
-    // No count check on the ranked path: an extra tensor reaches the ordinal check.
-    let extra = vec![f32s(&[1.0, 2.0], &[2]), f32s(&[1.0, 2.0], &[2])];
-    let error = err("ranked forward with an extra tensor", spmd.forward_ranked(&[extra]))?;
-    let validate =
-        error.as_validate().ok_or_else(|| format!("expected a validate error, got {error}"))?;
-    same("kind", validate.kind, ValidateKind::Ordinal)?;
-    same("message", validate.message, "Expected ordinal < nrt_tensors_.size()")?;
-    same("index", validate.index, Some(1))?;
-    ensure(matches!(error, BindError::Rank { rank: 0, .. }), || {
-        format!("expected rank 0's error, got {error}")
-    })?;
-    // And a missing tensor is not a count error there: the slot keeps its staging tensor.
-    let outs = ok("ranked forward without tensors", spmd.forward_ranked(&[vec![]]))?;
-    same("outputs", outs[0].outputs.len(), 1)
-}
-
-fn scalar_with_dynamic_batching_is_rejected(factory: &Factory<'_>) -> Result<(), String> {
-    let def = ModelDef {
-        inputs: vec![TensorDef::input("input0", DataType::Float, &[])],
-        outputs: vec![TensorDef::output("output0", DataType::Float, &[])],
-        ops: vec![op_copy("output0", "input0")],
-        ..ModelDef::new("scalar")
-    };
-    let mut model = model(factory, &def, ModelOptions::default())?;
-    ok("scalar forward", model.forward(&[f32s(&[1.5], &[])]))?;
-    ok("set_dynamic_batching", model.set_dynamic_batching(true))?;
-    let error = err("scalar forward with dynamic batching", model.forward(&[f32s(&[1.5], &[])]))?;
-    let validate =
-        error.as_validate().ok_or_else(|| format!("expected a validate error, got {error}"))?;
-    same("kind", validate.kind, ValidateKind::ScalarDynamicBatch)?;
-    same("message", validate.message, "Scalar tensor cannot have allow_dynamic_batch_size=True")
 }
 
 /// `output0 = input0 + input1`, aliased to input0 (in place); `output1 = input1 × 2`.
@@ -347,35 +157,8 @@ fn in_place_def(return_aliases: bool) -> ModelDef {
     }
 }
 
-fn aliased_output_shares_input_storage(factory: &Factory<'_>) -> Result<(), String> {
-    let trace = Arc::new(Trace::new());
-    let mut model = model(factory, &in_place_def(true), traced(&trace))?;
-    let a = f32s(&[1.0, 2.0], &[2]);
-    let b = f32s(&[10.0, 20.0], &[2]);
-    let out = ok("forward", model.forward(&[a.clone(), b.clone()]))?;
-    same("outputs", out.outputs.len(), 2)?;
-    ensure(out.outputs[0].shares_storage_with(&a), || {
-        "expected output 0 to share input 0's storage".to_owned()
-    })?;
-    ensure(!out.outputs[1].shares_storage_with(&b), || {
-        "expected output 1 to be a fresh tensor".to_owned()
-    })?;
-    same("output 0", output_values(&out, 0)?, vec![11.0, 22.0])?;
-    same("input 0 updated in place", values(&a)?, vec![11.0, 22.0])?;
-    same("output 1", output_values(&out, 1)?, vec![20.0, 40.0])?;
-    ensure(trace.lines().iter().any(|l| l == "alias output 0 = input 0 (shared storage)"), || {
-        format!("expected the alias line in the trace:\n{}", trace.text())
-    })?;
-    // The output set holds input 0's runtime tensor under output0's name (donation).
-    ensure(
-        trace
-            .lines()
-            .iter()
-            .any(|l| l == "add_tensor_to_tensor_set(s2, \"output0\", t1) -> NRT_SUCCESS"),
-        || format!("expected output0 bound to input0's tensor t1:\n{}", trace.text()),
-    )
-}
-
+/// Not data: the evidence of the in-place update is the caller's input read back after the
+/// forward (the aliased output is not returned), and no step reads a forward's input back.
 fn return_aliases_false_leaves_aliased_outputs_out(factory: &Factory<'_>) -> Result<(), String> {
     let mut model = model(factory, &in_place_def(false), ModelOptions::default())?;
     let a = f32s(&[1.0, 2.0], &[2]);
@@ -385,6 +168,8 @@ fn return_aliases_false_leaves_aliased_outputs_out(factory: &Factory<'_>) -> Res
     same("input 0 still updated in place", values(&a)?, vec![11.0, 22.0])
 }
 
+/// Not data: that every launch returns the same state storage compares outputs of different
+/// forwards, which `expect_shared` (an output against an input of one forward) cannot say.
 fn state_accumulates_over_three_launches(factory: &Factory<'_>) -> Result<(), String> {
     let def = ModelDef {
         inputs: vec![
@@ -413,239 +198,12 @@ fn state_accumulates_over_three_launches(factory: &Factory<'_>) -> Result<(), St
     same("state after each launch", seen, vec![vec![1.0, 2.5], vec![2.0, 5.0], vec![3.0, 7.5]])
 }
 
-fn rebind_is_skipped_when_the_slot_is_unchanged(factory: &Factory<'_>) -> Result<(), String> {
-    let trace = Arc::new(Trace::new());
-    let runtime = factory(&RuntimeSpec::default());
-    let def = scale_model(&[2], 2.0);
-    let options = traced(&trace);
-    let mut model =
-        ok("Model::new", Model::new(runtime.clone(), &def.neff(), &def.metaneff(), options))?;
-    let adds = |trace: &Trace| count_lines(trace, "add_tensor_to_tensor_set(");
-    trace.clear_lines();
-    ok("host forward", model.forward(&[f32s(&[1.0, 2.0], &[2])]))?;
-    same("adds for a host input (staging already bound)", adds(&trace), 0)?;
-    let device = runtime
-        .tensor_allocate(Placement::Device, 0, 8, b"resident")
-        .map_err(|e| format!("tensor_allocate: {e}"))?;
-    runtime
-        .tensor_write(device, 0, &f32_bytes(&[3.0, 4.0]))
-        .map_err(|e| format!("tensor_write: {e}"))?;
-    let resident =
-        HostTensor::on_device(abi::dtype::ScalarType::Float, &[2], device).expect("valid");
-    trace.clear_lines();
-    let out = ok("first device forward", model.forward(std::slice::from_ref(&resident)))?;
-    same("output of the device-resident input", output_values(&out, 0)?, vec![6.0, 8.0])?;
-    same("adds on the first device launch", adds(&trace), 1)?;
-    same("writes on a device launch", count_lines(&trace, "tensor_write("), 0)?;
-    trace.clear_lines();
-    ok("second device forward", model.forward(std::slice::from_ref(&resident)))?;
-    same("adds on the repeated launch", adds(&trace), 0)?;
-    ensure(trace.lines().iter().any(|l| l == "rebind skipped input 0"), || trace.text())?;
-    trace.clear_lines();
-    ok("host forward again", model.forward(&[f32s(&[1.0, 2.0], &[2])]))?;
-    same("adds when going back to the staging tensor", adds(&trace), 1)?;
-    drop(model);
-    runtime.tensor_free(device).map_err(|e| format!("tensor_free: {e}"))
-}
-
-fn nan_def() -> ModelDef {
-    ModelDef {
-        ops: vec![op_copy("output0", "input0"), op_nan("output0", 1)],
-        ..scale_model(&[4], 1.0)
-    }
-}
-
-fn nan_program_1003_is_tolerated_with_outputs(factory: &Factory<'_>) -> Result<(), String> {
-    let runtime = factory(&RuntimeSpec { numerical_errors: true, ..RuntimeSpec::default() });
-    let trace = Arc::new(Trace::new());
-    let def = nan_def();
-    let mut model =
-        ok("Model::new", Model::new(runtime, &def.neff(), &def.metaneff(), traced(&trace)))?;
-    let out = ok("forward", model.forward(&[f32s(&[1.0, 2.0, 3.0, 4.0], &[4])]))?;
-    same("status", out.status, NrtStatus::ExecCompletedWithNumErr)?;
-    let got = output_values(&out, 0)?;
-    ensure(got[1].is_nan() && got[0] == 1.0 && got[2] == 3.0 && got[3] == 4.0, || {
-        format!("expected [1, NaN, 3, 4], got {got:?}")
-    })?;
-    ensure(
-        trace.lines().iter().any(|l| l == "status tolerated NRT_EXEC_COMPLETED_WITH_NUM_ERR"),
-        || format!("expected the tolerated line:\n{}", trace.text()),
-    )
-}
-
-fn injected_1003_on_execute_is_tolerated(factory: &Factory<'_>) -> Result<(), String> {
-    let runtime = factory(&RuntimeSpec {
-        fault_plan: "nrt_execute:2=EXEC_COMPLETED_WITH_NUM_ERR",
-        ..RuntimeSpec::default()
-    });
-    let def = scale_model(&[2], 2.0);
-    let mut model = ok(
-        "Model::new",
-        Model::new(runtime, &def.neff(), &def.metaneff(), ModelOptions::default()),
-    )?;
-    let first = ok("first forward", model.forward(&[f32s(&[1.0, 2.0], &[2])]))?;
-    same("first status", first.status, NrtStatus::Success)?;
-    let second = ok("second forward", model.forward(&[f32s(&[3.0, 4.0], &[2])]))?;
-    same("second status", second.status, NrtStatus::ExecCompletedWithNumErr)?;
-    same("second output intact", output_values(&second, 0)?, vec![6.0, 8.0])
-}
-
-fn expect_runtime_error(
-    factory: &Factory<'_>,
-    fault_plan: &'static str,
-    message: &str,
-    status: NrtStatus,
-) -> Result<(), String> {
-    let runtime = factory(&RuntimeSpec { fault_plan, ..RuntimeSpec::default() });
-    let def = scale_model(&[2], 1.0);
-    let error = err(
-        fault_plan,
-        Model::new(runtime, &def.neff(), &def.metaneff(), ModelOptions::default()),
-    )?;
-    let (got_message, source) = error
-        .as_runtime()
-        .ok_or_else(|| format!("{fault_plan}: expected a runtime error, got {error}"))?;
-    same(fault_plan, (got_message, source.status), (message, status))
-}
-
-fn allocation_failures_carry_seed_messages(factory: &Factory<'_>) -> Result<(), String> {
-    expect_runtime_error(
-        factory,
-        "nrt_allocate_tensor_set:1=RESOURCE",
-        "Failed to allocate tensor set",
-        NrtStatus::Resource,
-    )?;
-    expect_runtime_error(
-        factory,
-        "nrt_tensor_allocate:2=RESOURCE",
-        "Failed to allocate neuron runtime tensor",
-        NrtStatus::Resource,
-    )?;
-    expect_runtime_error(
-        factory,
-        "nrt_add_tensor_to_tensor_set:1=INVALID",
-        "Failed to add neuron tensor to the input set",
-        NrtStatus::Invalid,
-    )
-}
-
-fn allocation_tolerates_1003_then_fails_to_add(factory: &Factory<'_>) -> Result<(), String> {
-    // 1003 is not an allocation error for libtorchneuron; without a handle, the add that follows
-    // is what fails.
-    expect_runtime_error(
-        factory,
-        "nrt_tensor_allocate:1=EXEC_COMPLETED_WITH_NUM_ERR",
-        "Failed to add neuron tensor to the input set",
-        NrtStatus::InvalidHandle,
-    )?;
-    expect_runtime_error(
-        factory,
-        "nrt_allocate_tensor_set:1=EXEC_COMPLETED_WITH_NUM_ERR",
-        "Failed to add neuron tensor to the input set",
-        NrtStatus::InvalidHandle,
-    )
-}
-
-fn weight_def() -> ModelDef {
-    ModelDef {
-        inputs: vec![
-            TensorDef::input("input0", DataType::Float, &[2]),
-            TensorDef::weight("input1", DataType::Float, &[2], "layer.bias"),
-        ],
-        outputs: vec![TensorDef::output("output0", DataType::Float, &[2])],
-        ops: vec![op_add("output0", "input0", "input1")],
-        ..ModelDef::new("bias")
-    }
-}
-
-fn weights_are_bound_by_checkpoint_key(factory: &Factory<'_>) -> Result<(), String> {
-    let mut weights = Weights::new();
-    weights.insert(b"layer.bias".to_vec(), f32s(&[0.5, -1.0], &[2]));
-    let mut model =
-        model(factory, &weight_def(), ModelOptions { weights, ..ModelOptions::default() })?;
-    let out = ok("forward", model.forward(&[f32s(&[1.0, 1.0], &[2])]))?;
-    same("output", output_values(&out, 0)?, vec![1.5, 0.0])
-}
-
-fn missing_weight_key_is_named(factory: &Factory<'_>) -> Result<(), String> {
-    let mut weights = Weights::new();
-    weights.insert(b"other".to_vec(), f32s(&[0.5, -1.0], &[2]));
-    let def = weight_def();
-    let runtime = factory(&RuntimeSpec::default());
-    let error = err(
-        "Model::new",
-        Model::new(
-            runtime,
-            &def.neff(),
-            &def.metaneff(),
-            ModelOptions { weights, ..ModelOptions::default() },
-        ),
-    )?;
-    ensure(matches!(&error, BindError::MissingWeight { key, .. } if key == "layer.bias"), || {
-        format!("expected MissingWeight for \"layer.bias\", got {error:?}")
-    })?;
-    let text = error.to_string();
-    ensure(text.contains("\"layer.bias\"") && text.contains("other"), || {
-        format!("message should name both keys: {text}")
-    })
-}
-
-/// `output0 = input0 × 2` with a dynamic leading dimension, compiled for batch 2 of rows of 2.
-fn dynamic_def() -> ModelDef {
-    ModelDef {
-        inputs: vec![TensorDef::input("input0", DataType::Float, &[2, 2]).dynamic()],
-        outputs: vec![TensorDef::output("output0", DataType::Float, &[2, 2]).dynamic()],
-        ops: vec![op_scale("output0", "input0", 2.0)],
-        ..ModelDef::new("dynamic")
-    }
-}
-
 fn rows(batch: usize) -> Vec<f32> {
     (0..batch * 2).map(|v| v as f32 + 1.0).collect()
 }
 
-fn doubled(batch: usize) -> Vec<f32> {
-    rows(batch).iter().map(|v| v * 2.0).collect()
-}
-
-fn dynamic_batching_exact_batch_is_one_launch(factory: &Factory<'_>) -> Result<(), String> {
-    let trace = Arc::new(Trace::new());
-    let mut model = model(factory, &dynamic_def(), traced(&trace))?;
-    trace.clear_lines();
-    let out = ok("forward", model.forward(&[f32s(&rows(2), &[2, 2])]))?;
-    same("output", output_values(&out, 0)?, doubled(2))?;
-    same("launches", count_lines(&trace, "execute("), 1)
-}
-
-fn dynamic_batching_larger_batch_slices_and_pads(factory: &Factory<'_>) -> Result<(), String> {
-    let trace = Arc::new(Trace::new());
-    let mut model = model(factory, &dynamic_def(), traced(&trace))?;
-    trace.clear_lines();
-    let out = ok("forward with batch 5", model.forward(&[f32s(&rows(5), &[5, 2])]))?;
-    same("launches", count_lines(&trace, "execute("), 3)?;
-    same("output shape", out.outputs[0].shape().to_vec(), vec![5, 2])?;
-    same("output", output_values(&out, 0)?, doubled(5))?;
-    // The last slice holds row 4 then a zero row: [9, 10, 0, 0].
-    let last_write = trace.lines().iter().rev().find(|l| l.starts_with("tensor_write(")).cloned();
-    same(
-        "padded last slice",
-        last_write.as_deref(),
-        Some(
-            "tensor_write(t1, 0, [00 00 10 41 00 00 20 41 00 00 00 00 00 00 00 00]) -> NRT_SUCCESS",
-        ),
-    )
-}
-
-fn dynamic_batching_smaller_batch_pads_one_launch(factory: &Factory<'_>) -> Result<(), String> {
-    let trace = Arc::new(Trace::new());
-    let mut model = model(factory, &dynamic_def(), traced(&trace))?;
-    trace.clear_lines();
-    let out = ok("forward with batch 1", model.forward(&[f32s(&rows(1), &[1, 2])]))?;
-    same("launches", count_lines(&trace, "execute("), 1)?;
-    same("output shape", out.outputs[0].shape().to_vec(), vec![1, 2])?;
-    same("output", output_values(&out, 0)?, doubled(1))
-}
-
+/// Not data: it reads the flags back from the Model's own edited metaneff, which no step does
+/// (`metaneff_edit` checks the edit functions, not a Model's stored copy).
 fn dynamic_batching_mixed_passes_static_inputs_whole(factory: &Factory<'_>) -> Result<(), String> {
     // output0 = input0 + input1 where input0 is dynamic [2, 2] and input1 a static [2, 2] bias.
     let def = ModelDef {
@@ -681,24 +239,8 @@ fn dynamic_batching_mixed_passes_static_inputs_whole(factory: &Factory<'_>) -> R
     same("static input shape", error.as_validate().map(|v| v.kind), Some(ValidateKind::Shape))
 }
 
-fn dynamic_batching_mixed_lengths_are_checked(factory: &Factory<'_>) -> Result<(), String> {
-    let mut model = model(factory, &scale_model(&[2], 1.0), ModelOptions::default())?;
-    let error =
-        err("two input flags for one input", model.set_dynamic_batching_mixed(&[1, 1], &[1]))?;
-    ensure(
-        matches!(
-            error,
-            BindError::DynamicFlagsLength { side: Side::Input, expected: 1, actual: 2 }
-        ),
-        || format!("expected DynamicFlagsLength(input, 1, 2), got {error:?}"),
-    )?;
-    same(
-        "message",
-        error.to_string(),
-        "set_dynamic_batching_mixed: expected 1 Input flags (one per tensor), got 2".to_owned(),
-    )
-}
-
+/// Not data: it starts from metaneff bytes with an unknown field (a reviewed text cannot carry
+/// one) and reads the Model's stored metaneff back after the setters.
 fn setters_edit_losslessly_and_reload(factory: &Factory<'_>) -> Result<(), String> {
     let def = scale_model(&[2], 1.0);
     // An unknown trailing field (number 50, varint 1) that a newer producer might write.
@@ -734,40 +276,8 @@ fn setters_edit_losslessly_and_reload(factory: &Factory<'_>) -> Result<(), Strin
     same("output", output_values(&out, 0)?, vec![1.0, 2.0])
 }
 
-fn lazy_load_defers_to_first_forward(factory: &Factory<'_>) -> Result<(), String> {
-    let trace = Arc::new(Trace::new());
-    let def = ModelDef { lazy_load: true, ..scale_model(&[2], 2.0) };
-    let mut model = model(factory, &def, traced(&trace))?;
-    same("status after new", model.load_status(), LoadStatus::Unloaded)?;
-    same("runtime calls after new", trace.lines().len(), 0)?;
-    let out = ok("forward", model.forward(&[f32s(&[1.0, 2.0], &[2])]))?;
-    same("status after forward", model.load_status(), LoadStatus::Loaded)?;
-    same("loads", count_lines(&trace, "load("), 1)?;
-    same("output", output_values(&out, 0)?, vec![2.0, 4.0])
-}
-
-fn async_load_runs_in_background_and_forward_waits(factory: &Factory<'_>) -> Result<(), String> {
-    let def = ModelDef { async_load: true, ..scale_model(&[2], 2.0) };
-    let mut model = model(factory, &def, ModelOptions::default())?;
-    same("status after new", model.load_status(), LoadStatus::Loading)?;
-    let out = ok("forward", model.forward(&[f32s(&[1.0, 2.0], &[2])]))?;
-    same("status after forward", model.load_status(), LoadStatus::Loaded)?;
-    same("output", output_values(&out, 0)?, vec![2.0, 4.0])?;
-    ok("unload", model.unload())?;
-    same("status after unload", model.load_status(), LoadStatus::Unloaded)?;
-    ok("load", model.load())?;
-    ok("blocking_load", model.blocking_load())?;
-    same("status after blocking_load", model.load_status(), LoadStatus::Loaded)
-}
-
-fn unload_then_forward_loads_again(factory: &Factory<'_>) -> Result<(), String> {
-    let mut model = model(factory, &scale_model(&[2], 2.0), ModelOptions::default())?;
-    ok("unload", model.unload())?;
-    same("status", model.load_status(), LoadStatus::Unloaded)?;
-    let out = ok("forward", model.forward(&[f32s(&[1.0, 2.0], &[2])]))?;
-    same("output", output_values(&out, 0)?, vec![2.0, 4.0])
-}
-
+/// Not data: it compares the traced ranks (one after another) with the untraced, threaded ones
+/// (`PARALLEL_MIN_BYTES`), and a vector always runs traced; it also asks for two machines.
 fn spmd_four_ranks_on_four_cores(factory: &Factory<'_>) -> Result<(), String> {
     let runtime = factory(&RuntimeSpec { n_cores: 4, ..RuntimeSpec::default() });
     let def = ModelDef {
@@ -863,57 +373,5 @@ fn spmd_four_ranks_on_four_cores(factory: &Factory<'_>) -> Result<(), String> {
     let error = err("3 local ranks in a world of 2", invalid)?;
     ensure(matches!(error, BindError::InvalidRanks { local_ranks: 3, world_size: 2 }), || {
         format!("{error:?}")
-    })
-}
-
-/// Names are bytes end to end (ABI-FACTS §1): a metaneff input whose name is not UTF-8 binds
-/// under its exact bytes and the model runs. The NEFF has no variable of that name (NEFF names
-/// are JSON strings), so libnrt ignores the extra set entry; two such names that differ only in
-/// their invalid bytes stay two entries.
-fn non_utf8_names_bind_and_run_as_bytes(factory: &Factory<'_>) -> Result<(), String> {
-    let def = copy_model(4);
-    let mut meta = def.metaneff_message();
-    for name in [vec![0x69, 0xff], vec![0x69, 0xfe]] {
-        let mut extra = meta.input_tensors[0].clone();
-        extra.name = name;
-        meta.input_tensors.push(extra);
-    }
-    let trace = Arc::new(Trace::new());
-    let runtime = factory(&RuntimeSpec::default());
-    let mut model = ok(
-        "Model::new",
-        Model::new(runtime, &def.neff(), &metaneff::encode(&meta), traced(&trace)),
-    )?;
-    let bytes = |values: &[u8]| HostTensor::from_slice(values, &[4]).expect("4 bytes");
-    let out = ok(
-        "forward",
-        model.forward(&[bytes(&[1, 2, 3, 4]), bytes(&[5, 6, 7, 8]), bytes(&[9, 9, 9, 9])]),
-    )?;
-    same("status", out.status, NrtStatus::Success)?;
-    let output = out.outputs[0].to_vec::<u8>().map_err(|error| error.to_string())?;
-    same("output", output, vec![1, 2, 3, 4])?;
-    let lines = trace.lines();
-    for expected in [
-        r#"add_tensor_to_tensor_set(s1, b"i\xff", t2) -> NRT_SUCCESS"#,
-        r#"add_tensor_to_tensor_set(s1, b"i\xfe", t3) -> NRT_SUCCESS"#,
-        r#"bind input 1 b"i\xff" -> t2 var_id ? MR_INVALID"#,
-    ] {
-        ensure(lines.iter().any(|line| line == expected), || {
-            format!("no trace line {expected:?} in {lines:#?}")
-        })?;
-    }
-    Ok(())
-}
-
-fn short_untyped_dynamic_input_is_an_error(factory: &Factory<'_>) -> Result<(), String> {
-    // An untyped input is not validated; if its bytes are fewer than its batch needs, slicing
-    // reports it instead of reading past the end.
-    let mut def = dynamic_def();
-    def.inputs[0] = def.inputs[0].clone().with_kind(Type::UndefinedType);
-    let mut model = model(factory, &def, ModelOptions::default())?;
-    let short = HostTensor::from_slice(&[1.0f32, 2.0, 3.0], &[3, 1]).expect("valid");
-    let error = err("forward with 3 rows of 1 for rows of 2", model.forward(&[short]))?;
-    ensure(matches!(error, BindError::HostTensor(_)), || {
-        format!("expected a host tensor error, got {error:?}")
     })
 }

@@ -2,16 +2,21 @@
 //! from [`Step`]s by `sim::hlo_text`) makes outputs a function of named inputs, and the matching
 //! metaneff, both built from one [`ModelDef`].
 //!
+//! The same [`ModelDef`] is also the simulator's in-memory model ([`ModelDef::description`], for
+//! `SimRuntime::load_description`), so the simulator's tests, the C-ABI tests and the binding
+//! suite build their models one way.
+//!
 //! The NEFF has one graph `sg00` whose variables are the inputs then the outputs (var_ids in
 //! that order, sizes from dtype and shape) and a signature with their dltypes, so a simulator
 //! can type the program's operands. The metaneff is canonical proto3 from `abi::metaneff`.
 
 use std::collections::BTreeMap;
 
-use abi::dtype::{dltype_of, n_bytes};
+use abi::dtype::{Dltype, dltype_of, n_bytes};
 use abi::metaneff::meta_tensor::{DataType, Type};
 use abi::metaneff::{self, MetaNeff, MetaTensor, ModelConfig};
 use abi::neff::{GraphSpec, NeffSpec, Signature, TensorSignature, Var};
+use sim::ModelDescription;
 pub use sim::hlo_text::Step;
 
 /// One boundary tensor of a test model.
@@ -165,6 +170,12 @@ impl ModelDef {
         spec.to_bytes().expect("test NEFFs are valid")
     }
 
+    /// The simulator's description of the model, as `SimRuntime` reads it from [`ModelDef::neff`]
+    /// (device program included).
+    pub fn description(&self) -> ModelDescription {
+        sim::neff_load::describe_neff(&self.neff()).expect("test NEFFs describe")
+    }
+
     /// The decoded metaneff.
     pub fn metaneff_message(&self) -> MetaNeff {
         let config = ModelConfig {
@@ -230,7 +241,60 @@ pub fn copy_model(n_bytes: i64) -> ModelDef {
     }
 }
 
-/// Little-endian f32 bytes.
+/// A `mul` step.
+pub fn op_mul(dst: &str, a: &str, b: &str) -> Step {
+    Step::Mul { dst: dst.to_owned(), a: a.to_owned(), b: b.to_owned() }
+}
+
+/// `sum = x + y`, `prod = x × y × 2`, over f32[n]; the names are the NKI style (`x`, `y`).
+pub fn arithmetic_model(n: i64) -> ModelDef {
+    ModelDef {
+        inputs: vec![
+            TensorDef::input("x", DataType::Float, &[n]),
+            TensorDef::input("y", DataType::Float, &[n]),
+        ],
+        outputs: vec![
+            TensorDef::output("sum", DataType::Float, &[n]),
+            TensorDef::output("prod", DataType::Float, &[n]),
+        ],
+        ops: vec![op_add("sum", "x", "y"), op_mul("prod", "x", "y"), op_scale("prod", "prod", 2.0)],
+        ..ModelDef::new("arithmetic")
+    }
+}
+
+/// `output0 = input0`, then element `index` of output0 set to NaN, over f32[4].
+pub fn nan_model(index: u64) -> ModelDef {
+    ModelDef {
+        inputs: vec![TensorDef::input("input0", DataType::Float, &[4])],
+        outputs: vec![TensorDef::output("output0", DataType::Float, &[4])],
+        ops: vec![op_copy("output0", "input0"), op_nan("output0", index)],
+        ..ModelDef::new("nan")
+    }
+}
+
+/// `output0 = input0` over `dltype[n]`, as HLO text.
+pub fn copy_hlo(dltype: Dltype, n: i64) -> String {
+    let mut hlo = sim::hlo_text::HloText::new("copy");
+    let x = hlo.parameter(dltype, &[n]);
+    hlo.finish(&[x])
+}
+
+/// The NEFF bytes of a simulator description (one changed after [`ModelDef::description`], say
+/// without its program), with its device program, if any, as the `sim/model.hlo.pb` member.
+pub fn neff_of(description: &ModelDescription) -> Vec<u8> {
+    let spec = sim::neff_load::neff_spec_of(description).expect("a NEFF spec");
+    abi::neff::write_neff(&spec).expect("write the NEFF")
+}
+
+/// Little-endian f32 bytes: the one helper every test uses.
 pub fn f32_bytes(values: &[f32]) -> Vec<u8> {
     values.iter().flat_map(|value| value.to_le_bytes()).collect()
+}
+
+/// The f32 values of little-endian bytes (a trailing partial value is ignored).
+pub fn f32_values(bytes: &[u8]) -> Vec<f32> {
+    bytes
+        .chunks_exact(4)
+        .map(|chunk| f32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]))
+        .collect()
 }

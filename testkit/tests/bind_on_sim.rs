@@ -4,20 +4,12 @@ use std::sync::Arc;
 
 use abi::runtime::{Framework, Runtime};
 use libtest_mimic::{Arguments, Failed, Trial};
-use sim::{FaultPlan, SimConfig, SimRuntime};
+use sim::SimRuntime;
 use testkit::RuntimeSpec;
 
 /// A quiet simulated machine as the spec asks, initialized.
 fn sim_runtime(spec: &RuntimeSpec) -> Arc<dyn Runtime> {
-    let config = SimConfig {
-        n_cores: spec.n_cores,
-        hbm_bytes_per_core: 256 << 20,
-        numerical_errors: spec.numerical_errors,
-        warnings_to_stderr: false,
-        fault_plan: FaultPlan::parse(spec.fault_plan).expect("the suite's fault plans parse"),
-        ..SimConfig::default()
-    };
-    let sim = SimRuntime::new(config).expect("a small simulated machine");
+    let sim = SimRuntime::new(testkit::sim_config(spec)).expect("a small simulated machine");
     sim.init(Framework::NoFw, "", "").expect("nrt_init");
     Arc::new(sim)
 }

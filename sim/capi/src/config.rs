@@ -7,6 +7,7 @@
 //! |---|---|---|
 //! | `NRTSIM_CORES` | NeuronCores of the machine | 2 |
 //! | `NRTSIM_HBM_BYTES` | device memory per core, in bytes (sparse: untouched memory is free) | 16 GiB |
+//! | `NRTSIM_HOST_LIMIT_BYTES` | the largest host-placement (`NRT_TENSOR_PLACEMENT_HOST`) tensor, in bytes | 4 MiB |
 //! | `NRTSIM_RUNTIME_VERSION` | the libnrt release imitated, `MAJOR.MINOR[.PATCH[.MAINT]]` | 2.27.0.0 |
 //! | `NRTSIM_DTYPE_NUMBERING` | `legacy` or `hardware`: how `nrt_tensor_info_t.dtype` is numbered | from the version |
 //! | `NRTSIM_FAULTS` | a fault plan in the simulator's compact syntax, e.g. `nrt_execute:2=EXEC_BAD_INPUT,seed=7` | none |
@@ -23,9 +24,10 @@
 use sim::SimConfig;
 
 /// Builds the configuration from a lookup function (the environment in the library, a map in
-/// tests); the parsing is [`sim::config::from_nrtsim_env`], shared with `nrtsim replay`.
+/// tests); the parsing is [`sim::config::from_nrtsim_env`], shared with `nrtsim run` and `nrtsim replay`,
+/// and [`sim::config::to_env`] writes these variables for a child process.
 pub(crate) fn config_from(lookup: impl Fn(&str) -> Option<String>) -> Result<SimConfig, String> {
-    sim::config::from_nrtsim_env(lookup)
+    sim::config::from_nrtsim_env(lookup).map_err(|err| err.to_string())
 }
 
 /// The simulated instance: `nrt_instance_info_t`'s family and size codes and architecture name.

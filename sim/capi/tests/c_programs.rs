@@ -5,12 +5,13 @@ mod support;
 
 use std::path::Path;
 
-use support::{compile_c, compile_cxx, neff_file, run, scale_model, text};
+use support::{compile_c, compile_cxx, neff_file, run, text};
+use testkit::models::scale_model;
 
 #[test]
 fn the_canonical_client_flow_computes_outputs_in_c() {
     let program = compile_c("client_flow");
-    let neff = neff_file(&scale_model(4, 2.0), "double");
+    let neff = neff_file(&scale_model(&[4], 2.0).description(), "double");
     let output = run(&program, &[&neff], &[]);
     assert!(output.status.success(), "{}", text(&output));
     assert!(
@@ -24,7 +25,7 @@ fn the_canonical_client_flow_computes_outputs_in_c() {
 #[test]
 fn the_client_flow_reports_a_wrong_output() {
     let program = compile_c("client_flow");
-    let neff = neff_file(&scale_model(4, 3.0), "triple");
+    let neff = neff_file(&scale_model(&[4], 3.0).description(), "triple");
     let output = run(&program, &[&neff], &[]);
     assert_eq!(output.status.code(), Some(1), "{}", text(&output));
     assert!(
@@ -38,7 +39,7 @@ fn the_client_flow_reports_a_wrong_output() {
 #[test]
 fn a_fault_plan_from_the_environment_fails_the_launch() {
     let program = compile_c("client_flow");
-    let neff = neff_file(&scale_model(4, 2.0), "faulty");
+    let neff = neff_file(&scale_model(&[4], 2.0).description(), "faulty");
     let output = run(&program, &[&neff], &[("NRTSIM_FAULTS", "nrt_execute:1=EXEC_BAD_INPUT")]);
     assert_eq!(output.status.code(), Some(1), "{}", text(&output));
     let stdout = String::from_utf8_lossy(&output.stdout);
@@ -48,7 +49,7 @@ fn a_fault_plan_from_the_environment_fails_the_launch() {
 #[test]
 fn misuse_gives_each_documented_status_and_nothing_crashes() {
     let program = compile_c("misuse");
-    let neff = neff_file(&scale_model(4, 2.0), "misuse");
+    let neff = neff_file(&scale_model(&[4], 2.0).description(), "misuse");
     let output = run(&program, &[&neff], &[]);
     assert!(output.status.success(), "{}", text(&output));
     assert!(String::from_utf8_lossy(&output.stdout).contains("misuse ok"), "{}", text(&output));
@@ -58,7 +59,7 @@ fn misuse_gives_each_documented_status_and_nothing_crashes() {
 #[test]
 fn a_bad_environment_makes_every_call_invalid_and_says_why() {
     let program = compile_c("client_flow");
-    let neff = neff_file(&scale_model(4, 2.0), "badenv");
+    let neff = neff_file(&scale_model(&[4], 2.0).description(), "badenv");
     let output = run(&program, &[&neff], &[("NRTSIM_CORES", "many")]);
     assert_eq!(output.status.code(), Some(1), "{}", text(&output));
     let stderr = String::from_utf8_lossy(&output.stderr);
@@ -92,7 +93,7 @@ fn caller_memory_may_overlap_the_tensor_and_huge_allocations_are_refused() {
 #[test]
 fn a_warning_repeated_on_every_load_is_printed_once_per_process() {
     let program = compile_c("reload");
-    let description = sim::ModelDescription { hlo: None, ..scale_model(4, 2.0) };
+    let description = sim::ModelDescription { hlo: None, ..scale_model(&[4], 2.0).description() };
     let neff = neff_file(&description, "opaque");
     let output = run(&program, &[&neff, Path::new("2000")], &[("NRTSIM_QUIET", "0")]);
     assert!(output.status.success(), "{}", text(&output));
@@ -110,7 +111,7 @@ fn a_warning_repeated_on_every_load_is_printed_once_per_process() {
 #[test]
 fn the_public_api_works_from_c11() {
     let program = compile_c("public_api");
-    let neff = neff_file(&scale_model(4, 2.0), "public_api");
+    let neff = neff_file(&scale_model(&[4], 2.0).description(), "public_api");
     let profile = support::scratch_dir("profile").join("model.json");
     let output = run(&program, &[&neff, &profile], &[("NRTSIM_INSTANCE", "trn2.48xlarge")]);
     assert!(output.status.success(), "{}", text(&output));
@@ -124,7 +125,7 @@ fn the_public_api_works_from_c11() {
 #[test]
 fn the_public_api_program_reports_a_wrong_output() {
     let program = compile_c("public_api");
-    let neff = neff_file(&scale_model(4, 3.0), "public_api_triple");
+    let neff = neff_file(&scale_model(&[4], 3.0).description(), "public_api_triple");
     let profile = support::scratch_dir("profile").join("triple.json");
     let output = run(&program, &[&neff, &profile], &[("NRTSIM_INSTANCE", "trn2.48xlarge")]);
     assert_eq!(output.status.code(), Some(1), "{}", text(&output));
@@ -135,7 +136,7 @@ fn the_public_api_program_reports_a_wrong_output() {
 #[test]
 fn the_public_api_works_from_cxx17() {
     let program = compile_cxx("public_api");
-    let neff = neff_file(&scale_model(4, 2.0), "public_api_cxx");
+    let neff = neff_file(&scale_model(&[4], 2.0).description(), "public_api_cxx");
     let output = run(&program, &[&neff], &[]);
     assert!(output.status.success(), "{}", text(&output));
     assert!(

@@ -1,17 +1,22 @@
 //! `NrtRuntime` opened on the simulator's `libnrt.so.1` runs the SAME test bodies as
-//! `SimRuntime` (the binding-layer suite of `testkit` and the runtime checks of `sim::checks`),
-//! and the two give identical canonical traces (`abi::trace`).
+//! `SimRuntime` (the binding-layer suite of `testkit` and the runtime checks of
+//! `testkit::checks`), and the two give identical canonical traces (`abi::trace`).
 //!
 //! libnrt initialises once per process, and the simulator library holds one simulated machine
 //! per process, so every body runs on `NrtRuntime` in a child process of this test binary (the
-//! same executable, told by `NRTSIM_CHILD` which body to run), with the machine the body asks
-//! for given through the simulator's environment variables. The parent runs the body on
-//! `SimRuntime` first, which also tells it which machine the body asks for, then compares.
+//! same executable, told by `NRTSIM_CHILD` which body to run), through the harness the
+//! conformance backends use (`conformance::child`): the machine the body asks for is given as
+//! the environment `sim::config::to_env` writes, and the child reports a `RunOutput`. The parent
+//! runs the body on `SimRuntime` first, which also tells it which machine the body asks for, then
+//! compares.
 
 mod support;
 
 use std::process::Command;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+
+use conformance::child;
+use conformance::runner::RunOutput;
 
 use abi::dtype::{DtypeNumbering, NrtDtype};
 use abi::runtime::{
@@ -21,42 +26,36 @@ use abi::status::NrtStatus;
 use abi::trace::{Trace, TracingRuntime};
 use libtest_mimic::{Arguments, Failed, Trial};
 use nrt::{LibrarySource, NrtRuntime, OpenOptions};
-use sim::{FaultPlan, SimConfig, SimRuntime, checks};
-use testkit::{RuntimeSpec, TestBody};
-
-/// Device memory per core in both runtimes (the testkit's own sim factory uses the same).
-const HBM_BYTES: u64 = 256 << 20;
+use sim::{FaultPlan, ImitatedRelease, SimConfig, SimRuntime};
+use testkit::{RuntimeSpec, TestBody, checks, f32_bytes, sim_config};
 
 /// Bodies that ask the factory for several different machines in one run. libnrt gives one
 /// machine per process (and so does the simulator library), so these cannot run on
 /// `NrtRuntime`; each entry says why, and the harness fails if an entry becomes stale (the body
 /// now asks for one machine), so the list stays reviewed.
-const NEEDS_SEVERAL_MACHINES: &[(&str, &str)] = &[
-    ("allocation_failures_carry_seed_messages", "three machines, one fault plan each"),
-    ("allocation_tolerates_1003_then_fails_to_add", "two machines, one fault plan each"),
-    ("spmd_four_ranks_on_four_cores", "a 4-core machine, then a 2-core one for the error case"),
-];
+const NEEDS_SEVERAL_MACHINES: &[(&str, &str)] =
+    &[("spmd_four_ranks_on_four_cores", "a 4-core machine, then a 2-core one for the error case")];
 
 /// The environment variable that puts this binary in child mode: `bind:NAME`, `check:NAME` or
 /// `probe:NAME`.
 const CHILD: &str = "NRTSIM_CHILD";
 
+/// The spec the parent saw the body ask for (its `Debug` text), which the child's body must ask
+/// for too.
+const CHILD_SPEC: &str = "NRTSIM_CHILD_SPEC";
+
 // ---------------------------------------------------------------------------------------------
-// The runtime checks of `sim::checks`, each a function of a fresh, uninitialized runtime.
+// The runtime checks of `testkit::checks`, each a function of a fresh, uninitialized runtime.
 
 type Check = fn(&dyn Runtime) -> Result<(), String>;
 
 fn scale_neff() -> &'static [u8] {
     static NEFF: OnceLock<Vec<u8>> = OnceLock::new();
-    NEFF.get_or_init(|| support::neff_of(&support::scale_model(4, 2.0)))
+    NEFF.get_or_init(|| testkit::models::scale_model(&[4], 2.0).neff())
 }
 
 fn load_scale(runtime: &dyn Runtime, vnc: i32) -> Result<ModelId, NrtError> {
     runtime.load(scale_neff(), vnc, 1)
-}
-
-fn f32_bytes(values: &[f32]) -> Vec<u8> {
-    values.iter().flat_map(|v| v.to_le_bytes()).collect()
 }
 
 fn client_flow(runtime: &dyn Runtime, placement: Placement) -> Result<(), String> {
@@ -84,7 +83,6 @@ fn runtime_checks() -> Vec<(&'static str, Check)> {
         ("lifecycle_gates", |r| plain(checks::lifecycle_gates, r)),
         ("tensor_sets", |r| plain(checks::tensor_sets, r)),
         ("tensor_memory_and_bounds", |r| plain(checks::tensor_memory_and_bounds, r)),
-        ("copy_across_cores_is_invalid", |r| plain(checks::copy_across_cores_is_invalid, r)),
         ("slices_share_storage_and_outlive_parent", |r| {
             plain(checks::slices_share_storage_and_outlive_parent, r)
         }),
@@ -104,30 +102,7 @@ fn runtime_checks() -> Vec<(&'static str, Check)> {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The machines.
-
-fn sim_config(spec: &RuntimeSpec) -> SimConfig {
-    SimConfig {
-        n_cores: spec.n_cores,
-        hbm_bytes_per_core: HBM_BYTES,
-        numerical_errors: spec.numerical_errors,
-        warnings_to_stderr: false,
-        fault_plan: FaultPlan::parse(spec.fault_plan).expect("the suite's fault plans parse"),
-        ..SimConfig::default()
-    }
-}
-
-/// The simulator's environment for the machine `spec` describes.
-fn spec_env(spec: &RuntimeSpec) -> Vec<(&'static str, String)> {
-    vec![
-        ("NRTSIM_CORES", spec.n_cores.to_string()),
-        ("NRTSIM_HBM_BYTES", HBM_BYTES.to_string()),
-        ("NEURON_FAIL_ON_NAN", if spec.numerical_errors { "1" } else { "0" }.to_owned()),
-        ("NRTSIM_FAULTS", spec.fault_plan.to_owned()),
-        ("NRTSIM_QUIET", "1".to_owned()),
-        ("NRTSIM_SPEC", format!("{spec:?}")),
-    ]
-}
+// The library.
 
 fn open_nrt(initialize: bool) -> NrtRuntime {
     let options = OpenOptions {
@@ -148,7 +123,7 @@ fn child(which: &str) {
         Some(("bind", name)) => {
             let body = bind_body(name);
             let inner: Mutex<Option<Arc<dyn Runtime>>> = Mutex::new(None);
-            let expected = std::env::var("NRTSIM_SPEC").unwrap_or_default();
+            let expected = std::env::var(CHILD_SPEC).unwrap_or_default();
             let factory = |spec: &RuntimeSpec| -> Arc<dyn Runtime> {
                 assert_eq!(format!("{spec:?}"), expected, "one machine per process");
                 let mut inner = inner.lock().unwrap_or_else(PoisonError::into_inner);
@@ -165,13 +140,7 @@ fn child(which: &str) {
         Some(("probe", name)) => probe(name),
         _ => Err(format!("unknown child body {which:?}")),
     };
-    for line in trace.lines() {
-        println!("TRACE {line}");
-    }
-    match result {
-        Ok(()) => println!("RESULT ok"),
-        Err(message) => println!("RESULT err {}", message.replace('\n', " / ")),
-    }
+    child::report(&RunOutput { trace: trace.lines(), failure: result.err() });
 }
 
 /// Facts about `NrtRuntime` itself on the simulator library, one process each.
@@ -265,8 +234,12 @@ fn probe_foreign_buffer() -> Result<(), String> {
 /// 3`, where the NEFF's own description would scale by 2 if it carried its program).
 fn probe_hlo_from_env() -> Result<(), String> {
     let runtime = open_nrt(true);
-    let opaque = sim::ModelDescription { hlo: None, ..support::scale_model(4, 2.0) };
-    let model = runtime.load(&support::neff_of(&opaque), 0, 1).map_err(|err| err.to_string())?;
+    let opaque = sim::ModelDescription {
+        hlo: None,
+        ..testkit::models::scale_model(&[4], 2.0).description()
+    };
+    let model =
+        runtime.load(&testkit::models::neff_of(&opaque), 0, 1).map_err(|err| err.to_string())?;
     let input =
         runtime.tensor_allocate(Placement::Device, 0, 16, b"in").map_err(|e| e.to_string())?;
     let output =
@@ -426,33 +399,21 @@ struct Outcome {
     trace: Vec<String>,
 }
 
-fn run_child(which: &str, env: &[(&'static str, String)]) -> Result<Outcome, String> {
-    let exe = std::env::current_exe().map_err(|err| err.to_string())?;
-    let output = Command::new(exe)
-        .env(CHILD, which)
-        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
-        .output()
-        .map_err(|err| format!("spawn the child for {which}: {err}"))?;
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let mut trace = Vec::new();
-    let mut result = None;
-    for line in stdout.lines() {
-        if let Some(line) = line.strip_prefix("TRACE ") {
-            trace.push(line.to_owned());
-        } else if line == "RESULT ok" {
-            result = Some(Ok(()));
-        } else if let Some(message) = line.strip_prefix("RESULT err ") {
-            result = Some(Err(message.to_owned()));
-        }
+impl From<RunOutput> for Outcome {
+    fn from(output: RunOutput) -> Outcome {
+        Outcome { result: output.failure.map_or(Ok(()), Err), trace: output.trace }
     }
-    let result = result.ok_or_else(|| {
-        format!(
-            "the child for {which} ended without a result ({:?}):\n{stdout}\n{}",
-            output.status,
-            String::from_utf8_lossy(&output.stderr)
-        )
-    })?;
-    Ok(Outcome { result, trace })
+}
+
+/// Runs `which` in a child of this binary whose simulator library is the machine `config`
+/// describes, with `extra` variables on top (the library search's, not the simulator's).
+fn run_child(which: &str, config: &SimConfig, extra: &[(&str, String)]) -> Result<Outcome, String> {
+    let exe = std::env::current_exe().map_err(|err| err.to_string())?;
+    let mut command = Command::new(exe);
+    command.env(CHILD, which);
+    child::simulate(&mut command, config);
+    command.envs(extra.iter().map(|(k, v)| (*k, v.as_str())));
+    Ok(child::run(&mut command, which).into())
 }
 
 /// `Ok` when both runs passed with the same trace; otherwise says which failed or where the
@@ -511,7 +472,11 @@ fn run_bind(name: &'static str, body: TestBody) -> Result<(), String> {
         }
         (false, false) => {}
     }
-    let nrt = run_child(&format!("bind:{name}"), &spec_env(&spec))?;
+    let nrt = run_child(
+        &format!("bind:{name}"),
+        &sim_config(&spec),
+        &[(CHILD_SPEC, format!("{spec:?}"))],
+    )?;
     compare(&sim, &nrt)
 }
 
@@ -521,15 +486,25 @@ fn run_check(name: &'static str, check: Check) -> Result<(), String> {
     let sim = SimRuntime::new(sim_config(&spec)).expect("a small simulated machine");
     let result = check(&TracingRuntime::new(Arc::new(sim), trace.clone()));
     let sim = Outcome { result, trace: trace.lines() };
-    let nrt = run_child(&format!("check:{name}"), &spec_env(&spec))?;
+    let nrt = run_child(&format!("check:{name}"), &sim_config(&spec), &[])?;
     compare(&sim, &nrt)
 }
 
-fn run_probe(name: &str, extra: &[(&'static str, &str)]) -> Result<(), String> {
-    let mut env = spec_env(&RuntimeSpec::default());
-    env.extend(extra.iter().map(|(k, v)| (*k, (*v).to_owned())));
-    run_child(&format!("probe:{name}"), &env)?.result
+/// Runs probe `name` in a child on the default spec's machine as `configure` changes it, with
+/// `extra` library-search variables.
+fn run_probe(
+    name: &str,
+    configure: impl FnOnce(&mut SimConfig),
+    extra: &[(&str, &str)],
+) -> Result<(), String> {
+    let mut config = sim_config(&RuntimeSpec::default());
+    configure(&mut config);
+    let extra: Vec<(&str, String)> = extra.iter().map(|(k, v)| (*k, (*v).to_owned())).collect();
+    run_child(&format!("probe:{name}"), &config, &extra)?.result
 }
+
+/// The default spec's machine, unchanged.
+fn as_is(_: &mut SimConfig) {}
 
 /// The comparison itself can fail, and says where.
 fn compare_reports_the_first_difference() -> Result<(), String> {
@@ -564,30 +539,52 @@ fn main() {
         }));
     }
     trials.push(Trial::test("probe::default_release_is_2_27_with_hardware_dtypes", || {
-        run_probe("default_release", &[]).map_err(Failed::from)
+        run_probe("default_release", as_is, &[]).map_err(Failed::from)
     }));
     trials.push(Trial::test("probe::runtime_version_2_21_reads_legacy_dtypes", || {
-        run_probe("legacy_release", &[("NRTSIM_RUNTIME_VERSION", "2.21.0")]).map_err(Failed::from)
+        run_probe(
+            "legacy_release",
+            |config| {
+                config.release = ImitatedRelease {
+                    minor: 21,
+                    dtype_numbering: DtypeNumbering::for_runtime_version(2, 21),
+                    ..ImitatedRelease::default()
+                }
+            },
+            &[],
+        )
+        .map_err(Failed::from)
     }));
     trials.push(Trial::test("probe::nrt_lib_path_may_name_the_folder", || {
         let folder = support::library_dir().to_string_lossy().into_owned();
-        run_probe("nrt_lib_path_folder", &[("NRT_LIB_PATH", &folder)]).map_err(Failed::from)
+        run_probe("nrt_lib_path_folder", as_is, &[("NRT_LIB_PATH", &folder)]).map_err(Failed::from)
     }));
     trials.push(Trial::test("probe::a_missing_nrt_lib_path_is_reported_first", || {
         let missing = support::scratch_dir("missing").join("nothing-here/libnrt.so.1");
         let missing = missing.to_string_lossy().into_owned();
-        run_probe("nrt_lib_path_missing", &[("NRT_LIB_PATH", &missing), ("LD_LIBRARY_PATH", "")])
-            .map_err(Failed::from)
+        run_probe(
+            "nrt_lib_path_missing",
+            as_is,
+            &[("NRT_LIB_PATH", &missing), ("LD_LIBRARY_PATH", "")],
+        )
+        .map_err(Failed::from)
     }));
     trials.push(Trial::test("probe::an_unknown_status_code_survives_as_a_number", || {
-        run_probe("unknown_status", &[("NRTSIM_FAULTS", "nrt_tensor_allocate:1=4242")])
-            .map_err(Failed::from)
+        run_probe(
+            "unknown_status",
+            |config| {
+                config.fault_plan =
+                    FaultPlan::parse("nrt_tensor_allocate:1=4242").expect("a valid plan")
+            },
+            &[],
+        )
+        .map_err(Failed::from)
     }));
     trials.push(Trial::test("probe::every_function_of_the_table_resolves", || {
-        run_probe("every_function", &[]).map_err(Failed::from)
+        run_probe("every_function", as_is, &[]).map_err(Failed::from)
     }));
     trials.push(Trial::test("probe::only_shared_buffers_are_attached_through_c", || {
-        run_probe("foreign_buffer", &[]).map_err(Failed::from)
+        run_probe("foreign_buffer", as_is, &[]).map_err(Failed::from)
     }));
     trials.push(Trial::test("probe::nrtsim_hlo_gives_a_neff_without_hlo_its_program", || {
         let file = support::scratch_dir("hlo").join("scale3.hlo");
@@ -595,14 +592,18 @@ fn main() {
         let x = hlo.parameter(abi::dtype::Dltype::Float32, &[4]);
         let y = hlo.scale(&x, 3.0);
         std::fs::write(&file, hlo.finish(&[y])).map_err(|e| Failed::from(e.to_string()))?;
-        let file = file.to_string_lossy().into_owned();
-        run_probe("hlo_from_env", &[("NRTSIM_HLO", &file)]).map_err(Failed::from)
+        run_probe(
+            "hlo_from_env",
+            |config| config.hlo_source = Some(sim::HloSource::File(file)),
+            &[],
+        )
+        .map_err(Failed::from)
     }));
     trials.push(Trial::test("probe::a_disguised_buffer_reaches_c_with_its_own_address", || {
-        run_probe("disguised_buffer", &[]).map_err(Failed::from)
+        run_probe("disguised_buffer", as_is, &[]).map_err(Failed::from)
     }));
     trials.push(Trial::test("probe::a_set_naming_a_freed_tensor_launches_in_libnrt", || {
-        run_probe("freed_member", &[]).map_err(Failed::from)
+        run_probe("freed_member", as_is, &[]).map_err(Failed::from)
     }));
     trials.push(Trial::test("compare_reports_the_first_difference", || {
         compare_reports_the_first_difference().map_err(Failed::from)

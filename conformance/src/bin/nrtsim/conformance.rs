@@ -156,7 +156,7 @@ pub(crate) fn run_vector(args: RunVectorArgs) -> Result<bool> {
             conformance::runner::run_on_target(vector, runtime, Some(&target))
         }
     };
-    println!("{}", serde_json::to_string(&output).context("encoding the result")?);
+    conformance::child::report(&output);
     if let Some(failure) = &output.failure {
         eprintln!("nrtsim: {}: {failure}", vector.name);
         return Ok(false);

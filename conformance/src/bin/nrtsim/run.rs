@@ -194,7 +194,7 @@ pub(crate) fn run(args: RunArgs) -> Result<bool> {
         description.hlo_origin = origin;
     }
     let inputs = read_inputs(&args, &description.inputs)?;
-    let config = SimConfig { warnings_to_stderr: !args.allow_opaque, ..SimConfig::from_env() };
+    let config = SimConfig { warnings_to_stderr: !args.allow_opaque, ..SimConfig::from_env()? };
     let runtime = SimRuntime::new(config).map_err(|err| anyhow!("{err}"))?;
     let nrt = |what: &str, err: abi::runtime::NrtError| {
         anyhow!("{what}: {} ({})", err.detail, err.status.name())

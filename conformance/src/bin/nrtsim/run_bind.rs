@@ -212,7 +212,7 @@ pub(crate) fn run(args: &RunArgs) -> Result<bool> {
     let description = sim::neff_load::describe_neff(&neff).map_err(|err| {
         anyhow!("{}: {} ({})", args.neff.display(), err.detail, err.status.name())
     })?;
-    let mut config = SimConfig { warnings_to_stderr: !args.allow_opaque, ..SimConfig::from_env() };
+    let mut config = SimConfig { warnings_to_stderr: !args.allow_opaque, ..SimConfig::from_env()? };
     let mut _scratch = None;
     if let Some((hlo, _origin)) = program(args, description.hlo.is_some())? {
         let path = match &args.hlo {

@@ -1,5 +1,5 @@
 //! Shared helpers of the C-ABI tests: the built library under its libnrt names, C compilation,
-//! and small NEFFs with an HLO device program.
+//! and NEFF files of `testkit`'s models.
 #![allow(dead_code, unreachable_pub)]
 
 use std::collections::BTreeMap;
@@ -7,10 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::{Mutex, OnceLock, PoisonError};
 
-use abi::dtype::Dltype;
-use abi::neff::write_neff;
 use sim::ModelDescription;
-use sim::hlo_text::HloText;
 
 /// `target/<profile>`, where cargo puts the cdylib: the test binary runs from its `deps/`.
 pub fn profile_dir() -> PathBuf {
@@ -76,9 +73,16 @@ pub fn scratch_dir(name: &str) -> PathBuf {
     dir
 }
 
-/// The environment every process using the simulator gets: a small, quiet machine.
-pub const SIM_ENV: &[(&str, &str)] =
-    &[("NRTSIM_CORES", "2"), ("NRTSIM_HBM_BYTES", "67108864"), ("NRTSIM_QUIET", "1")];
+/// The environment every process using the simulator gets: a small, quiet machine, every
+/// simulator variable set (`sim::config::to_env`, the inverse of what the library reads).
+pub fn sim_env() -> Vec<(String, String)> {
+    sim::config::to_env(&sim::SimConfig {
+        n_cores: 2,
+        hbm_bytes_per_core: 64 << 20,
+        warnings_to_stderr: false,
+        ..sim::SimConfig::default()
+    })
+}
 
 /// Compiles `tests/c/<name>.c` against `include/nrt/*.h` and the simulator with the system C
 /// compiler, warnings as errors; returns the executable. Each program is compiled once per test
@@ -125,7 +129,7 @@ fn compile_with(compiler: &str, standard: &str, source: &Path, out: &Path) -> Pa
 pub fn run(program: &Path, args: &[&Path], extra: &[(&str, &str)]) -> Output {
     Command::new(program)
         .args(args)
-        .envs(SIM_ENV.iter().copied())
+        .envs(sim_env())
         .envs(extra.iter().copied())
         .output()
         .unwrap_or_else(|err| panic!("cannot run {}: {err}", program.display()))
@@ -141,28 +145,9 @@ pub fn text(output: &Output) -> String {
     )
 }
 
-/// `output0 = input0 × factor` over f32[n], with the NKI-free names a torch NEFF uses.
-pub fn scale_model(n: i64, factor: f64) -> ModelDescription {
-    ModelDescription::new("scale")
-        .with_input("input0", Dltype::Float32, &[n])
-        .with_output("output0", Dltype::Float32, &[n])
-        .with_hlo({
-            let mut hlo = HloText::new("scale");
-            let x = hlo.parameter(Dltype::Float32, &[n]);
-            let y = hlo.scale(&x, factor);
-            hlo.finish(&[y])
-        })
-}
-
-/// The NEFF bytes of `description`, with its device program as the `sim/model.hlo.pb` member.
-pub fn neff_of(description: &ModelDescription) -> Vec<u8> {
-    let spec = sim::neff_load::neff_spec_of(description).expect("a NEFF spec");
-    write_neff(&spec).expect("write the NEFF")
-}
-
 /// Writes the NEFF of `description` to the scratch folder and returns its path.
 pub fn neff_file(description: &ModelDescription, name: &str) -> PathBuf {
     let path = scratch_dir("neff").join(format!("{name}.neff"));
-    std::fs::write(&path, neff_of(description)).expect("write the NEFF file");
+    std::fs::write(&path, testkit::models::neff_of(description)).expect("write the NEFF file");
     path
 }
