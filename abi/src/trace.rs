@@ -35,15 +35,16 @@
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
+use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use sha2::{Digest, Sha256};
 
 use crate::functions::LibnrtFunction;
 use crate::runtime::{
-    AsyncReadBuffer, ExternalBuffer, Framework, ModelId, NrtError, NrtVersion, Placement, Runtime,
-    SeqId, SetId, SysTraceConfig, SysTraceFetch, TensorId, TensorInfo, TensorReadBatch,
-    TensorUsage, TensorWriteBatch, TrackerId, VncMemoryStats,
+    AsyncReadBuffer, ExternalBuffer, Framework, InspectConfig, InstanceInfo, ModelId, NrtError,
+    NrtVersion, Placement, Runtime, SeqId, SetId, SysTraceConfig, SysTraceFetch, TensorId,
+    TensorInfo, TensorReadBatch, TensorUsage, TensorWriteBatch, TrackerId, VncMemoryStats,
 };
 use crate::status::NrtStatus;
 
@@ -942,11 +943,86 @@ impl Runtime for TracingRuntime {
             )
         })
     }
+
+    // Instance information and profiling: paths are traced as `<path>` (they name a folder of
+    // the run), and what the calls return or write is checked by the vectors' expectations.
+
+    fn get_instance_info(&self) -> Result<InstanceInfo, NrtError> {
+        let result = self.inner.get_instance_info();
+        // The instance is the machine's on a device and configured on the simulator: only the
+        // status is traced.
+        self.sys_trace_line(LibnrtFunction::nrt_get_instance_info, String::new(), &result);
+        result
+    }
+
+    fn profile_start(&self, model: ModelId, filename: Option<&Path>) -> Result<(), NrtError> {
+        let result = self.inner.profile_start(model, filename);
+        self.unit(result, |names| {
+            format!(
+                "{}({}, {})",
+                LibnrtFunction::nrt_profile_start.trace_name(),
+                names.model(model),
+                path_arg(filename)
+            )
+        })
+    }
+
+    fn profile_stop(&self, filename: Option<&Path>) -> Result<(), NrtError> {
+        let result = self.inner.profile_stop(filename);
+        self.unit(result, |_| {
+            format!("{}({})", LibnrtFunction::nrt_profile_stop.trace_name(), path_arg(filename))
+        })
+    }
+
+    fn profile_continuous_start(&self) -> Result<(), NrtError> {
+        let result = self.inner.profile_continuous_start();
+        self.unit(result, |_| {
+            format!("{}(NULL)", LibnrtFunction::nrt_profile_continuous_start.trace_name())
+        })
+    }
+
+    fn profile_continuous_save(&self, vnc: u32, output_dir: &Path) -> Result<(), NrtError> {
+        let result = self.inner.profile_continuous_save(vnc, output_dir);
+        self.unit(result, |_| {
+            format!("{}({vnc}, <path>)", LibnrtFunction::nrt_profile_continuous_save.trace_name())
+        })
+    }
+
+    fn profile_continuous_stop(&self) -> Result<(), NrtError> {
+        let result = self.inner.profile_continuous_stop();
+        self.unit(result, |_| {
+            format!("{}()", LibnrtFunction::nrt_profile_continuous_stop.trace_name())
+        })
+    }
+
+    fn inspect_begin_with_options(&self, config: &InspectConfig) -> Result<(), NrtError> {
+        let result = self.inner.inspect_begin_with_options(config);
+        self.unit(result, |_| {
+            format!(
+                "{}(session_id {:?}, output_dir {}, enable_inspect {:?}, enable_inspect_on_fail {:?})",
+                LibnrtFunction::nrt_inspect_begin_with_options.trace_name(),
+                config.session_id,
+                path_arg(config.output_dir.as_deref()),
+                config.enable_inspect,
+                config.enable_inspect_on_fail
+            )
+        })
+    }
+
+    fn inspect_stop(&self) -> Result<(), NrtError> {
+        let result = self.inner.inspect_stop();
+        self.unit(result, |_| format!("{}()", LibnrtFunction::nrt_inspect_stop.trace_name()))
+    }
+}
+
+/// A path argument as traced: `<path>`, or `NULL` for none.
+fn path_arg(path: Option<&Path>) -> &'static str {
+    if path.is_some() { "<path>" } else { "NULL" }
 }
 
 impl TracingRuntime {
-    /// `name(args) -> STATUS` for a system-trace call; what the calls return (event names,
-    /// JSON) is the library's own format, so only the status is traced.
+    /// `name(args) -> STATUS` for a call whose result is the library's own (system-trace event
+    /// names and JSON, the instance), so only the status is traced.
     fn sys_trace_line<T>(
         &self,
         function: LibnrtFunction,

@@ -40,7 +40,7 @@ fn failed(message: String) -> RunOutput {
 /// The simulator's configuration for a vector's settings.
 ///
 /// # Errors
-/// A message for a fault plan that does not parse.
+/// A message for a fault plan or an instance that does not parse.
 pub fn sim_config(settings: &SimSettings) -> Result<SimConfig, String> {
     let mut config = SimConfig {
         n_cores: settings.cores.unwrap_or(DEFAULT_CORES),
@@ -51,6 +51,11 @@ pub fn sim_config(settings: &SimSettings) -> Result<SimConfig, String> {
     };
     if let Some(faults) = &settings.faults {
         config.fault_plan = FaultPlan::parse(faults).map_err(|e| e.to_string())?;
+    }
+    if let Some(instance) = &settings.instance {
+        config.instance = sim::Instance::parse(instance).ok_or_else(|| {
+            format!("instance {instance:?} is invalid, expected FAMILY.SIZE such as trn1.32xlarge")
+        })?;
     }
     Ok(config)
 }
@@ -120,10 +125,14 @@ impl Backend for LibnrtBackend {
                 )
                 .env("NRTSIM_QUIET", "1")
                 .env_remove("NRTSIM_FAULTS")
+                .env_remove("NRTSIM_INSTANCE")
                 .env_remove("NEURON_RT_NUMERICAL_ERRORS_VERBOSITY")
                 .env_remove("NEURON_FAIL_ON_NAN");
             if let Some(faults) = &settings.faults {
                 command.env("NRTSIM_FAULTS", faults);
+            }
+            if let Some(instance) = &settings.instance {
+                command.env("NRTSIM_INSTANCE", instance);
             }
             if settings.numerical_errors == Some(true) {
                 command.env("NEURON_FAIL_ON_NAN", "1");

@@ -12,7 +12,9 @@
 //! vector (later steps would only report its consequences).
 
 use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use abi::bind::{BindError, HostTensor, LoadStatus, Model, ModelOptions, SpmdModel};
@@ -27,7 +29,10 @@ use abi::trace::{Trace, TracingRuntime, format_bytes};
 
 use crate::backend::Backend;
 use crate::report::{CaseResult, Outcome};
-use crate::spec::{Elements, ExpectedError, ProvenanceKind, Step, TensorValue, TraceExpectation};
+use crate::spec::{
+    Elements, ExpectedError, ProfileExpectation, ProvenanceKind, Step, TensorValue,
+    TraceExpectation,
+};
 use crate::vector::{METANEFF_FILE, NEFF_FILE, TRACE_FILE, TRACE_HEADER, Vector};
 
 /// What a run produced.
@@ -73,6 +78,7 @@ pub fn run_on_target(
         device_target: device_target.map(str::to_owned),
         substituted: std::cell::RefCell::new(Vec::new()),
         requests: AsyncLabels::default(),
+        folder: RunFolder::default(),
     };
     let mut failure = None;
     if vector.case.auto_init.unwrap_or(true) {
@@ -318,6 +324,8 @@ struct Context<'a> {
     substituted: std::cell::RefCell<Vec<(String, String)>>,
     /// Labels of the async API's trackers and requests.
     requests: AsyncLabels,
+    /// The folder for the files of profiling steps.
+    folder: RunFolder,
 }
 
 /// Labels of the async API (`nrta_*` steps).
@@ -1373,6 +1381,202 @@ impl Context<'_> {
                 })?;
                 check_status(&rt.memcpy_to_device(address, &bytes), expect)
             }
+            Step::GetInstanceInfo { .. }
+            | Step::ProfileStart { .. }
+            | Step::ProfileStop { .. }
+            | Step::ProfileContinuousStart { .. }
+            | Step::ProfileContinuousSave { .. }
+            | Step::ProfileContinuousStop { .. }
+            | Step::InspectBeginWithOptions { .. }
+            | Step::InspectStop { .. } => self.profile_step(step),
+        }
+    }
+}
+
+// Instance information and profiling steps.
+
+/// A folder of one run, for the files its steps name (profiles); made on first use, removed
+/// with the run's context.
+#[derive(Default)]
+struct RunFolder {
+    path: std::cell::OnceCell<PathBuf>,
+}
+
+impl RunFolder {
+    /// `relative` inside the run's folder, which is made on first use.
+    fn join(&self, relative: &str) -> Result<PathBuf, String> {
+        if Path::new(relative).is_absolute() || relative.split('/').any(|part| part == "..") {
+            return Err(format!(
+                "file {relative:?} leaves the run's folder, expected a relative path inside it"
+            ));
+        }
+        let dir = match self.path.get() {
+            Some(dir) => dir,
+            None => {
+                static RUNS: AtomicU64 = AtomicU64::new(0);
+                let n = RUNS.fetch_add(1, Ordering::Relaxed);
+                let dir =
+                    std::env::temp_dir().join(format!("nrtsim-run-{}-{n}", std::process::id()));
+                // A folder left by an earlier process of the same id must not pass for this
+                // run's output.
+                let _ = std::fs::remove_dir_all(&dir);
+                std::fs::create_dir_all(&dir).map_err(|err| {
+                    format!("cannot make the run folder {}: {err}", dir.display())
+                })?;
+                self.path.get_or_init(|| dir)
+            }
+        };
+        Ok(dir.join(relative))
+    }
+}
+
+impl Drop for RunFolder {
+    fn drop(&mut self) {
+        if let Some(dir) = self.path.get() {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+}
+
+/// Checks a profile file (or the one `.json` file of a folder) against `want`.
+fn check_profile(folder: &RunFolder, want: &ProfileExpectation) -> StepResult {
+    let mut path = folder.join(&want.file)?;
+    if path.is_dir() {
+        let files: Vec<PathBuf> = std::fs::read_dir(&path)
+            .map_err(|err| format!("cannot list {}: {err}", want.file))?
+            .filter_map(|entry| entry.ok().map(|entry| entry.path()))
+            .filter(|file| file.extension().is_some_and(|ext| ext == "json"))
+            .collect();
+        match files.as_slice() {
+            [one] => path = one.clone(),
+            _ => {
+                return Err(format!(
+                    "folder {} holds {} profiles, expected exactly one",
+                    want.file,
+                    files.len()
+                ));
+            }
+        }
+    }
+    let text = std::fs::read_to_string(&path)
+        .map_err(|err| format!("cannot read the profile {}: {err}", want.file))?;
+    let json: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|err| format!("profile {} is not JSON ({err}): {text}", want.file))?;
+    if json["format"] != "nrtsim-profile-1" {
+        return Err(format!("profile format {}, expected \"nrtsim-profile-1\"", json["format"]));
+    }
+    let executions = json["executions"]
+        .as_array()
+        .ok_or_else(|| format!("profile has no executions array, expected one: {text}"))?;
+    if executions.len() != want.executions {
+        return Err(format!(
+            "profile lists {} executions, expected {}",
+            executions.len(),
+            want.executions
+        ));
+    }
+    for execution in executions {
+        let (start, end) = (execution["start_ns"].as_u64(), execution["end_ns"].as_u64());
+        if execution["type"] != "nc_exec_running" || start.is_none() || start > end {
+            return Err(format!(
+                "execution {execution}, expected an nc_exec_running event with start_ns <= end_ns"
+            ));
+        }
+        if let Some(nc) = want.nc {
+            if execution["nc"].as_u64() != Some(nc) {
+                return Err(format!("execution on nc {}, expected {nc}", execution["nc"]));
+            }
+        }
+        if let Some(status) = &want.status {
+            if execution["status"] != status.as_str() {
+                return Err(format!(
+                    "execution status {}, expected {status:?}",
+                    execution["status"]
+                ));
+            }
+        }
+    }
+    if let Some(one_model) = want.one_model {
+        let model = &json["model"];
+        if model.is_u64() != one_model || (!one_model && !model.is_null()) {
+            let wanted = if one_model { "a model id" } else { "null" };
+            return Err(format!("profile model {model}, expected {wanted}"));
+        }
+    }
+    let dropped = json["dropped_executions"].as_u64();
+    let want_dropped = want.dropped_executions.unwrap_or(0);
+    if dropped != Some(want_dropped) {
+        return Err(format!(
+            "profile dropped_executions {}, expected {want_dropped}",
+            json["dropped_executions"]
+        ));
+    }
+    Ok(())
+}
+
+impl Context<'_> {
+    /// Runs an instance-information or profiling step.
+    fn profile_step(&mut self, step: &Step) -> StepResult {
+        let rt = self.runtime.clone();
+        let folder = &self.folder;
+        let path =
+            |relative: &Option<String>| relative.as_deref().map(|r| folder.join(r)).transpose();
+        match step {
+            Step::GetInstanceInfo { expect_family, expect_size, expect_arch_name, expect } => {
+                let info = rt.get_instance_info();
+                check_status(&info, expect)?;
+                let Ok(info) = info else { return Ok(()) };
+                let got = (info.family, info.size, info.arch_name.as_str());
+                let want = (
+                    expect_family.unwrap_or(info.family),
+                    expect_size.unwrap_or(info.size),
+                    expect_arch_name.as_deref().unwrap_or(&info.arch_name),
+                );
+                if got == want {
+                    Ok(())
+                } else {
+                    Err(format!("instance (family, size, arch_name) {got:?}, expected {want:?}"))
+                }
+            }
+            Step::ProfileStart { model, file, expect } => {
+                let model = label(&self.models, model, "model")?;
+                check_status(&rt.profile_start(model, path(file)?.as_deref()), expect)
+            }
+            Step::ProfileStop { file, expect_profile, expect } => {
+                check_status(&rt.profile_stop(path(file)?.as_deref()), expect)?;
+                expect_profile.as_ref().map_or(Ok(()), |want| check_profile(folder, want))
+            }
+            Step::ProfileContinuousStart { expect } => {
+                check_status(&rt.profile_continuous_start(), expect)
+            }
+            Step::ProfileContinuousSave { vnc, dir, expect_profile, expect } => {
+                let dir = folder.join(dir)?;
+                check_status(&rt.profile_continuous_save(*vnc, &dir), expect)?;
+                expect_profile.as_ref().map_or(Ok(()), |want| check_profile(folder, want))
+            }
+            Step::ProfileContinuousStop { expect } => {
+                check_status(&rt.profile_continuous_stop(), expect)
+            }
+            Step::InspectBeginWithOptions {
+                session_id,
+                dir,
+                enable_inspect,
+                enable_inspect_on_fail,
+                expect,
+            } => {
+                let config = abi::runtime::InspectConfig {
+                    session_id: *session_id,
+                    output_dir: path(dir)?,
+                    enable_inspect: *enable_inspect,
+                    enable_inspect_on_fail: *enable_inspect_on_fail,
+                };
+                check_status(&rt.inspect_begin_with_options(&config), expect)
+            }
+            Step::InspectStop { expect_profile, expect } => {
+                check_status(&rt.inspect_stop(), expect)?;
+                expect_profile.as_ref().map_or(Ok(()), |want| check_profile(folder, want))
+            }
+            _ => Err(format!("{} is not a profiling step", step_name(step))),
         }
     }
 }

@@ -115,6 +115,8 @@ pub struct SimSettings {
     pub numerical_errors: Option<bool>,
     /// A fault plan in the simulator's syntax, e.g. `nrt_execute:1=EXEC_BAD_INPUT`.
     pub faults: Option<String>,
+    /// The instance `nrt_get_instance_info` reports, `FAMILY.SIZE` (default `trn1.2xlarge`).
+    pub instance: Option<String>,
 }
 
 /// A NEFF described by its I/O boundary (its device program is the vector's `model.hlo`).
@@ -789,6 +791,99 @@ pub enum Step {
         /// Expected status.
         expect: Option<String>,
     },
+    // Instance information and profiling. Paths are relative to a folder of the run, made for
+    // it and removed after it.
+    /// `nrt_get_instance_info`.
+    GetInstanceInfo {
+        /// The `NRT_INSTANCE_*` family code it must report.
+        expect_family: Option<u32>,
+        /// The `NRT_INSTANCE_SIZE_*` code it must report.
+        expect_size: Option<u32>,
+        /// The architecture name it must report.
+        expect_arch_name: Option<String>,
+        /// Expected status.
+        expect: Option<String>,
+    },
+    /// `nrt_profile_start`.
+    ProfileStart {
+        /// The model label.
+        model: String,
+        /// The profile file (absent: NULL).
+        file: Option<String>,
+        /// Expected status.
+        expect: Option<String>,
+    },
+    /// `nrt_profile_stop`.
+    ProfileStop {
+        /// The profile file (absent: NULL, the name given at start).
+        file: Option<String>,
+        /// What the written profile must hold.
+        expect_profile: Option<ProfileExpectation>,
+        /// Expected status.
+        expect: Option<String>,
+    },
+    /// `nrt_profile_continuous_start` with NULL options.
+    ProfileContinuousStart {
+        /// Expected status.
+        expect: Option<String>,
+    },
+    /// `nrt_profile_continuous_save` into a folder.
+    ProfileContinuousSave {
+        /// The NeuronCore whose latest launch is saved.
+        vnc: u32,
+        /// The output folder.
+        dir: String,
+        /// What the folder's one profile must hold.
+        expect_profile: Option<ProfileExpectation>,
+        /// Expected status.
+        expect: Option<String>,
+    },
+    /// `nrt_profile_continuous_stop`.
+    ProfileContinuousStop {
+        /// Expected status.
+        expect: Option<String>,
+    },
+    /// An inspect config with these settings, then `nrt_inspect_begin_with_options`.
+    InspectBeginWithOptions {
+        /// `nrt_inspect_config_set_session_id`.
+        session_id: Option<i32>,
+        /// `nrt_inspect_config_set_output_dir`.
+        dir: Option<String>,
+        /// `nrt_inspect_config_set_enable_inspect`.
+        enable_inspect: Option<bool>,
+        /// `nrt_inspect_config_set_enable_inspect_on_fail`.
+        enable_inspect_on_fail: Option<bool>,
+        /// Expected status.
+        expect: Option<String>,
+    },
+    /// `nrt_inspect_stop`.
+    InspectStop {
+        /// What the written profile must hold.
+        expect_profile: Option<ProfileExpectation>,
+        /// Expected status.
+        expect: Option<String>,
+    },
+}
+
+/// What a profile file must hold, in the simulator's documented format
+/// (`docs/sim-trace-format.md`: `format` `nrtsim-profile-1`, `model`, `executions`,
+/// `dropped_executions`); every execution must be an `nc_exec_running` event with
+/// `start_ns <= end_ns`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProfileExpectation {
+    /// The file, relative to the run's folder; a folder must hold exactly one `.json` file.
+    pub file: String,
+    /// How many executions it lists.
+    pub executions: usize,
+    /// The NeuronCore every execution ran on.
+    pub nc: Option<u64>,
+    /// The status name every execution has, such as `NRT_SUCCESS`.
+    pub status: Option<String>,
+    /// Whether `model` names one model (`true`) or is `null` (every model, `false`).
+    pub one_model: Option<bool>,
+    /// `dropped_executions` (default 0).
+    pub dropped_executions: Option<u64>,
 }
 
 /// One tensor's operations in a `tensor_write_batch` step.

@@ -72,6 +72,69 @@ pub struct SimConfig {
     /// HLO for NEFFs that carry no device program (`NRTSIM_HLO`: a file, or a directory keyed by
     /// the NEFF's sha256).
     pub hlo_source: Option<HloSource>,
+    /// The instance `nrt_get_instance_info` reports (`NRTSIM_INSTANCE`).
+    pub instance: Instance,
+}
+
+/// The simulated instance: `nrt_instance_info_t`'s family and size codes and architecture name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Instance {
+    /// `NRT_INSTANCE_*`.
+    pub family: u32,
+    /// `NRT_INSTANCE_SIZE_*`.
+    pub size: u32,
+    /// The family name, reported as the architecture name.
+    pub arch_name: String,
+}
+
+/// The instance families of the public header, by code.
+const FAMILIES: &[(&str, u32)] = &[
+    ("inf1", 1),
+    ("trn1", 2),
+    ("trn1n", 3),
+    ("inf2", 4),
+    ("trn2", 5),
+    ("trn2n", 6),
+    ("inf2e", 7),
+    ("trn2p", 8),
+    ("trn2u", 9),
+    ("trn2e", 10),
+    ("trn2eu", 11),
+    ("trn2ac", 12),
+    ("trn2uac", 13),
+    ("trn3", 14),
+];
+
+/// The instance sizes of the public header, by code.
+const SIZES: &[(&str, u32)] = &[
+    ("xlarge", 0),
+    ("2xlarge", 1),
+    ("4xlarge", 2),
+    ("6xlarge", 3),
+    ("8xlarge", 4),
+    ("24xlarge", 5),
+    ("32xlarge", 6),
+    ("48xlarge", 7),
+    ("3xlarge", 8),
+];
+
+impl Instance {
+    /// The instance `FAMILY.SIZE` names (case-insensitive), such as `trn1.32xlarge`; `None` for
+    /// a family or size the public header does not list, or text without a dot.
+    pub fn parse(text: &str) -> Option<Instance> {
+        let text = text.trim().to_ascii_lowercase();
+        let (family, size) = text.split_once('.')?;
+        let family_code = FAMILIES.iter().find(|(name, _)| *name == family)?.1;
+        let size_code = SIZES.iter().find(|(name, _)| *name == size)?.1;
+        Some(Instance { family: family_code, size: size_code, arch_name: family.to_owned() })
+    }
+}
+
+impl Default for Instance {
+    /// `trn1.2xlarge`.
+    fn default() -> Instance {
+        Instance { family: 2, size: 1, arch_name: "trn1".to_owned() }
+    }
 }
 
 impl Default for SimConfig {
@@ -87,6 +150,7 @@ impl Default for SimConfig {
             warnings_to_stderr: true,
             fault_plan: FaultPlan::default(),
             hlo_source: None,
+            instance: Instance::default(),
         }
     }
 }
@@ -188,6 +252,13 @@ pub fn from_nrtsim_env(lookup: impl Fn(&str) -> Option<String>) -> Result<SimCon
         }
         config.hlo_source = Some(HloSource::of_path(&path));
     }
+    if let Some(instance) = get("NRTSIM_INSTANCE") {
+        config.instance = Instance::parse(&instance).ok_or_else(|| {
+            format!(
+                "NRTSIM_INSTANCE={instance:?} is invalid, expected FAMILY.SIZE such as trn1.32xlarge"
+            )
+        })?;
+    }
     if get("NRTSIM_QUIET").as_deref() == Some("1") {
         config.warnings_to_stderr = false;
     }
@@ -213,5 +284,18 @@ mod tests {
         assert_eq!(config.release.minor, 27);
         assert_eq!(config.release.dtype_numbering, DtypeNumbering::Hardware2026);
         assert!(!config.numerical_errors);
+    }
+
+    #[test]
+    fn instance_names_map_to_the_headers_codes() {
+        assert_eq!(
+            Instance::parse("Trn2.48xlarge"),
+            Some(Instance { family: 5, size: 7, arch_name: "trn2".to_owned() })
+        );
+        assert_eq!(Instance::parse("inf2.xlarge").map(|i| (i.family, i.size)), Some((4, 0)));
+        assert_eq!(Instance::parse("trn1.2xlarge"), Some(Instance::default()));
+        for bad in ["trn9.small", "trn1", "trn1.2xlarge.x", ".2xlarge", ""] {
+            assert_eq!(Instance::parse(bad), None, "{bad}");
+        }
     }
 }

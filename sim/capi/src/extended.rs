@@ -183,7 +183,7 @@ pub unsafe extern "C" fn nrt_get_model_info(
     })
 }
 
-/// `nrt_get_instance_info`: the simulated instance of `NRTSIM_INSTANCE`; `instance_info_len`
+/// `nrt_get_instance_info`: the simulated instance (`NRTSIM_INSTANCE`, `SimConfig::instance`); `instance_info_len`
 /// must cover the whole struct.
 ///
 /// # Safety
@@ -196,20 +196,23 @@ pub unsafe extern "C" fn nrt_get_instance_info(
         if info.is_null() || instance_info_len < size_of::<nrt_instance_info_t>() {
             return INVALID;
         }
-        if let Err(status) = g.enter(F::nrt_get_instance_info) {
-            return status;
-        }
+        let instance = match g.sim.get_instance_info() {
+            Ok(instance) => instance,
+            Err(err) => return g.failed(F::nrt_get_instance_info.name(), &err),
+        };
         let mut value = nrt_instance_info_t {
-            family: g.instance.family,
-            size: g.instance.size,
+            family: instance.family,
+            size: instance.size,
             arch_name: [0; 16],
             device_revision: [0; 8],
         };
-        for (slot, byte) in value.arch_name.iter_mut().zip(g.instance.arch_name.bytes().take(15)) {
+        for (slot, byte) in value.arch_name.iter_mut().zip(instance.arch_name.bytes().take(15)) {
             *slot = byte as c_char;
         }
-        for (slot, byte) in value.device_revision.iter_mut().zip(b"sim".iter()) {
-            *slot = *byte as c_char;
+        for (slot, byte) in
+            value.device_revision.iter_mut().zip(instance.device_revision.bytes().take(7))
+        {
+            *slot = byte as c_char;
         }
         // SAFETY: non-NULL with room for the struct (checked above).
         unsafe { put_value(info, value) }

@@ -64,8 +64,6 @@ pub(crate) struct Global {
     log_errors: bool,
     live: Mutex<HashSet<usize>>,
     infos: Mutex<HashMap<usize, InfoArray>>,
-    /// The simulated instance `nrt_get_instance_info` reports (`NRTSIM_INSTANCE`).
-    pub(crate) instance: config::Instance,
     /// The unsupported functions already explained under `NRTSIM_LOG`.
     explained: Mutex<HashSet<LibnrtFunction>>,
     /// The queues of the `nrta_*` API.
@@ -92,13 +90,11 @@ pub(crate) fn global() -> Result<&'static Global, u32> {
         let lookup = |name: &str| std::env::var(name).ok();
         let made = config::config_from(lookup)
             .and_then(|config| SimRuntime::new(config).map_err(|err| err.to_string()))
-            .and_then(|sim| Ok((sim, config::instance_from(lookup)?)))
-            .map(|(sim, instance)| Global {
+            .map(|sim| Global {
                 log_errors: std::env::var("NRTSIM_LOG").is_ok_and(|value| value.trim() == "1"),
                 live: Mutex::new(HashSet::new()),
                 infos: Mutex::new(HashMap::new()),
                 queues: AsyncQueues::new(sim.config().n_cores),
-                instance,
                 explained: Mutex::new(HashSet::new()),
                 error_lists: Mutex::new(HashMap::new()),
                 exec_callback: Mutex::new(None),
@@ -225,7 +221,6 @@ mod tests {
             live: Mutex::new(HashSet::new()),
             infos: Mutex::new(HashMap::new()),
             queues: AsyncQueues::new(sim.config().n_cores),
-            instance: config::instance_from(|_| None).expect("the default instance"),
             explained: Mutex::new(HashSet::new()),
             error_lists: Mutex::new(HashMap::new()),
             exec_callback: Mutex::new(None),
