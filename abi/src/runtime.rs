@@ -810,6 +810,43 @@ pub trait Runtime: Send + Sync {
     /// # Errors
     /// [`NrtStatus::Invalid`] without an inspect session; the lifecycle statuses.
     fn inspect_stop(&self) -> Result<(), NrtError>;
+
+    // Interfaces of the device's memory and fabric (`nrt.h`) and the legacy trace
+    // (`nrt_experimental.h`): a simulator has none of them and answers `NRT_INVALID`.
+
+    /// `nrt_get_dmabuf_fd`: the dma-buf file descriptor of device memory at `va`.
+    ///
+    /// # Errors
+    /// [`NrtStatus::Invalid`] where no dma-buf exists (the simulator); the lifecycle statuses.
+    fn get_dmabuf_fd(&self, va: usize, size: u64) -> Result<i32, NrtError>;
+
+    /// `nrt_get_hbm_mmap_va`: where an HBM region of a device is mapped into this process, and
+    /// its size. The address is a number here; nothing dereferences it.
+    ///
+    /// # Errors
+    /// [`NrtStatus::Invalid`] where HBM cannot be mapped (the simulator); the lifecycle statuses.
+    fn get_hbm_mmap_va(&self, device_id: i32, hbm_idx: i32) -> Result<(usize, usize), NrtError>;
+
+    /// `nrt_get_attached_efa_bdf` into a 64-byte buffer: the PCI address of the EFA device
+    /// attached to the device memory at `va`.
+    ///
+    /// # Errors
+    /// [`NrtStatus::Invalid`] where no EFA device is attached (the simulator); the lifecycle
+    /// statuses.
+    fn get_attached_efa_bdf(&self, va: usize) -> Result<String, NrtError>;
+
+    /// `nrt_trace_start`, the legacy trace.
+    ///
+    /// # Errors
+    /// [`NrtStatus::Invalid`] where the legacy trace does not exist (the simulator); the
+    /// lifecycle statuses.
+    fn trace_start(&self, trace_mem: bool) -> Result<(), NrtError>;
+
+    /// `nrt_trace_stop`: writes the legacy trace to `filename` (`None`: NULL).
+    ///
+    /// # Errors
+    /// As [`Runtime::trace_start`].
+    fn trace_stop(&self, filename: Option<&Path>) -> Result<(), NrtError>;
 }
 
 /// `nrt_instance_info_t`: the instance a library runs on.

@@ -1013,6 +1013,44 @@ impl Runtime for TracingRuntime {
         let result = self.inner.inspect_stop();
         self.unit(result, |_| format!("{}()", LibnrtFunction::nrt_inspect_stop.trace_name()))
     }
+
+    // What these calls return (descriptors, addresses, PCI names) is the machine's own: only
+    // the status is traced, and addresses are `<address>`.
+
+    fn get_dmabuf_fd(&self, va: usize, size: u64) -> Result<i32, NrtError> {
+        let result = self.inner.get_dmabuf_fd(va, size);
+        let args = format!("<address>, {size}");
+        self.sys_trace_line(LibnrtFunction::nrt_get_dmabuf_fd, args, &result);
+        result
+    }
+
+    fn get_hbm_mmap_va(&self, device_id: i32, hbm_idx: i32) -> Result<(usize, usize), NrtError> {
+        let result = self.inner.get_hbm_mmap_va(device_id, hbm_idx);
+        let args = format!("{device_id}, {hbm_idx}");
+        self.sys_trace_line(LibnrtFunction::nrt_get_hbm_mmap_va, args, &result);
+        result
+    }
+
+    fn get_attached_efa_bdf(&self, va: usize) -> Result<String, NrtError> {
+        let result = self.inner.get_attached_efa_bdf(va);
+        let args = "<address>".to_owned();
+        self.sys_trace_line(LibnrtFunction::nrt_get_attached_efa_bdf, args, &result);
+        result
+    }
+
+    fn trace_start(&self, trace_mem: bool) -> Result<(), NrtError> {
+        let result = self.inner.trace_start(trace_mem);
+        self.unit(result, |_| {
+            format!("{}({trace_mem})", LibnrtFunction::nrt_trace_start.trace_name())
+        })
+    }
+
+    fn trace_stop(&self, filename: Option<&Path>) -> Result<(), NrtError> {
+        let result = self.inner.trace_stop(filename);
+        self.unit(result, |_| {
+            format!("{}({})", LibnrtFunction::nrt_trace_stop.trace_name(), path_arg(filename))
+        })
+    }
 }
 
 /// A path argument as traced: `<path>`, or `NULL` for none.
@@ -1022,7 +1060,7 @@ fn path_arg(path: Option<&Path>) -> &'static str {
 
 impl TracingRuntime {
     /// `name(args) -> STATUS` for a call whose result is the library's own (system-trace event
-    /// names and JSON, the instance), so only the status is traced.
+    /// names and JSON, the instance, descriptors and addresses), so only the status is traced.
     fn sys_trace_line<T>(
         &self,
         function: LibnrtFunction,

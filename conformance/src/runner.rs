@@ -1388,7 +1388,12 @@ impl Context<'_> {
             | Step::ProfileContinuousSave { .. }
             | Step::ProfileContinuousStop { .. }
             | Step::InspectBeginWithOptions { .. }
-            | Step::InspectStop { .. } => self.profile_step(step),
+            | Step::InspectStop { .. }
+            | Step::GetDmabufFd { .. }
+            | Step::GetHbmMmapVa { .. }
+            | Step::GetAttachedEfaBdf { .. }
+            | Step::TraceStart { .. }
+            | Step::TraceStop { .. } => self.profile_step(step),
         }
     }
 }
@@ -1515,7 +1520,15 @@ fn check_profile(folder: &RunFolder, want: &ProfileExpectation) -> StepResult {
 }
 
 impl Context<'_> {
-    /// Runs an instance-information or profiling step.
+    /// The address of a tensor's memory (`nrt_tensor_get_va`, not traced), or 0 without one.
+    fn address_of(&self, tensor: &Option<String>) -> Result<usize, String> {
+        let Some(tensor) = tensor else { return Ok(0) };
+        self.raw
+            .tensor_get_va(label(&self.tensors, tensor, "tensor")?)
+            .map_err(|err| format!("nrt_tensor_get_va of {tensor}: {err}"))
+    }
+
+    /// Runs an instance-information, profiling or unsupported-interface step.
     fn profile_step(&mut self, step: &Step) -> StepResult {
         let rt = self.runtime.clone();
         let folder = &self.folder;
@@ -1576,7 +1589,24 @@ impl Context<'_> {
                 check_status(&rt.inspect_stop(), expect)?;
                 expect_profile.as_ref().map_or(Ok(()), |want| check_profile(folder, want))
             }
-            _ => Err(format!("{} is not a profiling step", step_name(step))),
+            Step::GetDmabufFd { tensor, size, expect } => {
+                check_status(&rt.get_dmabuf_fd(self.address_of(tensor)?, *size), expect)
+            }
+            Step::GetHbmMmapVa { device_id, hbm_idx, expect } => {
+                check_status(&rt.get_hbm_mmap_va(*device_id, *hbm_idx), expect)
+            }
+            Step::GetAttachedEfaBdf { tensor, expect } => {
+                check_status(&rt.get_attached_efa_bdf(self.address_of(tensor)?), expect)
+            }
+            Step::TraceStart { trace_mem, expect } => {
+                check_status(&rt.trace_start(trace_mem.unwrap_or(false)), expect)
+            }
+            Step::TraceStop { file, expect } => {
+                check_status(&rt.trace_stop(path(file)?.as_deref()), expect)
+            }
+            _ => {
+                Err(format!("{} is not a profiling or unsupported-interface step", step_name(step)))
+            }
         }
     }
 }

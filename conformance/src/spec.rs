@@ -863,6 +863,46 @@ pub enum Step {
         /// Expected status.
         expect: Option<String>,
     },
+    // Interfaces a simulator cannot have (`vectors/unsupported/`).
+    /// `nrt_get_dmabuf_fd` of a tensor's address (`nrt_tensor_get_va`), or of address 0.
+    GetDmabufFd {
+        /// The tensor label (absent: address 0).
+        tensor: Option<String>,
+        /// Bytes of the region.
+        size: u64,
+        /// Expected status.
+        expect: Option<String>,
+    },
+    /// `nrt_get_hbm_mmap_va`.
+    GetHbmMmapVa {
+        /// The Neuron device.
+        device_id: i32,
+        /// The HBM region of that device.
+        hbm_idx: i32,
+        /// Expected status.
+        expect: Option<String>,
+    },
+    /// `nrt_get_attached_efa_bdf` of a tensor's address (`nrt_tensor_get_va`), or of address 0.
+    GetAttachedEfaBdf {
+        /// The tensor label (absent: address 0).
+        tensor: Option<String>,
+        /// Expected status.
+        expect: Option<String>,
+    },
+    /// `nrt_trace_start`, the legacy trace.
+    TraceStart {
+        /// `trace_mem` (default false).
+        trace_mem: Option<bool>,
+        /// Expected status.
+        expect: Option<String>,
+    },
+    /// `nrt_trace_stop`.
+    TraceStop {
+        /// The trace file, in the run's folder (absent: NULL).
+        file: Option<String>,
+        /// Expected status.
+        expect: Option<String>,
+    },
 }
 
 /// What a profile file must hold, in the simulator's documented format

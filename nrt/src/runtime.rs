@@ -748,6 +748,32 @@ impl Runtime for NrtRuntime {
         let code = optional(function, self.library.inspect_stop().map(Ok))?;
         check(function, code)
     }
+
+    fn get_dmabuf_fd(&self, va: usize, size: u64) -> Result<i32, NrtError> {
+        optional(LibnrtFunction::nrt_get_dmabuf_fd, self.library.get_dmabuf_fd(va, size))
+    }
+
+    fn get_hbm_mmap_va(&self, device_id: i32, hbm_idx: i32) -> Result<(usize, usize), NrtError> {
+        let mapped = self.library.get_hbm_mmap_va(device_id, hbm_idx);
+        optional(LibnrtFunction::nrt_get_hbm_mmap_va, mapped)
+    }
+
+    fn get_attached_efa_bdf(&self, va: usize) -> Result<String, NrtError> {
+        optional(LibnrtFunction::nrt_get_attached_efa_bdf, self.library.get_attached_efa_bdf(va))
+    }
+
+    fn trace_start(&self, trace_mem: bool) -> Result<(), NrtError> {
+        let function = LibnrtFunction::nrt_trace_start;
+        let code = optional(function, self.library.trace_start(trace_mem).map(Ok))?;
+        check(function, code)
+    }
+
+    fn trace_stop(&self, filename: Option<&Path>) -> Result<(), NrtError> {
+        let function = LibnrtFunction::nrt_trace_stop;
+        let filename = filename.map(|path| c_path(function, path)).transpose()?;
+        let code = optional(function, self.library.trace_stop(filename.as_deref()).map(Ok))?;
+        check(function, code)
+    }
 }
 
 /// A path as a C string: its bytes, refused only for a NUL byte.

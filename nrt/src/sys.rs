@@ -741,6 +741,60 @@ impl Library {
         Some(unsafe { stop() })
     }
 
+    /// `nrt_get_dmabuf_fd` of device memory at `va`; `None` when the library lacks it.
+    pub(crate) fn get_dmabuf_fd(&self, va: usize, size: u64) -> Option<Result<i32, RawStatus>> {
+        let function = self.functions.nrt_get_dmabuf_fd?;
+        let mut fd: c_int = -1;
+        // SAFETY: the address is a number libnrt judges; `fd` is a valid out-pointer.
+        let status = unsafe { function(va as u64, size, &mut fd) };
+        Some(if status == SUCCESS { Ok(fd) } else { Err(status) })
+    }
+
+    /// `nrt_get_hbm_mmap_va`: the mapping's address (as a number, never dereferenced here) and
+    /// size; `None` when the library lacks it.
+    pub(crate) fn get_hbm_mmap_va(
+        &self,
+        device_id: c_int,
+        hbm_idx: c_int,
+    ) -> Option<Result<(usize, usize), RawStatus>> {
+        let function = self.functions.nrt_get_hbm_mmap_va?;
+        let mut address: *mut c_void = ptr::null_mut();
+        let mut size = 0usize;
+        // SAFETY: both out-pointers are valid; the signature is the table's.
+        let status = unsafe { function(device_id, hbm_idx, &mut address, &mut size) };
+        Some(if status == SUCCESS { Ok((address as usize, size)) } else { Err(status) })
+    }
+
+    /// `nrt_get_attached_efa_bdf` of device memory at `va` into a 64-byte buffer, copied up to
+    /// its NUL; `None` when the library lacks it.
+    pub(crate) fn get_attached_efa_bdf(&self, va: usize) -> Option<Result<String, RawStatus>> {
+        let function = self.functions.nrt_get_attached_efa_bdf?;
+        let mut buffer = [0 as c_char; 64];
+        let mut len = buffer.len();
+        // SAFETY: the address is a number libnrt judges; `buffer` has `len` writable bytes and
+        // `len` is a valid in/out pointer.
+        let status = unsafe { function(va as *const c_void, buffer.as_mut_ptr(), &mut len) };
+        if status != SUCCESS {
+            return Some(Err(status));
+        }
+        let bytes: Vec<u8> = buffer.iter().map(|&c| c as u8).take_while(|&b| b != 0).collect();
+        Some(Ok(String::from_utf8_lossy(&bytes).into_owned()))
+    }
+
+    /// `nrt_trace_start`; `None` when the library lacks it.
+    pub(crate) fn trace_start(&self, trace_mem: bool) -> Option<RawStatus> {
+        let start = self.functions.nrt_trace_start?;
+        // SAFETY: a plain value argument.
+        Some(unsafe { start(trace_mem) })
+    }
+
+    /// `nrt_trace_stop(filename)` (NULL for `None`); `None` when the library lacks it.
+    pub(crate) fn trace_stop(&self, filename: Option<&CStr>) -> Option<RawStatus> {
+        let stop = self.functions.nrt_trace_stop?;
+        // SAFETY: NULL or a NUL-terminated string that outlives the call.
+        Some(unsafe { stop(filename.map_or(ptr::null(), CStr::as_ptr)) })
+    }
+
     /// `nrt_get_status_as_str`, copied into Rust; `None` when the library returns NULL.
     pub(crate) fn status_as_str(&self, status: RawStatus) -> Option<String> {
         // SAFETY: any integer is a valid argument.

@@ -413,6 +413,32 @@ impl SimRuntime {
         &self.events
     }
 
+    /// Why `function` cannot exist on a simulator; `None` for a function it models.
+    pub fn unsupported_reason(function: LibnrtFunction) -> Option<&'static str> {
+        Some(match function {
+            LibnrtFunction::nrt_get_dmabuf_fd => "no dma-buf exists without a Neuron device",
+            LibnrtFunction::nrt_get_hbm_mmap_va => "simulated HBM cannot be mapped into the caller",
+            LibnrtFunction::nrt_get_attached_efa_bdf => {
+                "no EFA device is attached to a simulated device"
+            }
+            LibnrtFunction::nrt_trace_start | LibnrtFunction::nrt_trace_stop => {
+                "the legacy trace API is not simulated"
+            }
+            _ => return None,
+        })
+    }
+
+    /// The error of a function the simulator cannot provide (`NRT_INVALID`, saying why), after
+    /// its gate: `Err` is the gate's error, `Ok` the refusal.
+    fn unsupported(&self, function: LibnrtFunction) -> Result<NrtError, NrtError> {
+        self.enter(function)?;
+        let why = SimRuntime::unsupported_reason(function).unwrap_or("it is not simulated");
+        Ok(NrtError::new(
+            NrtStatus::Invalid,
+            format!("{function} is not supported by the simulator ({why})"),
+        ))
+    }
+
     /// `nrt_inspect_begin`: records every launch until `nrt_inspect_stop`, into `output_dir`
     /// as session 1. Not a [`Runtime`] method: libnrt takes the folder from
     /// `NEURON_RT_INSPECT_OUTPUT_DIR`, an environment the C layer reads.
@@ -1743,6 +1769,26 @@ impl Runtime for SimRuntime {
     fn inspect_stop(&self) -> Result<(), NrtError> {
         self.enter(LibnrtFunction::nrt_inspect_stop)?;
         self.profiling.stop_inspect(&self.events)
+    }
+
+    fn get_dmabuf_fd(&self, _va: usize, _size: u64) -> Result<i32, NrtError> {
+        Err(self.unsupported(LibnrtFunction::nrt_get_dmabuf_fd)?)
+    }
+
+    fn get_hbm_mmap_va(&self, _device_id: i32, _hbm_idx: i32) -> Result<(usize, usize), NrtError> {
+        Err(self.unsupported(LibnrtFunction::nrt_get_hbm_mmap_va)?)
+    }
+
+    fn get_attached_efa_bdf(&self, _va: usize) -> Result<String, NrtError> {
+        Err(self.unsupported(LibnrtFunction::nrt_get_attached_efa_bdf)?)
+    }
+
+    fn trace_start(&self, _trace_mem: bool) -> Result<(), NrtError> {
+        Err(self.unsupported(LibnrtFunction::nrt_trace_start)?)
+    }
+
+    fn trace_stop(&self, _filename: Option<&std::path::Path>) -> Result<(), NrtError> {
+        Err(self.unsupported(LibnrtFunction::nrt_trace_stop)?)
     }
 
     fn sys_trace_get_event_types(&self) -> Result<Vec<String>, NrtError> {

@@ -535,13 +535,15 @@ pub unsafe extern "C" fn nrt_get_libnccl_net(
 
 // The functions below are not modelled (see the module documentation).
 
-/// `nrt_get_dmabuf_fd`: `NRT_INVALID`, no dma-buf exists without a Neuron device.
+/// `nrt_get_dmabuf_fd`: `NRT_INVALID` (`SimRuntime`'s answer: no dma-buf exists without a
+/// Neuron device).
 ///
 /// # Safety
-/// None: no argument is read.
-pub unsafe extern "C" fn nrt_get_dmabuf_fd(_va: u64, _size: u64, _fd: *mut c_int) -> u32 {
+/// None: only the numbers are read.
+pub unsafe extern "C" fn nrt_get_dmabuf_fd(va: u64, size: u64, _fd: *mut c_int) -> u32 {
     with_global(F::nrt_get_dmabuf_fd.name(), |g| {
-        g.unsupported(F::nrt_get_dmabuf_fd, "no dma-buf exists without a Neuron device")
+        let va = usize::try_from(va).unwrap_or(usize::MAX);
+        g.unsupported_result(F::nrt_get_dmabuf_fd, g.sim.get_dmabuf_fd(va, size))
     })
 }
 
@@ -561,55 +563,55 @@ pub unsafe extern "C" fn nrt_host_device_id_rid_map_get(
     })
 }
 
-/// `nrt_get_hbm_mmap_va`: `NRT_INVALID`, simulated HBM cannot be mapped into the caller.
+/// `nrt_get_hbm_mmap_va`: `NRT_INVALID` (`SimRuntime`'s answer: simulated HBM cannot be
+/// mapped into the caller).
 ///
 /// # Safety
-/// None: no argument is read.
+/// None: only the numbers are read.
 pub unsafe extern "C" fn nrt_get_hbm_mmap_va(
-    _device_id: c_int,
-    _hbm_idx: c_int,
+    device_id: c_int,
+    hbm_idx: c_int,
     _addr: *mut *mut c_void,
     _size: *mut usize,
 ) -> u32 {
     with_global(F::nrt_get_hbm_mmap_va.name(), |g| {
-        g.unsupported(F::nrt_get_hbm_mmap_va, "simulated HBM cannot be mapped into the caller")
+        g.unsupported_result(F::nrt_get_hbm_mmap_va, g.sim.get_hbm_mmap_va(device_id, hbm_idx))
     })
 }
 
-/// `nrt_get_attached_efa_bdf`: `NRT_INVALID`, no EFA device is attached to a simulated device.
+/// `nrt_get_attached_efa_bdf`: `NRT_INVALID` (`SimRuntime`'s answer: no EFA device is attached
+/// to a simulated device).
 ///
 /// # Safety
-/// None: no argument is read.
+/// None: only the address's value is read.
 pub unsafe extern "C" fn nrt_get_attached_efa_bdf(
-    _va: *const c_void,
+    va: *const c_void,
     _efa_bdf: *mut c_char,
     _len: *mut usize,
 ) -> u32 {
     with_global(F::nrt_get_attached_efa_bdf.name(), |g| {
-        g.unsupported(
-            F::nrt_get_attached_efa_bdf,
-            "no EFA device is attached to a simulated device",
-        )
+        g.unsupported_result(F::nrt_get_attached_efa_bdf, g.sim.get_attached_efa_bdf(va as usize))
     })
 }
 
-/// `nrt_trace_start`: `NRT_INVALID`, the legacy trace API is not simulated.
+/// `nrt_trace_start`: `NRT_INVALID` (`SimRuntime`'s answer: the legacy trace API is not
+/// simulated).
 ///
 /// # Safety
-/// None: no argument is read.
-pub unsafe extern "C" fn nrt_trace_start(_trace_mem: bool) -> u32 {
+/// None beyond the C ABI.
+pub unsafe extern "C" fn nrt_trace_start(trace_mem: bool) -> u32 {
     with_global(F::nrt_trace_start.name(), |g| {
-        g.unsupported(F::nrt_trace_start, "the legacy trace API is not simulated")
+        g.unsupported_result(F::nrt_trace_start, g.sim.trace_start(trace_mem))
     })
 }
 
-/// `nrt_trace_stop`: `NRT_INVALID`, the legacy trace API is not simulated.
+/// `nrt_trace_stop`: `NRT_INVALID`, as `nrt_trace_start`.
 ///
 /// # Safety
-/// None: no argument is read.
+/// None: the file name is not read.
 pub unsafe extern "C" fn nrt_trace_stop(_filename: *const c_char) -> u32 {
     with_global(F::nrt_trace_stop.name(), |g| {
-        g.unsupported(F::nrt_trace_stop, "the legacy trace API is not simulated")
+        g.unsupported_result(F::nrt_trace_stop, g.sim.trace_stop(None))
     })
 }
 

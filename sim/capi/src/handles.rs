@@ -183,6 +183,26 @@ impl Global {
         status::INVALID
     }
 
+    /// The C status of a call to a function [`SimRuntime::unsupported_reason`] names, which
+    /// the simulator refuses after its gate; the refusal is printed once per function when
+    /// `NRTSIM_LOG=1`, any other failure as [`Global::failed`] prints it.
+    pub(crate) fn unsupported_result<T>(
+        &self,
+        function: LibnrtFunction,
+        result: Result<T, NrtError>,
+    ) -> u32 {
+        match result {
+            Ok(_) => status::SUCCESS,
+            Err(err) if err.status == abi::status::NrtStatus::Invalid => {
+                if self.log_errors && lock(&self.explained).insert(function) {
+                    eprintln!("nrtsim: {}; it returns NRT_INVALID", err.detail);
+                }
+                status::INVALID
+            }
+            Err(err) => self.failed(function.name(), &err),
+        }
+    }
+
     /// The C status of a failed call (logged when `NRTSIM_LOG=1`).
     pub(crate) fn failed(&self, call: &str, err: &NrtError) -> u32 {
         if self.log_errors {
