@@ -46,6 +46,7 @@
 //! four core counts and [`Runtime::tensor_get_size`] work in every state.
 
 use std::fmt;
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -847,6 +848,13 @@ pub trait Runtime: Send + Sync {
     /// # Errors
     /// As [`Runtime::trace_start`].
     fn trace_stop(&self, filename: Option<&Path>) -> Result<(), NrtError>;
+
+    /// `nrta_get_completion_handle`: a descriptor that becomes readable when request `seq`
+    /// has completed (use it with `poll` only); dropping it closes it, as the header asks.
+    ///
+    /// # Errors
+    /// [`NrtStatus::Invalid`] for a sequence id never issued; the lifecycle statuses.
+    fn nrta_get_completion_handle(&self, seq: SeqId) -> Result<OwnedFd, NrtError>;
 }
 
 /// `nrt_instance_info_t`: the instance a library runs on.

@@ -35,6 +35,7 @@
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
+use std::os::fd::OwnedFd;
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
@@ -1050,6 +1051,20 @@ impl Runtime for TracingRuntime {
         self.unit(result, |_| {
             format!("{}({})", LibnrtFunction::nrt_trace_stop.trace_name(), path_arg(filename))
         })
+    }
+
+    fn nrta_get_completion_handle(&self, seq: SeqId) -> Result<OwnedFd, NrtError> {
+        let result = self.inner.nrta_get_completion_handle(seq);
+        // The descriptor's number is the process's own: only the status is traced.
+        self.trace.record_with(|names| {
+            let call = format!(
+                "{}({})",
+                LibnrtFunction::nrta_get_completion_handle.trace_name(),
+                names.seq(seq)
+            );
+            outcome(names, call, &result, |_, _| None)
+        });
+        result
     }
 }
 

@@ -1393,7 +1393,8 @@ impl Context<'_> {
             | Step::GetHbmMmapVa { .. }
             | Step::GetAttachedEfaBdf { .. }
             | Step::TraceStart { .. }
-            | Step::TraceStop { .. } => self.profile_step(step),
+            | Step::TraceStop { .. }
+            | Step::NrtaGetCompletionHandle { .. } => self.profile_step(step),
         }
     }
 }
@@ -1603,6 +1604,12 @@ impl Context<'_> {
             }
             Step::TraceStop { file, expect } => {
                 check_status(&rt.trace_stop(path(file)?.as_deref()), expect)
+            }
+            Step::NrtaGetCompletionHandle { request, expect } => {
+                let seq = label(&self.requests.seqs, request, "async request")?;
+                // Dropping the descriptor closes it; whether it polls readable is checked by
+                // the simulator's and the C programs' tests (poll needs the C library).
+                check_status(&rt.nrta_get_completion_handle(seq), expect)
             }
             _ => {
                 Err(format!("{} is not a profiling or unsupported-interface step", step_name(step)))

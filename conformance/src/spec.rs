@@ -903,6 +903,13 @@ pub enum Step {
         /// Expected status.
         expect: Option<String>,
     },
+    /// `nrta_get_completion_handle` of a request, then `close` of the descriptor.
+    NrtaGetCompletionHandle {
+        /// The request label.
+        request: String,
+        /// Expected status.
+        expect: Option<String>,
+    },
 }
 
 /// What a profile file must hold, in the simulator's documented format

@@ -768,6 +768,11 @@ impl Runtime for NrtRuntime {
         check(function, code)
     }
 
+    fn nrta_get_completion_handle(&self, seq: SeqId) -> Result<std::os::fd::OwnedFd, NrtError> {
+        let function = LibnrtFunction::nrta_get_completion_handle;
+        optional(function, self.library.get_completion_handle(seq.0))
+    }
+
     fn trace_stop(&self, filename: Option<&Path>) -> Result<(), NrtError> {
         let function = LibnrtFunction::nrt_trace_stop;
         let filename = filename.map(|path| c_path(function, path)).transpose()?;

@@ -781,6 +781,28 @@ impl Library {
         Some(Ok(String::from_utf8_lossy(&bytes).into_owned()))
     }
 
+    /// `nrta_get_completion_handle`: the descriptor libnrt hands over, owned (closed on drop,
+    /// as the header asks); `None` when the library lacks it.
+    pub(crate) fn get_completion_handle(
+        &self,
+        seq: u64,
+    ) -> Option<Result<std::os::fd::OwnedFd, RawStatus>> {
+        use std::os::fd::FromRawFd as _;
+        let function = self.functions.nrta_get_completion_handle?;
+        let mut fd: c_int = -1;
+        // SAFETY: a valid out-pointer; any sequence id is a valid argument.
+        let status = unsafe { function(seq, &mut fd) };
+        if status != SUCCESS {
+            return Some(Err(status));
+        }
+        if fd < 0 {
+            return Some(Err(INVALID));
+        }
+        // SAFETY: on success libnrt returned a new, open descriptor that the caller owns and
+        // must close; nothing else holds it.
+        Some(Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) }))
+    }
+
     /// `nrt_trace_start`; `None` when the library lacks it.
     pub(crate) fn trace_start(&self, trace_mem: bool) -> Option<RawStatus> {
         let start = self.functions.nrt_trace_start?;

@@ -1791,6 +1791,13 @@ impl Runtime for SimRuntime {
         Err(self.unsupported(LibnrtFunction::nrt_trace_stop)?)
     }
 
+    /// The read end of a socket pair whose other end the queue drops when the request
+    /// completes (so the descriptor polls readable: end of file).
+    fn nrta_get_completion_handle(&self, seq: SeqId) -> Result<std::os::fd::OwnedFd, NrtError> {
+        self.enter(LibnrtFunction::nrta_get_completion_handle)?;
+        Ok(self.queues.completion_handle(seq.0)?)
+    }
+
     fn sys_trace_get_event_types(&self) -> Result<Vec<String>, NrtError> {
         Ok(crate::sys_trace::EVENT_TYPES.iter().map(|kind| (*kind).to_owned()).collect())
     }

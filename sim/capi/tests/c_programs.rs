@@ -180,7 +180,6 @@ fn unsupported_interfaces_are_invalid_and_say_why_once() {
         "nrt_trace_start",
         "nrt_get_libnccl_net",
         "nrta_cc_prepare",
-        "nrta_get_completion_handle",
         "nrt_async_sendrecv_connect",
     ] {
         let explained = stderr

@@ -56,7 +56,6 @@ int main(void) {
                                &context),
                NRT_INVALID);
         expect("nrta_cc_schedule", nrta_cc_schedule(&context, 0, NULL, &seq), NRT_INVALID);
-        expect("nrta_get_completion_handle", nrta_get_completion_handle(seq, &fd), NRT_INVALID);
         expect("nrt_async_sendrecv_get_max_num_communicators_per_lnc",
                nrt_async_sendrecv_get_max_num_communicators_per_lnc(&num), NRT_INVALID);
         expect("nrt_async_sendrecv_get_max_num_pending_request",
