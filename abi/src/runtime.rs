@@ -812,8 +812,8 @@ pub trait Runtime: Send + Sync {
     /// [`NrtStatus::Invalid`] without an inspect session; the lifecycle statuses.
     fn inspect_stop(&self) -> Result<(), NrtError>;
 
-    // Interfaces of the device's memory and fabric (`nrt.h`) and the legacy trace
-    // (`nrt_experimental.h`): a simulator has none of them and answers `NRT_INVALID`.
+    // Interfaces of the device's memory and fabric (`nrt.h`), which a simulator does not have
+    // (it answers `NRT_INVALID`), and the legacy trace (`nrt_experimental.h`).
 
     /// `nrt_get_dmabuf_fd`: the dma-buf file descriptor of device memory at `va`.
     ///
@@ -836,17 +836,18 @@ pub trait Runtime: Send + Sync {
     /// statuses.
     fn get_attached_efa_bdf(&self, va: usize) -> Result<String, NrtError>;
 
-    /// `nrt_trace_start`, the legacy trace.
+    /// `nrt_trace_start`: the legacy trace of every NeuronCore, with memory allocations when
+    /// `trace_mem`.
     ///
     /// # Errors
-    /// [`NrtStatus::Invalid`] where the legacy trace does not exist (the simulator); the
-    /// lifecycle statuses.
+    /// [`NrtStatus::Invalid`] while a trace or profile is recorded; the lifecycle statuses.
     fn trace_start(&self, trace_mem: bool) -> Result<(), NrtError>;
 
-    /// `nrt_trace_stop`: writes the legacy trace to `filename` (`None`: NULL).
+    /// `nrt_trace_stop`: writes the legacy trace to `filename` (`None`: NULL) and ends it.
     ///
     /// # Errors
-    /// As [`Runtime::trace_start`].
+    /// [`NrtStatus::Invalid`] without a trace started or without a file name; a file that
+    /// cannot be written; the lifecycle statuses.
     fn trace_stop(&self, filename: Option<&Path>) -> Result<(), NrtError>;
 
     /// `nrta_get_completion_handle`: a descriptor that becomes readable when request `seq`

@@ -1602,8 +1602,9 @@ impl Context<'_> {
             Step::TraceStart { trace_mem, expect } => {
                 check_status(&rt.trace_start(trace_mem.unwrap_or(false)), expect)
             }
-            Step::TraceStop { file, expect } => {
-                check_status(&rt.trace_stop(path(file)?.as_deref()), expect)
+            Step::TraceStop { file, expect_profile, expect } => {
+                check_status(&rt.trace_stop(path(file)?.as_deref()), expect)?;
+                expect_profile.as_ref().map_or(Ok(()), |want| check_profile(folder, want))
             }
             Step::NrtaGetCompletionHandle { request, expect } => {
                 let seq = label(&self.requests.seqs, request, "async request")?;

@@ -863,7 +863,7 @@ pub enum Step {
         /// Expected status.
         expect: Option<String>,
     },
-    // Interfaces a simulator cannot have (`vectors/unsupported/`).
+    // Interfaces a simulator cannot have (`vectors/unsupported/`), and the legacy trace.
     /// `nrt_get_dmabuf_fd` of a tensor's address (`nrt_tensor_get_va`), or of address 0.
     GetDmabufFd {
         /// The tensor label (absent: address 0).
@@ -900,6 +900,8 @@ pub enum Step {
     TraceStop {
         /// The trace file, in the run's folder (absent: NULL).
         file: Option<String>,
+        /// What the written trace must hold (the simulator writes it as a profile).
+        expect_profile: Option<ProfileExpectation>,
         /// Expected status.
         expect: Option<String>,
     },

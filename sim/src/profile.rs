@@ -1,8 +1,8 @@
 //! The profilers of `nrt_profile.h`: which one runs, and the profile files they write.
 //!
 //! Design choices:
-//! - **One profiler at a time.** A model profile (`nrt_profile_start`), continuous profiling
-//!   and an inspect session all read the one event stream ([`crate::sys_trace::EventLog`]), so
+//! - **One profiler at a time.** A model profile (`nrt_profile_start`), continuous profiling,
+//!   an inspect session and the legacy trace (`nrt_trace_start`) all read the one event stream ([`crate::sys_trace::EventLog`]), so
 //!   starting one while another runs is `NRT_INVALID`, whichever kind it is.
 //! - **The files are the simulator's documented format** (`docs/sim-trace-format.md`); a folder
 //!   that does not exist is created, and a file that cannot be written is `NRT_FAILURE` with the
@@ -29,6 +29,8 @@ enum Mode {
     Continuous,
     /// An inspect session: its output folder and id.
     Inspect(PathBuf, i32),
+    /// The legacy trace of `nrt_experimental.h` (`nrt_trace_start`).
+    Legacy,
 }
 
 /// The profiler state of one simulated runtime.
@@ -155,6 +157,31 @@ impl Profiling {
         drop(state);
         let json = events.stop_profile().map_err(|err| invalid(err.to_string()))?;
         write_profile(&path, &json)
+    }
+}
+
+impl Profiling {
+    /// `nrt_trace_start`: every launch of every model until `nrt_trace_stop`.
+    pub(crate) fn start_legacy(&self, events: &EventLog) -> Result<(), NrtError> {
+        self.start(events, Mode::Legacy, None)
+    }
+
+    /// `nrt_trace_stop`: writes what was recorded since the start to `filename`.
+    pub(crate) fn stop_legacy(
+        &self,
+        events: &EventLog,
+        filename: Option<&Path>,
+    ) -> Result<(), NrtError> {
+        let mut state = self.state();
+        if state.mode != Mode::Legacy {
+            return Err(invalid("the legacy trace is not started, expected nrt_trace_start first"));
+        }
+        let path = filename
+            .ok_or_else(|| invalid("nrt_trace_stop needs a file name, expected one, got NULL"))?;
+        state.mode = Mode::Off;
+        drop(state);
+        let json = events.stop_profile().map_err(|err| invalid(err.to_string()))?;
+        write_profile(path, &json)
     }
 }
 

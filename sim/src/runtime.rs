@@ -421,9 +421,6 @@ impl SimRuntime {
             LibnrtFunction::nrt_get_attached_efa_bdf => {
                 "no EFA device is attached to a simulated device"
             }
-            LibnrtFunction::nrt_trace_start | LibnrtFunction::nrt_trace_stop => {
-                "the legacy trace API is not simulated"
-            }
             _ => return None,
         })
     }
@@ -1783,12 +1780,18 @@ impl Runtime for SimRuntime {
         Err(self.unsupported(LibnrtFunction::nrt_get_attached_efa_bdf)?)
     }
 
+    /// The legacy trace records every launch of every model, as an inspect session does; the
+    /// simulator's event stream has no allocation events, so `trace_mem` adds nothing.
     fn trace_start(&self, _trace_mem: bool) -> Result<(), NrtError> {
-        Err(self.unsupported(LibnrtFunction::nrt_trace_start)?)
+        self.enter(LibnrtFunction::nrt_trace_start)?;
+        self.profiling.start_legacy(&self.events)
     }
 
-    fn trace_stop(&self, _filename: Option<&std::path::Path>) -> Result<(), NrtError> {
-        Err(self.unsupported(LibnrtFunction::nrt_trace_stop)?)
+    /// Writes the legacy trace as a profile (`docs/sim-trace-format.md`); a NULL file name is
+    /// `NRT_INVALID` and the trace goes on.
+    fn trace_stop(&self, filename: Option<&std::path::Path>) -> Result<(), NrtError> {
+        self.enter(LibnrtFunction::nrt_trace_stop)?;
+        self.profiling.stop_legacy(&self.events, filename)
     }
 
     /// The read end of a socket pair whose other end the queue drops when the request

@@ -15,6 +15,7 @@
 #![allow(unreachable_pub)]
 
 use std::ffi::{c_char, c_int, c_void};
+use std::os::unix::ffi::OsStrExt as _;
 use std::ptr;
 
 use abi::c_layout::c_types::{
@@ -594,24 +595,31 @@ pub unsafe extern "C" fn nrt_get_attached_efa_bdf(
     })
 }
 
-/// `nrt_trace_start`: `NRT_INVALID` (`SimRuntime`'s answer: the legacy trace API is not
-/// simulated).
+/// `nrt_trace_start`: the legacy trace, every launch until `nrt_trace_stop`.
 ///
 /// # Safety
 /// None beyond the C ABI.
 pub unsafe extern "C" fn nrt_trace_start(trace_mem: bool) -> u32 {
     with_global(F::nrt_trace_start.name(), |g| {
-        g.unsupported_result(F::nrt_trace_start, g.sim.trace_start(trace_mem))
+        g.status(F::nrt_trace_start.name(), g.sim.trace_start(trace_mem))
     })
 }
 
-/// `nrt_trace_stop`: `NRT_INVALID`, as `nrt_trace_start`.
+/// `nrt_trace_stop`: writes the legacy trace to `filename` as a profile
+/// (`docs/sim-trace-format.md`).
 ///
 /// # Safety
-/// None: the file name is not read.
-pub unsafe extern "C" fn nrt_trace_stop(_filename: *const c_char) -> u32 {
+/// `filename` is NULL or a C string.
+pub unsafe extern "C" fn nrt_trace_stop(filename: *const c_char) -> u32 {
     with_global(F::nrt_trace_stop.name(), |g| {
-        g.unsupported_result(F::nrt_trace_stop, g.sim.trace_stop(None))
+        let path = if filename.is_null() {
+            None
+        } else {
+            // SAFETY: non-NULL and NUL-terminated by the caller's contract.
+            let bytes = unsafe { std::ffi::CStr::from_ptr(filename) }.to_bytes();
+            Some(std::path::PathBuf::from(std::ffi::OsStr::from_bytes(bytes)))
+        };
+        g.status(F::nrt_trace_stop.name(), g.sim.trace_stop(path.as_deref()))
     })
 }
 

@@ -177,7 +177,6 @@ fn unsupported_interfaces_are_invalid_and_say_why_once() {
         "nrt_host_device_id_rid_map_get",
         "nrt_get_hbm_mmap_va",
         "nrt_get_attached_efa_bdf",
-        "nrt_trace_start",
         "nrt_get_libnccl_net",
         "nrta_cc_prepare",
         "nrt_async_sendrecv_connect",
