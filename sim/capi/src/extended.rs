@@ -3,10 +3,10 @@
 //! Each function runs under the same guard and gate as [`crate::exports`]: a panic is its
 //! failure value, the lifecycle rule is the table's (`abi::functions`), NULL out-pointers are
 //! `NRT_INVALID`. Where the simulator models the behaviour (counts, instance and model info,
-//! memory statistics, batched tensor I/O, allocation info, collectives over one rank) the
-//! answer comes from the simulator; what cannot exist without hardware (dma-buf fds, EFA, HBM
-//! mappings, microcode, the NCCL plugin) and what is not modelled yet (collectives of several
-//! ranks, `nrta_cc_*`, the legacy `nrt_trace_*`) returns
+//! memory statistics, batched tensor I/O, allocation info, collectives over one rank, the
+//! legacy `nrt_trace_*`, a profiler of `SimRuntime`) the answer comes from the simulator; what
+//! cannot exist without hardware (dma-buf fds, EFA, HBM mappings, microcode, the NCCL plugin)
+//! and what is not modelled yet (collectives of several ranks, `nrta_cc_*`) returns
 //! `NRT_INVALID` (or NULL for `nrt_get_libnccl_net`) and says why once under `NRTSIM_LOG=1`,
 //! never a silent success. The async API is in `async_api`, system trace and profiling in
 //! `trace_api`.
@@ -534,7 +534,8 @@ pub unsafe extern "C" fn nrt_get_libnccl_net(
     })
 }
 
-// The functions below are not modelled (see the module documentation).
+// The functions below are not modelled (see the module documentation), except the legacy
+// trace, which `SimRuntime` records as a profile.
 
 /// `nrt_get_dmabuf_fd`: `NRT_INVALID` (`SimRuntime`'s answer: no dma-buf exists without a
 /// Neuron device).
