@@ -128,6 +128,14 @@ impl Instance {
         let size_code = SIZES.iter().find(|(name, _)| *name == size)?.1;
         Some(Instance { family: family_code, size: size_code, arch_name: family.to_owned() })
     }
+
+    /// The `FAMILY.SIZE` name [`Instance::parse`] reads, such as `trn2.48xlarge`; `None` for
+    /// codes the public header does not list.
+    pub fn name(&self) -> Option<String> {
+        let family = FAMILIES.iter().find(|(_, code)| *code == self.family)?.0;
+        let size = SIZES.iter().find(|(_, code)| *code == self.size)?.0;
+        Some(format!("{family}.{size}"))
+    }
 }
 
 impl Default for Instance {
@@ -297,5 +305,14 @@ mod tests {
         for bad in ["trn9.small", "trn1", "trn1.2xlarge.x", ".2xlarge", ""] {
             assert_eq!(Instance::parse(bad), None, "{bad}");
         }
+        for (family, _) in FAMILIES {
+            for (size, _) in SIZES {
+                let name = format!("{family}.{size}");
+                let parsed = Instance::parse(&name).unwrap();
+                assert_eq!(parsed.name().as_deref(), Some(name.as_str()));
+            }
+        }
+        let unknown = Instance { family: 99, size: 0, arch_name: "x".to_owned() };
+        assert_eq!(unknown.name(), None);
     }
 }
