@@ -46,6 +46,8 @@
 //! four core counts and [`Runtime::tensor_get_size`] work in every state.
 
 use std::fmt;
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -751,6 +753,136 @@ pub trait Runtime: Send + Sync {
     /// # Errors
     /// [`NrtStatus::Invalid`] for a NeuronCore that does not exist; the lifecycle statuses.
     fn nrt_async_drain_queued_execs(&self, vnc: i32) -> Result<(), NrtError>;
+
+    // Instance information and profiling (`nrt.h`, `nrt_profile.h`).
+
+    /// `nrt_get_instance_info`: the instance family and size the library runs on.
+    ///
+    /// # Errors
+    /// The lifecycle statuses; a library without the function.
+    fn get_instance_info(&self) -> Result<InstanceInfo, NrtError>;
+
+    /// `nrt_profile_start`: records the launches of `model` until [`Runtime::profile_stop`];
+    /// `filename` is where the profile goes when the stop names none (`None`: NULL).
+    ///
+    /// # Errors
+    /// An unknown model; [`NrtStatus::Invalid`] while a profile is recorded; the lifecycle
+    /// statuses.
+    fn profile_start(&self, model: ModelId, filename: Option<&Path>) -> Result<(), NrtError>;
+
+    /// `nrt_profile_stop`: writes the profile to `filename` (`None`: the name given at start).
+    ///
+    /// # Errors
+    /// [`NrtStatus::Invalid`] without a model profile or without any file name; a file that
+    /// cannot be written; the lifecycle statuses.
+    fn profile_stop(&self, filename: Option<&Path>) -> Result<(), NrtError>;
+
+    /// `nrt_profile_continuous_start` with NULL options: from now on the latest launch of each
+    /// NeuronCore can be saved.
+    ///
+    /// # Errors
+    /// [`NrtStatus::Invalid`] while a profile is recorded; the lifecycle statuses.
+    fn profile_continuous_start(&self) -> Result<(), NrtError>;
+
+    /// `nrt_profile_continuous_options_allocate`, `…_set_output_dir(output_dir)`,
+    /// `nrt_profile_continuous_save(vnc, options)`, then `…_options_free`: saves the latest
+    /// launch on `vnc` into `output_dir`.
+    ///
+    /// # Errors
+    /// [`NrtStatus::Invalid`] without continuous profiling or a launch on `vnc`; the lifecycle
+    /// statuses.
+    fn profile_continuous_save(&self, vnc: u32, output_dir: &Path) -> Result<(), NrtError>;
+
+    /// `nrt_profile_continuous_stop`.
+    ///
+    /// # Errors
+    /// [`NrtStatus::Invalid`] without continuous profiling; the lifecycle statuses.
+    fn profile_continuous_stop(&self) -> Result<(), NrtError>;
+
+    /// `nrt_inspect_config_allocate`, the setters `config` asks for,
+    /// `nrt_inspect_begin_with_options`, then `nrt_inspect_config_free`.
+    ///
+    /// # Errors
+    /// [`NrtStatus::Invalid`] while a profile is recorded; the lifecycle statuses.
+    fn inspect_begin_with_options(&self, config: &InspectConfig) -> Result<(), NrtError>;
+
+    /// `nrt_inspect_stop`: writes what was recorded since the begin into the output folder.
+    ///
+    /// # Errors
+    /// [`NrtStatus::Invalid`] without an inspect session; the lifecycle statuses.
+    fn inspect_stop(&self) -> Result<(), NrtError>;
+
+    // Interfaces of the device's memory and fabric (`nrt.h`), which a simulator does not have
+    // (it answers `NRT_INVALID`), and the legacy trace (`nrt_experimental.h`).
+
+    /// `nrt_get_dmabuf_fd`: the dma-buf file descriptor of device memory at `va`.
+    ///
+    /// # Errors
+    /// [`NrtStatus::Invalid`] where no dma-buf exists (the simulator); the lifecycle statuses.
+    fn get_dmabuf_fd(&self, va: usize, size: u64) -> Result<i32, NrtError>;
+
+    /// `nrt_get_hbm_mmap_va`: where an HBM region of a device is mapped into this process, and
+    /// its size. The address is a number here; nothing dereferences it.
+    ///
+    /// # Errors
+    /// [`NrtStatus::Invalid`] where HBM cannot be mapped (the simulator); the lifecycle statuses.
+    fn get_hbm_mmap_va(&self, device_id: i32, hbm_idx: i32) -> Result<(usize, usize), NrtError>;
+
+    /// `nrt_get_attached_efa_bdf` into a 64-byte buffer: the PCI address of the EFA device
+    /// attached to the device memory at `va`.
+    ///
+    /// # Errors
+    /// [`NrtStatus::Invalid`] where no EFA device is attached (the simulator); the lifecycle
+    /// statuses.
+    fn get_attached_efa_bdf(&self, va: usize) -> Result<String, NrtError>;
+
+    /// `nrt_trace_start`: the legacy trace of every NeuronCore, with memory allocations when
+    /// `trace_mem`.
+    ///
+    /// # Errors
+    /// [`NrtStatus::Invalid`] while a trace or profile is recorded; the lifecycle statuses.
+    fn trace_start(&self, trace_mem: bool) -> Result<(), NrtError>;
+
+    /// `nrt_trace_stop`: writes the legacy trace to `filename` (`None`: NULL) and ends it.
+    ///
+    /// # Errors
+    /// [`NrtStatus::Invalid`] without a trace started or without a file name; a file that
+    /// cannot be written; the lifecycle statuses.
+    fn trace_stop(&self, filename: Option<&Path>) -> Result<(), NrtError>;
+
+    /// `nrta_get_completion_handle`: a descriptor that becomes readable when request `seq`
+    /// has completed (use it with `poll` only); dropping it closes it, as the header asks.
+    ///
+    /// # Errors
+    /// [`NrtStatus::Invalid`] for a sequence id never issued; the lifecycle statuses.
+    fn nrta_get_completion_handle(&self, seq: SeqId) -> Result<OwnedFd, NrtError>;
+}
+
+/// `nrt_instance_info_t`: the instance a library runs on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InstanceInfo {
+    /// `NRT_INSTANCE_*` family code.
+    pub family: u32,
+    /// `NRT_INSTANCE_SIZE_*` code.
+    pub size: u32,
+    /// The architecture name (`arch_name`, up to its NUL).
+    pub arch_name: String,
+    /// The device revision (`device_revision`, up to its NUL).
+    pub device_revision: String,
+}
+
+/// The settings of an inspect session (the setters of `nrt_inspect_config_t`); `None` keeps the
+/// library's default.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct InspectConfig {
+    /// `nrt_inspect_config_set_session_id`.
+    pub session_id: Option<i32>,
+    /// `nrt_inspect_config_set_output_dir`.
+    pub output_dir: Option<PathBuf>,
+    /// `nrt_inspect_config_set_enable_inspect`.
+    pub enable_inspect: Option<bool>,
+    /// `nrt_inspect_config_set_enable_inspect_on_fail`.
+    pub enable_inspect_on_fail: Option<bool>,
 }
 
 /// An async request's sequence id (`nrta_seq_t`).

@@ -35,15 +35,17 @@
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
+use std::os::fd::OwnedFd;
+use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use sha2::{Digest, Sha256};
 
 use crate::functions::LibnrtFunction;
 use crate::runtime::{
-    AsyncReadBuffer, ExternalBuffer, Framework, ModelId, NrtError, NrtVersion, Placement, Runtime,
-    SeqId, SetId, SysTraceConfig, SysTraceFetch, TensorId, TensorInfo, TensorReadBatch,
-    TensorUsage, TensorWriteBatch, TrackerId, VncMemoryStats,
+    AsyncReadBuffer, ExternalBuffer, Framework, InspectConfig, InstanceInfo, ModelId, NrtError,
+    NrtVersion, Placement, Runtime, SeqId, SetId, SysTraceConfig, SysTraceFetch, TensorId,
+    TensorInfo, TensorReadBatch, TensorUsage, TensorWriteBatch, TrackerId, VncMemoryStats,
 };
 use crate::status::NrtStatus;
 
@@ -942,11 +944,138 @@ impl Runtime for TracingRuntime {
             )
         })
     }
+
+    // Instance information and profiling: paths are traced as `<path>` (they name a folder of
+    // the run), and what the calls return or write is checked by the vectors' expectations.
+
+    fn get_instance_info(&self) -> Result<InstanceInfo, NrtError> {
+        let result = self.inner.get_instance_info();
+        // The instance is the machine's on a device and configured on the simulator: only the
+        // status is traced.
+        self.sys_trace_line(LibnrtFunction::nrt_get_instance_info, String::new(), &result);
+        result
+    }
+
+    fn profile_start(&self, model: ModelId, filename: Option<&Path>) -> Result<(), NrtError> {
+        let result = self.inner.profile_start(model, filename);
+        self.unit(result, |names| {
+            format!(
+                "{}({}, {})",
+                LibnrtFunction::nrt_profile_start.trace_name(),
+                names.model(model),
+                path_arg(filename)
+            )
+        })
+    }
+
+    fn profile_stop(&self, filename: Option<&Path>) -> Result<(), NrtError> {
+        let result = self.inner.profile_stop(filename);
+        self.unit(result, |_| {
+            format!("{}({})", LibnrtFunction::nrt_profile_stop.trace_name(), path_arg(filename))
+        })
+    }
+
+    fn profile_continuous_start(&self) -> Result<(), NrtError> {
+        let result = self.inner.profile_continuous_start();
+        self.unit(result, |_| {
+            format!("{}(NULL)", LibnrtFunction::nrt_profile_continuous_start.trace_name())
+        })
+    }
+
+    fn profile_continuous_save(&self, vnc: u32, output_dir: &Path) -> Result<(), NrtError> {
+        let result = self.inner.profile_continuous_save(vnc, output_dir);
+        self.unit(result, |_| {
+            format!("{}({vnc}, <path>)", LibnrtFunction::nrt_profile_continuous_save.trace_name())
+        })
+    }
+
+    fn profile_continuous_stop(&self) -> Result<(), NrtError> {
+        let result = self.inner.profile_continuous_stop();
+        self.unit(result, |_| {
+            format!("{}()", LibnrtFunction::nrt_profile_continuous_stop.trace_name())
+        })
+    }
+
+    fn inspect_begin_with_options(&self, config: &InspectConfig) -> Result<(), NrtError> {
+        let result = self.inner.inspect_begin_with_options(config);
+        self.unit(result, |_| {
+            format!(
+                "{}(session_id {:?}, output_dir {}, enable_inspect {:?}, enable_inspect_on_fail {:?})",
+                LibnrtFunction::nrt_inspect_begin_with_options.trace_name(),
+                config.session_id,
+                path_arg(config.output_dir.as_deref()),
+                config.enable_inspect,
+                config.enable_inspect_on_fail
+            )
+        })
+    }
+
+    fn inspect_stop(&self) -> Result<(), NrtError> {
+        let result = self.inner.inspect_stop();
+        self.unit(result, |_| format!("{}()", LibnrtFunction::nrt_inspect_stop.trace_name()))
+    }
+
+    // What these calls return (descriptors, addresses, PCI names) is the machine's own: only
+    // the status is traced, and addresses are `<address>`.
+
+    fn get_dmabuf_fd(&self, va: usize, size: u64) -> Result<i32, NrtError> {
+        let result = self.inner.get_dmabuf_fd(va, size);
+        let args = format!("<address>, {size}");
+        self.sys_trace_line(LibnrtFunction::nrt_get_dmabuf_fd, args, &result);
+        result
+    }
+
+    fn get_hbm_mmap_va(&self, device_id: i32, hbm_idx: i32) -> Result<(usize, usize), NrtError> {
+        let result = self.inner.get_hbm_mmap_va(device_id, hbm_idx);
+        let args = format!("{device_id}, {hbm_idx}");
+        self.sys_trace_line(LibnrtFunction::nrt_get_hbm_mmap_va, args, &result);
+        result
+    }
+
+    fn get_attached_efa_bdf(&self, va: usize) -> Result<String, NrtError> {
+        let result = self.inner.get_attached_efa_bdf(va);
+        let args = "<address>".to_owned();
+        self.sys_trace_line(LibnrtFunction::nrt_get_attached_efa_bdf, args, &result);
+        result
+    }
+
+    fn trace_start(&self, trace_mem: bool) -> Result<(), NrtError> {
+        let result = self.inner.trace_start(trace_mem);
+        self.unit(result, |_| {
+            format!("{}({trace_mem})", LibnrtFunction::nrt_trace_start.trace_name())
+        })
+    }
+
+    fn trace_stop(&self, filename: Option<&Path>) -> Result<(), NrtError> {
+        let result = self.inner.trace_stop(filename);
+        self.unit(result, |_| {
+            format!("{}({})", LibnrtFunction::nrt_trace_stop.trace_name(), path_arg(filename))
+        })
+    }
+
+    fn nrta_get_completion_handle(&self, seq: SeqId) -> Result<OwnedFd, NrtError> {
+        let result = self.inner.nrta_get_completion_handle(seq);
+        // The descriptor's number is the process's own: only the status is traced.
+        self.trace.record_with(|names| {
+            let call = format!(
+                "{}({})",
+                LibnrtFunction::nrta_get_completion_handle.trace_name(),
+                names.seq(seq)
+            );
+            outcome(names, call, &result, |_, _| None)
+        });
+        result
+    }
+}
+
+/// A path argument as traced: `<path>`, or `NULL` for none.
+fn path_arg(path: Option<&Path>) -> &'static str {
+    if path.is_some() { "<path>" } else { "NULL" }
 }
 
 impl TracingRuntime {
-    /// `name(args) -> STATUS` for a system-trace call; what the calls return (event names,
-    /// JSON) is the library's own format, so only the status is traced.
+    /// `name(args) -> STATUS` for a call whose result is the library's own (system-trace event
+    /// names and JSON, the instance, descriptors and addresses), so only the status is traced.
     fn sys_trace_line<T>(
         &self,
         function: LibnrtFunction,

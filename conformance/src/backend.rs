@@ -101,6 +101,9 @@ pub fn sim_config(settings: &SimSettings) -> Result<SimConfig, BackendError> {
         config.fault_plan = FaultPlan::parse(faults)
             .map_err(|source| BackendError::FaultPlan { plan: faults.clone(), source })?;
     }
+    if let Some(instance) = &settings.instance {
+        config.instance = instance.clone();
+    }
     Ok(config)
 }
 

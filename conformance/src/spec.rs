@@ -167,6 +167,17 @@ fn fault_plan<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Strin
     Ok(Some(text))
 }
 
+/// Reads an instance name such as `trn2.48xlarge` when the vector is read.
+fn instance<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<sim::Instance>, D::Error> {
+    let text = String::deserialize(deserializer)?;
+    sim::Instance::parse(&text).map(Some).ok_or_else(|| {
+        D::Error::custom(format!(
+            "instance {text:?} is not an instance the public header lists, expected FAMILY.SIZE \
+             such as trn1.32xlarge"
+        ))
+    })
+}
+
 /// A libnrt status, written by its identifier (`NRT_INVALID`, or `INVALID` without the prefix)
 /// or its decimal code.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -484,6 +495,10 @@ pub struct SimSettings {
     /// when the vector is read, kept as text for the backends that pass it on).
     #[serde(default, deserialize_with = "fault_plan")]
     pub faults: Option<String>,
+    /// The instance `nrt_get_instance_info` reports, `FAMILY.SIZE` (default `trn1.2xlarge`),
+    /// checked when the vector is read.
+    #[serde(default, deserialize_with = "instance")]
+    pub instance: Option<sim::Instance>,
 }
 
 /// A NEFF described by its I/O boundary (its device program is the vector's `model.hlo`).
@@ -712,6 +727,37 @@ steps! {
     /// `nrt_tensor_get_va` of a tensor, then `nrt_memcpy_to_device` to that address plus
     /// `offset`.
     "memcpy_to_device" => MemcpyToDevice(MemcpyToDeviceStep),
+    // Instance information and profiling. Paths are relative to a folder of the run, made for
+    // it and removed after it.
+    /// `nrt_get_instance_info`.
+    "get_instance_info" => GetInstanceInfo(GetInstanceInfoStep),
+    /// `nrt_profile_start`.
+    "profile_start" => ProfileStart(ProfileStartStep),
+    /// `nrt_profile_stop`.
+    "profile_stop" => ProfileStop(ProfileStopStep),
+    /// `nrt_profile_continuous_start` with NULL options.
+    "profile_continuous_start" => ProfileContinuousStart(ProfileContinuousStartStep),
+    /// `nrt_profile_continuous_save` into a folder.
+    "profile_continuous_save" => ProfileContinuousSave(ProfileContinuousSaveStep),
+    /// `nrt_profile_continuous_stop`.
+    "profile_continuous_stop" => ProfileContinuousStop(ProfileContinuousStopStep),
+    /// An inspect config with these settings, then `nrt_inspect_begin_with_options`.
+    "inspect_begin_with_options" => InspectBeginWithOptions(InspectBeginWithOptionsStep),
+    /// `nrt_inspect_stop`.
+    "inspect_stop" => InspectStop(InspectStopStep),
+    // Interfaces a simulator cannot have (`vectors/unsupported/`), and the legacy trace.
+    /// `nrt_get_dmabuf_fd` of a tensor's address (`nrt_tensor_get_va`), or of address 0.
+    "get_dmabuf_fd" => GetDmabufFd(GetDmabufFdStep),
+    /// `nrt_get_hbm_mmap_va`.
+    "get_hbm_mmap_va" => GetHbmMmapVa(GetHbmMmapVaStep),
+    /// `nrt_get_attached_efa_bdf` of a tensor's address (`nrt_tensor_get_va`), or of address 0.
+    "get_attached_efa_bdf" => GetAttachedEfaBdf(GetAttachedEfaBdfStep),
+    /// `nrt_trace_start`, the legacy trace.
+    "trace_start" => TraceStart(TraceStartStep),
+    /// `nrt_trace_stop`.
+    "trace_stop" => TraceStop(TraceStopStep),
+    /// `nrta_get_completion_handle` of a request, then `close` of the descriptor.
+    "nrta_get_completion_handle" => NrtaGetCompletionHandle(NrtaGetCompletionHandleStep),
 }
 
 /// `nrt_init`.
@@ -1423,6 +1469,187 @@ pub struct MemcpyToDeviceStep {
     pub expect: Option<Status>,
 }
 
+/// `nrt_get_instance_info`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GetInstanceInfoStep {
+    /// The `NRT_INSTANCE_*` family code it must report.
+    pub expect_family: Option<u32>,
+    /// The `NRT_INSTANCE_SIZE_*` code it must report.
+    pub expect_size: Option<u32>,
+    /// The architecture name it must report.
+    pub expect_arch_name: Option<String>,
+    /// Expected status.
+    pub expect: Option<Status>,
+}
+
+/// `nrt_profile_start`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProfileStartStep {
+    /// The model label.
+    pub model: String,
+    /// The profile file (absent: NULL).
+    pub file: Option<String>,
+    /// Expected status.
+    pub expect: Option<Status>,
+}
+
+/// `nrt_profile_stop`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProfileStopStep {
+    /// The profile file (absent: NULL, the name given at start).
+    pub file: Option<String>,
+    /// What the written profile must hold.
+    pub expect_profile: Option<ProfileExpectation>,
+    /// Expected status.
+    pub expect: Option<Status>,
+}
+
+/// `nrt_profile_continuous_start` with NULL options.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProfileContinuousStartStep {
+    /// Expected status.
+    pub expect: Option<Status>,
+}
+
+/// `nrt_profile_continuous_save` into a folder.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProfileContinuousSaveStep {
+    /// The NeuronCore whose latest launch is saved.
+    pub vnc: u32,
+    /// The output folder.
+    pub dir: String,
+    /// What the folder's one profile must hold.
+    pub expect_profile: Option<ProfileExpectation>,
+    /// Expected status.
+    pub expect: Option<Status>,
+}
+
+/// `nrt_profile_continuous_stop`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProfileContinuousStopStep {
+    /// Expected status.
+    pub expect: Option<Status>,
+}
+
+/// An inspect config with these settings, then `nrt_inspect_begin_with_options`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InspectBeginWithOptionsStep {
+    /// `nrt_inspect_config_set_session_id`.
+    pub session_id: Option<i32>,
+    /// `nrt_inspect_config_set_output_dir`.
+    pub dir: Option<String>,
+    /// `nrt_inspect_config_set_enable_inspect`.
+    pub enable_inspect: Option<bool>,
+    /// `nrt_inspect_config_set_enable_inspect_on_fail`.
+    pub enable_inspect_on_fail: Option<bool>,
+    /// Expected status.
+    pub expect: Option<Status>,
+}
+
+/// `nrt_inspect_stop`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InspectStopStep {
+    /// What the written profile must hold.
+    pub expect_profile: Option<ProfileExpectation>,
+    /// Expected status.
+    pub expect: Option<Status>,
+}
+
+/// `nrt_get_dmabuf_fd` of a tensor's address (`nrt_tensor_get_va`), or of address 0.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GetDmabufFdStep {
+    /// The tensor label (absent: address 0).
+    pub tensor: Option<String>,
+    /// Bytes of the region.
+    pub size: u64,
+    /// Expected status.
+    pub expect: Option<Status>,
+}
+
+/// `nrt_get_hbm_mmap_va`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GetHbmMmapVaStep {
+    /// The Neuron device.
+    pub device_id: i32,
+    /// The HBM region of that device.
+    pub hbm_idx: i32,
+    /// Expected status.
+    pub expect: Option<Status>,
+}
+
+/// `nrt_get_attached_efa_bdf` of a tensor's address (`nrt_tensor_get_va`), or of address 0.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GetAttachedEfaBdfStep {
+    /// The tensor label (absent: address 0).
+    pub tensor: Option<String>,
+    /// Expected status.
+    pub expect: Option<Status>,
+}
+
+/// `nrt_trace_start`, the legacy trace.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TraceStartStep {
+    /// `trace_mem` (default false).
+    pub trace_mem: Option<bool>,
+    /// Expected status.
+    pub expect: Option<Status>,
+}
+
+/// `nrt_trace_stop`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TraceStopStep {
+    /// The trace file, in the run's folder (absent: NULL).
+    pub file: Option<String>,
+    /// What the written trace must hold (the simulator writes it as a profile).
+    pub expect_profile: Option<ProfileExpectation>,
+    /// Expected status.
+    pub expect: Option<Status>,
+}
+
+/// `nrta_get_completion_handle` of a request, then `close` of the descriptor.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NrtaGetCompletionHandleStep {
+    /// The request label.
+    pub request: String,
+    /// Expected status.
+    pub expect: Option<Status>,
+}
+
+/// What a profile file must hold, in the simulator's documented format
+/// (`docs/sim-trace-format.md`: `format` `nrtsim-profile-1`, `model`, `executions`,
+/// `dropped_executions`); every execution must be an `nc_exec_running` event with
+/// `start_ns <= end_ns`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProfileExpectation {
+    /// The file, relative to the run's folder; a folder must hold exactly one `.json` file.
+    pub file: String,
+    /// How many executions it lists.
+    pub executions: usize,
+    /// The NeuronCore every execution ran on.
+    pub nc: Option<u64>,
+    /// The status every execution has, such as `NRT_SUCCESS`.
+    pub status: Option<Status>,
+    /// Whether `model` names one model (`true`) or is `null` (every model, `false`).
+    pub one_model: Option<bool>,
+    /// `dropped_executions` (default 0).
+    pub dropped_executions: Option<u64>,
+}
+
 /// One tensor's operations in a `tensor_write_batch` step.
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -1570,6 +1797,11 @@ mod tests {
             ("tensor_reset_output_completion", "tensor = \"t\""),
             ("get_model_info", "model = \"m\""),
             ("memcpy_to_device", "tensor = \"t\"\ndata = { dtype = \"Float\", values = [1] }"),
+            ("profile_start", "model = \"m\""),
+            ("profile_continuous_save", "vnc = 0\ndir = \"d\""),
+            ("get_dmabuf_fd", "size = 4"),
+            ("get_hbm_mmap_va", "device_id = 0\nhbm_idx = 0"),
+            ("nrta_get_completion_handle", "request = \"r\""),
         ]);
         for &call in Step::CALLS {
             let keys = required.get(call).copied().unwrap_or("");

@@ -11,15 +11,16 @@
 //! the set lets go), and what libnrt makes of the launch is its own to judge.
 
 use std::collections::HashMap;
+use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use abi::dtype::NrtDtype;
 use abi::functions::LibnrtFunction;
 use abi::runtime::{
-    AsyncReadBuffer, ExternalBuffer, Framework, ModelId, NrtError, NrtVersion, Placement, Runtime,
-    SeqId, SetId, SysTraceConfig, SysTraceFetch, TensorId, TensorInfo, TensorReadBatch,
-    TensorUsage, TensorWriteBatch, TrackerId, VncMemoryStats,
+    AsyncReadBuffer, ExternalBuffer, Framework, InspectConfig, InstanceInfo, ModelId, NrtError,
+    NrtVersion, Placement, Runtime, SeqId, SetId, SysTraceConfig, SysTraceFetch, TensorId,
+    TensorInfo, TensorReadBatch, TensorUsage, TensorWriteBatch, TrackerId, VncMemoryStats,
 };
 use abi::status::NrtStatus;
 use abi::trace::name_text;
@@ -687,6 +688,103 @@ impl Runtime for NrtRuntime {
         let code = optional(function, self.library.memcpy_to_device(address, bytes).map(Ok))?;
         check(function, code)
     }
+
+    // Instance information and profiling: libnrt judges every argument; a path reaches it as
+    // its bytes (only a NUL byte, which a C string cannot hold, is refused here).
+
+    fn get_instance_info(&self) -> Result<InstanceInfo, NrtError> {
+        optional(LibnrtFunction::nrt_get_instance_info, self.library.get_instance_info())
+    }
+
+    fn profile_start(&self, model: ModelId, filename: Option<&Path>) -> Result<(), NrtError> {
+        let function = LibnrtFunction::nrt_profile_start;
+        let filename = filename.map(|path| c_path(function, path)).transpose()?;
+        let code =
+            optional(function, self.model(model)?.profile_start(filename.as_deref()).map(Ok))?;
+        check(function, code)
+    }
+
+    fn profile_stop(&self, filename: Option<&Path>) -> Result<(), NrtError> {
+        let function = LibnrtFunction::nrt_profile_stop;
+        let filename = filename.map(|path| c_path(function, path)).transpose()?;
+        let code = optional(function, self.library.profile_stop(filename.as_deref()).map(Ok))?;
+        check(function, code)
+    }
+
+    fn profile_continuous_start(&self) -> Result<(), NrtError> {
+        let function = LibnrtFunction::nrt_profile_continuous_start;
+        let code = optional(function, self.library.profile_continuous_start().map(Ok))?;
+        check(function, code)
+    }
+
+    fn profile_continuous_save(&self, vnc: u32, output_dir: &Path) -> Result<(), NrtError> {
+        let function = LibnrtFunction::nrt_profile_continuous_save;
+        let dir = c_path(function, output_dir)?;
+        let code = optional(function, self.library.profile_continuous_save(vnc, &dir).map(Ok))?;
+        check(function, code)
+    }
+
+    fn profile_continuous_stop(&self) -> Result<(), NrtError> {
+        let function = LibnrtFunction::nrt_profile_continuous_stop;
+        let code = optional(function, self.library.profile_continuous_stop().map(Ok))?;
+        check(function, code)
+    }
+
+    fn inspect_begin_with_options(&self, config: &InspectConfig) -> Result<(), NrtError> {
+        let function = LibnrtFunction::nrt_inspect_begin_with_options;
+        let dir = config.output_dir.as_deref().map(|dir| c_path(function, dir)).transpose()?;
+        let begun = self.library.inspect_begin_with_options(
+            config.session_id,
+            dir.as_deref(),
+            config.enable_inspect,
+            config.enable_inspect_on_fail,
+        );
+        let code = optional(function, begun.map(Ok))?;
+        check(function, code)
+    }
+
+    fn inspect_stop(&self) -> Result<(), NrtError> {
+        let function = LibnrtFunction::nrt_inspect_stop;
+        let code = optional(function, self.library.inspect_stop().map(Ok))?;
+        check(function, code)
+    }
+
+    fn get_dmabuf_fd(&self, va: usize, size: u64) -> Result<i32, NrtError> {
+        optional(LibnrtFunction::nrt_get_dmabuf_fd, self.library.get_dmabuf_fd(va, size))
+    }
+
+    fn get_hbm_mmap_va(&self, device_id: i32, hbm_idx: i32) -> Result<(usize, usize), NrtError> {
+        let mapped = self.library.get_hbm_mmap_va(device_id, hbm_idx);
+        optional(LibnrtFunction::nrt_get_hbm_mmap_va, mapped)
+    }
+
+    fn get_attached_efa_bdf(&self, va: usize) -> Result<String, NrtError> {
+        optional(LibnrtFunction::nrt_get_attached_efa_bdf, self.library.get_attached_efa_bdf(va))
+    }
+
+    fn trace_start(&self, trace_mem: bool) -> Result<(), NrtError> {
+        let function = LibnrtFunction::nrt_trace_start;
+        let code = optional(function, self.library.trace_start(trace_mem).map(Ok))?;
+        check(function, code)
+    }
+
+    fn nrta_get_completion_handle(&self, seq: SeqId) -> Result<std::os::fd::OwnedFd, NrtError> {
+        let function = LibnrtFunction::nrta_get_completion_handle;
+        optional(function, self.library.get_completion_handle(seq.0))
+    }
+
+    fn trace_stop(&self, filename: Option<&Path>) -> Result<(), NrtError> {
+        let function = LibnrtFunction::nrt_trace_stop;
+        let filename = filename.map(|path| c_path(function, path)).transpose()?;
+        let code = optional(function, self.library.trace_stop(filename.as_deref()).map(Ok))?;
+        check(function, code)
+    }
+}
+
+/// A path as a C string: its bytes, refused only for a NUL byte.
+fn c_path(call: LibnrtFunction, path: &Path) -> Result<std::ffi::CString, NrtError> {
+    use std::os::unix::ffi::OsStrExt as _;
+    c_name(call, path.as_os_str().as_bytes())
 }
 
 /// A zeroed host block of `n_bytes` for an async request; `NRT_RESOURCE` when memory runs out.

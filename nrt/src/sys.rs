@@ -612,6 +612,211 @@ impl Library {
         Some(if status == SUCCESS { Ok(()) } else { Err(status) })
     }
 
+    /// `nrt_get_instance_info` into a whole `nrt_instance_info_t`, its names copied up to their
+    /// NUL; `None` when the library lacks it.
+    pub(crate) fn get_instance_info(
+        &self,
+    ) -> Option<Result<abi::runtime::InstanceInfo, RawStatus>> {
+        let function = self.functions.nrt_get_instance_info?;
+        let mut info =
+            nrt_instance_info_t { family: 0, size: 0, arch_name: [0; 16], device_revision: [0; 8] };
+        // SAFETY: `info` has `size_of` writable bytes; the signature is the table's.
+        let status = unsafe { function(&mut info, size_of::<nrt_instance_info_t>()) };
+        if status != SUCCESS {
+            return Some(Err(status));
+        }
+        let text = |chars: &[c_char]| {
+            let bytes: Vec<u8> = chars.iter().map(|&c| c as u8).take_while(|&b| b != 0).collect();
+            String::from_utf8_lossy(&bytes).into_owned()
+        };
+        Some(Ok(abi::runtime::InstanceInfo {
+            family: info.family,
+            size: info.size,
+            arch_name: text(&info.arch_name),
+            device_revision: text(&info.device_revision),
+        }))
+    }
+
+    /// `nrt_profile_stop(filename)` (NULL for `None`); `None` when the library lacks it.
+    pub(crate) fn profile_stop(&self, filename: Option<&CStr>) -> Option<RawStatus> {
+        let stop = self.functions.nrt_profile_stop?;
+        // SAFETY: NULL or a NUL-terminated string that outlives the call.
+        Some(unsafe { stop(filename.map_or(ptr::null(), CStr::as_ptr)) })
+    }
+
+    /// `nrt_profile_continuous_start(NULL)`; `None` when the library lacks it.
+    pub(crate) fn profile_continuous_start(&self) -> Option<RawStatus> {
+        let start = self.functions.nrt_profile_continuous_start?;
+        // SAFETY: NULL options are the library's defaults.
+        Some(unsafe { start(ptr::null_mut()) })
+    }
+
+    /// `nrt_profile_continuous_options_allocate`, `…_set_output_dir`,
+    /// `nrt_profile_continuous_save(vnc, options)`, then `…_options_free`; `None` when the
+    /// library lacks one of them.
+    pub(crate) fn profile_continuous_save(&self, vnc: u32, output_dir: &CStr) -> Option<RawStatus> {
+        let functions = &self.functions;
+        let allocate = functions.nrt_profile_continuous_options_allocate?;
+        let set_dir = functions.nrt_profile_continuous_options_set_output_dir?;
+        let save = functions.nrt_profile_continuous_save?;
+        let free = functions.nrt_profile_continuous_options_free?;
+        let mut options: *mut nrt_profile_continuous_options_t = ptr::null_mut();
+        // SAFETY: a valid out-pointer; the signatures are the table's.
+        let status = unsafe { allocate(&mut options) };
+        if status != SUCCESS || options.is_null() {
+            return Some(if status == SUCCESS { INVALID } else { status });
+        }
+        // SAFETY: `options` is the object libnrt allocated, freed once at the end; the folder
+        // name is NUL-terminated and outlives the calls.
+        let status = unsafe {
+            let mut status = set_dir(options, output_dir.as_ptr());
+            if status == SUCCESS {
+                status = save(vnc, options);
+            }
+            free(options);
+            status
+        };
+        Some(status)
+    }
+
+    /// `nrt_profile_continuous_stop`; `None` when the library lacks it.
+    pub(crate) fn profile_continuous_stop(&self) -> Option<RawStatus> {
+        let stop = self.functions.nrt_profile_continuous_stop?;
+        // SAFETY: no arguments.
+        Some(unsafe { stop() })
+    }
+
+    /// `nrt_inspect_config_allocate`, the setters asked for, `nrt_inspect_begin_with_options`,
+    /// then `nrt_inspect_config_free`; `None` when the library lacks one of them.
+    pub(crate) fn inspect_begin_with_options(
+        &self,
+        session_id: Option<c_int>,
+        output_dir: Option<&CStr>,
+        enable_inspect: Option<bool>,
+        enable_inspect_on_fail: Option<bool>,
+    ) -> Option<RawStatus> {
+        let functions = &self.functions;
+        let allocate = functions.nrt_inspect_config_allocate?;
+        let set_session = functions.nrt_inspect_config_set_session_id?;
+        let set_dir = functions.nrt_inspect_config_set_output_dir?;
+        let set_inspect = functions.nrt_inspect_config_set_enable_inspect?;
+        let set_on_fail = functions.nrt_inspect_config_set_enable_inspect_on_fail?;
+        let begin = functions.nrt_inspect_begin_with_options?;
+        let free = functions.nrt_inspect_config_free?;
+        let mut config: *mut nrt_inspect_config_t = ptr::null_mut();
+        // SAFETY: a valid out-pointer; the signatures are the table's.
+        let status = unsafe { allocate(&mut config) };
+        if status != SUCCESS || config.is_null() {
+            return Some(if status == SUCCESS { INVALID } else { status });
+        }
+        // SAFETY: `config` is the object libnrt allocated, freed once at the end; the folder
+        // name is NUL-terminated and outlives the calls.
+        let status = unsafe {
+            let mut status = SUCCESS;
+            if let Some(id) = session_id {
+                status = set_session(config, id);
+            }
+            if let (SUCCESS, Some(dir)) = (status, output_dir) {
+                status = set_dir(config, dir.as_ptr());
+            }
+            if let (SUCCESS, Some(on)) = (status, enable_inspect) {
+                status = set_inspect(config, on);
+            }
+            if let (SUCCESS, Some(on)) = (status, enable_inspect_on_fail) {
+                status = set_on_fail(config, on);
+            }
+            if status == SUCCESS {
+                status = begin(config);
+            }
+            free(config);
+            status
+        };
+        Some(status)
+    }
+
+    /// `nrt_inspect_stop`; `None` when the library lacks it.
+    pub(crate) fn inspect_stop(&self) -> Option<RawStatus> {
+        let stop = self.functions.nrt_inspect_stop?;
+        // SAFETY: no arguments.
+        Some(unsafe { stop() })
+    }
+
+    /// `nrt_get_dmabuf_fd` of device memory at `va`; `None` when the library lacks it.
+    pub(crate) fn get_dmabuf_fd(&self, va: usize, size: u64) -> Option<Result<i32, RawStatus>> {
+        let function = self.functions.nrt_get_dmabuf_fd?;
+        let mut fd: c_int = -1;
+        // SAFETY: the address is a number libnrt judges; `fd` is a valid out-pointer.
+        let status = unsafe { function(va as u64, size, &mut fd) };
+        Some(if status == SUCCESS { Ok(fd) } else { Err(status) })
+    }
+
+    /// `nrt_get_hbm_mmap_va`: the mapping's address (as a number, never dereferenced here) and
+    /// size; `None` when the library lacks it.
+    pub(crate) fn get_hbm_mmap_va(
+        &self,
+        device_id: c_int,
+        hbm_idx: c_int,
+    ) -> Option<Result<(usize, usize), RawStatus>> {
+        let function = self.functions.nrt_get_hbm_mmap_va?;
+        let mut address: *mut c_void = ptr::null_mut();
+        let mut size = 0usize;
+        // SAFETY: both out-pointers are valid; the signature is the table's.
+        let status = unsafe { function(device_id, hbm_idx, &mut address, &mut size) };
+        Some(if status == SUCCESS { Ok((address as usize, size)) } else { Err(status) })
+    }
+
+    /// `nrt_get_attached_efa_bdf` of device memory at `va` into a 64-byte buffer, copied up to
+    /// its NUL; `None` when the library lacks it.
+    pub(crate) fn get_attached_efa_bdf(&self, va: usize) -> Option<Result<String, RawStatus>> {
+        let function = self.functions.nrt_get_attached_efa_bdf?;
+        let mut buffer = [0 as c_char; 64];
+        let mut len = buffer.len();
+        // SAFETY: the address is a number libnrt judges; `buffer` has `len` writable bytes and
+        // `len` is a valid in/out pointer.
+        let status = unsafe { function(va as *const c_void, buffer.as_mut_ptr(), &mut len) };
+        if status != SUCCESS {
+            return Some(Err(status));
+        }
+        let bytes: Vec<u8> = buffer.iter().map(|&c| c as u8).take_while(|&b| b != 0).collect();
+        Some(Ok(String::from_utf8_lossy(&bytes).into_owned()))
+    }
+
+    /// `nrta_get_completion_handle`: the descriptor libnrt hands over, owned (closed on drop,
+    /// as the header asks); `None` when the library lacks it.
+    pub(crate) fn get_completion_handle(
+        &self,
+        seq: u64,
+    ) -> Option<Result<std::os::fd::OwnedFd, RawStatus>> {
+        use std::os::fd::FromRawFd as _;
+        let function = self.functions.nrta_get_completion_handle?;
+        let mut fd: c_int = -1;
+        // SAFETY: a valid out-pointer; any sequence id is a valid argument.
+        let status = unsafe { function(seq, &mut fd) };
+        if status != SUCCESS {
+            return Some(Err(status));
+        }
+        if fd < 0 {
+            return Some(Err(INVALID));
+        }
+        // SAFETY: on success libnrt returned a new, open descriptor that the caller owns and
+        // must close; nothing else holds it.
+        Some(Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) }))
+    }
+
+    /// `nrt_trace_start`; `None` when the library lacks it.
+    pub(crate) fn trace_start(&self, trace_mem: bool) -> Option<RawStatus> {
+        let start = self.functions.nrt_trace_start?;
+        // SAFETY: a plain value argument.
+        Some(unsafe { start(trace_mem) })
+    }
+
+    /// `nrt_trace_stop(filename)` (NULL for `None`); `None` when the library lacks it.
+    pub(crate) fn trace_stop(&self, filename: Option<&CStr>) -> Option<RawStatus> {
+        let stop = self.functions.nrt_trace_stop?;
+        // SAFETY: NULL or a NUL-terminated string that outlives the call.
+        Some(unsafe { stop(filename.map_or(ptr::null(), CStr::as_ptr)) })
+    }
+
     /// `nrt_get_status_as_str`, copied into Rust; `None` when the library returns NULL.
     pub(crate) fn status_as_str(&self, status: RawStatus) -> Option<String> {
         // SAFETY: any integer is a valid argument.
@@ -733,6 +938,22 @@ impl OwnedModel {
         let status = call(&mut count)?;
         drop(live);
         Some(if status == SUCCESS { Ok(count) } else { Err(status) })
+    }
+
+    /// `nrt_profile_start` of the loaded model with `filename` (NULL for `None`); `None` when
+    /// the library does not export it.
+    pub(crate) fn profile_start(&self, filename: Option<&CStr>) -> Option<RawStatus> {
+        let start = self.library.functions.nrt_profile_start?;
+        let live = match self.live() {
+            Ok(live) => live,
+            Err(status) => return Some(status),
+        };
+        // SAFETY: the model is loaded (read lock held); the name is NULL or NUL-terminated and
+        // outlives the call; the signature is the table's.
+        let status =
+            unsafe { start(self.model.as_ptr(), filename.map_or(ptr::null(), CStr::as_ptr)) };
+        drop(live);
+        Some(status)
     }
 
     /// `nrt_get_model_info` of the loaded model: its `vnc`; `None` when the library does not

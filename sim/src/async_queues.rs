@@ -18,6 +18,8 @@
 //!   tracker named when it was scheduled; the request still completes.
 
 use std::collections::HashMap;
+use std::os::fd::OwnedFd;
+use std::os::unix::net::UnixStream;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Sender, channel};
@@ -135,6 +137,9 @@ pub enum AsyncError {
     /// The sequence id was never handed out.
     #[error("sequence id {0:#x} was never issued")]
     UnknownSequence(u64),
+    /// The system refused a socket pair for a completion handle.
+    #[error("cannot make a completion handle: {0}")]
+    NoDescriptor(String),
 }
 
 impl From<AsyncError> for NrtError {
@@ -142,6 +147,7 @@ impl From<AsyncError> for NrtError {
     fn from(err: AsyncError) -> NrtError {
         let status = match err {
             AsyncError::NoSuchTracker(_) => NrtStatus::InvalidHandle,
+            AsyncError::NoDescriptor(_) => NrtStatus::Resource,
             _ => NrtStatus::Invalid,
         };
         NrtError::new(status, err.to_string())
@@ -155,6 +161,17 @@ pub type Job = Box<dyn FnOnce(u64) -> Result<(), NrtError> + Send>;
 struct Progress {
     issued: u64,
     completed: u64,
+    /// The write ends of completion handles (`nrta_get_completion_handle`), by request number:
+    /// dropped when the request completes, which makes the caller's end readable (end of file).
+    waiters: Vec<(u64, UnixStream)>,
+}
+
+impl Progress {
+    /// Marks requests up to number `n` completed and releases their completion handles.
+    fn complete(&mut self, n: u64) {
+        self.completed = n;
+        self.waiters.retain(|(waiting_for, _)| *waiting_for > n);
+    }
 }
 
 /// What a worker receives: the sequence id, the tracker and the job.
@@ -245,7 +262,7 @@ impl AsyncQueues {
                                 lock(&tracker.errors).push((seq, err.status));
                             }
                             let (progress, done) = &*worker_progress;
-                            lock(progress).completed = seq & SEQ_NUM_MASK;
+                            lock(progress).complete(seq & SEQ_NUM_MASK);
                             done.notify_all();
                         }
                     })
@@ -294,7 +311,7 @@ impl AsyncQueues {
             if let Some(tracker) = tracker {
                 lock(&tracker.errors).push((seq, NrtStatus::Failure));
             }
-            lock(&queue.progress.0).completed = seq & SEQ_NUM_MASK;
+            lock(&queue.progress.0).complete(seq & SEQ_NUM_MASK);
         }
         Ok(seq)
     }
@@ -312,6 +329,28 @@ impl AsyncQueues {
             return Err(AsyncError::UnknownSequence(seq));
         }
         Ok(progress.completed >= n)
+    }
+
+    /// `nrta_get_completion_handle`: a descriptor that becomes readable (end of file) when
+    /// request `seq` completes, at once if it has; the caller closes it (drops it).
+    ///
+    /// # Errors
+    /// [`AsyncError::UnknownSequence`] for an id never issued; [`AsyncError::NoDescriptor`]
+    /// when the system gives no socket pair.
+    pub fn completion_handle(&self, seq: u64) -> Result<OwnedFd, AsyncError> {
+        let (key, n) = QueueKey::of_seq(seq).ok_or(AsyncError::UnknownSequence(seq))?;
+        let queue = lock(&self.queues).get(&key).cloned();
+        let queue = queue.ok_or(AsyncError::UnknownSequence(seq))?;
+        let mut progress = lock(&queue.progress.0);
+        if n == 0 || n > progress.issued {
+            return Err(AsyncError::UnknownSequence(seq));
+        }
+        let (caller, ours) =
+            UnixStream::pair().map_err(|err| AsyncError::NoDescriptor(err.to_string()))?;
+        if progress.completed < n {
+            progress.waiters.push((n, ours));
+        }
+        Ok(OwnedFd::from(caller))
     }
 
     /// The sequence id of the last completed request of `key` (number 0 when none has).
@@ -458,6 +497,38 @@ mod tests {
         assert_eq!(queues.is_completed(next), Ok(true));
         assert_eq!(seen.load(Ordering::SeqCst), next, "a job is given its own sequence id");
         assert_eq!(queues.tracker_errors(tracker).unwrap(), vec![(boom, NrtStatus::Failure)]);
+    }
+
+    #[test]
+    fn a_completion_handle_is_readable_once_its_request_completes() {
+        use std::io::{ErrorKind, Read};
+        let queues = AsyncQueues::new(1);
+        let key = queues.key(0, ExecutionUnit::TensorWrite, 0).unwrap();
+        let (release, gate) = channel::<()>();
+        let gate = Mutex::new(gate);
+        let seq = queues
+            .schedule(
+                key,
+                None,
+                Box::new(move |_| {
+                    let _ = lock(&gate).recv();
+                    Ok(())
+                }),
+            )
+            .unwrap();
+        let mut pending = UnixStream::from(queues.completion_handle(seq).unwrap());
+        pending.set_nonblocking(true).unwrap();
+        let mut byte = [0u8; 1];
+        let err = pending.read(&mut byte).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::WouldBlock, "readable before the request ran");
+        release.send(()).unwrap();
+        queues.drain(0);
+        pending.set_nonblocking(false).unwrap();
+        assert_eq!(pending.read(&mut byte).unwrap(), 0, "end of file once completed");
+        let mut done = UnixStream::from(queues.completion_handle(seq).unwrap());
+        assert_eq!(done.read(&mut byte).unwrap(), 0, "a completed request's handle is ready");
+        let never = key.seq(2);
+        assert!(matches!(queues.completion_handle(never), Err(AsyncError::UnknownSequence(_))));
     }
 
     #[test]

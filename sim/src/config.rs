@@ -76,6 +76,77 @@ pub struct SimConfig {
     /// HLO for NEFFs that carry no device program (`NRTSIM_HLO`: a file, or a directory keyed by
     /// the NEFF's sha256).
     pub hlo_source: Option<HloSource>,
+    /// The instance `nrt_get_instance_info` reports (`NRTSIM_INSTANCE`).
+    pub instance: Instance,
+}
+
+/// The simulated instance: `nrt_instance_info_t`'s family and size codes and architecture name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Instance {
+    /// `NRT_INSTANCE_*`.
+    pub family: u32,
+    /// `NRT_INSTANCE_SIZE_*`.
+    pub size: u32,
+    /// The family name, reported as the architecture name.
+    pub arch_name: String,
+}
+
+/// The instance families of the public header, by code.
+const FAMILIES: &[(&str, u32)] = &[
+    ("inf1", 1),
+    ("trn1", 2),
+    ("trn1n", 3),
+    ("inf2", 4),
+    ("trn2", 5),
+    ("trn2n", 6),
+    ("inf2e", 7),
+    ("trn2p", 8),
+    ("trn2u", 9),
+    ("trn2e", 10),
+    ("trn2eu", 11),
+    ("trn2ac", 12),
+    ("trn2uac", 13),
+    ("trn3", 14),
+];
+
+/// The instance sizes of the public header, by code.
+const SIZES: &[(&str, u32)] = &[
+    ("xlarge", 0),
+    ("2xlarge", 1),
+    ("4xlarge", 2),
+    ("6xlarge", 3),
+    ("8xlarge", 4),
+    ("24xlarge", 5),
+    ("32xlarge", 6),
+    ("48xlarge", 7),
+    ("3xlarge", 8),
+];
+
+impl Instance {
+    /// The instance `FAMILY.SIZE` names (case-insensitive), such as `trn1.32xlarge`; `None` for
+    /// a family or size the public header does not list, or text without a dot.
+    pub fn parse(text: &str) -> Option<Instance> {
+        let text = text.trim().to_ascii_lowercase();
+        let (family, size) = text.split_once('.')?;
+        let family_code = FAMILIES.iter().find(|(name, _)| *name == family)?.1;
+        let size_code = SIZES.iter().find(|(name, _)| *name == size)?.1;
+        Some(Instance { family: family_code, size: size_code, arch_name: family.to_owned() })
+    }
+
+    /// The `FAMILY.SIZE` name [`Instance::parse`] reads, such as `trn2.48xlarge`; `None` for
+    /// codes the public header does not list.
+    pub fn name(&self) -> Option<String> {
+        let family = FAMILIES.iter().find(|(_, code)| *code == self.family)?.0;
+        let size = SIZES.iter().find(|(_, code)| *code == self.size)?.0;
+        Some(format!("{family}.{size}"))
+    }
+}
+
+impl Default for Instance {
+    /// `trn1.2xlarge`.
+    fn default() -> Instance {
+        Instance { family: 2, size: 1, arch_name: "trn1".to_owned() }
+    }
 }
 
 impl Default for SimConfig {
@@ -91,6 +162,7 @@ impl Default for SimConfig {
             warnings_to_stderr: true,
             fault_plan: FaultPlan::default(),
             hlo_source: None,
+            instance: Instance::default(),
         }
     }
 }
@@ -153,6 +225,8 @@ pub const DTYPE_NUMBERING_ENV: &str = "NRTSIM_DTYPE_NUMBERING";
 pub const FAULTS_ENV: &str = "NRTSIM_FAULTS";
 /// `NRTSIM_QUIET`: `1` clears [`SimConfig::warnings_to_stderr`].
 pub const QUIET_ENV: &str = "NRTSIM_QUIET";
+/// The instance `nrt_get_instance_info` reports, `FAMILY.SIZE`.
+pub const INSTANCE_ENV: &str = "NRTSIM_INSTANCE";
 /// libnrt's `NEURON_FAIL_ON_NAN`: `1` sets [`SimConfig::numerical_errors`].
 pub const FAIL_ON_NAN_ENV: &str = "NEURON_FAIL_ON_NAN";
 /// libnrt's `NEURON_RT_NUMERICAL_ERRORS_VERBOSITY`: `critical` sets
@@ -229,6 +303,10 @@ pub fn from_nrtsim_env(lookup: impl Fn(&str) -> Option<String>) -> Result<SimCon
         }
         config.hlo_source = Some(HloSource::of_path(&path));
     }
+    if let Some(name) = get(INSTANCE_ENV) {
+        config.instance = Instance::parse(&name)
+            .ok_or_else(|| invalid(INSTANCE_ENV, &name, "FAMILY.SIZE such as trn1.32xlarge"))?;
+    }
     if get(QUIET_ENV).as_deref() == Some("1") {
         config.warnings_to_stderr = false;
     }
@@ -264,6 +342,7 @@ pub fn to_env(config: &SimConfig) -> Vec<(String, String)> {
         (DTYPE_NUMBERING_ENV, numbering.to_owned()),
         (FAULTS_ENV, config.fault_plan.to_string()),
         (HLO_ENV, hlo),
+        (INSTANCE_ENV, config.instance.name().unwrap_or_default()),
         (QUIET_ENV, if config.warnings_to_stderr { "0" } else { "1" }.to_owned()),
         (FAIL_ON_NAN_ENV, if config.numerical_errors { "1" } else { "0" }.to_owned()),
         (NUMERICAL_ERRORS_VERBOSITY_ENV, String::new()),
@@ -304,6 +383,7 @@ mod tests {
             fault_plan: FaultPlan::parse("seed=3,nrt_execute:2=EXEC_BAD_INPUT,nrt_load:p0.5=4242")
                 .expect("valid plan"),
             hlo_source: Some(HloSource::Directory(hlo_dir.clone())),
+            instance: Instance::parse("trn2.48xlarge").expect("a known instance"),
         };
         let SimConfig {
             n_cores,
@@ -314,6 +394,7 @@ mod tests {
             warnings_to_stderr,
             fault_plan,
             hlo_source,
+            instance,
         } = &changed;
         let default = SimConfig::default();
         assert_ne!(*n_cores, default.n_cores);
@@ -325,6 +406,7 @@ mod tests {
         assert_ne!(*warnings_to_stderr, default.warnings_to_stderr);
         assert_ne!(*fault_plan, default.fault_plan);
         assert_ne!(*hlo_source, default.hlo_source);
+        assert_ne!(*instance, default.instance);
         assert_eq!(through_env(&changed), Ok(changed.clone()));
         assert_eq!(through_env(&default), Ok(default));
         let file = SimConfig {
@@ -380,5 +462,27 @@ mod tests {
         assert_eq!(config.release.minor, 27);
         assert_eq!(config.release.dtype_numbering, DtypeNumbering::Hardware2026);
         assert!(!config.numerical_errors);
+    }
+
+    #[test]
+    fn instance_names_map_to_the_headers_codes() {
+        assert_eq!(
+            Instance::parse("Trn2.48xlarge"),
+            Some(Instance { family: 5, size: 7, arch_name: "trn2".to_owned() })
+        );
+        assert_eq!(Instance::parse("inf2.xlarge").map(|i| (i.family, i.size)), Some((4, 0)));
+        assert_eq!(Instance::parse("trn1.2xlarge"), Some(Instance::default()));
+        for bad in ["trn9.small", "trn1", "trn1.2xlarge.x", ".2xlarge", ""] {
+            assert_eq!(Instance::parse(bad), None, "{bad}");
+        }
+        for (family, _) in FAMILIES {
+            for (size, _) in SIZES {
+                let name = format!("{family}.{size}");
+                let parsed = Instance::parse(&name).unwrap();
+                assert_eq!(parsed.name().as_deref(), Some(name.as_str()));
+            }
+        }
+        let unknown = Instance { family: 99, size: 0, arch_name: "x".to_owned() };
+        assert_eq!(unknown.name(), None);
     }
 }

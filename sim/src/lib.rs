@@ -34,10 +34,11 @@ pub mod hlo_text;
 mod memory;
 pub mod model;
 pub mod neff_load;
+mod profile;
 mod runtime;
 pub mod sys_trace;
 
-pub use config::{ImitatedRelease, SimConfig};
+pub use config::{ImitatedRelease, Instance, SimConfig};
 pub use device_program::{
     DeviceProgram, DeviceProgramError, HLO_ENV, HLO_MEMBER, HloSource, LaunchRecord,
 };

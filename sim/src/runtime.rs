@@ -27,9 +27,9 @@ use std::sync::{
 use abi::dtype::DtypeNumbering;
 use abi::functions::{LibnrtFunction, PreInit};
 use abi::runtime::{
-    AsyncReadBuffer, ExternalBuffer, Framework, ModelId, NrtError, NrtVersion, Placement, Runtime,
-    SeqId, SetId, SysTraceConfig, SysTraceFetch, TensorId, TensorInfo, TensorReadBatch,
-    TensorUsage, TensorWriteBatch, TrackerId, VncMemoryStats,
+    AsyncReadBuffer, ExternalBuffer, Framework, InspectConfig, InstanceInfo, ModelId, NrtError,
+    NrtVersion, Placement, Runtime, SeqId, SetId, SysTraceConfig, SysTraceFetch, TensorId,
+    TensorInfo, TensorReadBatch, TensorUsage, TensorWriteBatch, TrackerId, VncMemoryStats,
 };
 use abi::status::NrtStatus;
 use abi::trace::name_text;
@@ -292,6 +292,8 @@ pub struct SimRuntime {
     launch_log: Mutex<Option<Vec<crate::device_program::LaunchRecord>>>,
     /// Where the ranks of collective programs meet, by module bytes and world size.
     rendezvous: Mutex<HashMap<RendezvousKey, Arc<crate::device_program::Rendezvous>>>,
+    /// The profiler of `nrt_profile.h`.
+    profiling: crate::profile::Profiling,
 }
 
 impl std::fmt::Debug for SimRuntime {
@@ -345,6 +347,7 @@ impl SimRuntime {
             this: Weak::new(),
             launch_log: Mutex::new(None),
             rendezvous: Mutex::new(HashMap::new()),
+            profiling: crate::profile::Profiling::default(),
         })
     }
 
@@ -408,6 +411,40 @@ impl SimRuntime {
     /// The event stream: system-trace capture and profiles (`nrt_sys_trace_*`, `nrt_profile_*`).
     pub fn events(&self) -> &EventLog {
         &self.events
+    }
+
+    /// Why `function` cannot exist on a simulator; `None` for a function it models.
+    pub fn unsupported_reason(function: LibnrtFunction) -> Option<&'static str> {
+        Some(match function {
+            LibnrtFunction::nrt_get_dmabuf_fd => "no dma-buf exists without a Neuron device",
+            LibnrtFunction::nrt_get_hbm_mmap_va => "simulated HBM cannot be mapped into the caller",
+            LibnrtFunction::nrt_get_attached_efa_bdf => {
+                "no EFA device is attached to a simulated device"
+            }
+            _ => return None,
+        })
+    }
+
+    /// The error of a function the simulator cannot provide (`NRT_INVALID`, saying why), after
+    /// its gate: `Err` is the gate's error, `Ok` the refusal.
+    fn unsupported(&self, function: LibnrtFunction) -> Result<NrtError, NrtError> {
+        self.enter(function)?;
+        let why = SimRuntime::unsupported_reason(function).unwrap_or("it is not simulated");
+        Ok(NrtError::new(
+            NrtStatus::Invalid,
+            format!("{function} is not supported by the simulator ({why})"),
+        ))
+    }
+
+    /// `nrt_inspect_begin`: records every launch until `nrt_inspect_stop`, into `output_dir`
+    /// as session 1. Not a [`Runtime`] method: libnrt takes the folder from
+    /// `NEURON_RT_INSPECT_OUTPUT_DIR`, an environment the C layer reads.
+    ///
+    /// # Errors
+    /// [`NrtStatus::Invalid`] while a profile is recorded; the lifecycle statuses.
+    pub fn inspect_begin(&self, output_dir: &std::path::Path) -> Result<(), NrtError> {
+        self.enter(LibnrtFunction::nrt_inspect_begin)?;
+        self.profiling.begin_inspect(&self.events, output_dir, 1)
     }
 
     /// The NeuronCore whose memory holds a tensor's storage; `None` for host, virtual and
@@ -1664,6 +1701,104 @@ impl Runtime for SimRuntime {
                 format!("vnc {vnc} does not exist, expected one below {}", self.config.n_cores),
             )),
         }
+    }
+
+    /// The instance of [`SimConfig::instance`], device revision `sim`.
+    fn get_instance_info(&self) -> Result<InstanceInfo, NrtError> {
+        self.enter(LibnrtFunction::nrt_get_instance_info)?;
+        let instance = &self.config.instance;
+        Ok(InstanceInfo {
+            family: instance.family,
+            size: instance.size,
+            arch_name: instance.arch_name.clone(),
+            device_revision: "sim".to_owned(),
+        })
+    }
+
+    fn profile_start(
+        &self,
+        model: ModelId,
+        filename: Option<&std::path::Path>,
+    ) -> Result<(), NrtError> {
+        self.enter(LibnrtFunction::nrt_profile_start)?;
+        self.model(model)?;
+        self.profiling.start_model(&self.events, model.0, filename)
+    }
+
+    fn profile_stop(&self, filename: Option<&std::path::Path>) -> Result<(), NrtError> {
+        self.enter(LibnrtFunction::nrt_profile_stop)?;
+        self.profiling.stop_model(&self.events, filename)
+    }
+
+    fn profile_continuous_start(&self) -> Result<(), NrtError> {
+        self.enter(LibnrtFunction::nrt_profile_continuous_start)?;
+        self.profiling.start_continuous(&self.events)
+    }
+
+    fn profile_continuous_save(
+        &self,
+        vnc: u32,
+        output_dir: &std::path::Path,
+    ) -> Result<(), NrtError> {
+        self.enter(LibnrtFunction::nrt_profile_continuous_save)?;
+        self.profiling.save_continuous(&self.events, vnc, output_dir)
+    }
+
+    fn profile_continuous_stop(&self) -> Result<(), NrtError> {
+        self.enter(LibnrtFunction::nrt_profile_continuous_stop)?;
+        self.profiling.stop_continuous()
+    }
+
+    /// With inspection and inspection on failure both off (a new config's defaults) nothing is
+    /// recorded, as the public header says; otherwise every launch until the stop, into the
+    /// config's folder (default `./output`) as its session (default 1).
+    fn inspect_begin_with_options(&self, config: &InspectConfig) -> Result<(), NrtError> {
+        self.enter(LibnrtFunction::nrt_inspect_begin_with_options)?;
+        if !config.enable_inspect.unwrap_or(false)
+            && !config.enable_inspect_on_fail.unwrap_or(false)
+        {
+            return Ok(());
+        }
+        let dir = config.output_dir.clone().unwrap_or_else(|| "./output".into());
+        self.profiling.begin_inspect(&self.events, &dir, config.session_id.unwrap_or(1))
+    }
+
+    fn inspect_stop(&self) -> Result<(), NrtError> {
+        self.enter(LibnrtFunction::nrt_inspect_stop)?;
+        self.profiling.stop_inspect(&self.events)
+    }
+
+    fn get_dmabuf_fd(&self, _va: usize, _size: u64) -> Result<i32, NrtError> {
+        Err(self.unsupported(LibnrtFunction::nrt_get_dmabuf_fd)?)
+    }
+
+    fn get_hbm_mmap_va(&self, _device_id: i32, _hbm_idx: i32) -> Result<(usize, usize), NrtError> {
+        Err(self.unsupported(LibnrtFunction::nrt_get_hbm_mmap_va)?)
+    }
+
+    fn get_attached_efa_bdf(&self, _va: usize) -> Result<String, NrtError> {
+        Err(self.unsupported(LibnrtFunction::nrt_get_attached_efa_bdf)?)
+    }
+
+    /// The legacy trace records every launch of every model, as an inspect session does; the
+    /// simulator's event stream has no allocation events, so `trace_mem` adds nothing.
+    fn trace_start(&self, _trace_mem: bool) -> Result<(), NrtError> {
+        self.enter(LibnrtFunction::nrt_trace_start)?;
+        self.profiling.start_legacy(&self.events)
+    }
+
+    /// Writes the legacy trace as a profile (`docs/sim-trace-format.md`); a NULL file name is
+    /// `NRT_INVALID` and the trace goes on.
+    fn trace_stop(&self, filename: Option<&std::path::Path>) -> Result<(), NrtError> {
+        self.enter(LibnrtFunction::nrt_trace_stop)?;
+        self.profiling.stop_legacy(&self.events, filename)
+    }
+
+    /// The read end of a socket pair whose other end the queue drops when the request
+    /// completes (so the descriptor polls readable: end of file).
+    fn nrta_get_completion_handle(&self, seq: SeqId) -> Result<std::os::fd::OwnedFd, NrtError> {
+        self.enter(LibnrtFunction::nrta_get_completion_handle)?;
+        Ok(self.queues.completion_handle(seq.0)?)
     }
 
     fn sys_trace_get_event_types(&self) -> Result<Vec<String>, NrtError> {

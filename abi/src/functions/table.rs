@@ -106,8 +106,8 @@ macro_rules! for_each_libnrt_function {
                 fn(model: *mut nrt_model_t, instance_count: *mut u32) -> NRT_STATUS;
             nrt_free_model_tensor_info = nrt_experimental [Ungated, NoFaults, Always]
                 fn(tensor_info: *mut nrt_tensor_info_array_t) -> NRT_STATUS;
-            nrt_trace_start = nrt_experimental [Gated, NoFaults, Optional] fn(trace_mem: bool) -> NRT_STATUS;
-            nrt_trace_stop = nrt_experimental [Gated, NoFaults, Optional] fn(filename: *const c_char) -> NRT_STATUS;
+            nrt_trace_start = nrt_experimental [Gated, Faults, Optional] fn(trace_mem: bool) -> NRT_STATUS;
+            nrt_trace_stop = nrt_experimental [Gated, Faults, Optional] fn(filename: *const c_char) -> NRT_STATUS;
             nrt_get_libnccl_net = nrt_experimental [Ungated, NoFaults, Optional]
                 fn(err: *mut c_int, err_msg: *mut c_char, err_msg_size: usize) -> *mut c_void;
             nrt_set_pool_eng_ucode = nrt_experimental [Required, NoFaults, Optional]
@@ -140,7 +140,7 @@ macro_rules! for_each_libnrt_function {
             nrta_is_completed = nrt_async [Gated, Faults, Optional] fn(seq: nrta_seq_t, is_completed: *mut bool) -> NRT_STATUS;
             nrta_get_sequence = nrt_async [Gated, Faults, Optional]
                 fn(lnc: u32, xu: nrta_xu_t, queue: c_int, seq: *mut nrta_seq_t) -> NRT_STATUS;
-            nrta_get_completion_handle = nrt_async [Gated, NoFaults, Optional]
+            nrta_get_completion_handle = nrt_async [Gated, Faults, Optional]
                 fn(seq: nrta_seq_t, fd: *mut c_int) -> NRT_STATUS;
             nrta_error_tracker_create = nrt_async [Gated, Faults, Optional]
                 fn(lnc_idx: u32, error_tracker: *mut *mut nrta_error_tracker_t) -> NRT_STATUS;

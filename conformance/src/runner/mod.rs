@@ -15,6 +15,7 @@ mod binding;
 mod info;
 mod lifecycle;
 mod nrta;
+mod profile;
 mod sys_trace;
 mod tensors;
 mod values;
@@ -69,6 +70,7 @@ pub fn run_on_target(
         device_target: device_target.map(str::to_owned),
         substituted: std::cell::RefCell::new(Vec::new()),
         requests: AsyncLabels::default(),
+        folder: profile::RunFolder::default(),
     };
     let mut failure = None;
     if vector.case.auto_init.unwrap_or(true) {
@@ -160,6 +162,8 @@ struct Context<'a> {
     substituted: std::cell::RefCell<Vec<(String, String)>>,
     /// Labels of the async API's trackers and requests.
     requests: AsyncLabels,
+    /// The folder for the files of profiling steps.
+    folder: profile::RunFolder,
 }
 
 /// Labels of the async API (`nrta_*` steps).
@@ -283,6 +287,20 @@ impl Context<'_> {
             Step::SpmdForward(step) => self.spmd_forward(step),
             Step::MetaneffEdit(step) => self.metaneff_edit(step),
             Step::MetaneffBytes(step) => self.metaneff_bytes(step),
+            Step::GetInstanceInfo(step) => self.get_instance_info(step),
+            Step::ProfileStart(step) => self.profile_start(step),
+            Step::ProfileStop(step) => self.profile_stop(step),
+            Step::ProfileContinuousStart(step) => self.profile_continuous_start(step),
+            Step::ProfileContinuousSave(step) => self.profile_continuous_save(step),
+            Step::ProfileContinuousStop(step) => self.profile_continuous_stop(step),
+            Step::InspectBeginWithOptions(step) => self.inspect_begin_with_options(step),
+            Step::InspectStop(step) => self.inspect_stop(step),
+            Step::GetDmabufFd(step) => self.get_dmabuf_fd(step),
+            Step::GetHbmMmapVa(step) => self.get_hbm_mmap_va(step),
+            Step::GetAttachedEfaBdf(step) => self.get_attached_efa_bdf(step),
+            Step::TraceStart(step) => self.trace_start(step),
+            Step::TraceStop(step) => self.trace_stop(step),
+            Step::NrtaGetCompletionHandle(step) => self.nrta_get_completion_handle(step),
         }
     }
 }

@@ -467,16 +467,28 @@ pub unsafe extern "C" fn nrt_async_drain_queued_execs(vnc: i32) -> u32 {
     })
 }
 
-/// `nrta_get_completion_handle`: `NRT_INVALID`, the simulator has no pollable descriptors for
-/// requests (poll `nrta_is_completed` instead).
+/// `nrta_get_completion_handle`: a descriptor that polls readable once the request has
+/// completed (the read end of a socket pair whose other end the queue closes then); the caller
+/// closes it.
 ///
 /// # Safety
-/// None: no argument is read.
-pub unsafe extern "C" fn nrta_get_completion_handle(_seq: nrta_seq_t, _fd: *mut c_int) -> u32 {
+/// `fd` is NULL or a writable `int`.
+pub unsafe extern "C" fn nrta_get_completion_handle(seq: nrta_seq_t, fd: *mut c_int) -> u32 {
     with_global(F::nrta_get_completion_handle.name(), |g| {
-        g.unsupported(
-            F::nrta_get_completion_handle,
-            "requests have no pollable file descriptors; poll nrta_is_completed",
-        )
+        if fd.is_null() {
+            return INVALID;
+        }
+        if let Err(status) = g.enter(F::nrta_get_completion_handle) {
+            return status;
+        }
+        match g.queues.completion_handle(seq) {
+            Ok(handle) => {
+                use std::os::fd::IntoRawFd as _;
+                // SAFETY: non-NULL, the caller's `int`; the descriptor is the caller's to close.
+                unsafe { ptr::write_unaligned(fd, handle.into_raw_fd()) };
+                SUCCESS
+            }
+            Err(err) => g.failed(F::nrta_get_completion_handle.name(), &err.into()),
+        }
     })
 }

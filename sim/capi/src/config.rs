@@ -30,63 +30,6 @@ pub(crate) fn config_from(lookup: impl Fn(&str) -> Option<String>) -> Result<Sim
     sim::config::from_nrtsim_env(lookup).map_err(|err| err.to_string())
 }
 
-/// The simulated instance: `nrt_instance_info_t`'s family and size codes and architecture name.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Instance {
-    /// `NRT_INSTANCE_*`.
-    pub(crate) family: u32,
-    /// `NRT_INSTANCE_SIZE_*`.
-    pub(crate) size: u32,
-    /// The family name, reported as the architecture name.
-    pub(crate) arch_name: String,
-}
-
-/// The instance families of the public header, by code.
-const FAMILIES: &[(&str, u32)] = &[
-    ("inf1", 1),
-    ("trn1", 2),
-    ("trn1n", 3),
-    ("inf2", 4),
-    ("trn2", 5),
-    ("trn2n", 6),
-    ("inf2e", 7),
-    ("trn2p", 8),
-    ("trn2u", 9),
-    ("trn2e", 10),
-    ("trn2eu", 11),
-    ("trn2ac", 12),
-    ("trn2uac", 13),
-    ("trn3", 14),
-];
-
-/// The instance sizes of the public header, by code.
-const SIZES: &[(&str, u32)] = &[
-    ("xlarge", 0),
-    ("2xlarge", 1),
-    ("4xlarge", 2),
-    ("6xlarge", 3),
-    ("8xlarge", 4),
-    ("24xlarge", 5),
-    ("32xlarge", 6),
-    ("48xlarge", 7),
-    ("3xlarge", 8),
-];
-
-/// The instance from `NRTSIM_INSTANCE` (`trn1.2xlarge` when unset).
-pub(crate) fn instance_from(lookup: impl Fn(&str) -> Option<String>) -> Result<Instance, String> {
-    let text = lookup("NRTSIM_INSTANCE")
-        .map(|value| value.trim().to_ascii_lowercase())
-        .filter(|value| !value.is_empty())
-        .unwrap_or_else(|| "trn1.2xlarge".to_owned());
-    let invalid = || {
-        format!("NRTSIM_INSTANCE={text:?} is invalid, expected FAMILY.SIZE such as trn1.32xlarge")
-    };
-    let (family, size) = text.split_once('.').ok_or_else(invalid)?;
-    let family_code = FAMILIES.iter().find(|(name, _)| *name == family).ok_or_else(invalid)?.1;
-    let size_code = SIZES.iter().find(|(name, _)| *name == size).ok_or_else(invalid)?.1;
-    Ok(Instance { family: family_code, size: size_code, arch_name: family.to_owned() })
-}
-
 #[cfg(test)]
 mod tests {
     use std::collections::HashMap;
@@ -149,14 +92,11 @@ mod tests {
 
     #[test]
     fn the_instance_is_read_from_nrtsim_instance() {
-        let lookup = |value: &'static str| {
-            move |name: &str| (name == "NRTSIM_INSTANCE").then(|| value.to_owned())
-        };
-        let default = instance_from(|_| None).unwrap();
+        let default = config(&[]).unwrap().instance;
         assert_eq!((default.family, default.size), (2, 1));
-        let big = instance_from(lookup("Trn2.48xlarge")).unwrap();
+        let big = config(&[("NRTSIM_INSTANCE", "Trn2.48xlarge")]).unwrap().instance;
         assert_eq!((big.family, big.size, big.arch_name.as_str()), (5, 7, "trn2"));
-        let err = instance_from(lookup("trn9.small")).unwrap_err();
+        let err = config(&[("NRTSIM_INSTANCE", "trn9.small")]).unwrap_err();
         assert!(err.starts_with("NRTSIM_INSTANCE"), "{err}");
     }
 
@@ -168,6 +108,7 @@ mod tests {
             ("NRTSIM_RUNTIME_VERSION", "2"),
             ("NRTSIM_DTYPE_NUMBERING", "new"),
             ("NRTSIM_FAULTS", "nrt_nothing:1=FAILURE"),
+            ("NRTSIM_INSTANCE", "trn1"),
         ] {
             let err = config(&[(name, value)]).unwrap_err();
             assert!(err.starts_with(name), "{err}");

@@ -3,10 +3,10 @@
 //! Each function runs under the same guard and gate as [`crate::exports`]: a panic is its
 //! failure value, the lifecycle rule is the table's (`abi::functions`), NULL out-pointers are
 //! `NRT_INVALID`. Where the simulator models the behaviour (counts, instance and model info,
-//! memory statistics, batched tensor I/O, allocation info, collectives over one rank) the
-//! answer comes from the simulator; what cannot exist without hardware (dma-buf fds, EFA, HBM
-//! mappings, microcode, the NCCL plugin) and what is not modelled yet (collectives of several
-//! ranks, `nrta_cc_*`, the legacy `nrt_trace_*`) returns
+//! memory statistics, batched tensor I/O, allocation info, collectives over one rank, the
+//! legacy `nrt_trace_*`, a profiler of `SimRuntime`) the answer comes from the simulator; what
+//! cannot exist without hardware (dma-buf fds, EFA, HBM mappings, microcode, the NCCL plugin)
+//! and what is not modelled yet (collectives of several ranks, `nrta_cc_*`) returns
 //! `NRT_INVALID` (or NULL for `nrt_get_libnccl_net`) and says why once under `NRTSIM_LOG=1`,
 //! never a silent success. The async API is in `async_api`, system trace and profiling in
 //! `trace_api`.
@@ -15,6 +15,7 @@
 #![allow(unreachable_pub)]
 
 use std::ffi::{c_char, c_int, c_void};
+use std::os::unix::ffi::OsStrExt as _;
 use std::ptr;
 
 use abi::c_layout::c_types::{
@@ -183,7 +184,7 @@ pub unsafe extern "C" fn nrt_get_model_info(
     })
 }
 
-/// `nrt_get_instance_info`: the simulated instance of `NRTSIM_INSTANCE`; `instance_info_len`
+/// `nrt_get_instance_info`: the simulated instance (`NRTSIM_INSTANCE`, `SimConfig::instance`); `instance_info_len`
 /// must cover the whole struct.
 ///
 /// # Safety
@@ -196,20 +197,23 @@ pub unsafe extern "C" fn nrt_get_instance_info(
         if info.is_null() || instance_info_len < size_of::<nrt_instance_info_t>() {
             return INVALID;
         }
-        if let Err(status) = g.enter(F::nrt_get_instance_info) {
-            return status;
-        }
+        let instance = match g.sim.get_instance_info() {
+            Ok(instance) => instance,
+            Err(err) => return g.failed(F::nrt_get_instance_info.name(), &err),
+        };
         let mut value = nrt_instance_info_t {
-            family: g.instance.family,
-            size: g.instance.size,
+            family: instance.family,
+            size: instance.size,
             arch_name: [0; 16],
             device_revision: [0; 8],
         };
-        for (slot, byte) in value.arch_name.iter_mut().zip(g.instance.arch_name.bytes().take(15)) {
+        for (slot, byte) in value.arch_name.iter_mut().zip(instance.arch_name.bytes().take(15)) {
             *slot = byte as c_char;
         }
-        for (slot, byte) in value.device_revision.iter_mut().zip(b"sim".iter()) {
-            *slot = *byte as c_char;
+        for (slot, byte) in
+            value.device_revision.iter_mut().zip(instance.device_revision.bytes().take(7))
+        {
+            *slot = byte as c_char;
         }
         // SAFETY: non-NULL with room for the struct (checked above).
         unsafe { put_value(info, value) }
@@ -530,15 +534,18 @@ pub unsafe extern "C" fn nrt_get_libnccl_net(
     })
 }
 
-// The functions below are not modelled (see the module documentation).
+// The functions below are not modelled (see the module documentation), except the legacy
+// trace, which `SimRuntime` records as a profile.
 
-/// `nrt_get_dmabuf_fd`: `NRT_INVALID`, no dma-buf exists without a Neuron device.
+/// `nrt_get_dmabuf_fd`: `NRT_INVALID` (`SimRuntime`'s answer: no dma-buf exists without a
+/// Neuron device).
 ///
 /// # Safety
-/// None: no argument is read.
-pub unsafe extern "C" fn nrt_get_dmabuf_fd(_va: u64, _size: u64, _fd: *mut c_int) -> u32 {
+/// None: only the numbers are read.
+pub unsafe extern "C" fn nrt_get_dmabuf_fd(va: u64, size: u64, _fd: *mut c_int) -> u32 {
     with_global(F::nrt_get_dmabuf_fd.name(), |g| {
-        g.unsupported(F::nrt_get_dmabuf_fd, "no dma-buf exists without a Neuron device")
+        let va = usize::try_from(va).unwrap_or(usize::MAX);
+        g.unsupported_result(F::nrt_get_dmabuf_fd, g.sim.get_dmabuf_fd(va, size))
     })
 }
 
@@ -558,55 +565,62 @@ pub unsafe extern "C" fn nrt_host_device_id_rid_map_get(
     })
 }
 
-/// `nrt_get_hbm_mmap_va`: `NRT_INVALID`, simulated HBM cannot be mapped into the caller.
+/// `nrt_get_hbm_mmap_va`: `NRT_INVALID` (`SimRuntime`'s answer: simulated HBM cannot be
+/// mapped into the caller).
 ///
 /// # Safety
-/// None: no argument is read.
+/// None: only the numbers are read.
 pub unsafe extern "C" fn nrt_get_hbm_mmap_va(
-    _device_id: c_int,
-    _hbm_idx: c_int,
+    device_id: c_int,
+    hbm_idx: c_int,
     _addr: *mut *mut c_void,
     _size: *mut usize,
 ) -> u32 {
     with_global(F::nrt_get_hbm_mmap_va.name(), |g| {
-        g.unsupported(F::nrt_get_hbm_mmap_va, "simulated HBM cannot be mapped into the caller")
+        g.unsupported_result(F::nrt_get_hbm_mmap_va, g.sim.get_hbm_mmap_va(device_id, hbm_idx))
     })
 }
 
-/// `nrt_get_attached_efa_bdf`: `NRT_INVALID`, no EFA device is attached to a simulated device.
+/// `nrt_get_attached_efa_bdf`: `NRT_INVALID` (`SimRuntime`'s answer: no EFA device is attached
+/// to a simulated device).
 ///
 /// # Safety
-/// None: no argument is read.
+/// None: only the address's value is read.
 pub unsafe extern "C" fn nrt_get_attached_efa_bdf(
-    _va: *const c_void,
+    va: *const c_void,
     _efa_bdf: *mut c_char,
     _len: *mut usize,
 ) -> u32 {
     with_global(F::nrt_get_attached_efa_bdf.name(), |g| {
-        g.unsupported(
-            F::nrt_get_attached_efa_bdf,
-            "no EFA device is attached to a simulated device",
-        )
+        g.unsupported_result(F::nrt_get_attached_efa_bdf, g.sim.get_attached_efa_bdf(va as usize))
     })
 }
 
-/// `nrt_trace_start`: `NRT_INVALID`, the legacy trace API is not simulated.
+/// `nrt_trace_start`: the legacy trace, every launch until `nrt_trace_stop`.
 ///
 /// # Safety
-/// None: no argument is read.
-pub unsafe extern "C" fn nrt_trace_start(_trace_mem: bool) -> u32 {
+/// None beyond the C ABI.
+pub unsafe extern "C" fn nrt_trace_start(trace_mem: bool) -> u32 {
     with_global(F::nrt_trace_start.name(), |g| {
-        g.unsupported(F::nrt_trace_start, "the legacy trace API is not simulated")
+        g.status(F::nrt_trace_start.name(), g.sim.trace_start(trace_mem))
     })
 }
 
-/// `nrt_trace_stop`: `NRT_INVALID`, the legacy trace API is not simulated.
+/// `nrt_trace_stop`: writes the legacy trace to `filename` as a profile
+/// (`docs/sim-trace-format.md`).
 ///
 /// # Safety
-/// None: no argument is read.
-pub unsafe extern "C" fn nrt_trace_stop(_filename: *const c_char) -> u32 {
+/// `filename` is NULL or a C string.
+pub unsafe extern "C" fn nrt_trace_stop(filename: *const c_char) -> u32 {
     with_global(F::nrt_trace_stop.name(), |g| {
-        g.unsupported(F::nrt_trace_stop, "the legacy trace API is not simulated")
+        let path = if filename.is_null() {
+            None
+        } else {
+            // SAFETY: non-NULL and NUL-terminated by the caller's contract.
+            let bytes = unsafe { std::ffi::CStr::from_ptr(filename) }.to_bytes();
+            Some(std::path::PathBuf::from(std::ffi::OsStr::from_bytes(bytes)))
+        };
+        g.status(F::nrt_trace_stop.name(), g.sim.trace_stop(path.as_deref()))
     })
 }
 

@@ -64,8 +64,6 @@ pub(crate) struct Global {
     log_errors: bool,
     live: Mutex<HashSet<usize>>,
     infos: Mutex<HashMap<usize, InfoArray>>,
-    /// The simulated instance `nrt_get_instance_info` reports (`NRTSIM_INSTANCE`).
-    pub(crate) instance: config::Instance,
     /// The unsupported functions already explained under `NRTSIM_LOG`.
     explained: Mutex<HashSet<LibnrtFunction>>,
     /// The queues of the `nrta_*` API.
@@ -92,13 +90,11 @@ pub(crate) fn global() -> Result<&'static Global, u32> {
         let lookup = |name: &str| std::env::var(name).ok();
         let made = config::config_from(lookup)
             .and_then(|config| SimRuntime::new(config).map_err(|err| err.to_string()))
-            .and_then(|sim| Ok((sim, config::instance_from(lookup)?)))
-            .map(|(sim, instance)| Global {
+            .map(|sim| Global {
                 log_errors: std::env::var("NRTSIM_LOG").is_ok_and(|value| value.trim() == "1"),
                 live: Mutex::new(HashSet::new()),
                 infos: Mutex::new(HashMap::new()),
                 queues: AsyncQueues::new(sim.config().n_cores),
-                instance,
                 explained: Mutex::new(HashSet::new()),
                 error_lists: Mutex::new(HashMap::new()),
                 exec_callback: Mutex::new(None),
@@ -187,6 +183,26 @@ impl Global {
         status::INVALID
     }
 
+    /// The C status of a call to a function [`SimRuntime::unsupported_reason`] names, which
+    /// the simulator refuses after its gate; the refusal is printed once per function when
+    /// `NRTSIM_LOG=1`, any other failure as [`Global::failed`] prints it.
+    pub(crate) fn unsupported_result<T>(
+        &self,
+        function: LibnrtFunction,
+        result: Result<T, NrtError>,
+    ) -> u32 {
+        match result {
+            Ok(_) => status::SUCCESS,
+            Err(err) if err.status == abi::status::NrtStatus::Invalid => {
+                if self.log_errors && lock(&self.explained).insert(function) {
+                    eprintln!("nrtsim: {}; it returns NRT_INVALID", err.detail);
+                }
+                status::INVALID
+            }
+            Err(err) => self.failed(function.name(), &err),
+        }
+    }
+
     /// The C status of a failed call (logged when `NRTSIM_LOG=1`).
     pub(crate) fn failed(&self, call: &str, err: &NrtError) -> u32 {
         if self.log_errors {
@@ -225,7 +241,6 @@ mod tests {
             live: Mutex::new(HashSet::new()),
             infos: Mutex::new(HashMap::new()),
             queues: AsyncQueues::new(sim.config().n_cores),
-            instance: config::instance_from(|_| None).expect("the default instance"),
             explained: Mutex::new(HashSet::new()),
             error_lists: Mutex::new(HashMap::new()),
             exec_callback: Mutex::new(None),

@@ -22,7 +22,7 @@ use std::ptr;
 use std::sync::Mutex;
 
 use abi::functions::LibnrtFunction as F;
-use abi::runtime::{ModelId, NrtError};
+use abi::runtime::{ModelId, NrtError, Runtime};
 use abi::status::NrtStatus;
 use sim::sys_trace::{ACTIVITY_TYPES, CaptureConfig, EVENT_TYPES, FetchOptions};
 
@@ -43,20 +43,6 @@ pub(crate) struct Options {
     continuous: HashMap<u64, PathBuf>,
     inspect: HashMap<u64, InspectConfig>,
     next_id: u64,
-    profiler: Profiler,
-}
-
-/// What the profiler is doing.
-#[derive(Default)]
-enum Profiler {
-    #[default]
-    Off,
-    /// `nrt_profile_start`: the file named at start.
-    Model(Option<PathBuf>),
-    /// `nrt_profile_continuous_start`.
-    Continuous,
-    /// `nrt_inspect_begin*`: the output folder and session.
-    Inspect(PathBuf, c_int),
 }
 
 /// `nrt_inspect_config_t`.
@@ -252,23 +238,6 @@ fn inspect(options: &mut Options) -> &mut HashMap<u64, InspectConfig> {
 /// The status of a refused trace or profile call.
 fn refused(g: &Global, function: F, err: impl std::fmt::Display) -> u32 {
     g.failed(function.name(), &NrtError::new(NrtStatus::Invalid, err.to_string()))
-}
-
-/// Writes a profile file, creating its folder.
-fn write_profile(g: &Global, function: F, path: &std::path::Path, json: &str) -> u32 {
-    let written = path
-        .parent()
-        .filter(|dir| !dir.as_os_str().is_empty())
-        .map_or(Ok(()), std::fs::create_dir_all)
-        .and_then(|()| std::fs::write(path, json));
-    match written {
-        Ok(()) => SUCCESS,
-        Err(err) => {
-            let detail = format!("cannot write the profile {}: {err}", path.display());
-            g.failed(function.name(), &NrtError::new(NrtStatus::Failure, detail));
-            FAILURE
-        }
-    }
 }
 
 // --- nrt_sys_trace.h ---
@@ -608,28 +577,6 @@ pub unsafe extern "C" fn nrt_sys_trace_buffer_free(buffer: *mut c_char) {
 
 // --- nrt_profile.h ---
 
-/// Starts the profiler in `mode`, `NRT_INVALID` when it runs already.
-fn start_profiler(g: &Global, function: F, model: Option<u64>, mode: Profiler) -> u32 {
-    if let Err(status) = g.enter(function) {
-        return status;
-    }
-    let mut options = lock(registry());
-    if !matches!(options.profiler, Profiler::Off) {
-        return refused(
-            g,
-            function,
-            "a profile is already being recorded, expected it stopped first",
-        );
-    }
-    if !matches!(mode, Profiler::Continuous) {
-        if let Err(err) = g.sim.events().start_profile(model) {
-            return refused(g, function, err);
-        }
-    }
-    options.profiler = mode;
-    SUCCESS
-}
-
 /// `nrt_profile_start`: records the launches of `model` until `nrt_profile_stop`.
 ///
 /// # Safety
@@ -640,12 +587,9 @@ pub unsafe extern "C" fn nrt_profile_start(model: *mut c_void, filename: *const 
             Ok(id) => ModelId(id),
             Err(status) => return status,
         };
-        if let Err(err) = g.sim.model_cores(F::nrt_profile_start, id) {
-            return g.failed(F::nrt_profile_start.name(), &err);
-        }
         // SAFETY: NULL or a C string.
         let path = unsafe { text(filename) }.map(PathBuf::from);
-        start_profiler(g, F::nrt_profile_start, Some(id.0), Profiler::Model(path))
+        g.status(F::nrt_profile_start.name(), g.sim.profile_start(id, path.as_deref()))
     })
 }
 
@@ -655,29 +599,9 @@ pub unsafe extern "C" fn nrt_profile_start(model: *mut c_void, filename: *const 
 /// `filename` is NULL or a C string.
 pub unsafe extern "C" fn nrt_profile_stop(filename: *const c_char) -> u32 {
     with_global(F::nrt_profile_stop.name(), |g| {
-        if let Err(status) = g.enter(F::nrt_profile_stop) {
-            return status;
-        }
-        let mut options = lock(registry());
-        let Profiler::Model(started_with) = &options.profiler else {
-            return refused(
-                g,
-                F::nrt_profile_stop,
-                "no model profile is being recorded, expected nrt_profile_start first",
-            );
-        };
         // SAFETY: NULL or a C string.
-        let Some(path) =
-            unsafe { text(filename) }.map(PathBuf::from).or_else(|| started_with.clone())
-        else {
-            return INVALID;
-        };
-        options.profiler = Profiler::Off;
-        drop(options);
-        match g.sim.events().stop_profile() {
-            Ok(json) => write_profile(g, F::nrt_profile_stop, &path, &json),
-            Err(err) => refused(g, F::nrt_profile_stop, err),
-        }
+        let path = unsafe { text(filename) }.map(PathBuf::from);
+        g.status(F::nrt_profile_stop.name(), g.sim.profile_stop(path.as_deref()))
     })
 }
 
@@ -738,7 +662,7 @@ pub unsafe extern "C" fn nrt_profile_continuous_start(options: *mut c_void) -> u
                 return status;
             }
         }
-        start_profiler(g, F::nrt_profile_continuous_start, None, Profiler::Continuous)
+        g.status(F::nrt_profile_continuous_start.name(), g.sim.profile_continuous_start())
     })
 }
 
@@ -749,39 +673,20 @@ pub unsafe extern "C" fn nrt_profile_continuous_start(options: *mut c_void) -> u
 /// None: the handle is looked up, never dereferenced.
 pub unsafe extern "C" fn nrt_profile_continuous_save(vnc: u32, options: *mut c_void) -> u32 {
     with_global(F::nrt_profile_continuous_save.name(), |g| {
-        if let Err(status) = g.enter(F::nrt_profile_continuous_save) {
-            return status;
-        }
         let mut dir = None;
         let status = with_object(g, Kind::ContinuousOptions, options, continuous, |path| {
             dir = Some(path.clone());
             SUCCESS
         });
-        let Some(dir) = dir else { return status };
-        let mut options = lock(registry());
-        if !matches!(options.profiler, Profiler::Continuous) {
-            return refused(
-                g,
-                F::nrt_profile_continuous_save,
-                "continuous profiling is not started",
-            );
-        }
-        options.next_id += 1;
-        let n = options.next_id;
-        drop(options);
-        match g.sim.events().latest_profile(vnc) {
-            Some(json) => write_profile(
-                g,
-                F::nrt_profile_continuous_save,
-                &dir.join(format!("nrtsim-profile-vnc{vnc}-{n}.json")),
-                &json,
-            ),
-            None => refused(
-                g,
-                F::nrt_profile_continuous_save,
-                format!("neuron core {vnc} has not executed a model"),
-            ),
-        }
+        // The gate's status comes first, as for every call; the simulator's method passes the
+        // gate itself, so it is entered here only when the method is not called.
+        let Some(dir) = dir else {
+            return match g.enter(F::nrt_profile_continuous_save) {
+                Ok(()) => status,
+                Err(gated) => gated,
+            };
+        };
+        g.status(F::nrt_profile_continuous_save.name(), g.sim.profile_continuous_save(vnc, &dir))
     })
 }
 
@@ -791,19 +696,7 @@ pub unsafe extern "C" fn nrt_profile_continuous_save(vnc: u32, options: *mut c_v
 /// None beyond the C ABI.
 pub unsafe extern "C" fn nrt_profile_continuous_stop() -> u32 {
     with_global(F::nrt_profile_continuous_stop.name(), |g| {
-        if let Err(status) = g.enter(F::nrt_profile_continuous_stop) {
-            return status;
-        }
-        let mut options = lock(registry());
-        if !matches!(options.profiler, Profiler::Continuous) {
-            return refused(
-                g,
-                F::nrt_profile_continuous_stop,
-                "continuous profiling is not started",
-            );
-        }
-        options.profiler = Profiler::Off;
-        SUCCESS
+        g.status(F::nrt_profile_continuous_stop.name(), g.sim.profile_continuous_stop())
     })
 }
 
@@ -816,7 +709,7 @@ pub unsafe extern "C" fn nrt_inspect_begin() -> u32 {
     with_global(F::nrt_inspect_begin.name(), |g| {
         let dir =
             std::env::var("NEURON_RT_INSPECT_OUTPUT_DIR").unwrap_or_else(|_| "./output".to_owned());
-        start_profiler(g, F::nrt_inspect_begin, None, Profiler::Inspect(PathBuf::from(dir), 1))
+        g.status(F::nrt_inspect_begin.name(), g.sim.inspect_begin(std::path::Path::new(&dir)))
     })
 }
 
@@ -826,20 +719,7 @@ pub unsafe extern "C" fn nrt_inspect_begin() -> u32 {
 /// None beyond the C ABI.
 pub unsafe extern "C" fn nrt_inspect_stop() -> u32 {
     with_global(F::nrt_inspect_stop.name(), |g| {
-        if let Err(status) = g.enter(F::nrt_inspect_stop) {
-            return status;
-        }
-        let mut options = lock(registry());
-        let Profiler::Inspect(dir, session) = &options.profiler else {
-            return refused(g, F::nrt_inspect_stop, "inspect profiling is not started");
-        };
-        let path = dir.join(format!("nrtsim-inspect-session{session}.json"));
-        options.profiler = Profiler::Off;
-        drop(options);
-        match g.sim.events().stop_profile() {
-            Ok(json) => write_profile(g, F::nrt_inspect_stop, &path, &json),
-            Err(err) => refused(g, F::nrt_inspect_stop, err),
-        }
+        g.status(F::nrt_inspect_stop.name(), g.sim.inspect_stop())
     })
 }
 
@@ -1018,14 +898,16 @@ pub unsafe extern "C" fn nrt_inspect_begin_with_options(options: *mut c_void) ->
                 None => return status,
             }
         };
-        if !config.enable_inspect && !config.enable_inspect_on_fail {
-            return match g.enter(F::nrt_inspect_begin_with_options) {
-                Ok(()) => SUCCESS,
-                Err(status) => status,
-            };
-        }
-        let mode = Profiler::Inspect(config.output_dir.clone(), config.session_id);
-        start_profiler(g, F::nrt_inspect_begin_with_options, None, mode)
+        let options = abi::runtime::InspectConfig {
+            session_id: Some(config.session_id),
+            output_dir: Some(config.output_dir.clone()),
+            enable_inspect: Some(config.enable_inspect),
+            enable_inspect_on_fail: Some(config.enable_inspect_on_fail),
+        };
+        g.status(
+            F::nrt_inspect_begin_with_options.name(),
+            g.sim.inspect_begin_with_options(&options),
+        )
     })
 }
 

@@ -178,10 +178,8 @@ fn unsupported_interfaces_are_invalid_and_say_why_once() {
         "nrt_host_device_id_rid_map_get",
         "nrt_get_hbm_mmap_va",
         "nrt_get_attached_efa_bdf",
-        "nrt_trace_start",
         "nrt_get_libnccl_net",
         "nrta_cc_prepare",
-        "nrta_get_completion_handle",
         "nrt_async_sendrecv_connect",
     ] {
         let explained = stderr

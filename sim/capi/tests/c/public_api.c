@@ -9,9 +9,14 @@
  * and output0 = 2 * input0; run with NRTSIM_INSTANCE=trn2.48xlarge and 64 MiB of HBM per core.
  * Prints "public api ok" and exits 0, or names the first failed check and exits 1.
  */
+#define _POSIX_C_SOURCE 200809L /* poll, close */
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <poll.h>
+#include <unistd.h>
 
 #include <nrt/nrt.h>
 #include <nrt/nrt_async.h>
@@ -221,6 +226,15 @@ int main(int argc, char **argv) {
     ensure(done, "drained requests are complete");
     expect("nrta_is_completed of a sequence never issued", nrta_is_completed(bad_seq + 5, &done),
            NRT_INVALID);
+    int completion = -1;
+    expect("nrta_get_completion_handle",
+           nrta_get_completion_handle(read_seq, &completion), NRT_SUCCESS);
+    struct pollfd ready = {completion, POLLIN, 0};
+    ensure(poll(&ready, 1, 10000) == 1 && (ready.revents & POLLIN) != 0,
+           "the handle of a completed request polls readable");
+    ensure(close(completion) == 0, "the caller closes the handle");
+    expect("nrta_get_completion_handle of a sequence never issued",
+           nrta_get_completion_handle(bad_seq + 5, &completion), NRT_INVALID);
     for (int i = 0; i < 4; i++) {
         ensure(async_out[i] == 2.0f * async_in[i], "the async read sees the async execution");
     }

@@ -45,8 +45,6 @@ int main(void) {
         expect("nrt_get_hbm_mmap_va", nrt_get_hbm_mmap_va(0, 0, &va, &size), NRT_INVALID);
         expect("nrt_get_attached_efa_bdf", nrt_get_attached_efa_bdf(va, bdf, &len), NRT_INVALID);
         expect("nrt_set_pool_eng_ucode after init", nrt_set_pool_eng_ucode(&ucode), NRT_INVALID);
-        expect("nrt_trace_start", nrt_trace_start(false), NRT_INVALID);
-        expect("nrt_trace_stop", nrt_trace_stop("trace.out"), NRT_INVALID);
         if (nrt_get_libnccl_net(&err, message, sizeof message) != NULL || err == 0) {
             printf("nrt_get_libnccl_net returned a plugin\n");
             return 1;
@@ -56,7 +54,6 @@ int main(void) {
                                &context),
                NRT_INVALID);
         expect("nrta_cc_schedule", nrta_cc_schedule(&context, 0, NULL, &seq), NRT_INVALID);
-        expect("nrta_get_completion_handle", nrta_get_completion_handle(seq, &fd), NRT_INVALID);
         expect("nrt_async_sendrecv_get_max_num_communicators_per_lnc",
                nrt_async_sendrecv_get_max_num_communicators_per_lnc(&num), NRT_INVALID);
         expect("nrt_async_sendrecv_get_max_num_pending_request",
