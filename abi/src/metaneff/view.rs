@@ -459,21 +459,6 @@ fn long_len_delimited(buf: &[u8], pos: usize) -> Option<(&[u8], usize)> {
     Some((buf.get(start..end)?, end))
 }
 
-/// The tag at `pos` and the position after it, without taking it; past the end, a value no
-/// known field has.
-#[inline(always)]
-fn peek_key(buf: &[u8], pos: usize) -> Result<(u64, usize), Stop> {
-    match buf.get(pos) {
-        Some(&key) if key < 0x80 => Ok((u64::from(key), pos + 1)),
-        Some(_) => {
-            let mut after = pos;
-            let key = varint(buf, &mut after)?;
-            Ok((key, after))
-        }
-        None => Ok((u64::MAX, pos)),
-    }
-}
-
 /// A field whose tag matched none of the known fields of a message whose known field numbers
 /// are `1..=n_known`: a malformed tag, a known field with the wrong wire type, or an unknown
 /// field, which is skipped.
@@ -616,16 +601,17 @@ fn parse(bytes: &[u8]) -> Result<MetaneffView<'_>, Stop> {
     let mut view = MetaneffView::default();
     let mut pos = 0;
     // The input tensors come first and are most of a small message: take them in a loop of
-    // their own (see `parse_tensor` for the same idea within a tensor).
-    loop {
-        let (key, after_key) = peek_key(bytes, pos)?;
-        if key != INPUT_TENSORS {
-            break;
-        }
-        pos = after_key;
+    // their own, matching the tag's one byte (see `parse_tensor` for the same idea within a
+    // tensor; any other form of the tag goes to the general loop below).
+    let mut inputs = Vec::new();
+    let mut n_unknown = 0;
+    while bytes.get(pos) == Some(&(INPUT_TENSORS as u8)) {
+        pos += 1;
         let tensor = len_delimited(bytes, &mut pos)?;
-        push_tensor(&mut view.input_tensors, tensor, &mut view.n_unknown_fields)?;
+        push_tensor(&mut inputs, tensor, &mut n_unknown)?;
     }
+    view.input_tensors = inputs;
+    view.n_unknown_fields = n_unknown;
     while pos < bytes.len() {
         match varint(bytes, &mut pos)? {
             INPUT_TENSORS => {
@@ -698,17 +684,17 @@ fn parse_tensor<'a>(
 
     let mut pos = 0;
 
-    // Encoders write the fields in number order, each at most once: take them in that order
-    // with one well-predicted comparison each, then hand whatever is left (fields out of
-    // order, repeated or unknown) to the general loop, which continues in wire order, so the
-    // last occurrence of a field still wins.
-    let (mut key, mut after_key) = peek_key(bytes, pos)?;
+    // Encoders write the fields in number order, each at most once, and each tag in its one
+    // shortest byte: take them in that order with one well-predicted byte comparison each,
+    // then hand whatever is left (fields out of order, repeated, unknown, or tags written
+    // longer) to the general loop, which continues in wire order, so the last occurrence of a
+    // field still wins.
+    const _: () = assert!(USER_INPUT_KEY < 0x80, "every known tag fits in one byte");
     macro_rules! in_order {
         ($expected:expr => $take:expr) => {
-            if key == $expected {
-                pos = after_key;
+            if bytes.get(pos) == Some(&($expected as u8)) {
+                pos += 1;
                 $take;
-                (key, after_key) = peek_key(bytes, pos)?;
             }
         };
     }
@@ -726,7 +712,6 @@ fn parse_tensor<'a>(
     in_order!(CHECKPOINT_KEY => tensor.checkpoint_key = Some(len_delimited(bytes, &mut pos)?));
     in_order!(TYPE => tensor.r#type = varint(bytes, &mut pos)? as i32);
     in_order!(USER_INPUT_KEY => tensor.user_input_key = Some(len_delimited(bytes, &mut pos)?));
-    let _ = (key, after_key);
     if pos == bytes.len() {
         return Ok(());
     }

@@ -86,6 +86,9 @@ fn the_byte_level_fixtures_decode_as_the_reference_does() {
         hex(r#"0A 04 32 00 42 00  38 FF FF FF FF FF FF FF FF FF 01"#),
         // A non-UTF-8 name.
         hex("0A 04 0A 02 FF FE"),
+        // Known tags written in two bytes (`8A 00` is field 1, LEN), at both levels, between
+        // tags written shortest.
+        hex(r#"8A 00 0A  8A 00 01 "a"  12 01 02  98 00 03  0A 03 0A 01 "b""#),
         Vec::new(),
     ] {
         check_agrees_with_reference(&bytes);
