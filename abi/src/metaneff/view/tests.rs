@@ -256,7 +256,81 @@ fn mutated(message: MetaNeff, edits: Vec<(prop::sample::Index, u8, u8)>) -> Vec<
     bytes
 }
 
+/// A tensor written as no encoder writes it but every decoder must read it: a stale name
+/// first (a later one wins), then the fields in reverse number order, the shape one element per
+/// field.
+fn scrambled_tensor(tensor: &MetaTensor) -> Vec<u8> {
+    use crate::wire::{put_len_field, put_varint_field};
+    let mut out = Vec::new();
+    put_len_field(&mut out, 1, b"stale");
+    if let Some(key) = &tensor.user_input_key {
+        put_len_field(&mut out, 8, key);
+    }
+    put_varint_field(&mut out, 7, tensor.r#type as u64);
+    if let Some(key) = &tensor.checkpoint_key {
+        put_len_field(&mut out, 6, key);
+    }
+    put_varint_field(&mut out, 5, u64::from(tensor.allow_dynamic_batch_size));
+    put_len_field(&mut out, 4, &tensor.content);
+    put_varint_field(&mut out, 3, tensor.data_type as u64);
+    for &dim in &tensor.shape {
+        put_varint_field(&mut out, 2, dim as u64);
+    }
+    put_len_field(&mut out, 1, &tensor.name);
+    out
+}
+
+/// A whole message written out of order: scalars first, `model_config` in two occurrences
+/// that merge, outputs before inputs, alias entries value first.
+fn scrambled(message: &MetaNeff) -> Vec<u8> {
+    use crate::wire::{put_len_field, put_varint_field};
+    let mut out = Vec::new();
+    put_varint_field(&mut out, 9, message.num_weights as u64);
+    put_varint_field(&mut out, 8, message.num_states as u64);
+    put_varint_field(&mut out, 7, message.num_user_inputs as u64);
+    put_len_field(&mut out, 5, &message.name);
+    put_len_field(&mut out, 4, &message.serialized_graph_def);
+    if let Some(config) = &message.model_config {
+        let mut first = Vec::new();
+        put_varint_field(&mut first, 6, u64::from(config.return_aliases));
+        put_varint_field(&mut first, 1, config.num_infer as u64);
+        put_varint_field(&mut first, 2, 12345);
+        put_len_field(&mut out, 3, &first);
+        let mut second = Vec::new();
+        put_varint_field(&mut second, 2, config.timeout as u64);
+        put_varint_field(&mut second, 3, config.optimal_ncg_size as u64);
+        put_varint_field(&mut second, 4, u64::from(config.async_load));
+        put_varint_field(&mut second, 5, u64::from(config.lazy_load));
+        put_len_field(&mut out, 3, &second);
+    }
+    for tensor in &message.output_tensors {
+        put_len_field(&mut out, 2, &scrambled_tensor(tensor));
+    }
+    for (&output, &input) in &message.output_aliases_to {
+        let mut entry = Vec::new();
+        put_varint_field(&mut entry, 2, input as u64);
+        put_varint_field(&mut entry, 1, output as u64);
+        put_len_field(&mut out, 6, &entry);
+    }
+    for tensor in &message.input_tensors {
+        put_len_field(&mut out, 1, &scrambled_tensor(tensor));
+    }
+    out
+}
+
 proptest! {
+    #[test]
+    fn messages_written_out_of_order_decode_as_the_reference_does(message in arb_metaneff()) {
+        let bytes = scrambled(&message);
+        prop_assert_eq!(decode_reference(&bytes), Ok(message.clone()));
+        prop_assert_eq!(through_view(&bytes), Ok(message.clone()));
+        let view = MetaneffView::decode(&bytes).unwrap();
+        for (tensor, owned) in view.input_tensors.iter().zip(&message.input_tensors) {
+            prop_assert_eq!(tensor.shape.len(), owned.shape.len());
+            prop_assert_eq!(tensor.shape.iter().collect::<Vec<_>>(), owned.shape.clone());
+        }
+    }
+
     #[test]
     fn generated_messages_decode_as_encoded(message in arb_metaneff()) {
         let bytes = encode(&message);
