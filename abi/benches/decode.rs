@@ -4,21 +4,24 @@
 //! Two messages: 226 input tensors (a large model's parameters and states, names and checkpoint
 //! keys set) and one carrying a 50 MB `serialized_graph_def`. For each, the best of several
 //! rounds of many decodes (the machine is shared, so the best round is the least disturbed):
-//! - `decode` from a borrowed slice (the wire check, then the copy into owned fields);
-//! - its two parts alone: the wire check (`check_wire`) and prost's decode;
-//! - `decode_owned` from `prost::bytes::Bytes` (the same check; `serialized_graph_def` shares the
+//! - `MetaneffView::decode`, the one-pass zero-copy view (names, keys and the graph borrowed);
+//! - `decode` from a borrowed slice (the view, then the copy into owned prost fields);
+//! - `decode_owned` from `prost::bytes::Bytes` (the same, but `serialized_graph_def` shares the
 //!   input instead of being copied);
+//! - the reference decoder (`decode_reference`: the wire check `check_wire`, then prost), which
+//!   was `decode` before the one-pass view, and its two parts alone;
 //! - upb's `ParseFromString` on the same bytes, when `NRTSIM_PYTHON` names a Python with
 //!   protobuf (as `.ci/run` installs in `target/pyenv`); the message class is built from the
 //!   embedded descriptor, so the schema is ours and the parser Google's.
 //!
-//! The result is printed as times and as the ratio upb / Rust (the issue's target is ≥ 5).
+//! The result is printed as times and as the ratios upb / Rust (the issue's target is ≥ 5).
 //! Without the Python, the upb column says why it is missing; under `CI` that is a failure.
 
 use std::hint::black_box;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use abi::metaneff::view::MetaneffView;
 use abi::metaneff::{self, MetaNeff, MetaTensor};
 
 fn many_inputs() -> Vec<u8> {
@@ -140,12 +143,18 @@ fn main() {
     let messages = [("226 inputs", many_inputs(), 2000), ("50 MB graph", large_graph(), 20)];
     let mut rust = Vec::new();
     for (label, bytes, iterations) in &messages {
+        let view = best_of(5, *iterations, || {
+            black_box(MetaneffView::decode(black_box(bytes)).expect("decodes"));
+        });
         let borrowed = best_of(5, *iterations, || {
             black_box(metaneff::decode(black_box(bytes)).expect("decodes"));
         });
         let owned_input = prost::bytes::Bytes::from(bytes.clone());
         let owned = best_of(5, *iterations, || {
             black_box(metaneff::decode_owned(black_box(owned_input.clone())).expect("decodes"));
+        });
+        let reference = best_of(5, *iterations, || {
+            black_box(metaneff::decode_reference(black_box(bytes)).expect("decodes"));
         });
         let wire = best_of(5, *iterations, || {
             black_box(metaneff::check_wire(black_box(bytes)).expect("decodes"));
@@ -155,27 +164,45 @@ fn main() {
                 <MetaNeff as prost::Message>::decode(black_box(bytes.as_slice())).expect("decodes"),
             );
         });
-        rust.push((label, bytes.len(), borrowed, owned, wire, prost_only));
+        rust.push(Times {
+            label,
+            n_bytes: bytes.len(),
+            view,
+            borrowed,
+            owned,
+            reference,
+            wire,
+            prost_only,
+        });
     }
     let inputs: Vec<(&[u8], u32)> =
         messages.iter().map(|(_, bytes, iterations)| (bytes.as_slice(), *iterations)).collect();
     let upb = upb(&inputs);
     println!("metaneff decode, best of 5 rounds");
-    for (index, (label, n_bytes, borrowed, owned, wire, prost_only)) in rust.iter().enumerate() {
+    for (index, t) in rust.iter().enumerate() {
+        let label = t.label;
         println!(
-            "  {label:<12} parts of decode: check_wire {wire:?}, prost's decode {prost_only:?}"
+            "  {label:<12} ({} bytes): view {:?}, decode {:?}, decode_owned {:?}",
+            t.n_bytes, t.view, t.borrowed, t.owned
         );
-        print!("  {label:<12} ({n_bytes} bytes): decode {borrowed:?}, decode_owned {owned:?}");
-        match &upb {
-            Ok((implementation, times)) => {
-                let theirs = times[index];
-                println!(
-                    "; {implementation} {theirs:?}: upb / decode = {:.1}x, upb / decode_owned = {:.1}x",
-                    theirs.as_secs_f64() / borrowed.as_secs_f64(),
-                    theirs.as_secs_f64() / owned.as_secs_f64()
-                );
-            }
-            Err(_) => println!(),
+        println!(
+            "  {label:<12} reference (check_wire {:?} then prost {:?}): {:?}, \
+             reference / decode = {:.1}x",
+            t.wire,
+            t.prost_only,
+            t.reference,
+            ratio(t.reference, t.borrowed)
+        );
+        if let Ok((implementation, times)) = &upb {
+            let theirs = times[index];
+            println!(
+                "  {label:<12} {implementation} {theirs:?}: upb / view = {:.1}x, \
+                 upb / decode_owned = {:.1}x, upb / decode = {:.1}x, upb / reference = {:.1}x",
+                ratio(theirs, t.view),
+                ratio(theirs, t.owned),
+                ratio(theirs, t.borrowed),
+                ratio(theirs, t.reference)
+            );
         }
     }
     if let Err(reason) = &upb {
@@ -185,4 +212,20 @@ fn main() {
             std::process::exit(1);
         }
     }
+}
+
+/// One message's times.
+struct Times<'a> {
+    label: &'a str,
+    n_bytes: usize,
+    view: Duration,
+    borrowed: Duration,
+    owned: Duration,
+    reference: Duration,
+    wire: Duration,
+    prost_only: Duration,
+}
+
+fn ratio(numerator: Duration, denominator: Duration) -> f64 {
+    numerator.as_secs_f64() / denominator.as_secs_f64()
 }

@@ -6,10 +6,14 @@
 //! packed, proto3 `optional` fields written whenever set (even when empty), and
 //! `output_aliases_to` sorted by key (a `BTreeMap`) so golden bytes are stable.
 //!
-//! Decoding first walks the wire form against the schema ([`check_wire`]), so that a malformed
-//! message is reported with the byte offset and the field path where it goes wrong, and only then
-//! hands the bytes to prost. The walk is driven by the embedded descriptor, not by a hand-written
-//! table, so it cannot drift from the schema.
+//! Decoding is one pass over the bytes ([`view::MetaneffView`]) that checks the wire form and
+//! records where each field lies, borrowing names, keys and the graph from the input; [`decode`]
+//! and [`decode_owned`] build the prost message from that view. A malformed message is reported
+//! with the byte offset and the field path where it goes wrong, by the reference decoder
+//! ([`decode_reference`]): the wire form walked against the schema ([`check_wire`]), then prost.
+//! That walk is driven by the embedded descriptor, not by a hand-written table, so it cannot
+//! drift from the schema, and tests check that the one pass accepts exactly what it accepts and
+//! gives the same messages.
 //!
 //! Seed discrepancies pinned by tests: names are `bytes` (no UTF-8 check), and the seed's worked
 //! example writes `38 00` for a default `type`, which a proto3 encoder never does.
@@ -17,6 +21,7 @@
 pub mod diff;
 pub mod edit;
 pub mod text;
+pub mod view;
 
 #[rustfmt::skip]
 #[allow(missing_docs, unreachable_pub, clippy::all, clippy::pedantic)]
@@ -103,23 +108,35 @@ pub fn check_wire(bytes: &[u8]) -> Result<Vec<UnknownField>, MetaneffDecodeError
 
 /// Decodes a `MetaNeff`, keeping nothing of the unknown fields (use [`edit`] to change a message
 /// without losing them). The bytes fields are copied out of `bytes`; [`decode_owned`] shares
-/// `serialized_graph_def` with its input instead.
+/// `serialized_graph_def` with its input instead, and [`view::MetaneffView`] copies nothing.
+///
+/// One pass checks the wire form and records the fields ([`view::MetaneffView::decode`]); the
+/// owned message is built from that record.
 ///
 /// # Errors
 /// A [`MetaneffDecodeError`] naming the byte offset and field path of the first problem.
 pub fn decode(bytes: &[u8]) -> Result<MetaNeff, MetaneffDecodeError> {
-    check_wire(bytes)?;
-    MetaNeff::decode(bytes).map_err(prost_error)
+    view::MetaneffView::decode(bytes)?.to_owned()
 }
 
 /// [`decode`] from an owned buffer: `serialized_graph_def` (the HLO module, often most of the
 /// message) is a view of `bytes`, not a copy, so decoding a metaneff with a large graph costs
-/// the wire check and the small fields only.
+/// the small fields only.
 ///
 /// # Errors
 /// As [`decode`].
 pub fn decode_owned(bytes: prost::bytes::Bytes) -> Result<MetaNeff, MetaneffDecodeError> {
-    check_wire(&bytes)?;
+    let view = view::MetaneffView::decode(&bytes)?;
+    view.to_owned_with(|graph| Ok(bytes.slice_ref(graph)))
+}
+
+/// The reference decoder: the schema walk ([`check_wire`]), then prost. It is what the one-pass
+/// decoder is checked against, and what explains a message that the one pass refuses.
+///
+/// # Errors
+/// As [`decode`].
+pub fn decode_reference(bytes: &[u8]) -> Result<MetaNeff, MetaneffDecodeError> {
+    check_wire(bytes)?;
     MetaNeff::decode(bytes).map_err(prost_error)
 }
 

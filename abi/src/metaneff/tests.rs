@@ -5,7 +5,7 @@ use super::meta_tensor::{DataType, Type};
 use super::*;
 
 /// Parses a hex string with optional spaces and `"text"` runs, as the seed writes bytes.
-fn hex(spec: &str) -> Vec<u8> {
+pub(super) fn hex(spec: &str) -> Vec<u8> {
     let mut out = Vec::new();
     let mut rest = spec;
     while let Some(c) = rest.chars().next() {
@@ -34,7 +34,7 @@ fn tensor(name: &str, shape: &[i64], data_type: DataType, kind: Type) -> MetaTen
 }
 
 /// The seed's §9 worked example: one fp32 [1,1,1,32] user input, one output, return_aliases.
-fn seed_example() -> MetaNeff {
+pub(super) fn seed_example() -> MetaNeff {
     MetaNeff {
         input_tensors: vec![tensor("input0", &[1, 1, 1, 32], DataType::Float, Type::UserInput)],
         output_tensors: vec![tensor(
@@ -50,7 +50,7 @@ fn seed_example() -> MetaNeff {
 }
 
 /// The seed's bytes, corrected for proto3: the output's `type` is the default, so no `38 00`.
-const SEED_EXAMPLE_BYTES: &str = r#"
+pub(super) const SEED_EXAMPLE_BYTES: &str = r#"
     0A 12  0A 06 "input0"  12 04 01 01 01 20  18 01  38 01
     12 11  0A 07 "output0" 12 04 01 01 01 20  18 01
     1A 02  30 01
@@ -169,7 +169,7 @@ fn decode_errors_name_the_offset_and_the_field() {
 
 /// A metaneff with unknown fields at every level: 99 in MetaNeff, 20 in a MetaTensor, 15 in
 /// ModelConfig, and an unknown group. Every edit must copy them byte for byte.
-fn with_unknown_fields() -> Vec<u8> {
+pub(super) fn with_unknown_fields() -> Vec<u8> {
     hex(r#"
         0A 13  0A 06 "input0"  12 02 02 03  18 01  38 01  A0 01 07
         0A 11  0A 06 "input1"  12 01 04  18 0E  38 02  32 00
@@ -356,7 +356,7 @@ fn text_errors_name_line_and_column() {
     assert_eq!(error.line, 2, "{error}");
 }
 
-mod properties {
+pub(super) mod properties {
     use proptest::prelude::*;
 
     use super::super::*;
@@ -402,7 +402,7 @@ mod properties {
             })
     }
 
-    pub(super) fn arb_metaneff() -> impl Strategy<Value = MetaNeff> {
+    pub(in crate::metaneff) fn arb_metaneff() -> impl Strategy<Value = MetaNeff> {
         (
             prop::collection::vec(arb_tensor(), 0..4),
             prop::collection::vec(arb_tensor(), 0..3),
