@@ -143,8 +143,8 @@ impl ConvPlan {
             && bg >= 1
             && (fg == 1 || bg == 1)
             && channels == kernel_in * fg
-            && out_features % (fg * bg) == 0
-            && batch % bg == 0;
+            && out_features.is_multiple_of(fg * bg)
+            && batch.is_multiple_of(bg);
         if !groups_ok {
             return Err(invalid(format!(
                 "input of {batch} batch and {channels} features, kernel of {kernel_in} input and {out_features} output features do not fit feature_group_count {fg} and batch_group_count {bg}"

@@ -356,10 +356,10 @@ impl Ctx<'_> {
                     if !p.first().copied().unwrap_or(false) {
                         break;
                     }
-                    if let Some(limit) = self.program.options.max_while_iterations {
-                        if iterations >= limit {
-                            return Err(Fail::WhileLimit(limit));
-                        }
+                    if let Some(limit) = self.program.options.max_while_iterations
+                        && iterations >= limit
+                    {
+                        return Err(Fail::WhileLimit(limit));
                     }
                     iterations += 1;
                     state = self.call(*body, vec![state]).map_err(|e| Fail::Nested(Box::new(e)))?;
