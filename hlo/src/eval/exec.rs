@@ -122,6 +122,8 @@ impl Program {
             return Ok(Vec::new());
         }
         let exchange = Exchange::new(n);
+        // One dedicated thread per rank, not rayon: a rank blocks in the exchange until every
+        // rank has come, so all must run at once, and the pool has one thread per core.
         let results: Vec<Result<Value, EvalError>> = std::thread::scope(|scope| {
             let mut handles = Vec::with_capacity(n);
             for (rank, args) in args_per_rank.iter().enumerate() {
