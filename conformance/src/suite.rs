@@ -87,6 +87,9 @@ pub fn run(options: &SuiteOptions) -> Result<Vec<CaseResult>, SuiteError> {
     let done = AtomicUsize::new(0);
     let results: Mutex<Vec<Option<CaseResult>>> = Mutex::new(vec![None; total]);
     let show_progress = options.progress && std::io::stderr().is_terminal();
+    // `jobs` workers started once per run (not per case), each pulling the next case: there is
+    // no per-case thread start-up for rayon's pool to save, so the suite takes no dependency
+    // for it.
     std::thread::scope(|scope| {
         for _ in 0..options.jobs.clamp(1, 64) {
             scope.spawn(|| {

@@ -21,17 +21,13 @@ fn exercise(bytes: &[u8]) {
         let _ = hlo::validate(&m);
         let _ = hlo::text::print_module(&m);
     }
-    if let Ok(src) = std::str::from_utf8(bytes) {
-        if let Ok(m) = hlo::text::parse_module(src) {
-            let _ = hlo::validate(&m);
-            let printed = hlo::text::print_module(&m).expect("a parsed module prints");
-            let again = hlo::text::parse_module(&printed).expect("a printed module parses");
-            assert_eq!(
-                hlo::text::print_module(&again).unwrap(),
-                printed,
-                "print is not a fixed point"
-            );
-        }
+    if let Ok(src) = std::str::from_utf8(bytes)
+        && let Ok(m) = hlo::text::parse_module(src)
+    {
+        let _ = hlo::validate(&m);
+        let printed = hlo::text::print_module(&m).expect("a parsed module prints");
+        let again = hlo::text::parse_module(&printed).expect("a printed module parses");
+        assert_eq!(hlo::text::print_module(&again).unwrap(), printed, "print is not a fixed point");
     }
     if let Ok(m) = hlo::load_module(bytes) {
         let _ = hlo::validate(&m);

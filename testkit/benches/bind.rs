@@ -96,9 +96,13 @@ fn spmd_ns(runtime: &Arc<dyn Runtime>, n_ranks: usize, n: i64, iterations: u32) 
     let per_rank: Vec<Vec<HostTensor>> = (0..n_ranks)
         .map(|r| vec![HostTensor::from_slice(&vec![r as u8; n as usize], &[n]).expect("input")])
         .collect();
+    // Each launch's outputs stay alive until the next launch has returned, as a caller that
+    // uses the results keeps them, so the runtime cannot hand the same buffers straight back.
+    let mut kept = None;
     let parallel = time_per_iteration(iterations, || {
-        black_box(spmd.forward_ranked(&per_rank).expect("forward"));
+        kept = Some(black_box(spmd.forward_ranked(&per_rank).expect("forward")));
     });
+    drop(kept);
     drop(spmd);
     // The same ranks one after another: one single-rank model per core, run in turn.
     let mut models: Vec<Model> = (0..n_ranks)
@@ -107,11 +111,16 @@ fn spmd_ns(runtime: &Arc<dyn Runtime>, n_ranks: usize, n: i64, iterations: u32) 
             Model::new(runtime.clone(), &neff, &metaneff, options).expect("model")
         })
         .collect();
+    let mut kept = None;
     let sequential = time_per_iteration(iterations, || {
-        for (model, inputs) in models.iter_mut().zip(&per_rank) {
-            black_box(model.forward(inputs).expect("forward"));
-        }
+        let outputs: Vec<_> = models
+            .iter_mut()
+            .zip(&per_rank)
+            .map(|(model, inputs)| black_box(model.forward(inputs).expect("forward")))
+            .collect();
+        kept = Some(outputs);
     });
+    drop(kept);
     (parallel, sequential)
 }
 

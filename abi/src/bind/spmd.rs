@@ -2,9 +2,15 @@
 //! loaded with `nrt_load_collectives` (ctx id = rank), run in parallel.
 //!
 //! Parallelism is `std::thread::scope`, one scoped thread per rank after the first (rank 0 runs
-//! on the calling thread): the same fan-out as
-//! rayon's `par_iter` for a handful of long tasks, without adding a dependency to `abi`. When a
-//! trace is recorded the ranks run one after another, in rank order, so that the trace is
+//! on the calling thread). Not rayon's global pool: the ranks of a collective launch wait for
+//! each other in the runtime's rendezvous, so all of them must run at once, and that pool has
+//! one thread per core (2 here, for 8 ranks). A rayon pool of `local_ranks - 1` threads started
+//! once per model was tried and measured (`cargo bench -p nrtsim-testkit --bench bind`, outputs
+//! kept alive): no faster at 8 × 64 KiB (0.72–1.01× of one-after-another, against 1.04–1.08×
+//! for scoped threads) and slower at 8 × 4 MiB (0.65–0.70× against 0.73–1.16×, the same runs),
+//! likely because its idle workers keep looking for work before they sleep, on a saturated
+//! machine; so the ranks keep scoped threads.
+//! When a trace is recorded the ranks run one after another, in rank order, so that the trace is
 //! deterministic (concurrent ranks would interleave their lines).
 
 use std::sync::Arc;

@@ -225,7 +225,7 @@ pub(crate) fn reduce_scatter(
         member_values(&all, &group).into_iter().map(Val::array).collect::<Result<_, _>>()?;
     let reduced =
         Tensor { dims: arrays[0].dims.clone(), data: reduce_members(ctx, computation, &arrays)? };
-    if reduced.dims[dim] % group.len() != 0 {
+    if !reduced.dims[dim].is_multiple_of(group.len()) {
         return Err(Fail::Invalid(format!(
             "dimension {dim} of size {} does not split over {} ranks",
             reduced.dims[dim],

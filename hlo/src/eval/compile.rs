@@ -474,7 +474,7 @@ pub(crate) fn literal_tensor(
     }
     let bytes_of = |bytes: &[u8], size: usize, what: &str| -> Result<Data, Fail> {
         check_len(bytes.len() / size.max(1), n, what)?;
-        if bytes.len() % size != 0 {
+        if !bytes.len().is_multiple_of(size) {
             return Err(invalid(format!(
                 "literal {what} is {} bytes, not a multiple of {size}",
                 bytes.len()
@@ -664,10 +664,11 @@ impl Compiler<'_> {
             }
         }
         for (value, user) in last_use.iter().enumerate() {
-            if let Some(user) = user {
-                if value != root && !instrs[*user].frees.contains(&value) {
-                    instrs[*user].frees.push(value);
-                }
+            if let Some(user) = user
+                && value != root
+                && !instrs[*user].frees.contains(&value)
+            {
+                instrs[*user].frees.push(value);
             }
         }
         let param_shapes = params.iter().map(|&p| instrs[p].shape.clone()).collect();
@@ -1239,7 +1240,7 @@ impl Compiler<'_> {
             }
             "reduce" => {
                 let computation = self.callee(ins, 0)?;
-                if operands.is_empty() || operands.len() % 2 != 0 {
+                if operands.is_empty() || !operands.len().is_multiple_of(2) {
                     return Err(invalid(format!(
                         "reduce needs inputs and as many init values, got {} operands",
                         operands.len()
@@ -1280,7 +1281,7 @@ impl Compiler<'_> {
             }
             "reduce-window" => {
                 let computation = self.callee(ins, 0)?;
-                if operands.is_empty() || operands.len() % 2 != 0 {
+                if operands.is_empty() || !operands.len().is_multiple_of(2) {
                     return Err(invalid(format!(
                         "reduce-window needs inputs and init values, got {} operands",
                         operands.len()
@@ -1371,7 +1372,7 @@ impl Compiler<'_> {
             }
             "scatter" => {
                 let computation = self.callee(ins, 0)?;
-                if operands.len() < 3 || (operands.len() - 1) % 2 != 0 {
+                if operands.len() < 3 || !(operands.len() - 1).is_multiple_of(2) {
                     return Err(invalid(format!(
                         "scatter needs operands, indices and updates, got {} operands",
                         operands.len()
@@ -1747,7 +1748,7 @@ fn recognise_reducer(comp: &Comp) -> Option<Reducer> {
 
 /// One compare of parameters 2k and 2k+1 (in either order).
 fn recognise_comparator(comp: &Comp) -> Option<SimpleComparator> {
-    if comp.params.len() < 2 || comp.params.len() % 2 != 0 {
+    if comp.params.len() < 2 || !comp.params.len().is_multiple_of(2) {
         return None;
     }
     let root = &comp.instrs[comp.root];

@@ -143,8 +143,8 @@ impl ConvPlan {
             && bg >= 1
             && (fg == 1 || bg == 1)
             && channels == kernel_in * fg
-            && out_features % (fg * bg) == 0
-            && batch % bg == 0;
+            && out_features.is_multiple_of(fg * bg)
+            && batch.is_multiple_of(bg);
         if !groups_ok {
             return Err(invalid(format!(
                 "input of {batch} batch and {channels} features, kernel of {kernel_in} input and {out_features} output features do not fit feature_group_count {fg} and batch_group_count {bg}"
@@ -296,7 +296,6 @@ impl ConvPlan {
         let group_features = self.out_features / groups;
         let mut out = filled(out_batch * self.out_features * positions, T::default())?;
         let mut cols = filled(rows * positions, T::default())?;
-        let mut product = filled(group_features * positions, T::default())?;
         for n in 0..out_batch {
             for g in 0..groups {
                 let (input_batch, channel_start) = if self.batch_groups > 1 {
@@ -309,9 +308,10 @@ impl ConvPlan {
                 self.im2col(image, &mut cols);
                 let feature_start = g * group_features;
                 let weights = &w[feature_start * rows..(feature_start + group_features) * rows];
-                gemm(weights, &cols, &mut product, group_features, rows, positions);
+                // The group's features are contiguous in `out`: the gemm writes there directly.
                 let at = (n * self.out_features + feature_start) * positions;
-                out[at..at + group_features * positions].copy_from_slice(&product);
+                let product = &mut out[at..at + group_features * positions];
+                gemm(weights, &cols, product, group_features, rows, positions);
             }
         }
         Ok(out)
@@ -325,11 +325,7 @@ impl ConvPlan {
             return;
         }
         let rows = cols.len() / positions;
-        let threads = if cols.len() < 1 << 18 {
-            1
-        } else {
-            std::thread::available_parallelism().map_or(1, |n| n.get()).min(rows).min(8)
-        };
+        let threads = if cols.len() < 1 << 18 { 1 } else { super::dot::cores().min(rows).min(8) };
         if threads <= 1 {
             for (row, dst) in cols.chunks_mut(positions).enumerate() {
                 self.fill_row(image, row, dst);
@@ -388,6 +384,14 @@ impl ConvPlan {
         // The innermost dimension as (first valid output, count, first input, input step) when
         // it is a plain strided run, which is the common case (no base dilation).
         let inner = &coords[d - 1];
+        // When the valid outputs of the innermost dimension read consecutive inputs (stride 1,
+        // no base dilation: the usual case), that run is one slice copy between zero edges.
+        let valid = inner.iter().position(Option::is_some).map(|lo| {
+            let hi = inner.iter().rposition(Option::is_some).map_or(lo, |h| h + 1);
+            let first = inner[lo].unwrap_or(0);
+            let consecutive = inner[lo..hi].iter().enumerate().all(|(i, q)| *q == Some(first + i));
+            (lo, hi, first, consecutive)
+        });
         let p_dims: Vec<usize> = self.spatial.iter().map(|s| s.output).collect();
         let inner_len = p_dims[d - 1];
         let mut pp = vec![0usize; d - 1];
@@ -401,9 +405,14 @@ impl ConvPlan {
                 };
             }
             let chunk = &mut dst[at..at + inner_len];
-            match base {
-                None => chunk.iter_mut().for_each(|v| *v = T::default()),
-                Some(b) => {
+            match (base, valid) {
+                (None, _) | (_, None) => chunk.iter_mut().for_each(|v| *v = T::default()),
+                (Some(b), Some((lo, hi, first, true))) => {
+                    chunk[..lo].iter_mut().for_each(|v| *v = T::default());
+                    chunk[lo..hi].copy_from_slice(&channel[b + first..b + first + hi - lo]);
+                    chunk[hi..].iter_mut().for_each(|v| *v = T::default());
+                }
+                (Some(b), Some(_)) => {
                     let line = &channel[b..];
                     for (v, q) in chunk.iter_mut().zip(inner) {
                         *v = match q {

@@ -4,17 +4,22 @@
 //! - Operands are transposed to `[batch, free, contracting]` (lhs) and `[batch, contracting,
 //!   free]` (rhs), so every dot is a batch of row-major `M×K · K×N` products whose result is
 //!   already in XLA's output order (batch, lhs free, rhs free).
-//! - f32 and narrower floats multiply in f32, f64 in f64, through ndarray's `general_mat_mul`
-//!   (matrixmultiply's blocked kernels, safe API); integers accumulate in wrapping i64, which
-//!   equals accumulating in the (≤ 64-bit) result type. The result is converted to the
-//!   instruction's type, so `preferred_element_type` comes from the result shape.
-//! - Large products split their rows over the available cores with scoped threads.
+//! - f32 and narrower floats multiply in f32, f64 in f64: f32 through our AVX-512 kernel
+//!   ([`super::packed_gemm`]) where the CPU has it, else and for f64 through ndarray's
+//!   `general_mat_mul` (matrixmultiply's blocked kernels, safe API, AVX2 at most); integers
+//!   accumulate in wrapping i64, which equals accumulating in the (≤ 64-bit) result type. The
+//!   result is converted to the instruction's type, so `preferred_element_type` comes from the
+//!   result shape.
+//! - Large products split over the available cores with scoped threads (columns in our kernel,
+//!   rows through ndarray). Not rayon: a gemm can run inside an SPMD rank that waits for its
+//!   peers, and a rayon join there could pick up another rank's task and wait on itself.
 
 use ndarray::{ArrayView2, ArrayViewMut2};
 
 use super::Fail;
 use super::compile::ArrayShape;
 use super::elementwise::convert;
+use super::packed_gemm;
 use super::shape_ops::transpose;
 use super::tensor::{Data, filled};
 use crate::dtype::ElementType;
@@ -212,12 +217,31 @@ fn threads_for(work: usize, rows: usize) -> usize {
     if work < 1 << 22 || rows < 2 {
         return 1;
     }
-    std::thread::available_parallelism().map_or(1, |n| n.get()).min(rows).min(8)
+    cores().min(rows).min(8)
+}
+
+/// The cores this process may use, asked once: `available_parallelism` reads cgroup files on
+/// every call, which showed in the profile of a convolution.
+pub(crate) fn cores() -> usize {
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
+/// `c[m×n] = a[m×k] · b[k×n]`, all row-major: our AVX-512 kernel where the CPU has it and the
+/// product is wide enough for its 12 × 32 tile not to be mostly padding, matrixmultiply otherwise.
+pub(crate) fn gemm_f32(a: &[f32], b: &[f32], c: &mut [f32], m: usize, k: usize, n: usize) {
+    if m >= packed_gemm::MR / 2 && n >= 16 && k > 0 && packed_gemm::available() {
+        let threads = threads_for(m * n * k, n / 16);
+        if packed_gemm::gemm_f32(a, b, c, (m, k, n), threads) {
+            return;
+        }
+    }
+    gemm_f32_general(a, b, c, m, k, n);
 }
 
 macro_rules! float_gemm {
     ($name:ident, $t:ty) => {
-        /// `c[m×n] = a[m×k] · b[k×n]`, all row-major.
+        /// `c[m×n] = a[m×k] · b[k×n]`, all row-major, through ndarray's `general_mat_mul`.
         pub(crate) fn $name(a: &[$t], b: &[$t], c: &mut [$t], m: usize, k: usize, n: usize) {
             if m == 0 || n == 0 {
                 return;
@@ -255,7 +279,7 @@ macro_rules! float_gemm {
         }
     };
 }
-float_gemm!(gemm_f32, f32);
+float_gemm!(gemm_f32_general, f32);
 float_gemm!(gemm_f64, f64);
 
 fn gemm_i64(a: &[i64], b: &[i64], c: &mut [i64], m: usize, k: usize, n: usize) {

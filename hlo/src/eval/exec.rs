@@ -122,6 +122,8 @@ impl Program {
             return Ok(Vec::new());
         }
         let exchange = Exchange::new(n);
+        // One dedicated thread per rank, not rayon: a rank blocks in the exchange until every
+        // rank has come, so all must run at once, and the pool has one thread per core.
         let results: Vec<Result<Value, EvalError>> = std::thread::scope(|scope| {
             let mut handles = Vec::with_capacity(n);
             for (rank, args) in args_per_rank.iter().enumerate() {
@@ -356,10 +358,10 @@ impl Ctx<'_> {
                     if !p.first().copied().unwrap_or(false) {
                         break;
                     }
-                    if let Some(limit) = self.program.options.max_while_iterations {
-                        if iterations >= limit {
-                            return Err(Fail::WhileLimit(limit));
-                        }
+                    if let Some(limit) = self.program.options.max_while_iterations
+                        && iterations >= limit
+                    {
+                        return Err(Fail::WhileLimit(limit));
                     }
                     iterations += 1;
                     state = self.call(*body, vec![state]).map_err(|e| Fail::Nested(Box::new(e)))?;

@@ -420,11 +420,11 @@ impl ScatterPlan {
             if reducer == Some(Reducer::Replace) {
                 return Ok(vec![apply!(|_, b| b)?]);
             }
-            if let Some(Reducer::Binary(op)) = reducer {
-                if matches!(operands[0].data, Data::F32(_) | Data::F64(_) | Data::S32(_)) {
-                    let out = elementwise_fold(op, &operands[0].data, &updates[0].data, &targets)?;
-                    return Ok(vec![out]);
-                }
+            if let Some(Reducer::Binary(op)) = reducer
+                && matches!(operands[0].data, Data::F32(_) | Data::F64(_) | Data::S32(_))
+            {
+                let out = elementwise_fold(op, &operands[0].data, &updates[0].data, &targets)?;
+                return Ok(vec![out]);
             }
         }
         // General path: one computation call per update element.

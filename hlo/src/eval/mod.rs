@@ -26,6 +26,7 @@ mod dot;
 pub(crate) mod elementwise;
 mod exec;
 mod gather;
+mod packed_gemm;
 mod reduce;
 pub(crate) mod shape_ops;
 mod sort;

@@ -197,10 +197,10 @@ pub(crate) fn reduce(
         .map(|t| if identity { Ok(t.data.clone()) } else { transpose(&t.data, in_dims, &perm) })
         .collect::<Result<_, _>>()?;
     let comp = &ctx.program.comps[computation];
-    if let (Some(Reducer::Binary(op)), 1) = (comp.reducer, inputs.len()) {
-        if let Some(out) = fast_fold(op, &arranged[0], &inits[0].data, run, groups)? {
-            return Ok(vec![out]);
-        }
+    if let (Some(Reducer::Binary(op)), 1) = (comp.reducer, inputs.len())
+        && let Some(out) = fast_fold(op, &arranged[0], &inits[0].data, run, groups)?
+    {
+        return Ok(vec![out]);
     }
     let n = inputs.len();
     let mut results: Vec<Vec<Data>> = (0..n).map(|_| Vec::new()).collect();
@@ -348,10 +348,10 @@ pub(crate) fn reduce_window(
 ) -> Result<Vec<Data>, Fail> {
     let in_dims = &inputs[0].dims;
     let comp = &ctx.program.comps[computation];
-    if let (Some(Reducer::Binary(op)), 1) = (comp.reducer, inputs.len()) {
-        if let Some(out) = fast_window_fold(op, &inputs[0].data, &inits[0].data, in_dims, window)? {
-            return Ok(vec![out]);
-        }
+    if let (Some(Reducer::Binary(op)), 1) = (comp.reducer, inputs.len())
+        && let Some(out) = fast_window_fold(op, &inputs[0].data, &inits[0].data, in_dims, window)?
+    {
+        return Ok(vec![out]);
     }
     let n = inputs.len();
     let mut results: Vec<Vec<Data>> = (0..n).map(|_| Vec::new()).collect();

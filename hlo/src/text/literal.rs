@@ -487,7 +487,7 @@ pub(crate) fn elements(shape: &ShapeProto, lit: &LiteralProto) -> Result<Vec<Str
         }
         T::C64 => {
             let v: Vec<(f32, f32)> = lit.c64s.chunks_exact(2).map(|c| (c[0], c[1])).collect();
-            if lit.c64s.len() % 2 != 0 {
+            if !lit.c64s.len().is_multiple_of(2) {
                 return Err("the c64 literal has an odd number of parts".into());
             }
             check(v.len())?;
@@ -495,7 +495,7 @@ pub(crate) fn elements(shape: &ShapeProto, lit: &LiteralProto) -> Result<Vec<Str
         }
         T::C128 => {
             let v: Vec<(f64, f64)> = lit.c128s.chunks_exact(2).map(|c| (c[0], c[1])).collect();
-            if lit.c128s.len() % 2 != 0 {
+            if !lit.c128s.len().is_multiple_of(2) {
                 return Err("the c128 literal has an odd number of parts".into());
             }
             check(v.len())?;

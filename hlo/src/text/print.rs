@@ -204,10 +204,10 @@ pub(crate) fn shape(out: &mut String, s: &ShapeProto) -> Result<(), String> {
                 let _ = write!(out, "{d}");
             }
             out.push(']');
-            if let Some(l) = &s.layout {
-                if !s.dimensions.is_empty() || *l != LayoutProto::default() {
-                    layout(out, l);
-                }
+            if let Some(l) = &s.layout
+                && (!s.dimensions.is_empty() || *l != LayoutProto::default())
+            {
+                layout(out, l);
             }
             Ok(())
         }
