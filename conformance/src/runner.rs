@@ -1,7 +1,7 @@
 //! Runs one vector on one backend and compares what happened with what was expected.
 //!
 //! Every runtime call goes through a [`TracingRuntime`] over the backend, and binding-level steps
-//! use `abi::bind` over that same traced runtime with the trace switched on, so the trace holds
+//! use `bind` over that same traced runtime with the trace switched on, so the trace holds
 //! every call with its normalised arguments and status plus the layer's binding, aliasing and
 //! validation events. Before each step the runner writes a `== step N: call` marker, so a golden
 //! trace reads as a story a reviewer can follow.
@@ -15,7 +15,6 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
 
-use abi::bind::{BindError, HostTensor, LoadStatus, Model, ModelOptions, SpmdModel};
 use abi::dtype::{ScalarType, decode_elements, encode_element};
 use abi::metaneff::edit::{self, ConfigFlag};
 use abi::runtime::{
@@ -24,6 +23,7 @@ use abi::runtime::{
 };
 use abi::status::NrtStatus;
 use abi::trace::{Trace, TracingRuntime, format_bytes};
+use bind::{BindError, HostTensor, LoadStatus, Model, ModelOptions, SpmdModel};
 
 use crate::backend::Backend;
 use crate::report::{CaseResult, Outcome};

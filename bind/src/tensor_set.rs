@@ -17,13 +17,13 @@ use super::error::{
 };
 use super::host_tensor::HostTensor;
 use super::{Ctx, Weights};
-use crate::dtype::{ScalarType, n_bytes_with_item_size, scalar_type_of_raw};
-use crate::metaneff::edit::Side;
-use crate::metaneff::{MetaNeff, MetaTensor};
-use crate::neff::{MrType, Neff, ReadOptions};
-use crate::runtime::{ModelId, NrtError, Placement, Runtime, SetId, TensorId};
-use crate::status::NrtStatus;
-use crate::trace::name_text;
+use abi::dtype::{ScalarType, n_bytes_with_item_size, scalar_type_of_raw};
+use abi::metaneff::edit::Side;
+use abi::metaneff::{MetaNeff, MetaTensor};
+use abi::neff::{MrType, Neff, ReadOptions};
+use abi::runtime::{ModelId, NrtError, Placement, Runtime, SetId, TensorId};
+use abi::status::NrtStatus;
+use abi::trace::name_text;
 
 /// The handle a tolerated 1003 from `nrt_tensor_allocate` leaves (C's null pointer); runtimes
 /// never hand out handle 0.

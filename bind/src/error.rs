@@ -8,11 +8,11 @@
 
 use std::fmt;
 
-use crate::dtype::{DtypeError, ScalarType};
-use crate::metaneff::MetaneffDecodeError;
-use crate::metaneff::edit::Side;
-use crate::neff::NeffError;
-use crate::runtime::NrtError;
+use abi::dtype::{DtypeError, ScalarType};
+use abi::metaneff::MetaneffDecodeError;
+use abi::metaneff::edit::Side;
+use abi::neff::NeffError;
+use abi::runtime::NrtError;
 
 /// libtorchneuron's count check message (seed §5).
 pub const MSG_COUNT: &str = "Expected npts->impl()->size() == tensors.size()";

@@ -14,9 +14,9 @@ use std::fmt;
 use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use super::error::HostTensorError;
-use crate::dtype::{ScalarType, n_bytes_with_item_size};
-use crate::neff::npy;
-use crate::runtime::TensorId;
+use abi::dtype::{ScalarType, n_bytes_with_item_size};
+use abi::neff::npy;
+use abi::runtime::TensorId;
 
 /// Shared, interior-mutable bytes of one or more [`HostTensor`]s.
 #[derive(Default)]
