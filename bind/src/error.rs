@@ -151,10 +151,10 @@ pub enum HostTensorError {
     #[error("invalid host tensor shape: {0}")]
     Shape(#[from] DtypeError),
     /// A typed read of a tensor of another element type.
-    #[error("expected a {expected} tensor to read as {requested}, it is {expected}")]
+    #[error("read as {requested}: expected element type {requested}, got {actual}")]
     ElementType {
         /// The tensor's element type.
-        expected: ScalarType,
+        actual: ScalarType,
         /// The element type asked for.
         requested: ScalarType,
     },
