@@ -18,6 +18,7 @@ pub mod bless;
 pub mod check;
 pub mod device;
 pub mod expectations;
+#[cfg(feature = "generate")]
 pub mod generate;
 pub mod glob;
 pub mod replay;
