@@ -26,6 +26,7 @@
 pub mod c_layout;
 pub mod dtype;
 pub mod functions;
+pub mod hex;
 pub mod metaneff;
 pub mod neff;
 pub mod runtime;

@@ -16,6 +16,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use abi::dtype::{ScalarType, decode_elements, encode_element};
+use abi::hex::to_hex_spaced;
 use abi::metaneff::edit::{self, ConfigFlag};
 use abi::runtime::{
     Framework, ModelId, Placement, Runtime, SetId, SharedBuffer, TensorId, TensorInfo,
@@ -429,10 +430,6 @@ fn parse_hex(hex: &str) -> Result<Vec<u8>, String> {
         .collect()
 }
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(" ")
-}
-
 /// The bytes of a [`TensorValue`].
 fn value_bytes(value: &TensorValue) -> Result<(ScalarType, Vec<u8>), String> {
     let scalar_type = scalar_type(&value.dtype)?;
@@ -491,7 +488,7 @@ fn check_tensor(what: &str, got: &HostTensor, want: &TensorValue) -> StepResult 
     } else {
         let show = |bytes: &[u8]| match decode_elements(want_type, bytes) {
             Some(values) => format!("{values:?}"),
-            None => hex(bytes),
+            None => to_hex_spaced(bytes),
         };
         Err(format!("{what}: expected {}, got {}", show(&want_bytes), show(&got_bytes)))
     }
@@ -776,7 +773,11 @@ impl Context<'_> {
                         if same_elements(scalar_type, &want, &buffer) {
                             Ok(())
                         } else {
-                            Err(format!("read {}, expected {}", hex(&buffer), hex(&want)))
+                            Err(format!(
+                                "read {}, expected {}",
+                                to_hex_spaced(&buffer),
+                                to_hex_spaced(&want)
+                            ))
                         }
                     }
                     _ => Ok(()),
@@ -1046,7 +1047,11 @@ impl Context<'_> {
                 if edited == want {
                     Ok(())
                 } else {
-                    Err(format!("edit gave {}, expected {}", hex(&edited), hex(&want)))
+                    Err(format!(
+                        "edit gave {}, expected {}",
+                        to_hex_spaced(&edited),
+                        to_hex_spaced(&want)
+                    ))
                 }
             }
             Step::MetaneffBytes { expect_hex } => {
@@ -1056,7 +1061,11 @@ impl Context<'_> {
                 if bytes == want {
                     Ok(())
                 } else {
-                    Err(format!("metaneff.pb is {}, expected {}", hex(&bytes), hex(&want)))
+                    Err(format!(
+                        "metaneff.pb is {}, expected {}",
+                        to_hex_spaced(&bytes),
+                        to_hex_spaced(&want)
+                    ))
                 }
             }
             Step::GetCoreCounts { expect } => {
@@ -1241,8 +1250,8 @@ impl Context<'_> {
                     Some(got) if got == want => Ok(()),
                     Some(got) => Err(format!(
                         "async read {request} gave {}, expected {}",
-                        hex(&got),
-                        hex(&want)
+                        to_hex_spaced(&got),
+                        to_hex_spaced(&want)
                     )),
                     None => {
                         Err(format!("async read {request} has no bytes, expected a completed read"))
@@ -1328,8 +1337,8 @@ impl Context<'_> {
                     if !same_elements(scalar_type, &want, got) {
                         return Err(format!(
                             "range {index} read {}, expected {}",
-                            hex(got),
-                            hex(&want)
+                            to_hex_spaced(got),
+                            to_hex_spaced(&want)
                         ));
                     }
                 }
