@@ -7,7 +7,8 @@
 //! have no numeric conversion here (their rounding and saturation rules differ between
 //! producers): give their bytes directly.
 
-use super::{DtypeError, ScalarType};
+use super::error::DtypeError;
+use super::scalar_type::ScalarType;
 
 /// Appends `value` converted to `scalar_type` to `out`.
 ///
