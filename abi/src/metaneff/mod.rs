@@ -53,7 +53,7 @@ pub fn find_message_descriptor(name: &str) -> Option<MessageDescriptor> {
 
 /// [`find_message_descriptor`] for this crate's own constant names, which the schema has: a miss
 /// is a bug here (the descriptor freshness test keeps schema and code together), not bad input.
-pub(crate) fn message_descriptor(name: &'static str) -> MessageDescriptor {
+pub(crate) fn message_descriptor(name: &str) -> MessageDescriptor {
     find_message_descriptor(name)
         .unwrap_or_else(|| panic!("message metaneff.{name} is in the schema"))
 }
