@@ -33,31 +33,24 @@
 mod dltype;
 mod element;
 mod error;
+mod lookup;
 mod nrt_dtype;
 mod producer;
 mod scalar_type;
 mod size;
 
 pub use crate::metaneff::meta_tensor::DataType;
-pub use dltype::{Dltype, dltype_of, dltype_of_raw};
+pub use dltype::Dltype;
 pub use element::{
     bf16_bits_to_f32, decode_elements, encode_element, f16_bits_to_f32, f32_to_bf16_bits,
     f32_to_f16_bits,
 };
-pub use error::DtypeError;
-pub use nrt_dtype::{DtypeNumbering, NrtDtype, nrt_dtype_of, nrt_dtype_of_raw};
-pub use producer::{Producer, XlaPrimitiveType};
-pub use scalar_type::{
-    PROTO_AT_DTYPE_MAP, ScalarType, item_size_of, item_size_of_raw, scalar_type_of,
-    scalar_type_of_raw,
+pub use error::{DtypeError, describe_data_type};
+pub use lookup::{
+    dltype_of, dltype_of_raw, item_size_of, item_size_of_raw, nrt_dtype_of, nrt_dtype_of_raw,
+    scalar_type_of, scalar_type_of_raw,
 };
+pub use nrt_dtype::{DtypeNumbering, NrtDtype};
+pub use producer::{Producer, XlaPrimitiveType};
+pub use scalar_type::{PROTO_AT_DTYPE_MAP, ScalarType};
 pub use size::{n_bytes, n_bytes_of_raw, n_bytes_with_batch, n_bytes_with_item_size, n_elements};
-
-/// A metaneff data_type for messages: `STRING (4)` for a known enumerator, `11 (no such
-/// DataType)` for a value the enum does not define.
-pub fn describe_data_type(value: i32) -> String {
-    match DataType::try_from(value) {
-        Ok(data_type) => format!("{} ({value})", data_type.as_str_name()),
-        Err(_) => format!("{value} (no such DataType)"),
-    }
-}

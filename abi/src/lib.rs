@@ -6,8 +6,9 @@
 //! tables that join them to the libnrt C API: dtypes and status codes.
 //!
 //! Design choices:
-//! - **No IO and no `unsafe`.** Everything here takes bytes and returns values or typed errors,
-//!   so every parser can be fuzzed and property-tested without a device or a file system.
+//! - **No IO, no threads and no `unsafe`.** Everything here takes bytes and returns values or
+//!   typed errors, so every parser can be fuzzed and property-tested without a device or a file
+//!   system. The binding layer, which runs threads, is the `bind` crate above this one.
 //! - **The schema has one source of truth**, `proto/metaneff.proto`. The prost types in
 //!   [`metaneff`] are generated from it by `cargo xtask codegen` with a pure-Rust protobuf
 //!   compiler and committed; a test fails when they are stale.
@@ -22,10 +23,10 @@
 //!   the public sources and the seed's claim is pinned by a test as a documented discrepancy.
 #![forbid(unsafe_code)]
 
-pub mod bind;
 pub mod c_layout;
 pub mod dtype;
 pub mod functions;
+pub mod hex;
 pub mod metaneff;
 pub mod neff;
 pub mod runtime;

@@ -35,8 +35,8 @@ macro_rules! nrt_statuses {
                 }
             }
 
-            /// The raw C value.
-            pub fn code(self) -> u32 {
+            /// The raw C value (a `const fn`, so the FFI crates name their constants by it).
+            pub const fn code(self) -> u32 {
                 match self {
                     $(NrtStatus::$variant => $code,)*
                     NrtStatus::Unknown(code) => code,

@@ -4,7 +4,7 @@
 //! Design choices:
 //! - **One mechanism for every caller.** [`TracingRuntime`] wraps any `Arc<dyn Runtime>` and is
 //!   itself a [`Runtime`]: it forwards each call and records it. The binding layer
-//!   ([`crate::bind`]) wraps its runtime in one when a trace is asked for, and the conformance
+//!   (the `bind` crate) wraps its runtime in one when a trace is asked for, and the conformance
 //!   runner wraps the runtime of its raw steps the same way, so both write the same lines.
 //! - **Handles are renamed in order of first appearance**, per kind: tensors `t1, t2, …`, sets
 //!   `s1, …`, models `m1, …`. Runtimes never reuse handles, so a name stays valid for the whole

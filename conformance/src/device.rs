@@ -60,7 +60,7 @@ pub fn compile_command(target: &str) -> String {
 }
 
 fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+    abi::hex::to_hex(&Sha256::digest(bytes))
 }
 
 /// The flags given to the compiler for `target` (input and output as file names).

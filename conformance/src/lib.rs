@@ -19,6 +19,7 @@ pub mod check;
 pub mod child;
 pub mod device;
 pub mod expectations;
+#[cfg(feature = "generate")]
 pub mod generate;
 pub mod glob;
 pub mod judge;

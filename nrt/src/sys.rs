@@ -31,17 +31,18 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use abi::c_layout::NrtVersionC;
 use abi::functions::LibnrtFunction;
 use abi::runtime::SharedBuffer;
+use abi::status::NrtStatus;
 
 /// `NRT_STATUS`: a 4-byte C enum, carried as its raw value.
 pub(crate) type RawStatus = u32;
 
 /// `NRT_SUCCESS`.
-pub(crate) const SUCCESS: RawStatus = 0;
+pub(crate) const SUCCESS: RawStatus = NrtStatus::Success.code();
 /// `NRT_INVALID`, returned without a call only where a Rust value cannot be expressed in C (a
 /// name with an interior NUL byte).
-pub(crate) const INVALID: RawStatus = 2;
+pub(crate) const INVALID: RawStatus = NrtStatus::Invalid.code();
 /// `NRT_INVALID_HANDLE`, for an owner whose model was already unloaded.
-pub(crate) const INVALID_HANDLE: RawStatus = 3;
+pub(crate) const INVALID_HANDLE: RawStatus = NrtStatus::InvalidHandle.code();
 
 /// `nrt_model_t`: opaque.
 #[repr(C)]

@@ -567,8 +567,7 @@ impl HloSource {
                 Ok(Some((read(path)?, format!("{HLO_ENV}={}", path.display()))))
             }
             HloSource::Directory(dir) => {
-                let hash: String =
-                    Sha256::digest(neff_bytes).iter().map(|b| format!("{b:02x}")).collect();
+                let hash = abi::hex::to_hex(&Sha256::digest(neff_bytes));
                 for suffix in ["hlo.pb", "hlo"] {
                     let path = dir.join(format!("{hash}.{suffix}"));
                     if path.is_file() {

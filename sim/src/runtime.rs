@@ -16,7 +16,9 @@
 //!   versus a too-small tensor is still to be pinned on a device.
 //! - **Counters are atomics**, per model and per core: bytes moved to and from the device, DMA
 //!   descriptors (one per [`DMA_DESCRIPTOR_BYTES`] of a contiguous move) and launches. Per core,
-//!   `tensor_read`/`write`/`copy`/`memset` of device tensors count too; per model, only launches.
+//!   `tensor_read`/`write` of device tensors count too, and a `tensor_copy` between a host and a
+//!   device tensor; a `tensor_memset` and a device-to-device copy move no host bytes and do not
+//!   count. Per model, only launches count.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};

@@ -223,6 +223,27 @@ fn nan_in_an_output_is_success_when_numerical_errors_are_off() {
 }
 
 #[test]
+fn core_counters_count_host_device_moves_but_not_memset_or_device_copies() {
+    let sim = small_sim();
+    init(&sim);
+    let device = sim.tensor_allocate(Placement::Device, 0, 64, b"device").unwrap();
+    let other = sim.tensor_allocate(Placement::Device, 0, 64, b"other").unwrap();
+    let host = sim.tensor_allocate(Placement::Host, 0, 64, b"host").unwrap();
+    sim.tensor_write(device, 0, &[1; 64]).unwrap();
+    sim.tensor_memset(device, 0, 7, 64).unwrap();
+    sim.tensor_copy(device, 0, other, 0, 64).unwrap();
+    let after_device_only = sim.core_counters(0).unwrap();
+    assert_eq!((after_device_only.bytes_to_device, after_device_only.bytes_from_device), (64, 0));
+    assert_eq!(after_device_only.dma_descriptors, 1);
+    sim.tensor_copy(host, 0, device, 0, 16).unwrap();
+    sim.tensor_copy(device, 0, host, 0, 8).unwrap();
+    assert_eq!(read(&sim, other), vec![7; 64], "the memset and the copy happened");
+    let after = sim.core_counters(0).unwrap();
+    assert_eq!((after.bytes_to_device, after.bytes_from_device), (64 + 16, 8 + 64));
+    assert_eq!(after.dma_descriptors, 4);
+}
+
+#[test]
 fn execute_repeat_runs_n_times_and_counters_count_bytes_descriptors_launches() {
     let sim = small_sim();
     init(&sim);

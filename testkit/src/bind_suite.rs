@@ -1,4 +1,4 @@
-//! The binding layer's behaviour (`abi::bind`), as test bodies over a runtime factory.
+//! The binding layer's behaviour (the `bind` crate), as test bodies over a runtime factory.
 //!
 //! Vectors (`vectors/`) are the data-driven suite; only what their steps cannot express lives
 //! here, and each body says why it is not data.
@@ -6,12 +6,12 @@
 use std::fmt::Debug;
 use std::sync::Arc;
 
-use abi::bind::{
-    BindError, ForwardOutput, HostTensor, LoadStatus, Model, ModelOptions, SpmdModel, ValidateKind,
-};
 use abi::metaneff;
 use abi::metaneff::meta_tensor::DataType;
 use abi::trace::Trace;
+use bind::{
+    BindError, ForwardOutput, HostTensor, LoadStatus, Model, ModelOptions, SpmdModel, ValidateKind,
+};
 
 use crate::models::{ModelDef, TensorDef, op_add, op_scale, scale_model};
 use crate::{Factory, RuntimeSpec, TestBody};
@@ -333,7 +333,7 @@ fn spmd_four_ranks_on_four_cores(factory: &Factory<'_>) -> Result<(), String> {
     same("parallel states", states, (0..4).map(|r| vec![2.0 * r as f32, 2.0]).collect::<Vec<_>>())?;
     // Small ranks run one after another (a thread costs more than their launch); ranks of at
     // least PARALLEL_MIN_BYTES of input take the threaded path, with the same results.
-    let n = (abi::bind::PARALLEL_MIN_BYTES / 4) as i64;
+    let n = (bind::PARALLEL_MIN_BYTES / 4) as i64;
     let big = ModelDef {
         inputs: vec![TensorDef::input("input0", DataType::Float, &[n])],
         outputs: vec![TensorDef::output("output0", DataType::Float, &[n])],

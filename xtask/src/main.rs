@@ -3,7 +3,9 @@
 //! - `codegen [--check]`: regenerate the committed prost code (and the metaneff's descriptor) of
 //!   `abi/proto/metaneff.proto` and `hlo/proto/hlo.proto` with protox (a pure-Rust protobuf
 //!   compiler, so no `protoc` is needed on any machine), and `docs/libnrt-functions.md` from the
-//!   function table; `--check` fails when the committed files are stale.
+//!   function table; `--check` fails when the committed files are stale. The generator is the
+//!   package `nrtsim-xtask-codegen` (`xtask/codegen`), run through `cargo run`, so its
+//!   dependencies are not built for the other commands.
 //! - `libnrt [--dest DIR]`: build the simulator's `libnrt.so.1` and install it with `libnrt.so`
 //!   and `nrt.pc` (default folder `target/debug/libnrt`).
 //! - `conformance [ARGS]`: the main job, the conformance suite (see `nrtsim conformance --help`).
@@ -14,14 +16,13 @@
 //! - `tidy`: module docs, `unsafe` only where allowed, no switched-off tests (also a `#[test]`).
 #![forbid(unsafe_code)]
 
-mod codegen;
 mod conformance;
 mod libnrt;
 mod tidy;
 
 use std::path::PathBuf;
 
-use anyhow::Result;
+use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
@@ -68,12 +69,27 @@ enum Command {
 fn main() -> Result<()> {
     let cli = Cli::parse();
     match cli.command {
-        Command::Codegen { check } => codegen::run(&workspace_root(), check),
+        Command::Codegen { check } => codegen(&workspace_root(), check),
         Command::Tidy => tidy::run(&workspace_root()),
         Command::Libnrt { dest } => libnrt::run(&workspace_root(), dest),
         Command::Conformance { args } => conformance::run(&workspace_root(), "conformance", &args),
         Command::Vectors { args } => conformance::run(&workspace_root(), "vectors", &args),
     }
+}
+
+/// `cargo xtask codegen [--check]`: runs the generator package, which cargo builds only now.
+fn codegen(root: &std::path::Path, check: bool) -> Result<()> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    let mut command = std::process::Command::new(&cargo);
+    command.current_dir(root).args(["run", "--quiet", "--package", "nrtsim-xtask-codegen", "--"]);
+    if check {
+        command.arg("--check");
+    }
+    let status = command.status().context("running cargo run -p nrtsim-xtask-codegen")?;
+    if !status.success() {
+        bail!("code generation failed");
+    }
+    Ok(())
 }
 
 /// The workspace root: the parent of this crate's manifest directory.

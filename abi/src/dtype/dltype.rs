@@ -16,13 +16,10 @@
 //! - metaneff BYTE and UINT8 both read as `uint8`; `uint8` reads back as UINT8.
 
 use std::fmt;
-use std::str::FromStr;
 
-use super::DataType;
-use super::error::DtypeError;
 use super::nrt_dtype::NrtDtype;
 use super::producer::XlaPrimitiveType;
-use super::scalar_type::scalar_type_of_raw;
+use crate::metaneff::meta_tensor::DataType;
 
 /// Declares the dltype enum with all of its columns in one row each.
 macro_rules! dltypes {
@@ -98,19 +95,14 @@ dltypes! {
 const READ_ALIASES: &[(&str, Dltype)] = &[("float8_e4m3", Dltype::Float8E4m3fn)];
 
 impl Dltype {
-    /// The dltype spelled `name`: a canonical string, or an alias accepted on read
-    /// (`float8_e4m3`).
-    ///
-    /// # Errors
-    ///
-    /// [`DtypeError::UnknownDltype`] naming the string when it is neither.
-    pub fn from_name(name: &str) -> Result<Dltype, DtypeError> {
+    /// The dltype spelled `name`: a canonical string or a read alias; `None` when it is neither
+    /// (the fallible form, with the error, is [`Dltype::from_name`]).
+    pub(super) fn find_name(name: &str) -> Option<Dltype> {
         Dltype::ALL
             .iter()
             .copied()
             .find(|dltype| dltype.name() == name)
             .or_else(|| READ_ALIASES.iter().find(|(alias, _)| *alias == name).map(|&(_, d)| d))
-            .ok_or_else(|| DtypeError::UnknownDltype { name: name.to_owned() })
     }
 
     /// The dltype of a libnrt element type; `None` for INVALID, FP32R, FP8_E3 and unknown codes.
@@ -132,35 +124,11 @@ impl fmt::Display for Dltype {
     }
 }
 
-impl FromStr for Dltype {
-    type Err = DtypeError;
-
-    fn from_str(name: &str) -> Result<Dltype, DtypeError> {
-        Dltype::from_name(name)
-    }
-}
-
-/// The neff.json dltype of a metaneff DataType (BYTE and UINT8 both give `uint8`).
-///
-/// # Errors
-///
-/// [`DtypeError::UnsupportedDataType`] when libtorchneuron's map has no entry for it.
-pub fn dltype_of(data_type: DataType) -> Result<Dltype, DtypeError> {
-    dltype_of_raw(data_type as i32)
-}
-
-/// [`dltype_of`] for the raw wire value.
-///
-/// # Errors
-///
-/// As [`dltype_of`].
-pub fn dltype_of_raw(value: i32) -> Result<Dltype, DtypeError> {
-    scalar_type_of_raw(value).map(|scalar_type| scalar_type.dltype())
-}
-
 #[cfg(test)]
 mod tests {
+    // The tests go through the module's public face, lookups included.
     use super::*;
+    use crate::dtype::*;
 
     #[test]
     fn canonical_names_round_trip_and_alias_reads_as_e4m3fn() {

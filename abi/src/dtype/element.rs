@@ -2,10 +2,13 @@
 //!
 //! Vectors and tools write tensor values as plain numbers; this converts them to the bytes a
 //! tensor of a given type holds, and back for display. Half and bfloat16 conversions round to
-//! nearest even, as hardware and torch do. The float8 types have no numeric conversion here
-//! (their rounding and saturation rules differ between producers): give their bytes directly.
+//! nearest even, as hardware and torch do; they are the `half` crate's, checked here against
+//! known bit patterns and exhaustively over the 65 536 patterns of each type. The float8 types
+//! have no numeric conversion here (their rounding and saturation rules differ between
+//! producers): give their bytes directly.
 
-use super::{DtypeError, ScalarType};
+use super::error::DtypeError;
+use super::scalar_type::ScalarType;
 
 /// Appends `value` converted to `scalar_type` to `out`.
 ///
@@ -78,79 +81,24 @@ pub fn decode_elements(scalar_type: ScalarType, bytes: &[u8]) -> Option<Vec<f64>
         .collect()
 }
 
-/// IEEE half precision bits for `value`, rounded to nearest even.
+/// IEEE half precision bits for `value`, rounded to nearest even (the `half` crate's conversion).
 pub fn f32_to_f16_bits(value: f32) -> u16 {
-    let bits = value.to_bits();
-    let sign = ((bits >> 16) & 0x8000) as u16;
-    let exponent = ((bits >> 23) & 0xff) as i32;
-    let mantissa = bits & 0x7f_ffff;
-    if exponent == 0xff {
-        // Infinity stays infinity; NaN stays a (quiet) NaN.
-        return sign | 0x7c00 | if mantissa != 0 { 0x200 } else { 0 };
-    }
-    let half_exponent = exponent - 127 + 15;
-    if half_exponent >= 0x1f {
-        return sign | 0x7c00;
-    }
-    if half_exponent <= 0 {
-        if half_exponent < -10 {
-            return sign;
-        }
-        // Subnormal: shift the mantissa (with its implicit one) into place, rounding to even.
-        let full = mantissa | 0x80_0000;
-        let shift = (14 - half_exponent) as u32;
-        let rounded = round_shift(full, shift);
-        return sign | rounded as u16;
-    }
-    let rounded = round_shift(mantissa, 13) + ((half_exponent as u32) << 10);
-    // A carry out of the mantissa correctly bumps the exponent (up to infinity).
-    sign | rounded as u16
-}
-
-/// `value >> shift`, rounded to nearest, ties to even.
-fn round_shift(value: u32, shift: u32) -> u32 {
-    let truncated = value >> shift;
-    let remainder = value & ((1 << shift) - 1);
-    let halfway = 1 << (shift - 1);
-    if remainder > halfway || (remainder == halfway && truncated & 1 == 1) {
-        truncated + 1
-    } else {
-        truncated
-    }
+    half::f16::from_f32(value).to_bits()
 }
 
 /// The value of IEEE half precision bits.
 pub fn f16_bits_to_f32(bits: u16) -> f32 {
-    let sign = u32::from(bits & 0x8000) << 16;
-    let exponent = u32::from((bits >> 10) & 0x1f);
-    let mantissa = u32::from(bits & 0x3ff);
-    let magnitude = match (exponent, mantissa) {
-        (0, 0) => 0,
-        (0, m) => {
-            // Subnormal: value = m × 2^-24.
-            let value = (m as f32) * 2f32.powi(-24);
-            return if sign != 0 { -value } else { value };
-        }
-        (0x1f, 0) => 0x7f80_0000,
-        (0x1f, m) => 0x7f80_0000 | (m << 13),
-        (e, m) => ((e + 127 - 15) << 23) | (m << 13),
-    };
-    f32::from_bits(sign | magnitude)
+    half::f16::from_bits(bits).to_f32()
 }
 
 /// bfloat16 bits for `value`, rounded to nearest even (NaN stays NaN).
 pub fn f32_to_bf16_bits(value: f32) -> u16 {
-    let bits = value.to_bits();
-    if value.is_nan() {
-        return ((bits >> 16) as u16) | 0x40;
-    }
-    // A carry out of the mantissa bumps the exponent, up to infinity, as it should.
-    round_shift(bits, 16) as u16
+    half::bf16::from_f32(value).to_bits()
 }
 
 /// The value of bfloat16 bits.
 pub fn bf16_bits_to_f32(bits: u16) -> f32 {
-    f32::from_bits(u32::from(bits) << 16)
+    half::bf16::from_bits(bits).to_f32()
 }
 
 #[cfg(test)]
@@ -182,6 +130,34 @@ mod tests {
             assert_eq!(f32_to_f16_bits(f16_bits_to_f32(bits)), bits, "{bits:04x}");
         }
         assert!(f16_bits_to_f32(f32_to_f16_bits(f32::NAN)).is_nan());
+        // Every finite half value is (-1)^s × 2^(e-15) × (1 + m/1024), or m × 2^-24 when e = 0.
+        for bits in 0..=u16::MAX {
+            let (sign, exponent, mantissa) =
+                (bits >> 15, i32::from((bits >> 10) & 0x1f), bits & 0x3ff);
+            if exponent == 0x1f {
+                continue;
+            }
+            let magnitude = if exponent == 0 {
+                f64::from(mantissa) * 2f64.powi(-24)
+            } else {
+                (1.0 + f64::from(mantissa) / 1024.0) * 2f64.powi(exponent - 15)
+            };
+            let value = if sign == 1 { -magnitude } else { magnitude };
+            assert_eq!(f64::from(f16_bits_to_f32(bits)), value, "{bits:04x}");
+        }
+    }
+
+    #[test]
+    fn bfloat16_is_the_top_half_of_f32_for_every_pattern() {
+        for bits in 0..=u16::MAX {
+            let value = bf16_bits_to_f32(bits);
+            if value.is_nan() {
+                assert!(f32::from_bits(u32::from(bits) << 16).is_nan(), "{bits:04x}");
+                continue;
+            }
+            assert_eq!(value.to_bits(), u32::from(bits) << 16, "{bits:04x}");
+            assert_eq!(f32_to_bf16_bits(value), bits, "{bits:04x} round trips");
+        }
     }
 
     #[test]

@@ -4,10 +4,19 @@
 //! with its enumerator name and number, a string in quotes, a dimension with its index), and is
 //! lowercase without a trailing period, so callers can wrap it in their own context.
 
-use super::describe_data_type;
 use super::dltype::Dltype;
 use super::producer::XlaPrimitiveType;
 use super::scalar_type::ScalarType;
+use crate::metaneff::meta_tensor::DataType;
+
+/// A metaneff data_type for messages: `STRING (4)` for a known enumerator, `11 (no such
+/// DataType)` for a value the enum does not define.
+pub fn describe_data_type(value: i32) -> String {
+    match DataType::try_from(value) {
+        Ok(data_type) => format!("{} ({value})", data_type.as_str_name()),
+        Err(_) => format!("{value} (no such DataType)"),
+    }
+}
 
 /// A failed element-type lookup or byte-size computation.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]

@@ -13,10 +13,6 @@
 //! - FP32R and the three FP8 codes exist only in the hardware numbering; their legacy code is
 //!   `None`. Bool and float64 have no code in either numbering.
 
-use super::DataType;
-use super::error::DtypeError;
-use super::scalar_type::{ScalarType, scalar_type_of_raw};
-
 /// Which `nrt_dtype_t` numbering a runtime uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum DtypeNumbering {
@@ -138,32 +134,6 @@ impl NrtDtype {
             .find(|dtype| dtype.code(numbering) == Some(code))
             .unwrap_or(NrtDtype::Unknown { numbering, code })
     }
-
-    /// The torch type a host tensor of this element type has; `None` where torch (as this ABI
-    /// uses it) has no counterpart: UINT32, UINT64, FP32R, FP8_E3, INVALID and unknown codes.
-    pub fn scalar_type(self) -> Option<ScalarType> {
-        ScalarType::ALL.iter().copied().find(|scalar_type| scalar_type.nrt_dtype() == Some(self))
-    }
-}
-
-/// The libnrt element type of a metaneff DataType, through libtorchneuron's map.
-///
-/// # Errors
-///
-/// [`DtypeError::UnsupportedDataType`] when the map has no entry for the data_type,
-/// [`DtypeError::NoNrtDtype`] for BOOL and DOUBLE, which no `nrt_dtype_t` numbering can describe.
-pub fn nrt_dtype_of(data_type: DataType) -> Result<NrtDtype, DtypeError> {
-    nrt_dtype_of_raw(data_type as i32)
-}
-
-/// [`nrt_dtype_of`] for the raw wire value.
-///
-/// # Errors
-///
-/// As [`nrt_dtype_of`].
-pub fn nrt_dtype_of_raw(value: i32) -> Result<NrtDtype, DtypeError> {
-    let scalar_type = scalar_type_of_raw(value)?;
-    scalar_type.nrt_dtype().ok_or(DtypeError::NoNrtDtype { value, scalar_type })
 }
 
 #[cfg(test)]

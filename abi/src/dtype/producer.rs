@@ -10,10 +10,8 @@
 //! Both tables are columns of one row per XLA type, so they cover the same names.
 
 use std::fmt;
-use std::str::FromStr;
 
-use super::DataType;
-use super::error::DtypeError;
+use crate::metaneff::meta_tensor::DataType;
 
 /// A producer of metaneff files, which decides how XLA types become metaneff DataTypes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -76,19 +74,6 @@ xla_primitive_types! {
 }
 
 impl XlaPrimitiveType {
-    /// The XLA type whose HLO name is exactly `name`.
-    ///
-    /// # Errors
-    ///
-    /// [`DtypeError::UnknownXlaPrimitiveType`] naming the string when no producer maps it.
-    pub fn from_name(name: &str) -> Result<XlaPrimitiveType, DtypeError> {
-        XlaPrimitiveType::ALL
-            .iter()
-            .copied()
-            .find(|xla_type| xla_type.name() == name)
-            .ok_or_else(|| DtypeError::UnknownXlaPrimitiveType { name: name.to_owned() })
-    }
-
     /// The HLO names, for error messages.
     pub(super) fn expected_names() -> String {
         XlaPrimitiveType::ALL.iter().map(|t| t.name()).collect::<Vec<_>>().join(", ")
@@ -98,25 +83,5 @@ impl XlaPrimitiveType {
 impl fmt::Display for XlaPrimitiveType {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
-    }
-}
-
-impl FromStr for XlaPrimitiveType {
-    type Err = DtypeError;
-
-    fn from_str(name: &str) -> Result<XlaPrimitiveType, DtypeError> {
-        XlaPrimitiveType::from_name(name)
-    }
-}
-
-impl Producer {
-    /// The metaneff DataType this producer writes for the XLA type named `name`.
-    ///
-    /// # Errors
-    ///
-    /// [`DtypeError::UnknownXlaPrimitiveType`] naming the string when it is not an XLA type the
-    /// producers map (C64 and C128, for instance, have no DataType).
-    pub fn data_type_of_name(self, name: &str) -> Result<DataType, DtypeError> {
-        XlaPrimitiveType::from_name(name).map(|xla_type| self.data_type_of(xla_type))
     }
 }

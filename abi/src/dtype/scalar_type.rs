@@ -10,12 +10,10 @@
 //! UINT8); BYTE has no known writer among public producers.
 
 use std::fmt;
-use std::str::FromStr;
 
-use super::DataType;
 use super::dltype::Dltype;
-use super::error::DtypeError;
 use super::nrt_dtype::NrtDtype;
+use crate::metaneff::meta_tensor::DataType;
 
 /// Declares the scalar-type enum with its index, item size and name in one row each, so the
 /// columns cannot disagree.
@@ -109,19 +107,6 @@ impl ScalarType {
         ScalarType::ALL.iter().copied().find(|s| s.index() == index)
     }
 
-    /// The scalar type whose c10 identifier is exactly `name` (`"Float"`, `"Float8_e4m3fn"`).
-    ///
-    /// # Errors
-    ///
-    /// [`DtypeError::UnknownScalarTypeName`] when no scalar type of this ABI has that name.
-    pub fn from_name(name: &str) -> Result<ScalarType, DtypeError> {
-        ScalarType::ALL
-            .iter()
-            .copied()
-            .find(|s| s.name() == name)
-            .ok_or_else(|| DtypeError::UnknownScalarTypeName { name: name.to_owned() })
-    }
-
     /// The metaneff DataType a producer writes for this torch type. Total: every scalar type of
     /// [`PROTO_AT_DTYPE_MAP`] has at least one key. Byte gives UINT8 (what torch-neuronx writes
     /// for `torch.uint8`), not BYTE.
@@ -182,15 +167,6 @@ impl ScalarType {
         }
     }
 
-    /// `item_size × Π shape` for a host tensor of this type (see [`super::n_bytes`]).
-    ///
-    /// # Errors
-    ///
-    /// A negative dimension or a byte size that does not fit in `u64`.
-    pub fn n_bytes(self, shape: &[i64]) -> Result<u64, DtypeError> {
-        super::n_bytes_with_item_size(shape, self.item_size(), None)
-    }
-
     /// The c10 names, for error messages.
     pub(super) fn expected_names() -> String {
         ScalarType::ALL.iter().map(|s| s.name()).collect::<Vec<_>>().join(", ")
@@ -212,58 +188,19 @@ impl fmt::Display for ScalarType {
     }
 }
 
-impl FromStr for ScalarType {
-    type Err = DtypeError;
-
-    fn from_str(name: &str) -> Result<ScalarType, DtypeError> {
-        ScalarType::from_name(name)
+impl NrtDtype {
+    /// The torch type a host tensor of this element type has; `None` where torch (as this ABI
+    /// uses it) has no counterpart: UINT32, UINT64, FP32R, FP8_E3, INVALID and unknown codes.
+    pub fn scalar_type(self) -> Option<ScalarType> {
+        ScalarType::ALL.iter().copied().find(|scalar_type| scalar_type.nrt_dtype() == Some(self))
     }
-}
-
-/// The torch type libtorchneuron allocates for a metaneff DataType.
-///
-/// # Errors
-///
-/// [`DtypeError::UnsupportedDataType`] for UNDEFINED and STRING, which the map has no entry for.
-pub fn scalar_type_of(data_type: DataType) -> Result<ScalarType, DtypeError> {
-    scalar_type_of_raw(data_type as i32)
-}
-
-/// [`scalar_type_of`] for the raw wire value, which may be a value the enum does not define.
-///
-/// # Errors
-///
-/// [`DtypeError::UnsupportedDataType`] naming the value when the map has no entry for it
-/// (0, 4, 11, negative values, values above 16).
-pub fn scalar_type_of_raw(value: i32) -> Result<ScalarType, DtypeError> {
-    PROTO_AT_DTYPE_MAP
-        .iter()
-        .find(|(key, _)| *key as i32 == value)
-        .map(|&(_, scalar_type)| scalar_type)
-        .ok_or(DtypeError::UnsupportedDataType { value })
-}
-
-/// The element size in bytes of a metaneff DataType, through [`PROTO_AT_DTYPE_MAP`].
-///
-/// # Errors
-///
-/// [`DtypeError::UnsupportedDataType`] as [`scalar_type_of`].
-pub fn item_size_of(data_type: DataType) -> Result<u64, DtypeError> {
-    scalar_type_of(data_type).map(ScalarType::item_size)
-}
-
-/// [`item_size_of`] for the raw wire value.
-///
-/// # Errors
-///
-/// [`DtypeError::UnsupportedDataType`] as [`scalar_type_of_raw`].
-pub fn item_size_of_raw(value: i32) -> Result<u64, DtypeError> {
-    scalar_type_of_raw(value).map(ScalarType::item_size)
 }
 
 #[cfg(test)]
 mod tests {
+    // The tests go through the module's public face, lookups included.
     use super::*;
+    use crate::dtype::*;
 
     #[test]
     fn names_and_indices_round_trip_and_are_unique() {

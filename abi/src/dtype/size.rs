@@ -13,9 +13,21 @@
 //!
 //! An empty shape is a scalar: one element.
 
-use super::DataType;
 use super::error::DtypeError;
-use super::scalar_type::{item_size_of, item_size_of_raw};
+use super::lookup::{item_size_of, item_size_of_raw};
+use super::scalar_type::ScalarType;
+use crate::metaneff::meta_tensor::DataType;
+
+impl ScalarType {
+    /// `item_size × Π shape` for a host tensor of this type (see [`super::n_bytes`]).
+    ///
+    /// # Errors
+    ///
+    /// A negative dimension or a byte size that does not fit in `u64`.
+    pub fn n_bytes(self, shape: &[i64]) -> Result<u64, DtypeError> {
+        n_bytes_with_item_size(shape, self.item_size(), None)
+    }
+}
 
 /// The shape with its leading dimension replaced by `batch`, when a batch is given.
 fn effective_shape(shape: &[i64], batch: Option<i64>) -> Result<Vec<i64>, DtypeError> {

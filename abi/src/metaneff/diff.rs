@@ -18,6 +18,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::fmt::Write as _;
 
 use super::{MetaNeff, MetaTensor, MetaneffDecodeError, UnknownField, check_wire, decode};
+use crate::hex::to_hex_spaced;
 use crate::wire;
 
 /// One field that differs. `None` means the field (or tensor, or entry) is absent on that side.
@@ -146,18 +147,7 @@ fn unknown_text(bytes: &[u8], field: &UnknownField) -> String {
         .next()
         .and_then(Result::ok)
         .map_or(&[][..], |parsed| &bytes[field.offset..field.offset + parsed.end]);
-    format!("field {} ({}) {}", field.number, field.wire_type, hex(raw))
-}
-
-fn hex(bytes: &[u8]) -> String {
-    let mut out = String::with_capacity(bytes.len() * 3);
-    for (i, byte) in bytes.iter().enumerate() {
-        if i > 0 {
-            out.push(' ');
-        }
-        let _ = write!(out, "{byte:02x}");
-    }
-    out
+    format!("field {} ({}) {}", field.number, field.wire_type, to_hex_spaced(raw))
 }
 
 fn push(out: &mut Vec<Difference>, path: String, a: Option<String>, b: Option<String>) {
@@ -174,7 +164,7 @@ fn field(out: &mut Vec<Difference>, path: &str, a: String, b: String) {
 fn bytes_text(bytes: &[u8]) -> String {
     match std::str::from_utf8(bytes) {
         Ok(text) if bytes.len() <= 80 && !text.chars().any(char::is_control) => format!("{text:?}"),
-        _ if bytes.len() <= 32 => format!("<{} bytes: {}>", bytes.len(), hex(bytes)),
+        _ if bytes.len() <= 32 => format!("<{} bytes: {}>", bytes.len(), to_hex_spaced(bytes)),
         _ => format!("<{} bytes>", bytes.len()),
     }
 }

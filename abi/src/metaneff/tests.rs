@@ -517,3 +517,13 @@ fn decode_owned_reports_the_offset_and_path_as_decode_does() {
     assert_eq!(owned, decode(&bytes).unwrap_err());
     assert_eq!(owned.path, "MetaNeff");
 }
+
+#[test]
+fn message_descriptors_are_found_by_name_and_an_unknown_name_is_none() {
+    for name in ["MetaNeff", "MetaTensor", "ModelConfig"] {
+        let descriptor = find_message_descriptor(name).expect("a message of the schema");
+        assert_eq!(descriptor.full_name(), format!("metaneff.{name}"));
+    }
+    assert!(find_message_descriptor("NoSuchMessage").is_none());
+    assert!(find_message_descriptor("metaneff.MetaNeff").is_none(), "names are without package");
+}

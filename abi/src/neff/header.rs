@@ -15,6 +15,7 @@ use md5::{Digest, Md5};
 use sha2::Sha256;
 
 use super::NeffError;
+use crate::hex::to_hex;
 
 /// The length of the fixed header, and the usual `header_size`.
 pub const HEADER_LEN: usize = 1024;
@@ -152,10 +153,6 @@ fn swap_md5_words(digest: &[u8]) -> [u8; 16] {
         }
     }
     swapped
-}
-
-fn to_hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
 }
 
 impl NeffHeader {

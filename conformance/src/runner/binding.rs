@@ -1,10 +1,10 @@
-//! Binding-level steps: libtorchneuron's `Model` and `SpmdModel` through `abi::bind`, and the
+//! Binding-level steps: libtorchneuron's `Model` and `SpmdModel` through `bind`, and the
 //! lossless metaneff edits.
 
-use abi::bind::{BindError, HostTensor, LoadStatus, Model, ModelOptions, SpmdModel, ValidateKind};
 use abi::metaneff::edit::{self, ConfigFlag};
 use abi::status::NrtStatus;
 use abi::trace::{Trace, format_bytes};
+use bind::{BindError, HostTensor, LoadStatus, Model, ModelOptions, SpmdModel, ValidateKind};
 
 use super::values::{check_tensor, hex, host_tensor, parse_hex};
 use super::{Context, StepResult, expect_status, label};

@@ -1,7 +1,7 @@
 //! Runs one vector on one backend and compares what happened with what was expected.
 //!
 //! Every runtime call goes through a [`TracingRuntime`] over the backend, and binding-level steps
-//! use `abi::bind` over that same traced runtime with the trace switched on, so the trace holds
+//! use `bind` over that same traced runtime with the trace switched on, so the trace holds
 //! every call with its normalised arguments and status plus the layer's binding, aliasing and
 //! validation events. Before each step the runner writes a `== step N: call` marker, so a golden
 //! trace reads as a story a reviewer can follow.
@@ -24,10 +24,10 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
 
-use abi::bind::{HostTensor, Model};
 use abi::runtime::{Framework, ModelId, Runtime, SetId, SharedBuffer, TensorId};
 use abi::status::NrtStatus;
 use abi::trace::{Trace, TracingRuntime, format_bytes};
+use bind::{HostTensor, Model};
 
 use crate::spec::{Status, Step, TraceExpectation};
 use crate::vector::{NEFF_FILE, Vector};

@@ -1,8 +1,8 @@
 //! Element values, hex and tensor comparisons shared by the steps.
 
-use abi::bind::HostTensor;
 use abi::dtype::{ScalarType, decode_elements, encode_element};
 use abi::runtime::{Framework, Placement, TensorInfo, TensorUsage};
+use bind::HostTensor;
 
 use super::StepResult;
 use crate::spec::{ExpectedTensorInfo, FrameworkName, TensorPlacement, TensorValue, Usage};
@@ -63,9 +63,7 @@ pub(super) fn parse_hex(hex: &str) -> Result<Vec<u8>, String> {
         .collect()
 }
 
-pub(super) fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(" ")
-}
+pub(super) use abi::hex::to_hex_spaced as hex;
 
 /// The bytes of a [`TensorValue`].
 pub(super) fn value_bytes(value: &TensorValue) -> Result<(ScalarType, Vec<u8>), String> {

@@ -44,11 +44,13 @@ mod handles;
 mod symbols;
 mod trace_api;
 
-/// The raw status values this layer returns itself.
+/// The raw status values this layer returns itself, named by the one status table.
 mod status {
-    pub(crate) const SUCCESS: u32 = 0;
-    pub(crate) const FAILURE: u32 = 1;
-    pub(crate) const INVALID: u32 = 2;
-    pub(crate) const INVALID_HANDLE: u32 = 3;
-    pub(crate) const RESOURCE: u32 = 4;
+    use abi::status::NrtStatus;
+
+    pub(crate) const SUCCESS: u32 = NrtStatus::Success.code();
+    pub(crate) const FAILURE: u32 = NrtStatus::Failure.code();
+    pub(crate) const INVALID: u32 = NrtStatus::Invalid.code();
+    pub(crate) const INVALID_HANDLE: u32 = NrtStatus::InvalidHandle.code();
+    pub(crate) const RESOURCE: u32 = NrtStatus::Resource.code();
 }

@@ -13,6 +13,7 @@
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
+use abi::hex::to_hex;
 use abi::neff::{Graph, Neff, ReadOptions, TensorSignature, Var};
 use anyhow::{Result, anyhow};
 use serde_json::{Value, json};
@@ -45,10 +46,6 @@ pub(crate) fn run(args: InspectArgs) -> Result<()> {
         print!("{}", to_text(&neff));
     }
     Ok(())
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
 }
 
 fn mr_type_name(var: &Var) -> &'static str {
@@ -95,8 +92,8 @@ fn to_json(neff: &Neff) -> Value {
             "build_version": header.build_version,
             "num_tpb": header.num_tpb,
             "name": header.name,
-            "uuid": hex(&header.uuid),
-            "hash": hex(&header.stored_digest()),
+            "uuid": to_hex(&header.uuid),
+            "hash": to_hex(&header.stored_digest()),
             "hash_ok": neff.hash_ok,
             "requested_tpb_count": header.requested_tpb_count,
             "feature_bits": header.feature_bits,
@@ -130,11 +127,11 @@ fn to_text(neff: &Neff) -> String {
     let _ = writeln!(out, "  num_tpb        {}", header.num_tpb);
     let _ = writeln!(out, "  lnc_size       {}", header.lnc_size);
     let _ = writeln!(out, "  feature_bits   {:#x}", header.feature_bits);
-    let _ = writeln!(out, "  uuid           {}", hex(&header.uuid));
+    let _ = writeln!(out, "  uuid           {}", to_hex(&header.uuid));
     let _ = writeln!(
         out,
         "  hash           {} ({})",
-        hex(&header.stored_digest()),
+        to_hex(&header.stored_digest()),
         if neff.hash_ok { "ok" } else { "MISMATCH" }
     );
     let _ = writeln!(out, "\nmembers ({})", neff.members.len());

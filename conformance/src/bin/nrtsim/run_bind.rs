@@ -1,4 +1,4 @@
-//! `nrtsim run --metaneff`: a launch through the binding layer (`abi::bind::Model::forward`), as
+//! `nrtsim run --metaneff`: a launch through the binding layer (`bind::Model::forward`), as
 //! libtorchneuron makes it, with weights from a `.safetensors` file.
 //!
 //! Design choices:
@@ -21,13 +21,13 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use abi::bind::{HostTensor, Model, ModelOptions, Weights};
 use abi::dtype::{ScalarType, decode_elements, scalar_type_of_raw};
 use abi::metaneff::MetaNeff;
 use abi::neff::npy;
 use abi::runtime::{Framework, Runtime};
 use abi::status::NrtStatus;
 use anyhow::{Context, Result, anyhow, bail};
+use bind::{HostTensor, Model, ModelOptions, Weights};
 use sim::{HloSource, SimConfig, SimRuntime};
 
 use crate::input;

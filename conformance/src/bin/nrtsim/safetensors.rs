@@ -9,8 +9,8 @@
 
 use std::collections::BTreeMap;
 
-use abi::bind::HostTensor;
 use abi::dtype::ScalarType;
+use bind::HostTensor;
 
 /// Why a safetensors file was refused; every message names the file.
 #[derive(Debug, thiserror::Error)]

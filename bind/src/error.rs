@@ -8,11 +8,11 @@
 
 use std::fmt;
 
-use crate::dtype::{DtypeError, ScalarType};
-use crate::metaneff::MetaneffDecodeError;
-use crate::metaneff::edit::Side;
-use crate::neff::NeffError;
-use crate::runtime::NrtError;
+use abi::dtype::{DtypeError, ScalarType};
+use abi::metaneff::MetaneffDecodeError;
+use abi::metaneff::edit::Side;
+use abi::neff::NeffError;
+use abi::runtime::NrtError;
 
 /// libtorchneuron's count check message (seed §5).
 pub const MSG_COUNT: &str = "Expected npts->impl()->size() == tensors.size()";
@@ -151,10 +151,10 @@ pub enum HostTensorError {
     #[error("invalid host tensor shape: {0}")]
     Shape(#[from] DtypeError),
     /// A typed read of a tensor of another element type.
-    #[error("expected a {expected} tensor to read as {requested}, it is {expected}")]
+    #[error("read as {requested}: expected element type {requested}, got {actual}")]
     ElementType {
         /// The tensor's element type.
-        expected: ScalarType,
+        actual: ScalarType,
         /// The element type asked for.
         requested: ScalarType,
     },

@@ -1,5 +1,10 @@
 //! Code generation for the protobuf schemas (the metaneff of `abi`, XLA's HLO subset of `hlo`),
-//! and the libnrt function reference page (from `abi::functions`).
+//! and the libnrt function reference page (from `abi::functions`); run by `cargo xtask codegen
+//! [--check]`.
+//!
+//! It is a package of its own so that protox and prost-build (and what they pull in: a regex
+//! engine, a graph library, a Rust pretty-printer) are built only when code is generated, not for
+//! `cargo xtask conformance`, a newcomer's first command.
 //!
 //! Each proto file is compiled with protox into a `FileDescriptorSet`; prost-build turns it into
 //! Rust (maps as `BTreeMap`, so encoding is deterministic). For the metaneff the descriptor set,
@@ -7,6 +12,7 @@
 //! parse text format and JSON at run time; the HLO crate needs no reflection, so it gets only the
 //! Rust. All outputs are committed. Generation is a pure function of the proto files, so `--check`
 //! (and the test below) can compare it with what is committed.
+#![forbid(unsafe_code)]
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -51,8 +57,26 @@ struct Output {
     contents: Vec<u8>,
 }
 
+/// `xtask-codegen [--check]`.
+fn main() -> Result<()> {
+    let mut check = false;
+    for arg in std::env::args().skip(1) {
+        match arg.as_str() {
+            "--check" => check = true,
+            other => bail!("unexpected argument {other:?}: expected nothing or --check"),
+        }
+    }
+    run(&workspace_root(), check)
+}
+
+/// The workspace root: two levels above this package's manifest directory (`xtask/codegen`).
+fn workspace_root() -> PathBuf {
+    let manifest_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    manifest_dir.ancestors().nth(2).map(PathBuf::from).unwrap_or(manifest_dir)
+}
+
 /// Regenerates (or, with `check`, verifies) the committed outputs.
-pub(crate) fn run(root: &Path, check: bool) -> Result<()> {
+fn run(root: &Path, check: bool) -> Result<()> {
     let mut outputs = Vec::new();
     for schema in SCHEMAS {
         outputs.extend(generate(root, schema)?);

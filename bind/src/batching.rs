@@ -23,7 +23,7 @@
 use super::error::BindError;
 use super::host_tensor::HostTensor;
 use super::tensor_set::Layout;
-use crate::metaneff::edit::Side;
+use abi::metaneff::edit::Side;
 
 /// How a forward is cut into launches.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -21,8 +21,8 @@ use super::model::run;
 use super::tensor_set::{self, Layout, LoadPlacement, Loaded, VarTable};
 use super::validate::ValidatePath;
 use super::{Ctx, ForwardOutput, ModelOptions};
-use crate::metaneff;
-use crate::runtime::Runtime;
+use abi::metaneff;
+use abi::runtime::Runtime;
 
 /// User-input bytes per rank from which [`SpmdModel::forward_ranked`] runs ranks in parallel.
 pub const PARALLEL_MIN_BYTES: usize = 1 << 20;

@@ -18,7 +18,7 @@
 use super::error::{BindError, ValidateError, ValidateKind};
 use super::host_tensor::HostTensor;
 use super::tensor_set::{InputRole, Layout, VarTable};
-use crate::metaneff::MetaNeff;
+use abi::metaneff::MetaNeff;
 
 /// Which caller of `validate`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -8,10 +8,10 @@ use super::host_tensor::HostTensor;
 use super::tensor_set::{self, Layout, LoadPlacement, Loaded, NeffBytes, VarTable};
 use super::validate::{ValidatePath, validate_layout};
 use super::{Ctx, ForwardOutput, ModelOptions, Weights};
-use crate::metaneff::edit::{self, ConfigFlag, Side};
-use crate::metaneff::{self, MetaNeff};
-use crate::runtime::{NrtError, SetId, TensorId};
-use crate::status::NrtStatus;
+use abi::metaneff::edit::{self, ConfigFlag, Side};
+use abi::metaneff::{self, MetaNeff};
+use abi::runtime::{NrtError, SetId, TensorId};
+use abi::status::NrtStatus;
 
 /// Binds `want` into a slot unless it is already there (libtorchneuron's `set_input` /
 /// `set_output`: a pointer compare, then `nrt_add_tensor_to_tensor_set` only on change).
@@ -289,7 +289,7 @@ impl Model {
     /// alias out of range, missing checkpoint_key, [`BindError::MissingWeight`],
     /// [`BindError::WeightMismatch`]); any load error of [`Model::blocking_load`].
     pub fn new(
-        runtime: std::sync::Arc<dyn crate::runtime::Runtime>,
+        runtime: std::sync::Arc<dyn abi::runtime::Runtime>,
         neff: &[u8],
         metaneff_bytes: &[u8],
         options: ModelOptions,
@@ -526,7 +526,7 @@ impl Drop for Model {
 
 #[cfg(test)]
 mod tests {
-    use crate::bind::InputRole;
+    use crate::InputRole;
 
     #[test]
     fn input_roles_say_who_supplies_the_tensor() {

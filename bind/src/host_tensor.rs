@@ -14,9 +14,9 @@ use std::fmt;
 use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use super::error::HostTensorError;
-use crate::dtype::{ScalarType, n_bytes_with_item_size};
-use crate::neff::npy;
-use crate::runtime::TensorId;
+use abi::dtype::{ScalarType, n_bytes_with_item_size};
+use abi::neff::npy;
+use abi::runtime::TensorId;
 
 /// Shared, interior-mutable bytes of one or more [`HostTensor`]s.
 #[derive(Default)]
@@ -288,7 +288,7 @@ impl HostTensor {
     pub fn to_vec<T: Element>(&self) -> Result<Vec<T>, HostTensorError> {
         if T::SCALAR_TYPE != self.scalar_type {
             return Err(HostTensorError::ElementType {
-                expected: self.scalar_type,
+                actual: self.scalar_type,
                 requested: T::SCALAR_TYPE,
             });
         }
@@ -334,7 +334,12 @@ mod tests {
         assert_eq!(tensor.scalar_type(), ScalarType::Float);
         assert_eq!(tensor.to_bytes(), [0, 0, 0x80, 0x3f, 0, 0, 0x20, 0xc0]);
         assert_eq!(tensor.to_vec::<f32>().expect("float"), vec![1.0, -2.5]);
-        assert!(matches!(tensor.to_vec::<i32>(), Err(HostTensorError::ElementType { .. })));
+        let error = tensor.to_vec::<i32>().expect_err("a Float tensor read as Int");
+        assert_eq!(
+            error,
+            HostTensorError::ElementType { actual: ScalarType::Float, requested: ScalarType::Int }
+        );
+        assert_eq!(error.to_string(), "read as Int: expected element type Int, got Float");
         let flags = HostTensor::from_slice(&[true, false], &[1, 2]).expect("valid");
         assert_eq!(flags.to_vec::<bool>().expect("bool"), vec![true, false]);
     }

@@ -1,4 +1,4 @@
-//! `abi::bind`: what libtorchneuron does with a metaneff (seed §4-§7), written once over
+//! `bind`: what libtorchneuron does with a metaneff (seed §4-§7), written once over
 //! `Arc<dyn Runtime>`, so it runs unchanged on the simulator and on real libnrt.
 //!
 //! A [`Model`] holds a NEFF and its metaneff. Loading it (`nrt_load`) is followed by two tensor
@@ -39,14 +39,18 @@
 //! - **Dynamic batching** is our documented model of the seed's open slicing arithmetic
 //!   ([`batching`]).
 //! - **Setters edit bytes.** [`Model::set_async_load`] and the others change the stored
-//!   metaneff through [`crate::metaneff::edit`], so fields this crate does not know survive.
+//!   metaneff through [`abi::metaneff::edit`], so fields this crate does not know survive.
 //! - **Threads, not a pool.** The background load of `async_load` is a `std::thread` joined by
 //!   the first forward; SPMD ranks run on `std::thread::scope` threads (the same parallelism as
-//!   rayon for a few long tasks, without a dependency in `abi`).
+//!   rayon for a few long tasks, without a dependency).
 //! - **Tracing costs nothing when off.** With [`ModelOptions::trace`] set, the layer wraps its
-//!   runtime in a [`TracingRuntime`](crate::trace::TracingRuntime) and records its own events
+//!   runtime in a [`TracingRuntime`](abi::trace::TracingRuntime) and records its own events
 //!   (bindings, skipped re-binds, aliasing, validate errors, tolerated statuses); with `None`
 //!   it neither wraps nor formats anything.
+//! - **Its own crate, above `abi`.** `abi` is the contract as data (schema, tables, parsers, the
+//!   `Runtime` trait) and neither spawns threads nor does IO; this layer does both (a background
+//!   load, SPMD ranks), so it depends on `abi` and `abi` knows nothing of it.
+#![forbid(unsafe_code)]
 
 pub mod batching;
 pub mod error;
@@ -66,9 +70,9 @@ pub use spmd::{PARALLEL_MIN_BYTES, SpmdModel};
 pub use tensor_set::{InputRole, NULL_SET, NULL_TENSOR};
 pub use validate::{ValidatePath, validate};
 
-use crate::runtime::Runtime;
-use crate::status::NrtStatus;
-use crate::trace::{Trace, TracingRuntime};
+use abi::runtime::Runtime;
+use abi::status::NrtStatus;
+use abi::trace::{Trace, TracingRuntime};
 use tensor_set::Layout;
 
 /// Weights by `checkpoint_key` (bytes, as the metaneff stores it).

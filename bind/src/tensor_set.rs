@@ -17,13 +17,14 @@ use super::error::{
 };
 use super::host_tensor::HostTensor;
 use super::{Ctx, Weights};
-use crate::dtype::{ScalarType, n_bytes_with_item_size, scalar_type_of_raw};
-use crate::metaneff::edit::Side;
-use crate::metaneff::{MetaNeff, MetaTensor};
-use crate::neff::{MrType, Neff, ReadOptions};
-use crate::runtime::{ModelId, NrtError, Placement, Runtime, SetId, TensorId};
-use crate::status::NrtStatus;
-use crate::trace::name_text;
+use abi::dtype::{ScalarType, n_bytes_with_item_size, scalar_type_of_raw};
+use abi::metaneff::edit::Side;
+use abi::metaneff::meta_tensor::Type as TensorType;
+use abi::metaneff::{MetaNeff, MetaTensor};
+use abi::neff::{MrType, Neff, ReadOptions};
+use abi::runtime::{ModelId, NrtError, Placement, Runtime, SetId, TensorId};
+use abi::status::NrtStatus;
+use abi::trace::name_text;
 
 /// The handle a tolerated 1003 from `nrt_tensor_allocate` leaves (C's null pointer); runtimes
 /// never hand out handle 0.
@@ -144,12 +145,14 @@ fn slot_of(
         .map_err(dtype_error)?;
     let role = match side {
         Side::Output => InputRole::User,
-        Side::Input => match tensor.r#type {
-            0 => InputRole::UntypedUser,
-            1 => InputRole::User,
-            2 => InputRole::State,
-            3 => InputRole::Weight,
-            value => return Err(BindError::UnknownTensorType { index, name, value }),
+        Side::Input => match TensorType::try_from(tensor.r#type) {
+            Ok(TensorType::UndefinedType) => InputRole::UntypedUser,
+            Ok(TensorType::UserInput) => InputRole::User,
+            Ok(TensorType::InputState) => InputRole::State,
+            Ok(TensorType::InputWeight) => InputRole::Weight,
+            Err(_) => {
+                return Err(BindError::UnknownTensorType { index, name, value: tensor.r#type });
+            }
         },
     };
     // NEFF variable names are JSON strings, so bytes that are not UTF-8 name no variable.
@@ -504,3 +507,42 @@ pub(crate) fn release(ctx: &Ctx, loaded: Loaded) -> Result<(), BindError> {
 
 /// Shared ownership of the NEFF bytes, for reloads and the background load thread.
 pub(crate) type NeffBytes = Arc<[u8]>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn input(name: &str, r#type: i32) -> MetaTensor {
+        MetaTensor {
+            name: name.as_bytes().to_vec(),
+            shape: vec![2],
+            data_type: abi::metaneff::meta_tensor::DataType::Float as i32,
+            r#type,
+            ..MetaTensor::default()
+        }
+    }
+
+    #[test]
+    fn each_schema_tensor_type_has_its_role_and_other_values_are_errors() {
+        let meta = MetaNeff {
+            input_tensors: (0..4).map(|t| input(&format!("in{t}"), t)).collect(),
+            ..MetaNeff::default()
+        };
+        let layout =
+            Layout::new(&meta, &VarTable::default()).expect("types 0..=3 are the schema's");
+        let roles: Vec<InputRole> = layout.inputs.iter().map(|slot| slot.role).collect();
+        assert_eq!(
+            roles,
+            [InputRole::UntypedUser, InputRole::User, InputRole::State, InputRole::Weight]
+        );
+        assert_eq!(layout.user_slots, [0, 1]);
+
+        let meta = MetaNeff { input_tensors: vec![input("in0", 1), input("odd", 4)], ..meta };
+        match Layout::new(&meta, &VarTable::default()) {
+            Err(BindError::UnknownTensorType { index, name, value }) => {
+                assert_eq!((index, name.as_str(), value), (1, "odd", 4));
+            }
+            other => panic!("expected UnknownTensorType, got {other:?}"),
+        }
+    }
+}
