@@ -160,6 +160,20 @@ fn misuse_of_every_new_handle_type_gives_its_status() {
     );
 }
 
+/// Four ranks on four threads and four NeuronCores: `nrt_build_global_comm`, then three rounds
+/// of `nrt_barrier` and `nrt_all_gather`, each rank gathering every rank's bytes in rank order.
+#[test]
+fn four_ranks_on_threads_meet_and_gather_in_rank_order_from_c() {
+    let program = compile_c("collectives");
+    let output = run(&program, &[], &[("NRTSIM_CORES", "4")]);
+    assert!(output.status.success(), "{}", text(&output));
+    assert!(
+        String::from_utf8_lossy(&output.stdout).contains("collectives ok"),
+        "{}",
+        text(&output)
+    );
+}
+
 /// What the simulator cannot provide is NRT_INVALID every time, and with `NRTSIM_LOG=1` each
 /// such function says why exactly once.
 #[test]
