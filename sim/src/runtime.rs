@@ -335,6 +335,7 @@ impl SimRuntime {
             })
             .collect::<Result<Vec<Core>, SimConfigError>>()?;
         let config_cores = config.n_cores;
+        let collective_timeout = config.collective_timeout;
         Ok(SimRuntime {
             faults: FaultInjector::new(&config.fault_plan),
             occupancy: Mutex::new(vec![0; cores.len()]),
@@ -352,7 +353,7 @@ impl SimRuntime {
             launch_log: Mutex::new(None),
             rendezvous: Mutex::new(HashMap::new()),
             profiling: crate::profile::Profiling::default(),
-            collectives: crate::collectives::Collectives::default(),
+            collectives: crate::collectives::Collectives::new(collective_timeout),
         })
     }
 
@@ -489,7 +490,7 @@ impl SimRuntime {
     }
 
     /// How long a rank of `nrt_barrier` or `nrt_all_gather` waits for its peers before it fails
-    /// with `NRT_TIMEOUT` ([`crate::device_program::RENDEZVOUS_TIMEOUT`] unless set here).
+    /// with `NRT_TIMEOUT`, from now on ([`SimConfig::collective_timeout`] until set here).
     pub fn set_collective_timeout(&self, timeout: std::time::Duration) {
         self.collectives.set_timeout(timeout);
     }
