@@ -21,7 +21,7 @@
 //!   sizes) fail the whole round with `NRT_INVALID`, so nobody waits for a result that cannot
 //!   exist.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -128,8 +128,9 @@ type Outcome = Arc<Result<Vec<u8>, CollectiveError>>;
 struct Round {
     /// Counts completed rounds; a waiter's round is over when it changes.
     generation: u64,
-    /// Per rank, what it brought to the current round.
-    arrivals: Vec<Option<(Operation, Vec<u8>)>>,
+    /// What each rank that came brought to the current round, by rank (a map, not a table of
+    /// `world` entries, so a world size from a caller costs nothing until ranks come).
+    arrivals: BTreeMap<u32, (Operation, Vec<u8>)>,
     /// The outcome of round `generation - 1`.
     last: Option<Outcome>,
 }
@@ -150,20 +151,14 @@ impl Communicator {
     /// A communicator of `world` ranks.
     ///
     /// # Errors
-    /// [`CollectiveError::EmptyWorld`] for 0, [`CollectiveError::TooLarge`] when the rank table
-    /// cannot be allocated.
+    /// [`CollectiveError::EmptyWorld`] for 0.
     pub fn new(world: u32) -> Result<Communicator, CollectiveError> {
         if world == 0 {
             return Err(CollectiveError::EmptyWorld);
         }
-        let mut arrivals = Vec::new();
-        arrivals
-            .try_reserve_exact(world as usize)
-            .map_err(|_| CollectiveError::TooLarge { world, n_bytes: 0 })?;
-        arrivals.resize(world as usize, None);
         Ok(Communicator {
             world,
-            round: Mutex::new(Round { generation: 0, arrivals, last: None }),
+            round: Mutex::new(Round { generation: 0, arrivals: BTreeMap::new(), last: None }),
             completed: Condvar::new(),
         })
     }
@@ -207,25 +202,23 @@ impl Communicator {
         timeout: Duration,
     ) -> Result<Vec<u8>, CollectiveError> {
         let world = self.world;
-        let slot = rank as usize;
-        let mut round = lock(&self.round);
-        match round.arrivals.get(slot) {
-            None => return Err(CollectiveError::RankOutsideWorld { rank, world }),
-            Some(Some(_)) => return Err(CollectiveError::AlreadyArrived { rank, world }),
-            Some(None) => {}
+        if rank >= world {
+            return Err(CollectiveError::RankOutsideWorld { rank, world });
         }
-        let peer = round.arrivals.iter().enumerate().find_map(|(peer, arrival)| {
-            arrival.as_ref().map(|(expected, _)| (peer as u32, *expected))
-        });
+        let mut round = lock(&self.round);
+        if round.arrivals.contains_key(&rank) {
+            return Err(CollectiveError::AlreadyArrived { rank, world });
+        }
+        let peer = round.arrivals.iter().next().map(|(peer, (expected, _))| (*peer, *expected));
         if let Some((peer, expected)) = peer.filter(|(_, expected)| *expected != operation) {
             let err = CollectiveError::Mismatch { rank, found: operation, peer, expected };
             self.complete(&mut round, Err(err.clone()));
             return Err(err);
         }
-        round.arrivals[slot] = Some((operation, input));
+        round.arrivals.insert(rank, (operation, input));
         let generation = round.generation;
-        if round.arrivals.iter().all(Option::is_some) {
-            let outcome = gather(world, operation, &mut round.arrivals);
+        if round.arrivals.len() == world as usize {
+            let outcome = gather(world, operation, std::mem::take(&mut round.arrivals));
             self.complete(&mut round, outcome);
         } else {
             let started = Instant::now();
@@ -233,8 +226,8 @@ impl Communicator {
             while round.generation == generation {
                 let left = deadline.saturating_duration_since(Instant::now());
                 if left.is_zero() {
-                    round.arrivals[slot] = None;
-                    let arrived = round.arrivals.iter().filter(|a| a.is_some()).count() + 1;
+                    round.arrivals.remove(&rank);
+                    let arrived = round.arrivals.len() + 1;
                     let waited_ms = started.elapsed().as_millis();
                     return Err(CollectiveError::Timeout { rank, world, arrived, waited_ms });
                 }
@@ -255,18 +248,18 @@ impl Communicator {
 
     /// Ends the current round with `outcome` and wakes its waiters.
     fn complete(&self, round: &mut Round, outcome: Result<Vec<u8>, CollectiveError>) {
-        round.arrivals.iter_mut().for_each(|arrival| *arrival = None);
+        round.arrivals.clear();
         round.last = Some(Arc::new(outcome));
         round.generation = round.generation.wrapping_add(1);
         self.completed.notify_all();
     }
 }
 
-/// The round's inputs in rank order; takes them out of `arrivals`.
+/// The round's inputs in rank order.
 fn gather(
     world: u32,
     operation: Operation,
-    arrivals: &mut [Option<(Operation, Vec<u8>)>],
+    arrivals: BTreeMap<u32, (Operation, Vec<u8>)>,
 ) -> Result<Vec<u8>, CollectiveError> {
     let n_bytes = match operation {
         Operation::Barrier => 0,
@@ -276,7 +269,7 @@ fn gather(
         n_bytes.checked_mul(world as usize).ok_or(CollectiveError::TooLarge { world, n_bytes })?;
     let mut gathered = Vec::new();
     gathered.try_reserve_exact(total).map_err(|_| CollectiveError::TooLarge { world, n_bytes })?;
-    for (_, input) in arrivals.iter_mut().filter_map(Option::take) {
+    for (_, input) in arrivals.into_values() {
         gathered.extend_from_slice(&input);
     }
     Ok(gathered)
@@ -450,7 +443,7 @@ mod tests {
         let communicator = collectives.communicator(0, 2).unwrap();
         thread::scope(|scope| {
             let waiting = scope.spawn(|| communicator.all_gather(0, b"a", Duration::from_secs(10)));
-            while lock(&communicator.round).arrivals[0].is_none() {
+            while !lock(&communicator.round).arrivals.contains_key(&0) {
                 thread::yield_now();
             }
             let twice = communicator.all_gather(0, b"z", SHORT).expect_err("rank 0 is waiting");
@@ -467,7 +460,7 @@ mod tests {
         let communicator = collectives.communicator(0, 2).unwrap();
         thread::scope(|scope| {
             let waiting = scope.spawn(|| communicator.all_gather(0, b"four", SHORT * 50));
-            while lock(&communicator.round).arrivals[0].is_none() {
+            while !lock(&communicator.round).arrivals.contains_key(&0) {
                 thread::yield_now();
             }
             let expected = CollectiveError::Mismatch {
@@ -516,6 +509,15 @@ mod tests {
                 assert_eq!(got, Ok(expected), "rank {rank}, round {round}");
             }
         }
+    }
+
+    /// A world size from a caller allocates nothing per rank: a lone rank of the largest world
+    /// waits and times out like any other.
+    #[test]
+    fn a_huge_world_costs_nothing_until_its_ranks_come() {
+        let collectives = Collectives::new(Duration::from_millis(20));
+        let err = collectives.all_gather(7, u32::MAX, b"x").expect_err("no peer comes");
+        assert!(matches!(err, CollectiveError::Timeout { rank: 7, arrived: 1, .. }), "{err:?}");
     }
 
     #[test]
