@@ -14,6 +14,8 @@
 //! - **The imitated runtime release decides the `nrt_dtype_t` numbering** reported by the C layer;
 //!   both are fields, so a harness can imitate an old library on purpose.
 
+use std::time::Duration;
+
 use abi::dtype::DtypeNumbering;
 
 use crate::device_program::{HLO_ENV, HloSource};
@@ -78,6 +80,9 @@ pub struct SimConfig {
     pub hlo_source: Option<HloSource>,
     /// The instance `nrt_get_instance_info` reports (`NRTSIM_INSTANCE`).
     pub instance: Instance,
+    /// How long a rank of `nrt_barrier` or `nrt_all_gather` waits for its peers before it fails
+    /// with `NRT_TIMEOUT` (`NRTSIM_COLLECTIVE_TIMEOUT_MS`).
+    pub collective_timeout: Duration,
 }
 
 /// The simulated instance: `nrt_instance_info_t`'s family and size codes and architecture name.
@@ -163,6 +168,7 @@ impl Default for SimConfig {
             fault_plan: FaultPlan::default(),
             hlo_source: None,
             instance: Instance::default(),
+            collective_timeout: crate::device_program::RENDEZVOUS_TIMEOUT,
         }
     }
 }
@@ -227,6 +233,8 @@ pub const FAULTS_ENV: &str = "NRTSIM_FAULTS";
 pub const QUIET_ENV: &str = "NRTSIM_QUIET";
 /// The instance `nrt_get_instance_info` reports, `FAMILY.SIZE`.
 pub const INSTANCE_ENV: &str = "NRTSIM_INSTANCE";
+/// `NRTSIM_COLLECTIVE_TIMEOUT_MS`: [`SimConfig::collective_timeout`], in milliseconds.
+pub const COLLECTIVE_TIMEOUT_ENV: &str = "NRTSIM_COLLECTIVE_TIMEOUT_MS";
 /// libnrt's `NEURON_FAIL_ON_NAN`: `1` sets [`SimConfig::numerical_errors`].
 pub const FAIL_ON_NAN_ENV: &str = "NEURON_FAIL_ON_NAN";
 /// libnrt's `NEURON_RT_NUMERICAL_ERRORS_VERBOSITY`: `critical` sets
@@ -307,6 +315,12 @@ pub fn from_nrtsim_env(lookup: impl Fn(&str) -> Option<String>) -> Result<SimCon
         config.instance = Instance::parse(&name)
             .ok_or_else(|| invalid(INSTANCE_ENV, &name, "FAMILY.SIZE such as trn1.32xlarge"))?;
     }
+    if let Some(ms) = get(COLLECTIVE_TIMEOUT_ENV) {
+        config.collective_timeout = Duration::from_millis(
+            ms.parse()
+                .map_err(|_| invalid(COLLECTIVE_TIMEOUT_ENV, &ms, "a number of milliseconds"))?,
+        );
+    }
     if get(QUIET_ENV).as_deref() == Some("1") {
         config.warnings_to_stderr = false;
     }
@@ -343,6 +357,7 @@ pub fn to_env(config: &SimConfig) -> Vec<(String, String)> {
         (FAULTS_ENV, config.fault_plan.to_string()),
         (HLO_ENV, hlo),
         (INSTANCE_ENV, config.instance.name().unwrap_or_default()),
+        (COLLECTIVE_TIMEOUT_ENV, config.collective_timeout.as_millis().to_string()),
         (QUIET_ENV, if config.warnings_to_stderr { "0" } else { "1" }.to_owned()),
         (FAIL_ON_NAN_ENV, if config.numerical_errors { "1" } else { "0" }.to_owned()),
         (NUMERICAL_ERRORS_VERBOSITY_ENV, String::new()),
@@ -384,6 +399,7 @@ mod tests {
                 .expect("valid plan"),
             hlo_source: Some(HloSource::Directory(hlo_dir.clone())),
             instance: Instance::parse("trn2.48xlarge").expect("a known instance"),
+            collective_timeout: Duration::from_millis(250),
         };
         let SimConfig {
             n_cores,
@@ -395,6 +411,7 @@ mod tests {
             fault_plan,
             hlo_source,
             instance,
+            collective_timeout,
         } = &changed;
         let default = SimConfig::default();
         assert_ne!(*n_cores, default.n_cores);
@@ -407,6 +424,7 @@ mod tests {
         assert_ne!(*fault_plan, default.fault_plan);
         assert_ne!(*hlo_source, default.hlo_source);
         assert_ne!(*instance, default.instance);
+        assert_ne!(*collective_timeout, default.collective_timeout);
         assert_eq!(through_env(&changed), Ok(changed.clone()));
         assert_eq!(through_env(&default), Ok(default));
         let file = SimConfig {

@@ -27,6 +27,7 @@
 #![forbid(unsafe_code)]
 
 pub mod async_queues;
+pub mod collectives;
 pub mod config;
 pub mod device_program;
 pub mod fault;
@@ -38,6 +39,7 @@ mod profile;
 mod runtime;
 pub mod sys_trace;
 
+pub use collectives::{CollectiveError, Collectives, Communicator, Operation};
 pub use config::{ImitatedRelease, Instance, SimConfig};
 pub use device_program::{
     DeviceProgram, DeviceProgramError, HLO_ENV, HLO_MEMBER, HloSource, LaunchRecord,

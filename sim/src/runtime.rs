@@ -296,6 +296,8 @@ pub struct SimRuntime {
     rendezvous: Mutex<HashMap<RendezvousKey, Arc<crate::device_program::Rendezvous>>>,
     /// The profiler of `nrt_profile.h`.
     profiling: crate::profile::Profiling,
+    /// The communicators of `nrt_barrier` and `nrt_all_gather`, by world size.
+    collectives: crate::collectives::Collectives,
 }
 
 impl std::fmt::Debug for SimRuntime {
@@ -333,6 +335,7 @@ impl SimRuntime {
             })
             .collect::<Result<Vec<Core>, SimConfigError>>()?;
         let config_cores = config.n_cores;
+        let collective_timeout = config.collective_timeout;
         Ok(SimRuntime {
             faults: FaultInjector::new(&config.fault_plan),
             occupancy: Mutex::new(vec![0; cores.len()]),
@@ -350,6 +353,7 @@ impl SimRuntime {
             launch_log: Mutex::new(None),
             rendezvous: Mutex::new(HashMap::new()),
             profiling: crate::profile::Profiling::default(),
+            collectives: crate::collectives::Collectives::new(collective_timeout),
         })
     }
 
@@ -408,6 +412,87 @@ impl SimRuntime {
     ) -> Result<Vec<u32>, NrtError> {
         self.enter(function)?;
         Ok(self.model(model)?.cores.clone())
+    }
+
+    /// The gate of `function`, then the checks every collective makes: `vnc` names a core of
+    /// this machine, and `rank` belongs to the world of `world` ranks.
+    fn collective(
+        &self,
+        function: LibnrtFunction,
+        vnc: i64,
+        rank: u32,
+        world: u32,
+    ) -> Result<Arc<crate::collectives::Communicator>, NrtError> {
+        self.enter(function)?;
+        if vnc < 0 || vnc >= i64::from(self.config.n_cores) {
+            return Err(NrtError::new(
+                NrtStatus::Invalid,
+                format!(
+                    "{function}: vnc {vnc} is not a NeuronCore (expected 0..{})",
+                    self.config.n_cores
+                ),
+            ));
+        }
+        self.collectives
+            .communicator(rank, world)
+            .map_err(|err| NrtError::new(err.status(), format!("{function}: {err}")))
+    }
+
+    /// `nrt_build_global_comm` and `nrt_cc_global_comm_init` (`function` says which): makes sure
+    /// the communicator of `world` ranks exists. It does not wait for the other ranks: they
+    /// share this process, so nothing has to be exchanged before the first collective.
+    ///
+    /// # Errors
+    /// The gate's error; [`NrtStatus::Invalid`] for a `vnc` that is not a core, a world of 0
+    /// ranks or a rank outside the world.
+    pub fn build_global_comm(
+        &self,
+        function: LibnrtFunction,
+        vnc: i64,
+        rank: u32,
+        world: u32,
+    ) -> Result<(), NrtError> {
+        self.collective(function, vnc, rank, world).map(drop)
+    }
+
+    /// `nrt_barrier`: blocks until all `world` ranks have called it in this round
+    /// ([`crate::collectives`]).
+    ///
+    /// # Errors
+    /// As [`SimRuntime::build_global_comm`]; [`NrtStatus::Timeout`] when a peer does not come
+    /// within the timeout ([`SimRuntime::set_collective_timeout`]); [`NrtStatus::Invalid`] for a
+    /// rank already waiting, or peers that brought an all-gather to the round.
+    pub fn barrier(&self, vnc: i64, rank: u32, world: u32) -> Result<(), NrtError> {
+        let communicator = self.collective(LibnrtFunction::nrt_barrier, vnc, rank, world)?;
+        communicator.barrier(rank, self.collectives.timeout()).map_err(|err| {
+            NrtError::new(err.status(), format!("{}: {err}", LibnrtFunction::nrt_barrier))
+        })
+    }
+
+    /// `nrt_all_gather`: blocks until all `world` ranks have brought their `input`, and returns
+    /// the inputs concatenated in rank order (`world × input.len()` bytes, the same for every
+    /// rank).
+    ///
+    /// # Errors
+    /// As [`SimRuntime::barrier`], [`NrtStatus::Invalid`] too when the ranks' sizes differ, and
+    /// [`NrtStatus::Resource`] when the gathered bytes cannot be allocated.
+    pub fn all_gather(
+        &self,
+        vnc: i64,
+        rank: u32,
+        world: u32,
+        input: &[u8],
+    ) -> Result<Vec<u8>, NrtError> {
+        let communicator = self.collective(LibnrtFunction::nrt_all_gather, vnc, rank, world)?;
+        communicator.all_gather(rank, input, self.collectives.timeout()).map_err(|err| {
+            NrtError::new(err.status(), format!("{}: {err}", LibnrtFunction::nrt_all_gather))
+        })
+    }
+
+    /// How long a rank of `nrt_barrier` or `nrt_all_gather` waits for its peers before it fails
+    /// with `NRT_TIMEOUT`, from now on ([`SimConfig::collective_timeout`] until set here).
+    pub fn set_collective_timeout(&self, timeout: std::time::Duration) {
+        self.collectives.set_timeout(timeout);
     }
 
     /// The event stream: system-trace capture and profiles (`nrt_sys_trace_*`, `nrt_profile_*`).

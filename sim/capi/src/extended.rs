@@ -3,10 +3,10 @@
 //! Each function runs under the same guard and gate as [`crate::exports`]: a panic is its
 //! failure value, the lifecycle rule is the table's (`abi::functions`), NULL out-pointers are
 //! `NRT_INVALID`. Where the simulator models the behaviour (counts, instance and model info,
-//! memory statistics, batched tensor I/O, allocation info, collectives over one rank, the
-//! legacy `nrt_trace_*`, a profiler of `SimRuntime`) the answer comes from the simulator; what
-//! cannot exist without hardware (dma-buf fds, EFA, HBM mappings, microcode, the NCCL plugin)
-//! and what is not modelled yet (collectives of several ranks, `nrta_cc_*`) returns
+//! memory statistics, batched tensor I/O, allocation info, collectives over the ranks
+//! (threads) of this process, the legacy `nrt_trace_*`, a profiler of `SimRuntime`) the answer
+//! comes from the simulator; what cannot exist without hardware (dma-buf fds, EFA, HBM
+//! mappings, microcode, the NCCL plugin) and what is not modelled yet (`nrta_cc_*`) returns
 //! `NRT_INVALID` (or NULL for `nrt_get_libnccl_net`) and says why once under `NRTSIM_LOG=1`,
 //! never a silent success. The async API is in `async_api`, system trace and profiling in
 //! `trace_api`.
@@ -416,29 +416,8 @@ pub unsafe extern "C" fn nrt_host_device_id_get(
     })
 }
 
-/// A collective over `g_device_count` ranks of this process: one rank is complete by itself;
-/// several would need ranks in other threads or processes, which the simulator does not model.
-fn one_rank(g: &Global, function: F, vnc: i64, g_device_id: u32, g_device_count: u32) -> u32 {
-    if g_device_count == 0
-        || g_device_id >= g_device_count
-        || vnc < 0
-        || vnc >= i64::from(g.sim.config().n_cores)
-    {
-        if let Err(status) = g.enter(function) {
-            return status;
-        }
-        return INVALID;
-    }
-    if g_device_count > 1 {
-        return g.unsupported(function, "collectives over several ranks are not simulated");
-    }
-    match g.enter(function) {
-        Ok(()) => SUCCESS,
-        Err(status) => status,
-    }
-}
-
-/// `nrt_build_global_comm`: a communicator of one rank.
+/// `nrt_build_global_comm`: the communicator of `g_device_count` ranks of this process
+/// (`SimRuntime::build_global_comm`).
 ///
 /// # Safety
 /// None beyond the C ABI.
@@ -448,11 +427,17 @@ pub unsafe extern "C" fn nrt_build_global_comm(
     g_device_count: u32,
 ) -> u32 {
     with_global(F::nrt_build_global_comm.name(), |g| {
-        one_rank(g, F::nrt_build_global_comm, vnc.into(), g_device_id, g_device_count)
+        let built = g.sim.build_global_comm(
+            F::nrt_build_global_comm,
+            vnc.into(),
+            g_device_id,
+            g_device_count,
+        );
+        g.status(F::nrt_build_global_comm.name(), built)
     })
 }
 
-/// `nrt_cc_global_comm_init`: a communicator of one rank.
+/// `nrt_cc_global_comm_init`: as `nrt_build_global_comm`.
 ///
 /// # Safety
 /// None beyond the C ABI.
@@ -462,21 +447,29 @@ pub unsafe extern "C" fn nrt_cc_global_comm_init(
     g_device_count: u32,
 ) -> u32 {
     with_global(F::nrt_cc_global_comm_init.name(), |g| {
-        one_rank(g, F::nrt_cc_global_comm_init, vnc.into(), g_device_id, g_device_count)
+        let built = g.sim.build_global_comm(
+            F::nrt_cc_global_comm_init,
+            vnc.into(),
+            g_device_id,
+            g_device_count,
+        );
+        g.status(F::nrt_cc_global_comm_init.name(), built)
     })
 }
 
-/// `nrt_barrier`: one rank passes at once.
+/// `nrt_barrier`: returns once all `g_device_count` ranks (threads of this process) have come;
+/// one rank passes at once.
 ///
 /// # Safety
 /// None beyond the C ABI.
 pub unsafe extern "C" fn nrt_barrier(vnc: i32, g_device_id: u32, g_device_count: u32) -> u32 {
     with_global(F::nrt_barrier.name(), |g| {
-        one_rank(g, F::nrt_barrier, vnc.into(), g_device_id, g_device_count)
+        g.status(F::nrt_barrier.name(), g.sim.barrier(vnc.into(), g_device_id, g_device_count))
     })
 }
 
-/// `nrt_all_gather`: with one rank the output is the input.
+/// `nrt_all_gather`: every rank's `rank_input_size` bytes, in rank order, into every rank's
+/// `output`; with one rank the output is the input.
 ///
 /// # Safety
 /// `input` has `rank_input_size` readable bytes and `output` `g_device_count * rank_input_size`
@@ -493,13 +486,24 @@ pub unsafe extern "C" fn nrt_all_gather(
         if (input.is_null() || output.is_null()) && rank_input_size > 0 {
             return INVALID;
         }
-        let status = one_rank(g, F::nrt_all_gather, vnc.into(), g_device_id, g_device_count);
-        if status == SUCCESS && rank_input_size > 0 {
-            // SAFETY: with one rank, `output` has `rank_input_size` writable bytes and `input` as
-            // many readable ones (this function's contract); `ptr::copy` allows overlap.
-            unsafe { ptr::copy(input.cast::<u8>(), output.cast::<u8>(), rank_input_size as usize) };
+        let size = rank_input_size as usize;
+        let Some(mut mine) = crate::ffi::zeroed(size) else { return crate::status::RESOURCE };
+        if size > 0 {
+            // SAFETY: `input` has `rank_input_size` readable bytes (this function's contract);
+            // `ptr::copy` allows them to overlap simulator memory.
+            unsafe { ptr::copy(input.cast::<u8>(), mine.as_mut_ptr(), size) };
         }
-        status
+        match g.sim.all_gather(vnc.into(), g_device_id, g_device_count, &mine) {
+            Ok(gathered) => {
+                if !gathered.is_empty() {
+                    // SAFETY: `gathered` is `g_device_count * rank_input_size` bytes, which
+                    // `output` can hold (this function's contract); `ptr::copy` allows overlap.
+                    unsafe { ptr::copy(gathered.as_ptr(), output.cast::<u8>(), gathered.len()) };
+                }
+                SUCCESS
+            }
+            Err(err) => g.failed(F::nrt_all_gather.name(), &err),
+        }
     })
 }
 

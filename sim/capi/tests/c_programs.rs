@@ -160,6 +160,40 @@ fn misuse_of_every_new_handle_type_gives_its_status() {
     );
 }
 
+/// Four ranks on four threads and four NeuronCores: `nrt_build_global_comm`, then three rounds
+/// of `nrt_barrier` and `nrt_all_gather`, each rank gathering every rank's bytes in rank order.
+#[test]
+fn four_ranks_on_threads_meet_and_gather_in_rank_order_from_c() {
+    let program = compile_c("collectives");
+    let output = run(&program, &[], &[("NRTSIM_CORES", "4")]);
+    assert!(output.status.success(), "{}", text(&output));
+    assert!(
+        String::from_utf8_lossy(&output.stdout).contains("collectives ok"),
+        "{}",
+        text(&output)
+    );
+}
+
+/// The C checks of the collectives can fail, and a missing peer is a timeout, not a hang: on a
+/// machine of two cores, ranks 2 and 3 cannot build their communicator, and ranks 0 and 1 give
+/// up waiting for them at the barrier after `NRTSIM_COLLECTIVE_TIMEOUT_MS`.
+#[test]
+fn ranks_without_a_core_fail_and_their_peers_time_out_from_c() {
+    let program = compile_c("collectives");
+    let output =
+        run(&program, &[], &[("NRTSIM_CORES", "2"), ("NRTSIM_COLLECTIVE_TIMEOUT_MS", "200")]);
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    for rank in [2, 3] {
+        let line = format!("rank {rank}: nrt_build_global_comm returned NRT_INVALID");
+        assert!(stdout.contains(&line), "{}", text(&output));
+    }
+    for rank in [0, 1] {
+        let line = format!("rank {rank} round 0: nrt_barrier returned NRT_TIMEOUT");
+        assert!(stdout.contains(&line), "{}", text(&output));
+    }
+}
+
 /// What the simulator cannot provide is NRT_INVALID every time, and with `NRTSIM_LOG=1` each
 /// such function says why exactly once.
 #[test]

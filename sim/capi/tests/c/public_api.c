@@ -318,7 +318,7 @@ int main(int argc, char **argv) {
     expect("nrt_all_gather of one rank", nrt_all_gather(0, 0, 1, sizeof low, low, gathered),
            NRT_SUCCESS);
     ensure(gathered[0] == 1.0f && gathered[1] == 2.0f, "one rank gathers its own input");
-    expect("nrt_barrier of two ranks", nrt_barrier(0, 0, 2), NRT_INVALID);
+    expect("nrt_barrier of rank 2 of 2", nrt_barrier(0, 2, 2), NRT_INVALID);
     expect("nrt_async_sendrecv_init", nrt_async_sendrecv_init(0), NRT_INVALID);
 
     nrt_tensor_free(&input);

@@ -110,7 +110,7 @@ fn compile_with(compiler: &str, standard: &str, source: &Path, out: &Path) -> Pa
     let out = out.to_owned();
     let lib = library_dir();
     let output = Command::new(compiler)
-        .args([standard, "-Wall", "-Wextra", "-Werror", "-O1", "-I"])
+        .args([standard, "-pthread", "-Wall", "-Wextra", "-Werror", "-O1", "-I"])
         .arg(package_dir().join("include"))
         .arg(source)
         .arg("-L")
