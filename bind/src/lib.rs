@@ -66,7 +66,7 @@ use std::sync::Arc;
 pub use error::{BindError, HostTensorError, ValidateError, ValidateKind};
 pub use host_tensor::{Element, HostStorage, HostTensor};
 pub use model::{LoadStatus, Model};
-pub use spmd::{PARALLEL_MIN_BYTES, SpmdModel};
+pub use spmd::SpmdModel;
 pub use tensor_set::{InputRole, NULL_SET, NULL_TENSOR};
 pub use validate::{ValidatePath, validate};
 

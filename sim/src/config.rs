@@ -80,8 +80,9 @@ pub struct SimConfig {
     pub hlo_source: Option<HloSource>,
     /// The instance `nrt_get_instance_info` reports (`NRTSIM_INSTANCE`).
     pub instance: Instance,
-    /// How long a rank of `nrt_barrier` or `nrt_all_gather` waits for its peers before it fails
-    /// with `NRT_TIMEOUT` (`NRTSIM_COLLECTIVE_TIMEOUT_MS`).
+    /// How long a rank of `nrt_barrier`, `nrt_all_gather` or a collective launch (a module loaded
+    /// by `nrt_load_collectives`) waits for its peers before it fails with `NRT_TIMEOUT`
+    /// (`NRTSIM_COLLECTIVE_TIMEOUT_MS`).
     pub collective_timeout: Duration,
 }
 

@@ -20,7 +20,8 @@
 //!   `nrt_load_collectives` joins the [`Rendezvous`] of its NEFF's module and world size: each
 //!   rank's launch brings its arguments, the last to arrive evaluates all ranks at once
 //!   (`hlo::eval::evaluate_spmd`), and every rank writes its own results. A rank whose peers do
-//!   not come within [`RENDEZVOUS_TIMEOUT`] fails its launch (`NRT_TIMEOUT`), never hangs.
+//!   not come within `SimConfig::collective_timeout` (default [`RENDEZVOUS_TIMEOUT`]) fails its
+//!   launch (`NRT_TIMEOUT`, outputs unwritten), never hangs.
 //! - **Layouts at the boundary.** A parameter or result with a non-default layout is read from or
 //!   written to the variable's bytes in that physical order (`Array::from_physical`).
 

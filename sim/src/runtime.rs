@@ -1091,13 +1091,13 @@ impl SimRuntime {
                         Some((group, rank)) => {
                             let args = program.read_args(read);
                             group
-                                .join(program, *rank, args, crate::device_program::RENDEZVOUS_TIMEOUT)
+                                .join(program, *rank, args, self.config.collective_timeout)
                                 .map_err(|err| {
                                     err.unwrap_or_else(|| {
                                         status = NrtStatus::Timeout;
                                         format!(
                                             "rank {rank}: the other ranks of the collective launch did not come within {:?}",
-                                            crate::device_program::RENDEZVOUS_TIMEOUT
+                                            self.config.collective_timeout
                                         )
                                     })
                                 })
@@ -1202,6 +1202,18 @@ impl SimRuntime {
             });
             if launched == NrtStatus::ExecCompletedWithNumErr {
                 status = NrtStatus::ExecCompletedWithNumErr;
+            }
+            // A launch whose program failed (the warning says why) or whose collective peers
+            // never came wrote no outputs: the caller must not read them as results.
+            if !launched.is_completed() {
+                return Err(NrtError::new(
+                    launched,
+                    format!(
+                        "{function}: the launch of model {:?} failed ({}); its outputs are not written",
+                        loaded.name,
+                        launched.name()
+                    ),
+                ));
             }
         }
         if injected == Some(NrtStatus::ExecCompletedWithNumErr) {

@@ -270,6 +270,34 @@ fn the_ranks_of_a_collective_launch_meet_and_all_reduce() {
     assert_eq!(read, f32_bytes(&[1.0, 2.0, 3.0, 4.0]));
 }
 
+/// A collective launch whose peers never come fails with NRT_TIMEOUT (within the configured
+/// timeout) instead of reporting success with outputs that were never written.
+#[test]
+fn a_collective_launch_without_its_peers_times_out() {
+    let config = SimConfig {
+        collective_timeout: std::time::Duration::from_millis(200),
+        ..small_config(2, false)
+    };
+    let sim = SimRuntime::new(config).unwrap();
+    sim.init(Framework::NoFw, "", "").unwrap();
+    let description = ModelDescription::new("all_reduce")
+        .with_input("input0", Dltype::Float32, &[4])
+        .with_output("output0", Dltype::Float32, &[4])
+        .with_hlo(ALL_REDUCE);
+    let model = sim.load_collectives(&neff_of(&description), 0, 1, 0, 2).unwrap();
+    let input = sim.tensor_allocate(Placement::Device, 0, 16, b"in").unwrap();
+    let output = sim.tensor_allocate(Placement::Device, 0, 16, b"out").unwrap();
+    sim.tensor_write(output, 0, &f32_bytes(&[7.0; 4])).unwrap();
+    let (ins, outs) = (sim.allocate_tensor_set().unwrap(), sim.allocate_tensor_set().unwrap());
+    sim.add_tensor_to_tensor_set(ins, b"input0", input).unwrap();
+    sim.add_tensor_to_tensor_set(outs, b"output0", output).unwrap();
+    let error = sim.execute(model, ins, outs).unwrap_err();
+    assert_eq!(error.status, NrtStatus::Timeout, "{error}");
+    let mut read = vec![0u8; 16];
+    sim.tensor_read(output, 0, &mut read).unwrap();
+    assert_eq!(read, f32_bytes(&[7.0; 4]), "a failed launch leaves the outputs as they were");
+}
+
 /// A NEFF laid out as neuronx-cc 2.23 writes it: `metadata.signatures.default.outputs` present
 /// and empty, the outputs only in the graph form (see `abi/tests/data/README.md`). Tensor info
 /// reports `output0` as float16 [128, 128], as real libnrt does, not dtype 0 with no shape.
