@@ -812,6 +812,42 @@ pub trait Runtime: Send + Sync {
     /// [`NrtStatus::Invalid`] without an inspect session; the lifecycle statuses.
     fn inspect_stop(&self) -> Result<(), NrtError>;
 
+    // Collectives over the ranks of one process (`nrt.h`, `nrt_experimental.h`): `vnc` is the
+    // rank's NeuronCore, `rank` its global rank (`g_device_id`), `world` the global count of ranks
+    // (`g_device_count`).
+
+    /// `nrt_build_global_comm`: joins the communicator of `world` ranks.
+    ///
+    /// # Errors
+    /// [`NrtStatus::Invalid`] for a `vnc` that is not a core, a world of 0 or a rank outside it;
+    /// the lifecycle statuses.
+    fn build_global_comm(&self, vnc: i32, rank: u32, world: u32) -> Result<(), NrtError>;
+
+    /// `nrt_cc_global_comm_init`: as [`Runtime::build_global_comm`].
+    ///
+    /// # Errors
+    /// As [`Runtime::build_global_comm`].
+    fn cc_global_comm_init(&self, vnc: u32, rank: u32, world: u32) -> Result<(), NrtError>;
+
+    /// `nrt_barrier`: returns once every rank of the world has called it in this round.
+    ///
+    /// # Errors
+    /// As [`Runtime::build_global_comm`]; [`NrtStatus::Timeout`] when a peer does not come.
+    fn barrier(&self, vnc: i32, rank: u32, world: u32) -> Result<(), NrtError>;
+
+    /// `nrt_all_gather`: every rank's `input`, concatenated in rank order (`world ×
+    /// input.len()` bytes), once every rank has brought its own.
+    ///
+    /// # Errors
+    /// As [`Runtime::barrier`]; [`NrtStatus::Invalid`] when the ranks' sizes differ.
+    fn all_gather(
+        &self,
+        vnc: i32,
+        rank: u32,
+        world: u32,
+        input: &[u8],
+    ) -> Result<Vec<u8>, NrtError>;
+
     // Interfaces of the device's memory and fabric (`nrt.h`), which a simulator does not have
     // (it answers `NRT_INVALID`), and the legacy trace (`nrt_experimental.h`).
 

@@ -1015,6 +1015,43 @@ impl Runtime for TracingRuntime {
         self.unit(result, |_| format!("{}()", LibnrtFunction::nrt_inspect_stop.trace_name()))
     }
 
+    fn build_global_comm(&self, vnc: i32, rank: u32, world: u32) -> Result<(), NrtError> {
+        let result = self.inner.build_global_comm(vnc, rank, world);
+        let function = LibnrtFunction::nrt_build_global_comm;
+        self.unit(result, |_| format!("{}({vnc}, {rank}, {world})", function.trace_name()))
+    }
+
+    fn cc_global_comm_init(&self, vnc: u32, rank: u32, world: u32) -> Result<(), NrtError> {
+        let result = self.inner.cc_global_comm_init(vnc, rank, world);
+        let function = LibnrtFunction::nrt_cc_global_comm_init;
+        self.unit(result, |_| format!("{}({vnc}, {rank}, {world})", function.trace_name()))
+    }
+
+    fn barrier(&self, vnc: i32, rank: u32, world: u32) -> Result<(), NrtError> {
+        let result = self.inner.barrier(vnc, rank, world);
+        let function = LibnrtFunction::nrt_barrier;
+        self.unit(result, |_| format!("{}({vnc}, {rank}, {world})", function.trace_name()))
+    }
+
+    fn all_gather(
+        &self,
+        vnc: i32,
+        rank: u32,
+        world: u32,
+        input: &[u8],
+    ) -> Result<Vec<u8>, NrtError> {
+        let result = self.inner.all_gather(vnc, rank, world, input);
+        self.trace.record_with(|names| {
+            let call = format!(
+                "{}({vnc}, {rank}, {world}, {})",
+                LibnrtFunction::nrt_all_gather.trace_name(),
+                format_bytes(input)
+            );
+            outcome(names, call, &result, |_, gathered| Some(format_bytes(gathered)))
+        });
+        result
+    }
+
     // What these calls return (descriptors, addresses, PCI names) is the machine's own: only
     // the status is traced, and addresses are `<address>`.
 

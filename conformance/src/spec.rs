@@ -758,6 +758,16 @@ steps! {
     "trace_stop" => TraceStop(TraceStopStep),
     /// `nrta_get_completion_handle` of a request, then `close` of the descriptor.
     "nrta_get_completion_handle" => NrtaGetCompletionHandle(NrtaGetCompletionHandleStep),
+    // Collectives over the ranks of one process; a vector is one thread, so one rank of a world
+    // of one, or arguments the runtime refuses.
+    /// `nrt_build_global_comm`.
+    "build_global_comm" => BuildGlobalComm(CommStep),
+    /// `nrt_cc_global_comm_init`.
+    "cc_global_comm_init" => CcGlobalCommInit(CommStep),
+    /// `nrt_barrier`.
+    "barrier" => Barrier(CommStep),
+    /// `nrt_all_gather` of the given elements.
+    "all_gather" => AllGather(AllGatherStep),
 }
 
 /// `nrt_init`.
@@ -1629,6 +1639,38 @@ pub struct NrtaGetCompletionHandleStep {
     pub expect: Option<Status>,
 }
 
+/// A collective call's rank: `nrt_build_global_comm`, `nrt_cc_global_comm_init`, `nrt_barrier`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CommStep {
+    /// The rank's NeuronCore (default 0).
+    pub vnc: Option<i32>,
+    /// The global rank, `g_device_id` (default 0).
+    pub rank: Option<u32>,
+    /// The count of ranks, `g_device_count` (default 1).
+    pub world: Option<u32>,
+    /// Expected status.
+    pub expect: Option<Status>,
+}
+
+/// `nrt_all_gather`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AllGatherStep {
+    /// The rank's NeuronCore (default 0).
+    pub vnc: Option<i32>,
+    /// The global rank, `g_device_id` (default 0).
+    pub rank: Option<u32>,
+    /// The count of ranks, `g_device_count` (default 1).
+    pub world: Option<u32>,
+    /// This rank's input.
+    pub data: Elements,
+    /// The gathered elements every rank must get.
+    pub expect_values: Option<Elements>,
+    /// Expected status.
+    pub expect: Option<Status>,
+}
+
 /// What a profile file must hold, in the simulator's documented format
 /// (`docs/sim-trace-format.md`: `format` `nrtsim-profile-1`, `model`, `executions`,
 /// `dropped_executions`); every execution must be an `nc_exec_running` event with
@@ -1802,6 +1844,7 @@ mod tests {
             ("get_dmabuf_fd", "size = 4"),
             ("get_hbm_mmap_va", "device_id = 0\nhbm_idx = 0"),
             ("nrta_get_completion_handle", "request = \"r\""),
+            ("all_gather", "data = { dtype = \"Float\", values = [1] }"),
         ]);
         for &call in Step::CALLS {
             let keys = required.get(call).copied().unwrap_or("");

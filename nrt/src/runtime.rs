@@ -749,6 +749,34 @@ impl Runtime for NrtRuntime {
         check(function, code)
     }
 
+    fn build_global_comm(&self, vnc: i32, rank: u32, world: u32) -> Result<(), NrtError> {
+        let function = LibnrtFunction::nrt_build_global_comm;
+        let code = optional(function, self.library.build_global_comm(vnc, rank, world).map(Ok))?;
+        check(function, code)
+    }
+
+    fn cc_global_comm_init(&self, vnc: u32, rank: u32, world: u32) -> Result<(), NrtError> {
+        let function = LibnrtFunction::nrt_cc_global_comm_init;
+        let code = optional(function, self.library.cc_global_comm_init(vnc, rank, world).map(Ok))?;
+        check(function, code)
+    }
+
+    fn barrier(&self, vnc: i32, rank: u32, world: u32) -> Result<(), NrtError> {
+        let function = LibnrtFunction::nrt_barrier;
+        let code = optional(function, self.library.barrier(vnc, rank, world).map(Ok))?;
+        check(function, code)
+    }
+
+    fn all_gather(
+        &self,
+        vnc: i32,
+        rank: u32,
+        world: u32,
+        input: &[u8],
+    ) -> Result<Vec<u8>, NrtError> {
+        optional(LibnrtFunction::nrt_all_gather, self.library.all_gather(vnc, rank, world, input))
+    }
+
     fn get_dmabuf_fd(&self, va: usize, size: u64) -> Result<i32, NrtError> {
         optional(LibnrtFunction::nrt_get_dmabuf_fd, self.library.get_dmabuf_fd(va, size))
     }

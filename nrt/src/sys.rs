@@ -804,6 +804,65 @@ impl Library {
         Some(Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) }))
     }
 
+    /// `nrt_build_global_comm`; `None` when the library lacks it.
+    pub(crate) fn build_global_comm(&self, vnc: i32, rank: u32, world: u32) -> Option<RawStatus> {
+        let function = self.functions.nrt_build_global_comm?;
+        // SAFETY: plain value arguments.
+        Some(unsafe { function(vnc, rank, world) })
+    }
+
+    /// `nrt_cc_global_comm_init`; `None` when the library lacks it.
+    pub(crate) fn cc_global_comm_init(&self, vnc: u32, rank: u32, world: u32) -> Option<RawStatus> {
+        let function = self.functions.nrt_cc_global_comm_init?;
+        // SAFETY: plain value arguments.
+        Some(unsafe { function(vnc, rank, world) })
+    }
+
+    /// `nrt_barrier`; `None` when the library lacks it.
+    pub(crate) fn barrier(&self, vnc: i32, rank: u32, world: u32) -> Option<RawStatus> {
+        let function = self.functions.nrt_barrier?;
+        // SAFETY: plain value arguments.
+        Some(unsafe { function(vnc, rank, world) })
+    }
+
+    /// `nrt_all_gather` of `input` into a buffer of `world × input.len()` bytes; `None` when the
+    /// library lacks it. Sizes that do not fit the C arguments or memory are libnrt's `NRT_INVALID`
+    /// / `NRT_RESOURCE` here, decided before any call.
+    pub(crate) fn all_gather(
+        &self,
+        vnc: i32,
+        rank: u32,
+        world: u32,
+        input: &[u8],
+    ) -> Option<Result<Vec<u8>, RawStatus>> {
+        let function = self.functions.nrt_all_gather?;
+        let Ok(size) = u32::try_from(input.len()) else {
+            return Some(Err(NrtStatus::Invalid.code()));
+        };
+        let Some(total) = input.len().checked_mul(world as usize) else {
+            return Some(Err(NrtStatus::Invalid.code()));
+        };
+        let mut output = Vec::new();
+        if output.try_reserve_exact(total).is_err() {
+            return Some(Err(NrtStatus::Resource.code()));
+        }
+        output.resize(total, 0u8);
+        let mut staged = input.to_vec();
+        // SAFETY: `staged` has `size` readable bytes and `output` `world × size` writable ones,
+        // both owned here and alive for the call.
+        let status = unsafe {
+            function(
+                vnc,
+                rank,
+                world,
+                size,
+                staged.as_mut_ptr().cast::<c_void>(),
+                output.as_mut_ptr().cast::<c_void>(),
+            )
+        };
+        Some(if status == SUCCESS { Ok(output) } else { Err(status) })
+    }
+
     /// `nrt_trace_start`; `None` when the library lacks it.
     pub(crate) fn trace_start(&self, trace_mem: bool) -> Option<RawStatus> {
         let start = self.functions.nrt_trace_start?;

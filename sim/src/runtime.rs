@@ -445,7 +445,7 @@ impl SimRuntime {
     /// # Errors
     /// The gate's error; [`NrtStatus::Invalid`] for a `vnc` that is not a core, a world of 0
     /// ranks or a rank outside the world.
-    pub fn build_global_comm(
+    fn join_comm(
         &self,
         function: LibnrtFunction,
         vnc: i64,
@@ -459,10 +459,10 @@ impl SimRuntime {
     /// ([`crate::collectives`]).
     ///
     /// # Errors
-    /// As [`SimRuntime::build_global_comm`]; [`NrtStatus::Timeout`] when a peer does not come
+    /// As `join_comm`; [`NrtStatus::Timeout`] when a peer does not come
     /// within the timeout ([`SimRuntime::set_collective_timeout`]); [`NrtStatus::Invalid`] for a
     /// rank already waiting, or peers that brought an all-gather to the round.
-    pub fn barrier(&self, vnc: i64, rank: u32, world: u32) -> Result<(), NrtError> {
+    fn barrier_at(&self, vnc: i64, rank: u32, world: u32) -> Result<(), NrtError> {
         let communicator = self.collective(LibnrtFunction::nrt_barrier, vnc, rank, world)?;
         communicator.barrier(rank, self.collectives.timeout()).map_err(|err| {
             NrtError::new(err.status(), format!("{}: {err}", LibnrtFunction::nrt_barrier))
@@ -474,9 +474,9 @@ impl SimRuntime {
     /// rank).
     ///
     /// # Errors
-    /// As [`SimRuntime::barrier`], [`NrtStatus::Invalid`] too when the ranks' sizes differ, and
+    /// As `barrier_at`, [`NrtStatus::Invalid`] too when the ranks' sizes differ, and
     /// [`NrtStatus::Resource`] when the gathered bytes cannot be allocated.
-    pub fn all_gather(
+    fn all_gather_at(
         &self,
         vnc: i64,
         rank: u32,
@@ -1873,6 +1873,28 @@ impl Runtime for SimRuntime {
 
     fn get_hbm_mmap_va(&self, _device_id: i32, _hbm_idx: i32) -> Result<(usize, usize), NrtError> {
         Err(self.unsupported(LibnrtFunction::nrt_get_hbm_mmap_va)?)
+    }
+
+    fn build_global_comm(&self, vnc: i32, rank: u32, world: u32) -> Result<(), NrtError> {
+        self.join_comm(LibnrtFunction::nrt_build_global_comm, vnc.into(), rank, world)
+    }
+
+    fn cc_global_comm_init(&self, vnc: u32, rank: u32, world: u32) -> Result<(), NrtError> {
+        self.join_comm(LibnrtFunction::nrt_cc_global_comm_init, vnc.into(), rank, world)
+    }
+
+    fn barrier(&self, vnc: i32, rank: u32, world: u32) -> Result<(), NrtError> {
+        self.barrier_at(vnc.into(), rank, world)
+    }
+
+    fn all_gather(
+        &self,
+        vnc: i32,
+        rank: u32,
+        world: u32,
+        input: &[u8],
+    ) -> Result<Vec<u8>, NrtError> {
+        self.all_gather_at(vnc.into(), rank, world, input)
     }
 
     fn get_attached_efa_bdf(&self, _va: usize) -> Result<String, NrtError> {

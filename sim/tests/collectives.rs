@@ -7,7 +7,6 @@ mod common;
 use std::thread;
 use std::time::Duration;
 
-use abi::functions::LibnrtFunction;
 use abi::runtime::{Framework, NrtError, Runtime};
 use abi::status::NrtStatus;
 use common::small_config;
@@ -31,8 +30,8 @@ fn four_ranks_on_four_cores_build_meet_and_gather_in_rank_order() {
             .map(|rank| {
                 let sim = &sim;
                 scope.spawn(move || {
-                    let vnc = i64::from(rank);
-                    sim.build_global_comm(LibnrtFunction::nrt_build_global_comm, vnc, rank, 4)?;
+                    let vnc = rank as i32;
+                    sim.build_global_comm(vnc, rank, 4)?;
                     sim.barrier(vnc, rank, 4)?;
                     sim.all_gather(vnc, rank, 4, &(rank * 1000).to_le_bytes())
                 })
@@ -55,7 +54,7 @@ fn collectives_are_gated_and_check_their_arguments() {
     assert_eq!(status(sim.barrier(2, 0, 1)), NrtStatus::Invalid, "vnc 2 of 2 cores");
     assert_eq!(status(sim.barrier(-1, 0, 1)), NrtStatus::Invalid, "vnc -1");
     assert_eq!(status(sim.all_gather(0, 0, 0, b"x")), NrtStatus::Invalid, "a world of 0");
-    let outside = sim.build_global_comm(LibnrtFunction::nrt_cc_global_comm_init, 0, 2, 2);
+    let outside = sim.cc_global_comm_init(0, 2, 2);
     let err = outside.expect_err("rank 2 of 2");
     assert_eq!(err.status, NrtStatus::Invalid);
     assert!(err.detail.contains("rank 2 is outside the world of 2 ranks"), "{}", err.detail);

@@ -12,6 +12,7 @@
 //! vector (later steps would only report its consequences).
 
 mod binding;
+mod collectives;
 mod info;
 mod lifecycle;
 mod nrta;
@@ -301,6 +302,10 @@ impl Context<'_> {
             Step::TraceStart(step) => self.trace_start(step),
             Step::TraceStop(step) => self.trace_stop(step),
             Step::NrtaGetCompletionHandle(step) => self.nrta_get_completion_handle(step),
+            Step::BuildGlobalComm(step) => self.build_global_comm(step),
+            Step::CcGlobalCommInit(step) => self.cc_global_comm_init(step),
+            Step::Barrier(step) => self.barrier(step),
+            Step::AllGather(step) => self.all_gather(step),
         }
     }
 }

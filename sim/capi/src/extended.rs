@@ -427,12 +427,7 @@ pub unsafe extern "C" fn nrt_build_global_comm(
     g_device_count: u32,
 ) -> u32 {
     with_global(F::nrt_build_global_comm.name(), |g| {
-        let built = g.sim.build_global_comm(
-            F::nrt_build_global_comm,
-            vnc.into(),
-            g_device_id,
-            g_device_count,
-        );
+        let built = g.sim.build_global_comm(vnc, g_device_id, g_device_count);
         g.status(F::nrt_build_global_comm.name(), built)
     })
 }
@@ -447,12 +442,7 @@ pub unsafe extern "C" fn nrt_cc_global_comm_init(
     g_device_count: u32,
 ) -> u32 {
     with_global(F::nrt_cc_global_comm_init.name(), |g| {
-        let built = g.sim.build_global_comm(
-            F::nrt_cc_global_comm_init,
-            vnc.into(),
-            g_device_id,
-            g_device_count,
-        );
+        let built = g.sim.cc_global_comm_init(vnc, g_device_id, g_device_count);
         g.status(F::nrt_cc_global_comm_init.name(), built)
     })
 }
@@ -464,7 +454,7 @@ pub unsafe extern "C" fn nrt_cc_global_comm_init(
 /// None beyond the C ABI.
 pub unsafe extern "C" fn nrt_barrier(vnc: i32, g_device_id: u32, g_device_count: u32) -> u32 {
     with_global(F::nrt_barrier.name(), |g| {
-        g.status(F::nrt_barrier.name(), g.sim.barrier(vnc.into(), g_device_id, g_device_count))
+        g.status(F::nrt_barrier.name(), g.sim.barrier(vnc, g_device_id, g_device_count))
     })
 }
 
@@ -493,7 +483,7 @@ pub unsafe extern "C" fn nrt_all_gather(
             // `ptr::copy` allows them to overlap simulator memory.
             unsafe { ptr::copy(input.cast::<u8>(), mine.as_mut_ptr(), size) };
         }
-        match g.sim.all_gather(vnc.into(), g_device_id, g_device_count, &mine) {
+        match g.sim.all_gather(vnc, g_device_id, g_device_count, &mine) {
             Ok(gathered) => {
                 if !gathered.is_empty() {
                     // SAFETY: `gathered` is `g_device_count * rank_input_size` bytes, which
