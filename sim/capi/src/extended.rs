@@ -631,7 +631,11 @@ pub unsafe extern "C" fn nrt_set_pool_eng_ucode(_ucode_info: *const nrt_ucode_in
     })
 }
 
-/// `nrta_cc_prepare`: `NRT_INVALID`: asynchronous collectives over an `nrt_cc_comm_t` are not simulated.
+/// Why `nrta_cc_*` answer `NRT_INVALID`.
+const NRTA_CC_UNSIMULATED: &str = "asynchronous collectives over an nrt_cc_comm_t are not simulated (nrt_barrier and nrt_all_gather are)";
+
+/// `nrta_cc_prepare`: `NRT_INVALID`: asynchronous collectives over an `nrt_cc_comm_t` are not
+/// simulated.
 ///
 /// # Safety
 /// None: no argument is read.
@@ -645,11 +649,11 @@ pub unsafe extern "C" fn nrta_cc_prepare(
     _cc_ctx: *mut *mut c_void,
 ) -> u32 {
     with_global(F::nrta_cc_prepare.name(), |g| {
-        g.unsupported(F::nrta_cc_prepare, "asynchronous collectives over an nrt_cc_comm_t are not simulated (nrt_barrier and nrt_all_gather are)")
+        g.unsupported(F::nrta_cc_prepare, NRTA_CC_UNSIMULATED)
     })
 }
 
-/// `nrta_cc_schedule`: `NRT_INVALID`: asynchronous collectives over an `nrt_cc_comm_t` are not simulated.
+/// `nrta_cc_schedule`: as `nrta_cc_prepare`.
 ///
 /// # Safety
 /// None: no argument is read.
@@ -660,7 +664,7 @@ pub unsafe extern "C" fn nrta_cc_schedule(
     _req_sequence: *mut nrta_seq_t,
 ) -> u32 {
     with_global(F::nrta_cc_schedule.name(), |g| {
-        g.unsupported(F::nrta_cc_schedule, "asynchronous collectives over an nrt_cc_comm_t are not simulated (nrt_barrier and nrt_all_gather are)")
+        g.unsupported(F::nrta_cc_schedule, NRTA_CC_UNSIMULATED)
     })
 }
 
