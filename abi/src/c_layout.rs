@@ -137,7 +137,9 @@ pub mod c_types {
     /// `nrta_seq_t`: execution unit id in the top 16 bits, sequence number in the low 48.
     pub type nrta_seq_t = u64;
 
-    /// `NRT_ASYNC_EXEC_STATUS_CALLBACK`: `(params, model_id, vnc, job_id, status)`.
+    /// `NRT_ASYNC_EXEC_STATUS_CALLBACK`: `(params, model_id, vnc, job_id, status)`. A type
+    /// only, not unsafe code: a pointer of it can be called only inside the FFI crates' `unsafe`
+    /// blocks, so the crate keeps `#![forbid(unsafe_code)]`.
     pub type NRT_ASYNC_EXEC_STATUS_CALLBACK =
         Option<unsafe extern "C" fn(*mut c_void, u32, u32, u64, NRT_STATUS)>;
 

@@ -438,57 +438,6 @@ impl SimRuntime {
             .map_err(|err| NrtError::new(err.status(), format!("{function}: {err}")))
     }
 
-    /// `nrt_build_global_comm` and `nrt_cc_global_comm_init` (`function` says which): makes sure
-    /// the communicator of `world` ranks exists. It does not wait for the other ranks: they
-    /// share this process, so nothing has to be exchanged before the first collective.
-    ///
-    /// # Errors
-    /// The gate's error; [`NrtStatus::Invalid`] for a `vnc` that is not a core, a world of 0
-    /// ranks or a rank outside the world.
-    fn join_comm(
-        &self,
-        function: LibnrtFunction,
-        vnc: i64,
-        rank: u32,
-        world: u32,
-    ) -> Result<(), NrtError> {
-        self.collective(function, vnc, rank, world).map(drop)
-    }
-
-    /// `nrt_barrier`: blocks until all `world` ranks have called it in this round
-    /// ([`crate::collectives`]).
-    ///
-    /// # Errors
-    /// As `join_comm`; [`NrtStatus::Timeout`] when a peer does not come
-    /// within the timeout ([`SimRuntime::set_collective_timeout`]); [`NrtStatus::Invalid`] for a
-    /// rank already waiting, or peers that brought an all-gather to the round.
-    fn barrier_at(&self, vnc: i64, rank: u32, world: u32) -> Result<(), NrtError> {
-        let communicator = self.collective(LibnrtFunction::nrt_barrier, vnc, rank, world)?;
-        communicator.barrier(rank, self.collectives.timeout()).map_err(|err| {
-            NrtError::new(err.status(), format!("{}: {err}", LibnrtFunction::nrt_barrier))
-        })
-    }
-
-    /// `nrt_all_gather`: blocks until all `world` ranks have brought their `input`, and returns
-    /// the inputs concatenated in rank order (`world × input.len()` bytes, the same for every
-    /// rank).
-    ///
-    /// # Errors
-    /// As `barrier_at`, [`NrtStatus::Invalid`] too when the ranks' sizes differ, and
-    /// [`NrtStatus::Resource`] when the gathered bytes cannot be allocated.
-    fn all_gather_at(
-        &self,
-        vnc: i64,
-        rank: u32,
-        world: u32,
-        input: &[u8],
-    ) -> Result<Vec<u8>, NrtError> {
-        let communicator = self.collective(LibnrtFunction::nrt_all_gather, vnc, rank, world)?;
-        communicator.all_gather(rank, input, self.collectives.timeout()).map_err(|err| {
-            NrtError::new(err.status(), format!("{}: {err}", LibnrtFunction::nrt_all_gather))
-        })
-    }
-
     /// How long a rank of `nrt_barrier` or `nrt_all_gather` waits for its peers before it fails
     /// with `NRT_TIMEOUT`, from now on ([`SimConfig::collective_timeout`] until set here).
     pub fn set_collective_timeout(&self, timeout: std::time::Duration) {
@@ -1875,18 +1824,33 @@ impl Runtime for SimRuntime {
         Err(self.unsupported(LibnrtFunction::nrt_get_hbm_mmap_va)?)
     }
 
+    /// Makes sure the communicator of `world` ranks exists. It does not wait for the other
+    /// ranks: they share this process, so nothing has to be exchanged before the first collective.
     fn build_global_comm(&self, vnc: i32, rank: u32, world: u32) -> Result<(), NrtError> {
-        self.join_comm(LibnrtFunction::nrt_build_global_comm, vnc.into(), rank, world)
+        let function = LibnrtFunction::nrt_build_global_comm;
+        self.collective(function, vnc.into(), rank, world).map(drop)
     }
 
     fn cc_global_comm_init(&self, vnc: u32, rank: u32, world: u32) -> Result<(), NrtError> {
-        self.join_comm(LibnrtFunction::nrt_cc_global_comm_init, vnc.into(), rank, world)
+        let function = LibnrtFunction::nrt_cc_global_comm_init;
+        self.collective(function, vnc.into(), rank, world).map(drop)
     }
 
+    /// Blocks until all `world` ranks have called it in this round ([`crate::collectives`]);
+    /// [`NrtStatus::Timeout`] when a peer does not come within the timeout
+    /// ([`SimRuntime::set_collective_timeout`]), [`NrtStatus::Invalid`] for a rank already
+    /// waiting, or peers that brought an all-gather to the round.
     fn barrier(&self, vnc: i32, rank: u32, world: u32) -> Result<(), NrtError> {
-        self.barrier_at(vnc.into(), rank, world)
+        let function = LibnrtFunction::nrt_barrier;
+        let communicator = self.collective(function, vnc.into(), rank, world)?;
+        communicator
+            .barrier(rank, self.collectives.timeout())
+            .map_err(|err| NrtError::new(err.status(), format!("{function}: {err}")))
     }
 
+    /// Blocks until all `world` ranks have brought their `input`, and returns the inputs
+    /// concatenated in rank order; as `barrier`, [`NrtStatus::Invalid`] too when the ranks' sizes
+    /// differ, and [`NrtStatus::Resource`] when the gathered bytes cannot be allocated.
     fn all_gather(
         &self,
         vnc: i32,
@@ -1894,7 +1858,11 @@ impl Runtime for SimRuntime {
         world: u32,
         input: &[u8],
     ) -> Result<Vec<u8>, NrtError> {
-        self.all_gather_at(vnc.into(), rank, world, input)
+        let function = LibnrtFunction::nrt_all_gather;
+        let communicator = self.collective(function, vnc.into(), rank, world)?;
+        communicator
+            .all_gather(rank, input, self.collectives.timeout())
+            .map_err(|err| NrtError::new(err.status(), format!("{function}: {err}")))
     }
 
     fn get_attached_efa_bdf(&self, _va: usize) -> Result<String, NrtError> {
