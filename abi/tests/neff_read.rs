@@ -667,5 +667,5 @@ fn outputs_of_a_neuronx_cc_neff_come_from_the_graph_form_named_by_output_names()
         NrtStatus::Invalid,
         |error| matches!(error, NeffError::MalformedField { .. }),
     );
-    assert!(error.to_string().contains("nodes[2].output_names"), "{error}");
+    assert!(error.to_string().contains("nodes[2].attrs.output_names[0]"), "{error}");
 }

@@ -187,7 +187,7 @@ pub enum NeffError {
         /// A path to the field, like `var.x.var_id`.
         field: String,
         /// What was expected.
-        expected: &'static str,
+        expected: String,
         /// What came, shortened.
         found: String,
     },

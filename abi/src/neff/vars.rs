@@ -16,9 +16,9 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
-use serde_json::{Map, Value};
+use serde::Deserialize;
 
-use super::json::{FieldContext, malformed, parse_member};
+use super::json::{Entries, List, NonNegative, Text, U32, parse_member, read};
 use super::{Member, MrType, NeffError};
 
 /// One device variable of a graph's `def.json`.
@@ -145,37 +145,56 @@ pub(crate) fn read_graphs(
         .collect()
 }
 
+/// `kelf-N.json` as far as the graph list reads it.
+#[derive(Deserialize)]
+#[serde(expecting = "an object")]
+struct KelfJson {
+    graphs: Option<List<KelfGraph>>,
+}
+
+#[derive(Deserialize)]
+#[serde(expecting = "an object")]
+struct KelfGraph {
+    definition: Text,
+    name: Option<Text>,
+}
+
+/// `def.json` as far as the variable table reads it.
+#[derive(Deserialize)]
+#[serde(expecting = "an object")]
+struct DefJson {
+    /// Keyed by variable name; `#` keys are comments.
+    var: Option<Entries<VarEntry, true>>,
+}
+
+#[derive(Deserialize)]
+#[serde(expecting = "an object")]
+struct VarEntry {
+    #[serde(rename = "type")]
+    kind: Text,
+    var_id: U32,
+    size: Option<NonNegative>,
+    alignment: Option<NonNegative>,
+    file_name: Option<Text>,
+    backing_variable_off: Option<NonNegative>,
+    referenced_var_id: Option<U32>,
+    list: Option<List<U32>>,
+}
+
 /// The `(name, definition)` pairs of a `kelf-N.json`.
 fn read_kelf(member: &str, bytes: &[u8]) -> Result<Vec<(String, String)>, NeffError> {
-    let root = parse_member(member, bytes)?;
-    let Value::Object(root) = root else {
-        return Err(malformed(member, "(root)", "an object", &root));
-    };
-    let context = FieldContext { member, path: String::new() };
-    let Some(graphs) = context.array(&root, "graphs")? else {
-        return Ok(Vec::new());
-    };
-    graphs
-        .iter()
-        .enumerate()
-        .map(|(graph_idx, graph)| {
-            let path = format!("graphs[{graph_idx}]");
-            let Value::Object(graph) = graph else {
-                return Err(malformed(member, &path, "an object", graph));
-            };
-            let context = FieldContext { member, path };
-            let missing = |key: &str| {
-                malformed(member, &format!("{}.{key}", context.path), "a string", &Value::Null)
-            };
-            let definition =
-                context.string(graph, "definition")?.ok_or_else(|| missing("definition"))?;
-            let name = match context.string(graph, "name")? {
-                Some(name) => name,
+    let kelf: KelfJson = read(member, &parse_member(member, bytes)?)?;
+    let graphs = kelf.graphs.map(|List(graphs)| graphs).unwrap_or_default();
+    Ok(graphs
+        .into_iter()
+        .map(|KelfGraph { definition: Text(definition), name }| {
+            let name = match name {
+                Some(Text(name)) => name,
                 None => definition.split('/').next().unwrap_or_default().to_owned(),
             };
-            Ok((name, definition))
+            (name, definition)
         })
-        .collect()
+        .collect())
 }
 
 /// The variables of one `def.json`, sorted by var_id.
@@ -185,83 +204,36 @@ fn read_def_json(
     bytes: &[u8],
     strict_var_types: bool,
 ) -> Result<Vec<Var>, NeffError> {
-    let root = parse_member(member, bytes)?;
-    let Value::Object(root) = root else {
-        return Err(malformed(member, "(root)", "an object", &root));
-    };
-    let context = FieldContext { member, path: String::new() };
-    let Some(var_table) = context.object(&root, "var")? else {
+    let def: DefJson = read(member, &parse_member(member, bytes)?)?;
+    let Some(Entries(entries)) = def.var else {
         return Ok(Vec::new());
     };
-    let mut vars = Vec::with_capacity(var_table.len());
-    for (name, entry) in var_table {
-        if name.starts_with('#') {
-            continue;
+    let mut vars = Vec::with_capacity(entries.len());
+    for (name, entry) in entries {
+        let kind = entry.kind.0;
+        let mr_type = MrType::from_def_type(&kind);
+        if mr_type.is_none() && strict_var_types {
+            return Err(NeffError::UnknownVarType {
+                graph: graph.to_owned(),
+                var: name,
+                var_type: kind,
+            });
         }
-        let path = format!("var.{name}");
-        let Value::Object(entry) = entry else {
-            return Err(malformed(member, &path, "an object", entry));
-        };
-        let var = read_var(graph, member, name, path, entry, strict_var_types)?;
-        vars.push(var);
+        vars.push(Var {
+            name,
+            var_id: entry.var_id.0,
+            kind,
+            mr_type,
+            size: entry.size.map(|NonNegative(size)| size),
+            alignment: entry.alignment.map(|NonNegative(alignment)| alignment),
+            file_name: entry.file_name.map(|Text(file_name)| file_name),
+            backing_variable_off: entry.backing_variable_off.map(|NonNegative(offset)| offset),
+            referenced_var_id: entry.referenced_var_id.map(|U32(var_id)| var_id),
+            list: entry.list.map(|List(items)| items.into_iter().map(|U32(item)| item).collect()),
+        });
     }
     vars.sort_by(|left, right| (left.var_id, &left.name).cmp(&(right.var_id, &right.name)));
     Ok(vars)
-}
-
-fn read_var(
-    graph: &str,
-    member: &str,
-    name: &str,
-    path: String,
-    entry: &Map<String, Value>,
-    strict_var_types: bool,
-) -> Result<Var, NeffError> {
-    let context = FieldContext { member, path };
-    let required = |key: &str, expected: &'static str| {
-        malformed(member, &format!("{}.{key}", context.path), expected, &Value::Null)
-    };
-    let kind = context.string(entry, "type")?.ok_or_else(|| required("type", "a string"))?;
-    let var_id =
-        context.u32(entry, "var_id")?.ok_or_else(|| required("var_id", "an integer in 0..2^32"))?;
-    let mr_type = MrType::from_def_type(&kind);
-    if mr_type.is_none() && strict_var_types {
-        return Err(NeffError::UnknownVarType {
-            graph: graph.to_owned(),
-            var: name.to_owned(),
-            var_type: kind,
-        });
-    }
-    let list = match context.u64_list(entry, "list")? {
-        None => None,
-        Some(items) => Some(
-            items
-                .into_iter()
-                .map(|item| {
-                    u32::try_from(item).map_err(|_| {
-                        malformed(
-                            member,
-                            &format!("{}.list", context.path),
-                            "var_ids in 0..2^32",
-                            &Value::from(item),
-                        )
-                    })
-                })
-                .collect::<Result<Vec<u32>, NeffError>>()?,
-        ),
-    };
-    Ok(Var {
-        name: name.to_owned(),
-        var_id,
-        kind,
-        mr_type,
-        size: context.u64(entry, "size")?,
-        alignment: context.u64(entry, "alignment")?,
-        file_name: context.string(entry, "file_name")?,
-        backing_variable_off: context.u64(entry, "backing_variable_off")?,
-        referenced_var_id: context.u32(entry, "referenced_var_id")?,
-        list,
-    })
 }
 
 /// Dense var_ids in every graph and at least one output in the NEFF.
