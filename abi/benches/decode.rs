@@ -10,8 +10,8 @@
 //!   input instead of being copied);
 //! - the reference decoder (`decode_reference`: the wire check `check_wire`, then prost), which
 //!   was `decode` before the one-pass view, and its two parts alone;
-//! - upb's `ParseFromString` on the same bytes, when `NRTSIM_PYTHON` names a Python with
-//!   protobuf (as `.ci/run` installs in `target/pyenv`); the message class is built from the
+//! - upb's `ParseFromString` on the same bytes, in the Python `pyref` finds with protobuf (what
+//!   `.ci/run` installs in `target/pyenv`); the message class is built from the
 //!   embedded descriptor, so the schema is ours and the parser Google's.
 //!
 //! The result is printed as times and as the ratios upb / Rust (the target is ≥ 5).
@@ -107,8 +107,7 @@ for path, iterations in zip(sys.argv[2::2], sys.argv[3::2]):
 
 /// upb's time per parse of each message, or why it could not be measured.
 fn upb(messages: &[(&[u8], u32)]) -> Result<(String, Vec<Duration>), String> {
-    let python = std::env::var("NRTSIM_PYTHON")
-        .map_err(|_| "NRTSIM_PYTHON is not set (.ci/run sets it to target/pyenv)".to_owned())?;
+    let python = pyref::find(&["google.protobuf"])?.display().to_string();
     let dir = std::env::temp_dir().join(format!("nrtsim-bench-decode-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| format!("temp dir: {e}"))?;
     let fds = dir.join("metaneff.fds");
@@ -207,7 +206,7 @@ fn main() {
     }
     if let Err(reason) = &upb {
         println!("  upb not measured: {reason}");
-        if std::env::var_os("CI").is_some() {
+        if pyref::required() {
             eprintln!("CI is set and the upb baseline is missing: {reason}");
             std::process::exit(1);
         }

@@ -22,30 +22,6 @@ fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace root").to_path_buf()
 }
 
-/// The Python to use, or why there is none.
-fn find_python() -> Result<PathBuf, String> {
-    let mut candidates = Vec::new();
-    if let Some(path) = std::env::var_os("NRTSIM_PYTHON") {
-        candidates.push(PathBuf::from(path));
-    }
-    candidates.push(workspace_root().join("target/pyenv/bin/python"));
-    candidates.push(PathBuf::from("python3"));
-    for python in &candidates {
-        let ok = Command::new(python)
-            .args(["-c", "import google.protobuf, grpc_tools"])
-            .output()
-            .is_ok_and(|out| out.status.success());
-        if ok {
-            return Ok(python.clone());
-        }
-    }
-    Err(format!(
-        "no Python with the protobuf and grpcio-tools packages (tried {}); \
-         run .ci/run or set NRTSIM_PYTHON",
-        candidates.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
-    ))
-}
-
 fn run_python(python: &Path, mode: &str, dir: &Path) -> Result<(), Failed> {
     let script = workspace_root().join("conformance/tests/python/metaneff_interop.py");
     let out = Command::new(python)
@@ -288,7 +264,7 @@ fn alias_entries_ascending(bytes: &[u8]) -> Vec<u8> {
 
 fn main() {
     let args = Arguments::from_args();
-    let python = find_python();
+    let python = pyref::find_for("metaneff_python", &["google.protobuf", "grpc_tools"]);
     type Check = fn(&Path) -> Result<(), Failed>;
     let checks: [(&str, Check); 3] = [
         (
@@ -298,15 +274,11 @@ fn main() {
         ("nrtsim_cli_round_trips_python_bytes", nrtsim_cli_round_trips_python_bytes),
         ("python_reads_our_bytes_and_text", python_reads_our_bytes_and_text),
     ];
-    let required = std::env::var_os("CI").is_some();
-    if let Err(reason) = &python {
-        eprintln!("metaneff_python: {reason}");
-    }
     let trials = checks
         .into_iter()
         .map(|(name, check)| {
             let python = python.clone();
-            let ignored = python.is_err() && !required;
+            let ignored = pyref::ignored(&python);
             Trial::test(name, move || match &python {
                 Ok(python) => check(python),
                 Err(reason) => Err(reason.clone().into()),

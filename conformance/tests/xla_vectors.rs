@@ -20,29 +20,6 @@ fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace root").to_path_buf()
 }
 
-fn find_python() -> Result<PathBuf, String> {
-    let mut candidates = Vec::new();
-    if let Some(path) = std::env::var_os("NRTSIM_PYTHON") {
-        candidates.push(PathBuf::from(path));
-    }
-    candidates.push(workspace_root().join("target/pyenv/bin/python"));
-    candidates.push(PathBuf::from("python3"));
-    for python in &candidates {
-        let ok = Command::new(python)
-            .args(["-c", "import jax, jaxlib, numpy, ml_dtypes"])
-            .output()
-            .is_ok_and(|out| out.status.success());
-        if ok {
-            return Ok(python.clone());
-        }
-    }
-    Err(format!(
-        "no Python with jax, jaxlib, numpy and ml_dtypes (tried {}); run .ci/run or set \
-         NRTSIM_PYTHON",
-        candidates.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
-    ))
-}
-
 /// An HLO element type name and dimensions.
 type Leaf = (String, Vec<i64>);
 
@@ -211,11 +188,8 @@ fn main() {
     let args = Arguments::from_args();
     let root = workspace_root().join("vectors");
     let vectors = vector::discover(&root).expect("the vectors parse");
-    let required = std::env::var_os("CI").is_some();
-    let python = find_python();
-    if let Err(reason) = &python {
-        eprintln!("xla_vectors: {reason}");
-    }
+    let required = pyref::required();
+    let python = pyref::find_for("xla_vectors", &["jax", "jaxlib", "numpy", "ml_dtypes"]);
     let with_hlo: Vec<Vector> =
         vectors.into_iter().filter(|v| v.dir.join(HLO_TEXT_FILE).is_file()).collect();
     assert!(with_hlo.len() >= 60, "only {} vectors have a {HLO_TEXT_FILE}", with_hlo.len());

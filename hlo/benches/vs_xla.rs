@@ -8,10 +8,10 @@
 //! graphs). The interpreter bench (`benches/interpreter.rs`) gives the ratio to naive loops in the
 //! same `cargo bench` run.
 //!
-//! It needs the Python `.ci/run` installs (`NRTSIM_PYTHON`, else `target/pyenv`); without one it
+//! It needs a Python with jax, found by `pyref` (what `.ci/run` installs); without one it
 //! says so and measures nothing, since there is no baseline to divide by.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -21,20 +21,6 @@ use serde_json::Value as Json;
 
 const ITERS: usize = 10;
 const WARMUP: usize = 2;
-
-fn python() -> Option<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent()?.to_path_buf();
-    let candidates = [
-        std::env::var_os("NRTSIM_PYTHON").map(PathBuf::from),
-        Some(root.join("target/pyenv/bin/python")),
-    ];
-    candidates.into_iter().flatten().find(|python| {
-        Command::new(python)
-            .args(["-c", "import jax"])
-            .output()
-            .is_ok_and(|out| out.status.success())
-    })
-}
 
 /// Deterministic f32 inputs for an entry parameter of the given dims (the values do not matter
 /// for speed, but zeros or denormals could).
@@ -66,9 +52,12 @@ fn best_of(mut run: impl FnMut()) -> Duration {
 }
 
 fn main() {
-    let Some(python) = python() else {
-        println!("vs_xla: no Python with jax (set NRTSIM_PYTHON or run .ci/run); nothing measured");
-        return;
+    let python = match pyref::find(&["jax"]) {
+        Ok(python) => python,
+        Err(reason) => {
+            println!("vs_xla: {reason}; nothing measured");
+            return;
+        }
     };
     let dir = std::env::temp_dir().join(format!("nrtsim-bench-xla-{}", std::process::id()));
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/xla/bench_xla.py");

@@ -154,31 +154,6 @@ fn our_parse_equals_xla_parse_field_by_field(base: &Path) {
     assert_eq!(ours.host_program_shape, xla.host_program_shape, "{name}");
 }
 
-/// The Python to export with, or why there is none.
-fn find_python() -> Result<PathBuf, String> {
-    let root =
-        Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace root").to_path_buf();
-    let mut candidates = Vec::new();
-    if let Some(path) = std::env::var_os("NRTSIM_PYTHON") {
-        candidates.push(PathBuf::from(path));
-    }
-    candidates.push(root.join("target/pyenv/bin/python"));
-    candidates.push(PathBuf::from("python3"));
-    for python in &candidates {
-        let ok = Command::new(python)
-            .args(["-c", "import jax, jaxlib"])
-            .output()
-            .is_ok_and(|out| out.status.success());
-        if ok {
-            return Ok(python.clone());
-        }
-    }
-    Err(format!(
-        "no Python with jax and jaxlib (tried {}); run .ci/run or set NRTSIM_PYTHON",
-        candidates.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
-    ))
-}
-
 /// Re-runs the export into a scratch directory and requires the committed bytes.
 fn fresh_export_matches_the_fixtures(python: &Path) -> Result<(), Failed> {
     let scratch = std::env::temp_dir().join(format!("nrtsim-hlo-export-{}", std::process::id()));
@@ -241,12 +216,8 @@ fn main() {
             }));
         }
     }
-    let python = find_python();
-    let required = std::env::var_os("CI").is_some();
-    if let Err(reason) = &python {
-        eprintln!("text_xla: fresh_export_matches_the_fixtures: {reason}");
-    }
-    let ignored = python.is_err() && !required;
+    let python = pyref::find_for("text_xla: fresh_export_matches_the_fixtures", &["jax", "jaxlib"]);
+    let ignored = pyref::ignored(&python);
     trials.push(
         Trial::test("fresh_export_matches_the_fixtures", move || match &python {
             Ok(python) => fresh_export_matches_the_fixtures(python),

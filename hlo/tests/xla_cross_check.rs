@@ -54,36 +54,8 @@ use hlo::proto::PrimitiveType;
 use libtest_mimic::{Arguments, Failed, Trial};
 use serde_json::Value as Json;
 
-fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace root").to_path_buf()
-}
-
 fn script() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/xla/export.py")
-}
-
-/// The Python to use, or why there is none.
-fn find_python() -> Result<PathBuf, String> {
-    let mut candidates = Vec::new();
-    if let Some(path) = std::env::var_os("NRTSIM_PYTHON") {
-        candidates.push(PathBuf::from(path));
-    }
-    candidates.push(workspace_root().join("target/pyenv/bin/python"));
-    candidates.push(PathBuf::from("python3"));
-    for python in &candidates {
-        let ok = Command::new(python)
-            .args(["-c", "import jax, jaxlib, numpy, ml_dtypes"])
-            .output()
-            .is_ok_and(|out| out.status.success());
-        if ok {
-            return Ok(python.clone());
-        }
-    }
-    Err(format!(
-        "no Python with jax, jaxlib, numpy and ml_dtypes (tried {}); \
-         run .ci/run or set NRTSIM_PYTHON",
-        candidates.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
-    ))
 }
 
 /// Runs the export script for `set` (`cross` or `acceptance`) into the scratch directory unless
@@ -649,16 +621,14 @@ fn check_outcome(runner: &Runner, dir: &Path, meta: &Json, form: Form) -> Result
 
 /// One trial per case × form of `set`, checked by `check`; or one trial saying why there are none.
 fn trials_for(python: &Result<PathBuf, String>, set: &'static str, runner: Runner) -> Vec<Trial> {
-    let required = std::env::var_os("CI").is_some();
     let python = match python {
         Ok(python) => python,
         Err(reason) => {
             // No reference to compare with: ignored with the reason, or a failure under CI.
-            eprintln!("xla_cross_check: {reason}");
             let reason = reason.clone();
             return vec![
                 Trial::test(format!("{set}::xla_reference"), move || Err(reason.clone().into()))
-                    .with_ignored_flag(!required),
+                    .with_ignored_flag(!pyref::required()),
             ];
         }
     };
@@ -713,7 +683,7 @@ fn fixture_trials() -> Vec<Trial> {
 
 fn main() {
     let args = Arguments::from_args();
-    let python = find_python();
+    let python = pyref::find_for("xla_cross_check", &["jax", "jaxlib", "numpy", "ml_dtypes"]);
     let mut trials = vec![Trial::test("comparison_is_sound", comparison_is_sound)];
     trials.extend(fixture_trials());
     trials.extend(trials_for(&python, "cross", Runner::Library));
