@@ -14,6 +14,8 @@
 #include <nrt/nrt.h>
 #include <nrt/nrt_experimental.h>
 
+#include "check.h"
+
 #define WORLD 4
 #define VALUES 3
 #define ROUNDS 3
@@ -72,14 +74,6 @@ static void *run_rank(void *arg) {
         }
     }
     return NULL;
-}
-
-static void expect(const char *what, NRT_STATUS got, NRT_STATUS want) {
-    if (got != want) {
-        printf("%s returned %s (%d), expected %s (%d)\n", what, nrt_get_status_as_str(got),
-               (int)got, nrt_get_status_as_str(want), (int)want);
-        exit(1);
-    }
 }
 
 int main(void) {

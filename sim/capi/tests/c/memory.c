@@ -15,22 +15,9 @@
 
 #include "nrt.h"
 
+#include "check.h"
+
 #define SIZE 4096
-
-static void expect(const char *what, NRT_STATUS got, NRT_STATUS want) {
-    if (got != want) {
-        printf("%s returned %s (%d), expected %s (%d)\n", what, nrt_get_status_as_str(got),
-               (int)got, nrt_get_status_as_str(want), (int)want);
-        exit(1);
-    }
-}
-
-static void ensure(int ok, const char *what) {
-    if (!ok) {
-        printf("check failed: %s\n", what);
-        exit(1);
-    }
-}
 
 static void fill_pattern(nrt_tensor_t *tensor) {
     unsigned char pattern[SIZE];

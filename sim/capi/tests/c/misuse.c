@@ -14,33 +14,7 @@
 #include <nrt/nrt_experimental.h>
 #include <nrt/nrt_version.h>
 
-static void expect(const char *what, NRT_STATUS got, NRT_STATUS want) {
-    if (got != want) {
-        printf("%s returned %s (%d), expected %s (%d)\n", what, nrt_get_status_as_str(got),
-               (int)got, nrt_get_status_as_str(want), (int)want);
-        exit(1);
-    }
-}
-
-static void ensure(int ok, const char *what) {
-    if (!ok) {
-        printf("check failed: %s\n", what);
-        exit(1);
-    }
-}
-
-static void *read_file(const char *path, size_t *size) {
-    FILE *file = fopen(path, "rb");
-    ensure(file != NULL, "open the NEFF");
-    fseek(file, 0, SEEK_END);
-    long length = ftell(file);
-    fseek(file, 0, SEEK_SET);
-    void *bytes = malloc((size_t)length);
-    ensure(bytes != NULL && fread(bytes, 1, (size_t)length, file) == (size_t)length, "read the NEFF");
-    fclose(file);
-    *size = (size_t)length;
-    return bytes;
-}
+#include "check.h"
 
 int main(int argc, char **argv) {
     ensure(argc == 2, "usage: misuse MODEL.neff");

@@ -14,13 +14,7 @@
 #include <nrt/nrt_profile.h>
 #include <nrt/nrt_sys_trace.h>
 
-static void expect(const char *what, NRT_STATUS got, NRT_STATUS want) {
-    if (got != want) {
-        printf("%s returned %s (%d), expected %s (%d)\n", what, nrt_get_status_as_str(got),
-               (int)got, nrt_get_status_as_str(want), (int)want);
-        exit(1);
-    }
-}
+#include "check.h"
 
 int main(void) {
     expect("nrt_init", nrt_init(NRT_FRAMEWORK_TYPE_NO_FW, "", ""), NRT_SUCCESS);

@@ -25,34 +25,7 @@
 #include <nrt/nrt_profile.h>
 #include <nrt/nrt_sys_trace.h>
 
-static void expect(const char *what, NRT_STATUS got, NRT_STATUS want) {
-    if (got != want) {
-        printf("%s returned %s (%d), expected %s (%d)\n", what, nrt_get_status_as_str(got),
-               (int)got, nrt_get_status_as_str(want), (int)want);
-        exit(1);
-    }
-}
-
-static void ensure(int ok, const char *what) {
-    if (!ok) {
-        printf("check failed: %s\n", what);
-        exit(1);
-    }
-}
-
-static void *read_file(const char *path, size_t *size) {
-    FILE *file = fopen(path, "rb");
-    ensure(file != NULL, "open a file");
-    fseek(file, 0, SEEK_END);
-    long length = ftell(file);
-    fseek(file, 0, SEEK_SET);
-    char *bytes = malloc((size_t)length + 1);
-    ensure(bytes != NULL && fread(bytes, 1, (size_t)length, file) == (size_t)length, "read a file");
-    bytes[length] = 0;
-    fclose(file);
-    *size = (size_t)length;
-    return bytes;
-}
+#include "check.h"
 
 static int callbacks = 0;
 static NRT_STATUS last_callback_status = NRT_FAILURE;

@@ -11,12 +11,7 @@
 
 #include "nrt.h"
 
-static void expect(const char *what, NRT_STATUS got) {
-    if (got != NRT_SUCCESS) {
-        printf("%s returned %s (%d)\n", what, nrt_get_status_as_str(got), (int)got);
-        exit(1);
-    }
-}
+#include "check.h"
 
 static long data_pages(void) {
     long fields[7] = {0};
@@ -36,8 +31,8 @@ static long data_pages(void) {
 static void cycles(const void *neff, size_t size, long count) {
     for (long i = 0; i < count; i++) {
         nrt_model_t *model = NULL;
-        expect("nrt_load", nrt_load(neff, size, -1, 1, &model));
-        expect("nrt_unload", nrt_unload(model));
+        expect("nrt_load", nrt_load(neff, size, -1, 1, &model), NRT_SUCCESS);
+        expect("nrt_unload", nrt_unload(model), NRT_SUCCESS);
     }
 }
 
@@ -46,25 +41,13 @@ int main(int argc, char **argv) {
         printf("usage: reload MODEL.neff CYCLES\n");
         return 1;
     }
-    FILE *file = fopen(argv[1], "rb");
-    if (file == NULL) {
-        printf("cannot open %s\n", argv[1]);
-        return 1;
-    }
-    fseek(file, 0, SEEK_END);
-    long length = ftell(file);
-    fseek(file, 0, SEEK_SET);
-    void *neff = malloc((size_t)length);
-    if (neff == NULL || fread(neff, 1, (size_t)length, file) != (size_t)length) {
-        printf("cannot read %s\n", argv[1]);
-        return 1;
-    }
-    fclose(file);
+    size_t length = 0;
+    void *neff = read_file(argv[1], &length);
     long count = atol(argv[2]);
-    expect("nrt_init", nrt_init(NRT_FRAMEWORK_TYPE_NO_FW, "", ""));
-    cycles(neff, (size_t)length, 100); /* warm up allocator caches */
+    expect("nrt_init", nrt_init(NRT_FRAMEWORK_TYPE_NO_FW, "", ""), NRT_SUCCESS);
+    cycles(neff, length, 100); /* warm up allocator caches */
     long before = data_pages();
-    cycles(neff, (size_t)length, count);
+    cycles(neff, length, count);
     long after = data_pages();
     nrt_close();
     printf("reload ok\n");

@@ -11,13 +11,7 @@
 #include <nrt/nrt_async_sendrecv.h>
 #include <nrt/nrt_experimental.h>
 
-static void expect(const char *what, NRT_STATUS got, NRT_STATUS want) {
-    if (got != want) {
-        printf("%s returned %s (%d), expected %s (%d)\n", what, nrt_get_status_as_str(got),
-               (int)got, nrt_get_status_as_str(want), (int)want);
-        exit(1);
-    }
-}
+#include "check.h"
 
 int main(void) {
     nrt_ucode_info ucode = {{NULL, 0}, {NULL, 0}};
