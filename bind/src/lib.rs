@@ -44,7 +44,7 @@
 //!   the first forward; SPMD ranks run on `std::thread::scope` threads (the same parallelism as
 //!   rayon for a few long tasks, without a dependency).
 //! - **Tracing costs nothing when off.** With [`ModelOptions::trace`] set, the layer wraps its
-//!   runtime in a [`TracingRuntime`](abi::trace::TracingRuntime) and records its own events
+//!   runtime in a [`abi::trace::TracingRuntime`] and records its own events
 //!   (bindings, skipped re-binds, aliasing, validate errors, tolerated statuses); with `None`
 //!   it neither wraps nor formats anything.
 //! - **Its own crate, above `abi`.** `abi` is the contract as data (schema, tables, parsers, the

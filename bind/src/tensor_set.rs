@@ -1,4 +1,4 @@
-//! The boundary of a model as the layer uses it ([`Layout`]), and load-time tensor sets
+//! The boundary of a model as the layer uses it (`Layout`), and load-time tensor sets
 //! (seed §4.3): one runtime tensor per `MetaTensor`, `item_size × Π shape` bytes, added to its
 //! set under `MetaTensor.name`.
 //!

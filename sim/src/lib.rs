@@ -6,7 +6,7 @@
 //!   the I/O contract follow ABI-FACTS §3-§5; where the exact code is still to be pinned on a
 //!   device, the choice is made in one place and commented.
 //! - **Sparse, real memory.** Each NeuronCore's HBM is one anonymous mapping reserved without
-//!   swap ([`memory`]): a 16 GiB core costs nothing until touched, `nrt_tensor_get_va` returns a
+//!   swap (`memory`): a 16 GiB core costs nothing until touched, `nrt_tensor_get_va` returns a
 //!   real address, and DMA is `memcpy`.
 //! - **A loader over a description.** [`model::ModelDescription`] is what gets loaded; the NEFF
 //!   parser is plugged in by one function ([`neff_load::describe_neff`]). Every variable becomes a

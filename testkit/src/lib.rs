@@ -3,7 +3,7 @@
 //! product crate exports test helpers; they are all here.
 //!
 //! Design choices:
-//! - **Bodies take a runtime factory**, not a backend: [`bind_suite`] lists named functions of
+//! - **Bodies take a runtime factory**, not a backend: [`bind_suite`](mod@bind_suite) lists named functions of
 //!   a [`Factory`] that builds an initialized runtime for a [`RuntimeSpec`] (cores, numerical
 //!   errors, a fault plan in the simulator's compact form). `tests/bind_on_sim.rs` runs each on
 //!   `SimRuntime`; a later backend (the sim behind its C ABI, real libnrt) runs the very same

@@ -246,7 +246,7 @@ pub fn op_mul(dst: &str, a: &str, b: &str) -> Step {
     Step::Mul { dst: dst.to_owned(), a: a.to_owned(), b: b.to_owned() }
 }
 
-/// `sum = x + y`, `prod = x × y × 2`, over f32[n]; the names are the NKI style (`x`, `y`).
+/// `sum = x + y`, `prod = x × y × 2`, over `f32[n]`; the names are the NKI style (`x`, `y`).
 pub fn arithmetic_model(n: i64) -> ModelDef {
     ModelDef {
         inputs: vec![
@@ -262,7 +262,7 @@ pub fn arithmetic_model(n: i64) -> ModelDef {
     }
 }
 
-/// `output0 = input0`, then element `index` of output0 set to NaN, over f32[4].
+/// `output0 = input0`, then element `index` of output0 set to NaN, over `f32[4]`.
 pub fn nan_model(index: u64) -> ModelDef {
     ModelDef {
         inputs: vec![TensorDef::input("input0", DataType::Float, &[4])],

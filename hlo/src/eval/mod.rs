@@ -3,10 +3,10 @@
 //! Design choices:
 //! - [`Program::compile`] turns an `HloModuleProto` into a plan once: computations in call-graph
 //!   order, instructions in topological order with operands resolved to indices, every shape
-//!   parsed and checked against what its operands imply, attributes decoded into an [`Op`]
+//!   parsed and checked against what its operands imply, attributes decoded into an `Op`
 //!   enum, and every declared array checked against the byte budget. [`Program::run`] then does
 //!   no name or id lookups and trusts the shapes, so kernels index without re-checking.
-//! - Values inside the interpreter are reference-counted ([`Val`]), so tuples, get-tuple-element,
+//! - Values inside the interpreter are reference-counted (`Val`), so tuples, get-tuple-element,
 //!   parameters and pass-through ops share buffers; an instruction's operands are dropped after
 //!   their last use, which bounds peak memory by the live set rather than the whole graph.
 //! - Kernels are generic over the element type and instantiated per type (see `tensor`), with

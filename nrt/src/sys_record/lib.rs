@@ -6,15 +6,15 @@
 //! `nrtsim replay` re-issues the calls on the simulator and reports the first divergence.
 //!
 //! Design choices:
-//! - **Derived from the one function table.** [`exports`] expands `abi::for_each_libnrt_function!`
+//! - **Derived from the one function table.** `exports` expands `abi::for_each_libnrt_function!`
 //!   into one forwarding function per entry and a trampoline symbol versioned `NRT_2.0.0` (the
 //!   mechanism of `sim/capi/src/symbols.rs`), so a function added to the table is forwarded
-//!   without a line here. Each forwarder hands its arguments, as raw words, to [`lines`], which
+//!   without a line here. Each forwarder hands its arguments, as raw words, to `lines`, which
 //!   knows what the arguments of the calls a replay needs mean; every other call is recorded
 //!   by name and status only.
 //! - **The real library is found as `NrtRuntime` finds it** (`nrt::search`: `NRT_LIB_PATH`, then
 //!   `libnrt.so.1` through the loader, then the SDK folder), and never itself: a candidate whose
-//!   `nrt_init` is our own is skipped with that reason ([`real`]).
+//!   `nrt_init` is our own is skipped with that reason (`real`).
 //! - **One normaliser.** Lines are written with `abi::trace`'s renaming ([`abi::trace::Trace`])
 //!   and byte formatting, in the form `TracingRuntime` gives for the same call, so a replay
 //!   compares lines. Handles are renamed by generation: a pointer the real library reuses after

@@ -10,7 +10,7 @@ use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 use abi::runtime::{ModelId, SeqId, SetId, TensorId, TrackerId};
 use abi::trace::{Names, Trace};
 
-/// The environment variable naming the trace file (default [`DEFAULT_OUT`]).
+/// The environment variable naming the trace file (default `DEFAULT_OUT`).
 pub const OUT_ENV: &str = "NRTSIM_RECORD_OUT";
 
 /// The trace file written when [`OUT_ENV`] is unset.

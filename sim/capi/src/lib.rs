@@ -9,12 +9,12 @@
 //!   the struct layouts checked at compile time (`nrt_tensor_info_t` 296 bytes, `nrt_version_t`
 //!   224). The file has SONAME `libnrt.so.1` and its functions carry the ELF version
 //!   `NRT_2.0.0`, so a binary linked against the real library resolves its symbols here
-//!   ([`symbols`] explains how). `include/nrt/*.h` declares the same API for C users.
+//!   (`symbols` explains how). `include/nrt/*.h` declares the same API for C users.
 //! - **Every function of the public headers is exported**, one per entry of the function table
-//!   (`abi::functions`); [`symbols`] checks each export's signature against the table at
+//!   (`abi::functions`); `symbols` checks each export's signature against the table at
 //!   compile time. What a simulator cannot have (dma-buf fds, EFA, HBM mappings, microcode)
 //!   returns `NRT_INVALID` and says why once under `NRTSIM_LOG=1`.
-//! - **Handles are registry entries** ([`handles`]): numbers that encode the simulator's id and
+//! - **Handles are registry entries** (`handles`): numbers that encode the simulator's id and
 //!   the kind, never addresses of Rust objects. A pointer this library did not hand out, one of
 //!   the wrong kind, or one already released is `NRT_INVALID_HANDLE`; NULL is `NRT_INVALID`.
 //!   Nothing a caller passes as a handle is dereferenced.
@@ -27,7 +27,7 @@
 //!   `ptr::copy` (memmove), and attached buffers are reached the same way.
 //! - **No panic crosses the boundary**: every body runs under `catch_unwind`; a panic is
 //!   `NRT_FAILURE` (or NULL / 0 for functions without a status) and a line on stderr.
-//! - **One simulator per process**, made on first use from environment variables ([`config`]),
+//! - **One simulator per process**, made on first use from environment variables (`config`),
 //!   since a C caller cannot pass a Rust struct. libnrt's lifecycle applies: before `nrt_init`
 //!   UNINITIALIZED, after `nrt_close` CLOSED. `nrt_init` after `nrt_close` starts the simulator
 //!   again, as [`sim::SimRuntime`] allows: models are gone, tensors and sets stay; whether the
