@@ -87,14 +87,15 @@ pub struct SimConfig {
 }
 
 /// The simulated instance: `nrt_instance_info_t`'s family and size codes and architecture name.
+///
+/// Made only by [`Instance::parse`] (and `Default`), so every instance is one the public header
+/// lists and has a name that [`Instance::parse`] reads back: `to_env` cannot write a value a
+/// child process would refuse or silently replace.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Instance {
-    /// `NRT_INSTANCE_*`.
-    pub family: u32,
-    /// `NRT_INSTANCE_SIZE_*`.
-    pub size: u32,
-    /// The family name, reported as the architecture name.
-    pub arch_name: String,
+    family: u32,
+    size: u32,
+    arch_name: String,
 }
 
 /// The instance families of the public header, by code.
@@ -139,12 +140,27 @@ impl Instance {
         Some(Instance { family: family_code, size: size_code, arch_name: family.to_owned() })
     }
 
-    /// The `FAMILY.SIZE` name [`Instance::parse`] reads, such as `trn2.48xlarge`; `None` for
-    /// codes the public header does not list.
-    pub fn name(&self) -> Option<String> {
-        let family = FAMILIES.iter().find(|(_, code)| *code == self.family)?.0;
-        let size = SIZES.iter().find(|(_, code)| *code == self.size)?.0;
-        Some(format!("{family}.{size}"))
+    /// The `FAMILY.SIZE` name [`Instance::parse`] reads, such as `trn2.48xlarge`.
+    pub fn name(&self) -> String {
+        let name = |table: &[(&'static str, u32)], code: u32| {
+            table.iter().find(|(_, listed)| *listed == code).map_or("", |(name, _)| *name)
+        };
+        format!("{}.{}", name(FAMILIES, self.family), name(SIZES, self.size))
+    }
+
+    /// `NRT_INSTANCE_*`, the family code.
+    pub fn family(&self) -> u32 {
+        self.family
+    }
+
+    /// `NRT_INSTANCE_SIZE_*`, the size code.
+    pub fn size(&self) -> u32 {
+        self.size
+    }
+
+    /// The family name, reported as the architecture name.
+    pub fn arch_name(&self) -> &str {
+        &self.arch_name
     }
 }
 
@@ -357,7 +373,7 @@ pub fn to_env(config: &SimConfig) -> Vec<(String, String)> {
         (DTYPE_NUMBERING_ENV, numbering.to_owned()),
         (FAULTS_ENV, config.fault_plan.to_string()),
         (HLO_ENV, hlo),
-        (INSTANCE_ENV, config.instance.name().unwrap_or_default()),
+        (INSTANCE_ENV, config.instance.name()),
         (COLLECTIVE_TIMEOUT_ENV, config.collective_timeout.as_millis().to_string()),
         (QUIET_ENV, if config.warnings_to_stderr { "0" } else { "1" }.to_owned()),
         (FAIL_ON_NAN_ENV, if config.numerical_errors { "1" } else { "0" }.to_owned()),
@@ -489,7 +505,8 @@ mod tests {
             Instance::parse("Trn2.48xlarge"),
             Some(Instance { family: 5, size: 7, arch_name: "trn2".to_owned() })
         );
-        assert_eq!(Instance::parse("inf2.xlarge").map(|i| (i.family, i.size)), Some((4, 0)));
+        let small = Instance::parse("inf2.xlarge").expect("listed");
+        assert_eq!((small.family(), small.size(), small.arch_name()), (4, 0, "inf2"));
         assert_eq!(Instance::parse("trn1.2xlarge"), Some(Instance::default()));
         for bad in ["trn9.small", "trn1", "trn1.2xlarge.x", ".2xlarge", ""] {
             assert_eq!(Instance::parse(bad), None, "{bad}");
@@ -498,10 +515,9 @@ mod tests {
             for (size, _) in SIZES {
                 let name = format!("{family}.{size}");
                 let parsed = Instance::parse(&name).unwrap();
-                assert_eq!(parsed.name().as_deref(), Some(name.as_str()));
+                assert_eq!(parsed.name(), name);
             }
         }
-        let unknown = Instance { family: 99, size: 0, arch_name: "x".to_owned() };
-        assert_eq!(unknown.name(), None);
+        assert_eq!(Instance::default().name(), "trn1.2xlarge");
     }
 }

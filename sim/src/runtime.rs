@@ -1756,9 +1756,9 @@ impl Runtime for SimRuntime {
         self.enter(LibnrtFunction::nrt_get_instance_info)?;
         let instance = &self.config.instance;
         Ok(InstanceInfo {
-            family: instance.family,
-            size: instance.size,
-            arch_name: instance.arch_name.clone(),
+            family: instance.family(),
+            size: instance.size(),
+            arch_name: instance.arch_name().to_owned(),
             device_revision: "sim".to_owned(),
         })
     }

@@ -94,9 +94,9 @@ mod tests {
     #[test]
     fn the_instance_is_read_from_nrtsim_instance() {
         let default = config(&[]).unwrap().instance;
-        assert_eq!((default.family, default.size), (2, 1));
+        assert_eq!((default.family(), default.size()), (2, 1));
         let big = config(&[("NRTSIM_INSTANCE", "Trn2.48xlarge")]).unwrap().instance;
-        assert_eq!((big.family, big.size, big.arch_name.as_str()), (5, 7, "trn2"));
+        assert_eq!((big.family(), big.size(), big.arch_name()), (5, 7, "trn2"));
         let err = config(&[("NRTSIM_INSTANCE", "trn9.small")]).unwrap_err();
         assert!(err.starts_with("NRTSIM_INSTANCE"), "{err}");
     }
