@@ -15,6 +15,10 @@
 //! - **Statuses, not details.** A failed call is traced with its status name only; the detail
 //!   text is for humans and differs between backends.
 //! - **Deterministic.** No addresses, no times, no hash-map iteration: the only maps are lookups.
+//! - **Concurrent work traces as if it ran in order.** Work that must run at once (the ranks of a
+//!   collective launch, which wait for each other) records into [`Trace::fork`]s, and
+//!   [`Trace::join`] appends them in a fixed order, naming the handles they named first as the
+//!   one-after-another run would have: the text is the same, byte for byte.
 //! - **Costs nothing when off**: the binding layer holds an `Option<Arc<Trace>>` and neither wraps
 //!   its runtime nor formats a line when it is `None`.
 //!
@@ -58,14 +62,49 @@ pub struct Trace {
     state: Mutex<TraceState>,
 }
 
+/// A handle of any kind, as the renaming state keys it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Handle {
+    Tensor(TensorId),
+    Set(SetId),
+    Model(ModelId),
+    Seq(SeqId),
+    Tracker(TrackerId),
+}
+
+impl Handle {
+    /// The name's prefix, and the index of the kind's counter.
+    fn kind(self) -> (char, usize) {
+        match self {
+            Handle::Tensor(_) => ('t', 0),
+            Handle::Set(_) => ('s', 1),
+            Handle::Model(_) => ('m', 2),
+            Handle::Seq(_) => ('q', 3),
+            Handle::Tracker(_) => ('e', 4),
+        }
+    }
+}
+
+/// Stands in a fork's line for a handle the fork named first; a Unicode noncharacter (kept for a
+/// program's internal use), which no traced name or value contains.
+const PLACEHOLDER: char = '\u{fdd0}';
+
 #[derive(Debug, Default)]
 struct TraceState {
     lines: Vec<String>,
-    tensors: HashMap<TensorId, usize>,
-    sets: HashMap<SetId, usize>,
-    models: HashMap<ModelId, usize>,
-    seqs: HashMap<SeqId, usize>,
-    trackers: HashMap<TrackerId, usize>,
+    /// The number of each handle, per kind: `t3` is the third tensor named.
+    names: HashMap<Handle, usize>,
+    /// How many handles of each kind have been named.
+    counts: [usize; 5],
+    /// In a fork: the handles it named first, in that order, written as placeholders until
+    /// [`Trace::join`] names them.
+    fork: Option<ForkNames>,
+}
+
+#[derive(Debug, Default)]
+struct ForkNames {
+    order: Vec<Handle>,
+    index: HashMap<Handle, usize>,
 }
 
 /// Renames handles while a line is being written; see [`Trace::record_with`].
@@ -74,36 +113,51 @@ pub struct Names<'trace> {
     state: &'trace mut TraceState,
 }
 
-fn rename<K: std::hash::Hash + Eq>(map: &mut HashMap<K, usize>, key: K) -> usize {
-    let next = map.len() + 1;
-    *map.entry(key).or_insert(next)
-}
-
 impl Names<'_> {
+    /// The name of `handle`, assigned on first use (a placeholder in a fork).
+    fn name(&mut self, handle: Handle) -> String {
+        let (prefix, kind) = handle.kind();
+        if let Some(number) = self.state.names.get(&handle) {
+            return format!("{prefix}{number}");
+        }
+        if let Some(fork) = &mut self.state.fork {
+            let next = fork.order.len();
+            let index = *fork.index.entry(handle).or_insert(next);
+            if index == next {
+                fork.order.push(handle);
+            }
+            return format!("{PLACEHOLDER}{index}{PLACEHOLDER}");
+        }
+        self.state.counts[kind] += 1;
+        let number = self.state.counts[kind];
+        self.state.names.insert(handle, number);
+        format!("{prefix}{number}")
+    }
+
     /// The trace name of a tensor (`t1`, …), assigned on first use.
     pub fn tensor(&mut self, tensor: TensorId) -> String {
-        format!("t{}", rename(&mut self.state.tensors, tensor))
+        self.name(Handle::Tensor(tensor))
     }
 
     /// The trace name of a tensor set (`s1`, …), assigned on first use.
     pub fn set(&mut self, set: SetId) -> String {
-        format!("s{}", rename(&mut self.state.sets, set))
+        self.name(Handle::Set(set))
     }
 
     /// The trace name of a model (`m1`, …), assigned on first use.
     pub fn model(&mut self, model: ModelId) -> String {
-        format!("m{}", rename(&mut self.state.models, model))
+        self.name(Handle::Model(model))
     }
 
     /// The trace name of an async request (`q1`, …), assigned on first use: sequence ids are
     /// each library's own encoding.
     pub fn seq(&mut self, seq: SeqId) -> String {
-        format!("q{}", rename(&mut self.state.seqs, seq))
+        self.name(Handle::Seq(seq))
     }
 
     /// The trace name of an error tracker (`e1`, …), assigned on first use.
     pub fn tracker(&mut self, tracker: TrackerId) -> String {
-        format!("e{}", rename(&mut self.state.trackers, tracker))
+        self.name(Handle::Tracker(tracker))
     }
 
     /// An optional tracker, `-` for none.
@@ -154,6 +208,58 @@ impl Trace {
     /// Forgets every line (the handle names are kept, so later lines stay consistent).
     pub fn clear_lines(&self) {
         self.lock().lines.clear();
+    }
+
+    /// A trace for one of several pieces of work that run at once (the ranks of a collective
+    /// launch), to be given back to [`Trace::join`]. It knows every name given so far; a handle
+    /// it names first is written as a placeholder, since its name depends on what the other
+    /// pieces name.
+    pub fn fork(&self) -> Trace {
+        let state = self.lock();
+        Trace {
+            state: Mutex::new(TraceState {
+                lines: Vec::new(),
+                names: state.names.clone(),
+                counts: state.counts,
+                fork: Some(ForkNames::default()),
+            }),
+        }
+    }
+
+    /// Appends the lines of `forks`, in the given order, exactly as if each fork's work had run
+    /// here after the previous one's: the handles a fork named first are named now, in the order
+    /// that fork first used them (or keep the name an earlier fork gave them).
+    /// The forks' lines move here (a fork is left empty, its names kept).
+    pub fn join<'f>(&self, forks: impl IntoIterator<Item = &'f Trace>) {
+        let mut state = self.lock();
+        for fork in forks {
+            let (lines, order) = {
+                let mut fork = fork.lock();
+                let order = fork.fork.as_mut().map(|names| names.order.clone()).unwrap_or_default();
+                (std::mem::take(&mut fork.lines), order)
+            };
+            let mut names = Names { state: &mut state };
+            let finals: Vec<String> = order.into_iter().map(|handle| names.name(handle)).collect();
+            for line in lines {
+                let line = if line.contains(PLACEHOLDER) {
+                    // `text PH index PH text …`: the odd pieces are placeholder indexes.
+                    line.split(PLACEHOLDER)
+                        .enumerate()
+                        .map(|(piece, text)| match piece % 2 {
+                            1 => text
+                                .parse::<usize>()
+                                .ok()
+                                .and_then(|i| finals.get(i))
+                                .map_or(text, String::as_str),
+                            _ => text,
+                        })
+                        .collect()
+                } else {
+                    line
+                };
+                state.lines.push(line);
+            }
+        }
     }
 }
 
@@ -1177,5 +1283,91 @@ mod tests {
         });
         assert_eq!(trace.lines(), vec!["t1 s1 t2".to_owned(), "t1 m1".to_owned()]);
         assert_eq!(trace.text(), "t1 s1 t2\nt1 m1\n");
+    }
+
+    /// One rank's work: lines naming handles known before the ranks started (tensor 1, model 1)
+    /// and handles of its own (tensors 100 + rank, a set), one shared by every rank (tensor 500),
+    /// a handle twice in one line, and a line naming nothing.
+    fn rank_work(trace: &Trace, rank: u64) {
+        trace.record_with(|names| {
+            format!("write {} {}", names.tensor(TensorId(1)), names.tensor(TensorId(100 + rank)))
+        });
+        trace.record(format!("event of rank {rank}"));
+        trace.record_with(|names| {
+            let own = names.tensor(TensorId(100 + rank));
+            format!("exec {} {} {own}={own}", names.model(ModelId(1)), names.set(SetId(10 + rank)))
+        });
+        trace.record_with(|names| format!("shared {}", names.tensor(TensorId(500))));
+    }
+
+    fn started() -> Trace {
+        let trace = Trace::new();
+        trace.record_with(|names| {
+            format!("load {} {}", names.tensor(TensorId(1)), names.model(ModelId(1)))
+        });
+        trace
+    }
+
+    #[test]
+    fn joined_forks_read_as_the_one_after_another_run_whatever_order_they_ran_in() {
+        let sequential = started();
+        for rank in 0..3 {
+            rank_work(&sequential, rank);
+        }
+        let forked = started();
+        let forks: Vec<Trace> = (0..3).map(|_| forked.fork()).collect();
+        for rank in [2, 0, 1] {
+            rank_work(&forks[rank as usize], rank);
+        }
+        assert_eq!(forked.lines().len(), 1, "nothing reaches the parent before the join");
+        forked.join(&forks);
+        assert_eq!(forked.text(), sequential.text());
+        // The handles the ranks named first got the names of the one-after-another run.
+        let text = sequential.text();
+        for expected in ["write t1 t2", "exec m1 s1 t2=t2", "shared t3", "write t1 t4", "shared t3"]
+        {
+            assert!(text.contains(expected), "{expected} in\n{text}");
+        }
+        // Names given by the join are the parent's from now on.
+        forked.record_with(|names| names.tensor(TensorId(102)));
+        assert_eq!(forked.lines().last().map(String::as_str), Some("t5"));
+    }
+
+    #[test]
+    fn ranks_on_threads_trace_as_in_rank_order() {
+        let sequential = started();
+        for rank in 0..8 {
+            rank_work(&sequential, rank);
+        }
+        let forked = started();
+        let forks: Vec<Trace> = (0..8).map(|_| forked.fork()).collect();
+        std::thread::scope(|scope| {
+            for (rank, fork) in forks.iter().enumerate() {
+                scope.spawn(move || rank_work(fork, rank as u64));
+            }
+        });
+        forked.join(&forks);
+        assert_eq!(forked.text(), sequential.text());
+    }
+
+    #[test]
+    fn a_fork_of_a_fork_and_a_second_join_stay_in_order() {
+        let sequential = started();
+        for rank in 0..4 {
+            rank_work(&sequential, rank);
+        }
+        let forked = started();
+        let outer: Vec<Trace> = (0..2).map(|_| forked.fork()).collect();
+        // Outer fork 1 runs ranks 2 and 3 on forks of its own; outer fork 0 runs rank 0, is
+        // joined, then runs rank 1 (a fork's lines after a join still name consistently).
+        let inner: Vec<Trace> = (0..2).map(|_| outer[1].fork()).collect();
+        rank_work(&inner[1], 3);
+        rank_work(&inner[0], 2);
+        outer[1].join(&inner);
+        rank_work(&outer[0], 0);
+        forked.join(&outer[..1]);
+        rank_work(&outer[0], 1);
+        forked.join([&outer[0], &outer[1]]);
+        assert_eq!(forked.text(), sequential.text());
     }
 }

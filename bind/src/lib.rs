@@ -117,15 +117,42 @@ pub(crate) struct Ctx {
     pub(crate) runtime: Arc<dyn Runtime>,
     pub(crate) trace: Option<Arc<Trace>>,
     pub(crate) layout: Arc<Layout>,
+    /// The runtime without the tracing wrapper, for [`Ctx::fork`].
+    untraced: Arc<dyn Runtime>,
 }
 
 impl Ctx {
     pub(crate) fn new(runtime: Arc<dyn Runtime>, trace: Option<Arc<Trace>>, layout: Layout) -> Ctx {
+        let untraced = Arc::clone(&runtime);
         let runtime: Arc<dyn Runtime> = match &trace {
             Some(trace) => Arc::new(TracingRuntime::new(runtime, trace.clone())),
             None => runtime,
         };
-        Ctx { runtime, trace, layout: Arc::new(layout) }
+        Ctx { runtime, trace, layout: Arc::new(layout), untraced }
+    }
+
+    /// The context for one of several pieces of work that run at once: when tracing, its runtime
+    /// and events record into a [`Trace::fork`] of this context's trace, which
+    /// [`Ctx::join`] appends in order afterwards.
+    pub(crate) fn fork(&self) -> Ctx {
+        let Some(trace) = &self.trace else {
+            return self.clone();
+        };
+        let fork = Arc::new(trace.fork());
+        Ctx {
+            runtime: Arc::new(TracingRuntime::new(Arc::clone(&self.untraced), Arc::clone(&fork))),
+            trace: Some(fork),
+            layout: Arc::clone(&self.layout),
+            untraced: Arc::clone(&self.untraced),
+        }
+    }
+
+    /// Appends the traces of `forks` (made by [`Ctx::fork`]) to this context's, in order, as if
+    /// their work had run one after another.
+    pub(crate) fn join(&self, forks: &[Ctx]) {
+        if let Some(trace) = &self.trace {
+            trace.join(forks.iter().filter_map(|fork| fork.trace.as_deref()));
+        }
     }
 
     /// Records a layer event; `line` is not even called when tracing is off.

@@ -10,14 +10,14 @@
 //! for scoped threads) and slower at 8 × 4 MiB (0.65–0.70× against 0.73–1.16×, the same runs),
 //! likely because its idle workers keep looking for work before they sleep, on a saturated
 //! machine; so the ranks keep scoped threads.
-//! Untraced, every forward of more than one rank runs the ranks at once, however small their
-//! inputs: a collective program's ranks meet in the runtime's rendezvous, so a rank run before its
-//! peers start would wait for them until it times out. (A size threshold that ran small ranks one
-//! after another was removed for that reason; with the threshold bypassed, threads measured
-//! 1.04–1.08× of one-after-another at 8 × 64 KiB, so it saved nothing.) When a trace is recorded
-//! the ranks run one after another, in rank order, so that the trace is deterministic (concurrent
-//! ranks would interleave their lines); a traced forward of a collective program therefore fails
-//! with the runtime's timeout, and vectors of collectives go through the raw steps.
+//! Every forward of more than one rank runs the ranks at once, however small their inputs: a
+//! collective program's ranks meet in the runtime's rendezvous, so a rank run before its peers
+//! start would wait for them until it times out. (A size threshold that ran small ranks one after
+//! another was removed for that reason; with the threshold bypassed, threads measured 1.04–1.08×
+//! of one-after-another at 8 × 64 KiB, so it saved nothing.) A traced forward is no exception:
+//! each rank records into its own fork of the trace (`abi::trace::Trace::fork`), and the forks
+//! are joined in rank order, so the trace is the same text as if the ranks had run one after
+//! another (deterministic goldens), and a collective program can be traced.
 
 use std::sync::Arc;
 
@@ -107,28 +107,23 @@ impl SpmdModel {
                 actual: per_rank_inputs.len(),
             });
         }
-        let ctx = &self.ctx;
-        // Traced, one after another so the trace is deterministic; otherwise all ranks at once,
-        // since a collective program's ranks wait for each other (see the module doc).
-        let one_by_one = ctx.trace.is_some() || self.ranks.len() == 1;
-        let results: Vec<Result<ForwardOutput, BindError>> = if one_by_one {
-            self.ranks
-                .iter_mut()
-                .zip(per_rank_inputs)
-                .map(|(loaded, inputs)| run(ctx, loaded, inputs, ValidatePath::Ranked))
-                .collect()
+        // All ranks at once (a collective program's ranks wait for each other), each tracing
+        // into its own fork of the trace, joined in rank order afterwards (see the module doc).
+        let forks: Vec<Ctx> = self.ranks.iter().map(|_| self.ctx.fork()).collect();
+        let results: Vec<Result<ForwardOutput, BindError>> = if self.ranks.len() == 1 {
+            vec![run(&forks[0], &mut self.ranks[0], &per_rank_inputs[0], ValidatePath::Ranked)]
         } else {
             // Ranks 1.. on scoped threads, rank 0 on the calling thread (one spawn fewer).
-            let mut pairs = self.ranks.iter_mut().zip(per_rank_inputs);
-            let first = pairs.next();
+            let mut work = forks.iter().zip(self.ranks.iter_mut()).zip(per_rank_inputs);
+            let first = work.next();
             std::thread::scope(|scope| {
-                let handles: Vec<_> = pairs
-                    .map(|(loaded, inputs)| {
+                let handles: Vec<_> = work
+                    .map(|((ctx, loaded), inputs)| {
                         scope.spawn(move || run(ctx, loaded, inputs, ValidatePath::Ranked))
                     })
                     .collect();
                 let mut results = Vec::with_capacity(handles.len() + 1);
-                if let Some((loaded, inputs)) = first {
+                if let Some(((ctx, loaded), inputs)) = first {
                     results.push(run(ctx, loaded, inputs, ValidatePath::Ranked));
                 }
                 results.extend(handles.into_iter().map(|handle| {
@@ -137,6 +132,7 @@ impl SpmdModel {
                 results
             })
         };
+        self.ctx.join(&forks);
         results
             .into_iter()
             .enumerate()

@@ -1,12 +1,14 @@
 //! XLA validity of every vector's device program: XLA on CPU (jax's jaxlib, the pinned Python of
 //! `.ci/run`) parses each `model.hlo` with its own parser, compiles it, and runs it on the
 //! arguments of every launch the simulator made while running the vector; its results must equal
-//! the simulator's byte for byte (any NaN equals any NaN). One trial per vector.
+//! the simulator's byte for byte (any NaN equals any NaN). One trial per vector. The launches of a
+//! collective program (`nrt_load_collectives`) run round by round: the ranks of one round as one
+//! XLA execution of that many replicas, so a collective's results are XLA's too.
 //!
-//! It needs a Python with jax, jaxlib, numpy and ml_dtypes: `NRTSIM_PYTHON`, else
-//! `target/pyenv/bin/python` (what `.ci/run` makes), else `python3`. Without one every trial is
-//! reported ignored with the reason; under CI (`CI` set) they fail instead.
+//! It needs a Python with jax, jaxlib, numpy and ml_dtypes, found by `pyref`. Without one every
+//! trial is reported ignored with the reason; under CI (`CI` set) they fail instead.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
@@ -108,6 +110,9 @@ fn prepare(vector: &Vector) -> Result<Prepared, String> {
     let (params, _) = leaves(&text)?;
     let encoded = vector.read(vector::HLO_FILE).map_err(|e| e.to_string())?;
     let mut runs = Vec::new();
+    // The launches of a collective program's current round, by world size: a full round runs in
+    // XLA as one execution of `world` replicas, rank r as replica r.
+    let mut rounds: BTreeMap<usize, Vec<(usize, serde_json::Value)>> = BTreeMap::new();
     for (index, launch) in launches.iter().enumerate() {
         if launch.hlo != text.as_bytes() && launch.hlo != encoded {
             return Err(format!("launch {index} ran another module than {HLO_TEXT_FILE}"));
@@ -119,7 +124,28 @@ fn prepare(vector: &Vector) -> Result<Prepared, String> {
             args.push(serde_json::json!({ "file": file, "type": ty, "shape": dims }));
         }
         let out = scratch.join(format!("launch{index}"));
-        runs.push(serde_json::json!({ "args": args, "out": out }));
+        let run = serde_json::json!({ "args": args, "out": out });
+        let Some((rank, world)) = launch.collective else {
+            runs.push(run);
+            continue;
+        };
+        let round = rounds.entry(world).or_default();
+        round.push((rank, run));
+        if round.len() == world {
+            let mut round = std::mem::take(round);
+            round.sort_by_key(|(rank, _)| *rank);
+            if !round.iter().map(|(rank, _)| *rank).eq(0..world) {
+                let ranks: Vec<usize> = round.iter().map(|(rank, _)| *rank).collect();
+                return Err(format!(
+                    "a round of {world} ranks had the launches of ranks {ranks:?}"
+                ));
+            }
+            let replicas: Vec<serde_json::Value> = round.into_iter().map(|(_, run)| run).collect();
+            runs.push(serde_json::json!({ "replicas": replicas }));
+        }
+    }
+    if let Some((world, round)) = rounds.iter().find(|(_, round)| !round.is_empty()) {
+        return Err(format!("a round of {world} ranks ended with {} launches", round.len()));
     }
     let job =
         serde_json::json!({ "hlo": hlo_path, "error": scratch.join("error.txt"), "runs": runs });

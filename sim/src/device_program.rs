@@ -457,6 +457,11 @@ pub struct Rendezvous {
 }
 
 impl Rendezvous {
+    /// The number of ranks that meet here.
+    pub fn world(&self) -> usize {
+        self.world
+    }
+
     /// A meeting point for `world` ranks.
     pub fn new(world: usize) -> Rendezvous {
         Rendezvous {
@@ -528,6 +533,10 @@ pub struct LaunchRecord {
     pub args: Vec<Vec<u8>>,
     /// The result leaves' bytes.
     pub results: Vec<Vec<u8>>,
+    /// For a launch of a collective program (`nrt_load_collectives`): this launch's rank and the
+    /// world size. The records of one round of the ranks all come before any of the next round's,
+    /// since no rank can finish a round before every rank has started it.
+    pub collective: Option<(usize, usize)>,
 }
 
 /// Where HLO comes from for NEFFs that carry none (`NRTSIM_HLO`).

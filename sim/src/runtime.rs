@@ -1059,6 +1059,10 @@ impl SimRuntime {
                             hlo: program.source().to_vec(),
                             args,
                             results: written.iter().map(|(_, data)| data.clone()).collect(),
+                            collective: model
+                                .group
+                                .as_ref()
+                                .map(|(group, rank)| (*rank, group.world())),
                         };
                         if let Some(log) = lock(&self.launch_log).as_mut() {
                             log.push(record);

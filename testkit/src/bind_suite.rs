@@ -35,7 +35,6 @@ pub fn bind_suite() -> Vec<(&'static str, TestBody)> {
         ),
         ("setters_edit_losslessly_and_reload", setters_edit_losslessly_and_reload),
         ("spmd_four_ranks_on_four_cores", spmd_four_ranks_on_four_cores),
-        ("spmd_collective_ranks_meet_however_small", spmd_collective_ranks_meet_however_small),
     ]
 }
 
@@ -278,52 +277,8 @@ fn setters_edit_losslessly_and_reload(factory: &Factory<'_>) -> Result<(), Strin
 }
 
 /// An all-reduce over every rank of the world.
-const ALL_REDUCE: &str = "HloModule all_reduce
-
-add {
-  a = f32[] parameter(0)
-  b = f32[] parameter(1)
-  ROOT s = f32[] add(a, b)
-}
-
-ENTRY main {
-  input0 = f32[4] parameter(0)
-  sum = f32[4] all-reduce(input0), replica_groups={}, to_apply=add
-  ROOT outputs = (f32[4]) tuple(sum)
-}
-";
-
-/// Not data: a vector runs traced, and traced ranks run one after another, so a collective
-/// program's ranks could not meet. Untraced, ranks of 16 bytes each run at once: run one after
-/// another, rank 0 would wait in the rendezvous for peers that have not started, and time out.
-fn spmd_collective_ranks_meet_however_small(factory: &Factory<'_>) -> Result<(), String> {
-    let runtime = factory(&RuntimeSpec { n_cores: 4, ..RuntimeSpec::default() });
-    let def = ModelDef {
-        inputs: vec![TensorDef::input("input0", DataType::Float, &[4])],
-        outputs: vec![TensorDef::output("output0", DataType::Float, &[4])],
-        ..ModelDef::new("all_reduce")
-    };
-    let description = sim::ModelDescription::new("all_reduce")
-        .with_input("input0", abi::dtype::Dltype::Float32, &[4])
-        .with_output("output0", abi::dtype::Dltype::Float32, &[4])
-        .with_hlo(ALL_REDUCE);
-    let neff = crate::models::neff_of(&description);
-    let mut spmd = ok(
-        "SpmdModel::new",
-        SpmdModel::new(runtime, &neff, &def.metaneff(), 4, 4, ModelOptions::default()),
-    )?;
-    let inputs: Vec<Vec<HostTensor>> =
-        (1..=4).map(|r| vec![f32s(&[r as f32, 10.0 * r as f32, 0.5, -(r as f32)], &[4])]).collect();
-    let outs = ok("collective forward", spmd.forward_ranked(&inputs))?;
-    // 1 + 2 + 3 + 4 = 10 on every rank.
-    for (rank, out) in outs.iter().enumerate() {
-        same(&format!("rank {rank} sum"), output_values(out, 0)?, vec![10.0, 100.0, 2.0, -10.0])?;
-    }
-    Ok(())
-}
-
-/// Not data: it compares the traced ranks (one after another) with the untraced, threaded ones,
-/// and a vector always runs traced; it also asks for two machines.
+/// Not data: it compares traced ranks with untraced ones (a vector always runs traced); it also
+/// asks for two machines.
 fn spmd_four_ranks_on_four_cores(factory: &Factory<'_>) -> Result<(), String> {
     let runtime = factory(&RuntimeSpec { n_cores: 4, ..RuntimeSpec::default() });
     let def = ModelDef {

@@ -36,12 +36,6 @@ use testkit::{RuntimeSpec, TestBody, checks, f32_bytes, sim_config};
 const NEEDS_SEVERAL_MACHINES: &[(&str, &str)] =
     &[("spmd_four_ranks_on_four_cores", "a 4-core machine, then a 2-core one for the error case")];
 
-/// Bodies whose runtime calls come from several threads at once (untraced SPMD ranks), so the
-/// order of their trace lines, and the handle names given in that order, differ from run to run:
-/// both backends must pass the body, and their traces are not compared.
-const CONCURRENT_CALLS: &[(&str, &str)] =
-    &[("spmd_collective_ranks_meet_however_small", "four ranks on threads meet in an all-reduce")];
-
 /// The environment variable that puts this binary in child mode: `bind:NAME`, `check:NAME` or
 /// `probe:NAME`.
 const CHILD: &str = "NRTSIM_CHILD";
@@ -483,11 +477,6 @@ fn run_bind(name: &'static str, body: TestBody) -> Result<(), String> {
         &sim_config(&spec),
         &[(CHILD_SPEC, format!("{spec:?}"))],
     )?;
-    if CONCURRENT_CALLS.iter().any(|(listed, _)| *listed == name) {
-        let untraced =
-            |outcome: &Outcome| Outcome { result: outcome.result.clone(), trace: vec![] };
-        return compare(&untraced(&sim), &untraced(&nrt));
-    }
     compare(&sim, &nrt)
 }
 
