@@ -17,8 +17,8 @@
 //! - **The trace stays comparable.** The device NEFF's bytes differ from `model.neff` by nature,
 //!   so the runner writes the `load` argument of the vector's own `model.neff` in the trace.
 //! - The compiler is whatever `--compiler` names (default `neuronx-cc` on the `PATH`); tests use a
-//!   stand-in (`conformance/tests/standin/neuronx-cc`) that checks its arguments and writes a NEFF
-//!   with our writer, and say so.
+//!   stand-in (`nrtsim-standin-neuronx-cc`, a binary built only for the tests) that checks its
+//!   arguments and writes a NEFF with our writer, and say so.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

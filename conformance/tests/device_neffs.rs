@@ -1,6 +1,6 @@
-//! The device NEFF pipeline with the **stand-in** compiler (`tests/standin/neuronx-cc`, which
-//! checks its arguments and writes a NEFF with our writer; the real neuronx-cc is not reachable
-//! here): compile, manifest, staleness, the device NEFF chosen for the target, `[neff]` damage on
+//! The device NEFF pipeline with the **stand-in** compiler (the test-only binary
+//! `nrtsim-standin-neuronx-cc`, which checks its arguments and writes a NEFF with our writer; the
+//! real neuronx-cc is not reachable here): compile, manifest, staleness, the device NEFF chosen for the target, `[neff]` damage on
 //! top of it, and a missing device NEFF failing with the command that makes it.
 
 use std::path::{Path, PathBuf};
@@ -17,11 +17,11 @@ fn nrtsim_exe() -> &'static str {
 }
 
 fn standin() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/standin/neuronx-cc")
+    PathBuf::from(env!("CARGO_BIN_EXE_nrtsim-standin-neuronx-cc"))
 }
 
 fn nrtsim(args: &[&str]) -> Output {
-    Command::new(nrtsim_exe()).args(args).env("NRTSIM_EXE", nrtsim_exe()).output().unwrap()
+    Command::new(nrtsim_exe()).args(args).output().unwrap()
 }
 
 fn text(bytes: &[u8]) -> String {
@@ -136,7 +136,6 @@ fn compiled_device_neffs_run_with_the_golden_trace_and_their_manifest_tells_stal
     let replaced = dir.join("model.neff");
     std::fs::remove_file(&replaced).unwrap();
     let status = Command::new(standin())
-        .env("NRTSIM_EXE", nrtsim_exe())
         .args(["compile", "--framework", "XLA"])
         .arg(&other)
         .args(["--target", "trn1", "--output"])
@@ -159,9 +158,7 @@ fn compiled_device_neffs_run_with_the_golden_trace_and_their_manifest_tells_stal
 
 #[test]
 fn the_standin_refuses_a_call_that_is_not_the_compilers() {
-    let run = |args: &[&str]| {
-        Command::new(standin()).env("NRTSIM_EXE", nrtsim_exe()).args(args).output().unwrap()
-    };
+    let run = |args: &[&str]| Command::new(standin()).args(args).output().unwrap();
     let version = run(&["--version"]);
     assert!(version.status.success());
     assert!(text(&version.stdout).contains("stand-in for neuronx-cc"));

@@ -11,7 +11,6 @@ mod record;
 mod run;
 mod run_bind;
 mod safetensors;
-mod standin;
 
 use std::process::ExitCode;
 
@@ -49,13 +48,6 @@ enum Command {
     /// Refresh (--bless) or check (--check) the vectors' generated files; `promote DIR` adds a
     /// vector.
     Vectors(conformance::VectorsArgs),
-    /// The stand-in for neuronx-cc used by tests of `vectors compile` (not a compiler).
-    #[command(hide = true, name = "standin-neuronx-cc")]
-    StandinNeuronxCc {
-        /// The compiler's arguments.
-        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-        args: Vec<String>,
-    },
     /// Run a program with the libnrt recorder preloaded, writing a trace of its calls.
     Record(record::RecordArgs),
     /// Re-issue a recording on the simulator and report the first divergence (exit 1).
@@ -76,7 +68,6 @@ fn main() -> ExitCode {
         Command::Conformance(args) => conformance::run(args),
         Command::Vectors(args) => conformance::vectors(args),
         Command::RunVector(args) => conformance::run_vector(args),
-        Command::StandinNeuronxCc { args } => standin::run(args),
         Command::Record(args) => record::record(args),
         Command::Replay(args) => record::replay(args),
     };

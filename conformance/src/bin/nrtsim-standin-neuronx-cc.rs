@@ -1,6 +1,7 @@
-//! `nrtsim standin-neuronx-cc` (hidden): the **stand-in** for neuronx-cc that tests of the device
-//! NEFF pipeline use, because the real compiler is not reachable from our machines. It is not a
-//! compiler.
+//! `nrtsim-standin-neuronx-cc`: the **stand-in** for neuronx-cc that tests of the device NEFF
+//! pipeline use, because the real compiler is not reachable from our machines. It is not a
+//! compiler, and not part of the product: the binary is built only with the `standin` feature,
+//! which only this package's tests switch on (`cargo build` and `cargo install` leave it out).
 //!
 //! It accepts exactly `--version`, or `compile --framework XLA IN --target T --output OUT` (T one
 //! of trn1, trn2, inf2), and refuses anything else with exit status 2, so a test sees when the
@@ -16,14 +17,25 @@ use anyhow::{Context, Result, bail};
 use sim::ModelDescription;
 
 /// The version line the stand-in prints.
-pub(crate) const VERSION: &str = "nrtsim stand-in for neuronx-cc (not a compiler) 0.1";
+const VERSION: &str = "nrtsim stand-in for neuronx-cc (not a compiler) 0.1";
+
+fn main() -> std::process::ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match run(&args) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("stand-in neuronx-cc: {error:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
 
 /// Runs the stand-in on its raw arguments.
-pub(crate) fn run(args: Vec<String>) -> Result<bool> {
+fn run(args: &[String]) -> Result<()> {
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     if args == ["--version"] {
         println!("{VERSION}");
-        return Ok(true);
+        return Ok(());
     }
     let ["compile", "--framework", "XLA", input, "--target", target, "--output", output] =
         args.as_slice()
@@ -64,5 +76,5 @@ pub(crate) fn run(args: Vec<String>) -> Result<bool> {
     }
     std::fs::write(&output, spec.to_bytes()?)
         .with_context(|| format!("writing {}", output.display()))?;
-    Ok(true)
+    Ok(())
 }
