@@ -1,34 +1,14 @@
 //! `nrtsim check` run as the built binary: exit status, `--json`, and bad input files.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
 use abi::metaneff::text;
 use abi::neff::{GraphSpec, NeffSpec, Signature, TensorSignature, Var};
 use serde_json::Value;
 
-/// A fresh directory under the system temp dir, removed on drop.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(label: &str) -> TempDir {
-        let path = std::env::temp_dir().join(format!("nrtsim-{label}-{}", std::process::id()));
-        std::fs::create_dir_all(&path).expect("temp dir");
-        TempDir(path)
-    }
-
-    fn write(&self, name: &str, bytes: &[u8]) -> PathBuf {
-        let path = self.0.join(name);
-        std::fs::write(&path, bytes).expect("write file");
-        path
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+mod support;
+use support::{Scratch, nrtsim_exe, stderr, stdout};
 
 fn neff() -> Vec<u8> {
     let mut spec = NeffSpec::new("cli.neff");
@@ -55,7 +35,7 @@ output_tensors {{ name: "y" shape: [4] data_type: FLOAT }}"#
 }
 
 fn check(neff: &Path, metaneff: &Path, extra: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_nrtsim"))
+    Command::new(nrtsim_exe())
         .arg("check")
         .arg(neff)
         .arg(metaneff)
@@ -64,17 +44,9 @@ fn check(neff: &Path, metaneff: &Path, extra: &[&str]) -> Output {
         .expect("run nrtsim")
 }
 
-fn stdout(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
-}
-
 #[test]
 fn a_pair_that_binds_exits_zero() {
-    let dir = TempDir::new("check-ok");
+    let dir = Scratch::new("check-ok");
     let output = check(&dir.write("m.neff", &neff()), &dir.write("m.pb", &metaneff("x")), &[]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert_eq!(stdout(&output), "0 error(s), 0 warning(s): the pair binds\n");
@@ -82,7 +54,7 @@ fn a_pair_that_binds_exits_zero() {
 
 #[test]
 fn warnings_only_exit_zero() {
-    let dir = TempDir::new("check-warn");
+    let dir = Scratch::new("check-warn");
     let mut bytes = metaneff("x");
     bytes.extend_from_slice(&[0xa0, 0x01, 0x01]);
     let output = check(&dir.write("m.neff", &neff()), &dir.write("m.pb", &bytes), &[]);
@@ -92,7 +64,7 @@ fn warnings_only_exit_zero() {
 
 #[test]
 fn errors_exit_one_and_json_lists_them() {
-    let dir = TempDir::new("check-json");
+    let dir = Scratch::new("check-json");
     let output =
         check(&dir.write("m.neff", &neff()), &dir.write("m.pb", &metaneff("input0")), &["--json"]);
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
@@ -112,7 +84,7 @@ fn errors_exit_one_and_json_lists_them() {
 
 #[test]
 fn a_truncated_metaneff_names_the_file_the_byte_and_what_was_expected() {
-    let dir = TempDir::new("check-truncated");
+    let dir = Scratch::new("check-truncated");
     let bytes = metaneff("x");
     let path = dir.write("short.pb", &bytes[..bytes.len() - 2]);
     let output = check(&dir.write("m.neff", &neff()), &path, &[]);
@@ -127,7 +99,7 @@ fn a_truncated_metaneff_names_the_file_the_byte_and_what_was_expected() {
 
 #[test]
 fn an_oversized_metaneff_names_the_limit_and_the_flag() {
-    let dir = TempDir::new("check-oversized");
+    let dir = Scratch::new("check-oversized");
     let path = dir.write("big.pb", &metaneff("x"));
     let output = check(&dir.write("m.neff", &neff()), &path, &["--max-metaneff-bytes", "8"]);
     assert_eq!(output.status.code(), Some(1));
@@ -138,7 +110,7 @@ fn an_oversized_metaneff_names_the_limit_and_the_flag() {
 
 #[test]
 fn a_file_that_is_not_a_neff_names_the_file_and_the_status() {
-    let dir = TempDir::new("check-not-neff");
+    let dir = Scratch::new("check-not-neff");
     let path = dir.write("bad.neff", b"not a neff");
     let output = check(&path, &dir.write("m.pb", &metaneff("x")), &[]);
     assert_eq!(output.status.code(), Some(1));

@@ -1,22 +1,9 @@
 //! `nrtsim hlo print` and `nrtsim hlo encode` from the outside: outputs, exit codes, errors.
 
 use std::path::PathBuf;
-use std::process::{Command, Output};
 
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("nrtsim-cli-hlo-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn nrtsim(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_nrtsim")).args(args).output().unwrap()
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
-}
+mod support;
+use support::{nrtsim, scratch, stderr};
 
 /// A fixture written by jax (see hlo/tests/fixtures/export.py).
 fn fixture(name: &str) -> PathBuf {

@@ -1,19 +1,7 @@
 //! `nrtsim hlo run` from the outside: npy in, npy out, tuples flattened, bf16 as `<V2`, errors.
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
-
-fn scratch(name: &str) -> PathBuf {
-    let dir =
-        std::env::temp_dir().join(format!("nrtsim-cli-hlo-run-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn nrtsim(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_nrtsim")).args(args).output().unwrap()
-}
+mod support;
+use support::{nrtsim, scratch};
 
 fn f32_npy(shape: &[u64], values: &[f32]) -> Vec<u8> {
     abi::neff::npy::encode("<f4", shape, &testkit::f32_bytes(values)).unwrap()

@@ -1,22 +1,7 @@
 //! `nrtsim metaneff` from the outside: exit codes, outputs and error messages.
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("nrtsim-cli-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn nrtsim(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_nrtsim")).args(args).output().unwrap()
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
-}
+mod support;
+use support::{nrtsim, scratch, stderr};
 
 #[test]
 fn text_encodes_to_the_seed_example_bytes_and_decodes_back() {

@@ -2,7 +2,9 @@
 //! non-zero exit status, and stale generated inputs refused with the vector and the bless command.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+
+mod support;
+use support::{nrtsim, text};
 
 /// A scratch `vectors/` folder with an empty expectations folder.
 fn scratch(name: &str) -> PathBuf {
@@ -19,14 +21,6 @@ fn add_vector(vectors: &Path, name: &str, case: &str) -> PathBuf {
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("case.toml"), case).unwrap();
     dir
-}
-
-fn nrtsim(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_nrtsim")).args(args).output().unwrap()
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
 }
 
 /// Fails its own expectation: `init` succeeds, the case says it must not.

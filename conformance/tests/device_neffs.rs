@@ -12,20 +12,11 @@ use conformance::device;
 use conformance::runner;
 use conformance::vector::{self, Vector};
 
-fn nrtsim_exe() -> &'static str {
-    env!("CARGO_BIN_EXE_nrtsim")
-}
+mod support;
+use support::{nrtsim, text};
 
 fn standin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_nrtsim-standin-neuronx-cc"))
-}
-
-fn nrtsim(args: &[&str]) -> Output {
-    Command::new(nrtsim_exe()).args(args).output().unwrap()
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
 }
 
 /// A scratch `vectors/` holding copies of two real vectors' hand-written files, blessed.

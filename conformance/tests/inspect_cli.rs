@@ -1,33 +1,12 @@
 //! `nrtsim inspect` on NEFFs written by `abi::neff`'s writer, run as the built binary.
 
-use std::path::PathBuf;
 use std::process::{Command, Output};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use abi::neff::{GraphSpec, NeffSpec, Signature, TensorSignature, Var};
 use serde_json::Value;
 
-/// A fresh directory under the system temp dir, removed on drop.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(label: &str) -> TempDir {
-        let nanos = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|elapsed| elapsed.as_nanos())
-            .unwrap_or_default();
-        let path =
-            std::env::temp_dir().join(format!("nrtsim-{label}-{}-{nanos}", std::process::id()));
-        std::fs::create_dir_all(&path).expect("temp dir");
-        TempDir(path)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+mod support;
+use support::{Scratch, nrtsim_exe};
 
 fn sample_spec() -> NeffSpec {
     let mut spec = NeffSpec::new("inspect.neff");
@@ -50,10 +29,10 @@ fn sample_spec() -> NeffSpec {
     spec
 }
 
-fn inspect(dir: &TempDir, file_name: &str, bytes: &[u8], extra_args: &[&str]) -> Output {
-    let path = dir.0.join(file_name);
+fn inspect(dir: &Scratch, file_name: &str, bytes: &[u8], extra_args: &[&str]) -> Output {
+    let path = dir.join(file_name);
     std::fs::write(&path, bytes).expect("write neff");
-    Command::new(env!("CARGO_BIN_EXE_nrtsim"))
+    Command::new(nrtsim_exe())
         .arg("inspect")
         .arg(&path)
         .args(extra_args)
@@ -63,7 +42,7 @@ fn inspect(dir: &TempDir, file_name: &str, bytes: &[u8], extra_args: &[&str]) ->
 
 #[test]
 fn inspect_json_shows_header_members_vars_and_signature() {
-    let dir = TempDir::new("inspect-json");
+    let dir = Scratch::new("inspect-json");
     let output =
         inspect(&dir, "model.neff", &sample_spec().to_bytes().expect("valid spec"), &["--json"]);
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
@@ -124,7 +103,7 @@ fn inspect_json_shows_header_members_vars_and_signature() {
 
 #[test]
 fn inspect_text_is_readable() {
-    let dir = TempDir::new("inspect-text");
+    let dir = Scratch::new("inspect-text");
     let output = inspect(&dir, "model.neff", &sample_spec().to_bytes().expect("valid spec"), &[]);
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     let text = String::from_utf8_lossy(&output.stdout);
@@ -137,7 +116,7 @@ fn inspect_text_is_readable() {
 
 #[test]
 fn inspect_of_a_refused_neff_fails_with_the_status() {
-    let dir = TempDir::new("inspect-bad");
+    let dir = Scratch::new("inspect-bad");
     let mut bytes = sample_spec().to_bytes().expect("valid spec");
     bytes[0x018] = 3;
     let output = inspect(&dir, "bad.neff", &bytes, &["--json"]);
@@ -150,7 +129,7 @@ fn inspect_of_a_refused_neff_fails_with_the_status() {
 /// naming the limit and the flag that raises it.
 #[test]
 fn inspect_of_an_endless_input_is_refused_at_the_input_limit() {
-    let output = Command::new(env!("CARGO_BIN_EXE_nrtsim"))
+    let output = Command::new(nrtsim_exe())
         .args(["inspect", "/dev/zero", "--max-input-bytes", "65536"])
         .output()
         .expect("run nrtsim");
@@ -163,7 +142,7 @@ fn inspect_of_an_endless_input_is_refused_at_the_input_limit() {
 /// A NEFF one byte over the limit is refused; at the limit it is inspected.
 #[test]
 fn inspect_of_a_file_over_the_input_limit_is_refused_and_one_at_it_is_read() {
-    let dir = TempDir::new("inspect-limit");
+    let dir = Scratch::new("inspect-limit");
     let bytes = sample_spec().to_bytes().expect("valid spec");
     let over = (bytes.len() - 1).to_string();
     let output = inspect(&dir, "model.neff", &bytes, &["--max-input-bytes", &over]);
@@ -188,7 +167,7 @@ fn inspect_lists_the_graph_form_outputs_of_a_neuronx_cc_neff() {
     let members = [("kelf-0.json", kelf), ("neff.json", neff_json), ("sg00/def.json", def_json)];
     let payload = write_payload(2, &members).expect("members");
     let bytes = assemble_neff(&NeffHeader::default(), &payload).expect("neff");
-    let dir = TempDir::new("inspect-neuronx-cc");
+    let dir = Scratch::new("inspect-neuronx-cc");
     let output = inspect(&dir, "model.neff", &bytes, &["--json"]);
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     let report: Value = serde_json::from_slice(&output.stdout).expect("one json object");

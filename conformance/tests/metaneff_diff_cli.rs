@@ -6,31 +6,11 @@ use std::process::{Command, Output};
 
 use abi::metaneff::text;
 
-/// A fresh directory under the system temp dir, removed on drop.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(label: &str) -> TempDir {
-        let path = std::env::temp_dir().join(format!("nrtsim-{label}-{}", std::process::id()));
-        std::fs::create_dir_all(&path).expect("temp dir");
-        TempDir(path)
-    }
-
-    fn write(&self, name: &str, bytes: &[u8]) -> PathBuf {
-        let path = self.0.join(name);
-        std::fs::write(&path, bytes).expect("write file");
-        path
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+mod support;
+use support::{Scratch, nrtsim_exe};
 
 fn diff(a: &PathBuf, b: &PathBuf, extra: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_nrtsim"))
+    Command::new(nrtsim_exe())
         .args(["metaneff", "diff"])
         .arg(a)
         .arg(b)
@@ -48,7 +28,7 @@ fn metaneff(shape: &str) -> Vec<u8> {
 
 #[test]
 fn equal_files_exit_zero_and_print_nothing() {
-    let dir = TempDir::new("diff-equal");
+    let dir = Scratch::new("diff-equal");
     let a = dir.write("a.pb", &metaneff("[4]"));
     let output = diff(&a, &a, &[]);
     assert_eq!(output.status.code(), Some(0));
@@ -57,7 +37,7 @@ fn equal_files_exit_zero_and_print_nothing() {
 
 #[test]
 fn different_files_exit_one_with_a_review_diff() {
-    let dir = TempDir::new("diff-different");
+    let dir = Scratch::new("diff-different");
     let a = dir.write("a.pb", &metaneff("[4]"));
     let b = dir.write("b.pb", &metaneff("[2, 4]"));
     let output = diff(&a, &b, &[]);
@@ -72,7 +52,7 @@ fn different_files_exit_one_with_a_review_diff() {
 
 #[test]
 fn a_malformed_second_file_is_named_with_offset_and_field() {
-    let dir = TempDir::new("diff-malformed");
+    let dir = Scratch::new("diff-malformed");
     let a = dir.write("a.pb", &metaneff("[4]"));
     let b = dir.write("broken.pb", &[0x0a, 0x05, 0x0a]);
     let output = diff(&a, &b, &[]);
@@ -83,7 +63,7 @@ fn a_malformed_second_file_is_named_with_offset_and_field() {
 
 #[test]
 fn an_oversized_file_names_the_limit() {
-    let dir = TempDir::new("diff-oversized");
+    let dir = Scratch::new("diff-oversized");
     let a = dir.write("a.pb", &metaneff("[4]"));
     let output = diff(&a, &a, &["--max-input-bytes", "4"]);
     assert_eq!(output.status.code(), Some(1));

@@ -5,7 +5,7 @@
 //! refused with the file, the key and what was expected.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use abi::dtype::Dltype;
 use abi::metaneff::meta_tensor::{DataType, Type};
@@ -14,26 +14,14 @@ use abi::neff::npy;
 use sim::ModelDescription;
 use testkit::f32_bytes;
 
+mod support;
+use support::{nrtsim, scratch, text};
+
 const HLO: &str = "HloModule bound\n\nENTRY main {\n  x = f32[2,3] parameter(0)\n  s = f32[2,3] parameter(1)\n  w = f32[2,3] parameter(2)\n  xw = f32[2,3] multiply(x, w)\n  out = f32[2,3] add(xw, s)\n  next = f32[2,3] add(s, x)\n  ROOT outputs = (f32[2,3], f32[2,3]) tuple(out, next)\n}\n";
 
 const X: [f32; 6] = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0];
 const W: [f32; 6] = [0.5, -1.0, 2.0, 0.0, 3.0, 1.0];
 const S0: [f32; 6] = [10.0, 20.0, 30.0, 40.0, 50.0, 60.0];
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("nrtsim-run-bind-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn nrtsim(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_nrtsim")).args(args).output().unwrap()
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
 
 /// The NEFF (variables x, s, w in, out and s_out out) with the HLO as its program member.
 fn write_neff(dir: &Path) -> PathBuf {
@@ -108,7 +96,7 @@ fn write_x(dir: &Path) -> PathBuf {
 }
 
 struct Model {
-    dir: PathBuf,
+    dir: support::Scratch,
     neff: PathBuf,
     metaneff: PathBuf,
     x: PathBuf,

@@ -3,29 +3,16 @@
 //! HLO of `x @ y` in its metaneff's `serialized_graph_def`, and the refusals.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
 use abi::dtype::{Dltype, f32_to_f16_bits};
 use abi::metaneff::{MetaNeff, MetaTensor, meta_tensor::DataType};
 use abi::neff::npy;
 use sim::{ModelDescription, SlotKind, VarDescription};
 
+mod support;
+use support::{nrtsim, scratch, text};
+
 const MATMUL_HLO: &str = "HloModule matmul\n\nENTRY main {\n  x = f16[128,256] parameter(0)\n  y = f16[256,128] parameter(1)\n  product = f16[128,128] dot(x, y), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n  ROOT outputs = (f16[128,128]) tuple(product)\n}\n";
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("nrtsim-run-cli-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn nrtsim(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_nrtsim")).args(args).output().unwrap()
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
 
 /// The NKI matmul NEFF's variables (ABI-FACTS §5): SB, x, y, output0 and a constant, no program.
 fn nki_matmul() -> ModelDescription {

@@ -6,40 +6,19 @@
 //! and a read of the diff); the hand-written tests of each command stay the first net. Every
 //! command runs in a fresh directory on relative file names, so no path reaches the output.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use abi::metaneff::{self, text};
 use abi::neff::{GraphSpec, NeffSpec, Signature, TensorSignature, Var};
 
-/// A fresh directory under the system temp dir, removed on drop.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(label: &str) -> TempDir {
-        let path = std::env::temp_dir().join(format!("nrtsim-snap-{label}-{}", std::process::id()));
-        std::fs::create_dir_all(&path).expect("temp dir");
-        TempDir(path)
-    }
-
-    fn write(&self, name: &str, bytes: &[u8]) {
-        std::fs::write(self.0.join(name), bytes).expect("write file");
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+mod support;
+use support::{Scratch, nrtsim_exe};
 
 /// Runs `nrtsim ARGS` in `dir`; the snapshot holds the exit status, stdout and stderr.
 fn nrtsim(dir: &Path, args: &[&str]) -> String {
-    let output = Command::new(env!("CARGO_BIN_EXE_nrtsim"))
-        .current_dir(dir)
-        .args(args)
-        .output()
-        .expect("run nrtsim");
+    let output =
+        Command::new(nrtsim_exe()).current_dir(dir).args(args).output().expect("run nrtsim");
     format!(
         "exit status: {:?}\n--- stdout\n{}--- stderr\n{}",
         output.status.code(),
@@ -98,8 +77,8 @@ output_aliases_to { key: 1 value: 1 }
 model_config { return_aliases: true }
 "#;
 
-fn files(label: &str) -> TempDir {
-    let dir = TempDir::new(label);
+fn files(label: &str) -> Scratch {
+    let dir = Scratch::new(label);
     dir.write("model.neff", &neff());
     let mut broken = text::from_text(BROKEN).expect("broken text encodes");
     // Field 15 as a varint, 1: a field the schema does not know.
@@ -114,26 +93,26 @@ fn files(label: &str) -> TempDir {
 #[test]
 fn inspect_text() {
     let dir = files("inspect");
-    insta::assert_snapshot!(nrtsim(&dir.0, &["inspect", "model.neff"]));
+    insta::assert_snapshot!(nrtsim(dir.path(), &["inspect", "model.neff"]));
 }
 
 #[test]
 fn check_findings_of_a_broken_pair() {
     let dir = files("check-broken");
-    insta::assert_snapshot!(nrtsim(&dir.0, &["check", "model.neff", "broken.metaneff"]));
+    insta::assert_snapshot!(nrtsim(dir.path(), &["check", "model.neff", "broken.metaneff"]));
 }
 
 #[test]
 fn check_of_the_fixed_pair() {
     let dir = files("check-fixed");
-    insta::assert_snapshot!(nrtsim(&dir.0, &["check", "model.neff", "fixed.metaneff"]));
+    insta::assert_snapshot!(nrtsim(dir.path(), &["check", "model.neff", "fixed.metaneff"]));
 }
 
 #[test]
 fn metaneff_diff_of_the_fix() {
     let dir = files("diff");
     insta::assert_snapshot!(nrtsim(
-        &dir.0,
+        dir.path(),
         &["metaneff", "diff", "broken.metaneff", "fixed.metaneff"]
     ));
 }
@@ -141,7 +120,7 @@ fn metaneff_diff_of_the_fix() {
 #[test]
 fn metaneff_decode_text() {
     let dir = files("decode");
-    insta::assert_snapshot!(nrtsim(&dir.0, &["metaneff", "decode", "broken.metaneff"]));
+    insta::assert_snapshot!(nrtsim(dir.path(), &["metaneff", "decode", "broken.metaneff"]));
 }
 
 #[test]

@@ -1,0 +1,83 @@
+//! What the command-line tests share: the built `nrtsim`, its output as text, and scratch folders.
+#![allow(dead_code, unreachable_pub)]
+
+use std::ops::Deref;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The `nrtsim` binary cargo built for these tests.
+pub fn nrtsim_exe() -> &'static str {
+    env!("CARGO_BIN_EXE_nrtsim")
+}
+
+/// Runs `nrtsim` with `args` and waits for it.
+pub fn nrtsim(args: &[&str]) -> Output {
+    Command::new(nrtsim_exe()).args(args).output().expect("run the nrtsim binary")
+}
+
+/// Bytes a command printed, as text (invalid UTF-8 replaced).
+pub fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// What a command printed on standard output.
+pub fn stdout(output: &Output) -> String {
+    text(&output.stdout)
+}
+
+/// What a command printed on standard error.
+pub fn stderr(output: &Output) -> String {
+    text(&output.stderr)
+}
+
+/// A fresh, empty folder for one test, removed when dropped. Its name holds the test binary,
+/// the process and `label`, so tests running at once never share one.
+pub struct Scratch(PathBuf);
+
+impl Scratch {
+    /// The folder `nrtsim-<test binary>-<process>-<label>` under the system temp folder, emptied.
+    pub fn new(label: &str) -> Scratch {
+        let name = format!("nrtsim-{}-{}-{label}", env!("CARGO_CRATE_NAME"), std::process::id());
+        let path = std::env::temp_dir().join(name);
+        let _ = std::fs::remove_dir_all(&path);
+        std::fs::create_dir_all(&path).expect("create the scratch folder");
+        Scratch(path)
+    }
+
+    /// Writes `bytes` to the file `name` in the folder and returns its path.
+    pub fn write(&self, name: &str, bytes: &[u8]) -> PathBuf {
+        let path = self.0.join(name);
+        std::fs::write(&path, bytes).expect("write a scratch file");
+        path
+    }
+
+    /// The folder.
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Deref for Scratch {
+    type Target = Path;
+
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<Path> for Scratch {
+    fn as_ref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A fresh scratch folder for one test (see [`Scratch`]).
+pub fn scratch(label: &str) -> Scratch {
+    Scratch::new(label)
+}
