@@ -4,16 +4,12 @@
 use std::path::{Path, PathBuf};
 
 mod support;
-use support::{nrtsim, text};
+use support::{Scratch, nrtsim, text};
 
 /// A scratch `vectors/` folder with an empty expectations folder.
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir()
-        .join(format!("nrtsim-conformance-cli-{}-{name}", std::process::id()))
-        .join("vectors");
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(dir.join("expectations")).unwrap();
-    dir
+/// An empty `vectors/` folder with its `expectations/`.
+fn scratch(name: &str) -> Scratch {
+    Scratch::new(name).inside("vectors", &["expectations"])
 }
 
 fn add_vector(vectors: &Path, name: &str, case: &str) -> PathBuf {

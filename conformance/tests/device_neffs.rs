@@ -13,18 +13,15 @@ use conformance::runner;
 use conformance::vector::{self, Vector};
 
 mod support;
-use support::{nrtsim, text};
+use support::{Scratch, nrtsim, text};
 
 fn standin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_nrtsim-standin-neuronx-cc"))
 }
 
 /// A scratch `vectors/` holding copies of two real vectors' hand-written files, blessed.
-fn scratch(name: &str) -> PathBuf {
-    let root = std::env::temp_dir().join(format!("nrtsim-device-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&root);
-    let vectors = root.join("vectors");
-    std::fs::create_dir_all(vectors.join("expectations")).unwrap();
+fn scratch(name: &str) -> Scratch {
+    let vectors = Scratch::new(name).inside("vectors", &["expectations"]);
     let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("../vectors");
     for name in ["execute/canonical_client_flow", "load/forbidden_feature_bit_is_unsupported"] {
         let dir = vectors.join(name);

@@ -18,6 +18,8 @@ use abi::metaneff::meta_tensor::{DataType, Type};
 use abi::metaneff::{self, MetaNeff, MetaTensor, ModelConfig};
 use libtest_mimic::{Arguments, Failed, Trial};
 
+mod support;
+
 fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace root").to_path_buf()
 }
@@ -39,13 +41,6 @@ fn run_python(python: &Path, mode: &str, dir: &Path) -> Result<(), Failed> {
     Ok(())
 }
 
-fn scratch_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("nrtsim-interop-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("create scratch dir");
-    dir
-}
-
 /// Files `prefix_N.ext` in `dir`, in N order.
 fn numbered(dir: &Path, prefix: &str, ext: &str) -> Vec<PathBuf> {
     let mut files: Vec<(usize, PathBuf)> = std::fs::read_dir(dir)
@@ -62,7 +57,7 @@ fn numbered(dir: &Path, prefix: &str, ext: &str) -> Vec<PathBuf> {
 }
 
 fn python_bytes_decode_and_reencode_identically(python: &Path) -> Result<(), Failed> {
-    let dir = scratch_dir("from-python");
+    let dir = support::scratch("from-python");
     run_python(python, "gen", &dir)?;
     let files = numbered(&dir, "py_", ".pb");
     if files.len() < 40 {
@@ -81,7 +76,7 @@ fn python_bytes_decode_and_reencode_identically(python: &Path) -> Result<(), Fai
 }
 
 fn nrtsim_cli_round_trips_python_bytes(python: &Path) -> Result<(), Failed> {
-    let dir = scratch_dir("cli");
+    let dir = support::scratch("cli");
     run_python(python, "gen", &dir)?;
     for file in numbered(&dir, "py_", ".pb") {
         let original = std::fs::read(&file).map_err(|e| e.to_string())?;
@@ -200,7 +195,7 @@ fn rust_messages() -> Vec<MetaNeff> {
 }
 
 fn python_reads_our_bytes_and_text(python: &Path) -> Result<(), Failed> {
-    let dir = scratch_dir("from-rust");
+    let dir = support::scratch("from-rust");
     let messages = rust_messages();
     for (i, message) in messages.iter().enumerate() {
         let bytes = metaneff::encode(message);

@@ -30,30 +30,45 @@ pub fn stderr(output: &Output) -> String {
     text(&output.stderr)
 }
 
-/// A fresh, empty folder for one test, removed when dropped. Its name holds the test binary,
-/// the process and `label`, so tests running at once never share one.
-pub struct Scratch(PathBuf);
+/// A fresh, empty folder for one test, removed (with everything in it) when dropped. Its name
+/// holds the test binary, the process and `label`, so tests running at once never share one.
+pub struct Scratch {
+    root: PathBuf,
+    /// The folder the test works in: the root, or a folder inside it ([`Scratch::inside`]).
+    path: PathBuf,
+}
 
 impl Scratch {
     /// The folder `nrtsim-<test binary>-<process>-<label>` under the system temp folder, emptied.
     pub fn new(label: &str) -> Scratch {
         let name = format!("nrtsim-{}-{}-{label}", env!("CARGO_CRATE_NAME"), std::process::id());
-        let path = std::env::temp_dir().join(name);
-        let _ = std::fs::remove_dir_all(&path);
-        std::fs::create_dir_all(&path).expect("create the scratch folder");
-        Scratch(path)
+        let root = std::env::temp_dir().join(name);
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(&root).expect("create the scratch folder");
+        Scratch { path: root.clone(), root }
+    }
+
+    /// The same scratch, working in its new folder `relative` (such as `vectors/expectations`
+    /// made, `vectors` worked in: pass the folder to work in and the ones to make under it).
+    pub fn inside(mut self, relative: &str, make: &[&str]) -> Scratch {
+        self.path = self.root.join(relative);
+        std::fs::create_dir_all(&self.path).expect("create a scratch subfolder");
+        for folder in make {
+            std::fs::create_dir_all(self.path.join(folder)).expect("create a scratch subfolder");
+        }
+        self
     }
 
     /// Writes `bytes` to the file `name` in the folder and returns its path.
     pub fn write(&self, name: &str, bytes: &[u8]) -> PathBuf {
-        let path = self.0.join(name);
+        let path = self.path.join(name);
         std::fs::write(&path, bytes).expect("write a scratch file");
         path
     }
 
     /// The folder.
     pub fn path(&self) -> &Path {
-        &self.0
+        &self.path
     }
 }
 
@@ -61,19 +76,19 @@ impl Deref for Scratch {
     type Target = Path;
 
     fn deref(&self) -> &Path {
-        &self.0
+        &self.path
     }
 }
 
 impl AsRef<Path> for Scratch {
     fn as_ref(&self) -> &Path {
-        &self.0
+        &self.path
     }
 }
 
 impl Drop for Scratch {
     fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
+        let _ = std::fs::remove_dir_all(&self.root);
     }
 }
 
