@@ -11,9 +11,11 @@ The bindings are generated from abi/proto/metaneff.proto with grpc_tools' bundle
 schema is ours and the implementation is Google's.
 """
 
+import atexit
 import importlib
 import os
 import random
+import shutil
 import sys
 import tempfile
 
@@ -22,6 +24,8 @@ def bindings(proto_dir):
     from grpc_tools import protoc
 
     out = tempfile.mkdtemp(prefix="metaneff_pb2_")
+    # The generated module is imported below and not needed once the process ends.
+    atexit.register(shutil.rmtree, out, ignore_errors=True)
     status = protoc.main(
         ["protoc", f"-I{proto_dir}", f"--python_out={out}", os.path.join(proto_dir, "metaneff.proto")]
     )
