@@ -3,12 +3,14 @@
 //! Design choices:
 //! - The graph list comes from every top-level `kelf-N.json`, in order of N; a graph listed
 //!   twice (by two kelf files or one) is kept once, found in a set so the work stays linear in
-//!   the entries. At most [`MAX_GRAPHS`] distinct graphs, else a typed error. A NEFF without any kelf file falls back to every `*/def.json`
-//!   member, named after its folder, so a hand-made or older file is still readable.
+//!   the entries. At most [`MAX_GRAPHS`] distinct graphs, else a typed error. A NEFF without any
+//!   kelf file falls back to every `*/def.json` member, named after its folder, so a hand-made or
+//!   older file is still readable.
 //! - `def.json`'s `var` object is keyed by variable name; keys starting with `#` are comments.
 //!   Fields this crate does not model are ignored; the ones it models must have the right shape
-//!   when present. `size` is optional because real files omit it for `state-buffer` and
-//!   `dge-table` variables.
+//!   when present (the structs below, read by `json::read`, which names the refused field).
+//!   `size` is optional because real files omit it for `state-buffer` and `dge-table` variables;
+//!   `type` and `var_id` are required.
 //! - Each graph's variables are sorted by var_id (then name), which is the loader's order.
 //! - Loader invariants: var_ids are dense per graph (each `def.json` is its own table) and the
 //!   NEFF has at least one output variable over all graphs. Checking outputs per graph would
