@@ -1308,12 +1308,18 @@ mod tests {
         trace
     }
 
+    /// The reference: ranks `0..ranks` run one after another on one trace.
+    fn one_after_another(ranks: u64) -> Trace {
+        let trace = started();
+        for rank in 0..ranks {
+            rank_work(&trace, rank);
+        }
+        trace
+    }
+
     #[test]
     fn joined_forks_read_as_the_one_after_another_run_whatever_order_they_ran_in() {
-        let sequential = started();
-        for rank in 0..3 {
-            rank_work(&sequential, rank);
-        }
+        let sequential = one_after_another(3);
         let forked = started();
         let forks: Vec<Trace> = (0..3).map(|_| forked.fork()).collect();
         for rank in [2, 0, 1] {
@@ -1335,10 +1341,7 @@ mod tests {
 
     #[test]
     fn ranks_on_threads_trace_as_in_rank_order() {
-        let sequential = started();
-        for rank in 0..8 {
-            rank_work(&sequential, rank);
-        }
+        let sequential = one_after_another(8);
         let forked = started();
         let forks: Vec<Trace> = (0..8).map(|_| forked.fork()).collect();
         std::thread::scope(|scope| {
@@ -1352,10 +1355,7 @@ mod tests {
 
     #[test]
     fn a_fork_of_a_fork_and_a_second_join_stay_in_order() {
-        let sequential = started();
-        for rank in 0..4 {
-            rank_work(&sequential, rank);
-        }
+        let sequential = one_after_another(4);
         let forked = started();
         let outer: Vec<Trace> = (0..2).map(|_| forked.fork()).collect();
         // Outer fork 1 runs ranks 2 and 3 on forks of its own; outer fork 0 runs rank 0, is
