@@ -21,6 +21,12 @@ fn entry(body: &str) -> String {
     format!("HloModule m\n\nENTRY e {{\n{body}}}\n\n")
 }
 
+/// How [`entry`] prints: the header carries the entry layout, `(parameters)->result`, that the
+/// parser derives when the text has none.
+fn printed_entry(layout: &str, body: &str) -> String {
+    format!("HloModule m, entry_computation_layout={{{layout}}}\n\nENTRY e {{\n{body}}}\n\n")
+}
+
 #[test]
 fn old_style_becomes_new_style_and_metadata_is_kept() {
     check(
@@ -77,7 +83,7 @@ fn constants_of_every_kind() {
         // bf16: 1 + 2^-8 is a tie between 1 and 1 + 2^-7 and goes to even (1); 1 + 3 * 2^-8 goes
         // up to 1 + 2^-6 = 1.015625, written with bf16's 4 significant digits as XLA does. f16: 65519 is below the halfway point 65520, so it stays finite.
         // f8e4m3fn: 500 is past 448 + half a step (464), and the format has no infinity.
-        "HloModule m\n\nENTRY e {\n  \
+        "HloModule m, entry_computation_layout={()->u16[2]{0}}\n\nENTRY e {\n  \
          a = f32[] constant(-inf)\n  \
          b = f32[] constant(nan)\n  \
          c = pred[] constant(true)\n  \
@@ -104,7 +110,8 @@ fn convolution_window_and_labels() {
             "  i = f32[1,5,5,3]{3,2,1,0} parameter(0)\n  k = f32[3,3,3,8]{3,2,1,0} parameter(1)\n  \
              ROOT c = f32[1,2,3,8]{3,2,1,0} convolution(i, k), window={rhs_reversal=0x1 size=3x3 pad=0_1x-1_2 stride=2x1 lhs_dilate=1x2 rhs_dilate=2x1}, dim_labels=b01f_01io->b01f, feature_group_count=1, batch_group_count=1, operand_precision={highest,default}\n",
         ),
-        &entry(
+        &printed_entry(
+            "(f32[1,5,5,3]{3,2,1,0}, f32[3,3,3,8]{3,2,1,0})->f32[1,2,3,8]{3,2,1,0}",
             "  i = f32[1,5,5,3]{3,2,1,0} parameter(0)\n  k = f32[3,3,3,8]{3,2,1,0} parameter(1)\n  \
              ROOT c = f32[1,2,3,8]{3,2,1,0} convolution(i, k), window={size=3x3 stride=2x1 pad=0_1x-1_2 lhs_dilate=1x2 rhs_dilate=2x1 rhs_reversal=0x1}, dim_labels=b01f_01io->b01f, operand_precision={highest,default}\n",
         ),
@@ -127,7 +134,8 @@ fn data_movement_attributes() {
              g = s32[<=4,2]{1,0} parameter(2)\n  \
              ROOT r = f32[4,6]{1,0} reverse(x), dimensions={0}\n",
         ),
-        &entry(
+        &printed_entry(
+            "(f32[4,6]{1,0}, s32[], s32[<=4,2]{1,0})->f32[4,6]{1,0}",
             "  x = f32[4,6]{1,0} parameter(0)\n  \
              s = f32[2,2]{1,0} slice(x), slice={[0:4:2], [1:5:2]}\n  \
              u = f32[2,3]{1,0} slice(x), slice={[1:3], [0:3]}\n  \
@@ -161,7 +169,7 @@ fn gather_scatter_sort_and_collectives() {
         ROOT cc = f32[5,3]{1,0} custom-call(x), custom_call_target=\"my\\\"target\", backend_config=\"a\\nb\", frontend_attributes={_xla_k=\"v\",a=\"b\"}, sharding={devices=[2,1]0,1}, api_version=API_VERSION_STATUS_RETURNING, some_future_attribute={x={y}}\n}\n";
     check(
         module,
-        "HloModule m\n\nadd {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT s = f32[] add(a, b)\n}\n\n\
+        "HloModule m, entry_computation_layout={(f32[5,3]{1,0}, s32[2,1]{1,0}, f32[2,3]{1,0})->f32[5,3]{1,0}}\n\nadd {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT s = f32[] add(a, b)\n}\n\n\
         less {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT l = pred[] compare(a, b), direction=LT, type=TOTALORDER\n}\n\n\
         ENTRY e {\n  x = f32[5,3]{1,0} parameter(0)\n  i = s32[2,1]{1,0} parameter(1)\n  \
         g = f32[2,3]{1,0} gather(x, i), offset_dims={1}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=1, slice_sizes={1,3}, indices_are_sorted=true\n  \
@@ -189,7 +197,7 @@ fn control_flow_calls_in_xla_order() {
         ROOT r = f32[] call(w), to_apply=t\n}\n";
     check(
         module,
-        "HloModule m\n\nt {\n  p = f32[] parameter(0)\n  ROOT n = f32[] negate(p)\n}\n\n\
+        "HloModule m, entry_computation_layout={(pred[], f32[], s32[])->f32[]}\n\nt {\n  p = f32[] parameter(0)\n  ROOT n = f32[] negate(p)\n}\n\n\
         f {\n  p = f32[] parameter(0)\n  ROOT c = f32[] copy(p)\n}\n\n\
         ENTRY e {\n  b = pred[] parameter(0)\n  x = f32[] parameter(1)\n  k = s32[] parameter(2)\n  \
         c1 = f32[] conditional(b, x, x), true_computation=t, false_computation=f\n  \
@@ -211,7 +219,8 @@ fn layouts_with_tiles_and_memory_spaces() {
         &entry(
             "  ROOT x = f32[8,128]{1,0:T(8,128)(2,1)S(1)} parameter(0)\n  y = bf16[4]{0:E(16)} parameter(1)\n",
         ),
-        &entry(
+        &printed_entry(
+            "(f32[8,128]{1,0:T(8,128)(2,1)S(1)}, bf16[4]{0:E(16)})->f32[8,128]{1,0:T(8,128)(2,1)S(1)}",
             "  ROOT x = f32[8,128]{1,0:T(8,128)(2,1)S(1)} parameter(0)\n  y = bf16[4]{0:E(16)} parameter(1)\n",
         ),
     );
@@ -296,7 +305,7 @@ fn header_attributes_fusion_and_raw_backend_config() {
          ROOT t = (f32[2]{0}, f32[2]{0}, f32[2]{0}, f32[2]{0}, f32[2]{0}, f32[2]{0}) tuple(f, f, f, f, f, x), replica_groups={}\n}\n",
         // Without ENTRY the last computation is the entry; the raw JSON backend config is kept
         // as bytes and printed quoted.
-        "HloModule m, input_output_alias={ {0}: (1, {}, may-alias), {1}: (0, {0}) }, frontend_attributes={\"k\"=\"v\"}\n\n\
+        "HloModule m, entry_computation_layout={(f32[2]{0}, (f32[2]{0}))->(f32[2]{0}, f32[2]{0}, f32[2]{0}, f32[2]{0}, f32[2]{0}, /*index=5*/f32[2]{0})}, input_output_alias={ {0}: (1, {}, may-alias), {1}: (0, {0}) }, frontend_attributes={\"k\"=\"v\"}\n\n\
          fused {\n  p = f32[2]{0} parameter(0)\n  ROOT n = f32[2]{0} negate(p)\n}\n\n\
          ENTRY main {\n  x = f32[2]{0} parameter(0)\n  y = (f32[2]{0}) parameter(1)\n  \
          f = f32[2]{0} fusion(x), kind=kLoop, calls=fused, backend_config=\"{\\\"outer\\\": {\\\"inner\\\": [1, 2]}}\"\n  \

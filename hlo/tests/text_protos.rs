@@ -71,12 +71,18 @@ fn computation(
     }
 }
 
+/// A module; its host program shape is the entry computation's, parameters named `p0, p1, ...`,
+/// as XLA's parser writes it for text without `entry_computation_layout` (the modules here give
+/// every array its layout, so the shapes are the same).
 fn module(name: &str, entry: i64, computations: Vec<HloComputationProto>) -> HloModuleProto {
+    let mut host = computations[entry as usize].program_shape.clone().unwrap();
+    host.parameter_names = (0..host.parameters.len()).map(|k| format!("p{k}")).collect();
     HloModuleProto {
         name: name.into(),
         entry_computation_name: computations[entry as usize].name.clone(),
         entry_computation_id: entry,
         computations,
+        host_program_shape: Some(host),
         ..Default::default()
     }
 }
@@ -235,4 +241,47 @@ fn while_loop_calls_body_then_condition() {
         ],
     );
     assert_parses_to(src, &expected);
+}
+
+/// Text without `entry_computation_layout` gets the host program shape XLA's parser gives it (and
+/// XLA's proto readers require): the entry's parameters in parameter-number order named `p0, p1`,
+/// the root's tuple as the result, arrays in the default layout, scalars without one. The entry
+/// computation's own program shape keeps the text's names and shapes.
+#[test]
+fn host_program_shape_is_derived_from_the_entry_when_the_text_has_none() {
+    let src = "HloModule h\n\nENTRY e {\n  b = s32[] parameter(1)\n  a = f32[2,3] parameter(0)\n  \
+        bt = (s32[]) tuple(b)\n  ROOT t = (f32[2,3], (s32[])) tuple(a, bt)\n}\n";
+    let parsed = hlo::text::parse_module(src).unwrap();
+    let plain = |ty: PrimitiveType, dims: &[i64]| ShapeProto {
+        element_type: ty.into(),
+        dimensions: dims.to_vec(),
+        is_dynamic_dimension: vec![false; dims.len()],
+        ..Default::default()
+    };
+    let laid_out = |ty: PrimitiveType, dims: &[i64], minor_to_major: &[i64]| ShapeProto {
+        layout: Some(LayoutProto { minor_to_major: minor_to_major.to_vec(), ..Default::default() }),
+        ..plain(ty, dims)
+    };
+    let s32 = PrimitiveType::S32;
+    let expected = ProgramShapeProto {
+        parameters: vec![laid_out(F32, &[2, 3], &[1, 0]), plain(s32, &[])],
+        result: Some(tuple(vec![laid_out(F32, &[2, 3], &[1, 0]), tuple(vec![plain(s32, &[])])])),
+        parameter_names: vec!["p0".into(), "p1".into()],
+    };
+    assert_eq!(parsed.host_program_shape.as_ref(), Some(&expected));
+    let entry = ProgramShapeProto {
+        parameters: vec![plain(F32, &[2, 3]), plain(s32, &[])],
+        result: Some(tuple(vec![plain(F32, &[2, 3]), tuple(vec![plain(s32, &[])])])),
+        parameter_names: vec!["a".into(), "b".into()],
+    };
+    assert_eq!(parsed.computations[0].program_shape.as_ref(), Some(&entry));
+    // The printer writes it as the entry layout, and that text parses to the same module.
+    let printed = hlo::text::print_module(&parsed).unwrap();
+    assert!(
+        printed.starts_with(
+            "HloModule h, entry_computation_layout={(f32[2,3]{1,0}, s32[])->(f32[2,3]{1,0}, (s32[]))}\n"
+        ),
+        "{printed}"
+    );
+    assert_eq!(hlo::text::parse_module(&printed).unwrap(), parsed);
 }

@@ -115,6 +115,61 @@ impl IotaReplicaGroupListProto {
     }
 }
 
+impl HloModuleProto {
+    /// The host program shape XLA's text parser gives a module whose text has no
+    /// `entry_computation_layout`: the entry computation's parameters (by parameter number, named
+    /// `p0, p1, ...`) and its root's shape, every array in XLA's default layout. XLA's readers of
+    /// a proto refuse a module without a host program shape, so the parser fills it in, and the
+    /// printer writes it for a module that has none, as XLA's printer always writes one.
+    ///
+    /// `None` when the entry computation is missing, its root or a parameter has no shape, or
+    /// its parameter numbers are not `0..n` each once.
+    pub fn derived_host_program_shape(&self) -> Option<ProgramShapeProto> {
+        let entry =
+            self.computations.iter().find(|c| c.id == self.entry_computation_id).or_else(|| {
+                self.computations.iter().find(|c| c.name == self.entry_computation_name)
+            })?;
+        let mut parameters: Vec<(i64, ShapeProto)> = entry
+            .instructions
+            .iter()
+            .filter(|i| i.opcode == "parameter")
+            .map(|i| Some((i.parameter_number, i.shape.clone()?)))
+            .collect::<Option<_>>()?;
+        parameters.sort_by_key(|(number, _)| *number);
+        if !parameters.iter().map(|(number, _)| *number).eq(0..parameters.len() as i64) {
+            return None;
+        }
+        let root = entry.instructions.iter().find(|i| i.id == entry.root_id)?;
+        let mut result = root.shape.clone()?;
+        with_default_layout(&mut result);
+        let mut shape = ProgramShapeProto {
+            parameter_names: (0..parameters.len()).map(|k| format!("p{k}")).collect(),
+            parameters: parameters.into_iter().map(|(_, shape)| shape).collect(),
+            result: Some(result),
+        };
+        shape.parameters.iter_mut().for_each(with_default_layout);
+        Some(shape)
+    }
+}
+
+/// Gives every array in `shape` without a layout XLA's default one, major to minor (`{1,0}` for
+/// two dimensions). A scalar keeps no layout (the text parser reads `f32[]` so, and XLA's empty
+/// scalar layout says nothing more); a tuple has none of its own; a token has no elements.
+fn with_default_layout(shape: &mut ShapeProto) {
+    match shape.element_type() {
+        PrimitiveType::Tuple => shape.tuple_shapes.iter_mut().for_each(with_default_layout),
+        PrimitiveType::Token | PrimitiveType::OpaqueType => {}
+        _ if shape.layout.is_none() && !shape.dimensions.is_empty() => {
+            let rank = shape.dimensions.len() as i64;
+            shape.layout = Some(LayoutProto {
+                minor_to_major: (0..rank).rev().collect(),
+                ..Default::default()
+            });
+        }
+        _ => {}
+    }
+}
+
 impl HloInstructionProto {
     /// The replica groups of a collective, from whichever field holds them: the iota form
     /// (field 92, or inside `collective_device_list`), the explicit groups of

@@ -20,7 +20,9 @@
 //! - The parser fills in what XLA's parser fills in (the default comparison type of `compare`,
 //!   all-DEFAULT operand precisions of `dot` and `convolution`, group counts of 1, one dynamic
 //!   flag per dimension, `p0, p1, ...` in the entry layout), and the printer leaves those out, as
-//!   XLA's does; `tests/text_xla.rs` holds both to XLA's output.
+//!   XLA's does; and, when the text has no `entry_computation_layout`, the module's host program
+//!   shape, derived from the entry computation as XLA's parser derives it (XLA's readers refuse a
+//!   proto without one), which the printer then writes as the entry layout; `tests/text_xla.rs` holds both to XLA's output.
 //! - Constants elided by XLA's printer (`constant({...})`) are an error: their values are lost.
 //! - Literal values are written in logical (row-major index) order and stored in the proto in the
 //!   physical order of the literal's layout, as XLA stores them.

@@ -1585,6 +1585,9 @@ impl<'a> Parser<'a> {
             proto.program_shape = Some(program_shape);
             module.computations.push(proto);
         }
+        if module.host_program_shape.is_none() {
+            module.host_program_shape = module.derived_host_program_shape();
+        }
         Ok(module)
     }
 }

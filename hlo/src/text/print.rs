@@ -82,7 +82,17 @@ pub fn print_module_with(m: &HloModuleProto, options: &PrintOptions) -> Result<S
         })?;
 
     let mut out = format!("HloModule {}", m.name);
-    if let Some(shape) = &m.host_program_shape {
+    // A module without a host program shape prints the one the parser would derive, so that
+    // printing its parse gives the same text.
+    let derived;
+    let host_program_shape = match &m.host_program_shape {
+        Some(shape) => Some(shape),
+        None => {
+            derived = m.derived_host_program_shape();
+            derived.as_ref()
+        }
+    };
+    if let Some(shape) = host_program_shape {
         out.push_str(", entry_computation_layout={");
         program_shape(&mut out, shape)
             .map_err(|why| unprintable("", "", format!("entry_computation_layout: {why}")))?;
