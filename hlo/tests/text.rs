@@ -87,19 +87,19 @@ fn constants_of_every_kind() {
          a = f32[] constant(-inf)\n  \
          b = f32[] constant(nan)\n  \
          c = pred[] constant(true)\n  \
-         d = s8[3] constant({-128, 16, 127})\n  \
+         d = s8[3]{0} constant({-128, 16, 127})\n  \
          f = u8[] constant(255)\n  \
-         g = bf16[2] constant({1, 1.016})\n  \
+         g = bf16[2]{0} constant({1, 1.016})\n  \
          h = f16[] constant(65504)\n  \
          i = f64[] constant(1e+300)\n  \
-         j = c64[2] constant({(1, -2), (0.5, 0)})\n  \
-         k = (s32[], f32[2]) constant((7, {1.5, -0}))\n  \
+         j = c64[2]{0} constant({(1, -2), (0.5, 0)})\n  \
+         k = (s32[], f32[2]{0}) constant((7, {1.5, -0}))\n  \
          l = f32[2,3]{0,1} constant({ { 1, 2, 3 }, { 4, 5, 6 } })\n  \
-         n = f32[0] constant({})\n  \
-         o = f32[2,0] constant({ {}, {} })\n  \
-         q = f8e4m3fn[2] constant({448, nan})\n  \
+         n = f32[0]{0} constant({})\n  \
+         o = f32[2,0]{1,0} constant({ {}, {} })\n  \
+         q = f8e4m3fn[2]{0} constant({448, nan})\n  \
          r = s64[] constant(-9223372036854775808)\n  \
-         ROOT t = u16[2] constant({0, 65535})\n}\n\n",
+         ROOT t = u16[2]{0} constant({0, 65535})\n}\n\n",
     );
 }
 

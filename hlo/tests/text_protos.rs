@@ -200,8 +200,11 @@ fn while_loop_calls_body_then_condition() {
         ENTRY e {\n  z = s32[] constant(0)\n  t = (s32[]) tuple(z)\n  ROOT w = (s32[]) while(t), condition=cond, body=body\n}\n";
     let s32 = || array(PrimitiveType::S32, &[]);
     let state = || tuple(vec![s32()]);
+    // A constant's shape and its literal's have a layout even for a scalar (empty): XLA's
+    // reader requires one.
+    let laid_out_s32 = || ShapeProto { layout: Some(LayoutProto::default()), ..s32() };
     let literal = |v: i32| hlo::proto::LiteralProto {
-        shape: Some(s32()),
+        shape: Some(laid_out_s32()),
         s32s: vec![v],
         ..Default::default()
     };
@@ -209,14 +212,14 @@ fn while_loop_calls_body_then_condition() {
     let c2 = 2 << 32;
     let mut gte = instr("i", "get-tuple-element", 1, s32(), &[0]);
     gte.tuple_index = 0;
-    let mut ten = instr("n", "constant", 2, s32(), &[]);
+    let mut ten = instr("n", "constant", 2, laid_out_s32(), &[]);
     ten.literal = Some(literal(10));
     let mut lt = instr("lt", "compare", 3, array(PrimitiveType::Pred, &[]), &[1, 2]);
     lt.comparison_direction = "LT".into();
     lt.comparison_type = "SIGNED".into();
-    let mut one = instr("one", "constant", c1 + 2, s32(), &[]);
+    let mut one = instr("one", "constant", c1 + 2, laid_out_s32(), &[]);
     one.literal = Some(literal(1));
-    let mut zero = instr("z", "constant", c2, s32(), &[]);
+    let mut zero = instr("z", "constant", c2, laid_out_s32(), &[]);
     zero.literal = Some(literal(0));
     let mut w = instr("w", "while", c2 + 2, state(), &[c2 + 1]);
     w.called_computation_ids = vec![1, 0];

@@ -153,13 +153,15 @@ impl HloModuleProto {
 }
 
 /// Gives every array in `shape` without a layout XLA's default one, major to minor (`{1,0}` for
-/// two dimensions). A scalar keeps no layout (the text parser reads `f32[]` so, and XLA's empty
-/// scalar layout says nothing more); a tuple has none of its own; a token has no elements.
-fn with_default_layout(shape: &mut ShapeProto) {
+/// two dimensions), and with `scalars` every scalar without one the empty layout. A tuple has
+/// no layout of its own; a token has no elements.
+fn with_default_layout_where(shape: &mut ShapeProto, scalars: bool) {
     match shape.element_type() {
-        PrimitiveType::Tuple => shape.tuple_shapes.iter_mut().for_each(with_default_layout),
+        PrimitiveType::Tuple => {
+            shape.tuple_shapes.iter_mut().for_each(|s| with_default_layout_where(s, scalars))
+        }
         PrimitiveType::Token | PrimitiveType::OpaqueType => {}
-        _ if shape.layout.is_none() && !shape.dimensions.is_empty() => {
+        _ if shape.layout.is_none() && (scalars || !shape.dimensions.is_empty()) => {
             let rank = shape.dimensions.len() as i64;
             shape.layout = Some(LayoutProto {
                 minor_to_major: (0..rank).rev().collect(),
@@ -167,6 +169,22 @@ fn with_default_layout(shape: &mut ShapeProto) {
             });
         }
         _ => {}
+    }
+}
+
+/// Arrays only: a scalar keeps no layout in a program shape, as the text parser reads `f32[]`
+/// (XLA's empty scalar layout says nothing more).
+fn with_default_layout(shape: &mut ShapeProto) {
+    with_default_layout_where(shape, false);
+}
+
+impl ShapeProto {
+    /// The shape with XLA's default layout wherever it has none, scalars included (an empty
+    /// layout): what XLA's proto reader requires of a literal's shape and of its constant's.
+    pub fn with_default_layouts(&self) -> ShapeProto {
+        let mut shape = self.clone();
+        with_default_layout_where(&mut shape, true);
+        shape
     }
 }
 

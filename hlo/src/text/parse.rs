@@ -845,7 +845,7 @@ impl<'a> Parser<'a> {
         let is_root = self.eat_keyword("ROOT");
         let (name_pos, name) = self.name("an instruction name")?;
         self.expect("=")?;
-        let shape = self.shape()?;
+        let mut shape = self.shape()?;
         self.skip_ws();
         let opcode_pos = self.pos;
         let opcode = self.scan(|c| c.is_ascii_alphanumeric() || c == '-');
@@ -883,7 +883,11 @@ impl<'a> Parser<'a> {
                 self.expect(")")?;
             }
             "constant" => {
-                pending.proto.literal = Some(self.literal(&shape)?);
+                let mut literal = self.literal(&shape)?;
+                with_literal_layouts(&mut literal);
+                // XLA's reader requires a constant's shape to be its literal's, layout included.
+                shape = literal.shape.clone().unwrap_or(shape);
+                pending.proto.literal = Some(literal);
                 self.expect(")")?;
             }
             _ => {
@@ -1590,6 +1594,16 @@ impl<'a> Parser<'a> {
         }
         Ok(module)
     }
+}
+
+/// Gives every array and scalar in a literal's shape a layout, the default one where the text
+/// has none: XLA's proto reader refuses a literal without one ("LiteralProto has no layout"),
+/// although an instruction's shape may leave it out.
+fn with_literal_layouts(literal: &mut LiteralProto) {
+    if let Some(shape) = &mut literal.shape {
+        *shape = shape.with_default_layouts();
+    }
+    literal.tuple_literals.iter_mut().for_each(with_literal_layouts);
 }
 
 /// Fills what XLA's parser fills when the text leaves it out, so that a parsed module equals

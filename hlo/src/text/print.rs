@@ -370,7 +370,13 @@ fn instruction(
         return Err(fail(format!("opcode `{}` is unknown", i.opcode)));
     }
     let _ = write!(out, "{} = ", i.name);
-    shape(out, s).map_err(fail)?;
+    if i.opcode == "constant" {
+        // The parser gives a constant XLA's default layout where the text has none (XLA's
+        // reader requires it); writing it here keeps printing a fixed point.
+        shape(out, &s.with_default_layouts()).map_err(fail)?;
+    } else {
+        shape(out, s).map_err(fail)?;
+    }
     let _ = write!(out, " {}(", i.opcode);
     let op = i.opcode.as_str();
     match op {
