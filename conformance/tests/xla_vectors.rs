@@ -5,6 +5,14 @@
 //! collective program (`nrt_load_collectives`) run round by round: the ranks of one round as one
 //! XLA execution of that many replicas, so a collective's results are XLA's too.
 //!
+//!
+//! The module the vector carries as protos is XLA's too: XLA loads each of them from the proto,
+//! not the text — `model.hlo.pb`, the metaneff's `serialized_graph_def` and the NEFF's
+//! `sim/model.hlo.pb` member — and runs them on the same launches; their results must equal the
+//! text's and the simulator's. The host program shape we derive for text without an
+//! `entry_computation_layout` must equal the one XLA's parser derives. The test prints how many
+//! protos XLA loaded of each kind.
+//!
 //! It needs a Python with jax, jaxlib, numpy and ml_dtypes, found by `pyref`. Without one every
 //! trial is reported ignored with the reason; under CI (`CI` set) they fail instead.
 
@@ -15,7 +23,7 @@ use std::sync::Arc;
 
 use abi::runtime::Runtime;
 use conformance::vector::{self, HLO_TEXT_FILE, Vector};
-use hlo::proto::PrimitiveType;
+use hlo::proto::{PrimitiveType, ProgramShapeProto};
 use libtest_mimic::{Arguments, Failed, Trial};
 
 fn workspace_root() -> PathBuf {
@@ -85,7 +93,53 @@ struct Prepared {
     scratch: PathBuf,
     launches: Vec<sim::LaunchRecord>,
     result_types: Vec<Option<PrimitiveType>>,
+    /// The labels of the protos XLA loads for this vector (a subfolder of each launch's results).
+    protos: Vec<&'static str>,
+    /// The host program shape of our `model.hlo.pb`.
+    host_program_shape: Option<ProgramShapeProto>,
     job: serde_json::Value,
+}
+
+/// The labels of the protos a vector carries, in the order of the count printed at the end.
+const PROTO_KINDS: [&str; 3] = ["model.hlo.pb", "serialized_graph_def", "neff_member"];
+
+/// The binary modules `vector` carries, by label: its `model.hlo.pb`, its metaneff's
+/// `serialized_graph_def` and its NEFF's `sim/model.hlo.pb` member (each when present).
+fn carried_protos(vector: &Vector, encoded: &[u8]) -> Result<Vec<(&'static str, Vec<u8>)>, String> {
+    let mut protos = vec![(PROTO_KINDS[0], encoded.to_vec())];
+    if vector.dir.join(vector::METANEFF_FILE).is_file() {
+        let bytes = vector.read(vector::METANEFF_FILE).map_err(|e| e.to_string())?;
+        let meta = abi::metaneff::decode(&bytes).map_err(|e| format!("metaneff.pb: {e}"))?;
+        if !meta.serialized_graph_def.is_empty() {
+            protos.push((PROTO_KINDS[1], meta.serialized_graph_def.to_vec()));
+        }
+    }
+    if vector.dir.join(vector::NEFF_FILE).is_file() {
+        let bytes = vector.read(vector::NEFF_FILE).map_err(|e| e.to_string())?;
+        // The load-error vectors' NEFFs are broken on purpose (a bad header, a truncated
+        // payload): libnrt never gets to their member, and neither does this check.
+        if let Ok(neff) = abi::neff::Neff::parse(&bytes, &abi::neff::ReadOptions::loader())
+            && let Some(member) = neff.members.get(sim::device_program::HLO_MEMBER)
+        {
+            protos.push((PROTO_KINDS[2], member.bytes().to_vec()));
+        }
+    }
+    Ok(protos)
+}
+
+/// XLA writes an empty layout for a scalar, which says nothing; the text form and our parser
+/// have none. Dropped before comparing program shapes.
+fn without_scalar_layouts(mut p: ProgramShapeProto) -> ProgramShapeProto {
+    fn shape(s: &mut hlo::proto::ShapeProto) {
+        if s.dimensions.is_empty() && s.layout.as_ref().is_some_and(|l| l.minor_to_major.is_empty())
+        {
+            s.layout = None;
+        }
+        s.tuple_shapes.iter_mut().for_each(shape);
+    }
+    p.parameters.iter_mut().for_each(shape);
+    p.result.iter_mut().for_each(shape);
+    p
 }
 
 /// Runs `vector` on a recording simulator and writes its module and launch arguments.
@@ -147,19 +201,50 @@ fn prepare(vector: &Vector) -> Result<Prepared, String> {
     if let Some((world, round)) = rounds.iter().find(|(_, round)| !round.is_empty()) {
         return Err(format!("a round of {world} ranks ended with {} launches", round.len()));
     }
-    let job =
-        serde_json::json!({ "hlo": hlo_path, "error": scratch.join("error.txt"), "runs": runs });
+    let mut protos = Vec::new();
+    let mut labels = Vec::new();
+    for (label, bytes) in carried_protos(vector, &encoded)? {
+        let path = scratch.join(format!("{label}.pb"));
+        std::fs::write(&path, bytes).map_err(|e| e.to_string())?;
+        protos.push(serde_json::json!({ "label": label, "path": path }));
+        labels.push(label);
+    }
+    let host_program_shape = hlo::decode_module(&encoded)
+        .map_err(|e| format!("{}: {e}", vector::HLO_FILE))?
+        .host_program_shape;
+    let job = serde_json::json!({
+        "hlo": hlo_path,
+        "error": scratch.join("error.txt"),
+        "runs": runs,
+        "protos": protos,
+        "xla_parse": scratch.join("xla_parse.pb"),
+    });
     let (_, results) =
         sim::device_program::entry_signature(text.as_bytes()).map_err(|e| e.to_string())?;
     let result_types =
         results.iter().map(|(dltype, _)| is_float(sim::hlo_text::type_name(*dltype))).collect();
-    Ok(Prepared { scratch, launches, result_types, job })
+    Ok(Prepared { scratch, launches, result_types, protos: labels, host_program_shape, job })
 }
 
 /// Compares the simulator's results of a prepared vector with what XLA wrote.
 fn verify(prepared: &Prepared) -> Result<(), Failed> {
     if let Ok(error) = std::fs::read_to_string(prepared.scratch.join("error.txt")) {
         return Err(error.trim().to_owned().into());
+    }
+    let xla_parse = std::fs::read(prepared.scratch.join("xla_parse.pb"))
+        .map_err(|e| format!("XLA's parse of the text: {e}"))?;
+    let xla_shape = hlo::decode_module(&xla_parse)
+        .map_err(|e| format!("XLA's parse of the text: {e}"))?
+        .host_program_shape
+        .map(without_scalar_layouts);
+    if xla_shape != prepared.host_program_shape {
+        return Err(format!(
+            "{}: host program shape {:?}, XLA's parser derives {:?}",
+            vector::HLO_FILE,
+            prepared.host_program_shape,
+            xla_shape
+        )
+        .into());
     }
     for (index, launch) in prepared.launches.iter().enumerate() {
         for (j, ty) in prepared.result_types.iter().enumerate() {
@@ -172,9 +257,42 @@ fn verify(prepared: &Prepared) -> Result<(), Failed> {
                 )
                 .into());
             }
+            for label in &prepared.protos {
+                let path = prepared.scratch.join(format!("launch{index}/{label}/result_{j}.bin"));
+                let from_proto =
+                    std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+                if !same(*ty, &xla, &from_proto) {
+                    return Err(format!(
+                        "launch {index}, result {j}: XLA computes {xla:02x?} from the text and \
+                         {from_proto:02x?} from {label}"
+                    )
+                    .into());
+                }
+            }
         }
     }
     Ok(())
+}
+
+/// One line for the log: how many protos of each kind XLA loaded and ran to the text's results.
+fn proto_count(prepared: &[Result<Prepared, String>]) -> String {
+    let passed: Vec<&Prepared> = prepared.iter().flatten().filter(|p| verify(p).is_ok()).collect();
+    let counts: Vec<String> = PROTO_KINDS
+        .iter()
+        .map(|kind| {
+            let n = passed
+                .iter()
+                .map(|p| p.protos.iter().filter(|l| *l == kind).count())
+                .sum::<usize>();
+            format!("{n} {kind}")
+        })
+        .collect();
+    let total: usize = passed.iter().map(|p| p.protos.len()).sum();
+    format!(
+        "xla_vectors: XLA loaded {total} protos of {} vectors from the proto and computed the text's results ({})",
+        passed.len(),
+        counts.join(", ")
+    )
 }
 
 /// Prepares every vector, then runs XLA once over all of them (one Python start).
@@ -226,6 +344,7 @@ fn main() {
                 .filter(|v| args.filter.as_deref().is_none_or(|f| v.name.contains(f)))
                 .collect();
             let prepared = run_all(&filtered, python);
+            eprintln!("{}", proto_count(&prepared));
             filtered
                 .iter()
                 .zip(prepared)

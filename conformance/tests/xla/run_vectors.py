@@ -12,6 +12,12 @@ CPU device), and for each launch the result leaves are written to DIR/result_J.b
 little-endian bytes. Argument files are raw little-endian bytes too; `type` is the HLO element
 type name. When XLA refuses a module (or a run fails) its message is written to the job's `error`
 file and the next job goes on.
+
+A job may also list `"protos": [{"label", "path"}]`: binary `HloModuleProto`s of the same module
+(the vector's `model.hlo.pb`, its metaneff's `serialized_graph_def`, its NEFF's member). Each is
+loaded by XLA from the proto, not the text, compiled and run on the same launches, its results
+written to DIR/LABEL/result_J.bin. `"xla_parse"`, when given, is where XLA's own parse of the text
+is written as a serialized `HloModuleProto`, for comparing the program shapes XLA derives.
 """
 
 import json
@@ -85,9 +91,28 @@ def run_job(job, devices):
     with open(job["hlo"]) as f:
         text = f.read()
     module = hlo.hlo_module_from_text(text)
-    mlir = _jax.mlir.hlo_to_stablehlo(module.as_serialized_hlo_module_proto())
+    serialized = module.as_serialized_hlo_module_proto()
+    if job.get("xla_parse"):
+        with open(job["xla_parse"], "wb") as f:
+            f.write(serialized)
+    run_module(_jax.mlir.hlo_to_stablehlo(serialized), job["runs"], devices, None)
+    for proto in job.get("protos", []):
+        with open(proto["path"], "rb") as f:
+            data = f.read()
+        try:
+            mlir = _jax.mlir.hlo_to_stablehlo(data)
+        except Exception as error:
+            raise RuntimeError(f"loading {proto['label']} from the proto: {error}") from error
+        run_module(mlir, job["runs"], devices, proto["label"])
+
+
+def run_module(mlir, runs, devices, label):
+    """Runs every launch of `runs`; results go to each launch's `out`, or its LABEL subfolder."""
     compiled = {}
-    for run in job["runs"]:
+    if not runs:
+        # No launch to run: still compile, so a module XLA cannot build is found.
+        compile_for(mlir, devices, 1)
+    for run in runs:
         launches = run.get("replicas", [run])
         replicas = len(launches)
         if replicas not in compiled:
@@ -110,10 +135,11 @@ def run_job(job, devices):
             )
         results = executable.execute_sharded(args).disassemble_into_single_device_arrays()
         for r, launch in enumerate(launches):
-            os.makedirs(launch["out"], exist_ok=True)
+            out = launch["out"] if label is None else os.path.join(launch["out"], label)
+            os.makedirs(out, exist_ok=True)
             for j, per_device in enumerate(results):
                 array = np.ascontiguousarray(np.asarray(per_device[r]))
-                array.tofile(os.path.join(launch["out"], f"result_{j}.bin"))
+                array.tofile(os.path.join(out, f"result_{j}.bin"))
 
 
 def load(arg):
