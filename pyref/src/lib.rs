@@ -1,8 +1,8 @@
 //! The reference Python that the cross-checks compare against (Google's protobuf for metaneff,
 //! XLA on CPU through jax for HLO), found by one rule, with one rule for its absence.
 //!
-//! Finding it: `NRTSIM_PYTHON` when set, else the virtual environment `.ci/run` makes in
-//! `target/pyenv`, else `python3` on the `PATH`; the first of them that imports every module the
+//! Finding it: `NRTSIM_PYTHON` when set, else the virtual environment `cargo xtask test` makes in
+//! `target/pyenv` (from the pins in `pyref/requirements.txt`), else `python3` on the `PATH`; the first of them that imports every module the
 //! check needs. Its absence: a check without its Python is reported ignored, with the reason,
 //! except under CI (`CI` set), where it fails, since a cross-check that silently does not run
 //! proves nothing.
@@ -41,7 +41,7 @@ pub fn find(modules: &[&str]) -> Result<PathBuf, String> {
     }
     let tried: Vec<String> = candidates.iter().map(|path| path.display().to_string()).collect();
     Err(format!(
-        "no Python that imports {} (tried {}); run .ci/run or set NRTSIM_PYTHON",
+        "no Python that imports {} (tried {}); run cargo xtask test or set NRTSIM_PYTHON",
         modules.join(", "),
         tried.join(", ")
     ))

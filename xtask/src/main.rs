@@ -13,11 +13,15 @@
 //!   `vectors promote DIR [--name NAME]`: turn a shrunk differential failure into a vector;
 //!   `vectors compile [--target trn1|trn2|inf2] [--compiler PATH]`: compile each vector's HLO
 //!   into its device NEFF with neuronx-cc (see README, "Device NEFFs").
+//! - `test [ARGS]`: the README's test command: makes `target/pyenv` from
+//!   `pyref/requirements.txt` when missing or stale, runs `cargo test --workspace ARGS` with
+//!   `NRTSIM_PYTHON` set, and ends with one line saying what was skipped.
 //! - `tidy`: module docs, `unsafe` only where allowed, no switched-off tests (also a `#[test]`).
 #![forbid(unsafe_code)]
 
 mod conformance;
 mod libnrt;
+mod test;
 mod tidy;
 
 use std::path::PathBuf;
@@ -42,6 +46,14 @@ enum Command {
     },
     /// Check module docs, where `unsafe` appears, and switched-off tests.
     Tidy,
+    /// Run every test: make target/pyenv from pyref/requirements.txt when needed, then
+    /// `cargo test --workspace ARGS` with NRTSIM_PYTHON set; says at the end what was skipped.
+    #[command(disable_help_flag = true)]
+    Test {
+        /// Arguments for `cargo test --workspace` (e.g. `--locked`, `-- FILTER`).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
     /// Build the simulator's libnrt.so.1 and install it with libnrt.so and nrt.pc.
     Libnrt {
         /// The folder to install into (default: target/debug/libnrt).
@@ -71,6 +83,7 @@ fn main() -> Result<()> {
     match cli.command {
         Command::Codegen { check } => codegen(&workspace_root(), check),
         Command::Tidy => tidy::run(&workspace_root()),
+        Command::Test { args } => test::test(&workspace_root(), &args),
         Command::Libnrt { dest } => libnrt::run(&workspace_root(), dest),
         Command::Conformance { args } => conformance::run(&workspace_root(), "conformance", &args),
         Command::Vectors { args } => conformance::run(&workspace_root(), "vectors", &args),
