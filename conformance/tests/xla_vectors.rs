@@ -1,10 +1,9 @@
-//! XLA validity of every vector's device program: XLA on CPU (jax's jaxlib, the pinned Python of
-//! `.ci/run`) parses each `model.hlo` with its own parser, compiles it, and runs it on the
-//! arguments of every launch the simulator made while running the vector; its results must equal
-//! the simulator's byte for byte (any NaN equals any NaN). One trial per vector. The launches of a
-//! collective program (`nrt_load_collectives`) run round by round: the ranks of one round as one
-//! XLA execution of that many replicas, so a collective's results are XLA's too.
-//!
+//! XLA validity of every vector's device program: XLA on CPU (jax's jaxlib, the pinned Python
+//! `cargo xtask test` installs) parses each `model.hlo` with its own parser, compiles it, and runs
+//! it on the arguments of every launch the simulator made while running the vector; its results
+//! must equal the simulator's byte for byte (any NaN equals any NaN). One trial per vector. The
+//! launches of a collective program (`nrt_load_collectives`) run round by round: the ranks of one
+//! round as one XLA execution of that many replicas, so a collective's results are XLA's too.
 //!
 //! The module the vector carries as protos is XLA's too: XLA loads each of them from the proto,
 //! not the text — `model.hlo.pb`, the metaneff's `serialized_graph_def` and the NEFF's

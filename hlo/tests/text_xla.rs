@@ -7,7 +7,7 @@
 //!
 //! `fresh_export_matches_the_fixtures` re-runs the export with the pinned jax and requires the
 //! same bytes, so the fixtures are known to be XLA's output. It needs a Python with jax:
-//! `NRTSIM_PYTHON`, else `target/pyenv/bin/python` (made by `.ci/run`), else `python3`; without
+//! `NRTSIM_PYTHON`, else `target/pyenv/bin/python` (made by `cargo xtask test`), else `python3`; without
 //! one it reports itself ignored with the reason, and under CI (`CI` set) it fails.
 
 use std::fs;

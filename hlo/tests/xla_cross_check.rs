@@ -10,7 +10,7 @@
 //! not evaluate yet are a reviewed list, `KNOWN_OPTIMIZED_FAILURES`.
 //!
 //! It needs a Python with jax, jaxlib, numpy and ml_dtypes: `NRTSIM_PYTHON`, else the virtual
-//! environment `.ci/run` makes in `target/pyenv`, else `python3`. Without one the test is reported
+//! environment `cargo xtask test` makes in `target/pyenv`, else `python3`. Without one the test is reported
 //! as ignored, with the reason; under CI (`CI` set) it fails instead. The export is cached in
 //! cargo's test scratch directory and redone when the script or the Python changes.
 //!
