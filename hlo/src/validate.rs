@@ -4,14 +4,20 @@
 //! Checked: the entry computation exists; computation ids are unique, and instruction ids within
 //! their computation; every instruction has a well-formed shape; parameters are numbered 0..n; operands, control predecessors
 //! and roots name instructions of the same computation, called computations name computations of
-//! the module; neither the instructions of a computation nor the call graph has a cycle. Not
-//! checked: whether opcodes exist, or shapes agree with operands (the evaluator's business).
+//! the module; neither the instructions of a computation nor the call graph has a cycle; every
+//! enum-like field (comparison direction and type, operand precisions, fft type, rng distribution
+//! and algorithm, triangular-solve transpose, input/output alias kinds) holds a value XLA has, so
+//! the printer never writes text the parser refuses. Not checked: whether opcodes exist, or shapes agree with operands (the evaluator's business).
 //!
 //! Every walk is iterative (Kahn's algorithm), so a hostile module cannot exhaust the stack.
 
 use std::collections::{BTreeMap, VecDeque};
 
-use crate::proto::{HloModuleProto, PrimitiveType, ShapeProto};
+use crate::proto::{
+    FftType, HloInstructionProto, HloModuleProto, Kind, PrimitiveType, RandomAlgorithm,
+    RandomDistribution, ShapeProto, precision_config::Precision,
+    triangular_solve_options::Transpose,
+};
 
 /// Deepest tuple nesting accepted in a shape; prost's decoder stops far below the stack limit,
 /// and the text parser at 64, so this only bounds modules built in memory.
@@ -120,6 +126,23 @@ pub enum ValidateError {
         /// "is used twice" or "leaves a gap (expected N)".
         why: String,
     },
+    /// An enum-like field holds a value XLA does not have (a string such as `FLMAT` for a
+    /// comparison type, or a number past the enum's values).
+    #[error(
+        "computation `{computation}`, instruction `{instruction}`: {field} {value} is not one of {allowed}"
+    )]
+    UnknownEnumValue {
+        /// The computation (empty for the module's input/output aliases).
+        computation: String,
+        /// The instruction (`input_output_alias` for the module's aliases).
+        instruction: String,
+        /// The proto field.
+        field: &'static str,
+        /// The value, quoted when a string.
+        value: String,
+        /// The values XLA has, comma-separated.
+        allowed: String,
+    },
     /// The call graph has a cycle (HLO has no recursion).
     #[error("computation `{computation}` calls itself, directly or through other computations")]
     CallCycle {
@@ -153,6 +176,17 @@ pub fn validate(m: &HloModuleProto) -> Result<(), ValidateError> {
             name: m.entry_computation_name.clone(),
         });
     }
+    for entry in m.input_output_alias.iter().flat_map(|a| &a.entries) {
+        if Kind::try_from(entry.kind).is_err() {
+            return Err(ValidateError::UnknownEnumValue {
+                computation: String::new(),
+                instruction: "input_output_alias".into(),
+                field: "kind",
+                value: entry.kind.to_string(),
+                allowed: names(|v| Kind::try_from(v).ok().map(|k| k.as_str_name())),
+            });
+        }
+    }
     // Call graph edges, caller -> callees, by computation index.
     let mut callees: Vec<Vec<usize>> = vec![Vec::new(); m.computations.len()];
     for (c_index, c) in m.computations.iter().enumerate() {
@@ -176,6 +210,13 @@ pub fn validate(m: &HloModuleProto) -> Result<(), ValidateError> {
                 computation: c.name.clone(),
                 instruction: i.name.clone(),
                 why,
+            })?;
+            check_enums(i).map_err(|(field, value, allowed)| ValidateError::UnknownEnumValue {
+                computation: c.name.clone(),
+                instruction: i.name.clone(),
+                field,
+                value,
+                allowed,
             })?;
         }
         let mut numbers: BTreeMap<i64, &str> = BTreeMap::new();
@@ -256,6 +297,47 @@ pub fn validate(m: &HloModuleProto) -> Result<(), ValidateError> {
     }
     if let Some(stuck) = unordered(&callees, pending) {
         return Err(ValidateError::CallCycle { computation: m.computations[stuck].name.clone() });
+    }
+    Ok(())
+}
+
+/// The names of an enum's values, comma-separated (`name_of` gives the name of a known value).
+fn names(name_of: impl Fn(i32) -> Option<&'static str>) -> String {
+    (0..=255).filter_map(name_of).collect::<Vec<_>>().join(", ")
+}
+
+/// The first enum-like field of `i` whose value XLA does not have: the field, the value and the
+/// allowed values. Empty strings and zero numbers are the fields' "unset".
+fn check_enums(i: &HloInstructionProto) -> Result<(), (&'static str, String, String)> {
+    let strings = [
+        ("comparison_direction", &i.comparison_direction, crate::text::DIRECTIONS),
+        ("comparison_type", &i.comparison_type, crate::text::COMPARISON_TYPES),
+    ];
+    for (field, value, allowed) in strings {
+        if !value.is_empty() && !allowed.contains(&value.as_str()) {
+            return Err((field, format!("`{value}`"), allowed.join(", ")));
+        }
+    }
+    let number = |field, value: i32, name_of: &dyn Fn(i32) -> Option<&'static str>| {
+        if name_of(value).is_none() {
+            return Err((field, value.to_string(), names(name_of)));
+        }
+        Ok(())
+    };
+    for &p in i.precision_config.iter().flat_map(|p| &p.operand_precision) {
+        number("operand_precision", p, &|v| Precision::try_from(v).ok().map(|e| e.as_str_name()))?;
+    }
+    number("distribution", i.distribution, &|v| {
+        RandomDistribution::try_from(v).ok().map(|e| e.as_str_name())
+    })?;
+    number("rng_algorithm", i.rng_algorithm, &|v| {
+        RandomAlgorithm::try_from(v).ok().map(|e| e.as_str_name())
+    })?;
+    number("fft_type", i.fft_type, &|v| FftType::try_from(v).ok().map(|e| e.as_str_name()))?;
+    if let Some(t) = &i.triangular_solve_options {
+        number("transpose_a", t.transpose_a, &|v| {
+            Transpose::try_from(v).ok().map(|e| e.as_str_name())
+        })?;
     }
     Ok(())
 }

@@ -184,3 +184,67 @@ fn load_tells_text_from_binary() {
     assert!(matches!(load_module(b"\x0a\x05ab"), Err(LoadError::Binary(_))));
     assert!(matches!(load_module(b""), Err(LoadError::Binary(hlo::DecodeError::Empty))));
 }
+
+/// Every enum-like field holds one of XLA's values, or validation names the field, the
+/// instruction and the values allowed; checked on the decoded binary module, where nothing but
+/// validation stands between such a value and a printer that would write text the parser refuses.
+#[test]
+fn unknown_enum_values_are_refused_naming_the_field_and_the_allowed_values() {
+    type Set = fn(&mut hlo::proto::HloInstructionProto);
+    let cases: [(Set, &str); 7] = [
+        (
+            |i| i.comparison_type = "FLMAT".into(),
+            "comparison_type `FLMAT` is not one of FLOAT, TOTALORDER, SIGNED, UNSIGNED, PARTIALORDER",
+        ),
+        (
+            |i| i.comparison_direction = "LTE".into(),
+            "comparison_direction `LTE` is not one of EQ, NE, LT, LE, GT, GE",
+        ),
+        (
+            |i| {
+                i.precision_config = Some(hlo::proto::PrecisionConfig {
+                    operand_precision: vec![0, 7],
+                    algorithm: 0,
+                })
+            },
+            "operand_precision 7 is not one of DEFAULT, HIGH, HIGHEST",
+        ),
+        (
+            |i| i.distribution = 3,
+            "distribution 3 is not one of RNG_INVALID, RNG_UNIFORM, RNG_NORMAL",
+        ),
+        (
+            |i| i.rng_algorithm = -1,
+            "rng_algorithm -1 is not one of RNG_DEFAULT, RNG_THREE_FRY, RNG_PHILOX",
+        ),
+        (|i| i.fft_type = 4, "fft_type 4 is not one of FFT, IFFT, RFFT, IRFFT"),
+        (
+            |i| {
+                i.triangular_solve_options = Some(hlo::proto::TriangularSolveOptions {
+                    transpose_a: 9,
+                    ..Default::default()
+                })
+            },
+            "transpose_a 9 is not one of TRANSPOSE_INVALID, NO_TRANSPOSE, TRANSPOSE, ADJOINT",
+        ),
+    ];
+    for (set, expected) in cases {
+        let mut m = parse(ADD);
+        set(&mut m.computations[0].instructions[2]);
+        let binary = hlo::decode_module(&hlo::encode_module(&m)).unwrap();
+        assert_eq!(err(&binary), format!("computation `e`, instruction `s`: {expected}"));
+    }
+    let mut m = parse(
+        "HloModule m, input_output_alias={ {}: (0, {}, may-alias) }\nENTRY e {\n  ROOT x = f32[] parameter(0)\n}\n",
+    );
+    m.input_output_alias.as_mut().unwrap().entries[0].kind = 3;
+    assert_eq!(
+        err(&m),
+        "computation ``, instruction `input_output_alias`: kind 3 is not one of UNDEFINED_ALIAS, MAY_ALIAS, MUST_ALIAS"
+    );
+    // The values XLA has pass.
+    let mut m = parse(ADD);
+    m.computations[0].instructions[2].comparison_type = "TOTALORDER".into();
+    m.computations[0].instructions[2].fft_type = 3;
+    validate(&m).unwrap();
+}

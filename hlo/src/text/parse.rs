@@ -24,9 +24,10 @@ use crate::proto::{
 const MAX_DEPTH: usize = 64;
 
 /// The comparison directions of `compare`.
-const DIRECTIONS: &[&str] = &["EQ", "NE", "LT", "LE", "GT", "GE"];
+pub(crate) const DIRECTIONS: &[&str] = &["EQ", "NE", "LT", "LE", "GT", "GE"];
 /// The comparison types of `compare`.
-const COMPARISON_TYPES: &[&str] = &["FLOAT", "TOTALORDER", "SIGNED", "UNSIGNED", "PARTIALORDER"];
+pub(crate) const COMPARISON_TYPES: &[&str] =
+    &["FLOAT", "TOTALORDER", "SIGNED", "UNSIGNED", "PARTIALORDER"];
 
 /// Parses HLO text into a module, assigning ids as described in the [module docs](super).
 ///
