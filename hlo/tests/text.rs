@@ -318,3 +318,23 @@ fn header_attributes_fusion_and_raw_backend_config() {
         (&[0][..], 1, hlo::proto::Kind::MustAlias as i32)
     );
 }
+
+/// A name that is a keyword of the text form (`ROOT`, `ENTRY`) is written with XLA's `%`, which
+/// XLA's parser reads as the name (jax 0.10.2 parses `%ROOT {` and `ROOT %ROOT = ...`, and
+/// refuses a bare `ROOT {` with "expects name"); so it prints in the form that parses back, and
+/// bare it is refused.
+#[test]
+fn keyword_names_are_written_with_a_percent_sign() {
+    let printed = "HloModule %ENTRY, entry_computation_layout={(f32[])->f32[]}\n\n\
+        %ROOT {\n  ROOT %ROOT = f32[] parameter(0)\n}\n\n\
+        ENTRY e {\n  %ENTRY = f32[] parameter(0)\n  ROOT c = f32[] call(%ENTRY), to_apply=%ROOT\n}\n\n";
+    check(printed, printed);
+    check(
+        "HloModule m\n\nROOT {\n  ROOT a = f32[] parameter(0)\n}\n",
+        "error: 3:1: expected a computation name (or `ENTRY`), found the keyword `ROOT`; write a name that is a keyword as `%ROOT`",
+    );
+    check(
+        "HloModule m\n\nENTRY e {\n  ROOT ROOT = f32[] parameter(0)\n}\n",
+        "error: 4:8: expected an instruction name, found the keyword `ROOT`; write a name that is a keyword as `%ROOT`",
+    );
+}

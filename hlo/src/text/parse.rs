@@ -228,6 +228,20 @@ impl<'a> Parser<'a> {
         Ok((start, &rest[..len]))
     }
 
+    /// The name a computation or instruction defines: as [`Self::name`], but a keyword of the
+    /// text form must be written with its `%` (`%ROOT`), as XLA's parser requires; bare, it is
+    /// refused rather than read as a name that would print differently.
+    fn defined_name(&mut self, what: &str) -> Result<(usize, &'a str), TextError> {
+        let (pos, name) = self.name(what)?;
+        if names::KEYWORDS.contains(&name) && !self.src[pos..].starts_with('%') {
+            return Err(self.invalid_at(
+                pos,
+                format!("expected {what}, found the keyword `{name}`; write a name that is a keyword as `%{name}`"),
+            ));
+        }
+        Ok((pos, name))
+    }
+
     /// A bare word: a number, a keyword, an enum spelling.
     fn word(&mut self, what: &str) -> Result<(usize, &'a str), TextError> {
         self.skip_ws();
@@ -794,7 +808,7 @@ impl<'a> Parser<'a> {
 
     fn computation(&mut self) -> Result<PendingComputation, TextError> {
         let is_entry = self.eat_keyword("ENTRY");
-        let (name_pos, name) = self.name("a computation name (or `ENTRY`)")?;
+        let (name_pos, name) = self.defined_name("a computation name (or `ENTRY`)")?;
         // The signature is optional and is derived from the instructions anyway.
         if self.peek() == Some('(') {
             self.pos += 1;
@@ -844,7 +858,7 @@ impl<'a> Parser<'a> {
 
     fn instruction(&mut self) -> Result<PendingInstruction, TextError> {
         let is_root = self.eat_keyword("ROOT");
-        let (name_pos, name) = self.name("an instruction name")?;
+        let (name_pos, name) = self.defined_name("an instruction name")?;
         self.expect("=")?;
         let mut shape = self.shape()?;
         self.skip_ws();

@@ -81,7 +81,7 @@ pub fn print_module_with(m: &HloModuleProto, options: &PrintOptions) -> Result<S
             name: m.entry_computation_name.clone(),
         })?;
 
-    let mut out = format!("HloModule {}", m.name);
+    let mut out = format!("HloModule {}", name_text(&m.name));
     // A module without a host program shape prints the one the parser would derive, so that
     // printing its parse gives the same text.
     let derived;
@@ -129,10 +129,13 @@ fn check_name(name: &str) -> Result<(), String> {
     {
         return Err(format!("`{name}` has `{c}`, outside [A-Za-z0-9_.-]"));
     }
-    if ["ROOT", "ENTRY", "HloModule"].contains(&name) {
-        return Err(format!("`{name}` is a keyword of the text form"));
-    }
     Ok(())
+}
+
+/// A name as the text writes it: with XLA's `%` when it is a keyword of the text form (`%ROOT`),
+/// which XLA's parser and ours read as the name; bare otherwise.
+fn name_text(name: &str) -> std::borrow::Cow<'_, str> {
+    if names::KEYWORDS.contains(&name) { format!("%{name}").into() } else { name.into() }
 }
 
 fn nonempty_attrs(a: &Option<FrontendAttributes>) -> Option<&FrontendAttributes> {
@@ -334,7 +337,7 @@ fn computation(
     if is_entry {
         out.push_str("ENTRY ");
     }
-    let _ = writeln!(out, "{} {{", c.name);
+    let _ = writeln!(out, "{} {{", name_text(&c.name));
     for i in &c.instructions {
         out.push_str("  ");
         if i.id == c.root_id {
@@ -369,7 +372,7 @@ fn instruction(
     if !names::is_opcode(&i.opcode) {
         return Err(fail(format!("opcode `{}` is unknown", i.opcode)));
     }
-    let _ = write!(out, "{} = ", i.name);
+    let _ = write!(out, "{} = ", name_text(&i.name));
     if i.opcode == "constant" {
         // The parser gives a constant XLA's default layout where the text has none (XLA's
         // reader requires it); writing it here keeps printing a fixed point.
@@ -390,7 +393,7 @@ fn instruction(
         _ => {}
     }
     let operand_name = |id: &i64, role: &'static str| {
-        by_id.get(id).map(|o| o.name.as_str()).ok_or_else(|| PrintError::DanglingInstruction {
+        by_id.get(id).map(|o| name_text(&o.name)).ok_or_else(|| PrintError::DanglingInstruction {
             computation: c.name.clone(),
             instruction: i.name.clone(),
             role,
@@ -663,7 +666,7 @@ fn instruction(
         .called_computation_ids
         .iter()
         .map(|id| {
-            computations.get(id).map(|c| c.name.as_str()).ok_or_else(|| {
+            computations.get(id).map(|c| name_text(&c.name)).ok_or_else(|| {
                 PrintError::DanglingComputation {
                     computation: c.name.clone(),
                     instruction: i.name.clone(),
@@ -674,7 +677,7 @@ fn instruction(
         .collect::<Result<Vec<_>, _>>()?;
     // Any combination without a dedicated spelling (a while with one call, say) is written as
     // `called_computations`, which the parser reads back in the same order.
-    let list = |names: &[&str]| format!("{{{}}}", names.join(", "));
+    let list = |names: &[std::borrow::Cow<'_, str>]| format!("{{{}}}", names.join(", "));
     match (op, &called[..]) {
         (_, []) => {}
         ("while", [body, condition]) => {
