@@ -44,11 +44,13 @@ pub enum LoadError {
 pub const DEFAULT_MAX_COMPUTATIONS: usize = 100_000;
 
 /// The default cap on a module's instructions over all its computations. The HLO of a large
-/// transformer's training step is in the hundreds of thousands; 2 000 000 is far above that. A
-/// decoded instruction costs about a kilobyte (the proto message is that large even when empty,
-/// and one can be two bytes on the wire), so the cap keeps a module's instructions near 2 GB at
-/// the most, and lowering it (`--max-instructions`) lowers that bound.
-pub const DEFAULT_MAX_INSTRUCTIONS: usize = 2_000_000;
+/// transformer's training step has tens to a few hundred thousand; 500 000 is above that. The
+/// cap is the bound on memory: a decoded instruction costs about 2.3 KB whatever its size on
+/// the wire (the prost message holds its optional sub-messages inline, so even an empty one,
+/// two bytes on the wire, is that large), and a parsed text instruction about 5 KB, measured
+/// with `nrtsim hlo print` on modules of 2 000 000 instructions. At the cap a binary module
+/// costs about 1.2 GB; a caller that needs less passes its own [`LoadLimits`].
+pub const DEFAULT_MAX_INSTRUCTIONS: usize = 500_000;
 
 /// The count limits a module is loaded under ([`load_module_with_limits`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -281,6 +283,6 @@ mod tests {
 
     #[test]
     fn the_default_limits_are_the_documented_ones() {
-        assert_eq!(LoadLimits::default(), limits(100_000, 2_000_000));
+        assert_eq!(LoadLimits::default(), limits(100_000, 500_000));
     }
 }
