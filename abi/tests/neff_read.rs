@@ -669,3 +669,44 @@ fn outputs_of_a_neuronx_cc_neff_come_from_the_graph_form_named_by_output_names()
     );
     assert!(error.to_string().contains("nodes[2].attrs.output_names[0]"), "{error}");
 }
+
+/// The member limit: a NEFF with exactly as many members as the limit is read, one more is
+/// [`NeffError::TooManyMembers`].
+#[test]
+fn members_at_the_limit_are_read_and_one_more_is_refused() {
+    let bytes = matmul_spec().to_bytes().expect("valid spec");
+    let n_members = Neff::parse(&bytes, &ReadOptions::default()).expect("readable").members.len();
+    let at = ReadOptions { max_members: n_members, ..ReadOptions::default() };
+    assert!(Neff::parse(&bytes, &at).is_ok());
+    let below = ReadOptions { max_members: n_members - 1, ..ReadOptions::default() };
+    let error = check_error(
+        &bytes,
+        &below,
+        NrtStatus::Invalid,
+        |error| matches!(error, NeffError::TooManyMembers { limit } if *limit == n_members - 1),
+    );
+    assert!(error.to_string().contains("the member limit"), "{error}");
+}
+
+/// The variable limit counts every graph's table: at the total the NEFF is read, one below it
+/// is [`NeffError::TooManyVars`] naming the graph that passed it.
+#[test]
+fn vars_at_the_limit_are_read_and_one_more_is_refused() {
+    let bytes = matmul_spec().to_bytes().expect("valid spec");
+    let n_vars = 2 * matmul_vars("sg00").len();
+    let at = ReadOptions { max_vars: n_vars, ..ReadOptions::default() };
+    assert_eq!(Neff::parse(&bytes, &at).map(|neff| neff.graphs.len()).ok(), Some(2));
+    let below = ReadOptions { max_vars: n_vars - 1, ..ReadOptions::default() };
+    check_error(&bytes, &below, NrtStatus::Invalid, |error| {
+        matches!(error, NeffError::TooManyVars { graph, count, limit }
+            if graph == "sg01" && *count == n_vars && *limit == n_vars - 1)
+    });
+}
+
+/// The defaults are far above a real NEFF's counts and bound a hostile one.
+#[test]
+fn the_default_count_limits_are_the_documented_ones() {
+    let options = ReadOptions::default();
+    assert_eq!((options.max_members, options.max_vars), (65_536, 100_000));
+    assert_eq!(ReadOptions::loader().max_vars, 100_000);
+}

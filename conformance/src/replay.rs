@@ -21,6 +21,7 @@ use abi::runtime::{
 use abi::trace::{Trace, TracingRuntime, format_bytes};
 use anyhow::{Context as _, Result, bail};
 
+use crate::capped::{CappedReadError, read_capped};
 use crate::runner::RunOutput;
 use crate::vector::Vector;
 
@@ -103,6 +104,14 @@ pub enum RecordingError {
         /// The kept file.
         path: String,
     },
+    /// A kept blob larger than the read limit (or one that cannot be read).
+    #[error("line {line}: {source}")]
+    BlobRead {
+        /// The line number.
+        line: usize,
+        /// Why the read failed, naming the limit and its flag.
+        source: CappedReadError,
+    },
     /// A handle no earlier line made.
     #[error("line {line}: {name} was never returned by an earlier call")]
     UnknownHandle {
@@ -129,6 +138,8 @@ enum Entry {
 /// A recording, read and checked.
 pub struct Recording {
     path: PathBuf,
+    /// The most bytes a kept blob may hold (the limit the recording was read with).
+    max_bytes: u64,
     /// (line number, entry).
     entries: Vec<(usize, Entry)>,
     lines: Vec<String>,
@@ -241,14 +252,22 @@ fn parse_line(number: usize, text: &str) -> Result<Entry, RecordingError> {
     })
 }
 
-/// Reads and checks a recording.
+/// The default of [`read_recording`]'s `max_bytes`: 1 GiB, the NEFF's cap, since the largest
+/// blob of a recording is the NEFF it loaded.
+pub const DEFAULT_MAX_BYTES: u64 = 1 << 30;
+
+/// The flag of `nrtsim replay` that sets [`read_recording`]'s `max_bytes`, for messages.
+pub const MAX_BYTES_FLAG: &str = "--max-input-bytes";
+
+/// Reads and checks a recording of at most `max_bytes` bytes, whose kept blobs are read later,
+/// each at most `max_bytes` too.
 ///
 /// # Errors
 /// A [`RecordingError`] (in the `anyhow` chain) for a file that is not a recording of this
 /// format version, is truncated or has a line that does not parse; an I/O error naming the file.
-pub fn read_recording(path: &Path) -> Result<Recording> {
+pub fn read_recording(path: &Path, max_bytes: u64) -> Result<Recording> {
     let shown = path.display().to_string();
-    let bytes = std::fs::read(path).with_context(|| format!("reading {shown}"))?;
+    let bytes = read_capped(path, max_bytes, MAX_BYTES_FLAG)?;
     let text = String::from_utf8_lossy(&bytes);
     let first = text.lines().next().unwrap_or("");
     let Some(version) = first.strip_prefix(HEADER_MAGIC).map(str::trim) else {
@@ -272,7 +291,7 @@ pub fn read_recording(path: &Path) -> Result<Recording> {
         }
         entries.push((index + 1, entry));
     }
-    Ok(Recording { path: path.to_owned(), entries, lines, header })
+    Ok(Recording { path: path.to_owned(), max_bytes, entries, lines, header })
 }
 
 /// The folder of a recording's kept bytes.
@@ -283,7 +302,12 @@ pub fn blobs_dir(recording: &Path) -> PathBuf {
 }
 
 /// The bytes a traced byte argument stands for: inline hex, or a kept blob.
-fn bytes_of(recording: &Path, line: usize, shown: &str) -> Result<Vec<u8>, RecordingError> {
+fn bytes_of(
+    recording: &Path,
+    max_bytes: u64,
+    line: usize,
+    shown: &str,
+) -> Result<Vec<u8>, RecordingError> {
     let syntax = |expected| RecordingError::Syntax { line, expected, text: shown.into() };
     if let Some(hex) = shown.strip_prefix('[').and_then(|rest| rest.strip_suffix(']')) {
         return hex
@@ -299,10 +323,13 @@ fn bytes_of(recording: &Path, line: usize, shown: &str) -> Result<Vec<u8>, Recor
         .filter(|hash| !hash.is_empty() && hash.chars().all(|c| c.is_ascii_hexdigit()))
         .ok_or_else(|| syntax("bytes `[..]` or `<N bytes sha256:HASH>`"))?;
     let path = blobs_dir(recording).join(hash);
-    let bytes = std::fs::read(&path).map_err(|_| RecordingError::MissingBytes {
-        line,
-        shown: shown.into(),
-        path: path.display().to_string(),
+    let bytes = read_capped(&path, max_bytes, MAX_BYTES_FLAG).map_err(|source| match source {
+        CappedReadError::Io { .. } => RecordingError::MissingBytes {
+            line,
+            shown: shown.into(),
+            path: path.display().to_string(),
+        },
+        source => RecordingError::BlobRead { line, source },
     })?;
     let found = format_bytes(&bytes);
     if found != shown {
@@ -424,6 +451,8 @@ impl Issued {
 
 struct Replayer<'a> {
     recording: &'a Path,
+    /// The most bytes a kept blob may hold.
+    max_bytes: u64,
     runtime: TracingRuntime,
     inner: Arc<dyn Runtime>,
     handles: Handles,
@@ -562,7 +591,7 @@ impl Replayer<'_> {
             }
             "nrta_tensor_write" => {
                 argc(5)?;
-                let bytes = bytes_of(self.recording, line, &args[2])?;
+                let bytes = bytes_of(self.recording, self.max_bytes, line, &args[2])?;
                 Issued::Seq(rt.nrta_tensor_write(
                     lookup(&h.tensors, line, &args[0], TensorId)?,
                     int(line, &args[1])?,
@@ -594,12 +623,12 @@ impl Replayer<'_> {
             }
             "load" => {
                 argc(3)?;
-                let neff = bytes_of(self.recording, line, &args[0])?;
+                let neff = bytes_of(self.recording, self.max_bytes, line, &args[0])?;
                 Issued::Model(rt.load(&neff, int(line, &args[1])?, int(line, &args[2])?))
             }
             "load_collectives" => {
                 argc(5)?;
-                let neff = bytes_of(self.recording, line, &args[0])?;
+                let neff = bytes_of(self.recording, self.max_bytes, line, &args[0])?;
                 Issued::Model(rt.load_collectives(
                     &neff,
                     int(line, &args[1])?,
@@ -718,7 +747,7 @@ impl Replayer<'_> {
             }
             "tensor_write" => {
                 argc(3)?;
-                let bytes = bytes_of(self.recording, line, &args[2])?;
+                let bytes = bytes_of(self.recording, self.max_bytes, line, &args[2])?;
                 let result = rt.tensor_write(
                     lookup(&h.tensors, line, &args[0], TensorId)?,
                     int(line, &args[1])?,
@@ -794,7 +823,7 @@ impl Replayer<'_> {
 
     /// Applies a `# memory` line to the replaying runtime, untraced.
     fn memory(&mut self, line: usize, tensor: &str, offset: usize, shown: &str) -> Result<()> {
-        let bytes = bytes_of(self.recording, line, shown)?;
+        let bytes = bytes_of(self.recording, self.max_bytes, line, shown)?;
         let id = lookup(&self.handles.tensors, line, tensor, TensorId)?;
         self.inner
             .tensor_write(id, offset, &bytes)
@@ -862,6 +891,7 @@ pub fn replay_on(recording: &Recording, inner: Arc<dyn Runtime>) -> Result<Outco
     let trace = Arc::new(Trace::new());
     let mut replayer = Replayer {
         recording: &recording.path,
+        max_bytes: recording.max_bytes,
         runtime: TracingRuntime::new(Arc::clone(&inner), Arc::clone(&trace)),
         inner,
         handles: Handles::default(),
@@ -998,7 +1028,8 @@ pub fn promoted_dir(vectors: &Path, name: &str) -> Result<PathBuf> {
 /// differing line. The trace is the replay's own, up to that line.
 pub fn run_recorded(vector: &Vector, runtime: Arc<dyn Runtime>) -> RunOutput {
     let path = vector.dir.join(RECORDING_FILE);
-    let outcome = read_recording(&path).and_then(|r| replay_on(&r, Arc::clone(&runtime)));
+    let outcome =
+        read_recording(&path, DEFAULT_MAX_BYTES).and_then(|r| replay_on(&r, Arc::clone(&runtime)));
     runtime.close();
     let failure = match outcome {
         Err(error) => Some(format!("cannot replay {RECORDING_FILE}: {error:#}")),
@@ -1029,7 +1060,7 @@ mod tests {
         #[test]
         fn inline_bytes_read_back(bytes in proptest::collection::vec(any::<u8>(), 0..=32)) {
             let shown = format_bytes(&bytes);
-            prop_assert_eq!(bytes_of(Path::new("/nonexistent"), 1, &shown).expect("inline"), bytes);
+            prop_assert_eq!(bytes_of(Path::new("/nonexistent"), DEFAULT_MAX_BYTES, 1, &shown).expect("inline"), bytes);
         }
     }
 

@@ -104,7 +104,7 @@ fn an_oversized_metaneff_names_the_limit_and_the_flag() {
     let output = check(&dir.write("m.neff", &neff()), &path, &["--max-metaneff-bytes", "8"]);
     assert_eq!(output.status.code(), Some(1));
     let message = stderr(&output);
-    assert!(message.contains("big.pb is larger than the input limit of 8 bytes"), "{message}");
+    assert!(message.contains("big.pb is larger than --max-metaneff-bytes (8 bytes)"), "{message}");
     assert!(message.contains("--max-metaneff-bytes"), "{message}");
 }
 

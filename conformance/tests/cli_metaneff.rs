@@ -143,7 +143,7 @@ fn an_endless_input_is_refused_at_the_input_limit() {
     let out = nrtsim(&["metaneff", "decode", "/dev/zero"]);
     assert!(!out.status.success());
     let message = stderr(&out);
-    assert!(message.contains(&format!("input limit of {} bytes", 256 << 20)), "{message}");
+    assert!(message.contains(&format!("--max-input-bytes ({} bytes)", 256 << 20)), "{message}");
     assert!(message.contains("--max-input-bytes"), "{message}");
     for command in [
         &["decode", "/dev/zero"][..],
@@ -156,7 +156,7 @@ fn an_endless_input_is_refused_at_the_input_limit() {
         let out = nrtsim(&args);
         assert!(!out.status.success(), "{command:?}");
         assert!(
-            stderr(&out).contains("input limit of 4096 bytes"),
+            stderr(&out).contains("--max-input-bytes (4096 bytes)"),
             "{command:?}: {}",
             stderr(&out)
         );
@@ -172,7 +172,7 @@ fn a_file_over_the_input_limit_is_refused_and_one_at_it_is_read() {
     std::fs::write(&pb, [0x2a, 0x03, b'a', b'b', b'c']).unwrap();
     let out = nrtsim(&["metaneff", "decode", pb.to_str().unwrap(), "--max-input-bytes", "4"]);
     assert!(!out.status.success());
-    assert!(stderr(&out).contains("input limit of 4 bytes"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("--max-input-bytes (4 bytes)"), "{}", stderr(&out));
     let out = nrtsim(&["metaneff", "decode", pb.to_str().unwrap(), "--max-input-bytes", "5"]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(String::from_utf8_lossy(&out.stdout).contains("name: \"abc\""));

@@ -135,7 +135,7 @@ fn inspect_of_an_endless_input_is_refused_at_the_input_limit() {
         .expect("run nrtsim");
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("input limit of 65536 bytes"), "{stderr}");
+    assert!(stderr.contains("--max-input-bytes (65536 bytes)"), "{stderr}");
     assert!(stderr.contains("--max-input-bytes"), "{stderr}");
 }
 
@@ -148,7 +148,7 @@ fn inspect_of_a_file_over_the_input_limit_is_refused_and_one_at_it_is_read() {
     let output = inspect(&dir, "model.neff", &bytes, &["--max-input-bytes", &over]);
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains(&format!("input limit of {over} bytes")), "{stderr}");
+    assert!(stderr.contains(&format!("--max-input-bytes ({over} bytes)")), "{stderr}");
     let at = bytes.len().to_string();
     let output = inspect(&dir, "model.neff", &bytes, &["--max-input-bytes", &at]);
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));

@@ -68,5 +68,5 @@ fn an_oversized_file_names_the_limit() {
     let output = diff(&a, &a, &["--max-input-bytes", "4"]);
     assert_eq!(output.status.code(), Some(1));
     let message = String::from_utf8_lossy(&output.stderr);
-    assert!(message.contains("a.pb is larger than the input limit of 4 bytes"), "{message}");
+    assert!(message.contains("a.pb is larger than --max-input-bytes (4 bytes)"), "{message}");
 }

@@ -59,5 +59,8 @@ pub mod text;
 mod load;
 mod validate;
 
-pub use load::{LoadError, is_text, load_module};
+pub use load::{
+    DEFAULT_MAX_COMPUTATIONS, DEFAULT_MAX_INSTRUCTIONS, LoadError, LoadLimits, is_text,
+    load_module, load_module_with_limits,
+};
 pub use validate::{ValidateError, validate};

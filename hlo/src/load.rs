@@ -19,6 +19,55 @@ pub enum LoadError {
     /// The bytes are taken for a binary proto, and it does not decode.
     #[error("binary HloModuleProto: {0}")]
     Binary(#[from] DecodeError),
+    /// The module has more computations than [`LoadLimits::max_computations`].
+    #[error(
+        "the module has more than {limit} computations, expected at most {limit} (the computation limit)"
+    )]
+    TooManyComputations {
+        /// The limit.
+        limit: usize,
+    },
+    /// The module has more instructions, over all its computations, than
+    /// [`LoadLimits::max_instructions`].
+    #[error(
+        "the module has more than {limit} instructions, expected at most {limit} (the instruction limit)"
+    )]
+    TooManyInstructions {
+        /// The limit.
+        limit: usize,
+    },
+}
+
+/// The default cap on a module's computations. A computation is the entry, or a callee: a
+/// fusion, a reducer, a loop body. Large compiled models have a few thousand; 100 000 is far
+/// above that.
+pub const DEFAULT_MAX_COMPUTATIONS: usize = 100_000;
+
+/// The default cap on a module's instructions over all its computations. The HLO of a large
+/// transformer's training step has tens to a few hundred thousand; 500 000 is above that. The
+/// cap is the bound on memory: a decoded instruction costs about 2.3 KB whatever its size on
+/// the wire (the prost message holds its optional sub-messages inline, so even an empty one,
+/// two bytes on the wire, is that large), and a parsed text instruction about 5 KB, measured
+/// with `nrtsim hlo print` on modules of 2 000 000 instructions. At the cap a binary module
+/// costs about 1.2 GB; a caller that needs less passes its own [`LoadLimits`].
+pub const DEFAULT_MAX_INSTRUCTIONS: usize = 500_000;
+
+/// The count limits a module is loaded under ([`load_module_with_limits`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LoadLimits {
+    /// The most computations.
+    pub max_computations: usize,
+    /// The most instructions, over all computations.
+    pub max_instructions: usize,
+}
+
+impl Default for LoadLimits {
+    fn default() -> LoadLimits {
+        LoadLimits {
+            max_computations: DEFAULT_MAX_COMPUTATIONS,
+            max_instructions: DEFAULT_MAX_INSTRUCTIONS,
+        }
+    }
 }
 
 /// Whether `bytes` is HLO text: after whitespace and `//` or `/* */` comments, it starts with
@@ -45,11 +94,195 @@ pub fn is_text(bytes: &[u8]) -> bool {
 /// # Errors
 /// [`LoadError`], saying which form the bytes were taken for and why they failed.
 pub fn load_module(bytes: &[u8]) -> Result<HloModuleProto, LoadError> {
+    load_module_with_limits(bytes, &LoadLimits::default())
+}
+
+/// [`load_module`] under count limits. A binary proto is counted on the wire before it is
+/// decoded, so a module over a limit costs no more memory than its bytes; HLO text is counted
+/// once parsed (text spends at least a dozen bytes on an instruction, so its parse is bounded
+/// by the input's size cap).
+///
+/// # Errors
+/// As [`load_module`], and [`LoadError::TooManyComputations`] or
+/// [`LoadError::TooManyInstructions`] for a module past a limit.
+pub fn load_module_with_limits(
+    bytes: &[u8],
+    limits: &LoadLimits,
+) -> Result<HloModuleProto, LoadError> {
     if is_text(bytes) {
         let src = std::str::from_utf8(bytes)
             .map_err(|e| LoadError::NotUtf8 { offset: e.valid_up_to() })?;
-        Ok(crate::text::parse_module(src.strip_prefix('\u{feff}').unwrap_or(src))?)
+        let module = crate::text::parse_module(src.strip_prefix('\u{feff}').unwrap_or(src))?;
+        let n_instructions = module.computations.iter().map(|c| c.instructions.len()).sum();
+        check_counts(module.computations.len(), n_instructions, limits)?;
+        Ok(module)
     } else {
+        if let Some((n_computations, n_instructions)) = count_on_the_wire(bytes) {
+            check_counts(n_computations, n_instructions, limits)?;
+        }
         Ok(crate::decode_module(bytes)?)
+    }
+}
+
+fn check_counts(
+    n_computations: usize,
+    n_instructions: usize,
+    limits: &LoadLimits,
+) -> Result<(), LoadError> {
+    if n_computations > limits.max_computations {
+        return Err(LoadError::TooManyComputations { limit: limits.max_computations });
+    }
+    if n_instructions > limits.max_instructions {
+        return Err(LoadError::TooManyInstructions { limit: limits.max_instructions });
+    }
+    Ok(())
+}
+
+/// The computations (`HloModuleProto` field 3) and their instructions
+/// (`HloComputationProto` field 2) of a binary module, counted without decoding it; `None` when
+/// the wire form is malformed, which the decoder then reports.
+fn count_on_the_wire(bytes: &[u8]) -> Option<(usize, usize)> {
+    let mut n_computations = 0usize;
+    let mut n_instructions = 0usize;
+    for (number, payload) in len_fields(bytes) {
+        if number == 3 {
+            n_computations += 1;
+            for (inner, _) in len_fields(payload?) {
+                n_instructions += usize::from(inner == 2);
+            }
+        }
+    }
+    Some((n_computations, n_instructions))
+}
+
+/// The length-delimited fields of a message as (field number, payload); other wire types are
+/// skipped. A malformed field ends the walk (its payload `None`, then nothing more).
+fn len_fields(bytes: &[u8]) -> impl Iterator<Item = (u64, Option<&[u8]>)> {
+    let mut pos = 0usize;
+    let mut done = false;
+    std::iter::from_fn(move || {
+        while !done && pos < bytes.len() {
+            let Some(tag) = varint(bytes, &mut pos) else {
+                done = true;
+                return Some((0, None));
+            };
+            let skipped = match tag & 7 {
+                0 => varint(bytes, &mut pos).map(|_| None),
+                1 => advance(bytes, &mut pos, 8).map(|_| None),
+                5 => advance(bytes, &mut pos, 4).map(|_| None),
+                2 => varint(bytes, &mut pos)
+                    .and_then(|len| usize::try_from(len).ok())
+                    .and_then(|len| advance(bytes, &mut pos, len))
+                    .map(Some),
+                // Groups (3, 4) are not in the HLO schema; the decoder says what is wrong.
+                _ => None,
+            };
+            match skipped {
+                Some(Some(payload)) => return Some((tag >> 3, Some(payload))),
+                Some(None) => {}
+                None => {
+                    done = true;
+                    return Some((0, None));
+                }
+            }
+        }
+        None
+    })
+}
+
+fn varint(bytes: &[u8], pos: &mut usize) -> Option<u64> {
+    let mut value = 0u64;
+    for shift in (0..64).step_by(7) {
+        let byte = *bytes.get(*pos)?;
+        *pos += 1;
+        value |= u64::from(byte & 0x7f) << shift;
+        if byte < 0x80 {
+            return Some(value);
+        }
+    }
+    None
+}
+
+fn advance<'a>(bytes: &'a [u8], pos: &mut usize, len: usize) -> Option<&'a [u8]> {
+    let end = pos.checked_add(len).filter(|&end| end <= bytes.len())?;
+    let payload = &bytes[*pos..end];
+    *pos = end;
+    Some(payload)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A module whose entry adds 1 to its parameter `n_adds` times, with `n_callees` extra
+    /// computations: `n_adds + 3` instructions in the entry, two in each callee.
+    fn module_text(n_adds: usize, n_callees: usize) -> String {
+        let mut text = String::from("HloModule m\n\n");
+        for k in 0..n_callees {
+            text +=
+                &format!("add{k} {{\n  a = f32[] parameter(0)\n  ROOT b = f32[] negate(a)\n}}\n\n");
+        }
+        text += "ENTRY e {\n  x0 = f32[] parameter(0)\n  one = f32[] constant(1)\n";
+        for k in 0..n_adds {
+            text += &format!("  x{} = f32[] add(x{k}, one)\n", k + 1);
+        }
+        text += &format!("  ROOT r = f32[] negate(x{n_adds})\n}}\n");
+        text
+    }
+
+    fn limits(max_computations: usize, max_instructions: usize) -> LoadLimits {
+        LoadLimits { max_computations, max_instructions }
+    }
+
+    #[test]
+    fn instructions_at_the_limit_load_and_one_more_is_refused_in_both_forms() {
+        let text = module_text(10, 0);
+        let binary = crate::encode_module(&load_module(text.as_bytes()).expect("the text parses"));
+        for bytes in [text.as_bytes(), &binary[..]] {
+            assert!(load_module_with_limits(bytes, &limits(1, 13)).is_ok());
+            let refused = load_module_with_limits(bytes, &limits(1, 12));
+            assert!(
+                matches!(refused, Err(LoadError::TooManyInstructions { limit: 12 })),
+                "{refused:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn computations_at_the_limit_load_and_one_more_is_refused_in_both_forms() {
+        let text = module_text(0, 3);
+        let binary = crate::encode_module(&load_module(text.as_bytes()).expect("the text parses"));
+        for bytes in [text.as_bytes(), &binary[..]] {
+            assert!(load_module_with_limits(bytes, &limits(4, 100)).is_ok());
+            let refused = load_module_with_limits(bytes, &limits(3, 100));
+            assert!(
+                matches!(refused, Err(LoadError::TooManyComputations { limit: 3 })),
+                "{refused:?}"
+            );
+        }
+    }
+
+    /// Empty instructions cost two bytes each on the wire and a whole message each decoded:
+    /// a binary module past the limit is refused from its wire form, before any is decoded.
+    #[test]
+    fn a_binary_module_of_empty_instructions_is_refused_before_decoding() {
+        let n = 1000;
+        let computation: Vec<u8> = std::iter::repeat_n([0x12u8, 0x00], n).flatten().collect();
+        let mut module = vec![0x1a];
+        let mut len = computation.len();
+        while len >= 0x80 {
+            module.push((len as u8) | 0x80);
+            len >>= 7;
+        }
+        module.push(len as u8);
+        module.extend(&computation);
+        assert_eq!(count_on_the_wire(&module), Some((1, n)));
+        let refused = load_module_with_limits(&module, &limits(10, n - 1));
+        assert!(matches!(refused, Err(LoadError::TooManyInstructions { .. })), "{refused:?}");
+    }
+
+    #[test]
+    fn the_default_limits_are_the_documented_ones() {
+        assert_eq!(LoadLimits::default(), limits(100_000, 500_000));
     }
 }

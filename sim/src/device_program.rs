@@ -539,6 +539,33 @@ pub struct LaunchRecord {
     pub collective: Option<(usize, usize)>,
 }
 
+/// The largest file `NRTSIM_HLO` may name: 1 GiB, the cap `nrtsim` puts on an HLO module, so a
+/// setting naming `/dev/zero` or a huge file is refused instead of filling memory.
+pub const MAX_HLO_SOURCE_BYTES: u64 = 1 << 30;
+
+/// Reads an `NRTSIM_HLO` file of at most `limit` bytes: a regular file is judged by its length
+/// before any byte is read, a stream is read up to one byte past the limit.
+fn read_hlo_source(path: &Path, limit: u64) -> Result<Vec<u8>, DeviceProgramError> {
+    use std::io::Read as _;
+    let error =
+        |detail: String| DeviceProgramError::Source { path: path.display().to_string(), detail };
+    let too_large =
+        || error(format!("larger than the limit of {limit} bytes, expected at most that"));
+    let file = std::fs::File::open(path).map_err(|err| error(err.to_string()))?;
+    let metadata = file.metadata().map_err(|err| error(err.to_string()))?;
+    if metadata.is_file() && metadata.len() > limit {
+        return Err(too_large());
+    }
+    let mut bytes = Vec::new();
+    file.take(limit.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(|err| error(err.to_string()))?;
+    if bytes.len() as u64 > limit {
+        return Err(too_large());
+    }
+    Ok(bytes)
+}
+
 /// Where HLO comes from for NEFFs that carry none (`NRTSIM_HLO`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum HloSource {
@@ -566,12 +593,7 @@ impl HloSource {
         &self,
         neff_bytes: &[u8],
     ) -> Result<Option<(Vec<u8>, String)>, DeviceProgramError> {
-        let read = |path: &Path| {
-            std::fs::read(path).map_err(|err| DeviceProgramError::Source {
-                path: path.display().to_string(),
-                detail: err.to_string(),
-            })
-        };
+        let read = |path: &Path| read_hlo_source(path, MAX_HLO_SOURCE_BYTES);
         match self {
             HloSource::File(path) => {
                 Ok(Some((read(path)?, format!("{HLO_ENV}={}", path.display()))))
@@ -624,6 +646,23 @@ mod tests {
             size: elements * dltype.item_size() as usize,
             dltype: Some(dltype),
         }
+    }
+
+    #[test]
+    fn an_hlo_source_over_the_limit_is_refused_unread() {
+        // A sparse file: its length is over the limit though no byte of it is stored.
+        let dir = std::env::temp_dir().join(format!("nrtsim-hlo-source-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).ok();
+        let path = dir.join("big.hlo.pb");
+        let made =
+            std::fs::File::create(&path).and_then(|file| file.set_len(MAX_HLO_SOURCE_BYTES + 1));
+        assert!(made.is_ok(), "{made:?}");
+        let looked_up = HloSource::File(path.clone()).lookup(b"neff").map(|_| ());
+        std::fs::remove_dir_all(&dir).ok();
+        let message = looked_up.err().map(|err| err.to_string()).unwrap_or_default();
+        assert!(message.contains("larger than the limit of 1073741824 bytes"), "{message}");
+        let endless = read_hlo_source(Path::new("/dev/zero"), 1000).err().map(|e| e.to_string());
+        assert!(endless.unwrap_or_default().contains("limit of 1000 bytes"));
     }
 
     const SUB: &str = "HloModule sub\n\nENTRY main {\n  a = f32[2] parameter(0)\n  b = f32[2] parameter(1)\n  ROOT d = f32[2] subtract(a, b)\n}\n";

@@ -73,6 +73,53 @@ pub struct MetaneffDecodeError {
     pub path: String,
     /// What is wrong, saying what was expected and what came.
     pub reason: String,
+    /// The count limit the message went past, when that is why it was refused (the wire form
+    /// up to that point was well formed).
+    pub exceeded: Option<MetaneffLimitExceeded>,
+}
+
+/// The default cap on the tensors of one list (`input_tensors` or `output_tensors`). A
+/// metaneff lists one tensor per user input, weight, state and output: hundreds for a large
+/// language model with its weights as inputs. 65 536 is far above that; a decoded tensor costs
+/// about 300 bytes (its view and its owned copy), so the cap keeps the tensor lists of the
+/// largest accepted metaneff near 40 MB whatever its size on the wire (a tensor can be two
+/// bytes there).
+pub const DEFAULT_MAX_TENSORS: usize = 65_536;
+
+/// The default cap on the dimensions of one tensor's shape: 64, numpy's own limit on array
+/// dimensions (`NPY_MAXDIMS` since numpy 2.0), above any shape a framework hands to libnrt.
+pub const DEFAULT_MAX_SHAPE_DIMS: usize = 64;
+
+/// The count limits a metaneff is decoded under ([`decode_with_limits`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MetaneffLimits {
+    /// The most tensors in each of `input_tensors` and `output_tensors`.
+    pub max_tensors: usize,
+    /// The most dimensions in one tensor's shape.
+    pub max_shape_dims: usize,
+}
+
+impl Default for MetaneffLimits {
+    fn default() -> MetaneffLimits {
+        MetaneffLimits { max_tensors: DEFAULT_MAX_TENSORS, max_shape_dims: DEFAULT_MAX_SHAPE_DIMS }
+    }
+}
+
+/// Which count limit a metaneff went past ([`MetaneffDecodeError::exceeded`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MetaneffLimitExceeded {
+    /// A tensor list holds more than [`MetaneffLimits::max_tensors`] tensors.
+    TooManyTensors {
+        /// The limit.
+        limit: usize,
+    },
+    /// A shape has more than [`MetaneffLimits::max_shape_dims`] dimensions.
+    TooManyShapeDims {
+        /// The dimensions found.
+        count: usize,
+        /// The limit.
+        limit: usize,
+    },
 }
 
 /// A field the schema does not know, found while walking a message.
@@ -121,7 +168,18 @@ pub fn check_wire(bytes: &[u8]) -> Result<Vec<UnknownField>, MetaneffDecodeError
 /// # Errors
 /// A [`MetaneffDecodeError`] naming the byte offset and field path of the first problem.
 pub fn decode(bytes: &[u8]) -> Result<MetaNeff, MetaneffDecodeError> {
-    view::MetaneffView::decode(bytes)?.to_owned()
+    decode_with_limits(bytes, &MetaneffLimits::default())
+}
+
+/// [`decode`] under count limits other than the defaults.
+///
+/// # Errors
+/// As [`decode`]; a message past a limit is refused with [`MetaneffDecodeError::exceeded`] set.
+pub fn decode_with_limits(
+    bytes: &[u8],
+    limits: &MetaneffLimits,
+) -> Result<MetaNeff, MetaneffDecodeError> {
+    view::MetaneffView::decode_with_limits(bytes, limits)?.to_owned()
 }
 
 /// [`decode`] from an owned buffer: `serialized_graph_def` (the HLO module, often most of the
@@ -148,7 +206,12 @@ pub fn decode_reference(bytes: &[u8]) -> Result<MetaNeff, MetaneffDecodeError> {
 /// prost refuses only what the wire check has already passed (its own limits aside, such as
 /// recursion depth, which a metaneff cannot reach): the error is kept whole for the record.
 fn prost_error(error: prost::DecodeError) -> MetaneffDecodeError {
-    MetaneffDecodeError { offset: 0, path: "MetaNeff".to_owned(), reason: error.to_string() }
+    MetaneffDecodeError {
+        offset: 0,
+        path: "MetaNeff".to_owned(),
+        reason: error.to_string(),
+        exceeded: None,
+    }
 }
 
 /// Encodes a `MetaNeff` canonically (see the module documentation).
@@ -316,6 +379,7 @@ fn walk(
             offset: base + error.offset,
             path: path.to_string(),
             reason: error.kind.to_string(),
+            exceeded: None,
         })?;
         let Some(rule) = table.get(field.number) else {
             unknown.push(UnknownField {
@@ -345,6 +409,7 @@ fn walk(
                     "wire type {}, expected {} for a field of type {}",
                     field.wire_type, rule.expected, rule.kind_name
                 ),
+                exceeded: None,
             });
         }
         if let FieldValue::Len(payload) = field.value {
@@ -356,6 +421,7 @@ fn walk(
                     offset: payload_base + e.offset,
                     path: field_path.to_string(),
                     reason: format!("in a packed list: {}", e.kind),
+                    exceeded: None,
                 })?;
             }
         }

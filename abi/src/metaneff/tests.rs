@@ -527,3 +527,68 @@ fn message_descriptors_are_found_by_name_and_an_unknown_name_is_none() {
     assert!(find_message_descriptor("NoSuchMessage").is_none());
     assert!(find_message_descriptor("metaneff.MetaNeff").is_none(), "names are without package");
 }
+
+/// A message with `n_inputs` empty input tensors and `n_outputs` output tensors of the shape
+/// `dims`, written one shape element per field when `scattered`.
+fn many(n_inputs: usize, n_outputs: usize, dims: usize, scattered: bool) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    for _ in 0..n_inputs {
+        bytes.extend([0x0a, 0x00]);
+    }
+    let tensor: Vec<u8> = if scattered {
+        (0..dims).flat_map(|_| [0x10, 0x01]).collect()
+    } else {
+        let mut packed = vec![0x12, dims as u8];
+        packed.extend(std::iter::repeat_n(0x01, dims));
+        packed
+    };
+    for _ in 0..n_outputs {
+        bytes.push(0x12);
+        bytes.push(tensor.len() as u8);
+        bytes.extend(&tensor);
+    }
+    bytes
+}
+
+#[test]
+fn tensors_at_the_limit_are_read_and_one_more_is_refused_with_the_named_limit() {
+    let limits = MetaneffLimits { max_tensors: 5, ..MetaneffLimits::default() };
+    let at = decode_with_limits(&many(5, 5, 1, false), &limits).expect("at the limit");
+    assert_eq!((at.input_tensors.len(), at.output_tensors.len()), (5, 5));
+    let error = decode_with_limits(&many(6, 0, 1, false), &limits).expect_err("one input more");
+    assert_eq!(error.exceeded, Some(MetaneffLimitExceeded::TooManyTensors { limit: 5 }));
+    assert_eq!((error.path.as_str(), error.offset), ("MetaNeff.input_tensors[5]", 12));
+    assert!(error.reason.contains("more than 5 input_tensors"), "{error}");
+    let error = decode_with_limits(&many(0, 6, 1, false), &limits).expect_err("one output more");
+    assert_eq!(error.path, "MetaNeff.output_tensors[5]");
+}
+
+#[test]
+fn shape_dims_at_the_limit_are_read_and_one_more_is_refused_in_either_form() {
+    let limits = MetaneffLimits { max_shape_dims: 8, ..MetaneffLimits::default() };
+    for scattered in [false, true] {
+        let at = decode_with_limits(&many(0, 1, 8, scattered), &limits).expect("at the limit");
+        assert_eq!(at.output_tensors[0].shape, vec![1; 8]);
+        let error =
+            decode_with_limits(&many(0, 1, 9, scattered), &limits).expect_err("one dim more");
+        assert_eq!(
+            error.exceeded,
+            Some(MetaneffLimitExceeded::TooManyShapeDims { count: 9, limit: 8 }),
+            "scattered {scattered}"
+        );
+        assert_eq!(error.path, "MetaNeff.output_tensors[0].shape");
+    }
+}
+
+#[test]
+fn the_default_limits_apply_to_decode() {
+    assert_eq!(
+        MetaneffLimits::default(),
+        MetaneffLimits { max_tensors: 65_536, max_shape_dims: 64 }
+    );
+    assert!(decode(&many(0, 1, 64, false)).is_ok());
+    let error = decode(&many(0, 1, 65, false)).expect_err("65 dimensions");
+    assert!(matches!(error.exceeded, Some(MetaneffLimitExceeded::TooManyShapeDims { .. })));
+    let error = decode(&many(65_537, 0, 0, false)).expect_err("65 537 inputs");
+    assert_eq!(error.exceeded, Some(MetaneffLimitExceeded::TooManyTensors { limit: 65_536 }));
+}

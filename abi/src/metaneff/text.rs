@@ -100,6 +100,7 @@ fn dynamic(
         offset: 0,
         path: "MetaNeff".to_owned(),
         reason: e.to_string(),
+        exceeded: None,
     })?;
     Ok((message, unknown_fields))
 }
@@ -137,6 +138,7 @@ pub fn to_json(bytes: &[u8]) -> Result<Printed, MetaneffDecodeError> {
             offset: 0,
             path: "MetaNeff".to_owned(),
             reason: e.to_string(),
+            exceeded: None,
         })?;
     let text = value + "\n";
     Ok(Printed { text, unknown_fields })

@@ -19,6 +19,11 @@
 //!   (`shape` packed or not), packed runs made of whole varints, groups closed by their own end
 //!   tag, and prost's recursion budget of 100 (one level per nested message, one per group),
 //!   which is the tighter of the two limits on nested groups.
+//! - **Count limits are the one exception** ([`MetaneffLimits`]): more tensors in a list or
+//!   more dimensions in a shape than the limits allow is refused here, with
+//!   [`MetaneffDecodeError::exceeded`] naming the limit, though the wire form is well formed.
+//!   A tensor can be two bytes on the wire and a few hundred once decoded, so without them
+//!   memory per input byte would have no bound worth the name.
 //! - **The same answer as prost.** A scalar seen twice keeps its last value, a repeated
 //!   `model_config` merges field by field, `shape` runs (packed or one element per field)
 //!   concatenate, an alias entry without a key or value means 0, and a later entry for the same
@@ -34,7 +39,9 @@ use std::fmt;
 use prost::Message as _;
 
 use super::meta_tensor::{DataType, Type};
-use super::{MetaNeff, MetaTensor, MetaneffDecodeError, ModelConfig};
+use super::{
+    MetaNeff, MetaTensor, MetaneffDecodeError, MetaneffLimitExceeded, MetaneffLimits, ModelConfig,
+};
 
 /// A metaneff decoded without copying: every byte field borrows from the input.
 ///
@@ -257,10 +264,25 @@ impl<'a> MetaneffView<'a> {
     /// the same error [`decode`](super::decode) gives for the same bytes; or, when the tensor
     /// lists cannot be allocated, an error saying so.
     pub fn decode(bytes: &'a [u8]) -> Result<Self, MetaneffDecodeError> {
-        match parse(bytes) {
+        Self::decode_with_limits(bytes, &MetaneffLimits::default())
+    }
+
+    /// [`Self::decode`] under count limits other than the defaults.
+    ///
+    /// # Errors
+    /// As [`Self::decode`]; a message past a limit is refused with
+    /// [`MetaneffDecodeError::exceeded`] set, naming the list or tensor that passed it.
+    pub fn decode_with_limits(
+        bytes: &'a [u8],
+        limits: &MetaneffLimits,
+    ) -> Result<Self, MetaneffDecodeError> {
+        match parse(bytes, limits) {
             Ok(view) => Ok(view),
             Err(Stop::Malformed) => Err(reference_error(bytes)),
             Err(Stop::OutOfMemory) => Err(out_of_memory("the tensor lists")),
+            Err(Stop::Exceeded { list, index, at, exceeded }) => {
+                Err(limit_error(bytes, list, index, at, exceeded))
+            }
         }
     }
 
@@ -324,7 +346,32 @@ fn out_of_memory(what: &str) -> MetaneffDecodeError {
         offset: 0,
         path: "MetaNeff".to_owned(),
         reason: format!("could not allocate memory for {what}, expected enough for the message"),
+        exceeded: None,
     }
+}
+
+/// The error for a message past a count limit: the offset and path of the tensor that passed it.
+fn limit_error(
+    bytes: &[u8],
+    list: &str,
+    index: usize,
+    at: usize,
+    exceeded: MetaneffLimitExceeded,
+) -> MetaneffDecodeError {
+    // `at` is the address of a tensor's payload inside `bytes`, so the difference of the two
+    // addresses is its offset.
+    let offset = at.saturating_sub(bytes.as_ptr() as usize);
+    let (path, reason) = match exceeded {
+        MetaneffLimitExceeded::TooManyTensors { limit } => (
+            format!("MetaNeff.{list}[{index}]"),
+            format!("more than {limit} {list}, expected at most {limit} (the tensor limit)"),
+        ),
+        MetaneffLimitExceeded::TooManyShapeDims { count, limit } => (
+            format!("MetaNeff.{list}[{index}].shape"),
+            format!("{count} dimensions, expected at most {limit} (the shape dimension limit)"),
+        ),
+    };
+    MetaneffDecodeError { offset, path, reason, exceeded: Some(exceeded) }
 }
 
 /// The error of the reference decoder (the schema walk, then prost) for bytes the fast walk
@@ -342,6 +389,7 @@ fn reference_error(bytes: &[u8]) -> MetaneffDecodeError {
                 reason: "the one-pass decoder refused bytes the reference decoder accepts, \
                          expected both to agree (a bug in nrtsim)"
                     .to_owned(),
+                exceeded: None,
             },
         },
     }
@@ -352,6 +400,13 @@ fn reference_error(bytes: &[u8]) -> MetaneffDecodeError {
 enum Stop {
     Malformed,
     OutOfMemory,
+    /// A count limit was passed by tensor `index` of `list`, whose payload starts at address `at`.
+    Exceeded {
+        list: &'static str,
+        index: usize,
+        at: usize,
+        exceeded: MetaneffLimitExceeded,
+    },
 }
 
 const VARINT: u8 = 0;
@@ -574,12 +629,35 @@ fn push_tensor<'a>(
     list: &mut Vec<TensorView<'a>>,
     bytes: &'a [u8],
     n_unknown: &mut usize,
+    limits: &MetaneffLimits,
+    name: &'static str,
 ) -> Result<(), Stop> {
-    push(list, TensorView::default())?;
-    match list.last_mut() {
-        Some(tensor) => parse_tensor(bytes, tensor, n_unknown),
-        None => Err(Stop::OutOfMemory),
+    let index = list.len();
+    if index == limits.max_tensors {
+        let exceeded = MetaneffLimitExceeded::TooManyTensors { limit: limits.max_tensors };
+        return Err(Stop::Exceeded { list: name, index, at: bytes.as_ptr() as usize, exceeded });
     }
+    push(list, TensorView::default())?;
+    let Some(tensor) = list.last_mut() else {
+        return Err(Stop::OutOfMemory);
+    };
+    parse_tensor(bytes, tensor, n_unknown)?;
+    // Each dimension takes a byte at least, so a shape of few bytes needs no count.
+    let shape = tensor.shape;
+    if shape.bytes.len() > limits.max_shape_dims || shape.fields_len > limits.max_shape_dims {
+        let count = shape.len();
+        if count > limits.max_shape_dims {
+            let exceeded =
+                MetaneffLimitExceeded::TooManyShapeDims { count, limit: limits.max_shape_dims };
+            return Err(Stop::Exceeded {
+                list: name,
+                index,
+                at: bytes.as_ptr() as usize,
+                exceeded,
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Tags (`number << 3 | wire type`) of the known fields, as the hot loops match them.
@@ -587,7 +665,7 @@ const fn key(number: u64, wire: u8) -> u64 {
     (number << 3) | wire as u64
 }
 
-fn parse(bytes: &[u8]) -> Result<MetaneffView<'_>, Stop> {
+fn parse<'a>(bytes: &'a [u8], limits: &MetaneffLimits) -> Result<MetaneffView<'a>, Stop> {
     const INPUT_TENSORS: u64 = key(1, LEN);
     const OUTPUT_TENSORS: u64 = key(2, LEN);
     const MODEL_CONFIG: u64 = key(3, LEN);
@@ -608,7 +686,7 @@ fn parse(bytes: &[u8]) -> Result<MetaneffView<'_>, Stop> {
     while bytes.get(pos) == Some(&(INPUT_TENSORS as u8)) {
         pos += 1;
         let tensor = len_delimited(bytes, &mut pos)?;
-        push_tensor(&mut inputs, tensor, &mut n_unknown)?;
+        push_tensor(&mut inputs, tensor, &mut n_unknown, limits, "input_tensors")?;
     }
     view.input_tensors = inputs;
     view.n_unknown_fields = n_unknown;
@@ -616,11 +694,23 @@ fn parse(bytes: &[u8]) -> Result<MetaneffView<'_>, Stop> {
         match varint(bytes, &mut pos)? {
             INPUT_TENSORS => {
                 let tensor = len_delimited(bytes, &mut pos)?;
-                push_tensor(&mut view.input_tensors, tensor, &mut view.n_unknown_fields)?;
+                push_tensor(
+                    &mut view.input_tensors,
+                    tensor,
+                    &mut view.n_unknown_fields,
+                    limits,
+                    "input_tensors",
+                )?;
             }
             OUTPUT_TENSORS => {
                 let tensor = len_delimited(bytes, &mut pos)?;
-                push_tensor(&mut view.output_tensors, tensor, &mut view.n_unknown_fields)?;
+                push_tensor(
+                    &mut view.output_tensors,
+                    tensor,
+                    &mut view.n_unknown_fields,
+                    limits,
+                    "output_tensors",
+                )?;
             }
             MODEL_CONFIG => {
                 let config = view.model_config.get_or_insert_with(ModelConfig::default);

@@ -60,11 +60,12 @@ pub(crate) fn read_payload(
     pkg_version: u64,
     payload: &[u8],
     max_payload_bytes: u64,
+    max_members: usize,
 ) -> Result<BTreeMap<String, Member>, NeffError> {
     if pkg_version == 2 {
-        read_tar(GzDecoder::new(payload), "gzip tar", max_payload_bytes)
+        read_tar(GzDecoder::new(payload), "gzip tar", max_payload_bytes, max_members)
     } else {
-        read_tar(payload, "tar", max_payload_bytes)
+        read_tar(payload, "tar", max_payload_bytes, max_members)
     }
 }
 
@@ -72,10 +73,11 @@ fn read_tar<R: Read>(
     stream: R,
     format: &'static str,
     max_payload_bytes: u64,
+    max_members: usize,
 ) -> Result<BTreeMap<String, Member>, NeffError> {
     let bounded = stream.take(max_payload_bytes.saturating_add(1));
     let mut archive = tar::Archive::new(bounded);
-    let result = read_entries(&mut archive, max_payload_bytes);
+    let result = read_entries(&mut archive, max_payload_bytes, max_members);
     let mut bounded = archive.into_inner();
     let corrupt_or_too_large = |error: io::Error, bounded: &io::Take<R>| {
         if bounded.limit() == 0 {
@@ -113,6 +115,7 @@ impl From<io::Error> for EntryError {
 fn read_entries<R: Read>(
     archive: &mut tar::Archive<R>,
     max_payload_bytes: u64,
+    max_members: usize,
 ) -> Result<BTreeMap<String, Member>, EntryError> {
     let mut members = BTreeMap::new();
     for entry in archive.entries()? {
@@ -124,6 +127,9 @@ fn read_entries<R: Read>(
         let entry_type = entry.header().entry_type();
         if !(entry_type.is_file() || entry_type.is_contiguous()) {
             continue;
+        }
+        if members.len() == max_members {
+            return Err(EntryError::Neff(NeffError::TooManyMembers { limit: max_members }));
         }
         let declared = entry.size();
         let remaining = max_payload_bytes.saturating_sub(entry.raw_file_position());

@@ -13,7 +13,9 @@
 //! - **Bounded reading.** Decompression goes through a byte budget
 //!   ([`ReadOptions::max_payload_bytes`], 1 GiB by default); each tar entry's declared size is
 //!   charged against the budget before anything is allocated for it, so a gzip bomb or a lying
-//!   tar header ends in [`NeffError::PayloadTooLarge`], not in an exhausted machine.
+//!   tar header ends in [`NeffError::PayloadTooLarge`], not in an exhausted machine. Counts are
+//!   capped too ([`ReadOptions::max_members`], [`ReadOptions::max_vars`], [`MAX_GRAPHS`]), so
+//!   a file of many tiny entries cannot cost more bookkeeping than a real model needs.
 //! - **Members are shared, not copied.** Each member is read once into its own buffer, held by an
 //!   [`std::sync::Arc`]; handing a large constant to a simulator is a reference-count increment.
 //! - **Lenient where real files vary, strict where the loader is.** Unknown members and unknown
@@ -55,6 +57,21 @@ pub use writer::{ConstantSpec, GraphSpec, NeffSpec, SignatureForm, write_neff};
 /// small enough that a hostile file cannot take the machine down.
 pub const DEFAULT_MAX_PAYLOAD_BYTES: u64 = 1 << 30;
 
+/// The default cap on a NEFF's tar members ([`ReadOptions::max_members`]). A compiled NEFF holds
+/// a few JSON files per subgraph, its engine programs and one `.npy` per constant: tens to a few
+/// thousand members. 65 536 is far above that, and each member costs a buffer and a map entry
+/// (about a hundred bytes besides its data), so the cap keeps the bookkeeping of a file of tiny
+/// members under ten megabytes.
+pub const DEFAULT_MAX_MEMBERS: usize = 65_536;
+
+/// The default cap on a NEFF's device variables, over all its graphs
+/// ([`ReadOptions::max_vars`]). Real NEFFs have hundreds to a few thousand variables (one per
+/// input, output, weight, state and constant, plus the scratch buffers; the NEFFs of large
+/// language models with per-layer weights as inputs stay in the low thousands). 100 000 is
+/// far above that; a parsed variable and its JSON tree cost about a kilobyte, so the cap keeps a
+/// variable table under about 100 MB.
+pub const DEFAULT_MAX_VARS: usize = 100_000;
+
 /// How to read a NEFF.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ReadOptions {
@@ -65,6 +82,10 @@ pub struct ReadOptions {
     /// Refuse `def.json` variable types that have no [`MrType`] (the loader's mode); when false,
     /// such variables are kept with `mr_type: None`.
     pub strict_var_types: bool,
+    /// The most tar members (regular files) to read ([`NeffError::TooManyMembers`]).
+    pub max_members: usize,
+    /// The most device variables over all graphs ([`NeffError::TooManyVars`]).
+    pub max_vars: usize,
 }
 
 impl Default for ReadOptions {
@@ -73,6 +94,8 @@ impl Default for ReadOptions {
             verify_hash: false,
             max_payload_bytes: DEFAULT_MAX_PAYLOAD_BYTES,
             strict_var_types: false,
+            max_members: DEFAULT_MAX_MEMBERS,
+            max_vars: DEFAULT_MAX_VARS,
         }
     }
 }
@@ -235,6 +258,24 @@ pub enum NeffError {
         /// The limit, [`MAX_GRAPHS`].
         limit: usize,
     },
+    /// The tar holds more regular files than [`ReadOptions::max_members`].
+    #[error("neff has more than {limit} members, expected at most {limit} (the member limit)")]
+    TooManyMembers {
+        /// The limit that was hit.
+        limit: usize,
+    },
+    /// The graphs' `def.json` files declare more variables than [`ReadOptions::max_vars`].
+    #[error(
+        "neff declares {count} variables by graph {graph:?}, expected at most {limit} (the variable limit)"
+    )]
+    TooManyVars {
+        /// The graph whose table passed the limit.
+        graph: String,
+        /// The variables counted up to and including that graph.
+        count: usize,
+        /// The limit that was hit.
+        limit: usize,
+    },
     /// No graph has an output variable.
     #[error("neff has no output variable, expected at least one var of type \"output\"")]
     NoOutputs,
@@ -275,6 +316,8 @@ impl NeffError {
             | NeffError::UnknownVarType { .. }
             | NeffError::VarIdsNotDense { .. }
             | NeffError::TooManyGraphs { .. }
+            | NeffError::TooManyMembers { .. }
+            | NeffError::TooManyVars { .. }
             | NeffError::NoOutputs
             | NeffError::Npy { .. }
             | NeffError::InvalidSpec { .. } => NrtStatus::Invalid,
@@ -312,9 +355,13 @@ impl Neff {
         if options.verify_hash {
             hash_check?;
         }
-        let members =
-            archive::read_payload(header.pkg_version, payload, options.max_payload_bytes)?;
-        let graphs = vars::read_graphs(&members, options.strict_var_types)?;
+        let members = archive::read_payload(
+            header.pkg_version,
+            payload,
+            options.max_payload_bytes,
+            options.max_members,
+        )?;
+        let graphs = vars::read_graphs(&members, options.strict_var_types, options.max_vars)?;
         vars::check_loader_invariants(&graphs)?;
         let signature = match members.get("neff.json") {
             Some(member) => signature::parse_neff_json("neff.json", member.bytes())?,

@@ -104,6 +104,7 @@ fn kelf_number(name: &str) -> Option<u64> {
 pub(crate) fn read_graphs(
     members: &BTreeMap<String, Member>,
     strict_var_types: bool,
+    max_vars: usize,
 ) -> Result<Vec<Graph>, NeffError> {
     let mut kelf_members: Vec<(u64, &str)> = members
         .keys()
@@ -134,6 +135,7 @@ pub(crate) fn read_graphs(
             }
         }
     }
+    let mut n_vars = 0usize;
     listed
         .into_iter()
         .map(|(name, definition, referenced_by)| {
@@ -142,6 +144,10 @@ pub(crate) fn read_graphs(
                     || NeffError::MissingMember { member: definition.clone(), referenced_by },
                 )?;
             let vars = read_def_json(&name, &definition, member.bytes(), strict_var_types)?;
+            n_vars = n_vars.saturating_add(vars.len());
+            if n_vars > max_vars {
+                return Err(NeffError::TooManyVars { graph: name, count: n_vars, limit: max_vars });
+            }
             Ok(Graph { name, definition, vars })
         })
         .collect()

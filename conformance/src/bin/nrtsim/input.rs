@@ -1,30 +1,38 @@
-//! Reading a command's input file with a size cap, so an endless or huge input (`/dev/zero`, a
-//! pipe that never closes) is an error naming the limit instead of reading until memory runs out.
+//! The caps on what `nrtsim`'s commands read, and the reader they read through
+//! ([`conformance::capped`]): an endless or huge input (`/dev/zero`, a pipe that never closes)
+//! is an error naming the limit and its flag instead of reading until memory runs out.
 //!
-//! A regular file larger than the limit is refused from its metadata, before any byte is read; a
-//! stream (standard input, a device, a pipe) is read up to one byte past the limit.
+//! The defaults are chosen so that a laptop can honour them: no single file is read past 1 GiB
+//! unless a flag says so, since a command holds what it reads in memory (and some inputs cost a
+//! small multiple of their size once parsed).
 
-use std::fs::File;
-use std::io::Read;
 use std::path::Path;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 
-/// The default cap on a metaneff (`--max-input-bytes`): far above real metaneffs, whose largest
-/// part is the serialized HLO module.
+/// The default cap on a metaneff: far above real metaneffs (kilobytes of tensor descriptions;
+/// the largest part is the serialized HLO module, which holds no weights in torch-neuronx's
+/// files), and a quarter of the NEFF's since a parsed metaneff costs more per byte than a NEFF.
 pub(crate) const DEFAULT_MAX_METANEFF_BYTES: u64 = 256 << 20;
 
-/// The default cap on a NEFF for `inspect` (`--max-input-bytes`).
-pub(crate) const DEFAULT_MAX_NEFF_BYTES: u64 = 4 << 30;
+/// The default cap on a NEFF: 1 GiB, the same as the NEFF reader's decompression budget
+/// (`abi::neff::DEFAULT_MAX_PAYLOAD_BYTES`), so a file the reader could not unpack is not read
+/// either. torch-neuronx NEFFs take their weights as inputs and are far smaller.
+pub(crate) const DEFAULT_MAX_NEFF_BYTES: u64 = 1 << 30;
 
-/// The default cap on an HLO module or `.npy` input of `nrtsim hlo` (4 GiB, as for a NEFF: a
-/// module carries its constants).
-pub(crate) const DEFAULT_MAX_HLO_BYTES: u64 = 4 << 30;
+/// The default cap on an HLO module or a `.npy` input of `nrtsim hlo`: 1 GiB, as for a NEFF (a
+/// module carries its constants, an array is its data).
+pub(crate) const DEFAULT_MAX_HLO_BYTES: u64 = 1 << 30;
+
+/// The default cap on each file `nrtsim run` reads (NEFF, metaneff, `--hlo`, `.npy` inputs,
+/// `.safetensors` weights): 1 GiB. A weights file of a large model is bigger; pass
+/// `--max-input-bytes` for it, knowing the whole file is held in memory.
+pub(crate) const DEFAULT_MAX_RUN_BYTES: u64 = 1 << 30;
 
 /// The name of the flag that raises the cap, for messages.
 pub(crate) const FLAG: &str = "--max-input-bytes";
 
-/// Reads `path` (`-` for standard input), at most `limit` bytes.
+/// Reads `path` (`-` for standard input), at most `limit` bytes (set by `--max-input-bytes`).
 ///
 /// # Errors
 /// When the input cannot be read, or holds more than `limit` bytes (the message names the limit
@@ -38,30 +46,5 @@ pub(crate) fn read_capped(path: &Path, limit: u64) -> Result<Vec<u8>> {
 /// # Errors
 /// As [`read_capped`], the message naming `flag`.
 pub(crate) fn read_capped_with_flag(path: &Path, limit: u64, flag: &str) -> Result<Vec<u8>> {
-    let too_large = || {
-        anyhow::anyhow!(
-            "{} is larger than the input limit of {limit} bytes, expected at most that; raise \
-             the limit with {flag}",
-            path.display()
-        )
-    };
-    let reader: Box<dyn Read> = if path == Path::new("-") {
-        Box::new(std::io::stdin().lock())
-    } else {
-        let file = File::open(path).with_context(|| format!("reading {}", path.display()))?;
-        let metadata = file.metadata().with_context(|| format!("reading {}", path.display()))?;
-        if metadata.is_file() && metadata.len() > limit {
-            return Err(too_large());
-        }
-        Box::new(file)
-    };
-    let mut bytes = Vec::new();
-    reader
-        .take(limit.saturating_add(1))
-        .read_to_end(&mut bytes)
-        .with_context(|| format!("reading {}", path.display()))?;
-    if bytes.len() as u64 > limit {
-        return Err(too_large());
-    }
-    Ok(bytes)
+    Ok(conformance::capped::read_capped(path, limit, flag)?)
 }

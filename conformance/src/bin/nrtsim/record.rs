@@ -9,6 +9,7 @@
 //! The format is described in `vectors/README.md` ("Recordings").
 
 use std::ffi::OsString;
+use std::io::BufRead as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -67,6 +68,9 @@ pub(crate) struct ReplayArgs {
     /// The vectors folder `--promote` writes into.
     #[arg(long, default_value = "vectors", requires = "promote")]
     vectors: PathBuf,
+    /// The largest recording, and the largest blob it keeps, read in bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = replay::DEFAULT_MAX_BYTES)]
+    max_input_bytes: u64,
 }
 
 /// The recorder library to preload.
@@ -114,7 +118,7 @@ pub(crate) fn record(args: RecordArgs) -> Result<bool> {
         .env(OUT_ENV, &args.out)
         .status()
         .with_context(|| format!("running {}", Path::new(program).display()))?;
-    let lines = std::fs::read_to_string(&args.out).map(|text| text.lines().count()).unwrap_or(0);
+    let lines = count_lines(&args.out);
     if lines == 0 {
         bail!(
             "{} wrote no trace to {}: it made no libnrt call, or the recorder was not loaded",
@@ -124,6 +128,26 @@ pub(crate) fn record(args: RecordArgs) -> Result<bool> {
     }
     eprintln!("nrtsim record: {lines} lines in {} ({status})", args.out.display());
     Ok(status.success())
+}
+
+/// The lines of the trace a run wrote, counted as it streams by: the trace of a long run can be
+/// larger than memory, and only its length is reported.
+fn count_lines(path: &Path) -> u64 {
+    let Ok(file) = std::fs::File::open(path) else {
+        return 0;
+    };
+    let mut reader = std::io::BufReader::new(file);
+    let mut lines = 0;
+    loop {
+        match reader.fill_buf() {
+            Ok([]) | Err(_) => return lines,
+            Ok(buf) => {
+                lines += buf.iter().filter(|&&byte| byte == b'\n').count() as u64;
+                let n = buf.len();
+                reader.consume(n);
+            }
+        }
+    }
 }
 
 fn open_backend(args: &ReplayArgs) -> Result<Arc<dyn Runtime>> {
@@ -154,7 +178,7 @@ fn open_backend(args: &ReplayArgs) -> Result<Arc<dyn Runtime>> {
 
 /// `nrtsim replay`: true when the replay did not diverge.
 pub(crate) fn replay(args: ReplayArgs) -> Result<bool> {
-    let recording = replay::read_recording(&args.file)?;
+    let recording = replay::read_recording(&args.file, args.max_input_bytes)?;
     if let Some(name) = &args.promote {
         if args.backend != Backend::Sim {
             bail!("--promote replays on sim, expected no --backend or --backend sim");

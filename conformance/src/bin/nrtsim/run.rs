@@ -24,6 +24,8 @@ use abi::status::NrtStatus;
 use anyhow::{Context, Result, anyhow, bail};
 use sim::{SimConfig, SimRuntime};
 
+use crate::input;
+
 /// Arguments of `nrtsim run`.
 #[derive(clap::Args)]
 pub(crate) struct RunArgs {
@@ -56,8 +58,9 @@ pub(crate) struct RunArgs {
     /// launch's.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
     pub(crate) repeat: u64,
-    /// The largest `.npy`, `.safetensors` or metaneff file read, in bytes.
-    #[arg(long, default_value_t = 16 << 30)]
+    /// The largest file read (the NEFF, the metaneff, `--hlo`, each `.npy` and `.safetensors`),
+    /// in bytes; each is held in memory whole.
+    #[arg(long, value_name = "BYTES", default_value_t = input::DEFAULT_MAX_RUN_BYTES)]
     pub(crate) max_input_bytes: u64,
 }
 
@@ -97,11 +100,11 @@ pub(crate) fn program(args: &RunArgs, neff_has_one: bool) -> Result<Option<(Vec<
         return Ok(None);
     }
     if let Some(path) = &args.hlo {
-        let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+        let bytes = input::read_capped(path, args.max_input_bytes)?;
         return Ok(Some((bytes, format!("--hlo {}", path.display()))));
     }
     if let Some(path) = &args.metaneff {
-        let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+        let bytes = input::read_capped(path, args.max_input_bytes)?;
         let message =
             abi::metaneff::decode(&bytes).map_err(|err| anyhow!("{}: {err}", path.display()))?;
         if !message.serialized_graph_def.is_empty() {
@@ -141,7 +144,7 @@ fn read_inputs(args: &RunArgs, signature: &[sim::IoDescription]) -> Result<Vec<(
         let path = given.get(&io.name).ok_or_else(|| {
             anyhow!("input {:?} is missing: give --input {}=FILE.npy (the NEFF's inputs are {expected:?})", io.name, io.name)
         })?;
-        let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+        let bytes = input::read_capped(path, args.max_input_bytes)?;
         inputs.push((io.name.clone(), check_npy(&io.name, path, io, bytes)?));
     }
     Ok(inputs)
@@ -184,8 +187,7 @@ pub(crate) fn run(args: RunArgs) -> Result<bool> {
             "--weights, --print and --repeat need --metaneff (they run through the binding layer)"
         );
     }
-    let neff =
-        std::fs::read(&args.neff).with_context(|| format!("reading {}", args.neff.display()))?;
+    let neff = input::read_capped(&args.neff, args.max_input_bytes)?;
     let mut description = sim::neff_load::describe_neff(&neff).map_err(|err| {
         anyhow!("{}: {} ({})", args.neff.display(), err.detail, err.status.name())
     })?;
