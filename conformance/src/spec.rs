@@ -1266,11 +1266,16 @@ pub struct SysTraceFetchEventsStep {
     pub max_events_per_nc: Option<u64>,
     /// `nrt_sys_trace_fetch_options_set_nc_idx`.
     pub nc: Option<u64>,
-    /// How many events of each listed type the JSON must hold (the simulator's format,
-    /// `docs/sim-trace-format.md`: `{"events": [{"type": …}, …]}`); unlisted types are not
-    /// checked.
+    /// How many events of each listed type the JSON must hold, counted as spike counts them
+    /// (`docs/sim-trace-format.md`: records `{"event_type", "phase", …}` in `events`; an event
+    /// is its `start` record); unlisted types are not checked.
     #[serde(default)]
     pub expect_event_counts: BTreeMap<String, usize>,
+    /// Event types whose records must be what nkipy's spike times a launch by: each has
+    /// `phase` `start` or `stop`, a `tracking_id` and `data.nc_timestamp_ns`; starts and stops
+    /// pair one to one by `tracking_id`, and a stop is not earlier than its start.
+    #[serde(default)]
+    pub expect_paired_on_core: Vec<String>,
     /// Expected status.
     pub expect: Option<Status>,
 }
