@@ -260,6 +260,8 @@ fn unsupported_interfaces_are_invalid_and_say_why_once() {
         "nrt_get_libnccl_net",
         "nrta_cc_prepare",
         "nrt_async_sendrecv_connect",
+        "nrt_debug_client_connect",
+        "nrt_debug_client_read_one_event",
     ] {
         let explained = stderr
             .lines()
