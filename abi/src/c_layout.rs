@@ -44,6 +44,18 @@ pub struct NrtVersionC {
     pub git_hash: [c_char; 64],
 }
 
+/// `ndebug_stream_event_header_t` (`ndebug_stream.h`): 64 bytes, the header of one debug event.
+#[repr(C)]
+#[derive(Debug)]
+pub struct NdebugStreamEventHeaderC {
+    /// Bytes of the payload that follows.
+    pub data_size: u64,
+    /// The event's `ndebug_stream_event_type_t` (`type` in C).
+    pub event_type: u32,
+    /// Reserved.
+    pub reserved: [c_char; 52],
+}
+
 /// Bytes before the first entry of `nrt_tensor_info_array_t` (its `uint64_t tensor_count`).
 pub const INFO_ARRAY_HEADER: usize = 8;
 
@@ -58,6 +70,9 @@ const _: () = {
     assert!(size_of::<NrtVersionC>() == 224);
     assert!(offset_of!(NrtVersionC, detail) == 32);
     assert!(offset_of!(NrtVersionC, git_hash) == 160);
+    assert!(size_of::<NdebugStreamEventHeaderC>() == 64);
+    assert!(offset_of!(NdebugStreamEventHeaderC, event_type) == 8);
+    assert!(offset_of!(NdebugStreamEventHeaderC, reserved) == 12);
 };
 
 /// The C type names the function table ([`crate::functions`]) uses, as Rust types: the default
@@ -72,7 +87,10 @@ pub mod c_types {
 
     pub use std::ffi::{c_char, c_int};
 
-    pub use super::{NrtTensorInfoC as nrt_tensor_info_t, NrtVersionC as nrt_version_t};
+    pub use super::{
+        NdebugStreamEventHeaderC as ndebug_stream_event_header_t,
+        NrtTensorInfoC as nrt_tensor_info_t, NrtVersionC as nrt_version_t,
+    };
 
     /// Declares opaque C handle types.
     macro_rules! opaque {

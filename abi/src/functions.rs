@@ -38,6 +38,8 @@ pub enum Header {
     nrt_sys_trace,
     /// `nrt/nrt_async_sendrecv.h`.
     nrt_async_sendrecv,
+    /// `nrt/ndebug_stream.h` (public since 2026-01, runtime 2.28).
+    ndebug_stream,
     /// `nrt/nrt_version.h`.
     nrt_version,
     /// `nrt/nrt_status.h`.
@@ -53,6 +55,7 @@ impl Header {
         Header::nrt_profile,
         Header::nrt_sys_trace,
         Header::nrt_async_sendrecv,
+        Header::ndebug_stream,
         Header::nrt_version,
         Header::nrt_status,
     ];
@@ -66,6 +69,7 @@ impl Header {
             Header::nrt_profile => "nrt/nrt_profile.h",
             Header::nrt_sys_trace => "nrt/nrt_sys_trace.h",
             Header::nrt_async_sendrecv => "nrt/nrt_async_sendrecv.h",
+            Header::ndebug_stream => "nrt/ndebug_stream.h",
             Header::nrt_version => "nrt/nrt_version.h",
             Header::nrt_status => "nrt/nrt_status.h",
         }
@@ -377,7 +381,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_table_has_the_123_functions_of_the_public_headers() {
+    fn the_table_has_the_126_functions_of_the_public_headers() {
         let per_header: Vec<(Header, usize)> =
             Header::ALL.iter().map(|&h| (h, LibnrtFunction::in_header(h).count())).collect();
         assert_eq!(
@@ -389,12 +393,13 @@ mod tests {
                 (Header::nrt_profile, 25),
                 (Header::nrt_sys_trace, 18),
                 (Header::nrt_async_sendrecv, 11),
+                (Header::ndebug_stream, 3),
                 (Header::nrt_version, 1),
                 (Header::nrt_status, 1),
             ]
         );
         let names: HashSet<&str> = LibnrtFunction::ALL.iter().map(|f| f.name()).collect();
-        assert_eq!(names.len(), 123, "names are unique");
+        assert_eq!(names.len(), 126, "names are unique");
     }
 
     #[test]

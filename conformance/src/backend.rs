@@ -104,6 +104,12 @@ pub fn sim_config(settings: &SimSettings) -> Result<SimConfig, BackendError> {
     if let Some(instance) = &settings.instance {
         config.instance = instance.clone();
     }
+    // As libnrt reads them: the visible cores win over the count, whose 0 means all.
+    config.core_scope = match (settings.visible_cores, settings.num_cores) {
+        (Some(visible), _) => visible,
+        (None, Some(0) | None) => sim::config::CoreScope::All,
+        (None, Some(count)) => sim::config::CoreScope::Count(count),
+    };
     Ok(config)
 }
 

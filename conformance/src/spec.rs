@@ -178,6 +178,18 @@ fn instance<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<sim::In
     })
 }
 
+fn visible_cores<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<sim::config::CoreScope>, D::Error> {
+    let text = String::deserialize(deserializer)?;
+    sim::config::CoreScope::parse_visible(&text).map(Some).ok_or_else(|| {
+        D::Error::custom(format!(
+            "visible_cores {text:?} is not a NEURON_RT_VISIBLE_CORES value, expected a core, a \
+             range a-b or a list naming consecutive cores such as 0, 1-2 or 0,1,2"
+        ))
+    })
+}
+
 /// A libnrt status, written by its identifier (`NRT_INVALID`, or `INVALID` without the prefix)
 /// or its decimal code.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -499,6 +511,12 @@ pub struct SimSettings {
     /// checked when the vector is read.
     #[serde(default, deserialize_with = "instance")]
     pub instance: Option<sim::Instance>,
+    /// `NEURON_RT_VISIBLE_CORES` as libnrt reads it (`1-2`, `0,1`), checked when the vector is
+    /// read; it wins over `num_cores`.
+    #[serde(default, deserialize_with = "visible_cores")]
+    pub visible_cores: Option<sim::config::CoreScope>,
+    /// `NEURON_RT_NUM_CORES` (0: all).
+    pub num_cores: Option<u32>,
 }
 
 /// A NEFF described by its I/O boundary (its device program is the vector's `model.hlo`).
@@ -1202,6 +1220,10 @@ pub struct MetaneffBytesStep {
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct GetCoreCountsStep {
+    /// The total count both total calls must report.
+    pub expect_total: Option<u32>,
+    /// The visible count both visible calls must report.
+    pub expect_visible: Option<u32>,
     /// Expected status of all four (default `NRT_SUCCESS`).
     pub expect: Option<Status>,
 }
@@ -1266,11 +1288,16 @@ pub struct SysTraceFetchEventsStep {
     pub max_events_per_nc: Option<u64>,
     /// `nrt_sys_trace_fetch_options_set_nc_idx`.
     pub nc: Option<u64>,
-    /// How many events of each listed type the JSON must hold (the simulator's format,
-    /// `docs/sim-trace-format.md`: `{"events": [{"type": …}, …]}`); unlisted types are not
-    /// checked.
+    /// How many events of each listed type the JSON must hold, counted as spike counts them
+    /// (`docs/sim-trace-format.md`: records `{"event_type", "phase", …}` in `events`; an event
+    /// is its `start` record); unlisted types are not checked.
     #[serde(default)]
     pub expect_event_counts: BTreeMap<String, usize>,
+    /// Event types whose records must be what nkipy's spike times a launch by: each has
+    /// `phase` `start` or `stop`, a `tracking_id` and `data.nc_timestamp_ns`; starts and stops
+    /// pair one to one by `tracking_id`, and a stop is not earlier than its start.
+    #[serde(default)]
+    pub expect_paired_on_core: Vec<String>,
     /// Expected status.
     pub expect: Option<Status>,
 }

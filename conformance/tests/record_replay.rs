@@ -169,7 +169,7 @@ fn the_canonical_client_flow_records_and_replays_without_divergence() {
     let lines = recorded(&trace);
     let mut header = lines.lines();
     assert_eq!(header.next(), Some("# nrtsim-trace 1"), "{lines}");
-    assert_eq!(header.next(), Some("# runtime 2.27.0.0"), "{lines}");
+    assert_eq!(header.next(), Some("# runtime 2.28.0.0"), "{lines}");
     assert!(header.next().is_some_and(|line| line.starts_with("# instance ")), "{lines}");
     for expected in [
         "init(NO_FW, \"\", \"\") -> NRT_SUCCESS",

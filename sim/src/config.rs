@@ -11,8 +11,16 @@
 //! - **Numerical-error reporting follows libnrt ≥ 2.27** (ABI-FACTS §3): on only when
 //!   `NEURON_FAIL_ON_NAN=1` or `NEURON_RT_NUMERICAL_ERRORS_VERBOSITY=critical`; any other value,
 //!   or none, means off. The decision is the pure function [`numerical_errors_from_env_values`].
-//! - **The imitated runtime release decides the `nrt_dtype_t` numbering** reported by the C layer;
-//!   both are fields, so a harness can imitate an old library on purpose.
+//! - **Core scoping follows libnrt's documented variables**: `NEURON_RT_VISIBLE_CORES` (a core,
+//!   a range `a-b`, or a list of them that must be contiguous and increasing) wins over
+//!   `NEURON_RT_NUM_CORES` (a count, 0 meaning all); the process sees only those cores,
+//!   numbered from 0. A syntax error is a [`ConfigError`]; a core the machine does not have is
+//!   known only against [`SimConfig::n_cores`], so [`CoreScope::resolve`] reports it and
+//!   `nrt_init` fails with it.
+//! - **The imitated runtime release decides the `nrt_dtype_t` numbering** reported by the C layer,
+//!   as the public headers of that release number it (legacy up to 2.27, hardware from 2.28,
+//!   `docs/dtype-numbering.md`); `NRTSIM_DTYPE_NUMBERING` overrides it. Both are fields, so a
+//!   harness can imitate an old library on purpose.
 
 use std::time::Duration;
 
@@ -43,14 +51,16 @@ pub struct ImitatedRelease {
 }
 
 impl Default for ImitatedRelease {
-    /// Runtime 2.27.0.0, which uses the hardware numbering of `nrt_dtype_t`.
+    /// Runtime 2.28.0.0, the first release whose public headers use the hardware numbering of
+    /// `nrt_dtype_t`, as ours (`sim/capi/include/nrt/nrt.h`) do, and the first with
+    /// `ndebug_stream.h`.
     fn default() -> ImitatedRelease {
         ImitatedRelease {
             major: 2,
-            minor: 27,
+            minor: 28,
             patch: 0,
             maintenance: 0,
-            dtype_numbering: DtypeNumbering::Hardware2026,
+            dtype_numbering: DtypeNumbering::for_runtime_version(2, 28),
         }
     }
 }
@@ -58,8 +68,11 @@ impl Default for ImitatedRelease {
 /// The configuration of a simulated machine.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SimConfig {
-    /// How many NeuronCores the machine has (all of them visible).
+    /// How many NeuronCores the machine has (`nrt_get_total_nc_count`).
     pub n_cores: u32,
+    /// Which of them this process sees and uses (`NEURON_RT_VISIBLE_CORES`,
+    /// `NEURON_RT_NUM_CORES`; `nrt_get_visible_nc_count`).
+    pub core_scope: CoreScope,
     /// Device memory per NeuronCore, in bytes. Reserved as a sparse mapping: untouched memory
     /// costs nothing.
     pub hbm_bytes_per_core: u64,
@@ -84,6 +97,92 @@ pub struct SimConfig {
     /// by `nrt_load_collectives`) waits for its peers before it fails with `NRT_TIMEOUT`
     /// (`NRTSIM_COLLECTIVE_TIMEOUT_MS`).
     pub collective_timeout: Duration,
+}
+
+/// Which of the machine's NeuronCores a process sees, as libnrt's configuration guide describes
+/// `NEURON_RT_VISIBLE_CORES` and `NEURON_RT_NUM_CORES`. The visible cores are numbered from 0
+/// whatever their machine index (`NEURON_RT_VISIBLE_CORES=2-3` makes core 2 the process's vnc 0).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum CoreScope {
+    /// Every core of the machine (neither variable set, or `NEURON_RT_NUM_CORES=0`).
+    #[default]
+    All,
+    /// `NEURON_RT_VISIBLE_CORES`: the machine's cores `first..=last`.
+    Visible {
+        /// The first core, the process's vnc 0.
+        first: u32,
+        /// The last core.
+        last: u32,
+    },
+    /// `NEURON_RT_NUM_CORES`: this many cores; the simulator is the only process on its
+    /// machine, so they are the first ones.
+    Count(u32),
+}
+
+/// Why a [`CoreScope`] does not fit the machine; `nrt_init` fails with it.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum CoreScopeError {
+    /// `NEURON_RT_VISIBLE_CORES` names a core the machine does not have.
+    #[error(
+        "NEURON_RT_VISIBLE_CORES names neuron core {last}, expected cores below {n_cores} (the machine's count)"
+    )]
+    NoSuchCore {
+        /// The highest core named.
+        last: u32,
+        /// The machine's cores.
+        n_cores: u32,
+    },
+    /// `NEURON_RT_NUM_CORES` asks for more cores than the machine has.
+    #[error("NEURON_RT_NUM_CORES asks for {wanted} neuron cores, expected at most {n_cores}")]
+    NotEnoughCores {
+        /// The count asked for.
+        wanted: u32,
+        /// The machine's cores.
+        n_cores: u32,
+    },
+}
+
+impl CoreScope {
+    /// Reads a `NEURON_RT_VISIBLE_CORES` value: comma-separated items, each a core `n` or an
+    /// inclusive range `a-b`, which together must name consecutive cores in increasing order
+    /// (`3-5,6` is cores 3 to 6; `3,5,6` is refused because 4 is missing). `None` when it does
+    /// not parse.
+    pub fn parse_visible(value: &str) -> Option<CoreScope> {
+        let mut span: Option<(u32, u32)> = None;
+        for item in value.split(',') {
+            let item = item.trim();
+            let (first, last) = match item.split_once('-') {
+                Some((a, b)) => (a.trim().parse().ok()?, b.trim().parse().ok()?),
+                None => {
+                    let core = item.parse().ok()?;
+                    (core, core)
+                }
+            };
+            if first > last {
+                return None;
+            }
+            span = match span {
+                None => Some((first, last)),
+                Some((start, end)) if end.checked_add(1) == Some(first) => Some((start, last)),
+                Some(_) => return None,
+            };
+        }
+        span.map(|(first, last)| CoreScope::Visible { first, last })
+    }
+
+    /// The machine cores this scope gives a process on a machine of `n_cores` cores.
+    ///
+    /// # Errors
+    /// [`CoreScopeError`] for a core the machine does not have or more cores than it has.
+    pub fn resolve(self, n_cores: u32) -> Result<std::ops::Range<u32>, CoreScopeError> {
+        match self {
+            CoreScope::All => Ok(0..n_cores),
+            CoreScope::Visible { first, last } if last < n_cores => Ok(first..last + 1),
+            CoreScope::Visible { last, .. } => Err(CoreScopeError::NoSuchCore { last, n_cores }),
+            CoreScope::Count(wanted) if wanted <= n_cores => Ok(0..wanted),
+            CoreScope::Count(wanted) => Err(CoreScopeError::NotEnoughCores { wanted, n_cores }),
+        }
+    }
 }
 
 /// The simulated instance: `nrt_instance_info_t`'s family and size codes and architecture name.
@@ -172,11 +271,12 @@ impl Default for Instance {
 }
 
 impl Default for SimConfig {
-    /// Two NeuronCores of 16 GiB, the 4 MiB host limit, runtime 2.27, numerical errors off, no
+    /// Two NeuronCores of 16 GiB, the 4 MiB host limit, runtime 2.28, numerical errors off, no
     /// faults, warnings on stderr. Reads no environment variable.
     fn default() -> SimConfig {
         SimConfig {
             n_cores: 2,
+            core_scope: CoreScope::All,
             hbm_bytes_per_core: 16 * GIB,
             host_placement_limit: DEFAULT_HOST_PLACEMENT_LIMIT,
             release: ImitatedRelease::default(),
@@ -235,6 +335,10 @@ pub enum ConfigError {
 
 /// `NRTSIM_CORES`: [`SimConfig::n_cores`].
 pub const CORES_ENV: &str = "NRTSIM_CORES";
+/// `NEURON_RT_VISIBLE_CORES`: [`CoreScope::Visible`] (wins over [`NUM_CORES_ENV`]).
+pub const VISIBLE_CORES_ENV: &str = "NEURON_RT_VISIBLE_CORES";
+/// `NEURON_RT_NUM_CORES`: [`CoreScope::Count`], 0 meaning all.
+pub const NUM_CORES_ENV: &str = "NEURON_RT_NUM_CORES";
 /// `NRTSIM_HBM_BYTES`: [`SimConfig::hbm_bytes_per_core`].
 pub const HBM_BYTES_ENV: &str = "NRTSIM_HBM_BYTES";
 /// `NRTSIM_HOST_LIMIT_BYTES`: [`SimConfig::host_placement_limit`].
@@ -282,6 +386,19 @@ pub fn from_nrtsim_env(lookup: impl Fn(&str) -> Option<String>) -> Result<SimCon
     if let Some(cores) = get(CORES_ENV) {
         config.n_cores =
             cores.parse().map_err(|_| invalid(CORES_ENV, &cores, "a number of cores"))?;
+    }
+    if let Some(visible) = get(VISIBLE_CORES_ENV) {
+        config.core_scope = CoreScope::parse_visible(&visible).ok_or_else(|| {
+            invalid(
+                VISIBLE_CORES_ENV,
+                &visible,
+                "a core, a range a-b or a list of them naming consecutive cores such as 0, 1-2 or 0,1,2",
+            )
+        })?;
+    } else if let Some(count) = get(NUM_CORES_ENV) {
+        let count: u32 =
+            count.parse().map_err(|_| invalid(NUM_CORES_ENV, &count, "a number of cores"))?;
+        config.core_scope = if count == 0 { CoreScope::All } else { CoreScope::Count(count) };
     }
     if let Some(bytes) = get(HBM_BYTES_ENV) {
         config.hbm_bytes_per_core =
@@ -350,7 +467,14 @@ pub fn from_nrtsim_env(lookup: impl Fn(&str) -> Option<String>) -> Result<SimCon
 /// environment says leaks into the child's machine. A path that is not UTF-8 is written lossily.
 pub fn to_env(config: &SimConfig) -> Vec<(String, String)> {
     let release = &config.release;
+    // The numbering is written only when it is not the version's own, so that a child given
+    // another `NRTSIM_RUNTIME_VERSION` on top of these variables follows that version.
     let numbering = match release.dtype_numbering {
+        numbering
+            if numbering == DtypeNumbering::for_runtime_version(release.major, release.minor) =>
+        {
+            ""
+        }
         DtypeNumbering::Legacy => "legacy",
         DtypeNumbering::Hardware2026 => "hardware",
     };
@@ -358,9 +482,16 @@ pub fn to_env(config: &SimConfig) -> Vec<(String, String)> {
         Some(HloSource::File(path) | HloSource::Directory(path)) => path.display().to_string(),
         None => String::new(),
     };
+    let (visible, count) = match config.core_scope {
+        CoreScope::All => (String::new(), String::new()),
+        CoreScope::Visible { first, last } => (format!("{first}-{last}"), String::new()),
+        CoreScope::Count(n) => (String::new(), n.to_string()),
+    };
     // One entry per field, in the order of `from_nrtsim_env`.
     let pairs: Vec<(&str, String)> = vec![
         (CORES_ENV, config.n_cores.to_string()),
+        (VISIBLE_CORES_ENV, visible),
+        (NUM_CORES_ENV, count),
         (HBM_BYTES_ENV, config.hbm_bytes_per_core.to_string()),
         (HOST_LIMIT_ENV, config.host_placement_limit.to_string()),
         (
@@ -400,6 +531,7 @@ mod tests {
         let hlo_dir = std::env::temp_dir();
         let changed = SimConfig {
             n_cores: 7,
+            core_scope: CoreScope::Visible { first: 2, last: 5 },
             hbm_bytes_per_core: 3 << 20,
             host_placement_limit: 12345,
             release: ImitatedRelease {
@@ -420,6 +552,7 @@ mod tests {
         };
         let SimConfig {
             n_cores,
+            core_scope,
             hbm_bytes_per_core,
             host_placement_limit,
             release,
@@ -432,6 +565,9 @@ mod tests {
         } = &changed;
         let default = SimConfig::default();
         assert_ne!(*n_cores, default.n_cores);
+        assert_ne!(*core_scope, default.core_scope);
+        let counted = SimConfig { core_scope: CoreScope::Count(3), ..changed.clone() };
+        assert_eq!(through_env(&counted), Ok(counted.clone()));
         assert_ne!(*hbm_bytes_per_core, default.hbm_bytes_per_core);
         assert_ne!(*host_placement_limit, default.host_placement_limit);
         assert_ne!(*release, default.release);
@@ -492,11 +628,81 @@ mod tests {
     }
 
     #[test]
-    fn default_imitates_2_27_with_hardware_numbering() {
+    fn default_imitates_2_28_with_hardware_numbering() {
         let config = SimConfig::default();
-        assert_eq!(config.release.minor, 27);
+        assert_eq!(config.release.minor, 28);
         assert_eq!(config.release.dtype_numbering, DtypeNumbering::Hardware2026);
         assert!(!config.numerical_errors);
+    }
+
+    fn scope_of(vars: &[(&str, &str)]) -> Result<CoreScope, ConfigError> {
+        let vars: BTreeMap<String, String> =
+            vars.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
+        from_nrtsim_env(|name| vars.get(name).cloned()).map(|config| config.core_scope)
+    }
+
+    /// The forms libnrt's guides give: a core, a range, a list, a mix; contiguous and
+    /// increasing; `NEURON_RT_VISIBLE_CORES` wins over `NEURON_RT_NUM_CORES`, whose 0 is all.
+    #[test]
+    fn visible_and_num_cores_read_as_libnrt_documents_them() {
+        let visible = |value| scope_of(&[(VISIBLE_CORES_ENV, value)]);
+        let span = |first, last| Ok(CoreScope::Visible { first, last });
+        assert_eq!(visible("1"), span(1, 1));
+        assert_eq!(visible("1-2"), span(1, 2));
+        assert_eq!(visible("3,4,5,6"), span(3, 6));
+        assert_eq!(visible("3-5,6"), span(3, 6));
+        assert_eq!(visible(" 0 , 1 "), span(0, 1));
+        for refused in ["3,5,6", "2-1", "1,0", "a", "1-", "-1", "1,,2", "1-2-3", "4294967296"] {
+            let err = visible(refused).unwrap_err().to_string();
+            assert!(err.starts_with("NEURON_RT_VISIBLE_CORES="), "{refused}: {err}");
+        }
+        assert_eq!(scope_of(&[(NUM_CORES_ENV, "3")]), Ok(CoreScope::Count(3)));
+        assert_eq!(scope_of(&[(NUM_CORES_ENV, "0")]), Ok(CoreScope::All));
+        assert!(scope_of(&[(NUM_CORES_ENV, "two")]).is_err());
+        let both = [(VISIBLE_CORES_ENV, "1"), (NUM_CORES_ENV, "2")];
+        assert_eq!(scope_of(&both), span(1, 1));
+        assert_eq!(scope_of(&[]), Ok(CoreScope::All));
+    }
+
+    #[test]
+    fn a_scope_resolves_to_machine_cores_or_names_the_missing_one() {
+        assert_eq!(CoreScope::All.resolve(4), Ok(0..4));
+        assert_eq!(CoreScope::Visible { first: 1, last: 2 }.resolve(4), Ok(1..3));
+        assert_eq!(CoreScope::Count(1).resolve(4), Ok(0..1));
+        assert_eq!(
+            CoreScope::Visible { first: 3, last: 4 }.resolve(4),
+            Err(CoreScopeError::NoSuchCore { last: 4, n_cores: 4 })
+        );
+        assert_eq!(
+            CoreScope::Count(5).resolve(4),
+            Err(CoreScopeError::NotEnoughCores { wanted: 5, n_cores: 4 })
+        );
+    }
+
+    /// The public headers of 2.27.0 and 2.27.1 number `nrt_dtype_t` the legacy way and 2.28.0's
+    /// the hardware way; a reported version picks its era's numbering unless the numbering
+    /// variable says otherwise.
+    #[test]
+    fn the_reported_version_picks_its_headers_numbering_and_the_variable_overrides_it() {
+        let numbering = |vars: &[(&str, &str)]| {
+            let vars: std::collections::BTreeMap<String, String> =
+                vars.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
+            from_nrtsim_env(|name| vars.get(name).cloned()).unwrap().release.dtype_numbering
+        };
+        assert_eq!(numbering(&[(RUNTIME_VERSION_ENV, "2.27.1")]), DtypeNumbering::Legacy);
+        assert_eq!(numbering(&[(RUNTIME_VERSION_ENV, "2.27.0.0")]), DtypeNumbering::Legacy);
+        assert_eq!(numbering(&[(RUNTIME_VERSION_ENV, "2.28.0")]), DtypeNumbering::Hardware2026);
+        assert_eq!(numbering(&[(RUNTIME_VERSION_ENV, "3.0")]), DtypeNumbering::Hardware2026);
+        assert_eq!(numbering(&[]), DtypeNumbering::Hardware2026);
+        let overridden = [(RUNTIME_VERSION_ENV, "2.27.1"), (DTYPE_NUMBERING_ENV, "hardware")];
+        assert_eq!(numbering(&overridden), DtypeNumbering::Hardware2026);
+        // A child given another version on top of `to_env` follows that version.
+        let mut child: Vec<(String, String)> = to_env(&SimConfig::default());
+        child.retain(|(name, _)| name != RUNTIME_VERSION_ENV);
+        child.push((RUNTIME_VERSION_ENV.to_owned(), "2.27.1".to_owned()));
+        let child: Vec<(&str, &str)> =
+            child.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        assert_eq!(numbering(&child), DtypeNumbering::Legacy);
     }
 
     #[test]

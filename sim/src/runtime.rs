@@ -274,6 +274,9 @@ struct WarningRecord {
 /// A simulated libnrt: NeuronCores with sparse HBM, tensors, sets, models and a device program.
 pub struct SimRuntime {
     config: SimConfig,
+    /// Why [`SimConfig::core_scope`] does not fit the machine, when it does not: `nrt_init`
+    /// fails with it.
+    scope_error: Option<crate::config::CoreScopeError>,
     lifecycle: AtomicU8,
     next_handle: AtomicU64,
     cores: Vec<Core>,
@@ -317,7 +320,15 @@ impl SimRuntime {
             return Err(SimConfigError::NoCores);
         }
         config.fault_plan.validate()?;
-        let cores = (0..config.n_cores)
+        // A scope that does not fit the machine leaves no visible core, and `nrt_init` fails
+        // with the reason, as libnrt's `nrt_init` does; the total counts still work.
+        let (visible, scope_error) = match config.core_scope.resolve(config.n_cores) {
+            Ok(visible) => (visible, None),
+            Err(err) => (0..0, Some(err)),
+        };
+        // The process's vnc `i` is machine core `visible.start + i`; the simulated cores are
+        // alike, so only the count of visible ones is kept.
+        let cores = (0..u32::try_from(visible.len()).unwrap_or(u32::MAX))
             .map(|core| {
                 let memory =
                     CoreMemory::new(core, config.hbm_bytes_per_core).map_err(|source| {
@@ -334,12 +345,13 @@ impl SimRuntime {
                 })
             })
             .collect::<Result<Vec<Core>, SimConfigError>>()?;
-        let config_cores = config.n_cores;
+        let config_cores = u32::try_from(cores.len()).unwrap_or(u32::MAX);
         let collective_timeout = config.collective_timeout;
         Ok(SimRuntime {
             faults: FaultInjector::new(&config.fault_plan),
             occupancy: Mutex::new(vec![0; cores.len()]),
             config,
+            scope_error,
             lifecycle: AtomicU8::new(UNINITIALIZED),
             next_handle: AtomicU64::new(1),
             cores,
@@ -380,6 +392,12 @@ impl SimRuntime {
     /// The configuration the runtime was built with.
     pub fn config(&self) -> &SimConfig {
         &self.config
+    }
+
+    /// The NeuronCores this process sees (`nrt_get_visible_nc_count`): those of
+    /// [`SimConfig::core_scope`], numbered from vnc 0; none when the scope does not fit.
+    pub fn visible_core_count(&self) -> u32 {
+        u32::try_from(self.cores.len()).unwrap_or(u32::MAX)
     }
 
     /// The `nrt_dtype_t` numbering of the imitated release (what a C layer writes into
@@ -424,12 +442,12 @@ impl SimRuntime {
         world: u32,
     ) -> Result<Arc<crate::collectives::Communicator>, NrtError> {
         self.enter(function)?;
-        if vnc < 0 || vnc >= i64::from(self.config.n_cores) {
+        if vnc < 0 || vnc >= i64::from(self.visible_core_count()) {
             return Err(NrtError::new(
                 NrtStatus::Invalid,
                 format!(
                     "{function}: vnc {vnc} is not a NeuronCore (expected 0..{})",
-                    self.config.n_cores
+                    self.visible_core_count()
                 ),
             ));
         }
@@ -1251,6 +1269,9 @@ impl Runtime for SimRuntime {
                 "framework INVALID (0), expected a framework type",
             ));
         }
+        if let Some(err) = &self.scope_error {
+            return Err(NrtError::new(NrtStatus::Resource, format!("nrt_init: {err}")));
+        }
         self.lifecycle.store(INITIALIZED, Ordering::Release);
         Ok(())
     }
@@ -1611,7 +1632,7 @@ impl Runtime for SimRuntime {
 
     fn get_visible_vnc_count(&self) -> Result<u32, NrtError> {
         self.enter(LibnrtFunction::nrt_get_visible_vnc_count)?;
-        Ok(self.config.n_cores)
+        Ok(self.visible_core_count())
     }
 
     fn get_total_nc_count(&self) -> Result<u32, NrtError> {
@@ -1621,7 +1642,7 @@ impl Runtime for SimRuntime {
 
     fn get_visible_nc_count(&self) -> Result<u32, NrtError> {
         self.enter(LibnrtFunction::nrt_get_visible_nc_count)?;
-        Ok(self.config.n_cores)
+        Ok(self.visible_core_count())
     }
 
     fn get_model_nc_count(&self, model: ModelId) -> Result<u32, NrtError> {
@@ -1744,13 +1765,16 @@ impl Runtime for SimRuntime {
     fn nrt_async_drain_queued_execs(&self, vnc: i32) -> Result<(), NrtError> {
         self.enter(LibnrtFunction::nrt_async_drain_queued_execs)?;
         match u32::try_from(vnc) {
-            Ok(vnc) if vnc < self.config.n_cores => {
+            Ok(vnc) if vnc < self.visible_core_count() => {
                 self.queues.drain(vnc);
                 Ok(())
             }
             _ => Err(NrtError::new(
                 NrtStatus::Invalid,
-                format!("vnc {vnc} does not exist, expected one below {}", self.config.n_cores),
+                format!(
+                    "vnc {vnc} does not exist, expected one below {}",
+                    self.visible_core_count()
+                ),
             )),
         }
     }
@@ -1934,7 +1958,10 @@ impl Runtime for SimRuntime {
         let bytes_used = self.device_bytes_in_use(vnc).ok_or_else(|| {
             NrtError::new(
                 NrtStatus::Invalid,
-                format!("vnc {vnc} does not exist, expected one below {}", self.config.n_cores),
+                format!(
+                    "vnc {vnc} does not exist, expected one below {}",
+                    self.visible_core_count()
+                ),
             )
         })?;
         Ok(VncMemoryStats { bytes_used, bytes_limit: self.config.hbm_bytes_per_core })

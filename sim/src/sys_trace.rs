@@ -11,10 +11,15 @@
 //!   dropped and counted, and the count is in the fetched JSON. A profile keeps at most
 //!   [`MAX_PROFILE_EXECUTIONS`] executions.
 //! - **Fetched once.** [`EventLog::fetch`] removes what it returns, as the public header says.
-//! - **The JSON is ours and documented** (`docs/sim-trace-format.md`): the field names are the
-//!   simulator's; only the event-type name `nc_exec_running` comes from public material.
+//! - **A fetch speaks the format real clients parse** (`docs/sim-trace-format.md`): every
+//!   recorded span becomes a `start` and a `stop` record sharing a `tracking_id`, with the
+//!   NeuronCore time in `data.nc_timestamp_ns`, because that is what nkipy's spike pairs to time
+//!   a launch. The rest of the JSON (the profiles, `format`, `dropped`) is ours and documented.
+//! - **A ring holds whole spans.** A start and its stop are stored and dropped together, so a
+//!   full ring never hands a client a `stop` without its `start`.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
 
@@ -125,7 +130,8 @@ pub struct FetchOptions {
 
 struct Capture {
     config: CaptureConfig,
-    rings: BTreeMap<u32, VecDeque<Event>>,
+    /// Each core's spans with their tracking ids.
+    rings: BTreeMap<u32, VecDeque<(u64, Event)>>,
     dropped: BTreeMap<u32, u64>,
 }
 
@@ -160,6 +166,8 @@ pub struct EventLog {
     profile: Mutex<Option<Profile>>,
     /// The latest launch per core, for continuous profiling's save.
     latest: Mutex<BTreeMap<u32, Event>>,
+    /// The tracking id the next captured span gets.
+    next_tracking_id: AtomicU64,
 }
 
 impl std::fmt::Debug for EventLog {
@@ -183,10 +191,61 @@ struct ProfileFile<'a> {
 
 /// A fetch as returned to C.
 #[derive(Serialize)]
-struct FetchFile {
+struct FetchFile<'a> {
     format: &'static str,
-    events: Vec<Event>,
+    events: Vec<FetchedRecord<'a>>,
     dropped: BTreeMap<u32, u64>,
+}
+
+/// One half of a span as a fetch returns it: the fields nkipy's spike reads (`event_type`,
+/// `phase`, `tracking_id`, `data.nc_timestamp_ns`) and the simulator's own (`lnc_idx`,
+/// `timestamp_ns` and the rest of `data`).
+#[derive(Serialize)]
+struct FetchedRecord<'a> {
+    event_type: &'static str,
+    phase: &'static str,
+    tracking_id: u64,
+    lnc_idx: u32,
+    timestamp_ns: u64,
+    data: FetchedData<'a>,
+}
+
+/// The event-specific fields of a fetched record.
+#[derive(Serialize)]
+struct FetchedData<'a> {
+    /// The NeuronCore's clock, on the events that run on the core (`nc_exec_running`); the
+    /// simulator has one clock, so it equals `timestamp_ns`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    nc_timestamp_ns: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    model_id: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    bytes: Option<u64>,
+    /// The launch's status, on the `stop` record only: it is known when the launch ends.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    status: Option<&'a str>,
+}
+
+/// The event types that run on a NeuronCore and so carry the core's timestamp.
+const HARDWARE_EVENT_TYPES: &[&str] = &["nc_exec_running"];
+
+/// The `start` and `stop` records of one captured span.
+fn span_records(tracking_id: u64, event: &Event) -> [FetchedRecord<'_>; 2] {
+    let on_core = HARDWARE_EVENT_TYPES.contains(&event.kind);
+    let record = |phase, at, status| FetchedRecord {
+        event_type: event.kind,
+        phase,
+        tracking_id,
+        lnc_idx: event.nc,
+        timestamp_ns: at,
+        data: FetchedData {
+            nc_timestamp_ns: on_core.then_some(at),
+            model_id: event.model,
+            bytes: event.bytes,
+            status,
+        },
+    };
+    [record("start", event.start_ns, None), record("stop", event.end_ns, event.status.as_deref())]
 }
 
 impl Default for EventLog {
@@ -203,6 +262,7 @@ impl EventLog {
             capture: Mutex::new(None),
             profile: Mutex::new(None),
             latest: Mutex::new(BTreeMap::new()),
+            next_tracking_id: AtomicU64::new(1),
         }
     }
 
@@ -241,7 +301,7 @@ impl EventLog {
                 ring.pop_front();
                 *capture.dropped.entry(event.nc).or_default() += 1;
             }
-            ring.push_back(event);
+            ring.push_back((self.next_tracking_id.fetch_add(1, Ordering::Relaxed), event));
         }
     }
 
@@ -266,14 +326,15 @@ impl EventLog {
         lock(&self.capture).take().map(drop).ok_or(TraceError::NotCapturing)
     }
 
-    /// Removes and returns captured events as JSON: `{"format", "events": [...], "dropped"}`.
+    /// Removes and returns captured events as JSON: `{"format", "events": [...], "dropped"}`,
+    /// each span as a `start` and a `stop` record; `max_events_per_nc` counts spans.
     ///
     /// # Errors
     /// [`TraceError::NotCapturing`].
     pub fn fetch(&self, options: &FetchOptions) -> Result<String, TraceError> {
         let mut guard = lock(&self.capture);
         let capture = guard.as_mut().ok_or(TraceError::NotCapturing)?;
-        let mut events = Vec::new();
+        let mut spans = Vec::new();
         for (&nc, ring) in &mut capture.rings {
             if options.nc.is_some_and(|wanted| wanted != u64::from(nc)) {
                 continue;
@@ -281,11 +342,15 @@ impl EventLog {
             let n = options.max_events_per_nc.map_or(ring.len(), |max| {
                 ring.len().min(usize::try_from(max).unwrap_or(usize::MAX))
             });
-            events.extend(ring.drain(..n));
+            spans.extend(ring.drain(..n));
         }
-        events.sort_by_key(|event| (event.start_ns, event.nc));
+        let mut events: Vec<FetchedRecord<'_>> =
+            spans.iter().flat_map(|(id, event)| span_records(*id, event)).collect();
+        // Time order; at one instant a span's start comes before its stop, and spans keep the
+        // order they were recorded in.
+        events.sort_by_key(|record| (record.timestamp_ns, record.tracking_id, record.phase));
         let file =
-            FetchFile { format: "nrtsim-sys-trace-1", events, dropped: capture.dropped.clone() };
+            FetchFile { format: "nrtsim-sys-trace-2", events, dropped: capture.dropped.clone() };
         Ok(serde_json::to_string(&file).unwrap_or_else(|_| "{}".to_owned()))
     }
 
@@ -355,7 +420,8 @@ mod tests {
             .as_array()
             .unwrap()
             .iter()
-            .map(|e| e["start_ns"].as_u64().unwrap())
+            .filter(|e| e["phase"] == "start")
+            .map(|e| e["timestamp_ns"].as_u64().unwrap())
             .collect();
         assert_eq!(starts, [13, 14, 20]);
         assert_eq!(json["dropped"]["0"], 3);
@@ -381,13 +447,58 @@ mod tests {
         log.record(event("nc_exec_running", 2, 4));
         let only_2 = log.fetch(&FetchOptions { nc: Some(2), max_events_per_nc: None }).unwrap();
         let json: serde_json::Value = serde_json::from_str(&only_2).unwrap();
-        assert_eq!(json["events"].as_array().unwrap().len(), 1);
-        assert_eq!(json["events"][0]["nc"], 2);
+        assert_eq!(json["events"].as_array().unwrap().len(), 2, "one span: a start and a stop");
+        assert_eq!(json["events"][0]["lnc_idx"], 2);
         let rest: serde_json::Value =
             serde_json::from_str(&log.fetch(&FetchOptions::default()).unwrap()).unwrap();
-        assert_eq!(rest["events"].as_array().unwrap().len(), 1);
-        assert_eq!(rest["events"][0]["start_ns"], 3);
+        assert_eq!(rest["events"].as_array().unwrap().len(), 2);
+        assert_eq!(rest["events"][0]["timestamp_ns"], 3);
         assert_eq!(log.start_capture(CaptureConfig::default()), Err(TraceError::AlreadyCapturing));
+    }
+
+    /// The fields nkipy's spike reads to time a launch (`_parse_trace_durations`): each
+    /// `nc_exec_running` span is a `start` and a `stop` with one `tracking_id`, and the
+    /// difference of their `data.nc_timestamp_ns` is the launch's duration.
+    #[test]
+    fn a_fetched_launch_is_a_start_and_a_stop_that_spike_can_pair() {
+        let log = EventLog::new();
+        log.start_capture(CaptureConfig::default()).unwrap();
+        let mut launch = event("nc_exec_running", 0, 100);
+        launch.end_ns = 350;
+        launch.status = Some("NRT_SUCCESS".into());
+        log.record(launch.clone());
+        launch.start_ns = 400;
+        launch.end_ns = 410;
+        log.record(launch);
+        log.record(Event { bytes: Some(16), ..event("dma_to_device", 0, 50) });
+        let json: serde_json::Value =
+            serde_json::from_str(&log.fetch(&FetchOptions::default()).unwrap()).unwrap();
+        let events = json["events"].as_array().unwrap();
+        let running: Vec<(&str, u64, u64)> = events
+            .iter()
+            .filter(|e| e["event_type"] == "nc_exec_running")
+            .map(|e| {
+                let phase = e["phase"].as_str().unwrap();
+                (
+                    phase,
+                    e["tracking_id"].as_u64().unwrap(),
+                    e["data"]["nc_timestamp_ns"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            running,
+            [("start", 1, 100), ("stop", 1, 350), ("start", 2, 400), ("stop", 2, 410)]
+        );
+        assert_eq!(events[3]["data"]["status"], "NRT_SUCCESS", "the stop carries the status");
+        assert_eq!(events[2]["data"].get("status"), None, "the start does not");
+        let dma = &events[0];
+        assert_eq!(
+            (dma["event_type"].as_str(), dma["phase"].as_str()),
+            (Some("dma_to_device"), Some("start"))
+        );
+        assert_eq!(dma["data"]["bytes"], 16);
+        assert_eq!(dma["data"].get("nc_timestamp_ns"), None, "a host-side event has no core time");
     }
 
     #[test]

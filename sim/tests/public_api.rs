@@ -107,16 +107,30 @@ fn a_capture_sees_loads_launches_and_device_writes() {
     let json: serde_json::Value =
         serde_json::from_str(&sim.sys_trace_fetch_events(&SysTraceFetch::default()).unwrap())
             .unwrap();
-    let kinds: Vec<(&str, u64)> = json["events"]
+    let kinds: Vec<(&str, &str, u64)> = json["events"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|e| (e["type"].as_str().unwrap(), e["nc"].as_u64().unwrap()))
+        .map(|e| {
+            let (kind, phase) = (e["event_type"].as_str().unwrap(), e["phase"].as_str().unwrap());
+            (kind, phase, e["lnc_idx"].as_u64().unwrap())
+        })
         .collect();
-    assert_eq!(kinds, [("model_load", 1), ("dma_to_device", 1), ("nc_exec_running", 1)]);
-    let launch = &json["events"][2];
-    assert!(launch["end_ns"].as_u64() >= launch["start_ns"].as_u64());
-    assert_eq!(launch["status"], "NRT_SUCCESS");
+    assert_eq!(
+        kinds,
+        [
+            ("model_load", "start", 1),
+            ("model_load", "stop", 1),
+            ("dma_to_device", "start", 1),
+            ("dma_to_device", "stop", 1),
+            ("nc_exec_running", "start", 1),
+            ("nc_exec_running", "stop", 1)
+        ]
+    );
+    let (start, stop) = (&json["events"][4], &json["events"][5]);
+    assert_eq!(start["tracking_id"], stop["tracking_id"]);
+    assert!(stop["data"]["nc_timestamp_ns"].as_u64() >= start["data"]["nc_timestamp_ns"].as_u64());
+    assert_eq!(stop["data"]["status"], "NRT_SUCCESS");
     let unknown =
         SysTraceConfig { disabled_event_types: vec!["nope".into()], ..Default::default() };
     assert_eq!(status(sim.sys_trace_start(&unknown)), NrtStatus::Invalid);

@@ -48,7 +48,7 @@ fn read(sim: &SimRuntime, tensor: TensorId) -> Vec<u8> {
 fn version_and_counts_follow_the_config() {
     let sim = SimRuntime::new(small_config(3, false)).unwrap();
     let version = sim.get_version().unwrap();
-    assert_eq!((version.major, version.minor, version.patch, version.maintenance), (2, 27, 0, 0));
+    assert_eq!((version.major, version.minor, version.patch, version.maintenance), (2, 28, 0, 0));
     assert_eq!(version.detail, "nrtsim simulated libnrt");
     assert_eq!(sim.get_total_vnc_count(), Ok(3));
     init(&sim);

@@ -26,11 +26,13 @@ impl DtypeNumbering {
     /// Both numberings.
     pub const ALL: [DtypeNumbering; 2] = [DtypeNumbering::Legacy, DtypeNumbering::Hardware2026];
 
-    /// The first runtime release (major, minor) assumed to use [`DtypeNumbering::Hardware2026`].
-    /// The public material dates the change only roughly ("mid-2025" versus "2026 headers"), so
-    /// this cutoff is a choice to pin on a device; it is the one place both the C layer and the
-    /// `nrt` backend take it from, and both let a caller override it.
-    pub const HARDWARE_SINCE: (u64, u64) = (2, 27);
+    /// The first runtime release (major, minor) that uses [`DtypeNumbering::Hardware2026`]: the
+    /// public headers of 2.27.0 and 2.27.1 (aws-neuron/aws-neuron-sdk tags `v2.27.0`,
+    /// `v2.27.1`, `nrt_experimental.h`) still number `nrt_dtype_t` the legacy way, and 2.28.0 is
+    /// the first tag whose `nrt.h` has the hardware codes (`docs/dtype-numbering.md`). It is the
+    /// one place both the C layer and the `nrt` backend take the cutoff from, and both let a
+    /// caller override it.
+    pub const HARDWARE_SINCE: (u64, u64) = (2, 28);
 
     /// The numbering a runtime of version `major.minor` is assumed to use.
     pub fn for_runtime_version(major: u64, minor: u64) -> DtypeNumbering {

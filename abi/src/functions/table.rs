@@ -254,6 +254,13 @@ macro_rules! for_each_libnrt_function {
                 fn(request: *mut nrt_async_sendrecv_request_t, done: *mut bool, size: *mut usize) -> NRT_STATUS;
             nrt_async_sendrecv_flush = nrt_async_sendrecv [Gated, NoFaults, Optional] fn(lnc: c_int) -> NRT_STATUS;
 
+            // ndebug_stream.h
+            nrt_debug_client_connect = ndebug_stream [Gated, NoFaults, Optional]
+                fn(logical_nc_idx: c_int, stream_fd: *mut c_int) -> NRT_STATUS;
+            nrt_debug_client_connect_close = ndebug_stream [Ungated, NoFaults, Optional] fn(stream_fd: c_int);
+            nrt_debug_client_read_one_event = ndebug_stream [Gated, NoFaults, Optional]
+                fn(stream_fd: c_int, header: *mut ndebug_stream_event_header_t, payload: *mut *mut c_void) -> NRT_STATUS;
+
             // nrt_version.h
             nrt_get_version = nrt_version [Allowed, Faults, Always]
                 fn(ver: *mut nrt_version_t, size: usize) -> NRT_STATUS;

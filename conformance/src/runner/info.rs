@@ -45,7 +45,7 @@ impl Context<'_> {
     /// The `get_core_counts` step.
     pub(super) fn get_core_counts(&mut self, step: &GetCoreCountsStep) -> StepResult {
         let rt = self.runtime.clone();
-        let GetCoreCountsStep { expect } = step;
+        let GetCoreCountsStep { expect_total, expect_visible, expect } = step;
         let counts = [
             rt.get_total_nc_count(),
             rt.get_total_vnc_count(),
@@ -61,6 +61,12 @@ impl Context<'_> {
                     "counts total {total_nc}/{total}, visible {visible_nc}/{visible}, \
                      expected equal totals, equal visible counts, visible <= total"
                 ));
+            }
+            if expect_total.is_some_and(|want| want != total) {
+                return Err(format!("total count {total}, expected {expect_total:?}"));
+            }
+            if expect_visible.is_some_and(|want| want != visible) {
+                return Err(format!("visible count {visible}, expected {expect_visible:?}"));
             }
         }
         Ok(())

@@ -42,12 +42,18 @@ impl Context<'_> {
     /// The `sys_trace_fetch_events` step.
     pub(super) fn sys_trace_fetch_events(&mut self, step: &SysTraceFetchEventsStep) -> StepResult {
         let rt = self.runtime.clone();
-        let SysTraceFetchEventsStep { max_events_per_nc, nc, expect_event_counts, expect } = step;
+        let SysTraceFetchEventsStep {
+            max_events_per_nc,
+            nc,
+            expect_event_counts,
+            expect_paired_on_core,
+            expect,
+        } = step;
         let fetch = abi::runtime::SysTraceFetch { max_events_per_nc: *max_events_per_nc, nc: *nc };
         let fetched = rt.sys_trace_fetch_events(&fetch);
         check_status(&fetched, expect)?;
         let Ok(json) = fetched else { return Ok(()) };
-        if expect_event_counts.is_empty() {
+        if expect_event_counts.is_empty() && expect_paired_on_core.is_empty() {
             return Ok(());
         }
         let value: serde_json::Value = serde_json::from_str(&json)
@@ -56,10 +62,16 @@ impl Context<'_> {
             .as_array()
             .ok_or_else(|| format!("fetched JSON has no events array, expected one: {json}"))?;
         for (kind, want) in expect_event_counts {
-            let got = events.iter().filter(|event| event["type"] == kind.as_str()).count();
+            let got = events
+                .iter()
+                .filter(|event| event["event_type"] == kind.as_str() && event["phase"] == "start")
+                .count();
             if got != *want {
                 return Err(format!("{got} {kind} events fetched, expected {want}"));
             }
+        }
+        for kind in expect_paired_on_core {
+            check_paired_on_core(events, kind)?;
         }
         Ok(())
     }
@@ -70,4 +82,45 @@ impl Context<'_> {
         let SysTraceStopStep { expect } = step;
         check_status(&rt.sys_trace_stop(), expect)
     }
+}
+
+/// Checks that the `kind` records of a fetch pair up as spike pairs them: a `start` and a
+/// `stop` per `tracking_id`, each with `data.nc_timestamp_ns`, the stop not before the start.
+fn check_paired_on_core(events: &[serde_json::Value], kind: &str) -> StepResult {
+    let mut starts: std::collections::BTreeMap<u64, u64> = std::collections::BTreeMap::new();
+    let mut stops: std::collections::BTreeMap<u64, u64> = std::collections::BTreeMap::new();
+    for event in events.iter().filter(|event| event["event_type"] == kind) {
+        let (Some(id), Some(at)) =
+            (event["tracking_id"].as_u64(), event["data"]["nc_timestamp_ns"].as_u64())
+        else {
+            return Err(format!(
+                "{kind} record {event}, expected an integer tracking_id and data.nc_timestamp_ns"
+            ));
+        };
+        let side = match event["phase"].as_str() {
+            Some("start") => &mut starts,
+            Some("stop") => &mut stops,
+            _ => return Err(format!("{kind} record {event}, expected phase start or stop")),
+        };
+        if side.insert(id, at).is_some() {
+            return Err(format!(
+                "{kind} tracking_id {id} has two {} records, expected one",
+                event["phase"]
+            ));
+        }
+    }
+    if starts.keys().ne(stops.keys()) {
+        return Err(format!(
+            "{kind} starts have tracking ids {:?} and stops {:?}, expected the same",
+            starts.keys().collect::<Vec<_>>(),
+            stops.keys().collect::<Vec<_>>()
+        ));
+    }
+    if let Some((id, start)) = starts.iter().find(|(id, start)| stops[*id] < **start) {
+        return Err(format!(
+            "{kind} tracking_id {id} stops at {} before its start at {start}, expected not before",
+            stops[id]
+        ));
+    }
+    Ok(())
 }

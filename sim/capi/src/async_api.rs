@@ -458,7 +458,7 @@ pub unsafe extern "C" fn nrt_async_drain_queued_execs(vnc: i32) -> u32 {
             return status;
         }
         match u32::try_from(vnc) {
-            Ok(vnc) if vnc < g.sim.config().n_cores => {
+            Ok(vnc) if vnc < g.sim.visible_core_count() => {
                 g.queues.drain(vnc);
                 SUCCESS
             }

@@ -6,10 +6,12 @@
 //! | variable | meaning | default |
 //! |---|---|---|
 //! | `NRTSIM_CORES` | NeuronCores of the machine | 2 |
+//! | `NEURON_RT_VISIBLE_CORES` | as libnrt: the cores the process sees, `1`, `1-2` or `0,1` (consecutive), numbered from vnc 0; wins over `NEURON_RT_NUM_CORES` | all |
+//! | `NEURON_RT_NUM_CORES` | as libnrt: how many cores the process sees, 0 meaning all | all |
 //! | `NRTSIM_HBM_BYTES` | device memory per core, in bytes (sparse: untouched memory is free) | 16 GiB |
 //! | `NRTSIM_HOST_LIMIT_BYTES` | the largest host-placement (`NRT_TENSOR_PLACEMENT_HOST`) tensor, in bytes | 4 MiB |
-//! | `NRTSIM_RUNTIME_VERSION` | the libnrt release imitated, `MAJOR.MINOR[.PATCH[.MAINT]]` | 2.27.0.0 |
-//! | `NRTSIM_DTYPE_NUMBERING` | `legacy` or `hardware`: how `nrt_tensor_info_t.dtype` is numbered | from the version |
+//! | `NRTSIM_RUNTIME_VERSION` | the libnrt release imitated, `MAJOR.MINOR[.PATCH[.MAINT]]` | 2.28.0.0 |
+//! | `NRTSIM_DTYPE_NUMBERING` | `legacy` or `hardware`: how `nrt_tensor_info_t.dtype` is numbered | from the version: legacy up to 2.27, hardware from 2.28 |
 //! | `NRTSIM_FAULTS` | a fault plan in the simulator's compact syntax, e.g. `nrt_execute:2=EXEC_BAD_INPUT,seed=7` | none |
 //! | `NRTSIM_INSTANCE` | the instance `nrt_get_instance_info` reports, `FAMILY.SIZE` such as `trn1.32xlarge` | `trn1.2xlarge` |
 //! | `NRTSIM_COLLECTIVE_TIMEOUT_MS` | how long a rank of `nrt_barrier` / `nrt_all_gather` or of a collective launch waits for its peers before `NRT_TIMEOUT`, in ms | 30000 |

@@ -5,8 +5,9 @@ mod support;
 
 use std::path::Path;
 
-use support::{compile_c, compile_cxx, neff_file, run, text};
-use testkit::models::scale_model;
+use abi::metaneff::meta_tensor::DataType;
+use support::{compile_c, compile_c_defining, compile_cxx, neff_file, run, text};
+use testkit::models::{ModelDef, TensorDef, op_copy, scale_model};
 
 #[test]
 fn the_canonical_client_flow_computes_outputs_in_c() {
@@ -44,6 +45,50 @@ fn a_fault_plan_from_the_environment_fails_the_launch() {
     assert_eq!(output.status.code(), Some(1), "{}", text(&output));
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(stdout.contains("nrt_execute returned NRT_EXEC_BAD_INPUT (1002)"), "{}", text(&output));
+}
+
+/// A float16 model, `output0 = input0` over `f16[4]`, as a NEFF file.
+fn half_neff() -> std::path::PathBuf {
+    let model = ModelDef {
+        inputs: vec![TensorDef::input("input0", DataType::Float16, &[4])],
+        outputs: vec![TensorDef::output("output0", DataType::Float16, &[4])],
+        ops: vec![op_copy("output0", "input0")],
+        ..ModelDef::new("half")
+    };
+    neff_file(&model.description(), "half")
+}
+
+/// A client built on our headers (the 2.28 numbering) sees float16 as float16 from the default
+/// release, and one built on the 2.27 public headers (the legacy numbering) sees float16 as
+/// float16 from a library reporting 2.27; each misreads the other era's library (float16 as
+/// uint16 or worse), which is why the numbering follows the reported version.
+#[test]
+fn a_client_of_each_header_era_reads_float16_from_a_library_of_its_era() {
+    let neff = half_neff();
+    let ours = compile_c("dtype_era");
+    let of_2_27 = compile_c_defining("dtype_era", &["NRTSIM_CLIENT_OF_2_27"]);
+    let era_2_27 = [("NRTSIM_RUNTIME_VERSION", "2.27.1")];
+    for (program, minor, extra, want) in [
+        (&ours, "28", &[][..], "dtype era 2.28 ok"),
+        (&of_2_27, "27", &era_2_27[..], "dtype era 2.27 ok"),
+    ] {
+        let output = run(program, &[&neff, Path::new(minor)], extra);
+        assert!(output.status.success(), "{want}: {}", text(&output));
+        assert!(String::from_utf8_lossy(&output.stdout).contains(want), "{}", text(&output));
+    }
+    // Crossed: a 2.27 client of a 2.28 library reads FLOAT16's 7 as its UINT16.
+    let output = run(&of_2_27, &[&neff, Path::new("28")], &[]);
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.contains("input0 dtype is 7, a 2.27 client expected float16 (2), and reads uint16"),
+        "{}",
+        text(&output)
+    );
+    // The numbering variable still overrides the version.
+    let forced = [("NRTSIM_RUNTIME_VERSION", "2.27.1"), ("NRTSIM_DTYPE_NUMBERING", "hardware")];
+    let output = run(&ours, &[&neff, Path::new("27")], &forced);
+    assert!(output.status.success(), "{}", text(&output));
 }
 
 #[test]
@@ -215,6 +260,8 @@ fn unsupported_interfaces_are_invalid_and_say_why_once() {
         "nrt_get_libnccl_net",
         "nrta_cc_prepare",
         "nrt_async_sendrecv_connect",
+        "nrt_debug_client_connect",
+        "nrt_debug_client_read_one_event",
     ] {
         let explained = stderr
             .lines()

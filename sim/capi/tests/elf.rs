@@ -62,7 +62,7 @@ fn exactly_the_functions_of_the_table_are_exported_with_version_nrt_2_0_0() {
         .iter()
         .map(|function| (function.name().to_owned(), "NRT_2.0.0".to_owned()))
         .collect();
-    assert_eq!(expected.len(), 123);
+    assert_eq!(expected.len(), 126);
     assert_eq!(exported, expected, "exported symbols and their versions");
 }
 

@@ -166,7 +166,7 @@ fn probe(name: &str) -> Result<(), String> {
     expect(dtypes == [NrtDtype::Float32, NrtDtype::Float32], format!("dtypes {dtypes:?}"))?;
     match name {
         "default_release" => {
-            expect((major, minor) == (2, 27), format!("version {major}.{minor}"))?;
+            expect((major, minor) == (2, 28), format!("version {major}.{minor}"))?;
             expect(numbering == DtypeNumbering::Hardware2026, format!("numbering {numbering:?}"))?;
             expect(
                 runtime.library_version().detail == sim::VERSION_DETAIL,
@@ -538,7 +538,7 @@ fn main() {
             run_check(name, check).map_err(Failed::from)
         }));
     }
-    trials.push(Trial::test("probe::default_release_is_2_27_with_hardware_dtypes", || {
+    trials.push(Trial::test("probe::default_release_is_2_28_with_hardware_dtypes", || {
         run_probe("default_release", as_is, &[]).map_err(Failed::from)
     }));
     trials.push(Trial::test("probe::runtime_version_2_21_reads_legacy_dtypes", || {

@@ -252,9 +252,9 @@ int main(int argc, char **argv) {
     expect("nrt_sys_trace_fetch_events", nrt_sys_trace_fetch_events(&json, &json_size, NULL),
            NRT_SUCCESS);
     ensure(json != NULL && strlen(json) == json_size, "a NUL-terminated JSON string");
-    ensure(strstr(json, "\"type\":\"model_load\"") != NULL, "the load is traced");
-    ensure(strstr(json, "\"type\":\"nc_exec_running\"") != NULL, "launches are traced");
-    ensure(strstr(json, "\"type\":\"dma_to_device\"") != NULL, "writes are traced");
+    ensure(strstr(json, "\"event_type\":\"model_load\"") != NULL, "the load is traced");
+    ensure(strstr(json, "\"event_type\":\"nc_exec_running\"") != NULL, "launches are traced");
+    ensure(strstr(json, "\"event_type\":\"dma_to_device\"") != NULL, "writes are traced");
     ensure(strstr(json, "dma_from_device") == NULL, "a disabled event type is not traced");
     nrt_sys_trace_buffer_free(json);
     expect("nrt_sys_trace_stop", nrt_sys_trace_stop(), NRT_SUCCESS);

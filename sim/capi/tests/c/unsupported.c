@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include <nrt/ndebug_stream.h>
 #include <nrt/nrt.h>
 #include <nrt/nrt_async.h>
 #include <nrt/nrt_async_sendrecv.h>
@@ -15,6 +16,10 @@
 
 int main(void) {
     nrt_ucode_info ucode = {{NULL, 0}, {NULL, 0}};
+    /* The debug stream is a runtime call: before nrt_init it is refused by the gate. */
+    int stream = -7;
+    expect("nrt_debug_client_connect before init", nrt_debug_client_connect(0, &stream),
+           NRT_UNINITIALIZED);
     /* The only function documented as callable only before nrt_init. */
     expect("nrt_set_pool_eng_ucode before init", nrt_set_pool_eng_ucode(&ucode), NRT_INVALID);
     expect("nrt_init", nrt_init(NRT_FRAMEWORK_TYPE_NO_FW, "", ""), NRT_SUCCESS);
@@ -67,7 +72,17 @@ int main(void) {
                nrt_async_sendrecv_test_request(request, &done, &size), NRT_INVALID);
         expect("nrt_async_sendrecv_flush", nrt_async_sendrecv_flush(0), NRT_INVALID);
         expect("nrt_async_sendrecv_close", nrt_async_sendrecv_close(0), NRT_INVALID);
+        /* No device code runs, so no core has a debug stream: nothing is handed out or read. */
+        ndebug_stream_event_header_t header = {7, 1, {0}};
+        void *payload = &header;
+        expect("nrt_debug_client_connect", nrt_debug_client_connect(0, &stream), NRT_INVALID);
+        ensure(stream == -7, "a refused connect leaves the descriptor alone");
+        expect("nrt_debug_client_read_one_event",
+               nrt_debug_client_read_one_event(stream, &header, &payload), NRT_INVALID);
+        ensure(header.data_size == 7 && payload == &header, "a refused read writes nothing");
+        nrt_debug_client_connect_close(stream);
     }
+    _Static_assert(sizeof(ndebug_stream_event_header_t) == 64, "the event header is 64 bytes");
     nrt_close();
     printf("unsupported ok\n");
     return 0;

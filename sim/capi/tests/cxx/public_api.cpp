@@ -156,9 +156,11 @@ int main(int argc, char **argv) {
     expect("nrt_sys_trace_fetch_events", nrt_sys_trace_fetch_events(&json, &size, nullptr));
     const std::string events(json, size);
     nrt_sys_trace_buffer_free(json);
+    // A launch is a start and a stop record; count the starts, as spike pairs them.
+    const std::string launch_start = "\"event_type\":\"nc_exec_running\",\"phase\":\"start\"";
     size_t launches = 0;
-    for (size_t at = events.find("nc_exec_running"); at != std::string::npos;
-         at = events.find("nc_exec_running", at + 1)) {
+    for (size_t at = events.find(launch_start); at != std::string::npos;
+         at = events.find(launch_start, at + 1)) {
         launches++;
     }
     ensure(launches == 2, "one nc_exec_running event per launch (sync and async)");

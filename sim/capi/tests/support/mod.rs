@@ -94,23 +94,40 @@ pub fn compile_c(name: &str) -> PathBuf {
 }
 
 fn compile_c_now(name: &str) -> PathBuf {
+    compile_c_defining(name, &[])
+}
+
+/// Compiles `tests/c/<name>.c` as [`compile_c`] does, with `-D` for each of `defines`, into an
+/// executable of its own (named after the program and the defines).
+pub fn compile_c_defining(name: &str, defines: &[&str]) -> PathBuf {
     let source = package_dir().join("tests/c").join(format!("{name}.c"));
     let compiler = std::env::var("CC").unwrap_or_else(|_| "cc".to_owned());
-    compile_with(&compiler, "-std=c11", &source, &scratch_dir("c").join(name))
+    let out =
+        scratch_dir("c").join([name].iter().chain(defines).copied().collect::<Vec<_>>().join("-"));
+    let flags: Vec<String> = defines.iter().map(|define| format!("-D{define}")).collect();
+    compile_with(&compiler, "-std=c11", &flags, &source, &out)
 }
 
 /// Compiles `tests/cxx/<name>.cpp` as C++17, as [`compile_c`] does for C.
 pub fn compile_cxx(name: &str) -> PathBuf {
     let source = package_dir().join("tests/cxx").join(format!("{name}.cpp"));
     let compiler = std::env::var("CXX").unwrap_or_else(|_| "c++".to_owned());
-    compile_with(&compiler, "-std=c++17", &source, &scratch_dir("cxx").join(name))
+    compile_with(&compiler, "-std=c++17", &[], &source, &scratch_dir("cxx").join(name))
 }
 
-fn compile_with(compiler: &str, standard: &str, source: &Path, out: &Path) -> PathBuf {
+fn compile_with(
+    compiler: &str,
+    standard: &str,
+    flags: &[String],
+    source: &Path,
+    out: &Path,
+) -> PathBuf {
     let out = out.to_owned();
     let lib = library_dir();
     let output = Command::new(compiler)
-        .args([standard, "-pthread", "-Wall", "-Wextra", "-Werror", "-O1", "-I"])
+        .args([standard, "-pthread", "-Wall", "-Wextra", "-Werror", "-O1"])
+        .args(flags)
+        .arg("-I")
         .arg(package_dir().join("include"))
         .arg(source)
         .arg("-L")
