@@ -143,3 +143,118 @@ pub fn first_difference(golden: &str, lines: &[String]) -> Option<String> {
         })
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runner::RunOutput;
+
+    /// A backend that runs nothing and answers with a fixed output.
+    struct Fixed(RunOutput);
+
+    impl Backend for Fixed {
+        fn name(&self) -> &'static str {
+            "sim"
+        }
+
+        fn run(&self, _: &Vector) -> RunOutput {
+            RunOutput { trace: self.0.trace.clone(), failure: self.0.failure.clone() }
+        }
+    }
+
+    /// A small committed vector and its golden trace lines.
+    fn vector() -> (Vector, Vec<String>) {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../vectors");
+        let vector = crate::vector::discover(&root)
+            .expect("the vectors are discovered")
+            .into_iter()
+            .find(|v| v.name == "lifecycle/init_twice_is_invalid")
+            .expect("the vector is committed");
+        let golden = String::from_utf8(vector.read(TRACE_FILE).expect("its golden trace"))
+            .expect("a text trace");
+        let lines = golden.lines().filter(|l| !l.starts_with('#')).map(str::to_owned).collect();
+        (vector, lines)
+    }
+
+    fn outcome(vector: &Vector, trace: Vec<String>, known: Option<&str>) -> CaseResult {
+        judge(vector, &Fixed(RunOutput { trace, failure: None }), known)
+    }
+
+    #[test]
+    fn a_run_is_judged_by_its_whole_trace_and_the_known_differences() {
+        let (vector, golden) = vector();
+        assert!(!golden.is_empty(), "the vector's golden trace has lines");
+        assert_eq!(outcome(&vector, golden.clone(), None).outcome, Outcome::Passed);
+        // A listed known difference that passes is stale.
+        let stale = outcome(&vector, golden.clone(), Some("a reason"));
+        assert_eq!(stale.outcome, Outcome::UnexpectedPass);
+        let differs = outcome(&vector, Vec::new(), Some("a reason"));
+        assert_eq!(differs.outcome, Outcome::KnownDifference);
+        // An empty trace, one line short and one line extra all differ from the golden trace.
+        let mut short = golden.clone();
+        short.pop();
+        let mut long = golden.clone();
+        long.push("execute(m) -> 0".to_owned());
+        for trace in [Vec::new(), short, long] {
+            let result = outcome(&vector, trace.clone(), None);
+            assert_eq!(result.outcome, Outcome::Failed, "{trace:?}");
+            assert_eq!(result.message.as_deref(), Some("trace differs from expected.trace"));
+        }
+        // Without the trace comparison only the expectations judge.
+        let lenient = JudgeOptions { compare_trace: false };
+        let fixed = Fixed(RunOutput { trace: Vec::new(), failure: None });
+        assert_eq!(judge_with(&vector, &fixed, None, lenient).outcome, Outcome::Passed);
+        let failing = Fixed(RunOutput { trace: golden, failure: Some("step 1: no".to_owned()) });
+        let result = judge(&vector, &failing, None);
+        assert_eq!(
+            (result.outcome, result.message.as_deref()),
+            (Outcome::Failed, Some("step 1: no"))
+        );
+    }
+
+    fn owned(lines: &[&str]) -> Vec<String> {
+        lines.iter().map(|&l| l.to_owned()).collect()
+    }
+
+    #[test]
+    fn an_equal_trace_has_no_difference() {
+        let lines = owned(&["== step 1: execute", "execute(m) -> 0"]);
+        assert_eq!(first_difference(&golden_text(&lines), &lines), None);
+    }
+
+    #[test]
+    fn extra_lines_after_the_golden_trace_are_a_difference() {
+        // Issue 21 F10: the comparison once stopped at the end of expected.trace.
+        let golden = golden_text(&owned(&["== step 1: execute", "execute(m) -> 0"]));
+        let run = owned(&["== step 1: execute", "execute(m) -> 0", "execute(m) -> 0"]);
+        assert_eq!(
+            first_difference(&golden, &run).as_deref(),
+            Some("line 3: expected `<end of trace>`, got `execute(m) -> 0`")
+        );
+    }
+
+    #[test]
+    fn a_run_that_ends_early_is_a_difference() {
+        let golden = golden_text(&owned(&["== step 1: execute", "execute(m) -> 0"]));
+        let run = owned(&["== step 1: execute"]);
+        assert_eq!(
+            first_difference(&golden, &run).as_deref(),
+            Some("line 2: expected `execute(m) -> 0`, got `<end of trace>`")
+        );
+        assert_eq!(
+            first_difference(&golden, &[]).as_deref(),
+            Some("line 1: expected `== step 1: execute`, got `<end of trace>`")
+        );
+    }
+
+    #[test]
+    fn step_markers_and_the_header_are_compared_as_lines() {
+        // Only `#` lines (the header) are left out of the comparison: a step marker is a line.
+        let golden = golden_text(&owned(&["== step 1: execute", "x"]));
+        assert!(golden.starts_with('#'), "the header is a comment");
+        assert_eq!(
+            first_difference(&golden, &owned(&["x"])).as_deref(),
+            Some("line 1: expected `== step 1: execute`, got `x`")
+        );
+    }
+}

@@ -154,4 +154,17 @@ mod tests {
             Err(DtypeError::NegativeDimension { index: 0, value: -1 })
         );
     }
+
+    #[test]
+    fn a_negative_batch_is_named_as_the_batch() {
+        // libtorchneuron's "no batch" -1 is `None` here: as `Some` it is the batch that is wrong,
+        // not the shape, whichever negative value it is.
+        for batch in [-1, -2, i64::MIN] {
+            assert_eq!(
+                n_bytes_with_batch(&[4, 3], DataType::Float, Some(batch)),
+                Err(DtypeError::NegativeBatch { batch })
+            );
+        }
+        assert_eq!(n_bytes_with_batch(&[4, 3], DataType::Float, Some(0)), Ok(0));
+    }
 }

@@ -11,8 +11,9 @@
 //!   bytes, because binding ignores them but a producer may depend on them.
 //! - **One line per side.** A difference is a path with the value in A and the value in B;
 //!   [`render`] prints it as `-path: a` / `+path: b`, so the output reads as a review diff and
-//!   has no addresses or file offsets in it. Large bytes (`serialized_graph_def`) are shown by
-//!   length and the first differing byte, never dumped.
+//!   has no addresses or file offsets in it. Large bytes are never dumped: the graph
+//!   (`serialized_graph_def`) is shown by length and the first differing byte with its value on
+//!   each side, other long bytes by length and a hash, so values that differ never print alike.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::fmt::Write as _;
@@ -160,23 +161,40 @@ fn field(out: &mut Vec<Difference>, path: &str, a: String, b: String) {
     push(out, path.to_owned(), Some(a), Some(b));
 }
 
-/// Bytes as a quoted string when they are short printable UTF-8, else by length and hex.
+/// Bytes as a quoted string when they are short printable UTF-8, else by length and hex; long
+/// bytes by length and a hash of their content, so two values of one length that differ never
+/// print alike (a difference is found by comparing these texts).
 fn bytes_text(bytes: &[u8]) -> String {
     match std::str::from_utf8(bytes) {
         Ok(text) if bytes.len() <= 80 && !text.chars().any(char::is_control) => format!("{text:?}"),
         _ if bytes.len() <= 32 => format!("<{} bytes: {}>", bytes.len(), to_hex_spaced(bytes)),
-        _ => format!("<{} bytes>", bytes.len()),
+        _ => format!("<{} bytes, fnv1a64 {:016x}>", bytes.len(), fnv1a64(bytes)),
     }
 }
 
-/// A graph's bytes, by length and, when the other side differs, the first differing byte.
+/// The 64-bit FNV-1a hash: short, dependency-free and deterministic, which is all a review
+/// diff needs to tell two long values apart.
+fn fnv1a64(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, &byte| {
+        (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
+/// A graph's bytes, by length and, when the other side differs, the first differing byte and
+/// its value on this side. With the value, two graphs of one length that differ print
+/// differently (the offset alone is the same on both sides).
 fn graph_text(this: &[u8], other: &[u8]) -> String {
     if this == other {
         return format!("<{} bytes>", this.len());
     }
     let first =
         this.iter().zip(other).position(|(x, y)| x != y).unwrap_or(this.len().min(other.len()));
-    format!("<{} bytes, first difference at byte {first}>", this.len())
+    match this.get(first) {
+        Some(byte) => {
+            format!("<{} bytes, first difference at byte {first}: {byte:02x}>", this.len())
+        }
+        None => format!("<{} bytes, first difference at byte {first}: end>", this.len()),
+    }
 }
 
 fn model_config(out: &mut Vec<Difference>, a: &MetaNeff, b: &MetaNeff) {
@@ -338,7 +356,11 @@ fn unknown(out: &mut Vec<Difference>, prefix: &str, a: &[String], b: &[String]) 
 
 #[cfg(test)]
 mod tests {
+    use prost::Message as _;
+    use prost_reflect::{DynamicMessage, Kind, MapKey, MessageDescriptor, ReflectMessage, Value};
+
     use super::*;
+    use crate::metaneff::message_descriptor;
     use crate::metaneff::text::from_text;
 
     fn bytes(text: &str) -> Vec<u8> {
@@ -463,9 +485,214 @@ output_tensors { name: "extra" shape: [] data_type: BFLOAT16 }
             diff(&crate::metaneff::encode(&a), &crate::metaneff::encode(&b)).expect("decode");
         assert_eq!(
             render(&differences),
-            "-serialized_graph_def: <4 bytes, first difference at byte 2>\n\
-             +serialized_graph_def: <5 bytes, first difference at byte 2>\n"
+            "-serialized_graph_def: <4 bytes, first difference at byte 2: 03>\n\
+             +serialized_graph_def: <5 bytes, first difference at byte 2: 09>\n"
         );
+        // One graph a prefix of the other: the shorter side ends where they part.
+        let c = MetaNeff { serialized_graph_def: vec![1, 2].into(), ..MetaNeff::default() };
+        let differences =
+            diff(&crate::metaneff::encode(&a), &crate::metaneff::encode(&c)).expect("decode");
+        assert_eq!(
+            render(&differences),
+            "-serialized_graph_def: <4 bytes, first difference at byte 2: 03>\n\
+             +serialized_graph_def: <2 bytes, first difference at byte 2: end>\n"
+        );
+    }
+
+    #[test]
+    fn graphs_of_one_length_that_differ_are_a_difference() {
+        // Issue 21 D1: the same length and so the same first differing offset on both sides
+        // once printed the same text, and the change went unreported.
+        let a = MetaNeff { serialized_graph_def: vec![7; 64].into(), ..MetaNeff::default() };
+        let mut changed = vec![7; 64];
+        changed[40] = 8;
+        let b = MetaNeff { serialized_graph_def: changed.into(), ..MetaNeff::default() };
+        let differences =
+            diff(&crate::metaneff::encode(&a), &crate::metaneff::encode(&b)).expect("decode");
+        assert_eq!(
+            render(&differences),
+            "-serialized_graph_def: <64 bytes, first difference at byte 40: 07>\n\
+             +serialized_graph_def: <64 bytes, first difference at byte 40: 08>\n"
+        );
+    }
+
+    #[test]
+    fn a_changed_user_input_key_of_a_matched_tensor_is_reported() {
+        // Issue 21 F8: the key a producer binds a user input by.
+        let a = r#"input_tensors { name: "x" user_input_key: "x0" type: USER_INPUT }"#;
+        let b = r#"input_tensors { name: "x" user_input_key: "x1" type: USER_INPUT }"#;
+        check(
+            (a, &[]),
+            (b, &[]),
+            "-input_tensors[\"x\"].user_input_key: \"x0\"\n\
+             +input_tensors[\"x\"].user_input_key: \"x1\"\n",
+        );
+        let unset = r#"input_tensors { name: "x" type: USER_INPUT }"#;
+        check(
+            (a, &[]),
+            (unset, &[]),
+            "-input_tensors[\"x\"].user_input_key: \"x0\"\n\
+             +input_tensors[\"x\"].user_input_key: (unset)\n",
+        );
+    }
+
+    #[test]
+    fn long_bytes_of_one_length_that_differ_are_a_difference() {
+        // Past 80 bytes a value prints by length and hash; without the hash two contents of one
+        // length printed alike.
+        let long = |byte: char| format!("{:a<100}{byte}", "");
+        let a = format!(r#"input_tensors {{ name: "x" content: "{}" }}"#, long('b'));
+        let b = format!(r#"input_tensors {{ name: "x" content: "{}" }}"#, long('c'));
+        let differences = diff(&bytes(&a), &bytes(&b)).expect("both decode");
+        assert_eq!(differences.len(), 1, "{differences:?}");
+        assert_eq!(differences[0].path, "input_tensors[\"x\"].content");
+        assert!(differences[0].a.as_deref().is_some_and(|t| t.starts_with("<101 bytes, fnv1a64 ")));
+    }
+
+    /// A message with every field of its descriptor set to a value that is not the default:
+    /// bytes long (past the length where they print by summary) or short.
+    fn filled(descriptor: &MessageDescriptor, long: bool) -> DynamicMessage {
+        let mut message = DynamicMessage::new(descriptor.clone());
+        for field in descriptor.fields() {
+            let one = match field.kind() {
+                Kind::Int64 => Value::I64(5 + i64::from(field.number())),
+                Kind::Bool => Value::Bool(true),
+                Kind::Bytes if long => Value::Bytes(vec![b'a' + field.number() as u8; 100].into()),
+                Kind::Bytes => Value::Bytes(vec![b'a' + field.number() as u8; 2].into()),
+                Kind::Enum(values) => {
+                    let second = values.values().nth(1).expect("an enum with two values");
+                    Value::EnumNumber(second.number())
+                }
+                Kind::Message(sub) if field.is_map() => {
+                    let key = sub.map_entry_key_field();
+                    assert!(matches!(key.kind(), Kind::Int64), "a map keyed by int64");
+                    Value::Map([(MapKey::I64(0), Value::I64(1))].into_iter().collect())
+                }
+                Kind::Message(sub) => Value::Message(filled(&sub, long)),
+                other => panic!("field {} has kind {other:?}: teach this test it", field.name()),
+            };
+            let value = if field.is_list() {
+                match one {
+                    Value::I64(_) => Value::List(vec![Value::I64(2), Value::I64(3)]),
+                    other => Value::List(vec![other]),
+                }
+            } else {
+                one
+            };
+            message.set_field(&field, value);
+        }
+        message
+    }
+
+    /// `value` changed to another value of `kind`, of the same length where it has one.
+    fn changed(kind: &Kind, value: &Value) -> Value {
+        match (kind, value) {
+            (_, Value::I64(x)) => Value::I64(x + 1),
+            (_, Value::Bool(x)) => Value::Bool(!x),
+            (_, Value::Bytes(x)) => {
+                let mut bytes = x.to_vec();
+                let last = bytes.len() - 1;
+                bytes[last] ^= 1;
+                Value::Bytes(bytes.into())
+            }
+            (Kind::Enum(values), Value::EnumNumber(x)) => Value::EnumNumber(
+                values.values().map(|v| v.number()).find(|n| n != x).expect("another value"),
+            ),
+            (_, other) => panic!("no change for {other:?}: teach this test it"),
+        }
+    }
+
+    /// Every message that differs from `message` in one field only (recursing into messages
+    /// and the first element of a repeated message), with that field's path.
+    fn variants(message: &DynamicMessage) -> Vec<(String, DynamicMessage)> {
+        let mut out = Vec::new();
+        for field in message.descriptor().fields() {
+            let name = field.name().to_owned();
+            let value = message.get_field(&field).into_owned();
+            let with = |value: Value| {
+                let mut copy = message.clone();
+                copy.set_field(&field, value);
+                copy
+            };
+            match (field.kind(), value) {
+                (Kind::Message(sub), Value::Map(map)) => {
+                    let kind = sub.map_entry_value_field().kind();
+                    let map = map.iter().map(|(k, v)| (k.clone(), changed(&kind, v))).collect();
+                    out.push((name, with(Value::Map(map))));
+                }
+                (Kind::Message(_), Value::List(items)) => {
+                    let first = items[0].as_message().expect("a message element");
+                    for (path, one) in variants(first) {
+                        let mut items = items.clone();
+                        items[0] = Value::Message(one);
+                        out.push((format!("{name}.{path}"), with(Value::List(items))));
+                    }
+                    // The element removed: a tensor on one side only.
+                    out.push((name, with(Value::List(Vec::new()))));
+                }
+                (kind, Value::List(items)) => {
+                    let mut items = items.clone();
+                    let last = items.len() - 1;
+                    items[last] = changed(&kind, &items[last]);
+                    out.push((name, with(Value::List(items))));
+                }
+                (Kind::Message(_), Value::Message(sub)) => {
+                    for (path, one) in variants(&sub) {
+                        out.push((format!("{name}.{path}"), with(Value::Message(one))));
+                    }
+                }
+                (kind, value) => out.push((name.clone(), with(changed(&kind, &value)))),
+            }
+            if field.supports_presence() {
+                let mut copy = message.clone();
+                copy.clear_field(&field);
+                out.push((field.name().to_owned(), copy));
+            }
+        }
+        out
+    }
+
+    /// A difference's path without its tensor names and map keys: `input_tensors["x"].shape`
+    /// is `input_tensors.shape`, `output_aliases_to[0]` is `output_aliases_to`.
+    fn schema_path(path: &str) -> String {
+        let mut out = String::new();
+        let mut depth = 0;
+        for c in path.chars() {
+            match c {
+                '[' => depth += 1,
+                ']' => depth -= 1,
+                _ if depth == 0 => out.push(c),
+                _ => {}
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn every_field_of_the_schema_is_reported_when_it_alone_changes() {
+        // Driven by the descriptor, so a field added to the schema is covered here unchanged.
+        for long in [false, true] {
+            let base = filled(&message_descriptor("MetaNeff"), long);
+            let base_bytes = base.encode_to_vec();
+            let mut covered = std::collections::BTreeSet::new();
+            for (path, one) in variants(&base) {
+                let differences = diff(&base_bytes, &one.encode_to_vec()).expect("both decode");
+                assert!(
+                    differences.iter().any(|d| schema_path(&d.path) == path),
+                    "{path} changed (long bytes: {long}) but the diff is {differences:?}"
+                );
+                covered.extend(path.split('.').map(str::to_owned));
+            }
+            for message in ["MetaNeff", "ModelConfig", "MetaTensor"] {
+                for field in message_descriptor(message).fields() {
+                    assert!(
+                        covered.contains(field.name()),
+                        "{message}.{} not covered",
+                        field.name()
+                    );
+                }
+            }
+        }
     }
 
     #[test]

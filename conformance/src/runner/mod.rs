@@ -309,3 +309,81 @@ impl Context<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A trace of two steps: step 1 has two `execute(` lines, step 2 one.
+    fn lines() -> Vec<String> {
+        [
+            "load(m) -> 0",
+            "== step 1: execute",
+            "execute(m, in, out) -> 0",
+            "execute(m, in, out) -> 0",
+            "tensor_read(out) -> 0",
+            "== step 2: execute",
+            "execute(m, in2, out) -> 1003",
+        ]
+        .map(str::to_owned)
+        .to_vec()
+    }
+
+    fn claim(
+        step: usize,
+        starts_with: Option<&str>,
+        contains: Option<&str>,
+        count: usize,
+    ) -> TraceExpectation {
+        TraceExpectation {
+            step,
+            starts_with: starts_with.map(str::to_owned),
+            contains: contains.map(str::to_owned),
+            count,
+            why: "the test's claim".to_owned(),
+        }
+    }
+
+    #[test]
+    fn a_count_claim_holds_only_for_exactly_that_many_lines() {
+        let lines = lines();
+        assert_eq!(check_trace(&lines, &claim(1, Some("execute("), None, 2)), Ok(()));
+        // Fewer and more than there are both fail (issue 21 F9: more once passed).
+        for count in [0, 1, 3] {
+            let error = check_trace(&lines, &claim(1, Some("execute("), None, count)).unwrap_err();
+            assert_eq!(
+                error,
+                format!(
+                    "expect_trace (step 1): the test's claim: expected {count} line(s) starting \
+                     with \"execute(\", got 2"
+                )
+            );
+        }
+    }
+
+    #[test]
+    fn a_count_of_zero_fails_when_a_line_matches() {
+        let lines = lines();
+        assert_eq!(check_trace(&lines, &claim(2, None, Some("1003"), 0)).map_err(drop), Err(()));
+        assert_eq!(check_trace(&lines, &claim(1, None, Some("1003"), 0)), Ok(()));
+    }
+
+    #[test]
+    fn a_claim_counts_the_lines_of_its_own_step_only() {
+        let lines = lines();
+        // Step 2 has one execute line; step 1's two and the load before step 1 are not its.
+        assert_eq!(check_trace(&lines, &claim(2, Some("execute("), None, 1)), Ok(()));
+        assert_eq!(check_trace(&lines, &claim(1, Some("load("), None, 0)), Ok(()));
+        assert_eq!(check_trace(&lines, &claim(1, Some("tensor_read("), None, 1)), Ok(()));
+        assert_eq!(check_trace(&lines, &claim(3, Some("execute("), None, 0)), Ok(()));
+    }
+
+    #[test]
+    fn a_line_must_match_both_starts_with_and_contains() {
+        let lines = lines();
+        assert_eq!(check_trace(&lines, &claim(1, Some("execute("), Some("in,"), 2)), Ok(()));
+        // Starts right, contains wrong, and the other way round: neither counts.
+        assert_eq!(check_trace(&lines, &claim(1, Some("execute("), Some("in2"), 0)), Ok(()));
+        assert_eq!(check_trace(&lines, &claim(1, Some("tensor_read("), Some("in,"), 0)), Ok(()));
+    }
+}
