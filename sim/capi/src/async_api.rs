@@ -116,14 +116,17 @@ pub unsafe extern "C" fn nrta_tensor_write(
                 Err(status) => return status,
             };
         let source = Address(buf as usize);
+        // The staged write checks the range before it allocates or copies, so a size the
+        // tensor cannot hold fails the request without touching that many caller bytes.
         let job: Job = Box::new(move |_seq| {
-            let Some(mut bytes) = crate::ffi::zeroed(size) else {
-                return Err(crate::ffi::too_big(size));
-            };
-            // SAFETY: the caller keeps `size` readable bytes at `buf` until the request completes
-            // (this function's contract); `ptr::copy` allows them to overlap simulator memory.
-            unsafe { ptr::copy(source.0 as *const u8, bytes.as_mut_ptr(), size) };
-            g.sim.tensor_write(id, offset, &bytes)
+            g.sim.tensor_write_staged(id, offset, size, |staged| {
+                if !staged.is_empty() {
+                    // SAFETY: the caller keeps `size` readable bytes at `buf` until the request
+                    // completes (this function's contract); `ptr::copy` allows them to overlap
+                    // simulator memory.
+                    unsafe { ptr::copy(source.0 as *const u8, staged.as_mut_ptr(), staged.len()) };
+                }
+            })
         });
         schedule(
             g,
@@ -160,15 +163,16 @@ pub unsafe extern "C" fn nrta_tensor_read(
                 Err(status) => return status,
             };
         let destination = Address(buf as usize);
+        // As the write: the range is checked before the staging buffer is allocated.
         let job: Job = Box::new(move |_seq| {
-            let Some(mut bytes) = crate::ffi::zeroed(size) else {
-                return Err(crate::ffi::too_big(size));
-            };
-            g.sim.tensor_read(id, offset, &mut bytes)?;
-            // SAFETY: the caller keeps `size` writable bytes at `buf` until the request completes
-            // (this function's contract); `ptr::copy` allows them to overlap simulator memory.
-            unsafe { ptr::copy(bytes.as_ptr(), destination.0 as *mut u8, size) };
-            Ok(())
+            g.sim.tensor_read_staged(id, offset, size, |staged| {
+                if !staged.is_empty() {
+                    // SAFETY: the caller keeps `size` writable bytes at `buf` until the request
+                    // completes (this function's contract); `ptr::copy` allows them to overlap
+                    // simulator memory.
+                    unsafe { ptr::copy(staged.as_ptr(), destination.0 as *mut u8, staged.len()) };
+                }
+            })
         });
         schedule(
             g,

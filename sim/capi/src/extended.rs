@@ -313,15 +313,15 @@ pub unsafe extern "C" fn nrt_tensor_read_batch(
         // SAFETY: by this function's contract.
         unsafe {
             for_each_op(g, batches, num_batches, |tensor, offset, buffer, size| {
-                let Some(mut bytes) = crate::ffi::zeroed(size) else {
-                    return crate::status::RESOURCE;
-                };
-                let result = g.sim.tensor_read(tensor, offset, &mut bytes);
-                if result.is_ok() && size > 0 {
-                    // SAFETY: `buffer` has `size` writable bytes (this function's contract);
-                    // `ptr::copy` allows it to overlap simulator memory.
-                    ptr::copy(bytes.as_ptr(), buffer.cast::<u8>(), size);
-                }
+                // The staged read checks the op's range before it allocates, so a size from the
+                // caller that the tensor cannot hold is refused without allocating it.
+                let result = g.sim.tensor_read_staged(tensor, offset, size, |staged| {
+                    if !staged.is_empty() {
+                        // SAFETY: `buffer` has `size` writable bytes (this function's contract);
+                        // `ptr::copy` allows it to overlap simulator memory.
+                        ptr::copy(staged.as_ptr(), buffer.cast::<u8>(), staged.len());
+                    }
+                });
                 g.status(F::nrt_tensor_read_batch.name(), result)
             })
         }
@@ -344,17 +344,15 @@ pub unsafe extern "C" fn nrt_tensor_write_batch(
         // SAFETY: by this function's contract.
         unsafe {
             for_each_op(g, batches, num_batches, |tensor, offset, buffer, size| {
-                let Some(mut bytes) = crate::ffi::zeroed(size) else {
-                    return crate::status::RESOURCE;
-                };
-                if size > 0 {
-                    // SAFETY: `buffer` has `size` readable bytes (this function's contract).
-                    ptr::copy(buffer.cast::<u8>(), bytes.as_mut_ptr(), size);
-                }
-                g.status(
-                    F::nrt_tensor_write_batch.name(),
-                    g.sim.tensor_write(tensor, offset, &bytes),
-                )
+                // As `nrt_tensor_write`: the range is checked before the caller's bytes are
+                // staged, so an op larger than its tensor is refused without copying it.
+                let written = g.sim.tensor_write_staged(tensor, offset, size, |staged| {
+                    if !staged.is_empty() {
+                        // SAFETY: `buffer` has `size` readable bytes (this function's contract).
+                        ptr::copy(buffer.cast::<u8>(), staged.as_mut_ptr(), staged.len());
+                    }
+                });
+                g.status(F::nrt_tensor_write_batch.name(), written)
             })
         }
     })

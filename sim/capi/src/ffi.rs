@@ -137,14 +137,6 @@ pub(crate) fn zeroed(size: usize) -> Option<Vec<u8>> {
     Some(bytes)
 }
 
-/// `NRT_RESOURCE` for a buffer of `size` bytes that cannot be allocated.
-pub(crate) fn too_big(size: usize) -> abi::runtime::NrtError {
-    abi::runtime::NrtError::new(
-        NrtStatus::Resource,
-        format!("cannot allocate {size} bytes of host memory for the request"),
-    )
-}
-
 /// What `nrt_get_status_as_str` returns for a code no table knows.
 pub(crate) const UNKNOWN_STATUS: &CStr = c"NRT_STATUS_UNKNOWN";
 

@@ -100,6 +100,20 @@ fn misuse_gives_each_documented_status_and_nothing_crashes() {
     assert!(String::from_utf8_lossy(&output.stdout).contains("misuse ok"), "{}", text(&output));
 }
 
+/// Batched and async I/O ops larger than their tensor are refused by range before the library
+/// allocates their size (the program caps its address space, so allocating first fails it).
+#[test]
+fn oversized_batch_and_async_ops_are_refused_before_allocating() {
+    let program = compile_c("oversized_ops");
+    let output = run(&program, &[], &[]);
+    assert!(output.status.success(), "{}", text(&output));
+    assert!(
+        String::from_utf8_lossy(&output.stdout).contains("oversized ops ok"),
+        "{}",
+        text(&output)
+    );
+}
+
 /// A bad configuration is refused loudly, not replaced by defaults.
 #[test]
 fn a_bad_environment_makes_every_call_invalid_and_says_why() {

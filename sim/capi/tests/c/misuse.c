@@ -86,6 +86,22 @@ int main(int argc, char **argv) {
     expect("allocate set", nrt_allocate_tensor_set(&set), NRT_SUCCESS);
     expect("read a set as a tensor", nrt_tensor_read((nrt_tensor_t *)set, &value, 0, 4),
            NRT_INVALID_HANDLE);
+    /* Releasing a handle as another kind releases nothing: the set is still a live set. */
+    nrt_tensor_t *set_as_tensor = (nrt_tensor_t *)set;
+    nrt_tensor_free(&set_as_tensor);
+    nrt_tensor_t *none = NULL;
+    expect("a set after nrt_tensor_free was given it",
+           nrt_get_tensor_from_tensor_set(set, "nope", &none), NRT_FAILURE);
+    expect("unload a set", nrt_unload((nrt_model_t *)set), NRT_INVALID_HANDLE);
+    expect("a set after nrt_unload was given it",
+           nrt_get_tensor_from_tensor_set(set, "nope", &none), NRT_FAILURE);
+    expect("allocate", nrt_tensor_allocate(NRT_TENSOR_PLACEMENT_DEVICE, 0, 16, "t", &tensor),
+           NRT_SUCCESS);
+    nrt_tensor_set_t *tensor_as_set = (nrt_tensor_set_t *)tensor;
+    nrt_destroy_tensor_set(&tensor_as_set);
+    expect("a tensor after nrt_destroy_tensor_set was given it",
+           nrt_tensor_write(tensor, &value, 0, 4), NRT_SUCCESS);
+    nrt_tensor_free(&tensor);
 
     /* Sets: a missing name is FAILURE. */
     nrt_tensor_t *found = NULL;
