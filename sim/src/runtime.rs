@@ -190,8 +190,14 @@ struct LoadedModel {
     _staged: Vec<DeviceBlock>,
 }
 
-/// A collective launch's identity: the module's bytes and the world size.
+/// The loads a collective instance is made of: the module's bytes and the world size.
 type RendezvousKey = (Vec<u8>, u32);
+
+/// A collective instance still being loaded: its rendezvous and the ranks loaded into it so far.
+struct OpenGroup {
+    rendezvous: Arc<crate::device_program::Rendezvous>,
+    ranks: std::collections::BTreeSet<u32>,
+}
 
 /// The tensors bound to a model's inputs and outputs, in slot order.
 type BoundTensors = (Vec<Arc<Tensor>>, Vec<Arc<Tensor>>);
@@ -292,8 +298,9 @@ pub struct SimRuntime {
     this: Weak<SimRuntime>,
     /// Launches of device programs, when recording is on ([`SimRuntime::record_launches`]).
     launch_log: Mutex<Option<Vec<crate::device_program::LaunchRecord>>>,
-    /// Where the ranks of collective programs meet, by module bytes and world size.
-    rendezvous: Mutex<HashMap<RendezvousKey, Arc<crate::device_program::Rendezvous>>>,
+    /// The collective instances still missing a rank, oldest first, by module bytes and world
+    /// size (see [`SimRuntime::join_group`]); a full instance lives only in its models.
+    rendezvous: Mutex<HashMap<RendezvousKey, Vec<OpenGroup>>>,
     /// The profiler of `nrt_profile.h`.
     profiling: crate::profile::Profiling,
     /// The communicators of `nrt_barrier` and `nrt_all_gather`, by world size.
@@ -722,13 +729,7 @@ impl SimRuntime {
         let mut loaded = self.stage(description, first, count)?;
         if let (Some(program), Some((id, world))) = (&loaded.program, rank) {
             if program.is_collective() && world > 1 {
-                let key = (program.source().to_vec(), world);
-                let group = lock(&self.rendezvous)
-                    .entry(key)
-                    .or_insert_with(|| {
-                        Arc::new(crate::device_program::Rendezvous::new(world as usize))
-                    })
-                    .clone();
+                let group = self.join_group((program.source().to_vec(), world), id);
                 loaded.group = Some((group, id as usize));
             }
         }
@@ -747,6 +748,50 @@ impl SimRuntime {
             status: None,
         });
         Ok(id)
+    }
+
+    /// The rendezvous rank `rank` of a new collective load joins: the oldest instance of the
+    /// module and world size that has no rank `rank` yet, else a new one. So the `k`-th load of
+    /// each rank makes the `k`-th instance, as libnrt pairs the ranks of `nrt_load_collectives`
+    /// calls in the order each rank makes them, and two copies of one model (two `SpmdModel`s of
+    /// one NEFF) launched at once meet only their own ranks.
+    fn join_group(&self, key: RendezvousKey, rank: u32) -> Arc<crate::device_program::Rendezvous> {
+        let world = key.1;
+        let mut registry = lock(&self.rendezvous);
+        let open = registry.entry(key).or_default();
+        let index = match open.iter().position(|group| !group.ranks.contains(&rank)) {
+            Some(index) => index,
+            None => {
+                open.push(OpenGroup {
+                    rendezvous: Arc::new(crate::device_program::Rendezvous::new(world as usize)),
+                    ranks: std::collections::BTreeSet::new(),
+                });
+                open.len() - 1
+            }
+        };
+        open[index].ranks.insert(rank);
+        let rendezvous = Arc::clone(&open[index].rendezvous);
+        if open[index].ranks.len() == world as usize {
+            open.remove(index);
+        }
+        rendezvous
+    }
+
+    /// An unloaded rank leaves the instance it was loading into, if that one is still missing
+    /// ranks, so the rank's next load fills the same instance.
+    fn leave_group(&self, group: &Arc<crate::device_program::Rendezvous>, rank: usize) {
+        let mut registry = lock(&self.rendezvous);
+        for open in registry.values_mut() {
+            if let Some(index) =
+                open.iter().position(|candidate| Arc::ptr_eq(&candidate.rendezvous, group))
+            {
+                open[index].ranks.remove(&(rank as u32));
+                if open[index].ranks.is_empty() {
+                    open.remove(index);
+                }
+            }
+        }
+        registry.retain(|_, open| !open.is_empty());
     }
 
     fn stage(
@@ -1042,6 +1087,9 @@ impl SimRuntime {
                             group
                                 .join(program, *rank, args, self.config.collective_timeout)
                                 .map_err(|err| {
+                                    if group.is_closed() {
+                                        status = NrtStatus::Closed;
+                                    }
                                     err.unwrap_or_else(|| {
                                         status = NrtStatus::Timeout;
                                         format!(
@@ -1251,14 +1299,27 @@ impl Runtime for SimRuntime {
                 "framework INVALID (0), expected a framework type",
             ));
         }
+        self.collectives.reopen();
         self.lifecycle.store(INITIALIZED, Ordering::Release);
         Ok(())
     }
 
     fn close(&self) {
         if self.lifecycle.swap(CLOSED, Ordering::AcqRel) == INITIALIZED {
+            // Collectives first: a rank blocked in `nrt_barrier`, `nrt_all_gather` or a
+            // collective launch returns `NRT_CLOSED` now instead of waiting out its timeout, and
+            // every communicator and rendezvous is dropped (the next `nrt_init` starts afresh).
+            self.collectives.close();
+            let open = std::mem::take(&mut *lock(&self.rendezvous));
+            for group in open.values().flatten() {
+                group.rendezvous.close();
+            }
             let mut occupancy = lock(&self.occupancy);
-            write_lock(&self.models).clear();
+            let models = std::mem::take(&mut *write_lock(&self.models));
+            for (group, _) in models.values().filter_map(|model| model.group.as_ref()) {
+                group.close();
+            }
+            drop(models);
             occupancy.iter_mut().for_each(|n| *n = 0);
         } else {
             // Closing a runtime that was never initialized leaves it uninitialized.
@@ -1306,6 +1367,9 @@ impl Runtime for SimRuntime {
         })?;
         for core in &loaded.cores {
             occupancy[*core as usize] = occupancy[*core as usize].saturating_sub(1);
+        }
+        if let Some((group, rank)) = &loaded.group {
+            self.leave_group(group, *rank);
         }
         let now = self.events.now_ns();
         self.events.record(Event {
