@@ -969,20 +969,48 @@ impl SimRuntime {
         })
     }
 
+    /// `set` exists and names no tensor freed since it was added: what a scheduled launch is
+    /// checked for when it is scheduled (the rest of the I/O contract when it runs).
+    fn check_no_freed_member(
+        &self,
+        function: LibnrtFunction,
+        set: SetId,
+        which: &str,
+    ) -> Result<(), NrtError> {
+        let sets = read_lock(&self.sets);
+        let entries = sets.get(&set).ok_or_else(|| SimRuntime::unknown_set(set))?;
+        let tensors = read_lock(&self.tensors);
+        match entries.iter().find(|(_, id)| !tensors.contains_key(id)) {
+            Some((name, id)) => Err(NrtError::new(
+                NrtStatus::InvalidHandle,
+                format!(
+                    "{function}: tensor {} was freed (nrt_tensor_free) while still in the {which} set under {}, expected it allocated until the set is destroyed or the name re-added",
+                    id.0,
+                    name_text(name)
+                ),
+            )),
+            None => Ok(()),
+        }
+    }
+
     /// The tensors bound to a model's inputs and outputs, checked against its I/O contract.
     fn resolve_io(
         &self,
+        function: LibnrtFunction,
         model: &LoadedModel,
         input_set: SetId,
         output_set: SetId,
     ) -> Result<BoundTensors, NrtError> {
+        // Any entry, not only the model's names: libnrt's set holds the pointers of all of them.
+        for (set, which) in [(input_set, "input"), (output_set, "output")] {
+            self.check_no_freed_member(function, set, which)?;
+        }
         let sets = read_lock(&self.sets);
         let inputs = sets.get(&input_set).ok_or_else(|| SimRuntime::unknown_set(input_set))?;
         let outputs = sets.get(&output_set).ok_or_else(|| SimRuntime::unknown_set(output_set))?;
         let tensors = read_lock(&self.tensors);
-        let bind =
-            |slots: &[IoSlot], set: &HashMap<Vec<u8>, TensorId>, which: &str| {
-                slots
+        let bind = |slots: &[IoSlot], set: &HashMap<Vec<u8>, TensorId>, which: &str| {
+            slots
                 .iter()
                 .map(|slot| {
                     let breach = |breach: ContractBreach, detail: String| {
@@ -991,13 +1019,25 @@ impl SimRuntime {
                             format!("model {:?}, {which} {:?}: {detail}", model.name, slot.name),
                         )
                     };
-                    let tensor =
-                        set.get(slot.name.as_bytes()).and_then(|id| tensors.get(id)).ok_or_else(|| {
-                            breach(
-                                ContractBreach::MissingName,
-                                format!("the {which} set has no tensor of that name"),
-                            )
-                        })?;
+                    let id = set.get(slot.name.as_bytes()).ok_or_else(|| {
+                        breach(
+                            ContractBreach::MissingName,
+                            format!("the {which} set has no tensor of that name"),
+                        )
+                    })?;
+                    // `nrt_tensor_free` frees a tensor at once, in a set or not: libnrt's set
+                    // holds the caller's pointer, which must stay valid until the set is
+                    // destroyed, and does not keep the tensor alive. Where libnrt would launch
+                    // with a dangling pointer, the simulator refuses the released handle.
+                    let tensor = tensors.get(id).ok_or_else(|| {
+                        NrtError::new(
+                            NrtStatus::InvalidHandle,
+                            format!(
+                                "model {:?}, {which} {:?}: tensor {} was freed (nrt_tensor_free) while still in the {which} set, expected it allocated until the set is destroyed or the name re-added",
+                                model.name, slot.name, id.0
+                            ),
+                        )
+                    })?;
                     let view = tensor.view.as_ref().ok_or_else(|| {
                         breach(ContractBreach::NoStorage, "the tensor has no storage".to_owned())
                     })?;
@@ -1024,7 +1064,7 @@ impl SimRuntime {
                     Ok(Arc::clone(tensor))
                 })
                 .collect::<Result<Vec<Arc<Tensor>>, NrtError>>()
-            };
+        };
         Ok((bind(&model.inputs, inputs, "input")?, bind(&model.outputs, outputs, "output")?))
     }
 
@@ -1186,7 +1226,7 @@ impl SimRuntime {
             return Err(NrtError::new(status, format!("injected fault in {function}")));
         }
         let loaded = self.model(model)?;
-        let (inputs, outputs) = self.resolve_io(&loaded, input_set, output_set)?;
+        let (inputs, outputs) = self.resolve_io(function, &loaded, input_set, output_set)?;
         let _launch = lock(&self.cores[loaded.core as usize].launch);
         let mut status = NrtStatus::Success;
         for _ in 0..repeat_count {
@@ -1787,11 +1827,8 @@ impl Runtime for SimRuntime {
         let this = self.shared()?;
         let lnc = cores.first().copied().unwrap_or(0);
         let key = self.queues.key(lnc, ExecutionUnit::Compute, queue.into())?;
-        if !read_lock(&self.sets).contains_key(&input_set) {
-            return Err(SimRuntime::unknown_set(input_set));
-        }
-        if !read_lock(&self.sets).contains_key(&output_set) {
-            return Err(SimRuntime::unknown_set(output_set));
+        for (set, which) in [(input_set, "input"), (output_set, "output")] {
+            self.check_no_freed_member(LibnrtFunction::nrta_execute_schedule, set, which)?;
         }
         let job: Job = Box::new(move |_| match this.execute(model, input_set, output_set)? {
             NrtStatus::Success => Ok(()),
