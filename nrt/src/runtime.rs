@@ -4,11 +4,14 @@
 //! The only refusals made here, without calling libnrt, are those that keep pointers sound:
 //! - a handle this runtime did not give out, or already released, is `NRT_INVALID_HANDLE`
 //!   (libnrt would be handed a dangling pointer);
-//! - a name with a NUL byte is `NRT_INVALID` (it cannot be written as a C string).
-//!
-//! A launch whose tensor set names a tensor the caller already freed is not one of them: the set
-//! holds the tensor's owner, so libnrt still has a live tensor (its `nrt_tensor_free` runs when
-//! the set lets go), and what libnrt makes of the launch is its own to judge.
+//! - a name with a NUL byte is `NRT_INVALID` (it cannot be written as a C string);
+//! - a launch (`nrt_execute`, `nrt_execute_repeat`, `nrta_execute_schedule`) whose tensor set
+//!   still names a tensor the caller freed is `NRT_INVALID_HANDLE`, as the simulator's is.
+//!   libnrt's set holds the caller's pointer, which the header asks to stay valid until the set
+//!   is destroyed; after `nrt_tensor_free` libnrt would launch with a dangling pointer. This
+//!   crate keeps the C tensor alive while a set names it (its `nrt_tensor_free` runs when the
+//!   set lets go), so nothing dangles, but the launch is refused as libnrt's contract says it
+//!   cannot be made.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -138,6 +141,27 @@ impl NrtRuntime {
         id
     }
 
+    /// `NRT_INVALID_HANDLE` when `set` names a tensor the caller freed (see the module docs).
+    fn check_members(
+        &self,
+        call: LibnrtFunction,
+        set: &OwnedSet,
+        which: &str,
+    ) -> Result<(), NrtError> {
+        let tensors = lock(&self.handles.tensors);
+        match set.member_tags().into_iter().find(|(_, tag)| !tensors.contains_key(&TensorId(*tag)))
+        {
+            Some((name, tag)) => Err(NrtError::new(
+                NrtStatus::InvalidHandle,
+                format!(
+                    "{call}: tensor {tag} was freed (nrt_tensor_free) while still in the {which} set under {}, expected it allocated until the set is destroyed or the name re-added",
+                    name_text(&name)
+                ),
+            )),
+            None => Ok(()),
+        }
+    }
+
     fn launch(
         &self,
         call: LibnrtFunction,
@@ -148,6 +172,8 @@ impl NrtRuntime {
     ) -> Result<NrtStatus, NrtError> {
         let model = self.model(model)?;
         let (input, output) = (self.set(input_set)?, self.set(output_set)?);
+        self.check_members(call, &input, "input")?;
+        self.check_members(call, &output, "output")?;
         let code = model.execute(&input, &output, repeat);
         let status = status_of(code);
         if status.is_completed() { Ok(status) } else { Err(failed(call, code)) }
@@ -341,8 +367,8 @@ impl Runtime for NrtRuntime {
             )
         })?;
         // A set that still names the tensor keeps it allocated in libnrt (the set holds an
-        // `Arc` of it), so a launch through that set hands libnrt a live tensor; what libnrt
-        // makes of it is libnrt's to judge, not re-checked here.
+        // `Arc` of it), so nothing dangles; a launch through that set is refused
+        // (`check_members`), as libnrt's contract does not allow it.
         drop(owner);
         Ok(())
     }
@@ -567,6 +593,8 @@ impl Runtime for NrtRuntime {
         let function = LibnrtFunction::nrta_execute_schedule;
         let model = self.model(model)?;
         let (input, output) = (self.set(input_set)?, self.set(output_set)?);
+        self.check_members(function, &input, "input")?;
+        self.check_members(function, &output, "output")?;
         let tracker = tracker.map(|id| self.tracker(id)).transpose()?;
         let scheduled = self.async_state.execute(&model, &input, &output, queue, tracker);
         optional(function, scheduled).map(SeqId)

@@ -1137,6 +1137,12 @@ impl OwnedSet {
         status
     }
 
+    /// The names this set was given, each with its tensor's tag (no call into libnrt).
+    pub(crate) fn member_tags(&self) -> Vec<(Vec<u8>, u64)> {
+        let members = self.members.lock().unwrap_or_else(PoisonError::into_inner);
+        members.iter().map(|(name, tensor)| (name.clone(), tensor.tag)).collect()
+    }
+
     /// `nrt_get_tensor_from_tensor_set`: the tag of the tensor libnrt returns, or `None` when
     /// it is not one this set was given (a library bug).
     pub(crate) fn get(&self, name: &CStr) -> Result<Option<u64>, RawStatus> {

@@ -19,7 +19,13 @@
 //!   waiting call is undisturbed);
 //! - ranks that disagree about the operation (a barrier against an all-gather, or two input
 //!   sizes) fail the whole round with `NRT_INVALID`, so nobody waits for a result that cannot
-//!   exist.
+//!   exist;
+//! - `nrt_close` drops every communicator ([`Collectives::close`]): a rank waiting in a round
+//!   returns at once with `NRT_CLOSED`, and so does a rank that reaches a communicator after the
+//!   close. libnrt's status table has a code for exactly this (14, the runtime is closed, what
+//!   every call after `nrt_close` gets), and its own comment asks for the most descriptive code
+//!   over the generic `NRT_FAILURE`; `NRT_TIMEOUT` would claim the peers were late, which they
+//!   need not be. The next `nrt_init` starts with no communicators ([`Collectives::reopen`]).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
@@ -76,6 +82,16 @@ pub enum CollectiveError {
         /// How long it waited, in milliseconds.
         waited_ms: u128,
     },
+    /// The runtime was closed (`nrt_close`) before the round completed.
+    #[error(
+        "the runtime was closed (nrt_close) while rank {rank} of a world of {world} was in a collective, expected it open until the round completed"
+    )]
+    Closed {
+        /// The rank whose call was cut short.
+        rank: u32,
+        /// The world size.
+        world: u32,
+    },
     /// The gathered bytes do not fit in memory (or in `usize`).
     #[error("an all-gather of {world} ranks × {n_bytes} bytes does not fit in memory")]
     TooLarge {
@@ -92,6 +108,7 @@ impl CollectiveError {
         match self {
             CollectiveError::Timeout { .. } => NrtStatus::Timeout,
             CollectiveError::TooLarge { .. } => NrtStatus::Resource,
+            CollectiveError::Closed { .. } => NrtStatus::Closed,
             _ => NrtStatus::Invalid,
         }
     }
@@ -133,6 +150,8 @@ struct Round {
     arrivals: BTreeMap<u32, (Operation, Vec<u8>)>,
     /// The outcome of round `generation - 1`.
     last: Option<Outcome>,
+    /// Set by [`Communicator::close`]: no round completes any more.
+    closed: bool,
 }
 
 /// The ranks of one world size.
@@ -158,7 +177,12 @@ impl Communicator {
         }
         Ok(Communicator {
             world,
-            round: Mutex::new(Round { generation: 0, arrivals: BTreeMap::new(), last: None }),
+            round: Mutex::new(Round {
+                generation: 0,
+                arrivals: BTreeMap::new(),
+                last: None,
+                closed: false,
+            }),
             completed: Condvar::new(),
         })
     }
@@ -206,6 +230,9 @@ impl Communicator {
             return Err(CollectiveError::RankOutsideWorld { rank, world });
         }
         let mut round = lock(&self.round);
+        if round.closed {
+            return Err(CollectiveError::Closed { rank, world });
+        }
         if round.arrivals.contains_key(&rank) {
             return Err(CollectiveError::AlreadyArrived { rank, world });
         }
@@ -224,6 +251,9 @@ impl Communicator {
             let started = Instant::now();
             let deadline = started + timeout;
             while round.generation == generation {
+                if round.closed {
+                    return Err(CollectiveError::Closed { rank, world });
+                }
                 let left = deadline.saturating_duration_since(Instant::now());
                 if left.is_zero() {
                     round.arrivals.remove(&rank);
@@ -244,6 +274,15 @@ impl Communicator {
             Some(outcome) => outcome.clone(),
             None => unreachable!("a completed round always leaves its outcome"),
         }
+    }
+
+    /// Fails the current round and every later call with [`CollectiveError::Closed`], and wakes
+    /// the waiters so they return now rather than at their timeout.
+    pub fn close(&self) {
+        let mut round = lock(&self.round);
+        round.closed = true;
+        round.arrivals.clear();
+        self.completed.notify_all();
     }
 
     /// Ends the current round with `outcome` and wakes its waiters.
@@ -275,10 +314,18 @@ fn gather(
     Ok(gathered)
 }
 
+/// The communicators of one runtime, by world size, and whether new ones may be made.
+#[derive(Debug)]
+struct Registry {
+    /// False from [`Collectives::close`] to [`Collectives::reopen`].
+    open: bool,
+    by_world: HashMap<u32, Arc<Communicator>>,
+}
+
 /// The communicators of one runtime, by world size, and how long a rank waits for its peers.
 #[derive(Debug)]
 pub struct Collectives {
-    communicators: Mutex<HashMap<u32, Arc<Communicator>>>,
+    communicators: Mutex<Registry>,
     timeout: Mutex<Duration>,
 }
 
@@ -291,7 +338,28 @@ impl Default for Collectives {
 impl Collectives {
     /// No communicators yet; ranks wait `timeout` for their peers.
     pub fn new(timeout: Duration) -> Collectives {
-        Collectives { communicators: Mutex::new(HashMap::new()), timeout: Mutex::new(timeout) }
+        Collectives {
+            communicators: Mutex::new(Registry { open: true, by_world: HashMap::new() }),
+            timeout: Mutex::new(timeout),
+        }
+    }
+
+    /// `nrt_close`: drops every communicator after closing it (its waiting ranks return
+    /// [`CollectiveError::Closed`] now), and refuses new ones until [`Collectives::reopen`].
+    pub fn close(&self) {
+        let dropped = {
+            let mut registry = lock(&self.communicators);
+            registry.open = false;
+            std::mem::take(&mut registry.by_world)
+        };
+        for communicator in dropped.values() {
+            communicator.close();
+        }
+    }
+
+    /// `nrt_init` after a close: communicators may be made again, all of them new.
+    pub fn reopen(&self) {
+        lock(&self.communicators).open = true;
     }
 
     /// How long a rank waits for its peers.
@@ -307,7 +375,8 @@ impl Collectives {
     /// The communicator of `world` ranks, made on first use; checks that `rank` belongs to it.
     ///
     /// # Errors
-    /// [`CollectiveError::EmptyWorld`], [`CollectiveError::RankOutsideWorld`].
+    /// [`CollectiveError::EmptyWorld`], [`CollectiveError::RankOutsideWorld`], and
+    /// [`CollectiveError::Closed`] between [`Collectives::close`] and [`Collectives::reopen`].
     pub fn communicator(
         &self,
         rank: u32,
@@ -319,12 +388,15 @@ impl Collectives {
         if rank >= world {
             return Err(CollectiveError::RankOutsideWorld { rank, world });
         }
-        let mut communicators = lock(&self.communicators);
-        if let Some(found) = communicators.get(&world) {
+        let mut registry = lock(&self.communicators);
+        if !registry.open {
+            return Err(CollectiveError::Closed { rank, world });
+        }
+        if let Some(found) = registry.by_world.get(&world) {
             return Ok(Arc::clone(found));
         }
         let made = Arc::new(Communicator::new(world)?);
-        communicators.insert(world, Arc::clone(&made));
+        registry.by_world.insert(world, Arc::clone(&made));
         Ok(made)
     }
 
@@ -518,6 +590,39 @@ mod tests {
         let collectives = Collectives::new(Duration::from_millis(20));
         let err = collectives.all_gather(7, u32::MAX, b"x").expect_err("no peer comes");
         assert!(matches!(err, CollectiveError::Timeout { rank: 7, arrived: 1, .. }), "{err:?}");
+    }
+
+    /// A rank waiting for a peer that will never come returns `Closed` as soon as the
+    /// communicators are closed, not at its (long) timeout; calls after the close are refused
+    /// the same way, and a reopened registry makes fresh communicators.
+    #[test]
+    fn closing_wakes_a_waiting_rank_with_closed_and_reopening_starts_afresh() {
+        let collectives = Collectives::new(Duration::from_secs(3600));
+        let communicator = collectives.communicator(0, 2).unwrap();
+        thread::scope(|scope| {
+            let waiting = scope.spawn(|| collectives.barrier(0, 2));
+            while !lock(&communicator.round).arrivals.contains_key(&0) {
+                thread::yield_now();
+            }
+            collectives.close();
+            let err = waiting.join().unwrap().expect_err("the runtime closed under the barrier");
+            assert_eq!(err, CollectiveError::Closed { rank: 0, world: 2 });
+            assert_eq!(NrtError::from(err).status, NrtStatus::Closed);
+        });
+        assert_eq!(
+            collectives.all_gather(1, 2, b"x"),
+            Err(CollectiveError::Closed { rank: 1, world: 2 })
+        );
+        assert_eq!(
+            communicator.barrier(1, SHORT),
+            Err(CollectiveError::Closed { rank: 1, world: 2 }),
+            "a communicator taken before the close stays closed"
+        );
+        collectives.reopen();
+        collectives.set_timeout(Duration::from_secs(10));
+        let fresh = collectives.communicator(0, 2).unwrap();
+        assert!(!Arc::ptr_eq(&fresh, &communicator), "the closed communicator was dropped");
+        assert_eq!(on_ranks(2, |rank| collectives.barrier(rank, 2)), vec![Ok(()), Ok(())]);
     }
 
     #[test]

@@ -17,11 +17,13 @@
 //!   a mismatch names both sides and is `NRT_INVALID` from `nrt_load`. Only what the data itself
 //!   can do (a while loop over its limit, say) fails at execute.
 //! - **Collectives across the ranks of one launch.** A module with collective ops loaded by
-//!   `nrt_load_collectives` joins the [`Rendezvous`] of its NEFF's module and world size: each
+//!   `nrt_load_collectives` joins the [`Rendezvous`] of its loaded instance (the ranks loaded
+//!   together, one each, by the runtime's loader): each
 //!   rank's launch brings its arguments, the last to arrive evaluates all ranks at once
 //!   (`hlo::eval::evaluate_spmd`), and every rank writes its own results. A rank whose peers do
 //!   not come within `SimConfig::collective_timeout` (default [`RENDEZVOUS_TIMEOUT`]) fails its
-//!   launch (`NRT_TIMEOUT`, outputs unwritten), never hangs.
+//!   launch (`NRT_TIMEOUT`, outputs unwritten), never hangs; `nrt_close` fails a waiting rank's
+//!   launch at once ([`Rendezvous::close`], `NRT_CLOSED`).
 //! - **Layouts at the boundary.** A parameter or result with a non-default layout is read from or
 //!   written to the variable's bytes in that physical order (`Array::from_physical`).
 
@@ -446,6 +448,8 @@ struct Round {
     generation: u64,
     args: Vec<Option<Vec<Vec<u8>>>>,
     results: Option<RoundResults>,
+    /// Set by [`Rendezvous::close`] (`nrt_close`): no round completes any more.
+    closed: bool,
 }
 
 /// Where the ranks of one collective launch meet (see the module docs).
@@ -471,11 +475,25 @@ impl Rendezvous {
         }
     }
 
+    /// `nrt_close`: fails the waiting ranks and every later launch (see [`Rendezvous::is_closed`]),
+    /// waking the waiters so they return now rather than at their timeout.
+    pub fn close(&self) {
+        let mut round = self.round.lock().unwrap_or_else(PoisonError::into_inner);
+        round.closed = true;
+        round.args.iter_mut().for_each(|arg| *arg = None);
+        self.arrived.notify_all();
+    }
+
+    /// Whether [`Rendezvous::close`] was called (a failed `join` then failed for that reason).
+    pub fn is_closed(&self) -> bool {
+        self.round.lock().unwrap_or_else(PoisonError::into_inner).closed
+    }
+
     /// Rank `rank`'s launch with `args`: returns what this rank writes once every rank has come.
     ///
     /// # Errors
-    /// A rank out of range or already waiting, peers that do not come within `timeout`
-    /// (`Err(None)`), or the evaluation's message (`Err(Some(..))`).
+    /// A rank out of range or already waiting, a closed rendezvous, peers that do not come within
+    /// `timeout` (`Err(None)`), or the evaluation's message (`Err(Some(..))`).
     pub fn join(
         &self,
         program: &DeviceProgram,
@@ -483,7 +501,11 @@ impl Rendezvous {
         args: Vec<Vec<u8>>,
         timeout: Duration,
     ) -> Result<Vec<(usize, Vec<u8>)>, Option<String>> {
+        let closed = || Err(Some(format!("rank {rank}: the runtime was closed (nrt_close)")));
         let mut round = self.round.lock().unwrap_or_else(PoisonError::into_inner);
+        if round.closed {
+            return closed();
+        }
         match round.args.get(rank) {
             Some(None) => {}
             Some(Some(_)) => return Err(Some(format!("rank {rank} is already in this launch"))),
@@ -501,6 +523,9 @@ impl Rendezvous {
         } else {
             let deadline = Instant::now() + timeout;
             while round.generation == generation {
+                if round.closed {
+                    return closed();
+                }
                 let left = deadline.saturating_duration_since(Instant::now());
                 if left.is_zero() {
                     round.args[rank] = None;

@@ -190,8 +190,14 @@ struct LoadedModel {
     _staged: Vec<DeviceBlock>,
 }
 
-/// A collective launch's identity: the module's bytes and the world size.
+/// The loads a collective instance is made of: the module's bytes and the world size.
 type RendezvousKey = (Vec<u8>, u32);
+
+/// A collective instance still being loaded: its rendezvous and the ranks loaded into it so far.
+struct OpenGroup {
+    rendezvous: Arc<crate::device_program::Rendezvous>,
+    ranks: std::collections::BTreeSet<u32>,
+}
 
 /// The tensors bound to a model's inputs and outputs, in slot order.
 type BoundTensors = (Vec<Arc<Tensor>>, Vec<Arc<Tensor>>);
@@ -295,8 +301,9 @@ pub struct SimRuntime {
     this: Weak<SimRuntime>,
     /// Launches of device programs, when recording is on ([`SimRuntime::record_launches`]).
     launch_log: Mutex<Option<Vec<crate::device_program::LaunchRecord>>>,
-    /// Where the ranks of collective programs meet, by module bytes and world size.
-    rendezvous: Mutex<HashMap<RendezvousKey, Arc<crate::device_program::Rendezvous>>>,
+    /// The collective instances still missing a rank, oldest first, by module bytes and world
+    /// size (see [`SimRuntime::join_group`]); a full instance lives only in its models.
+    rendezvous: Mutex<HashMap<RendezvousKey, Vec<OpenGroup>>>,
     /// The profiler of `nrt_profile.h`.
     profiling: crate::profile::Profiling,
     /// The communicators of `nrt_barrier` and `nrt_all_gather`, by world size.
@@ -740,13 +747,7 @@ impl SimRuntime {
         let mut loaded = self.stage(description, first, count)?;
         if let (Some(program), Some((id, world))) = (&loaded.program, rank) {
             if program.is_collective() && world > 1 {
-                let key = (program.source().to_vec(), world);
-                let group = lock(&self.rendezvous)
-                    .entry(key)
-                    .or_insert_with(|| {
-                        Arc::new(crate::device_program::Rendezvous::new(world as usize))
-                    })
-                    .clone();
+                let group = self.join_group((program.source().to_vec(), world), id);
                 loaded.group = Some((group, id as usize));
             }
         }
@@ -765,6 +766,50 @@ impl SimRuntime {
             status: None,
         });
         Ok(id)
+    }
+
+    /// The rendezvous rank `rank` of a new collective load joins: the oldest instance of the
+    /// module and world size that has no rank `rank` yet, else a new one. So the `k`-th load of
+    /// each rank makes the `k`-th instance, as libnrt pairs the ranks of `nrt_load_collectives`
+    /// calls in the order each rank makes them, and two copies of one model (two `SpmdModel`s of
+    /// one NEFF) launched at once meet only their own ranks.
+    fn join_group(&self, key: RendezvousKey, rank: u32) -> Arc<crate::device_program::Rendezvous> {
+        let world = key.1;
+        let mut registry = lock(&self.rendezvous);
+        let open = registry.entry(key).or_default();
+        let index = match open.iter().position(|group| !group.ranks.contains(&rank)) {
+            Some(index) => index,
+            None => {
+                open.push(OpenGroup {
+                    rendezvous: Arc::new(crate::device_program::Rendezvous::new(world as usize)),
+                    ranks: std::collections::BTreeSet::new(),
+                });
+                open.len() - 1
+            }
+        };
+        open[index].ranks.insert(rank);
+        let rendezvous = Arc::clone(&open[index].rendezvous);
+        if open[index].ranks.len() == world as usize {
+            open.remove(index);
+        }
+        rendezvous
+    }
+
+    /// An unloaded rank leaves the instance it was loading into, if that one is still missing
+    /// ranks, so the rank's next load fills the same instance.
+    fn leave_group(&self, group: &Arc<crate::device_program::Rendezvous>, rank: usize) {
+        let mut registry = lock(&self.rendezvous);
+        for open in registry.values_mut() {
+            if let Some(index) =
+                open.iter().position(|candidate| Arc::ptr_eq(&candidate.rendezvous, group))
+            {
+                open[index].ranks.remove(&(rank as u32));
+                if open[index].ranks.is_empty() {
+                    open.remove(index);
+                }
+            }
+        }
+        registry.retain(|_, open| !open.is_empty());
     }
 
     fn stage(
@@ -942,20 +987,48 @@ impl SimRuntime {
         })
     }
 
+    /// `set` exists and names no tensor freed since it was added: what a scheduled launch is
+    /// checked for when it is scheduled (the rest of the I/O contract when it runs).
+    fn check_no_freed_member(
+        &self,
+        function: LibnrtFunction,
+        set: SetId,
+        which: &str,
+    ) -> Result<(), NrtError> {
+        let sets = read_lock(&self.sets);
+        let entries = sets.get(&set).ok_or_else(|| SimRuntime::unknown_set(set))?;
+        let tensors = read_lock(&self.tensors);
+        match entries.iter().find(|(_, id)| !tensors.contains_key(id)) {
+            Some((name, id)) => Err(NrtError::new(
+                NrtStatus::InvalidHandle,
+                format!(
+                    "{function}: tensor {} was freed (nrt_tensor_free) while still in the {which} set under {}, expected it allocated until the set is destroyed or the name re-added",
+                    id.0,
+                    name_text(name)
+                ),
+            )),
+            None => Ok(()),
+        }
+    }
+
     /// The tensors bound to a model's inputs and outputs, checked against its I/O contract.
     fn resolve_io(
         &self,
+        function: LibnrtFunction,
         model: &LoadedModel,
         input_set: SetId,
         output_set: SetId,
     ) -> Result<BoundTensors, NrtError> {
+        // Any entry, not only the model's names: libnrt's set holds the pointers of all of them.
+        for (set, which) in [(input_set, "input"), (output_set, "output")] {
+            self.check_no_freed_member(function, set, which)?;
+        }
         let sets = read_lock(&self.sets);
         let inputs = sets.get(&input_set).ok_or_else(|| SimRuntime::unknown_set(input_set))?;
         let outputs = sets.get(&output_set).ok_or_else(|| SimRuntime::unknown_set(output_set))?;
         let tensors = read_lock(&self.tensors);
-        let bind =
-            |slots: &[IoSlot], set: &HashMap<Vec<u8>, TensorId>, which: &str| {
-                slots
+        let bind = |slots: &[IoSlot], set: &HashMap<Vec<u8>, TensorId>, which: &str| {
+            slots
                 .iter()
                 .map(|slot| {
                     let breach = |breach: ContractBreach, detail: String| {
@@ -964,13 +1037,25 @@ impl SimRuntime {
                             format!("model {:?}, {which} {:?}: {detail}", model.name, slot.name),
                         )
                     };
-                    let tensor =
-                        set.get(slot.name.as_bytes()).and_then(|id| tensors.get(id)).ok_or_else(|| {
-                            breach(
-                                ContractBreach::MissingName,
-                                format!("the {which} set has no tensor of that name"),
-                            )
-                        })?;
+                    let id = set.get(slot.name.as_bytes()).ok_or_else(|| {
+                        breach(
+                            ContractBreach::MissingName,
+                            format!("the {which} set has no tensor of that name"),
+                        )
+                    })?;
+                    // `nrt_tensor_free` frees a tensor at once, in a set or not: libnrt's set
+                    // holds the caller's pointer, which must stay valid until the set is
+                    // destroyed, and does not keep the tensor alive. Where libnrt would launch
+                    // with a dangling pointer, the simulator refuses the released handle.
+                    let tensor = tensors.get(id).ok_or_else(|| {
+                        NrtError::new(
+                            NrtStatus::InvalidHandle,
+                            format!(
+                                "model {:?}, {which} {:?}: tensor {} was freed (nrt_tensor_free) while still in the {which} set, expected it allocated until the set is destroyed or the name re-added",
+                                model.name, slot.name, id.0
+                            ),
+                        )
+                    })?;
                     let view = tensor.view.as_ref().ok_or_else(|| {
                         breach(ContractBreach::NoStorage, "the tensor has no storage".to_owned())
                     })?;
@@ -997,7 +1082,7 @@ impl SimRuntime {
                     Ok(Arc::clone(tensor))
                 })
                 .collect::<Result<Vec<Arc<Tensor>>, NrtError>>()
-            };
+        };
         Ok((bind(&model.inputs, inputs, "input")?, bind(&model.outputs, outputs, "output")?))
     }
 
@@ -1060,6 +1145,9 @@ impl SimRuntime {
                             group
                                 .join(program, *rank, args, self.config.collective_timeout)
                                 .map_err(|err| {
+                                    if group.is_closed() {
+                                        status = NrtStatus::Closed;
+                                    }
                                     err.unwrap_or_else(|| {
                                         status = NrtStatus::Timeout;
                                         format!(
@@ -1156,7 +1244,7 @@ impl SimRuntime {
             return Err(NrtError::new(status, format!("injected fault in {function}")));
         }
         let loaded = self.model(model)?;
-        let (inputs, outputs) = self.resolve_io(&loaded, input_set, output_set)?;
+        let (inputs, outputs) = self.resolve_io(function, &loaded, input_set, output_set)?;
         let _launch = lock(&self.cores[loaded.core as usize].launch);
         let mut status = NrtStatus::Success;
         for _ in 0..repeat_count {
@@ -1272,14 +1360,27 @@ impl Runtime for SimRuntime {
         if let Some(err) = &self.scope_error {
             return Err(NrtError::new(NrtStatus::Resource, format!("nrt_init: {err}")));
         }
+        self.collectives.reopen();
         self.lifecycle.store(INITIALIZED, Ordering::Release);
         Ok(())
     }
 
     fn close(&self) {
         if self.lifecycle.swap(CLOSED, Ordering::AcqRel) == INITIALIZED {
+            // Collectives first: a rank blocked in `nrt_barrier`, `nrt_all_gather` or a
+            // collective launch returns `NRT_CLOSED` now instead of waiting out its timeout, and
+            // every communicator and rendezvous is dropped (the next `nrt_init` starts afresh).
+            self.collectives.close();
+            let open = std::mem::take(&mut *lock(&self.rendezvous));
+            for group in open.values().flatten() {
+                group.rendezvous.close();
+            }
             let mut occupancy = lock(&self.occupancy);
-            write_lock(&self.models).clear();
+            let models = std::mem::take(&mut *write_lock(&self.models));
+            for (group, _) in models.values().filter_map(|model| model.group.as_ref()) {
+                group.close();
+            }
+            drop(models);
             occupancy.iter_mut().for_each(|n| *n = 0);
         } else {
             // Closing a runtime that was never initialized leaves it uninitialized.
@@ -1327,6 +1428,9 @@ impl Runtime for SimRuntime {
         })?;
         for core in &loaded.cores {
             occupancy[*core as usize] = occupancy[*core as usize].saturating_sub(1);
+        }
+        if let Some((group, rank)) = &loaded.group {
+            self.leave_group(group, *rank);
         }
         let now = self.events.now_ns();
         self.events.record(Event {
@@ -1744,11 +1848,8 @@ impl Runtime for SimRuntime {
         let this = self.shared()?;
         let lnc = cores.first().copied().unwrap_or(0);
         let key = self.queues.key(lnc, ExecutionUnit::Compute, queue.into())?;
-        if !read_lock(&self.sets).contains_key(&input_set) {
-            return Err(SimRuntime::unknown_set(input_set));
-        }
-        if !read_lock(&self.sets).contains_key(&output_set) {
-            return Err(SimRuntime::unknown_set(output_set));
+        for (set, which) in [(input_set, "input"), (output_set, "output")] {
+            self.check_no_freed_member(LibnrtFunction::nrta_execute_schedule, set, which)?;
         }
         let job: Job = Box::new(move |_| match this.execute(model, input_set, output_set)? {
             NrtStatus::Success => Ok(()),

@@ -72,3 +72,34 @@ fn a_rank_alone_in_a_world_of_two_times_out_with_nrt_timeout() {
         err.detail
     );
 }
+
+/// `nrt_close` while a rank waits in `nrt_barrier` for a peer that never comes: the barrier
+/// returns NRT_CLOSED at once, not after its (one hour) timeout, and after a new `nrt_init` the
+/// ranks meet on a fresh communicator.
+#[test]
+fn closing_the_runtime_ends_a_waiting_barrier_with_nrt_closed() {
+    let sim = four_core_sim();
+    sim.set_collective_timeout(Duration::from_secs(3600));
+    let status_of_barrier = thread::scope(|scope| {
+        let waiting = scope.spawn(|| sim.barrier(0, 0, 2));
+        // However the two threads interleave, the barrier ends with NRT_CLOSED: waiting for
+        // rank 1 when the close comes, or refused by the gate after it.
+        thread::sleep(Duration::from_millis(100));
+        sim.close();
+        status(waiting.join().expect("the rank panicked"))
+    });
+    assert_eq!(status_of_barrier, NrtStatus::Closed);
+    assert_eq!(status(sim.barrier(0, 0, 2)), NrtStatus::Closed, "after nrt_close");
+    sim.init(Framework::NoFw, "", "").unwrap();
+    sim.set_collective_timeout(Duration::from_secs(60));
+    let met = thread::scope(|scope| {
+        let ranks: Vec<_> = (0..2u32)
+            .map(|rank| {
+                let sim = &sim;
+                scope.spawn(move || status(sim.barrier(rank as i32, rank, 2)))
+            })
+            .collect();
+        ranks.into_iter().map(|rank| rank.join().expect("a rank panicked")).collect::<Vec<_>>()
+    });
+    assert_eq!(met, vec![NrtStatus::Success; 2]);
+}

@@ -270,6 +270,111 @@ fn the_ranks_of_a_collective_launch_meet_and_all_reduce() {
     assert_eq!(read, f32_bytes(&[1.0, 2.0, 3.0, 4.0]));
 }
 
+/// One rank's launch of a loaded collective model: writes `input` and returns what it read back.
+fn launch_rank(
+    sim: &SimRuntime,
+    model: ModelId,
+    vnc: i32,
+    input: &[f32],
+) -> Result<Vec<u8>, NrtError> {
+    let in_tensor = sim.tensor_allocate(Placement::Device, vnc, 16, b"in")?;
+    sim.tensor_write(in_tensor, 0, &f32_bytes(input))?;
+    let out_tensor = sim.tensor_allocate(Placement::Device, vnc, 16, b"out")?;
+    let (ins, outs) = (sim.allocate_tensor_set()?, sim.allocate_tensor_set()?);
+    sim.add_tensor_to_tensor_set(ins, b"input0", in_tensor)?;
+    sim.add_tensor_to_tensor_set(outs, b"output0", out_tensor)?;
+    sim.execute(model, ins, outs)?;
+    let mut read = vec![0u8; 16];
+    sim.tensor_read(out_tensor, 0, &mut read)?;
+    Ok(read)
+}
+
+/// Two instances of one collective model (the same NEFF loaded twice for ranks 0 and 1, on
+/// cores 0-1 and 2-3, as two `SpmdModel`s of one NEFF are), launched at once with different
+/// inputs: each instance's ranks meet each other, not the other instance's.
+#[test]
+fn two_instances_of_one_collective_model_launched_at_once_each_all_reduce_their_own_ranks() {
+    let description = ModelDescription::new("all_reduce")
+        .with_input("input0", Dltype::Float32, &[4])
+        .with_output("output0", Dltype::Float32, &[4])
+        .with_hlo(ALL_REDUCE);
+    let neff = neff_of(&description);
+    // (instance, rank) in load order: one instance after the other, then interleaved (rank 0
+    // of both, then rank 1 of both). The `k`-th load of each rank belongs to the `k`-th instance.
+    for order in [[(0, 0), (0, 1), (1, 0), (1, 1)], [(0, 0), (1, 0), (0, 1), (1, 1)]] {
+        let config = SimConfig {
+            collective_timeout: std::time::Duration::from_secs(60),
+            ..small_config(4, false)
+        };
+        let sim = SimRuntime::new(config).unwrap();
+        sim.init(Framework::NoFw, "", "").unwrap();
+        let mut models = [[None; 2]; 2];
+        for (instance, rank) in order {
+            let vnc = (2 * instance + rank) as i32;
+            models[instance][rank] =
+                Some(sim.load_collectives(&neff, vnc, 1, rank as u32, 2).unwrap());
+        }
+        // Instance 0's ranks bring 1 and 2, instance 1's bring 100 and 200.
+        let input = |instance: usize, rank: usize| {
+            let value = ((rank + 1) * if instance == 0 { 1 } else { 100 }) as f32;
+            [value, -value, 0.5, 2.0 * value]
+        };
+        // Rank 0 of instance 0 and rank 1 of instance 1 launch first and wait; had the two
+        // instances one rendezvous, those two would make a round of their own and mix 1 with
+        // 200. Then the other two ranks launch.
+        let reads: Vec<Vec<Result<Vec<u8>, NrtError>>> = std::thread::scope(|scope| {
+            let spawn = |instance: usize, rank: usize| {
+                let (sim, model) = (&sim, models[instance][rank].unwrap());
+                let vnc = (2 * instance + rank) as i32;
+                scope.spawn(move || launch_rank(sim, model, vnc, &input(instance, rank)))
+            };
+            let (first_0_0, first_1_1) = (spawn(0, 0), spawn(1, 1));
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            let (then_0_1, then_1_0) = (spawn(0, 1), spawn(1, 0));
+            [[first_0_0, then_0_1], [then_1_0, first_1_1]]
+                .into_iter()
+                .map(|ranks| ranks.into_iter().map(|h| h.join().unwrap()).collect())
+                .collect()
+        });
+        let sums = [f32_bytes(&[3.0, -3.0, 1.0, 6.0]), f32_bytes(&[300.0, -300.0, 1.0, 600.0])];
+        for (instance, ranks) in reads.into_iter().enumerate() {
+            for (rank, read) in ranks.into_iter().enumerate() {
+                assert_eq!(
+                    read.as_ref(),
+                    Ok(&sums[instance]),
+                    "load order {order:?}: instance {instance}, rank {rank}"
+                );
+            }
+        }
+    }
+}
+
+/// `nrt_close` while a rank of a collective launch waits for a peer that never comes: the
+/// launch returns NRT_CLOSED at once instead of waiting out its (one hour) timeout.
+#[test]
+fn closing_the_runtime_ends_a_waiting_collective_launch_with_nrt_closed() {
+    let config = SimConfig {
+        collective_timeout: std::time::Duration::from_secs(3600),
+        ..small_config(2, false)
+    };
+    let sim = SimRuntime::new(config).unwrap();
+    sim.init(Framework::NoFw, "", "").unwrap();
+    let description = ModelDescription::new("all_reduce")
+        .with_input("input0", Dltype::Float32, &[4])
+        .with_output("output0", Dltype::Float32, &[4])
+        .with_hlo(ALL_REDUCE);
+    let model = sim.load_collectives(&neff_of(&description), 0, 1, 0, 2).unwrap();
+    let error = std::thread::scope(|scope| {
+        let waiting = scope.spawn(|| launch_rank(&sim, model, 0, &[1.0; 4]));
+        // However the two threads interleave, the launch ends with NRT_CLOSED: waiting in the
+        // rendezvous when the close comes, or refused by the gate after it.
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        sim.close();
+        waiting.join().unwrap().expect_err("the runtime was closed")
+    });
+    assert_eq!(error.status, NrtStatus::Closed, "{error}");
+}
+
 /// A collective launch whose peers never come fails with NRT_TIMEOUT (within the configured
 /// timeout) instead of reporting success with outputs that were never written.
 #[test]
