@@ -5,6 +5,9 @@
 //! style, XLA's parse of the text serialized as a proto, and the proto jax lowered. The expected values are XLA's, never ours.
 //! One named test per fixture and check (`cargo test -p nrtsim-hlo --test text_xla conv`).
 //!
+//! `xla_loads_every_committed_proto` has XLA load every committed binary module under `tests/`
+//! from the proto (not the text) and compute, on seeded inputs, what it computes from the text.
+//!
 //! `fresh_export_matches_the_fixtures` re-runs the export with the pinned jax and requires the
 //! same bytes, so the fixtures are known to be XLA's output. It needs a Python with jax:
 //! `NRTSIM_PYTHON`, else `target/pyenv/bin/python` (made by `cargo xtask test`), else `python3`; without
@@ -196,6 +199,93 @@ fn fresh_export_matches_the_fixtures(python: &Path) -> Result<(), Failed> {
     }
 }
 
+/// Every committed binary module under `tests/` (the fixtures' `*.xla.pb` and `*.jax.pb`, and
+/// `xla/fixtures/*/module.pb` and `optimized.pb`), with the HLO text it came from.
+fn committed_protos() -> Vec<(PathBuf, PathBuf)> {
+    let mut pairs = Vec::new();
+    for base in fixtures() {
+        for suffix in [".xla.pb", ".jax.pb"] {
+            let proto = PathBuf::from(format!("{}{suffix}", base.display()));
+            if proto.is_file() {
+                pairs.push((proto, PathBuf::from(format!("{}.hlo", base.display()))));
+            }
+        }
+    }
+    let cases = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/xla/fixtures");
+    let mut dirs: Vec<PathBuf> =
+        fs::read_dir(&cases).unwrap().map(|e| e.unwrap().path()).filter(|p| p.is_dir()).collect();
+    dirs.sort();
+    for dir in dirs {
+        for name in ["module.pb", "optimized.pb"] {
+            pairs.push((dir.join(name), dir.join("module.hlo")));
+        }
+    }
+    pairs
+}
+
+/// XLA loads every committed proto from the proto and computes, on seeded inputs, what it
+/// computes from the module's text (all but the modules XLA CPU already optimised, which are
+/// only loaded); prints the counts.
+fn xla_loads_every_committed_proto(python: &Path) -> Result<(), Failed> {
+    let scratch = Path::new(env!("CARGO_TARGET_TMPDIR")).join("xla-load-protos");
+    fs::create_dir_all(&scratch).map_err(|e| e.to_string())?;
+    let pairs = committed_protos();
+    let mut jobs = Vec::new();
+    for (proto, text) in &pairs {
+        let module = hlo::decode_module(&fs::read(proto).map_err(|e| e.to_string())?)
+            .map_err(|e| format!("{}: {e}", proto.display()))?;
+        let shape = module
+            .host_program_shape
+            .ok_or_else(|| format!("{}: no host program shape", proto.display()))?;
+        let params: Vec<serde_json::Value> = shape
+            .parameters
+            .iter()
+            .map(|p| {
+                serde_json::json!({
+                    "type": p.element_type().as_str_name().to_lowercase(),
+                    "shape": p.dimensions,
+                })
+            })
+            .collect();
+        // A module XLA CPU already optimised is loaded only: compiling it again aborts XLA.
+        let run = !proto.ends_with("optimized.pb");
+        jobs.push(
+            serde_json::json!({ "proto": proto, "text": text, "params": params, "run": run }),
+        );
+    }
+    let jobs_path = scratch.join("jobs.json");
+    let report_path = scratch.join("report.json");
+    fs::write(&jobs_path, serde_json::Value::from(jobs).to_string()).map_err(|e| e.to_string())?;
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/xla/load_protos.py");
+    let out = Command::new(python)
+        .arg(&script)
+        .arg(&jobs_path)
+        .arg(&report_path)
+        .output()
+        .map_err(|e| format!("running {}: {e}", python.display()))?;
+    if !out.status.success() {
+        return Err(
+            format!("load_protos.py failed: {}", String::from_utf8_lossy(&out.stderr)).into()
+        );
+    }
+    let report: serde_json::Value =
+        serde_json::from_slice(&fs::read(&report_path).map_err(|e| e.to_string())?)
+            .map_err(|e| e.to_string())?;
+    let loaded = report["loaded"].as_u64().unwrap_or(0);
+    let ran = report["ran"].as_u64().unwrap_or(0);
+    eprintln!(
+        "text_xla: XLA loaded {loaded} of {} committed protos under hlo/tests from the proto, and \
+         computed the text's results from {ran} (the already-optimised ones are only loaded)",
+        pairs.len()
+    );
+    let failures: Vec<&str> =
+        report["failures"].as_array().into_iter().flatten().filter_map(|f| f.as_str()).collect();
+    if !failures.is_empty() || loaded != pairs.len() as u64 {
+        return Err(failures.join("\n").into());
+    }
+    Ok(())
+}
+
 fn main() {
     let args = Arguments::from_args();
     type Check = fn(&Path);
@@ -222,6 +312,18 @@ fn main() {
     trials.push(
         Trial::test("fresh_export_matches_the_fixtures", move || match &python {
             Ok(python) => fresh_export_matches_the_fixtures(python),
+            Err(reason) => Err(reason.clone().into()),
+        })
+        .with_ignored_flag(ignored),
+    );
+    let python = pyref::find_for(
+        "text_xla: xla_loads_every_committed_proto",
+        &["jax", "jaxlib", "numpy", "ml_dtypes"],
+    );
+    let ignored = pyref::ignored(&python);
+    trials.push(
+        Trial::test("xla_loads_every_committed_proto", move || match &python {
+            Ok(python) => xla_loads_every_committed_proto(python),
             Err(reason) => Err(reason.clone().into()),
         })
         .with_ignored_flag(ignored),

@@ -183,6 +183,11 @@ pub(crate) fn is_opcode(opcode: &str) -> bool {
     OPCODES.binary_search(&opcode).is_ok()
 }
 
+/// The words of the text form a name may not be written bare as: XLA's parser reads a bare
+/// `ROOT` or `ENTRY` where a name is expected as the keyword ("expects name"), and takes
+/// `%ROOT` as the name. The printer writes such a name with its `%`.
+pub(crate) const KEYWORDS: &[&str] = &["ROOT", "ENTRY", "HloModule"];
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -198,8 +203,3 @@ mod tests {
         }
     }
 }
-
-/// The words of the text form a name may not be written bare as: XLA's parser reads a bare
-/// `ROOT` or `ENTRY` where a name is expected as the keyword ("expects name"), and takes
-/// `%ROOT` as the name. The printer writes such a name with its `%`.
-pub(crate) const KEYWORDS: &[&str] = &["ROOT", "ENTRY", "HloModule"];
