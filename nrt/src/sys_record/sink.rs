@@ -24,7 +24,7 @@ pub const FORMAT_VERSION: u32 = 1;
 
 /// What a recording cannot carry, each written in the header as `# limit KEY: TEXT`, so that a
 /// replay can say what it did not check.
-pub const LIMITS: &[&str] = &[
+pub(crate) const LIMITS: &[&str] = &[
     "by-name: calls written `name(…)` (nrta_tensor_copy, nrta_get_sequence, the error lists of \
      error trackers, system-trace and profile options, collectives, calls with NULL outputs) \
      carry no arguments, so a replay does not re-issue them",
