@@ -31,6 +31,9 @@ const HEADER_MAGIC: &str = "# nrtsim-trace";
 /// The one recorded format version this replay reads.
 const FORMAT_VERSION: u32 = 1;
 
+/// A header line naming something the recording cannot carry (`# limit KEY: TEXT`).
+const LIMIT_PREFIX: &str = "# limit ";
+
 /// How many recorded lines before a divergence are shown.
 const CONTEXT_LINES: usize = 3;
 
@@ -150,6 +153,11 @@ impl Recording {
     /// The header lines (what was recorded, where and when).
     pub fn header(&self) -> &[String] {
         &self.header
+    }
+
+    /// What the recorder says it could not record: the header's `# limit TEXT` lines, as TEXT.
+    pub fn limits(&self) -> impl Iterator<Item = &str> {
+        self.header.iter().filter_map(|line| line.strip_prefix(LIMIT_PREFIX))
     }
 
     /// The file it was read from.
@@ -879,6 +887,21 @@ pub struct Outcome {
     pub issued: usize,
     /// Calls recorded by name only, not re-issued.
     pub skipped: usize,
+    /// Those calls by name, with how many of each.
+    pub skipped_by_name: std::collections::BTreeMap<String, usize>,
+}
+
+impl Outcome {
+    /// What this replay did not check, one sentence each: the recording's own limits (its
+    /// `# limit` header lines), then each call recorded by name only that it did not re-issue.
+    pub fn unchecked(&self, recording: &Recording) -> Vec<String> {
+        let limits = recording.limits().map(str::to_owned);
+        let calls = self.skipped_by_name.iter().map(|(name, count)| {
+            let calls = if *count == 1 { "call" } else { "calls" };
+            format!("{name}: {count} {calls} recorded by name only, not re-issued")
+        });
+        limits.chain(calls).collect()
+    }
 }
 
 /// Replays `recording` on `inner` (fresh and uninitialised: the recording initialises it), up
@@ -897,7 +920,8 @@ pub fn replay_on(recording: &Recording, inner: Arc<dyn Runtime>) -> Result<Outco
         handles: Handles::default(),
         last_error: None,
     };
-    let mut outcome = Outcome { divergence: None, issued: 0, skipped: 0 };
+    let mut outcome =
+        Outcome { divergence: None, issued: 0, skipped: 0, skipped_by_name: Default::default() };
     for (line, entry) in &recording.entries {
         let (name, args, text) = match entry {
             Entry::Comment => continue,
@@ -917,6 +941,7 @@ pub fn replay_on(recording: &Recording, inner: Arc<dyn Runtime>) -> Result<Outco
         trace.clear_lines();
         if matches!(issued, Issued::Skipped) {
             outcome.skipped += 1;
+            *outcome.skipped_by_name.entry(name.clone()).or_default() += 1;
             continue;
         }
         outcome.issued += 1;

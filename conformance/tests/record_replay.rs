@@ -302,6 +302,48 @@ fn a_changed_output_byte_is_reported_with_both_reads() {
     );
 }
 
+/// A recording's header lists what the recorder cannot carry, and a replay names each of those
+/// and every call it did not re-issue, so a clean replay does not claim more than it checked.
+#[test]
+fn a_replay_names_what_the_recording_could_not_check() {
+    let dir = scratch("limits");
+    let neff = scale_neff(2.0, &dir);
+    let (trace, output) = record(&dir, "flow", &c_test("client_flow"), &[&neff], &[]);
+    assert!(output.status.success(), "{}", text(&output));
+    let good = recorded(&trace);
+    let header: Vec<&str> = good.lines().take_while(|line| line.starts_with('#')).collect();
+    for key in ["by-name", "async-read", "settings"] {
+        let prefix = format!("# limit {key}: ");
+        assert!(header.iter().any(|line| line.starts_with(&prefix)), "no {prefix:?} in {header:?}");
+    }
+    // A call the recorder writes by name only, as it would for a program that copies
+    // asynchronously.
+    let edited = dir.join("edited.trace");
+    std::fs::write(
+        &edited,
+        good.replacen("close()", "nrta_tensor_copy(…) -> NRT_SUCCESS\nclose()", 1),
+    )
+    .unwrap();
+    std::fs::create_dir_all(dir.join("edited.trace.blobs")).unwrap();
+    for entry in std::fs::read_dir(dir.join("flow.trace.blobs")).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), dir.join("edited.trace.blobs").join(entry.file_name()))
+            .unwrap();
+    }
+    let output = replay(&edited, "sim", &[]);
+    assert!(output.status.success(), "{}", text(&output));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    for expected in [
+        "not checked: by-name: calls written `name(…)`",
+        "not checked: async-read: the bytes an nrta_tensor_read delivers are not recorded",
+        "not checked: settings: the recorded machine's configuration",
+        "not checked: nrta_tensor_copy: 1 call recorded by name only, not re-issued",
+        "not checked: get_status_as_str: ",
+    ] {
+        assert!(stdout.contains(expected), "no {expected:?} in\n{}", text(&output));
+    }
+}
+
 /// Foreign, other-version and truncated files, and a recording whose NEFF is missing, are
 /// refused with what was expected.
 #[test]

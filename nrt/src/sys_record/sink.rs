@@ -22,6 +22,18 @@ pub const HEADER_MAGIC: &str = "# nrtsim-trace";
 /// The version of the recorded format; a replay refuses any other.
 pub const FORMAT_VERSION: u32 = 1;
 
+/// What a recording cannot carry, each written in the header as `# limit KEY: TEXT`, so that a
+/// replay can say what it did not check.
+pub(crate) const LIMITS: &[&str] = &[
+    "by-name: calls written `name(…)` (nrta_tensor_copy, nrta_get_sequence, the error lists of \
+     error trackers, system-trace and profile options, collectives, calls with NULL outputs) \
+     carry no arguments, so a replay does not re-issue them",
+    "async-read: the bytes an nrta_tensor_read delivers are not recorded, so a replay does not \
+     compare them (a later synchronous read of the tensor is compared)",
+    "settings: the recorded machine's configuration (its NeuronCores, their memory, NEURON_RT_* \
+     variables) is not recorded, so a replay runs with its backend's own settings",
+];
+
 /// The kinds of handle renamed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum Kind {
@@ -105,7 +117,8 @@ impl Sink {
             format!("# instance {}", instance_type()),
             format!("# library {library}"),
         ];
-        for line in header {
+        for line in header.into_iter().chain(LIMITS.iter().map(|limit| format!("# limit {limit}")))
+        {
             sink.write_line(&line);
         }
         sink

@@ -190,6 +190,10 @@ pub(crate) fn replay(args: ReplayArgs) -> Result<bool> {
     for header in recording.header() {
         eprintln!("{header}");
     }
+    // What the replay could not compare, so a clean replay is not read as more than it is.
+    for unchecked in outcome.unchecked(&recording) {
+        println!("not checked: {unchecked}");
+    }
     if let Some(divergence) = outcome.divergence {
         print!("{}", divergence.report);
         return Ok(false);
