@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include <nrt/nrt.h>
+#include <nrt/nrt_async.h>
 #include <nrt/nrt_experimental.h>
 #include <nrt/nrt_version.h>
 
@@ -120,6 +121,8 @@ int main(int argc, char **argv) {
 
     /* The I/O contract at execute: a too-small tensor, then a missing name, are INVALID. */
     expect("load", nrt_load(neff, neff_size, 0, 1, &model), NRT_SUCCESS);
+    expect("schedule into a NULL sequence",
+           nrta_execute_schedule(model, set, set, 0, NULL, NULL), NRT_INVALID);
     nrt_tensor_set_t *outputs = NULL;
     nrt_tensor_t *small = NULL, *output = NULL;
     expect("allocate outputs", nrt_allocate_tensor_set(&outputs), NRT_SUCCESS);

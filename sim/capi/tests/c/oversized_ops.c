@@ -5,6 +5,7 @@
  * program first caps its own address space at what it already uses plus 1 GiB, so a library
  * that allocated the 4 GiB an operation names fails it with NRT_RESOURCE instead, and the check
  * names it; the caller's 16-byte buffers are never read past their end by a correct library.
+ * Ranges whose end overflows, and batch ops without a buffer, are refused too.
  * Prints "oversized ops ok" and exits 0, or names the first failed check and exits 1.
  */
 #define _DEFAULT_SOURCE
@@ -85,6 +86,28 @@ int main(void) {
     expect("nrt_tensor_read_batch with a 4 GiB op", nrt_tensor_read_batch(&read_batch, 1, false),
            NRT_INVALID);
     ensure(back[0] == 1 && back[15] == 16, "the valid op before the refused one was applied");
+
+    /* A range whose end does not fit in 64 bits is refused, not wrapped around to a small end. */
+    expect("nrt_tensor_read at offset SIZE_MAX", nrt_tensor_read(tensor, back, SIZE_MAX, 16),
+           NRT_INVALID);
+    expect("nrt_tensor_write at offset SIZE_MAX", nrt_tensor_write(tensor, buffer, SIZE_MAX, 16),
+           NRT_INVALID);
+    nrt_tensor_batch_op_t wrapping_ops[1] = {{UINT64_MAX, 16, back}};
+    nrt_tensor_batch_t wrapping_batch = {tensor, wrapping_ops, 1};
+    expect("nrt_tensor_read_batch at offset UINT64_MAX",
+           nrt_tensor_read_batch(&wrapping_batch, 1, false), NRT_INVALID);
+
+    /* An op with bytes to move and no buffer is refused; an empty op needs none. */
+    nrt_tensor_batch_op_t null_ops[1] = {{0, 16, NULL}};
+    nrt_tensor_batch_t null_batch = {tensor, null_ops, 1};
+    expect("nrt_tensor_write_batch from NULL", nrt_tensor_write_batch(&null_batch, 1, false),
+           NRT_INVALID);
+    expect("nrt_tensor_read_batch into NULL", nrt_tensor_read_batch(&null_batch, 1, false),
+           NRT_INVALID);
+    nrt_tensor_batch_op_t empty_ops[1] = {{0, 0, NULL}};
+    nrt_tensor_batch_t empty_batch = {tensor, empty_ops, 1};
+    expect("nrt_tensor_write_batch of an empty op", nrt_tensor_write_batch(&empty_batch, 1, false),
+           NRT_SUCCESS);
 
     /* The async calls schedule (the range is the request's to judge) and fail with INVALID. */
     nrta_error_tracker_t *tracker = NULL;
