@@ -174,6 +174,15 @@ impl Backend for LibnrtBackend {
                     return failed(format!("cannot configure the simulator: {message}"));
                 }
             };
+        } else if let Ok(config) = sim_config(&vector.case.sim) {
+            // A real libnrt reads the core scope from its own variables, so a vector that sets
+            // one gets it there too; a vector that sets none leaves this process's values.
+            let libnrt_own = [sim::config::VISIBLE_CORES_ENV, sim::config::NUM_CORES_ENV];
+            for (name, value) in sim::config::to_env(&config) {
+                if libnrt_own.contains(&name.as_str()) && !value.is_empty() {
+                    command.env(name, value);
+                }
+            }
         }
         command.arg(&vector.name);
         child::run(&mut command, &vector.name)
