@@ -22,6 +22,11 @@
 //!   (`hlo::eval::evaluate_spmd`), and every rank writes its own results. A rank whose peers do
 //!   not come within `SimConfig::collective_timeout` (default [`RENDEZVOUS_TIMEOUT`]) fails its
 //!   launch (`NRT_TIMEOUT`, outputs unwritten), never hangs.
+//! - **Every launch is bounded.** [`DeviceProgram::set_run_limits`] gives each run the
+//!   simulator's work budget and wall-clock limit (`SimConfig::work_budget`,
+//!   `SimConfig::launch_timeout`); a run that reaches either is [`LaunchError::OverLimit`], which
+//!   the runtime reports as `NRT_TIMEOUT` with the outputs unwritten, the status libnrt gives an
+//!   execution that overruns its own execution timeout (`docs/limits.md`).
 //! - **Layouts at the boundary.** A parameter or result with a non-default layout is read from or
 //!   written to the variable's bytes in that physical order (`Array::from_physical`).
 
@@ -71,6 +76,46 @@ pub enum DeviceProgramError {
     },
 }
 
+/// Why one launch of a device program produced no results.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum LaunchError {
+    /// The module failed on this launch's data (the interpreter's message).
+    #[error("{0}")]
+    Failed(String),
+    /// The run reached the work budget or the wall-clock limit of a launch.
+    #[error(
+        "{detail}; the launch limit is {variable}={value}, raise it (or set it to none) for a longer launch"
+    )]
+    OverLimit {
+        /// The interpreter's message, naming the instruction and the limit.
+        detail: String,
+        /// The simulator setting that sets the limit.
+        variable: &'static str,
+        /// Its value.
+        value: String,
+    },
+}
+
+impl LaunchError {
+    fn of(error: &hlo::eval::EvalError, options: &EvalOptions) -> LaunchError {
+        use hlo::eval::EvalError;
+        let detail = error.to_string();
+        match error.innermost() {
+            EvalError::WorkBudget { budget, .. } => LaunchError::OverLimit {
+                detail,
+                variable: crate::config::WORK_BUDGET_ENV,
+                value: budget.to_string(),
+            },
+            EvalError::TimeLimit { limit, .. } => LaunchError::OverLimit {
+                detail,
+                variable: crate::config::LAUNCH_TIMEOUT_ENV,
+                value: options.time_limit.unwrap_or(*limit).as_millis().to_string(),
+            },
+            _ => LaunchError::Failed(detail),
+        }
+    }
+}
+
 /// One input or output variable as the program sees it.
 #[derive(Clone, Debug)]
 pub struct IoVar {
@@ -100,6 +145,7 @@ pub struct DeviceProgram {
     module: HloModuleProto,
     collective: bool,
     program: Program,
+    options: EvalOptions,
     params: Vec<Leaf>,
     results: Vec<Leaf>,
 }
@@ -216,7 +262,22 @@ impl DeviceProgram {
                     | "partition-id"
             )
         });
-        Ok(DeviceProgram { source: bytes.to_vec(), module, collective, program, params, results })
+        Ok(DeviceProgram {
+            source: bytes.to_vec(),
+            module,
+            collective,
+            program,
+            options: EvalOptions::default(),
+            params,
+            results,
+        })
+    }
+
+    /// The work budget and wall-clock limit of each later launch (see the module docs).
+    pub fn set_run_limits(&mut self, work_budget: Option<u64>, time_limit: Option<Duration>) {
+        self.options.work_budget = work_budget;
+        self.options.time_limit = time_limit;
+        self.program.set_run_limits(work_budget, time_limit);
     }
 
     /// Whether the module has collective ops (or asks for its replica or partition id), so its
@@ -270,15 +331,17 @@ impl DeviceProgram {
     /// [`DeviceProgram::read_args`] gives them); the result is, per rank, what to write.
     ///
     /// # Errors
-    /// The interpreter's message, naming the rank that failed first.
-    pub fn run_ranks(&self, args_per_rank: &[Vec<Vec<u8>>]) -> Result<Vec<Written>, String> {
+    /// [`LaunchError::OverLimit`] when a rank reached a launch limit; otherwise
+    /// [`LaunchError::Failed`] with the interpreter's message, naming the rank that failed first.
+    pub fn run_ranks(&self, args_per_rank: &[Vec<Vec<u8>>]) -> Result<Vec<Written>, LaunchError> {
         let arrays = args_per_rank
             .iter()
             .map(|args| self.arrays(args))
-            .collect::<Result<Vec<_>, String>>()?;
-        let values = hlo::eval::evaluate_spmd(&self.module, &arrays, &EvalOptions::default())
-            .map_err(|err| err.to_string())?;
-        values.iter().map(|value| self.export(value)).collect()
+            .collect::<Result<Vec<_>, String>>()
+            .map_err(LaunchError::Failed)?;
+        let values = hlo::eval::evaluate_spmd(&self.module, &arrays, &self.options)
+            .map_err(|err| LaunchError::of(&err, &self.options))?;
+        values.iter().map(|value| self.export(value).map_err(LaunchError::Failed)).collect()
     }
 
     /// The module's bytes, as given to [`DeviceProgram::compile`].
@@ -290,14 +353,15 @@ impl DeviceProgram {
     /// result is, per output variable index, the bytes to write to it.
     ///
     /// # Errors
-    /// The interpreter's message for a failure only the data can cause.
+    /// [`LaunchError::OverLimit`] for a run that reached a launch limit, [`LaunchError::Failed`]
+    /// with the interpreter's message for another failure only the data can cause.
     pub fn run(
         &self,
         read: impl FnMut(usize, usize) -> Vec<u8>,
-    ) -> Result<Vec<(usize, Vec<u8>)>, String> {
-        let args = self.arrays(&self.read_args(read))?;
-        let value = self.program.run(&args).map_err(|err| err.to_string())?;
-        self.export(&value)
+    ) -> Result<Vec<(usize, Vec<u8>)>, LaunchError> {
+        let args = self.arrays(&self.read_args(read)).map_err(LaunchError::Failed)?;
+        let value = self.program.run(&args).map_err(|err| LaunchError::of(&err, &self.options))?;
+        self.export(&value).map_err(LaunchError::Failed)
     }
 }
 
@@ -439,7 +503,7 @@ pub const RENDEZVOUS_TIMEOUT: Duration = Duration::from_secs(30);
 pub type Written = Vec<(usize, Vec<u8>)>;
 
 /// Results of one round of a [`Rendezvous`], per rank.
-type RoundResults = Arc<Result<Vec<Written>, String>>;
+type RoundResults = Arc<Result<Vec<Written>, LaunchError>>;
 
 #[derive(Debug, Default)]
 struct Round {
@@ -475,20 +539,27 @@ impl Rendezvous {
     ///
     /// # Errors
     /// A rank out of range or already waiting, peers that do not come within `timeout`
-    /// (`Err(None)`), or the evaluation's message (`Err(Some(..))`).
+    /// (`Err(None)`), or the evaluation's failure (`Err(Some(..))`).
     pub fn join(
         &self,
         program: &DeviceProgram,
         rank: usize,
         args: Vec<Vec<u8>>,
         timeout: Duration,
-    ) -> Result<Vec<(usize, Vec<u8>)>, Option<String>> {
+    ) -> Result<Vec<(usize, Vec<u8>)>, Option<LaunchError>> {
         let mut round = self.round.lock().unwrap_or_else(PoisonError::into_inner);
         match round.args.get(rank) {
             Some(None) => {}
-            Some(Some(_)) => return Err(Some(format!("rank {rank} is already in this launch"))),
+            Some(Some(_)) => {
+                return Err(Some(LaunchError::Failed(format!(
+                    "rank {rank} is already in this launch"
+                ))));
+            }
             None => {
-                return Err(Some(format!("rank {rank} is outside the world of {}", self.world)));
+                return Err(Some(LaunchError::Failed(format!(
+                    "rank {rank} is outside the world of {}",
+                    self.world
+                ))));
             }
         }
         round.args[rank] = Some(args);
