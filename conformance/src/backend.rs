@@ -104,6 +104,12 @@ pub fn sim_config(settings: &SimSettings) -> Result<SimConfig, BackendError> {
     if let Some(instance) = &settings.instance {
         config.instance = instance.clone();
     }
+    if let Some(budget) = settings.work_budget {
+        config.work_budget = Some(budget);
+    }
+    if let Some(ms) = settings.launch_timeout_ms {
+        config.launch_timeout = Some(std::time::Duration::from_millis(ms));
+    }
     Ok(config)
 }
 

@@ -499,6 +499,12 @@ pub struct SimSettings {
     /// checked when the vector is read.
     #[serde(default, deserialize_with = "instance")]
     pub instance: Option<sim::Instance>,
+    /// The work budget of one launch, in element-operations (`NRTSIM_WORK_BUDGET`; default
+    /// the interpreter's).
+    pub work_budget: Option<u64>,
+    /// The wall-clock limit of one launch, in milliseconds (`NRTSIM_LAUNCH_TIMEOUT_MS`; default
+    /// none).
+    pub launch_timeout_ms: Option<u64>,
 }
 
 /// A NEFF described by its I/O boundary (its device program is the vector's `model.hlo`).

@@ -768,6 +768,35 @@ mod tests {
         assert_eq!(got.1, Ok(vec![(0, f32s(&[4.0, 4.0]))]));
     }
 
+    /// Nested loops of 10^7 iterations each: 10^14 inner iterations, carrying input0 through.
+    const RUNAWAY: &str = "HloModule runaway\n\ninner_cond {\n  s = (s32[], f32[2]) parameter(0)\n  i = s32[] get-tuple-element(s), index=0\n  n = s32[] constant(10000000)\n  ROOT lt = pred[] compare(i, n), direction=LT\n}\n\ninner_body {\n  s = (s32[], f32[2]) parameter(0)\n  i = s32[] get-tuple-element(s), index=0\n  x = f32[2] get-tuple-element(s), index=1\n  one = s32[] constant(1)\n  i1 = s32[] add(i, one)\n  ROOT t = (s32[], f32[2]) tuple(i1, x)\n}\n\nouter_body {\n  s = (s32[], f32[2]) parameter(0)\n  j = s32[] get-tuple-element(s), index=0\n  x = f32[2] get-tuple-element(s), index=1\n  zero = s32[] constant(0)\n  start = (s32[], f32[2]) tuple(zero, x)\n  done = (s32[], f32[2]) while(start), condition=inner_cond, body=inner_body\n  x1 = f32[2] get-tuple-element(done), index=1\n  one = s32[] constant(1)\n  j1 = s32[] add(j, one)\n  ROOT t = (s32[], f32[2]) tuple(j1, x1)\n}\n\nENTRY main {\n  input0 = f32[2] parameter(0)\n  zero = s32[] constant(0)\n  start = (s32[], f32[2]) tuple(zero, input0)\n  done = (s32[], f32[2]) while(start), condition=inner_cond, body=outer_body\n  ROOT output0 = f32[2] get-tuple-element(done), index=1\n}\n";
+
+    #[test]
+    fn a_run_over_a_launch_limit_is_over_limit_on_one_rank_and_on_many() {
+        let inputs = [var("input0", Dltype::Float32, 2)];
+        let outputs = [var("output0", Dltype::Float32, 2)];
+        let mut program =
+            DeviceProgram::compile(RUNAWAY.as_bytes(), "test", &inputs, &outputs).unwrap();
+        program.set_run_limits(Some(10_000), None);
+        let arg = f32s(&[1.0, 2.0]);
+        let over_budget = |err: LaunchError| match err {
+            LaunchError::OverLimit { variable, value, detail } => {
+                assert_eq!((variable, value.as_str()), ("NRTSIM_WORK_BUDGET", "10000"));
+                assert!(detail.contains("work budget of 10000 element-operations"), "{detail}");
+            }
+            other => panic!("expected OverLimit, got {other:?}"),
+        };
+        over_budget(program.run(|_, n| arg[..n].to_vec()).unwrap_err());
+        over_budget(program.run_ranks(&[vec![arg.clone()], vec![arg.clone()]]).unwrap_err());
+        program.set_run_limits(None, Some(Duration::from_millis(30)));
+        match program.run_ranks(&[vec![arg.clone()], vec![arg.clone()]]).unwrap_err() {
+            LaunchError::OverLimit { variable, value, .. } => {
+                assert_eq!((variable, value.as_str()), ("NRTSIM_LAUNCH_TIMEOUT_MS", "30"));
+            }
+            other => panic!("expected OverLimit, got {other:?}"),
+        }
+    }
+
     #[test]
     fn xla_order_needs_every_number_once() {
         assert_eq!(xla_order(&["input1", "input0"], "input"), Some(vec![1, 0]));
