@@ -61,7 +61,7 @@ pub(crate) enum HloCommand {
         /// Refuse inputs (the module, and each `.npy`) larger than this many bytes.
         #[arg(long, value_name = "BYTES", default_value_t = input::DEFAULT_MAX_HLO_BYTES)]
         max_input_bytes: u64,
-        /// The total work the run may do, in element-operations, or `none` (default 2^34).
+        /// The total work the run may do, in element-operations, or `none` (default 2^32).
         #[arg(long, value_name = "N|none", value_parser = parse_work_budget)]
         work_budget: Option<WorkBudget>,
         /// Stop the run after this many milliseconds of wall-clock time (default: no limit).

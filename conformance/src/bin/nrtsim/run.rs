@@ -60,7 +60,7 @@ pub(crate) struct RunArgs {
     #[arg(long, default_value_t = 16 << 30)]
     pub(crate) max_input_bytes: u64,
     /// The work one launch may do, in element-operations, or `none` (overrides
-    /// NRTSIM_WORK_BUDGET; default 2^34); a launch over it fails with NRT_TIMEOUT.
+    /// NRTSIM_WORK_BUDGET; default 2^32); a launch over it fails with NRT_TIMEOUT.
     #[arg(long, value_name = "N|none", value_parser = crate::hlo::parse_work_budget)]
     pub(crate) work_budget: Option<crate::hlo::WorkBudget>,
     /// The wall-clock limit of one launch in milliseconds (overrides NRTSIM_LAUNCH_TIMEOUT_MS;
