@@ -110,6 +110,12 @@ pub fn sim_config(settings: &SimSettings) -> Result<SimConfig, BackendError> {
         (None, Some(0) | None) => sim::config::CoreScope::All,
         (None, Some(count)) => sim::config::CoreScope::Count(count),
     };
+    if let Some(budget) = settings.work_budget {
+        config.work_budget = Some(budget);
+    }
+    if let Some(ms) = settings.launch_timeout_ms {
+        config.launch_timeout = Some(std::time::Duration::from_millis(ms));
+    }
     Ok(config)
 }
 

@@ -517,6 +517,12 @@ pub struct SimSettings {
     pub visible_cores: Option<sim::config::CoreScope>,
     /// `NEURON_RT_NUM_CORES` (0: all).
     pub num_cores: Option<u32>,
+    /// The work budget of one launch, in element-operations (`NRTSIM_WORK_BUDGET`; default
+    /// the interpreter's).
+    pub work_budget: Option<u64>,
+    /// The wall-clock limit of one launch, in milliseconds (`NRTSIM_LAUNCH_TIMEOUT_MS`; default
+    /// none).
+    pub launch_timeout_ms: Option<u64>,
 }
 
 /// A NEFF described by its I/O boundary (its device program is the vector's `model.hlo`).

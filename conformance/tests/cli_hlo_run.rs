@@ -97,3 +97,58 @@ fn run_refuses_an_input_of_the_wrong_shape() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("argument 0: expected f32[2,2], got f32[4]"), "{stderr}");
 }
+
+/// The nested-loop module of the interpreter's cases: 10^14 inner iterations.
+fn nested_loops(dir: &std::path::Path) -> (std::path::PathBuf, std::path::PathBuf) {
+    let case = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../hlo/tests/cases/nested_loops_stop_at_the_work_budget.hlo");
+    let module = dir.join("nested.hlo");
+    std::fs::copy(case, &module).unwrap();
+    let input = dir.join("x.npy");
+    std::fs::write(&input, abi::neff::npy::encode("<i4", &[], &0i32.to_le_bytes()).unwrap())
+        .unwrap();
+    (module, input)
+}
+
+#[test]
+fn run_over_the_work_budget_fails_naming_the_flag() {
+    let dir = scratch("work-budget");
+    let (module, input) = nested_loops(&dir);
+    let out = nrtsim(&[
+        "hlo",
+        "run",
+        module.to_str().unwrap(),
+        "--input",
+        input.to_str().unwrap(),
+        "--output-dir",
+        dir.join("out").to_str().unwrap(),
+        "--work-budget",
+        "100000",
+    ]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("raise the limit with --work-budget"), "{stderr}");
+    assert!(stderr.contains("work budget of 100000 element-operations"), "{stderr}");
+    assert!(!dir.join("out/output0.npy").exists(), "a stopped run wrote an output");
+}
+
+#[test]
+fn run_over_the_time_limit_fails_naming_the_flag() {
+    let dir = scratch("time-limit");
+    let (module, input) = nested_loops(&dir);
+    let out = nrtsim(&[
+        "hlo",
+        "run",
+        module.to_str().unwrap(),
+        "--input",
+        input.to_str().unwrap(),
+        "--work-budget",
+        "none",
+        "--time-limit-ms",
+        "50",
+    ]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("raise the limit with --time-limit-ms"), "{stderr}");
+    assert!(stderr.contains("time limit of 50 ms"), "{stderr}");
+}

@@ -9,6 +9,8 @@
 //! // tolerance 1e-6              relative tolerance for float outputs (default: exact)
 //! // budget 1024                 EvalOptions::budget_bytes for this case
 //! // while-limit 10              EvalOptions::max_while_iterations for this case
+//! // work-budget 1000            EvalOptions::work_budget for this case (`none`: no limit)
+//! // time-limit-ms 50            EvalOptions::time_limit for this case
 //! ```
 //!
 //! Values are numbers, `nan`, `inf`, `-inf`, `true`, `false`. Expected values are worked out by
@@ -98,6 +100,16 @@ fn parse_case(text: &str) -> Result<Case, String> {
             "while-limit" => {
                 case.options.max_while_iterations =
                     Some(rest.trim().parse().map_err(|e| format!("while-limit: {e}"))?)
+            }
+            "work-budget" => {
+                case.options.work_budget = match rest.trim() {
+                    "none" => None,
+                    n => Some(n.parse().map_err(|e| format!("work-budget: {e}"))?),
+                }
+            }
+            "time-limit-ms" => {
+                let ms: u64 = rest.trim().parse().map_err(|e| format!("time-limit-ms: {e}"))?;
+                case.options.time_limit = Some(std::time::Duration::from_millis(ms));
             }
             _ => {}
         }

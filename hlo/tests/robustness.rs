@@ -184,7 +184,11 @@ fn mutated_case_modules_never_panic() {
     paths.retain(|p| p.extension().is_some_and(|e| e == "hlo"));
     paths.sort();
     assert!(!paths.is_empty());
-    let options = EvalOptions { budget_bytes: 1 << 20, max_while_iterations: Some(1000) };
+    let options = EvalOptions {
+        budget_bytes: 1 << 20,
+        max_while_iterations: Some(1000),
+        ..EvalOptions::default()
+    };
     let mut evaluated = 0;
     let mut failed = 0;
     for path in &paths {

@@ -21,6 +21,10 @@
 //!   as the public headers of that release number it (legacy up to 2.27, hardware from 2.28,
 //!   `docs/dtype-numbering.md`); `NRTSIM_DTYPE_NUMBERING` overrides it. Both are fields, so a
 //!   harness can imitate an old library on purpose.
+//! - **A launch is bounded** by a work budget (on by default, `NRTSIM_WORK_BUDGET`) and an
+//!   optional wall-clock limit (`NRTSIM_LAUNCH_TIMEOUT_MS`); either fails the launch with
+//!   `NRT_TIMEOUT`, as libnrt fails an execution that overruns its own execution timeout
+//!   (see `docs/limits.md`).
 
 use std::time::Duration;
 
@@ -97,6 +101,13 @@ pub struct SimConfig {
     /// by `nrt_load_collectives`) waits for its peers before it fails with `NRT_TIMEOUT`
     /// (`NRTSIM_COLLECTIVE_TIMEOUT_MS`).
     pub collective_timeout: Duration,
+    /// The work one launch of a device program may do (per rank), in the interpreter's
+    /// element-operations (`hlo::eval::EvalOptions::work_budget`); `None` for no limit
+    /// (`NRTSIM_WORK_BUDGET`). A launch over it fails with `NRT_TIMEOUT`, outputs unwritten.
+    pub work_budget: Option<u64>,
+    /// How long one launch of a device program may run on the wall clock; `None` (the default)
+    /// for no limit (`NRTSIM_LAUNCH_TIMEOUT_MS`). A launch over it fails with `NRT_TIMEOUT`.
+    pub launch_timeout: Option<Duration>,
 }
 
 /// Which of the machine's NeuronCores a process sees, as libnrt's configuration guide describes
@@ -286,6 +297,8 @@ impl Default for SimConfig {
             hlo_source: None,
             instance: Instance::default(),
             collective_timeout: crate::device_program::RENDEZVOUS_TIMEOUT,
+            work_budget: Some(hlo::eval::DEFAULT_WORK_BUDGET),
+            launch_timeout: None,
         }
     }
 }
@@ -356,6 +369,10 @@ pub const QUIET_ENV: &str = "NRTSIM_QUIET";
 pub const INSTANCE_ENV: &str = "NRTSIM_INSTANCE";
 /// `NRTSIM_COLLECTIVE_TIMEOUT_MS`: [`SimConfig::collective_timeout`], in milliseconds.
 pub const COLLECTIVE_TIMEOUT_ENV: &str = "NRTSIM_COLLECTIVE_TIMEOUT_MS";
+/// `NRTSIM_WORK_BUDGET`: [`SimConfig::work_budget`], a number of element-operations or `none`.
+pub const WORK_BUDGET_ENV: &str = "NRTSIM_WORK_BUDGET";
+/// `NRTSIM_LAUNCH_TIMEOUT_MS`: [`SimConfig::launch_timeout`], in milliseconds, or `none`.
+pub const LAUNCH_TIMEOUT_ENV: &str = "NRTSIM_LAUNCH_TIMEOUT_MS";
 /// libnrt's `NEURON_FAIL_ON_NAN`: `1` sets [`SimConfig::numerical_errors`].
 pub const FAIL_ON_NAN_ENV: &str = "NEURON_FAIL_ON_NAN";
 /// libnrt's `NEURON_RT_NUMERICAL_ERRORS_VERBOSITY`: `critical` sets
@@ -455,6 +472,22 @@ pub fn from_nrtsim_env(lookup: impl Fn(&str) -> Option<String>) -> Result<SimCon
                 .map_err(|_| invalid(COLLECTIVE_TIMEOUT_ENV, &ms, "a number of milliseconds"))?,
         );
     }
+    if let Some(budget) = get(WORK_BUDGET_ENV) {
+        config.work_budget = match budget.to_ascii_lowercase().as_str() {
+            "none" => None,
+            _ => Some(budget.parse().map_err(|_| {
+                invalid(WORK_BUDGET_ENV, &budget, "a number of element-operations or none")
+            })?),
+        };
+    }
+    if let Some(ms) = get(LAUNCH_TIMEOUT_ENV) {
+        config.launch_timeout = match ms.to_ascii_lowercase().as_str() {
+            "none" => None,
+            _ => Some(Duration::from_millis(ms.parse().map_err(|_| {
+                invalid(LAUNCH_TIMEOUT_ENV, &ms, "a number of milliseconds or none")
+            })?)),
+        };
+    }
     if get(QUIET_ENV).as_deref() == Some("1") {
         config.warnings_to_stderr = false;
     }
@@ -506,6 +539,13 @@ pub fn to_env(config: &SimConfig) -> Vec<(String, String)> {
         (HLO_ENV, hlo),
         (INSTANCE_ENV, config.instance.name()),
         (COLLECTIVE_TIMEOUT_ENV, config.collective_timeout.as_millis().to_string()),
+        (WORK_BUDGET_ENV, config.work_budget.map_or_else(|| "none".to_owned(), |n| n.to_string())),
+        (
+            LAUNCH_TIMEOUT_ENV,
+            config
+                .launch_timeout
+                .map_or_else(|| "none".to_owned(), |limit| limit.as_millis().to_string()),
+        ),
         (QUIET_ENV, if config.warnings_to_stderr { "0" } else { "1" }.to_owned()),
         (FAIL_ON_NAN_ENV, if config.numerical_errors { "1" } else { "0" }.to_owned()),
         (NUMERICAL_ERRORS_VERBOSITY_ENV, String::new()),
@@ -549,6 +589,8 @@ mod tests {
             hlo_source: Some(HloSource::Directory(hlo_dir.clone())),
             instance: Instance::parse("trn2.48xlarge").expect("a known instance"),
             collective_timeout: Duration::from_millis(250),
+            work_budget: Some(1000),
+            launch_timeout: Some(Duration::from_millis(1500)),
         };
         let SimConfig {
             n_cores,
@@ -562,6 +604,8 @@ mod tests {
             hlo_source,
             instance,
             collective_timeout,
+            work_budget,
+            launch_timeout,
         } = &changed;
         let default = SimConfig::default();
         assert_ne!(*n_cores, default.n_cores);
@@ -578,6 +622,8 @@ mod tests {
         assert_ne!(*hlo_source, default.hlo_source);
         assert_ne!(*instance, default.instance);
         assert_ne!(*collective_timeout, default.collective_timeout);
+        assert_ne!(*work_budget, default.work_budget);
+        assert_ne!(*launch_timeout, default.launch_timeout);
         assert_eq!(through_env(&changed), Ok(changed.clone()));
         assert_eq!(through_env(&default), Ok(default));
         let file = SimConfig {
@@ -585,6 +631,29 @@ mod tests {
             ..changed
         };
         assert_eq!(through_env(&file), Ok(file));
+        let unlimited = SimConfig { work_budget: None, ..SimConfig::default() };
+        assert_eq!(through_env(&unlimited), Ok(unlimited));
+    }
+
+    #[test]
+    fn run_limits_read_numbers_and_none_and_refuse_anything_else() {
+        let lookup = |pairs: &'static [(&'static str, &'static str)]| {
+            move |name: &str| pairs.iter().find(|(n, _)| *n == name).map(|(_, v)| v.to_string())
+        };
+        let config =
+            from_nrtsim_env(lookup(&[(WORK_BUDGET_ENV, "5000"), (LAUNCH_TIMEOUT_ENV, "20")]))
+                .unwrap();
+        assert_eq!(config.work_budget, Some(5000));
+        assert_eq!(config.launch_timeout, Some(Duration::from_millis(20)));
+        let config = from_nrtsim_env(lookup(&[(WORK_BUDGET_ENV, "None")])).unwrap();
+        assert_eq!(config.work_budget, None);
+        let err = from_nrtsim_env(lookup(&[(WORK_BUDGET_ENV, "1e9")])).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "NRTSIM_WORK_BUDGET=\"1e9\" is invalid, expected a number of element-operations or none"
+        );
+        let err = from_nrtsim_env(lookup(&[(LAUNCH_TIMEOUT_ENV, "2s")])).unwrap_err();
+        assert!(err.to_string().starts_with("NRTSIM_LAUNCH_TIMEOUT_MS=\"2s\" is invalid"), "{err}");
     }
 
     /// The child's machine is what the parent wrote, whatever the parent's own environment says:

@@ -24,6 +24,11 @@
 //!   not come within `SimConfig::collective_timeout` (default [`RENDEZVOUS_TIMEOUT`]) fails its
 //!   launch (`NRT_TIMEOUT`, outputs unwritten), never hangs; `nrt_close` fails a waiting rank's
 //!   launch at once ([`Rendezvous::close`], `NRT_CLOSED`).
+//! - **Every launch is bounded.** [`DeviceProgram::set_run_limits`] gives each run the
+//!   simulator's work budget and wall-clock limit (`SimConfig::work_budget`,
+//!   `SimConfig::launch_timeout`); a run that reaches either is [`LaunchError::OverLimit`], which
+//!   the runtime reports as `NRT_TIMEOUT` with the outputs unwritten, the status libnrt gives an
+//!   execution that overruns its own execution timeout (`docs/limits.md`).
 //! - **Layouts at the boundary.** A parameter or result with a non-default layout is read from or
 //!   written to the variable's bytes in that physical order (`Array::from_physical`).
 
@@ -73,6 +78,46 @@ pub enum DeviceProgramError {
     },
 }
 
+/// Why one launch of a device program produced no results.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum LaunchError {
+    /// The module failed on this launch's data (the interpreter's message).
+    #[error("{0}")]
+    Failed(String),
+    /// The run reached the work budget or the wall-clock limit of a launch.
+    #[error(
+        "{detail}; the launch limit is {variable}={value}, raise it (or set it to none) for a longer launch"
+    )]
+    OverLimit {
+        /// The interpreter's message, naming the instruction and the limit.
+        detail: String,
+        /// The simulator setting that sets the limit.
+        variable: &'static str,
+        /// Its value.
+        value: String,
+    },
+}
+
+impl LaunchError {
+    fn of(error: &hlo::eval::EvalError, options: &EvalOptions) -> LaunchError {
+        use hlo::eval::EvalError;
+        let detail = error.to_string();
+        match error.innermost() {
+            EvalError::WorkBudget { budget, .. } => LaunchError::OverLimit {
+                detail,
+                variable: crate::config::WORK_BUDGET_ENV,
+                value: budget.to_string(),
+            },
+            EvalError::TimeLimit { limit, .. } => LaunchError::OverLimit {
+                detail,
+                variable: crate::config::LAUNCH_TIMEOUT_ENV,
+                value: options.time_limit.unwrap_or(*limit).as_millis().to_string(),
+            },
+            _ => LaunchError::Failed(detail),
+        }
+    }
+}
+
 /// One input or output variable as the program sees it.
 #[derive(Clone, Debug)]
 pub struct IoVar {
@@ -102,6 +147,7 @@ pub struct DeviceProgram {
     module: HloModuleProto,
     collective: bool,
     program: Program,
+    options: EvalOptions,
     params: Vec<Leaf>,
     results: Vec<Leaf>,
 }
@@ -218,7 +264,22 @@ impl DeviceProgram {
                     | "partition-id"
             )
         });
-        Ok(DeviceProgram { source: bytes.to_vec(), module, collective, program, params, results })
+        Ok(DeviceProgram {
+            source: bytes.to_vec(),
+            module,
+            collective,
+            program,
+            options: EvalOptions::default(),
+            params,
+            results,
+        })
+    }
+
+    /// The work budget and wall-clock limit of each later launch (see the module docs).
+    pub fn set_run_limits(&mut self, work_budget: Option<u64>, time_limit: Option<Duration>) {
+        self.options.work_budget = work_budget;
+        self.options.time_limit = time_limit;
+        self.program.set_run_limits(work_budget, time_limit);
     }
 
     /// Whether the module has collective ops (or asks for its replica or partition id), so its
@@ -272,15 +333,17 @@ impl DeviceProgram {
     /// [`DeviceProgram::read_args`] gives them); the result is, per rank, what to write.
     ///
     /// # Errors
-    /// The interpreter's message, naming the rank that failed first.
-    pub fn run_ranks(&self, args_per_rank: &[Vec<Vec<u8>>]) -> Result<Vec<Written>, String> {
+    /// [`LaunchError::OverLimit`] when a rank reached a launch limit; otherwise
+    /// [`LaunchError::Failed`] with the interpreter's message, naming the rank that failed first.
+    pub fn run_ranks(&self, args_per_rank: &[Vec<Vec<u8>>]) -> Result<Vec<Written>, LaunchError> {
         let arrays = args_per_rank
             .iter()
             .map(|args| self.arrays(args))
-            .collect::<Result<Vec<_>, String>>()?;
-        let values = hlo::eval::evaluate_spmd(&self.module, &arrays, &EvalOptions::default())
-            .map_err(|err| err.to_string())?;
-        values.iter().map(|value| self.export(value)).collect()
+            .collect::<Result<Vec<_>, String>>()
+            .map_err(LaunchError::Failed)?;
+        let values = hlo::eval::evaluate_spmd(&self.module, &arrays, &self.options)
+            .map_err(|err| LaunchError::of(&err, &self.options))?;
+        values.iter().map(|value| self.export(value).map_err(LaunchError::Failed)).collect()
     }
 
     /// The module's bytes, as given to [`DeviceProgram::compile`].
@@ -292,14 +355,15 @@ impl DeviceProgram {
     /// result is, per output variable index, the bytes to write to it.
     ///
     /// # Errors
-    /// The interpreter's message for a failure only the data can cause.
+    /// [`LaunchError::OverLimit`] for a run that reached a launch limit, [`LaunchError::Failed`]
+    /// with the interpreter's message for another failure only the data can cause.
     pub fn run(
         &self,
         read: impl FnMut(usize, usize) -> Vec<u8>,
-    ) -> Result<Vec<(usize, Vec<u8>)>, String> {
-        let args = self.arrays(&self.read_args(read))?;
-        let value = self.program.run(&args).map_err(|err| err.to_string())?;
-        self.export(&value)
+    ) -> Result<Vec<(usize, Vec<u8>)>, LaunchError> {
+        let args = self.arrays(&self.read_args(read)).map_err(LaunchError::Failed)?;
+        let value = self.program.run(&args).map_err(|err| LaunchError::of(&err, &self.options))?;
+        self.export(&value).map_err(LaunchError::Failed)
     }
 }
 
@@ -441,7 +505,7 @@ pub const RENDEZVOUS_TIMEOUT: Duration = Duration::from_secs(30);
 pub type Written = Vec<(usize, Vec<u8>)>;
 
 /// Results of one round of a [`Rendezvous`], per rank.
-type RoundResults = Arc<Result<Vec<Written>, String>>;
+type RoundResults = Arc<Result<Vec<Written>, LaunchError>>;
 
 #[derive(Debug, Default)]
 struct Round {
@@ -493,24 +557,35 @@ impl Rendezvous {
     ///
     /// # Errors
     /// A rank out of range or already waiting, a closed rendezvous, peers that do not come within
-    /// `timeout` (`Err(None)`), or the evaluation's message (`Err(Some(..))`).
+    /// `timeout` (`Err(None)`), or the evaluation's failure (`Err(Some(..))`).
     pub fn join(
         &self,
         program: &DeviceProgram,
         rank: usize,
         args: Vec<Vec<u8>>,
         timeout: Duration,
-    ) -> Result<Vec<(usize, Vec<u8>)>, Option<String>> {
-        let closed = || Err(Some(format!("rank {rank}: the runtime was closed (nrt_close)")));
+    ) -> Result<Vec<(usize, Vec<u8>)>, Option<LaunchError>> {
+        let closed = || {
+            Err(Some(LaunchError::Failed(format!(
+                "rank {rank}: the runtime was closed (nrt_close)"
+            ))))
+        };
         let mut round = self.round.lock().unwrap_or_else(PoisonError::into_inner);
         if round.closed {
             return closed();
         }
         match round.args.get(rank) {
             Some(None) => {}
-            Some(Some(_)) => return Err(Some(format!("rank {rank} is already in this launch"))),
+            Some(Some(_)) => {
+                return Err(Some(LaunchError::Failed(format!(
+                    "rank {rank} is already in this launch"
+                ))));
+            }
             None => {
-                return Err(Some(format!("rank {rank} is outside the world of {}", self.world)));
+                return Err(Some(LaunchError::Failed(format!(
+                    "rank {rank} is outside the world of {}",
+                    self.world
+                ))));
             }
         }
         round.args[rank] = Some(args);
@@ -759,6 +834,35 @@ mod tests {
         });
         assert_eq!(got.0, Ok(vec![(0, f32s(&[-2.0, -2.0]))]));
         assert_eq!(got.1, Ok(vec![(0, f32s(&[4.0, 4.0]))]));
+    }
+
+    /// Nested loops of 10^7 iterations each: 10^14 inner iterations, carrying input0 through.
+    const RUNAWAY: &str = "HloModule runaway\n\ninner_cond {\n  s = (s32[], f32[2]) parameter(0)\n  i = s32[] get-tuple-element(s), index=0\n  n = s32[] constant(10000000)\n  ROOT lt = pred[] compare(i, n), direction=LT\n}\n\ninner_body {\n  s = (s32[], f32[2]) parameter(0)\n  i = s32[] get-tuple-element(s), index=0\n  x = f32[2] get-tuple-element(s), index=1\n  one = s32[] constant(1)\n  i1 = s32[] add(i, one)\n  ROOT t = (s32[], f32[2]) tuple(i1, x)\n}\n\nouter_body {\n  s = (s32[], f32[2]) parameter(0)\n  j = s32[] get-tuple-element(s), index=0\n  x = f32[2] get-tuple-element(s), index=1\n  zero = s32[] constant(0)\n  start = (s32[], f32[2]) tuple(zero, x)\n  done = (s32[], f32[2]) while(start), condition=inner_cond, body=inner_body\n  x1 = f32[2] get-tuple-element(done), index=1\n  one = s32[] constant(1)\n  j1 = s32[] add(j, one)\n  ROOT t = (s32[], f32[2]) tuple(j1, x1)\n}\n\nENTRY main {\n  input0 = f32[2] parameter(0)\n  zero = s32[] constant(0)\n  start = (s32[], f32[2]) tuple(zero, input0)\n  done = (s32[], f32[2]) while(start), condition=inner_cond, body=outer_body\n  ROOT output0 = f32[2] get-tuple-element(done), index=1\n}\n";
+
+    #[test]
+    fn a_run_over_a_launch_limit_is_over_limit_on_one_rank_and_on_many() {
+        let inputs = [var("input0", Dltype::Float32, 2)];
+        let outputs = [var("output0", Dltype::Float32, 2)];
+        let mut program =
+            DeviceProgram::compile(RUNAWAY.as_bytes(), "test", &inputs, &outputs).unwrap();
+        program.set_run_limits(Some(10_000), None);
+        let arg = f32s(&[1.0, 2.0]);
+        let over_budget = |err: LaunchError| match err {
+            LaunchError::OverLimit { variable, value, detail } => {
+                assert_eq!((variable, value.as_str()), ("NRTSIM_WORK_BUDGET", "10000"));
+                assert!(detail.contains("work budget of 10000 element-operations"), "{detail}");
+            }
+            other => panic!("expected OverLimit, got {other:?}"),
+        };
+        over_budget(program.run(|_, n| arg[..n].to_vec()).unwrap_err());
+        over_budget(program.run_ranks(&[vec![arg.clone()], vec![arg.clone()]]).unwrap_err());
+        program.set_run_limits(None, Some(Duration::from_millis(30)));
+        match program.run_ranks(&[vec![arg.clone()], vec![arg.clone()]]).unwrap_err() {
+            LaunchError::OverLimit { variable, value, .. } => {
+                assert_eq!((variable, value.as_str()), ("NRTSIM_LAUNCH_TIMEOUT_MS", "30"));
+            }
+            other => panic!("expected OverLimit, got {other:?}"),
+        }
     }
 
     #[test]

@@ -42,7 +42,7 @@ pub mod sys_trace;
 pub use collectives::{CollectiveError, Collectives, Communicator, Operation};
 pub use config::{ImitatedRelease, Instance, SimConfig};
 pub use device_program::{
-    DeviceProgram, DeviceProgramError, HLO_ENV, HLO_MEMBER, HloSource, LaunchRecord,
+    DeviceProgram, DeviceProgramError, HLO_ENV, HLO_MEMBER, HloSource, LaunchError, LaunchRecord,
 };
 pub use fault::{FaultPlan, FaultPlanError, FaultRule, FaultTrigger};
 pub use model::{IoDescription, ModelDescription, SlotKind, VarDescription};

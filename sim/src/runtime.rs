@@ -38,7 +38,7 @@ use abi::trace::name_text;
 
 use crate::async_queues::{AsyncError, AsyncQueues, ExecutionUnit, Job};
 use crate::config::SimConfig;
-use crate::device_program::{DeviceProgram, IoVar, holds_nan};
+use crate::device_program::{DeviceProgram, IoVar, LaunchError, holds_nan};
 use crate::fault::{FaultInjector, FaultPlanError};
 use crate::memory::{
     CoreMemory, DeviceBlock, Place, Storage, copy_bytes, fill_bytes, read_bytes, staging_buffer,
@@ -937,10 +937,11 @@ impl SimRuntime {
                 } else {
                     description.hlo_origin.clone()
                 };
-                Some(
+                let mut program =
                     DeviceProgram::compile(hlo, &origin, &vars(&inputs), &vars(&outputs))
-                        .map_err(|err| invalid(err.to_string()))?,
-                )
+                        .map_err(|err| invalid(err.to_string()))?;
+                program.set_run_limits(self.config.work_budget, self.config.launch_timeout);
+                Some(program)
             }
             None => {
                 self.warn(WarningKind::OpaqueProgram, || format!(
@@ -1150,10 +1151,10 @@ impl SimRuntime {
                                     }
                                     err.unwrap_or_else(|| {
                                         status = NrtStatus::Timeout;
-                                        format!(
+                                        LaunchError::Failed(format!(
                                             "rank {rank}: the other ranks of the collective launch did not come within {:?}",
                                             self.config.collective_timeout
-                                        )
+                                        ))
                                     })
                                 })
                         }
@@ -1182,6 +1183,11 @@ impl SimRuntime {
                             }
                         }
                         Err(detail) => {
+                            // A run over a launch limit is what libnrt reports for an execution
+                            // past its execution timeout (docs/limits.md).
+                            if matches!(detail, LaunchError::OverLimit { .. }) {
+                                status = NrtStatus::Timeout;
+                            }
                             self.warn(WarningKind::DeviceProgramFailed, || {
                                 format!(
                                     "model {:?}: the device program failed: {detail}",
@@ -1212,8 +1218,11 @@ impl SimRuntime {
                 }
             }
         }
+        // A failed launch leaves every output as it was, staged copies included: the caller
+        // must not see stale device bytes as results.
+        let completed = status.is_completed();
         for (slot, tensor) in model.outputs.iter().zip(outputs) {
-            if in_place(tensor).is_none() {
+            if completed && in_place(tensor).is_none() {
                 if let Some(view) = &tensor.view {
                     copy_bytes(Place::Core(memory, starts[slot.slot]), view.place(0), slot.size);
                     model.counters.dma(false, slot.size as u64);

@@ -10,6 +10,8 @@ use super::conv::ConvPlan;
 use super::dot::DotPlan;
 use super::elementwise::{Binary, Direction, Unary};
 use super::gather::{GatherPlan, ScatterPlan};
+use std::time::Duration;
+
 use super::reduce::WindowDim;
 use super::shape_ops::PadDim;
 use super::tensor::{Data, Tensor};
@@ -214,6 +216,8 @@ pub(crate) struct Instr {
     pub(crate) shape: Shape,
     /// Values (by instruction index) whose last use is this instruction.
     pub(crate) frees: Vec<usize>,
+    /// The work this instruction is charged when it runs (see the `eval` module docs).
+    pub(crate) work: u64,
 }
 
 /// One computation of the plan.
@@ -294,6 +298,14 @@ impl Program {
         }
         let entry = compiler.plan[&entry_index];
         Ok(Program { comps: compiler.comps, entry, options: options.clone() })
+    }
+
+    /// Sets the limits every later run of this program gets ([`EvalOptions::work_budget`] and
+    /// [`EvalOptions::time_limit`]): they are read when a run starts, not at compile time, so a
+    /// runtime that compiles a module at load can apply its per-launch limits afterwards.
+    pub fn set_run_limits(&mut self, work_budget: Option<u64>, time_limit: Option<Duration>) {
+        self.options.work_budget = work_budget;
+        self.options.time_limit = time_limit;
     }
 
     /// The entry computation's parameter shapes, as text such as `f32[2,3]`.
@@ -418,6 +430,52 @@ pub(crate) fn parse_shape(shape: &proto::ShapeProto) -> Result<Shape, Fail> {
 }
 
 /// Bytes of every array in a shape; `None` on overflow.
+/// The array elements of a shape, tuples summed (saturating).
+fn shape_elems(shape: &Shape) -> u64 {
+    match shape {
+        Shape::Array(a) => a.dims.iter().fold(1u64, |n, &d| n.saturating_mul(d as u64)),
+        Shape::Tuple(items) => items.iter().fold(0u64, |n, s| n.saturating_add(shape_elems(s))),
+        Shape::Token => 0,
+    }
+}
+
+/// The work an instruction is charged each time it runs: [`super::INSTRUCTION_WORK`], plus the
+/// elements it reads and writes, plus the inner products of dot, convolution and windowed ops.
+/// Ops that only pass values on (tuples, parameters, loops, calls) are charged the fixed part
+/// alone: what their callees do is charged by the callees' own instructions.
+fn work_of(op: &Op, shape: &Shape, operands: &[&Shape]) -> u64 {
+    let fixed = super::INSTRUCTION_WORK;
+    let moved =
+        || operands.iter().fold(shape_elems(shape), |n, s| n.saturating_add(shape_elems(s)));
+    let window = |window: &[WindowDim]| {
+        window.iter().fold(1u64, |n, w| n.saturating_mul(w.size.max(1) as u64))
+    };
+    let extra = match op {
+        Op::Parameter(_)
+        | Op::Constant(_)
+        | Op::Tuple
+        | Op::GetTupleElement(_)
+        | Op::Call(_)
+        | Op::While { .. }
+        | Op::Conditional { .. }
+        | Op::PassThrough
+        | Op::AfterAll
+        | Op::ReplicaId => return fixed,
+        Op::Dot(plan) => plan.multiply_adds(),
+        Op::Convolution(plan) => plan.multiply_adds(shape_elems(shape)),
+        Op::ReduceWindow { window: dims, .. } => shape_elems(shape).saturating_mul(window(dims)),
+        Op::SelectAndScatter { window: dims, .. } => {
+            operands.get(1).map_or(0, |s| shape_elems(s)).saturating_mul(window(dims))
+        }
+        Op::Sort { .. } => {
+            let n = shape_elems(shape);
+            n.saturating_mul(u64::from(64 - n.leading_zeros()))
+        }
+        _ => 0,
+    };
+    fixed.saturating_add(moved()).saturating_add(extra)
+}
+
 fn shape_bytes(shape: &Shape) -> Option<u64> {
     match shape {
         Shape::Array(a) => {
@@ -691,12 +749,14 @@ impl Compiler<'_> {
         check_budget(shape_bytes(&shape), self.options.budget_bytes)?;
         let operand_shapes: Vec<&Shape> = operands.iter().map(|&o| &earlier[o].shape).collect();
         let op = self.op(instruction, &shape, &operand_shapes)?;
+        let work = work_of(&op, &shape, &operand_shapes);
         Ok(Instr {
             name: instruction.name.clone(),
             op,
             operands: operands.to_vec(),
             shape,
             frees: Vec::new(),
+            work,
         })
     }
 

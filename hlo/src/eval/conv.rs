@@ -76,6 +76,14 @@ fn permutation(dims: Vec<usize>, rank: usize, what: &str) -> Result<Vec<usize>, 
 }
 
 impl ConvPlan {
+    /// The multiply-adds of one convolution with `out_elems` output elements (saturating), for
+    /// the work budget: each output element sums over the kernel's input features and window.
+    pub(crate) fn multiply_adds(&self, out_elems: u64) -> u64 {
+        self.spatial.iter().fold(out_elems.saturating_mul(self.kernel_in as u64), |n, s| {
+            n.saturating_mul(s.kernel.max(1) as u64)
+        })
+    }
+
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         input: &ArrayShape,

@@ -43,6 +43,11 @@ fn invalid(detail: String) -> Fail {
 }
 
 impl DotPlan {
+    /// The multiply-adds of one product (saturating), for the work budget.
+    pub(crate) fn multiply_adds(&self) -> u64 {
+        [self.batch, self.m, self.k, self.n].iter().fold(1u64, |n, &d| n.saturating_mul(d as u64))
+    }
+
     pub(crate) fn new(
         lhs: &ArrayShape,
         rhs: &ArrayShape,

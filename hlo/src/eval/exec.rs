@@ -1,6 +1,8 @@
 //! The executor: runs a compiled computation instruction by instruction.
 
+use std::cell::Cell;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use super::collective::Exchange;
 use super::compile::{Comp, Op, Program, Reducer, Shape};
@@ -44,6 +46,63 @@ pub(crate) struct Ctx<'p> {
     pub(crate) program: &'p Program,
     pub(crate) rank: usize,
     pub(crate) exchange: Option<&'p Exchange>,
+    meter: Meter,
+}
+
+/// One rank's work count and clock (see the module docs of `eval`): plain cells, since a rank
+/// runs its instructions on one thread.
+struct Meter {
+    used: Cell<u64>,
+    budget: Option<u64>,
+    deadline: Option<(Instant, Duration)>,
+    until_clock: Cell<u32>,
+}
+
+impl Meter {
+    /// A fresh count, with the clock started now when the options set a time limit.
+    fn start(program: &Program) -> Meter {
+        let options = &program.options;
+        Meter {
+            used: Cell::new(0),
+            budget: options.work_budget,
+            deadline: options
+                .time_limit
+                .map(|limit| (Instant::now().checked_add(limit).unwrap_or_else(far_future), limit)),
+            until_clock: Cell::new(super::CLOCK_EVERY),
+        }
+    }
+
+    /// Charges an instruction's work before it runs.
+    fn charge(&self, work: u64) -> Result<(), Fail> {
+        let used = self.used.get().saturating_add(work);
+        if let Some(budget) = self.budget
+            && used > budget
+        {
+            return Err(Fail::WorkBudget(budget));
+        }
+        self.used.set(used);
+        Ok(())
+    }
+
+    /// After an instruction ran: reads the clock every [`super::CLOCK_EVERY`] instructions, and
+    /// after heavy ones.
+    fn check_clock(&self, work: u64) -> Result<(), Fail> {
+        let Some((deadline, limit)) = self.deadline else { return Ok(()) };
+        let left = self.until_clock.get().saturating_sub(1);
+        if left > 0 && work < super::HEAVY_WORK {
+            self.until_clock.set(left);
+            return Ok(());
+        }
+        self.until_clock.set(super::CLOCK_EVERY);
+        if Instant::now() >= deadline { Err(Fail::TimeLimit(limit)) } else { Ok(()) }
+    }
+}
+
+/// A deadline for a limit too long to add to the clock: about a century from now, which is
+/// never in practice.
+fn far_future() -> Instant {
+    let now = Instant::now();
+    now.checked_add(Duration::from_secs(100 * 365 * 86_400)).unwrap_or(now)
 }
 
 impl Program {
@@ -57,7 +116,7 @@ impl Program {
     /// [`EvalError::ArgumentCount`] / [`EvalError::Argument`] for arguments that do not match
     /// the parameters, and any error an instruction raises.
     pub fn run(&self, args: &[Array]) -> Result<Value, EvalError> {
-        let ctx = Ctx { program: self, rank: 0, exchange: None };
+        let ctx = Ctx { program: self, rank: 0, exchange: None, meter: Meter::start(self) };
         let vals = self.bind(args)?;
         let out = ctx.call(self.entry, vals)?;
         export(&out)
@@ -132,7 +191,12 @@ impl Program {
                     .name(format!("hlo-rank-{rank}"))
                     .stack_size(64 << 20)
                     .spawn_scoped(scope, move || {
-                        let ctx = Ctx { program: self, rank, exchange: Some(exchange) };
+                        let ctx = Ctx {
+                            program: self,
+                            rank,
+                            exchange: Some(exchange),
+                            meter: Meter::start(self),
+                        };
                         let result = self
                             .bind(args)
                             .and_then(|vals| ctx.call(self.entry, vals))
@@ -271,7 +335,10 @@ impl Ctx<'_> {
         let mut slots: Vec<Option<Val>> = vec![None; comp.instrs.len()];
         for (k, instr) in comp.instrs.iter().enumerate() {
             let value = self
-                .exec(comp, k, &slots, &mut args)
+                .meter
+                .charge(instr.work)
+                .and_then(|()| self.exec(comp, k, &slots, &mut args))
+                .and_then(|value| self.meter.check_clock(instr.work).map(|()| value))
                 .map_err(|fail| fail.at(&comp.name, &instr.name, self.budget()))?;
             slots[k] = Some(value);
             for &f in &instr.frees {

@@ -18,6 +18,23 @@
 //!   failing rank aborts, so a failure on one rank is an error on all, never a hang.
 //! - While loops stop with [`EvalError::WhileLimit`] after [`EvalOptions::max_while_iterations`]
 //!   (default 10^7), since a test bench must not hang on a loop that never ends.
+//! - A per-loop cap does not bound a run: two nested loops each under it run 10^14 iterations.
+//!   So a run also has a total **work budget** ([`EvalOptions::work_budget`], default
+//!   [`DEFAULT_WORK_BUDGET`]) counted in *element-operations*, not instructions, because one
+//!   instruction over a large tensor is as much work as many over scalars. Each instruction is
+//!   charged, before it runs, [`INSTRUCTION_WORK`] (the interpreter's fixed cost of dispatching
+//!   and allocating, which dominates scalar loops) plus the elements it reads and writes, plus
+//!   its inner products for dot, convolution and windowed ops. Costs are computed once at
+//!   compile time, and the count is a plain per-rank integer added to once per instruction, never
+//!   per element and never atomic; a charge that would pass the budget stops the run with
+//!   [`EvalError::WorkBudget`] before that instruction does any work. Called computations
+//!   (loop bodies, comparators, non-trivial reducers) charge their own instructions.
+//! - A wall-clock limit ([`EvalOptions::time_limit`], default none) is checked at the same
+//!   points, reading the clock every [`CLOCK_EVERY`] instructions and after any instruction
+//!   heavier than [`HEAVY_WORK`], and stops the run with [`EvalError::TimeLimit`]. One
+//!   instruction is never interrupted, so the limit is overrun by at most that instruction.
+//!   In an SPMD run each rank has its own count and its own clock check (a launch of a NEFF on
+//!   several cores is one program per core), and a rank that stops aborts the others.
 
 mod collective;
 mod compile;
@@ -32,9 +49,30 @@ pub(crate) mod shape_ops;
 mod sort;
 pub(crate) mod tensor;
 
+use std::time::Duration;
+
 use crate::dtype::ElementType;
 use crate::proto;
 pub use compile::Program;
+
+/// The default [`EvalOptions::work_budget`]: 2^32 (about 4.3 × 10^9) element-operations.
+///
+/// Enough for four 1024×1024×1024 products in one run, far above what the vectors and HLO cases
+/// need (they pass under it); a runaway scalar loop reaches it in about two minutes in a debug
+/// build on a busy two-core machine (measured: 10^8 units in 3 s, `docs/limits.md`), and in
+/// seconds in a release build.
+pub const DEFAULT_WORK_BUDGET: u64 = 1 << 32;
+
+/// The work every instruction is charged besides its elements: the interpreter's fixed cost per
+/// instruction (operand lookup, dispatch, an allocation) is about that of this many element
+/// operations.
+pub const INSTRUCTION_WORK: u64 = 16;
+
+/// How many instructions run between two readings of the clock when a time limit is set.
+pub const CLOCK_EVERY: u32 = 256;
+
+/// An instruction charged at least this much work reads the clock after it runs.
+pub const HEAVY_WORK: u64 = 1 << 16;
 
 /// The naive loops the benchmark compares the interpreter's kernels with.
 pub mod baseline {
@@ -81,11 +119,22 @@ pub struct EvalOptions {
     /// How many iterations one `while` may run before the evaluation fails; `None` for no limit.
     /// Default 10^7.
     pub max_while_iterations: Option<u64>,
+    /// The total work one run (one rank of it) may do, in element-operations (see the module
+    /// docs); `None` for no limit. Default [`DEFAULT_WORK_BUDGET`].
+    pub work_budget: Option<u64>,
+    /// How long one run may take on the wall clock, from the start of [`Program::run`] (or of an
+    /// SPMD run); `None` for no limit, the default.
+    pub time_limit: Option<Duration>,
 }
 
 impl Default for EvalOptions {
     fn default() -> Self {
-        EvalOptions { budget_bytes: 4 << 30, max_while_iterations: Some(10_000_000) }
+        EvalOptions {
+            budget_bytes: 4 << 30,
+            max_while_iterations: Some(10_000_000),
+            work_budget: Some(DEFAULT_WORK_BUDGET),
+            time_limit: None,
+        }
     }
 }
 
@@ -156,6 +205,31 @@ pub enum EvalError {
         /// The limit.
         limit: u64,
     },
+    /// The run would pass [`EvalOptions::work_budget`] with this instruction, which did not run.
+    #[error(
+        "computation {computation}, instruction {instruction}: the run would exceed its work budget of {budget} element-operations (EvalOptions::work_budget), expected a module that finishes within it"
+    )]
+    WorkBudget {
+        /// The computation's name.
+        computation: String,
+        /// The instruction's name.
+        instruction: String,
+        /// The budget.
+        budget: u64,
+    },
+    /// The run was still going when [`EvalOptions::time_limit`] passed.
+    #[error(
+        "computation {computation}, instruction {instruction}: still running after the time limit of {} ms (EvalOptions::time_limit)",
+        limit.as_millis()
+    )]
+    TimeLimit {
+        /// The computation's name.
+        computation: String,
+        /// The instruction that had just run.
+        instruction: String,
+        /// The limit.
+        limit: Duration,
+    },
     /// The number of arguments differs from the entry computation's parameters.
     #[error("expected {expected} arguments for the entry computation, got {got}")]
     ArgumentCount {
@@ -190,6 +264,17 @@ pub enum EvalError {
     },
 }
 
+impl EvalError {
+    /// The error itself, or for [`EvalError::Rank`] the rank's own error (unwrapped to the
+    /// bottom), so a caller can tell which limit stopped an SPMD run.
+    pub fn innermost(&self) -> &EvalError {
+        match self {
+            EvalError::Rank { source, .. } => source.innermost(),
+            other => other,
+        }
+    }
+}
+
 /// Failures inside kernels, given their computation and instruction by the executor.
 #[derive(Debug)]
 pub(crate) enum Fail {
@@ -203,6 +288,10 @@ pub(crate) enum Fail {
     Alloc { bytes: u64 },
     /// A while loop reached its limit.
     WhileLimit(u64),
+    /// The run's work budget would be passed.
+    WorkBudget(u64),
+    /// The run's time limit passed.
+    TimeLimit(Duration),
     /// A bug of ours that we refuse to turn into a panic.
     Internal(String),
     /// An error from a called computation, already with its own context.
@@ -226,6 +315,8 @@ impl Fail {
             }
             Fail::Alloc { bytes } => EvalError::OutOfMemory { computation, instruction, bytes },
             Fail::WhileLimit(limit) => EvalError::WhileLimit { computation, instruction, limit },
+            Fail::WorkBudget(budget) => EvalError::WorkBudget { computation, instruction, budget },
+            Fail::TimeLimit(limit) => EvalError::TimeLimit { computation, instruction, limit },
             Fail::Nested(error) => *error,
         }
     }

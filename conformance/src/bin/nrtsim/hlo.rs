@@ -61,6 +61,12 @@ pub(crate) enum HloCommand {
         /// Refuse inputs (the module, and each `.npy`) larger than this many bytes.
         #[arg(long, value_name = "BYTES", default_value_t = input::DEFAULT_MAX_HLO_BYTES)]
         max_input_bytes: u64,
+        /// The total work the run may do, in element-operations, or `none` (default 2^32).
+        #[arg(long, value_name = "N|none", value_parser = parse_work_budget)]
+        work_budget: Option<WorkBudget>,
+        /// Stop the run after this many milliseconds of wall-clock time (default: no limit).
+        #[arg(long, value_name = "MS")]
+        time_limit_ms: Option<u64>,
     },
     /// Parse HLO text (or re-encode a binary module) and write a binary HloModuleProto.
     ///
@@ -91,8 +97,17 @@ pub(crate) fn run(command: HloCommand) -> Result<()> {
                 None => write_output(Path::new("-"), text.as_bytes()),
             }
         }
-        HloCommand::Run { file, inputs, output_dir, budget_bytes, max_input_bytes } => {
-            run_module(&file, &inputs, output_dir.as_deref(), budget_bytes, max_input_bytes)
+        HloCommand::Run {
+            file,
+            inputs,
+            output_dir,
+            budget_bytes,
+            max_input_bytes,
+            work_budget,
+            time_limit_ms,
+        } => {
+            let limits = RunLimits { work_budget, time_limit_ms };
+            run_module(&file, &inputs, output_dir.as_deref(), budget_bytes, max_input_bytes, limits)
         }
         HloCommand::Encode { file, output, max_input_bytes } => {
             let module = load(&file, true, max_input_bytes)?;
@@ -122,18 +137,44 @@ fn write_output(path: &Path, bytes: &[u8]) -> Result<()> {
     }
 }
 
+/// `--work-budget`: a number of element-operations, or `None` for `none`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct WorkBudget(pub(crate) Option<u64>);
+
+/// Parses `--work-budget` and `nrtsim run --work-budget`.
+pub(crate) fn parse_work_budget(text: &str) -> Result<WorkBudget, String> {
+    match text.trim() {
+        "none" => Ok(WorkBudget(None)),
+        n => n
+            .parse()
+            .map(|n| WorkBudget(Some(n)))
+            .map_err(|_| format!("expected a number of element-operations or none, got {text:?}")),
+    }
+}
+
+/// The run limits `nrtsim hlo run` takes from its flags.
+struct RunLimits {
+    work_budget: Option<WorkBudget>,
+    time_limit_ms: Option<u64>,
+}
+
 fn run_module(
     file: &Path,
     inputs: &[PathBuf],
     output_dir: Option<&Path>,
     budget_bytes: Option<u64>,
     max_input_bytes: u64,
+    limits: RunLimits,
 ) -> Result<()> {
     let module = load(file, true, max_input_bytes)?;
     let mut options = hlo::eval::EvalOptions::default();
     if let Some(budget) = budget_bytes {
         options.budget_bytes = budget;
     }
+    if let Some(WorkBudget(budget)) = limits.work_budget {
+        options.work_budget = budget;
+    }
+    options.time_limit = limits.time_limit_ms.map(std::time::Duration::from_millis);
     let program = hlo::eval::Program::compile(&module, &options)
         .with_context(|| format!("compiling {}", file.display()))?;
     let parameters = program.parameter_types();
@@ -151,7 +192,19 @@ fn run_module(
         let bytes = input::read_capped(path, max_input_bytes)?;
         args.push(npy_to_array(&bytes, ty).with_context(|| format!("reading {}", path.display()))?);
     }
-    let value = program.run(&args).with_context(|| format!("evaluating {}", file.display()))?;
+    let value = program.run(&args).map_err(|err| {
+        // Name the flag that raises the limit the run reached.
+        let flag = match err.innermost() {
+            hlo::eval::EvalError::WorkBudget { .. } => Some("--work-budget N (or none)"),
+            hlo::eval::EvalError::TimeLimit { .. } => Some("--time-limit-ms MS"),
+            _ => None,
+        };
+        let error = anyhow::Error::new(err).context(format!("evaluating {}", file.display()));
+        match flag {
+            Some(flag) => error.context(format!("raise the limit with {flag}")),
+            None => error,
+        }
+    })?;
     let dir = output_dir.unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     for (i, array) in value.flatten().into_iter().enumerate() {

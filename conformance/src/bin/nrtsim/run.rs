@@ -62,7 +62,30 @@ pub(crate) struct RunArgs {
     /// in bytes; each is held in memory whole.
     #[arg(long, value_name = "BYTES", default_value_t = input::DEFAULT_MAX_RUN_BYTES)]
     pub(crate) max_input_bytes: u64,
+    /// The work one launch may do, in element-operations, or `none` (overrides
+    /// NRTSIM_WORK_BUDGET; default 2^32); a launch over it fails with NRT_TIMEOUT.
+    #[arg(long, value_name = "N|none", value_parser = crate::hlo::parse_work_budget)]
+    pub(crate) work_budget: Option<crate::hlo::WorkBudget>,
+    /// The wall-clock limit of one launch in milliseconds (overrides NRTSIM_LAUNCH_TIMEOUT_MS;
+    /// default none); a launch over it fails with NRT_TIMEOUT.
+    #[arg(long, value_name = "MS")]
+    pub(crate) launch_timeout_ms: Option<u64>,
 }
+
+impl RunArgs {
+    /// The flags' launch limits applied over `config` (which the environment gave).
+    pub(crate) fn apply_limits(&self, config: &mut SimConfig) {
+        if let Some(crate::hlo::WorkBudget(budget)) = self.work_budget {
+            config.work_budget = budget;
+        }
+        if let Some(ms) = self.launch_timeout_ms {
+            config.launch_timeout = Some(std::time::Duration::from_millis(ms));
+        }
+    }
+}
+
+/// The hint for a launch that failed with `NRT_TIMEOUT`: which flags raise the limits.
+pub(crate) const LIMIT_HINT: &str = "the launch reached its work budget or time limit: raise it with --work-budget N (or none) or --launch-timeout-ms MS";
 
 /// The npy descr of a dltype.
 pub(crate) fn descr_of(dltype: Dltype) -> &'static str {
@@ -196,7 +219,8 @@ pub(crate) fn run(args: RunArgs) -> Result<bool> {
         description.hlo_origin = origin;
     }
     let inputs = read_inputs(&args, &description.inputs)?;
-    let config = SimConfig { warnings_to_stderr: !args.allow_opaque, ..SimConfig::from_env()? };
+    let mut config = SimConfig { warnings_to_stderr: !args.allow_opaque, ..SimConfig::from_env()? };
+    args.apply_limits(&mut config);
     let runtime = SimRuntime::new(config).map_err(|err| anyhow!("{err}"))?;
     let nrt = |what: &str, err: abi::runtime::NrtError| {
         anyhow!("{what}: {} ({})", err.detail, err.status.name())
@@ -231,8 +255,11 @@ pub(crate) fn run(args: RunArgs) -> Result<bool> {
             .map_err(|e| nrt(&format!("output {:?}", io.name), e))?;
         outputs.push((io, tensor, size));
     }
-    let status =
-        runtime.execute(model, input_set, output_set).map_err(|e| nrt("nrt_execute", e))?;
+    let status = runtime.execute(model, input_set, output_set).map_err(|e| {
+        let timed_out = e.status == NrtStatus::Timeout;
+        let error = nrt("nrt_execute", e);
+        if timed_out { error.context(LIMIT_HINT) } else { error }
+    })?;
     std::fs::create_dir_all(&args.output_dir)
         .with_context(|| format!("creating {}", args.output_dir.display()))?;
     for (io, tensor, size) in outputs {

@@ -213,6 +213,7 @@ pub(crate) fn run(args: &RunArgs) -> Result<bool> {
         anyhow!("{}: {} ({})", args.neff.display(), err.detail, err.status.name())
     })?;
     let mut config = SimConfig { warnings_to_stderr: !args.allow_opaque, ..SimConfig::from_env()? };
+    args.apply_limits(&mut config);
     let mut _scratch = None;
     if let Some((hlo, _origin)) = program(args, description.hlo.is_some())? {
         let path = match &args.hlo {
@@ -245,7 +246,14 @@ pub(crate) fn run(args: &RunArgs) -> Result<bool> {
         if progress {
             eprint!("\rlaunch {launch}/{}", args.repeat);
         }
-        let output = model.forward(&inputs).map_err(|err| anyhow!("forward: {err}"))?;
+        let output = model.forward(&inputs).map_err(|err| {
+            let error = anyhow!("forward: {err}");
+            if error.to_string().contains("NRT_TIMEOUT") {
+                error.context(crate::run::LIMIT_HINT)
+            } else {
+                error
+            }
+        })?;
         if output.status != NrtStatus::Success && failed.is_none() {
             failed = Some((launch, output.status));
         }
