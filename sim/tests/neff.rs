@@ -349,14 +349,10 @@ fn two_instances_of_one_collective_model_launched_at_once_each_all_reduce_their_
     }
 }
 
-/// `nrt_close` while a rank of a collective launch waits for a peer that never comes: the
-/// launch returns NRT_CLOSED at once instead of waiting out its (one hour) timeout.
-#[test]
-fn closing_the_runtime_ends_a_waiting_collective_launch_with_nrt_closed() {
-    let config = SimConfig {
-        collective_timeout: std::time::Duration::from_secs(3600),
-        ..small_config(2, false)
-    };
+/// A simulator with rank 0 of a two-rank all-reduce loaded on core 0, whose peers wait
+/// `collective_timeout` for each other.
+fn rank0_of_an_all_reduce_of_two(collective_timeout: std::time::Duration) -> (SimRuntime, ModelId) {
+    let config = SimConfig { collective_timeout, ..small_config(2, false) };
     let sim = SimRuntime::new(config).unwrap();
     sim.init(Framework::NoFw, "", "").unwrap();
     let description = ModelDescription::new("all_reduce")
@@ -364,6 +360,14 @@ fn closing_the_runtime_ends_a_waiting_collective_launch_with_nrt_closed() {
         .with_output("output0", Dltype::Float32, &[4])
         .with_hlo(ALL_REDUCE);
     let model = sim.load_collectives(&neff_of(&description), 0, 1, 0, 2).unwrap();
+    (sim, model)
+}
+
+/// `nrt_close` while a rank of a collective launch waits for a peer that never comes: the
+/// launch returns NRT_CLOSED at once instead of waiting out its (one hour) timeout.
+#[test]
+fn closing_the_runtime_ends_a_waiting_collective_launch_with_nrt_closed() {
+    let (sim, model) = rank0_of_an_all_reduce_of_two(std::time::Duration::from_secs(3600));
     let error = std::thread::scope(|scope| {
         let waiting = scope.spawn(|| launch_rank(&sim, model, 0, &[1.0; 4]));
         // However the two threads interleave, the launch ends with NRT_CLOSED: waiting in the
@@ -379,17 +383,7 @@ fn closing_the_runtime_ends_a_waiting_collective_launch_with_nrt_closed() {
 /// timeout) instead of reporting success with outputs that were never written.
 #[test]
 fn a_collective_launch_without_its_peers_times_out() {
-    let config = SimConfig {
-        collective_timeout: std::time::Duration::from_millis(200),
-        ..small_config(2, false)
-    };
-    let sim = SimRuntime::new(config).unwrap();
-    sim.init(Framework::NoFw, "", "").unwrap();
-    let description = ModelDescription::new("all_reduce")
-        .with_input("input0", Dltype::Float32, &[4])
-        .with_output("output0", Dltype::Float32, &[4])
-        .with_hlo(ALL_REDUCE);
-    let model = sim.load_collectives(&neff_of(&description), 0, 1, 0, 2).unwrap();
+    let (sim, model) = rank0_of_an_all_reduce_of_two(std::time::Duration::from_millis(200));
     let input = sim.tensor_allocate(Placement::Device, 0, 16, b"in").unwrap();
     let output = sim.tensor_allocate(Placement::Device, 0, 16, b"out").unwrap();
     sim.tensor_write(output, 0, &f32_bytes(&[7.0; 4])).unwrap();

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include <nrt/nrt.h>
+#include <nrt/nrt_async.h>
 
 /* `got` must be `want`; the message names both statuses by libnrt's own strings. */
 static inline void expect(const char *what, NRT_STATUS got, NRT_STATUS want) {
@@ -38,6 +39,18 @@ static inline void *read_file(const char *path, size_t *size) {
     fclose(file);
     *size = (size_t)length;
     return bytes;
+}
+
+/* Polls a request until it completes; a request that never completes fails the program. */
+static inline void wait_for(nrta_seq_t seq) {
+    for (long spin = 0; spin < 200000000L; spin++) {
+        bool done = false;
+        expect("nrta_is_completed", nrta_is_completed(seq, &done), NRT_SUCCESS);
+        if (done) {
+            return;
+        }
+    }
+    ensure(0, "an async request completes");
 }
 
 #endif

@@ -34,18 +34,6 @@ static void cap_address_space(void) {
     ensure(setrlimit(RLIMIT_AS, &limit) == 0, "cap the address space");
 }
 
-/* Polls a request until it completes; a request that never completes fails the program. */
-static void wait_for(nrta_seq_t seq) {
-    for (long spin = 0; spin < 200000000L; spin++) {
-        bool done = false;
-        expect("nrta_is_completed", nrta_is_completed(seq, &done), NRT_SUCCESS);
-        if (done) {
-            return;
-        }
-    }
-    ensure(0, "an async request completes");
-}
-
 /* The tracker lists exactly one failure, request `seq` with NRT_INVALID. */
 static void expect_one_invalid(nrta_error_tracker_t *tracker, nrta_seq_t seq, const char *what) {
     const nrta_error_t *errors = NULL;

@@ -41,18 +41,6 @@ static void on_exec(void *params, uint32_t model_id, uint32_t vnc, uint64_t job_
     last_callback_status = status;
 }
 
-/* Polls a request until it completes; a request that never completes fails the program. */
-static void wait_for(nrta_seq_t seq) {
-    for (long spin = 0; spin < 200000000L; spin++) {
-        bool done = false;
-        expect("nrta_is_completed", nrta_is_completed(seq, &done), NRT_SUCCESS);
-        if (done) {
-            return;
-        }
-    }
-    ensure(0, "an async request completes");
-}
-
 int main(int argc, char **argv) {
     ensure(argc == 3, "usage: public_api MODEL.neff PROFILE.json");
     size_t neff_size = 0;
