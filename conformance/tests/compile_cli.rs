@@ -473,3 +473,25 @@ fn the_simulator_loads_the_mark_only_with_its_member() {
     assert_eq!(refused.status, NrtStatus::UnsupportedNeffVersion, "{refused}");
     sim.load(&bytes, 0, 1).unwrap();
 }
+
+#[test]
+fn names_that_look_like_the_defaults_are_still_names() {
+    // Parameter 0 is named `input1` and parameter 1 `input0`: the NEFF binds by its signature
+    // order (parameter order), not by the number in the name.
+    let hlo = NAMED
+        .replace("neff_input_names=\"b\"", "neff_input_names=\"input1\"")
+        .replace("neff_input_names=\"a\"", "neff_input_names=\"input0\"")
+        .replace("output0,output1", "output1,output0");
+    let options = conformance::compile::CompileOptions::new(conformance::compile::Target::Trn2);
+    let neff = conformance::compile::compile(hlo.as_bytes(), &options).unwrap();
+    let loaded = Loaded::new(&neff);
+    loaded.input("input1", &[1.0, 2.0, 3.0, 4.0]);
+    loaded.input("input0", &[10.0, 20.0, 30.0, 40.0]);
+    let difference = loaded.tensor("output1", &[0.0; 4]);
+    let product = loaded.tensor("output0", &[0.0; 4]);
+    loaded.output("output1", difference);
+    loaded.output("output0", product);
+    loaded.execute();
+    assert_eq!(loaded.read(difference), [-9.0, -18.0, -27.0, -36.0]);
+    assert_eq!(loaded.read(product), [-90.0, -360.0, -810.0, -1440.0]);
+}

@@ -10,7 +10,9 @@
 //!   exactly `input0..input{n-1}` (outputs: `output0..output{m-1}`), in any order, is an
 //!   XLA-compiled side: parameter `i` is `input{i}`, result leaf `j` is `output{j}`. Otherwise
 //!   parameter `i` is the `i`-th input of the signature and result leaf `j` its `j`-th output (an
-//!   NKI NEFF with inputs `x`, `y`).
+//!   NKI NEFF with inputs `x`, `y`). A NEFF from the simulator's compile target (it holds
+//!   `sim/compile.json`) always binds by signature order, which is its parameter order: its
+//!   names are the producer's, and `input1` on parameter 0 is a name, not a number.
 //! - **Every check at load.** [`DeviceProgram::compile`] compiles the module once
 //!   (`hlo::eval::Program::compile`) and checks the count of parameters and result leaves, their
 //!   element types against the signature's dltypes and their byte sizes against the variables';
@@ -237,6 +239,21 @@ impl DeviceProgram {
         inputs: &[IoVar],
         outputs: &[IoVar],
     ) -> Result<DeviceProgram, DeviceProgramError> {
+        DeviceProgram::compile_bound(bytes, origin, inputs, outputs, false)
+    }
+
+    /// [`DeviceProgram::compile`], binding by signature order whatever the names when
+    /// `signature_order` is set (a NEFF from the simulator's compile target).
+    ///
+    /// # Errors
+    /// As [`DeviceProgram::compile`].
+    pub fn compile_bound(
+        bytes: &[u8],
+        origin: &str,
+        inputs: &[IoVar],
+        outputs: &[IoVar],
+        signature_order: bool,
+    ) -> Result<DeviceProgram, DeviceProgramError> {
         let module_error =
             |detail: String| DeviceProgramError::Module { origin: origin.to_owned(), detail };
         let module = hlo::load_module(bytes).map_err(|err| module_error(err.to_string()))?;
@@ -248,10 +265,12 @@ impl DeviceProgram {
             |detail: String| DeviceProgramError::Binding { origin: origin.to_owned(), detail };
         let param_layouts = program.parameter_layouts();
         let result_layouts = program.result_layouts();
-        let params = bind_side(&params, &param_layouts, inputs, "parameter", "input")
-            .map_err(binding_error)?;
-        let results = bind_side(&results, &result_layouts, outputs, "result", "output")
-            .map_err(binding_error)?;
+        let params =
+            bind_side(&params, &param_layouts, inputs, "parameter", "input", signature_order)
+                .map_err(binding_error)?;
+        let results =
+            bind_side(&results, &result_layouts, outputs, "result", "output", signature_order)
+                .map_err(binding_error)?;
         let collective = module.computations.iter().flat_map(|c| &c.instructions).any(|i| {
             matches!(
                 i.opcode.as_str(),
@@ -444,9 +463,11 @@ fn bind_side(
     vars: &[IoVar],
     leaf_kind: &str,
     var_kind: &str,
+    signature_order: bool,
 ) -> Result<Vec<Leaf>, String> {
     let names: Vec<&str> = vars.iter().map(|var| var.name.as_str()).collect();
-    let (order, rule) = match xla_order(&names, var_kind) {
+    let by_name = if signature_order { None } else { xla_order(&names, var_kind) };
+    let (order, rule) = match by_name {
         Some(order) => (order, format!("{leaf_kind} i is {var_kind}{{i}}")),
         None => ((0..vars.len()).collect(), format!("{leaf_kind} i is the i-th {var_kind}")),
     };
