@@ -284,10 +284,13 @@ fn leaves<'s>(shape: &'s ShapeProto, out: &mut Vec<&'s ShapeProto>) {
 }
 
 fn tensor(what: &str, name: String, shape: &ShapeProto) -> Result<CompiledTensor, CompileError> {
+    // PRED is written as `uint8`, as producers map it (libnrt has no bool dtype); the simulator
+    // binds a PRED leaf to a `uint8` variable.
     let dltype = Dltype::ALL
         .iter()
         .copied()
         .find(|d| sim::device_program::primitive_of(*d) as i32 == shape.element_type)
+        .map(|d| if d == Dltype::Bool { Dltype::Uint8 } else { d })
         .ok_or_else(|| CompileError::NoDtype {
             what: what.to_owned(),
             element_type: PrimitiveType::try_from(shape.element_type)

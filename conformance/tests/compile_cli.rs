@@ -495,3 +495,25 @@ fn names_that_look_like_the_defaults_are_still_names() {
     assert_eq!(loaded.read(difference), [-9.0, -18.0, -27.0, -36.0]);
     assert_eq!(loaded.read(product), [-90.0, -360.0, -810.0, -1440.0]);
 }
+
+#[test]
+fn a_boolean_result_is_a_uint8_output_holding_0_or_1() {
+    let hlo = "HloModule cmp\n\nENTRY main {\n  x = f32[4] parameter(0)\n  y = f32[4] parameter(1)\n  ROOT gt = pred[4] compare(x, y), direction=GT\n}\n";
+    let options = conformance::compile::CompileOptions::new(conformance::compile::Target::Trn1);
+    let bytes = conformance::compile::compile(hlo.as_bytes(), &options).unwrap();
+    let neff = Neff::parse(&bytes, &ReadOptions::loader()).unwrap();
+    assert_eq!(neff.signature.outputs[0].dtype, "uint8");
+    assert_eq!(neff.graphs[0].var("output0").unwrap().size, Some(4));
+    let loaded = Loaded::new(&bytes);
+    loaded.input("input0", &[1.0, 5.0, -2.0, 7.0]);
+    loaded.input("input1", &[2.0, 4.0, -3.0, 7.0]);
+    let result = loaded.sim.tensor_allocate(Placement::Device, 0, 4, b"output0").unwrap();
+    loaded.output("output0", result);
+    loaded.execute();
+    let mut flags = [9u8; 4];
+    loaded.sim.tensor_read(result, 0, &mut flags).unwrap();
+    assert_eq!(flags, [0, 1, 1, 0]);
+    let info = loaded.sim.get_model_tensor_info(loaded.model).unwrap();
+    let output = info.iter().find(|entry| entry.name == "output0").unwrap();
+    assert_eq!(output.dtype, abi::dtype::NrtDtype::Uint8);
+}

@@ -13,6 +13,9 @@
 //!   NKI NEFF with inputs `x`, `y`). A NEFF from the simulator's compile target (it holds
 //!   `sim/compile.json`) always binds by signature order, which is its parameter order: its
 //!   names are the producer's, and `input1` on parameter 0 is a name, not a number.
+//! - **PRED is `uint8` at the boundary too.** A PRED parameter or result binds a `uint8`
+//!   variable as well as a `bool` one: neuronx-cc and the producers spell PRED as `uint8` (the
+//!   producers' dtype maps; nkipy reads a boolean result as uint8), and libnrt has no bool dtype.
 //! - **Every check at load.** [`DeviceProgram::compile`] compiles the module once
 //!   (`hlo::eval::Program::compile`) and checks the count of parameters and result leaves, their
 //!   element types against the signature's dltypes and their byte sizes against the variables';
@@ -494,7 +497,9 @@ fn bind_side(
             )
         };
         if let Some(dltype) = var.dltype {
-            if primitive_of(dltype) != ty {
+            // PRED travels as `uint8` in compiled NEFFs (one byte, 0 or 1), as producers map it.
+            let pred_as_u8 = ty == PrimitiveType::Pred && dltype == Dltype::Uint8;
+            if primitive_of(dltype) != ty && !pred_as_u8 {
                 return Err(format!(
                     "{}: element type {} against dltype {}",
                     what(),
