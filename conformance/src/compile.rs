@@ -16,7 +16,8 @@
 //! leaf of the entry result) is the `j`-th comma-separated name of the root instruction's
 //! `neff_output_names` when it has one, else `output{j}`. nkipy sets both attributes and drives
 //! the NEFF by those names; torch-neuronx producers set neither and use `input{i}`/`output{j}`
-//! (`docs/compile-target.md` has the evidence).
+//! (`docs/compile-target.md` has the evidence). A zero-element result is left out, as
+//! neuronx-cc does, unless every result is empty.
 //!
 //! **The NEFF.** Header version 2.0, `num_tpb` 1, `lnc_size` from `--lnc`, the name of the output
 //! file, a build version naming nrtsim, and [`SIMULATOR_TARGET_FEATURE_BIT`]; members
@@ -381,8 +382,19 @@ pub fn signature_of(module: &HloModuleProto) -> Result<CompiledSignature, Compil
         }
         None => (0..result_leaves.len()).map(|j| format!("output{j}")).collect(),
     };
+    // neuronx-cc leaves zero-element results out of the NEFF (nkipy materialises them on the
+    // host, `nkipy/runtime/execute.py`); a NEFF needs one output, so when every result is empty
+    // they all stay.
+    let all_empty = result_leaves.iter().all(|leaf| leaf.dimensions.contains(&0));
     let mut outputs = Vec::new();
+    // The output index of each result leaf written, for the aliases.
+    let mut output_of_leaf = Vec::new();
     for (j, (leaf, name)) in result_leaves.into_iter().zip(names).enumerate() {
+        if leaf.dimensions.contains(&0) && !all_empty {
+            output_of_leaf.push(None);
+            continue;
+        }
+        output_of_leaf.push(Some(outputs.len()));
         outputs.push(tensor(&format!("result {j} ({})", root.name), name, leaf)?);
     }
     let mut seen = BTreeSet::new();
@@ -399,20 +411,19 @@ pub fn signature_of(module: &HloModuleProto) -> Result<CompiledSignature, Compil
     let tuple_result = root_shape.element_type == PrimitiveType::Tuple as i32;
     let mut aliases = Vec::new();
     for entry in module.input_output_alias.iter().flat_map(|alias| &alias.entries) {
-        let output = match (tuple_result, entry.output_shape_index.as_slice()) {
+        let leaf = match (tuple_result, entry.output_shape_index.as_slice()) {
             (false, []) => Some(0),
             (true, [index]) => usize::try_from(*index).ok(),
             _ => None,
         };
+        let output = leaf.and_then(|leaf| output_of_leaf.get(leaf).copied().flatten());
         let input = entry
             .parameter_shape_index
             .is_empty()
             .then(|| input_of_parameter.get(&entry.parameter_number).copied())
             .flatten();
         if let (Some(output), Some(input)) = (output, input) {
-            if output < outputs.len() {
-                aliases.push((output, input));
-            }
+            aliases.push((output, input));
         }
     }
     Ok(CompiledSignature { inputs, outputs, aliases })

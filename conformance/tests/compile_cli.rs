@@ -517,3 +517,18 @@ fn a_boolean_result_is_a_uint8_output_holding_0_or_1() {
     let output = info.iter().find(|entry| entry.name == "output0").unwrap();
     assert_eq!(output.dtype, abi::dtype::NrtDtype::Uint8);
 }
+
+#[test]
+fn a_zero_element_result_is_left_out_and_the_rest_still_binds() {
+    let hlo = "HloModule empty\n\nENTRY main {\n  x = f32[4] parameter(0)\n  none = f32[0] slice(x), slice={[4:4]}\n  twice = f32[4] add(x, x)\n  ROOT r = (f32[0], f32[4]) tuple(none, twice)\n}\n";
+    let options = conformance::compile::CompileOptions::new(conformance::compile::Target::Trn2);
+    let bytes = conformance::compile::compile(hlo.as_bytes(), &options).unwrap();
+    let neff = Neff::parse(&bytes, &ReadOptions::loader()).unwrap();
+    assert_eq!(names(&neff), (vec!["input0".into()], vec!["output1".into()]));
+    let loaded = Loaded::new(&bytes);
+    loaded.input("input0", &[1.0, 2.0, 3.0, 4.0]);
+    let twice = loaded.tensor("output1", &[0.0; 4]);
+    loaded.output("output1", twice);
+    loaded.execute();
+    assert_eq!(loaded.read(twice), [2.0, 4.0, 6.0, 8.0]);
+}

@@ -13,6 +13,9 @@
 //!   NKI NEFF with inputs `x`, `y`). A NEFF from the simulator's compile target (it holds
 //!   `sim/compile.json`) always binds by signature order, which is its parameter order: its
 //!   names are the producer's, and `input1` on parameter 0 is a name, not a number.
+//! - **Zero-element results.** neuronx-cc leaves them out of the NEFF (nkipy,
+//!   `nkipy/runtime/execute.py`), and so does the simulator's compile target; for such a NEFF
+//!   (bound by signature order) a zero-element result leaf without a variable is dropped.
 //! - **PRED is `uint8` at the boundary too.** A PRED parameter or result binds a `uint8`
 //!   variable as well as a `bool` one: neuronx-cc and the producers spell PRED as `uint8` (the
 //!   producers' dtype maps; nkipy reads a boolean result as uint8), and libnrt has no bool dtype.
@@ -154,7 +157,8 @@ pub struct DeviceProgram {
     program: Program,
     options: EvalOptions,
     params: Vec<Leaf>,
-    results: Vec<Leaf>,
+    /// One entry per result leaf; `None` for a zero-element result the NEFF leaves out.
+    results: Vec<Option<Leaf>>,
 }
 
 /// The HLO element type of a dltype.
@@ -271,9 +275,8 @@ impl DeviceProgram {
         let params =
             bind_side(&params, &param_layouts, inputs, "parameter", "input", signature_order)
                 .map_err(binding_error)?;
-        let results =
-            bind_side(&results, &result_layouts, outputs, "result", "output", signature_order)
-                .map_err(binding_error)?;
+        let results = bind_results(&results, &result_layouts, outputs, signature_order)
+            .map_err(binding_error)?;
         let collective = module.computations.iter().flat_map(|c| &c.instructions).any(|i| {
             matches!(
                 i.opcode.as_str(),
@@ -342,6 +345,7 @@ impl DeviceProgram {
         }
         let mut written = Vec::with_capacity(arrays.len());
         for (leaf, array) in self.results.iter().zip(arrays) {
+            let Some(leaf) = leaf else { continue };
             let bytes = match &leaf.layout {
                 Some(layout) => array.to_physical(layout).map_err(|err| err.to_string())?,
                 None => array.bytes.clone(),
@@ -458,6 +462,30 @@ fn entry_leaves(module: &HloModuleProto) -> Result<(Vec<ShapeProto>, Vec<ShapePr
 /// signature order) of the variable that parameter or result `i` binds to.
 pub fn binding_order(names: &[&str], prefix: &str) -> Vec<usize> {
     xla_order(names, prefix).unwrap_or_else(|| (0..names.len()).collect())
+}
+
+/// Binds the result leaves. A compile-target NEFF (`signature_order`) leaves zero-element
+/// results out, as neuronx-cc does: when it has fewer outputs than the module has result
+/// leaves, the zero-element leaves are not bound and their (empty) values are dropped.
+fn bind_results(
+    shapes: &[ShapeProto],
+    layouts: &[Option<Vec<i64>>],
+    vars: &[IoVar],
+    signature_order: bool,
+) -> Result<Vec<Option<Leaf>>, String> {
+    let empty = |shape: &ShapeProto| shape.dimensions.contains(&0);
+    let drop_empty = signature_order && vars.len() < shapes.len();
+    let kept: Vec<usize> =
+        (0..shapes.len()).filter(|&index| !(drop_empty && empty(&shapes[index]))).collect();
+    let kept_shapes: Vec<ShapeProto> = kept.iter().map(|&index| shapes[index].clone()).collect();
+    let kept_layouts: Vec<Option<Vec<i64>>> =
+        kept.iter().map(|&index| layouts.get(index).cloned().flatten()).collect();
+    let bound = bind_side(&kept_shapes, &kept_layouts, vars, "result", "output", signature_order)?;
+    let mut results: Vec<Option<Leaf>> = (0..shapes.len()).map(|_| None).collect();
+    for (index, leaf) in kept.into_iter().zip(bound) {
+        results[index] = Some(leaf);
+    }
+    Ok(results)
 }
 
 fn bind_side(
