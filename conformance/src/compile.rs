@@ -546,3 +546,57 @@ fn write(
     sim::neff_load::add_hlo(&mut spec, module_bytes);
     Ok(spec.to_bytes()?)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refusal(hlo: &str) -> CompileError {
+        compile(hlo.as_bytes(), &CompileOptions::new(Target::Trn1)).unwrap_err()
+    }
+
+    #[test]
+    fn output_names_must_match_the_results() {
+        let hlo = "HloModule m\n\nENTRY main {\n  x = f32[2] parameter(0)\n  ROOT r = (f32[2], f32[2]) tuple(x, x), frontend_attributes={neff_output_names=\"only\"}\n}\n";
+        assert_eq!(
+            refusal(hlo),
+            CompileError::OutputNames { named: 1, names: vec!["only".into()], expected: 2 }
+        );
+    }
+
+    #[test]
+    fn names_must_be_unique_and_not_comments() {
+        let clash = "HloModule m\n\nENTRY main {\n  x = f32[2] parameter(0), frontend_attributes={neff_input_names=\"t\"}\n  ROOT y = f32[2] negate(x), frontend_attributes={neff_output_names=\"t\"}\n}\n";
+        assert_eq!(
+            refusal(clash),
+            CompileError::BadName { what: "output 0".into(), name: "t".into() }
+        );
+        let comment = clash.replace("neff_input_names=\"t\"", "neff_input_names=\"#t\"");
+        assert_eq!(
+            refusal(&comment),
+            CompileError::BadName { what: "input 0".into(), name: "#t".into() }
+        );
+    }
+
+    #[test]
+    fn a_module_returning_nothing_has_no_neff() {
+        let hlo =
+            "HloModule m\n\nENTRY main {\n  x = f32[2] parameter(0)\n  ROOT r = () tuple()\n}\n";
+        assert_eq!(refusal(hlo), CompileError::NoOutputs);
+    }
+
+    #[test]
+    fn bytes_that_are_not_a_module_are_refused() {
+        assert!(matches!(refusal("HloModule broken\nENTRY {"), CompileError::Module { .. }));
+    }
+
+    #[test]
+    fn targets_spell_and_default_as_documented() {
+        for target in Target::ALL {
+            assert_eq!(Target::parse(target.as_str()), Some(target));
+        }
+        assert_eq!(Target::parse("trn9"), None);
+        let lnc: Vec<u32> = Target::ALL.iter().map(|t| t.default_lnc()).collect();
+        assert_eq!(lnc, [1, 1, 2, 2, 1]);
+    }
+}

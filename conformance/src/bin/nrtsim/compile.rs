@@ -44,7 +44,9 @@ pub(crate) fn neuronx_cc(program: &str, args: &[String]) -> ExitCode {
         Ok(invocation) => invocation,
         Err(error) => {
             eprintln!("{program}: error: {error}");
-            eprintln!("(`{program} --help` for usage)");
+            let command = args.first().filter(|command| *command == "compile");
+            let help = command.map_or(String::new(), |command| format!(" {command}"));
+            eprintln!("(`{program}{help} --help` for usage)");
             return ExitCode::from(2);
         }
     };
