@@ -532,3 +532,15 @@ fn a_zero_element_result_is_left_out_and_the_rest_still_binds() {
     loaded.execute();
     assert_eq!(loaded.read(twice), [2.0, 4.0, 6.0, 8.0]);
 }
+
+#[test]
+fn two_modules_compiled_to_file_neff_have_different_uuids() {
+    let options = conformance::compile::CompileOptions::new(conformance::compile::Target::Trn2);
+    let uuid = |hlo: &str| {
+        let bytes = conformance::compile::compile(hlo.as_bytes(), &options).unwrap();
+        Neff::parse(&bytes, &ReadOptions::loader()).unwrap().header.uuid
+    };
+    assert_ne!(uuid(PLAIN), uuid(NAMED));
+    assert_eq!(uuid(PLAIN), uuid(PLAIN));
+    assert_ne!(uuid(PLAIN), [0; 16]);
+}
