@@ -39,8 +39,8 @@ pub enum SignatureForm {
     Compiled,
 }
 
-/// The name of the compiled node in [`SignatureForm::Compiled`], as in the one neuronx-cc NEFF
-/// whose `neff.json` is public (nkipy's `spike/tests/artifacts/matmul_small.neff`).
+/// The name of the compiled node in [`SignatureForm::Compiled`], as in the public neuronx-cc NEFF
+/// `spike/tests/artifacts/matmul_small.neff` of aws-neuron/nkipy (commit `1dc349fca539`).
 pub const COMPILED_NODE: &str = "sg_coreV10";
 
 /// One graph to write: its name (the folder of its `def.json`) and its variables.
