@@ -20,6 +20,7 @@ pub mod check;
 pub mod child;
 pub mod device;
 pub mod expectations;
+pub mod from_hlo;
 #[cfg(feature = "generate")]
 pub mod generate;
 pub mod glob;
