@@ -25,6 +25,7 @@ pub mod from_hlo;
 pub mod generate;
 pub mod glob;
 pub mod judge;
+pub mod model_fixture;
 pub mod replay;
 pub mod report;
 pub mod runner;
