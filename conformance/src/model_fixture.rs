@@ -333,7 +333,10 @@ pub fn compare_npy(
         got,
         want,
     };
-    if got_descr != want_descr {
+    // A PRED tensor crosses libnrt as uint8 (libnrt has no bool dtype), so our `|u1` output
+    // matches a producer's numpy bool (`|b1`): both are bytes holding 0 or 1.
+    let as_bytes = |descr: &str| if descr == "|b1" { "|u1".to_owned() } else { descr.to_owned() };
+    if as_bytes(&got_descr) != as_bytes(&want_descr) {
         return Err(different("dtype", got_descr, want_descr));
     }
     if got_shape != want_shape {
@@ -415,6 +418,9 @@ mod tests {
         let want = f32_npy(&[2], &[1.0, 2.0]);
         let error = compare_npy("o", &f32_npy(&[1, 2], &[1.0, 2.0]), &want, 1.0, 1.0).unwrap_err();
         assert!(matches!(error, FixtureError::Different { what: "shape", .. }), "{error:?}");
+        let bools = npy::encode("|b1", &[2], &[1, 0]).unwrap();
+        let bytes = npy::encode("|u1", &[2], &[1, 0]).unwrap();
+        assert!(compare_npy("o", &bytes, &bools, 0.0, 0.0).is_ok(), "PRED crosses as uint8");
         let int = npy::encode("<i4", &[2], &[1, 0, 0, 0, 2, 0, 0, 0]).unwrap();
         let error = compare_npy("o", &int, &want, 1.0, 1.0).unwrap_err();
         assert!(matches!(error, FixtureError::Different { what: "dtype", .. }), "{error:?}");

@@ -120,7 +120,9 @@ static unsigned char *read_npy(const char *dir, const char *name, const char *de
     snprintf(want, sizeof want, "'descr': '%s'", descr);
     char want_void[64];
     snprintf(want_void, sizeof want_void, "'descr': '|%s'", descr + 1);
-    if (strstr(header, want) == NULL && strstr(header, want_void) == NULL) {
+    /* A PRED tensor crosses libnrt as uint8: numpy saves the producer's bools as |b1. */
+    int as_bool = strcmp(descr, "|u1") == 0 && strstr(header, "'descr': '|b1'") != NULL;
+    if (strstr(header, want) == NULL && strstr(header, want_void) == NULL && !as_bool) {
         printf("%s: header %s, expected descr %s (the tensor info's dtype)\n", path, header, descr);
         exit(1);
     }
