@@ -90,6 +90,47 @@ fn through_python(fixture: &ModelFixture, python: &Path) -> Result<(), Failed> {
     judge(fixture, "python-ctypes", &output)
 }
 
+/// The clients' checks can fail: jax_mlp's expected output with its first element moved by 1
+/// (far outside the tolerance) is reported by both clients, naming the element.
+fn a_wrong_output_is_reported(fixture: &ModelFixture, python: Option<&Path>) -> Result<(), Failed> {
+    let wrong = scratch_dir("wrong-output");
+    for (name, file) in &fixture.outputs {
+        let mut bytes = std::fs::read(file)?;
+        let header = abi::neff::npy::parse_header(name, &bytes)?;
+        if name == "output0" {
+            assert_eq!(header.descr, "<f4", "jax_mlp's output is float32");
+            let at = header.data_offset;
+            let first = f32::from_le_bytes(bytes[at..at + 4].try_into()?) + 1.0;
+            bytes[at..at + 4].copy_from_slice(&first.to_le_bytes());
+        }
+        std::fs::write(wrong.join(format!("{name}.npy")), bytes)?;
+    }
+    let neff = compile(fixture, "wrong")?;
+    let (rtol, atol) = tolerances(fixture);
+    let inputs = fixture.dir.join("inputs");
+    let program = compile_c("compiled_model");
+    let args: [&Path; 5] = [&neff, &inputs, &wrong, Path::new(&rtol), Path::new(&atol)];
+    let mut outputs = vec![("c", run(&program, &args, &[]))];
+    if let Some(python) = python {
+        let script = support::package_dir().join("tests/python/compiled_model.py");
+        let output = std::process::Command::new(python)
+            .arg(&script)
+            .arg(library_path())
+            .args([&neff, &inputs, &wrong])
+            .args([&rtol, &atol])
+            .envs(support::sim_env())
+            .output()?;
+        outputs.push(("python", output));
+    }
+    for (client, output) in outputs {
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        if output.status.code() != Some(1) || !stdout.contains("output0[0] is ") {
+            return Err(format!("{client} did not report output0[0]: {}", text(&output)).into());
+        }
+    }
+    Ok(())
+}
+
 fn main() {
     let arguments = Arguments::from_args();
     let fixtures = ModelFixture::load_all(&models_dir()).unwrap_or_else(|err| panic!("{err}"));
@@ -109,5 +150,11 @@ fn main() {
             .with_ignored_flag(ignored),
         );
     }
+    let mlp =
+        ModelFixture::load(&models_dir().join("jax_mlp")).unwrap_or_else(|err| panic!("{err}"));
+    let python = python.ok();
+    trials.push(Trial::test("a_wrong_output_is_reported_by_both_clients", move || {
+        a_wrong_output_is_reported(&mlp, python.as_deref())
+    }));
     libtest_mimic::run(&arguments, trials).exit();
 }
