@@ -21,10 +21,12 @@ pub mod child;
 pub mod compile;
 pub mod device;
 pub mod expectations;
+pub mod from_hlo;
 #[cfg(feature = "generate")]
 pub mod generate;
 pub mod glob;
 pub mod judge;
+pub mod model_fixture;
 pub mod replay;
 pub mod report;
 pub mod runner;

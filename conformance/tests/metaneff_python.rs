@@ -4,7 +4,8 @@
 //! schema is ours and the encoder is independent. The checks, both ways:
 //! - messages built in Python decode here and re-encode to Python's exact bytes, also through the
 //!   `nrtsim metaneff decode | encode` command line;
-//! - messages built here are re-serialized by Python to our exact bytes, and Python's text-format
+//! - messages built here (among them what `metaneff from-hlo` writes for the jax fixtures) are
+//!   re-serialized by Python to our exact bytes, and Python's text-format
 //!   parser reads our text output back to the same bytes.
 //!
 //! It needs a Python with the `protobuf` and `grpcio-tools` packages: `NRTSIM_PYTHON`, else the
@@ -190,6 +191,23 @@ fn rust_messages() -> Vec<MetaNeff> {
         }
         m.num_weights = next(3) as i64;
         messages.push(m);
+    }
+    // What `nrtsim metaneff from-hlo` writes for the jax fixtures, with their weights.
+    let models = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/models");
+    for fixture in conformance::model_fixture::ModelFixture::load_all(&models).expect("fixtures") {
+        let Some(weights) = &fixture.weights else { continue };
+        let parse = |choices: &[String]| -> Vec<conformance::from_hlo::ParameterChoice> {
+            choices.iter().map(|c| c.parse().expect("a fixture's choice parses")).collect()
+        };
+        let options = conformance::from_hlo::FromHloOptions {
+            weights: parse(&weights.weight),
+            states: parse(&weights.state),
+        };
+        let module = std::fs::read(fixture.module()).expect("the fixture's module");
+        messages.push(
+            conformance::from_hlo::metaneff_message_from_hlo(&module, &options)
+                .expect("the fixture's metaneff"),
+        );
     }
     messages
 }

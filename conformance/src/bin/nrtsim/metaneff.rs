@@ -1,4 +1,5 @@
-//! `nrtsim metaneff`: decode, encode and edit metaneff protobufs.
+//! `nrtsim metaneff`: decode, encode, edit and diff metaneff protobufs, and derive one from an
+//! XLA module (`from-hlo`, the mapping of [`conformance::from_hlo`]).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -7,6 +8,7 @@ use abi::metaneff::diff::{self, Which};
 use abi::metaneff::edit::{self, ConfigFlag};
 use abi::metaneff::text;
 use anyhow::{Context, Result, bail};
+use conformance::from_hlo::{self, FromHloOptions, ParameterChoice};
 
 use crate::input;
 
@@ -63,6 +65,37 @@ pub(crate) enum MetaneffCommand {
         /// Refuse inputs larger than this many bytes (a guard against endless inputs such as
         /// `/dev/zero`).
         #[arg(long, value_name = "BYTES", default_value_t = input::DEFAULT_MAX_METANEFF_BYTES)]
+        max_input_bytes: u64,
+    },
+    /// Write the metaneff a framework writes for an XLA module, as transformers-neuronx's
+    /// `hlo2metaneff` does.
+    ///
+    /// One input per parameter of the module's program shape, in parameter order, named
+    /// `input{i}`; one output per element of a tuple result (else one for the result), named
+    /// `output{j}`; HLO shapes; dtypes by the producers' table (PRED→UINT8, F8E4M3FN→INT8, U32→INT32,
+    /// …); `input_output_alias` as `output_aliases_to`; the module as `serialized_graph_def`.
+    /// Parameters are `USER_INPUT` unless `--weight` or `--state` chooses them; the choices must
+    /// keep the order user inputs, then states, then weights.
+    FromHlo {
+        /// The module: a binary `HloModuleProto` (as jax's `as_serialized_hlo_module_proto()`
+        /// writes it) or HLO text.
+        module: PathBuf,
+        /// Where to write the metaneff (`-` for standard output).
+        #[arg(short, long)]
+        output: PathBuf,
+        /// Make a parameter an `INPUT_WEIGHT` (repeatable): `nrtsim run --weights` fills it from
+        /// the tensor named KEY. PARAM is the parameter number or the name of its parameter
+        /// instruction, as `nrtsim hlo print` shows it (jax names them after the argument, e.g.
+        /// `w.1`); KEY (the `checkpoint_key`) defaults to that name.
+        #[arg(long = "weight", value_name = "PARAM[=KEY]")]
+        weights: Vec<ParameterChoice>,
+        /// Make a parameter an `INPUT_STATE` (repeatable): it starts from the tensor named KEY
+        /// in `--weights` (zeros when absent) and is carried between launches through the output
+        /// aliased to it. PARAM and KEY as for --weight.
+        #[arg(long = "state", value_name = "PARAM[=KEY]")]
+        states: Vec<ParameterChoice>,
+        /// Refuse modules larger than this many bytes.
+        #[arg(long, value_name = "BYTES", default_value_t = input::DEFAULT_MAX_HLO_BYTES)]
         max_input_bytes: u64,
     },
     /// Show the field-level differences between two binary metaneffs, unknown fields included
@@ -123,6 +156,15 @@ pub(crate) fn run(command: MetaneffCommand) -> Result<bool> {
             out.push_str(&diff::render(&differences));
             std::io::stdout().write_all(out.as_bytes()).context("writing to stdout")?;
             return Ok(false);
+        }
+        MetaneffCommand::FromHlo { module, output, weights, states, max_input_bytes } => {
+            let bytes = input::read_capped(&module, max_input_bytes)?;
+            let metaneff = from_hlo::metaneff_from_hlo(&bytes, &FromHloOptions { weights, states })
+                .with_context(|| format!("{}", module.display()))?;
+            if output == Path::new("-") && std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+                bail!("refusing to write a binary metaneff to a terminal; use -o FILE");
+            }
+            write_output(&output, &metaneff)?;
         }
         MetaneffCommand::Decode { file, format, max_input_bytes } => {
             let bytes = input::read_capped(&file, max_input_bytes)?;
