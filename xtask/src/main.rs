@@ -11,6 +11,9 @@
 //!   working tree.
 //! - `sdk --out DIR [--profile debug|release]`: the tool, the library, its headers and `nrt.pc`
 //!   laid out as a Neuron SDK folder (`cmake -DNEURON_ROOT=DIR`), relocatable.
+//! - `wheel [--out DIR]`: the Python wheels `nrtsim` (the tool, the library, its headers) and
+//!   `nrtsim-neuronx-cc` (the compiler shim), release builds, manylinux-tagged, checked by
+//!   auditwheel (default folder `target/wheels`).
 //! - `conformance [ARGS]`: the main job, the conformance suite (see `nrtsim conformance --help`).
 //! - `vectors --bless|--check`: refresh or check the vectors' generated files;
 //!   `vectors promote DIR [--name NAME]`: turn a shrunk differential failure into a vector;
@@ -27,6 +30,7 @@ mod libnrt;
 mod sdk;
 mod test;
 mod tidy;
+mod wheel;
 
 use std::path::PathBuf;
 
@@ -74,6 +78,12 @@ enum Command {
         #[arg(long, value_enum, default_value = "debug")]
         profile: libnrt::Profile,
     },
+    /// Build the Python wheels nrtsim and nrtsim-neuronx-cc (release, manylinux_2_17).
+    Wheel {
+        /// The folder to write them to (default: target/wheels).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
     /// Run the conformance suite (default backends: sim and capi); `--help` for the options.
     #[command(disable_help_flag = true)]
     Conformance {
@@ -100,6 +110,7 @@ fn main() -> Result<()> {
         Command::Test { args } => test::test(&workspace_root(), &args),
         Command::Libnrt { dest } => libnrt::run(&workspace_root(), dest),
         Command::Sdk { out, profile } => sdk::run(&workspace_root(), &out, profile),
+        Command::Wheel { out } => wheel::run(&workspace_root(), out),
         Command::Conformance { args } => conformance::run(&workspace_root(), "conformance", &args),
         Command::Vectors { args } => conformance::run(&workspace_root(), "vectors", &args),
     }
