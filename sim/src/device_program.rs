@@ -10,7 +10,15 @@
 //!   exactly `input0..input{n-1}` (outputs: `output0..output{m-1}`), in any order, is an
 //!   XLA-compiled side: parameter `i` is `input{i}`, result leaf `j` is `output{j}`. Otherwise
 //!   parameter `i` is the `i`-th input of the signature and result leaf `j` its `j`-th output (an
-//!   NKI NEFF with inputs `x`, `y`).
+//!   NKI NEFF with inputs `x`, `y`). A NEFF from the simulator's compile target (it holds
+//!   `sim/compile.json`) always binds by signature order, which is its parameter order: its
+//!   names are the producer's, and `input1` on parameter 0 is a name, not a number.
+//! - **Zero-element results.** neuronx-cc leaves them out of the NEFF (nkipy,
+//!   `nkipy/runtime/execute.py`), and so does the simulator's compile target; for such a NEFF
+//!   (bound by signature order) a zero-element result leaf without a variable is dropped.
+//! - **PRED is `uint8` at the boundary too.** A PRED parameter or result binds a `uint8`
+//!   variable as well as a `bool` one: neuronx-cc and the producers spell PRED as `uint8` (the
+//!   producers' dtype maps; nkipy reads a boolean result as uint8), and libnrt has no bool dtype.
 //! - **Every check at load.** [`DeviceProgram::compile`] compiles the module once
 //!   (`hlo::eval::Program::compile`) and checks the count of parameters and result leaves, their
 //!   element types against the signature's dltypes and their byte sizes against the variables';
@@ -118,6 +126,19 @@ impl LaunchError {
     }
 }
 
+/// How parameters and results find their variables.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Binding {
+    /// A side named exactly `input0…`/`output0…` binds by the number in the name; any other
+    /// side by signature order (see the module docs).
+    #[default]
+    CompilerNames,
+    /// Parameter `i` is the `i`-th input and result `j` the `j`-th output whatever the names, and
+    /// a zero-element result without a variable is dropped: a NEFF from the simulator's compile
+    /// target, whose signature is in parameter order.
+    SignatureOrder,
+}
+
 /// One input or output variable as the program sees it.
 #[derive(Clone, Debug)]
 pub struct IoVar {
@@ -149,7 +170,8 @@ pub struct DeviceProgram {
     program: Program,
     options: EvalOptions,
     params: Vec<Leaf>,
-    results: Vec<Leaf>,
+    /// One entry per result leaf; `None` for a zero-element result the NEFF leaves out.
+    results: Vec<Option<Leaf>>,
 }
 
 /// The HLO element type of a dltype.
@@ -237,6 +259,21 @@ impl DeviceProgram {
         inputs: &[IoVar],
         outputs: &[IoVar],
     ) -> Result<DeviceProgram, DeviceProgramError> {
+        DeviceProgram::compile_bound(bytes, origin, inputs, outputs, Binding::CompilerNames)
+    }
+
+    /// [`DeviceProgram::compile`] with the binding rule given ([`Binding::SignatureOrder`] for a
+    /// NEFF from the simulator's compile target).
+    ///
+    /// # Errors
+    /// As [`DeviceProgram::compile`].
+    pub fn compile_bound(
+        bytes: &[u8],
+        origin: &str,
+        inputs: &[IoVar],
+        outputs: &[IoVar],
+        binding: Binding,
+    ) -> Result<DeviceProgram, DeviceProgramError> {
         let module_error =
             |detail: String| DeviceProgramError::Module { origin: origin.to_owned(), detail };
         let module = hlo::load_module(bytes).map_err(|err| module_error(err.to_string()))?;
@@ -248,10 +285,10 @@ impl DeviceProgram {
             |detail: String| DeviceProgramError::Binding { origin: origin.to_owned(), detail };
         let param_layouts = program.parameter_layouts();
         let result_layouts = program.result_layouts();
-        let params = bind_side(&params, &param_layouts, inputs, "parameter", "input")
+        let params = bind_side(&params, &param_layouts, inputs, "parameter", "input", binding)
             .map_err(binding_error)?;
-        let results = bind_side(&results, &result_layouts, outputs, "result", "output")
-            .map_err(binding_error)?;
+        let results =
+            bind_results(&results, &result_layouts, outputs, binding).map_err(binding_error)?;
         let collective = module.computations.iter().flat_map(|c| &c.instructions).any(|i| {
             matches!(
                 i.opcode.as_str(),
@@ -320,6 +357,7 @@ impl DeviceProgram {
         }
         let mut written = Vec::with_capacity(arrays.len());
         for (leaf, array) in self.results.iter().zip(arrays) {
+            let Some(leaf) = leaf else { continue };
             let bytes = match &leaf.layout {
                 Some(layout) => array.to_physical(layout).map_err(|err| err.to_string())?,
                 None => array.bytes.clone(),
@@ -438,15 +476,44 @@ pub fn binding_order(names: &[&str], prefix: &str) -> Vec<usize> {
     xla_order(names, prefix).unwrap_or_else(|| (0..names.len()).collect())
 }
 
+/// Binds the result leaves. A compile-target NEFF ([`Binding::SignatureOrder`]) leaves zero-element
+/// results out, as neuronx-cc does: when it has fewer outputs than the module has result
+/// leaves, the zero-element leaves are not bound and their (empty) values are dropped.
+fn bind_results(
+    shapes: &[ShapeProto],
+    layouts: &[Option<Vec<i64>>],
+    vars: &[IoVar],
+    binding: Binding,
+) -> Result<Vec<Option<Leaf>>, String> {
+    let empty = |shape: &ShapeProto| shape.dimensions.contains(&0);
+    let drop_empty = binding == Binding::SignatureOrder && vars.len() < shapes.len();
+    let kept: Vec<usize> =
+        (0..shapes.len()).filter(|&index| !(drop_empty && empty(&shapes[index]))).collect();
+    let kept_shapes: Vec<ShapeProto> = kept.iter().map(|&index| shapes[index].clone()).collect();
+    let kept_layouts: Vec<Option<Vec<i64>>> =
+        kept.iter().map(|&index| layouts.get(index).cloned().flatten()).collect();
+    let bound = bind_side(&kept_shapes, &kept_layouts, vars, "result", "output", binding)?;
+    let mut results: Vec<Option<Leaf>> = (0..shapes.len()).map(|_| None).collect();
+    for (index, leaf) in kept.into_iter().zip(bound) {
+        results[index] = Some(leaf);
+    }
+    Ok(results)
+}
+
 fn bind_side(
     shapes: &[ShapeProto],
     layouts: &[Option<Vec<i64>>],
     vars: &[IoVar],
     leaf_kind: &str,
     var_kind: &str,
+    binding: Binding,
 ) -> Result<Vec<Leaf>, String> {
     let names: Vec<&str> = vars.iter().map(|var| var.name.as_str()).collect();
-    let (order, rule) = match xla_order(&names, var_kind) {
+    let by_name = match binding {
+        Binding::CompilerNames => xla_order(&names, var_kind),
+        Binding::SignatureOrder => None,
+    };
+    let (order, rule) = match by_name {
         Some(order) => (order, format!("{leaf_kind} i is {var_kind}{{i}}")),
         None => ((0..vars.len()).collect(), format!("{leaf_kind} i is the i-th {var_kind}")),
     };
@@ -473,7 +540,9 @@ fn bind_side(
             )
         };
         if let Some(dltype) = var.dltype {
-            if primitive_of(dltype) != ty {
+            // PRED travels as `uint8` in compiled NEFFs (one byte, 0 or 1), as producers map it.
+            let pred_as_u8 = ty == PrimitiveType::Pred && dltype == Dltype::Uint8;
+            if primitive_of(dltype) != ty && !pred_as_u8 {
                 return Err(format!(
                     "{}: element type {} against dltype {}",
                     what(),

@@ -138,6 +138,8 @@ pub struct ModelDescription {
     pub hlo: Option<Vec<u8>>,
     /// Where [`ModelDescription::hlo`] came from, for messages (empty: the NEFF member).
     pub hlo_origin: String,
+    /// How the device program's parameters and results find their variables.
+    pub binding: crate::device_program::Binding,
 }
 
 impl ModelDescription {
