@@ -170,26 +170,35 @@ def check_sdk(venv: Venv, work: Path) -> None:
 
 
 def check_compiler(venv: Venv, work: Path) -> None:
-    (work / "add.hlo").write_text(ADD_HLO)
-    args = ["compile", "--framework", "XLA", "add.hlo", "--target", "trn2", "--lnc", "1"]
+    # The NEFF records its command line (its uuid derives from it), so every compile below
+    # writes `file.neff` with the same arguments, each in its own folder, as nkipy does.
+    hlo = work / "add.hlo"
+    hlo.write_text(ADD_HLO)
+    args = ["compile", "--framework", "XLA", str(hlo), "--target", "trn2", "--output=file.neff",
+            "--lnc", "1"]
+    folders = [work / name for name in ["command", "process1", "process2"]]
+    for folder in folders:
+        folder.mkdir()
     version = run(["neuronx-cc", "--version"], env=venv.env)
     check("neuronx-cc --version", version.returncode == 0, shown(version))
     check("neuronx-cc says once that it is the simulator's compiler",
           version.stderr.count(NOTICE) == 1, shown(version))
-    compiled = run(["neuronx-cc", *args, "--output=command.neff"], cwd=work, env=venv.env)
+    compiled = run(["neuronx-cc", *args], cwd=folders[0], env=venv.env)
     check("neuronx-cc compile writes a NEFF",
-          compiled.returncode == 0 and (work / "command.neff").is_file(), shown(compiled))
-    inspected = run(["nrtsim", "inspect", "command.neff"], cwd=work, env=venv.env)
+          compiled.returncode == 0 and (folders[0] / "file.neff").is_file(), shown(compiled))
+    inspected = run(["nrtsim", "inspect", "file.neff"], cwd=folders[0], env=venv.env)
     check("nrtsim inspect reads it", inspected.returncode == 0, shown(inspected))
 
-    # nkipy's in-process call: argv set, main() called with no arguments, twice in one process.
+    # nkipy's in-process call: chdir, argv set, main() called with no arguments; twice in one
+    # process, then once on a file that does not exist.
     code = (
-        "import sys\n"
+        "import os, sys\n"
         f"args = {args!r}\n"
         "from neuronxcc.driver.CommandDriver import main\n"
         "codes = []\n"
-        "for out in ['process1.neff', 'process2.neff']:\n"
-        "    sys.argv = ['neuronx-cc', *args, '--output=' + out]\n"
+        f"for folder in {[str(f) for f in folders[1:]]!r}:\n"
+        "    os.chdir(folder)\n"
+        "    sys.argv = ['neuronx-cc', *args]\n"
         "    codes.append(main())\n"
         "sys.argv = ['neuronx-cc', 'compile', '--framework', 'XLA', 'missing.hlo', '--target',\n"
         "            'trn2', '--output=missing.neff']\n"
@@ -199,12 +208,13 @@ def check_compiler(venv: Venv, work: Path) -> None:
     in_process = venv.python_code(code, cwd=work)
     codes = in_process.stdout.strip()
     check("main() in process writes the NEFF and returns 0",
-          codes.startswith("[0, 0, ") and (work / "process1.neff").is_file(), shown(in_process))
+          codes.startswith("[0, 0, ") and (folders[1] / "file.neff").is_file(), shown(in_process))
     check("a failed compile is a non-zero return value, no NEFF",
-          not codes.endswith(", 0]") and not (work / "missing.neff").exists(), shown(in_process))
+          codes.startswith("[") and not codes.endswith(", 0]")
+          and not any(work.rglob("missing.neff")), shown(in_process))
     check("the notice comes once per process", in_process.stderr.count(NOTICE) == 1,
           shown(in_process))
-    neffs = [work / name for name in ["command.neff", "process1.neff", "process2.neff"]]
+    neffs = [folder / "file.neff" for folder in folders]
     check("same input, same NEFF bytes (command and in process)",
           all(neff.is_file() for neff in neffs)
           and len({neff.read_bytes() for neff in neffs}) == 1)

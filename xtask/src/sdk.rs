@@ -262,6 +262,9 @@ int main(void) {
         assert_eq!(fs::read_link(sdk.join("bin/neuronx-cc")).unwrap(), Path::new("nrtsim"));
         let version = output_of(Command::new(sdk.join("bin/nrtsim")).arg("--version"));
         assert!(version.starts_with("nrtsim "), "{version}");
+        // Run through the link, the tool is the compiler (its argv[0] is neuronx-cc).
+        let compiler = output_of(Command::new(sdk.join("bin/neuronx-cc")).arg("--version"));
+        assert!(compiler.starts_with("neuronx-cc: "), "{compiler}");
         let readme = fs::read_to_string(sdk.join("README")).unwrap();
         assert!(
             readme.starts_with(&format!(

@@ -296,6 +296,15 @@ mod tests {
     }
 
     #[test]
+    fn ci_builds_the_wheels_and_runs_the_smoke_checks_on_them() {
+        let ci = fs::read_to_string(crate::workspace_root().join(".ci/run")).unwrap();
+        let lines: Vec<&str> = ci.lines().map(str::trim).collect();
+        let wheel = lines.iter().position(|l| *l == "cargo xtask wheel");
+        let smoke = lines.iter().position(|l| *l == "python3 python/tests/smoke.py target/wheels");
+        assert!(matches!((wheel, smoke), (Some(w), Some(s)) if w < s), "{ci}");
+    }
+
+    #[test]
     fn every_build_tool_is_pinned_in_one_file() {
         let root = crate::workspace_root();
         let pins = fs::read_to_string(root.join(REQUIREMENTS)).unwrap();
