@@ -45,6 +45,9 @@ const MANYLINUX: &str = "manylinux_2_17";
 /// The build's environment variables, the same for both cargo runs so they share dependencies.
 const BUILD_ENV: [(&str, &str); 1] = [("CARGO_PROFILE_RELEASE_DEBUG", "0")];
 
+/// The date of every wheel entry (hatchling's default for reproducible builds, 2020-02-02).
+const SOURCE_DATE_EPOCH: &str = "1580601600";
+
 /// `cargo xtask wheel`.
 pub(crate) fn run(root: &Path, out: Option<PathBuf>) -> Result<()> {
     if std::env::consts::OS != "linux" || std::env::consts::ARCH != "x86_64" {
@@ -149,6 +152,8 @@ fn maturin(root: &Path, bin: &Path, linker: &Path, out: &Path) -> Result<()> {
         .arg(out)
         .envs(BUILD_ENV)
         .env(linker_var(), linker)
+        // Zip entries dated by this, not by the files' modification times: same input, same bytes.
+        .env("SOURCE_DATE_EPOCH", SOURCE_DATE_EPOCH)
         .env("PATH", prepend_path(bin))
         .status()
         .context("running maturin")?;
@@ -164,6 +169,7 @@ fn shim(root: &Path, python: &Path, out: &Path) -> Result<()> {
         .current_dir(root)
         .args(["-m", "pip", "wheel", "--quiet", "--disable-pip-version-check", "--no-deps"])
         .args(["--no-build-isolation", "--wheel-dir"])
+        .env("SOURCE_DATE_EPOCH", SOURCE_DATE_EPOCH)
         .arg(out)
         .arg(root.join(SHIM_PROJECT))
         .status()
