@@ -238,6 +238,14 @@ def check_real_compiler_wins(wheel_dir: Path, scratch: Path) -> None:
         check(f"pip install {requirement} into {venv.dir.name}", result.returncode == 0,
               shown(result))
 
+    shim_wheels = sorted(wheel_dir.glob("nrtsim_neuronx_cc-*.whl"))
+    owned = []
+    for wheel in shim_wheels:
+        with zipfile.ZipFile(wheel) as archive:
+            owned += [n for n in archive.namelist() if n.split("/")[0] == "neuronxcc"]
+    check("the shim's wheel has no file under neuronxcc/ (a real neuronx-cc's folder)",
+          len(shim_wheels) == 1 and not owned, f"{shim_wheels} {owned}")
+
     # The real compiler first, the shim after: the shim takes the command, nothing else.
     first = Venv(scratch, "real-then-shim")
     install(first, "neuronx-cc")
