@@ -553,6 +553,7 @@ pub(crate) fn literal_tensor(
         ElementType::Bf16 => bytes_of(&literal.bf16s, 2, "bf16s")?,
         ElementType::F8e5m2 => bytes_of(&literal.f8e5m2s, 1, "f8e5m2s")?,
         ElementType::F8e4m3fn => bytes_of(&literal.f8e4m3fns, 1, "f8e4m3fns")?,
+        ElementType::F8e4m3 => bytes_of(&literal.f8e4m3s, 1, "f8e4m3s")?,
         ElementType::S32 => {
             check_len(literal.s32s.len(), n, "s32s")?;
             Data::S32(literal.s32s.clone())

@@ -704,6 +704,7 @@ pub(crate) fn gather_scalars(ty: ElementType, parts: &[Data]) -> Result<Data, Fa
         ElementType::Bf16 => arm!(Bf16),
         ElementType::F8e5m2 => arm!(F8e5m2),
         ElementType::F8e4m3fn => arm!(F8e4m3fn),
+        ElementType::F8e4m3 => arm!(F8e4m3),
     }
     Ok(out)
 }
