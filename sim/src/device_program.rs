@@ -177,6 +177,22 @@ fn type_name(ty: PrimitiveType) -> String {
     ty.as_str_name().to_ascii_lowercase()
 }
 
+/// Whether a variable of `dltype` holds a leaf of element type `ty`: the same type, or the
+/// one-byte carriers neuronx-cc gives the types libnrt has no dtype for in its NEFFs, `uint8` for
+/// pred and `int8` for the 8-bit floats. The bytes are the same either way (pred is one byte 0
+/// or 1, and a nonzero byte reads as true); nkipy, which the runs of real devices pin, allocates
+/// a pred result as uint8 (`nkipy/core/backend/hlo.py`, `HLOModule.outputs`) and checks that an
+/// fp8 tensor's variable is int8 (`spike/src/spike/spike_model.py`, `_check_dtype_compatibility`).
+fn carries(dltype: Dltype, ty: PrimitiveType) -> bool {
+    primitive_of(dltype) == ty
+        || (dltype == Dltype::Uint8 && ty == PrimitiveType::Pred)
+        || (dltype == Dltype::Int8
+            && matches!(
+                ty,
+                PrimitiveType::F8e4m3fn | PrimitiveType::F8e5m2 | PrimitiveType::F8e4m3
+            ))
+}
+
 /// Whether `names` are exactly `{prefix}0..{prefix}{n-1}` in some order (an XLA-compiled
 /// side); then the position of `{prefix}{i}` for each `i`.
 pub fn xla_order(names: &[&str], prefix: &str) -> Option<Vec<usize>> {
@@ -473,7 +489,7 @@ fn bind_side(
             )
         };
         if let Some(dltype) = var.dltype {
-            if primitive_of(dltype) != ty {
+            if !carries(dltype, ty) {
                 return Err(format!(
                     "{}: element type {} against dltype {}",
                     what(),
@@ -808,6 +824,43 @@ mod tests {
         let err = DeviceProgram::compile(b"HloModule broken\nENTRY {", "test", &one, &outputs)
             .unwrap_err();
         assert!(matches!(err, DeviceProgramError::Module { .. }), "{err}");
+    }
+
+    #[test]
+    fn pred_binds_to_uint8_and_8_bit_floats_to_int8_as_neuronx_cc_writes_them() {
+        const LESS: &str = "HloModule less\n\nENTRY main {\n  a = f32[3] parameter(0)\n  b = f32[3] parameter(1)\n  ROOT lt = pred[3] compare(a, b), direction=LT\n}\n";
+        let inputs = [var("a", Dltype::Float32, 3), var("b", Dltype::Float32, 3)];
+        let program =
+            DeviceProgram::compile(LESS.as_bytes(), "test", &inputs, &[var("o", Dltype::Uint8, 3)])
+                .unwrap();
+        let data = [f32s(&[1.0, 5.0, 2.0]), f32s(&[2.0, 4.0, 2.0])];
+        assert_eq!(program.run(|i, n| data[i][..n].to_vec()).unwrap(), vec![(0, vec![1, 0, 0])]);
+        // A pred parameter reads any nonzero byte of its uint8 variable as true.
+        const NOT: &str = "HloModule not\n\nENTRY main {\n  p = pred[3] parameter(0)\n  ROOT n = pred[3] not(p)\n}\n";
+        let flags = [var("p", Dltype::Uint8, 3)];
+        let program =
+            DeviceProgram::compile(NOT.as_bytes(), "test", &flags, &[var("o", Dltype::Uint8, 3)])
+                .unwrap();
+        assert_eq!(
+            program.run(|_, n| vec![0, 7, 1][..n].to_vec()).unwrap(),
+            vec![(0, vec![1, 0, 0])]
+        );
+        // f8e5m2 1.0 is 0x3c; the variable is int8.
+        const F8: &str = "HloModule f8\n\nENTRY main {\n  x = f8e5m2[2] parameter(0)\n  ROOT y = f8e5m2[2] add(x, x)\n}\n";
+        let bytes = [var("x", Dltype::Int8, 2)];
+        let program =
+            DeviceProgram::compile(F8.as_bytes(), "test", &bytes, &[var("y", Dltype::Int8, 2)])
+                .unwrap();
+        // 1 + 1 = 2 (0x40); -1 + -1 = -2 (0xc0).
+        assert_eq!(
+            program.run(|_, n| vec![0x3c, 0xbc][..n].to_vec()).unwrap(),
+            vec![(0, vec![0x40, 0xc0])]
+        );
+        // Other carriers stay refused: pred is not int8, f32 is not int32.
+        let err =
+            DeviceProgram::compile(LESS.as_bytes(), "test", &inputs, &[var("o", Dltype::Int8, 3)])
+                .unwrap_err();
+        assert!(err.to_string().contains("element type pred against dltype int8"), "{err}");
     }
 
     #[test]
