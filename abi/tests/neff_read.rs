@@ -5,7 +5,8 @@ use std::io::{Read, Write};
 
 use abi::neff::{
     ConstantSpec, GraphSpec, MAX_GRAPHS, MrType, Neff, NeffError, NeffHeader, NeffSpec,
-    ReadOptions, Signature, SignatureForm, TensorSignature, Var, assemble_neff, npy, write_payload,
+    ReadOptions, SIMULATOR_TARGET_FEATURE_BIT, SIMULATOR_TARGET_MEMBER, Signature, SignatureForm,
+    TensorSignature, Var, assemble_neff, npy, write_payload,
 };
 use abi::status::NrtStatus;
 
@@ -709,4 +710,37 @@ fn the_default_count_limits_are_the_documented_ones() {
     let options = ReadOptions::default();
     assert_eq!((options.max_members, options.max_vars), (65_536, 100_000));
     assert_eq!(ReadOptions::loader().max_vars, 100_000);
+}
+
+#[test]
+fn the_simulator_target_bit_is_accepted_only_with_its_member() {
+    // Bit 62 lies in the range a version-2 loader refuses.
+    assert_eq!(SIMULATOR_TARGET_FEATURE_BIT, 1 << 62);
+    assert_ne!(SIMULATOR_TARGET_FEATURE_BIT & abi::neff::FORBIDDEN_FEATURE_BITS_V2, 0);
+    let mut spec = matmul_spec();
+    spec.header.feature_bits = 0x209c00 | (1 << 62);
+    let without = spec.to_bytes().unwrap();
+    let error = Neff::parse(&without, &ReadOptions::loader()).unwrap_err();
+    assert_eq!(
+        error,
+        NeffError::ForbiddenFeatureBits { feature_bits: 0x209c00 | (1 << 62), forbidden: 1 << 62 }
+    );
+    assert_eq!(error.status(), NrtStatus::UnsupportedNeffVersion);
+
+    spec.extra_members.insert(SIMULATOR_TARGET_MEMBER.to_owned(), b"{}".to_vec());
+    let with = spec.to_bytes().unwrap();
+    let neff = Neff::parse(&with, &ReadOptions::loader()).unwrap();
+    assert!(neff.header.is_simulator_target());
+    // The member does not excuse any other forbidden bit.
+    spec.header.feature_bits |= 1 << 40;
+    let error = Neff::parse(&spec.to_bytes().unwrap(), &ReadOptions::loader()).unwrap_err();
+    assert!(
+        matches!(error, NeffError::ForbiddenFeatureBits { forbidden, .. } if forbidden == 1 << 40)
+    );
+    // A version-1 format has no feature-bit gate, and no mark.
+    let mut spec = matmul_spec();
+    spec.header.version_major = 1;
+    spec.header.feature_bits = 1 << 62;
+    let neff = Neff::parse(&spec.to_bytes().unwrap(), &ReadOptions::loader()).unwrap();
+    assert!(!neff.header.is_simulator_target());
 }

@@ -16,9 +16,9 @@
 //!   has no fresh device NEFF fails with the command to make one.
 //! - **The trace stays comparable.** The device NEFF's bytes differ from `model.neff` by nature,
 //!   so the runner writes the `load` argument of the vector's own `model.neff` in the trace.
-//! - The compiler is whatever `--compiler` names (default `neuronx-cc` on the `PATH`); tests use a
-//!   stand-in (`nrtsim-standin-neuronx-cc`, a binary built only for the tests) that checks its
-//!   arguments and writes a NEFF with our writer, and say so.
+//! - The compiler is whatever `--compiler` names (default `neuronx-cc` on the `PATH`); tests use
+//!   `nrtsim` run as `neuronx-cc` (the simulator's compile target, [`crate::compile`]), whose
+//!   NEFFs say they are simulator NEFFs.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -18,6 +18,7 @@ pub mod bless;
 pub mod capped;
 pub mod check;
 pub mod child;
+pub mod compile;
 pub mod device;
 pub mod expectations;
 #[cfg(feature = "generate")]

@@ -10,7 +10,17 @@
 //!   exactly `input0..input{n-1}` (outputs: `output0..output{m-1}`), in any order, is an
 //!   XLA-compiled side: parameter `i` is `input{i}`, result leaf `j` is `output{j}`. Otherwise
 //!   parameter `i` is the `i`-th input of the signature and result leaf `j` its `j`-th output (an
-//!   NKI NEFF with inputs `x`, `y`).
+//!   NKI NEFF with inputs `x`, `y`). A NEFF from the simulator's compile target (it holds
+//!   `sim/compile.json`) always binds by signature order, which is its parameter order: its
+//!   names are the producer's, and `input1` on parameter 0 is a name, not a number.
+//! - **Zero-element results.** neuronx-cc leaves them out of the NEFF (nkipy,
+//!   `nkipy/runtime/execute.py`), and so does the simulator's compile target; for such a NEFF
+//!   (bound by signature order) a zero-element result leaf without a variable is dropped.
+//! - **PRED is `uint8` at the boundary too, and the 8-bit floats `int8`.** A PRED parameter or
+//!   result binds a `uint8` variable as well as a `bool` one, an f8 leaf an `int8` variable as
+//!   well as its own dtype: neuronx-cc and the producers spell PRED as `uint8` (the producers'
+//!   dtype maps; nkipy reads a boolean result as uint8) and fp8 tensors as `int8` (spike checks
+//!   it), and libnrt has no bool dtype (`carries`).
 //! - **Every check at load.** [`DeviceProgram::compile`] compiles the module once
 //!   (`hlo::eval::Program::compile`) and checks the count of parameters and result leaves, their
 //!   element types against the signature's dltypes and their byte sizes against the variables';
@@ -149,7 +159,8 @@ pub struct DeviceProgram {
     program: Program,
     options: EvalOptions,
     params: Vec<Leaf>,
-    results: Vec<Leaf>,
+    /// One entry per result leaf; `None` for a zero-element result the NEFF leaves out.
+    results: Vec<Option<Leaf>>,
 }
 
 /// The HLO element type of a dltype.
@@ -253,6 +264,21 @@ impl DeviceProgram {
         inputs: &[IoVar],
         outputs: &[IoVar],
     ) -> Result<DeviceProgram, DeviceProgramError> {
+        DeviceProgram::compile_bound(bytes, origin, inputs, outputs, false)
+    }
+
+    /// [`DeviceProgram::compile`], binding by signature order whatever the names when
+    /// `signature_order` is set (a NEFF from the simulator's compile target).
+    ///
+    /// # Errors
+    /// As [`DeviceProgram::compile`].
+    pub fn compile_bound(
+        bytes: &[u8],
+        origin: &str,
+        inputs: &[IoVar],
+        outputs: &[IoVar],
+        signature_order: bool,
+    ) -> Result<DeviceProgram, DeviceProgramError> {
         let module_error =
             |detail: String| DeviceProgramError::Module { origin: origin.to_owned(), detail };
         let module = hlo::load_module(bytes).map_err(|err| module_error(err.to_string()))?;
@@ -264,9 +290,10 @@ impl DeviceProgram {
             |detail: String| DeviceProgramError::Binding { origin: origin.to_owned(), detail };
         let param_layouts = program.parameter_layouts();
         let result_layouts = program.result_layouts();
-        let params = bind_side(&params, &param_layouts, inputs, "parameter", "input")
-            .map_err(binding_error)?;
-        let results = bind_side(&results, &result_layouts, outputs, "result", "output")
+        let params =
+            bind_side(&params, &param_layouts, inputs, "parameter", "input", signature_order)
+                .map_err(binding_error)?;
+        let results = bind_results(&results, &result_layouts, outputs, signature_order)
             .map_err(binding_error)?;
         let collective = module.computations.iter().flat_map(|c| &c.instructions).any(|i| {
             matches!(
@@ -336,6 +363,7 @@ impl DeviceProgram {
         }
         let mut written = Vec::with_capacity(arrays.len());
         for (leaf, array) in self.results.iter().zip(arrays) {
+            let Some(leaf) = leaf else { continue };
             let bytes = match &leaf.layout {
                 Some(layout) => array.to_physical(layout).map_err(|err| err.to_string())?,
                 None => array.bytes.clone(),
@@ -454,15 +482,41 @@ pub fn binding_order(names: &[&str], prefix: &str) -> Vec<usize> {
     xla_order(names, prefix).unwrap_or_else(|| (0..names.len()).collect())
 }
 
+/// Binds the result leaves. A compile-target NEFF (`signature_order`) leaves zero-element
+/// results out, as neuronx-cc does: when it has fewer outputs than the module has result
+/// leaves, the zero-element leaves are not bound and their (empty) values are dropped.
+fn bind_results(
+    shapes: &[ShapeProto],
+    layouts: &[Option<Vec<i64>>],
+    vars: &[IoVar],
+    signature_order: bool,
+) -> Result<Vec<Option<Leaf>>, String> {
+    let empty = |shape: &ShapeProto| shape.dimensions.contains(&0);
+    let drop_empty = signature_order && vars.len() < shapes.len();
+    let kept: Vec<usize> =
+        (0..shapes.len()).filter(|&index| !(drop_empty && empty(&shapes[index]))).collect();
+    let kept_shapes: Vec<ShapeProto> = kept.iter().map(|&index| shapes[index].clone()).collect();
+    let kept_layouts: Vec<Option<Vec<i64>>> =
+        kept.iter().map(|&index| layouts.get(index).cloned().flatten()).collect();
+    let bound = bind_side(&kept_shapes, &kept_layouts, vars, "result", "output", signature_order)?;
+    let mut results: Vec<Option<Leaf>> = (0..shapes.len()).map(|_| None).collect();
+    for (index, leaf) in kept.into_iter().zip(bound) {
+        results[index] = Some(leaf);
+    }
+    Ok(results)
+}
+
 fn bind_side(
     shapes: &[ShapeProto],
     layouts: &[Option<Vec<i64>>],
     vars: &[IoVar],
     leaf_kind: &str,
     var_kind: &str,
+    signature_order: bool,
 ) -> Result<Vec<Leaf>, String> {
     let names: Vec<&str> = vars.iter().map(|var| var.name.as_str()).collect();
-    let (order, rule) = match xla_order(&names, var_kind) {
+    let by_name = if signature_order { None } else { xla_order(&names, var_kind) };
+    let (order, rule) = match by_name {
         Some(order) => (order, format!("{leaf_kind} i is {var_kind}{{i}}")),
         None => ((0..vars.len()).collect(), format!("{leaf_kind} i is the i-th {var_kind}")),
     };

@@ -158,6 +158,9 @@ pub fn describe(neff: &Neff) -> Result<ModelDescription, NrtError> {
         outputs,
         hlo,
         hlo_origin: String::new(),
+        // The compile target writes the signature in parameter order, so a name that looks like
+        // the compiler's default (`input1` on parameter 0) does not rebind it.
+        signature_order: neff.members.contains_key(abi::neff::SIMULATOR_TARGET_MEMBER),
     })
 }
 

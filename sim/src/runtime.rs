@@ -937,9 +937,14 @@ impl SimRuntime {
                 } else {
                     description.hlo_origin.clone()
                 };
-                let mut program =
-                    DeviceProgram::compile(hlo, &origin, &vars(&inputs), &vars(&outputs))
-                        .map_err(|err| invalid(err.to_string()))?;
+                let mut program = DeviceProgram::compile_bound(
+                    hlo,
+                    &origin,
+                    &vars(&inputs),
+                    &vars(&outputs),
+                    description.signature_order,
+                )
+                .map_err(|err| invalid(err.to_string()))?;
                 program.set_run_limits(self.config.work_budget, self.config.launch_timeout);
                 Some(program)
             }

@@ -23,6 +23,13 @@ pub const HEADER_LEN: usize = 1024;
 pub const MAX_VERSION_MAJOR: u64 = 2;
 /// Feature bits that a version-2 loader refuses.
 pub const FORBIDDEN_FEATURE_BITS_V2: u64 = 0x7FFF_FFFF_F800_0000;
+/// The feature bit that marks a NEFF written by the simulator's compile target. It lies in
+/// [`FORBIDDEN_FEATURE_BITS_V2`], so a real version-2 loader refuses the file at load
+/// (`NRT_UNSUPPORTED_NEFF_VERSION`) instead of running a NEFF that holds no device program. This
+/// crate accepts it only together with the [`SIMULATOR_TARGET_MEMBER`](super::SIMULATOR_TARGET_MEMBER)
+/// member: [`NeffHeader::parse`] lets the bit pass, and [`Neff::parse`](super::Neff::parse)
+/// refuses it when the member is absent.
+pub const SIMULATOR_TARGET_FEATURE_BIT: u64 = 1 << 62;
 
 const OFFSET_PKG_VERSION: usize = 0x000;
 const OFFSET_HEADER_SIZE: usize = 0x008;
@@ -156,7 +163,8 @@ fn swap_md5_words(digest: &[u8]) -> [u8; 16] {
 }
 
 impl NeffHeader {
-    /// Parses the header of a whole NEFF file and applies every header gate.
+    /// Parses the header of a whole NEFF file and applies every header gate, except that the
+    /// [`SIMULATOR_TARGET_FEATURE_BIT`] passes here (the member check needs the payload).
     ///
     /// # Errors
     /// [`NeffError::TooShort`], [`NeffError::UnsupportedPackageVersion`],
@@ -188,7 +196,9 @@ impl NeffHeader {
         if header.version_major > MAX_VERSION_MAJOR {
             return Err(NeffError::UnsupportedVersionMajor { version_major: header.version_major });
         }
-        let forbidden = header.feature_bits & FORBIDDEN_FEATURE_BITS_V2;
+        // The simulator-target bit is checked against the members by `Neff::parse`.
+        let forbidden =
+            header.feature_bits & FORBIDDEN_FEATURE_BITS_V2 & !SIMULATOR_TARGET_FEATURE_BIT;
         if header.version_major == 2 && forbidden != 0 {
             return Err(NeffError::ForbiddenFeatureBits {
                 feature_bits: header.feature_bits,
@@ -197,6 +207,11 @@ impl NeffHeader {
         }
         header.payload(bytes)?;
         Ok(header)
+    }
+
+    /// Whether the header carries [`SIMULATOR_TARGET_FEATURE_BIT`] under the version-2 gate.
+    pub fn is_simulator_target(&self) -> bool {
+        self.version_major == 2 && self.feature_bits & SIMULATOR_TARGET_FEATURE_BIT != 0
     }
 
     /// The payload bytes of `file` (the whole NEFF this header came from).

@@ -26,6 +26,12 @@
 //!   checked, because libnrt refuses to load a NEFF that breaks them.
 //! - **One place for the type mapping.** `def.json` type ↔ [`MrType`] lives only in
 //!   [`MrType::from_def_type`] and [`MrType::def_type`].
+//! - **The simulator-target mark.** A NEFF from the simulator's compile target sets
+//!   [`SIMULATOR_TARGET_FEATURE_BIT`], a bit every real version-2 loader refuses, and holds the
+//!   [`SIMULATOR_TARGET_MEMBER`]. This reader accepts the bit only with the member, so the mark
+//!   cannot be set by accident on a file our simulator would then run, and is refused exactly as
+//!   a real loader refuses it otherwise (the check runs after the payload is read, because it
+//!   needs the member list).
 //! - **Deterministic writing.** [`write_neff`] gives the same bytes for the same [`NeffSpec`] on
 //!   every machine: sorted members, PAX tar with owner `nobody` and mtime 0, gzip with a zero
 //!   timestamp and a fixed level, a uuid derived from the name. It does not check the loader
@@ -46,12 +52,18 @@ use crate::status::NrtStatus;
 
 pub use archive::{Member, write_payload};
 pub use header::{
-    FORBIDDEN_FEATURE_BITS_V2, HEADER_LEN, MAX_VERSION_MAJOR, NeffHeader, assemble_neff,
+    FORBIDDEN_FEATURE_BITS_V2, HEADER_LEN, MAX_VERSION_MAJOR, NeffHeader,
+    SIMULATOR_TARGET_FEATURE_BIT, assemble_neff,
 };
+
+/// The member that the simulator's compile target writes into every NEFF it makes (its command
+/// line, target and version, as JSON). A NEFF with [`SIMULATOR_TARGET_FEATURE_BIT`] set must
+/// hold it, or it is refused as a real loader refuses the bit.
+pub const SIMULATOR_TARGET_MEMBER: &str = "sim/compile.json";
 pub use mr_type::MrType;
 pub use signature::{Signature, TensorSignature};
 pub use vars::{Graph, MAX_GRAPHS, Var};
-pub use writer::{ConstantSpec, GraphSpec, NeffSpec, SignatureForm, write_neff};
+pub use writer::{COMPILED_NODE, ConstantSpec, GraphSpec, NeffSpec, SignatureForm, write_neff};
 
 /// The default decompression budget: 1 GiB, larger than any single-model NEFF seen so far and
 /// small enough that a hostile file cannot take the machine down.
@@ -361,6 +373,12 @@ impl Neff {
             options.max_payload_bytes,
             options.max_members,
         )?;
+        if header.is_simulator_target() && !members.contains_key(SIMULATOR_TARGET_MEMBER) {
+            return Err(NeffError::ForbiddenFeatureBits {
+                feature_bits: header.feature_bits,
+                forbidden: SIMULATOR_TARGET_FEATURE_BIT,
+            });
+        }
         let graphs = vars::read_graphs(&members, options.strict_var_types, options.max_vars)?;
         vars::check_loader_invariants(&graphs)?;
         let signature = match members.get("neff.json") {

@@ -4,8 +4,8 @@
 //! - The spec says what a vector needs (graphs and their variables, the signature, constants as
 //!   `.npy`, extra members such as `sim/model.hlo.pb`) and the writer derives the rest:
 //!   `kelf-0.json` listing the graphs, one `<graph>/def.json` per graph, `neff.json` in the
-//!   graph form, the metadata form or both ([`SignatureForm`]), and the header (sizes, hash,
-//!   a uuid derived from the name).
+//!   graph form, the metadata form, both, or the compiler's own form ([`SignatureForm`]), and
+//!   the header (sizes, hash, a uuid derived from the name).
 //! - Same spec, same bytes, on every machine: JSON objects have sorted keys (serde_json's
 //!   default map), members are sorted, and the archive writer fixes every varying field.
 //! - The writer refuses what it cannot encode faithfully (duplicate names, comment-like var
@@ -32,7 +32,16 @@ pub enum SignatureForm {
     GraphOnly,
     /// Only `metadata.signatures`.
     MetadataOnly,
+    /// The form neuronx-cc 2.23 writes: input nodes (`op: null`), one compiled node
+    /// ([`COMPILED_NODE`], `op: tvm_op`) that names the outputs in `output_names`, `heads` at that
+    /// node, shapes and dtypes by node entry through `node_row_ptr`, and
+    /// `metadata.signatures.default` with the inputs and an empty `outputs`.
+    Compiled,
 }
+
+/// The name of the compiled node in [`SignatureForm::Compiled`], as in the one neuronx-cc NEFF
+/// whose `neff.json` is public (nkipy's `spike/tests/artifacts/matmul_small.neff`).
+pub const COMPILED_NODE: &str = "sg_coreV10";
 
 /// One graph to write: its name (the folder of its `def.json`) and its variables.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -214,7 +223,66 @@ fn def_json(graph: &GraphSpec) -> Result<Value, NeffError> {
     Ok(json!({ "var": var_table }))
 }
 
+/// `neff.json` in the compiled form (see [`SignatureForm::Compiled`]).
+fn compiled_neff_json(signature: &Signature) -> Value {
+    let n_inputs = signature.inputs.len();
+    let n_outputs = signature.outputs.len();
+    let mut nodes: Vec<Value> = signature
+        .inputs
+        .iter()
+        .map(|tensor| {
+            json!({ "inputs": [], "is_param": "0", "name": tensor.name, "op": "null",
+                    "output_names": [tensor.name] })
+        })
+        .collect();
+    let output_names: Vec<&str> =
+        signature.outputs.iter().map(|tensor| tensor.name.as_str()).collect();
+    nodes.push(json!({
+        "attrs": {
+            "flatten_data": "0",
+            "func_name": "__kelf",
+            "kelf": "kelf-0.json",
+            "num_inputs": n_inputs.to_string(),
+            "num_outputs": n_outputs.to_string(),
+        },
+        "inputs": (0..n_inputs).map(|input| json!([input, 0, 0])).collect::<Vec<_>>(),
+        "name": COMPILED_NODE,
+        "op": "tvm_op",
+        "output_names": output_names,
+    }));
+    let n_entries = n_inputs + n_outputs;
+    let mut node_row_ptr: Vec<usize> = (0..=n_inputs).collect();
+    node_row_ptr.push(n_entries);
+    let tensors: Vec<&TensorSignature> =
+        signature.inputs.iter().chain(&signature.outputs).collect();
+    let shapes: Vec<&Vec<i64>> = tensors.iter().map(|tensor| &tensor.shape).collect();
+    let dtypes: Vec<&str> = tensors.iter().map(|tensor| tensor.dtype.as_str()).collect();
+    let inputs: Map<String, Value> = signature
+        .inputs
+        .iter()
+        .enumerate()
+        .map(|(id, tensor)| {
+            (tensor.name.clone(), json!({ "dtype": tensor.dtype, "id": id, "shape": tensor.shape }))
+        })
+        .collect();
+    json!({
+        "arg_nodes": (0..n_inputs).collect::<Vec<_>>(),
+        "attrs": {
+            "dltype": ["list_str", dtypes],
+            "shape": ["list_shape", shapes],
+            "storage_id": ["list_int", (0..n_entries).collect::<Vec<_>>()],
+        },
+        "heads": (0..n_outputs).map(|output| json!([n_inputs, output, 0])).collect::<Vec<_>>(),
+        "metadata": { "signatures": { "default": { "inputs": inputs, "outputs": {} } } },
+        "node_row_ptr": node_row_ptr,
+        "nodes": nodes,
+    })
+}
+
 fn neff_json(signature: &Signature, form: SignatureForm) -> Value {
+    if form == SignatureForm::Compiled {
+        return compiled_neff_json(signature);
+    }
     let mut root = Map::new();
     if form != SignatureForm::MetadataOnly {
         let tensors: Vec<&TensorSignature> =

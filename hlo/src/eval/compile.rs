@@ -816,6 +816,11 @@ impl Compiler<'_> {
         operands: &[&Shape],
     ) -> Result<Op, Fail> {
         let opcode = ins.opcode.as_str();
+        // The opcode table decides what is supported (`list-operators` prints it); custom calls
+        // are decided by their target below.
+        if opcode != "custom-call" && !super::opcodes::is_evaluated(opcode) {
+            return Err(Fail::Unsupported(format!("opcode {opcode}")));
+        }
         if let Some(op) = Unary::from_opcode(opcode) {
             self.arity(operands, 1)?;
             let a = operands[0].array()?;

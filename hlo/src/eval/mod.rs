@@ -43,6 +43,7 @@ mod dot;
 pub(crate) mod elementwise;
 mod exec;
 mod gather;
+mod opcodes;
 mod packed_gemm;
 mod reduce;
 pub(crate) mod shape_ops;
@@ -54,6 +55,7 @@ use std::time::Duration;
 use crate::dtype::ElementType;
 use crate::proto;
 pub use compile::Program;
+pub use opcodes::{EVALUATED_OPCODES, is_evaluated};
 
 /// The default [`EvalOptions::work_budget`]: 2^32 (about 4.3 × 10^9) element-operations.
 ///

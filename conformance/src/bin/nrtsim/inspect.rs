@@ -97,6 +97,7 @@ fn to_json(neff: &Neff) -> Value {
             "hash_ok": neff.hash_ok,
             "requested_tpb_count": header.requested_tpb_count,
             "feature_bits": header.feature_bits,
+            "simulator_target": header.is_simulator_target(),
             "lnc_size": header.lnc_size,
         },
         "members": neff.members.iter().map(|(name, member)| json!({ "name": name, "size": member.size() })).collect::<Vec<_>>(),
@@ -127,6 +128,12 @@ fn to_text(neff: &Neff) -> String {
     let _ = writeln!(out, "  num_tpb        {}", header.num_tpb);
     let _ = writeln!(out, "  lnc_size       {}", header.lnc_size);
     let _ = writeln!(out, "  feature_bits   {:#x}", header.feature_bits);
+    if header.is_simulator_target() {
+        let _ = writeln!(
+            out,
+            "  target         simulator target (nrtsim compile; a real libnrt refuses it at load)"
+        );
+    }
     let _ = writeln!(out, "  uuid           {}", to_hex(&header.uuid));
     let _ = writeln!(
         out,

@@ -2,6 +2,7 @@
 #![forbid(unsafe_code)]
 
 mod check;
+mod compile;
 mod conformance;
 mod hlo;
 mod input;
@@ -52,14 +53,23 @@ enum Command {
     Record(record::RecordArgs),
     /// Re-issue a recording on the simulator and report the first divergence (exit 1).
     Replay(record::ReplayArgs),
+    /// Compile an XLA HLO module to a NEFF for the simulator, with neuronx-cc's command line
+    /// (`nrtsim compile --help`; `nrtsim` run as `neuronx-cc` is the same compiler).
+    Compile(compile::CompileArgs),
     /// Run one vector on libnrt in this process (used by the capi and nrt backends).
     #[command(hide = true)]
     RunVector(conformance::RunVectorArgs),
 }
 
 fn main() -> ExitCode {
+    let mut argv = std::env::args_os();
+    if argv.next().is_some_and(|argv0| compile::is_neuronx_cc(&argv0)) {
+        let args: Vec<String> = argv.map(|arg| arg.to_string_lossy().into_owned()).collect();
+        return compile::neuronx_cc(compile::NEURONX_CC, &args);
+    }
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::Compile(args) => return compile::run(args),
         Command::Metaneff(command) => metaneff::run(command),
         Command::Hlo(command) => hlo::run(command).map(|()| true),
         Command::Inspect(args) => inspect::run(args).map(|()| true),

@@ -1,0 +1,107 @@
+//! `nrtsim compile …` and the `neuronx-cc` personality of `nrtsim` (argv[0] named `neuronx-cc`):
+//! neuronx-cc's command line over the simulator's compile target (`conformance::compile`).
+//!
+//! Exit statuses as neuronx-cc's: 0 on success, 1 for a module that does not compile (the message
+//! names the instruction), 2 for a command line it would refuse. The NEFF is written to a
+//! temporary file beside the output and renamed, so a failed compile never leaves a partial file.
+
+use std::ffi::OsStr;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use clap::Args;
+use conformance::compile::{self, Invocation};
+
+/// The program name whose argv[0] makes `nrtsim` behave as neuronx-cc.
+pub(crate) const NEURONX_CC: &str = "neuronx-cc";
+
+/// `nrtsim compile`'s arguments: neuronx-cc's, parsed by `conformance::compile`.
+#[derive(Args)]
+#[command(disable_help_flag = true)]
+pub(crate) struct CompileArgs {
+    /// neuronx-cc's compile arguments: MODEL --framework XLA --target T [--output PATH] …
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "ARGS")]
+    args: Vec<String>,
+}
+
+/// Whether `argv0` names the `neuronx-cc` personality.
+pub(crate) fn is_neuronx_cc(argv0: &OsStr) -> bool {
+    Path::new(argv0).file_name() == Some(OsStr::new(NEURONX_CC))
+}
+
+/// `nrtsim compile ARGS…`.
+pub(crate) fn run(args: CompileArgs) -> ExitCode {
+    let mut argv = vec!["compile".to_owned()];
+    argv.extend(args.args);
+    neuronx_cc("nrtsim", &argv)
+}
+
+/// neuronx-cc on `args` (argv after the program name); `program` names the tool in messages.
+pub(crate) fn neuronx_cc(program: &str, args: &[String]) -> ExitCode {
+    let invocation = match compile::parse_neuronx_cc_args(args) {
+        Ok(invocation) => invocation,
+        Err(error) => {
+            eprintln!("{program}: error: {error}");
+            let command = args.first().filter(|command| *command == "compile");
+            let help = command.map_or(String::new(), |command| format!(" {command}"));
+            eprintln!("(`{program}{help} --help` for usage)");
+            return ExitCode::from(2);
+        }
+    };
+    let result = match invocation {
+        Invocation::Version => print(&format!("{}\n", compile::version_line())),
+        Invocation::Help { command } => print(&compile::help_text(program, command.as_deref())),
+        Invocation::ListOperators => {
+            let mut text = String::new();
+            for opcode in hlo::eval::EVALUATED_OPCODES {
+                text.push_str(opcode);
+                text.push('\n');
+            }
+            print(&text)
+        }
+        Invocation::Compile { input, output, options } => compile_file(&input, &output, &options),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("{program}: error: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn print(text: &str) -> Result<()> {
+    let mut stdout = std::io::stdout().lock();
+    stdout.write_all(text.as_bytes()).context("writing to stdout")?;
+    stdout.flush().context("writing to stdout")
+}
+
+fn compile_file(input: &Path, output: &Path, options: &compile::CompileOptions) -> Result<()> {
+    let bytes = std::fs::read(input).with_context(|| format!("reading {}", input.display()))?;
+    let neff = compile::compile(&bytes, options)?;
+    write_atomically(output, &neff)
+}
+
+/// Writes `bytes` to a temporary name in `path`'s folder, then renames it to `path`.
+fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+    let folder = match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let name =
+        path.file_name().with_context(|| format!("--output {} names no file", path.display()))?;
+    let temporary =
+        folder.join(format!(".{}.{}.partial", name.to_string_lossy(), std::process::id()));
+    let written = std::fs::write(&temporary, bytes)
+        .with_context(|| format!("writing {}", temporary.display()))
+        .and_then(|()| {
+            std::fs::rename(&temporary, path)
+                .with_context(|| format!("renaming {} to {}", temporary.display(), path.display()))
+        });
+    if written.is_err() {
+        let _ = std::fs::remove_file(&temporary);
+    }
+    written
+}

@@ -1,0 +1,602 @@
+//! The simulator as a compile target: an XLA HLO module in, a NEFF the simulator runs out, with
+//! neuronx-cc's command line ([`parse_neuronx_cc_args`]).
+//!
+//! What [`compile`] does, in order:
+//! 1. decodes the module (binary `HloModuleProto` or HLO text, sniffed by `hlo::load_module`) and
+//!    validates it;
+//! 2. refuses an NKI kernel (a custom call to [`NKI_CUSTOM_CALL_TARGETS`]): its body is device code
+//!    the simulator cannot run;
+//! 3. compiles it exactly as the simulator will at load (`hlo::eval::Program::compile` with the
+//!    default options), so an unsupported opcode, custom call or element type is an error here,
+//!    naming the computation and instruction, and not at load;
+//! 4. names the inputs and outputs as neuronx-cc does (below), and writes the NEFF.
+//!
+//! **Names.** Input `i` (the `i`-th parameter leaf in parameter order) is the parameter's
+//! frontend attribute `neff_input_names` when it has one, else `input{i}`; output `j` (the `j`-th
+//! leaf of the entry result) is the `j`-th comma-separated name of the root instruction's
+//! `neff_output_names` when it has one, else `output{j}`. nkipy sets both attributes and drives
+//! the NEFF by those names; torch-neuronx producers set neither and use `input{i}`/`output{j}`
+//! (`docs/compile-target.md` has the evidence). A zero-element result is left out, as
+//! neuronx-cc does, unless every result is empty.
+//!
+//! **The NEFF.** Header version 2.0, `num_tpb` 1, `lnc_size` from `--lnc`, the name of the output
+//! file, a build version naming nrtsim, and [`SIMULATOR_TARGET_FEATURE_BIT`]; members
+//! `neff.json` in the compiler's form ([`SignatureForm::Compiled`]), `kelf-0.json`, `info.json`,
+//! `sg00/def.json` (an `SB` state buffer, then the inputs and outputs with their byte sizes), the
+//! module as `sim/model.hlo.pb`, and [`SIMULATOR_TARGET_MEMBER`] (the command line, target, lnc,
+//! version, the ignored flags and the module's aliases). Same module and options, same bytes.
+
+mod args;
+
+use std::collections::BTreeSet;
+
+use abi::dtype::Dltype;
+use abi::neff::{
+    GraphSpec, NeffError, NeffHeader, NeffSpec, SIMULATOR_TARGET_FEATURE_BIT,
+    SIMULATOR_TARGET_MEMBER, Signature, SignatureForm, TensorSignature, Var,
+};
+use hlo::eval::{EvalError, EvalOptions, Program};
+use hlo::proto::{HloInstructionProto, HloModuleProto, PrimitiveType, ShapeProto};
+use serde_json::json;
+
+pub use args::{
+    CompileUsageError, FLAGS, Flag, FlagUse, Invocation, PIPELINE_WORDS, help_text,
+    parse_neuronx_cc_args,
+};
+
+/// nrtsim's version, as the compile target reports it.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// The custom-call targets of NKI kernels: nkipy emits an NKI kernel as a custom call to
+/// `AwsNeuronCustomNativeKernel` (`nkipy/core/nki_op.py`).
+pub const NKI_CUSTOM_CALL_TARGETS: &[&str] = &["AwsNeuronCustomNativeKernel"];
+
+/// The frontend attribute naming a parameter's NEFF input (nkipy, `nkipy/core/backend/hlo.py`).
+pub const NEFF_INPUT_NAMES: &str = "neff_input_names";
+/// The frontend attribute of the root naming the NEFF outputs, comma-separated.
+pub const NEFF_OUTPUT_NAMES: &str = "neff_output_names";
+
+/// The one-line answer to `--version`.
+pub fn version_line() -> String {
+    format!(
+        "neuronx-cc: nrtsim {VERSION} simulator compile target (not the Neuron compiler; its \
+         NEFFs run only on the nrtsim simulator)"
+    )
+}
+
+/// The instance families neuronx-cc compiles for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Target {
+    /// `trn1`.
+    Trn1,
+    /// `trn1n`.
+    Trn1n,
+    /// `trn2`.
+    Trn2,
+    /// `trn3`.
+    Trn3,
+    /// `inf2`.
+    Inf2,
+}
+
+impl Target {
+    /// Every target.
+    pub const ALL: [Target; 5] =
+        [Target::Trn1, Target::Trn1n, Target::Trn2, Target::Trn3, Target::Inf2];
+
+    /// The target spelled `name` on the command line.
+    pub fn parse(name: &str) -> Option<Target> {
+        Target::ALL.into_iter().find(|target| target.as_str() == name)
+    }
+
+    /// The command-line spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Target::Trn1 => "trn1",
+            Target::Trn1n => "trn1n",
+            Target::Trn2 => "trn2",
+            Target::Trn3 => "trn3",
+            Target::Inf2 => "inf2",
+        }
+    }
+
+    /// The logical NeuronCore size when `--lnc` is not given: 2 where the documentation says so
+    /// (trn2; trn3 is taken to follow it), else 1.
+    pub fn default_lnc(self) -> u32 {
+        self.max_lnc()
+    }
+
+    /// The largest logical NeuronCore size of the target.
+    pub fn max_lnc(self) -> u32 {
+        match self {
+            Target::Trn2 | Target::Trn3 => 2,
+            Target::Trn1 | Target::Trn1n | Target::Inf2 => 1,
+        }
+    }
+}
+
+/// What a compile command line asks for besides its input and output paths.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CompileOptions {
+    /// `--target`.
+    pub target: Target,
+    /// `--lnc` (the header's `lnc_size`).
+    pub lnc: u32,
+    /// The `--pipeline` words, in order.
+    pub pipeline: Vec<String>,
+    /// The output's file name, which becomes the NEFF header's name.
+    pub output_name: String,
+    /// Flags accepted and not modelled, as given (flag, value), in order.
+    pub accepted_flags: Vec<(String, Option<String>)>,
+    /// The whole argument list after the program name, recorded in the NEFF.
+    pub argv: Vec<String>,
+}
+
+impl CompileOptions {
+    /// Options for `target` with its default lnc, no flags, output `file.neff`.
+    pub fn new(target: Target) -> CompileOptions {
+        CompileOptions {
+            target,
+            lnc: target.default_lnc(),
+            pipeline: Vec::new(),
+            output_name: "file.neff".to_owned(),
+            accepted_flags: Vec::new(),
+            argv: Vec::new(),
+        }
+    }
+}
+
+/// Why a module does not compile.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CompileError {
+    /// The bytes are not an HLO module, or the module is malformed.
+    #[error("the input is not a valid XLA HLO module: {detail}")]
+    Module {
+        /// What the decoder or validator said.
+        detail: String,
+    },
+    /// An NKI kernel, which the simulator cannot run.
+    #[error(
+        "computation {computation}, instruction {instruction}: custom call {target} is an NKI kernel: NKI kernels are device code, which the simulator cannot run"
+    )]
+    NkiKernel {
+        /// The computation's name.
+        computation: String,
+        /// The instruction's name.
+        instruction: String,
+        /// The custom-call target.
+        target: String,
+    },
+    /// An opcode, custom call or element type the simulator does not evaluate.
+    #[error(
+        "computation {computation}, instruction {instruction}: unsupported {what} (the simulator does not evaluate it; `neuronx-cc list-operators --framework XLA` lists what it does)"
+    )]
+    Unsupported {
+        /// The computation's name.
+        computation: String,
+        /// The instruction's name.
+        instruction: String,
+        /// What is unsupported, such as `opcode fft` or `custom call Foo`.
+        what: String,
+    },
+    /// An instruction that does not fit its operands or attributes.
+    #[error("computation {computation}, instruction {instruction}: {detail}")]
+    Invalid {
+        /// The computation's name.
+        computation: String,
+        /// The instruction's name.
+        instruction: String,
+        /// What was expected and what came.
+        detail: String,
+    },
+    /// Another refusal of the interpreter (a module-level problem, an array over the budget).
+    #[error("the simulator would refuse the module: {detail}")]
+    Refused {
+        /// The interpreter's message.
+        detail: String,
+    },
+    /// A parameter or result leaf whose element type has no NEFF dtype.
+    #[error("{what} has element type {element_type}, which has no NEFF dtype")]
+    NoDtype {
+        /// Which parameter or result.
+        what: String,
+        /// The HLO element type.
+        element_type: String,
+    },
+    /// A tensor too large for its byte size to be counted.
+    #[error("{name} has shape {shape:?}, whose byte size overflows")]
+    TooLarge {
+        /// The tensor.
+        name: String,
+        /// Its shape.
+        shape: Vec<i64>,
+    },
+    /// `neff_output_names` names a different number of outputs than the module returns.
+    #[error(
+        "the root's {NEFF_OUTPUT_NAMES} names {named} outputs ({names:?}), expected {expected}, one per result leaf"
+    )]
+    OutputNames {
+        /// How many it names.
+        named: usize,
+        /// The names.
+        names: Vec<String>,
+        /// How many result leaves the module has.
+        expected: usize,
+    },
+    /// A name that cannot be a NEFF variable.
+    #[error(
+        "{what} is named {name:?}, expected a unique name that is not empty and does not start with #"
+    )]
+    BadName {
+        /// Which input or output.
+        what: String,
+        /// The name.
+        name: String,
+    },
+    /// A module that returns nothing: a NEFF needs an output.
+    #[error("the module returns no arrays, expected at least one (a NEFF needs an output)")]
+    NoOutputs,
+    /// The NEFF writer refused the result.
+    #[error("cannot write the NEFF: {0}")]
+    Write(#[from] NeffError),
+}
+
+/// One input or output of the compiled module.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CompiledTensor {
+    /// The NEFF variable name.
+    pub name: String,
+    /// The dtype.
+    pub dltype: Dltype,
+    /// The shape.
+    pub shape: Vec<i64>,
+    /// The size in bytes.
+    pub size: u64,
+}
+
+/// The inputs and outputs of a module as the compile target names them, and its aliases as
+/// (output index, input index).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CompiledSignature {
+    /// The inputs, in parameter order.
+    pub inputs: Vec<CompiledTensor>,
+    /// The outputs, in result order.
+    pub outputs: Vec<CompiledTensor>,
+    /// `input_output_alias` entries that alias a result leaf to a whole array parameter.
+    pub aliases: Vec<(usize, usize)>,
+}
+
+fn entry_computation(module: &HloModuleProto) -> Option<&hlo::proto::HloComputationProto> {
+    module
+        .computations
+        .iter()
+        .find(|c| c.id == module.entry_computation_id)
+        .or_else(|| module.computations.iter().find(|c| c.name == module.entry_computation_name))
+}
+
+fn leaves<'s>(shape: &'s ShapeProto, out: &mut Vec<&'s ShapeProto>) {
+    if shape.element_type == PrimitiveType::Tuple as i32 {
+        for item in &shape.tuple_shapes {
+            leaves(item, out);
+        }
+    } else {
+        out.push(shape);
+    }
+}
+
+fn tensor(what: &str, name: String, shape: &ShapeProto) -> Result<CompiledTensor, CompileError> {
+    // PRED is written as `uint8`, as producers map it (libnrt has no bool dtype); the simulator
+    // binds a PRED leaf to a `uint8` variable.
+    let dltype = Dltype::ALL
+        .iter()
+        .copied()
+        .find(|d| sim::device_program::primitive_of(*d) as i32 == shape.element_type)
+        .map(|d| if d == Dltype::Bool { Dltype::Uint8 } else { d })
+        .ok_or_else(|| CompileError::NoDtype {
+            what: what.to_owned(),
+            element_type: PrimitiveType::try_from(shape.element_type)
+                .map_or_else(|_| shape.element_type.to_string(), |t| t.as_str_name().to_owned()),
+        })?;
+    let size = shape
+        .dimensions
+        .iter()
+        .try_fold(dltype.item_size(), |n, &d| n.checked_mul(u64::try_from(d).ok()?))
+        .ok_or_else(|| CompileError::TooLarge {
+            name: name.clone(),
+            shape: shape.dimensions.clone(),
+        })?;
+    Ok(CompiledTensor { name, dltype, shape: shape.dimensions.clone(), size })
+}
+
+fn attribute<'i>(instruction: &'i HloInstructionProto, key: &str) -> Option<&'i str> {
+    instruction
+        .frontend_attributes
+        .as_ref()
+        .and_then(|attributes| attributes.map.get(key))
+        .map(String::as_str)
+        .filter(|value| !value.is_empty())
+}
+
+/// The inputs, outputs and aliases of a decoded module, named as described in the module docs.
+///
+/// # Errors
+/// [`CompileError::Module`] without an entry computation or a parameter shape,
+/// [`CompileError::NoDtype`], [`CompileError::TooLarge`], [`CompileError::OutputNames`],
+/// [`CompileError::BadName`] for an empty, comment-like or repeated name, and
+/// [`CompileError::NoOutputs`].
+pub fn signature_of(module: &HloModuleProto) -> Result<CompiledSignature, CompileError> {
+    let malformed = |detail: String| CompileError::Module { detail };
+    let entry = entry_computation(module)
+        .ok_or_else(|| malformed("the module has no entry computation".to_owned()))?;
+    let mut parameters: Vec<&HloInstructionProto> =
+        entry.instructions.iter().filter(|i| i.opcode == "parameter").collect();
+    parameters.sort_by_key(|i| i.parameter_number);
+    let mut inputs = Vec::new();
+    // The input index of each whole-array parameter, for the aliases.
+    let mut input_of_parameter = std::collections::BTreeMap::new();
+    for parameter in parameters {
+        let shape = parameter
+            .shape
+            .as_ref()
+            .ok_or_else(|| malformed(format!("parameter {} has no shape", parameter.name)))?;
+        let mut parameter_leaves = Vec::new();
+        leaves(shape, &mut parameter_leaves);
+        let whole_array = shape.element_type != PrimitiveType::Tuple as i32;
+        if whole_array {
+            input_of_parameter.insert(parameter.parameter_number, inputs.len());
+        }
+        for leaf in parameter_leaves {
+            let index = inputs.len();
+            let name = match attribute(parameter, NEFF_INPUT_NAMES) {
+                Some(name) if whole_array => name.to_owned(),
+                _ => format!("input{index}"),
+            };
+            let what = format!("parameter {} ({})", parameter.parameter_number, parameter.name);
+            inputs.push(tensor(&what, name, leaf)?);
+        }
+    }
+    let root = entry
+        .instructions
+        .iter()
+        .find(|i| i.id == entry.root_id)
+        .or_else(|| entry.instructions.last())
+        .ok_or_else(|| malformed(format!("entry computation {} is empty", entry.name)))?;
+    let root_shape =
+        root.shape.as_ref().ok_or_else(|| malformed(format!("root {} has no shape", root.name)))?;
+    let mut result_leaves = Vec::new();
+    leaves(root_shape, &mut result_leaves);
+    if result_leaves.is_empty() {
+        return Err(CompileError::NoOutputs);
+    }
+    let names: Vec<String> = match attribute(root, NEFF_OUTPUT_NAMES) {
+        Some(names) => {
+            let names: Vec<String> = names.split(',').map(|name| name.trim().to_owned()).collect();
+            if names.len() != result_leaves.len() {
+                return Err(CompileError::OutputNames {
+                    named: names.len(),
+                    names,
+                    expected: result_leaves.len(),
+                });
+            }
+            names
+        }
+        None => (0..result_leaves.len()).map(|j| format!("output{j}")).collect(),
+    };
+    // neuronx-cc leaves zero-element results out of the NEFF (nkipy materialises them on the
+    // host, `nkipy/runtime/execute.py`); a NEFF needs one output, so when every result is empty
+    // they all stay.
+    let all_empty = result_leaves.iter().all(|leaf| leaf.dimensions.contains(&0));
+    let mut outputs = Vec::new();
+    // The output index of each result leaf written, for the aliases.
+    let mut output_of_leaf = Vec::new();
+    for (j, (leaf, name)) in result_leaves.into_iter().zip(names).enumerate() {
+        if leaf.dimensions.contains(&0) && !all_empty {
+            output_of_leaf.push(None);
+            continue;
+        }
+        output_of_leaf.push(Some(outputs.len()));
+        outputs.push(tensor(&format!("result {j} ({})", root.name), name, leaf)?);
+    }
+    let mut seen = BTreeSet::new();
+    for (what, tensor) in inputs
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (format!("input {i}"), t))
+        .chain(outputs.iter().enumerate().map(|(j, t)| (format!("output {j}"), t)))
+    {
+        if tensor.name.is_empty() || tensor.name.starts_with('#') || !seen.insert(&tensor.name) {
+            return Err(CompileError::BadName { what, name: tensor.name.clone() });
+        }
+    }
+    let tuple_result = root_shape.element_type == PrimitiveType::Tuple as i32;
+    let mut aliases = Vec::new();
+    for entry in module.input_output_alias.iter().flat_map(|alias| &alias.entries) {
+        let leaf = match (tuple_result, entry.output_shape_index.as_slice()) {
+            (false, []) => Some(0),
+            (true, [index]) => usize::try_from(*index).ok(),
+            _ => None,
+        };
+        let output = leaf.and_then(|leaf| output_of_leaf.get(leaf).copied().flatten());
+        let input = entry
+            .parameter_shape_index
+            .is_empty()
+            .then(|| input_of_parameter.get(&entry.parameter_number).copied())
+            .flatten();
+        if let (Some(output), Some(input)) = (output, input) {
+            aliases.push((output, input));
+        }
+    }
+    Ok(CompiledSignature { inputs, outputs, aliases })
+}
+
+fn from_eval(error: &EvalError) -> CompileError {
+    match error.innermost() {
+        EvalError::Unsupported { computation, instruction, what } => CompileError::Unsupported {
+            computation: computation.clone(),
+            instruction: instruction.clone(),
+            what: what.clone(),
+        },
+        EvalError::Invalid { computation, instruction, detail } => CompileError::Invalid {
+            computation: computation.clone(),
+            instruction: instruction.clone(),
+            detail: detail.clone(),
+        },
+        _ => CompileError::Refused { detail: error.to_string() },
+    }
+}
+
+/// Checks `module_bytes` as the simulator will run it and writes the NEFF (see the module docs).
+///
+/// # Errors
+/// A [`CompileError`] naming what the simulator cannot run, or the name that cannot be written.
+pub fn compile(module_bytes: &[u8], options: &CompileOptions) -> Result<Vec<u8>, CompileError> {
+    let module = hlo::load_module(module_bytes)
+        .map_err(|err| CompileError::Module { detail: err.to_string() })?;
+    hlo::validate(&module).map_err(|err| CompileError::Module { detail: err.to_string() })?;
+    for computation in &module.computations {
+        for instruction in &computation.instructions {
+            let nki = instruction.opcode == "custom-call"
+                && NKI_CUSTOM_CALL_TARGETS.contains(&instruction.custom_call_target.as_str());
+            if nki {
+                return Err(CompileError::NkiKernel {
+                    computation: computation.name.clone(),
+                    instruction: instruction.name.clone(),
+                    target: instruction.custom_call_target.clone(),
+                });
+            }
+        }
+    }
+    Program::compile(&module, &EvalOptions::default()).map_err(|err| from_eval(&err))?;
+    let signature = signature_of(&module)?;
+    write(module_bytes, &signature, options)
+}
+
+/// The `sim/compile.json` member: what the compile target was asked and what it made.
+fn compile_json(signature: &CompiledSignature, options: &CompileOptions) -> Vec<u8> {
+    let flags: Vec<serde_json::Value> = options
+        .accepted_flags
+        .iter()
+        .map(|(flag, value)| json!({ "flag": flag, "value": value }))
+        .collect();
+    let aliases: Vec<serde_json::Value> = signature
+        .aliases
+        .iter()
+        .map(|&(output, input)| {
+            json!({ "input": signature.inputs[input].name, "output": signature.outputs[output].name })
+        })
+        .collect();
+    let value = json!({
+        "aliases": aliases,
+        "argv": options.argv,
+        "ignored_flags": flags,
+        "lnc": options.lnc,
+        "pipeline": options.pipeline,
+        "simulator_target": true,
+        "target": options.target.as_str(),
+        "version": format!("nrtsim {VERSION}"),
+    });
+    let mut bytes = serde_json::to_vec_pretty(&value).unwrap_or_default();
+    bytes.push(b'\n');
+    bytes
+}
+
+fn write(
+    module_bytes: &[u8],
+    signature: &CompiledSignature,
+    options: &CompileOptions,
+) -> Result<Vec<u8>, CompileError> {
+    let mut spec = NeffSpec::new(&options.output_name);
+    let mut tpb_per_node = [0u8; 64];
+    tpb_per_node[0] = 1;
+    spec.header = NeffHeader {
+        build_version: format!("nrtsim {VERSION} simulator compile target"),
+        num_tpb: 1,
+        requested_tpb_count: 1,
+        tpb_per_node,
+        feature_bits: SIMULATOR_TARGET_FEATURE_BIT,
+        lnc_size: options.lnc,
+        ..spec.header
+    };
+    let mut vars = vec![Var::new("SB", 0, "state-buffer")];
+    let io = signature
+        .inputs
+        .iter()
+        .map(|t| (t, "input"))
+        .chain(signature.outputs.iter().map(|t| (t, "output")));
+    for (var_id, (tensor, kind)) in (1u32..).zip(io) {
+        vars.push(Var::new(&tensor.name, var_id, kind).with_size(tensor.size));
+    }
+    spec.graphs.push(GraphSpec { name: "sg00".to_owned(), vars });
+    let entry = |t: &CompiledTensor| TensorSignature::new(&t.name, t.dltype.name(), &t.shape);
+    spec.signature = Signature {
+        inputs: signature.inputs.iter().map(entry).collect(),
+        outputs: signature.outputs.iter().map(entry).collect(),
+    };
+    spec.signature_form = SignatureForm::Compiled;
+    let info = json!({
+        "name": options.output_name,
+        "num_tpb": 1,
+        "num_tpb_requested": 1,
+        "tool_version": format!("nrtsim {VERSION} (simulator compile target)"),
+    });
+    let mut info = serde_json::to_vec_pretty(&info).unwrap_or_default();
+    info.push(b'\n');
+    spec.extra_members.insert("info.json".to_owned(), info);
+    spec.extra_members.insert(SIMULATOR_TARGET_MEMBER.to_owned(), compile_json(signature, options));
+    sim::neff_load::add_hlo(&mut spec, module_bytes);
+    Ok(spec.to_bytes()?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refusal(hlo: &str) -> CompileError {
+        compile(hlo.as_bytes(), &CompileOptions::new(Target::Trn1)).unwrap_err()
+    }
+
+    #[test]
+    fn output_names_must_match_the_results() {
+        let hlo = "HloModule m\n\nENTRY main {\n  x = f32[2] parameter(0)\n  ROOT r = (f32[2], f32[2]) tuple(x, x), frontend_attributes={neff_output_names=\"only\"}\n}\n";
+        assert_eq!(
+            refusal(hlo),
+            CompileError::OutputNames { named: 1, names: vec!["only".into()], expected: 2 }
+        );
+    }
+
+    #[test]
+    fn names_must_be_unique_and_not_comments() {
+        let clash = "HloModule m\n\nENTRY main {\n  x = f32[2] parameter(0), frontend_attributes={neff_input_names=\"t\"}\n  ROOT y = f32[2] negate(x), frontend_attributes={neff_output_names=\"t\"}\n}\n";
+        assert_eq!(
+            refusal(clash),
+            CompileError::BadName { what: "output 0".into(), name: "t".into() }
+        );
+        let comment = clash.replace("neff_input_names=\"t\"", "neff_input_names=\"#t\"");
+        assert_eq!(
+            refusal(&comment),
+            CompileError::BadName { what: "input 0".into(), name: "#t".into() }
+        );
+    }
+
+    #[test]
+    fn a_module_returning_nothing_has_no_neff() {
+        let hlo =
+            "HloModule m\n\nENTRY main {\n  x = f32[2] parameter(0)\n  ROOT r = () tuple()\n}\n";
+        assert_eq!(refusal(hlo), CompileError::NoOutputs);
+    }
+
+    #[test]
+    fn bytes_that_are_not_a_module_are_refused() {
+        assert!(matches!(refusal("HloModule broken\nENTRY {"), CompileError::Module { .. }));
+    }
+
+    #[test]
+    fn targets_spell_and_default_as_documented() {
+        for target in Target::ALL {
+            assert_eq!(Target::parse(target.as_str()), Some(target));
+        }
+        assert_eq!(Target::parse("trn9"), None);
+        let lnc: Vec<u32> = Target::ALL.iter().map(|t| t.default_lnc()).collect();
+        assert_eq!(lnc, [1, 1, 2, 2, 1]);
+    }
+}

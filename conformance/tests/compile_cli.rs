@@ -1,0 +1,534 @@
+//! `nrtsim compile` and `nrtsim` run as `neuronx-cc` from the outside: the command lines real
+//! producers use, the refusals and their exit statuses, the NEFF's header, names and members, and
+//! the NEFF running on the simulator with numbers worked by hand.
+
+use std::os::unix::fs::symlink;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use abi::neff::{Neff, ReadOptions, SIMULATOR_TARGET_FEATURE_BIT, SIMULATOR_TARGET_MEMBER};
+use abi::runtime::{Framework, ModelId, Placement, Runtime, SetId, TensorId};
+use abi::status::NrtStatus;
+use serde_json::Value;
+use sim::{SimConfig, SimRuntime};
+
+mod support;
+use support::{Scratch, nrtsim, nrtsim_exe, text};
+
+/// `b - a` and `(b - a) * a`, with nkipy's names on parameters given as `b`, then `a` (so the
+/// name order differs from the parameter order) and on the two results.
+const NAMED: &str = "HloModule named\n\nENTRY main {\n  b = f32[4] parameter(0), frontend_attributes={neff_input_names=\"b\"}\n  a = f32[4] parameter(1), frontend_attributes={neff_input_names=\"a\"}\n  d = f32[4] subtract(b, a)\n  p = f32[4] multiply(d, a)\n  ROOT r = (f32[4], f32[4]) tuple(d, p), frontend_attributes={neff_output_names=\"output0,output1\"}\n}\n";
+
+/// The same computation without attributes: the compiler's default names.
+const PLAIN: &str = "HloModule plain\n\nENTRY main {\n  x = f32[4] parameter(0)\n  y = f32[4] parameter(1)\n  d = f32[4] subtract(x, y)\n  ROOT p = f32[4] multiply(d, y)\n}\n";
+
+/// nkipy's in-place update: parameter `a_input.must_alias_input` is aliased to output `a_input`.
+const ALIASED: &str = "HloModule aliased, input_output_alias={ {1}: (0, {}, must-alias) }\n\nENTRY main {\n  a = f32[4] parameter(0), frontend_attributes={neff_input_names=\"a_input.must_alias_input\"}\n  b = f32[4] parameter(1), frontend_attributes={neff_input_names=\"b_input\"}\n  s = f32[4] add(a, b)\n  t = f32[4] multiply(s, b)\n  ROOT r = (f32[4], f32[4]) tuple(t, s), frontend_attributes={neff_output_names=\"output0,a_input\"}\n}\n";
+
+/// A scratch folder with `neuronx-cc`, a symbolic link to the built `nrtsim`, in it.
+fn with_neuronx_cc(label: &str) -> (Scratch, PathBuf) {
+    let scratch = Scratch::new(label);
+    let link = scratch.join("bin").join("neuronx-cc");
+    std::fs::create_dir_all(link.parent().unwrap()).unwrap();
+    symlink(nrtsim_exe(), &link).unwrap();
+    (scratch, link)
+}
+
+fn run_in(program: &Path, dir: &Path, args: &[&str]) -> Output {
+    Command::new(program).current_dir(dir).args(args).output().unwrap()
+}
+
+/// The module as a binary `HloModuleProto`, as nkipy writes `hlo_module.pb`.
+fn binary(hlo_text: &str) -> Vec<u8> {
+    hlo::encode_module(&hlo::load_module(hlo_text.as_bytes()).unwrap())
+}
+
+fn parse(path: &Path) -> Neff {
+    Neff::parse(&std::fs::read(path).unwrap(), &ReadOptions::loader()).unwrap()
+}
+
+fn compile_json(neff: &Neff) -> Value {
+    serde_json::from_slice(neff.members[SIMULATOR_TARGET_MEMBER].bytes()).unwrap()
+}
+
+fn names(neff: &Neff) -> (Vec<String>, Vec<String>) {
+    let signature = &neff.signature;
+    (
+        signature.inputs.iter().map(|t| t.name.clone()).collect(),
+        signature.outputs.iter().map(|t| t.name.clone()).collect(),
+    )
+}
+
+/// Files in `dir` whose name is not in `expected`: a compile leaves nothing behind.
+fn leftovers(dir: &Path, expected: &[&str]) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| !expected.contains(&name.as_str()))
+        .collect();
+    names.sort();
+    names
+}
+
+fn f32_bytes(values: &[f32]) -> Vec<u8> {
+    values.iter().flat_map(|v| v.to_le_bytes()).collect()
+}
+
+fn f32_values(bytes: &[u8]) -> Vec<f32> {
+    bytes.chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect()
+}
+
+struct Loaded {
+    sim: std::sync::Arc<SimRuntime>,
+    model: ModelId,
+    inputs: SetId,
+    outputs: SetId,
+}
+
+impl Loaded {
+    fn new(neff: &[u8]) -> Loaded {
+        let sim = SimRuntime::new_shared(SimConfig::default()).unwrap();
+        sim.init(Framework::NoFw, "", "").unwrap();
+        let model = sim.load(neff, 0, 1).unwrap();
+        let inputs = sim.allocate_tensor_set().unwrap();
+        let outputs = sim.allocate_tensor_set().unwrap();
+        Loaded { sim, model, inputs, outputs }
+    }
+
+    fn tensor(&self, name: &str, values: &[f32]) -> TensorId {
+        let bytes = f32_bytes(values);
+        let tensor =
+            self.sim.tensor_allocate(Placement::Device, 0, bytes.len(), name.as_bytes()).unwrap();
+        self.sim.tensor_write(tensor, 0, &bytes).unwrap();
+        tensor
+    }
+
+    fn input(&self, name: &str, values: &[f32]) -> TensorId {
+        let tensor = self.tensor(name, values);
+        self.sim.add_tensor_to_tensor_set(self.inputs, name.as_bytes(), tensor).unwrap();
+        tensor
+    }
+
+    fn output(&self, name: &str, tensor: TensorId) {
+        self.sim.add_tensor_to_tensor_set(self.outputs, name.as_bytes(), tensor).unwrap();
+    }
+
+    fn execute(&self) {
+        assert_eq!(self.sim.execute(self.model, self.inputs, self.outputs), Ok(NrtStatus::Success));
+    }
+
+    fn read(&self, tensor: TensorId) -> Vec<f32> {
+        let mut bytes = vec![0u8; self.sim.tensor_get_size(tensor).unwrap()];
+        self.sim.tensor_read(tensor, 0, &mut bytes).unwrap();
+        f32_values(&bytes)
+    }
+}
+
+#[test]
+fn nkipys_command_line_through_a_neuronx_cc_link_writes_file_neff_in_the_working_directory() {
+    let (scratch, neuronx_cc) = with_neuronx_cc("nkipy");
+    let work = scratch.join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let module = work.join("hlo_module.pb");
+    std::fs::write(&module, binary(NAMED)).unwrap();
+    let args = [
+        "compile",
+        "--framework",
+        "XLA",
+        module.to_str().unwrap(),
+        "--pipeline",
+        "compile",
+        "SaveTemps",
+        "--target",
+        "trn2",
+        "--output=file.neff",
+        "--lnc",
+        "1",
+        "--internal-tensorizer-opt-level=2",
+    ];
+    let out = run_in(&neuronx_cc, &work, &args);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(leftovers(&work, &["hlo_module.pb", "file.neff"]), Vec::<String>::new());
+
+    let neff = parse(&work.join("file.neff"));
+    assert_eq!(neff.header.name, "file.neff");
+    assert_eq!((neff.header.num_tpb, neff.header.lnc_size), (1, 1));
+    assert_eq!((neff.header.version_major, neff.header.pkg_version), (2, 2));
+    assert!(neff.header.build_version.starts_with("nrtsim "), "{}", neff.header.build_version);
+    assert_eq!(neff.header.feature_bits, SIMULATOR_TARGET_FEATURE_BIT);
+    let recorded = compile_json(&neff);
+    assert_eq!(recorded["target"], "trn2");
+    assert_eq!(recorded["lnc"], 1);
+    assert_eq!(recorded["pipeline"], serde_json::json!(["compile", "SaveTemps"]));
+    assert_eq!(recorded["argv"], serde_json::json!(args));
+    assert_eq!(
+        recorded["ignored_flags"],
+        serde_json::json!([{ "flag": "--internal-tensorizer-opt-level", "value": "2" }])
+    );
+    assert_eq!(recorded["simulator_target"], true);
+    // The module travels as given.
+    assert_eq!(neff.members["sim/model.hlo.pb"].bytes(), binary(NAMED).as_slice());
+}
+
+#[test]
+fn neff_json_has_the_compilers_form_and_the_var_table_its_sizes() {
+    let scratch = Scratch::new("form");
+    let module = scratch.write("m.hlo", NAMED.as_bytes());
+    let output = scratch.join("file.neff");
+    let out = nrtsim(&[
+        "compile",
+        module.to_str().unwrap(),
+        "--framework",
+        "XLA",
+        "--target",
+        "trn2",
+        "--output",
+        output.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let neff = parse(&output);
+    let json: Value = serde_json::from_slice(neff.members["neff.json"].bytes()).unwrap();
+    // Outputs only in the graph form, heads at the compiled node, as real NEFFs have them.
+    assert_eq!(json["metadata"]["signatures"]["default"]["outputs"], serde_json::json!({}));
+    assert_eq!(json["metadata"]["signatures"]["default"]["inputs"]["b"]["id"], 0);
+    assert_eq!(json["metadata"]["signatures"]["default"]["inputs"]["a"]["id"], 1);
+    assert_eq!(json["nodes"][2]["name"], "sg_coreV10");
+    assert_eq!(json["nodes"][2]["op"], "tvm_op");
+    assert_eq!(json["nodes"][2]["output_names"], serde_json::json!(["output0", "output1"]));
+    assert_eq!(json["heads"], serde_json::json!([[2, 0, 0], [2, 1, 0]]));
+    assert_eq!(json["node_row_ptr"], serde_json::json!([0, 1, 2, 4]));
+    assert_eq!(json["arg_nodes"], serde_json::json!([0, 1]));
+    // The reader takes the outputs from the graph form.
+    assert_eq!(
+        names(&neff),
+        (vec!["b".into(), "a".into()], vec!["output0".into(), "output1".into()])
+    );
+    assert_eq!(neff.signature.outputs[1].dtype, "float32");
+    assert_eq!(neff.signature.outputs[1].shape, [4]);
+    let vars: Vec<(String, u32, String, Option<u64>)> = neff.graphs[0]
+        .vars
+        .iter()
+        .map(|v| (v.name.clone(), v.var_id, v.kind.clone(), v.size))
+        .collect();
+    let expected = [
+        ("SB", 0, "state-buffer", None),
+        ("b", 1, "input", Some(16)),
+        ("a", 2, "input", Some(16)),
+        ("output0", 3, "output", Some(16)),
+        ("output1", 4, "output", Some(16)),
+    ];
+    let expected: Vec<(String, u32, String, Option<u64>)> = expected
+        .iter()
+        .map(|(n, id, kind, size)| (n.to_string(), *id, kind.to_string(), *size))
+        .collect();
+    assert_eq!(vars, expected);
+    let kelf: Value = serde_json::from_slice(neff.members["kelf-0.json"].bytes()).unwrap();
+    assert_eq!(kelf["graphs"][0]["definition"], "sg00/def.json");
+    // trn2 without --lnc: the documented default of 2.
+    assert_eq!(neff.header.lnc_size, 2);
+}
+
+#[test]
+fn names_in_non_alphabetical_order_bind_to_the_right_parameters() {
+    let options = conformance::compile::CompileOptions::new(conformance::compile::Target::Trn2);
+    let neff = conformance::compile::compile(NAMED.as_bytes(), &options).unwrap();
+    let loaded = Loaded::new(&neff);
+    loaded.input("b", &[1.0, 2.0, 3.0, 4.0]);
+    loaded.input("a", &[10.0, 20.0, 30.0, 40.0]);
+    let difference = loaded.tensor("output0", &[0.0; 4]);
+    let product = loaded.tensor("output1", &[0.0; 4]);
+    loaded.output("output0", difference);
+    loaded.output("output1", product);
+    loaded.execute();
+    // b - a, then (b - a) * a, worked by hand.
+    assert_eq!(loaded.read(difference), [-9.0, -18.0, -27.0, -36.0]);
+    assert_eq!(loaded.read(product), [-90.0, -360.0, -810.0, -1440.0]);
+}
+
+#[test]
+fn without_attributes_the_names_are_input_i_and_output_j() {
+    let options = conformance::compile::CompileOptions::new(conformance::compile::Target::Trn1);
+    let neff_bytes = conformance::compile::compile(PLAIN.as_bytes(), &options).unwrap();
+    let neff = Neff::parse(&neff_bytes, &ReadOptions::loader()).unwrap();
+    assert_eq!(names(&neff), (vec!["input0".into(), "input1".into()], vec!["output0".into()]));
+    assert_eq!(neff.header.lnc_size, 1);
+    let loaded = Loaded::new(&neff_bytes);
+    loaded.input("input0", &[5.0, 6.0, 7.0, 8.0]);
+    loaded.input("input1", &[1.0, 2.0, 3.0, 4.0]);
+    let result = loaded.tensor("output0", &[0.0; 4]);
+    loaded.output("output0", result);
+    loaded.execute();
+    // (x - y) * y.
+    assert_eq!(loaded.read(result), [4.0, 8.0, 12.0, 16.0]);
+}
+
+#[test]
+fn an_aliased_parameter_keeps_nkipys_names_and_updates_in_place() {
+    let options = conformance::compile::CompileOptions::new(conformance::compile::Target::Trn2);
+    let neff_bytes = conformance::compile::compile(ALIASED.as_bytes(), &options).unwrap();
+    let neff = Neff::parse(&neff_bytes, &ReadOptions::loader()).unwrap();
+    assert_eq!(
+        names(&neff),
+        (
+            vec!["a_input.must_alias_input".into(), "b_input".into()],
+            vec!["output0".into(), "a_input".into()]
+        )
+    );
+    assert_eq!(
+        compile_json(&neff)["aliases"],
+        serde_json::json!([{ "input": "a_input.must_alias_input", "output": "a_input" }])
+    );
+    // nkipy passes the input's tensor as the aliased output.
+    let loaded = Loaded::new(&neff_bytes);
+    let a = loaded.input("a_input.must_alias_input", &[1.0, 2.0, 3.0, 4.0]);
+    loaded.input("b_input", &[2.0, 2.0, 2.0, 2.0]);
+    let t = loaded.tensor("output0", &[0.0; 4]);
+    loaded.output("output0", t);
+    loaded.output("a_input", a);
+    loaded.execute();
+    assert_eq!(loaded.read(a), [3.0, 4.0, 5.0, 6.0]);
+    assert_eq!(loaded.read(t), [6.0, 8.0, 10.0, 12.0]);
+}
+
+#[test]
+fn the_same_module_and_command_line_give_the_same_bytes() {
+    let scratch = Scratch::new("determinism");
+    let module = scratch.write("m.pb", &binary(NAMED));
+    let mut written = Vec::new();
+    for dir in ["one", "two"] {
+        let work = scratch.join(dir);
+        std::fs::create_dir_all(&work).unwrap();
+        let args = ["compile", module.to_str().unwrap(), "--framework=XLA", "--target=trn2"];
+        let out = Command::new(nrtsim_exe()).current_dir(&work).args(args).output().unwrap();
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        written.push(std::fs::read(work.join("file.neff")).unwrap());
+    }
+    assert_eq!(written[0], written[1]);
+}
+
+#[test]
+fn lnc_2_is_the_headers_lnc_size_and_refused_on_trn1() {
+    let scratch = Scratch::new("lnc");
+    let module = scratch.write("m.hlo", PLAIN.as_bytes());
+    let out = nrtsim(&[
+        "compile",
+        "--framework",
+        "XLA",
+        module.to_str().unwrap(),
+        "--target",
+        "trn2",
+        "--lnc=2",
+        &format!("--output={}", scratch.join("two.neff").display()),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let neff = parse(&scratch.join("two.neff"));
+    assert_eq!(neff.header.lnc_size, 2);
+    assert_eq!(neff.header.name, "two.neff");
+
+    let out = nrtsim(&[
+        "compile",
+        module.to_str().unwrap(),
+        "--framework",
+        "XLA",
+        "--target",
+        "trn1",
+        "-lnc",
+        "2",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("--lnc 2 is not available on trn1"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn an_unknown_flag_is_a_usage_error_naming_it() {
+    let scratch = Scratch::new("unknown");
+    let module = scratch.write("m.hlo", PLAIN.as_bytes());
+    let out = Command::new(nrtsim_exe())
+        .current_dir(scratch.path())
+        .args(["compile", "m.hlo", "--framework", "XLA", "--target", "trn2", "--fast-math", "none"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("\"--fast-math\""), "{}", text(&out.stderr));
+    assert_eq!(leftovers(scratch.path(), &["m.hlo"]), Vec::<String>::new());
+    drop(module);
+}
+
+#[test]
+fn an_unsupported_opcode_fails_naming_the_opcode_and_the_instruction() {
+    let scratch = Scratch::new("unsupported");
+    let hlo = "HloModule m\n\nENTRY main {\n  x = f32[4,4] parameter(0)\n  ROOT factor = f32[4,4] cholesky(x), lower=true\n}\n";
+    scratch.write("m.hlo", hlo.as_bytes());
+    let out = Command::new(nrtsim_exe())
+        .current_dir(scratch.path())
+        .args(["compile", "m.hlo", "--framework", "XLA", "--target", "trn2"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("error:"), "{stderr}");
+    assert!(stderr.contains("instruction factor"), "{stderr}");
+    assert!(stderr.contains("unsupported opcode cholesky"), "{stderr}");
+    assert_eq!(leftovers(scratch.path(), &["m.hlo"]), Vec::<String>::new());
+}
+
+#[test]
+fn an_nki_kernel_is_refused_as_device_code() {
+    let scratch = Scratch::new("nki");
+    let hlo = "HloModule m\n\nENTRY main {\n  x = f32[4] parameter(0)\n  ROOT kernel = f32[4] custom-call(x), custom_call_target=\"AwsNeuronCustomNativeKernel\"\n}\n";
+    scratch.write("m.hlo", hlo.as_bytes());
+    let out = Command::new(nrtsim_exe())
+        .current_dir(scratch.path())
+        .args(["compile", "m.hlo", "--framework", "XLA", "--target", "trn2"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("instruction kernel"), "{stderr}");
+    assert!(stderr.contains("AwsNeuronCustomNativeKernel is an NKI kernel"), "{stderr}");
+    assert!(stderr.contains("device code"), "{stderr}");
+}
+
+#[test]
+fn the_personality_answers_version_help_and_list_operators() {
+    let (scratch, neuronx_cc) = with_neuronx_cc("personality");
+    let version = run_in(&neuronx_cc, scratch.path(), &["--version"]);
+    assert!(version.status.success());
+    let line = text(&version.stdout);
+    assert_eq!(line.lines().count(), 1, "{line}");
+    assert!(line.contains("nrtsim") && line.contains("simulator compile target"), "{line}");
+    assert!(line.contains(env!("CARGO_PKG_VERSION")), "{line}");
+
+    let help = run_in(&neuronx_cc, scratch.path(), &["compile", "--help"]);
+    assert!(help.status.success());
+    let help = text(&help.stdout);
+    assert!(help.contains("Accepted and ignored"), "{help}");
+    for flag in
+        ["--auto-cast", "--optlevel", "--model-type", "--enable-saturate-infinity", "--internal-"]
+    {
+        assert!(help.contains(flag), "{flag} missing from\n{help}");
+    }
+
+    let operators = run_in(&neuronx_cc, scratch.path(), &["list-operators", "--framework", "XLA"]);
+    assert!(operators.status.success());
+    let operators = text(&operators.stdout);
+    let listed: Vec<&str> = operators.lines().collect();
+    for opcode in ["add", "dot", "convolution", "reduce", "while", "parameter"] {
+        assert!(listed.contains(&opcode), "{opcode}");
+    }
+    for opcode in ["custom-call", "fft", "rng-bit-generator"] {
+        assert!(!listed.contains(&opcode), "{opcode}");
+    }
+    assert_eq!(listed, hlo::eval::EVALUATED_OPCODES);
+
+    // Without a command: a usage error, as neuronx-cc gives.
+    let bare = run_in(&neuronx_cc, scratch.path(), &[]);
+    assert_eq!(bare.status.code(), Some(2));
+}
+
+#[test]
+fn inspect_says_simulator_target() {
+    let scratch = Scratch::new("inspect");
+    let module = scratch.write("m.hlo", PLAIN.as_bytes());
+    let output = scratch.join("file.neff");
+    let out = nrtsim(&[
+        "compile",
+        module.to_str().unwrap(),
+        "--framework",
+        "XLA",
+        "--target",
+        "inf2",
+        "--output",
+        output.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let shown = nrtsim(&["inspect", output.to_str().unwrap()]);
+    assert!(shown.status.success(), "{}", text(&shown.stderr));
+    assert!(text(&shown.stdout).contains("simulator target"), "{}", text(&shown.stdout));
+    let shown = nrtsim(&["inspect", "--json", output.to_str().unwrap()]);
+    let report: Value = serde_json::from_slice(&shown.stdout).unwrap();
+    assert_eq!(report["header"]["simulator_target"], true);
+}
+
+#[test]
+fn the_simulator_loads_the_mark_only_with_its_member() {
+    let options = conformance::compile::CompileOptions::new(conformance::compile::Target::Trn2);
+    let bytes = conformance::compile::compile(PLAIN.as_bytes(), &options).unwrap();
+    let neff = Neff::parse(&bytes, &ReadOptions::loader()).unwrap();
+    let members: Vec<(&str, &[u8])> = neff
+        .members
+        .iter()
+        .filter(|(name, _)| name.as_str() != SIMULATOR_TARGET_MEMBER)
+        .map(|(name, member)| (name.as_str(), member.bytes()))
+        .collect();
+    let payload = abi::neff::write_payload(2, &members).unwrap();
+    let stripped = abi::neff::assemble_neff(&neff.header, &payload).unwrap();
+    let sim = SimRuntime::new_shared(SimConfig::default()).unwrap();
+    sim.init(Framework::NoFw, "", "").unwrap();
+    let refused = sim.load(&stripped, 0, 1).unwrap_err();
+    assert_eq!(refused.status, NrtStatus::UnsupportedNeffVersion, "{refused}");
+    sim.load(&bytes, 0, 1).unwrap();
+}
+
+#[test]
+fn names_that_look_like_the_defaults_are_still_names() {
+    // Parameter 0 is named `input1` and parameter 1 `input0`: the NEFF binds by its signature
+    // order (parameter order), not by the number in the name.
+    let hlo = NAMED
+        .replace("neff_input_names=\"b\"", "neff_input_names=\"input1\"")
+        .replace("neff_input_names=\"a\"", "neff_input_names=\"input0\"")
+        .replace("output0,output1", "output1,output0");
+    let options = conformance::compile::CompileOptions::new(conformance::compile::Target::Trn2);
+    let neff = conformance::compile::compile(hlo.as_bytes(), &options).unwrap();
+    let loaded = Loaded::new(&neff);
+    loaded.input("input1", &[1.0, 2.0, 3.0, 4.0]);
+    loaded.input("input0", &[10.0, 20.0, 30.0, 40.0]);
+    let difference = loaded.tensor("output1", &[0.0; 4]);
+    let product = loaded.tensor("output0", &[0.0; 4]);
+    loaded.output("output1", difference);
+    loaded.output("output0", product);
+    loaded.execute();
+    assert_eq!(loaded.read(difference), [-9.0, -18.0, -27.0, -36.0]);
+    assert_eq!(loaded.read(product), [-90.0, -360.0, -810.0, -1440.0]);
+}
+
+#[test]
+fn a_boolean_result_is_a_uint8_output_holding_0_or_1() {
+    let hlo = "HloModule cmp\n\nENTRY main {\n  x = f32[4] parameter(0)\n  y = f32[4] parameter(1)\n  ROOT gt = pred[4] compare(x, y), direction=GT\n}\n";
+    let options = conformance::compile::CompileOptions::new(conformance::compile::Target::Trn1);
+    let bytes = conformance::compile::compile(hlo.as_bytes(), &options).unwrap();
+    let neff = Neff::parse(&bytes, &ReadOptions::loader()).unwrap();
+    assert_eq!(neff.signature.outputs[0].dtype, "uint8");
+    assert_eq!(neff.graphs[0].var("output0").unwrap().size, Some(4));
+    let loaded = Loaded::new(&bytes);
+    loaded.input("input0", &[1.0, 5.0, -2.0, 7.0]);
+    loaded.input("input1", &[2.0, 4.0, -3.0, 7.0]);
+    let result = loaded.sim.tensor_allocate(Placement::Device, 0, 4, b"output0").unwrap();
+    loaded.output("output0", result);
+    loaded.execute();
+    let mut flags = [9u8; 4];
+    loaded.sim.tensor_read(result, 0, &mut flags).unwrap();
+    assert_eq!(flags, [0, 1, 1, 0]);
+    let info = loaded.sim.get_model_tensor_info(loaded.model).unwrap();
+    let output = info.iter().find(|entry| entry.name == "output0").unwrap();
+    assert_eq!(output.dtype, abi::dtype::NrtDtype::Uint8);
+}
+
+#[test]
+fn a_zero_element_result_is_left_out_and_the_rest_still_binds() {
+    let hlo = "HloModule empty\n\nENTRY main {\n  x = f32[4] parameter(0)\n  none = f32[0] slice(x), slice={[4:4]}\n  twice = f32[4] add(x, x)\n  ROOT r = (f32[0], f32[4]) tuple(none, twice)\n}\n";
+    let options = conformance::compile::CompileOptions::new(conformance::compile::Target::Trn2);
+    let bytes = conformance::compile::compile(hlo.as_bytes(), &options).unwrap();
+    let neff = Neff::parse(&bytes, &ReadOptions::loader()).unwrap();
+    assert_eq!(names(&neff), (vec!["input0".into()], vec!["output1".into()]));
+    let loaded = Loaded::new(&bytes);
+    loaded.input("input0", &[1.0, 2.0, 3.0, 4.0]);
+    let twice = loaded.tensor("output1", &[0.0; 4]);
+    loaded.output("output1", twice);
+    loaded.execute();
+    assert_eq!(loaded.read(twice), [2.0, 4.0, 6.0, 8.0]);
+}
