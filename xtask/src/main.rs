@@ -7,7 +7,10 @@
 //!   package `nrtsim-xtask-codegen` (`xtask/codegen`), run through `cargo run`, so its
 //!   dependencies are not built for the other commands.
 //! - `libnrt [--dest DIR]`: build the simulator's `libnrt.so.1` and install it with `libnrt.so`
-//!   and `nrt.pc` (default folder `target/debug/libnrt`).
+//!   and `nrt.pc` (default folder `target/debug/libnrt`), for C programs built against the
+//!   working tree.
+//! - `sdk --out DIR [--profile debug|release]`: the tool, the library, its headers and `nrt.pc`
+//!   laid out as a Neuron SDK folder (`cmake -DNEURON_ROOT=DIR`), relocatable.
 //! - `conformance [ARGS]`: the main job, the conformance suite (see `nrtsim conformance --help`).
 //! - `vectors --bless|--check`: refresh or check the vectors' generated files;
 //!   `vectors promote DIR [--name NAME]`: turn a shrunk differential failure into a vector;
@@ -21,6 +24,7 @@
 
 mod conformance;
 mod libnrt;
+mod sdk;
 mod test;
 mod tidy;
 
@@ -60,6 +64,16 @@ enum Command {
         #[arg(long)]
         dest: Option<PathBuf>,
     },
+    /// Lay out the simulator as a Neuron SDK folder: bin/{nrtsim,neuronx-cc},
+    /// include/nrt/*.h, lib/{libnrt.so.1,libnrt.so,pkgconfig/nrt.pc}.
+    Sdk {
+        /// The folder to make (new, or one made by this command before).
+        #[arg(long)]
+        out: PathBuf,
+        /// The cargo profile to build.
+        #[arg(long, value_enum, default_value = "debug")]
+        profile: libnrt::Profile,
+    },
     /// Run the conformance suite (default backends: sim and capi); `--help` for the options.
     #[command(disable_help_flag = true)]
     Conformance {
@@ -85,6 +99,7 @@ fn main() -> Result<()> {
         Command::Tidy => tidy::run(&workspace_root()),
         Command::Test { args } => test::test(&workspace_root(), &args),
         Command::Libnrt { dest } => libnrt::run(&workspace_root(), dest),
+        Command::Sdk { out, profile } => sdk::run(&workspace_root(), &out, profile),
         Command::Conformance { args } => conformance::run(&workspace_root(), "conformance", &args),
         Command::Vectors { args } => conformance::run(&workspace_root(), "vectors", &args),
     }
