@@ -11,6 +11,8 @@
 //!   working tree.
 //! - `sdk --out DIR [--profile debug|release]`: the tool, the library, its headers and `nrt.pc`
 //!   laid out as a Neuron SDK folder (`cmake -DNEURON_ROOT=DIR`), relocatable.
+//! - `nkipy --source DIR [--work DIR] [--workers N]`: nkipy's own tests with the simulator as
+//!   the device, and the counts per test file (`docs/nkipy.md`).
 //! - `conformance [ARGS]`: the main job, the conformance suite (see `nrtsim conformance --help`).
 //! - `vectors --bless|--check`: refresh or check the vectors' generated files;
 //!   `vectors promote DIR [--name NAME]`: turn a shrunk differential failure into a vector;
@@ -24,6 +26,7 @@
 
 mod conformance;
 mod libnrt;
+mod nkipy;
 mod sdk;
 mod test;
 mod tidy;
@@ -74,6 +77,27 @@ enum Command {
         #[arg(long, value_enum, default_value = "debug")]
         profile: libnrt::Profile,
     },
+    /// Run nkipy's tests/unit and tests/integration with the simulator as the device (SDK
+    /// folder, venv, spike build, nkipy installed without its Neuron dependencies, pytest with
+    /// xdist), then print the counts per test file (docs/nkipy.md).
+    Nkipy {
+        /// nkipy's source tree (its repository).
+        #[arg(long)]
+        source: PathBuf,
+        /// Where the SDK folder, the source copy, the venv and the log go (default:
+        /// target/nkipy).
+        #[arg(long)]
+        work: Option<PathBuf>,
+        /// pytest-xdist workers (0: none).
+        #[arg(long, default_value_t = 2)]
+        workers: u32,
+        /// Simulated NeuronCores (NRTSIM_CORES; default: the larger of 2 and --workers).
+        #[arg(long)]
+        cores: Option<u32>,
+        /// More pytest arguments.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        pytest_args: Vec<String>,
+    },
     /// Run the conformance suite (default backends: sim and capi); `--help` for the options.
     #[command(disable_help_flag = true)]
     Conformance {
@@ -100,6 +124,16 @@ fn main() -> Result<()> {
         Command::Test { args } => test::test(&workspace_root(), &args),
         Command::Libnrt { dest } => libnrt::run(&workspace_root(), dest),
         Command::Sdk { out, profile } => sdk::run(&workspace_root(), &out, profile),
+        Command::Nkipy { source, work, workers, cores, pytest_args } => nkipy::run(
+            &workspace_root(),
+            &nkipy::Options {
+                source,
+                work: work.unwrap_or_else(|| libnrt::target_dir(&workspace_root()).join("nkipy")),
+                workers,
+                cores,
+                pytest_args,
+            },
+        ),
         Command::Conformance { args } => conformance::run(&workspace_root(), "conformance", &args),
         Command::Vectors { args } => conformance::run(&workspace_root(), "vectors", &args),
     }
