@@ -94,6 +94,9 @@ enum Command {
         /// Simulated NeuronCores (NRTSIM_CORES; default: the larger of 2 and --workers).
         #[arg(long)]
         cores: Option<u32>,
+        /// Also install PyTorch, which nkipy's torch interop tests and torch references need.
+        #[arg(long)]
+        with_torch: bool,
         /// More pytest arguments.
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         pytest_args: Vec<String>,
@@ -124,13 +127,14 @@ fn main() -> Result<()> {
         Command::Test { args } => test::test(&workspace_root(), &args),
         Command::Libnrt { dest } => libnrt::run(&workspace_root(), dest),
         Command::Sdk { out, profile } => sdk::run(&workspace_root(), &out, profile),
-        Command::Nkipy { source, work, workers, cores, pytest_args } => nkipy::run(
+        Command::Nkipy { source, work, workers, cores, with_torch, pytest_args } => nkipy::run(
             &workspace_root(),
             &nkipy::Options {
                 source,
                 work: work.unwrap_or_else(|| libnrt::target_dir(&workspace_root()).join("nkipy")),
                 workers,
                 cores,
+                with_torch,
                 pytest_args,
             },
         ),

@@ -1,4 +1,5 @@
-//! `cargo xtask nkipy --source DIR [--work DIR] [--workers N] [--cores N] [-- PYTEST_ARGS]`:
+//! `cargo xtask nkipy --source DIR [--work DIR] [--workers N] [--cores N] [--with-torch]
+//! [-- PYTEST_ARGS]`:
 //! nkipy's own `tests/unit` and `tests/integration` with the simulator as the device, in one
 //! command, for a person with nkipy's source (it is on no package registry, so CI cannot run
 //! this; CI runs the fixtures nkipy wrote, `conformance/tests/models/nkipy_*`).
@@ -80,6 +81,8 @@ pub(crate) struct Options {
     pub(crate) workers: u32,
     /// Simulated cores (`NRTSIM_CORES`); default the larger of 2 and the workers.
     pub(crate) cores: Option<u32>,
+    /// Also install PyTorch (from the package registry), which 32 of nkipy's tests need.
+    pub(crate) with_torch: bool,
     /// More pytest arguments.
     pub(crate) pytest_args: Vec<String>,
 }
@@ -134,6 +137,9 @@ pub(crate) fn run(root: &Path, options: &Options) -> Result<()> {
         run_step(what, Command::new(&python).args(["-m", "pip", "install", "-q"]).args(args))
     };
     pip("installing nkipy's needs", VENV_PACKAGES)?;
+    if options.with_torch {
+        pip("installing PyTorch", &["torch"])?;
+    }
     let nkipy_dir = src.join("nkipy");
     pip(
         "installing nkipy (no Neuron dependencies)",
