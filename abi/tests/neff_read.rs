@@ -526,7 +526,13 @@ fn malformed_metadata_names_the_member() {
 #[test]
 fn both_signature_forms_read_the_same() {
     let mut spec = matmul_spec();
-    for form in [SignatureForm::GraphOnly, SignatureForm::MetadataOnly, SignatureForm::Both] {
+    let forms = [
+        SignatureForm::GraphOnly,
+        SignatureForm::MetadataOnly,
+        SignatureForm::Both,
+        SignatureForm::Compiled,
+    ];
+    for form in forms {
         spec.signature_form = form;
         let neff = Neff::parse(&spec.to_bytes().expect("valid spec"), &ReadOptions::default())
             .expect("valid neff");

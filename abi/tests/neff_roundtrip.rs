@@ -109,7 +109,8 @@ fn spec_strategy() -> impl Strategy<Value = NeffSpec> {
         prop_oneof![
             Just(SignatureForm::Both),
             Just(SignatureForm::GraphOnly),
-            Just(SignatureForm::MetadataOnly)
+            Just(SignatureForm::MetadataOnly),
+            Just(SignatureForm::Compiled)
         ],
         proptest::collection::btree_map(
             "[a-z]{1,6}(/[a-z0-9]{1,6})?\\.(bin|json|txt)",

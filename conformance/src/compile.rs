@@ -513,6 +513,23 @@ fn compile_json(signature: &CompiledSignature, options: &CompileOptions) -> Vec<
     bytes
 }
 
+/// A uuid from what was compiled (the module and the command line), so two NEFFs of one output
+/// name differ and the same compile gives the same uuid: a SHA-256 prefix with the RFC 9562
+/// version-8 (custom) and variant bits set.
+fn content_uuid(module_bytes: &[u8], compile_json: &[u8]) -> [u8; 16] {
+    use sha2::{Digest, Sha256};
+    let mut hasher = Sha256::new();
+    hasher.update(b"nrtsim-compile:");
+    hasher.update((module_bytes.len() as u64).to_le_bytes());
+    hasher.update(module_bytes);
+    hasher.update(compile_json);
+    let mut uuid = [0u8; 16];
+    uuid.copy_from_slice(&hasher.finalize()[..16]);
+    uuid[6] = (uuid[6] & 0x0f) | 0x80;
+    uuid[8] = (uuid[8] & 0x3f) | 0x80;
+    uuid
+}
+
 fn write(
     module_bytes: &[u8],
     signature: &CompiledSignature,
@@ -530,6 +547,8 @@ fn write(
         lnc_size: options.lnc,
         ..spec.header
     };
+    let compile_json = compile_json(signature, options);
+    spec.header.uuid = content_uuid(module_bytes, &compile_json);
     let mut vars = vec![Var::new("SB", 0, "state-buffer")];
     let io = signature
         .inputs
@@ -555,7 +574,7 @@ fn write(
     let mut info = serde_json::to_vec_pretty(&info).unwrap_or_default();
     info.push(b'\n');
     spec.extra_members.insert("info.json".to_owned(), info);
-    spec.extra_members.insert(SIMULATOR_TARGET_MEMBER.to_owned(), compile_json(signature, options));
+    spec.extra_members.insert(SIMULATOR_TARGET_MEMBER.to_owned(), compile_json);
     sim::neff_load::add_hlo(&mut spec, module_bytes);
     Ok(spec.to_bytes()?)
 }

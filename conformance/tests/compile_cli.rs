@@ -532,3 +532,34 @@ fn a_zero_element_result_is_left_out_and_the_rest_still_binds() {
     loaded.execute();
     assert_eq!(loaded.read(twice), [2.0, 4.0, 6.0, 8.0]);
 }
+
+#[test]
+fn two_modules_compiled_to_file_neff_have_different_uuids() {
+    let options = conformance::compile::CompileOptions::new(conformance::compile::Target::Trn2);
+    let uuid = |hlo: &str| {
+        let bytes = conformance::compile::compile(hlo.as_bytes(), &options).unwrap();
+        Neff::parse(&bytes, &ReadOptions::loader()).unwrap().header.uuid
+    };
+    assert_ne!(uuid(PLAIN), uuid(NAMED));
+    assert_eq!(uuid(PLAIN), uuid(PLAIN));
+    assert_ne!(uuid(PLAIN), [0; 16]);
+}
+
+#[test]
+fn the_model_file_is_read_under_a_cap() {
+    let scratch = Scratch::new("cap");
+    scratch.write("m.hlo", PLAIN.as_bytes());
+    let out = Command::new(nrtsim_exe())
+        .current_dir(scratch.path())
+        .env("NRTSIM_COMPILE_MAX_INPUT_BYTES", "16")
+        .args(["compile", "m.hlo", "--framework", "XLA", "--target", "trn2"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("NRTSIM_COMPILE_MAX_INPUT_BYTES (16 bytes)"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(leftovers(scratch.path(), &["m.hlo"]), Vec::<String>::new());
+}

@@ -128,6 +128,19 @@ impl LaunchError {
     }
 }
 
+/// How parameters and results find their variables.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Binding {
+    /// A side named exactly `input0…`/`output0…` binds by the number in the name; any other
+    /// side by signature order (see the module docs).
+    #[default]
+    CompilerNames,
+    /// Parameter `i` is the `i`-th input and result `j` the `j`-th output whatever the names, and
+    /// a zero-element result without a variable is dropped: a NEFF from the simulator's compile
+    /// target, whose signature is in parameter order.
+    SignatureOrder,
+}
+
 /// One input or output variable as the program sees it.
 #[derive(Clone, Debug)]
 pub struct IoVar {
@@ -264,11 +277,11 @@ impl DeviceProgram {
         inputs: &[IoVar],
         outputs: &[IoVar],
     ) -> Result<DeviceProgram, DeviceProgramError> {
-        DeviceProgram::compile_bound(bytes, origin, inputs, outputs, false)
+        DeviceProgram::compile_bound(bytes, origin, inputs, outputs, Binding::CompilerNames)
     }
 
-    /// [`DeviceProgram::compile`], binding by signature order whatever the names when
-    /// `signature_order` is set (a NEFF from the simulator's compile target).
+    /// [`DeviceProgram::compile`] with the binding rule given ([`Binding::SignatureOrder`] for a
+    /// NEFF from the simulator's compile target).
     ///
     /// # Errors
     /// As [`DeviceProgram::compile`].
@@ -277,7 +290,7 @@ impl DeviceProgram {
         origin: &str,
         inputs: &[IoVar],
         outputs: &[IoVar],
-        signature_order: bool,
+        binding: Binding,
     ) -> Result<DeviceProgram, DeviceProgramError> {
         let module_error =
             |detail: String| DeviceProgramError::Module { origin: origin.to_owned(), detail };
@@ -290,11 +303,10 @@ impl DeviceProgram {
             |detail: String| DeviceProgramError::Binding { origin: origin.to_owned(), detail };
         let param_layouts = program.parameter_layouts();
         let result_layouts = program.result_layouts();
-        let params =
-            bind_side(&params, &param_layouts, inputs, "parameter", "input", signature_order)
-                .map_err(binding_error)?;
-        let results = bind_results(&results, &result_layouts, outputs, signature_order)
+        let params = bind_side(&params, &param_layouts, inputs, "parameter", "input", binding)
             .map_err(binding_error)?;
+        let results =
+            bind_results(&results, &result_layouts, outputs, binding).map_err(binding_error)?;
         let collective = module.computations.iter().flat_map(|c| &c.instructions).any(|i| {
             matches!(
                 i.opcode.as_str(),
@@ -482,23 +494,23 @@ pub fn binding_order(names: &[&str], prefix: &str) -> Vec<usize> {
     xla_order(names, prefix).unwrap_or_else(|| (0..names.len()).collect())
 }
 
-/// Binds the result leaves. A compile-target NEFF (`signature_order`) leaves zero-element
+/// Binds the result leaves. A compile-target NEFF ([`Binding::SignatureOrder`]) leaves zero-element
 /// results out, as neuronx-cc does: when it has fewer outputs than the module has result
 /// leaves, the zero-element leaves are not bound and their (empty) values are dropped.
 fn bind_results(
     shapes: &[ShapeProto],
     layouts: &[Option<Vec<i64>>],
     vars: &[IoVar],
-    signature_order: bool,
+    binding: Binding,
 ) -> Result<Vec<Option<Leaf>>, String> {
     let empty = |shape: &ShapeProto| shape.dimensions.contains(&0);
-    let drop_empty = signature_order && vars.len() < shapes.len();
+    let drop_empty = binding == Binding::SignatureOrder && vars.len() < shapes.len();
     let kept: Vec<usize> =
         (0..shapes.len()).filter(|&index| !(drop_empty && empty(&shapes[index]))).collect();
     let kept_shapes: Vec<ShapeProto> = kept.iter().map(|&index| shapes[index].clone()).collect();
     let kept_layouts: Vec<Option<Vec<i64>>> =
         kept.iter().map(|&index| layouts.get(index).cloned().flatten()).collect();
-    let bound = bind_side(&kept_shapes, &kept_layouts, vars, "result", "output", signature_order)?;
+    let bound = bind_side(&kept_shapes, &kept_layouts, vars, "result", "output", binding)?;
     let mut results: Vec<Option<Leaf>> = (0..shapes.len()).map(|_| None).collect();
     for (index, leaf) in kept.into_iter().zip(bound) {
         results[index] = Some(leaf);
@@ -512,10 +524,13 @@ fn bind_side(
     vars: &[IoVar],
     leaf_kind: &str,
     var_kind: &str,
-    signature_order: bool,
+    binding: Binding,
 ) -> Result<Vec<Leaf>, String> {
     let names: Vec<&str> = vars.iter().map(|var| var.name.as_str()).collect();
-    let by_name = if signature_order { None } else { xla_order(&names, var_kind) };
+    let by_name = match binding {
+        Binding::CompilerNames => xla_order(&names, var_kind),
+        Binding::SignatureOrder => None,
+    };
     let (order, rule) = match by_name {
         Some(order) => (order, format!("{leaf_kind} i is {var_kind}{{i}}")),
         None => ((0..vars.len()).collect(), format!("{leaf_kind} i is the i-th {var_kind}")),

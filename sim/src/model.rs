@@ -138,10 +138,8 @@ pub struct ModelDescription {
     pub hlo: Option<Vec<u8>>,
     /// Where [`ModelDescription::hlo`] came from, for messages (empty: the NEFF member).
     pub hlo_origin: String,
-    /// Bind parameter `i` to the `i`-th input and result `j` to the `j`-th output whatever the
-    /// names (a NEFF from the simulator's compile target, whose signature is in parameter order);
-    /// otherwise the names `input{i}`/`output{j}` bind by number ([`crate::device_program`]).
-    pub signature_order: bool,
+    /// How the device program's parameters and results find their variables.
+    pub binding: crate::device_program::Binding,
 }
 
 impl ModelDescription {

@@ -26,7 +26,7 @@ use abi::neff::{
 use abi::runtime::NrtError;
 use abi::status::NrtStatus;
 
-use crate::device_program::HLO_MEMBER;
+use crate::device_program::{Binding, HLO_MEMBER};
 use crate::model::{IoDescription, ModelDescription, SlotKind, VarDescription};
 
 /// The one mapping between the parser's memory-reference type and the simulator's slot kind.
@@ -160,7 +160,11 @@ pub fn describe(neff: &Neff) -> Result<ModelDescription, NrtError> {
         hlo_origin: String::new(),
         // The compile target writes the signature in parameter order, so a name that looks like
         // the compiler's default (`input1` on parameter 0) does not rebind it.
-        signature_order: neff.members.contains_key(abi::neff::SIMULATOR_TARGET_MEMBER),
+        binding: if neff.members.contains_key(abi::neff::SIMULATOR_TARGET_MEMBER) {
+            Binding::SignatureOrder
+        } else {
+            Binding::CompilerNames
+        },
     })
 }
 

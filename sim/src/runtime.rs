@@ -942,7 +942,7 @@ impl SimRuntime {
                     &origin,
                     &vars(&inputs),
                     &vars(&outputs),
-                    description.signature_order,
+                    description.binding,
                 )
                 .map_err(|err| invalid(err.to_string()))?;
                 program.set_run_limits(self.config.work_budget, self.config.launch_timeout);

@@ -39,8 +39,8 @@ pub enum SignatureForm {
     Compiled,
 }
 
-/// The name of the compiled node in [`SignatureForm::Compiled`], as in the one neuronx-cc NEFF
-/// whose `neff.json` is public (nkipy's `spike/tests/artifacts/matmul_small.neff`).
+/// The name of the compiled node in [`SignatureForm::Compiled`], as in the public neuronx-cc NEFF
+/// `spike/tests/artifacts/matmul_small.neff` of aws-neuron/nkipy (commit `1dc349fca539`).
 pub const COMPILED_NODE: &str = "sg_coreV10";
 
 /// One graph to write: its name (the folder of its `def.json`) and its variables.
@@ -67,7 +67,8 @@ pub struct ConstantSpec {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NeffSpec {
     /// Header fields to keep (`pkg_version` 1 or 2, versions, `num_tpb`, `name`, `lnc_size`,
-    /// `feature_bits`, …). `header_size`, `data_size`, `hash` and `uuid` are computed.
+    /// `feature_bits`, …). `header_size`, `data_size` and `hash` are computed, and so is `uuid`
+    /// (from the name) when it is all zero; a non-zero `uuid` is kept.
     pub header: NeffHeader,
     /// The `target` of `kelf-0.json`.
     pub target: String,
@@ -174,7 +175,12 @@ pub fn write_neff(spec: &NeffSpec) -> Result<Vec<u8>, NeffError> {
     members
         .extend(spec.extra_members.iter().map(|(name, bytes)| (name.as_str(), bytes.as_slice())));
     let payload = write_payload(spec.header.pkg_version, &members)?;
-    let header = NeffHeader { uuid: uuid_from_name(&spec.header.name), ..spec.header.clone() };
+    let uuid = if spec.header.uuid == [0; 16] {
+        uuid_from_name(&spec.header.name)
+    } else {
+        spec.header.uuid
+    };
+    let header = NeffHeader { uuid, ..spec.header.clone() };
     assemble_neff(&header, &payload)
 }
 

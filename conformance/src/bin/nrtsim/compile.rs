@@ -78,8 +78,22 @@ fn print(text: &str) -> Result<()> {
     stdout.flush().context("writing to stdout")
 }
 
+/// The environment variable that raises the cap on the model file (neuronx-cc's command line has
+/// no flag for it); the default is the cap of every HLO module `nrtsim` reads.
+const MAX_INPUT_ENV: &str = "NRTSIM_COMPILE_MAX_INPUT_BYTES";
+
+fn input_cap() -> Result<u64> {
+    match std::env::var(MAX_INPUT_ENV) {
+        Err(_) => Ok(crate::input::DEFAULT_MAX_HLO_BYTES),
+        Ok(value) => value
+            .trim()
+            .parse()
+            .with_context(|| format!("{MAX_INPUT_ENV}={value:?}: expected a number of bytes")),
+    }
+}
+
 fn compile_file(input: &Path, output: &Path, options: &compile::CompileOptions) -> Result<()> {
-    let bytes = std::fs::read(input).with_context(|| format!("reading {}", input.display()))?;
+    let bytes = crate::input::read_capped_with_flag(input, input_cap()?, MAX_INPUT_ENV)?;
     let neff = compile::compile(&bytes, options)?;
     write_atomically(output, &neff)
 }
