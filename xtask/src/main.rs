@@ -13,6 +13,9 @@
 //!   laid out as a Neuron SDK folder (`cmake -DNEURON_ROOT=DIR`), relocatable.
 //! - `nkipy --source DIR [--work DIR] [--workers N]`: nkipy's own tests with the simulator as
 //!   the device, and the counts per test file (`docs/nkipy.md`).
+//! - `wheel [--out DIR]`: the Python wheels `nrtsim` (the tool, the library, its headers) and
+//!   `nrtsim-neuronx-cc` (the compiler shim), release builds, manylinux-tagged, checked by
+//!   auditwheel (default folder `target/wheels`).
 //! - `conformance [ARGS]`: the main job, the conformance suite (see `nrtsim conformance --help`).
 //! - `vectors --bless|--check`: refresh or check the vectors' generated files;
 //!   `vectors promote DIR [--name NAME]`: turn a shrunk differential failure into a vector;
@@ -30,6 +33,7 @@ mod nkipy;
 mod sdk;
 mod test;
 mod tidy;
+mod wheel;
 
 use std::path::PathBuf;
 
@@ -101,6 +105,12 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         pytest_args: Vec<String>,
     },
+    /// Build the Python wheels nrtsim and nrtsim-neuronx-cc (release, manylinux_2_17).
+    Wheel {
+        /// The folder to write them to (default: target/wheels).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
     /// Run the conformance suite (default backends: sim and capi); `--help` for the options.
     #[command(disable_help_flag = true)]
     Conformance {
@@ -138,6 +148,7 @@ fn main() -> Result<()> {
                 pytest_args,
             },
         ),
+        Command::Wheel { out } => wheel::run(&workspace_root(), out),
         Command::Conformance { args } => conformance::run(&workspace_root(), "conformance", &args),
         Command::Vectors { args } => conformance::run(&workspace_root(), "vectors", &args),
     }

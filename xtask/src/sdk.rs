@@ -35,10 +35,20 @@ pub(crate) const HEADERS: &str = "sim/capi/include/nrt";
 /// The first line of the folder's `README`, by which a later run knows the folder is ours.
 const README_FIRST_LINE: &str = "nrtsim SDK folder";
 
+/// How the SDK folder holds its links.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Links {
+    /// `lib/libnrt.so` and `bin/neuronx-cc` are symbolic links.
+    Symbolic,
+    /// A wheel's folder: it can hold no links, so `lib/libnrt.so` is a copy of the library, and
+    /// it has no `bin/` (the wheel installs the commands as scripts).
+    Copies,
+}
+
 /// `cargo xtask sdk`: builds the tool and the library in `profile` and lays out `out`.
 pub(crate) fn run(root: &Path, out: &Path, profile: Profile) -> Result<()> {
     let artifacts = libnrt::cargo_build(root, &[TOOL_PACKAGE, libnrt::CAPI_PACKAGE], profile)?;
-    lay_out(root, &artifacts, out)?;
+    lay_out(root, &artifacts, out, Links::Symbolic)?;
     eprintln!(
         "SDK folder {}: cmake -DNEURON_ROOT={0}, PKG_CONFIG_PATH={0}/lib/pkgconfig, {0}/bin/neuronx-cc",
         out.display()
@@ -60,17 +70,26 @@ pub(crate) fn readme(version: &str) -> String {
 }
 
 /// Lays out the SDK folder `out` from the build artifacts in `artifacts`.
-pub(crate) fn lay_out(root: &Path, artifacts: &Path, out: &Path) -> Result<()> {
+pub(crate) fn lay_out(root: &Path, artifacts: &Path, out: &Path, links: Links) -> Result<()> {
     check_destination(out)?;
     let lib = out.join("lib");
     let pkgconfig = lib.join("pkgconfig");
     let include = out.join("include/nrt");
     fs::create_dir_all(&pkgconfig).with_context(|| format!("creating {}", pkgconfig.display()))?;
-    libnrt::install_library(artifacts, &lib)?;
-    let bin = out.join("bin");
-    fs::create_dir_all(&bin).with_context(|| format!("creating {}", bin.display()))?;
-    libnrt::install_file(&artifacts.join(TOOL), &bin.join(TOOL))?;
-    libnrt::install_symlink(TOOL, &bin.join(COMPILER))?;
+    match links {
+        Links::Symbolic => {
+            libnrt::install_library(artifacts, &lib)?;
+            let bin = out.join("bin");
+            fs::create_dir_all(&bin).with_context(|| format!("creating {}", bin.display()))?;
+            libnrt::install_file(&artifacts.join(TOOL), &bin.join(TOOL))?;
+            libnrt::install_symlink(TOOL, &bin.join(COMPILER))?;
+        }
+        Links::Copies => {
+            let built = artifacts.join(libnrt::CAPI_ARTIFACT);
+            libnrt::install_file(&built, &lib.join(libnrt::SONAME))?;
+            libnrt::install_file(&built, &lib.join(libnrt::LINK_NAME))?;
+        }
+    }
     let pc = libnrt::pkg_config(
         &libnrt::read_pc_template(root)?,
         &PcPaths {
@@ -214,9 +233,9 @@ int main(void) {
                 .unwrap();
         let dir = scratch("sdk");
         let made = dir.join("made");
-        lay_out(&root, &artifacts, &made).unwrap();
+        lay_out(&root, &artifacts, &made, Links::Symbolic).unwrap();
         // A second run over its own folder is allowed and changes nothing.
-        lay_out(&root, &artifacts, &made).unwrap();
+        lay_out(&root, &artifacts, &made, Links::Symbolic).unwrap();
         let sdk = dir.join("moved");
         fs::rename(&made, &sdk).unwrap();
 
@@ -243,6 +262,9 @@ int main(void) {
         assert_eq!(fs::read_link(sdk.join("bin/neuronx-cc")).unwrap(), Path::new("nrtsim"));
         let version = output_of(Command::new(sdk.join("bin/nrtsim")).arg("--version"));
         assert!(version.starts_with("nrtsim "), "{version}");
+        // Run through the link, the tool is the compiler (its argv[0] is neuronx-cc).
+        let compiler = output_of(Command::new(sdk.join("bin/neuronx-cc")).arg("--version"));
+        assert!(compiler.starts_with("neuronx-cc: "), "{compiler}");
         let readme = fs::read_to_string(sdk.join("README")).unwrap();
         assert!(
             readme.starts_with(&format!(

@@ -49,18 +49,21 @@ pub(crate) fn pyenv_state(pyenv: &Path, requirements: &[u8]) -> PyenvState {
     }
 }
 
-/// Makes `pyenv` from `requirements` unless it is complete; returns its interpreter.
-fn ensure_pyenv(root: &Path) -> Result<PathBuf> {
-    let requirements_path = root.join(REQUIREMENTS);
+/// Makes the virtual environment `venv` (relative to `root`) from the pins in `requirements`
+/// (relative too) unless it is complete; returns its interpreter. `cargo xtask wheel` makes its
+/// build environment with it as well.
+pub(crate) fn ensure_venv(root: &Path, requirements: &str, venv: &str) -> Result<PathBuf> {
+    let (requirements_name, venv_name) = (requirements, venv);
+    let requirements_path = root.join(requirements_name);
     let requirements = std::fs::read(&requirements_path)
         .with_context(|| format!("reading {}", requirements_path.display()))?;
-    let pyenv = root.join(PYENV);
+    let pyenv = root.join(venv_name);
     let python = python_of(&pyenv);
     let state = pyenv_state(&pyenv, &requirements);
     if state == PyenvState::Complete {
         return Ok(python);
     }
-    eprintln!("xtask test: making {PYENV} from {REQUIREMENTS} ({state:?})");
+    eprintln!("xtask: making {venv_name} from {requirements_name} ({state:?})");
     if state == PyenvState::Missing {
         run(Command::new("python3").arg("-m").arg("venv").arg(&pyenv), "python3 -m venv")?;
     }
@@ -70,7 +73,7 @@ fn ensure_pyenv(root: &Path) -> Result<PathBuf> {
         Command::new(&python)
             .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "-r"])
             .arg(&requirements_path),
-        "pip install -r pyref/requirements.txt",
+        &format!("pip install -r {requirements_name}"),
     )?;
     std::fs::write(pyenv.join(STAMP), &requirements)
         .with_context(|| format!("writing {}", pyenv.join(STAMP).display()))?;
@@ -110,7 +113,7 @@ pub(crate) fn summary(ignored: u64, python: &Result<PathBuf, String>) -> String 
 pub(crate) fn test(root: &Path, args: &[String]) -> Result<()> {
     let python = match std::env::var_os("NRTSIM_PYTHON") {
         Some(path) => Ok(PathBuf::from(path)),
-        None => ensure_pyenv(root).map_err(|e| format!("{e:#}")),
+        None => ensure_venv(root, REQUIREMENTS, PYENV).map_err(|e| format!("{e:#}")),
     };
     if let Err(why) = &python {
         eprintln!("xtask test: no reference Python ({why}); the cross-checks will be ignored");

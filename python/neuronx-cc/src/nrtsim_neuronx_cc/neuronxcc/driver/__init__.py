@@ -1,0 +1,1 @@
+"""The shim's ``neuronxcc.driver``: only ``CommandDriver``."""
