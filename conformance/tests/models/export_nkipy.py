@@ -17,7 +17,8 @@ OUT_DIR defaults to this script's folder. For each kernel it writes `OUT_DIR/nki
     fixture.toml         producer, description, nkipy's compile arguments, nkipy's tolerances
 
 The kernels are plain NumPy functions, as nkipy's own tests write them: NumPy running the
-function is the CPU reference, the trace is what goes to the compiler. Inputs are seeded, so a
+function is the CPU reference, the trace is what goes to the compiler (top-k, an nkipy op, has
+its NumPy reference beside it). Inputs are seeded, so a
 rerun with the same numpy and nkipy writes the same bytes; the tests read the committed files
 and never regenerate them.
 """
@@ -26,6 +27,7 @@ import os
 import sys
 
 import numpy as np
+from nkipy.core import tensor_apis
 from nkipy.core.trace import NKIPyKernel
 
 # What nkipy passes to neuronx-cc after `compile --framework XLA hlo_module.pb`
@@ -79,6 +81,17 @@ def alias(a, b):
     return a
 
 
+def topk(x):
+    # nkipy's top-k (Neuron's AwsNeuronTopK custom call): the 3 largest of each row.
+    return tensor_apis.topk(x, k=3, axis=-1)
+
+
+def topk_reference(x):
+    # NumPy: the 3 largest, largest first, and their indices as u32 (the custom call's type).
+    order = np.argsort(-x, axis=-1, kind="stable")[..., :3]
+    return np.take_along_axis(x, order, axis=-1), order.astype(np.uint32)
+
+
 def kernels(rng):
     def normal(*shape, dtype=np.float32):
         return rng.standard_normal(shape).astype(dtype)
@@ -96,6 +109,8 @@ def kernels(rng):
          [("a", normal(12, 6))]),
         ("alias", "a[0, :] = b[1, :] in place, f16 [4,8] (an aliased .must_alias_input)", alias,
          [("a", normal(4, 8, dtype=np.float16)), ("b", normal(4, 8, dtype=np.float16))]),
+        ("topk", "the 3 largest of each row and their u32 indices, f32 [4,10] (AwsNeuronTopK)",
+         topk, [("x", normal(4, 10))], topk_reference),
     ]
 
 
@@ -103,7 +118,7 @@ def toml_string(text):
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def export(out_dir, name, description, fn, args):
+def export(out_dir, name, description, fn, args, reference=None):
     arrays = [value for _, value in args]
     traced = NKIPyKernel.trace(fn, backend="hlo")
     traced.specialize(*[a.copy() for a in arrays])
@@ -118,7 +133,7 @@ def export(out_dir, name, description, fn, args):
                     instruction.metadata.source_file
                 )
     module = proto.SerializeToString(deterministic=True)
-    expected = fn(*[a.copy() for a in arrays])
+    expected = (reference or fn)(*[a.copy() for a in arrays])
     if not isinstance(expected, tuple):
         expected = (expected,)
     input_names = [placeholder.name for placeholder in ir.inputs]
@@ -154,8 +169,8 @@ def export(out_dir, name, description, fn, args):
 def main():
     out_dir = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.abspath(__file__))
     rng = np.random.default_rng(22)
-    for name, description, fn, args in kernels(rng):
-        export(out_dir, name, description, fn, args)
+    for name, description, fn, args, *reference in kernels(rng):
+        export(out_dir, name, description, fn, args, *reference)
 
 
 if __name__ == "__main__":
