@@ -284,14 +284,24 @@ fn leaves<'s>(shape: &'s ShapeProto, out: &mut Vec<&'s ShapeProto>) {
     }
 }
 
+/// The 8-bit float types, which a NEFF carries as `int8`.
+const EIGHT_BIT_FLOATS: [PrimitiveType; 3] =
+    [PrimitiveType::F8e4m3fn, PrimitiveType::F8e5m2, PrimitiveType::F8e4m3];
+
 fn tensor(what: &str, name: String, shape: &ShapeProto) -> Result<CompiledTensor, CompileError> {
-    // PRED is written as `uint8`, as producers map it (libnrt has no bool dtype); the simulator
-    // binds a PRED leaf to a `uint8` variable.
+    // PRED is written as `uint8`, as producers map it (libnrt has no bool dtype), and the 8-bit
+    // floats as `int8`, as spike expects of a NEFF; the simulator binds those leaves to them.
+    let eight_bit_float = EIGHT_BIT_FLOATS.iter().any(|ty| *ty as i32 == shape.element_type);
     let dltype = Dltype::ALL
         .iter()
         .copied()
         .find(|d| sim::device_program::primitive_of(*d) as i32 == shape.element_type)
-        .map(|d| if d == Dltype::Bool { Dltype::Uint8 } else { d })
+        .or(eight_bit_float.then_some(Dltype::Int8))
+        .map(|d| match d {
+            Dltype::Bool => Dltype::Uint8,
+            Dltype::Float8E4m3fn | Dltype::Float8E5m2 => Dltype::Int8,
+            other => other,
+        })
         .ok_or_else(|| CompileError::NoDtype {
             what: what.to_owned(),
             element_type: PrimitiveType::try_from(shape.element_type)
@@ -305,7 +315,10 @@ fn tensor(what: &str, name: String, shape: &ShapeProto) -> Result<CompiledTensor
             name: name.clone(),
             shape: shape.dimensions.clone(),
         })?;
-    Ok(CompiledTensor { name, dltype, shape: shape.dimensions.clone(), size })
+    // A scalar is a one-element vector in the NEFF: spike checks a tensor's shape against the
+    // variable's, and the tensors it makes of scalars have shape (1,) (`np.ascontiguousarray`).
+    let dims = if shape.dimensions.is_empty() { vec![1] } else { shape.dimensions.clone() };
+    Ok(CompiledTensor { name, dltype, shape: dims, size })
 }
 
 fn attribute<'i>(instruction: &'i HloInstructionProto, key: &str) -> Option<&'i str> {
@@ -594,6 +607,29 @@ mod tests {
         assert_eq!(
             refusal(&comment),
             CompileError::BadName { what: "input 0".into(), name: "#t".into() }
+        );
+    }
+
+    #[test]
+    fn scalars_are_one_element_vectors_pred_is_uint8_and_8_bit_floats_int8() {
+        let hlo = "HloModule m\n\nENTRY main {\n  x = f8e4m3[4] parameter(0)\n  y = f8e5m2[] parameter(1)\n  s = f32[] parameter(2)\n  b = pred[] compare(s, s), direction=EQ\n  ROOT r = (f8e4m3[4], f8e5m2[], f32[], pred[]) tuple(x, y, s, b)\n}\n";
+        let module = hlo::load_module(hlo.as_bytes()).unwrap();
+        let signature = signature_of(&module).unwrap();
+        let typed = |tensors: &[CompiledTensor]| -> Vec<(Dltype, Vec<i64>, u64)> {
+            tensors.iter().map(|t| (t.dltype, t.shape.clone(), t.size)).collect()
+        };
+        assert_eq!(
+            typed(&signature.inputs),
+            [(Dltype::Int8, vec![4], 4), (Dltype::Int8, vec![1], 1), (Dltype::Float32, vec![1], 4)]
+        );
+        assert_eq!(
+            typed(&signature.outputs),
+            [
+                (Dltype::Int8, vec![4], 4),
+                (Dltype::Int8, vec![1], 1),
+                (Dltype::Float32, vec![1], 4),
+                (Dltype::Uint8, vec![1], 1)
+            ]
         );
     }
 

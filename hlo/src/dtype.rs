@@ -3,15 +3,16 @@
 //! Design choices:
 //! - [`ElementType`] numbers its variants with XLA's `PrimitiveType` values (public facts), so the
 //!   proto enum and ours convert by number and nothing else keeps a table of them.
-//! - f16, bf16, f8e5m2 and f8e4m3fn are stored as their bits. Arithmetic on them decodes to f32
-//!   (exact for all four), computes in f32 and rounds back to nearest-even per instruction, as XLA
-//!   on CPU does.
-//! - One encoder, [`SmallFloat::encode`], rounds an `f64` to any of the four formats with integer
+//! - f16, bf16, f8e5m2, f8e4m3fn and f8e4m3 are stored as their bits. Arithmetic on them decodes
+//!   to f32 (exact for all five), computes in f32 and rounds back to nearest-even per instruction,
+//!   as XLA on CPU does.
+//! - One encoder, [`SmallFloat::encode`], rounds an `f64` to any of the five formats with integer
 //!   arithmetic. Rounding from `f64` is exact for `f32` sources (every `f32` is an `f64`), so one
 //!   routine serves both without double rounding.
 //! - f8e4m3fn has no infinities; a value whose rounded magnitude exceeds 448, and ±inf, become NaN
 //!   (ml_dtypes' non-saturating conversion, which XLA uses: `464.0` → 448, `465.0` → NaN). f8e5m2
-//!   follows IEEE: overflow becomes ±inf.
+//!   and f8e4m3 (same bits as f8e4m3fn, but with infinities, so its largest finite is 240) follow
+//!   IEEE: overflow becomes ±inf.
 
 /// An array element type, numbered as XLA's `PrimitiveType`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -46,11 +47,14 @@ pub enum ElementType {
     F8e5m2 = 19,
     /// 8-bit float, 4 exponent bits, 3 mantissa bits, no infinities.
     F8e4m3fn = 20,
+    /// 8-bit float, 4 exponent bits, 3 mantissa bits, IEEE-like: infinities and NaNs in the
+    /// all-ones exponent.
+    F8e4m3 = 28,
 }
 
 impl ElementType {
     /// Every element type, in `PrimitiveType` order.
-    pub const ALL: [ElementType; 15] = [
+    pub const ALL: [ElementType; 16] = [
         Self::Pred,
         Self::S8,
         Self::S16,
@@ -66,6 +70,7 @@ impl ElementType {
         Self::Bf16,
         Self::F8e5m2,
         Self::F8e4m3fn,
+        Self::F8e4m3,
     ];
 
     /// The type for a `PrimitiveType` number, or `None` for tuples, tokens, complex and the
@@ -77,7 +82,7 @@ impl ElementType {
     /// Bytes per element.
     pub fn item_size(self) -> usize {
         match self {
-            Self::Pred | Self::S8 | Self::U8 | Self::F8e5m2 | Self::F8e4m3fn => 1,
+            Self::Pred | Self::S8 | Self::U8 | Self::F8e5m2 | Self::F8e4m3fn | Self::F8e4m3 => 1,
             Self::S16 | Self::U16 | Self::F16 | Self::Bf16 => 2,
             Self::S32 | Self::U32 | Self::F32 => 4,
             Self::S64 | Self::U64 | Self::F64 => 8,
@@ -88,7 +93,13 @@ impl ElementType {
     pub fn is_float(self) -> bool {
         matches!(
             self,
-            Self::F16 | Self::F32 | Self::F64 | Self::Bf16 | Self::F8e5m2 | Self::F8e4m3fn
+            Self::F16
+                | Self::F32
+                | Self::F64
+                | Self::Bf16
+                | Self::F8e5m2
+                | Self::F8e4m3fn
+                | Self::F8e4m3
         )
     }
 
@@ -109,6 +120,7 @@ impl ElementType {
             Self::Bf16 => Some(SmallFloat::Bf16),
             Self::F8e5m2 => Some(SmallFloat::F8e5m2),
             Self::F8e4m3fn => Some(SmallFloat::F8e4m3fn),
+            Self::F8e4m3 => Some(SmallFloat::F8e4m3),
             _ => None,
         }
     }
@@ -131,6 +143,7 @@ impl ElementType {
             Self::Bf16 => "bf16",
             Self::F8e5m2 => "f8e5m2",
             Self::F8e4m3fn => "f8e4m3fn",
+            Self::F8e4m3 => "f8e4m3",
         }
     }
 }
@@ -152,6 +165,8 @@ pub enum SmallFloat {
     F8e5m2,
     /// 8-bit, e4m3, finite: no infinities, NaN only with all exponent and mantissa bits set.
     F8e4m3fn,
+    /// 8-bit, e4m3, IEEE-like with infinities (largest finite 240).
+    F8e4m3,
 }
 
 impl SmallFloat {
@@ -159,7 +174,7 @@ impl SmallFloat {
         match self {
             Self::F16 | Self::F8e5m2 => 5,
             Self::Bf16 => 8,
-            Self::F8e4m3fn => 4,
+            Self::F8e4m3fn | Self::F8e4m3 => 4,
         }
     }
 
@@ -168,7 +183,7 @@ impl SmallFloat {
             Self::F16 => 10,
             Self::Bf16 => 7,
             Self::F8e5m2 => 2,
-            Self::F8e4m3fn => 3,
+            Self::F8e4m3fn | Self::F8e4m3 => 3,
         }
     }
 
@@ -320,6 +335,28 @@ mod tests {
         assert_eq!(f.decode(0x7e), 448.0);
         // Smallest subnormal 2^-9.
         assert_eq!(f.decode(0x01), 2.0f32.powi(-9));
+    }
+
+    #[test]
+    fn f8e4m3_has_infinities_and_its_largest_finite_is_240() {
+        let f = SmallFloat::F8e4m3;
+        // 1.0 = 2^0: biased exponent 7, bits 0 0111 000.
+        assert_eq!(f.encode(1.0), 0x38);
+        // 240 = 1.875 × 2^7 (exponent 14, mantissa 111) is the largest finite value, 0x77;
+        // exponent 15 holds the infinities and NaNs.
+        assert_eq!(f.encode(240.0), 0x77);
+        assert_eq!(f.decode(0x77), 240.0);
+        // 248 is the midpoint between 240 and 256, which would need exponent 15: ties to even
+        // (256, mantissa 000) overflow to infinity; just below stays 240.
+        assert_eq!(f.encode(247.9), 0x77);
+        assert_eq!(f.encode(248.0), 0x78);
+        assert_eq!(f.decode(0x78), f32::INFINITY);
+        assert_eq!(f.decode(0xf8), f32::NEG_INFINITY);
+        assert!(f.decode(0x79).is_nan() && f.decode(0x7f).is_nan());
+        assert_eq!(f.encode(f64::NAN), 0x7c);
+        // Smallest subnormal 2^-9, as for e4m3fn (same bias).
+        assert_eq!(f.decode(0x01), 2.0f32.powi(-9));
+        assert_eq!(f.encode(-0.5), 0xb0);
     }
 
     #[test]

@@ -127,6 +127,7 @@ fn dtype(name: &str) -> Result<Dtype, String> {
         "f64" => ("F64", 8, float(64, 52, true)),
         "f8e5m2" => ("F8E5M2", 1, float(8, 2, true)),
         "f8e4m3fn" => ("F8E4M3FN", 1, float(8, 3, false)),
+        "f8e4m3" => ("F8E4M3", 1, float(8, 3, true)),
         other => {
             return Err(format!("case.json names dtype {other:?}, which this test does not know"));
         }

@@ -16,9 +16,11 @@
 //! - **Zero-element results.** neuronx-cc leaves them out of the NEFF (nkipy,
 //!   `nkipy/runtime/execute.py`), and so does the simulator's compile target; for such a NEFF
 //!   (bound by signature order) a zero-element result leaf without a variable is dropped.
-//! - **PRED is `uint8` at the boundary too.** A PRED parameter or result binds a `uint8`
-//!   variable as well as a `bool` one: neuronx-cc and the producers spell PRED as `uint8` (the
-//!   producers' dtype maps; nkipy reads a boolean result as uint8), and libnrt has no bool dtype.
+//! - **PRED is `uint8` at the boundary too, and the 8-bit floats `int8`.** A PRED parameter or
+//!   result binds a `uint8` variable as well as a `bool` one, an f8 leaf an `int8` variable as
+//!   well as its own dtype: neuronx-cc and the producers spell PRED as `uint8` (the producers'
+//!   dtype maps; nkipy reads a boolean result as uint8) and fp8 tensors as `int8` (spike checks
+//!   it), and libnrt has no bool dtype (`carries`).
 //! - **Every check at load.** [`DeviceProgram::compile`] compiles the module once
 //!   (`hlo::eval::Program::compile`) and checks the count of parameters and result leaves, their
 //!   element types against the signature's dltypes and their byte sizes against the variables';
@@ -197,6 +199,22 @@ pub fn primitive_of(dltype: Dltype) -> PrimitiveType {
 
 fn type_name(ty: PrimitiveType) -> String {
     ty.as_str_name().to_ascii_lowercase()
+}
+
+/// Whether a variable of `dltype` holds a leaf of element type `ty`: the same type, or the
+/// one-byte carriers neuronx-cc gives the types libnrt has no dtype for in its NEFFs, `uint8` for
+/// pred and `int8` for the 8-bit floats. The bytes are the same either way (pred is one byte 0
+/// or 1, and a nonzero byte reads as true); nkipy, which the runs of real devices pin, allocates
+/// a pred result as uint8 (`nkipy/core/backend/hlo.py`, `HLOModule.outputs`) and checks that an
+/// fp8 tensor's variable is int8 (`spike/src/spike/spike_model.py`, `_check_dtype_compatibility`).
+fn carries(dltype: Dltype, ty: PrimitiveType) -> bool {
+    primitive_of(dltype) == ty
+        || (dltype == Dltype::Uint8 && ty == PrimitiveType::Pred)
+        || (dltype == Dltype::Int8
+            && matches!(
+                ty,
+                PrimitiveType::F8e4m3fn | PrimitiveType::F8e5m2 | PrimitiveType::F8e4m3
+            ))
 }
 
 /// Whether `names` are exactly `{prefix}0..{prefix}{n-1}` in some order (an XLA-compiled
@@ -540,9 +558,7 @@ fn bind_side(
             )
         };
         if let Some(dltype) = var.dltype {
-            // PRED travels as `uint8` in compiled NEFFs (one byte, 0 or 1), as producers map it.
-            let pred_as_u8 = ty == PrimitiveType::Pred && dltype == Dltype::Uint8;
-            if primitive_of(dltype) != ty && !pred_as_u8 {
+            if !carries(dltype, ty) {
                 return Err(format!(
                     "{}: element type {} against dltype {}",
                     what(),
@@ -877,6 +893,43 @@ mod tests {
         let err = DeviceProgram::compile(b"HloModule broken\nENTRY {", "test", &one, &outputs)
             .unwrap_err();
         assert!(matches!(err, DeviceProgramError::Module { .. }), "{err}");
+    }
+
+    #[test]
+    fn pred_binds_to_uint8_and_8_bit_floats_to_int8_as_neuronx_cc_writes_them() {
+        const LESS: &str = "HloModule less\n\nENTRY main {\n  a = f32[3] parameter(0)\n  b = f32[3] parameter(1)\n  ROOT lt = pred[3] compare(a, b), direction=LT\n}\n";
+        let inputs = [var("a", Dltype::Float32, 3), var("b", Dltype::Float32, 3)];
+        let program =
+            DeviceProgram::compile(LESS.as_bytes(), "test", &inputs, &[var("o", Dltype::Uint8, 3)])
+                .unwrap();
+        let data = [f32s(&[1.0, 5.0, 2.0]), f32s(&[2.0, 4.0, 2.0])];
+        assert_eq!(program.run(|i, n| data[i][..n].to_vec()).unwrap(), vec![(0, vec![1, 0, 0])]);
+        // A pred parameter reads any nonzero byte of its uint8 variable as true.
+        const NOT: &str = "HloModule not\n\nENTRY main {\n  p = pred[3] parameter(0)\n  ROOT n = pred[3] not(p)\n}\n";
+        let flags = [var("p", Dltype::Uint8, 3)];
+        let program =
+            DeviceProgram::compile(NOT.as_bytes(), "test", &flags, &[var("o", Dltype::Uint8, 3)])
+                .unwrap();
+        assert_eq!(
+            program.run(|_, n| vec![0, 7, 1][..n].to_vec()).unwrap(),
+            vec![(0, vec![1, 0, 0])]
+        );
+        // f8e5m2 1.0 is 0x3c; the variable is int8.
+        const F8: &str = "HloModule f8\n\nENTRY main {\n  x = f8e5m2[2] parameter(0)\n  ROOT y = f8e5m2[2] add(x, x)\n}\n";
+        let bytes = [var("x", Dltype::Int8, 2)];
+        let program =
+            DeviceProgram::compile(F8.as_bytes(), "test", &bytes, &[var("y", Dltype::Int8, 2)])
+                .unwrap();
+        // 1 + 1 = 2 (0x40); -1 + -1 = -2 (0xc0).
+        assert_eq!(
+            program.run(|_, n| vec![0x3c, 0xbc][..n].to_vec()).unwrap(),
+            vec![(0, vec![0x40, 0xc0])]
+        );
+        // Other carriers stay refused: pred is not int8, f32 is not int32.
+        let err =
+            DeviceProgram::compile(LESS.as_bytes(), "test", &inputs, &[var("o", Dltype::Int8, 3)])
+                .unwrap_err();
+        assert!(err.to_string().contains("element type pred against dltype int8"), "{err}");
     }
 
     #[test]

@@ -440,3 +440,30 @@ fn tensor_info_of_a_neuronx_cc_neff_takes_outputs_from_the_graph_form() {
         ]
     );
 }
+
+#[test]
+fn a_zero_byte_output_needs_no_tensor_and_a_sized_one_does() {
+    // The module's results: an empty slice and the negation; the NEFF keeps both variables.
+    const HLO: &str = "HloModule empty\n\nENTRY main {\n  x = f32[2] parameter(0)\n  e = f32[0] slice(x), slice={[0:0]}\n  n = f32[2] negate(x)\n  ROOT t = (f32[0], f32[2]) tuple(e, n)\n}\n";
+    let sim = small_sim();
+    sim.init(Framework::NoFw, "", "").unwrap();
+    let description = ModelDescription::new("empty")
+        .with_input("x", Dltype::Float32, &[2])
+        .with_output("empty", Dltype::Float32, &[0])
+        .with_output("neg", Dltype::Float32, &[2])
+        .with_hlo(HLO);
+    let model = sim.load(&neff_of(&description), 0, 1).unwrap();
+    let input = sim.tensor_allocate(Placement::Device, 0, 8, b"x").unwrap();
+    sim.tensor_write(input, 0, &f32_bytes(&[1.5, -2.0])).unwrap();
+    let output = sim.tensor_allocate(Placement::Device, 0, 8, b"neg").unwrap();
+    let (ins, outs) = (sim.allocate_tensor_set().unwrap(), sim.allocate_tensor_set().unwrap());
+    sim.add_tensor_to_tensor_set(ins, b"x", input).unwrap();
+    // Without "neg" the launch is refused, naming it; "empty" is never asked for.
+    let error = sim.execute(model, ins, outs).unwrap_err();
+    assert!(error.detail.contains("output \"neg\": the output set has no tensor"), "{error}");
+    sim.add_tensor_to_tensor_set(outs, b"neg", output).unwrap();
+    assert_eq!(sim.execute(model, ins, outs), Ok(NrtStatus::Success));
+    let mut read = vec![0u8; 8];
+    sim.tensor_read(output, 0, &mut read).unwrap();
+    assert_eq!(read, f32_bytes(&[-1.5, 2.0]));
+}

@@ -11,6 +11,8 @@
 //!   working tree.
 //! - `sdk --out DIR [--profile debug|release]`: the tool, the library, its headers and `nrt.pc`
 //!   laid out as a Neuron SDK folder (`cmake -DNEURON_ROOT=DIR`), relocatable.
+//! - `nkipy --source DIR [--work DIR] [--workers N]`: nkipy's own tests with the simulator as
+//!   the device, and the counts per test file (`docs/nkipy.md`).
 //! - `wheel [--out DIR]`: the Python wheels `nrtsim` (the tool, the library, its headers) and
 //!   `nrtsim-neuronx-cc` (the compiler shim), release builds, manylinux-tagged, checked by
 //!   auditwheel (default folder `target/wheels`).
@@ -27,6 +29,7 @@
 
 mod conformance;
 mod libnrt;
+mod nkipy;
 mod sdk;
 mod test;
 mod tidy;
@@ -78,6 +81,30 @@ enum Command {
         #[arg(long, value_enum, default_value = "debug")]
         profile: libnrt::Profile,
     },
+    /// Run nkipy's tests/unit and tests/integration with the simulator as the device (SDK
+    /// folder, venv, spike build, nkipy installed without its Neuron dependencies, pytest with
+    /// xdist), then print the counts per test file (docs/nkipy.md).
+    Nkipy {
+        /// nkipy's source tree (its repository).
+        #[arg(long)]
+        source: PathBuf,
+        /// Where the SDK folder, the source copy, the venv and the log go (default:
+        /// target/nkipy).
+        #[arg(long)]
+        work: Option<PathBuf>,
+        /// pytest-xdist workers (0: none).
+        #[arg(long, default_value_t = 2)]
+        workers: u32,
+        /// Simulated NeuronCores (NRTSIM_CORES; default: the larger of 2 and --workers).
+        #[arg(long)]
+        cores: Option<u32>,
+        /// Also install PyTorch, which nkipy's torch interop tests and torch references need.
+        #[arg(long)]
+        with_torch: bool,
+        /// More pytest arguments.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        pytest_args: Vec<String>,
+    },
     /// Build the Python wheels nrtsim and nrtsim-neuronx-cc (release, manylinux_2_17).
     Wheel {
         /// The folder to write them to (default: target/wheels).
@@ -110,6 +137,17 @@ fn main() -> Result<()> {
         Command::Test { args } => test::test(&workspace_root(), &args),
         Command::Libnrt { dest } => libnrt::run(&workspace_root(), dest),
         Command::Sdk { out, profile } => sdk::run(&workspace_root(), &out, profile),
+        Command::Nkipy { source, work, workers, cores, with_torch, pytest_args } => nkipy::run(
+            &workspace_root(),
+            &nkipy::Options {
+                source,
+                work: work.unwrap_or_else(|| libnrt::target_dir(&workspace_root()).join("nkipy")),
+                workers,
+                cores,
+                with_torch,
+                pytest_args,
+            },
+        ),
         Command::Wheel { out } => wheel::run(&workspace_root(), out),
         Command::Conformance { args } => conformance::run(&workspace_root(), "conformance", &args),
         Command::Vectors { args } => conformance::run(&workspace_root(), "vectors", &args),

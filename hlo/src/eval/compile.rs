@@ -175,6 +175,8 @@ pub(crate) enum Op {
     TopK {
         k: usize,
         largest: bool,
+        /// The indices' element type: s32 (XLA), or u32 for Neuron's `AwsNeuronTopK`.
+        indices: ElementType,
     },
     Map(usize),
     ReducePrecision {
@@ -553,6 +555,7 @@ pub(crate) fn literal_tensor(
         ElementType::Bf16 => bytes_of(&literal.bf16s, 2, "bf16s")?,
         ElementType::F8e5m2 => bytes_of(&literal.f8e5m2s, 1, "f8e5m2s")?,
         ElementType::F8e4m3fn => bytes_of(&literal.f8e4m3fns, 1, "f8e4m3fns")?,
+        ElementType::F8e4m3 => bytes_of(&literal.f8e4m3s, 1, "f8e4m3s")?,
         ElementType::S32 => {
             check_len(literal.s32s.len(), n, "s32s")?;
             Data::S32(literal.s32s.clone())
@@ -1529,7 +1532,7 @@ impl Compiler<'_> {
                     Shape::Array(ArrayShape { ty: ElementType::S32, dims, layout: None }),
                 ]);
                 self.expect(shape, &inferred)?;
-                Op::TopK { k, largest: ins.largest }
+                Op::TopK { k, largest: ins.largest, indices: ElementType::S32 }
             }
             "map" => {
                 let computation = self.callee(ins, 0)?;
@@ -1680,43 +1683,72 @@ impl Compiler<'_> {
             "custom-call" if ins.custom_call_target == "TopK" => {
                 // XLA CPU's own top-k runtime call (what its optimiser turns sort + slice into):
                 // the k largest along the last dimension, k from the result shape.
-                self.arity(operands, 1)?;
-                let a = operands[0].array()?;
-                let k = match shape {
-                    Shape::Tuple(items) => match items.as_slice() {
-                        [Shape::Array(v), Shape::Array(_)] => v.dims.last().copied(),
-                        _ => None,
-                    },
-                    _ => None,
-                };
-                let k = k.ok_or_else(|| {
-                    invalid(format!(
-                        "TopK returns {}, expected a (values, indices) tuple",
-                        shape.describe()
-                    ))
-                })?;
-                let last = a.dims.last().copied().ok_or_else(|| invalid("TopK of a scalar"))?;
-                if k > last {
-                    return Err(invalid(format!(
-                        "TopK k {k} is larger than the last dimension {last}"
-                    )));
+                let k = self.top_k_call(operands, shape, "TopK", ElementType::S32)?;
+                Op::TopK { k, largest: true, indices: ElementType::S32 }
+            }
+            "custom-call" if ins.custom_call_target == "AwsNeuronTopK" => {
+                // Neuron's top-k (nkipy's `topk`, `nkipy/core/backend/hlo.py`): the k largest
+                // along the last dimension, largest first, u32 indices, k in the result shape
+                // and, as decimal text, in `backend_config`.
+                let k = self.top_k_call(operands, shape, "AwsNeuronTopK", ElementType::U32)?;
+                if !ins.backend_config.is_empty() {
+                    let text = String::from_utf8_lossy(&ins.backend_config);
+                    if text.trim().parse::<usize>().ok() != Some(k) {
+                        return Err(invalid(format!(
+                            "AwsNeuronTopK backend_config {text:?} is not the result's k {k}"
+                        )));
+                    }
                 }
-                let mut dims = a.dims.clone();
-                if let Some(d) = dims.last_mut() {
-                    *d = k;
-                }
-                let inferred = Shape::Tuple(vec![
-                    Shape::Array(ArrayShape { ty: a.ty, dims: dims.clone(), layout: None }),
-                    Shape::Array(ArrayShape { ty: ElementType::S32, dims, layout: None }),
-                ]);
-                self.expect(shape, &inferred)?;
-                Op::TopK { k, largest: true }
+                Op::TopK { k, largest: true, indices: ElementType::U32 }
             }
             "custom-call" => {
                 return Err(Fail::Unsupported(format!("custom call {}", ins.custom_call_target)));
             }
             other => return Err(Fail::Unsupported(format!("opcode {other}"))),
         })
+    }
+
+    /// The k of a top-k custom call `target` returning (values, indices of `indices`), checked
+    /// against its operand: k from the result shape, at most the last dimension.
+    fn top_k_call(
+        &self,
+        operands: &[&Shape],
+        shape: &Shape,
+        target: &str,
+        indices: ElementType,
+    ) -> Result<usize, Fail> {
+        self.arity(operands, 1)?;
+        let a = operands[0].array()?;
+        let k = match shape {
+            Shape::Tuple(items) => match items.as_slice() {
+                [Shape::Array(v), Shape::Array(_)] => v.dims.last().copied(),
+                _ => None,
+            },
+            _ => None,
+        };
+        let k = k.ok_or_else(|| {
+            invalid(format!(
+                "{target} returns {}, expected a (values, indices) tuple",
+                shape.describe()
+            ))
+        })?;
+        let last =
+            a.dims.last().copied().ok_or_else(|| invalid(format!("{target} of a scalar")))?;
+        if k > last {
+            return Err(invalid(format!(
+                "{target} k {k} is larger than the last dimension {last}"
+            )));
+        }
+        let mut dims = a.dims.clone();
+        if let Some(d) = dims.last_mut() {
+            *d = k;
+        }
+        let inferred = Shape::Tuple(vec![
+            Shape::Array(ArrayShape { ty: a.ty, dims: dims.clone(), layout: None }),
+            Shape::Array(ArrayShape { ty: indices, dims, layout: None }),
+        ]);
+        self.expect(shape, &inferred)?;
+        Ok(k)
     }
 
     fn scalar_indices(&self, operands: &[&Shape]) -> Result<(), Fail> {

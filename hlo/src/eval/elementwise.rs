@@ -527,7 +527,7 @@ fn map_op<T: Copy, U>(
 
 /// Decodes narrow-float bits to f32.
 pub(crate) fn widen<B: Copy + Into<u32>>(format: SmallFloat, v: &[B]) -> Result<Vec<f32>, Fail> {
-    if format == SmallFloat::F8e4m3fn || format == SmallFloat::F8e5m2 {
+    if matches!(format, SmallFloat::F8e4m3fn | SmallFloat::F8e5m2 | SmallFloat::F8e4m3) {
         let table: Vec<f32> = (0..256u32).map(|bits| format.decode(bits)).collect();
         return map(v, |b| table[(b.into() & 0xff) as usize]);
     }
@@ -561,6 +561,10 @@ macro_rules! small_float_arms {
                 let $w = widen(SmallFloat::F8e4m3fn, v)?;
                 Data::F8e4m3fn(narrow8(SmallFloat::F8e4m3fn, &$body)?)
             }
+            Data::F8e4m3(v) => {
+                let $w = widen(SmallFloat::F8e4m3, v)?;
+                Data::F8e4m3(narrow8(SmallFloat::F8e4m3, &$body)?)
+            }
             _ => $fallback,
         }
     };
@@ -575,7 +579,7 @@ pub(crate) fn unary(op: Unary, data: &Data) -> Result<Data, Fail> {
             Data::F16(v) | Data::Bf16(v) => {
                 map(&widen(small_of(data), v)?, |x: f32| x.is_finite())?
             }
-            Data::F8e5m2(v) | Data::F8e4m3fn(v) => {
+            Data::F8e5m2(v) | Data::F8e4m3fn(v) | Data::F8e4m3(v) => {
                 map(&widen(small_of(data), v)?, |x: f32| x.is_finite())?
             }
             _ => return Err(Fail::Internal("is-finite of a non-float".into())),
@@ -628,6 +632,7 @@ pub(crate) fn binary(op: Binary, a: &Data, b: &Data) -> Result<Data, Fail> {
         (Data::F8e4m3fn(x), Data::F8e4m3fn(y)) => {
             small!(F8e4m3fn, SmallFloat::F8e4m3fn, narrow8, x, y)
         }
+        (Data::F8e4m3(x), Data::F8e4m3(y)) => small!(F8e4m3, SmallFloat::F8e4m3, narrow8, x, y),
         (Data::Pred(x), Data::Pred(y)) => Data::Pred(zip(x, y, |p, q| pred_binary(op, p, q))?),
         (Data::S8(x), Data::S8(y)) => Data::S8(zip_op(op, x, y, i8::binary)?),
         (Data::S16(x), Data::S16(y)) => Data::S16(zip_op(op, x, y, i16::binary)?),
@@ -665,7 +670,9 @@ pub(crate) fn compare(
             let f = small_of(a);
             float(direction, total_order, &widen(f, x)?, &widen(f, y)?)
         }
-        (Data::F8e5m2(x), Data::F8e5m2(y)) | (Data::F8e4m3fn(x), Data::F8e4m3fn(y)) => {
+        (Data::F8e5m2(x), Data::F8e5m2(y))
+        | (Data::F8e4m3fn(x), Data::F8e4m3fn(y))
+        | (Data::F8e4m3(x), Data::F8e4m3(y)) => {
             let f = small_of(a);
             float(direction, total_order, &widen(f, x)?, &widen(f, y)?)
         }
@@ -733,7 +740,7 @@ fn to_carrier(data: &Data) -> Result<Carrier, Fail> {
             let f = small_of(data);
             Carrier::Float(map(v, |b| f64::from(f.decode(u32::from(b))))?)
         }
-        Data::F8e5m2(v) | Data::F8e4m3fn(v) => {
+        Data::F8e5m2(v) | Data::F8e4m3fn(v) | Data::F8e4m3(v) => {
             let f = small_of(data);
             Carrier::Float(map(v, |b| f64::from(f.decode(u32::from(b))))?)
         }
@@ -797,6 +804,7 @@ pub(crate) fn convert(data: &Data, ty: ElementType) -> Result<Data, Fail> {
         ElementType::Bf16 => small_target!(Bf16, SmallFloat::Bf16, u16),
         ElementType::F8e5m2 => small_target!(F8e5m2, SmallFloat::F8e5m2, u8),
         ElementType::F8e4m3fn => small_target!(F8e4m3fn, SmallFloat::F8e4m3fn, u8),
+        ElementType::F8e4m3 => small_target!(F8e4m3, SmallFloat::F8e4m3, u8),
     })
 }
 

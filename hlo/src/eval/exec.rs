@@ -599,9 +599,14 @@ impl Ctx<'_> {
                 let outs = super::sort::sort(self, *computation, &inputs, *dim)?;
                 wrap_results(&instr.shape, outs)
             }
-            Op::TopK { k, largest } => {
+            Op::TopK { k, largest, indices: index_type } => {
                 let t = tensor(0)?;
                 let (values, indices) = super::sort::top_k(t, *k, *largest)?;
+                let indices = if indices.ty() == *index_type {
+                    indices
+                } else {
+                    elementwise::convert(&indices, *index_type)?
+                };
                 let mut dims = t.dims.clone();
                 if let Some(last) = dims.last_mut() {
                     *last = *k;
@@ -704,6 +709,7 @@ pub(crate) fn gather_scalars(ty: ElementType, parts: &[Data]) -> Result<Data, Fa
         ElementType::Bf16 => arm!(Bf16),
         ElementType::F8e5m2 => arm!(F8e5m2),
         ElementType::F8e4m3fn => arm!(F8e4m3fn),
+        ElementType::F8e4m3 => arm!(F8e4m3),
     }
     Ok(out)
 }

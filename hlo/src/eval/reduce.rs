@@ -169,6 +169,7 @@ fn fast_fold(
         (Data::Bf16(v), Data::Bf16(i)) => small!(Bf16, SmallFloat::Bf16, u16, v, i),
         (Data::F8e5m2(v), Data::F8e5m2(i)) => small!(F8e5m2, SmallFloat::F8e5m2, u8, v, i),
         (Data::F8e4m3fn(v), Data::F8e4m3fn(i)) => small!(F8e4m3fn, SmallFloat::F8e4m3fn, u8, v, i),
+        (Data::F8e4m3(v), Data::F8e4m3(i)) => small!(F8e4m3, SmallFloat::F8e4m3, u8, v, i),
         _ => return Ok(None),
     };
     if run == 0 {
@@ -334,6 +335,7 @@ fn fast_window_fold(
         (Data::Bf16(v), Data::Bf16(i)) => small!(Bf16, SmallFloat::Bf16, u16, v, i),
         (Data::F8e5m2(v), Data::F8e5m2(i)) => small!(F8e5m2, SmallFloat::F8e5m2, u8, v, i),
         (Data::F8e4m3fn(v), Data::F8e4m3fn(i)) => small!(F8e4m3fn, SmallFloat::F8e4m3fn, u8, v, i),
+        (Data::F8e4m3(v), Data::F8e4m3(i)) => small!(F8e4m3, SmallFloat::F8e4m3, u8, v, i),
         _ => return Ok(None),
     }))
 }

@@ -224,6 +224,7 @@ pub(crate) fn concatenate(parts: &[(&Data, &[usize])], axis: usize) -> Result<Da
         Data::Bf16(_) => arm!(Bf16),
         Data::F8e5m2(_) => arm!(F8e5m2),
         Data::F8e4m3fn(_) => arm!(F8e4m3fn),
+        Data::F8e4m3(_) => arm!(F8e4m3),
     })
 }
 
@@ -343,6 +344,9 @@ pub(crate) fn iota(ty: ElementType, dims: &[usize], axis: usize) -> Result<Data,
         }
         ElementType::F8e4m3fn => {
             Data::F8e4m3fn(build(n, |k| SmallFloat::F8e4m3fn.encode(position(k) as f64) as u8)?)
+        }
+        ElementType::F8e4m3 => {
+            Data::F8e4m3(build(n, |k| SmallFloat::F8e4m3.encode(position(k) as f64) as u8)?)
         }
     })
 }

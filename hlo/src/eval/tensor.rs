@@ -28,6 +28,7 @@ pub(crate) enum Data {
     Bf16(Vec<u16>),
     F8e5m2(Vec<u8>),
     F8e4m3fn(Vec<u8>),
+    F8e4m3(Vec<u8>),
 }
 
 /// Applies a generic expression to the vector inside any `Data`, rebuilding the same variant.
@@ -50,6 +51,7 @@ macro_rules! dispatch {
             Data::Bf16($v) => Data::Bf16($body),
             Data::F8e5m2($v) => Data::F8e5m2($body),
             Data::F8e4m3fn($v) => Data::F8e4m3fn($body),
+            Data::F8e4m3($v) => Data::F8e4m3($body),
         }
     };
 }
@@ -73,6 +75,7 @@ macro_rules! visit {
             Data::Bf16($v) => $body,
             Data::F8e5m2($v) => $body,
             Data::F8e4m3fn($v) => $body,
+            Data::F8e4m3($v) => $body,
         }
     };
 }
@@ -96,6 +99,7 @@ macro_rules! dispatch2 {
             (Data::Bf16($x), Data::Bf16($y)) => Ok(Data::Bf16($body)),
             (Data::F8e5m2($x), Data::F8e5m2($y)) => Ok(Data::F8e5m2($body)),
             (Data::F8e4m3fn($x), Data::F8e4m3fn($y)) => Ok(Data::F8e4m3fn($body)),
+            (Data::F8e4m3($x), Data::F8e4m3($y)) => Ok(Data::F8e4m3($body)),
             _ => Err(crate::eval::Fail::Internal("element types of two operands differ".into())),
         }
     };
@@ -122,6 +126,7 @@ impl Data {
             Data::Bf16(_) => ElementType::Bf16,
             Data::F8e5m2(_) => ElementType::F8e5m2,
             Data::F8e4m3fn(_) => ElementType::F8e4m3fn,
+            Data::F8e4m3(_) => ElementType::F8e4m3,
         }
     }
 
@@ -147,6 +152,7 @@ impl Data {
             ElementType::Bf16 => Data::Bf16(filled(n, 0)?),
             ElementType::F8e5m2 => Data::F8e5m2(filled(n, 0)?),
             ElementType::F8e4m3fn => Data::F8e4m3fn(filled(n, 0)?),
+            ElementType::F8e4m3 => Data::F8e4m3(filled(n, 0)?),
         })
     }
 
@@ -177,6 +183,7 @@ impl Data {
             ElementType::Bf16 => Data::Bf16(read(bytes, u16::from_le_bytes)?),
             ElementType::F8e5m2 => Data::F8e5m2(read(bytes, u8::from_le_bytes)?),
             ElementType::F8e4m3fn => Data::F8e4m3fn(read(bytes, u8::from_le_bytes)?),
+            ElementType::F8e4m3 => Data::F8e4m3(read(bytes, u8::from_le_bytes)?),
         })
     }
 
@@ -201,7 +208,9 @@ impl Data {
             Data::S16(v) => write(v, i16::to_le_bytes),
             Data::S32(v) => write(v, i32::to_le_bytes),
             Data::S64(v) => write(v, i64::to_le_bytes),
-            Data::U8(v) | Data::F8e5m2(v) | Data::F8e4m3fn(v) => write(v, u8::to_le_bytes),
+            Data::U8(v) | Data::F8e5m2(v) | Data::F8e4m3fn(v) | Data::F8e4m3(v) => {
+                write(v, u8::to_le_bytes)
+            }
             Data::U16(v) | Data::F16(v) | Data::Bf16(v) => write(v, u16::to_le_bytes),
             Data::U32(v) => write(v, u32::to_le_bytes),
             Data::U64(v) => write(v, u64::to_le_bytes),

@@ -45,6 +45,8 @@ jax.config.update("jax_enable_x64", True)
 BF16 = ml_dtypes.bfloat16
 F8E4M3 = ml_dtypes.float8_e4m3fn
 F8E5M2 = ml_dtypes.float8_e5m2
+# XLA's F8E4M3 (IEEE-like, with infinities), which nkipy writes for ml_dtypes.float8_e4m3.
+F8E4M3_IEEE = ml_dtypes.float8_e4m3
 
 # numpy dtype -> XLA primitive type name (as HLO text spells it).
 XLA_NAMES = {
@@ -63,6 +65,7 @@ XLA_NAMES = {
     np.dtype(np.float64): "f64",
     np.dtype(F8E4M3): "f8e4m3fn",
     np.dtype(F8E5M2): "f8e5m2",
+    np.dtype(F8E4M3_IEEE): "f8e4m3",
 }
 
 # Tolerance classes (the Rust test owns the numbers):
@@ -447,7 +450,7 @@ for _name, _dt in [("f32", np.float32), ("f64", np.float64), ("f16", np.float16)
         return float_basics, [normal(rng, (6, 5), _dt, 4.0), normal(rng, (6, 5), _dt, 4.0)]
 
 
-for _name, _dt in [("f8e4m3fn", F8E4M3), ("f8e5m2", F8E5M2)]:
+for _name, _dt in [("f8e4m3fn", F8E4M3), ("f8e5m2", F8E5M2), ("f8e4m3", F8E4M3_IEEE)]:
 
     @case(f"dtype_{_name}", tol=FLOAT_TOL)
     def _(rng, _dt=_dt):
