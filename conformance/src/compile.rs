@@ -274,16 +274,6 @@ fn entry_computation(module: &HloModuleProto) -> Option<&hlo::proto::HloComputat
         .or_else(|| module.computations.iter().find(|c| c.name == module.entry_computation_name))
 }
 
-fn leaves<'s>(shape: &'s ShapeProto, out: &mut Vec<&'s ShapeProto>) {
-    if shape.element_type == PrimitiveType::Tuple as i32 {
-        for item in &shape.tuple_shapes {
-            leaves(item, out);
-        }
-    } else {
-        out.push(shape);
-    }
-}
-
 /// The 8-bit float types, which a NEFF carries as `int8`.
 const EIGHT_BIT_FLOATS: [PrimitiveType; 3] =
     [PrimitiveType::F8e4m3fn, PrimitiveType::F8e5m2, PrimitiveType::F8e4m3];
@@ -352,8 +342,7 @@ pub fn signature_of(module: &HloModuleProto) -> Result<CompiledSignature, Compil
             .shape
             .as_ref()
             .ok_or_else(|| malformed(format!("parameter {} has no shape", parameter.name)))?;
-        let mut parameter_leaves = Vec::new();
-        leaves(shape, &mut parameter_leaves);
+        let parameter_leaves = shape.array_leaves();
         let whole_array = shape.element_type != PrimitiveType::Tuple as i32;
         if whole_array {
             input_of_parameter.insert(parameter.parameter_number, inputs.len());
@@ -376,8 +365,7 @@ pub fn signature_of(module: &HloModuleProto) -> Result<CompiledSignature, Compil
         .ok_or_else(|| malformed(format!("entry computation {} is empty", entry.name)))?;
     let root_shape =
         root.shape.as_ref().ok_or_else(|| malformed(format!("root {} has no shape", root.name)))?;
-    let mut result_leaves = Vec::new();
-    leaves(root_shape, &mut result_leaves);
+    let result_leaves = root_shape.array_leaves();
     if result_leaves.is_empty() {
         return Err(CompileError::NoOutputs);
     }

@@ -236,17 +236,6 @@ pub fn xla_order(names: &[&str], prefix: &str) -> Option<Vec<usize>> {
     Some(order)
 }
 
-/// The array leaves of a shape, depth-first.
-fn leaves<'s>(shape: &'s ShapeProto, out: &mut Vec<&'s ShapeProto>) {
-    if shape.element_type == PrimitiveType::Tuple as i32 {
-        for item in &shape.tuple_shapes {
-            leaves(item, out);
-        }
-    } else {
-        out.push(shape);
-    }
-}
-
 fn leaf_bytes(shape: &ShapeProto) -> Option<usize> {
     let ty = hlo::dtype::ElementType::from_primitive(shape.element_type)?;
     shape
@@ -472,9 +461,7 @@ fn entry_leaves(module: &HloModuleProto) -> Result<(Vec<ShapeProto>, Vec<ShapePr
     parameters.sort_by_key(|(number, _)| *number);
     let mut params = Vec::new();
     for (_, shape) in parameters {
-        let mut out = Vec::new();
-        leaves(shape, &mut out);
-        params.extend(out.into_iter().cloned());
+        params.extend(shape.array_leaves().into_iter().cloned());
     }
     let root = entry
         .instructions
@@ -483,9 +470,7 @@ fn entry_leaves(module: &HloModuleProto) -> Result<(Vec<ShapeProto>, Vec<ShapePr
         .or_else(|| entry.instructions.last())
         .and_then(|i| i.shape.as_ref())
         .ok_or_else(|| format!("entry computation {} has no root shape", entry.name))?;
-    let mut out = Vec::new();
-    leaves(root, &mut out);
-    Ok((params, out.into_iter().cloned().collect()))
+    Ok((params, root.array_leaves().into_iter().cloned().collect()))
 }
 
 /// The position among `names` (the model's inputs, `prefix` `input`, or outputs, `output`, in

@@ -186,6 +186,22 @@ impl ShapeProto {
         with_default_layout_where(&mut shape, true);
         shape
     }
+
+    /// The array leaves of the shape, depth-first: the shape itself when it is not a tuple.
+    pub fn array_leaves(&self) -> Vec<&ShapeProto> {
+        fn walk<'s>(shape: &'s ShapeProto, out: &mut Vec<&'s ShapeProto>) {
+            if shape.element_type == PrimitiveType::Tuple as i32 {
+                for item in &shape.tuple_shapes {
+                    walk(item, out);
+                }
+            } else {
+                out.push(shape);
+            }
+        }
+        let mut out = Vec::new();
+        walk(self, &mut out);
+        out
+    }
 }
 
 impl HloInstructionProto {
@@ -211,5 +227,38 @@ impl HloInstructionProto {
             }
         }
         Ok(explicit(&self.replica_groups))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn array(element_type: PrimitiveType, dimensions: &[i64]) -> ShapeProto {
+        ShapeProto {
+            element_type: element_type as i32,
+            dimensions: dimensions.to_vec(),
+            ..ShapeProto::default()
+        }
+    }
+
+    fn tuple(items: Vec<ShapeProto>) -> ShapeProto {
+        ShapeProto {
+            element_type: PrimitiveType::Tuple as i32,
+            tuple_shapes: items,
+            ..ShapeProto::default()
+        }
+    }
+
+    #[test]
+    fn array_leaves_are_depth_first_and_an_array_is_its_own_leaf() {
+        let f32_2 = array(PrimitiveType::F32, &[2]);
+        let s32 = array(PrimitiveType::S32, &[]);
+        let pred_3 = array(PrimitiveType::Pred, &[3]);
+        let nested =
+            tuple(vec![f32_2.clone(), tuple(vec![s32.clone(), tuple(vec![])]), pred_3.clone()]);
+        assert_eq!(nested.array_leaves(), vec![&f32_2, &s32, &pred_3]);
+        assert_eq!(f32_2.array_leaves(), vec![&f32_2]);
+        assert!(tuple(vec![]).array_leaves().is_empty());
     }
 }

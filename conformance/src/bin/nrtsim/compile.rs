@@ -1,4 +1,4 @@
-//! `nrtsim compile …` and the `neuronx-cc` personality of `nrtsim` (argv[0] named `neuronx-cc`):
+//! `nrtsim compile …` and the `neuronx-cc` personality of `nrtsim` (`argv[0]` named `neuronx-cc`):
 //! neuronx-cc's command line over the simulator's compile target (`conformance::compile`).
 //!
 //! Exit statuses as neuronx-cc's: 0 on success, 1 for a module that does not compile (the message
@@ -14,7 +14,7 @@ use anyhow::{Context, Result};
 use clap::Args;
 use conformance::compile::{self, Invocation};
 
-/// The program name whose argv[0] makes `nrtsim` behave as neuronx-cc.
+/// The program name whose `argv[0]` makes `nrtsim` behave as neuronx-cc.
 pub(crate) const NEURONX_CC: &str = "neuronx-cc";
 
 /// `nrtsim compile`'s arguments: neuronx-cc's, parsed by `conformance::compile`.
