@@ -217,3 +217,32 @@ fn each_refusal_exits_1_and_says_what_was_expected() {
     let output = nrtsim(&["metaneff", "from-hlo", s(&module), "-o", s(&out), "--state", "=k"]);
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
 }
+
+/// from-hlo names by position, as `hlo2metaneff` does, while the compile target names a NEFF's
+/// variables by the module's `neff_input_names`/`neff_output_names`: for a module with those
+/// attributes the two disagree, and `nrtsim check` refuses the pair by name (documented in
+/// docs/metaneff-from-hlo.md).
+#[test]
+fn a_module_that_names_its_tensors_gets_a_metaneff_check_refuses_for_its_compiled_neff() {
+    let dir = scratch("from-hlo-named");
+    let module = dir.write(
+        "named.hlo",
+        b"HloModule named
+
+ENTRY main {
+  a = f32[2] parameter(0), frontend_attributes={neff_input_names=\"a\"}
+  ROOT r = f32[2] negate(a), frontend_attributes={neff_output_names=\"r\"}
+}
+",
+    );
+    let neff = dir.join("named.neff");
+    let metaneff = dir.join("named.metaneff");
+    ok(&["compile", "--framework", "XLA", s(&module), "--target", "trn2", "--output", s(&neff)]);
+    ok(&["metaneff", "from-hlo", s(&module), "-o", s(&metaneff)]);
+    let check = nrtsim(&["check", s(&neff), s(&metaneff)]);
+    assert_eq!(check.status.code(), Some(1), "{}", stdout(&check));
+    let report = stdout(&check);
+    assert!(report.contains("E001 unknown-input-name] input 0 \"input0\""), "{report}");
+    assert!(report.contains("expected one of [a]"), "{report}");
+    assert!(report.contains("E002 unknown-output-name] output 0 \"output0\""), "{report}");
+}

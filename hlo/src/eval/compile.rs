@@ -818,10 +818,15 @@ impl Compiler<'_> {
         operands: &[&Shape],
     ) -> Result<Op, Fail> {
         let opcode = ins.opcode.as_str();
-        // The opcode table decides what is supported (`list-operators` prints it); custom calls
-        // are decided by their target below.
+        // The tables decide what is supported (`list-operators` prints them): opcodes, and
+        // custom calls by their target.
         if opcode != "custom-call" && !super::opcodes::is_evaluated(opcode) {
             return Err(Fail::Unsupported(format!("opcode {opcode}")));
+        }
+        if opcode == "custom-call"
+            && !super::opcodes::is_evaluated_custom_call(&ins.custom_call_target)
+        {
+            return Err(Fail::Unsupported(format!("custom call {}", ins.custom_call_target)));
         }
         if let Some(op) = Unary::from_opcode(opcode) {
             self.arity(operands, 1)?;

@@ -55,7 +55,9 @@ use std::time::Duration;
 use crate::dtype::ElementType;
 use crate::proto;
 pub use compile::Program;
-pub use opcodes::{EVALUATED_OPCODES, is_evaluated};
+pub use opcodes::{
+    EVALUATED_CUSTOM_CALLS, EVALUATED_OPCODES, is_evaluated, is_evaluated_custom_call,
+};
 
 /// The default [`EvalOptions::work_budget`]: 2^32 (about 4.3 × 10^9) element-operations.
 ///

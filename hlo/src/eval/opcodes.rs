@@ -3,8 +3,9 @@
 //! [`Program::compile`](super::Program::compile) refuses an opcode that is not listed here as
 //! unsupported before it looks for an evaluator, and the compile target's `list-operators` prints
 //! this table, so the two cannot disagree. Adding an evaluator means adding its opcode here; a
-//! test checks that every listed opcode reaches an evaluator. `custom-call` is not listed: whether
-//! a custom call runs depends on its target, which the evaluator decides.
+//! test checks that every listed opcode reaches an evaluator. `custom-call` is not listed among
+//! the opcodes: whether a custom call runs depends on its target, and the targets that run are
+//! [`EVALUATED_CUSTOM_CALLS`], checked the same way.
 
 /// Every opcode [`Program::compile`](super::Program::compile) accepts, sorted.
 pub const EVALUATED_OPCODES: &[&str] = &[
@@ -95,6 +96,15 @@ pub const EVALUATED_OPCODES: &[&str] = &[
     "xor",
 ];
 
+/// Every `custom_call_target` [`Program::compile`](super::Program::compile) evaluates, sorted:
+/// XLA CPU's `TopK` and Neuron's `AwsNeuronTopK` (what nkipy's `topk` writes).
+pub const EVALUATED_CUSTOM_CALLS: &[&str] = &["AwsNeuronTopK", "TopK"];
+
+/// Whether [`EVALUATED_CUSTOM_CALLS`] lists `target`.
+pub fn is_evaluated_custom_call(target: &str) -> bool {
+    EVALUATED_CUSTOM_CALLS.binary_search(&target).is_ok()
+}
+
 /// Whether [`EVALUATED_OPCODES`] lists `opcode`.
 pub fn is_evaluated(opcode: &str) -> bool {
     EVALUATED_OPCODES.binary_search(&opcode).is_ok()
@@ -110,9 +120,15 @@ mod tests {
 
     /// A module whose entry is one instruction of `opcode` without operands or attributes.
     fn lone(opcode: &str) -> HloModuleProto {
+        lone_call(opcode, "")
+    }
+
+    /// As [`lone`], with a custom-call target.
+    fn lone_call(opcode: &str, target: &str) -> HloModuleProto {
         let instruction = HloInstructionProto {
             name: "lone".to_owned(),
             opcode: opcode.to_owned(),
+            custom_call_target: target.to_owned(),
             id: 1,
             shape: Some(ShapeProto {
                 element_type: PrimitiveType::F32 as i32,
@@ -142,9 +158,31 @@ mod tests {
         )
     }
 
+    fn unsupported_custom_call(target: &str) -> bool {
+        matches!(
+            Program::compile(&lone_call("custom-call", target), &EvalOptions::default()),
+            Err(EvalError::Unsupported { what, .. }) if what == format!("custom call {target}")
+        )
+    }
+
     #[test]
     fn the_table_is_sorted_and_free_of_duplicates() {
         assert!(EVALUATED_OPCODES.windows(2).all(|pair| pair[0] < pair[1]));
+        assert!(EVALUATED_CUSTOM_CALLS.windows(2).all(|pair| pair[0] < pair[1]));
+    }
+
+    #[test]
+    fn every_listed_custom_call_reaches_an_evaluator_and_no_other_does() {
+        let missing: Vec<&str> = EVALUATED_CUSTOM_CALLS
+            .iter()
+            .copied()
+            .filter(|target| unsupported_custom_call(target))
+            .collect();
+        assert_eq!(missing, Vec::<&str>::new());
+        for target in ["Sharding", "AwsNeuronCustomNativeKernel", "topk", ""] {
+            assert!(!is_evaluated_custom_call(target));
+            assert!(unsupported_custom_call(target), "{target:?}");
+        }
     }
 
     #[test]

@@ -59,6 +59,10 @@ pub(crate) fn neuronx_cc(program: &str, args: &[String]) -> ExitCode {
                 text.push_str(opcode);
                 text.push('\n');
             }
+            // Custom calls run by their target: one line each, after the opcodes.
+            for target in hlo::eval::EVALUATED_CUSTOM_CALLS {
+                text.push_str(&format!("custom-call {target}\n"));
+            }
             print(&text)
         }
         Invocation::Compile { input, output, options } => compile_file(&input, &output, &options),
