@@ -5,11 +5,11 @@
 //!
 //! `run` reads and writes `.npy` (version 1.0, C order; Fortran order is read too). numpy has
 //! no codes for bf16 and the f8 types: `np.save` of an ml_dtypes array writes `'<V2'` (bf16) and
-//! `'|V1'`/`'<V1'` (f8e4m3fn; older ml_dtypes write `'<f1'` for f8e5m2, which `np.load` refuses),
+//! `'|V1'`/`'<V1'` (f8e4m3fn, f8e4m3; older ml_dtypes write `'<f1'` for f8e5m2, which `np.load` refuses),
 //! and `np.load` gives back raw void elements that `.view(ml_dtypes.bfloat16)` reinterprets. So
 //! outputs of those types are written as `'<V2'` / `'|V1'`, which `np.load` reads, and inputs
 //! accept any descr of the parameter's item size among `V`, the ml_dtypes names (`bfloat16`,
-//! `float8_e4m3fn`, `float8_e5m2`, as `str(dtype)` spells them) and `<f1`.
+//! `float8_e4m3fn`, `float8_e4m3`, `float8_e5m2`, as `str(dtype)` spells them) and `<f1`.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -238,7 +238,7 @@ fn npy_descr(ty: hlo::proto::PrimitiveType) -> Result<&'static str> {
         P::F32 => "<f4",
         P::F64 => "<f8",
         P::Bf16 => "<V2",
-        P::F8e4m3fn | P::F8e5m2 => "|V1",
+        P::F8e4m3fn | P::F8e4m3 | P::F8e5m2 => "|V1",
         other => bail!("no npy descr for element type {}", other.as_str_name()),
     })
 }
@@ -259,6 +259,7 @@ fn descr_fits(descr: &str, ty: hlo::proto::PrimitiveType) -> bool {
     match ty {
         P::Bf16 => matches!(descr, "<V2" | "|V2" | "V2" | "bfloat16"),
         P::F8e4m3fn => matches!(descr, "|V1" | "<V1" | "V1" | "float8_e4m3fn"),
+        P::F8e4m3 => matches!(descr, "|V1" | "<V1" | "V1" | "float8_e4m3"),
         P::F8e5m2 => matches!(descr, "|V1" | "<V1" | "V1" | "<f1" | "float8_e5m2"),
         P::S8 => descr == "<i1",
         P::U8 => descr == "<u1",
@@ -308,6 +309,10 @@ mod tests {
         assert!(descr_fits("bfloat16", P::Bf16));
         assert!(descr_fits("<f1", P::F8e5m2));
         assert!(!descr_fits("<f1", P::F8e4m3fn));
+        assert!(descr_fits("float8_e4m3", P::F8e4m3));
+        assert!(descr_fits("|V1", P::F8e4m3));
+        assert!(!descr_fits("float8_e4m3fn", P::F8e4m3));
+        assert_eq!(npy_descr(P::F8e4m3).unwrap(), "|V1");
         assert!(descr_fits("<i1", P::S8));
         assert!(!descr_fits("<f4", P::F64));
     }
