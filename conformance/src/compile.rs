@@ -274,23 +274,16 @@ fn entry_computation(module: &HloModuleProto) -> Option<&hlo::proto::HloComputat
         .or_else(|| module.computations.iter().find(|c| c.name == module.entry_computation_name))
 }
 
-/// The 8-bit float types, which a NEFF carries as `int8`.
-const EIGHT_BIT_FLOATS: [PrimitiveType; 3] =
-    [PrimitiveType::F8e4m3fn, PrimitiveType::F8e5m2, PrimitiveType::F8e4m3];
-
 fn tensor(what: &str, name: String, shape: &ShapeProto) -> Result<CompiledTensor, CompileError> {
     // PRED is written as `uint8`, as producers map it (libnrt has no bool dtype), and the 8-bit
-    // floats as `int8`, as spike expects of a NEFF; the simulator binds those leaves to them.
-    let eight_bit_float = EIGHT_BIT_FLOATS.iter().any(|ty| *ty as i32 == shape.element_type);
-    let dltype = Dltype::ALL
-        .iter()
-        .copied()
-        .find(|d| sim::device_program::primitive_of(*d) as i32 == shape.element_type)
-        .or(eight_bit_float.then_some(Dltype::Int8))
-        .map(|d| match d {
-            Dltype::Bool => Dltype::Uint8,
-            Dltype::Float8E4m3fn | Dltype::Float8E5m2 => Dltype::Int8,
-            other => other,
+    // floats as `int8`, as spike expects of a NEFF: the simulator's carrier rule, which binds
+    // those leaves to them.
+    let dltype = PrimitiveType::try_from(shape.element_type)
+        .ok()
+        .and_then(|ty| {
+            sim::device_program::carrier_of(ty).or_else(|| {
+                Dltype::ALL.iter().copied().find(|d| sim::device_program::primitive_of(*d) == ty)
+            })
         })
         .ok_or_else(|| CompileError::NoDtype {
             what: what.to_owned(),

@@ -230,19 +230,25 @@ fn neff_json_has_the_compilers_form_and_the_var_table_its_sizes() {
 
 #[test]
 fn names_in_non_alphabetical_order_bind_to_the_right_parameters() {
+    launch_named(NAMED, ["b", "a"], ["output0", "output1"]);
+}
+
+/// Compiles a module of [`NAMED`]'s computation whose parameters `b`, `a` and results
+/// `b - a`, `(b - a) * a` carry `names`, launches it by those names on the simulator and checks
+/// the results, worked by hand.
+fn launch_named(hlo: &str, [b, a]: [&str; 2], [difference, product]: [&str; 2]) {
     let options = conformance::compile::CompileOptions::new(conformance::compile::Target::Trn2);
-    let neff = conformance::compile::compile(NAMED.as_bytes(), &options).unwrap();
+    let neff = conformance::compile::compile(hlo.as_bytes(), &options).unwrap();
     let loaded = Loaded::new(&neff);
-    loaded.input("b", &[1.0, 2.0, 3.0, 4.0]);
-    loaded.input("a", &[10.0, 20.0, 30.0, 40.0]);
-    let difference = loaded.tensor("output0", &[0.0; 4]);
-    let product = loaded.tensor("output1", &[0.0; 4]);
-    loaded.output("output0", difference);
-    loaded.output("output1", product);
+    loaded.input(b, &[1.0, 2.0, 3.0, 4.0]);
+    loaded.input(a, &[10.0, 20.0, 30.0, 40.0]);
+    let difference_tensor = loaded.tensor(difference, &[0.0; 4]);
+    let product_tensor = loaded.tensor(product, &[0.0; 4]);
+    loaded.output(difference, difference_tensor);
+    loaded.output(product, product_tensor);
     loaded.execute();
-    // b - a, then (b - a) * a, worked by hand.
-    assert_eq!(loaded.read(difference), [-9.0, -18.0, -27.0, -36.0]);
-    assert_eq!(loaded.read(product), [-90.0, -360.0, -810.0, -1440.0]);
+    assert_eq!(loaded.read(difference_tensor), [-9.0, -18.0, -27.0, -36.0]);
+    assert_eq!(loaded.read(product_tensor), [-90.0, -360.0, -810.0, -1440.0]);
 }
 
 #[test]
@@ -484,18 +490,7 @@ fn names_that_look_like_the_defaults_are_still_names() {
         .replace("neff_input_names=\"b\"", "neff_input_names=\"input1\"")
         .replace("neff_input_names=\"a\"", "neff_input_names=\"input0\"")
         .replace("output0,output1", "output1,output0");
-    let options = conformance::compile::CompileOptions::new(conformance::compile::Target::Trn2);
-    let neff = conformance::compile::compile(hlo.as_bytes(), &options).unwrap();
-    let loaded = Loaded::new(&neff);
-    loaded.input("input1", &[1.0, 2.0, 3.0, 4.0]);
-    loaded.input("input0", &[10.0, 20.0, 30.0, 40.0]);
-    let difference = loaded.tensor("output1", &[0.0; 4]);
-    let product = loaded.tensor("output0", &[0.0; 4]);
-    loaded.output("output1", difference);
-    loaded.output("output0", product);
-    loaded.execute();
-    assert_eq!(loaded.read(difference), [-9.0, -18.0, -27.0, -36.0]);
-    assert_eq!(loaded.read(product), [-90.0, -360.0, -810.0, -1440.0]);
+    launch_named(&hlo, ["input1", "input0"], ["output1", "output0"]);
 }
 
 #[test]

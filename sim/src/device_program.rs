@@ -201,20 +201,27 @@ fn type_name(ty: PrimitiveType) -> String {
     ty.as_str_name().to_ascii_lowercase()
 }
 
-/// Whether a variable of `dltype` holds a leaf of element type `ty`: the same type, or the
-/// one-byte carriers neuronx-cc gives the types libnrt has no dtype for in its NEFFs, `uint8` for
-/// pred and `int8` for the 8-bit floats. The bytes are the same either way (pred is one byte 0
-/// or 1, and a nonzero byte reads as true); nkipy, which the runs of real devices pin, allocates
-/// a pred result as uint8 (`nkipy/core/backend/hlo.py`, `HLOModule.outputs`) and checks that an
-/// fp8 tensor's variable is int8 (`spike/src/spike/spike_model.py`, `_check_dtype_compatibility`).
+/// The one-byte carrier dltype neuronx-cc gives, in its NEFFs, an element type libnrt has no
+/// dtype for: `uint8` for pred and `int8` for the 8-bit floats. The bytes are the same either way
+/// (pred is one byte 0 or 1, and a nonzero byte reads as true); nkipy, which the runs of real
+/// devices pin, allocates a pred result as uint8 (`nkipy/core/backend/hlo.py`,
+/// `HLOModule.outputs`) and checks that an fp8 tensor's variable is int8
+/// (`spike/src/spike/spike_model.py`, `_check_dtype_compatibility`). The compile target writes
+/// these dtypes; [`DeviceProgram::compile`] binds such a leaf to its carrier.
+pub fn carrier_of(ty: PrimitiveType) -> Option<Dltype> {
+    match ty {
+        PrimitiveType::Pred => Some(Dltype::Uint8),
+        PrimitiveType::F8e4m3fn | PrimitiveType::F8e5m2 | PrimitiveType::F8e4m3 => {
+            Some(Dltype::Int8)
+        }
+        _ => None,
+    }
+}
+
+/// Whether a variable of `dltype` holds a leaf of element type `ty`: the same type, or its
+/// carrier ([`carrier_of`]).
 fn carries(dltype: Dltype, ty: PrimitiveType) -> bool {
-    primitive_of(dltype) == ty
-        || (dltype == Dltype::Uint8 && ty == PrimitiveType::Pred)
-        || (dltype == Dltype::Int8
-            && matches!(
-                ty,
-                PrimitiveType::F8e4m3fn | PrimitiveType::F8e5m2 | PrimitiveType::F8e4m3
-            ))
+    primitive_of(dltype) == ty || carrier_of(ty) == Some(dltype)
 }
 
 /// Whether `names` are exactly `{prefix}0..{prefix}{n-1}` in some order (an XLA-compiled

@@ -6,33 +6,27 @@
 use std::path::Path;
 use std::process::Command;
 
-use anyhow::{Context, Result, bail};
+use anyhow::Result;
 
 /// Builds and runs `nrtsim <subcommand> <args…>` from the workspace root.
 pub(crate) fn run(root: &Path, subcommand: &str, args: &[String]) -> Result<()> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     // Whole packages, not `--bin nrtsim`: target filters apply to every package named, and the
     // capi package's cdylib (the simulator's libnrt.so.1) is a library target.
-    let status = Command::new(&cargo)
-        .current_dir(root)
-        .args(["build", "--quiet", "--package", "nrtsim-conformance", "--package", "nrtsim-capi"])
-        .status()
-        .context("running cargo build")?;
-    if !status.success() {
-        bail!("cargo build failed");
-    }
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| root.join("target"));
-    let nrtsim = target.join("debug/nrtsim");
-    let status = Command::new(&nrtsim)
-        .current_dir(root)
-        .arg(subcommand)
-        .args(args)
-        .status()
-        .with_context(|| format!("running {}", nrtsim.display()))?;
-    if !status.success() {
-        bail!("nrtsim {subcommand} failed");
-    }
-    Ok(())
+    crate::run(
+        Command::new(&cargo).current_dir(root).args([
+            "build",
+            "--quiet",
+            "--package",
+            "nrtsim-conformance",
+            "--package",
+            "nrtsim-capi",
+        ]),
+        "cargo build",
+    )?;
+    let nrtsim = crate::libnrt::target_dir(root).join("debug/nrtsim");
+    crate::run(
+        Command::new(&nrtsim).current_dir(root).arg(subcommand).args(args),
+        &format!("nrtsim {subcommand}"),
+    )
 }

@@ -68,10 +68,7 @@ pub(crate) fn cargo_build(root: &Path, packages: &[&str], profile: Profile) -> R
     for package in packages {
         command.args(["--package", package]);
     }
-    let status = command.status().context("running cargo build")?;
-    if !status.success() {
-        bail!("cargo build --package {} failed ({status})", packages.join(" --package "));
-    }
+    crate::run(&mut command, &format!("cargo build --package {}", packages.join(" --package ")))?;
     Ok(target_dir(root).join(profile.dir_name()))
 }
 

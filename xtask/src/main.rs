@@ -154,6 +154,15 @@ fn main() -> Result<()> {
     }
 }
 
+/// Runs `command` to its end; an error names `what` when it cannot start or exits unsuccessfully.
+pub(crate) fn run(command: &mut std::process::Command, what: &str) -> Result<()> {
+    let status = command.status().with_context(|| format!("running {what}"))?;
+    if !status.success() {
+        bail!("{what} failed ({status})");
+    }
+    Ok(())
+}
+
 /// `cargo xtask codegen [--check]`: runs the generator package, which cargo builds only now.
 fn codegen(root: &std::path::Path, check: bool) -> Result<()> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
@@ -162,11 +171,7 @@ fn codegen(root: &std::path::Path, check: bool) -> Result<()> {
     if check {
         command.arg("--check");
     }
-    let status = command.status().context("running cargo run -p nrtsim-xtask-codegen")?;
-    if !status.success() {
-        bail!("code generation failed");
-    }
-    Ok(())
+    run(&mut command, "code generation (cargo run -p nrtsim-xtask-codegen)")
 }
 
 /// The workspace root: the parent of this crate's manifest directory.

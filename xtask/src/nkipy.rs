@@ -89,11 +89,8 @@ pub(crate) struct Options {
 
 fn run_step(what: &str, command: &mut Command) -> Result<()> {
     eprintln!("nkipy: {what}: {command:?}");
-    let status = command.status().with_context(|| format!("{what}: starting {command:?}"))?;
-    if !status.success() {
-        bail!("{what} failed ({status}): {command:?}");
-    }
-    Ok(())
+    let described = format!("{what} ({command:?})");
+    crate::run(command, &described)
 }
 
 /// `cargo xtask nkipy`.

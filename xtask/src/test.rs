@@ -65,11 +65,11 @@ pub(crate) fn ensure_venv(root: &Path, requirements: &str, venv: &str) -> Result
     }
     eprintln!("xtask: making {venv_name} from {requirements_name} ({state:?})");
     if state == PyenvState::Missing {
-        run(Command::new("python3").arg("-m").arg("venv").arg(&pyenv), "python3 -m venv")?;
+        crate::run(Command::new("python3").arg("-m").arg("venv").arg(&pyenv), "python3 -m venv")?;
     }
     // The stamp goes only after pip succeeds, so an interrupted install is redone.
     let _ = std::fs::remove_file(pyenv.join(STAMP));
-    run(
+    crate::run(
         Command::new(&python)
             .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "-r"])
             .arg(&requirements_path),
@@ -78,14 +78,6 @@ pub(crate) fn ensure_venv(root: &Path, requirements: &str, venv: &str) -> Result
     std::fs::write(pyenv.join(STAMP), &requirements)
         .with_context(|| format!("writing {}", pyenv.join(STAMP).display()))?;
     Ok(python)
-}
-
-fn run(command: &mut Command, what: &str) -> Result<()> {
-    let status = command.status().with_context(|| format!("running {what}"))?;
-    if !status.success() {
-        bail!("{what} failed ({status})");
-    }
-    Ok(())
 }
 
 /// The number of ignored tests a `test result:` line of libtest reports, if it is one.

@@ -126,17 +126,15 @@ fn linker_var() -> String {
 /// Builds the library with the zig linker; returns the folder of the artifacts.
 fn build_library(root: &Path, linker: &Path) -> Result<PathBuf> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
-    let status = Command::new(&cargo)
-        .current_dir(root)
-        .args(["rustc", "--quiet", "--locked", "--profile", "release", "--target", TARGET])
-        .args(["--package", libnrt::CAPI_PACKAGE, "--lib", "--", "-C", "strip=symbols"])
-        .envs(BUILD_ENV)
-        .env(linker_var(), linker)
-        .status()
-        .context("running cargo rustc")?;
-    if !status.success() {
-        bail!("cargo rustc --package {} failed ({status})", libnrt::CAPI_PACKAGE);
-    }
+    crate::run(
+        Command::new(&cargo)
+            .current_dir(root)
+            .args(["rustc", "--quiet", "--locked", "--profile", "release", "--target", TARGET])
+            .args(["--package", libnrt::CAPI_PACKAGE, "--lib", "--", "-C", "strip=symbols"])
+            .envs(BUILD_ENV)
+            .env(linker_var(), linker),
+        &format!("cargo rustc --package {}", libnrt::CAPI_PACKAGE),
+    )?;
     Ok(libnrt::target_dir(root).join(TARGET).join(Profile::Release.dir_name()))
 }
 
@@ -145,39 +143,34 @@ fn maturin(root: &Path, bin: &Path, linker: &Path, out: &Path) -> Result<()> {
     // Not `--zig`: maturin would link through a wrapper of its own, whose path differs from
     // the library's linker, and cargo, whose fingerprints include the linker, would then rebuild
     // every dependency on each of the two builds. The same wrapper for both instead.
-    let status = Command::new(bin.join("maturin"))
-        .current_dir(root.join(NRTSIM_PROJECT))
-        .args(["build", "--quiet", "--locked", "--release", "--strip", "--target", TARGET])
-        .args(["--compatibility", MANYLINUX, "--out"])
-        .arg(out)
-        .envs(BUILD_ENV)
-        .env(linker_var(), linker)
-        // Zip entries dated by this, not by the files' modification times: same input, same bytes.
-        .env("SOURCE_DATE_EPOCH", SOURCE_DATE_EPOCH)
-        .env("PATH", prepend_path(bin))
-        .status()
-        .context("running maturin")?;
-    if !status.success() {
-        bail!("maturin build failed ({status})");
-    }
-    Ok(())
+    crate::run(
+        Command::new(bin.join("maturin"))
+            .current_dir(root.join(NRTSIM_PROJECT))
+            .args(["build", "--quiet", "--locked", "--release", "--strip", "--target", TARGET])
+            .args(["--compatibility", MANYLINUX, "--out"])
+            .arg(out)
+            .envs(BUILD_ENV)
+            .env(linker_var(), linker)
+            // Zip entries dated by this, not by the files' modification times: same input, same
+            // bytes.
+            .env("SOURCE_DATE_EPOCH", SOURCE_DATE_EPOCH)
+            .env("PATH", prepend_path(bin)),
+        "maturin build",
+    )
 }
 
 /// The shim's wheel, by pip with the build environment's hatchling (no isolation: no download).
 fn shim(root: &Path, python: &Path, out: &Path) -> Result<()> {
-    let status = Command::new(python)
-        .current_dir(root)
-        .args(["-m", "pip", "wheel", "--quiet", "--disable-pip-version-check", "--no-deps"])
-        .args(["--no-build-isolation", "--wheel-dir"])
-        .env("SOURCE_DATE_EPOCH", SOURCE_DATE_EPOCH)
-        .arg(out)
-        .arg(root.join(SHIM_PROJECT))
-        .status()
-        .context("running pip wheel")?;
-    if !status.success() {
-        bail!("pip wheel {SHIM_PROJECT} failed ({status})");
-    }
-    Ok(())
+    crate::run(
+        Command::new(python)
+            .current_dir(root)
+            .args(["-m", "pip", "wheel", "--quiet", "--disable-pip-version-check", "--no-deps"])
+            .args(["--no-build-isolation", "--wheel-dir"])
+            .env("SOURCE_DATE_EPOCH", SOURCE_DATE_EPOCH)
+            .arg(out)
+            .arg(root.join(SHIM_PROJECT)),
+        &format!("pip wheel {SHIM_PROJECT}"),
+    )
 }
 
 /// `PATH` with `dir` first.
