@@ -96,6 +96,12 @@ fn format_seconds(s: f64) -> String {
     }
 }
 
+/// A ratio with two decimals, or two significant digits below 0.1 (0.0013, not 0.00).
+fn format_ratio(r: f64) -> String {
+    let decimals = if r > 0.0 && r < 0.1 { (1.0 - r.log10().floor()) as usize } else { 2 };
+    format!("{r:.decimals$}")
+}
+
 fn geomean(values: &[f64]) -> f64 {
     (values.iter().map(|v| v.ln()).sum::<f64>() / values.len() as f64).exp()
 }
@@ -145,9 +151,10 @@ pub(crate) fn table(runs: &[Vec<Record>]) -> String {
                 format!("{group}/{} ({detail})", key.1)
             };
             let peer = format!("{} {}", key.2, format_seconds(*peer));
-            out.push_str(&format!("| {name} | {} | {peer} | {mean:.2} |", format_seconds(*ours)));
+            let (ours, mean) = (format_seconds(*ours), format_ratio(mean));
+            out.push_str(&format!("| {name} | {ours} | {peer} | {mean} |"));
             if several {
-                let each: Vec<String> = ratios.iter().map(|r| format!("{r:.2}")).collect();
+                let each: Vec<String> = ratios.iter().map(|&r| format_ratio(r)).collect();
                 out.push_str(&format!(" {} |", each.join(", ")));
             }
             out.push('\n');
@@ -155,10 +162,10 @@ pub(crate) fn table(runs: &[Vec<Record>]) -> String {
         let ratios: Vec<f64> = means.iter().map(|m| m.1).collect();
         let worst = means.iter().min_by(|a, b| a.1.total_cmp(&b.1)).expect("a group has figures");
         out.push_str(&format!(
-            "| **{group}: geometric mean** (worst {} {:.2}) | | | **{:.2}** |{}\n",
+            "| **{group}: geometric mean** (worst {} {}) | | | **{}** |{}\n",
             worst.0,
-            worst.1,
-            geomean(&ratios),
+            format_ratio(worst.1),
+            format_ratio(geomean(&ratios)),
             if several { " |" } else { "" }
         ));
     }
@@ -315,11 +322,12 @@ mod tests {
 
     #[test]
     fn one_run_makes_one_row_per_figure_and_a_mean_per_group() {
-        // Ratios 2 and 0.5 (mean 1), then 4 (a group of one).
+        // Ratios 2 and 0.5 (mean 1), then 4 (a group of one), then 0.0013 (two digits kept).
         let run = vec![
             record("models", "a", 0.010, "xla", 0.020),
             record("models", "b", 0.002, "xla", 0.001),
             record("sim", "dma", 4e-6, "memcpy", 16e-6),
+            record("reduce", "argmax", 1.0, "xla", 0.0013),
         ];
         let expected = "\
 | figure | ours | peer | ratio |
@@ -329,6 +337,8 @@ mod tests {
 | **models: geometric mean** (worst b 0.50) | | | **1.00** |
 | sim/dma | 4.00 µs | memcpy 16.00 µs | 4.00 |
 | **sim: geometric mean** (worst dma 4.00) | | | **4.00** |
+| reduce/argmax | 1.00 s | xla 1.30 ms | 0.0013 |
+| **reduce: geometric mean** (worst argmax 0.0013) | | | **0.0013** |
 ";
         assert_eq!(table(&[run]), expected);
     }
