@@ -13,7 +13,7 @@
 
 use super::Fail;
 use super::compile::{ArrayShape, check_budget, describe_array};
-use super::dot::{compute_type, gemm_f32, gemm_f64};
+use super::dot::{Floats, compute_type, gemm_f32, gemm_f64, gemm_floats_or_widen};
 use super::elementwise::convert;
 use super::shape_ops::transpose;
 use super::tensor::{Data, filled, next_index};
@@ -260,17 +260,36 @@ impl ConvPlan {
         let kernel_t = arrange(kernel, &self.kernel_dims, &self.kernel_perm)?;
         let input = input_t.as_ref().unwrap_or(input);
         let kernel = kernel_t.as_ref().unwrap_or(kernel);
-        let canonical = match compute_type(input.ty(), kernel.ty(), out_ty) {
-            ElementType::F32 => {
-                let (x, w) =
-                    (widen_to(input, ElementType::F32)?, widen_to(kernel, ElementType::F32)?);
-                let (Data::F32(x), Data::F32(w)) =
-                    (x.as_ref().unwrap_or(input), w.as_ref().unwrap_or(kernel))
-                else {
-                    return Err(Fail::Internal("f32 conversion".into()));
-                };
-                Data::F32(self.compute(x, w, gemm_f32)?)
+        let canonical = match (compute_type(input.ty(), kernel.ty(), out_ty), Floats::of(input)) {
+            // Narrow floats: im2col in their own type, widened by the gemm's packing.
+            (ElementType::F32, Some(Floats::Bf16(x))) if kernel.ty() == input.ty() => {
+                let Data::Bf16(w) = kernel else { return Err(Fail::Internal("bf16".into())) };
+                Data::F32(self.compute(x, w, |a, b, c, m, k, n| {
+                    gemm_floats_or_widen(Floats::Bf16(a), Floats::Bf16(b), c, m, k, n)
+                })?)
             }
+            (ElementType::F32, Some(Floats::F16(x))) if kernel.ty() == input.ty() => {
+                let Data::F16(w) = kernel else { return Err(Fail::Internal("f16".into())) };
+                Data::F32(self.compute(x, w, |a, b, c, m, k, n| {
+                    gemm_floats_or_widen(Floats::F16(a), Floats::F16(b), c, m, k, n)
+                })?)
+            }
+            (ElementType::F32, Some(Floats::F8(x, x_format))) => match Floats::of(kernel) {
+                Some(Floats::F8(w, w_format)) => {
+                    Data::F32(self.compute(x, w, |a, b, c, m, k, n| {
+                        gemm_floats_or_widen(
+                            Floats::F8(a, x_format),
+                            Floats::F8(b, w_format),
+                            c,
+                            m,
+                            k,
+                            n,
+                        )
+                    })?)
+                }
+                _ => Data::F32(self.widened_f32(input, kernel)?),
+            },
+            (ElementType::F32, _) => Data::F32(self.widened_f32(input, kernel)?),
             _ => {
                 let (x, w) =
                     (widen_to(input, ElementType::F64)?, widen_to(kernel, ElementType::F64)?);
@@ -279,7 +298,10 @@ impl ConvPlan {
                 else {
                     return Err(Fail::Internal("f64 conversion".into()));
                 };
-                Data::F64(self.compute(x, w, gemm_f64)?)
+                Data::F64(self.compute(x, w, |a, b, c, m, k, n| {
+                    gemm_f64(a, b, c, m, k, n);
+                    Ok(())
+                })?)
             }
         };
         let mut canonical_dims = vec![self.batch / self.batch_groups, self.out_features];
@@ -289,12 +311,27 @@ impl ConvPlan {
         if arranged.ty() == out_ty { Ok(arranged) } else { convert(&arranged, out_ty) }
     }
 
-    fn compute<T: Copy + Default + Send + Sync>(
+    /// The convolution of f32 operands, or of others widened to f32 first (mixed types).
+    fn widened_f32(&self, input: &Data, kernel: &Data) -> Result<Vec<f32>, Fail> {
+        let (x, w) = (widen_to(input, ElementType::F32)?, widen_to(kernel, ElementType::F32)?);
+        let (Data::F32(x), Data::F32(w)) =
+            (x.as_ref().unwrap_or(input), w.as_ref().unwrap_or(kernel))
+        else {
+            return Err(Fail::Internal("f32 conversion".into()));
+        };
+        self.compute(x, w, |a, b, c, m, k, n| {
+            gemm_f32(a, b, c, m, k, n);
+            Ok(())
+        })
+    }
+
+    /// Im2col per batch and group, in the operands' type `T`, and `gemm` into `O`.
+    fn compute<T: Copy + Default + Send + Sync, O: Copy + Default>(
         &self,
         x: &[T],
         w: &[T],
-        gemm: super::dot::Gemm<T>,
-    ) -> Result<Vec<T>, Fail> {
+        gemm: impl Fn(&[T], &[T], &mut [O], usize, usize, usize) -> Result<(), Fail>,
+    ) -> Result<Vec<O>, Fail> {
         let in_spatial: usize = self.spatial.iter().map(|s| s.input).product();
         let k_spatial: usize = self.spatial.iter().map(|s| s.kernel).product();
         let positions: usize = self.spatial.iter().map(|s| s.output).product();
@@ -302,7 +339,7 @@ impl ConvPlan {
         let out_batch = self.batch / self.batch_groups;
         let groups = self.feature_groups * self.batch_groups;
         let group_features = self.out_features / groups;
-        let mut out = filled(out_batch * self.out_features * positions, T::default())?;
+        let mut out = filled(out_batch * self.out_features * positions, O::default())?;
         let mut cols = filled(rows * positions, T::default())?;
         for n in 0..out_batch {
             for g in 0..groups {
@@ -319,7 +356,7 @@ impl ConvPlan {
                 // The group's features are contiguous in `out`: the gemm writes there directly.
                 let at = (n * self.out_features + feature_start) * positions;
                 let product = &mut out[at..at + group_features * positions];
-                gemm(weights, &cols, product, group_features, rows, positions);
+                gemm(weights, &cols, product, group_features, rows, positions)?;
             }
         }
         Ok(out)
