@@ -185,7 +185,7 @@ impl DotPlan {
                 Data::F32(c)
             }
         };
-        if result.ty() == out_ty { Ok(result) } else { convert(&result, out_ty) }
+        round_result(result, out_ty)
     }
 
     /// [`DotPlan::batched`] over float operands the packed gemm reads in place.
@@ -218,6 +218,50 @@ impl DotPlan {
     }
 }
 
+/// The f32 (or f64, or i64) sums of a dot or convolution in the instruction's type: rounded once
+/// per element, to nearest even; bf16 and f16 on fast paths of their own, since the general
+/// conversion goes through f64 and showed in the profile of a narrow dot as much as the gemm.
+pub(crate) fn round_result(result: Data, ty: ElementType) -> Result<Data, Fail> {
+    let narrowed = |v: &[f32], round: fn(f32) -> u16| -> Result<Vec<u16>, Fail> {
+        let mut out = super::tensor::try_alloc(v.len())?;
+        out.extend(v.iter().map(|&x| round(x)));
+        Ok(out)
+    };
+    match (&result, ty) {
+        _ if result.ty() == ty => Ok(result),
+        (Data::F32(v), ElementType::Bf16) => {
+            Ok(Data::Bf16(narrowed(v, |x| SmallFloat::Bf16.encode_f32(x) as u16)?))
+        }
+        (Data::F32(v), ElementType::F16) => Ok(Data::F16(narrowed(v, f32_to_f16)?)),
+        _ => convert(&result, ty),
+    }
+}
+
+/// f32 to binary16, rounded to nearest even, in f32 and integer steps only (the general encoder
+/// works in f64): overflow and infinity give infinity, NaN the quiet NaN of that sign.
+pub(crate) fn f32_to_f16(x: f32) -> u16 {
+    let bits = x.to_bits();
+    let sign = ((bits >> 16) & 0x8000) as u16;
+    let magnitude = bits & 0x7fff_ffff;
+    let half = if magnitude >= 0x4780_0000 {
+        // 65536 and above (finite or not); values just below round up to infinity further down.
+        if magnitude > 0x7f80_0000 { 0x7e00 } else { 0x7c00 }
+    } else if magnitude < 0x3880_0000 {
+        // Below 2^-14, a subnormal half or zero: adding 2^-1 aligns the ten kept bits at the
+        // bottom of the sum's mantissa, and the f32 addition rounds them to nearest even.
+        let aligner = f32::from_bits((126 << 23) as u32);
+        let sum = f32::from_bits(magnitude) + aligner;
+        (sum.to_bits() - aligner.to_bits()) as u16
+    } else {
+        // A normal half: rebias the exponent and round the 13 dropped bits to nearest even (a
+        // carry out of the mantissa bumps the exponent, up to infinity).
+        let odd = (magnitude >> 13) & 1;
+        let rebiased = magnitude - ((127 - 15) << 23);
+        ((rebiased + 0xfff + odd) >> 13) as u16
+    };
+    sign | half
+}
+
 /// A row-major `c[m×n] = a[m×k] · b[k×n]` kernel: `(a, b, c, m, k, n)`.
 pub(crate) type Gemm<T> = fn(&[T], &[T], &mut [T], usize, usize, usize);
 
@@ -241,7 +285,7 @@ pub(crate) fn compute_type(lhs: ElementType, rhs: ElementType, out: ElementType)
     }
 }
 
-fn threads_for(work: usize, rows: usize) -> usize {
+pub(crate) fn threads_for(work: usize, rows: usize) -> usize {
     if work < 1 << 22 || rows < 2 {
         return 1;
     }
@@ -472,5 +516,38 @@ pub fn naive_matmul(a: &[f32], b: &[f32], c: &mut [f32], m: usize, k: usize, n: 
             }
             c[i * n + j] = sum;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_fast_f16_rounding_agrees_with_the_encoder() {
+        // Every sign, exponent and top mantissa bits, with the low 13 bits (the ones a normal
+        // half drops) at and around each rounding boundary, and a few from the middle.
+        let lows = [0, 1, 0x7ff, 0xfff, 0x1000, 0x1001, 0x17ff, 0x1800, 0x1fff, 0x0a5a];
+        for high in 0..1u32 << 19 {
+            for low in lows {
+                let x = f32::from_bits(high << 13 | low);
+                let expected = SmallFloat::F16.encode_f32(x) as u16;
+                assert_eq!(f32_to_f16(x), expected, "{x:e} ({:#010x})", x.to_bits());
+            }
+        }
+    }
+
+    #[test]
+    fn results_round_once_to_the_instruction_type() {
+        // 1 + 2^-11 is halfway between two halves and rounds to even (1.0); 1 + 3·2^-11 up.
+        let sums = vec![1.0 + 2f32.powi(-11), 1.0 + 3.0 * 2f32.powi(-11), 65520.0, -0.0];
+        let Ok(Data::F16(h)) = round_result(Data::F32(sums.clone()), ElementType::F16) else {
+            panic!("f16 result");
+        };
+        assert_eq!(h, [0x3c00, 0x3c02, 0x7c00, 0x8000]);
+        let Ok(Data::Bf16(b)) = round_result(Data::F32(sums), ElementType::Bf16) else {
+            panic!("bf16 result");
+        };
+        assert_eq!(b, [0x3f80, 0x3f80, 0x4780, 0x8000]);
     }
 }
