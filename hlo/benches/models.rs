@@ -325,7 +325,7 @@ fn main() {
         ratios.push((case.group.as_str(), case.name.as_str(), ratio));
         let record = json!({
             "group": case.group, "figure": case.name, "ours_s": ours, "peer": "xla",
-            "peer_s": xla, "detail": "",
+            "peer_s": xla, "detail": format!("gemm={}", hlo::eval::gemm_kernel()),
         });
         println!("NRTSIM-BENCH {record}");
     }

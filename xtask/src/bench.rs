@@ -29,6 +29,7 @@ pub(crate) const PREFIX: &str = "NRTSIM-BENCH ";
 const BENCHES: &[(&str, &str)] = &[
     ("nrtsim-hlo", "models"),
     ("nrtsim-hlo", "vs_xla"),
+    ("nrtsim-hlo", "gemm"),
     ("nrtsim-hlo", "interpreter"),
     ("nrtsim-abi", "decode"),
     ("nrtsim-record", "overhead"),
