@@ -207,6 +207,11 @@ pub(crate) enum Op {
     CollectivePermute {
         pairs: Vec<(usize, usize)>,
     },
+    /// A fused elementwise group rooted here; its operands are the group's outside values.
+    Fused(Box<super::fusion::FusedPlan>),
+    /// A member of a fused group (or a view every user reads through): charged its work where it
+    /// stands, it makes no value.
+    Absorbed,
 }
 
 /// One instruction of the plan.
@@ -717,6 +722,7 @@ impl Compiler<'_> {
             .map(|&i| new_index[i])
             .or_else(|| (count > 0).then(|| new_index[count - 1]))
             .ok_or_else(|| module_error(format!("computation {name} has no instructions")))?;
+        super::fusion::fuse(&mut instrs, root);
         // Last uses, so the executor can free values early.
         let mut last_use: Vec<Option<usize>> = vec![None; instrs.len()];
         for (k, instr) in instrs.iter().enumerate() {

@@ -167,7 +167,7 @@ impl Direction {
     }
 
     #[inline]
-    fn test(self, ordering: Option<std::cmp::Ordering>) -> bool {
+    pub(crate) fn test(self, ordering: Option<std::cmp::Ordering>) -> bool {
         use std::cmp::Ordering::*;
         match (self, ordering) {
             (Direction::Ne, None) => true,
@@ -191,6 +191,52 @@ pub(crate) trait Float: Copy + PartialOrd + std::fmt::Debug + Send + Sync + 'sta
     fn total_key(self) -> i64;
 }
 
+/// The transcendental functions with a vectorisable f32 form (`math`); f64 uses libm.
+trait Transcendental {
+    fn exp_(self) -> Self;
+    fn ln_(self) -> Self;
+    fn tanh_(self) -> Self;
+    fn logistic_(self) -> Self;
+}
+
+impl Transcendental for f32 {
+    #[inline(always)]
+    fn exp_(self) -> f32 {
+        super::math::exp(self)
+    }
+    #[inline(always)]
+    fn ln_(self) -> f32 {
+        super::math::ln(self)
+    }
+    #[inline(always)]
+    fn tanh_(self) -> f32 {
+        super::math::tanh(self)
+    }
+    #[inline(always)]
+    fn logistic_(self) -> f32 {
+        super::math::logistic(self)
+    }
+}
+
+impl Transcendental for f64 {
+    #[inline(always)]
+    fn exp_(self) -> f64 {
+        self.exp()
+    }
+    #[inline(always)]
+    fn ln_(self) -> f64 {
+        self.ln()
+    }
+    #[inline(always)]
+    fn tanh_(self) -> f64 {
+        self.tanh()
+    }
+    #[inline(always)]
+    fn logistic_(self) -> f64 {
+        1.0 / (1.0 + (-self).exp())
+    }
+}
+
 macro_rules! impl_float {
     ($t:ty, $bits:ty, $signed:ty) => {
         impl Float for $t {
@@ -206,15 +252,15 @@ macro_rules! impl_float {
                             (1.0 as $t).copysign(x)
                         }
                     }
-                    Unary::Exp => x.exp(),
+                    Unary::Exp => Transcendental::exp_(x),
                     Unary::Expm1 => x.exp_m1(),
-                    Unary::Log => x.ln(),
+                    Unary::Log => Transcendental::ln_(x),
                     Unary::Log1p => x.ln_1p(),
                     Unary::Sqrt => x.sqrt(),
                     Unary::Rsqrt => 1.0 / x.sqrt(),
                     Unary::Cbrt => x.cbrt(),
-                    Unary::Tanh => x.tanh(),
-                    Unary::Logistic => 1.0 / (1.0 + (-x).exp()),
+                    Unary::Tanh => Transcendental::tanh_(x),
+                    Unary::Logistic => Transcendental::logistic_(x),
                     Unary::Sin => x.sin(),
                     Unary::Cos => x.cos(),
                     Unary::Tan => x.tan(),
@@ -605,7 +651,7 @@ fn small_of(data: &Data) -> SmallFloat {
     data.ty().small_float().unwrap_or(SmallFloat::F16)
 }
 
-fn pred_binary(op: Binary, x: bool, y: bool) -> bool {
+pub(crate) fn pred_binary(op: Binary, x: bool, y: bool) -> bool {
     match op {
         Binary::Add | Binary::Max | Binary::Or => x | y,
         Binary::Mul | Binary::Min | Binary::And => x & y,

@@ -334,6 +334,14 @@ impl Ctx<'_> {
         let mut args: Vec<Option<Val>> = args.into_iter().map(Some).collect();
         let mut slots: Vec<Option<Val>> = vec![None; comp.instrs.len()];
         for (k, instr) in comp.instrs.iter().enumerate() {
+            if matches!(instr.op, Op::Absorbed) {
+                // Part of a fused group: charged where it stands, computed by the group's root.
+                self.meter
+                    .charge(instr.work)
+                    .and_then(|()| self.meter.check_clock(instr.work))
+                    .map_err(|fail| fail.at(&comp.name, &instr.name, self.budget()))?;
+                continue;
+            }
             let value = self
                 .meter
                 .charge(instr.work)
@@ -624,6 +632,13 @@ impl Ctx<'_> {
             Op::ReducePrecision { exponent_bits, mantissa_bits } => array(
                 elementwise::reduce_precision(&tensor(0)?.data, *exponent_bits, *mantissa_bits)?,
             ),
+            Op::Fused(plan) => {
+                let inputs: Vec<&Tensor> = (0..instr.operands.len())
+                    .map(|i| tensor(i).map(|t| &**t))
+                    .collect::<Result<_, _>>()?;
+                array(plan.run(&inputs)?)
+            }
+            Op::Absorbed => Err(Fail::Internal("an absorbed instruction was run".into())),
             Op::PassThrough => operand(0).cloned(),
             Op::AfterAll => Ok(Val::Token),
             Op::ReplicaId => array(Data::U32(vec![self.rank as u32])),

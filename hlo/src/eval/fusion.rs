@@ -1,0 +1,903 @@
+//! Fusion of elementwise chains: a compile-time pass over a computation's plan, and the kernel
+//! that runs a fused group in one pass over its output.
+//!
+//! Design choices:
+//! - A group is a set of elementwise instructions (unary, binary, compare, select, clamp,
+//!   convert, reshape) whose element types are f32, a narrow float or pred, with one root; every
+//!   other member's users are members too, so only the root's value is ever made. The pass walks
+//!   candidates from the highest plan index down, so when an operand is considered all its users
+//!   have been decided.
+//! - Operands from outside the group are read through an index map: contiguous, one scalar for
+//!   every element, or a strided view for a broadcast or transpose of an outside value. A
+//!   broadcast or transpose that every user reads as a view is never materialised.
+//! - Values are computed in f32 over chunks of [`CHUNK`] elements in small scratch buffers (pred
+//!   as 0 or 1); a member whose type is a narrow float rounds its chunk to that type, so the
+//!   results are bit for bit those of the unfused instructions, which XLA on CPU also rounds one
+//!   by one. Narrow-float operands are decoded chunk by chunk, never as a whole-array copy.
+//! - Instructions absorbed into a group stay in the plan as [`super::compile::Op::Absorbed`],
+//!   with their own work, so the work budget charges what the unfused instructions would have
+//!   been charged, in the same order; they make no value.
+//! - A large group splits its output over the cores (`std::thread::scope`), each thread with its
+//!   own scratch.
+
+use super::Fail;
+use super::compile::{Instr, Op, Shape};
+use super::elementwise::{self, Binary, Direction, Float, Unary};
+use super::math;
+use super::tensor::{Data, Tensor, try_alloc};
+use crate::dtype::{ElementType, SmallFloat};
+
+/// Elements per chunk: small enough for a group's scratch buffers to stay in L1/L2.
+const CHUNK: usize = 1024;
+
+/// Groups smaller than this many elements are left to the unfused kernels (scalar computations
+/// such as reducers and comparators, and tiny arrays where the setup would dominate).
+const MIN_ELEMS: usize = 64;
+
+/// Outputs of at least this many elements are split over the cores.
+const PARALLEL_ELEMS: usize = 1 << 16;
+
+/// How an outside operand's elements are read, by the output's linear index.
+#[derive(Clone, Debug, PartialEq)]
+enum Read {
+    /// Element `i` of the source.
+    Contiguous,
+    /// Element 0 of the source for every output element.
+    Splat,
+    /// The source at `Σ index[k] · strides[k]`, for the row-major index over `dims`.
+    Strided { dims: Vec<usize>, strides: Vec<usize> },
+}
+
+/// One read of an outside operand into its own scratch buffer.
+#[derive(Clone, Debug)]
+struct Input {
+    /// Position among the fused instruction's operands.
+    operand: usize,
+    read: Read,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Kernel {
+    /// A float unary op (rounded afterwards for a narrow type).
+    Unary(Unary),
+    IsFinite,
+    NotPred,
+    Binary(Binary),
+    BinaryPred(Binary),
+    Compare {
+        direction: Direction,
+        total_order: bool,
+    },
+    /// `select(pred, on_true, on_false)`.
+    Select,
+    /// `clamp(min, x, max)` over floats.
+    Clamp,
+    /// `clamp` over pred: `and(max, or(min, x))`.
+    ClampPred,
+    /// A convert between float types (the rounding, if any, is the node's).
+    Copy,
+    /// A convert to pred: `x != 0`.
+    NonZero,
+}
+
+#[derive(Clone, Debug)]
+struct Node {
+    kernel: Kernel,
+    /// Scratch buffer indices of the arguments (inputs first, then earlier nodes).
+    args: Vec<usize>,
+    /// The node's result type, when it is a narrow float (the chunk is rounded to it).
+    round: Option<SmallFloat>,
+}
+
+/// A fused group, run by [`FusedPlan::run`].
+#[derive(Clone, Debug)]
+pub(crate) struct FusedPlan {
+    n_elems: usize,
+    inputs: Vec<Input>,
+    /// Node `j` writes buffer `inputs.len() + j`.
+    nodes: Vec<Node>,
+    /// The buffer holding the root's value.
+    root: usize,
+    out_ty: ElementType,
+}
+
+fn supported(ty: ElementType) -> bool {
+    ty == ElementType::F32 || ty == ElementType::Pred || ty.small_float().is_some()
+}
+
+fn array_of(shape: &Shape) -> Option<(ElementType, usize)> {
+    match shape {
+        Shape::Array(a) => Some((a.ty, a.dims.iter().product())),
+        _ => None,
+    }
+}
+
+/// Whether instruction `k` can be a member: an elementwise op over supported types.
+fn elementwise(instrs: &[Instr], k: usize) -> bool {
+    let instr = &instrs[k];
+    let Some((ty, _)) = array_of(&instr.shape) else { return false };
+    let operands_ok = instr
+        .operands
+        .iter()
+        .all(|&o| array_of(&instrs[o].shape).is_some_and(|(t, _)| supported(t)));
+    let op_ok = match &instr.op {
+        Op::Unary(op) => match op {
+            Unary::Not => ty == ElementType::Pred,
+            Unary::Popcnt | Unary::Clz => false,
+            Unary::IsFinite => true,
+            _ => ty != ElementType::Pred,
+        },
+        Op::Binary(op) => {
+            if ty == ElementType::Pred {
+                matches!(
+                    op,
+                    Binary::Add
+                        | Binary::Max
+                        | Binary::Or
+                        | Binary::Mul
+                        | Binary::Min
+                        | Binary::And
+                        | Binary::Xor
+                )
+            } else {
+                !matches!(
+                    op,
+                    Binary::And
+                        | Binary::Or
+                        | Binary::Xor
+                        | Binary::Shl
+                        | Binary::ShrLogical
+                        | Binary::ShrArithmetic
+                )
+            }
+        }
+        Op::Compare { .. } | Op::Select | Op::Clamp | Op::Convert(_) | Op::Reshape => true,
+        _ => false,
+    };
+    op_ok && supported(ty) && operands_ok
+}
+
+/// Whether instruction `k` can be read as a view of its operand.
+fn view_of(instrs: &[Instr], k: usize) -> Option<(usize, Read)> {
+    let instr = &instrs[k];
+    let Shape::Array(out) = &instr.shape else { return None };
+    if !supported(out.ty) {
+        return None;
+    }
+    let source = *instr.operands.first()?;
+    let Shape::Array(input) = &instrs[source].shape else { return None };
+    let in_strides = super::tensor::strides(&input.dims);
+    let read = match &instr.op {
+        Op::Broadcast(mapping) => {
+            let mut strides = vec![0usize; out.dims.len()];
+            for (i, &j) in mapping.iter().enumerate() {
+                if input.dims[i] != 1 {
+                    *strides.get_mut(j)? = in_strides[i];
+                }
+            }
+            Read::Strided { dims: out.dims.clone(), strides }
+        }
+        Op::Transpose(permutation) => Read::Strided {
+            dims: out.dims.clone(),
+            strides: permutation
+                .iter()
+                .map(|&p| in_strides.get(p).copied())
+                .collect::<Option<_>>()?,
+        },
+        Op::Reshape => Read::Contiguous,
+        _ => return None,
+    };
+    Some((source, simplify(read)))
+}
+
+/// A strided read whose strides are row-major is contiguous; one with all-zero strides is a splat.
+fn simplify(read: Read) -> Read {
+    match read {
+        Read::Strided { dims, strides } => {
+            if strides.iter().all(|&s| s == 0) {
+                Read::Splat
+            } else if strides == super::tensor::strides(&dims) {
+                Read::Contiguous
+            } else {
+                Read::Strided { dims, strides }
+            }
+        }
+        other => other,
+    }
+}
+
+/// Fuses the elementwise chains of one computation's plan in place (before last uses are
+/// computed). `root` is the computation's root, whose value must stay.
+pub(crate) fn fuse(instrs: &mut [Instr], root: usize) {
+    let count = instrs.len();
+    let mut users: Vec<Vec<usize>> = vec![Vec::new(); count];
+    for (k, instr) in instrs.iter().enumerate() {
+        for &o in &instr.operands {
+            users[o].push(k);
+        }
+    }
+    let mut member_of: Vec<Option<usize>> = vec![None; count];
+    // Per view instruction: how many operand uses read it as a view.
+    let mut view_uses = vec![0usize; count];
+    let mut plans: Vec<(usize, Vec<usize>, FusedPlan)> = Vec::new();
+    for k in (0..count).rev() {
+        if member_of[k].is_some() || !elementwise(instrs, k) {
+            continue;
+        }
+        let Some((_, n)) = array_of(&instrs[k].shape) else { continue };
+        if n < MIN_ELEMS {
+            continue;
+        }
+        if let Some((plan, members, sources, views)) =
+            build_group(instrs, &users, &member_of, root, k, n)
+        {
+            for &m in &members {
+                member_of[m] = Some(k);
+            }
+            for v in views {
+                view_uses[v] += 1;
+            }
+            plans.push((k, sources, plan));
+        }
+    }
+    for (k, sources, plan) in plans {
+        instrs[k].op = Op::Fused(Box::new(plan));
+        instrs[k].operands = sources;
+    }
+    for k in 0..count {
+        if member_of[k].is_some_and(|r| r != k) {
+            instrs[k].op = Op::Absorbed;
+            instrs[k].operands.clear();
+        }
+    }
+    for k in 0..count {
+        if view_uses[k] > 0 && view_uses[k] == users[k].len() && k != root {
+            instrs[k].op = Op::Absorbed;
+            instrs[k].operands.clear();
+        }
+    }
+}
+
+type Group = (FusedPlan, Vec<usize>, Vec<usize>, Vec<usize>);
+
+/// Grows the group rooted at `k`: returns the plan, its members, its outside sources (the fused
+/// instruction's operands) and the view instructions it reads through.
+fn build_group(
+    instrs: &[Instr],
+    users: &[Vec<usize>],
+    member_of: &[Option<usize>],
+    root: usize,
+    k: usize,
+    n: usize,
+) -> Option<Group> {
+    let mut in_group = std::collections::BTreeSet::new();
+    in_group.insert(k);
+    // Candidates by descending plan index: all users of a candidate come after it in the plan,
+    // so they have been decided when it is taken.
+    let mut candidates: std::collections::BTreeSet<usize> =
+        instrs[k].operands.iter().copied().collect();
+    let mut leaves = std::collections::BTreeSet::new();
+    while let Some(o) = candidates.pop_last() {
+        let absorbable = o != root
+            && member_of[o].is_none()
+            && elementwise(instrs, o)
+            && array_of(&instrs[o].shape).is_some_and(|(_, m)| m == n)
+            && users[o].iter().all(|u| in_group.contains(u));
+        if absorbable {
+            in_group.insert(o);
+            for &p in &instrs[o].operands {
+                if !in_group.contains(&p) {
+                    candidates.insert(p);
+                }
+            }
+        } else {
+            leaves.insert(o);
+        }
+    }
+    // A leaf that is also a member cannot happen: a member's users are all members.
+    let members: Vec<usize> = in_group.iter().copied().collect();
+    let mut sources: Vec<usize> = Vec::new();
+    let mut inputs: Vec<Input> = Vec::new();
+    let mut views = Vec::new();
+    let mut buffer_of: std::collections::BTreeMap<usize, usize> = Default::default();
+    let mut any_view = false;
+    for &leaf in &leaves {
+        let (_, leaf_n) = array_of(&instrs[leaf].shape)?;
+        let (source, read) = match view_of(instrs, leaf) {
+            Some((source, read)) if leaf != root && !in_group.contains(&source) => {
+                // Counted once per operand slot that reads it, as `users` counts them.
+                let slots: usize = members
+                    .iter()
+                    .map(|&m| instrs[m].operands.iter().filter(|&&o| o == leaf).count())
+                    .sum();
+                views.extend(std::iter::repeat_n(leaf, slots));
+                any_view = true;
+                (source, read)
+            }
+            _ => (leaf, Read::Contiguous),
+        };
+        // A scalar operand of select or clamp is read for every element.
+        let read = match leaf_n {
+            _ if leaf_n == n => read,
+            1 => Read::Splat,
+            _ => return None,
+        };
+        let operand = match sources.iter().position(|&s| s == source) {
+            Some(p) => p,
+            None => {
+                sources.push(source);
+                sources.len() - 1
+            }
+        };
+        buffer_of.insert(leaf, inputs.len());
+        inputs.push(Input { operand, read });
+    }
+    let mut nodes: Vec<Node> = Vec::new();
+    let mut narrow = false;
+    for &m in &members {
+        let instr = &instrs[m];
+        let (ty, _) = array_of(&instr.shape)?;
+        let args: Vec<usize> =
+            instr.operands.iter().map(|o| buffer_of.get(o).copied()).collect::<Option<_>>()?;
+        let operand_ty = instr.operands.first().and_then(|&o| array_of(&instrs[o].shape));
+        let round = ty.small_float();
+        narrow |= round.is_some()
+            || instr.operands.iter().any(|&o| {
+                array_of(&instrs[o].shape).is_some_and(|(t, _)| t.small_float().is_some())
+            });
+        let pred = ty == ElementType::Pred;
+        let kernel = match &instr.op {
+            Op::Unary(Unary::IsFinite) => Kernel::IsFinite,
+            Op::Unary(Unary::Not) => Kernel::NotPred,
+            Op::Unary(op) => Kernel::Unary(*op),
+            Op::Binary(op) if pred => Kernel::BinaryPred(*op),
+            Op::Binary(op) => Kernel::Binary(*op),
+            Op::Compare { direction, total_order } => {
+                Kernel::Compare { direction: *direction, total_order: *total_order }
+            }
+            Op::Select => Kernel::Select,
+            Op::Clamp if pred => Kernel::ClampPred,
+            Op::Clamp => Kernel::Clamp,
+            Op::Convert(_) if pred => Kernel::NonZero,
+            Op::Convert(_) | Op::Reshape => {
+                // The same values: an alias of the argument's buffer, unless a rounding (or a
+                // pred's 0/1 read as a float, which needs none) is due.
+                let from = operand_ty.map(|(t, _)| t);
+                if from == Some(ty) || round.is_none() {
+                    buffer_of.insert(m, *args.first()?);
+                    continue;
+                }
+                Kernel::Copy
+            }
+            _ => return None,
+        };
+        // A select copies values, which are of its type already: no rounding, so a copied NaN
+        // keeps its payload, as the unfused select copies bits.
+        let round = match kernel {
+            Kernel::IsFinite
+            | Kernel::NotPred
+            | Kernel::Compare { .. }
+            | Kernel::NonZero
+            | Kernel::Select => None,
+            _ => round,
+        };
+        buffer_of.insert(m, inputs.len() + nodes.len());
+        nodes.push(Node { kernel, args, round });
+    }
+    let worth = members.len() >= 2 || any_view || narrow;
+    if !worth {
+        return None;
+    }
+    let root_buffer = *buffer_of.get(&k)?;
+    let (out_ty, _) = array_of(&instrs[k].shape)?;
+    let plan = FusedPlan { n_elems: n, inputs, nodes, root: root_buffer, out_ty };
+    Some((plan, members, sources, views))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Running a fused group.
+
+/// The output being written, one variant per carrier.
+enum Out<'a> {
+    F32(&'a mut [f32]),
+    U16(&'a mut [u16], SmallFloat),
+    U8(&'a mut [u8], SmallFloat),
+    Pred(&'a mut [bool]),
+}
+
+impl<'a> Out<'a> {
+    fn split_at(self, mid: usize) -> (Out<'a>, Out<'a>) {
+        match self {
+            Out::F32(v) => {
+                let (a, b) = v.split_at_mut(mid);
+                (Out::F32(a), Out::F32(b))
+            }
+            Out::U16(v, f) => {
+                let (a, b) = v.split_at_mut(mid);
+                (Out::U16(a, f), Out::U16(b, f))
+            }
+            Out::U8(v, f) => {
+                let (a, b) = v.split_at_mut(mid);
+                (Out::U8(a, f), Out::U8(b, f))
+            }
+            Out::Pred(v) => {
+                let (a, b) = v.split_at_mut(mid);
+                (Out::Pred(a), Out::Pred(b))
+            }
+        }
+    }
+}
+
+impl FusedPlan {
+    /// Runs the group over its outside operands (the fused instruction's operands, in order).
+    pub(crate) fn run(&self, operands: &[&Tensor]) -> Result<Data, Fail> {
+        let n = self.n_elems;
+        for input in &self.inputs {
+            let source = operands
+                .get(input.operand)
+                .ok_or_else(|| Fail::Internal("fused operand missing".into()))?;
+            let needed = match &input.read {
+                Read::Contiguous => n,
+                Read::Splat => 1.min(n),
+                Read::Strided { dims, strides } => {
+                    dims.iter().zip(strides).map(|(&d, &s)| d.saturating_sub(1) * s).sum::<usize>()
+                        + usize::from(n > 0)
+                }
+            };
+            if source.data.len() < needed || !supported(source.data.ty()) {
+                return Err(Fail::Internal("fused operand does not fit its read".into()));
+            }
+        }
+        let data = |ty| Data::zeros(ty, n);
+        let mut result = data(self.out_ty)?;
+        let out = match &mut result {
+            Data::F32(v) => Out::F32(v),
+            Data::Pred(v) => Out::Pred(v),
+            Data::F16(v) => Out::U16(v, SmallFloat::F16),
+            Data::Bf16(v) => Out::U16(v, SmallFloat::Bf16),
+            Data::F8e5m2(v) => Out::U8(v, SmallFloat::F8e5m2),
+            Data::F8e4m3fn(v) => Out::U8(v, SmallFloat::F8e4m3fn),
+            Data::F8e4m3(v) => Out::U8(v, SmallFloat::F8e4m3),
+            _ => return Err(Fail::Internal("fused output type".into())),
+        };
+        let threads = if n >= PARALLEL_ELEMS { super::dot::cores().min(n / CHUNK) } else { 1 };
+        if threads <= 1 {
+            self.run_range(operands, 0, out)?;
+        } else {
+            let per = n.div_ceil(threads).div_ceil(CHUNK) * CHUNK;
+            let mut parts = Vec::with_capacity(threads);
+            let mut rest = out;
+            let mut start = 0;
+            while start + per < n {
+                let (head, tail) = rest.split_at(per);
+                parts.push((start, head));
+                rest = tail;
+                start += per;
+            }
+            parts.push((start, rest));
+            let results: Vec<Result<(), Fail>> = std::thread::scope(|scope| {
+                let mut parts = parts.into_iter();
+                let first = parts.next();
+                let handles: Vec<_> = parts
+                    .map(|(start, part)| scope.spawn(move || self.run_range(operands, start, part)))
+                    .collect();
+                let mut results = vec![match first {
+                    Some((start, part)) => self.run_range(operands, start, part),
+                    None => Ok(()),
+                }];
+                for handle in handles {
+                    results.push(handle.join().unwrap_or_else(|_| {
+                        Err(Fail::Internal("a fused-loop thread panicked".into()))
+                    }));
+                }
+                results
+            });
+            results.into_iter().collect::<Result<Vec<()>, Fail>>()?;
+        }
+        Ok(result)
+    }
+
+    /// Computes output elements `start ..` into `out`, chunk by chunk.
+    fn run_range(&self, operands: &[&Tensor], start: usize, mut out: Out<'_>) -> Result<(), Fail> {
+        let n_buffers = self.inputs.len() + self.nodes.len();
+        let mut scratch: Vec<f32> = try_alloc(n_buffers * CHUNK)?;
+        scratch.resize(n_buffers * CHUNK, 0.0);
+        let len = match &out {
+            Out::F32(v) => v.len(),
+            Out::U16(v, _) => v.len(),
+            Out::U8(v, _) => v.len(),
+            Out::Pred(v) => v.len(),
+        };
+        let arch = pulp::Arch::new();
+        let mut done = 0;
+        while done < len {
+            let m = CHUNK.min(len - done);
+            for (i, input) in self.inputs.iter().enumerate() {
+                let buffer = &mut scratch[i * CHUNK..i * CHUNK + m];
+                read(buffer, &operands[input.operand].data, &input.read, start + done, arch);
+            }
+            for (j, node) in self.nodes.iter().enumerate() {
+                let dst = self.inputs.len() + j;
+                let (before, rest) = scratch.split_at_mut(dst * CHUNK);
+                let arg = |a: usize| &before[a * CHUNK..a * CHUNK + m];
+                run_node(
+                    node,
+                    &node.args.iter().map(|&a| arg(a)).collect::<Vec<_>>(),
+                    &mut rest[..m],
+                    arch,
+                );
+            }
+            let root = &scratch[self.root * CHUNK..self.root * CHUNK + m];
+            write(&mut out, done, root, arch);
+            done += m;
+        }
+        Ok(())
+    }
+}
+
+/// Fills `dst` with the source elements for output indices `start ..`, as f32.
+fn read(dst: &mut [f32], source: &Data, how: &Read, start: usize, arch: pulp::Arch) {
+    match source {
+        Data::F32(v) => read_as(dst, v, how, start, |x| x),
+        Data::Bf16(v) => read_as(dst, v, how, start, |b| f32::from_bits(u32::from(b) << 16)),
+        Data::F16(v) => {
+            arch.dispatch(|| read_as(dst, v, how, start, math::f16_to_f32));
+        }
+        Data::F8e5m2(v) | Data::F8e4m3fn(v) | Data::F8e4m3(v) => {
+            let format = source.ty().small_float().unwrap_or(SmallFloat::F8e5m2);
+            let mut table = [0f32; 256];
+            for (bits, slot) in table.iter_mut().enumerate() {
+                *slot = format.decode(bits as u32);
+            }
+            read_as(dst, v, how, start, |b| table[usize::from(b)]);
+        }
+        Data::Pred(v) => read_as(dst, v, how, start, |p| if p { 1.0 } else { 0.0 }),
+        _ => dst.fill(f32::NAN),
+    }
+}
+
+#[inline(always)]
+fn read_as<T: Copy>(dst: &mut [f32], src: &[T], how: &Read, start: usize, f: impl Fn(T) -> f32) {
+    match how {
+        Read::Contiguous => {
+            let len = dst.len();
+            for (d, &s) in dst.iter_mut().zip(&src[start..start + len]) {
+                *d = f(s);
+            }
+        }
+        Read::Splat => dst.fill(f(src[0])),
+        Read::Strided { dims, strides } => {
+            let rank = dims.len();
+            let mut index = vec![0usize; rank];
+            let mut rest = start;
+            for k in (0..rank).rev() {
+                index[k] = rest % dims[k].max(1);
+                rest /= dims[k].max(1);
+            }
+            let inner = dims[rank - 1];
+            let inner_stride = strides[rank - 1];
+            let mut pos = 0;
+            while pos < dst.len() {
+                let offset: usize = index.iter().zip(strides).map(|(&i, &s)| i * s).sum();
+                let run = (inner - index[rank - 1]).min(dst.len() - pos);
+                let out = &mut dst[pos..pos + run];
+                match inner_stride {
+                    0 => out.fill(f(src[offset])),
+                    1 => {
+                        for (d, &s) in out.iter_mut().zip(&src[offset..offset + run]) {
+                            *d = f(s);
+                        }
+                    }
+                    _ => {
+                        for (t, d) in out.iter_mut().enumerate() {
+                            *d = f(src[offset + t * inner_stride]);
+                        }
+                    }
+                }
+                pos += run;
+                index[rank - 1] = 0;
+                for k in (0..rank - 1).rev() {
+                    index[k] += 1;
+                    if index[k] < dims[k] {
+                        break;
+                    }
+                    index[k] = 0;
+                }
+            }
+        }
+    }
+}
+
+fn write(out: &mut Out<'_>, at: usize, values: &[f32], arch: pulp::Arch) {
+    let m = values.len();
+    match out {
+        Out::F32(v) => v[at..at + m].copy_from_slice(values),
+        Out::Pred(v) => {
+            for (d, &x) in v[at..at + m].iter_mut().zip(values) {
+                *d = x != 0.0;
+            }
+        }
+        Out::U16(v, format) => {
+            let format = *format;
+            let dst = &mut v[at..at + m];
+            arch.dispatch(|| match format {
+                SmallFloat::Bf16 => {
+                    for (d, &x) in dst.iter_mut().zip(values) {
+                        *d = math::f32_to_bf16_keeping_nan(x);
+                    }
+                }
+                _ => {
+                    for (d, &x) in dst.iter_mut().zip(values) {
+                        *d = math::f32_to_f16_keeping_nan(x);
+                    }
+                }
+            });
+        }
+        Out::U8(v, format) => {
+            for (d, &x) in v[at..at + m].iter_mut().zip(values) {
+                *d = format.encode_f32(x) as u8;
+            }
+        }
+    }
+}
+
+/// Rounds a chunk to a narrow float's values, kept in f32.
+fn round_chunk(values: &mut [f32], format: SmallFloat, arch: pulp::Arch) {
+    match format {
+        SmallFloat::Bf16 => arch.dispatch(|| {
+            for x in values.iter_mut() {
+                *x = f32::from_bits(u32::from(math::f32_to_bf16(*x)) << 16);
+            }
+        }),
+        SmallFloat::F16 => arch.dispatch(|| {
+            for x in values.iter_mut() {
+                *x = math::f16_to_f32(math::f32_to_f16(*x));
+            }
+        }),
+        _ => {
+            for x in values.iter_mut() {
+                *x = format.decode(format.encode_f32(*x));
+            }
+        }
+    }
+}
+
+fn run_node(node: &Node, args: &[&[f32]], out: &mut [f32], arch: pulp::Arch) {
+    let one = |b: bool| if b { 1.0 } else { 0.0 };
+    match node.kernel {
+        Kernel::Unary(op) => math::unary_slice(op, args[0], out, arch),
+        Kernel::IsFinite => {
+            for (o, &x) in out.iter_mut().zip(args[0]) {
+                *o = one(x.is_finite());
+            }
+        }
+        Kernel::NotPred => {
+            for (o, &x) in out.iter_mut().zip(args[0]) {
+                *o = one(x == 0.0);
+            }
+        }
+        Kernel::Binary(op) => math::binary_slice(op, args[0], args[1], out, arch),
+        Kernel::BinaryPred(op) => {
+            for ((o, &x), &y) in out.iter_mut().zip(args[0]).zip(args[1]) {
+                *o = one(elementwise::pred_binary(op, x != 0.0, y != 0.0));
+            }
+        }
+        Kernel::Compare { direction, total_order } => {
+            for ((o, &x), &y) in out.iter_mut().zip(args[0]).zip(args[1]) {
+                let ordering = if total_order {
+                    Some(x.total_key().cmp(&y.total_key()))
+                } else {
+                    x.partial_cmp(&y)
+                };
+                *o = one(direction.test(ordering));
+            }
+        }
+        Kernel::Select => arch.dispatch(|| {
+            for (((o, &p), &x), &y) in out.iter_mut().zip(args[0]).zip(args[1]).zip(args[2]) {
+                *o = if p != 0.0 { x } else { y };
+            }
+        }),
+        Kernel::Clamp => arch.dispatch(|| {
+            for (((o, &lo), &x), &hi) in out.iter_mut().zip(args[0]).zip(args[1]).zip(args[2]) {
+                let lower = f32::binary(Binary::Max, lo, x);
+                *o = f32::binary(Binary::Min, hi, lower);
+            }
+        }),
+        Kernel::ClampPred => {
+            for (((o, &lo), &x), &hi) in out.iter_mut().zip(args[0]).zip(args[1]).zip(args[2]) {
+                *o = one(hi != 0.0 && (lo != 0.0 || x != 0.0));
+            }
+        }
+        Kernel::Copy => out.copy_from_slice(args[0]),
+        Kernel::NonZero => {
+            for (o, &x) in out.iter_mut().zip(args[0]) {
+                *o = one(x != 0.0);
+            }
+        }
+    }
+    if let Some(format) = node.round {
+        round_chunk(out, format, arch);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Array, EvalError, EvalOptions, Program, Value};
+    use super::*;
+    use crate::proto::PrimitiveType;
+
+    fn compile(text: &str, options: &EvalOptions) -> Program {
+        let module = crate::text::parse_module(text).expect("test module parses");
+        Program::compile(&module, options).expect("test module compiles")
+    }
+
+    /// (fused roots, absorbed instructions) of the entry computation.
+    fn fusion_counts(program: &Program) -> (usize, usize) {
+        let instrs = &program.comps[program.entry].instrs;
+        let fused = instrs.iter().filter(|i| matches!(i.op, Op::Fused(_))).count();
+        let absorbed = instrs.iter().filter(|i| matches!(i.op, Op::Absorbed)).count();
+        (fused, absorbed)
+    }
+
+    fn array_bytes(value: Value) -> Vec<u8> {
+        match value {
+            Value::Array(a) => a.bytes,
+            Value::Tuple(_) => panic!("expected an array result"),
+        }
+    }
+
+    fn u16s(bytes: &[u8]) -> Vec<u16> {
+        bytes.chunks_exact(2).map(|b| u16::from_le_bytes([b[0], b[1]])).collect()
+    }
+
+    fn f32s(bytes: &[u8]) -> Vec<f32> {
+        bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect()
+    }
+
+    const BF16_CHAIN: &str = r#"
+HloModule chain
+ENTRY main {
+  x = bf16[300] parameter(0)
+  c = bf16[] constant(1.0078125)
+  b = bf16[300] broadcast(c), dimensions={}
+  m = bf16[300] multiply(x, b)
+  ROOT a = bf16[300] add(m, x)
+}
+"#;
+
+    fn bf16_inputs() -> Vec<u16> {
+        let f = SmallFloat::Bf16;
+        (0..300).map(|i| f.encode(1.0 + f64::from(i) / 37.0 - 4.0) as u16).collect()
+    }
+
+    #[test]
+    fn a_bf16_chain_is_one_pass_that_rounds_at_every_instruction() {
+        let program = compile(BF16_CHAIN, &EvalOptions::default());
+        // The add is the root; the multiply and the broadcast are absorbed.
+        assert_eq!(fusion_counts(&program), (1, 2));
+        let x = bf16_inputs();
+        let bytes: Vec<u8> = x.iter().flat_map(|b| b.to_le_bytes()).collect();
+        let arg = Array::new(PrimitiveType::Bf16, vec![300], bytes).expect("array");
+        let got = u16s(&array_bytes(program.run(&[arg]).expect("runs")));
+        // By hand: each instruction's f32 result rounded to bf16, as XLA on CPU does.
+        let f = SmallFloat::Bf16;
+        let value = |b: u16| f64::from(f.decode(u32::from(b)));
+        let c = 1.0078125f64;
+        let mut rounding_mattered = false;
+        for (i, (&xi, &g)) in x.iter().zip(&got).enumerate() {
+            let product = f.encode(f64::from((value(xi) as f32) * (c as f32)));
+            let sum = (f.decode(product) + f.decode(u32::from(xi))) as f64;
+            let want = f.encode(sum) as u16;
+            assert_eq!(g, want, "element {i}");
+            let once = f.encode(f64::from(f.decode(u32::from(xi)) * 1.0078125 + value(xi) as f32));
+            rounding_mattered |= once as u16 != want;
+        }
+        assert!(rounding_mattered, "the inputs must tell rounding once from rounding twice");
+    }
+
+    #[test]
+    fn a_fused_group_is_charged_what_its_instructions_would_be() {
+        // By hand: x 16, c 16, b 16 + 1 + 300, m 16 + 900, a 16 + 900: 2181 in all.
+        let x = bf16_inputs();
+        let bytes: Vec<u8> = x.iter().flat_map(|b| b.to_le_bytes()).collect();
+        let arg = Array::new(PrimitiveType::Bf16, vec![300], bytes).expect("array");
+        let exact = EvalOptions { work_budget: Some(2181), ..EvalOptions::default() };
+        assert!(compile(BF16_CHAIN, &exact).run(std::slice::from_ref(&arg)).is_ok());
+        let short = EvalOptions { work_budget: Some(2180), ..EvalOptions::default() };
+        match compile(BF16_CHAIN, &short).run(&[arg]) {
+            Err(EvalError::WorkBudget { instruction, budget: 2180, .. }) => {
+                assert_eq!(instruction, "a")
+            }
+            other => panic!("expected the work budget at the add, got {other:?}"),
+        }
+        // One short of the multiply's share stops at the multiply, which is absorbed.
+        let at_multiply = EvalOptions { work_budget: Some(1000), ..EvalOptions::default() };
+        let arg = Array::new(
+            PrimitiveType::Bf16,
+            vec![300],
+            x.iter().flat_map(|b| b.to_le_bytes()).collect(),
+        )
+        .expect("array");
+        match compile(BF16_CHAIN, &at_multiply).run(&[arg]) {
+            Err(EvalError::WorkBudget { instruction, .. }) => assert_eq!(instruction, "m"),
+            other => panic!("expected the work budget at the multiply, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn transposes_and_broadcasts_are_read_as_views_over_both_cores() {
+        // 512 × 256 = 131072 elements: above the size that splits the output over the cores.
+        let text = r#"
+HloModule views
+ENTRY main {
+  x = f32[512,256] parameter(0)
+  y = f32[256,512] parameter(1)
+  bias = f32[512] parameter(2)
+  yt = f32[512,256] transpose(y), dimensions={1,0}
+  bb = f32[512,256] broadcast(bias), dimensions={0}
+  gt = pred[512,256] compare(x, yt), direction=GT
+  s = f32[512,256] add(x, bb)
+  n = f32[512,256] negate(yt)
+  ROOT r = f32[512,256] select(gt, s, n)
+}
+"#;
+        let program = compile(text, &EvalOptions::default());
+        // One group: the select, compare, add and negate; the transpose and broadcast are views.
+        assert_eq!(fusion_counts(&program), (1, 5));
+        let (rows, cols) = (512usize, 256usize);
+        let x: Vec<f32> = (0..rows * cols).map(|i| ((i * 7) % 23) as f32 - 11.0).collect();
+        let y: Vec<f32> = (0..rows * cols).map(|i| ((i * 5) % 19) as f32 - 9.0).collect();
+        let bias: Vec<f32> = (0..rows).map(|i| i as f32 * 0.5).collect();
+        let args = [
+            Array::from_f32(&[512, 256], &x),
+            Array::from_f32(&[256, 512], &y),
+            Array::from_f32(&[512], &bias),
+        ];
+        let got = f32s(&array_bytes(program.run(&args).expect("runs")));
+        for i in 0..rows {
+            for j in 0..cols {
+                let xv = x[i * cols + j];
+                let yv = y[j * rows + i];
+                let want = if xv > yv { xv + bias[i] } else { -yv };
+                assert_eq!(got[i * cols + j], want, "[{i},{j}]");
+            }
+        }
+    }
+
+    #[test]
+    fn converts_round_through_f16_and_keep_broadcasts_with_other_users() {
+        // The broadcast also feeds the tuple, so it is materialised, and still read as a view.
+        let text = r#"
+HloModule convert
+ENTRY main {
+  x = f32[128] parameter(0)
+  h = f16[128] convert(x)
+  back = f32[128] convert(h)
+  d = f32[128] subtract(x, back)
+  one = f32[] constant(1)
+  ones = f32[128] broadcast(one), dimensions={}
+  e = f32[128] multiply(d, ones)
+  ROOT t = (f32[128], f32[128]) tuple(e, ones)
+}
+"#;
+        let program = compile(text, &EvalOptions::default());
+        // The multiply is the root; the subtract and both converts are absorbed, not `ones`.
+        assert_eq!(fusion_counts(&program), (1, 3));
+        let x: Vec<f32> =
+            (0..128).map(|i| 1.0 + i as f32 * 1.0e-3 + 70000.0 * (i / 127) as f32).collect();
+        let out = program.run(&[Array::from_f32(&[128], &x)]).expect("runs");
+        let Value::Tuple(items) = out else { panic!("expected a tuple") };
+        let mut items = items.into_iter();
+        let d = f32s(&array_bytes(items.next().expect("d")));
+        let ones = f32s(&array_bytes(items.next().expect("ones")));
+        let f = SmallFloat::F16;
+        for (i, (&xi, &di)) in x.iter().zip(&d).enumerate() {
+            let back = f.decode(f.encode(f64::from(xi)));
+            let want = xi - back;
+            assert!(want.to_bits() == di.to_bits() || (want.is_nan() && di.is_nan()), "{i}");
+        }
+        // The last input, 70001.127, is above f16's range: inf, and x - inf is -inf.
+        assert_eq!(d[127], f32::NEG_INFINITY);
+        assert!(ones.iter().all(|&v| v == 1.0));
+    }
+}
