@@ -35,11 +35,10 @@ pub(crate) fn check_shape(
     let element = ElementType::from_primitive(ty as i32).ok_or_else(|| EvalError::Array {
         detail: format!("element type {} is not evaluated", ty.as_str_name()),
     })?;
-    let udims = dims
-        .iter()
-        .map(|&d| usize::try_from(d))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|_| EvalError::Array { detail: format!("dimensions {dims:?} must not be negative") })?;
+    let udims =
+        dims.iter().map(|&d| usize::try_from(d)).collect::<Result<Vec<_>, _>>().map_err(|_| {
+            EvalError::Array { detail: format!("dimensions {dims:?} must not be negative") }
+        })?;
     let n_bytes = udims
         .iter()
         .try_fold(element.item_size(), |n, &d| n.checked_mul(d))
@@ -55,11 +54,18 @@ fn alloc_error(ty: ElementType, dims: &[usize], bytes: u64) -> EvalError {
     EvalError::Allocation { what: describe(ty, dims), bytes }
 }
 
-fn check_len(ty: ElementType, dims: &[usize], expected: usize, got: usize) -> Result<(), EvalError> {
+fn check_len(
+    ty: ElementType,
+    dims: &[usize],
+    expected: usize,
+    got: usize,
+) -> Result<(), EvalError> {
     if expected == got {
         return Ok(());
     }
-    Err(EvalError::Array { detail: format!("{} needs {expected} bytes, got {got}", describe(ty, dims)) })
+    Err(EvalError::Array {
+        detail: format!("{} needs {expected} bytes, got {got}", describe(ty, dims)),
+    })
 }
 
 impl Input {
@@ -195,6 +201,15 @@ impl Output {
         Ok(())
     }
 
+    /// Writes the elements (logical row-major order, little-endian) to `writer` through a small
+    /// fixed buffer, so a result goes to a file without a whole copy in memory.
+    ///
+    /// # Errors
+    /// What the writer returns.
+    pub fn write_to(&self, writer: &mut dyn std::io::Write) -> std::io::Result<()> {
+        self.tensor.data.write_le_to(writer)
+    }
+
     /// The result as an [`Array`] (one copy of its elements).
     ///
     /// # Errors
@@ -205,12 +220,15 @@ impl Output {
 
     /// The result as an [`Array`] whose bytes are in the physical order of `minor_to_major`
     /// when one is given.
-    pub(crate) fn to_physical_array(&self, minor_to_major: Option<&[i64]>) -> Result<Array, EvalError> {
+    pub(crate) fn to_physical_array(
+        &self,
+        minor_to_major: Option<&[i64]>,
+    ) -> Result<Array, EvalError> {
         let n_bytes = self.n_bytes();
         let mut bytes = Vec::new();
-        bytes.try_reserve_exact(n_bytes).map_err(|_| {
-            alloc_error(self.tensor.ty(), &self.tensor.dims, n_bytes as u64)
-        })?;
+        bytes
+            .try_reserve_exact(n_bytes)
+            .map_err(|_| alloc_error(self.tensor.ty(), &self.tensor.dims, n_bytes as u64))?;
         bytes.resize(n_bytes, 0);
         match minor_to_major {
             Some(layout) => self.write_physical(layout, &mut bytes)?,
@@ -300,7 +318,9 @@ mod tests {
     fn wrong_lengths_and_layouts_are_refused() {
         assert!(Input::from_le_bytes(P::F32, &[2], &[0; 7]).is_err());
         assert!(Input::from_physical(P::F32, &[2, 2], &[0, 0], &[0; 16]).is_err());
-        let output = Output { tensor: Arc::new(Input::from_le_bytes(P::F32, &[1], &[0; 4]).unwrap().tensor) };
+        let output = Output {
+            tensor: Arc::new(Input::from_le_bytes(P::F32, &[1], &[0; 4]).unwrap().tensor),
+        };
         assert!(output.write_le_bytes(&mut [0; 3]).is_err());
     }
 

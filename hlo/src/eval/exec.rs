@@ -280,9 +280,8 @@ impl Program {
                     .stack_size(64 << 20)
                     .spawn_scoped(scope, move || {
                         let ctx = self.ctx(rank, Some(exchange));
-                        let result = bind(args)
-                            .and_then(|vals| ctx.call(self.entry, vals))
-                            .and_then(finish);
+                        let result =
+                            bind(args).and_then(|vals| ctx.call(self.entry, vals)).and_then(finish);
                         if result.is_err() {
                             exchange.abort(rank);
                         }
@@ -392,9 +391,9 @@ fn export(
             let output = Output { tensor: Arc::clone(t) };
             Ok(Value::Array(output.to_physical_array(layout.as_deref())?))
         }
-        Val::Tuple(items) => Ok(Value::Tuple(
-            items.iter().map(|v| export(v, layouts)).collect::<Result<_, _>>()?,
-        )),
+        Val::Tuple(items) => {
+            Ok(Value::Tuple(items.iter().map(|v| export(v, layouts)).collect::<Result<_, _>>()?))
+        }
         Val::Token => Ok(Value::Tuple(Vec::new())),
     }
 }

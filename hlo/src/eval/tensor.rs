@@ -406,11 +406,13 @@ impl Data {
         n: usize,
         reader: &mut dyn std::io::Read,
     ) -> Result<Data, ReadFail> {
-        fn read<T: LeElement>(n: usize, reader: &mut dyn std::io::Read) -> Result<Vec<T>, ReadFail> {
+        fn read<T: LeElement>(
+            n: usize,
+            reader: &mut dyn std::io::Read,
+        ) -> Result<Vec<T>, ReadFail> {
             let mut left = n.checked_mul(T::SIZE).ok_or(ReadFail::Alloc(u64::MAX))?;
-            let mut out = try_alloc::<T>(n).map_err(|_| {
-                ReadFail::Alloc((n as u64).saturating_mul(T::SIZE as u64))
-            })?;
+            let mut out = try_alloc::<T>(n)
+                .map_err(|_| ReadFail::Alloc((n as u64).saturating_mul(T::SIZE as u64)))?;
             let mut chunk = vec![0u8; READ_CHUNK.min(left)];
             while left > 0 {
                 let step = chunk.len().min(left);
@@ -432,7 +434,11 @@ impl Data {
         dims: &[usize],
         strides: &[usize],
     ) -> Result<Data, Fail> {
-        fn read<T: LeElement>(bytes: &[u8], dims: &[usize], strides: &[usize]) -> Result<Vec<T>, Fail> {
+        fn read<T: LeElement>(
+            bytes: &[u8],
+            dims: &[usize],
+            strides: &[usize],
+        ) -> Result<Vec<T>, Fail> {
             let n = dims.iter().product();
             let mut out = try_alloc::<T>(n)?;
             for_each_offset(dims, strides, |offset| {
@@ -451,6 +457,22 @@ impl Data {
             }
         }
         visit!(self, v => write(v, out))
+    }
+
+    /// Writes the elements as little-endian bytes to `writer`, through a small fixed buffer.
+    pub(crate) fn write_le_to(&self, writer: &mut dyn std::io::Write) -> std::io::Result<()> {
+        fn write<T: LeElement>(v: &[T], writer: &mut dyn std::io::Write) -> std::io::Result<()> {
+            let mut chunk = vec![0u8; READ_CHUNK.min(v.len() * T::SIZE)];
+            for part in v.chunks(READ_CHUNK / T::SIZE) {
+                let bytes = &mut chunk[..part.len() * T::SIZE];
+                for (out, &x) in bytes.chunks_exact_mut(T::SIZE).zip(part) {
+                    x.put(out);
+                }
+                writer.write_all(bytes)?;
+            }
+            Ok(())
+        }
+        visit!(self, v => write(v, writer))
     }
 
     /// Writes element `i` (logical row-major over `dims`) to element offset
