@@ -402,8 +402,12 @@ fn compare_outputs(dir: &Path, meta: &Json, ours: &[Array]) -> Result<(), Failed
             (Ok(spread), false) if std::env::var_os("NRTSIM_XLA_SPREAD").is_some() => {
                 // For reviewing the tolerances: how close the passing outputs really are.
                 eprintln!(
-                    "spread {case} output {i} {} {class}: {} ulps, k = {:.2}",
-                    ty.name, spread.ulps, spread.k
+                    "spread {case} output {i} {} {class}: {} ulps, k = {:.2}, {} of {} differ in bits",
+                    ty.name,
+                    spread.ulps,
+                    spread.k,
+                    spread.differing,
+                    xla.bytes.len() / ty.size
                 );
             }
             _ => {}
@@ -419,6 +423,8 @@ struct Spread {
     ulps: i128,
     /// The largest `|ours - xla| / (eps * scale)`.
     k: f64,
+    /// How many elements are not bit-identical (NaNs of any payload being alike).
+    differing: usize,
 }
 
 /// Compares two arrays of the same dtype and shape element by element.
@@ -460,6 +466,9 @@ fn compare(ours: &Array, xla: &Array, ty: &Dtype, class: &str) -> Result<Spread,
             for (index, (a, b)) in pairs.enumerate() {
                 let (va, vb) = (decode(a), decode(b));
                 let ulps = (ordinal(raw(a), bits) - ordinal(raw(b), bits)).abs();
+                if raw(a) != raw(b) && !(va.is_nan() && vb.is_nan()) {
+                    spread.differing += 1;
+                }
                 if va.is_finite() && vb.is_finite() {
                     spread.ulps = spread.ulps.max(ulps);
                     if scale > 0.0 {

@@ -13,8 +13,11 @@
 
 use super::Fail;
 use super::compile::{ArrayShape, check_budget, describe_array};
-use super::dot::{compute_type, gemm_f32, gemm_f64};
+use super::dot::{
+    Floats, compute_type, gemm_f32, gemm_f64, gemm_floats_or_widen, round_result, threads_for,
+};
 use super::elementwise::convert;
+use super::packed_gemm::{self, Bf16Bits, F8Bits, F16Bits, Kernel, Source, chosen, f8_values};
 use super::shape_ops::transpose;
 use super::tensor::{Data, filled, next_index};
 use crate::dtype::ElementType;
@@ -260,17 +263,53 @@ impl ConvPlan {
         let kernel_t = arrange(kernel, &self.kernel_dims, &self.kernel_perm)?;
         let input = input_t.as_ref().unwrap_or(input);
         let kernel = kernel_t.as_ref().unwrap_or(kernel);
-        let canonical = match compute_type(input.ty(), kernel.ty(), out_ty) {
-            ElementType::F32 => {
-                let (x, w) =
-                    (widen_to(input, ElementType::F32)?, widen_to(kernel, ElementType::F32)?);
-                let (Data::F32(x), Data::F32(w)) =
-                    (x.as_ref().unwrap_or(input), w.as_ref().unwrap_or(kernel))
-                else {
-                    return Err(Fail::Internal("f32 conversion".into()));
-                };
-                Data::F32(self.compute(x, w, gemm_f32)?)
+        let canonical = match (compute_type(input.ty(), kernel.ty(), out_ty), Floats::of(input)) {
+            // Narrow floats: im2col in their own type, widened by the gemm's packing.
+            (ElementType::F32, Some(Floats::Bf16(x))) if kernel.ty() == input.ty() => {
+                let Data::Bf16(w) = kernel else { return Err(Fail::Internal("bf16".into())) };
+                match self.compute_direct(x, w, Bf16Bits, Bf16Bits, chosen())? {
+                    Some(out) => Data::F32(out),
+                    None => Data::F32(self.compute(x, w, |a, b, c, m, k, n| {
+                        gemm_floats_or_widen(Floats::Bf16(a), Floats::Bf16(b), c, m, k, n)
+                    })?),
+                }
             }
+            (ElementType::F32, Some(Floats::F16(x))) if kernel.ty() == input.ty() => {
+                let Data::F16(w) = kernel else { return Err(Fail::Internal("f16".into())) };
+                match self.compute_direct(x, w, F16Bits, F16Bits, chosen())? {
+                    Some(out) => Data::F32(out),
+                    None => Data::F32(self.compute(x, w, |a, b, c, m, k, n| {
+                        gemm_floats_or_widen(Floats::F16(a), Floats::F16(b), c, m, k, n)
+                    })?),
+                }
+            }
+            (ElementType::F32, Some(Floats::F8(x, x_format))) => match Floats::of(kernel) {
+                Some(Floats::F8(w, w_format)) => {
+                    let (x_values, w_values) = (f8_values(x_format), f8_values(w_format));
+                    let direct = self.compute_direct(
+                        x,
+                        w,
+                        |bits| F8Bits { bits, values: x_values },
+                        |bits| F8Bits { bits, values: w_values },
+                        chosen(),
+                    )?;
+                    if let Some(out) = direct {
+                        return self.finish(Data::F32(out), out_ty);
+                    }
+                    Data::F32(self.compute(x, w, |a, b, c, m, k, n| {
+                        gemm_floats_or_widen(
+                            Floats::F8(a, x_format),
+                            Floats::F8(b, w_format),
+                            c,
+                            m,
+                            k,
+                            n,
+                        )
+                    })?)
+                }
+                _ => Data::F32(self.widened_f32(input, kernel)?),
+            },
+            (ElementType::F32, _) => Data::F32(self.widened_f32(input, kernel)?),
             _ => {
                 let (x, w) =
                     (widen_to(input, ElementType::F64)?, widen_to(kernel, ElementType::F64)?);
@@ -279,22 +318,103 @@ impl ConvPlan {
                 else {
                     return Err(Fail::Internal("f64 conversion".into()));
                 };
-                Data::F64(self.compute(x, w, gemm_f64)?)
+                Data::F64(self.compute(x, w, |a, b, c, m, k, n| {
+                    gemm_f64(a, b, c, m, k, n);
+                    Ok(())
+                })?)
+            }
+        };
+        self.finish(canonical, out_ty)
+    }
+
+    /// The canonical `[N, O, P…]` result in the instruction's order and type.
+    fn finish(&self, canonical: Data, out_ty: ElementType) -> Result<Data, Fail> {
+        let arrange = |data: &Data, dims: &[usize], perm: &[usize]| -> Result<Option<Data>, Fail> {
+            if perm.iter().enumerate().all(|(i, &p)| i == p) {
+                Ok(None)
+            } else {
+                transpose(data, dims, perm).map(Some)
             }
         };
         let mut canonical_dims = vec![self.batch / self.batch_groups, self.out_features];
         canonical_dims.extend(self.spatial.iter().map(|s| s.output));
         let arranged =
             arrange(&canonical, &canonical_dims, &self.output_perm)?.unwrap_or(canonical);
-        if arranged.ty() == out_ty { Ok(arranged) } else { convert(&arranged, out_ty) }
+        round_result(arranged, out_ty)
     }
 
-    fn compute<T: Copy + Default + Send + Sync>(
+    /// The convolution of f32 operands, or of others widened to f32 first (mixed types).
+    fn widened_f32(&self, input: &Data, kernel: &Data) -> Result<Vec<f32>, Fail> {
+        let (x, w) = (widen_to(input, ElementType::F32)?, widen_to(kernel, ElementType::F32)?);
+        let (Data::F32(x), Data::F32(w)) =
+            (x.as_ref().unwrap_or(input), w.as_ref().unwrap_or(kernel))
+        else {
+            return Err(Fail::Internal("f32 conversion".into()));
+        };
+        let kernel = chosen();
+        // Without a SIMD kernel, f32 is faster through the matrix and matrixmultiply.
+        if kernel != Kernel::Portable
+            && let Some(out) = self.compute_direct(x, w, same, same, kernel)?
+        {
+            return Ok(out);
+        }
+        self.compute(x, w, |a, b, c, m, k, n| {
+            gemm_f32(a, b, c, m, k, n);
+            Ok(())
+        })
+    }
+
+    /// The convolution without an im2col matrix: per batch and group, the packed gemm of the
+    /// weights with an [`Im2col`] source, which its packing reads panel by panel from the image.
+    /// `None` when the spatial rank is above [`MAX_DIRECT_RANK`] or the gemm declines (no packing
+    /// buffer); the caller then builds the matrix.
+    fn compute_direct<'x, T: Sync, A: Source, B: Source>(
+        &self,
+        x: &'x [T],
+        w: &'x [T],
+        x_source: impl Fn(&'x [T]) -> A,
+        w_source: impl Fn(&'x [T]) -> B,
+        kernel: Kernel,
+    ) -> Result<Option<Vec<f32>>, Fail> {
+        let Some(taps) = Taps::new(&self.spatial, self.kernel_in)? else { return Ok(None) };
+        let in_spatial = taps.in_spatial;
+        let (rows, positions) = (taps.rows, taps.positions);
+        let out_batch = self.batch / self.batch_groups;
+        let groups = self.feature_groups * self.batch_groups;
+        let group_features = self.out_features / groups;
+        let mut out = filled(out_batch * self.out_features * positions, 0.0f32)?;
+        let threads = threads_for(group_features * rows * positions, positions / 16);
+        for n in 0..out_batch {
+            for g in 0..groups {
+                let (input_batch, channel_start) = if self.batch_groups > 1 {
+                    (g * out_batch + n, 0)
+                } else {
+                    (n, g * self.kernel_in)
+                };
+                let image = &x[(input_batch * self.channels + channel_start) * in_spatial..]
+                    [..self.kernel_in * in_spatial];
+                let columns = Im2col { image: x_source(image), taps: &taps };
+                let feature_start = g * group_features;
+                let weights =
+                    w_source(&w[feature_start * rows..(feature_start + group_features) * rows]);
+                let at = (n * self.out_features + feature_start) * positions;
+                let product = &mut out[at..at + group_features * positions];
+                let dims = (group_features, rows, positions);
+                if !packed_gemm::gemm(kernel, weights, columns, product, dims, threads) {
+                    return Ok(None);
+                }
+            }
+        }
+        Ok(Some(out))
+    }
+
+    /// Im2col per batch and group, in the operands' type `T`, and `gemm` into `O`.
+    fn compute<T: Copy + Default + Send + Sync, O: Copy + Default>(
         &self,
         x: &[T],
         w: &[T],
-        gemm: super::dot::Gemm<T>,
-    ) -> Result<Vec<T>, Fail> {
+        gemm: impl Fn(&[T], &[T], &mut [O], usize, usize, usize) -> Result<(), Fail>,
+    ) -> Result<Vec<O>, Fail> {
         let in_spatial: usize = self.spatial.iter().map(|s| s.input).product();
         let k_spatial: usize = self.spatial.iter().map(|s| s.kernel).product();
         let positions: usize = self.spatial.iter().map(|s| s.output).product();
@@ -302,7 +422,7 @@ impl ConvPlan {
         let out_batch = self.batch / self.batch_groups;
         let groups = self.feature_groups * self.batch_groups;
         let group_features = self.out_features / groups;
-        let mut out = filled(out_batch * self.out_features * positions, T::default())?;
+        let mut out = filled(out_batch * self.out_features * positions, O::default())?;
         let mut cols = filled(rows * positions, T::default())?;
         for n in 0..out_batch {
             for g in 0..groups {
@@ -319,7 +439,7 @@ impl ConvPlan {
                 // The group's features are contiguous in `out`: the gemm writes there directly.
                 let at = (n * self.out_features + feature_start) * positions;
                 let product = &mut out[at..at + group_features * positions];
-                gemm(weights, &cols, product, group_features, rows, positions);
+                gemm(weights, &cols, product, group_features, rows, positions)?;
             }
         }
         Ok(out)
@@ -433,6 +553,168 @@ impl ConvPlan {
             at += inner_len;
             if !next_index(&mut pp, &p_dims[..d - 1]) {
                 break;
+            }
+        }
+    }
+}
+
+/// An f32 operand as the gemm reads it: itself.
+fn same(values: &[f32]) -> &[f32] {
+    values
+}
+
+/// The highest spatial rank [`ConvPlan::compute_direct`] takes (its index arrays are fixed).
+const MAX_DIRECT_RANK: usize = 4;
+
+/// Where each entry of the im2col matrix comes from, worked out once per convolution.
+struct Taps {
+    rank: usize,
+    kernel: [usize; MAX_DIRECT_RANK],
+    output: [usize; MAX_DIRECT_RANK],
+    /// Row-major strides of the input's spatial dimensions.
+    in_stride: [usize; MAX_DIRECT_RANK],
+    /// Per dimension, `kernel × output` entries: for tap `k` (reversal applied) and output
+    /// coordinate `o`, the input coordinate, or `None` in padding and between dilated inputs.
+    table: Vec<Vec<Option<usize>>>,
+    /// Per tap of the innermost dimension, when its valid outputs read consecutive inputs (no
+    /// stride, no base dilation: the usual case): (first valid output, end of the valid
+    /// outputs, the input coordinate of the first).
+    runs: Vec<Option<(usize, usize, usize)>>,
+    k_spatial: usize,
+    in_spatial: usize,
+    /// The matrix's rows (input features × kernel taps) and columns (output positions).
+    rows: usize,
+    positions: usize,
+}
+
+impl Taps {
+    /// `None` for spatial ranks 0 and above [`MAX_DIRECT_RANK`].
+    fn new(spatial: &[SpatialDim], kernel_in: usize) -> Result<Option<Taps>, Fail> {
+        let rank = spatial.len();
+        if rank == 0 || rank > MAX_DIRECT_RANK {
+            return Ok(None);
+        }
+        let mut taps = Taps {
+            rank,
+            kernel: [1; MAX_DIRECT_RANK],
+            output: [1; MAX_DIRECT_RANK],
+            in_stride: [0; MAX_DIRECT_RANK],
+            table: super::tensor::try_alloc(rank)?,
+            runs: Vec::new(),
+            k_spatial: spatial.iter().map(|s| s.kernel).product(),
+            in_spatial: spatial.iter().map(|s| s.input).product(),
+            rows: 0,
+            positions: spatial.iter().map(|s| s.output).product(),
+        };
+        taps.rows = kernel_in * taps.k_spatial;
+        let mut stride = 1;
+        for (i, s) in spatial.iter().enumerate().rev() {
+            taps.kernel[i] = s.kernel;
+            taps.output[i] = s.output;
+            taps.in_stride[i] = stride;
+            stride *= s.input;
+        }
+        for s in spatial {
+            let mut table = super::tensor::try_alloc(s.kernel * s.output)?;
+            for k in 0..s.kernel {
+                let k = if s.reversal { s.kernel - 1 - k } else { k };
+                table.extend((0..s.output).map(|o| {
+                    let pos = (o * s.stride + k * s.window_dilation) as i64 - s.pad_low;
+                    if pos < 0 || pos % s.base_dilation as i64 != 0 {
+                        return None;
+                    }
+                    let q = (pos / s.base_dilation as i64) as usize;
+                    (q < s.input).then_some(q)
+                }));
+            }
+            taps.table.push(table);
+        }
+        let inner = rank - 1;
+        let width = taps.output[inner];
+        taps.runs = super::tensor::try_alloc(taps.kernel[inner])?;
+        for k in 0..taps.kernel[inner] {
+            let column = &taps.table[inner][k * width..(k + 1) * width];
+            let run = match column.iter().position(Option::is_some) {
+                None => Some((0, 0, 0)),
+                Some(lo) => {
+                    let hi = column.iter().rposition(Option::is_some).map_or(lo, |h| h + 1);
+                    let first = column[lo].unwrap_or(0);
+                    let consecutive =
+                        column[lo..hi].iter().enumerate().all(|(i, q)| *q == Some(first + i));
+                    consecutive.then_some((lo, hi, first))
+                }
+            };
+            taps.runs.push(run);
+        }
+        Ok(Some(taps))
+    }
+}
+
+/// The im2col matrix of one image (`[I, S…]`, as a [`Source`]) as a gemm operand that is never
+/// built: the gemm's packing asks for a few columns of a row at a time, and they come straight
+/// from the image (a slice copy per run of consecutive inputs, zero in padding).
+#[derive(Clone, Copy)]
+struct Im2col<'t, S> {
+    image: S,
+    taps: &'t Taps,
+}
+
+impl<S: Source> Source for Im2col<'_, S> {
+    fn elements(&self) -> usize {
+        self.taps.rows * self.taps.positions
+    }
+
+    #[inline(always)]
+    fn widen(&self, at: usize, dst: &mut [f32]) {
+        let t = self.taps;
+        let (row, col) = (at / t.positions, at % t.positions);
+        let (channel, mut tap) = (row / t.k_spatial, row % t.k_spatial);
+        let (mut kk, mut oo) = ([0usize; MAX_DIRECT_RANK], [0usize; MAX_DIRECT_RANK]);
+        let mut rest = col;
+        for i in (0..t.rank).rev() {
+            kk[i] = tap % t.kernel[i];
+            tap /= t.kernel[i];
+            oo[i] = rest % t.output[i];
+            rest /= t.output[i];
+        }
+        let inner = t.rank - 1;
+        let width = t.output[inner];
+        let column = &t.table[inner][kk[inner] * width..(kk[inner] + 1) * width];
+        let mut done = 0;
+        while done < dst.len() {
+            let o0 = oo[inner];
+            let run = (width - o0).min(dst.len() - done);
+            let segment = &mut dst[done..done + run];
+            // The image offset of the outer coordinates, or None where one is in padding.
+            let base = (0..inner).try_fold(channel * t.in_spatial, |base, i| {
+                t.table[i][kk[i] * t.output[i] + oo[i]].map(|q| base + q * t.in_stride[i])
+            });
+            match (base, t.runs[kk[inner]]) {
+                (None, _) => segment.fill(0.0),
+                (Some(base), Some((lo, hi, first))) => {
+                    let (v0, v1) = (lo.clamp(o0, o0 + run), hi.clamp(o0, o0 + run));
+                    segment[..v0 - o0].fill(0.0);
+                    if v1 > v0 {
+                        self.image.widen(base + first + (v0 - lo), &mut segment[v0 - o0..v1 - o0]);
+                    }
+                    segment[v1 - o0..].fill(0.0);
+                }
+                (Some(base), None) => {
+                    for (v, q) in segment.iter_mut().zip(&column[o0..o0 + run]) {
+                        *v = 0.0;
+                        if let Some(q) = q {
+                            self.image.widen(base + q, std::slice::from_mut(v));
+                        }
+                    }
+                }
+            }
+            done += run;
+            oo[inner] += run;
+            let mut i = inner;
+            while i > 0 && oo[i] == t.output[i] {
+                oo[i] = 0;
+                i -= 1;
+                oo[i] += 1;
             }
         }
     }

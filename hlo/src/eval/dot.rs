@@ -4,12 +4,15 @@
 //! - Operands are transposed to `[batch, free, contracting]` (lhs) and `[batch, contracting,
 //!   free]` (rhs), so every dot is a batch of row-major `M×K · K×N` products whose result is
 //!   already in XLA's output order (batch, lhs free, rhs free).
-//! - f32 and narrower floats multiply in f32, f64 in f64: f32 through our AVX-512 kernel
-//!   ([`super::packed_gemm`]) where the CPU has it, else and for f64 through ndarray's
-//!   `general_mat_mul` (matrixmultiply's blocked kernels, safe API, AVX2 at most); integers
-//!   accumulate in wrapping i64, which equals accumulating in the (≤ 64-bit) result type. The
-//!   result is converted to the instruction's type, so `preferred_element_type` comes from the
-//!   result shape.
+//! - f32 and narrower floats multiply in f32, f64 in f64. f32 goes through our packed kernel
+//!   ([`super::packed_gemm`], AVX-512 or AVX2+FMA, whichever the CPU has) and on other CPUs, and
+//!   for f64, through ndarray's `general_mat_mul` (matrixmultiply's blocked kernels, safe API).
+//!   bf16, f16 and f8 operands go to the packed kernel as they are, which widens them while
+//!   packing panels ([`Floats`]), so no whole f32 copy of a narrow operand is made; only mixed
+//!   types other than f8 with f8 are widened first. Integers accumulate in wrapping i64, which
+//!   equals accumulating in the (≤ 64-bit) result type. The f32 sums are rounded to the
+//!   instruction's type once per element at the end (XLA on CPU does the same), so
+//!   `preferred_element_type` comes from the result shape.
 //! - Large products split over the available cores with scoped threads (columns in our kernel,
 //!   rows through ndarray). Not rayon: a gemm can run inside an SPMD rank that waits for its
 //!   peers, and a rayon join there could pick up another rank's task and wait on itself.
@@ -19,10 +22,10 @@ use ndarray::{ArrayView2, ArrayViewMut2};
 use super::Fail;
 use super::compile::ArrayShape;
 use super::elementwise::convert;
-use super::packed_gemm;
+use super::packed_gemm::{self, Bf16Bits, F8Bits, F16Bits, Kernel};
 use super::shape_ops::transpose;
 use super::tensor::{Data, filled};
-use crate::dtype::ElementType;
+use crate::dtype::{ElementType, SmallFloat};
 use crate::proto;
 
 /// A checked dot.
@@ -168,16 +171,36 @@ impl DotPlan {
                 Data::S64(c)
             }
             _ => {
-                let (lw, rw) = (as_type(lhs, ElementType::F32)?, as_type(rhs, ElementType::F32)?);
-                let (Data::F32(a), Data::F32(b)) = (lw.as_ref(), rw.as_ref()) else {
-                    return Err(Fail::Internal("f32 conversion".into()));
-                };
                 let mut c = filled(out_elems, 0.0f32)?;
-                self.batched(a, b, &mut c, gemm_f32);
+                if let (Some(a), Some(b)) = (Floats::of(lhs), Floats::of(rhs)) {
+                    self.batched_floats(a, b, &mut c)?;
+                } else {
+                    let (lw, rw) =
+                        (as_type(lhs, ElementType::F32)?, as_type(rhs, ElementType::F32)?);
+                    let (Data::F32(a), Data::F32(b)) = (lw.as_ref(), rw.as_ref()) else {
+                        return Err(Fail::Internal("f32 conversion".into()));
+                    };
+                    self.batched(a, b, &mut c, gemm_f32);
+                }
                 Data::F32(c)
             }
         };
-        if result.ty() == out_ty { Ok(result) } else { convert(&result, out_ty) }
+        round_result(result, out_ty)
+    }
+
+    /// [`DotPlan::batched`] over float operands the packed gemm reads in place.
+    fn batched_floats(&self, a: Floats<'_>, b: Floats<'_>, c: &mut [f32]) -> Result<(), Fail> {
+        let (m, k, n) = (self.m, self.k, self.n);
+        (0..self.batch).try_for_each(|i| {
+            gemm_floats_or_widen(
+                a.range(i * m * k, m * k),
+                b.range(i * k * n, k * n),
+                &mut c[i * m * n..(i + 1) * m * n],
+                m,
+                k,
+                n,
+            )
+        })
     }
 
     fn batched<T>(&self, a: &[T], b: &[T], c: &mut [T], gemm: Gemm<T>) {
@@ -193,6 +216,50 @@ impl DotPlan {
             );
         }
     }
+}
+
+/// The f32 (or f64, or i64) sums of a dot or convolution in the instruction's type: rounded once
+/// per element, to nearest even; bf16 and f16 on fast paths of their own, since the general
+/// conversion goes through f64 and showed in the profile of a narrow dot as much as the gemm.
+pub(crate) fn round_result(result: Data, ty: ElementType) -> Result<Data, Fail> {
+    let narrowed = |v: &[f32], round: fn(f32) -> u16| -> Result<Vec<u16>, Fail> {
+        let mut out = super::tensor::try_alloc(v.len())?;
+        out.extend(v.iter().map(|&x| round(x)));
+        Ok(out)
+    };
+    match (&result, ty) {
+        _ if result.ty() == ty => Ok(result),
+        (Data::F32(v), ElementType::Bf16) => {
+            Ok(Data::Bf16(narrowed(v, |x| SmallFloat::Bf16.encode_f32(x) as u16)?))
+        }
+        (Data::F32(v), ElementType::F16) => Ok(Data::F16(narrowed(v, f32_to_f16)?)),
+        _ => convert(&result, ty),
+    }
+}
+
+/// f32 to binary16, rounded to nearest even, in f32 and integer steps only (the general encoder
+/// works in f64): overflow and infinity give infinity, NaN the quiet NaN of that sign.
+pub(crate) fn f32_to_f16(x: f32) -> u16 {
+    let bits = x.to_bits();
+    let sign = ((bits >> 16) & 0x8000) as u16;
+    let magnitude = bits & 0x7fff_ffff;
+    let half = if magnitude >= 0x4780_0000 {
+        // 65536 and above (finite or not); values just below round up to infinity further down.
+        if magnitude > 0x7f80_0000 { 0x7e00 } else { 0x7c00 }
+    } else if magnitude < 0x3880_0000 {
+        // Below 2^-14, a subnormal half or zero: adding 2^-1 aligns the ten kept bits at the
+        // bottom of the sum's mantissa, and the f32 addition rounds them to nearest even.
+        let aligner = f32::from_bits((126 << 23) as u32);
+        let sum = f32::from_bits(magnitude) + aligner;
+        (sum.to_bits() - aligner.to_bits()) as u16
+    } else {
+        // A normal half: rebias the exponent and round the 13 dropped bits to nearest even (a
+        // carry out of the mantissa bumps the exponent, up to infinity).
+        let odd = (magnitude >> 13) & 1;
+        let rebiased = magnitude - ((127 - 15) << 23);
+        ((rebiased + 0xfff + odd) >> 13) as u16
+    };
+    sign | half
 }
 
 /// A row-major `c[m×n] = a[m×k] · b[k×n]` kernel: `(a, b, c, m, k, n)`.
@@ -218,7 +285,7 @@ pub(crate) fn compute_type(lhs: ElementType, rhs: ElementType, out: ElementType)
     }
 }
 
-fn threads_for(work: usize, rows: usize) -> usize {
+pub(crate) fn threads_for(work: usize, rows: usize) -> usize {
     if work < 1 << 22 || rows < 2 {
         return 1;
     }
@@ -232,16 +299,155 @@ pub(crate) fn cores() -> usize {
     *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
-/// `c[m×n] = a[m×k] · b[k×n]`, all row-major: our AVX-512 kernel where the CPU has it and the
-/// product is wide enough for its 12 × 32 tile not to be mostly padding, matrixmultiply otherwise.
+/// The gemm kernel a dot or convolution uses on this machine: `"avx512"`, `"avx2"`, `"neon"`,
+/// or `"portable"` (matrixmultiply for f32, scalar lanes for narrow floats). The environment
+/// variable `NRTSIM_GEMM` (read once) picks another of these names when the CPU runs it, as
+/// benches do to compare kernels.
+pub fn gemm_kernel() -> &'static str {
+    packed_gemm::chosen().name()
+}
+
+/// `c[m×n] = a[m×k] · b[k×n]`, all row-major, with the chosen kernel ([`gemm_kernel`]).
 pub(crate) fn gemm_f32(a: &[f32], b: &[f32], c: &mut [f32], m: usize, k: usize, n: usize) {
-    if m >= packed_gemm::MR / 2 && n >= 16 && k > 0 && packed_gemm::available() {
+    gemm_f32_by(packed_gemm::chosen(), a, b, c, (m, k, n));
+}
+
+/// [`gemm_f32`] with a given kernel: the packed one when the product is wide enough for its tile
+/// not to be mostly padding, matrixmultiply otherwise (and for [`Kernel::Portable`]).
+pub(crate) fn gemm_f32_by(
+    kernel: Kernel,
+    a: &[f32],
+    b: &[f32],
+    c: &mut [f32],
+    (m, k, n): (usize, usize, usize),
+) {
+    if kernel != Kernel::Portable && m >= kernel.tile_rows() / 2 && n >= 16 && k > 0 {
         let threads = threads_for(m * n * k, n / 16);
-        if packed_gemm::gemm_f32(a, b, c, (m, k, n), threads) {
+        if packed_gemm::gemm(kernel, a, b, c, (m, k, n), threads) {
             return;
         }
     }
     gemm_f32_general(a, b, c, m, k, n);
+}
+
+/// A float operand of a dot or convolution as the gemm reads it: f32 values, or the bits of a
+/// narrow float, which the packed gemm widens panel by panel.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Floats<'a> {
+    F32(&'a [f32]),
+    Bf16(&'a [u16]),
+    F16(&'a [u16]),
+    F8(&'a [u8], SmallFloat),
+}
+
+impl<'a> Floats<'a> {
+    /// `None` for f64 and non-float data.
+    pub(crate) fn of(data: &'a Data) -> Option<Floats<'a>> {
+        Some(match data {
+            Data::F32(v) => Floats::F32(v),
+            Data::Bf16(v) => Floats::Bf16(v),
+            Data::F16(v) => Floats::F16(v),
+            Data::F8e5m2(v) => Floats::F8(v, SmallFloat::F8e5m2),
+            Data::F8e4m3fn(v) => Floats::F8(v, SmallFloat::F8e4m3fn),
+            Data::F8e4m3(v) => Floats::F8(v, SmallFloat::F8e4m3),
+            _ => return None,
+        })
+    }
+
+    /// A widened copy (only where the gemm cannot read the operand in place).
+    fn to_f32(self) -> Result<Vec<f32>, Fail> {
+        use packed_gemm::Source;
+        let mut out = super::tensor::try_alloc(self.len())?;
+        out.resize(self.len(), 0.0);
+        match self {
+            Floats::F32(v) => out.copy_from_slice(v),
+            Floats::Bf16(v) => Bf16Bits(v).widen(0, &mut out),
+            Floats::F16(v) => F16Bits(v).widen(0, &mut out),
+            Floats::F8(v, format) => {
+                F8Bits { bits: v, values: packed_gemm::f8_values(format) }.widen(0, &mut out);
+            }
+        }
+        Ok(out)
+    }
+
+    fn len(self) -> usize {
+        match self {
+            Floats::F32(v) => v.len(),
+            Floats::Bf16(v) | Floats::F16(v) => v.len(),
+            Floats::F8(v, _) => v.len(),
+        }
+    }
+
+    /// Elements `start .. start + len`.
+    pub(crate) fn range(self, start: usize, len: usize) -> Floats<'a> {
+        match self {
+            Floats::F32(v) => Floats::F32(&v[start..start + len]),
+            Floats::Bf16(v) => Floats::Bf16(&v[start..start + len]),
+            Floats::F16(v) => Floats::F16(&v[start..start + len]),
+            Floats::F8(v, format) => Floats::F8(&v[start..start + len], format),
+        }
+    }
+}
+
+/// [`gemm_floats`], or where it declines, the product of the two operands widened to f32 (mixed
+/// types such as f32 with bf16, or no packing buffer to be had).
+pub(crate) fn gemm_floats_or_widen(
+    a: Floats<'_>,
+    b: Floats<'_>,
+    c: &mut [f32],
+    m: usize,
+    k: usize,
+    n: usize,
+) -> Result<(), Fail> {
+    if !gemm_floats(a, b, c, m, k, n) {
+        let (a, b) = (a.to_f32()?, b.to_f32()?);
+        gemm_f32(&a, &b, c, m, k, n);
+    }
+    Ok(())
+}
+
+/// `c[m×n] = a[m×k] · b[k×n]` in f32 with the chosen kernel, reading narrow operands in place.
+/// False, with `c` in any state, when the two are different types (other than two 8-bit
+/// formats) or the packed gemm declines; f32 operands never decline.
+pub(crate) fn gemm_floats(
+    a: Floats<'_>,
+    b: Floats<'_>,
+    c: &mut [f32],
+    m: usize,
+    k: usize,
+    n: usize,
+) -> bool {
+    gemm_floats_by(packed_gemm::chosen(), a, b, c, (m, k, n))
+}
+
+/// [`gemm_floats`] with a given kernel.
+pub(crate) fn gemm_floats_by(
+    kernel: Kernel,
+    a: Floats<'_>,
+    b: Floats<'_>,
+    c: &mut [f32],
+    (m, k, n): (usize, usize, usize),
+) -> bool {
+    let threads = threads_for(m.saturating_mul(n).saturating_mul(k), n / 16);
+    let dims = (m, k, n);
+    match (a, b) {
+        (Floats::F32(a), Floats::F32(b)) => {
+            gemm_f32_by(kernel, a, b, c, dims);
+            true
+        }
+        (Floats::Bf16(a), Floats::Bf16(b)) => {
+            packed_gemm::gemm(kernel, Bf16Bits(a), Bf16Bits(b), c, dims, threads)
+        }
+        (Floats::F16(a), Floats::F16(b)) => {
+            packed_gemm::gemm(kernel, F16Bits(a), F16Bits(b), c, dims, threads)
+        }
+        (Floats::F8(a, a_format), Floats::F8(b, b_format)) => {
+            let a = F8Bits { bits: a, values: packed_gemm::f8_values(a_format) };
+            let b = F8Bits { bits: b, values: packed_gemm::f8_values(b_format) };
+            packed_gemm::gemm(kernel, a, b, c, dims, threads)
+        }
+        _ => false,
+    }
 }
 
 macro_rules! float_gemm {
@@ -310,5 +516,38 @@ pub fn naive_matmul(a: &[f32], b: &[f32], c: &mut [f32], m: usize, k: usize, n: 
             }
             c[i * n + j] = sum;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_fast_f16_rounding_agrees_with_the_encoder() {
+        // Every sign, exponent and top mantissa bits, with the low 13 bits (the ones a normal
+        // half drops) at and around each rounding boundary, and a few from the middle.
+        let lows = [0, 1, 0x7ff, 0xfff, 0x1000, 0x1001, 0x17ff, 0x1800, 0x1fff, 0x0a5a];
+        for high in 0..1u32 << 19 {
+            for low in lows {
+                let x = f32::from_bits(high << 13 | low);
+                let expected = SmallFloat::F16.encode_f32(x) as u16;
+                assert_eq!(f32_to_f16(x), expected, "{x:e} ({:#010x})", x.to_bits());
+            }
+        }
+    }
+
+    #[test]
+    fn results_round_once_to_the_instruction_type() {
+        // 1 + 2^-11 is halfway between two halves and rounds to even (1.0); 1 + 3·2^-11 up.
+        let sums = vec![1.0 + 2f32.powi(-11), 1.0 + 3.0 * 2f32.powi(-11), 65520.0, -0.0];
+        let Ok(Data::F16(h)) = round_result(Data::F32(sums.clone()), ElementType::F16) else {
+            panic!("f16 result");
+        };
+        assert_eq!(h, [0x3c00, 0x3c02, 0x7c00, 0x8000]);
+        let Ok(Data::Bf16(b)) = round_result(Data::F32(sums), ElementType::Bf16) else {
+            panic!("bf16 result");
+        };
+        assert_eq!(b, [0x3f80, 0x3f80, 0x4780, 0x8000]);
     }
 }

@@ -57,6 +57,7 @@ use crate::dtype::ElementType;
 use crate::proto;
 pub use boundary::{Input, Output};
 pub use compile::Program;
+pub use dot::gemm_kernel;
 pub use opcodes::{
     EVALUATED_CUSTOM_CALLS, EVALUATED_OPCODES, is_evaluated, is_evaluated_custom_call,
 };

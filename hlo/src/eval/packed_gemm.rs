@@ -1,65 +1,258 @@
-//! An f32 gemm of our own for CPUs with AVX-512: packed panels and a register-blocked kernel,
-//! written in safe code over `pulp`'s SIMD types.
+//! Our f32 gemm: packed panels and a register-blocked kernel, written in safe code over `pulp`'s
+//! SIMD types, for AVX-512, AVX2+FMA and (not compiled on our machines) NEON, chosen at run time.
 //!
 //! Why it exists: matrixmultiply (behind ndarray's `general_mat_mul`) has no AVX-512 kernel, and
-//! its AVX2 one left the f32 dot at 0.41× of XLA on CPU, which uses AVX-512. `pulp` checks the CPU
-//! at run time and hands out a token (`V4`) whose methods are the AVX-512 instructions, behind a
-//! safe API, so the crate keeps `#![forbid(unsafe_code)]`.
+//! its AVX2 one left the f32 dot at 0.41× of XLA on CPU; and it multiplies only f32 and f64, so
+//! a narrow float operand had to be widened into a whole f32 copy first. `pulp` checks the CPU at
+//! run time and hands out a token (`V4` for AVX-512, `V3` for AVX2+FMA) whose methods are those
+//! instructions, behind a safe API, so the crate keeps `#![forbid(unsafe_code)]`.
 //!
 //! Design choices, the usual blocked gemm:
 //! - Each thread owns a stripe of `c`'s columns. Per block of [`KC`] rows of `b` and up to
-//!   [`NC_PANELS`] panels of `NR` columns (`NR` = two vectors, 32 floats with AVX-512), it packs
-//!   that block of `b` (zero past the stripe's last column), sized to stay in L2; then per
-//!   [`MR`] rows of `a` it packs their `KC` columns into a micro-panel (zero past the last row)
-//!   that stays in L1 while it meets every panel of the block.
+//!   [`NC_PANELS`] panels of `NR` columns (`NR` = two vectors: 32 floats with AVX-512, 16 with
+//!   AVX2), it packs that block of `b` (zero past the stripe's last column), sized to stay in L2;
+//!   then per `MR` rows of `a` it packs their `KC` columns into a micro-panel (zero past the last
+//!   row) that stays in L1 while it meets every panel of the block.
+//! - Operands are [`Source`]s: f32 slices, or bf16, f16 and f8 bits that the packing widens to
+//!   f32 a panel at a time, so a narrow operand is never copied whole (a 4 GiB f16 weight does
+//!   not become 8 GiB of f32). Sums are f32 in any case; the caller rounds `c` to the result
+//!   type once per element, as XLA on CPU does.
 //! - Packing buffers are kept on the calling thread between calls, since fresh ones would be
 //!   fresh mappings whose page faults cost about as much as the packing.
-//! - The kernel keeps an `MR × NR` tile of `c` in registers (12 × 2 = 24 of AVX-512's 32 vector
-//!   registers), and for each `p` broadcasts one `a` value per row against the two `b` vectors
-//!   with fused multiply-adds. Zero padding only ever feeds tile entries that are not stored, so
-//!   NaN and infinity propagate as in the textbook loop.
+//! - The kernel keeps an `MR × NR` tile of `c` in registers, and for each `p` broadcasts one `a`
+//!   value per row against the two `b` vectors with fused multiply-adds. The tile fills most of
+//!   the register file without spilling: 12 × 2 = 24 of AVX-512's (and NEON's) 32 registers,
+//!   6 × 2 = 12 of AVX2's 16 (the two `b` vectors and a broadcast take three more). Zero padding
+//!   only ever feeds tile entries that are not stored, so NaN and infinity propagate as in the
+//!   textbook loop.
 //! - The first `KC` block overwrites `c`, later ones add to it, so `c` needs no clearing.
-//! - The code is generic over `pulp::Simd`; only the AVX-512 token is dispatched to (tests also
-//!   run it over the scalar token, which exercises the same packing with one-lane vectors).
+//! - The code is generic over `pulp::Simd` and the tile height; [`Kernel`] names the
+//!   instantiations, and [`chosen`] picks the best the CPU runs unless `NRTSIM_GEMM` asks for
+//!   another (benches compare kernels that way; tests call [`gemm`] with each kernel directly,
+//!   so the AVX2 one is checked on AVX-512 machines too, and the portable one everywhere).
 
 use std::cell::RefCell;
+use std::sync::OnceLock;
 
 use pulp::Simd;
 
-/// Rows of the register tile.
-pub(crate) const MR: usize = 12;
+use crate::dtype::SmallFloat;
+
 /// Depth of a packed block: `KC × MR` of `a` stays in L1 while a block of `b` streams from L2.
 pub(crate) const KC: usize = 256;
-/// Panels of `b` per packed block: `KC × NC_PANELS × 32` floats is 512 KiB with AVX-512.
+/// Panels of `b` per packed block: `KC × NC_PANELS × NR` floats is 512 KiB with AVX-512, 256 KiB
+/// with AVX2.
 pub(crate) const NC_PANELS: usize = 16;
 /// The widest tile row this code is instantiated for (two 16-lane vectors).
 const MAX_NR: usize = 32;
+/// The tallest tile (the micro-panel buffer of `a` is sized for it).
+const MAX_MR: usize = 12;
 
-/// Runs `c[m×n] = a[m×k] · b[k×n]` (row-major) with the AVX-512 kernel over `threads` column
-/// stripes, and returns false, having done nothing, when the CPU has no AVX-512 or a packing
-/// buffer cannot be allocated (the caller then uses its general path).
-pub(crate) fn gemm_f32(
-    a: &[f32],
-    b: &[f32],
-    c: &mut [f32],
-    (m, k, n): (usize, usize, usize),
-    threads: usize,
-) -> bool {
-    #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
-    if let Some(simd) = pulp::x86::V4::try_new() {
-        return gemm_with(simd, a, b, c, (m, k, n), threads);
-    }
-    let _ = (a, b, c, m, k, n, threads);
-    false
+/// A gemm kernel of this module, or matrixmultiply's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kernel {
+    /// AVX-512 (`pulp::x86::V4`), a 12 × 32 tile.
+    Avx512,
+    /// AVX2 and FMA (`pulp::x86::V3`, x86-64-v3), a 6 × 16 tile.
+    Avx2,
+    /// aarch64 NEON (`pulp::aarch64::Neon`), a 12 × 8 tile. Written for, but never compiled on,
+    /// the x86-64 machines this crate is built and tested on: it is the generic kernel over one
+    /// more token.
+    Neon,
+    /// No SIMD token: f32 goes through matrixmultiply, narrow floats through this module's code
+    /// over `pulp::Scalar256b` (eight-lane arrays the compiler vectorises as it can), which keeps
+    /// their no-copy packing.
+    Portable,
 }
 
-/// Whether [`gemm_f32`] would run here (the CPU has AVX-512).
-pub(crate) fn available() -> bool {
-    #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
-    if pulp::x86::V4::try_new().is_some() {
-        return true;
+impl Kernel {
+    const ALL: [Kernel; 4] = [Kernel::Avx512, Kernel::Avx2, Kernel::Neon, Kernel::Portable];
+
+    /// The name `NRTSIM_GEMM` takes and benches print.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Kernel::Avx512 => "avx512",
+            Kernel::Avx2 => "avx2",
+            Kernel::Neon => "neon",
+            Kernel::Portable => "portable",
+        }
     }
-    false
+
+    /// Rows of the register tile (products with fewer rows than half of it are mostly padding).
+    pub(crate) fn tile_rows(self) -> usize {
+        match self {
+            Kernel::Avx512 | Kernel::Neon => 12,
+            Kernel::Avx2 | Kernel::Portable => 6,
+        }
+    }
+
+    /// Whether this CPU runs the kernel.
+    pub(crate) fn runs_here(self) -> bool {
+        match self {
+            #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+            Kernel::Avx512 => pulp::x86::V4::try_new().is_some(),
+            #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+            Kernel::Avx2 => pulp::x86::V3::try_new().is_some(),
+            #[cfg(target_arch = "aarch64")]
+            Kernel::Neon => pulp::aarch64::Neon::try_new().is_some(),
+            Kernel::Portable => true,
+            #[allow(unreachable_patterns)]
+            _ => false,
+        }
+    }
+}
+
+/// The kernel dot and convolution use: the first of AVX-512, AVX2, NEON that the CPU runs, else
+/// the portable one; or the one `NRTSIM_GEMM` names (`avx512`, `avx2`, `neon`, `portable`) when
+/// the CPU runs it. Read once; a name the CPU cannot run is ignored, so [`Kernel::name`] of this
+/// is what really runs.
+pub(crate) fn chosen() -> Kernel {
+    static CHOSEN: OnceLock<Kernel> = OnceLock::new();
+    *CHOSEN.get_or_init(|| {
+        let asked = std::env::var("NRTSIM_GEMM").ok();
+        let named = Kernel::ALL.into_iter().find(|k| asked.as_deref() == Some(k.name()));
+        named
+            .filter(|k| k.runs_here())
+            .or_else(|| Kernel::ALL.into_iter().find(|k| k.runs_here()))
+            .unwrap_or(Kernel::Portable)
+    })
+}
+
+/// A row-major operand, read by the packing, which widens it to f32.
+pub(crate) trait Source: Copy + Send + Sync {
+    /// How many elements it holds.
+    fn elements(&self) -> usize;
+    /// Elements `at .. at + dst.len()`, as f32.
+    fn widen(&self, at: usize, dst: &mut [f32]);
+    /// The values themselves when they are f32 (copied whole vectors at a time).
+    fn as_f32(&self) -> Option<&[f32]> {
+        None
+    }
+}
+
+impl Source for &[f32] {
+    fn elements(&self) -> usize {
+        <[f32]>::len(self)
+    }
+    fn widen(&self, at: usize, dst: &mut [f32]) {
+        dst.copy_from_slice(&self[at..at + dst.len()]);
+    }
+    fn as_f32(&self) -> Option<&[f32]> {
+        Some(self)
+    }
+}
+
+/// bfloat16 bits: the high half of an f32.
+#[derive(Clone, Copy)]
+pub(crate) struct Bf16Bits<'a>(pub(crate) &'a [u16]);
+
+impl Source for Bf16Bits<'_> {
+    fn elements(&self) -> usize {
+        self.0.len()
+    }
+    #[inline(always)]
+    fn widen(&self, at: usize, dst: &mut [f32]) {
+        let src = &self.0[at..at + dst.len()];
+        for (d, &s) in dst.iter_mut().zip(src) {
+            *d = f32::from_bits(u32::from(s) << 16);
+        }
+    }
+}
+
+/// IEEE binary16 bits.
+#[derive(Clone, Copy)]
+pub(crate) struct F16Bits<'a>(pub(crate) &'a [u16]);
+
+impl Source for F16Bits<'_> {
+    fn elements(&self) -> usize {
+        self.0.len()
+    }
+    #[inline(always)]
+    fn widen(&self, at: usize, dst: &mut [f32]) {
+        let src = &self.0[at..at + dst.len()];
+        for (d, &s) in dst.iter_mut().zip(src) {
+            *d = f16_to_f32(s);
+        }
+    }
+}
+
+/// binary16 to f32 without branches (so the packing loop vectorises): exponent and mantissa
+/// move to f32's places and are rescaled by 2^(127 − 15), which is exact for normal and subnormal
+/// halves alike; infinities and NaNs (exponent all ones) get f32's all-ones exponent instead.
+#[inline(always)]
+pub(crate) fn f16_to_f32(bits: u16) -> f32 {
+    let bits = u32::from(bits);
+    let sign = (bits & 0x8000) << 16;
+    let rest = bits & 0x7fff;
+    let scaled = f32::from_bits(rest << 13) * f32::from_bits((127 + 112) << 23);
+    let special = f32::from_bits(0x7f80_0000 | (rest << 13));
+    let magnitude = if rest >= 0x7c00 { special } else { scaled };
+    f32::from_bits(sign | magnitude.to_bits())
+}
+
+/// 8-bit float bits and the 256 values they stand for (one table per format, [`f8_values`]).
+#[derive(Clone, Copy)]
+pub(crate) struct F8Bits<'a> {
+    pub(crate) bits: &'a [u8],
+    pub(crate) values: &'a [f32; 256],
+}
+
+impl Source for F8Bits<'_> {
+    fn elements(&self) -> usize {
+        self.bits.len()
+    }
+    #[inline(always)]
+    fn widen(&self, at: usize, dst: &mut [f32]) {
+        let src = &self.bits[at..at + dst.len()];
+        for (d, &s) in dst.iter_mut().zip(src) {
+            *d = self.values[usize::from(s)];
+        }
+    }
+}
+
+/// The values of the 256 bit patterns of an 8-bit format, built once per format.
+pub(crate) fn f8_values(format: SmallFloat) -> &'static [f32; 256] {
+    static TABLES: [OnceLock<[f32; 256]>; 3] = [OnceLock::new(), OnceLock::new(), OnceLock::new()];
+    let slot = match format {
+        SmallFloat::F8e5m2 => 0,
+        SmallFloat::F8e4m3fn => 1,
+        _ => 2,
+    };
+    TABLES[slot].get_or_init(|| std::array::from_fn(|bits| format.decode(bits as u32)))
+}
+
+/// Runs `c[m×n] = a[m×k] · b[k×n]` (row-major) with `kernel` over `threads` column stripes, and
+/// returns false, having done nothing, when the CPU does not run that kernel, the lengths do not
+/// fit the dimensions, or a packing buffer cannot be allocated (the caller then uses its general
+/// path). [`Kernel::Portable`] runs this module's code over scalar lanes.
+pub(crate) fn gemm<A: Source, B: Source>(
+    kernel: Kernel,
+    a: A,
+    b: B,
+    c: &mut [f32],
+    dims: (usize, usize, usize),
+    threads: usize,
+) -> bool {
+    match kernel {
+        #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+        Kernel::Avx512 => match pulp::x86::V4::try_new() {
+            Some(simd) => gemm_with::<_, 12, _, _>(simd, a, b, c, dims, threads),
+            None => false,
+        },
+        #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+        Kernel::Avx2 => match pulp::x86::V3::try_new() {
+            Some(simd) => gemm_with::<_, 6, _, _>(simd, a, b, c, dims, threads),
+            None => false,
+        },
+        #[cfg(target_arch = "aarch64")]
+        Kernel::Neon => match pulp::aarch64::Neon::try_new() {
+            Some(simd) => gemm_with::<_, 12, _, _>(simd, a, b, c, dims, threads),
+            None => false,
+        },
+        Kernel::Portable => gemm_with::<_, 6, _, _>(pulp::Scalar256b, a, b, c, dims, threads),
+        #[allow(unreachable_patterns)]
+        _ => false,
+    }
 }
 
 /// Lanes of `S`'s f32 vector, and so `NR = 2 × lanes`.
@@ -67,17 +260,24 @@ fn lanes<S: Simd>() -> usize {
     size_of::<S::f32s>() / size_of::<f32>()
 }
 
-/// [`gemm_f32`] with a given SIMD token; `c` must hold `m × n` values, `a` `m × k`, `b` `k × n`.
-pub(crate) fn gemm_with<S: Simd + Send + Sync>(
+/// [`gemm`] with a given SIMD token and tile height `MR`; `c` must hold `m × n` values, `a`
+/// `m × k`, `b` `k × n`.
+pub(crate) fn gemm_with<S: Simd + Send + Sync, const MR: usize, A: Source, B: Source>(
     simd: S,
-    a: &[f32],
-    b: &[f32],
+    a: A,
+    b: B,
     c: &mut [f32],
     (m, k, n): (usize, usize, usize),
     threads: usize,
 ) -> bool {
     let nr = 2 * lanes::<S>();
-    if nr > MAX_NR || a.len() != m * k || b.len() != k * n || c.len() != m * n {
+    let fits = |len: usize, rows: usize, cols: usize| rows.checked_mul(cols) == Some(len);
+    if nr > MAX_NR
+        || MR > MAX_MR
+        || !fits(a.elements(), m, k)
+        || !fits(b.elements(), k, n)
+        || !fits(c.len(), m, n)
+    {
         return false;
     }
     if m == 0 || n == 0 {
@@ -109,9 +309,9 @@ pub(crate) fn gemm_with<S: Simd + Send + Sync>(
         }
     }
     let b_len = KC * (NC_PANELS * nr).min(n_panels * nr);
-    let Some(mut buffers) = Buffers::take(threads, b_len, KC * MR) else { return false };
+    let Some(mut buffers) = Buffers::take(threads, b_len, KC * MAX_MR) else { return false };
     let job = |(index, (mut rows, (b_block, a_panel))): (usize, (Vec<&mut [f32]>, _))| {
-        simd.vectorize(Stripe {
+        simd.vectorize(Stripe::<MR, A, B> {
             a,
             b,
             m,
@@ -180,9 +380,9 @@ impl Buffers {
 }
 
 /// One thread's share: every row of `c`, the columns `col0 .. col0 + rows[_].len()`.
-struct Stripe<'a, 'r> {
-    a: &'a [f32],
-    b: &'a [f32],
+struct Stripe<'a, 'r, const MR: usize, A, B> {
+    a: A,
+    b: B,
     m: usize,
     k: usize,
     n: usize,
@@ -192,11 +392,12 @@ struct Stripe<'a, 'r> {
     a_panel: &'r mut Vec<f32>,
 }
 
-impl pulp::WithSimd for Stripe<'_, '_> {
+impl<const MR: usize, A: Source, B: Source> pulp::WithSimd for Stripe<'_, '_, MR, A, B> {
     type Output = ();
 
     // Inlined into pulp's `vectorize`, which is compiled with the token's target features: the
-    // kernel below must be inlined into it as well, or it would be built without them.
+    // kernel and the widening below must be inlined into it as well, or they would be built
+    // without them.
     #[inline(always)]
     fn with_simd<S: Simd>(self, simd: S) {
         let Stripe { a, b, m, k, n, col0, rows, b_block, a_panel } = self;
@@ -208,8 +409,8 @@ impl pulp::WithSimd for Stripe<'_, '_> {
             for pc in (0..k).step_by(KC) {
                 let kc = KC.min(k - pc);
                 // The block of `b`: per panel, per row `p`, `NR` values (zero past the stripe).
-                // Whole panels are copied as two vectors: a `memcpy` call per 128 bytes cost
-                // more than the copy.
+                // Whole f32 panels are copied as two vectors: a `memcpy` call per 128 bytes
+                // cost more than the copy. Narrow ones are widened through a spill row.
                 if b_block.len() < panels * kc * nr {
                     b_block.resize(panels * kc * nr, 0.0);
                 }
@@ -220,15 +421,18 @@ impl pulp::WithSimd for Stripe<'_, '_> {
                     let w = nr.min(col0 + width - j0);
                     let dst = &mut block_steps[panel * kc..(panel + 1) * kc];
                     for (p, dst) in (pc..pc + kc).zip(dst) {
-                        let src = &b[p * n + j0..p * n + j0 + w];
-                        if w == nr {
-                            let (src, _) = S::as_simd_f32s(src);
-                            dst.copy_from_slice(&src[..2]);
-                        } else {
-                            let mut spill = [0.0f32; MAX_NR];
-                            spill[..w].copy_from_slice(src);
-                            let (spill, _) = S::as_simd_f32s(&spill[..nr]);
-                            dst.copy_from_slice(&spill[..2]);
+                        let at = p * n + j0;
+                        match b.as_f32() {
+                            Some(b) if w == nr => {
+                                let (src, _) = S::as_simd_f32s(&b[at..at + w]);
+                                dst.copy_from_slice(&src[..2]);
+                            }
+                            _ => {
+                                let mut spill = [0.0f32; MAX_NR];
+                                b.widen(at, &mut spill[..w]);
+                                let (spill, _) = S::as_simd_f32s(&spill[..nr]);
+                                dst.copy_from_slice(&spill[..2]);
+                            }
                         }
                     }
                 }
@@ -242,8 +446,16 @@ impl pulp::WithSimd for Stripe<'_, '_> {
                     // row `m`), packed here, where it stays in L1 for the panels below.
                     let live = MR.min(m - r0);
                     let (a_steps, _) = a_panel[..kc * MR].as_chunks_mut::<MR>();
+                    let mut spill = [0.0f32; KC];
                     for i in 0..live {
-                        let row = &a[(r0 + i) * k + pc..(r0 + i) * k + pc + kc];
+                        let at = (r0 + i) * k + pc;
+                        let row = match a.as_f32() {
+                            Some(a) => &a[at..at + kc],
+                            None => {
+                                a.widen(at, &mut spill[..kc]);
+                                &spill[..kc]
+                            }
+                        };
                         for (step, &x) in a_steps.iter_mut().zip(row) {
                             step[i] = x;
                         }
@@ -266,7 +478,11 @@ impl pulp::WithSimd for Stripe<'_, '_> {
 
 /// The register tile: `Σ_p a[i][p] · b[p][0..NR]` for the panel's `MR` rows.
 #[inline(always)]
-fn tile<S: Simd>(simd: S, a: &[[f32; MR]], b: &[[S::f32s; 2]]) -> [[S::f32s; 2]; MR] {
+fn tile<S: Simd, const MR: usize>(
+    simd: S,
+    a: &[[f32; MR]],
+    b: &[[S::f32s; 2]],
+) -> [[S::f32s; 2]; MR] {
     let mut acc = [[simd.splat_f32s(0.0); 2]; MR];
     for (a_p, b_p) in a.iter().zip(b) {
         for (acc_row, &x) in acc.iter_mut().zip(a_p) {
@@ -280,7 +496,7 @@ fn tile<S: Simd>(simd: S, a: &[[f32; MR]], b: &[[S::f32s; 2]]) -> [[S::f32s; 2];
 
 /// Writes (`first`) or adds the tile's first `w` columns to `rows[_][lc..lc + w]`.
 #[inline(always)]
-fn store<S: Simd>(
+fn store<S: Simd, const MR: usize>(
     simd: S,
     tile: &[[S::f32s; 2]; MR],
     rows: &mut [&mut [f32]],
@@ -309,15 +525,17 @@ fn store<S: Simd>(
 
 #[cfg(test)]
 mod tests {
-    //! The kernel against the textbook loop (`dot::naive_matmul`) on shapes that cross every
-    //! block edge: rows past a multiple of `MR`, columns past a multiple of `NR` and of a packed
-    //! block, depth past `KC`, empty dimensions, and NaN/infinity. Small integer inputs make
-    //! every sum exact in f32, so the two must agree exactly whatever the summation order.
+    //! Every kernel this CPU runs (the AVX2 one on AVX-512 machines too) against the textbook
+    //! loop (`dot::naive_matmul`) on shapes that cross every block edge: rows past a multiple of
+    //! `MR`, columns past a multiple of `NR` and of a packed block, depth past `KC`, empty
+    //! dimensions, and NaN/infinity. Small integer inputs make every sum exact in f32, so the two
+    //! must agree exactly whatever the summation order; narrow operands hold the same integers
+    //! (exact in every format), so their products must match the f32 loop exactly too.
 
     use super::super::dot::{gemm_f32 as dispatched, naive_matmul};
     use super::*;
 
-    const SHAPES: [(usize, usize, usize); 14] = [
+    const SHAPES: [(usize, usize, usize); 15] = [
         (1, 1, 1),
         (17, 33, 5),
         (0, 4, 4),
@@ -331,6 +549,7 @@ mod tests {
         (11, 513, 31),
         (24, 1, 17),
         (6, 64, 16),
+        (7, 17, 15),
         (40, 40, 600),
     ];
 
@@ -345,6 +564,13 @@ mod tests {
                 (state % 7) as f32 - 3.0
             })
             .collect()
+    }
+
+    /// The kernels this CPU runs, each with its name.
+    fn kernels_here() -> Vec<Kernel> {
+        let here: Vec<Kernel> = Kernel::ALL.into_iter().filter(|k| k.runs_here()).collect();
+        println!("kernels run here: {:?}", here.iter().map(|k| k.name()).collect::<Vec<_>>());
+        here
     }
 
     /// Runs `gemm` on each shape against the naive loop; `c` starts as garbage, which the gemm
@@ -365,21 +591,34 @@ mod tests {
     fn scalar_tokens_match_the_naive_loop_on_odd_shapes() {
         for threads in [1, 2, 3] {
             check("scalar", |a, b, c, m, k, n| {
-                gemm_with(pulp::Scalar, a, b, c, (m, k, n), threads)
+                gemm_with::<_, 12, _, _>(pulp::Scalar, a, b, c, (m, k, n), threads)
             });
             let wide = pulp::Scalar512b;
-            check("scalar512b", |a, b, c, m, k, n| gemm_with(wide, a, b, c, (m, k, n), threads));
+            check("scalar512b", |a, b, c, m, k, n| {
+                gemm_with::<_, 12, _, _>(wide, a, b, c, (m, k, n), threads)
+            });
+            let avx2_like = pulp::Scalar256b;
+            check("scalar256b", |a, b, c, m, k, n| {
+                gemm_with::<_, 6, _, _>(avx2_like, a, b, c, (m, k, n), threads)
+            });
         }
     }
 
     #[test]
-    fn avx512_matches_the_naive_loop_on_odd_shapes() {
-        if !available() {
-            println!("no AVX-512 on this CPU: the kernel is checked through Scalar512b only");
-            return;
+    fn every_kernel_here_matches_the_naive_loop_on_odd_shapes() {
+        for kernel in kernels_here() {
+            for threads in [1, 2, 3] {
+                check(kernel.name(), |a, b, c, m, k, n| gemm(kernel, a, b, c, (m, k, n), threads));
+            }
         }
-        for threads in [1, 2, 3] {
-            check("avx512", |a, b, c, m, k, n| gemm_f32(a, b, c, (m, k, n), threads));
+    }
+
+    #[test]
+    fn the_avx2_kernel_is_tested_wherever_avx512_runs() {
+        // The AVX2 kernel is what most x86 machines get: an AVX-512 test machine must not be the
+        // reason it goes unchecked.
+        if Kernel::Avx512.runs_here() {
+            assert!(Kernel::Avx2.runs_here());
         }
     }
 
@@ -389,6 +628,54 @@ mod tests {
             dispatched(a, b, c, m, k, n);
             true
         });
+    }
+
+    /// `values` in a narrow format's bits, through the crate's one encoder.
+    fn encode16(format: SmallFloat, values: &[f32]) -> Vec<u16> {
+        values.iter().map(|&x| format.encode_f32(x) as u16).collect()
+    }
+
+    fn encode8(format: SmallFloat, values: &[f32]) -> Vec<u8> {
+        values.iter().map(|&x| format.encode_f32(x) as u8).collect()
+    }
+
+    #[test]
+    fn narrow_operands_widened_while_packing_match_the_naive_loop() {
+        for kernel in kernels_here() {
+            check("bf16", |a, b, c, m, k, n| {
+                let (a, b) = (encode16(SmallFloat::Bf16, a), encode16(SmallFloat::Bf16, b));
+                gemm(kernel, Bf16Bits(&a), Bf16Bits(&b), c, (m, k, n), 2)
+            });
+            check("f16", |a, b, c, m, k, n| {
+                let (a, b) = (encode16(SmallFloat::F16, a), encode16(SmallFloat::F16, b));
+                gemm(kernel, F16Bits(&a), F16Bits(&b), c, (m, k, n), 2)
+            });
+            for format in [SmallFloat::F8e5m2, SmallFloat::F8e4m3fn, SmallFloat::F8e4m3] {
+                check("f8", |a, b, c, m, k, n| {
+                    let (a, b) = (encode8(format, a), encode8(format, b));
+                    let values = f8_values(format);
+                    let (a, b) = (F8Bits { bits: &a, values }, F8Bits { bits: &b, values });
+                    gemm(kernel, a, b, c, (m, k, n), 1)
+                });
+            }
+            // Mixed operands: f32 times bf16.
+            check("f32·bf16", |a, b, c, m, k, n| {
+                let b = encode16(SmallFloat::Bf16, b);
+                gemm(kernel, a, Bf16Bits(&b), c, (m, k, n), 1)
+            });
+        }
+    }
+
+    #[test]
+    fn the_branchless_f16_widening_agrees_with_the_decoder_on_every_pattern() {
+        for bits in 0..=u16::MAX {
+            let (fast, exact) = (f16_to_f32(bits), SmallFloat::F16.decode(u32::from(bits)));
+            if exact.is_nan() {
+                assert!(fast.is_nan(), "{bits:#06x}: {fast} against NaN");
+            } else {
+                assert_eq!(fast.to_bits(), exact.to_bits(), "{bits:#06x}: {fast} against {exact}");
+            }
+        }
     }
 
     #[test]
@@ -407,8 +694,17 @@ mod tests {
             got.iter().zip(&expected).all(|(g, e)| (g.is_nan() && e.is_nan()) || g == e)
         };
         let mut got = vec![0.0; m * n];
-        assert!(gemm_with(pulp::Scalar512b, &a, &b, &mut got, (m, k, n), 2));
+        assert!(gemm_with::<_, 12, _, _>(pulp::Scalar512b, &a[..], &b[..], &mut got, (m, k, n), 2));
         assert!(same(&got), "scalar512b: {got:?}\nnaive: {expected:?}");
+        for kernel in kernels_here() {
+            let mut got = vec![0.0; m * n];
+            assert!(gemm(kernel, &a[..], &b[..], &mut got, (m, k, n), 2));
+            assert!(same(&got), "{}: {got:?}\nnaive: {expected:?}", kernel.name());
+            let (a16, b16) = (encode16(SmallFloat::F16, &a), encode16(SmallFloat::F16, &b));
+            let mut got = vec![0.0; m * n];
+            assert!(gemm(kernel, F16Bits(&a16), F16Bits(&b16), &mut got, (m, k, n), 2));
+            assert!(same(&got), "{} f16: {got:?}\nnaive: {expected:?}", kernel.name());
+        }
         let mut got = vec![0.0; m * n];
         dispatched(&a, &b, &mut got, m, k, n);
         assert!(same(&got), "dispatched: {got:?}\nnaive: {expected:?}");
@@ -421,15 +717,24 @@ mod tests {
         let b: Vec<f32> = small_integers(k * n, 9).iter().map(|x| x * 1.3 - 0.29).collect();
         let mut expected = vec![0.0; m * n];
         naive_matmul(&a, &b, &mut expected, m, k, n);
+        let mut results = Vec::new();
+        for kernel in kernels_here() {
+            let mut got = vec![0.0; m * n];
+            assert!(gemm(kernel, &a[..], &b[..], &mut got, (m, k, n), 2));
+            results.push((kernel.name(), got));
+        }
         let mut got = vec![0.0; m * n];
         dispatched(&a, &b, &mut got, m, k, n);
-        for i in 0..m {
-            for j in 0..n {
-                // Both sums are within k·ε·Σ|a·b| of the exact one.
-                let magnitude: f32 = (0..k).map(|p| (a[i * k + p] * b[p * n + j]).abs()).sum();
-                let bound = 2.0 * k as f32 * f32::EPSILON * magnitude;
-                let (g, e) = (got[i * n + j], expected[i * n + j]);
-                assert!((g - e).abs() <= bound, "[{i}][{j}]: {g} against {e} (bound {bound})");
+        results.push(("dispatched", got));
+        for (name, got) in results {
+            for i in 0..m {
+                for j in 0..n {
+                    // Both sums are within k·ε·Σ|a·b| of the exact one.
+                    let magnitude: f32 = (0..k).map(|p| (a[i * k + p] * b[p * n + j]).abs()).sum();
+                    let bound = 2.0 * k as f32 * f32::EPSILON * magnitude;
+                    let (g, e) = (got[i * n + j], expected[i * n + j]);
+                    assert!((g - e).abs() <= bound, "{name} [{i}][{j}]: {g} against {e} ({bound})");
+                }
             }
         }
     }
@@ -437,7 +742,8 @@ mod tests {
     #[test]
     fn mismatched_lengths_are_declined_without_touching_c() {
         let mut c = vec![7.0; 4];
-        assert!(!gemm_with(pulp::Scalar, &[1.0; 3], &[1.0; 4], &mut c, (2, 2, 2), 1));
+        let (a, b) = ([1.0f32; 3], [1.0f32; 4]);
+        assert!(!gemm_with::<_, 6, _, _>(pulp::Scalar, &a[..], &b[..], &mut c, (2, 2, 2), 1));
         assert_eq!(c, [7.0; 4]);
     }
 }

@@ -827,6 +827,28 @@ def _(rng):
     ]
 
 
+# Narrow dot and convolution deep enough (K = 1024 and 1152) for the order of the f32 sums to
+# matter: both sides sum in f32 and round to the narrow type once per output element.
+@case("dot_conv_narrow_floats_deep", tol=[accum(1024), accum(1024), accum(1152), accum(1152)])
+def _(rng):
+    def f(a, b, h, g, x, w, y, v):
+        conv = lambda x, w: lax.conv_general_dilated(
+            x, w, (1, 1), "SAME", dimension_numbers=("NCHW", "OIHW", "NCHW")
+        )
+        return a @ b, h @ g, conv(x, w), conv(y, v)
+
+    return f, [
+        normal(rng, (20, 1024), BF16),
+        normal(rng, (1024, 40), BF16),
+        normal(rng, (20, 1024), np.float16),
+        normal(rng, (1024, 40), np.float16, 0.25),
+        normal(rng, (2, 128, 7, 7), BF16),
+        normal(rng, (24, 128, 3, 3), BF16),
+        normal(rng, (2, 128, 7, 7), np.float16),
+        normal(rng, (24, 128, 3, 3), np.float16, 0.25),
+    ]
+
+
 @case("conv_large_f32", tol=accum(288))
 def _(rng):
     def f(x, w):
