@@ -136,3 +136,110 @@ fn a_large_input_is_held_once_and_the_peak_stays_within_the_arrays_plus_a_consta
         "peak RSS {peak} bytes, expected at most {arrays} of arrays plus {BASELINE}"
     );
 }
+
+/// The f16 bits of the small integers -2..=2.
+const F16_OF: [u16; 5] = [0xc000, 0xbc00, 0x0000, 0x3c00, 0x4000];
+
+/// `y[k, n]` of the scaled weight matmul: a small integer, so every sum is exact in f16.
+fn weight(k: usize, n: usize) -> i64 {
+    ((k + 2 * n) % 5) as i64 - 2
+}
+
+#[test]
+fn a_weight_matmul_through_nrt_execute_holds_each_array_at_most_twice() {
+    // The scaled form of `tests/python/weight_matmul.py`'s x f16[128,32768] @ y f16[32768,65536]
+    // (y 4 GiB): y is 128 MiB, so a third copy of it would not hide in the constant.
+    let (m, k, n) = (2, 8192, 8192);
+    let dir = scratch("memory-matmul");
+    let module = dir.join("matmul.hlo");
+    std::fs::write(
+        &module,
+        format!(
+            "HloModule weight_matmul\n\nENTRY main {{\n  x = f16[{m},{k}] parameter(0)\n  y = f16[{k},{n}] parameter(1)\n  ROOT out = f16[{m},{n}] dot(x, y), lhs_contracting_dims={{1}}, rhs_contracting_dims={{0}}\n}}\n"
+        ),
+    )
+    .unwrap();
+    let neff = dir.join("matmul.neff");
+    let compiled = nrtsim(&[
+        "compile",
+        "--framework",
+        "XLA",
+        s(&module),
+        "--target",
+        "trn1",
+        "--output",
+        s(&neff),
+    ]);
+    assert!(compiled.status.success(), "{}", stderr(&compiled));
+    // x row 0 is all ones, row 1 is 1 at odd k: the sums of y's column and of its odd rows.
+    let x_path = dir.join("x.npy");
+    let x: Vec<u8> = (0..m * k)
+        .flat_map(|i| if i / k == 0 || (i % k) % 2 == 1 { 0x3c00u16 } else { 0 }.to_le_bytes())
+        .collect();
+    std::fs::write(&x_path, abi::neff::npy::encode("<f2", &[m as u64, k as u64], &x).unwrap())
+        .unwrap();
+    let y_path = dir.join("y.npy");
+    let header = abi::neff::npy::encode_header("<f2", &[k as u64, n as u64], 2 * (k * n) as u64);
+    let mut file = std::io::BufWriter::new(std::fs::File::create(&y_path).unwrap());
+    file.write_all(&header.unwrap()).unwrap();
+    for row in 0..k {
+        for col in 0..n {
+            file.write_all(&F16_OF[(weight(row, col) + 2) as usize].to_le_bytes()).unwrap();
+        }
+    }
+    file.flush().unwrap();
+    drop(file);
+    let out_dir = dir.join("out");
+    let x_input = format!("input0={}", s(&x_path));
+    let y_input = format!("input1={}", s(&y_path));
+    let output = nrtsim(&[
+        "run",
+        s(&neff),
+        "--input",
+        &x_input,
+        "--input",
+        &y_input,
+        "--output-dir",
+        s(&out_dir),
+        "--report-peak-rss",
+    ]);
+    let message = stderr(&output);
+    assert!(output.status.success(), "{message}");
+    let bytes = std::fs::read(out_dir.join("output0.npy")).unwrap();
+    let header = abi::neff::npy::parse_header("output", &bytes).unwrap();
+    let got: Vec<u16> = bytes[header.data_offset..]
+        .chunks_exact(2)
+        .map(|c| u16::from_le_bytes([c[0], c[1]]))
+        .collect();
+    for col in [0, 1, 2, 3, 4, 777, n - 1] {
+        let all: i64 = (0..k).map(|row| weight(row, col)).sum();
+        let odd: i64 = (1..k).step_by(2).map(|row| weight(row, col)).sum();
+        for (row, want) in [(0, all), (1, odd)] {
+            let value = f16_value(got[row * n + col]);
+            assert_eq!(value, want as f32, "out[{row},{col}]");
+        }
+    }
+    let peak: u64 = message
+        .lines()
+        .find_map(|line| line.strip_prefix("peak RSS: "))
+        .and_then(|rest| rest.strip_suffix(" bytes"))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no peak RSS line in: {message}"));
+    // Device memory holds the inputs and the output; the interpreter one more copy of the
+    // inputs, its result, and the copy read back for the file.
+    let inputs = 2 * (m * k + k * n) as u64;
+    let outputs = 2 * (m * n) as u64;
+    let bound = 2 * inputs + 3 * outputs + BASELINE;
+    assert!(peak <= bound, "peak RSS {peak} bytes, expected at most {bound}");
+}
+
+/// An f16's value, decoded by hand (normal numbers and zero, which is all this test makes).
+fn f16_value(bits: u16) -> f32 {
+    let sign = if bits & 0x8000 != 0 { -1.0 } else { 1.0 };
+    let exponent = i32::from((bits >> 10) & 0x1f);
+    let mantissa = f32::from(bits & 0x3ff);
+    if exponent == 0 {
+        return sign * mantissa * 2f32.powi(-24);
+    }
+    sign * (1.0 + mantissa / 1024.0) * 2f32.powi(exponent - 15)
+}

@@ -60,7 +60,8 @@ pub(crate) struct RunArgs {
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
     pub(crate) repeat: u64,
     /// The largest file read (the NEFF, the metaneff, `--hlo`, each `.npy` and `.safetensors`),
-    /// in bytes; each is held in memory whole.
+    /// in bytes; each is held in memory whole, except a `.npy` input without --metaneff, which
+    /// is copied into its device tensor in chunks.
     #[arg(long, value_name = "BYTES", default_value_t = input::DEFAULT_MAX_RUN_BYTES)]
     pub(crate) max_input_bytes: u64,
     /// The work one launch may do, in element-operations, or `none` (overrides
@@ -71,6 +72,11 @@ pub(crate) struct RunArgs {
     /// default none); a launch over it fails with NRT_TIMEOUT.
     #[arg(long, value_name = "MS")]
     pub(crate) launch_timeout_ms: Option<u64>,
+    /// After the launch, print the process's peak resident memory (Linux's VmHWM) to standard
+    /// error: device memory holds the inputs and outputs, the interpreter one more copy of each
+    /// and its live intermediates.
+    #[arg(long)]
+    pub(crate) report_peak_rss: bool,
 }
 
 impl RunArgs {
@@ -284,9 +290,19 @@ fn write_input(
 /// Runs `nrtsim run`; returns whether the launch succeeded (1003 counts as a failure of the
 /// command, after the outputs are written).
 pub(crate) fn run(args: RunArgs) -> Result<bool> {
-    if args.metaneff.is_some() {
-        return crate::run_bind::run(&args);
+    let launched =
+        if args.metaneff.is_some() { crate::run_bind::run(&args) } else { run_neff(&args) };
+    if args.report_peak_rss {
+        match input::peak_rss_bytes() {
+            Some(bytes) => eprintln!("peak RSS: {bytes} bytes"),
+            None => eprintln!("peak RSS: unavailable (no VmHWM in /proc/self/status)"),
+        }
     }
+    launched
+}
+
+/// `nrtsim run` of a NEFF without a metaneff.
+fn run_neff(args: &RunArgs) -> Result<bool> {
     if args.weights.is_some() || args.print || args.repeat != 1 {
         bail!(
             "--weights, --print and --repeat need --metaneff (they run through the binding layer)"
@@ -296,11 +312,11 @@ pub(crate) fn run(args: RunArgs) -> Result<bool> {
     let mut description = sim::neff_load::describe_neff(&neff).map_err(|err| {
         anyhow!("{}: {} ({})", args.neff.display(), err.detail, err.status.name())
     })?;
-    if let Some((hlo, origin)) = program(&args, description.hlo.is_some())? {
+    if let Some((hlo, origin)) = program(args, description.hlo.is_some())? {
         description.hlo = Some(hlo);
         description.hlo_origin = origin;
     }
-    let inputs = read_inputs(&args, &description.inputs)?;
+    let inputs = read_inputs(args, &description.inputs)?;
     let mut config = SimConfig { warnings_to_stderr: !args.allow_opaque, ..SimConfig::from_env()? };
     args.apply_limits(&mut config);
     let runtime = SimRuntime::new(config).map_err(|err| anyhow!("{err}"))?;
