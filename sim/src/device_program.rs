@@ -40,14 +40,21 @@
 //!   the runtime reports as `NRT_TIMEOUT` with the outputs unwritten, the status libnrt gives an
 //!   execution that overruns its own execution timeout (`docs/limits.md`).
 //! - **Layouts at the boundary.** A parameter or result with a non-default layout is read from or
-//!   written to the variable's bytes in that physical order (`Array::from_physical`).
+//!   written to the variable's bytes in that physical order (`Input::from_physical`,
+//!   `Output::write_physical`).
+//! - **One copy each way.** A launch reads each argument from device memory once, straight into
+//!   the interpreter's typed storage ([`DeviceProgram::read_inputs`], fallible), and writes each
+//!   result once, straight from that storage into the output variable ([`Written::write_into`]).
+//!   Device memory is memory C may write while the interpreter runs, so it is copied rather than
+//!   borrowed; a launch's peak is its device memory plus one copy of the arguments, the live
+//!   intermediates and the results (`docs/limits.md`).
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use abi::dtype::Dltype;
-use hlo::eval::{Array, EvalOptions, Program, Value};
+use hlo::eval::{EvalOptions, Input, Output, Program};
 use hlo::proto::{HloModuleProto, PrimitiveType, ShapeProto};
 use sha2::{Digest, Sha256};
 
@@ -167,7 +174,6 @@ struct Leaf {
 #[derive(Debug)]
 pub struct DeviceProgram {
     source: Vec<u8>,
-    module: HloModuleProto,
     collective: bool,
     program: Program,
     options: EvalOptions,
@@ -317,7 +323,6 @@ impl DeviceProgram {
         });
         Ok(DeviceProgram {
             source: bytes.to_vec(),
-            module,
             collective,
             program,
             options: EvalOptions::default(),
@@ -339,63 +344,65 @@ impl DeviceProgram {
         self.collective
     }
 
-    /// The arguments of one launch, as bytes, in parameter order.
-    pub fn read_args(&self, mut read: impl FnMut(usize, usize) -> Vec<u8>) -> Vec<Vec<u8>> {
-        self.params.iter().map(|leaf| read(leaf.io, leaf.bytes)).collect()
+    /// The arguments of one launch in the interpreter's storage, in parameter order:
+    /// `read(i, n)` gives the first `n` bytes of input variable `i` (device memory, borrowed),
+    /// each copied once, put in logical order during that copy when the parameter has a
+    /// layout.
+    ///
+    /// # Errors
+    /// [`LaunchError::Failed`] when an argument's storage cannot be allocated.
+    pub fn read_inputs<'a>(
+        &self,
+        mut read: impl FnMut(usize, usize) -> &'a [u8],
+    ) -> Result<Vec<Input>, LaunchError> {
+        let mut inputs = Vec::new();
+        inputs.try_reserve_exact(self.params.len()).map_err(|_| {
+            LaunchError::Failed(format!("no memory for a list of {} arguments", self.params.len()))
+        })?;
+        for (index, leaf) in self.params.iter().enumerate() {
+            let bytes = read(leaf.io, leaf.bytes);
+            let input = match &leaf.layout {
+                Some(layout) => Input::from_physical(leaf.ty, &leaf.dims, layout, bytes),
+                None => Input::from_le_bytes(leaf.ty, &leaf.dims, bytes),
+            }
+            .map_err(|err| LaunchError::Failed(format!("parameter {index}: {err}")))?;
+            inputs.push(input);
+        }
+        Ok(inputs)
     }
 
-    fn arrays(&self, args: &[Vec<u8>]) -> Result<Vec<Array>, String> {
-        self.params
-            .iter()
-            .zip(args)
-            .map(|(leaf, bytes)| {
-                match &leaf.layout {
-                    Some(layout) => {
-                        Array::from_physical(leaf.ty, leaf.dims.clone(), layout, bytes.clone())
-                    }
-                    None => Array::new(leaf.ty, leaf.dims.clone(), bytes.clone()),
-                }
-                .map_err(|err| err.to_string())
-            })
-            .collect()
-    }
-
-    fn export(&self, value: &Value) -> Result<Vec<(usize, Vec<u8>)>, String> {
-        let arrays: Vec<&Array> = value.flatten();
-        if arrays.len() != self.results.len() {
-            return Err(format!(
+    /// Pairs a run's result leaves with the output variables they go to.
+    fn written(&self, outputs: Vec<Output>) -> Result<Written, LaunchError> {
+        if outputs.len() != self.results.len() {
+            return Err(LaunchError::Failed(format!(
                 "the module returned {} arrays, expected {}",
-                arrays.len(),
+                outputs.len(),
                 self.results.len()
-            ));
+            )));
         }
-        let mut written = Vec::with_capacity(arrays.len());
-        for (leaf, array) in self.results.iter().zip(arrays) {
-            let Some(leaf) = leaf else { continue };
-            let bytes = match &leaf.layout {
-                Some(layout) => array.to_physical(layout).map_err(|err| err.to_string())?,
-                None => array.bytes.clone(),
-            };
-            written.push((leaf.io, bytes));
-        }
-        Ok(written)
+        let leaves = self
+            .results
+            .iter()
+            .zip(outputs)
+            .filter_map(|(leaf, output)| {
+                leaf.as_ref().map(|leaf| (leaf.io, leaf.layout.clone(), output))
+            })
+            .collect();
+        Ok(Written { leaves })
     }
 
-    /// Runs every rank of one SPMD launch: `args_per_rank[r]` are rank `r`'s arguments (as
-    /// [`DeviceProgram::read_args`] gives them); the result is, per rank, what to write.
+    /// Runs every rank of one SPMD launch: `inputs_per_rank[r]` are rank `r`'s arguments (as
+    /// [`DeviceProgram::read_inputs`] gives them); the result is, per rank, what to write.
     ///
     /// # Errors
     /// [`LaunchError::OverLimit`] when a rank reached a launch limit; otherwise
     /// [`LaunchError::Failed`] with the interpreter's message, naming the rank that failed first.
-    pub fn run_ranks(&self, args_per_rank: &[Vec<Vec<u8>>]) -> Result<Vec<Written>, LaunchError> {
-        let arrays = args_per_rank
-            .iter()
-            .map(|args| self.arrays(args))
-            .collect::<Result<Vec<_>, String>>()
-            .map_err(LaunchError::Failed)?;
-        let values = hlo::eval::evaluate_spmd(&self.module, &arrays, &self.options)
+    pub fn run_ranks(&self, inputs_per_rank: Vec<Vec<Input>>) -> Result<Vec<Written>, LaunchError> {
+        let per_rank = self
+            .program
+            .run_spmd_inputs(inputs_per_rank)
             .map_err(|err| LaunchError::of(&err, &self.options))?;
-        values.iter().map(|value| self.export(value).map_err(LaunchError::Failed)).collect()
+        per_rank.into_iter().map(|outputs| self.written(outputs)).collect()
     }
 
     /// The module's bytes, as given to [`DeviceProgram::compile`].
@@ -403,19 +410,78 @@ impl DeviceProgram {
         &self.source
     }
 
-    /// Runs the module once. `read(i, n)` gives the first `n` bytes of input variable `i`; the
-    /// result is, per output variable index, the bytes to write to it.
+    /// Runs the module once on `inputs` (as [`DeviceProgram::read_inputs`] gives them),
+    /// consuming them; the result is what to write to the output variables.
     ///
     /// # Errors
     /// [`LaunchError::OverLimit`] for a run that reached a launch limit, [`LaunchError::Failed`]
     /// with the interpreter's message for another failure only the data can cause.
-    pub fn run(
+    pub fn run(&self, inputs: Vec<Input>) -> Result<Written, LaunchError> {
+        let outputs =
+            self.program.run_inputs(inputs).map_err(|err| LaunchError::of(&err, &self.options))?;
+        self.written(outputs)
+    }
+}
+
+/// What one launch writes: per output variable, the result leaf in the interpreter's storage
+/// (shared, so handing it to a rank or a record costs no copy) and the variable's layout.
+#[derive(Clone, Debug)]
+pub struct Written {
+    leaves: Vec<(usize, Option<Vec<i64>>, Output)>,
+}
+
+impl Written {
+    /// Writes each result into device memory `memory`, at `start_of(i)` for output variable
+    /// `i`, in one pass per result (its layout applied on the way).
+    ///
+    /// # Errors
+    /// [`LaunchError::Failed`] when a result does not fit `memory` at its start.
+    pub fn write_into(
         &self,
-        read: impl FnMut(usize, usize) -> Vec<u8>,
-    ) -> Result<Vec<(usize, Vec<u8>)>, LaunchError> {
-        let args = self.arrays(&self.read_args(read)).map_err(LaunchError::Failed)?;
-        let value = self.program.run(&args).map_err(|err| LaunchError::of(&err, &self.options))?;
-        self.export(&value).map_err(LaunchError::Failed)
+        memory: &mut [u8],
+        start_of: impl Fn(usize) -> usize,
+    ) -> Result<(), LaunchError> {
+        for (io, layout, output) in &self.leaves {
+            let start = start_of(*io);
+            let n_bytes = output.n_bytes();
+            let out = start
+                .checked_add(n_bytes)
+                .and_then(|end| memory.get_mut(start..end))
+                .ok_or_else(|| {
+                    LaunchError::Failed(format!(
+                        "output {io}: {n_bytes} bytes at {start} do not fit device memory"
+                    ))
+                })?;
+            match layout {
+                Some(layout) => output.write_physical(layout, out),
+                None => output.write_le_bytes(out),
+            }
+            .map_err(|err| LaunchError::Failed(format!("output {io}: {err}")))?;
+        }
+        Ok(())
+    }
+
+    /// Per output variable index, its bytes (a copy, for a launch record).
+    ///
+    /// # Errors
+    /// [`LaunchError::Failed`] when the bytes cannot be allocated.
+    pub fn to_bytes(&self) -> Result<Vec<(usize, Vec<u8>)>, LaunchError> {
+        self.leaves
+            .iter()
+            .map(|(io, layout, output)| {
+                let mut bytes = Vec::new();
+                bytes.try_reserve_exact(output.n_bytes()).map_err(|_| {
+                    LaunchError::Failed(format!("output {io}: no memory for a copy to record"))
+                })?;
+                bytes.resize(output.n_bytes(), 0);
+                match layout {
+                    Some(layout) => output.write_physical(layout, &mut bytes),
+                    None => output.write_le_bytes(&mut bytes),
+                }
+                .map_err(|err| LaunchError::Failed(format!("output {io}: {err}")))?;
+                Ok((*io, bytes))
+            })
+            .collect()
     }
 }
 
@@ -578,16 +644,13 @@ fn bind_side(
 /// How long a rank of a collective launch waits for its peers.
 pub const RENDEZVOUS_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// What one launch writes: per output variable index, its bytes.
-pub type Written = Vec<(usize, Vec<u8>)>;
-
 /// Results of one round of a [`Rendezvous`], per rank.
 type RoundResults = Arc<Result<Vec<Written>, LaunchError>>;
 
 #[derive(Debug, Default)]
 struct Round {
     generation: u64,
-    args: Vec<Option<Vec<Vec<u8>>>>,
+    args: Vec<Option<Vec<Input>>>,
     results: Option<RoundResults>,
     /// Set by [`Rendezvous::close`] (`nrt_close`): no round completes any more.
     closed: bool,
@@ -611,7 +674,10 @@ impl Rendezvous {
     pub fn new(world: usize) -> Rendezvous {
         Rendezvous {
             world,
-            round: Mutex::new(Round { args: vec![None; world], ..Round::default() }),
+            round: Mutex::new(Round {
+                args: (0..world).map(|_| None).collect(),
+                ..Round::default()
+            }),
             arrived: Condvar::new(),
         }
     }
@@ -639,9 +705,9 @@ impl Rendezvous {
         &self,
         program: &DeviceProgram,
         rank: usize,
-        args: Vec<Vec<u8>>,
+        args: Vec<Input>,
         timeout: Duration,
-    ) -> Result<Vec<(usize, Vec<u8>)>, Option<LaunchError>> {
+    ) -> Result<Written, Option<LaunchError>> {
         let closed = || {
             Err(Some(LaunchError::Failed(format!(
                 "rank {rank}: the runtime was closed (nrt_close)"
@@ -668,8 +734,8 @@ impl Rendezvous {
         round.args[rank] = Some(args);
         let generation = round.generation;
         if round.args.iter().all(Option::is_some) {
-            let all: Vec<Vec<Vec<u8>>> = round.args.iter_mut().filter_map(Option::take).collect();
-            round.results = Some(Arc::new(program.run_ranks(&all)));
+            let all: Vec<Vec<Input>> = round.args.iter_mut().filter_map(Option::take).collect();
+            round.results = Some(Arc::new(program.run_ranks(all)));
             round.generation += 1;
             self.arrived.notify_all();
         } else {
@@ -844,6 +910,28 @@ mod tests {
 
     const SUB: &str = "HloModule sub\n\nENTRY main {\n  a = f32[2] parameter(0)\n  b = f32[2] parameter(1)\n  ROOT d = f32[2] subtract(a, b)\n}\n";
 
+    /// One launch of `program` over `data` (input variable `i`'s bytes are `data[i]`).
+    fn run(
+        program: &DeviceProgram,
+        data: &[Vec<u8>],
+    ) -> Result<Vec<(usize, Vec<u8>)>, LaunchError> {
+        let inputs = program.read_inputs(|i, n| &data[i][..n])?;
+        program.run(inputs)?.to_bytes()
+    }
+
+    /// The one argument of a one-parameter program.
+    fn inputs_of(program: &DeviceProgram, arg: &[u8]) -> Vec<Input> {
+        program.read_inputs(|_, n| &arg[..n]).unwrap()
+    }
+
+    /// The arguments of a rank of the two-input program `SUB`.
+    fn sub_args(a: &[f32], b: &[f32]) -> Vec<Input> {
+        let data = [f32s(a), f32s(b)];
+        data.iter()
+            .map(|bytes| Input::from_le_bytes(PrimitiveType::F32, &[2], bytes).unwrap())
+            .collect()
+    }
+
     /// The crate's one way to make f32 bytes is the interpreter's own array constructor (the
     /// unit tests cannot use testkit's, which links this crate's library, not this test build).
     fn f32s(values: &[f32]) -> Vec<u8> {
@@ -857,12 +945,12 @@ mod tests {
         let program = DeviceProgram::compile(SUB.as_bytes(), "test", &inputs, &outputs).unwrap();
         // input0 (position 1) holds [10, 20], input1 (position 0) holds [1, 2]: a - b = input0 - input1.
         let data = [f32s(&[1.0, 2.0]), f32s(&[10.0, 20.0])];
-        let out = program.run(|i, n| data[i][..n].to_vec()).unwrap();
+        let out = run(&program, &data).unwrap();
         assert_eq!(out, vec![(0, f32s(&[9.0, 18.0]))]);
 
         let inputs = [var("y", Dltype::Float32, 2), var("x", Dltype::Float32, 2)];
         let program = DeviceProgram::compile(SUB.as_bytes(), "test", &inputs, &outputs).unwrap();
-        let out = program.run(|i, n| data[i][..n].to_vec()).unwrap();
+        let out = run(&program, &data).unwrap();
         assert_eq!(out, vec![(0, f32s(&[-9.0, -18.0]))]);
     }
 
@@ -895,17 +983,14 @@ mod tests {
             DeviceProgram::compile(LESS.as_bytes(), "test", &inputs, &[var("o", Dltype::Uint8, 3)])
                 .unwrap();
         let data = [f32s(&[1.0, 5.0, 2.0]), f32s(&[2.0, 4.0, 2.0])];
-        assert_eq!(program.run(|i, n| data[i][..n].to_vec()).unwrap(), vec![(0, vec![1, 0, 0])]);
+        assert_eq!(run(&program, &data).unwrap(), vec![(0, vec![1, 0, 0])]);
         // A pred parameter reads any nonzero byte of its uint8 variable as true.
         const NOT: &str = "HloModule not\n\nENTRY main {\n  p = pred[3] parameter(0)\n  ROOT n = pred[3] not(p)\n}\n";
         let flags = [var("p", Dltype::Uint8, 3)];
         let program =
             DeviceProgram::compile(NOT.as_bytes(), "test", &flags, &[var("o", Dltype::Uint8, 3)])
                 .unwrap();
-        assert_eq!(
-            program.run(|_, n| vec![0, 7, 1][..n].to_vec()).unwrap(),
-            vec![(0, vec![1, 0, 0])]
-        );
+        assert_eq!(run(&program, &[vec![0, 7, 1]]).unwrap(), vec![(0, vec![1, 0, 0])]);
         // f8e5m2 1.0 is 0x3c; the variable is int8.
         const F8: &str = "HloModule f8\n\nENTRY main {\n  x = f8e5m2[2] parameter(0)\n  ROOT y = f8e5m2[2] add(x, x)\n}\n";
         let bytes = [var("x", Dltype::Int8, 2)];
@@ -913,10 +998,7 @@ mod tests {
             DeviceProgram::compile(F8.as_bytes(), "test", &bytes, &[var("y", Dltype::Int8, 2)])
                 .unwrap();
         // 1 + 1 = 2 (0x40); -1 + -1 = -2 (0xc0).
-        assert_eq!(
-            program.run(|_, n| vec![0x3c, 0xbc][..n].to_vec()).unwrap(),
-            vec![(0, vec![0x40, 0xc0])]
-        );
+        assert_eq!(run(&program, &[vec![0x3c, 0xbc]]).unwrap(), vec![(0, vec![0x40, 0xc0])]);
         // Other carriers stay refused: pred is not int8, f32 is not int32.
         let err =
             DeviceProgram::compile(LESS.as_bytes(), "test", &inputs, &[var("o", Dltype::Int8, 3)])
@@ -930,24 +1012,23 @@ mod tests {
         let outputs = [var("output0", Dltype::Float32, 2)];
         let program = DeviceProgram::compile(SUB.as_bytes(), "test", &inputs, &outputs).unwrap();
         let group = Rendezvous::new(2);
-        let args = vec![f32s(&[1.0, 2.0]), f32s(&[3.0, 4.0])];
-        let waited = group.join(&program, 0, args.clone(), Duration::from_millis(20));
-        assert_eq!(waited, Err(None));
-        assert!(matches!(group.join(&program, 2, args.clone(), Duration::ZERO), Err(Some(_))));
+        let args = || sub_args(&[1.0, 2.0], &[3.0, 4.0]);
+        let waited = group.join(&program, 0, args(), Duration::from_millis(20));
+        assert!(matches!(waited, Err(None)), "{waited:?}");
+        assert!(matches!(group.join(&program, 2, args(), Duration::ZERO), Err(Some(_))));
         // Both ranks come: each gets its own result.
         let got = std::thread::scope(|scope| {
-            let first =
-                scope.spawn(|| group.join(&program, 0, args.clone(), Duration::from_secs(10)));
+            let first = scope.spawn(|| group.join(&program, 0, args(), Duration::from_secs(10)));
             let second = group.join(
                 &program,
                 1,
-                vec![f32s(&[5.0, 5.0]), f32s(&[1.0, 1.0])],
+                sub_args(&[5.0, 5.0], &[1.0, 1.0]),
                 Duration::from_secs(10),
             );
             (first.join().unwrap(), second)
         });
-        assert_eq!(got.0, Ok(vec![(0, f32s(&[-2.0, -2.0]))]));
-        assert_eq!(got.1, Ok(vec![(0, f32s(&[4.0, 4.0]))]));
+        assert_eq!(got.0.unwrap().to_bytes().unwrap(), vec![(0, f32s(&[-2.0, -2.0]))]);
+        assert_eq!(got.1.unwrap().to_bytes().unwrap(), vec![(0, f32s(&[4.0, 4.0]))]);
     }
 
     /// Nested loops of 10^7 iterations each: 10^14 inner iterations, carrying input0 through.
@@ -968,10 +1049,17 @@ mod tests {
             }
             other => panic!("expected OverLimit, got {other:?}"),
         };
-        over_budget(program.run(|_, n| arg[..n].to_vec()).unwrap_err());
-        over_budget(program.run_ranks(&[vec![arg.clone()], vec![arg.clone()]]).unwrap_err());
+        over_budget(run(&program, std::slice::from_ref(&arg)).unwrap_err());
+        over_budget(
+            program
+                .run_ranks(vec![inputs_of(&program, &arg), inputs_of(&program, &arg)])
+                .unwrap_err(),
+        );
         program.set_run_limits(None, Some(Duration::from_millis(30)));
-        match program.run_ranks(&[vec![arg.clone()], vec![arg.clone()]]).unwrap_err() {
+        match program
+            .run_ranks(vec![inputs_of(&program, &arg), inputs_of(&program, &arg)])
+            .unwrap_err()
+        {
             LaunchError::OverLimit { variable, value, .. } => {
                 assert_eq!((variable, value.as_str()), ("NRTSIM_LAUNCH_TIMEOUT_MS", "30"));
             }

@@ -1148,56 +1148,57 @@ impl SimRuntime {
                 Some(program) => {
                     let recording = lock(&self.launch_log).is_some();
                     let mut args = Vec::new();
+                    // The arguments are read from device memory once, straight into the
+                    // interpreter's storage, and the results written back once.
+                    let hbm: &[u8] = &bytes;
                     let read = |io: usize, len: usize| {
                         let start = starts[model.inputs[io].slot];
-                        let arg = bytes[start..start + len].to_vec();
+                        let arg = &hbm[start..start + len];
                         if recording {
-                            args.push(arg.clone());
+                            args.push(arg.to_vec());
                         }
                         arg
                     };
-                    let result = match &model.group {
-                        Some((group, rank)) => {
-                            let args = program.read_args(read);
-                            group
-                                .join(program, *rank, args, self.config.collective_timeout)
-                                .map_err(|err| {
-                                    if group.is_closed() {
-                                        status = NrtStatus::Closed;
-                                    }
-                                    err.unwrap_or_else(|| {
-                                        status = NrtStatus::Timeout;
-                                        LaunchError::Failed(format!(
-                                            "rank {rank}: the other ranks of the collective launch did not come within {:?}",
-                                            self.config.collective_timeout
-                                        ))
-                                    })
+                    let result = program.read_inputs(read).and_then(|inputs| match &model.group {
+                        Some((group, rank)) => group
+                            .join(program, *rank, inputs, self.config.collective_timeout)
+                            .map_err(|err| {
+                                if group.is_closed() {
+                                    status = NrtStatus::Closed;
+                                }
+                                err.unwrap_or_else(|| {
+                                    status = NrtStatus::Timeout;
+                                    LaunchError::Failed(format!(
+                                        "rank {rank}: the other ranks of the collective launch did not come within {:?}",
+                                        self.config.collective_timeout
+                                    ))
                                 })
-                        }
-                        None => program.run(read),
-                    };
-                    if let (true, Ok(written)) = (recording, &result) {
-                        let record = crate::device_program::LaunchRecord {
-                            model: model.name.clone(),
-                            hlo: program.source().to_vec(),
-                            args,
-                            results: written.iter().map(|(_, data)| data.clone()).collect(),
-                            collective: model
-                                .group
-                                .as_ref()
-                                .map(|(group, rank)| (*rank, group.world())),
-                        };
-                        if let Some(log) = lock(&self.launch_log).as_mut() {
-                            log.push(record);
-                        }
-                    }
-                    match result {
-                        Ok(written) => {
-                            for (io, data) in written {
-                                let start = starts[model.outputs[io].slot];
-                                bytes[start..start + data.len()].copy_from_slice(&data);
+                            }),
+                        None => program.run(inputs),
+                    });
+                    let result = match (recording, result) {
+                        (true, Ok(written)) => written.to_bytes().map(|results| {
+                            let record = crate::device_program::LaunchRecord {
+                                model: model.name.clone(),
+                                hlo: program.source().to_vec(),
+                                args,
+                                results: results.into_iter().map(|(_, data)| data).collect(),
+                                collective: model
+                                    .group
+                                    .as_ref()
+                                    .map(|(group, rank)| (*rank, group.world())),
+                            };
+                            if let Some(log) = lock(&self.launch_log).as_mut() {
+                                log.push(record);
                             }
-                        }
+                            written
+                        }),
+                        (_, result) => result,
+                    };
+                    match result.and_then(|written| {
+                        written.write_into(&mut bytes, |io| starts[model.outputs[io].slot])
+                    }) {
+                        Ok(()) => {}
                         Err(detail) => {
                             // A run over a launch limit is what libnrt reports for an execution
                             // past its execution timeout (docs/limits.md).

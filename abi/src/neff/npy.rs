@@ -49,6 +49,19 @@ fn npy_error(context: &str, detail: impl Into<String>) -> NeffError {
 /// # Errors
 /// [`NeffError::Npy`] for a bad magic, version, header dict or data length.
 pub fn parse_header(context: &str, bytes: &[u8]) -> Result<NpyHeader, NeffError> {
+    parse_header_prefix(context, bytes, bytes.len() as u64)
+}
+
+/// Like [`parse_header`] for a file of `file_len` bytes of which `bytes` is a prefix holding at
+/// least the header: a reader of a large file parses the header without reading the data.
+///
+/// # Errors
+/// As [`parse_header`]; a header longer than `bytes` is an error too.
+pub fn parse_header_prefix(
+    context: &str,
+    bytes: &[u8],
+    file_len: u64,
+) -> Result<NpyHeader, NeffError> {
     if bytes.len() < 10 || &bytes[..6] != MAGIC {
         return Err(npy_error(context, "expected the \\x93NUMPY magic"));
     }
@@ -94,7 +107,7 @@ pub fn parse_header(context: &str, bytes: &[u8]) -> Result<NpyHeader, NeffError>
         .iter()
         .try_fold(item_size, |product, &dim| product.checked_mul(dim))
         .ok_or_else(|| npy_error(context, "shape overflows the data size"))?;
-    let found = (bytes.len() - data_offset) as u64;
+    let found = file_len.saturating_sub(data_offset as u64);
     if expected != found {
         return Err(npy_error(
             context,
@@ -136,6 +149,19 @@ fn shape_value(dict: &str) -> Option<Vec<u64>> {
 /// [`NeffError::Npy`] when `descr` is not of the form `<f4`, when `data` does not have
 /// `item_size × Π shape` bytes, or when the header would not fit version 1.0.
 pub fn encode(descr: &str, shape: &[u64], data: &[u8]) -> Result<Vec<u8>, NeffError> {
+    let header = encode_header(descr, shape, data.len() as u64)?;
+    let mut out = Vec::with_capacity(header.len() + data.len());
+    out.extend_from_slice(&header);
+    out.extend_from_slice(data);
+    Ok(out)
+}
+
+/// The header of the C-order `.npy` version 1.0 file that [`encode`] makes for `data_len`
+/// bytes of data, for a writer that writes the data itself (without a whole copy of it).
+///
+/// # Errors
+/// As [`encode`].
+pub fn encode_header(descr: &str, shape: &[u64], data_len: u64) -> Result<Vec<u8>, NeffError> {
     let valid_descr = descr.len() >= 3
         && matches!(descr.as_bytes()[0], b'<' | b'>' | b'|' | b'=')
         && descr.as_bytes()[1].is_ascii_alphabetic()
@@ -147,10 +173,10 @@ pub fn encode(descr: &str, shape: &[u64], data: &[u8]) -> Result<Vec<u8>, NeffEr
         .parse()
         .map_err(|_| npy_error("writer", format!("descr {descr:?} has no item size")))?;
     let expected = shape.iter().try_fold(item_size, |product, &dim| product.checked_mul(dim));
-    if expected != Some(data.len() as u64) {
+    if expected != Some(data_len) {
         return Err(npy_error(
             "writer",
-            format!("data is {} bytes, expected {expected:?} for {descr:?} {shape:?}", data.len()),
+            format!("data is {data_len} bytes, expected {expected:?} for {descr:?} {shape:?}"),
         ));
     }
     let dims: Vec<String> = shape.iter().map(u64::to_string).collect();
@@ -165,12 +191,11 @@ pub fn encode(descr: &str, shape: &[u64], data: &[u8]) -> Result<Vec<u8>, NeffEr
     dict.push('\n');
     let header_len = u16::try_from(dict.len())
         .map_err(|_| npy_error("writer", "header does not fit npy version 1.0"))?;
-    let mut out = Vec::with_capacity(MAGIC.len() + 4 + dict.len() + data.len());
+    let mut out = Vec::with_capacity(MAGIC.len() + 4 + dict.len());
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&[1, 0]);
     out.extend_from_slice(&header_len.to_le_bytes());
     out.extend_from_slice(dict.as_bytes());
-    out.extend_from_slice(data);
     Ok(out)
 }
 

@@ -9,7 +9,7 @@ use super::compile::{Comp, Op, Program, Reducer, Shape};
 use super::elementwise;
 use super::shape_ops;
 use super::tensor::{Data, Tensor, dispatch, try_alloc};
-use super::{Array, EvalError, Fail, Value};
+use super::{Array, EvalError, Fail, Input, Output, Value};
 use crate::dtype::ElementType;
 use crate::proto;
 
@@ -109,40 +109,112 @@ impl Program {
     /// Runs the entry computation on `args` (one per entry parameter leaf, in order).
     ///
     /// Arrays are logical (row-major); a caller holding device bytes in a parameter's
-    /// non-default layout converts them with [`Array::from_physical`] first (see
-    /// [`Program::parameter_layouts`]).
+    /// non-default layout runs [`Program::run_physical`] (see [`Program::parameter_layouts`]).
+    /// Each argument is copied once into the interpreter's storage and each result once out
+    /// of it; a caller whose data is not in an `Array` already saves a copy with
+    /// [`Program::run_inputs`].
     ///
     /// # Errors
     /// [`EvalError::ArgumentCount`] / [`EvalError::Argument`] for arguments that do not match
     /// the parameters, and any error an instruction raises.
     pub fn run(&self, args: &[Array]) -> Result<Value, EvalError> {
-        let ctx = Ctx { program: self, rank: 0, exchange: None, meter: Meter::start(self) };
-        let vals = self.bind(args)?;
-        let out = ctx.call(self.entry, vals)?;
-        export(&out)
+        let vals = self.bind(self.inputs_of(args, false)?)?;
+        let out = self.ctx(0, None).call(self.entry, vals)?;
+        export(&out, &mut std::iter::repeat(None))
     }
 
     /// Like [`Program::run`], but each argument's bytes are in the physical order of its
     /// parameter's layout and each result leaf's bytes in the order of its result layout (device
-    /// bytes, as a runtime holds them). Leaves with the default layout are unchanged.
+    /// bytes, as a runtime holds them). Leaves with the default layout are unchanged. The
+    /// relayout happens while the bytes are copied in and out, so it costs no extra copy.
     ///
     /// # Errors
     /// As [`Program::run`], and [`EvalError::Array`] for bytes that do not fit their shape.
     pub fn run_physical(&self, args: &[Array]) -> Result<Value, EvalError> {
-        let layouts = self.parameter_layouts();
-        let logical = args
-            .iter()
-            .enumerate()
-            .map(|(i, a)| match layouts.get(i) {
-                Some(Some(layout)) => {
-                    Array::from_physical(a.ty, a.dims.clone(), layout, a.bytes.clone())
+        let vals = self.bind(self.inputs_of(args, true)?)?;
+        let out = self.ctx(0, None).call(self.entry, vals)?;
+        export(&out, &mut self.result_layouts().into_iter())
+    }
+
+    /// Runs the entry computation on arguments already in the interpreter's storage (one per
+    /// entry parameter leaf, in order, in logical order: build them with
+    /// [`Input::from_physical`] from device bytes in a parameter's layout), consuming them, so
+    /// each argument's storage is freed after its last use in the run. The result leaves come
+    /// back flattened depth-first, in the interpreter's storage, to be written where they go
+    /// with [`Output::write_le_bytes`] or [`Output::write_physical`].
+    ///
+    /// # Errors
+    /// As [`Program::run`].
+    pub fn run_inputs(&self, args: Vec<Input>) -> Result<Vec<Output>, EvalError> {
+        let vals = self.bind(args)?;
+        let out = self.ctx(0, None).call(self.entry, vals)?;
+        let mut outputs = Vec::new();
+        flatten_outputs(&out, &mut outputs);
+        Ok(outputs)
+    }
+
+    /// [`Program::run_inputs`] for every rank of one SPMD launch: `args_per_rank[r]` are rank
+    /// `r`'s arguments; the result is each rank's flattened result leaves.
+    ///
+    /// # Errors
+    /// As [`Program::run_inputs`]; a failure on one rank is [`EvalError::Rank`] naming the
+    /// first that failed.
+    pub fn run_spmd_inputs(
+        &self,
+        args_per_rank: Vec<Vec<Input>>,
+    ) -> Result<Vec<Vec<Output>>, EvalError> {
+        self.spmd(
+            args_per_rank,
+            |args| self.bind(args),
+            |out| {
+                let mut outputs = Vec::new();
+                flatten_outputs(&out, &mut outputs);
+                Ok(outputs)
+            },
+        )
+    }
+
+    fn ctx<'p>(&'p self, rank: usize, exchange: Option<&'p Exchange>) -> Ctx<'p> {
+        Ctx { program: self, rank, exchange, meter: Meter::start(self) }
+    }
+
+    /// The arguments as the interpreter's storage, each checked against its parameter leaf
+    /// first; `physical` reads each in its parameter's layout.
+    fn inputs_of(&self, args: &[Array], physical: bool) -> Result<Vec<Input>, EvalError> {
+        let shapes = self.parameter_leaves();
+        if shapes.len() != args.len() {
+            return Err(EvalError::ArgumentCount { expected: shapes.len(), got: args.len() });
+        }
+        let mut inputs = Vec::new();
+        inputs.try_reserve_exact(args.len()).map_err(|_| EvalError::Allocation {
+            what: "the argument list".into(),
+            bytes: args.len() as u64,
+        })?;
+        for (index, (shape, arg)) in shapes.iter().zip(args).enumerate() {
+            let expected = super::compile::describe_array(shape.ty, &shape.dims);
+            let mismatch =
+                |got: String| EvalError::Argument { index, expected: expected.clone(), got };
+            let (ty, dims) = arg.check().map_err(|e| mismatch(e.to_string()))?;
+            if ty != shape.ty || dims != shape.dims {
+                return Err(mismatch(super::compile::describe_array(ty, &dims)));
+            }
+            inputs.push(match (&shape.layout, physical) {
+                (Some(layout), true) => {
+                    Input::from_physical(arg.ty, &arg.dims, layout, &arg.bytes)?
                 }
-                _ => Ok(a.clone()),
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        let value = self.run(&logical)?;
-        let mut result_layouts = self.result_layouts().into_iter();
-        relayout(value, &mut result_layouts)
+                _ => Input::from_le_bytes(arg.ty, &arg.dims, &arg.bytes)?,
+            });
+        }
+        Ok(inputs)
+    }
+
+    /// The entry parameter leaves, in order.
+    fn parameter_leaves(&self) -> Vec<&super::compile::ArrayShape> {
+        let mut out = Vec::new();
+        for shape in &self.comps[self.entry].param_shapes {
+            array_leaves(shape, &mut out);
+        }
+        out
     }
 
     /// The `minor_to_major` of each entry parameter leaf whose layout is not the default.
@@ -176,31 +248,40 @@ impl Program {
     }
 
     pub(crate) fn run_spmd(&self, args_per_rank: &[Vec<Array>]) -> Result<Vec<Value>, EvalError> {
+        self.spmd(
+            args_per_rank.iter().collect(),
+            |args| self.bind(self.inputs_of(args, false)?),
+            |out| export(&out, &mut std::iter::repeat(None)),
+        )
+    }
+
+    /// Runs every rank on its own thread: `bind` makes a rank's parameter values of its
+    /// arguments, `finish` its result of the entry's value.
+    fn spmd<A: Send, R: Send>(
+        &self,
+        args_per_rank: Vec<A>,
+        bind: impl Fn(A) -> Result<Vec<Val>, EvalError> + Sync,
+        finish: impl Fn(Val) -> Result<R, EvalError> + Sync,
+    ) -> Result<Vec<R>, EvalError> {
         let n = args_per_rank.len();
         if n == 0 {
             return Ok(Vec::new());
         }
         let exchange = Exchange::new(n);
+        let (bind, finish) = (&bind, &finish);
         // One dedicated thread per rank, not rayon: a rank blocks in the exchange until every
         // rank has come, so all must run at once, and the pool has one thread per core.
-        let results: Vec<Result<Value, EvalError>> = std::thread::scope(|scope| {
+        let results: Vec<Result<R, EvalError>> = std::thread::scope(|scope| {
             let mut handles = Vec::with_capacity(n);
-            for (rank, args) in args_per_rank.iter().enumerate() {
+            for (rank, args) in args_per_rank.into_iter().enumerate() {
                 let exchange = &exchange;
                 let spawned = std::thread::Builder::new()
                     .name(format!("hlo-rank-{rank}"))
                     .stack_size(64 << 20)
                     .spawn_scoped(scope, move || {
-                        let ctx = Ctx {
-                            program: self,
-                            rank,
-                            exchange: Some(exchange),
-                            meter: Meter::start(self),
-                        };
-                        let result = self
-                            .bind(args)
-                            .and_then(|vals| ctx.call(self.entry, vals))
-                            .and_then(|v| export(&v));
+                        let ctx = self.ctx(rank, Some(exchange));
+                        let result =
+                            bind(args).and_then(|vals| ctx.call(self.entry, vals)).and_then(finish);
                         if result.is_err() {
                             exchange.abort(rank);
                         }
@@ -243,35 +324,15 @@ impl Program {
         }
     }
 
-    fn bind(&self, args: &[Array]) -> Result<Vec<Val>, EvalError> {
-        let comp = &self.comps[self.entry];
-        let mut count = 0;
-        for shape in &comp.param_shapes {
-            leaves(shape, &mut |_| count += 1);
-        }
+    /// Binds arguments to the entry parameters, checking each against its leaf (the storage is
+    /// moved, not copied).
+    fn bind(&self, args: Vec<Input>) -> Result<Vec<Val>, EvalError> {
+        let count = self.parameter_leaves().len();
         if count != args.len() {
             return Err(EvalError::ArgumentCount { expected: count, got: args.len() });
         }
-        let mut next = 0;
-        comp.param_shapes.iter().map(|shape| bind_one(shape, args, &mut next)).collect()
-    }
-}
-
-fn relayout(
-    value: Value,
-    layouts: &mut dyn Iterator<Item = Option<Vec<i64>>>,
-) -> Result<Value, EvalError> {
-    match value {
-        Value::Array(a) => match layouts.next().flatten() {
-            Some(layout) => {
-                let bytes = a.to_physical(&layout)?;
-                Ok(Value::Array(Array { bytes, ..a }))
-            }
-            None => Ok(Value::Array(a)),
-        },
-        Value::Tuple(items) => Ok(Value::Tuple(
-            items.into_iter().map(|v| relayout(v, layouts)).collect::<Result<_, _>>()?,
-        )),
+        let mut args = args.into_iter().enumerate();
+        self.comps[self.entry].param_shapes.iter().map(|shape| bind_one(shape, &mut args)).collect()
     }
 }
 
@@ -283,43 +344,66 @@ fn leaves(shape: &Shape, f: &mut dyn FnMut(&super::compile::ArrayShape)) {
     }
 }
 
-fn bind_one(shape: &Shape, args: &[Array], next: &mut usize) -> Result<Val, EvalError> {
+fn array_leaves<'s>(shape: &'s Shape, out: &mut Vec<&'s super::compile::ArrayShape>) {
+    match shape {
+        Shape::Array(a) => out.push(a),
+        Shape::Tuple(items) => items.iter().for_each(|s| array_leaves(s, out)),
+        Shape::Token => {}
+    }
+}
+
+fn bind_one(
+    shape: &Shape,
+    args: &mut dyn Iterator<Item = (usize, Input)>,
+) -> Result<Val, EvalError> {
     match shape {
         Shape::Token => Ok(Val::Token),
         Shape::Tuple(items) => {
-            let vals =
-                items.iter().map(|s| bind_one(s, args, next)).collect::<Result<Vec<_>, _>>()?;
+            let vals = items.iter().map(|s| bind_one(s, args)).collect::<Result<Vec<_>, _>>()?;
             Ok(Val::Tuple(Arc::new(vals)))
         }
         Shape::Array(a) => {
-            let index = *next;
-            *next += 1;
-            let arg = &args[index];
-            let expected = super::compile::describe_array(a.ty, &a.dims);
-            let mismatch =
-                |got: String| EvalError::Argument { index, expected: expected.clone(), got };
-            let (ty, dims) = arg.check().map_err(|e| mismatch(e.to_string()))?;
-            if ty != a.ty || dims != a.dims {
-                return Err(mismatch(super::compile::describe_array(ty, &dims)));
+            let Some((index, arg)) = args.next() else {
+                return Err(EvalError::Module { detail: "fewer arguments than leaves".into() });
+            };
+            let tensor = arg.tensor;
+            if tensor.ty() != a.ty || tensor.dims != a.dims {
+                return Err(EvalError::Argument {
+                    index,
+                    expected: super::compile::describe_array(a.ty, &a.dims),
+                    got: super::compile::describe_array(tensor.ty(), &tensor.dims),
+                });
             }
-            let data = Data::from_le_bytes(ty, &arg.bytes)
-                .map_err(|f| f.at("entry", "parameter", u64::MAX))?;
-            Ok(Val::from_data(dims, data))
+            Ok(Val::Array(Arc::new(tensor)))
         }
     }
 }
 
-fn export(val: &Val) -> Result<Value, EvalError> {
+/// The entry's value as [`Value`]s, each array leaf copied once into bytes, in the physical
+/// order of the next of `layouts` when that is `Some`.
+fn export(
+    val: &Val,
+    layouts: &mut dyn Iterator<Item = Option<Vec<i64>>>,
+) -> Result<Value, EvalError> {
     match val {
         Val::Array(t) => {
-            let ty = proto::PrimitiveType::try_from(t.ty() as i32).map_err(|_| {
-                EvalError::Module { detail: "element type without a proto number".into() }
-            })?;
-            let bytes = t.data.to_le_bytes().map_err(|f| f.at("entry", "result", u64::MAX))?;
-            Ok(Value::Array(Array { ty, dims: t.dims.iter().map(|&d| d as i64).collect(), bytes }))
+            let layout = layouts.next().flatten();
+            let output = Output { tensor: Arc::clone(t) };
+            Ok(Value::Array(output.to_physical_array(layout.as_deref())?))
         }
-        Val::Tuple(items) => Ok(Value::Tuple(items.iter().map(export).collect::<Result<_, _>>()?)),
+        Val::Tuple(items) => {
+            Ok(Value::Tuple(items.iter().map(|v| export(v, layouts)).collect::<Result<_, _>>()?))
+        }
         Val::Token => Ok(Value::Tuple(Vec::new())),
+    }
+}
+
+/// The array leaves of a value, depth-first, sharing its storage.
+fn flatten_outputs(val: &Val, out: &mut Vec<Output>) {
+    match val {
+        Val::Array(t) => out.push(Output { tensor: Arc::clone(t) }),
+        Val::Tuple(items) => items.iter().for_each(|v| flatten_outputs(v, out)),
+        Val::Token => {}
     }
 }
 

@@ -36,6 +36,7 @@
 //!   In an SPMD run each rank has its own count and its own clock check (a launch of a NEFF on
 //!   several cores is one program per core), and a rank that stops aborts the others.
 
+mod boundary;
 mod collective;
 mod compile;
 mod conv;
@@ -56,6 +57,7 @@ use std::time::Duration;
 
 use crate::dtype::ElementType;
 use crate::proto;
+pub use boundary::{Input, Output};
 pub use compile::Program;
 pub use dot::gemm_kernel;
 pub use opcodes::{
@@ -197,6 +199,14 @@ pub enum EvalError {
         computation: String,
         /// The instruction's name.
         instruction: String,
+        /// The size asked for.
+        bytes: u64,
+    },
+    /// The storage of an argument or a result at the boundary could not be allocated.
+    #[error("allocation of {bytes} bytes for {what} failed")]
+    Allocation {
+        /// The array, e.g. `f16[32768,65536]`.
+        what: String,
         /// The size asked for.
         bytes: u64,
     },
@@ -352,19 +362,7 @@ impl Array {
 
     /// Checks type, dimensions and length; returns the element type and dims as `usize`.
     pub(crate) fn check(&self) -> Result<(ElementType, Vec<usize>), EvalError> {
-        let ty = self.element_type().ok_or_else(|| EvalError::Array {
-            detail: format!("element type {} is not evaluated", self.ty.as_str_name()),
-        })?;
-        let dims =
-            self.dims.iter().map(|&d| usize::try_from(d)).collect::<Result<Vec<_>, _>>().map_err(
-                |_| EvalError::Array {
-                    detail: format!("dimensions {:?} must not be negative", self.dims),
-                },
-            )?;
-        let expected =
-            dims.iter().try_fold(ty.item_size(), |n, &d| n.checked_mul(d)).ok_or_else(|| {
-                EvalError::Array { detail: format!("dimensions {:?} overflow", self.dims) }
-            })?;
+        let (ty, dims, expected) = boundary::check_shape(self.ty, &self.dims)?;
         if expected != self.bytes.len() {
             return Err(EvalError::Array {
                 detail: format!(
@@ -422,17 +420,9 @@ impl Array {
         minor_to_major: &[i64],
         bytes: Vec<u8>,
     ) -> Result<Array, EvalError> {
-        let physical_order = major_to_minor(minor_to_major, dims.len())?;
-        let physical_dims: Vec<i64> = physical_order.iter().map(|&d| dims[d]).collect();
-        let physical = Array::new(ty, physical_dims, bytes)?;
-        // Physical dimension j is logical dimension order[j]; the logical array takes
-        // physical dimension inverse[i] as its dimension i.
-        let mut inverse = vec![0; physical_order.len()];
-        for (j, &d) in physical_order.iter().enumerate() {
-            inverse[d] = j;
-        }
-        let bytes = permute_bytes(&physical, &inverse)?;
-        Ok(Array { ty, dims, bytes })
+        let input = Input::from_physical(ty, &dims, minor_to_major, &bytes)?;
+        drop(bytes);
+        Output { tensor: std::sync::Arc::new(input.tensor) }.to_array()
     }
 
     /// The bytes of this array laid out physically with `minor_to_major`.
@@ -440,9 +430,9 @@ impl Array {
     /// # Errors
     /// As [`Array::from_physical`].
     pub fn to_physical(&self, minor_to_major: &[i64]) -> Result<Vec<u8>, EvalError> {
-        self.check()?;
-        let order = major_to_minor(minor_to_major, self.dims.len())?;
-        permute_bytes(self, &order)
+        let input = Input::from_le_bytes(self.ty, &self.dims, &self.bytes)?;
+        let output = Output { tensor: std::sync::Arc::new(input.tensor) };
+        Ok(output.to_physical_array(Some(minor_to_major))?.bytes)
     }
 }
 
@@ -466,16 +456,6 @@ fn major_to_minor(minor_to_major: &[i64], rank: usize) -> Result<Vec<usize>, Eva
         });
     }
     Ok(order)
-}
-
-/// Transposes an array's bytes: output dimension j is input dimension `permutation[j]`.
-fn permute_bytes(array: &Array, permutation: &[usize]) -> Result<Vec<u8>, EvalError> {
-    let (ty, dims) = array.check()?;
-    let data = tensor::Data::from_le_bytes(ty, &array.bytes)
-        .map_err(|_| EvalError::Array { detail: "out of memory".into() })?;
-    shape_ops::transpose(&data, &dims, permutation)
-        .and_then(|out| out.to_le_bytes())
-        .map_err(|_| EvalError::Array { detail: "out of memory".into() })
 }
 
 /// Compiles and runs a module's entry computation on one rank.

@@ -273,3 +273,263 @@ pub(crate) fn next_index(index: &mut [usize], dims: &[usize]) -> bool {
     }
     false
 }
+
+/// An element as it crosses the boundary: a fixed number of little-endian bytes.
+pub(crate) trait LeElement: Copy {
+    /// Bytes per element.
+    const SIZE: usize;
+    /// Decodes the first [`LeElement::SIZE`] bytes of `bytes`.
+    fn get(bytes: &[u8]) -> Self;
+    /// Encodes into the first [`LeElement::SIZE`] bytes of `bytes`.
+    fn put(self, bytes: &mut [u8]);
+}
+
+macro_rules! le_element {
+    ($($t:ty),*) => {$(
+        impl LeElement for $t {
+            const SIZE: usize = std::mem::size_of::<$t>();
+            fn get(bytes: &[u8]) -> Self {
+                let mut raw = [0u8; std::mem::size_of::<$t>()];
+                raw.copy_from_slice(&bytes[..Self::SIZE]);
+                <$t>::from_le_bytes(raw)
+            }
+            fn put(self, bytes: &mut [u8]) {
+                bytes[..Self::SIZE].copy_from_slice(&self.to_le_bytes());
+            }
+        }
+    )*};
+}
+
+le_element!(i8, i16, i32, i64, u8, u16, u32, u64, f32, f64);
+
+impl LeElement for bool {
+    const SIZE: usize = 1;
+    fn get(bytes: &[u8]) -> Self {
+        bytes[0] != 0
+    }
+    fn put(self, bytes: &mut [u8]) {
+        bytes[0] = u8::from(self);
+    }
+}
+
+/// Builds the `Data` variant of an element type from a generic body, `$t` naming the variant's
+/// Rust element type inside it.
+macro_rules! build {
+    ($ty:expr, $t:ident => $body:expr) => {
+        match $ty {
+            ElementType::Pred => Data::Pred({
+                type $t = bool;
+                $body
+            }),
+            ElementType::S8 => Data::S8({
+                type $t = i8;
+                $body
+            }),
+            ElementType::S16 => Data::S16({
+                type $t = i16;
+                $body
+            }),
+            ElementType::S32 => Data::S32({
+                type $t = i32;
+                $body
+            }),
+            ElementType::S64 => Data::S64({
+                type $t = i64;
+                $body
+            }),
+            ElementType::U8 => Data::U8({
+                type $t = u8;
+                $body
+            }),
+            ElementType::U16 => Data::U16({
+                type $t = u16;
+                $body
+            }),
+            ElementType::U32 => Data::U32({
+                type $t = u32;
+                $body
+            }),
+            ElementType::U64 => Data::U64({
+                type $t = u64;
+                $body
+            }),
+            ElementType::F16 => Data::F16({
+                type $t = u16;
+                $body
+            }),
+            ElementType::F32 => Data::F32({
+                type $t = f32;
+                $body
+            }),
+            ElementType::F64 => Data::F64({
+                type $t = f64;
+                $body
+            }),
+            ElementType::Bf16 => Data::Bf16({
+                type $t = u16;
+                $body
+            }),
+            ElementType::F8e5m2 => Data::F8e5m2({
+                type $t = u8;
+                $body
+            }),
+            ElementType::F8e4m3fn => Data::F8e4m3fn({
+                type $t = u8;
+                $body
+            }),
+            ElementType::F8e4m3 => Data::F8e4m3({
+                type $t = u8;
+                $body
+            }),
+        }
+    };
+}
+
+/// Why reading elements from a stream stopped.
+#[derive(Debug)]
+pub(crate) enum ReadFail {
+    /// The vector for the elements could not be allocated.
+    Alloc(u64),
+    /// The stream failed or ended early.
+    Io(std::io::Error),
+}
+
+/// The bytes read from a stream per step: small enough to stay in cache, a multiple of every
+/// element size.
+const READ_CHUNK: usize = 64 << 10;
+
+impl Data {
+    /// `n` elements of `ty` read as little-endian bytes from `reader`, straight into the typed
+    /// vector (no whole-array byte buffer in between).
+    pub(crate) fn read_le(
+        ty: ElementType,
+        n: usize,
+        reader: &mut dyn std::io::Read,
+    ) -> Result<Data, ReadFail> {
+        fn read<T: LeElement>(
+            n: usize,
+            reader: &mut dyn std::io::Read,
+        ) -> Result<Vec<T>, ReadFail> {
+            let mut left = n.checked_mul(T::SIZE).ok_or(ReadFail::Alloc(u64::MAX))?;
+            let mut out = try_alloc::<T>(n)
+                .map_err(|_| ReadFail::Alloc((n as u64).saturating_mul(T::SIZE as u64)))?;
+            let mut chunk = vec![0u8; READ_CHUNK.min(left)];
+            while left > 0 {
+                let step = chunk.len().min(left);
+                reader.read_exact(&mut chunk[..step]).map_err(ReadFail::Io)?;
+                out.extend(chunk[..step].chunks_exact(T::SIZE).map(T::get));
+                left -= step;
+            }
+            Ok(out)
+        }
+        Ok(build!(ty, T => read::<T>(n, reader)?))
+    }
+
+    /// The logical row-major array of `dims` whose element at index `i` is at element offset
+    /// `Σ i[d] × strides[d]` of `bytes`: one pass from device bytes in any layout straight
+    /// into the typed vector.
+    pub(crate) fn from_le_bytes_strided(
+        ty: ElementType,
+        bytes: &[u8],
+        dims: &[usize],
+        strides: &[usize],
+    ) -> Result<Data, Fail> {
+        fn read<T: LeElement>(
+            bytes: &[u8],
+            dims: &[usize],
+            strides: &[usize],
+        ) -> Result<Vec<T>, Fail> {
+            let n = dims.iter().product();
+            let mut out = try_alloc::<T>(n)?;
+            for_each_offset(dims, strides, |offset| {
+                out.push(T::get(&bytes[offset * T::SIZE..]));
+            });
+            Ok(out)
+        }
+        Ok(build!(ty, T => read::<T>(bytes, dims, strides)?))
+    }
+
+    /// Writes the elements as little-endian bytes into `out`, which holds exactly as many bytes.
+    pub(crate) fn write_le(&self, out: &mut [u8]) {
+        fn write<T: LeElement>(v: &[T], out: &mut [u8]) {
+            for (chunk, &x) in out.chunks_exact_mut(T::SIZE).zip(v) {
+                x.put(chunk);
+            }
+        }
+        visit!(self, v => write(v, out))
+    }
+
+    /// Writes the elements as little-endian bytes to `writer`, through a small fixed buffer.
+    pub(crate) fn write_le_to(&self, writer: &mut dyn std::io::Write) -> std::io::Result<()> {
+        fn write<T: LeElement>(v: &[T], writer: &mut dyn std::io::Write) -> std::io::Result<()> {
+            let mut chunk = vec![0u8; READ_CHUNK.min(v.len() * T::SIZE)];
+            for part in v.chunks(READ_CHUNK / T::SIZE) {
+                let bytes = &mut chunk[..part.len() * T::SIZE];
+                for (out, &x) in bytes.chunks_exact_mut(T::SIZE).zip(part) {
+                    x.put(out);
+                }
+                writer.write_all(bytes)?;
+            }
+            Ok(())
+        }
+        visit!(self, v => write(v, writer))
+    }
+
+    /// Writes element `i` (logical row-major over `dims`) to element offset
+    /// `Σ i[d] × strides[d]` of `out`: the inverse of [`Data::from_le_bytes_strided`].
+    pub(crate) fn write_le_strided(&self, out: &mut [u8], dims: &[usize], strides: &[usize]) {
+        fn write<T: LeElement>(v: &[T], out: &mut [u8], dims: &[usize], strides: &[usize]) {
+            let mut k = 0;
+            for_each_offset(dims, strides, |offset| {
+                v[k].put(&mut out[offset * T::SIZE..]);
+                k += 1;
+            });
+        }
+        visit!(self, v => write(v, out, dims, strides))
+    }
+}
+
+/// Calls `f` with `Σ i[d] × strides[d]` for every index `i` of `dims`, in row-major order.
+pub(crate) fn for_each_offset(dims: &[usize], strides: &[usize], mut f: impl FnMut(usize)) {
+    if dims.contains(&0) {
+        return;
+    }
+    let Some((&inner, outer)) = dims.split_last() else {
+        f(0);
+        return;
+    };
+    let inner_stride = strides[outer.len()];
+    let mut index = vec![0; outer.len()];
+    let mut base = 0;
+    loop {
+        for j in 0..inner {
+            f(base + j * inner_stride);
+        }
+        let mut axis = outer.len();
+        loop {
+            if axis == 0 {
+                return;
+            }
+            axis -= 1;
+            index[axis] += 1;
+            base += strides[axis];
+            if index[axis] < outer[axis] {
+                break;
+            }
+            base -= strides[axis] * outer[axis];
+            index[axis] = 0;
+        }
+    }
+}
+
+/// The element strides, per logical dimension, of an array of `dims` laid out with
+/// `minor_to_major` (a permutation of `0..dims.len()`, checked by the caller).
+pub(crate) fn layout_strides(dims: &[usize], minor_to_major: &[usize]) -> Vec<usize> {
+    let mut out = vec![0; dims.len()];
+    let mut stride = 1;
+    for &d in minor_to_major {
+        out[d] = stride;
+        stride *= dims[d];
+    }
+    out
+}

@@ -11,10 +11,12 @@
 //! accept any descr of the parameter's item size among `V`, the ml_dtypes names (`bfloat16`,
 //! `float8_e4m3fn`, `float8_e4m3`, `float8_e5m2`, as `str(dtype)` spells them) and `<f1`.
 
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
+
+use hlo::eval::{Input, Output};
 
 use crate::input;
 
@@ -67,6 +69,10 @@ pub(crate) enum HloCommand {
         /// Stop the run after this many milliseconds of wall-clock time (default: no limit).
         #[arg(long, value_name = "MS")]
         time_limit_ms: Option<u64>,
+        /// After the run, print the process's peak resident memory (Linux's VmHWM) to standard
+        /// error, to check what a module costs against its inputs, outputs and intermediates.
+        #[arg(long)]
+        report_peak_rss: bool,
     },
     /// Parse HLO text (or re-encode a binary module) and write a binary HloModuleProto.
     ///
@@ -105,9 +111,24 @@ pub(crate) fn run(command: HloCommand) -> Result<()> {
             max_input_bytes,
             work_budget,
             time_limit_ms,
+            report_peak_rss,
         } => {
             let limits = RunLimits { work_budget, time_limit_ms };
-            run_module(&file, &inputs, output_dir.as_deref(), budget_bytes, max_input_bytes, limits)
+            run_module(
+                &file,
+                &inputs,
+                output_dir.as_deref(),
+                budget_bytes,
+                max_input_bytes,
+                limits,
+            )?;
+            if report_peak_rss {
+                match input::peak_rss_bytes() {
+                    Some(bytes) => eprintln!("peak RSS: {bytes} bytes"),
+                    None => eprintln!("peak RSS: unavailable (no VmHWM in /proc/self/status)"),
+                }
+            }
+            Ok(())
         }
         HloCommand::Encode { file, output, max_input_bytes } => {
             let module = load(&file, true, max_input_bytes)?;
@@ -187,12 +208,15 @@ fn run_module(
             inputs.len()
         );
     }
-    let mut args = Vec::with_capacity(inputs.len());
+    let mut args = Vec::new();
+    args.try_reserve_exact(inputs.len()).context("no memory for the argument list")?;
     for (path, &ty) in inputs.iter().zip(&parameters) {
-        let bytes = input::read_capped(path, max_input_bytes)?;
-        args.push(npy_to_array(&bytes, ty).with_context(|| format!("reading {}", path.display()))?);
+        args.push(
+            read_npy_input(path, ty, max_input_bytes)
+                .with_context(|| format!("reading {}", path.display()))?,
+        );
     }
-    let value = program.run(&args).map_err(|err| {
+    let outputs = program.run_inputs(args).map_err(|err| {
         // Name the flag that raises the limit the run reached.
         let flag = match err.innermost() {
             hlo::eval::EvalError::WorkBudget { .. } => Some("--work-budget N (or none)"),
@@ -207,18 +231,110 @@ fn run_module(
     })?;
     let dir = output_dir.unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    for (i, array) in value.flatten().into_iter().enumerate() {
+    for (i, output) in outputs.iter().enumerate() {
         let path = dir.join(format!("output{i}.npy"));
-        write_output(&path, &array_to_npy(array)?)?;
-        let dims: Vec<String> = array.dims.iter().map(i64::to_string).collect();
+        write_npy_output(&path, output)?;
+        let dims: Vec<String> = output.dims().iter().map(i64::to_string).collect();
         println!(
             "{} {}[{}]",
             path.display(),
-            array.ty.as_str_name().to_ascii_lowercase(),
+            output.ty().as_str_name().to_ascii_lowercase(),
             dims.join(",")
         );
     }
     Ok(())
+}
+
+/// How much of a `.npy` file is read for its header: numpy pads headers to 64 bytes and writes
+/// them far shorter than this.
+const NPY_HEADER_PREFIX: u64 = 1 << 20;
+
+/// Reads one `.npy` input for a parameter of `ty` straight into the interpreter's storage: the
+/// data is read once, through a small buffer, so an input costs its array and never a second
+/// whole copy, and an array that does not fit in memory is an error naming its size. A file of
+/// Fortran order (rare, and transposed on the way in) and standard input are read whole first.
+fn read_npy_input(path: &Path, ty: hlo::proto::PrimitiveType, limit: u64) -> Result<Input> {
+    if path == Path::new("-") {
+        return npy_bytes_to_input(&input::read_capped(path, limit)?, ty);
+    }
+    let file = std::fs::File::open(path).with_context(|| format!("reading {}", path.display()))?;
+    let metadata = file.metadata().with_context(|| format!("reading {}", path.display()))?;
+    if !metadata.is_file() {
+        return npy_bytes_to_input(&input::read_capped(path, limit)?, ty);
+    }
+    let len = metadata.len();
+    if len > limit {
+        return Err(conformance::capped::CappedReadError::TooLarge {
+            path: path.display().to_string(),
+            flag: input::FLAG.to_owned(),
+            limit,
+        }
+        .into());
+    }
+    let mut prefix = Vec::new();
+    let mut file = std::io::BufReader::with_capacity(0, file);
+    std::io::Read::by_ref(&mut file)
+        .take(len.min(NPY_HEADER_PREFIX))
+        .read_to_end(&mut prefix)
+        .with_context(|| format!("reading {}", path.display()))?;
+    let header = abi::neff::npy::parse_header_prefix("input", &prefix, len)?;
+    let dims = npy_dims(&header, ty)?;
+    let data_start = prefix.get(header.data_offset..).unwrap_or_default();
+    if header.fortran_order {
+        let mut data = Vec::new();
+        let n_bytes = usize::try_from(len - header.data_offset as u64)?;
+        data.try_reserve_exact(n_bytes)
+            .map_err(|_| anyhow::anyhow!("{n_bytes} bytes of data do not fit in memory"))?;
+        data.extend_from_slice(data_start);
+        file.read_to_end(&mut data)?;
+        return Ok(Input::from_physical(ty, &dims, &fortran_layout(dims.len()), &data)?);
+    }
+    let mut reader = data_start.chain(file);
+    Ok(Input::read_from(ty, &dims, &mut reader)?)
+}
+
+/// The layout of Fortran order: the first dimension varies fastest.
+fn fortran_layout(rank: usize) -> Vec<i64> {
+    (0..rank as i64).collect()
+}
+
+/// The dimensions of an input whose header fits a parameter of `ty`.
+fn npy_dims(header: &abi::neff::npy::NpyHeader, ty: hlo::proto::PrimitiveType) -> Result<Vec<i64>> {
+    if !descr_fits(&header.descr, ty) {
+        bail!(
+            "descr {:?} does not fit a parameter of type {}",
+            header.descr,
+            ty.as_str_name().to_ascii_lowercase()
+        );
+    }
+    header.shape.iter().map(|&d| i64::try_from(d).context("dimension too large")).collect()
+}
+
+/// An input from a whole `.npy` file in memory (standard input, a small file), copied once.
+fn npy_bytes_to_input(bytes: &[u8], ty: hlo::proto::PrimitiveType) -> Result<Input> {
+    let header = abi::neff::npy::parse_header("input", bytes)?;
+    let dims = npy_dims(&header, ty)?;
+    let data = &bytes[header.data_offset..];
+    Ok(if header.fortran_order {
+        Input::from_physical(ty, &dims, &fortran_layout(dims.len()), data)?
+    } else {
+        Input::from_le_bytes(ty, &dims, data)?
+    })
+}
+
+/// Writes one result as a `.npy` file, the data streamed from the interpreter's storage.
+fn write_npy_output(path: &Path, output: &Output) -> Result<()> {
+    let shape: Vec<u64> = output.dims().iter().map(|&d| d as u64).collect();
+    let header =
+        abi::neff::npy::encode_header(npy_descr(output.ty())?, &shape, output.n_bytes() as u64)?;
+    let file =
+        std::fs::File::create(path).with_context(|| format!("writing {}", path.display()))?;
+    let mut writer = std::io::BufWriter::new(file);
+    writer
+        .write_all(&header)
+        .and_then(|()| output.write_to(&mut writer))
+        .and_then(|()| writer.flush())
+        .with_context(|| format!("writing {}", path.display()))
 }
 
 /// The descr `run` writes for an element type (see the module docs for bf16 and f8).
@@ -268,36 +384,6 @@ fn descr_fits(descr: &str, ty: hlo::proto::PrimitiveType) -> bool {
     }
 }
 
-fn npy_to_array(bytes: &[u8], ty: hlo::proto::PrimitiveType) -> Result<hlo::eval::Array> {
-    let header = abi::neff::npy::parse_header("input", bytes)?;
-    if !descr_fits(&header.descr, ty) {
-        bail!(
-            "descr {:?} does not fit a parameter of type {}",
-            header.descr,
-            ty.as_str_name().to_ascii_lowercase()
-        );
-    }
-    let dims: Vec<i64> = header
-        .shape
-        .iter()
-        .map(|&d| i64::try_from(d).context("dimension too large"))
-        .collect::<Result<_>>()?;
-    let data = bytes[header.data_offset..].to_vec();
-    let array = if header.fortran_order {
-        // Fortran order is the layout whose first dimension varies fastest.
-        let minor_to_major: Vec<i64> = (0..dims.len() as i64).collect();
-        hlo::eval::Array::from_physical(ty, dims, &minor_to_major, data)?
-    } else {
-        hlo::eval::Array::new(ty, dims, data)?
-    };
-    Ok(array)
-}
-
-fn array_to_npy(array: &hlo::eval::Array) -> Result<Vec<u8>> {
-    let shape: Vec<u64> = array.dims.iter().map(|&d| d as u64).collect();
-    Ok(abi::neff::npy::encode(npy_descr(array.ty)?, &shape, &array.bytes)?)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -325,7 +411,29 @@ mod tests {
         let mut file = abi::neff::npy::encode("<f4", &[2, 3], &data).unwrap();
         let at = file.windows(5).position(|w| w == b"False").unwrap();
         file[at..at + 5].copy_from_slice(b"True ");
-        let array = npy_to_array(&file, P::F32).unwrap();
-        assert_eq!(array.to_f64().unwrap(), vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+        let expected = npy_bytes_to_input(
+            &abi::neff::npy::encode(
+                "<f4",
+                &[2, 3],
+                &[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0]
+                    .iter()
+                    .flat_map(|v| v.to_le_bytes())
+                    .collect::<Vec<u8>>(),
+            )
+            .unwrap(),
+            P::F32,
+        )
+        .unwrap();
+        let dir = std::env::temp_dir().join(format!("nrtsim-fortran-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("x.npy");
+        std::fs::write(&path, &file).unwrap();
+        for input in [
+            npy_bytes_to_input(&file, P::F32).unwrap(),
+            read_npy_input(&path, P::F32, 1 << 20).unwrap(),
+        ] {
+            assert_eq!(format!("{input:?}"), format!("{expected:?}"));
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -48,3 +48,12 @@ pub(crate) fn read_capped(path: &Path, limit: u64) -> Result<Vec<u8>> {
 pub(crate) fn read_capped_with_flag(path: &Path, limit: u64, flag: &str) -> Result<Vec<u8>> {
     Ok(conformance::capped::read_capped(path, limit, flag)?)
 }
+
+/// The process's peak resident memory in bytes (`VmHWM` of `/proc/self/status`), where the
+/// system reports it (Linux).
+pub(crate) fn peak_rss_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find_map(|line| line.strip_prefix("VmHWM:"))?;
+    let kib: u64 = line.trim().strip_suffix("kB")?.trim().parse().ok()?;
+    kib.checked_mul(1024)
+}

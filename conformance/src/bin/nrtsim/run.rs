@@ -15,6 +15,7 @@
 //!   that ml_dtypes arrays are saved with.
 
 use std::collections::BTreeMap;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
 use abi::dtype::Dltype;
@@ -59,7 +60,8 @@ pub(crate) struct RunArgs {
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
     pub(crate) repeat: u64,
     /// The largest file read (the NEFF, the metaneff, `--hlo`, each `.npy` and `.safetensors`),
-    /// in bytes; each is held in memory whole.
+    /// in bytes; each is held in memory whole, except a `.npy` input without --metaneff, which
+    /// is copied into its device tensor in chunks.
     #[arg(long, value_name = "BYTES", default_value_t = input::DEFAULT_MAX_RUN_BYTES)]
     pub(crate) max_input_bytes: u64,
     /// The work one launch may do, in element-operations, or `none` (overrides
@@ -70,6 +72,11 @@ pub(crate) struct RunArgs {
     /// default none); a launch over it fails with NRT_TIMEOUT.
     #[arg(long, value_name = "MS")]
     pub(crate) launch_timeout_ms: Option<u64>,
+    /// After the launch, print the process's peak resident memory (Linux's VmHWM) to standard
+    /// error: device memory holds the inputs and outputs, the interpreter one more copy of each
+    /// and its live intermediates.
+    #[arg(long)]
+    pub(crate) report_peak_rss: bool,
 }
 
 impl RunArgs {
@@ -147,8 +154,33 @@ pub(crate) fn program(args: &RunArgs, neff_has_one: bool) -> Result<Option<(Vec<
     )
 }
 
-/// Reads the `--input` files, checked against the signature, in signature order.
-fn read_inputs(args: &RunArgs, signature: &[sim::IoDescription]) -> Result<Vec<(String, Vec<u8>)>> {
+/// Where an input's data is: a file's range (read straight into device memory at the write, so
+/// a large input is held once, in the tensor) or bytes read whole (standard input, a pipe).
+enum InputData {
+    File { path: PathBuf, offset: u64, n_bytes: usize },
+    Bytes(Vec<u8>),
+}
+
+impl InputData {
+    fn n_bytes(&self) -> usize {
+        match self {
+            InputData::File { n_bytes, .. } => *n_bytes,
+            InputData::Bytes(bytes) => bytes.len(),
+        }
+    }
+}
+
+/// How much of a `.npy` file is read for its header (numpy's are far shorter).
+const NPY_HEADER_PREFIX: u64 = 1 << 20;
+
+/// The bytes one write to a device tensor carries when an input is copied from its file.
+const WRITE_CHUNK: usize = 4 << 20;
+
+/// Reads the `--input` files' headers, checked against the signature, in signature order.
+fn read_inputs(
+    args: &RunArgs,
+    signature: &[sim::IoDescription],
+) -> Result<Vec<(String, InputData)>> {
     let mut given: BTreeMap<String, PathBuf> = BTreeMap::new();
     for item in &args.inputs {
         let (name, file) = item
@@ -167,16 +199,47 @@ fn read_inputs(args: &RunArgs, signature: &[sim::IoDescription]) -> Result<Vec<(
         let path = given.get(&io.name).ok_or_else(|| {
             anyhow!("input {:?} is missing: give --input {}=FILE.npy (the NEFF's inputs are {expected:?})", io.name, io.name)
         })?;
-        let bytes = input::read_capped(path, args.max_input_bytes)?;
-        inputs.push((io.name.clone(), check_npy(&io.name, path, io, bytes)?));
+        inputs.push((io.name.clone(), open_npy(&io.name, path, io, args.max_input_bytes)?));
     }
     Ok(inputs)
 }
 
-/// The data of an input file, after checking its dtype and shape against the signature.
-fn check_npy(name: &str, path: &Path, io: &sim::IoDescription, bytes: Vec<u8>) -> Result<Vec<u8>> {
+/// Checks an input file's header against the signature; a regular file's data stays in it.
+fn open_npy(name: &str, path: &Path, io: &sim::IoDescription, limit: u64) -> Result<InputData> {
     let context = format!("input {name:?} ({})", path.display());
-    let header = npy::parse_header(&context, &bytes).map_err(|err| anyhow!("{err}"))?;
+    let regular = path != Path::new("-") && std::fs::metadata(path).is_ok_and(|m| m.is_file());
+    if !regular {
+        let bytes = input::read_capped(path, limit)?;
+        let header = npy::parse_header(&context, &bytes).map_err(|err| anyhow!("{err}"))?;
+        check_npy(&context, io, &header)?;
+        let mut data = bytes;
+        data.drain(..header.data_offset);
+        return Ok(InputData::Bytes(data));
+    }
+    let file = std::fs::File::open(path).with_context(|| format!("reading {}", path.display()))?;
+    let len = file.metadata().with_context(|| format!("reading {}", path.display()))?.len();
+    if len > limit {
+        return Err(conformance::capped::CappedReadError::TooLarge {
+            path: path.display().to_string(),
+            flag: input::FLAG.to_owned(),
+            limit,
+        }
+        .into());
+    }
+    let mut prefix = Vec::new();
+    file.take(len.min(NPY_HEADER_PREFIX))
+        .read_to_end(&mut prefix)
+        .with_context(|| format!("reading {}", path.display()))?;
+    let header =
+        npy::parse_header_prefix(&context, &prefix, len).map_err(|err| anyhow!("{err}"))?;
+    check_npy(&context, io, &header)?;
+    let offset = header.data_offset as u64;
+    let n_bytes = usize::try_from(len - offset).context("the input does not fit in memory")?;
+    Ok(InputData::File { path: path.to_owned(), offset, n_bytes })
+}
+
+/// Checks an input file's dtype and shape against the signature.
+fn check_npy(context: &str, io: &sim::IoDescription, header: &npy::NpyHeader) -> Result<()> {
     if let Some(dltype) = io.dltype {
         let expected = descr_of(dltype);
         if normal_descr(&header.descr) != normal_descr(expected) {
@@ -194,17 +257,52 @@ fn check_npy(name: &str, path: &Path, io: &sim::IoDescription, bytes: Vec<u8>) -
     if shape != io.shape {
         bail!("{context}: shape {shape:?}, expected {:?} from the NEFF's signature", io.shape);
     }
-    let mut data = bytes;
-    data.drain(..header.data_offset);
-    Ok(data)
+    Ok(())
+}
+
+/// Writes an input's data into its device tensor: a file in chunks, through one small buffer.
+fn write_input(
+    runtime: &SimRuntime,
+    tensor: abi::runtime::TensorId,
+    data: &InputData,
+) -> Result<()> {
+    let nrt = |err: abi::runtime::NrtError| anyhow!("{} ({})", err.detail, err.status.name());
+    match data {
+        InputData::Bytes(bytes) => runtime.tensor_write(tensor, 0, bytes).map_err(nrt),
+        InputData::File { path, offset, n_bytes } => {
+            let mut file =
+                std::fs::File::open(path).with_context(|| format!("reading {}", path.display()))?;
+            std::io::Seek::seek(&mut file, std::io::SeekFrom::Start(*offset))?;
+            let mut chunk = vec![0u8; WRITE_CHUNK.min(*n_bytes)];
+            let mut done = 0;
+            while done < *n_bytes {
+                let step = chunk.len().min(n_bytes - done);
+                file.read_exact(&mut chunk[..step])
+                    .with_context(|| format!("reading {}", path.display()))?;
+                runtime.tensor_write(tensor, done, &chunk[..step]).map_err(nrt)?;
+                done += step;
+            }
+            Ok(())
+        }
+    }
 }
 
 /// Runs `nrtsim run`; returns whether the launch succeeded (1003 counts as a failure of the
 /// command, after the outputs are written).
 pub(crate) fn run(args: RunArgs) -> Result<bool> {
-    if args.metaneff.is_some() {
-        return crate::run_bind::run(&args);
+    let launched =
+        if args.metaneff.is_some() { crate::run_bind::run(&args) } else { run_neff(&args) };
+    if args.report_peak_rss {
+        match input::peak_rss_bytes() {
+            Some(bytes) => eprintln!("peak RSS: {bytes} bytes"),
+            None => eprintln!("peak RSS: unavailable (no VmHWM in /proc/self/status)"),
+        }
     }
+    launched
+}
+
+/// `nrtsim run` of a NEFF without a metaneff.
+fn run_neff(args: &RunArgs) -> Result<bool> {
     if args.weights.is_some() || args.print || args.repeat != 1 {
         bail!(
             "--weights, --print and --repeat need --metaneff (they run through the binding layer)"
@@ -214,11 +312,11 @@ pub(crate) fn run(args: RunArgs) -> Result<bool> {
     let mut description = sim::neff_load::describe_neff(&neff).map_err(|err| {
         anyhow!("{}: {} ({})", args.neff.display(), err.detail, err.status.name())
     })?;
-    if let Some((hlo, origin)) = program(&args, description.hlo.is_some())? {
+    if let Some((hlo, origin)) = program(args, description.hlo.is_some())? {
         description.hlo = Some(hlo);
         description.hlo_origin = origin;
     }
-    let inputs = read_inputs(&args, &description.inputs)?;
+    let inputs = read_inputs(args, &description.inputs)?;
     let mut config = SimConfig { warnings_to_stderr: !args.allow_opaque, ..SimConfig::from_env()? };
     args.apply_limits(&mut config);
     let runtime = SimRuntime::new(config).map_err(|err| anyhow!("{err}"))?;
@@ -234,9 +332,9 @@ pub(crate) fn run(args: RunArgs) -> Result<bool> {
     let output_set = runtime.allocate_tensor_set().map_err(|e| nrt("tensor set", e))?;
     for (name, data) in &inputs {
         let tensor = runtime
-            .tensor_allocate(Placement::Device, 0, data.len(), name.as_bytes())
+            .tensor_allocate(Placement::Device, 0, data.n_bytes(), name.as_bytes())
             .map_err(|e| nrt(&format!("input {name:?}"), e))?;
-        runtime.tensor_write(tensor, 0, data).map_err(|e| nrt(&format!("input {name:?}"), e))?;
+        write_input(&runtime, tensor, data).with_context(|| format!("input {name:?}"))?;
         runtime
             .add_tensor_to_tensor_set(input_set, name.as_bytes(), tensor)
             .map_err(|e| nrt(&format!("input {name:?}"), e))?;
@@ -272,10 +370,12 @@ pub(crate) fn run(args: RunArgs) -> Result<bool> {
         let descr = io.dltype.map_or("|u1", descr_of);
         let (descr, shape) =
             if io.dltype.is_some() { (descr, shape) } else { (descr, vec![size as u64]) };
-        let file = npy::encode(descr, &shape, &data)
+        let header = npy::encode_header(descr, &shape, data.len() as u64)
             .map_err(|err| anyhow!("output {:?}: {err}", io.name))?;
         let path = args.output_dir.join(format!("{}.npy", io.name));
-        std::fs::write(&path, file).with_context(|| format!("writing {}", path.display()))?;
+        std::fs::File::create(&path)
+            .and_then(|mut file| file.write_all(&header).and_then(|()| file.write_all(&data)))
+            .with_context(|| format!("writing {}", path.display()))?;
         println!("wrote {}", path.display());
     }
     match status {
