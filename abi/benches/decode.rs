@@ -26,22 +26,22 @@ use abi::metaneff::{self, MetaNeff, MetaTensor};
 
 fn many_inputs() -> Vec<u8> {
     let tensor = |i: usize| MetaTensor {
-        name: format!("input{i}").into_bytes(),
+        name: format!("input{i}").into_bytes().into(),
         shape: vec![1, 128, 768],
         data_type: 14,
         r#type: if i < 2 { 1 } else { 3 },
-        checkpoint_key: (i >= 2).then(|| format!("model.layers.{i}.weight").into_bytes()),
+        checkpoint_key: (i >= 2).then(|| format!("model.layers.{i}.weight").into_bytes().into()),
         ..MetaTensor::default()
     };
     let message = MetaNeff {
         input_tensors: (0..226).map(tensor).collect(),
         output_tensors: vec![MetaTensor {
-            name: b"output0".to_vec(),
+            name: b"output0".to_vec().into(),
             shape: vec![1, 128, 768],
             data_type: 14,
             ..MetaTensor::default()
         }],
-        name: b"many_inputs".to_vec(),
+        name: b"many_inputs".to_vec().into(),
         num_user_inputs: 2,
         num_weights: 224,
         ..MetaNeff::default()
@@ -62,7 +62,7 @@ fn large_graph() -> Vec<u8> {
         .collect();
     let message = MetaNeff {
         input_tensors: vec![MetaTensor {
-            name: b"input0".to_vec(),
+            name: b"input0".to_vec().into(),
             shape: vec![4],
             data_type: 1,
             r#type: 1,
@@ -194,6 +194,11 @@ fn main() {
         );
         if let Ok((implementation, times)) = &upb {
             let theirs = times[index];
+            for (figure, ours) in
+                [("view", t.view), ("decode", t.borrowed), ("decode_owned", t.owned)]
+            {
+                print_bench_line(&format!("{figure} {label}"), ours, theirs, implementation);
+            }
             println!(
                 "  {label:<12} {implementation} {theirs:?}: upb / view = {:.1}x, \
                  upb / decode_owned = {:.1}x, upb / decode = {:.1}x, upb / reference = {:.1}x",
@@ -223,6 +228,19 @@ struct Times<'a> {
     reference: Duration,
     wire: Duration,
     prost_only: Duration,
+}
+
+/// One `NRTSIM-BENCH` line (the format `cargo xtask bench` reads): a decoder against upb.
+fn print_bench_line(figure: &str, ours: Duration, upb: Duration, implementation: &str) {
+    let line = serde_json::json!({
+        "group": "metaneff decode",
+        "figure": figure,
+        "ours_s": ours.as_secs_f64(),
+        "peer": "upb",
+        "peer_s": upb.as_secs_f64(),
+        "detail": format!("protobuf {implementation}, best of 5"),
+    });
+    println!("NRTSIM-BENCH {line}");
 }
 
 fn ratio(numerator: Duration, denominator: Duration) -> f64 {

@@ -166,11 +166,11 @@ fn slot_of(
         n_bytes: usize::try_from(n_bytes).unwrap_or(usize::MAX),
         dynamic: tensor.allow_dynamic_batch_size,
         role,
-        checkpoint_key: tensor.checkpoint_key.clone(),
+        checkpoint_key: tensor.checkpoint_key.as_deref().map(<[u8]>::to_vec),
         var_id,
         mr_type,
         name,
-        key: tensor.name.clone(),
+        key: tensor.name.to_vec(),
     })
 }
 
@@ -514,7 +514,7 @@ mod tests {
 
     fn input(name: &str, r#type: i32) -> MetaTensor {
         MetaTensor {
-            name: name.as_bytes().to_vec(),
+            name: name.as_bytes().to_vec().into(),
             shape: vec![2],
             data_type: abi::metaneff::meta_tensor::DataType::Float as i32,
             r#type,

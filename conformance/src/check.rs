@@ -373,7 +373,7 @@ impl Checker<'_> {
             let mut found = Vec::new();
             for (index, tensor) in list.iter().enumerate() {
                 let tensor_ref = TensorRef { side, index: Some(index), name: lossy(&tensor.name) };
-                if let Some(&first) = seen.get(tensor.name.as_slice()) {
+                if let Some(&first) = seen.get(&tensor.name[..]) {
                     found.push(Finding {
                         code: Code::DuplicateTensorName,
                         tensor: Some(tensor_ref.clone()),
@@ -644,7 +644,7 @@ impl Checker<'_> {
                         .to_owned(),
                 }),
                 Some(key) => {
-                    if let Some(&first) = seen.get(key.as_slice()) {
+                    if let Some(&first) = seen.get(&key[..]) {
                         found.push(Finding {
                             code: Code::DuplicateCheckpointKey,
                             tensor: tensor_ref,

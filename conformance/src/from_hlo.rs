@@ -397,7 +397,7 @@ pub fn metaneff_message_from_hlo(
         let (role, key) = &roles[number];
         input_tensors.push(MetaTensor {
             r#type: role.tensor_type() as i32,
-            checkpoint_key: key.as_ref().map(|key| key.as_bytes().to_vec()),
+            checkpoint_key: key.as_ref().map(|key| key.as_bytes().to_vec().into()),
             ..tensor(format!("input{number}"), shape, &what)?
         });
     }
@@ -443,7 +443,7 @@ fn tensor(name: String, shape: &ShapeProto, what: &str) -> Result<MetaTensor, Fr
         }
     })?;
     Ok(MetaTensor {
-        name: name.into_bytes(),
+        name: name.into_bytes().into(),
         shape: shape.dimensions.clone(),
         data_type: Producer::TransformersNeuronx.data_type_of(xla_type) as i32,
         ..MetaTensor::default()
@@ -581,11 +581,11 @@ mod tests {
             .iter()
             .map(|t| {
                 (
-                    String::from_utf8(t.name.clone()).unwrap(),
+                    String::from_utf8(t.name.to_vec()).unwrap(),
                     t.shape.clone(),
                     t.data_type,
                     t.r#type,
-                    t.checkpoint_key.as_ref().map(|k| String::from_utf8(k.clone()).unwrap()),
+                    t.checkpoint_key.as_ref().map(|k| String::from_utf8(k.to_vec()).unwrap()),
                 )
             })
             .collect()
@@ -747,7 +747,7 @@ ENTRY main {
                 (TensorType::InputWeight as i32, Some("b.1".to_owned())),
             ]
         );
-        let names: Vec<&[u8]> = meta.input_tensors.iter().map(|t| t.name.as_slice()).collect();
+        let names: Vec<&[u8]> = meta.input_tensors.iter().map(|t| &t.name[..]).collect();
         assert_eq!(names, [b"input0", b"input1", b"input2", b"input3"]);
     }
 

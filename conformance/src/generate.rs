@@ -495,13 +495,13 @@ impl Design {
             input_tensors: inputs
                 .iter()
                 .map(|(tensor, kind)| MetaTensor {
-                    name: tensor.name.clone().into_bytes(),
+                    name: tensor.name.clone().into_bytes().into(),
                     shape: tensor.shape.clone(),
                     data_type: DTYPES[tensor.dtype].data_type as i32,
                     allow_dynamic_batch_size: tensor.dynamic,
                     checkpoint_key: match *kind {
-                        "INPUT_STATE" => Some(b"state".to_vec()),
-                        "INPUT_WEIGHT" => Some(b"w".to_vec()),
+                        "INPUT_STATE" => Some(b"state".to_vec().into()),
+                        "INPUT_WEIGHT" => Some(b"w".to_vec().into()),
                         _ => None,
                     },
                     r#type: match *kind {
@@ -515,7 +515,7 @@ impl Design {
             output_tensors: outputs
                 .iter()
                 .map(|tensor| MetaTensor {
-                    name: tensor.name.clone().into_bytes(),
+                    name: tensor.name.clone().into_bytes().into(),
                     shape: tensor.shape.clone(),
                     data_type: DTYPES[tensor.dtype].data_type as i32,
                     allow_dynamic_batch_size: tensor.dynamic,

@@ -100,7 +100,7 @@ fn the_metaneff_of_hlo_text_has_the_producers_names_types_keys_and_aliases() {
     let inputs: Vec<Input> = meta
         .input_tensors
         .iter()
-        .map(|t| (t.name.as_slice(), t.data_type, t.r#type, t.checkpoint_key.as_deref()))
+        .map(|t| (&t.name[..], t.data_type, t.r#type, t.checkpoint_key.as_deref()))
         .collect();
     let float = DataType::Float as i32;
     assert_eq!(
@@ -111,7 +111,7 @@ fn the_metaneff_of_hlo_text_has_the_producers_names_types_keys_and_aliases() {
             (&b"input2"[..], float, Type::InputWeight as i32, Some(&b"scale"[..])),
         ]
     );
-    let outputs: Vec<&[u8]> = meta.output_tensors.iter().map(|t| t.name.as_slice()).collect();
+    let outputs: Vec<&[u8]> = meta.output_tensors.iter().map(|t| &t.name[..]).collect();
     assert_eq!(outputs, [&b"output0"[..], b"output1"]);
     assert_eq!(meta.output_aliases_to.into_iter().collect::<Vec<_>>(), [(1, 1)]);
 

@@ -136,7 +136,7 @@ fn nrtsim_cli_round_trips_python_bytes(python: &Path) -> Result<(), Failed> {
 /// pseudo-random set.
 fn rust_messages() -> Vec<MetaNeff> {
     let tensor = |name: &str, shape: &[i64], data_type: DataType, kind: Type| MetaTensor {
-        name: name.as_bytes().to_vec(),
+        name: name.as_bytes().to_vec().into(),
         shape: shape.to_vec(),
         data_type: data_type as i32,
         r#type: kind as i32,
@@ -173,9 +173,9 @@ fn rust_messages() -> Vec<MetaNeff> {
                     Type::try_from(next(4) as i32).unwrap_or(Type::UserInput),
                 );
                 t.allow_dynamic_batch_size = next(2) == 1;
-                t.checkpoint_key = (next(2) == 1).then(|| b"w".repeat(next(3) as usize));
-                t.user_input_key = (next(3) == 0).then(|| vec![0xff, 0x00]);
-                t.content = if next(4) == 0 { vec![1, 2, 3] } else { Vec::new() };
+                t.checkpoint_key = (next(2) == 1).then(|| b"w".repeat(next(3) as usize).into());
+                t.user_input_key = (next(3) == 0).then(|| vec![0xff, 0x00].into());
+                t.content = if next(4) == 0 { vec![1, 2, 3].into() } else { Default::default() };
                 if side == 0 { m.input_tensors.push(t) } else { m.output_tensors.push(t) }
             }
         }

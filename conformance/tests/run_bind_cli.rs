@@ -46,11 +46,11 @@ fn write_neff_with(dir: &Path, with_hlo: bool) -> PathBuf {
 
 fn write_metaneff(dir: &Path) -> PathBuf {
     let tensor = |name: &str, kind: Type, key: Option<&str>| MetaTensor {
-        name: name.as_bytes().to_vec(),
+        name: name.as_bytes().to_vec().into(),
         shape: vec![2, 3],
         data_type: DataType::Float as i32,
         r#type: kind as i32,
-        checkpoint_key: key.map(|k| k.as_bytes().to_vec()),
+        checkpoint_key: key.map(|k| k.as_bytes().to_vec().into()),
         ..MetaTensor::default()
     };
     let message = MetaNeff {

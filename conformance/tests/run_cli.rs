@@ -38,7 +38,7 @@ fn write_neff(dir: &Path, description: &ModelDescription) -> PathBuf {
 
 fn write_metaneff(dir: &Path, graph: Vec<u8>) -> PathBuf {
     let tensor = |name: &str, shape: &[i64]| MetaTensor {
-        name: name.as_bytes().to_vec(),
+        name: name.as_bytes().to_vec().into(),
         shape: shape.to_vec(),
         data_type: DataType::Float16 as i32,
         ..MetaTensor::default()

@@ -90,11 +90,11 @@ impl TensorDef {
 
     fn meta(&self) -> MetaTensor {
         MetaTensor {
-            name: self.name.as_bytes().to_vec(),
+            name: self.name.as_bytes().to_vec().into(),
             shape: self.shape.clone(),
             data_type: self.data_type as i32,
             allow_dynamic_batch_size: self.dynamic,
-            checkpoint_key: self.checkpoint_key.as_ref().map(|key| key.as_bytes().to_vec()),
+            checkpoint_key: self.checkpoint_key.as_ref().map(|key| key.as_bytes().to_vec().into()),
             r#type: self.kind as i32,
             ..MetaTensor::default()
         }
@@ -190,7 +190,7 @@ impl ModelDef {
             output_tensors: self.outputs.iter().map(TensorDef::meta).collect(),
             model_config: any_flag.then_some(config),
             output_aliases_to: self.aliases.clone(),
-            name: self.name.as_bytes().to_vec(),
+            name: self.name.as_bytes().to_vec().into(),
             ..MetaNeff::default()
         }
     }

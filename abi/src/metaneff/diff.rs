@@ -230,7 +230,7 @@ fn pair(a: &[MetaTensor], b: &[MetaTensor]) -> Vec<(Option<usize>, Option<usize>
         .iter()
         .enumerate()
         .map(|(index, tensor)| {
-            let other = by_name.get_mut(tensor.name.as_slice()).and_then(VecDeque::pop_front);
+            let other = by_name.get_mut(&tensor.name[..]).and_then(VecDeque::pop_front);
             if let Some(other) = other {
                 matched_b[other] = true;
             }
@@ -260,7 +260,7 @@ fn type_text(value: i32) -> String {
         .map_or_else(|_| value.to_string(), |kind| kind.as_str_name().to_owned())
 }
 
-fn optional_bytes(value: Option<&Vec<u8>>) -> String {
+fn optional_bytes(value: Option<&prost::bytes::Bytes>) -> String {
     value.map_or_else(|| "(unset)".to_owned(), |bytes| bytes_text(bytes))
 }
 

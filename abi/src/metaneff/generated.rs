@@ -3,26 +3,26 @@
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct MetaTensor {
     /// "input{i}" / "output{i}" for XLA graphs; the key the runtime binds by.
-    #[prost(bytes = "vec", tag = "1")]
-    pub name: ::prost::alloc::vec::Vec<u8>,
+    #[prost(bytes = "bytes", tag = "1")]
+    pub name: ::prost::bytes::Bytes,
     #[prost(int64, repeated, tag = "2")]
     pub shape: ::prost::alloc::vec::Vec<i64>,
     #[prost(enumeration = "meta_tensor::DataType", tag = "3")]
     pub data_type: i32,
     /// An inline constant; no known producer writes it.
-    #[prost(bytes = "vec", tag = "4")]
-    pub content: ::prost::alloc::vec::Vec<u8>,
+    #[prost(bytes = "bytes", tag = "4")]
+    pub content: ::prost::bytes::Bytes,
     /// When set, the leading dimension is the launch batch.
     #[prost(bool, tag = "5")]
     pub allow_dynamic_batch_size: bool,
     /// The state or weight name (presence is tracked).
-    #[prost(bytes = "vec", optional, tag = "6")]
-    pub checkpoint_key: ::core::option::Option<::prost::alloc::vec::Vec<u8>>,
+    #[prost(bytes = "bytes", optional, tag = "6")]
+    pub checkpoint_key: ::core::option::Option<::prost::bytes::Bytes>,
     #[prost(enumeration = "meta_tensor::Type", tag = "7")]
     pub r#type: i32,
     /// The Python argument name (presence is tracked).
-    #[prost(bytes = "vec", optional, tag = "8")]
-    pub user_input_key: ::core::option::Option<::prost::alloc::vec::Vec<u8>>,
+    #[prost(bytes = "bytes", optional, tag = "8")]
+    pub user_input_key: ::core::option::Option<::prost::bytes::Bytes>,
 }
 /// Nested message and enum types in `MetaTensor`.
 pub mod meta_tensor {
@@ -176,8 +176,8 @@ pub struct MetaNeff {
     /// A serialized XLA HloModuleProto.
     #[prost(bytes = "bytes", tag = "4")]
     pub serialized_graph_def: ::prost::bytes::Bytes,
-    #[prost(bytes = "vec", tag = "5")]
-    pub name: ::prost::alloc::vec::Vec<u8>,
+    #[prost(bytes = "bytes", tag = "5")]
+    pub name: ::prost::bytes::Bytes,
     /// Output index -> input index whose buffer the output reuses.
     #[prost(btree_map = "int64, int64", tag = "6")]
     pub output_aliases_to: ::prost::alloc::collections::BTreeMap<i64, i64>,

@@ -159,11 +159,12 @@ pub fn check_wire(bytes: &[u8]) -> Result<Vec<UnknownField>, MetaneffDecodeError
 }
 
 /// Decodes a `MetaNeff`, keeping nothing of the unknown fields (use [`edit`] to change a message
-/// without losing them). The bytes fields are copied out of `bytes`; [`decode_owned`] shares
-/// `serialized_graph_def` with its input instead, and [`view::MetaneffView`] copies nothing.
+/// without losing them). The input is copied once, into one buffer that every bytes field of
+/// the message shares (a name keeps that buffer alive); [`decode_owned`] shares an owned input
+/// without copying it, and [`view::MetaneffView`] copies nothing.
 ///
 /// One pass checks the wire form and records the fields ([`view::MetaneffView::decode`]); the
-/// owned message is built from that record.
+/// owned message is built from that record, with one allocation per tensor (its shape).
 ///
 /// # Errors
 /// A [`MetaneffDecodeError`] naming the byte offset and field path of the first problem.
@@ -179,18 +180,31 @@ pub fn decode_with_limits(
     bytes: &[u8],
     limits: &MetaneffLimits,
 ) -> Result<MetaNeff, MetaneffDecodeError> {
-    view::MetaneffView::decode_with_limits(bytes, limits)?.to_owned()
+    let view = view::MetaneffView::decode_with_limits(bytes, limits)?;
+    let mut copy = Vec::new();
+    copy.try_reserve_exact(bytes.len()).map_err(|_| MetaneffDecodeError {
+        offset: 0,
+        path: "MetaNeff".to_owned(),
+        reason: format!(
+            "could not allocate memory for {} bytes of the message, expected enough for it",
+            bytes.len()
+        ),
+        exceeded: None,
+    })?;
+    copy.extend_from_slice(bytes);
+    view.to_owned_in(bytes, &prost::bytes::Bytes::from(copy))
 }
 
-/// [`decode`] from an owned buffer: `serialized_graph_def` (the HLO module, often most of the
-/// message) is a view of `bytes`, not a copy, so decoding a metaneff with a large graph costs
-/// the small fields only.
+/// [`decode`] from an owned buffer: every bytes field of the message (the names and keys, and
+/// `serialized_graph_def`, the HLO module, often most of the message) is a view of `bytes`, not
+/// a copy, so decoding costs one allocation per tensor (its shape) whatever the names and the
+/// graph weigh.
 ///
 /// # Errors
 /// As [`decode`].
 pub fn decode_owned(bytes: prost::bytes::Bytes) -> Result<MetaNeff, MetaneffDecodeError> {
     let view = view::MetaneffView::decode(&bytes)?;
-    view.to_owned_with(|graph| Ok(bytes.slice_ref(graph)))
+    view.to_owned_in(&bytes, &bytes)
 }
 
 /// The reference decoder: the schema walk ([`check_wire`]), then prost. It is what the one-pass

@@ -25,7 +25,7 @@ pub(super) fn hex(spec: &str) -> Vec<u8> {
 
 fn tensor(name: &str, shape: &[i64], data_type: DataType, kind: Type) -> MetaTensor {
     MetaTensor {
-        name: name.as_bytes().to_vec(),
+        name: name.as_bytes().to_vec().into(),
         shape: shape.to_vec(),
         data_type: data_type as i32,
         r#type: kind as i32,
@@ -96,7 +96,7 @@ fn alias_entries_sit_in_field_order_before_later_fields() {
     let message = MetaNeff {
         output_aliases_to: [(1, 3)].into(),
         num_user_inputs: 2,
-        name: b"m".to_vec(),
+        name: b"m".to_vec().into(),
         ..Default::default()
     };
     assert_eq!(encode(&message), hex(r#"2A 01 "m"  32 04 08 01 10 03  38 02"#));
@@ -116,11 +116,11 @@ fn shape_is_accepted_packed_and_unpacked() {
 
 #[test]
 fn optional_keys_distinguish_unset_from_empty() {
-    let unset = MetaTensor { name: b"input0".to_vec(), ..Default::default() };
-    let empty = MetaTensor { checkpoint_key: Some(Vec::new()), ..unset.clone() };
+    let unset = MetaTensor { name: b"input0".to_vec().into(), ..Default::default() };
+    let empty = MetaTensor { checkpoint_key: Some(Default::default()), ..unset.clone() };
     let both = MetaTensor {
-        user_input_key: Some(b"x".to_vec()),
-        checkpoint_key: Some(vec![]),
+        user_input_key: Some(b"x".to_vec().into()),
+        checkpoint_key: Some(Default::default()),
         ..unset.clone()
     };
     let wrap = |t: &MetaTensor| MetaNeff { input_tensors: vec![t.clone()], ..Default::default() };
@@ -284,7 +284,8 @@ fn setting_dynamic_batch_on_chosen_tensors_only() {
 
 #[test]
 fn a_missing_model_config_is_created_like_the_cpp_setter_does() {
-    let bytes = encode(&MetaNeff { name: b"m".to_vec(), num_states: 1, ..Default::default() });
+    let bytes =
+        encode(&MetaNeff { name: b"m".to_vec().into(), num_states: 1, ..Default::default() });
     let on = edit::set_config_flag(&bytes, ConfigFlag::AsyncLoad, true).unwrap();
     assert_eq!(on, hex(r#"1A 02 20 01  2A 01 "m"  40 01"#));
     let off = edit::set_config_flag(&bytes, ConfigFlag::AsyncLoad, false).unwrap();
@@ -339,7 +340,7 @@ fn text_keeps_the_wire_order_of_alias_entries() {
 fn json_round_trips() {
     let mut message = seed_example();
     message.output_aliases_to.insert(0, 0);
-    message.input_tensors[0].checkpoint_key = Some(vec![]);
+    message.input_tensors[0].checkpoint_key = Some(Default::default());
     let bytes = encode(&message);
     let json = text::to_json(&bytes).unwrap().text;
     assert!(json.contains("\"input_tensors\""), "{json}");
@@ -378,14 +379,14 @@ pub(super) mod properties {
         )
             .prop_map(|(name, shape, data_type, content, dynamic, ckpt, kind, user)| {
                 MetaTensor {
-                    name,
+                    name: name.into(),
                     shape,
                     data_type,
-                    content,
+                    content: content.into(),
                     allow_dynamic_batch_size: dynamic,
-                    checkpoint_key: ckpt,
+                    checkpoint_key: ckpt.map(Into::into),
                     r#type: kind,
-                    user_input_key: user,
+                    user_input_key: user.map(Into::into),
                 }
             })
     }
@@ -418,7 +419,7 @@ pub(super) mod properties {
                     output_tensors: outputs,
                     model_config: config,
                     serialized_graph_def: graph.into(),
-                    name,
+                    name: name.into(),
                     output_aliases_to: aliases,
                     num_user_inputs: u,
                     num_states: s,
@@ -490,7 +491,10 @@ pub(super) mod properties {
 #[test]
 fn decode_owned_shares_the_graph_with_its_input_and_agrees_with_decode() {
     let message = MetaNeff {
-        input_tensors: vec![MetaTensor { name: b"input0".to_vec(), ..MetaTensor::default() }],
+        input_tensors: vec![MetaTensor {
+            name: b"input0".to_vec().into(),
+            ..MetaTensor::default()
+        }],
         serialized_graph_def: vec![7u8; 4096].into(),
         ..MetaNeff::default()
     };

@@ -37,6 +37,7 @@ use std::collections::TryReserveError;
 use std::fmt;
 
 use prost::Message as _;
+use prost::bytes::Bytes;
 
 use super::meta_tensor::{DataType, Type};
 use super::{
@@ -153,6 +154,26 @@ impl<'a> ShapeView<'a> {
     /// The allocation failed.
     pub fn to_vec(&self) -> Result<Vec<i64>, TryReserveError> {
         let mut out = Vec::new();
+        if self.form == ShapeForm::Packed {
+            // One pass over the checked run: each varint ends at its one byte below 0x80, so
+            // the dimensions are gathered as the bytes come, and the count reserved first is
+            // the number of those bytes.
+            if self.bytes.is_empty() {
+                return Ok(out);
+            }
+            out.try_reserve_exact(count_varints(self.bytes))?;
+            let (mut value, mut shift) = (0u64, 0u32);
+            for &byte in self.bytes {
+                value |= u64::from(byte & 0x7f).wrapping_shl(shift);
+                if byte < 0x80 {
+                    out.push(value as i64);
+                    (value, shift) = (0, 0);
+                } else {
+                    shift += 7;
+                }
+            }
+            return Ok(out);
+        }
         out.try_reserve_exact(self.len())?;
         out.extend(self.iter());
         Ok(out)
@@ -227,7 +248,7 @@ impl Iterator for ShapeIter<'_> {
 
 impl ExactSizeIterator for ShapeIter<'_> {}
 
-impl TensorView<'_> {
+impl<'a> TensorView<'a> {
     /// The data type, `None` for a value the schema does not name.
     pub fn dtype(&self) -> Option<DataType> {
         DataType::try_from(self.data_type).ok()
@@ -238,21 +259,49 @@ impl TensorView<'_> {
         Type::try_from(self.r#type).ok()
     }
 
-    /// The owned prost message.
+    /// The owned prost message, each byte field copied into a buffer of its own.
     ///
     /// # Errors
     /// An allocation failed.
     pub fn to_owned(&self) -> Result<MetaTensor, TryReserveError> {
-        Ok(MetaTensor {
-            name: copy(self.name)?,
-            shape: self.shape.to_vec()?,
-            data_type: self.data_type,
-            content: copy(self.content)?,
-            allow_dynamic_batch_size: self.allow_dynamic_batch_size,
-            checkpoint_key: self.checkpoint_key.map(copy).transpose()?,
-            r#type: self.r#type,
-            user_input_key: self.user_input_key.map(copy).transpose()?,
-        })
+        self.to_owned_with(&mut |field| copy(field).map(Bytes::from))
+    }
+
+    /// [`Self::to_owned`], with each byte field made by `share` (a copy, or a view of a buffer
+    /// the field lies in).
+    fn to_owned_with<E>(
+        &self,
+        share: &mut impl FnMut(&'a [u8]) -> Result<Bytes, E>,
+    ) -> Result<MetaTensor, E>
+    where
+        E: From<TryReserveError>,
+    {
+        let mut owned = MetaTensor::default();
+        self.fill_owned(&mut owned, share)?;
+        Ok(owned)
+    }
+
+    /// Sets every field of `owned` (which holds the defaults) from this view.
+    #[inline(always)]
+    fn fill_owned<E>(
+        &self,
+        owned: &mut MetaTensor,
+        share: &mut impl FnMut(&'a [u8]) -> Result<Bytes, E>,
+    ) -> Result<(), E>
+    where
+        E: From<TryReserveError>,
+    {
+        owned.name = share(self.name)?;
+        owned.shape = self.shape.to_vec()?;
+        owned.data_type = self.data_type;
+        if !self.content.is_empty() {
+            owned.content = share(self.content)?;
+        }
+        owned.allow_dynamic_batch_size = self.allow_dynamic_batch_size;
+        owned.checkpoint_key = self.checkpoint_key.map(&mut *share).transpose()?;
+        owned.r#type = self.r#type;
+        owned.user_input_key = self.user_input_key.map(&mut *share).transpose()?;
+        Ok(())
     }
 }
 
@@ -293,43 +342,106 @@ impl<'a> MetaneffView<'a> {
     }
 
     /// The owned prost message, equal to what [`decode`](super::decode) returns for the same
-    /// bytes. Every byte field is copied, `serialized_graph_def` included; use
-    /// [`decode_owned`](super::decode_owned) to share the graph with an owned input instead.
+    /// bytes. Every byte field is copied into a buffer of its own, `serialized_graph_def`
+    /// included; [`decode`](super::decode) copies the input once and shares it, and
+    /// [`decode_owned`](super::decode_owned) shares an owned input without copying.
     ///
     /// # Errors
     /// An allocation failed.
     pub fn to_owned(&self) -> Result<MetaNeff, MetaneffDecodeError> {
-        self.to_owned_with(|graph| {
-            copy(graph).map(prost::bytes::Bytes::from).map_err(|_| {
-                out_of_memory(&format!("{} bytes of serialized_graph_def", graph.len()))
-            })
+        self.to_owned_with(|field| {
+            copy(field).map(Bytes::from).map_err(|_| out_of_memory_for(field.len()))
         })
     }
 
-    /// [`Self::to_owned`], with `serialized_graph_def` made by `graph`.
-    pub(super) fn to_owned_with(
+    /// The owned prost message whose byte fields are views of `input`, the buffer this view
+    /// was decoded from (or a copy of it): no field is copied, and each shares `input`'s
+    /// allocation, which lives as long as any of them.
+    ///
+    /// `origin` is the slice the view was decoded from, whose bytes `input` holds at the same
+    /// offsets.
+    pub(super) fn to_owned_in(
         &self,
-        graph: impl FnOnce(&'a [u8]) -> Result<prost::bytes::Bytes, MetaneffDecodeError>,
+        origin: &'a [u8],
+        input: &Bytes,
     ) -> Result<MetaNeff, MetaneffDecodeError> {
-        let tensors = |list: &[TensorView<'_>], field: &str| {
-            let mut out = Vec::new();
+        debug_assert_eq!(origin.len(), input.len(), "the input is the view's bytes");
+        let base = origin.as_ptr() as usize;
+        self.to_owned_with(|field| {
+            // Every field of the view is a slice of `origin`, so its offset there is the
+            // difference of the two addresses, and the same range of `input` holds its bytes.
+            let start = (field.as_ptr() as usize).wrapping_sub(base);
+            let end = start.checked_add(field.len());
+            match end {
+                _ if field.is_empty() => Ok(Bytes::new()),
+                Some(end) if end <= input.len() => Ok(input.slice(start..end)),
+                _ => Err(MetaneffDecodeError {
+                    offset: 0,
+                    path: "MetaNeff".to_owned(),
+                    reason: "a decoded field lies outside the message, expected every field \
+                             within it (a bug in nrtsim)"
+                        .to_owned(),
+                    exceeded: None,
+                }),
+            }
+        })
+    }
+
+    /// The owned prost message with each byte field made by `share`.
+    fn to_owned_with(
+        &self,
+        mut share: impl FnMut(&'a [u8]) -> Result<Bytes, MetaneffDecodeError>,
+    ) -> Result<MetaNeff, MetaneffDecodeError> {
+        let mut tensors = |list: &[TensorView<'a>], field: &str| {
+            let mut out: Vec<MetaTensor> = Vec::new();
             out.try_reserve_exact(list.len()).map_err(|_| out_of_memory(field))?;
-            for tensor in list {
-                out.push(tensor.to_owned().map_err(|_| out_of_memory(field))?);
+            // Built by `extend` into the list's reserved room, which writes each tensor in its
+            // place: pushing a finished tensor copies it there, which costs as much as building
+            // it. A failure is kept aside and the tensors built so far are dropped with `out`.
+            let mut failed = false;
+            out.extend(list.iter().map(|tensor| {
+                let mut owned = MetaTensor::default();
+                if !failed {
+                    let mut share = |bytes| share(bytes).map_err(|_| OwnedStop::OutOfMemory);
+                    failed = tensor.fill_owned(&mut owned, &mut share).is_err();
+                }
+                owned
+            }));
+            if failed {
+                return Err(out_of_memory(field));
             }
             Ok::<_, MetaneffDecodeError>(out)
         };
+        let input_tensors = tensors(&self.input_tensors, "input_tensors")?;
+        let output_tensors = tensors(&self.output_tensors, "output_tensors")?;
         Ok(MetaNeff {
-            input_tensors: tensors(&self.input_tensors, "input_tensors")?,
-            output_tensors: tensors(&self.output_tensors, "output_tensors")?,
+            input_tensors,
+            output_tensors,
             model_config: self.model_config,
-            serialized_graph_def: graph(self.serialized_graph_def)?,
-            name: copy(self.name).map_err(|_| out_of_memory("name"))?,
+            serialized_graph_def: share(self.serialized_graph_def).map_err(|_| {
+                out_of_memory(&format!(
+                    "{} bytes of serialized_graph_def",
+                    self.serialized_graph_def.len()
+                ))
+            })?,
+            name: share(self.name).map_err(|_| out_of_memory("name"))?,
             output_aliases_to: self.output_aliases_to.iter().copied().collect(),
             num_user_inputs: self.num_user_inputs,
             num_states: self.num_states,
             num_weights: self.num_weights,
         })
+    }
+}
+
+/// A tensor field that could not be made while building an owned message; the message's error
+/// names the tensor list.
+enum OwnedStop {
+    OutOfMemory,
+}
+
+impl From<TryReserveError> for OwnedStop {
+    fn from(_: TryReserveError) -> OwnedStop {
+        OwnedStop::OutOfMemory
     }
 }
 
@@ -339,6 +451,10 @@ fn copy(bytes: &[u8]) -> Result<Vec<u8>, TryReserveError> {
     out.try_reserve_exact(bytes.len())?;
     out.extend_from_slice(bytes);
     Ok(out)
+}
+
+fn out_of_memory_for(n_bytes: usize) -> MetaneffDecodeError {
+    out_of_memory(&format!("{n_bytes} bytes"))
 }
 
 fn out_of_memory(what: &str) -> MetaneffDecodeError {
@@ -682,6 +798,9 @@ fn parse<'a>(bytes: &'a [u8], limits: &MetaneffLimits) -> Result<MetaneffView<'a
     // their own, matching the tag's one byte (see `parse_tensor` for the same idea within a
     // tensor; any other form of the tag goes to the general loop below).
     let mut inputs = Vec::new();
+    inputs
+        .try_reserve_exact(leading_inputs(bytes).min(limits.max_tensors))
+        .map_err(|_| Stop::OutOfMemory)?;
     let mut n_unknown = 0;
     while bytes.get(pos) == Some(&(INPUT_TENSORS as u8)) {
         pos += 1;
@@ -734,6 +853,23 @@ fn parse<'a>(bytes: &'a [u8], limits: &MetaneffLimits) -> Result<MetaneffView<'a
         }
     }
     Ok(view)
+}
+
+/// How many `input_tensors` fields open the message, counted by their lengths alone (a
+/// malformed one ends the count; the decoding pass refuses it), so that the list is allocated
+/// once: growing it by doubling copies every tensor view made so far, which costs more than
+/// this walk over the lengths.
+fn leading_inputs(bytes: &[u8]) -> usize {
+    let mut pos = 0;
+    let mut count = 0;
+    while bytes.get(pos) == Some(&(key(1, LEN) as u8)) {
+        pos += 1;
+        if len_delimited(bytes, &mut pos).is_err() {
+            break;
+        }
+        count += 1;
+    }
+    count
 }
 
 /// Where a tensor's shape was seen so far.

@@ -122,9 +122,11 @@ fn generate(root: &Path, schema: &Schema) -> Result<Vec<Output>> {
         .collect();
     let modules = prost_build::Config::new()
         .btree_map(["."])
-        // The HLO module can be tens of megabytes: decoded from `bytes::Bytes`, it shares the
-        // input instead of being copied (`abi::metaneff::decode_owned`).
-        .bytes([".metaneff.MetaNeff.serialized_graph_def"])
+        // Every metaneff `bytes` field is `bytes::Bytes`: decoded, the HLO module (tens of
+        // megabytes) and the names and keys of hundreds of tensors share the one input buffer
+        // instead of each being copied into an allocation of its own
+        // (`abi::metaneff::decode_owned`).
+        .bytes([".metaneff"])
         .generate(requests)
         .context("generating Rust code with prost-build")?;
     let [(_, code)]: [_; 1] =

@@ -159,7 +159,7 @@ fn read_weights(args: &RunArgs, meta: &MetaNeff) -> Result<Weights> {
             Err(_) => continue,
         };
         let expected_text = format!("{} {:?}", expected.0.name(), expected.1);
-        match weights.get(key) {
+        match weights.get(&key[..]) {
             None if kind == "INPUT_WEIGHT" => bail!(
                 "{file}: no tensor {:?}, expected {expected_text} for {kind} {name:?}",
                 lossy(key)
