@@ -280,6 +280,12 @@ fn geomean(values: impl IntoIterator<Item = f64>) -> Option<f64> {
 }
 
 fn main() {
+    // `cargo test --benches` (or `--all-targets`) runs this without `--bench`: the set takes
+    // minutes, so it runs only under `cargo bench`.
+    if !std::env::args().any(|arg| arg == "--bench") {
+        println!("models: benchmarks run only under `cargo bench`");
+        return;
+    }
     let python = match pyref::find(&["jax", "ml_dtypes"]) {
         Ok(python) => python,
         Err(reason) => {
