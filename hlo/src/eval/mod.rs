@@ -45,6 +45,7 @@ mod exec;
 mod gather;
 mod opcodes;
 mod packed_gemm;
+mod recognise;
 mod reduce;
 pub(crate) mod shape_ops;
 mod sort;

@@ -12,8 +12,9 @@ use std::sync::Arc;
 
 use super::Fail;
 use super::compile::Reducer;
-use super::elementwise::{Binary, Float, Int, widen};
+use super::elementwise::{Binary, Direction, Float, Int, widen};
 use super::exec::{Ctx, element, gather_scalars};
+use super::recognise::{ArgReducer, holds};
 use super::shape_ops::transpose;
 use super::tensor::{Data, Tensor, filled, next_index, strides, try_alloc};
 use crate::dtype::SmallFloat;
@@ -179,6 +180,111 @@ fn fast_fold(
     Ok(Some(out))
 }
 
+/// Folds runs of (value, index) pairs with a recognised [`ArgReducer`]; `None` for element types
+/// without a direct loop. Narrow floats are compared as their f32 values, as `compare` does, and
+/// the kept value is the element's own bits.
+fn arg_fold(
+    arg: ArgReducer,
+    [values, indices]: [&Data; 2],
+    [init_value, init_index]: [&Data; 2],
+    run: usize,
+) -> Result<Option<(Data, Data)>, Fail> {
+    if run == 0 {
+        // Every result is the init pair; the general path writes it.
+        return Ok(None);
+    }
+    macro_rules! plain {
+        ($($variant:ident),*) => {
+            match (values, init_value) {
+                $((Data::$variant(v), Data::$variant(i)) => {
+                    return Ok(arg_fold_indices(arg, v, v, i[0], i[0], indices, init_index, run)?
+                        .map(|(v, i)| (Data::$variant(v), i)));
+                })*
+                _ => {}
+            }
+        };
+    }
+    plain!(F32, F64, S8, S16, S32, S64, U8, U16, U32, U64);
+    macro_rules! small {
+        ($($variant:ident),*) => {
+            match (values, init_value) {
+                $((Data::$variant(v), Data::$variant(i)) => {
+                    let format = SmallFloat::$variant;
+                    let keys = widen(format, v)?;
+                    let init_key = format.decode(u32::from(i[0]));
+                    return Ok(arg_fold_indices(arg, v, &keys, i[0], init_key, indices, init_index, run)?
+                        .map(|(v, i)| (Data::$variant(v), i)));
+                })*
+                _ => {}
+            }
+        };
+    }
+    small!(F16, Bf16, F8e5m2, F8e4m3fn, F8e4m3);
+    Ok(None)
+}
+
+/// [`arg_fold`] for one value type, dispatched over the index type.
+#[allow(clippy::too_many_arguments)]
+fn arg_fold_indices<V: Copy, K: PartialOrd + Copy>(
+    arg: ArgReducer,
+    values: &[V],
+    keys: &[K],
+    init_value: V,
+    init_key: K,
+    indices: &Data,
+    init_index: &Data,
+    run: usize,
+) -> Result<Option<(Vec<V>, Data)>, Fail> {
+    macro_rules! arms {
+        ($($variant:ident),*) => {
+            match (indices, init_index) {
+                $((Data::$variant(x), Data::$variant(i)) => {
+                    let (v, i) = fold_pairs(arg, values, keys, x, (init_value, init_key, i[0]), run)?;
+                    Some((v, Data::$variant(i)))
+                })*
+                _ => None,
+            }
+        };
+    }
+    Ok(arms!(S8, S16, S32, S64, U8, U16, U32, U64))
+}
+
+/// The loop of an [`ArgReducer`]: one (value, index) result per run, evaluating the reducer's
+/// compares and selects as its instructions do.
+fn fold_pairs<V: Copy, K: PartialOrd + Copy, I: PartialOrd + Copy>(
+    arg: ArgReducer,
+    values: &[V],
+    keys: &[K],
+    indices: &[I],
+    (init_value, init_key, init_index): (V, K, I),
+    run: usize,
+) -> Result<(Vec<V>, Vec<I>), Fail> {
+    let groups = values.len().checked_div(run).unwrap_or(0);
+    let mut out_values = try_alloc(groups)?;
+    let mut out_indices = try_alloc(groups)?;
+    let ArgReducer { keep, keep_nan, tie } = arg;
+    for ((v, k), x) in
+        values.chunks_exact(run).zip(keys.chunks_exact(run)).zip(indices.chunks_exact(run))
+    {
+        let (mut a, mut ka, mut ai) = (init_value, init_key, init_index);
+        for ((&b, &kb), &bi) in v.iter().zip(k).zip(x) {
+            let kept = holds(keep, ka.partial_cmp(&kb))
+                || (keep_nan && holds(Direction::Ne, ka.partial_cmp(&ka)));
+            let kept_index = kept
+                || (holds(Direction::Eq, ka.partial_cmp(&kb)) && holds(tie, ai.partial_cmp(&bi)));
+            if !kept {
+                (a, ka) = (b, kb);
+            }
+            if !kept_index {
+                ai = bi;
+            }
+        }
+        out_values.push(a);
+        out_indices.push(ai);
+    }
+    Ok((out_values, out_indices))
+}
+
 /// `reduce`: returns one array per input.
 pub(crate) fn reduce(
     ctx: &Ctx<'_>,
@@ -202,6 +308,12 @@ pub(crate) fn reduce(
         && let Some(out) = fast_fold(op, &arranged[0], &inits[0].data, run, groups)?
     {
         return Ok(vec![out]);
+    }
+    if let (Some(arg), 2) = (comp.recognised.arg, inputs.len())
+        && let Some((values, indices)) =
+            arg_fold(arg, [&arranged[0], &arranged[1]], [&inits[0].data, &inits[1].data], run)?
+    {
+        return Ok(vec![values, indices]);
     }
     let n = inputs.len();
     let mut results: Vec<Vec<Data>> = (0..n).map(|_| Vec::new()).collect();
