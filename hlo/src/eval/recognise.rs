@@ -496,7 +496,13 @@ ENTRY main {
   e = (f32[4], s32[4]) reduce(x, iota, ninf, zero), dimensions={0,1}, to_apply=almost_argmax_tie_on_values
   e0 = f32[4] get-tuple-element(e), index=0
   e1 = s32[4] get-tuple-element(e), index=1
-  ROOT t = (f32[5], s32[5], f32[6,4], s32[6,4], bf16[6,5], s64[6,5], f32[6,4], s32[6,4], f32[4], s32[4]) tuple(a0, a1, b0, b1, c0, c1, d0, d1, e0, e1)
+  f = (f32[4], s32[4]) reduce(x, iota, ninf, zero), dimensions={0,1}, to_apply=argmax_nan
+  f0 = f32[4] get-tuple-element(f), index=0
+  f1 = s32[4] get-tuple-element(f), index=1
+  g = (bf16[5,4], s64[5,4]) reduce(h, wide, hinit, winit), dimensions={0}, to_apply=argmax_plain_bf16
+  g0 = bf16[5,4] get-tuple-element(g), index=0
+  g1 = s64[5,4] get-tuple-element(g), index=1
+  ROOT t = (f32[5], s32[5], f32[6,4], s32[6,4], bf16[6,5], s64[6,5], f32[6,4], s32[6,4], f32[4], s32[4], f32[4], s32[4], bf16[5,4], s64[5,4]) tuple(a0, a1, b0, b1, c0, c1, d0, d1, e0, e1, f0, f1, g0, g1)
 }
 "#;
 
