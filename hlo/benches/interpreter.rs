@@ -2,7 +2,9 @@
 //! same run, and peak RSS for a graph with 1 GiB of intermediates.
 //!
 //! Output lines are stable and parseable, one measurement each:
-//! `dot_f32_512 ours=<GFLOP/s> naive=<GFLOP/s> ratio=<ours/naive> gflops`.
+//! `dot_f32_512 ours=<GFLOP/s> naive=<GFLOP/s> ratio=<ours/naive> gflops`, and for each of dot and
+//! convolution one `NRTSIM-BENCH {json}` line (seconds per run, the naive loop the peer) for
+//! `cargo xtask bench`.
 
 use std::time::{Duration, Instant};
 
@@ -35,6 +37,15 @@ fn gflops(flops: f64, t: Duration) -> f64 {
     flops / t.as_secs_f64() / 1e9
 }
 
+/// The line `cargo xtask bench` collects: one figure, the naive loop its peer.
+fn print_record(figure: &str, ours: Duration, naive: Duration) {
+    let record = serde_json::json!({
+        "group": "interpreter", "figure": figure, "ours_s": ours.as_secs_f64(), "peer": "naive",
+        "peer_s": naive.as_secs_f64(), "detail": "",
+    });
+    println!("NRTSIM-BENCH {record}");
+}
+
 fn bench_dot() {
     let n = 512;
     let p = program(&format!(
@@ -51,6 +62,7 @@ fn bench_dot() {
     let flops = 2.0 * (n * n * n) as f64;
     let (o, v) = (gflops(flops, ours), gflops(flops, naive));
     println!("dot_f32_512 ours={o:.2} naive={v:.2} ratio={:.1} gflops", o / v);
+    print_record("dot_f32_512", ours, naive);
 }
 
 fn bench_conv() {
@@ -72,6 +84,7 @@ fn bench_conv() {
     let flops = 2.0 * (features * size * size * channels * 9) as f64;
     let (o, v) = (gflops(flops, ours), gflops(flops, naive));
     println!("conv3x3_f32_1x64x56x56 ours={o:.2} naive={v:.2} ratio={:.1} gflops", o / v);
+    print_record("conv3x3_f32_1x64x56x56", ours, naive);
 }
 
 /// VmHWM (peak resident set) of this process in MiB, from /proc/self/status.

@@ -4,8 +4,8 @@
 //! of f32[1,64,56,56] with 64 output features and padding 1), writes the modules it compiled, and
 //! times XLA on them (best of N after warm-up), once before and once after ours. This bench loads
 //! those very modules, compiles each once with `eval::Program::compile`, times `run` the same
-//! way, and prints GFLOP/s for both and `ours/xla` (the target is at least 0.5 for both
-//! graphs). The interpreter bench (`benches/interpreter.rs`) gives the ratio to naive loops in the
+//! way, and prints GFLOP/s for both and `ours/xla`, and per graph one `NRTSIM-BENCH {json}` line
+//! (seconds per run, XLA the peer) for `cargo xtask bench`. The interpreter bench (`benches/interpreter.rs`) gives the ratio to naive loops in the
 //! same `cargo bench` run.
 //!
 //! It needs a Python with jax, found by `pyref` (what `.ci/run` installs); without one it
@@ -109,5 +109,10 @@ fn main() {
             "{name} ours={ours_gflops:.2} xla={xla_gflops:.2} ratio={:.3} gflops",
             ours_gflops / xla_gflops
         );
+        let record = serde_json::json!({
+            "group": "kernels", "figure": name, "ours_s": ours, "peer": "xla",
+            "peer_s": xla_seconds, "detail": "",
+        });
+        println!("NRTSIM-BENCH {record}");
     }
 }

@@ -7,7 +7,8 @@
 //! - the time of one launch of a 1-input/1-output model with 4 KiB host tensors (write, execute,
 //!   read);
 //! - DMA of a 64 MiB tensor in and out (`tensor_write` + `tensor_read` of a device tensor) as a
-//!   ratio to plain `copy_from_slice` of the same bytes, measured in the same run.
+//!   ratio to plain `copy_from_slice` of the same bytes, measured in the same run, also as an
+//!   `NRTSIM-BENCH {json}` line (memcpy the peer) for `cargo xtask bench`.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -128,6 +129,11 @@ fn bench_dma() {
         gib_per_s(memcpy_best),
         memcpy_best.as_secs_f64() / dma_best.as_secs_f64()
     );
+    let record = serde_json::json!({
+        "group": "sim", "figure": "dma_64mib_in_out", "ours_s": dma_best.as_secs_f64(),
+        "peer": "memcpy", "peer_s": memcpy_best.as_secs_f64(), "detail": "",
+    });
+    println!("NRTSIM-BENCH {record}");
 }
 
 fn main() {

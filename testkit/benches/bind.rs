@@ -3,7 +3,8 @@
 //! 8-rank SPMD forward, parallel against the ranks one after another.
 //!
 //! Timing is `std::time::Instant` over many iterations after a warm-up; the numbers are printed,
-//! never asserted.
+//! never asserted. The forward against the bare launch (the direct call its peer) is also an
+//! `NRTSIM-BENCH {json}` line for `cargo xtask bench`.
 
 use std::hint::black_box;
 use std::sync::Arc;
@@ -144,6 +145,11 @@ fn main() {
         forward - bare,
         forward / bare
     );
+    let record = serde_json::json!({
+        "group": "bind", "figure": "forward_4kib", "ours_s": forward * 1e-9, "peer": "direct",
+        "peer_s": bare * 1e-9, "detail": "",
+    });
+    println!("NRTSIM-BENCH {record}");
     for (n_bytes, iterations) in [(64 << 10, 500), (4 << 20, 20)] {
         let (parallel, sequential) = spmd_ns(&runtime, 8, n_bytes, iterations);
         println!(

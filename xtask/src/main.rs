@@ -24,9 +24,13 @@
 //! - `test [ARGS]`: the README's test command: makes `target/pyenv` from
 //!   `pyref/requirements.txt` when missing or stale, runs `cargo test --workspace ARGS` with
 //!   `NRTSIM_PYTHON` set, and ends with one line saying what was skipped.
+//! - `bench [--runs N] [--filter S]`: the benches that have a peer (XLA, upb, memcpy, naive
+//!   loops, the direct call), in one `cargo bench`, collected into one markdown table of ratios
+//!   with each group's geometric mean, the CPU named on top (README, "Performance").
 //! - `tidy`: module docs, `unsafe` only where allowed, no switched-off tests (also a `#[test]`).
 #![forbid(unsafe_code)]
 
+mod bench;
 mod conformance;
 mod libnrt;
 mod nkipy;
@@ -64,6 +68,15 @@ enum Command {
         /// Arguments for `cargo test --workspace` (e.g. `--locked`, `-- FILTER`).
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
+    },
+    /// Run the benches that have a peer and print one table of ratios (peer time ÷ ours).
+    Bench {
+        /// Run the whole set this many times; each figure then shows every run's ratio.
+        #[arg(long, default_value_t = 1)]
+        runs: usize,
+        /// Keep only the figures whose names contain this (and run only those models).
+        #[arg(long)]
+        filter: Option<String>,
     },
     /// Build the simulator's libnrt.so.1 and install it with libnrt.so and nrt.pc.
     Libnrt {
@@ -135,6 +148,9 @@ fn main() -> Result<()> {
         Command::Codegen { check } => codegen(&workspace_root(), check),
         Command::Tidy => tidy::run(&workspace_root()),
         Command::Test { args } => test::test(&workspace_root(), &args),
+        Command::Bench { runs, filter } => {
+            bench::run(&workspace_root(), &bench::Options { runs, filter })
+        }
         Command::Libnrt { dest } => libnrt::run(&workspace_root(), dest),
         Command::Sdk { out, profile } => sdk::run(&workspace_root(), &out, profile),
         Command::Nkipy { source, work, workers, cores, with_torch, pytest_args } => nkipy::run(
