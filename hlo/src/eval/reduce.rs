@@ -2,7 +2,8 @@
 //!
 //! Design choices:
 //! - `reduce` transposes each input to `[kept…, reduced…]`, so every output element folds one
-//!   contiguous run. A reducer recognised as one binary op folds in a typed loop (narrow floats in
+//!   contiguous run, unless the reduced dimensions lead: then rows fold into a row of
+//!   accumulators, each seeing its elements in the same order. A reducer recognised as one binary op folds in a typed loop (narrow floats in
 //!   f32, rounded back after every step, as the HLO says); f32 add, max and min over runs of
 //!   at least `LANE_RUN` fold in interleaved accumulators (max/min exactly, add reassociated as
 //!   XLA's vectorised reduction is). A recognised arg reducer (`recognise::ArgReducer`) folds
@@ -97,11 +98,28 @@ pub(crate) fn window_dims(
         .collect()
 }
 
-/// Folds `groups` consecutive runs of `run` elements.
-fn fold_runs<T: Copy>(v: &[T], init: T, run: usize, f: impl Fn(T, T) -> T) -> Result<Vec<T>, Fail> {
-    let groups = v.len().checked_div(run).unwrap_or(v.len());
+/// Folds `groups` runs of `run` elements, consecutive or in rows of accumulators (see [`Layout`]).
+fn fold_runs<T: Copy>(
+    v: &[T],
+    init: T,
+    layout: Layout,
+    f: impl Fn(T, T) -> T,
+) -> Result<Vec<T>, Fail> {
+    let Layout { run, groups, inner } = layout;
     let mut out = try_alloc(groups)?;
-    if run == 0 {
+    if run == 0 || groups == 0 {
+        return Ok(out);
+    }
+    if let Some(inner) = inner.filter(|&i| i > 0) {
+        // Each accumulator sees its elements in the run's order, as the consecutive fold does.
+        out.resize(groups, init);
+        for (acc, block) in out.chunks_exact_mut(inner).zip(v.chunks_exact(run * inner)) {
+            for row in block.chunks_exact(inner) {
+                for (a, &x) in acc.iter_mut().zip(row) {
+                    *a = f(*a, x);
+                }
+            }
+        }
         return Ok(out);
     }
     out.extend(v.chunks_exact(run).map(|chunk| chunk.iter().fold(init, |acc, &x| f(acc, x))));
@@ -205,13 +223,13 @@ fn fold_runs_op<T: Copy>(
     op: Binary,
     v: &[T],
     init: T,
-    run: usize,
+    layout: Layout,
     f: impl Fn(Binary, T, T) -> T + Copy,
 ) -> Result<Vec<T>, Fail> {
     macro_rules! arms {
         ($($b:ident),*) => {
             match op {
-                $(Binary::$b => fold_runs(v, init, run, move |x, y| f(Binary::$b, x, y)),)*
+                $(Binary::$b => fold_runs(v, init, layout, move |x, y| f(Binary::$b, x, y)),)*
             }
         };
     }
@@ -235,40 +253,36 @@ fn fold_runs_op<T: Copy>(
 }
 
 /// Folds with a recognised binary reducer; `None` when the type has no fast path.
-fn fast_fold(
-    op: Binary,
-    data: &Data,
-    init: &Data,
-    run: usize,
-    groups: usize,
-) -> Result<Option<Data>, Fail> {
+fn fast_fold(op: Binary, data: &Data, init: &Data, layout: Layout) -> Result<Option<Data>, Fail> {
+    let Layout { run, groups, inner } = layout;
     macro_rules! small {
         ($variant:ident, $format:expr, $t:ty, $v:expr, $i:expr) => {{
             let w = widen($format, $v)?;
             let i0 = $format.decode(u32::from($i[0]));
-            let folded = fold_runs(&w, i0, run, |a, b| {
+            let folded = fold_runs(&w, i0, layout, |a, b| {
                 $format.decode($format.encode_f32(f32::binary(op, a, b)))
             })?;
             Data::$variant(folded.iter().map(|&x| $format.encode_f32(x) as $t).collect())
         }};
     }
-    let lanes = run >= LANE_RUN && matches!(op, Binary::Add | Binary::Max | Binary::Min);
+    let lanes =
+        inner.is_none() && run >= LANE_RUN && matches!(op, Binary::Add | Binary::Max | Binary::Min);
     let out = match (data, init) {
         (Data::F32(v), Data::F32(i)) if lanes => Data::F32(match op {
             Binary::Add => fold_runs_lanes(v, i[0], run, |a, b| a + b)?,
             Binary::Max => fold_runs_extremum_f32::<true>(v, i[0], run)?,
             _ => fold_runs_extremum_f32::<false>(v, i[0], run)?,
         }),
-        (Data::F32(v), Data::F32(i)) => Data::F32(fold_runs_op(op, v, i[0], run, f32::binary)?),
-        (Data::F64(v), Data::F64(i)) => Data::F64(fold_runs_op(op, v, i[0], run, f64::binary)?),
-        (Data::S32(v), Data::S32(i)) => Data::S32(fold_runs_op(op, v, i[0], run, i32::binary)?),
-        (Data::S64(v), Data::S64(i)) => Data::S64(fold_runs_op(op, v, i[0], run, i64::binary)?),
-        (Data::S8(v), Data::S8(i)) => Data::S8(fold_runs_op(op, v, i[0], run, i8::binary)?),
-        (Data::S16(v), Data::S16(i)) => Data::S16(fold_runs_op(op, v, i[0], run, i16::binary)?),
-        (Data::U8(v), Data::U8(i)) => Data::U8(fold_runs_op(op, v, i[0], run, u8::binary)?),
-        (Data::U16(v), Data::U16(i)) => Data::U16(fold_runs_op(op, v, i[0], run, u16::binary)?),
-        (Data::U32(v), Data::U32(i)) => Data::U32(fold_runs_op(op, v, i[0], run, u32::binary)?),
-        (Data::U64(v), Data::U64(i)) => Data::U64(fold_runs_op(op, v, i[0], run, u64::binary)?),
+        (Data::F32(v), Data::F32(i)) => Data::F32(fold_runs_op(op, v, i[0], layout, f32::binary)?),
+        (Data::F64(v), Data::F64(i)) => Data::F64(fold_runs_op(op, v, i[0], layout, f64::binary)?),
+        (Data::S32(v), Data::S32(i)) => Data::S32(fold_runs_op(op, v, i[0], layout, i32::binary)?),
+        (Data::S64(v), Data::S64(i)) => Data::S64(fold_runs_op(op, v, i[0], layout, i64::binary)?),
+        (Data::S8(v), Data::S8(i)) => Data::S8(fold_runs_op(op, v, i[0], layout, i8::binary)?),
+        (Data::S16(v), Data::S16(i)) => Data::S16(fold_runs_op(op, v, i[0], layout, i16::binary)?),
+        (Data::U8(v), Data::U8(i)) => Data::U8(fold_runs_op(op, v, i[0], layout, u8::binary)?),
+        (Data::U16(v), Data::U16(i)) => Data::U16(fold_runs_op(op, v, i[0], layout, u16::binary)?),
+        (Data::U32(v), Data::U32(i)) => Data::U32(fold_runs_op(op, v, i[0], layout, u32::binary)?),
+        (Data::U64(v), Data::U64(i)) => Data::U64(fold_runs_op(op, v, i[0], layout, u64::binary)?),
         (Data::F16(v), Data::F16(i)) => small!(F16, SmallFloat::F16, u16, v, i),
         (Data::Bf16(v), Data::Bf16(i)) => small!(Bf16, SmallFloat::Bf16, u16, v, i),
         (Data::F8e5m2(v), Data::F8e5m2(i)) => small!(F8e5m2, SmallFloat::F8e5m2, u8, v, i),
@@ -362,9 +376,10 @@ struct Layout {
     run: usize,
     /// Results.
     groups: usize,
-    /// Whether element `j` of result `g` is at `j * groups + g` (the reduced dimensions are the
-    /// leading ones, untransposed) rather than at `g * run + j`.
-    columns: bool,
+    /// `None`: result `g` folds the consecutive run at `g * run`. `Some(inner)`: the input is
+    /// `[outer, run, inner]` (the reduced dimensions are contiguous and in order, untransposed)
+    /// and result `o * inner + i` folds the elements at `(o * run + j) * inner + i`.
+    inner: Option<usize>,
 }
 
 /// The step of an [`ArgReducer`] on accumulator `(a, ka, ai)` and element `(b, kb, bi)`,
@@ -393,16 +408,22 @@ fn fold_pairs<V: Copy, K: PartialOrd + Copy, I: PartialOrd + Copy>(
     init: (V, K, I),
     layout: Layout,
 ) -> Result<(Vec<V>, Vec<I>), Fail> {
-    let Layout { run, groups, columns } = layout;
+    let Layout { run, groups, inner } = layout;
     let mut out_values = try_alloc(groups)?;
     let mut out_indices = try_alloc(groups)?;
-    if columns {
+    if let Some(inner) = inner.filter(|&i| i > 0 && run > 0) {
         let mut acc: Vec<(V, K, I)> = try_alloc(groups)?;
         acc.resize(groups, init);
-        let rows = values.chunks_exact(groups).zip(keys.chunks_exact(groups));
-        for ((v, k), x) in rows.zip(indices.chunks_exact(groups)).take(run) {
-            for (a, ((&b, &kb), &bi)) in acc.iter_mut().zip(v.iter().zip(k).zip(x)) {
-                arg_step(arg, a, (b, kb, bi));
+        let block = run * inner;
+        let blocks = values.chunks_exact(block).zip(keys.chunks_exact(block));
+        for (acc, ((v, k), x)) in
+            acc.chunks_exact_mut(inner).zip(blocks.zip(indices.chunks_exact(block)))
+        {
+            let rows = v.chunks_exact(inner).zip(k.chunks_exact(inner));
+            for ((v, k), x) in rows.zip(x.chunks_exact(inner)) {
+                for (a, ((&b, &kb), &bi)) in acc.iter_mut().zip(v.iter().zip(k).zip(x)) {
+                    arg_step(arg, a, (b, kb, bi));
+                }
             }
         }
         out_values.extend(acc.iter().map(|a| a.0));
@@ -436,13 +457,21 @@ pub(crate) fn reduce(
     let perm: Vec<usize> = kept.iter().chain(dims).copied().collect();
     let identity = perm.iter().enumerate().all(|(i, &p)| i == p);
     let comp = &ctx.program.comps[computation];
-    // Reduced dimensions leading and in order: an arg reducer folds rows into a row of
-    // accumulators, in the same element order, without transposing.
-    let leading = dims.iter().enumerate().all(|(i, &d)| i == d) && groups > 0;
-    if let (Some(arg), 2, true, false) = (comp.recognised.arg, inputs.len(), leading, identity)
+    // Reduced dimensions contiguous and in order, but not the minor ones: rows fold into rows
+    // of accumulators, in the same element order, without transposing.
+    let first = dims.first().copied().unwrap_or(0);
+    let contiguous = dims.iter().enumerate().all(|(i, &d)| d == first + i);
+    let inner: usize = in_dims[(first + dims.len()).min(in_dims.len())..].iter().product();
+    let blocked = contiguous && !identity && groups > 0 && inner > 1;
+    let layout = Layout { run, groups, inner: Some(inner) };
+    if let (Some(Reducer::Binary(op)), 1, true) = (comp.reducer, inputs.len(), blocked)
+        && let Some(out) = fast_fold(op, &inputs[0].data, &inits[0].data, layout)?
+    {
+        return Ok(vec![out]);
+    }
+    if let (Some(arg), 2, true) = (comp.recognised.arg, inputs.len(), blocked)
         && run > 0
     {
-        let layout = Layout { run, groups, columns: true };
         let [values, indices] = [&inputs[0].data, &inputs[1].data];
         if let Some((values, indices)) =
             arg_fold(arg, [values, indices], [&inits[0].data, &inits[1].data], layout)?
@@ -462,7 +491,8 @@ pub(crate) fn reduce(
         })
         .collect::<Result<_, _>>()?;
     if let (Some(Reducer::Binary(op)), 1) = (comp.reducer, inputs.len())
-        && let Some(out) = fast_fold(op, &arranged[0], &inits[0].data, run, groups)?
+        && let Some(out) =
+            fast_fold(op, &arranged[0], &inits[0].data, Layout { run, groups, inner: None })?
     {
         return Ok(vec![out]);
     }
@@ -471,7 +501,7 @@ pub(crate) fn reduce(
             arg,
             [&arranged[0], &arranged[1]],
             [&inits[0].data, &inits[1].data],
-            Layout { run, groups, columns: false },
+            Layout { run, groups, inner: None },
         )?
     {
         return Ok(vec![values, indices]);
@@ -732,6 +762,16 @@ mod tests {
                 assert_eq!(lanes, naive, "{op:?} run {run} nan {with_nan}");
             }
         }
+    }
+
+    #[test]
+    fn column_fold_keeps_each_runs_order() {
+        // Subtraction is order-sensitive: 100 - 1 - 2 - 3 = 94 and 100 - 10 - 20 - 30 = 40,
+        // with rows [1, 10], [2, 20], [3, 30] folded as columns.
+        let rows = [1.0f32, 10.0, 2.0, 20.0, 3.0, 30.0];
+        let layout = Layout { run: 3, groups: 2, inner: Some(2) };
+        let out = fold_runs_op(Binary::Sub, &rows, 100.0, layout, f32::binary).expect("fits");
+        assert_eq!(out, vec![94.0, 40.0]);
     }
 
     #[test]
