@@ -238,6 +238,8 @@ pub(crate) struct Comp {
     pub(crate) root: usize,
     pub(crate) reducer: Option<Reducer>,
     pub(crate) comparator: Option<SimpleComparator>,
+    /// Multi-instruction reducers and comparators run as direct loops.
+    pub(crate) recognised: super::recognise::Recognised,
 }
 
 impl Comp {
@@ -739,10 +741,19 @@ impl Compiler<'_> {
             }
         }
         let param_shapes = params.iter().map(|&p| instrs[p].shape.clone()).collect();
-        let mut comp =
-            Comp { name, instrs, params, param_shapes, root, reducer: None, comparator: None };
+        let mut comp = Comp {
+            name,
+            instrs,
+            params,
+            param_shapes,
+            root,
+            reducer: None,
+            comparator: None,
+            recognised: Default::default(),
+        };
         comp.reducer = recognise_reducer(&comp);
         comp.comparator = recognise_comparator(&comp);
+        comp.recognised = super::recognise::recognise(&comp);
         Ok(comp)
     }
 

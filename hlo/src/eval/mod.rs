@@ -12,8 +12,9 @@
 //! - Kernels are generic over the element type and instantiated per type (see `tensor`), with
 //!   narrow floats computed in f32 and rounded per instruction as XLA on CPU does.
 //! - Called computations on scalars (reduce's `to_apply`, sort's comparator) are recognised
-//!   when they are one binary op or one compare of their parameters and run as direct kernels;
-//!   anything else runs through the general interpreter.
+//!   when they are one binary op or one compare of their parameters, or by their instructions
+//!   an argmax/argmin-style reducer or a lexicographic comparator (`recognise`), and run as
+//!   direct kernels; anything else runs through the general interpreter.
 //! - SPMD: [`evaluate_spmd`] runs one thread per rank; collectives meet at an exchange that any
 //!   failing rank aborts, so a failure on one rank is an error on all, never a hang.
 //! - While loops stop with [`EvalError::WhileLimit`] after [`EvalOptions::max_while_iterations`]
@@ -48,6 +49,7 @@ mod gather;
 mod math;
 mod opcodes;
 mod packed_gemm;
+mod recognise;
 mod reduce;
 pub(crate) mod shape_ops;
 mod sort;

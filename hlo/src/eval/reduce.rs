@@ -2,18 +2,25 @@
 //!
 //! Design choices:
 //! - `reduce` transposes each input to `[kept…, reduced…]`, so every output element folds one
-//!   contiguous run. A reducer recognised as one binary op folds in a typed loop (narrow floats in
-//!   f32, rounded back after every step, as the HLO says); anything else calls the computation
-//!   through the general interpreter, element by element.
+//!   contiguous run, unless the reduced dimensions lead: then rows fold into a row of
+//!   accumulators, each seeing its elements in the same order. A reducer recognised as one binary op folds in a typed loop (narrow floats in
+//!   f32, rounded back after every step, as the HLO says); f32 add, max and min over runs of
+//!   at least `LANE_RUN` fold in interleaved accumulators (max/min exactly, add reassociated as
+//!   XLA's vectorised reduction is). A recognised arg reducer (`recognise::ArgReducer`) folds
+//!   (value, index) pairs in a typed loop, and when the reduced dimensions lead it folds whole
+//!   rows without the transpose. Anything else calls the computation through the general
+//!   interpreter, element by element.
 //! - Window positions that fall in padding or between base-dilated elements are skipped (they
 //!   hold the init value in XLA's definition, which the fold already starts from).
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use super::Fail;
 use super::compile::Reducer;
-use super::elementwise::{Binary, Float, Int, widen};
+use super::elementwise::{Binary, Direction, Float, Int, widen};
 use super::exec::{Ctx, element, gather_scalars};
+use super::recognise::{ArgReducer, holds};
 use super::shape_ops::transpose;
 use super::tensor::{Data, Tensor, filled, next_index, strides, try_alloc};
 use crate::dtype::SmallFloat;
@@ -91,15 +98,124 @@ pub(crate) fn window_dims(
         .collect()
 }
 
-/// Folds `groups` consecutive runs of `run` elements.
-fn fold_runs<T: Copy>(v: &[T], init: T, run: usize, f: impl Fn(T, T) -> T) -> Result<Vec<T>, Fail> {
-    let groups = v.len().checked_div(run).unwrap_or(v.len());
+/// Folds `groups` runs of `run` elements, consecutive or in rows of accumulators (see [`Layout`]).
+fn fold_runs<T: Copy>(
+    v: &[T],
+    init: T,
+    layout: Layout,
+    f: impl Fn(T, T) -> T,
+) -> Result<Vec<T>, Fail> {
+    let Layout { run, groups, inner } = layout;
     let mut out = try_alloc(groups)?;
-    if run == 0 {
+    if run == 0 || groups == 0 {
+        return Ok(out);
+    }
+    if let Some(inner) = inner.filter(|&i| i > 0) {
+        // Each accumulator sees its elements in the run's order, as the consecutive fold does.
+        out.resize(groups, init);
+        for (acc, block) in out.chunks_exact_mut(inner).zip(v.chunks_exact(run * inner)) {
+            for row in block.chunks_exact(inner) {
+                for (a, &x) in acc.iter_mut().zip(row) {
+                    *a = f(*a, x);
+                }
+            }
+        }
         return Ok(out);
     }
     out.extend(v.chunks_exact(run).map(|chunk| chunk.iter().fold(init, |acc, &x| f(acc, x))));
     Ok(out)
+}
+
+/// Independent accumulators of [`fold_runs_lanes`]: enough to hide the add latency and fill the
+/// vector registers of an AVX2 machine (and four SSE2 registers on the baseline target).
+const LANES: usize = 16;
+
+/// Runs at least this long fold in [`LANES`] accumulators; shorter ones keep the sequential
+/// order, which is exactly the HLO's.
+const LANE_RUN: usize = 64;
+
+/// Folds runs as `fold_runs` does, but each run in [`LANES`] interleaved accumulators combined
+/// pairwise at the end, and `init` folded in last. Exact for an associative and commutative `f`
+/// (max, min, integer arithmetic); for float addition it reassociates as XLA's vectorised
+/// reduction does, which the cross-check's `accum` tolerance allows.
+fn fold_runs_lanes<T: Copy>(
+    v: &[T],
+    init: T,
+    run: usize,
+    f: impl Fn(T, T) -> T + Copy,
+) -> Result<Vec<T>, Fail> {
+    let groups = v.len().checked_div(run).unwrap_or(0);
+    let mut out = try_alloc(groups)?;
+    out.extend(v.chunks_exact(run).map(|chunk| {
+        let (head, rest) = chunk.split_at(LANES);
+        let mut acc: [T; LANES] = std::array::from_fn(|i| head[i]);
+        let mut blocks = rest.chunks_exact(LANES);
+        for block in &mut blocks {
+            for (a, &x) in acc.iter_mut().zip(block) {
+                *a = f(*a, x);
+            }
+        }
+        let mut width = LANES / 2;
+        while width > 0 {
+            for i in 0..width {
+                acc[i] = f(acc[i], acc[i + width]);
+            }
+            width /= 2;
+        }
+        let tail = blocks.remainder().iter().fold(acc[0], |a, &x| f(a, x));
+        f(init, tail)
+    }));
+    Ok(out)
+}
+
+/// f32 `maximum` (or `minimum`) of each run as `Float::binary` defines it (NaN if any element
+/// is NaN, -0 below +0), branch-free so it vectorises: each lane keeps the largest
+/// totalOrder key and whether it saw a NaN, and `init` is combined last.
+fn fold_runs_extremum_f32<const MAX: bool>(
+    v: &[f32],
+    init: f32,
+    run: usize,
+) -> Result<Vec<f32>, Fail> {
+    let max = MAX;
+    // totalOrder as i32: flipping the magnitude bits of negatives makes integer order numeric
+    // order; the map is its own inverse.
+    fn key(x: f32) -> i32 {
+        let b = x.to_bits() as i32;
+        b ^ ((((b >> 31) as u32) >> 1) as i32)
+    }
+    let op = if max { Binary::Max } else { Binary::Min };
+    let groups = v.len().checked_div(run).unwrap_or(0);
+    let mut out = try_alloc(groups)?;
+    let start = if max { i32::MIN } else { i32::MAX };
+    out.extend(v.chunks_exact(run).map(|chunk| {
+        let mut acc = [start; LANES];
+        let mut nan = [0u32; LANES];
+        let mut blocks = chunk.chunks_exact(LANES);
+        for block in &mut blocks {
+            let Ok(block) = <&[f32; LANES]>::try_from(block) else { continue };
+            for i in 0..LANES {
+                let k = key(block[i]);
+                acc[i] = if MAX { acc[i].max(k) } else { acc[i].min(k) };
+                nan[i] |= u32::from(block[i].is_nan());
+            }
+        }
+        for &x in blocks.remainder() {
+            let k = key(x);
+            acc[0] = if max { acc[0].max(k) } else { acc[0].min(k) };
+            nan[0] |= u32::from(x.is_nan());
+        }
+        let best = if max { acc.iter().max() } else { acc.iter().min() };
+        let total = match (nan.iter().any(|&n| n != 0), best) {
+            (false, Some(&k)) => f32::from_bits(key_inverse(k)),
+            _ => f32::NAN,
+        };
+        f32::binary(op, init, total)
+    }));
+    Ok(out)
+}
+
+fn key_inverse(k: i32) -> u32 {
+    (k ^ ((((k >> 31) as u32) >> 1) as i32)) as u32
 }
 
 /// `fold_runs` with the opcode fixed per arm, so the fold loop has no per-element dispatch.
@@ -107,13 +223,13 @@ fn fold_runs_op<T: Copy>(
     op: Binary,
     v: &[T],
     init: T,
-    run: usize,
+    layout: Layout,
     f: impl Fn(Binary, T, T) -> T + Copy,
 ) -> Result<Vec<T>, Fail> {
     macro_rules! arms {
         ($($b:ident),*) => {
             match op {
-                $(Binary::$b => fold_runs(v, init, run, move |x, y| f(Binary::$b, x, y)),)*
+                $(Binary::$b => fold_runs(v, init, layout, move |x, y| f(Binary::$b, x, y)),)*
             }
         };
     }
@@ -137,34 +253,36 @@ fn fold_runs_op<T: Copy>(
 }
 
 /// Folds with a recognised binary reducer; `None` when the type has no fast path.
-fn fast_fold(
-    op: Binary,
-    data: &Data,
-    init: &Data,
-    run: usize,
-    groups: usize,
-) -> Result<Option<Data>, Fail> {
+fn fast_fold(op: Binary, data: &Data, init: &Data, layout: Layout) -> Result<Option<Data>, Fail> {
+    let Layout { run, groups, inner } = layout;
     macro_rules! small {
         ($variant:ident, $format:expr, $t:ty, $v:expr, $i:expr) => {{
             let w = widen($format, $v)?;
             let i0 = $format.decode(u32::from($i[0]));
-            let folded = fold_runs(&w, i0, run, |a, b| {
+            let folded = fold_runs(&w, i0, layout, |a, b| {
                 $format.decode($format.encode_f32(f32::binary(op, a, b)))
             })?;
             Data::$variant(folded.iter().map(|&x| $format.encode_f32(x) as $t).collect())
         }};
     }
+    let lanes =
+        inner.is_none() && run >= LANE_RUN && matches!(op, Binary::Add | Binary::Max | Binary::Min);
     let out = match (data, init) {
-        (Data::F32(v), Data::F32(i)) => Data::F32(fold_runs_op(op, v, i[0], run, f32::binary)?),
-        (Data::F64(v), Data::F64(i)) => Data::F64(fold_runs_op(op, v, i[0], run, f64::binary)?),
-        (Data::S32(v), Data::S32(i)) => Data::S32(fold_runs_op(op, v, i[0], run, i32::binary)?),
-        (Data::S64(v), Data::S64(i)) => Data::S64(fold_runs_op(op, v, i[0], run, i64::binary)?),
-        (Data::S8(v), Data::S8(i)) => Data::S8(fold_runs_op(op, v, i[0], run, i8::binary)?),
-        (Data::S16(v), Data::S16(i)) => Data::S16(fold_runs_op(op, v, i[0], run, i16::binary)?),
-        (Data::U8(v), Data::U8(i)) => Data::U8(fold_runs_op(op, v, i[0], run, u8::binary)?),
-        (Data::U16(v), Data::U16(i)) => Data::U16(fold_runs_op(op, v, i[0], run, u16::binary)?),
-        (Data::U32(v), Data::U32(i)) => Data::U32(fold_runs_op(op, v, i[0], run, u32::binary)?),
-        (Data::U64(v), Data::U64(i)) => Data::U64(fold_runs_op(op, v, i[0], run, u64::binary)?),
+        (Data::F32(v), Data::F32(i)) if lanes => Data::F32(match op {
+            Binary::Add => fold_runs_lanes(v, i[0], run, |a, b| a + b)?,
+            Binary::Max => fold_runs_extremum_f32::<true>(v, i[0], run)?,
+            _ => fold_runs_extremum_f32::<false>(v, i[0], run)?,
+        }),
+        (Data::F32(v), Data::F32(i)) => Data::F32(fold_runs_op(op, v, i[0], layout, f32::binary)?),
+        (Data::F64(v), Data::F64(i)) => Data::F64(fold_runs_op(op, v, i[0], layout, f64::binary)?),
+        (Data::S32(v), Data::S32(i)) => Data::S32(fold_runs_op(op, v, i[0], layout, i32::binary)?),
+        (Data::S64(v), Data::S64(i)) => Data::S64(fold_runs_op(op, v, i[0], layout, i64::binary)?),
+        (Data::S8(v), Data::S8(i)) => Data::S8(fold_runs_op(op, v, i[0], layout, i8::binary)?),
+        (Data::S16(v), Data::S16(i)) => Data::S16(fold_runs_op(op, v, i[0], layout, i16::binary)?),
+        (Data::U8(v), Data::U8(i)) => Data::U8(fold_runs_op(op, v, i[0], layout, u8::binary)?),
+        (Data::U16(v), Data::U16(i)) => Data::U16(fold_runs_op(op, v, i[0], layout, u16::binary)?),
+        (Data::U32(v), Data::U32(i)) => Data::U32(fold_runs_op(op, v, i[0], layout, u32::binary)?),
+        (Data::U64(v), Data::U64(i)) => Data::U64(fold_runs_op(op, v, i[0], layout, u64::binary)?),
         (Data::F16(v), Data::F16(i)) => small!(F16, SmallFloat::F16, u16, v, i),
         (Data::Bf16(v), Data::Bf16(i)) => small!(Bf16, SmallFloat::Bf16, u16, v, i),
         (Data::F8e5m2(v), Data::F8e5m2(i)) => small!(F8e5m2, SmallFloat::F8e5m2, u8, v, i),
@@ -177,6 +295,151 @@ fn fast_fold(
         return Ok(Some(super::shape_ops::broadcast_scalar(init, groups)?));
     }
     Ok(Some(out))
+}
+
+/// Folds runs of (value, index) pairs with a recognised [`ArgReducer`]; `None` for element types
+/// without a direct loop. Narrow floats are compared as their f32 values, as `compare` does, and
+/// the kept value is the element's own bits.
+fn arg_fold(
+    arg: ArgReducer,
+    [values, indices]: [&Data; 2],
+    [init_value, init_index]: [&Data; 2],
+    layout: Layout,
+) -> Result<Option<(Data, Data)>, Fail> {
+    let run = layout.run;
+    if run == 0 {
+        // Every result is the init pair; the general path writes it.
+        return Ok(None);
+    }
+    macro_rules! plain {
+        ($($variant:ident),*) => {
+            match (values, init_value) {
+                $((Data::$variant(v), Data::$variant(i)) => {
+                    return Ok(arg_fold_indices(arg, v, v, i[0], i[0], indices, init_index, layout)?
+                        .map(|(v, i)| (Data::$variant(v), i)));
+                })*
+                _ => {}
+            }
+        };
+    }
+    plain!(F32, F64, S8, S16, S32, S64, U8, U16, U32, U64);
+    macro_rules! small {
+        ($($variant:ident),*) => {
+            match (values, init_value) {
+                $((Data::$variant(v), Data::$variant(i)) => {
+                    let format = SmallFloat::$variant;
+                    let keys = widen(format, v)?;
+                    let init_key = format.decode(u32::from(i[0]));
+                    return Ok(arg_fold_indices(
+                        arg, v, &keys, i[0], init_key, indices, init_index, layout,
+                    )?
+                        .map(|(v, i)| (Data::$variant(v), i)));
+                })*
+                _ => {}
+            }
+        };
+    }
+    small!(F16, Bf16, F8e5m2, F8e4m3fn, F8e4m3);
+    Ok(None)
+}
+
+/// [`arg_fold`] for one value type, dispatched over the index type.
+#[allow(clippy::too_many_arguments)]
+fn arg_fold_indices<V: Copy, K: PartialOrd + Copy>(
+    arg: ArgReducer,
+    values: &[V],
+    keys: &[K],
+    init_value: V,
+    init_key: K,
+    indices: &Data,
+    init_index: &Data,
+    layout: Layout,
+) -> Result<Option<(Vec<V>, Data)>, Fail> {
+    macro_rules! arms {
+        ($($variant:ident),*) => {
+            match (indices, init_index) {
+                $((Data::$variant(x), Data::$variant(i)) => {
+                    let (v, i) = fold_pairs(arg, values, keys, x, (init_value, init_key, i[0]), layout)?;
+                    Some((v, Data::$variant(i)))
+                })*
+                _ => None,
+            }
+        };
+    }
+    Ok(arms!(S8, S16, S32, S64, U8, U16, U32, U64))
+}
+
+/// Where a reduction's runs lie in its (possibly transposed) input.
+#[derive(Clone, Copy, Debug)]
+struct Layout {
+    /// Elements folded into each result.
+    run: usize,
+    /// Results.
+    groups: usize,
+    /// `None`: result `g` folds the consecutive run at `g * run`. `Some(inner)`: the input is
+    /// `[outer, run, inner]` (the reduced dimensions are contiguous and in order, untransposed)
+    /// and result `o * inner + i` folds the elements at `(o * run + j) * inner + i`.
+    inner: Option<usize>,
+}
+
+/// The step of an [`ArgReducer`] on accumulator `(a, ka, ai)` and element `(b, kb, bi)`,
+/// evaluating the reducer's compares and selects as its instructions do.
+#[inline]
+fn arg_step<V: Copy, K: PartialOrd + Copy, I: PartialOrd + Copy>(
+    arg: ArgReducer,
+    acc: &mut (V, K, I),
+    (b, kb, bi): (V, K, I),
+) {
+    let (a, ka, ai) = *acc;
+    let kept = holds(arg.keep, ka.partial_cmp(&kb))
+        || (arg.keep_nan && holds(Direction::Ne, ka.partial_cmp(&ka)));
+    let kept_index =
+        kept || (holds(Direction::Eq, ka.partial_cmp(&kb)) && holds(arg.tie, ai.partial_cmp(&bi)));
+    *acc = (if kept { a } else { b }, if kept { ka } else { kb }, if kept_index { ai } else { bi });
+}
+
+/// The loop of an [`ArgReducer`]: one (value, index) result per run, elements folded in the
+/// order of the run either way the layout lies.
+fn fold_pairs<V: Copy, K: PartialOrd + Copy, I: PartialOrd + Copy>(
+    arg: ArgReducer,
+    values: &[V],
+    keys: &[K],
+    indices: &[I],
+    init: (V, K, I),
+    layout: Layout,
+) -> Result<(Vec<V>, Vec<I>), Fail> {
+    let Layout { run, groups, inner } = layout;
+    let mut out_values = try_alloc(groups)?;
+    let mut out_indices = try_alloc(groups)?;
+    if let Some(inner) = inner.filter(|&i| i > 0 && run > 0) {
+        let mut acc: Vec<(V, K, I)> = try_alloc(groups)?;
+        acc.resize(groups, init);
+        let block = run * inner;
+        let blocks = values.chunks_exact(block).zip(keys.chunks_exact(block));
+        for (acc, ((v, k), x)) in
+            acc.chunks_exact_mut(inner).zip(blocks.zip(indices.chunks_exact(block)))
+        {
+            let rows = v.chunks_exact(inner).zip(k.chunks_exact(inner));
+            for ((v, k), x) in rows.zip(x.chunks_exact(inner)) {
+                for (a, ((&b, &kb), &bi)) in acc.iter_mut().zip(v.iter().zip(k).zip(x)) {
+                    arg_step(arg, a, (b, kb, bi));
+                }
+            }
+        }
+        out_values.extend(acc.iter().map(|a| a.0));
+        out_indices.extend(acc.iter().map(|a| a.2));
+        return Ok((out_values, out_indices));
+    }
+    let runs = values.chunks_exact(run).zip(keys.chunks_exact(run));
+    for ((v, k), x) in runs.zip(indices.chunks_exact(run)) {
+        let mut acc = init;
+        for ((&b, &kb), &bi) in v.iter().zip(k).zip(x) {
+            arg_step(arg, &mut acc, (b, kb, bi));
+        }
+        out_values.push(acc.0);
+        out_indices.push(acc.2);
+    }
+    Ok((out_values, out_indices))
 }
 
 /// `reduce`: returns one array per input.
@@ -193,15 +456,55 @@ pub(crate) fn reduce(
     let run: usize = dims.iter().map(|&d| in_dims[d]).product();
     let perm: Vec<usize> = kept.iter().chain(dims).copied().collect();
     let identity = perm.iter().enumerate().all(|(i, &p)| i == p);
-    let arranged: Vec<Data> = inputs
-        .iter()
-        .map(|t| if identity { Ok(t.data.clone()) } else { transpose(&t.data, in_dims, &perm) })
-        .collect::<Result<_, _>>()?;
     let comp = &ctx.program.comps[computation];
-    if let (Some(Reducer::Binary(op)), 1) = (comp.reducer, inputs.len())
-        && let Some(out) = fast_fold(op, &arranged[0], &inits[0].data, run, groups)?
+    // Reduced dimensions contiguous and in order, but not the minor ones: rows fold into rows
+    // of accumulators, in the same element order, without transposing.
+    let first = dims.first().copied().unwrap_or(0);
+    let contiguous = dims.iter().enumerate().all(|(i, &d)| d == first + i);
+    let inner: usize = in_dims[(first + dims.len()).min(in_dims.len())..].iter().product();
+    let blocked = contiguous && !identity && groups > 0 && inner > 1;
+    let layout = Layout { run, groups, inner: Some(inner) };
+    if let (Some(Reducer::Binary(op)), 1, true) = (comp.reducer, inputs.len(), blocked)
+        && let Some(out) = fast_fold(op, &inputs[0].data, &inits[0].data, layout)?
     {
         return Ok(vec![out]);
+    }
+    if let (Some(arg), 2, true) = (comp.recognised.arg, inputs.len(), blocked)
+        && run > 0
+    {
+        let [values, indices] = [&inputs[0].data, &inputs[1].data];
+        if let Some((values, indices)) =
+            arg_fold(arg, [values, indices], [&inits[0].data, &inits[1].data], layout)?
+        {
+            return Ok(vec![values, indices]);
+        }
+    }
+    // Borrowed when the reduced dimensions are already the minor ones: no copy of the input.
+    let arranged: Vec<Cow<'_, Data>> = inputs
+        .iter()
+        .map(|t| {
+            if identity {
+                Ok(Cow::Borrowed(&t.data))
+            } else {
+                transpose(&t.data, in_dims, &perm).map(Cow::Owned)
+            }
+        })
+        .collect::<Result<_, _>>()?;
+    if let (Some(Reducer::Binary(op)), 1) = (comp.reducer, inputs.len())
+        && let Some(out) =
+            fast_fold(op, &arranged[0], &inits[0].data, Layout { run, groups, inner: None })?
+    {
+        return Ok(vec![out]);
+    }
+    if let (Some(arg), 2) = (comp.recognised.arg, inputs.len())
+        && let Some((values, indices)) = arg_fold(
+            arg,
+            [&arranged[0], &arranged[1]],
+            [&inits[0].data, &inits[1].data],
+            Layout { run, groups, inner: None },
+        )?
+    {
+        return Ok(vec![values, indices]);
     }
     let n = inputs.len();
     let mut results: Vec<Vec<Data>> = (0..n).map(|_| Vec::new()).collect();
@@ -420,4 +723,63 @@ pub(crate) fn select_and_scatter(
         }
     }
     gather_scalars(operand.ty(), &out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// NaN, signed zeros, infinities and repeats in a fixed pseudo-random arrangement.
+    fn tricky(n: usize, with_nan: bool) -> Vec<f32> {
+        let specials =
+            [0.0, -0.0, 1.5, -1.5, f32::INFINITY, f32::NEG_INFINITY, 7.0, -0.0, f32::NAN];
+        let choices = if with_nan { specials.len() } else { specials.len() - 1 };
+        let mut state = 0x9e37_79b9_u32;
+        (0..n)
+            .map(|_| {
+                state = state.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+                specials[(state >> 16) as usize % choices]
+            })
+            .collect()
+    }
+
+    #[test]
+    fn lane_extrema_equal_the_sequential_fold_bit_for_bit() {
+        // Runs of 64 and 203 elements (a block remainder), with and without NaN; the naive
+        // sequential fold of `Float::binary` is the reference.
+        for (run, with_nan) in [(64, false), (203, false), (203, true), (64, true)] {
+            let v = tricky(run * 7, with_nan);
+            for (op, init) in [(Binary::Max, -0.0), (Binary::Min, 0.0), (Binary::Max, f32::NAN)] {
+                let naive: Vec<u32> = v
+                    .chunks_exact(run)
+                    .map(|c| c.iter().fold(init, |a, &x| f32::binary(op, a, x)).to_bits())
+                    .collect();
+                let lanes = match op {
+                    Binary::Max => fold_runs_extremum_f32::<true>(&v, init, run),
+                    _ => fold_runs_extremum_f32::<false>(&v, init, run),
+                };
+                let lanes: Vec<u32> = lanes.expect("fits").iter().map(|x| x.to_bits()).collect();
+                assert_eq!(lanes, naive, "{op:?} run {run} nan {with_nan}");
+            }
+        }
+    }
+
+    #[test]
+    fn column_fold_keeps_each_runs_order() {
+        // Subtraction is order-sensitive: 100 - 1 - 2 - 3 = 94 and 100 - 10 - 20 - 30 = 40,
+        // with rows [1, 10], [2, 20], [3, 30] folded as columns.
+        let rows = [1.0f32, 10.0, 2.0, 20.0, 3.0, 30.0];
+        let layout = Layout { run: 3, groups: 2, inner: Some(2) };
+        let out = fold_runs_op(Binary::Sub, &rows, 100.0, layout, f32::binary).expect("fits");
+        assert_eq!(out, vec![94.0, 40.0]);
+    }
+
+    #[test]
+    fn lane_sum_of_exact_values_is_the_exact_sum() {
+        // 1 + 2 + … + 100 = 5050 in every row (exact in f32), plus the init 0.5.
+        let row: Vec<f32> = (1..=100).map(|x| x as f32).collect();
+        let v: Vec<f32> = row.iter().chain(&row).copied().collect();
+        let sums = fold_runs_lanes(&v, 0.5, 100, |a, b| a + b).expect("fits");
+        assert_eq!(sums, vec![5050.5, 5050.5]);
+    }
 }

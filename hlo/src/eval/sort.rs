@@ -2,17 +2,170 @@
 //!
 //! Sorting uses our own stable merge sort over indices with a fallible comparator: a comparator
 //! computed from HLO need not be a strict weak order, and the standard library's sorts may panic
-//! on such comparators, which untrusted input must never cause. A comparator recognised as one
-//! compare of one operand's pair runs on pre-extracted keys; any other runs the computation.
+//! on such comparators, which untrusted input must never cause. A comparator recognised as a
+//! lexicographic order of strict compares over integers or floats in total order
+//! (`recognise::SortComparator`, jnp.sort's included) is turned into one `u64` key per element
+//! and operand whose integer order is the comparator's; each line is then sorted by
+//! (keys, position) with the standard library's unstable sort, which over integers is a total
+//! order and gives exactly the stable order. A comparator recognised as one compare of one
+//! operand's pair in the partial order runs on pre-extracted keys in the merge sort; any other
+//! runs the computation. `topk` selects the k first of each row by the same keys before sorting
+//! only those.
 
 use std::cmp::Ordering;
 use std::sync::Arc;
 
 use super::Fail;
 use super::compile::SimpleComparator;
-use super::elementwise::{Direction, Float};
+use super::elementwise::{Float, widen};
 use super::exec::{Ctx, element};
+use super::recognise::{Canon, SortComparator, SortKey, holds};
 use super::tensor::{Data, Tensor, dispatch, try_alloc};
+use crate::dtype::SmallFloat;
+
+/// Keys whose unsigned order is the element type's order: IEEE totalOrder for floats (after
+/// `canon`, evaluated as its selects and compares are), numeric order for integers. `None` for
+/// a type or constant the recogniser's shapes do not produce (the caller then runs the general
+/// path).
+fn order_keys(data: &Data, canon: Option<&Canon>) -> Result<Option<Vec<u64>>, Fail> {
+    const SIGN: u64 = 1 << 63;
+    fn float<F: Float>(v: &[F], canon: Option<(F, F)>) -> Result<Vec<u64>, Fail> {
+        let mut out = try_alloc(v.len())?;
+        let key = |x: F| (x.total_key() as u64) ^ SIGN;
+        match canon {
+            // select(x != x, nan, select(x == zero, zero, x)), in the partial order.
+            Some((nan, zero)) => out.extend(v.iter().map(|&x| {
+                #[allow(clippy::eq_op)]
+                let canonical = if x != x {
+                    nan
+                } else if x == zero {
+                    zero
+                } else {
+                    x
+                };
+                key(canonical)
+            })),
+            None => out.extend(v.iter().map(|&x| key(x))),
+        }
+        Ok(out)
+    }
+    fn int<T: Copy>(v: &[T], f: impl Fn(T) -> u64) -> Result<Vec<u64>, Fail> {
+        let mut out = try_alloc(v.len())?;
+        out.extend(v.iter().map(|&x| f(x)));
+        Ok(out)
+    }
+    let consts = canon.map(|c| (&c.nan.data, &c.zero.data));
+    macro_rules! small {
+        ($format:expr, $v:expr) => {{
+            let format: SmallFloat = $format;
+            let wide = widen(format, $v)?;
+            let canon = match consts {
+                None => None,
+                Some((Data::F16(n), Data::F16(z))) | Some((Data::Bf16(n), Data::Bf16(z)))
+                    if !n.is_empty() && !z.is_empty() =>
+                {
+                    Some((format.decode(u32::from(n[0])), format.decode(u32::from(z[0]))))
+                }
+                Some((Data::F8e5m2(n), Data::F8e5m2(z)))
+                | Some((Data::F8e4m3fn(n), Data::F8e4m3fn(z)))
+                | Some((Data::F8e4m3(n), Data::F8e4m3(z)))
+                    if !n.is_empty() && !z.is_empty() =>
+                {
+                    Some((format.decode(u32::from(n[0])), format.decode(u32::from(z[0]))))
+                }
+                Some(_) => return Ok(None),
+            };
+            float(&wide, canon)?
+        }};
+    }
+    let signed = |x: i64| (x as u64) ^ SIGN;
+    Ok(Some(match data {
+        Data::F32(v) => match consts {
+            None => float(v, None)?,
+            Some((Data::F32(n), Data::F32(z))) if !n.is_empty() && !z.is_empty() => {
+                float(v, Some((n[0], z[0])))?
+            }
+            Some(_) => return Ok(None),
+        },
+        Data::F64(v) => match consts {
+            None => float(v, None)?,
+            Some((Data::F64(n), Data::F64(z))) if !n.is_empty() && !z.is_empty() => {
+                float(v, Some((n[0], z[0])))?
+            }
+            Some(_) => return Ok(None),
+        },
+        Data::F16(v) => small!(SmallFloat::F16, v),
+        Data::Bf16(v) => small!(SmallFloat::Bf16, v),
+        Data::F8e5m2(v) => small!(SmallFloat::F8e5m2, v),
+        Data::F8e4m3fn(v) => small!(SmallFloat::F8e4m3fn, v),
+        Data::F8e4m3(v) => small!(SmallFloat::F8e4m3, v),
+        _ if consts.is_some() => return Ok(None),
+        Data::Pred(v) => int(v, u64::from)?,
+        Data::S8(v) => int(v, |x| signed(i64::from(x)))?,
+        Data::S16(v) => int(v, |x| signed(i64::from(x)))?,
+        Data::S32(v) => int(v, |x| signed(i64::from(x)))?,
+        Data::S64(v) => int(v, signed)?,
+        Data::U8(v) => int(v, u64::from)?,
+        Data::U16(v) => int(v, u64::from)?,
+        Data::U32(v) => int(v, u64::from)?,
+        Data::U64(v) => int(v, |x| x)?,
+    }))
+}
+
+/// The keys of a recognised comparator, "less" meaning a smaller key (descending keys are
+/// inverted); `None` when one operand has no direct keys.
+fn comparator_keys(
+    comparator: &SortComparator,
+    inputs: &[&Arc<Tensor>],
+) -> Result<Option<Vec<Vec<u64>>>, Fail> {
+    let mut all = Vec::with_capacity(comparator.keys.len());
+    for SortKey { operand, descending, canon } in &comparator.keys {
+        let Some(t) = inputs.get(*operand) else { return Ok(None) };
+        let Some(mut keys) = order_keys(&t.data, canon.as_ref())? else { return Ok(None) };
+        if *descending {
+            keys.iter_mut().for_each(|k| *k = !*k);
+        }
+        all.push(keys);
+    }
+    Ok(Some(all))
+}
+
+/// For each (outer, inner) line, the source offsets in sorted order, written to the line's
+/// offsets of `positions`: a sort by (keys…, position), so equal keys keep their order.
+fn sort_lines_by_keys(
+    keys: &[Vec<u64>],
+    positions: &mut [usize],
+    [outer, len, inner]: [usize; 3],
+) -> Result<(), Fail> {
+    let mut pairs: Vec<(u64, usize)> = try_alloc(len)?;
+    let mut line: Vec<usize> = try_alloc(len)?;
+    for o in 0..outer {
+        for i in 0..inner {
+            let offset = |j: usize| (o * len + j) * inner + i;
+            if let [only] = keys {
+                pairs.clear();
+                pairs.extend((0..len).map(|j| (only[offset(j)], j)));
+                pairs.sort_unstable();
+                for (j, &(_, from)) in pairs.iter().enumerate() {
+                    positions[offset(j)] = offset(from);
+                }
+            } else {
+                line.clear();
+                line.extend(0..len);
+                line.sort_unstable_by(|&a, &b| {
+                    keys.iter()
+                        .map(|k| k[offset(a)].cmp(&k[offset(b)]))
+                        .find(|o| o.is_ne())
+                        .unwrap_or_else(|| a.cmp(&b))
+                });
+                for (j, &from) in line.iter().enumerate() {
+                    positions[offset(j)] = offset(from);
+                }
+            }
+        }
+    }
+    Ok(())
+}
 
 /// Sort keys of one operand, comparable without the interpreter.
 enum Keys {
@@ -117,11 +270,19 @@ pub(crate) fn sort(
     let inner: usize = dims[dim + 1..].iter().product();
     let outer: usize = dims[..dim].iter().product();
     let comp = &ctx.program.comps[computation];
+    let total = outer * len * inner;
+    if let Some(comparator) = &comp.recognised.sort
+        && let Some(keys) = comparator_keys(comparator, inputs)?
+    {
+        let mut positions: Vec<usize> = try_alloc(total)?;
+        positions.resize(total, 0);
+        sort_lines_by_keys(&keys, &mut positions, [outer, len, inner])?;
+        return inputs.iter().map(|t| permute(&t.data, &positions)).collect();
+    }
     let simple: Option<(SimpleComparator, Keys)> = match comp.comparator {
         Some(c) => Some((c, keys(&inputs[c.operand].data, c.total_order)?)),
         None => None,
     };
-    let total = outer * len * inner;
     let mut order: Vec<usize> = try_alloc(total)?;
     let mut line = Vec::with_capacity(len);
     for o in 0..outer {
@@ -131,7 +292,7 @@ pub(crate) fn sort(
             let mut less = |a: usize, b: usize| -> Result<bool, Fail> {
                 if let Some((c, k)) = &simple {
                     let (x, y) = if c.swapped { (b, a) } else { (a, b) };
-                    return Ok(direction_test(c.direction, k.cmp(x, y)));
+                    return Ok(holds(c.direction, k.cmp(x, y)));
                 }
                 let mut args = Vec::with_capacity(2 * inputs.len());
                 for t in inputs {
@@ -162,40 +323,33 @@ pub(crate) fn sort(
     inputs.iter().map(|t| permute(&t.data, &positions)).collect()
 }
 
-fn direction_test(direction: Direction, ordering: Option<Ordering>) -> bool {
-    use Ordering::*;
-    match (direction, ordering) {
-        (Direction::Ne, None) => true,
-        (_, None) => false,
-        (Direction::Eq, Some(o)) => o == Equal,
-        (Direction::Ne, Some(o)) => o != Equal,
-        (Direction::Lt, Some(o)) => o == Less,
-        (Direction::Le, Some(o)) => o != Greater,
-        (Direction::Gt, Some(o)) => o == Greater,
-        (Direction::Ge, Some(o)) => o != Less,
-    }
-}
-
 /// `topk` over the last dimension: the `k` largest (or smallest) values, ties by lower index,
 /// floats in IEEE total order (so NaN is above +inf), and their s32 indices.
 pub(crate) fn top_k(t: &Arc<Tensor>, k: usize, largest: bool) -> Result<(Data, Data), Fail> {
     let len = t.dims.last().copied().unwrap_or(1);
     let rows = t.n_elems().checked_div(len).unwrap_or(0);
-    let keys = keys(&t.data, true)?;
+    let k = k.min(len);
+    let Some(mut keys) = order_keys(&t.data, None)? else {
+        return Err(Fail::Internal(format!("topk of {}", t.ty())));
+    };
+    if largest {
+        keys.iter_mut().for_each(|x| *x = !*x);
+    }
     let mut picks: Vec<usize> = try_alloc(rows * k)?;
     let mut idx: Vec<i32> = try_alloc(rows * k)?;
-    let mut line = Vec::with_capacity(len);
-    for r in 0..rows {
-        line.clear();
-        line.extend((0..len).map(|j| r * len + j));
-        let mut less = |a: usize, b: usize| -> Result<bool, Fail> {
-            let o = keys.cmp(a, b);
-            Ok(if largest { o == Some(Ordering::Greater) } else { o == Some(Ordering::Less) })
-        };
-        merge_sort(&mut line, &mut less)?;
-        for &p in &line[..k] {
-            picks.push(p);
-            idx.push((p - r * len) as i32);
+    let mut pairs: Vec<(u64, usize)> = try_alloc(len)?;
+    for (r, row) in keys.chunks_exact(len.max(1)).enumerate().take(rows) {
+        pairs.clear();
+        pairs.extend(row.iter().enumerate().map(|(j, &key)| (key, j)));
+        // (key, position) is a total order, so ties go to the lower index.
+        if k > 0 && k < len {
+            pairs.select_nth_unstable(k - 1);
+        }
+        let first = &mut pairs[..k];
+        first.sort_unstable();
+        for &(_, j) in first.iter() {
+            picks.push(r * len + j);
+            idx.push(j as i32);
         }
     }
     Ok((permute(&t.data, &picks)?, Data::S32(idx)))
