@@ -3,7 +3,8 @@
 //!
 //! Two messages: 226 input tensors (a large model's parameters and states, names and checkpoint
 //! keys set) and one carrying a 50 MB `serialized_graph_def`. For each, the best of several
-//! rounds of many decodes (the machine is shared, so the best round is the least disturbed):
+//! rounds of many decodes, the decoders taking turns round by round (the machine is shared, so
+//! the best round is the least disturbed):
 //! - `MetaneffView::decode`, the one-pass zero-copy view (names, keys and the graph borrowed);
 //! - `decode` from a borrowed slice (the view, then the copy into owned prost fields);
 //! - `decode_owned` from `prost::bytes::Bytes` (the same, but `serialized_graph_def` shares the
@@ -80,18 +81,25 @@ fn large_graph() -> Vec<u8> {
     metaneff::encode(&message)
 }
 
-/// The best per-call time over rounds of `iterations` calls.
-fn best_of(rounds: usize, iterations: u32, mut call: impl FnMut()) -> Duration {
-    (0..rounds)
-        .map(|_| {
+/// The best per-call time of each decoder over rounds of `iterations` calls. The decoders take
+/// turns round by round, so a burst of load from another process falls on all of them alike
+/// rather than on the one timed at that moment.
+fn best_of_interleaved(
+    rounds: usize,
+    iterations: u32,
+    calls: &mut [&mut dyn FnMut()],
+) -> Vec<Duration> {
+    let mut best = vec![Duration::MAX; calls.len()];
+    for _ in 0..rounds {
+        for (call, best) in calls.iter_mut().zip(&mut best) {
             let start = Instant::now();
             for _ in 0..iterations {
                 call();
             }
-            start.elapsed() / iterations
-        })
-        .min()
-        .unwrap_or_default()
+            *best = (*best).min(start.elapsed() / iterations);
+        }
+    }
+    best
 }
 
 const PYTHON_BENCH: &str = r#"
@@ -174,27 +182,30 @@ fn main() {
     let upb_before = upb(&inputs);
     let mut rust = Vec::new();
     for (label, bytes, iterations) in &messages {
-        let view = best_of(5, *iterations, || {
-            black_box(MetaneffView::decode(black_box(bytes)).expect("decodes"));
-        });
-        let borrowed = best_of(5, *iterations, || {
-            black_box(metaneff::decode(black_box(bytes)).expect("decodes"));
-        });
         let owned_input = prost::bytes::Bytes::from(bytes.clone());
-        let owned = best_of(5, *iterations, || {
-            black_box(metaneff::decode_owned(black_box(owned_input.clone())).expect("decodes"));
-        });
-        let reference = best_of(5, *iterations, || {
-            black_box(metaneff::decode_reference(black_box(bytes)).expect("decodes"));
-        });
-        let wire = best_of(5, *iterations, || {
-            black_box(metaneff::check_wire(black_box(bytes)).expect("decodes"));
-        });
-        let prost_only = best_of(5, *iterations, || {
-            black_box(
-                <MetaNeff as prost::Message>::decode(black_box(bytes.as_slice())).expect("decodes"),
-            );
-        });
+        let times = best_of_interleaved(
+            5,
+            *iterations,
+            &mut [
+                &mut || drop(black_box(MetaneffView::decode(black_box(bytes)).expect("decodes"))),
+                &mut || drop(black_box(metaneff::decode(black_box(bytes)).expect("decodes"))),
+                &mut || {
+                    let input = black_box(owned_input.clone());
+                    drop(black_box(metaneff::decode_owned(input).expect("decodes")));
+                },
+                &mut || {
+                    drop(black_box(metaneff::decode_reference(black_box(bytes)).expect("decodes")));
+                },
+                &mut || drop(black_box(metaneff::check_wire(black_box(bytes)).expect("decodes"))),
+                &mut || {
+                    let decoded = <MetaNeff as prost::Message>::decode(black_box(bytes.as_slice()));
+                    drop(black_box(decoded.expect("decodes")));
+                },
+            ],
+        );
+        let [view, borrowed, owned, reference, wire, prost_only] = times[..] else {
+            unreachable!("six decoders were timed");
+        };
         rust.push(Times {
             label,
             n_bytes: bytes.len(),
