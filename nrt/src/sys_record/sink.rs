@@ -74,7 +74,7 @@ pub(crate) enum Kind {
 /// One piece of a line: text, or a handle to name.
 pub(crate) enum Part {
     /// Literal text.
-    Text(String),
+    Text(std::borrow::Cow<'static, str>),
     /// A handle the call reads (named on first sight).
     Handle(Kind, u64),
     /// A handle the call made (always a new name).
@@ -85,6 +85,9 @@ pub(crate) enum Part {
 
 /// How much of the file is mapped (and the file grown) at a time: one window per ~16 000 lines.
 const WINDOW: usize = 1 << 20;
+
+/// Room for a typical line and its newline, so that building it does not reallocate.
+const LINE_CAPACITY: usize = 128;
 
 /// Where lines go.
 enum Log {
@@ -137,26 +140,32 @@ impl Log {
         }
     }
 
-    /// Maps the file, when it is still written directly and not yet mapped.
+    /// Maps the file from its end, when it is written directly; unmapped (the error returned),
+    /// it stays written directly.
     fn map(&mut self) -> std::io::Result<()> {
-        let Log::Direct { file, len } = self else { return Ok(()) };
-        let window = map_window(file, *len, 0)?;
-        let (start, len) = (*len, *len);
-        let Log::Direct { file, .. } = std::mem::replace(self, Log::Off) else { unreachable!() };
-        *self = Log::Mapped { file, window, start, len };
+        if let Log::Direct { file, len } = self {
+            let window = map_window(file, *len, 0)?;
+            if let Log::Direct { file, len } = std::mem::replace(self, Log::Off) {
+                *self = Log::Mapped { file, window, start: len, len };
+            }
+        }
         Ok(())
     }
 
     /// Unmaps the window and truncates the file to its lines; later lines are written directly.
     fn finish(&mut self) -> std::io::Result<()> {
-        let Log::Mapped { .. } = self else { return Ok(()) };
-        let Log::Mapped { file, window, len, .. } = std::mem::replace(self, Log::Off) else {
-            unreachable!()
-        };
-        drop(window);
-        file.set_len(len)?;
-        *self = Log::Direct { file, len };
-        Ok(())
+        match std::mem::replace(self, Log::Off) {
+            Log::Mapped { file, window, len, .. } => {
+                drop(window);
+                file.set_len(len)?;
+                *self = Log::Direct { file, len };
+                Ok(())
+            }
+            other => {
+                *self = other;
+                Ok(())
+            }
+        }
     }
 }
 
@@ -284,11 +293,15 @@ impl Sink {
             let registered = unsafe {
                 pthread_atfork(None, None, Some(in_fork_child)) == 0 && atexit(at_exit) == 0
             };
+            // Without the handlers or the mapping, every line is one `pwrite`.
             if registered {
-                let result = sink.log.map();
-                sink.failed(result);
+                if let Err(error) = sink.log.map() {
+                    eprintln!(
+                        "nrtsim-record: cannot map {}: {error}; each line is one system call",
+                        path.display()
+                    );
+                }
             }
-            // Without the handlers, every line stays one `pwrite`.
         }
         sink
     }
@@ -313,17 +326,24 @@ impl Sink {
         let result = self.log.append(&line);
         self.failed(result);
     }
+}
 
-    fn generation(&mut self, kind: Kind, pointer: u64, new: bool) -> u64 {
-        if !new {
-            if let Some(&generation) = self.live.get(&(kind, pointer)) {
-                return generation;
-            }
+/// The generation of `pointer`: its live one, or (new, or never seen) the next.
+fn generation(
+    live: &mut HashMap<(Kind, u64), u64>,
+    next: &mut u64,
+    kind: Kind,
+    pointer: u64,
+    new: bool,
+) -> u64 {
+    if !new {
+        if let Some(&generation) = live.get(&(kind, pointer)) {
+            return generation;
         }
-        self.next += 1;
-        self.live.insert((kind, pointer), self.next);
-        self.next
     }
+    *next += 1;
+    live.insert((kind, pointer), *next);
+    *next
 }
 
 fn name(names: &mut Names<'_>, kind: Kind, generation: u64) -> String {
@@ -343,29 +363,28 @@ pub(crate) fn known(kind: Kind, pointer: u64) -> bool {
 
 /// Writes one line made of `parts` (handles named in order).
 pub(crate) fn record(parts: Vec<Part>) {
-    let Some(mut sink) = sink() else { return };
-    let mut resolved = Vec::with_capacity(parts.len());
-    for part in parts {
-        resolved.push(match part {
-            Part::Text(text) => Err(text),
-            Part::Handle(kind, pointer) => Ok((kind, sink.generation(kind, pointer, false))),
-            Part::New(kind, pointer) => Ok((kind, sink.generation(kind, pointer, true))),
-            Part::Released(kind, pointer) => {
-                let generation = sink.generation(kind, pointer, false);
-                sink.live.remove(&(kind, pointer));
-                Ok((kind, generation))
-            }
-        });
-    }
+    let Some(mut guard) = sink() else { return };
+    let sink = &mut *guard;
+    let (live, next) = (&mut sink.live, &mut sink.next);
     // The line is built under the trace's lock (names are given in line order) and written
     // here; the trace keeps names, not lines.
-    let mut line = String::new();
+    let mut line = String::with_capacity(LINE_CAPACITY);
     sink.trace.record_with(|names| {
-        for part in resolved {
-            match part {
-                Err(text) => line.push_str(&text),
-                Ok((kind, generation)) => line.push_str(&name(names, kind, generation)),
-            }
+        for part in parts {
+            let (kind, generation) = match part {
+                Part::Text(text) => {
+                    line.push_str(&text);
+                    continue;
+                }
+                Part::Handle(kind, pointer) => (kind, generation(live, next, kind, pointer, false)),
+                Part::New(kind, pointer) => (kind, generation(live, next, kind, pointer, true)),
+                Part::Released(kind, pointer) => {
+                    let generation = generation(live, next, kind, pointer, false);
+                    live.remove(&(kind, pointer));
+                    (kind, generation)
+                }
+            };
+            line.push_str(&name(names, kind, generation));
         }
         String::new()
     });
