@@ -546,6 +546,55 @@ fn a_normal_exit_keeps_every_line_and_no_padding() {
     }
 }
 
+/// A fork child records nothing, and its exit leaves the parent's recording alone: the
+/// parent's lines are all there, whole, and the file is truncated only by the parent's exit.
+#[test]
+fn a_fork_child_neither_records_nor_cuts_the_parents_recording() {
+    let dir = scratch("fork");
+    let source = dir.join("fork.c");
+    std::fs::write(
+        &source,
+        concat!(
+            "#define _POSIX_C_SOURCE 200809L\n",
+            "#include <stdlib.h>\n#include <sys/wait.h>\n#include <unistd.h>\n#include <nrt/nrt.h>\n",
+            "int main(void) {\n",
+            "    nrt_tensor_t *tensor = NULL;\n",
+            "    unsigned char data[16] = {0};\n",
+            "    if (nrt_init(NRT_FRAMEWORK_TYPE_NO_FW, \"\", \"\") != NRT_SUCCESS) return 2;\n",
+            "    if (nrt_tensor_allocate(NRT_TENSOR_PLACEMENT_DEVICE, 0, 16, \"x\", &tensor) != NRT_SUCCESS) return 3;\n",
+            "    pid_t child = fork();\n",
+            "    if (child < 0) return 5;\n",
+            "    if (child == 0) { exit(nrt_tensor_get_size(tensor) == 16 ? 0 : 1); }\n",
+            "    int status = 0;\n",
+            "    if (waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status) != 0) return 6;\n",
+            "    for (unsigned long i = 0; i < 3; i++) {\n",
+            "        data[0] = (unsigned char)i;\n",
+            "        if (nrt_tensor_write(tensor, data, 0, sizeof data) != NRT_SUCCESS) return 4;\n",
+            "    }\n",
+            "    return 0;\n",
+            "}\n"
+        ),
+    )
+    .unwrap();
+    let program = compile(&source, &dir.join("fork"));
+    let (trace, output) = record(&dir, "fork", &program, &[], &[]);
+    assert!(output.status.success(), "{}", text(&output));
+    assert!(
+        String::from_utf8_lossy(&output.stderr)
+            .contains("a forked child's libnrt calls are not recorded"),
+        "{}",
+        text(&output)
+    );
+    let (lines, padded) = whole_lines(&trace);
+    assert!(!padded, "the parent's exit truncates the file to its lines");
+    let expected: Vec<String> = ["init(NO_FW, \"\", \"\") -> NRT_SUCCESS".to_owned()]
+        .into_iter()
+        .chain(["tensor_allocate(DEVICE, 0, 16, \"x\") -> t1 NRT_SUCCESS".to_owned()])
+        .chain((0..3).map(write_line))
+        .collect();
+    assert_eq!(lines, expected);
+}
+
 /// Pointed at itself (or at another build of the recorder) as the real library, the recorder
 /// skips it instead of recursing or writing the trace twice, says so in the header, and finds
 /// the library the program was linked with.
