@@ -267,14 +267,16 @@ impl Trace {
 /// `<N bytes sha256:first16hex>`.
 pub fn format_bytes(bytes: &[u8]) -> String {
     if bytes.len() <= INLINE_BYTES {
+        // Digits by table, not `write!` per byte: the recorder formats every write it records.
+        const DIGITS: &[u8; 16] = b"0123456789abcdef";
         let mut text = String::with_capacity(2 + 3 * bytes.len());
         text.push('[');
-        for (index, byte) in bytes.iter().enumerate() {
+        for (index, &byte) in bytes.iter().enumerate() {
             if index > 0 {
                 text.push(' ');
             }
-            // Writing to a String cannot fail.
-            let _ = write!(text, "{byte:02x}");
+            text.push(char::from(DIGITS[usize::from(byte >> 4)]));
+            text.push(char::from(DIGITS[usize::from(byte & 15)]));
         }
         text.push(']');
         text

@@ -276,7 +276,11 @@ pub const MAX_BYTES_FLAG: &str = "--max-input-bytes";
 pub fn read_recording(path: &Path, max_bytes: u64) -> Result<Recording> {
     let shown = path.display().to_string();
     let bytes = read_capped(path, max_bytes, MAX_BYTES_FLAG)?;
-    let text = String::from_utf8_lossy(&bytes);
+    // A recorded program that died without exiting (killed, aborted) leaves its last whole line
+    // followed by zeros (the recorder's mapped window, see its `sink` module): the recording
+    // ends at the first zero byte, which no line contains.
+    let bytes = bytes.split(|&byte| byte == 0).next().unwrap_or_default();
+    let text = String::from_utf8_lossy(bytes);
     let first = text.lines().next().unwrap_or("");
     let Some(version) = first.strip_prefix(HEADER_MAGIC).map(str::trim) else {
         let found: String = first.chars().take(60).collect();

@@ -150,8 +150,12 @@ fn assert_replays_clean(trace: &Path) {
     }
 }
 
+/// The recording's lines: up to the first zero byte, where a program that did not exit (a
+/// crash, a kill) leaves the rest of the recorder's mapped window.
 fn recorded(trace: &Path) -> String {
-    std::fs::read_to_string(trace).expect("read the recording")
+    let bytes = std::fs::read(trace).expect("read the recording");
+    let lines = bytes.split(|&byte| byte == 0).next().unwrap_or_default();
+    String::from_utf8(lines.to_vec()).expect("a recording is UTF-8")
 }
 
 /// The canonical flow records every call with its arguments and replays on both backends.
@@ -419,6 +423,176 @@ fn a_crash_mid_recording_leaves_a_valid_recording() {
     let lines = recorded(&trace);
     assert!(lines.ends_with("tensor_allocate(DEVICE, 0, 8, \"x\") -> t1 NRT_SUCCESS\n"), "{lines}");
     assert_replays_clean(&trace);
+}
+
+/// A C program that initialises, allocates a 16-byte tensor `t1` and writes it `WRITES` times
+/// (byte 0 is the iteration's low byte), printing `ready` after `READY` writes; then `END`.
+fn writer_program(dir: &Path, name: &str, writes: &str, ready: u32, end: &str) -> PathBuf {
+    let source = dir.join(format!("{name}.c"));
+    let program = format!(
+        concat!(
+            "#include <signal.h>\n#include <stdio.h>\n#include <stdlib.h>\n#include <nrt/nrt.h>\n",
+            "int main(void) {{\n",
+            "    nrt_tensor_t *tensor = NULL;\n",
+            "    unsigned char data[16] = {{0}};\n",
+            "    if (nrt_init(NRT_FRAMEWORK_TYPE_NO_FW, \"\", \"\") != NRT_SUCCESS) return 2;\n",
+            "    if (nrt_tensor_allocate(NRT_TENSOR_PLACEMENT_DEVICE, 0, 16, \"x\", &tensor) != NRT_SUCCESS) return 3;\n",
+            "    for (unsigned long i = 0; {writes}; i++) {{\n",
+            "        data[0] = (unsigned char)i;\n",
+            "        if (nrt_tensor_write(tensor, data, 0, sizeof data) != NRT_SUCCESS) return 4;\n",
+            "        if (i + 1 == {ready}) {{ printf(\"ready\\n\"); fflush(stdout); }}\n",
+            "    }}\n",
+            "    {end}\n",
+            "}}\n"
+        ),
+        writes = writes,
+        ready = ready,
+        end = end,
+    );
+    std::fs::write(&source, program).unwrap();
+    compile(&source, &dir.join(name))
+}
+
+/// The line of write number `i` of [`writer_program`].
+fn write_line(i: u64) -> String {
+    format!("tensor_write(t1, 0, [{:02x}{}]) -> NRT_SUCCESS", i & 0xff, " 00".repeat(15))
+}
+
+/// The recorder's lines of a recording (after its header), checked to be whole lines before
+/// zero padding: `(lines, padded)`.
+fn whole_lines(trace: &Path) -> (Vec<String>, bool) {
+    let bytes = std::fs::read(trace).expect("read the recording");
+    let end = bytes.iter().position(|&byte| byte == 0).unwrap_or(bytes.len());
+    let text = std::str::from_utf8(&bytes[..end]).expect("UTF-8 lines");
+    assert!(text.ends_with('\n'), "the recording ends mid-line: {:?}", &text[text.len() - 80..]);
+    let lines = text.lines().filter(|line| !line.starts_with('#')).map(str::to_owned).collect();
+    (lines, end < bytes.len())
+}
+
+/// A program killed with SIGKILL in the middle of a run of calls (no exit handler runs) leaves
+/// every line recorded before the kill, whole, across several of the recorder's mapped windows,
+/// then only padding; the recording replays.
+#[test]
+fn a_program_killed_mid_run_leaves_a_prefix_of_whole_lines_that_replays() {
+    let dir = scratch("killed");
+    let ready = 60_000;
+    let program = writer_program(&dir, "killed", "1", ready, "return 0;");
+    let recorder =
+        [profile_dir().join("libnrtsim_record.so"), profile_dir().join("deps/libnrtsim_record.so")]
+            .into_iter()
+            .filter(|path| path.is_file())
+            .max_by_key(|path| std::fs::metadata(path).and_then(|m| m.modified()).ok())
+            .expect("the recorder is built");
+    let trace = dir.join("killed.trace");
+    let mut child = Command::new(&program)
+        .envs(sim_env())
+        .env("LD_PRELOAD", &recorder)
+        .env("NRT_LIB_PATH", library())
+        .env("NRTSIM_RECORD_OUT", &trace)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("run the program");
+    let mut ready_line = String::new();
+    let stdout = child.stdout.take().expect("piped");
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(stdout), &mut ready_line).unwrap();
+    assert_eq!(ready_line, "ready\n", "the program stopped early");
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    child.kill().expect("SIGKILL the program");
+    let status = child.wait().unwrap();
+    assert!(!status.success(), "the program was killed");
+    let (lines, padded) = whole_lines(&trace);
+    assert!(padded, "a killed program runs no exit handler: its window is left padded");
+    assert!(lines.len() > ready as usize + 2, "only {} lines", lines.len());
+    assert_eq!(lines[0], "init(NO_FW, \"\", \"\") -> NRT_SUCCESS");
+    assert_eq!(lines[1], "tensor_allocate(DEVICE, 0, 16, \"x\") -> t1 NRT_SUCCESS");
+    for (i, line) in lines[2..].iter().enumerate() {
+        assert_eq!(*line, write_line(i as u64), "line {}", i + 2);
+    }
+    assert_replays_clean(&trace);
+}
+
+/// A program that aborts (SIGABRT, no exit handler) keeps every line before the abort.
+#[test]
+fn a_program_that_aborts_keeps_every_line_before_the_abort() {
+    let dir = scratch("abort");
+    let program = writer_program(&dir, "abort", "i < 3", 0, "abort();");
+    let (trace, output) = record(&dir, "abort", &program, &[], &[]);
+    assert!(!output.status.success(), "the program aborted: {}", text(&output));
+    let (lines, padded) = whole_lines(&trace);
+    assert!(padded, "an aborted program runs no exit handler");
+    let expected: Vec<String> = ["init(NO_FW, \"\", \"\") -> NRT_SUCCESS".to_owned()]
+        .into_iter()
+        .chain(["tensor_allocate(DEVICE, 0, 16, \"x\") -> t1 NRT_SUCCESS".to_owned()])
+        .chain((0..3).map(write_line))
+        .collect();
+    assert_eq!(lines, expected);
+    assert_replays_clean(&trace);
+}
+
+/// A program that exits normally after more lines than one mapped window holds leaves exactly
+/// its lines: every one, and no padding.
+#[test]
+fn a_normal_exit_keeps_every_line_and_no_padding() {
+    let dir = scratch("exit");
+    let writes = 40_000;
+    let program = writer_program(&dir, "exit", &format!("i < {writes}"), 0, "return 0;");
+    let (trace, output) = record(&dir, "exit", &program, &[], &[]);
+    assert!(output.status.success(), "{}", text(&output));
+    let (lines, padded) = whole_lines(&trace);
+    assert!(!padded, "the exit handler truncates the file to its lines");
+    assert_eq!(lines.len(), 2 + writes as usize);
+    for (i, line) in lines[2..].iter().enumerate() {
+        assert_eq!(*line, write_line(i as u64), "line {}", i + 2);
+    }
+}
+
+/// A fork child records nothing, and its exit leaves the parent's recording alone: the
+/// parent's lines are all there, whole, and the file is truncated only by the parent's exit.
+#[test]
+fn a_fork_child_neither_records_nor_cuts_the_parents_recording() {
+    let dir = scratch("fork");
+    let source = dir.join("fork.c");
+    std::fs::write(
+        &source,
+        concat!(
+            "#define _POSIX_C_SOURCE 200809L\n",
+            "#include <stdlib.h>\n#include <sys/wait.h>\n#include <unistd.h>\n#include <nrt/nrt.h>\n",
+            "int main(void) {\n",
+            "    nrt_tensor_t *tensor = NULL;\n",
+            "    unsigned char data[16] = {0};\n",
+            "    if (nrt_init(NRT_FRAMEWORK_TYPE_NO_FW, \"\", \"\") != NRT_SUCCESS) return 2;\n",
+            "    if (nrt_tensor_allocate(NRT_TENSOR_PLACEMENT_DEVICE, 0, 16, \"x\", &tensor) != NRT_SUCCESS) return 3;\n",
+            "    pid_t child = fork();\n",
+            "    if (child < 0) return 5;\n",
+            "    if (child == 0) { exit(nrt_tensor_get_size(tensor) == 16 ? 0 : 1); }\n",
+            "    int status = 0;\n",
+            "    if (waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status) != 0) return 6;\n",
+            "    for (unsigned long i = 0; i < 3; i++) {\n",
+            "        data[0] = (unsigned char)i;\n",
+            "        if (nrt_tensor_write(tensor, data, 0, sizeof data) != NRT_SUCCESS) return 4;\n",
+            "    }\n",
+            "    return 0;\n",
+            "}\n"
+        ),
+    )
+    .unwrap();
+    let program = compile(&source, &dir.join("fork"));
+    let (trace, output) = record(&dir, "fork", &program, &[], &[]);
+    assert!(output.status.success(), "{}", text(&output));
+    assert!(
+        String::from_utf8_lossy(&output.stderr)
+            .contains("a forked child's libnrt calls are not recorded"),
+        "{}",
+        text(&output)
+    );
+    let (lines, padded) = whole_lines(&trace);
+    assert!(!padded, "the parent's exit truncates the file to its lines");
+    let expected: Vec<String> = ["init(NO_FW, \"\", \"\") -> NRT_SUCCESS".to_owned()]
+        .into_iter()
+        .chain(["tensor_allocate(DEVICE, 0, 16, \"x\") -> t1 NRT_SUCCESS".to_owned()])
+        .chain((0..3).map(write_line))
+        .collect();
+    assert_eq!(lines, expected);
 }
 
 /// Pointed at itself (or at another build of the recorder) as the real library, the recorder

@@ -19,17 +19,20 @@
 //!   and byte formatting, in the form `TracingRuntime` gives for the same call, so a replay
 //!   compares lines. Handles are renamed by generation: a pointer the real library reuses after
 //!   a free gets a new name, as a simulator handle would.
-//! - **Nothing lost.** The trace file is written line by line and flushed after each line, so a
-//!   client that crashes leaves a valid prefix. Input buffers longer than the inline limit
-//!   (NEFFs, tensor writes) are kept beside it, in `FILE.blobs/`, named by their hash, so a
-//!   replay can re-issue them.
+//! - **Nothing lost, no system call per line.** Each line is copied into a shared mapping of
+//!   the trace file (`sink`), so it is the kernel's the moment it is copied: a client killed
+//!   (even by SIGKILL), aborted or crashed leaves every whole line it recorded, then zero
+//!   padding where the recording ends; a normal exit truncates the file to its lines. Input
+//!   buffers longer than the inline limit (NEFFs, tensor writes) are kept beside it, in
+//!   `FILE.blobs/`, named by their hash, so a replay can re-issue them.
 //! - **The recorder never changes a call**: what the real library returns is returned; a
 //!   recorder that cannot write its file says so once on stderr and keeps forwarding; a panic
 //!   while recording loses the line, never the call. Calls the real library makes to its own
 //!   exported names while serving one (interposed by a preloaded recorder) are forwarded
 //!   unrecorded: only the client's calls are the trace.
-//! - **What it costs and disturbs**: one flushed line per call (the benchmark states the
-//!   overhead); for a client that exposes tensor memory, one extra real `nrt_tensor_read` per
+//! - **What it costs and disturbs**: formatting one line per call and copying it (the benchmark
+//!   states the overhead; bytes longer than the inline limit are hashed); an `atexit` and a
+//!   `pthread_atfork` handler, no signal handler; for a client that exposes tensor memory, one extra real `nrt_tensor_read` per
 //!   exposed tensor before each call that reads tensors, which a fault plan counting reads in
 //!   the real library would see.
 

@@ -156,7 +156,7 @@ pub(crate) unsafe fn before(function: LibnrtFunction, args: &[u64]) -> Before {
     }
 }
 
-fn text(text: impl Into<String>) -> Part {
+fn text(text: impl Into<std::borrow::Cow<'static, str>>) -> Part {
     Part::Text(text.into())
 }
 
@@ -172,11 +172,22 @@ pub(crate) unsafe fn after(function: LibnrtFunction, args: &[u64], result: u64, 
         return;
     }
     use LibnrtFunction as F;
-    let call = |rest: &str| text(format!("{}({rest}", function.trace_name()));
+    // Joined by hand: `format!` costs more than the rest of a small call's line.
+    let call = |rest: &str| {
+        let name = function.trace_name();
+        let mut head = String::with_capacity(name.len() + 1 + rest.len());
+        head.push_str(name);
+        head.push('(');
+        head.push_str(rest);
+        text(head)
+    };
     let ok = result == 0;
     let mut exposes = None;
     // `call -> STATUS` for a call without output, `call -> out NRT_SUCCESS` on success.
-    let status = || text(format!(") -> {}", status_name(result)));
+    let status = || match NrtStatus::from_code(result as u32).identifier() {
+        Some("NRT_SUCCESS") => text(") -> NRT_SUCCESS"),
+        _ => text(format!(") -> {}", status_name(result))),
+    };
     let with_output = |mut parts: Vec<Part>, output: Part| {
         if ok {
             parts.push(text(") -> "));
@@ -325,12 +336,13 @@ pub(crate) unsafe fn after(function: LibnrtFunction, args: &[u64], result: u64, 
                 with_output(head, text(shown))
             }
             F::nrt_tensor_write => {
-                vec![
-                    call(""),
-                    Part::Handle(Kind::Tensor, args[0]),
-                    text(format!(", {}, {input}", args[2])),
-                    status(),
-                ]
+                let offset = args[2].to_string();
+                let mut rest = String::with_capacity(4 + offset.len() + input.len());
+                rest.push_str(", ");
+                rest.push_str(&offset);
+                rest.push_str(", ");
+                rest.push_str(&input);
+                vec![call(""), Part::Handle(Kind::Tensor, args[0]), text(rest), status()]
             }
             F::nrt_tensor_copy => vec![
                 call(""),

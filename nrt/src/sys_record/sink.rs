@@ -1,11 +1,36 @@
-//! The trace file: its header, one flushed line per call, the blobs beside it, and the handle
+//! The trace file: its header, one line per call, the blobs beside it, and the handle
 //! generations behind the names.
+//!
+//! # How lines reach the file, and what survives which death
+//!
+//! A line costs no system call: the file is mapped shared (`MAP_SHARED`, in windows of
+//! [`WINDOW`] bytes, the file grown to the end of the window first) and each line is copied into
+//! the mapping. The bytes are then the kernel's (the page cache), not the process's, so they
+//! reach the file whatever becomes of the process:
+//! - **a normal exit** (`exit`, returning from `main`, `dlclose` of the recorder): an `atexit`
+//!   handler unmaps the window and truncates the file to its lines; a line recorded later (a
+//!   client's own exit handler calling libnrt) is written with one `pwrite` each;
+//! - **SIGKILL, abort, SIGSEGV, `_exit`**: no handler runs, nothing is lost but the line being
+//!   copied at that instant; the file is every whole line so far, then zeros to the end of the
+//!   window. A line's first byte is stored last (after a compiler fence; interrupts are precise),
+//!   so a half-copied line starts with a zero byte and a recording always ends at its first zero
+//!   byte: a reader keeps what comes before it (`conformance::replay` does). No signal handler
+//!   is installed, so the client's own handlers and core dumps are undisturbed.
+//! - **a machine crash** loses what the kernel had not written back, as any write would.
+//!
+//! Lines never contain a zero byte (one would be written `?`). A `fork` child records nothing
+//! (its copy of the mapping is the parent's file, and its exit must not truncate it); it says so
+//! once on stderr if it makes a libnrt call.
 
 use std::collections::HashMap;
+use std::ffi::c_int;
 use std::fs::File;
-use std::io::Write as _;
+use std::os::unix::fs::FileExt as _;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering, compiler_fence};
 use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
+
+use memmap2::{MmapMut, MmapOptions};
 
 use abi::runtime::{ModelId, SeqId, SetId, TensorId, TrackerId};
 use abi::trace::{Names, Trace};
@@ -49,7 +74,7 @@ pub(crate) enum Kind {
 /// One piece of a line: text, or a handle to name.
 pub(crate) enum Part {
     /// Literal text.
-    Text(String),
+    Text(std::borrow::Cow<'static, str>),
     /// A handle the call reads (named on first sight).
     Handle(Kind, u64),
     /// A handle the call made (always a new name).
@@ -58,8 +83,137 @@ pub(crate) enum Part {
     Released(Kind, u64),
 }
 
+/// How much of the file is mapped (and the file grown) at a time: one window per ~16 000 lines.
+const WINDOW: usize = 1 << 20;
+
+/// Room for a typical line and its newline, so that building it does not reallocate.
+const LINE_CAPACITY: usize = 128;
+
+/// Where lines go.
+enum Log {
+    /// Not recording: the file could not be made, or writing it failed.
+    Off,
+    /// The file mapped from `start` (its first `len - start` bytes are lines); `len` bytes of
+    /// the file are lines, the rest of the window zeros.
+    Mapped { file: File, window: MmapMut, start: u64, len: u64 },
+    /// After the exit handler: the file is `len` bytes of lines, each new line one `pwrite`.
+    Direct { file: File, len: u64 },
+}
+
+impl Log {
+    fn create(path: &std::path::Path) -> std::io::Result<Log> {
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(path)?;
+        Ok(Log::Direct { file, len: 0 })
+    }
+
+    /// Appends `line` (ending in `\n`, no zero byte).
+    fn append(&mut self, line: &[u8]) -> std::io::Result<()> {
+        match self {
+            Log::Off => Ok(()),
+            Log::Direct { file, len } => {
+                file.write_all_at(line, *len)?;
+                *len += line.len() as u64;
+                Ok(())
+            }
+            Log::Mapped { file, window, start, len } => {
+                let mut at = usize::try_from(*len - *start).unwrap_or(usize::MAX);
+                if window.len().saturating_sub(at) < line.len() {
+                    *window = map_window(file, *len, line.len())?;
+                    *start = *len;
+                    at = 0;
+                }
+                let Some((first, rest)) = line.split_first() else { return Ok(()) };
+                let end = at + line.len();
+                window[at + 1..end].copy_from_slice(rest);
+                // The first byte last: a line cut short by the process's death starts with a
+                // zero byte, so the recording ends before it.
+                compiler_fence(Ordering::SeqCst);
+                window[at] = *first;
+                *len += line.len() as u64;
+                Ok(())
+            }
+        }
+    }
+
+    /// Maps the file from its end, when it is written directly; unmapped (the error returned),
+    /// it stays written directly.
+    fn map(&mut self) -> std::io::Result<()> {
+        if let Log::Direct { file, len } = self {
+            let window = map_window(file, *len, 0)?;
+            if let Log::Direct { file, len } = std::mem::replace(self, Log::Off) {
+                *self = Log::Mapped { file, window, start: len, len };
+            }
+        }
+        Ok(())
+    }
+
+    /// Unmaps the window and truncates the file to its lines; later lines are written directly.
+    fn finish(&mut self) -> std::io::Result<()> {
+        match std::mem::replace(self, Log::Off) {
+            Log::Mapped { file, window, len, .. } => {
+                drop(window);
+                file.set_len(len)?;
+                *self = Log::Direct { file, len };
+                Ok(())
+            }
+            other => {
+                *self = other;
+                Ok(())
+            }
+        }
+    }
+}
+
+/// Grows `file` to `from` plus a window (at least `need` bytes) and maps that window.
+fn map_window(file: &File, from: u64, need: usize) -> std::io::Result<MmapMut> {
+    let size = need.max(WINDOW);
+    let end = from
+        .checked_add(size as u64)
+        .ok_or_else(|| std::io::Error::other("the trace file would exceed 2^64 bytes"))?;
+    file.set_len(end)?;
+    // SAFETY: the file is ours (created and truncated by this process) and grown to cover the
+    // window; no one else is expected to change it while it is written. A fork child stops
+    // using the mapping (`FORKED`).
+    unsafe { MmapOptions::new().offset(from).len(size).populate().map_mut(file) }
+}
+
+/// Set in a `fork` child: it records nothing.
+static FORKED: AtomicBool = AtomicBool::new(false);
+
+/// Whether the fork child was told it records nothing.
+static FORK_TOLD: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn in_fork_child() {
+    FORKED.store(true, Ordering::Relaxed);
+}
+
+extern "C" fn at_exit() {
+    if FORKED.load(Ordering::Relaxed) {
+        return;
+    }
+    if let Some(sink) = SINK.get() {
+        let mut sink = sink.lock().unwrap_or_else(PoisonError::into_inner);
+        let result = sink.log.finish();
+        sink.failed(result);
+    }
+}
+
+unsafe extern "C" {
+    fn atexit(handler: extern "C" fn()) -> c_int;
+    fn pthread_atfork(
+        prepare: Option<extern "C" fn()>,
+        parent: Option<extern "C" fn()>,
+        child: Option<extern "C" fn()>,
+    ) -> c_int;
+}
+
 struct Sink {
-    file: Option<File>,
+    log: Log,
     blobs: PathBuf,
     trace: Trace,
     /// Live pointers and their generation numbers (what `Names` renames).
@@ -72,8 +226,19 @@ struct Sink {
 
 static SINK: OnceLock<Mutex<Sink>> = OnceLock::new();
 
-fn sink() -> MutexGuard<'static, Sink> {
-    SINK.get_or_init(|| Mutex::new(Sink::open())).lock().unwrap_or_else(PoisonError::into_inner)
+/// The sink; `None` in a fork child (whose parent may have held the lock at the fork).
+fn sink() -> Option<MutexGuard<'static, Sink>> {
+    if FORKED.load(Ordering::Relaxed) {
+        if !FORK_TOLD.swap(true, Ordering::Relaxed) {
+            eprintln!("nrtsim-record: a forked child's libnrt calls are not recorded");
+        }
+        return None;
+    }
+    Some(
+        SINK.get_or_init(|| Mutex::new(Sink::open()))
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner),
+    )
 }
 
 fn instance_type() -> String {
@@ -92,7 +257,7 @@ impl Sink {
         let mut blobs = path.clone().into_os_string();
         blobs.push(".blobs");
         let mut sink = Sink {
-            file: None,
+            log: Log::Off,
             blobs: PathBuf::from(blobs),
             trace: Trace::new(),
             live: HashMap::new(),
@@ -100,8 +265,8 @@ impl Sink {
             complained: false,
             kept: std::collections::HashSet::new(),
         };
-        match File::create(&path) {
-            Ok(file) => sink.file = Some(file),
+        match Log::create(&path) {
+            Ok(log) => sink.log = log,
             Err(error) => {
                 eprintln!("nrtsim-record: cannot write {}: {error}; not recording", path.display());
                 sink.complained = true;
@@ -117,37 +282,68 @@ impl Sink {
             format!("# instance {}", instance_type()),
             format!("# library {library}"),
         ];
+        // The header is written directly, so a recording has its header even if mapping fails.
         for line in header.into_iter().chain(LIMITS.iter().map(|limit| format!("# limit {limit}")))
         {
-            sink.write_line(&line);
+            sink.write_line(line);
+        }
+        if !matches!(sink.log, Log::Off) {
+            // SAFETY: plain C registrations of handlers that never unwind; registered once (the
+            // sink is made once per process).
+            let registered = unsafe {
+                pthread_atfork(None, None, Some(in_fork_child)) == 0 && atexit(at_exit) == 0
+            };
+            // Without the handlers or the mapping, every line is one `pwrite`.
+            if registered {
+                if let Err(error) = sink.log.map() {
+                    eprintln!(
+                        "nrtsim-record: cannot map {}: {error}; each line is one system call",
+                        path.display()
+                    );
+                }
+            }
         }
         sink
     }
 
-    fn write_line(&mut self, line: &str) {
-        let Some(file) = &mut self.file else { return };
-        let mut text = String::with_capacity(line.len() + 1);
-        text.push_str(line);
-        text.push('\n');
-        if let Err(error) = file.write_all(text.as_bytes()).and_then(|()| file.flush()) {
+    /// Stops recording after a failed write, saying so once.
+    fn failed(&mut self, result: std::io::Result<()>) {
+        if let Err(error) = result {
             if !self.complained {
                 eprintln!("nrtsim-record: writing the trace failed: {error}; recording stops");
                 self.complained = true;
             }
-            self.file = None;
+            self.log = Log::Off;
         }
     }
 
-    fn generation(&mut self, kind: Kind, pointer: u64, new: bool) -> u64 {
-        if !new {
-            if let Some(&generation) = self.live.get(&(kind, pointer)) {
-                return generation;
-            }
+    fn write_line(&mut self, line: String) {
+        let mut line = line.into_bytes();
+        if line.contains(&0) {
+            line.iter_mut().filter(|byte| **byte == 0).for_each(|byte| *byte = b'?');
         }
-        self.next += 1;
-        self.live.insert((kind, pointer), self.next);
-        self.next
+        line.push(b'\n');
+        let result = self.log.append(&line);
+        self.failed(result);
     }
+}
+
+/// The generation of `pointer`: its live one, or (new, or never seen) the next.
+fn generation(
+    live: &mut HashMap<(Kind, u64), u64>,
+    next: &mut u64,
+    kind: Kind,
+    pointer: u64,
+    new: bool,
+) -> u64 {
+    if !new {
+        if let Some(&generation) = live.get(&(kind, pointer)) {
+            return generation;
+        }
+    }
+    *next += 1;
+    live.insert((kind, pointer), *next);
+    *next
 }
 
 fn name(names: &mut Names<'_>, kind: Kind, generation: u64) -> String {
@@ -162,40 +358,38 @@ fn name(names: &mut Names<'_>, kind: Kind, generation: u64) -> String {
 
 /// Whether `pointer` of `kind` has a name (was seen and not released).
 pub(crate) fn known(kind: Kind, pointer: u64) -> bool {
-    sink().live.contains_key(&(kind, pointer))
+    sink().is_some_and(|sink| sink.live.contains_key(&(kind, pointer)))
 }
 
-/// Writes one line made of `parts` (handles named in order), flushed.
+/// Writes one line made of `parts` (handles named in order).
 pub(crate) fn record(parts: Vec<Part>) {
-    let mut sink = sink();
-    let mut resolved = Vec::with_capacity(parts.len());
-    for part in parts {
-        resolved.push(match part {
-            Part::Text(text) => Err(text),
-            Part::Handle(kind, pointer) => Ok((kind, sink.generation(kind, pointer, false))),
-            Part::New(kind, pointer) => Ok((kind, sink.generation(kind, pointer, true))),
-            Part::Released(kind, pointer) => {
-                let generation = sink.generation(kind, pointer, false);
-                sink.live.remove(&(kind, pointer));
-                Ok((kind, generation))
-            }
-        });
-    }
+    let Some(mut guard) = sink() else { return };
+    let sink = &mut *guard;
+    let (live, next) = (&mut sink.live, &mut sink.next);
+    // The line is built under the trace's lock (names are given in line order) and written
+    // here; the trace keeps names, not lines.
+    let mut line = String::with_capacity(LINE_CAPACITY);
     sink.trace.record_with(|names| {
-        let mut line = String::new();
-        for part in resolved {
-            match part {
-                Err(text) => line.push_str(&text),
-                Ok((kind, generation)) => line.push_str(&name(names, kind, generation)),
-            }
+        for part in parts {
+            let (kind, generation) = match part {
+                Part::Text(text) => {
+                    line.push_str(&text);
+                    continue;
+                }
+                Part::Handle(kind, pointer) => (kind, generation(live, next, kind, pointer, false)),
+                Part::New(kind, pointer) => (kind, generation(live, next, kind, pointer, true)),
+                Part::Released(kind, pointer) => {
+                    let generation = generation(live, next, kind, pointer, false);
+                    live.remove(&(kind, pointer));
+                    (kind, generation)
+                }
+            };
+            line.push_str(&name(names, kind, generation));
         }
-        line
+        String::new()
     });
-    let lines = sink.trace.lines();
     sink.trace.clear_lines();
-    for line in lines {
-        sink.write_line(&line);
-    }
+    sink.write_line(line);
 }
 
 /// Keeps `bytes` (longer than the inline limit) beside the trace as `FILE.blobs/HASH`, where
@@ -204,8 +398,8 @@ pub(crate) fn keep_blob(bytes: &[u8], shown: &str) {
     let Some(hash) = shown.rsplit("sha256:").next().map(|rest| rest.trim_end_matches('>')) else {
         return;
     };
-    let mut sink = sink();
-    if sink.file.is_none() {
+    let Some(mut sink) = sink() else { return };
+    if matches!(sink.log, Log::Off) {
         return;
     }
     if sink.kept.contains(hash) {

@@ -142,7 +142,13 @@ fn count_lines(path: &Path) -> u64 {
         match reader.fill_buf() {
             Ok([]) | Err(_) => return lines,
             Ok(buf) => {
-                lines += buf.iter().filter(|&&byte| byte == b'\n').count() as u64;
+                // A program that did not exit leaves zero padding after its last line.
+                let end = buf.iter().position(|&byte| byte == 0);
+                let lines_in = &buf[..end.unwrap_or(buf.len())];
+                lines += lines_in.iter().filter(|&&byte| byte == b'\n').count() as u64;
+                if end.is_some() {
+                    return lines;
+                }
                 let n = buf.len();
                 reader.consume(n);
             }
