@@ -194,6 +194,8 @@ pub(crate) trait Float: Copy + PartialOrd + std::fmt::Debug + Send + Sync + 'sta
 /// The transcendental functions with a vectorisable f32 form (`math`); f64 uses libm.
 trait Transcendental {
     fn exp_(self) -> Self;
+    fn expm1_(self) -> Self;
+    fn erf_(self) -> Self;
     fn ln_(self) -> Self;
     fn tanh_(self) -> Self;
     fn logistic_(self) -> Self;
@@ -203,6 +205,14 @@ impl Transcendental for f32 {
     #[inline(always)]
     fn exp_(self) -> f32 {
         super::math::exp(self)
+    }
+    #[inline(always)]
+    fn expm1_(self) -> f32 {
+        super::math::expm1(self)
+    }
+    #[inline(always)]
+    fn erf_(self) -> f32 {
+        super::math::erf(self)
     }
     #[inline(always)]
     fn ln_(self) -> f32 {
@@ -222,6 +232,14 @@ impl Transcendental for f64 {
     #[inline(always)]
     fn exp_(self) -> f64 {
         self.exp()
+    }
+    #[inline(always)]
+    fn expm1_(self) -> f64 {
+        self.exp_m1()
+    }
+    #[inline(always)]
+    fn erf_(self) -> f64 {
+        erf(self)
     }
     #[inline(always)]
     fn ln_(self) -> f64 {
@@ -253,7 +271,7 @@ macro_rules! impl_float {
                         }
                     }
                     Unary::Exp => Transcendental::exp_(x),
-                    Unary::Expm1 => x.exp_m1(),
+                    Unary::Expm1 => Transcendental::expm1_(x),
                     Unary::Log => Transcendental::ln_(x),
                     Unary::Log1p => x.ln_1p(),
                     Unary::Sqrt => x.sqrt(),
@@ -268,7 +286,7 @@ macro_rules! impl_float {
                     Unary::Ceil => x.ceil(),
                     Unary::RoundEven => x.round_ties_even(),
                     Unary::RoundAfz => x.round(),
-                    Unary::Erf => erf(f64::from(x)) as $t,
+                    Unary::Erf => Transcendental::erf_(x),
                     // Rejected for floats at compile time; identity keeps this total.
                     Unary::IsFinite | Unary::Not | Unary::Popcnt | Unary::Clz => x,
                 }

@@ -569,6 +569,104 @@ fn for_each_window(
     Ok(())
 }
 
+/// Folds every window of `v` with `f`, each window's elements in the order `for_each_window`
+/// lists them (row-major over the window), so the result is the same fold bit for bit. The loop
+/// is turned around: for every output row (all coordinates but the last) and every window
+/// position, one pass folds one input element into each accumulator of the row, reading the
+/// input row at the window's stride. Each accumulator still sees its window in row-major order,
+/// and the inner pass has no index arithmetic, so it vectorises when the stride is 1.
+fn fold_windows<T: Copy>(
+    v: &[T],
+    init: T,
+    in_dims: &[usize],
+    window: &[WindowDim],
+    f: impl Fn(T, T) -> T,
+) -> Result<Vec<T>, Fail> {
+    let out_dims: Vec<usize> =
+        window.iter().zip(in_dims).map(|(w, &d)| w.output_size(d)).collect::<Result<_, _>>()?;
+    let total = out_dims
+        .iter()
+        .try_fold(1usize, |a, &d| a.checked_mul(d))
+        .ok_or_else(|| Fail::Invalid(format!("reduce-window output {out_dims:?} is too large")))?;
+    let mut out = filled(total, init)?;
+    if total == 0 || window.iter().any(|w| w.size == 0) {
+        return Ok(out);
+    }
+    let Some(last) = in_dims.len().checked_sub(1) else {
+        // A scalar: the window is the one element.
+        out[0] = f(init, v[0]);
+        return Ok(out);
+    };
+    let in_strides = strides(in_dims);
+    let sizes: Vec<usize> = window.iter().map(|w| w.size).collect();
+    let extent = in_dims[last];
+    let mut row_index = vec![0usize; last];
+    let mut w = vec![0usize; in_dims.len()];
+    for row in out.chunks_exact_mut(out_dims[last]) {
+        w.fill(0);
+        loop {
+            let mut base = Some(0usize);
+            for axis in 0..last {
+                base = match (base, window[axis].input(row_index[axis], w[axis], in_dims[axis])) {
+                    (Some(b), Some(q)) => Some(b + q * in_strides[axis]),
+                    _ => None,
+                };
+            }
+            if let Some(base) = base {
+                fold_row(row, &v[base..base + extent], &window[last], w[last], &f);
+            }
+            if !next_index(&mut w, &sizes) {
+                break;
+            }
+        }
+        next_index(&mut row_index, &out_dims[..last]);
+    }
+    Ok(out)
+}
+
+/// `acc[o] = f(acc[o], input[q])` for every output position `o` of a row whose window position
+/// `w` along the row's dimension lands on input element `q` (padding and the holes of base
+/// dilation are skipped).
+#[inline(always)]
+fn fold_row<T: Copy>(
+    acc: &mut [T],
+    input: &[T],
+    dim: &WindowDim,
+    w: usize,
+    f: &impl Fn(T, T) -> T,
+) {
+    if dim.base_dilation != 1 {
+        for (o, a) in acc.iter_mut().enumerate() {
+            if let Some(q) = dim.input(o, w, input.len()) {
+                *a = f(*a, input[q]);
+            }
+        }
+        return;
+    }
+    // Output `o` reads input `o·stride + shift`; keep the `o` that land inside the row.
+    let stride = dim.stride;
+    let shift = (w * dim.window_dilation) as i64 - dim.pad_low;
+    let lo = if shift >= 0 { 0 } else { shift.unsigned_abs().div_ceil(stride as u64) as usize };
+    let end = input.len() as i64 - shift;
+    let hi = if end <= 0 { 0 } else { (end as u64).div_ceil(stride as u64) as usize };
+    let hi = hi.min(acc.len());
+    if lo >= hi {
+        return;
+    }
+    let start = (lo as i64 * stride as i64 + shift) as usize;
+    let acc = &mut acc[lo..hi];
+    if stride == 1 {
+        let input = &input[start..start + acc.len()];
+        for (a, &x) in acc.iter_mut().zip(input) {
+            *a = f(*a, x);
+        }
+    } else {
+        for (a, &x) in acc.iter_mut().zip(input[start..].iter().step_by(stride)) {
+            *a = f(*a, x);
+        }
+    }
+}
+
 /// Folds each window with a recognised binary reducer, in a typed loop per element type
 /// (narrow floats in f32, rounded after every step); `None` for pred.
 fn fast_window_fold(
@@ -578,26 +676,11 @@ fn fast_window_fold(
     in_dims: &[usize],
     window: &[WindowDim],
 ) -> Result<Option<Data>, Fail> {
-    fn fold<T: Copy>(
-        v: &[T],
-        init: T,
-        in_dims: &[usize],
-        window: &[WindowDim],
-        f: impl Fn(T, T) -> T,
-    ) -> Result<Vec<T>, Fail> {
-        let mut out = Vec::new();
-        for_each_window(in_dims, window, |_, offsets| {
-            out.try_reserve(1).map_err(|_| Fail::Alloc { bytes: 8 })?;
-            out.push(offsets.iter().fold(init, |acc, &i| f(acc, v[i])));
-            Ok(())
-        })?;
-        Ok(out)
-    }
     macro_rules! small {
         ($variant:ident, $format:expr, $t:ty, $v:expr, $i:expr) => {{
             let w = widen($format, $v)?;
             let i0 = $format.decode(u32::from($i[0]));
-            let folded = fold(&w, i0, in_dims, window, |a, b| {
+            let folded = fold_windows(&w, i0, in_dims, window, |a, b| {
                 $format.decode($format.encode_f32(f32::binary(op, a, b)))
             })?;
             Data::$variant(folded.iter().map(|&x| $format.encode_f32(x) as $t).collect())
@@ -605,34 +688,45 @@ fn fast_window_fold(
     }
     Ok(Some(match (data, init) {
         (Data::F32(v), Data::F32(i)) => {
-            Data::F32(fold(v, i[0], in_dims, window, |a, b| f32::binary(op, a, b))?)
+            // The common reducers get a loop each, with the operation known at compile time.
+            let init = i[0];
+            Data::F32(match op {
+                Binary::Add => fold_windows(v, init, in_dims, window, |a, b| a + b)?,
+                Binary::Max => {
+                    fold_windows(v, init, in_dims, window, |a, b| f32::binary(Binary::Max, a, b))?
+                }
+                Binary::Min => {
+                    fold_windows(v, init, in_dims, window, |a, b| f32::binary(Binary::Min, a, b))?
+                }
+                _ => fold_windows(v, init, in_dims, window, |a, b| f32::binary(op, a, b))?,
+            })
         }
         (Data::F64(v), Data::F64(i)) => {
-            Data::F64(fold(v, i[0], in_dims, window, |a, b| f64::binary(op, a, b))?)
+            Data::F64(fold_windows(v, i[0], in_dims, window, |a, b| f64::binary(op, a, b))?)
         }
         (Data::S8(v), Data::S8(i)) => {
-            Data::S8(fold(v, i[0], in_dims, window, |a, b| i8::binary(op, a, b))?)
+            Data::S8(fold_windows(v, i[0], in_dims, window, |a, b| i8::binary(op, a, b))?)
         }
         (Data::S16(v), Data::S16(i)) => {
-            Data::S16(fold(v, i[0], in_dims, window, |a, b| i16::binary(op, a, b))?)
+            Data::S16(fold_windows(v, i[0], in_dims, window, |a, b| i16::binary(op, a, b))?)
         }
         (Data::S32(v), Data::S32(i)) => {
-            Data::S32(fold(v, i[0], in_dims, window, |a, b| i32::binary(op, a, b))?)
+            Data::S32(fold_windows(v, i[0], in_dims, window, |a, b| i32::binary(op, a, b))?)
         }
         (Data::S64(v), Data::S64(i)) => {
-            Data::S64(fold(v, i[0], in_dims, window, |a, b| i64::binary(op, a, b))?)
+            Data::S64(fold_windows(v, i[0], in_dims, window, |a, b| i64::binary(op, a, b))?)
         }
         (Data::U8(v), Data::U8(i)) => {
-            Data::U8(fold(v, i[0], in_dims, window, |a, b| u8::binary(op, a, b))?)
+            Data::U8(fold_windows(v, i[0], in_dims, window, |a, b| u8::binary(op, a, b))?)
         }
         (Data::U16(v), Data::U16(i)) => {
-            Data::U16(fold(v, i[0], in_dims, window, |a, b| u16::binary(op, a, b))?)
+            Data::U16(fold_windows(v, i[0], in_dims, window, |a, b| u16::binary(op, a, b))?)
         }
         (Data::U32(v), Data::U32(i)) => {
-            Data::U32(fold(v, i[0], in_dims, window, |a, b| u32::binary(op, a, b))?)
+            Data::U32(fold_windows(v, i[0], in_dims, window, |a, b| u32::binary(op, a, b))?)
         }
         (Data::U64(v), Data::U64(i)) => {
-            Data::U64(fold(v, i[0], in_dims, window, |a, b| u64::binary(op, a, b))?)
+            Data::U64(fold_windows(v, i[0], in_dims, window, |a, b| u64::binary(op, a, b))?)
         }
         (Data::F16(v), Data::F16(i)) => small!(F16, SmallFloat::F16, u16, v, i),
         (Data::Bf16(v), Data::Bf16(i)) => small!(Bf16, SmallFloat::Bf16, u16, v, i),
@@ -781,5 +875,83 @@ mod tests {
         let v: Vec<f32> = row.iter().chain(&row).copied().collect();
         let sums = fold_runs_lanes(&v, 0.5, 100, |a, b| a + b).expect("fits");
         assert_eq!(sums, vec![5050.5, 5050.5]);
+    }
+
+    /// The fold straight from the definition: every window's offsets, folded in order.
+    fn naive_window_fold(
+        v: &[f32],
+        init: f32,
+        dims: &[usize],
+        window: &[WindowDim],
+        op: Binary,
+    ) -> Vec<f32> {
+        let mut out = Vec::new();
+        for_each_window(dims, window, |_, offsets| {
+            out.push(offsets.iter().fold(init, |acc, &i| f32::binary(op, acc, v[i])));
+            Ok(())
+        })
+        .expect("valid window");
+        out
+    }
+
+    fn dim(size: usize, stride: usize, pad: (i64, i64), dilation: (usize, usize)) -> WindowDim {
+        WindowDim {
+            size,
+            stride,
+            pad_low: pad.0,
+            pad_high: pad.1,
+            base_dilation: dilation.0,
+            window_dilation: dilation.1,
+        }
+    }
+
+    #[test]
+    fn window_fold_equals_the_definition_bit_for_bit() {
+        // Sums of values like 0.1·k depend on their order, so any reordering shows.
+        let sums: Vec<f32> = (0..7 * 11).map(|k| 0.1 * k as f32 - 3.3).collect();
+        let extrema: Vec<f32> = tricky(7 * 11, true);
+        let cases = [
+            vec![dim(1, 1, (0, 0), (1, 1)), dim(3, 1, (0, 0), (1, 1))],
+            vec![dim(2, 2, (0, 0), (1, 1)), dim(2, 2, (0, 1), (1, 1))],
+            vec![dim(3, 2, (1, 1), (1, 1)), dim(3, 2, (1, 2), (1, 1))],
+            vec![dim(7, 1, (6, 0), (1, 1)), dim(11, 1, (10, 0), (1, 1))],
+            vec![dim(2, 1, (0, 0), (1, 2)), dim(3, 3, (2, 2), (1, 2))],
+            vec![dim(2, 1, (1, 0), (2, 1)), dim(3, 2, (1, 1), (3, 1))],
+            vec![dim(1, 1, (-1, 0), (1, 1)), dim(2, 1, (-2, -1), (1, 1))],
+            vec![dim(1, 1, (0, 0), (1, 1)), dim(0, 1, (0, 0), (1, 1))],
+            vec![dim(4, 5, (0, 0), (1, 1)), dim(20, 1, (0, 0), (1, 1))],
+        ];
+        for window in &cases {
+            for (op, v, init) in [
+                (Binary::Add, &sums, 0.25),
+                (Binary::Max, &extrema, f32::NEG_INFINITY),
+                (Binary::Min, &extrema, 0.0),
+                (Binary::Max, &extrema, f32::NAN),
+                (Binary::Mul, &sums, 1.0),
+            ] {
+                let want = naive_window_fold(v, init, &[7, 11], window, op);
+                let got = fold_windows(v, init, &[7, 11], window, |a, b| f32::binary(op, a, b))
+                    .expect("valid window");
+                let bits = |x: &[f32]| x.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(&got), bits(&want), "{op:?} over {window:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn window_fold_by_hand() {
+        // Running sum along a row (a cumulative sum's window), and a 2×2 stride-2 max-pool.
+        let prefix = [dim(1, 1, (0, 0), (1, 1)), dim(4, 1, (3, 0), (1, 1))];
+        let v = [1.0, 2.0, 3.0, 4.0, 10.0, 20.0, 30.0, 40.0];
+        let got = fold_windows(&v, 0.0, &[2, 4], &prefix, |a, b| a + b).expect("valid");
+        assert_eq!(got, [1.0, 3.0, 6.0, 10.0, 10.0, 30.0, 60.0, 100.0]);
+        let pool = [dim(2, 2, (0, 0), (1, 1)), dim(2, 2, (0, 0), (1, 1))];
+        let v =
+            [1.0, 5.0, 2.0, 0.0, -1.0, 3.0, 8.0, 7.0, 4.0, 4.0, -2.0, -3.0, 0.5, 6.0, -4.0, -1.0];
+        let max = |a, b| f32::binary(Binary::Max, a, b);
+        let got = fold_windows(&v, f32::NEG_INFINITY, &[4, 4], &pool, max).expect("valid");
+        assert_eq!(got, [5.0, 8.0, 6.0, -1.0]);
+        // A scalar's window is the scalar.
+        assert_eq!(fold_windows(&[2.0], 1.0, &[], &[], |a, b| a + b).expect("valid"), [3.0]);
     }
 }
