@@ -13,6 +13,10 @@
 //!   equals accumulating in the (≤ 64-bit) result type. The f32 sums are rounded to the
 //!   instruction's type once per element at the end (XLA on CPU does the same), so
 //!   `preferred_element_type` comes from the result shape.
+//! - Float dots of at most a few rows ([`FEW_ROWS`], and fewer than half the register tile) whose
+//!   rhs has its contracting or its free elements contiguous skip both: [`FewRows`] reads the rhs
+//!   in its own layout through offset tables, so a cache attended by one query is neither
+//!   transposed nor packed into tiles of padding.
 //! - Large products split over the available cores with scoped threads (columns in our kernel,
 //!   rows through ndarray). Not rayon: a gemm can run inside an SPMD rank that waits for its
 //!   peers, and a rayon join there could pick up another rank's task and wait on itself.
