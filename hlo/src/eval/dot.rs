@@ -13,6 +13,10 @@
 //!   equals accumulating in the (≤ 64-bit) result type. The f32 sums are rounded to the
 //!   instruction's type once per element at the end (XLA on CPU does the same), so
 //!   `preferred_element_type` comes from the result shape.
+//! - Float dots of at most a few rows ([`FEW_ROWS`], and fewer than half the register tile) whose
+//!   rhs has its contracting or its free elements contiguous skip both: [`FewRows`] reads the rhs
+//!   in its own layout through offset tables, so a cache attended by one query is neither
+//!   transposed nor packed into tiles of padding.
 //! - Large products split over the available cores with scoped threads (columns in our kernel,
 //!   rows through ndarray). Not rayon: a gemm can run inside an SPMD rank that waits for its
 //!   peers, and a rayon join there could pick up another rank's task and wait on itself.
@@ -22,7 +26,9 @@ use ndarray::{ArrayView2, ArrayViewMut2};
 use super::Fail;
 use super::compile::ArrayShape;
 use super::elementwise::convert;
-use super::packed_gemm::{self, Bf16Bits, F8Bits, F16Bits, Kernel};
+use pulp::Simd;
+
+use super::packed_gemm::{self, Bf16Bits, F8Bits, F16Bits, Kernel, Source};
 use super::shape_ops::transpose;
 use super::tensor::{Data, filled};
 use crate::dtype::{ElementType, SmallFloat};
@@ -35,6 +41,8 @@ pub(crate) struct DotPlan {
     rhs_dims: Vec<usize>,
     lhs_perm: Vec<usize>,
     rhs_perm: Vec<usize>,
+    /// How many of `rhs_perm`'s leading axes are batch, and how many after them contracting.
+    rhs_split: (usize, usize),
     batch: usize,
     m: usize,
     k: usize,
@@ -123,6 +131,7 @@ impl DotPlan {
             n: product(&rf, &rhs.dims),
             lhs_perm,
             rhs_perm,
+            rhs_split: (rb.len(), rc.len()),
         })
     }
 
@@ -133,6 +142,9 @@ impl DotPlan {
         out_ty: ElementType,
         budget: u64,
     ) -> Result<Data, Fail> {
+        if let Some(sums) = self.few_rows(lhs, rhs, out_ty, budget)? {
+            return round_result(Data::F32(sums), out_ty);
+        }
         // Operands already in gemm order and type are used in place, without a copy.
         let arrange = |data: &Data, dims: &[usize], perm: &[usize]| -> Result<Option<Data>, Fail> {
             if perm.iter().enumerate().all(|(i, &p)| i == p) {
@@ -188,6 +200,90 @@ impl DotPlan {
         round_result(result, out_ty)
     }
 
+    /// A float dot with fewer rows than half the gemm's register tile (attention of one query
+    /// over a cache, a matrix-vector product), whose rhs has its contracting or its free elements
+    /// contiguous: computed by [`FewRows`] from the rhs in its own layout, so that it is neither
+    /// transposed (a copy of the whole cache) nor packed into mostly padded tiles. `None` when
+    /// the dot is not of that kind.
+    fn few_rows(
+        &self,
+        lhs: &Data,
+        rhs: &Data,
+        out_ty: ElementType,
+        budget: u64,
+    ) -> Result<Option<Vec<f32>>, Fail> {
+        let kernel = packed_gemm::chosen();
+        let (m, k, n) = (self.m, self.k, self.n);
+        if compute_type(lhs.ty(), rhs.ty(), out_ty) != ElementType::F32
+            || m == 0
+            || m > FEW_ROWS
+            || m >= kernel.tile_rows() / 2
+            || k == 0
+            || n == 0
+            || self.batch == 0
+        {
+            return Ok(None);
+        }
+        let (a, b) = match (Floats::of(lhs), Floats::of(rhs)) {
+            (Some(a), Some(b)) if std::mem::discriminant(&a) == std::mem::discriminant(&b) => {
+                (a, b)
+            }
+            _ => return Ok(None),
+        };
+        let (nb, nc) = self.rhs_split;
+        let axes = |range: std::ops::Range<usize>| &self.rhs_perm[range];
+        let offsets = RhsOffsets {
+            batch: offsets(&self.rhs_dims, axes(0..nb))?,
+            depth: offsets(&self.rhs_dims, axes(nb..nb + nc))?,
+            cols: offsets(&self.rhs_dims, axes(nb + nc..self.rhs_perm.len()))?,
+        };
+        let contiguous = |o: &[usize]| o.iter().enumerate().all(|(i, &x)| x == o[0] + i);
+        let layout = if contiguous(&offsets.cols) {
+            Layout::RowsOfRhs
+        } else if contiguous(&offsets.depth) {
+            Layout::ColumnsOfRhs
+        } else {
+            return Ok(None);
+        };
+        let out_elems = self.batch * m * n;
+        super::compile::check_budget(
+            Some((out_elems as u64).saturating_mul(8)),
+            budget.saturating_mul(2),
+        )?;
+        let lhs_t = if self.lhs_perm.iter().enumerate().all(|(i, &p)| i == p) {
+            None
+        } else {
+            Some(transpose(lhs, &self.lhs_dims, &self.lhs_perm)?)
+        };
+        let a = match &lhs_t {
+            Some(t) => Floats::of(t).ok_or_else(|| Fail::Internal("transposed lhs".into()))?,
+            None => a,
+        };
+        let mut c = filled(out_elems, 0.0f32)?;
+        let mut a_rows = filled(m * k, 0.0f32)?;
+        let shape = (m, k, n);
+        let (offsets, c_out, a_out) = (&offsets, &mut c, &mut a_rows);
+        macro_rules! run {
+            ($a:expr, $b:expr) => {
+                run_few_rows(
+                    kernel,
+                    FewRows { a: $a, b: $b, offsets, layout, shape, c: c_out, a_rows: a_out },
+                )
+            };
+        }
+        match (a, b) {
+            (Floats::F32(a), Floats::F32(b)) => run!(a, b),
+            (Floats::Bf16(a), Floats::Bf16(b)) => run!(Bf16Bits(a), Bf16Bits(b)),
+            (Floats::F16(a), Floats::F16(b)) => run!(F16Bits(a), F16Bits(b)),
+            (Floats::F8(a, fa), Floats::F8(b, fb)) => run!(
+                F8Bits { bits: a, values: packed_gemm::f8_values(fa) },
+                F8Bits { bits: b, values: packed_gemm::f8_values(fb) }
+            ),
+            _ => return Ok(None),
+        }
+        Ok(Some(c))
+    }
+
     /// [`DotPlan::batched`] over float operands the packed gemm reads in place.
     fn batched_floats(&self, a: Floats<'_>, b: Floats<'_>, c: &mut [f32]) -> Result<(), Fail> {
         let (m, k, n) = (self.m, self.k, self.n);
@@ -216,6 +312,155 @@ impl DotPlan {
             );
         }
     }
+}
+
+/// The most rows [`FewRows`] takes (fewer than half of the tallest register tile).
+const FEW_ROWS: usize = 5;
+
+/// Row-major offsets into an array of `dims` of every multi-index over `axes`, in order (the
+/// last axis fastest); one offset, zero, for no axes.
+fn offsets(dims: &[usize], axes: &[usize]) -> Result<Vec<usize>, Fail> {
+    let strides = super::tensor::strides(dims);
+    let sizes: Vec<usize> = axes.iter().map(|&a| dims[a]).collect();
+    let count: usize = sizes.iter().product();
+    let mut out = super::tensor::try_alloc(count)?;
+    if count == 0 {
+        return Ok(out);
+    }
+    let mut index = vec![0usize; axes.len()];
+    loop {
+        out.push(index.iter().zip(axes).map(|(&i, &a)| i * strides[a]).sum());
+        if !super::tensor::next_index(&mut index, &sizes) {
+            break;
+        }
+    }
+    Ok(out)
+}
+
+/// Where the rhs element of batch `b`, contracting index `p` and free index `j` sits in the
+/// rhs's own layout: at `batch[b] + depth[p] + cols[j]`.
+struct RhsOffsets {
+    batch: Vec<usize>,
+    depth: Vec<usize>,
+    cols: Vec<usize>,
+}
+
+/// Which of the rhs's index runs is contiguous, and so how [`FewRows`] walks it.
+#[derive(Clone, Copy)]
+enum Layout {
+    /// The free elements (a row of the `k × n` matrix): each row of `c` gathers `a[i][p]` times
+    /// that row, for `p` in order.
+    RowsOfRhs,
+    /// The contracting elements (a column of the matrix): each `c[i][j]` is one dot product.
+    ColumnsOfRhs,
+}
+
+/// `c[batch][m][n]`, zeroed, accumulates `a[batch][m][k]` (row-major) times the rhs read
+/// through [`RhsOffsets`]; `a_rows` holds one batch of `a` widened to f32.
+struct FewRows<'r, A, B> {
+    a: A,
+    b: B,
+    offsets: &'r RhsOffsets,
+    layout: Layout,
+    shape: (usize, usize, usize),
+    c: &'r mut [f32],
+    a_rows: &'r mut [f32],
+}
+
+/// Runs `job` with the SIMD token of `kernel` (scalar lanes when the CPU has none of ours).
+fn run_few_rows<A: Source, B: Source>(kernel: Kernel, job: FewRows<'_, A, B>) {
+    #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+    {
+        let v4 = if kernel == Kernel::Avx512 { pulp::x86::V4::try_new() } else { None };
+        let v3 = if kernel == Kernel::Avx2 { pulp::x86::V3::try_new() } else { None };
+        if let Some(simd) = v4 {
+            return Simd::vectorize(simd, job);
+        }
+        if let Some(simd) = v3 {
+            return Simd::vectorize(simd, job);
+        }
+    }
+    #[cfg(target_arch = "aarch64")]
+    if kernel == Kernel::Neon
+        && let Some(simd) = pulp::aarch64::Neon::try_new()
+    {
+        return Simd::vectorize(simd, job);
+    }
+    let _ = kernel;
+    Simd::vectorize(pulp::Scalar256b, job)
+}
+
+/// Elements of the rhs widened at a time.
+const CHUNK: usize = 256;
+
+impl<A: Source, B: Source> pulp::WithSimd for FewRows<'_, A, B> {
+    type Output = ();
+
+    // Everything called here is inlined, so that it is compiled with the token's instructions.
+    #[inline(always)]
+    fn with_simd<S: Simd>(self, simd: S) {
+        let FewRows { a, b, offsets, layout, shape: (m, k, n), c, a_rows } = self;
+        let mut spill = [0.0f32; CHUNK];
+        for (batch, (&base, c)) in offsets.batch.iter().zip(c.chunks_exact_mut(m * n)).enumerate() {
+            a.widen(batch * m * k, a_rows);
+            match layout {
+                Layout::RowsOfRhs => {
+                    for (p, &depth) in offsets.depth.iter().enumerate() {
+                        let row = base + depth + offsets.cols[0];
+                        for j0 in (0..n).step_by(CHUNK) {
+                            let w = CHUNK.min(n - j0);
+                            b.widen(row + j0, &mut spill[..w]);
+                            for i in 0..m {
+                                let x = a_rows[i * k + p];
+                                let out = &mut c[i * n + j0..i * n + j0 + w];
+                                axpy(simd, x, &spill[..w], out);
+                            }
+                        }
+                    }
+                }
+                Layout::ColumnsOfRhs => {
+                    for (j, &col) in offsets.cols.iter().enumerate() {
+                        let column = base + col + offsets.depth[0];
+                        for p0 in (0..k).step_by(CHUNK) {
+                            let w = CHUNK.min(k - p0);
+                            b.widen(column + p0, &mut spill[..w]);
+                            for i in 0..m {
+                                let row = &a_rows[i * k + p0..i * k + p0 + w];
+                                c[i * n + j] += dot(simd, row, &spill[..w]);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// `out += x · y`, elementwise.
+#[inline(always)]
+fn axpy<S: Simd>(simd: S, x: f32, y: &[f32], out: &mut [f32]) {
+    let (y_head, y_tail) = S::as_simd_f32s(y);
+    let (out_head, out_tail) = S::as_mut_simd_f32s(out);
+    let xs = simd.splat_f32s(x);
+    for (o, &v) in out_head.iter_mut().zip(y_head) {
+        *o = simd.mul_add_e_f32s(xs, v, *o);
+    }
+    for (o, &v) in out_tail.iter_mut().zip(y_tail) {
+        *o = x.mul_add(v, *o);
+    }
+}
+
+/// `Σ x[p] · y[p]`, in lanes, then across them.
+#[inline(always)]
+fn dot<S: Simd>(simd: S, x: &[f32], y: &[f32]) -> f32 {
+    let (x_head, x_tail) = S::as_simd_f32s(x);
+    let (y_head, y_tail) = S::as_simd_f32s(y);
+    let mut acc = simd.splat_f32s(0.0);
+    for (&u, &v) in x_head.iter().zip(y_head) {
+        acc = simd.mul_add_e_f32s(u, v, acc);
+    }
+    let tail: f32 = x_tail.iter().zip(y_tail).fold(0.0, |sum, (&u, &v)| u.mul_add(v, sum));
+    simd.reduce_sum_f32s(acc) + tail
 }
 
 /// The f32 (or f64, or i64) sums of a dot or convolution in the instruction's type: rounded once
@@ -356,7 +601,6 @@ impl<'a> Floats<'a> {
 
     /// A widened copy (only where the gemm cannot read the operand in place).
     fn to_f32(self) -> Result<Vec<f32>, Fail> {
-        use packed_gemm::Source;
         let mut out = super::tensor::try_alloc(self.len())?;
         out.resize(self.len(), 0.0);
         match self {
@@ -533,6 +777,88 @@ mod tests {
                 let x = f32::from_bits(high << 13 | low);
                 let expected = SmallFloat::F16.encode_f32(x) as u16;
                 assert_eq!(f32_to_f16(x), expected, "{x:e} ({:#010x})", x.to_bits());
+            }
+        }
+    }
+
+    /// `dot(lhs, rhs)` of an attention step over a cache `[b, len, h, d]` in its own layout, the
+    /// way a decoder writes it: one query row per (batch, head), the cache neither transposed nor
+    /// packed. `scores` contracts `d` (contiguous in the cache), `mix` contracts `len` (whose
+    /// free elements `d` are contiguous). Expected values come from naive loops over the
+    /// indices; small integers keep every sum exact in f32 and in bf16.
+    #[test]
+    fn few_row_dots_read_the_rhs_in_its_own_layout() {
+        let (b, len, h, d) = (2usize, 37usize, 3usize, 20usize);
+        let shape = |ty, dims: &[usize]| ArrayShape { ty, dims: dims.to_vec(), layout: None };
+        let numbers = |lb: &[i64], rb: &[i64], lc: &[i64], rc: &[i64]| proto::DotDimensionNumbers {
+            lhs_batch_dimensions: lb.to_vec(),
+            rhs_batch_dimensions: rb.to_vec(),
+            lhs_contracting_dimensions: lc.to_vec(),
+            rhs_contracting_dimensions: rc.to_vec(),
+        };
+        let ints = |len: usize, seed: usize| -> Vec<f32> {
+            (0..len).map(|i| ((i * 7 + seed * 13) % 9) as f32 - 4.0).collect()
+        };
+        let cache = ints(b * len * h * d, 1);
+        let at =
+            |bi: usize, l: usize, hi: usize, di: usize| cache[((bi * len + l) * h + hi) * d + di];
+        // scores[b, h, q, l] = Σ_d q[b, q, h, d] · cache[b, l, h, d], q: [b, 1, h, d].
+        let q = ints(b * h * d, 2);
+        let mut scores = vec![0.0f32; b * h * len];
+        for bi in 0..b {
+            for hi in 0..h {
+                for l in 0..len {
+                    scores[(bi * h + hi) * len + l] =
+                        (0..d).map(|di| q[(bi * h + hi) * d + di] * at(bi, l, hi, di)).sum();
+                }
+            }
+        }
+        // mix[b, h, q, d] = Σ_l p[b, h, q, l] · cache[b, l, h, d], p: [b, h, 1, len].
+        let p = ints(b * h * len, 3);
+        let mut mix = vec![0.0f32; b * h * d];
+        for bi in 0..b {
+            for hi in 0..h {
+                for di in 0..d {
+                    mix[(bi * h + hi) * d + di] =
+                        (0..len).map(|l| p[(bi * h + hi) * len + l] * at(bi, l, hi, di)).sum();
+                }
+            }
+        }
+        let cases = [
+            (
+                q.clone(),
+                vec![b, 1, h, d],
+                numbers(&[0, 2], &[0, 2], &[3], &[3]),
+                vec![b, h, 1, len],
+                scores,
+            ),
+            (
+                p.clone(),
+                vec![b, h, 1, len],
+                numbers(&[0, 1], &[0, 2], &[3], &[1]),
+                vec![b, h, 1, d],
+                mix,
+            ),
+        ];
+        for (lhs, lhs_dims, dims, out_dims, expected) in cases {
+            for ty in [ElementType::F32, ElementType::Bf16] {
+                let encode = |v: &[f32]| match ty {
+                    ElementType::F32 => Data::F32(v.to_vec()),
+                    _ => Data::Bf16(
+                        v.iter().map(|&x| SmallFloat::Bf16.encode_f32(x) as u16).collect(),
+                    ),
+                };
+                let plan = DotPlan::new(
+                    &shape(ty, &lhs_dims),
+                    &shape(ty, &[b, len, h, d]),
+                    &dims,
+                    &shape(ty, &out_dims),
+                )
+                .expect("plan");
+                let few = plan.few_rows(&encode(&lhs), &encode(&cache), ty, u64::MAX).expect("run");
+                assert_eq!(few.as_ref(), Some(&expected), "{ty:?} {out_dims:?} few rows");
+                let result = plan.run(&encode(&lhs), &encode(&cache), ty, u64::MAX).expect("run");
+                assert_eq!(result, encode(&expected), "{ty:?} {out_dims:?}");
             }
         }
     }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::collective::Exchange;
-use super::compile::{Comp, Op, Program, Reducer, Shape};
+use super::compile::{Comp, Instr, Op, Program, Reducer, Shape};
 use super::elementwise;
 use super::shape_ops;
 use super::tensor::{Data, Tensor, dispatch, try_alloc};
@@ -429,7 +429,10 @@ impl Ctx<'_> {
             let value = self
                 .meter
                 .charge(instr.work)
-                .and_then(|()| self.exec(comp, k, &slots, &mut args))
+                .and_then(|()| match update_in_place(comp, k, &mut slots)? {
+                    Some(value) => Ok(value),
+                    None => self.exec(comp, k, &slots, &mut args),
+                })
                 .and_then(|value| self.meter.check_clock(instr.work).map(|()| value))
                 .map_err(|fail| fail.at(&comp.name, &instr.name, self.budget()))?;
             slots[k] = Some(value);
@@ -591,13 +594,8 @@ impl Ctx<'_> {
                 array(shape_ops::slice(&t.data, &t.dims, &starts, &steps, &sizes)?)
             }
             Op::DynamicUpdateSlice => {
-                let t = tensor(0)?;
-                let u = tensor(1)?;
-                let mut starts = Vec::with_capacity(t.dims.len());
-                for axis in 0..t.dims.len() {
-                    let start = shape_ops::scalar_index(&tensor(axis + 2)?.data)?;
-                    starts.push(shape_ops::clamp_start(start, t.dims[axis], u.dims[axis]));
-                }
+                let (t, u) = (tensor(0)?, tensor(1)?);
+                let starts = update_starts(instr, slots)?;
                 array(shape_ops::update_slice(&t.data, &t.dims, &u.data, &u.dims, &starts)?)
             }
             Op::Concatenate(axis) => {
@@ -772,6 +770,60 @@ impl Ctx<'_> {
 }
 
 /// Element `i` of `data` as a one-element array.
+/// The clamped start indices of a `dynamic-update-slice` (operands: array, update, starts).
+fn update_starts(instr: &Instr, slots: &[Option<Val>]) -> Result<Vec<usize>, Fail> {
+    let tensor = |i: usize| -> Result<&Arc<Tensor>, Fail> {
+        instr
+            .operands
+            .get(i)
+            .and_then(|&o| slots[o].as_ref())
+            .ok_or_else(|| Fail::Internal(format!("operand {i} has no value")))?
+            .array()
+    };
+    let (t, u) = (tensor(0)?, tensor(1)?);
+    let mut starts = Vec::with_capacity(t.dims.len());
+    for axis in 0..t.dims.len() {
+        let start = shape_ops::scalar_index(&tensor(axis + 2)?.data)?;
+        starts.push(shape_ops::clamp_start(start, t.dims[axis], u.dims[axis]));
+    }
+    Ok(starts)
+}
+
+/// Instruction `k` when it is a `dynamic-update-slice` that can write into its operand's buffer:
+/// this is the operand's last use, it is not also the update or a start, and no other value
+/// shares the buffer. `None` (the slots as they were) otherwise, and the executor copies.
+fn update_in_place(comp: &Comp, k: usize, slots: &mut [Option<Val>]) -> Result<Option<Val>, Fail> {
+    let instr = &comp.instrs[k];
+    let Some((&target, rest)) = instr.operands.split_first() else { return Ok(None) };
+    if !matches!(instr.op, Op::DynamicUpdateSlice)
+        || !instr.frees.contains(&target)
+        || rest.contains(&target)
+    {
+        return Ok(None);
+    }
+    let starts = update_starts(instr, slots)?;
+    let owned = match slots[target].take() {
+        Some(Val::Array(shared)) => match Arc::try_unwrap(shared) {
+            Ok(owned) => owned,
+            Err(shared) => {
+                slots[target] = Some(Val::Array(shared));
+                return Ok(None);
+            }
+        },
+        other => {
+            slots[target] = other;
+            return Ok(None);
+        }
+    };
+    let update = slots[rest[0]]
+        .as_ref()
+        .ok_or_else(|| Fail::Internal("operand 1 has no value".into()))?
+        .array()?;
+    let Tensor { dims, data } = owned;
+    let data = shape_ops::update_slice_owned(data, &dims, &update.data, &update.dims, &starts)?;
+    Ok(Some(Val::from_data(dims, data)))
+}
+
 pub(crate) fn element(data: &Data, i: usize) -> Data {
     dispatch!(data, v => vec![v[i]])
 }

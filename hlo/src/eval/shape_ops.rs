@@ -265,7 +265,7 @@ pub(crate) fn clamp_start(start: i64, dim: usize, size: usize) -> usize {
     start.clamp(0, dim.saturating_sub(size) as i64) as usize
 }
 
-/// `dynamic-update-slice` with already clamped starts.
+/// `dynamic-update-slice` with already clamped starts, into a copy of `data`.
 pub(crate) fn update_slice(
     data: &Data,
     dims: &[usize],
@@ -273,23 +273,33 @@ pub(crate) fn update_slice(
     update_dims: &[usize],
     starts: &[usize],
 ) -> Result<Data, Fail> {
+    update_slice_owned(copy(data)?, dims, update, update_dims, starts)
+}
+
+/// [`update_slice`] writing into `data`'s own buffer, which the caller no longer needs (a cache
+/// updated one row per step is then not copied whole).
+pub(crate) fn update_slice_owned(
+    data: Data,
+    dims: &[usize],
+    update: &Data,
+    update_dims: &[usize],
+    starts: &[usize],
+) -> Result<Data, Fail> {
     fn run<T: Copy>(
-        dst: &[T],
+        mut out: Vec<T>,
         dims: &[usize],
         src: &[T],
         src_dims: &[usize],
         starts: &[usize],
-    ) -> Result<Vec<T>, Fail> {
-        let mut out = try_alloc(dst.len())?;
-        out.extend_from_slice(dst);
+    ) -> Vec<T> {
         if src.is_empty() {
-            return Ok(out);
+            return out;
         }
         let out_strides = strides(dims);
         let rank = dims.len();
         if rank == 0 {
             out[0] = src[0];
-            return Ok(out);
+            return out;
         }
         let inner = src_dims[rank - 1];
         let mut index = vec![0usize; rank - 1];
@@ -305,9 +315,9 @@ pub(crate) fn update_slice(
                 break;
             }
         }
-        Ok(out)
+        out
     }
-    super::tensor::dispatch2!(data, update, d, u => run(d, dims, u, update_dims, starts)?)
+    super::tensor::dispatch2!(data, update, d, u => run(d, dims, u, update_dims, starts))
 }
 
 /// `iota` of `ty` along `axis`.
