@@ -16,6 +16,26 @@ use super::Fail;
 use super::tensor::{Data, try_alloc};
 use crate::dtype::{ElementType, SmallFloat};
 
+/// Matches `$op` once and evaluates `$body` in each arm with `$b` a constant of that opcode, so
+/// a loop in `$body` that calls `Float::binary`/`Int::binary` with `$b` is monomorphic (the
+/// per-element `match` folds away). The one list of binary opcodes the kernels expand over.
+macro_rules! with_binary {
+    ($op:expr, $b:ident => $body:expr) => {
+        with_binary!(@arms $op, $b, $body; Add, Sub, Mul, Div, Rem, Max, Min, Pow, Atan2, And, Or,
+            Xor, Shl, ShrLogical, ShrArithmetic)
+    };
+    (@arms $op:expr, $b:ident, $body:expr; $($v:ident),*) => {
+        match $op {
+            $($crate::eval::elementwise::Binary::$v => {
+                const $b: $crate::eval::elementwise::Binary =
+                    $crate::eval::elementwise::Binary::$v;
+                $body
+            })*
+        }
+    };
+}
+pub(crate) use with_binary;
+
 /// Unary elementwise opcodes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Unary {
@@ -544,30 +564,7 @@ fn zip_op<T: Copy, U>(
     b: &[T],
     f: impl Fn(Binary, T, T) -> U + Copy,
 ) -> Result<Vec<U>, Fail> {
-    macro_rules! arms {
-        ($($v:ident),*) => {
-            match op {
-                $(Binary::$v => zip(a, b, move |x, y| f(Binary::$v, x, y)),)*
-            }
-        };
-    }
-    arms!(
-        Add,
-        Sub,
-        Mul,
-        Div,
-        Rem,
-        Max,
-        Min,
-        Pow,
-        Atan2,
-        And,
-        Or,
-        Xor,
-        Shl,
-        ShrLogical,
-        ShrArithmetic
-    )
+    with_binary!(op, OP => zip(a, b, move |x, y| f(OP, x, y)))
 }
 
 /// `map` with the opcode fixed per arm (see [`zip_op`]).

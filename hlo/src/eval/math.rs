@@ -13,7 +13,7 @@
 //! - Rounding uses the magic-number trick (`x + 1.5·2^23 − 1.5·2^23` rounds to nearest even),
 //!   which needs no SSE4.1 `round` instruction.
 
-use super::elementwise::{Binary, Float, Unary};
+use super::elementwise::{Binary, Float, Unary, with_binary};
 
 const LOG2_E: f32 = std::f32::consts::LOG2_E;
 /// ln 2 split: the high part has 9 significant bits, so `n · LN2_HI` is exact for |n| < 2^14.
@@ -292,35 +292,11 @@ pub(crate) fn unary_slice(op: Unary, x: &[f32], out: &mut [f32], arch: pulp::Arc
 
 /// `out[i] = op(a[i], b[i])` in f32, compiled for the CPU's instruction set.
 pub(crate) fn binary_slice(op: Binary, a: &[f32], b: &[f32], out: &mut [f32], arch: pulp::Arch) {
-    macro_rules! arms {
-        ($($v:ident),*) => {
-            match op {
-                $(Binary::$v => arch.dispatch(|| {
-                        for ((o, &x), &y) in out.iter_mut().zip(a).zip(b) {
-                            *o = f32::binary(Binary::$v, x, y);
-                        }
-                    },
-                ),)*
-            }
-        };
-    }
-    arms!(
-        Add,
-        Sub,
-        Mul,
-        Div,
-        Rem,
-        Max,
-        Min,
-        Pow,
-        Atan2,
-        And,
-        Or,
-        Xor,
-        Shl,
-        ShrLogical,
-        ShrArithmetic
-    )
+    with_binary!(op, OP => arch.dispatch(|| {
+        for ((o, &x), &y) in out.iter_mut().zip(a).zip(b) {
+            *o = f32::binary(OP, x, y);
+        }
+    }))
 }
 
 #[cfg(test)]

@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use super::Fail;
 use super::compile::Reducer;
-use super::elementwise::{Binary, Direction, Float, Int, widen};
+use super::elementwise::{Binary, Direction, Float, Int, widen, with_binary};
 use super::exec::{Ctx, element, gather_scalars};
 use super::recognise::{ArgReducer, holds};
 use super::shape_ops::transpose;
@@ -226,30 +226,7 @@ fn fold_runs_op<T: Copy>(
     layout: Layout,
     f: impl Fn(Binary, T, T) -> T + Copy,
 ) -> Result<Vec<T>, Fail> {
-    macro_rules! arms {
-        ($($b:ident),*) => {
-            match op {
-                $(Binary::$b => fold_runs(v, init, layout, move |x, y| f(Binary::$b, x, y)),)*
-            }
-        };
-    }
-    arms!(
-        Add,
-        Sub,
-        Mul,
-        Div,
-        Rem,
-        Max,
-        Min,
-        Pow,
-        Atan2,
-        And,
-        Or,
-        Xor,
-        Shl,
-        ShrLogical,
-        ShrArithmetic
-    )
+    with_binary!(op, OP => fold_runs(v, init, layout, move |x, y| f(OP, x, y)))
 }
 
 /// Folds with a recognised binary reducer; `None` when the type has no fast path.
