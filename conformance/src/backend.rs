@@ -33,6 +33,25 @@ pub trait Backend: Send + Sync {
 
     /// Runs the vector's steps on a fresh runtime configured for it.
     fn run(&self, vector: &Vector) -> RunOutput;
+
+    /// What `nrt_get_version` says on this backend, as `major.minor.patch.maintenance (detail)
+    /// git-hash`, for the report; `None` when it cannot be asked.
+    fn runtime_version(&self) -> Option<String> {
+        None
+    }
+}
+
+/// A version as reports show it: `2.23.1.0 (detail) githash`, the parts that are empty left out.
+pub fn version_text(version: &abi::runtime::NrtVersion) -> String {
+    let mut text =
+        format!("{}.{}.{}.{}", version.major, version.minor, version.patch, version.maintenance);
+    if !version.detail.is_empty() {
+        text.push_str(&format!(" ({})", version.detail));
+    }
+    if !version.git_hash.is_empty() {
+        text.push_str(&format!(" {}", version.git_hash));
+    }
+    text
 }
 
 /// Why a backend cannot run vectors.
@@ -135,6 +154,11 @@ impl Backend for SimBackend {
             Err(error) => failed(error.to_string()),
         }
     }
+
+    fn runtime_version(&self) -> Option<String> {
+        let runtime = SimRuntime::new_shared(SimConfig::default()).ok()?;
+        runtime.get_version().ok().map(|v| version_text(&v))
+    }
 }
 
 /// `NrtRuntime` over a libnrt, one child process per vector.
@@ -145,23 +169,36 @@ pub struct LibnrtBackend {
     exe: PathBuf,
     /// The library to open; `None` searches as `NrtRuntime::open` does.
     library: Option<PathBuf>,
+    /// What the library's `nrt_get_version` said, asked once when the backend was opened.
+    version: Option<String>,
 }
 
 impl LibnrtBackend {
     /// The `capi` backend: the simulator's `libnrt.so.1` at `library`.
     pub fn capi(exe: PathBuf, library: PathBuf) -> LibnrtBackend {
-        LibnrtBackend { name: "capi", exe, library: Some(library) }
+        // The library is the simulator's, behind the C ABI: its version is the simulator's.
+        let version = SimBackend.runtime_version();
+        LibnrtBackend { name: "capi", exe, library: Some(library), version }
     }
 
     /// The `nrt` backend: the real libnrt, found as `NrtRuntime::open` finds it.
     pub fn device(exe: PathBuf) -> LibnrtBackend {
-        LibnrtBackend { name: "nrt", exe, library: None }
+        LibnrtBackend { name: "nrt", exe, library: None, version: None }
+    }
+
+    /// [`LibnrtBackend::device`] that reports `version` as the device's runtime version.
+    pub fn device_with_version(exe: PathBuf, version: Option<String>) -> LibnrtBackend {
+        LibnrtBackend { version, ..LibnrtBackend::device(exe) }
     }
 }
 
 impl Backend for LibnrtBackend {
     fn name(&self) -> &'static str {
         self.name
+    }
+
+    fn runtime_version(&self) -> Option<String> {
+        self.version.clone()
     }
 
     fn run(&self, vector: &Vector) -> RunOutput {
@@ -209,18 +246,19 @@ pub fn open_libnrt(library: Option<&Path>) -> Result<Arc<dyn Runtime>, NrtLoadEr
     NrtRuntime::open_with(&options).map(|r| Arc::new(r) as Arc<dyn Runtime>)
 }
 
-/// Checks that this machine has a real libnrt with at least one NeuronCore, for `--device`.
+/// Checks that this machine has a real libnrt with at least one NeuronCore, for `--device`,
+/// and returns what its `nrt_get_version` says (`None` when that call fails).
 ///
 /// # Errors
 /// What is missing: the library ([`BackendError::NoLibnrt`], with every path tried) or the
 /// NeuronCores.
-pub fn check_device() -> Result<(), BackendError> {
+pub fn check_device() -> Result<Option<String>, BackendError> {
     let options =
         OpenOptions { library: LibrarySource::Search, initialize: true, dtype_numbering: None };
     let runtime = NrtRuntime::open_with(&options).map_err(BackendError::NoLibnrt)?;
     match runtime.get_total_vnc_count() {
         Ok(0) => Err(BackendError::NoNeuronCore),
-        Ok(_) => Ok(()),
+        Ok(_) => Ok(runtime.get_version().ok().map(|v| version_text(&v))),
         Err(error) => Err(BackendError::CountNeuronCores(error)),
     }
 }
@@ -278,8 +316,8 @@ pub fn by_name(
             Ok(Box::new(LibnrtBackend::capi(exe.to_path_buf(), stage_capi_library(profile_dir)?)))
         }
         "nrt" => {
-            check_device()?;
-            Ok(Box::new(LibnrtBackend::device(exe.to_path_buf())))
+            let version = check_device()?;
+            Ok(Box::new(LibnrtBackend::device_with_version(exe.to_path_buf(), version)))
         }
         other => Err(BackendError::Unknown(other.to_owned())),
     }

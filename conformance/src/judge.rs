@@ -9,8 +9,8 @@
 use std::time::Instant;
 
 use crate::backend::Backend;
-use crate::report::{CaseResult, Outcome};
-use crate::spec::ProvenanceKind;
+use crate::report::{CaseDetail, CaseResult, Outcome};
+use crate::spec::{Provenance, ProvenanceKind};
 use crate::vector::{TRACE_FILE, TRACE_HEADER, Vector};
 
 /// How a run is judged.
@@ -50,6 +50,8 @@ pub fn judge_with(
         duration: Default::default(),
         message: None,
         first_diff: None,
+        run: 0,
+        detail: None,
     };
     if !vector.runs_on(backend.name()) {
         return result;
@@ -68,6 +70,7 @@ pub fn judge_with(
     };
     if let Some(message) = stale {
         result.outcome = Outcome::Failed;
+        result.detail = Some(Box::new(detail(vector, &[], &[], std::slice::from_ref(&message))));
         result.message = Some(message);
         result.duration = start.elapsed();
         return result;
@@ -76,6 +79,10 @@ pub fn judge_with(
     // A recorded vector is judged by its recording (the replay's failure), not a golden trace.
     let golden = if vector.recorded { Ok(Vec::new()) } else { vector.read(TRACE_FILE) };
     let golden = golden.map(|bytes| String::from_utf8_lossy(&bytes).into_owned());
+    let expected_lines: Vec<String> = match &golden {
+        Ok(text) => text.lines().filter(|l| !l.starts_with('#')).map(str::to_owned).collect(),
+        Err(_) => Vec::new(),
+    };
     let (message, first_diff) = match (&output.failure, golden) {
         (Some(failure), _) => (Some(failure.clone()), None),
         (None, Err(error)) => {
@@ -112,7 +119,39 @@ pub fn judge_with(
         _ => message,
     };
     result.first_diff = first_diff;
+    if result.outcome != Outcome::Passed {
+        let failures: Vec<String> = match &output.failure {
+            Some(failure) => failure.lines().map(str::to_owned).collect(),
+            None => Vec::new(),
+        };
+        result.detail = Some(Box::new(detail(vector, &expected_lines, &output.trace, &failures)));
+    }
     result
+}
+
+/// The detail of a result that did not pass: the vector's own words, both traces, and the dtype
+/// of every tensor its NEFF declares.
+fn detail(
+    vector: &Vector,
+    expected: &[String],
+    actual: &[String],
+    failures: &[String],
+) -> CaseDetail {
+    let case = &vector.case;
+    let dtypes = case
+        .neff
+        .iter()
+        .flat_map(|neff| neff.inputs.iter().chain(&neff.outputs))
+        .map(|tensor| (tensor.name.clone(), tensor.dtype.0.name().to_owned()))
+        .collect();
+    CaseDetail {
+        description: case.description.clone(),
+        provenance: case.provenance.as_ref().map(Provenance::to_text),
+        failures: failures.to_vec(),
+        expected: expected.to_vec(),
+        actual: actual.to_vec(),
+        dtypes,
+    }
 }
 
 /// The golden trace text for a run's lines.
@@ -200,6 +239,15 @@ mod tests {
             assert_eq!(result.outcome, Outcome::Failed, "{trace:?}");
             assert_eq!(result.message.as_deref(), Some("trace differs from expected.trace"));
         }
+        // A result that did not pass carries what a reviewer needs; a pass carries nothing.
+        assert_eq!(outcome(&vector, golden.clone(), None).detail, None);
+        let detail = outcome(&vector, vec!["x".to_owned()], None).detail.expect("a detail");
+        assert_eq!(detail.description, vector.case.description);
+        assert!(detail.provenance.as_deref().is_some_and(|p| p.starts_with("guess: ")));
+        assert_eq!(
+            (detail.expected.clone(), detail.actual.clone()),
+            (golden.clone(), owned(&["x"]))
+        );
         // Without the trace comparison only the expectations judge.
         let lenient = JudgeOptions { compare_trace: false };
         let fixed = Fixed(RunOutput { trace: Vec::new(), failure: None });
@@ -210,10 +258,25 @@ mod tests {
             (result.outcome, result.message.as_deref()),
             (Outcome::Failed, Some("step 1: no"))
         );
+        assert_eq!(result.detail.expect("a detail").failures, ["step 1: no"]);
     }
 
     fn owned(lines: &[&str]) -> Vec<String> {
         lines.iter().map(|&l| l.to_owned()).collect()
+    }
+
+    #[test]
+    fn a_failure_names_the_dtype_of_every_tensor_of_its_neff() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../vectors");
+        let vector = crate::vector::discover(&root)
+            .expect("the vectors are discovered")
+            .into_iter()
+            .find(|v| v.name == "numerics/binding_tolerates_1003_and_returns_outputs")
+            .expect("the vector is committed");
+        let detail = outcome(&vector, Vec::new(), None).detail.expect("a detail");
+        let dtypes: Vec<(&str, &str)> =
+            detail.dtypes.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        assert_eq!(dtypes, [("input0", "float32"), ("output0", "float32")]);
     }
 
     #[test]

@@ -455,6 +455,17 @@ pub enum ProvenanceKind {
     Fact,
 }
 
+impl Provenance {
+    /// The provenance as `case.toml` writes it: `guess: why` or `fact: source`.
+    pub fn to_text(&self) -> String {
+        let kind = match self.kind {
+            ProvenanceKind::Guess => "guess",
+            ProvenanceKind::Fact => "fact",
+        };
+        format!("{kind}: {}", self.note)
+    }
+}
+
 impl TryFrom<String> for Provenance {
     type Error = String;
 

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use crate::backend::Backend;
 use crate::expectations::{Expectations, ExpectationsError};
 use crate::judge;
-use crate::report::{CaseResult, Outcome};
+use crate::report::{CaseResult, Outcome, Shard};
 use crate::vector::{self, Vector, VectorError};
 
 /// What to run.
@@ -26,6 +26,8 @@ pub struct SuiteOptions {
     pub progress: bool,
     /// How each run is judged (e.g. without the golden trace).
     pub judge: judge::JudgeOptions,
+    /// Only the vectors of this shard (on every backend).
+    pub shard: Option<Shard>,
 }
 
 /// Why a suite cannot run.
@@ -76,7 +78,8 @@ pub fn run(options: &SuiteOptions) -> Result<Vec<CaseResult>, SuiteError> {
         }
         for vector in &vectors {
             let id = format!("{}/{}", backend.name(), vector.name);
-            if options.filter.as_deref().is_none_or(|f| crate::glob::matches(f, &id)) {
+            let in_shard = options.shard.is_none_or(|shard| shard.contains(&vector.name));
+            if in_shard && options.filter.as_deref().is_none_or(|f| crate::glob::matches(f, &id)) {
                 let reason = expectations.reason(&vector.name).map(str::to_owned);
                 jobs.push((backend.as_ref(), vector, reason));
             }

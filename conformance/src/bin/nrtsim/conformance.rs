@@ -38,6 +38,10 @@ pub(crate) struct ConformanceArgs {
     /// what the expectations catch on their own).
     #[arg(long)]
     no_trace: bool,
+    /// Run only shard K of N (`2/4`): the vectors whose name hashes to it, on every backend, so
+    /// that N machines share the suite and `nrtsim report merge` joins their `--json` reports.
+    #[arg(long, value_name = "K/N")]
+    shard: Option<report::Shard>,
 }
 
 /// Arguments of `nrtsim vectors`.
@@ -178,8 +182,21 @@ pub(crate) fn run(args: ConformanceArgs) -> Result<bool> {
     let jobs =
         args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
     let judge = conformance::judge::JudgeOptions { compare_trace: !args.no_trace };
-    let options =
-        SuiteOptions { vectors_dir, backends, filter: args.filter, jobs, progress: true, judge };
+    let mut run_info = report::RunInfo::this_process(args.shard);
+    for backend in &backends {
+        if let Some(version) = backend.runtime_version() {
+            run_info.runtime_versions.insert(backend.name().to_owned(), version);
+        }
+    }
+    let options = SuiteOptions {
+        vectors_dir,
+        backends,
+        filter: args.filter,
+        jobs,
+        progress: true,
+        judge,
+        shard: args.shard,
+    };
     let results = suite::run(&options).map_err(anyhow::Error::msg)?;
     // Failures go to stderr, so they are seen when stdout is piped away; known differences are
     // information, on stdout with the summary.
@@ -193,10 +210,11 @@ pub(crate) fn run(args: ConformanceArgs) -> Result<bool> {
     if let Some(path) = &args.junit {
         write(path, &report::to_junit(&results))?;
     }
-    if let Some(path) = &args.json {
-        write(path, &report::to_json(&results))?;
-    }
     let summary = report::summarize(&results);
+    let full = report::Report::new(run_info, results);
+    if let Some(path) = &args.json {
+        write(path, &full.to_json())?;
+    }
     let summary_line = report::summary_line(summary);
     println!("{summary_line}");
     if summary.failed != 0 {

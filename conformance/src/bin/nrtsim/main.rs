@@ -9,6 +9,7 @@ mod input;
 mod inspect;
 mod metaneff;
 mod record;
+mod report;
 mod run;
 mod run_bind;
 mod safetensors;
@@ -46,6 +47,10 @@ enum Command {
     Run(run::RunArgs),
     /// Run the conformance vectors on the simulator and on libnrt backends.
     Conformance(conformance::ConformanceArgs),
+    /// Merge the JSON reports of shards or machines into one (`merge`), or list what changed
+    /// between two (`diff`).
+    #[command(subcommand)]
+    Report(report::ReportCommand),
     /// Refresh (--bless) or check (--check) the vectors' generated files; `promote DIR` adds a
     /// vector.
     Vectors(conformance::VectorsArgs),
@@ -77,6 +82,7 @@ fn main() -> ExitCode {
         Command::Run(args) => run::run(args),
         Command::Conformance(args) => conformance::run(args),
         Command::Vectors(args) => conformance::vectors(args),
+        Command::Report(command) => report::run(command),
         Command::RunVector(args) => conformance::run_vector(args),
         Command::Record(args) => record::record(args),
         Command::Replay(args) => record::replay(args),

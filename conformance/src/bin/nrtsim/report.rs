@@ -1,0 +1,102 @@
+//! `nrtsim report`: merge the JSON reports of several runs (shards, machines) and compare two.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use conformance::report::{self, Report};
+
+/// Subcommands of `nrtsim report`.
+#[derive(clap::Subcommand)]
+pub(crate) enum ReportCommand {
+    /// Merge the `--json` reports of several runs (the shards of one run, or runs on several
+    /// machines) into one report; a vector reported twice for the same backend and instance
+    /// type is an error naming both files. Prints each run and the merged summary.
+    Merge(MergeArgs),
+    /// List the vectors whose outcome differs between two `--json` reports (new and removed ones
+    /// too); exit status 1 when any did.
+    Diff {
+        /// The earlier report.
+        old: PathBuf,
+        /// The later report.
+        new: PathBuf,
+    },
+}
+
+/// Arguments of `nrtsim report merge`.
+#[derive(clap::Args)]
+pub(crate) struct MergeArgs {
+    /// The reports (`nrtsim conformance --json`), in the order their runs are listed.
+    #[arg(required = true, value_name = "REPORT.json")]
+    reports: Vec<PathBuf>,
+    /// Write the merged JSON report here (default: on stdout when no other output is asked).
+    #[arg(long, value_name = "PATH")]
+    json: Option<PathBuf>,
+    /// Write the merged JUnit XML report here.
+    #[arg(long, value_name = "PATH")]
+    junit: Option<PathBuf>,
+}
+
+/// Reads a `--json` report, naming the file in every error.
+pub(crate) fn read(path: &Path) -> Result<Report> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    Ok(Report::from_json(&text, &path.display().to_string())?)
+}
+
+/// Runs `nrtsim report`; `Ok(false)` when `diff` found a change.
+pub(crate) fn run(command: ReportCommand) -> Result<bool> {
+    match command {
+        ReportCommand::Merge(args) => merge(args),
+        ReportCommand::Diff { old, new } => {
+            let changes = report::diff(&read(&old)?, &read(&new)?);
+            for change in &changes {
+                println!("{change}");
+            }
+            println!(
+                "{} case(s) changed outcome between {} and {}",
+                changes.len(),
+                old.display(),
+                new.display()
+            );
+            Ok(changes.is_empty())
+        }
+    }
+}
+
+fn merge(args: MergeArgs) -> Result<bool> {
+    let reports = args.reports.iter().map(|path| read(path)).collect::<Result<Vec<_>>>()?;
+    let merged = report::merge(reports)?;
+    let to_stdout = args.json.is_none() && args.junit.is_none();
+    // With the JSON on stdout, the listing goes to stderr so that stdout stays one document.
+    let say = |line: String| if to_stdout { eprintln!("{line}") } else { println!("{line}") };
+    for (index, run) in merged.runs.iter().enumerate() {
+        let cases: Vec<_> = merged.cases.iter().filter(|c| c.run == index).cloned().collect();
+        say(format!(
+            "{}: {}{}{}, {}",
+            run.source.as_deref().unwrap_or("?"),
+            run.instance_type.as_deref().unwrap_or("unknown machine"),
+            run.shard.map(|s| format!(", shard {s}")).unwrap_or_default(),
+            run.runtime_versions
+                .iter()
+                .map(|(backend, version)| format!(", {backend} {version}"))
+                .collect::<String>(),
+            report::summary_line(report::summarize(&cases))
+        ));
+    }
+    say(format!("merged: {}", report::summary_line(merged.summary)));
+    if let Some(path) = &args.json {
+        write(path, &merged.to_json())?;
+    }
+    if let Some(path) = &args.junit {
+        write(path, &report::to_junit(&merged.cases))?;
+    }
+    if to_stdout {
+        print!("{}", merged.to_json());
+    }
+    Ok(true)
+}
+
+/// Writes a report file, naming it in the error.
+pub(crate) fn write(path: &Path, text: &str) -> Result<()> {
+    std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
+}
