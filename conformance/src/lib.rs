@@ -15,6 +15,7 @@
 
 pub mod backend;
 pub mod bless;
+pub mod bundle;
 pub mod capped;
 pub mod check;
 pub mod child;
