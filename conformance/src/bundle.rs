@@ -89,7 +89,9 @@ pub enum BundleError {
         source: std::io::Error,
     },
     /// The bytes are not a gzip-compressed tar archive (or end before it does).
-    #[error("{source_name}: expected a gzip-compressed tar archive, got one that fails to read: {source}")]
+    #[error(
+        "{source_name}: expected a gzip-compressed tar archive, got one that fails to read: {source}"
+    )]
     Archive {
         /// The bundle.
         source_name: String,
@@ -214,8 +216,8 @@ pub fn write_bundle(path: &Path, report: &Report) -> Result<(), BundleError> {
 /// # Errors
 /// [`BundleError::Io`] when the file cannot be read, else what [`decode`] says.
 pub fn read_bundle(path: &Path) -> Result<Bundle, BundleError> {
-    let bytes =
-        std::fs::read(path).map_err(|source| BundleError::Io { path: path.to_path_buf(), source })?;
+    let bytes = std::fs::read(path)
+        .map_err(|source| BundleError::Io { path: path.to_path_buf(), source })?;
     decode(&bytes, &path.display().to_string())
 }
 
@@ -244,7 +246,11 @@ pub fn decode(bytes: &[u8], source_name: &str) -> Result<Bundle, BundleError> {
         }
         total = total.saturating_add(entry.size());
         if total > MAX_BUNDLE_BYTES {
-            return Err(BundleError::TooLarge { source_name: source_name.to_owned(), member, total });
+            return Err(BundleError::TooLarge {
+                source_name: source_name.to_owned(),
+                member,
+                total,
+            });
         }
         let mut bytes = Vec::new();
         // The header's size is checked above; `take` keeps a lying header to it as well.
@@ -269,8 +275,8 @@ pub fn decode(bytes: &[u8], source_name: &str) -> Result<Bundle, BundleError> {
     let missing =
         |member| BundleError::MissingMember { source_name: source_name.to_owned(), member };
     let report_text = report_text.ok_or_else(|| missing(REPORT_MEMBER))?;
-    let meta_text = meta_text.ok_or_else(|| missing(META_MEMBER))?;
     let report = Report::from_json(&report_text, &format!("{source_name}:{REPORT_MEMBER}"))?;
+    let meta_text = meta_text.ok_or_else(|| missing(META_MEMBER))?;
     let meta = serde_json::from_str(&meta_text)
         .map_err(|source| BundleError::Meta { source_name: source_name.to_owned(), source })?;
     Ok(Bundle { report, meta, traces })
@@ -367,7 +373,10 @@ mod tests {
         let error = decode(&bytes[..bytes.len() / 2], "cut.tar.gz").unwrap_err();
         assert!(matches!(error, BundleError::Archive { .. }), "{error:?}");
         let message = error.to_string();
-        assert!(message.starts_with("cut.tar.gz: expected a gzip-compressed tar archive"), "{message}");
+        assert!(
+            message.starts_with("cut.tar.gz: expected a gzip-compressed tar archive"),
+            "{message}"
+        );
         let error = decode(b"not gzip at all", "text.tar.gz").unwrap_err();
         assert!(matches!(error, BundleError::Archive { .. }), "{error:?}");
     }
@@ -392,7 +401,9 @@ mod tests {
         assert_eq!(error, "b: expected a member report.json, the archive has none");
         let bytes = raw_archive(&[("notes.txt", b"hello")]);
         let error = decode(&bytes, "b").unwrap_err();
-        assert!(matches!(error, BundleError::UnexpectedMember { ref member, .. } if member == "notes.txt"));
+        assert!(
+            matches!(error, BundleError::UnexpectedMember { ref member, .. } if member == "notes.txt")
+        );
         let bytes = raw_archive(&[(REPORT_MEMBER, b"{ not json")]);
         let error = decode(&bytes, "b").unwrap_err();
         assert!(matches!(error, BundleError::Report(_)), "{error:?}");

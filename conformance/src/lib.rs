@@ -31,6 +31,7 @@ pub mod model_fixture;
 pub mod replay;
 pub mod report;
 pub mod runner;
+pub mod settle;
 pub mod spec;
 pub mod suite;
 pub mod vector;

@@ -42,6 +42,11 @@ pub(crate) struct ConformanceArgs {
     /// that N machines share the suite and `nrtsim report merge` joins their `--json` reports.
     #[arg(long, value_name = "K/N")]
     shard: Option<report::Shard>,
+    /// Write a device result bundle here (`.tar.gz`: the JSON report, the runtime version, the
+    /// instance type, the command line and the trace of every differing vector), for
+    /// `nrtsim vectors settle`.
+    #[arg(long, value_name = "FILE.tar.gz")]
+    bundle: Option<PathBuf>,
 }
 
 /// Arguments of `nrtsim vectors`.
@@ -89,6 +94,23 @@ pub(crate) enum VectorsCommand {
         /// The new vector's name (default: `differential_` and the folder's name).
         #[arg(long)]
         name: Option<String>,
+        /// The vectors folder (default: `vectors/` of the workspace this runs in).
+        #[arg(long, value_name = "DIR")]
+        vectors: Option<PathBuf>,
+    },
+    /// Turn a device result bundle (`nrtsim conformance --device --bundle`) into the vector
+    /// changes it implies: confirmed guesses become facts, refuted ones take the device's
+    /// answer, other differences are proposed as known differences. Writes only under the
+    /// vectors folder.
+    Settle {
+        /// The bundle (`.tar.gz`).
+        bundle: PathBuf,
+        /// The backend whose results settle the guesses.
+        #[arg(long, value_name = "NAME", default_value = "nrt")]
+        backend: String,
+        /// Print the changes, write nothing.
+        #[arg(long)]
+        dry_run: bool,
         /// The vectors folder (default: `vectors/` of the workspace this runs in).
         #[arg(long, value_name = "DIR")]
         vectors: Option<PathBuf>,
@@ -215,6 +237,9 @@ pub(crate) fn run(args: ConformanceArgs) -> Result<bool> {
     if let Some(path) = &args.json {
         write(path, &full.to_json())?;
     }
+    if let Some(path) = &args.bundle {
+        conformance::bundle::write_bundle(path, &full)?;
+    }
     let summary_line = report::summary_line(summary);
     println!("{summary_line}");
     if summary.failed != 0 {
@@ -231,6 +256,9 @@ pub(crate) fn vectors(args: VectorsArgs) -> Result<bool> {
         }
         Some(VectorsCommand::Compile { target, compiler, filter, vectors }) => {
             return compile(&target, &compiler, filter.as_deref(), vectors);
+        }
+        Some(VectorsCommand::Settle { bundle, backend, dry_run, vectors }) => {
+            return settle(&bundle, backend, dry_run, vectors);
         }
         None => {}
     }
@@ -271,6 +299,44 @@ fn promote(dir: &Path, name: Option<String>, vectors: Option<PathBuf>) -> Result
         dir.display(),
         target.display()
     );
+    Ok(true)
+}
+
+/// Runs `nrtsim vectors settle`.
+fn settle(bundle: &Path, backend: String, dry_run: bool, vectors: Option<PathBuf>) -> Result<bool> {
+    use conformance::settle::Settled;
+    let bundle = conformance::bundle::read_bundle(bundle)?;
+    let options =
+        conformance::settle::SettleOptions { vectors_dir: vectors_dir(vectors)?, backend, dry_run };
+    let outcome = conformance::settle::settle(&bundle, &options)?;
+    for change in &outcome.changes {
+        match change {
+            Settled::Confirmed { vector, provenance } => println!("fact {vector}: {provenance}"),
+            Settled::Refuted { vector, provenance, steps, kept_from } => {
+                println!("refuted {vector}: {provenance}");
+                for step in steps {
+                    let was = step.was.as_deref().unwrap_or("no status");
+                    println!("  step {}: expects {} (was {was})", step.step, step.now);
+                }
+                println!("  expected.trace is the device's trace; the simulator must change");
+                if let Some(step) = kept_from {
+                    println!(
+                        "  the device's run stopped before step {step}: the lines from there on are the old golden ones, for the next device run to check"
+                    );
+                }
+            }
+            Settled::Proposed { vector, entry } => {
+                let file = format!("expectations/{}.toml", options.backend);
+                println!("proposed for {file} ({vector}):\n{entry}");
+            }
+            Settled::Unsettled { vector, reason } => println!("unsettled {vector}: {reason}"),
+        }
+    }
+    let verb = if dry_run { "would write" } else { "wrote" };
+    for path in &outcome.written {
+        println!("{verb} {}", path.display());
+    }
+    println!("{}", outcome.summary_line());
     Ok(true)
 }
 
