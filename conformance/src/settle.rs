@@ -473,8 +473,7 @@ pub fn step_statuses(lines: &[String]) -> BTreeMap<usize, Option<String>> {
 
 fn last_status(line: &str) -> Option<String> {
     line.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-        .filter(|token| token.starts_with("NRT_"))
-        .last()
+        .rfind(|token| token.starts_with("NRT_"))
         .map(str::to_owned)
 }
 
