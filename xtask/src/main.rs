@@ -20,7 +20,8 @@
 //! - `vectors --bless|--check`: refresh or check the vectors' generated files;
 //!   `vectors promote DIR [--name NAME]`: turn a shrunk differential failure into a vector;
 //!   `vectors compile [--target trn1|trn2|inf2] [--compiler PATH]`: compile each vector's HLO
-//!   into its device NEFF with neuronx-cc (see README, "Device NEFFs").
+//!   into its device NEFF with neuronx-cc (see README, "Device NEFFs");
+//!   `vectors settle BUNDLE [--dry-run]`: turn a device run's `--bundle` into vector changes.
 //! - `test [ARGS]`: the README's test command: makes `target/pyenv` from
 //!   `pyref/requirements.txt` when missing or stale, runs `cargo test --workspace ARGS` with
 //!   `NRTSIM_PYTHON` set, and ends with one line saying what was skipped.
@@ -132,8 +133,8 @@ enum Command {
         args: Vec<String>,
     },
     /// Refresh (`--bless`) or check (`--check`) the vectors' generated files,
-    /// `promote DIR [--name NAME]` a shrunk differential failure to a vector, or `compile` the
-    /// vectors' device NEFFs.
+    /// `promote DIR [--name NAME]` a shrunk differential failure to a vector, `compile` the
+    /// vectors' device NEFFs, or `settle BUNDLE` a device run's guesses.
     #[command(disable_help_flag = true)]
     Vectors {
         /// Arguments for `nrtsim vectors`.
