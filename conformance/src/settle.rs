@@ -23,7 +23,7 @@
 //! - **Only the vectors folder is written**, every path under it built from a checked
 //!   `area/name`, and everything is worked out before the first file is written.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use crate::bundle::Bundle;
@@ -216,7 +216,27 @@ pub fn settle(bundle: &Bundle, options: &SettleOptions) -> Result<SettleOutcome,
     let expectations_dir = options.vectors_dir.join("expectations");
     let known = Expectations::load(&expectations_dir, &options.backend)?;
     let mut outcome = SettleOutcome::default();
-    for case in bundle.report.cases.iter().filter(|c| c.backend == options.backend) {
+    let cases: Vec<&CaseResult> =
+        bundle.report.cases.iter().filter(|c| c.backend == options.backend).collect();
+    let mut seen = BTreeSet::new();
+    for case in &cases {
+        if !seen.insert(case.vector.as_str()) {
+            continue;
+        }
+        // A merged report can hold the vector from several machines: they must agree, or a
+        // person decides which answer the vector pins.
+        let other = cases.iter().find(|c| c.vector == case.vector && answer(c) != answer(case));
+        if let Some(other) = other {
+            let reason = format!(
+                "the runs disagree: {} on {}, {} on {}",
+                case.outcome.name(),
+                device_run(bundle, case),
+                other.outcome.name(),
+                device_run(bundle, other)
+            );
+            outcome.changes.push(Settled::Unsettled { vector: case.vector.clone(), reason });
+            continue;
+        }
         if let Some(change) = settle_case(bundle, case, options, &known, &mut pending)? {
             outcome.changes.push(change);
         }
@@ -229,6 +249,11 @@ pub fn settle(bundle: &Bundle, options: &SettleOptions) -> Result<SettleOutcome,
         outcome.written.push(path.clone());
     }
     Ok(outcome)
+}
+
+/// What a run answered for a vector: its outcome and its trace.
+fn answer(case: &CaseResult) -> (Outcome, Option<&[String]>) {
+    (case.outcome, case.detail.as_ref().map(|d| d.actual.as_slice()))
 }
 
 /// Where the device's run was made: `<runtime version> on <instance>`.
@@ -642,6 +667,67 @@ mod tests {
         );
         let edited = replace_provenance(path, text, "fact: \"x\"").unwrap();
         assert!(edited.contains("# why\nprovenance = \"fact: \\\"x\\\"\"\n[sim]"), "{edited}");
+    }
+
+    #[test]
+    fn runs_that_disagree_on_a_guess_leave_it_to_a_person_and_write_nothing() {
+        use std::time::Duration;
+
+        use crate::bundle::BundleMeta;
+        use crate::report::{CaseDetail, Report, RunInfo};
+
+        let root =
+            std::env::temp_dir().join(format!("nrtsim-settle-disagree-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let dir = root.join("lifecycle/init_twice_is_invalid");
+        std::fs::create_dir_all(&dir).unwrap();
+        let case_text =
+            "description = \"d\"\nprovenance = \"guess: g\"\n[[step]]\ncall = \"init\"\n";
+        std::fs::write(dir.join("case.toml"), case_text).unwrap();
+        let run = |instance: &str| RunInfo {
+            instance_type: Some(instance.to_owned()),
+            runtime_versions: BTreeMap::from([("nrt".to_owned(), "2.23.1.0".to_owned())]),
+            ..RunInfo::default()
+        };
+        let passed = CaseResult {
+            vector: "lifecycle/init_twice_is_invalid".to_owned(),
+            backend: "nrt".to_owned(),
+            outcome: Outcome::Passed,
+            duration: Duration::ZERO,
+            message: None,
+            first_diff: None,
+            run: 0,
+            detail: None,
+        };
+        let refuted = CaseResult {
+            outcome: Outcome::GuessRefuted,
+            run: 1,
+            detail: Some(Box::new(CaseDetail {
+                actual: lines("init(NO_FW, \"\", \"\") -> NRT_SUCCESS"),
+                ..CaseDetail::default()
+            })),
+            ..passed.clone()
+        };
+        let mut report = Report::new(run("trn1.2xlarge"), vec![passed, refuted]);
+        report.runs.push(run("trn2.48xlarge"));
+        let bundle = Bundle { report, meta: BundleMeta::default(), traces: BTreeMap::new() };
+        let options =
+            SettleOptions { vectors_dir: root.clone(), backend: "nrt".to_owned(), dry_run: false };
+        let outcome = settle(&bundle, &options).unwrap();
+        assert_eq!(
+            outcome.changes,
+            [Settled::Unsettled {
+                vector: "lifecycle/init_twice_is_invalid".to_owned(),
+                reason: "the runs disagree: passed on 2.23.1.0 on trn1.2xlarge, guess_refuted on 2.23.1.0 on trn2.48xlarge".to_owned(),
+            }]
+        );
+        assert!(outcome.written.is_empty());
+        assert_eq!(std::fs::read_to_string(dir.join("case.toml")).unwrap(), case_text);
+        assert_eq!(
+            outcome.summary_line(),
+            "settled 0 guesses as facts, 0 refuted, 0 proposed known differences, 1 left for a person"
+        );
+        std::fs::remove_dir_all(&root).unwrap();
     }
 
     #[test]
