@@ -18,8 +18,10 @@
 //!   rewritten (comments and layout stay); the edited text must still parse as a case, or
 //!   nothing is written.
 //! - **Idempotent.** A second run on the same bundle finds nothing to do: a settled guess is a
-//!   fact, a vector whose golden trace already is the device's trace needs no entry, and a
-//!   listed vector is not proposed again.
+//!   fact, a refuted guess settled before (`fact: device answer …`, its golden trace beginning
+//!   with the device's) needs no entry, and a listed vector is not proposed again.
+//! - **Disagreement is for a person.** A merged report may hold a vector from several machines;
+//!   when their answers differ, the vector is reported as unsettled and left as it is.
 //! - **Only the vectors folder is written**, every path under it built from a checked
 //!   `area/name`, and everything is worked out before the first file is written.
 
@@ -358,8 +360,8 @@ fn settle_case(
                 Some((line, expected, got)) => format!(
                     "on {run} the device gives `{got}` at trace line {line}, where the golden trace has `{expected}`"
                 ),
-                // The golden trace already is the device's: settled before, nothing to list.
-                None if !actual.is_empty() => return Ok(None),
+                // The traces agree (or the device's is missing): the run's message says why
+                // it failed.
                 None => format!(
                     "on {run}: {}",
                     case.message.as_deref().unwrap_or("the vector differs on the device")
