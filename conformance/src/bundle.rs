@@ -330,7 +330,12 @@ mod tests {
             detail: None,
             ..failed.clone()
         };
-        Report::new(run, vec![failed, passed])
+        // Past the 100 bytes of a plain tar name: written and read through GNU long names.
+        let long = CaseResult {
+            vector: format!("area/{}", "a_long_vector_name_".repeat(6)),
+            ..failed.clone()
+        };
+        Report::new(run, vec![failed, passed, long])
     }
 
     /// A gzip tar archive of `members` with their names written as given (no checks).
@@ -360,7 +365,12 @@ mod tests {
         assert_eq!(bundle.meta.command, ["nrtsim", "conformance"]);
         assert_eq!(bundle.meta.created_by, "nrtsim conformance --bundle");
         let traces: Vec<&str> = bundle.traces.keys().map(String::as_str).collect();
-        assert_eq!(traces, ["nrt/lifecycle/init_twice_is_invalid"], "no trace for a pass");
+        let long = format!("nrt/area/{}", "a_long_vector_name_".repeat(6));
+        assert_eq!(
+            traces,
+            [long.as_str(), "nrt/lifecycle/init_twice_is_invalid"],
+            "no trace for a pass"
+        );
         assert_eq!(
             bundle.traces["nrt/lifecycle/init_twice_is_invalid"],
             ["init(NO_FW, \"\", \"\") -> NRT_SUCCESS"]
