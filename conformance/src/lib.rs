@@ -29,6 +29,7 @@ pub mod judge;
 pub mod model_fixture;
 pub mod replay;
 pub mod report;
+pub mod review;
 pub mod runner;
 pub mod spec;
 pub mod suite;

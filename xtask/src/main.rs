@@ -19,7 +19,8 @@
 //! - `conformance [ARGS]`: the main job, the conformance suite (see `nrtsim conformance --help`).
 //! - `report merge|diff [ARGS]`: merge the JSON reports of shards or machines, or compare two
 //!   (see `nrtsim report --help`).
-//! - `vectors --bless|--check`: refresh or check the vectors' generated files;
+//! - `vectors --bless|--check`: refresh or check the vectors' generated files (`--bless --review`
+//!   asks per vector);
 //!   `vectors promote DIR [--name NAME]`: turn a shrunk differential failure into a vector;
 //!   `vectors compile [--target trn1|trn2|inf2] [--compiler PATH]`: compile each vector's HLO
 //!   into its device NEFF with neuronx-cc (see README, "Device NEFFs").
