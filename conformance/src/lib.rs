@@ -30,6 +30,7 @@ pub mod judge;
 pub mod model_fixture;
 pub mod replay;
 pub mod report;
+pub mod review;
 pub mod runner;
 pub mod settle;
 pub mod spec;

@@ -238,3 +238,51 @@ fn a_recorded_vector_runs_on_sim_and_capi_and_a_planted_difference_fails_with_th
     assert!(out.status.success(), "stdout: {}\nstderr: {}", text(&out.stdout), text(&out.stderr));
     assert!(text(&out.stdout).contains("2 passed, 0 failed"), "stdout: {}", text(&out.stdout));
 }
+
+#[test]
+fn review_without_a_terminal_refuses_and_says_to_bless() {
+    let vectors = scratch("review-no-tty");
+    add_vector(&vectors, "area/passes", PASSING_CASE);
+    let out = nrtsim(&["vectors", "review", "--vectors", vectors.to_str().unwrap()]);
+    assert!(!out.status.success(), "a review without a terminal runs");
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("needs a terminal") && stderr.contains("--bless alone"), "{stderr}");
+    assert!(!vectors.join("area/passes/expected.trace").exists(), "nothing was written");
+    let out = nrtsim(&["vectors", "--bless", "--review", "--vectors", vectors.to_str().unwrap()]);
+    assert!(text(&out.stderr).contains("needs a terminal"), "{}", text(&out.stderr));
+}
+
+#[test]
+fn review_on_a_terminal_shows_the_diff_and_writes_what_is_accepted() {
+    // util-linux's `script` gives the review a pseudo-terminal and types the answers.
+    let script = Path::new("/usr/bin/script");
+    if !script.exists() {
+        assert!(std::env::var_os("CI").is_none(), "under CI the review needs /usr/bin/script");
+        eprintln!("ignored: no /usr/bin/script to give the review a terminal");
+        return;
+    }
+    let vectors = scratch("review-tty");
+    for name in ["area/first", "area/second"] {
+        add_vector(&vectors, name, PASSING_CASE);
+    }
+    let command =
+        format!("{} vectors review --vectors {}", support::nrtsim_exe(), vectors.to_str().unwrap());
+    let mut child = std::process::Command::new(script)
+        .args(["-qec", &command, "/dev/null"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run script");
+    use std::io::Write as _;
+    child.stdin.take().expect("stdin").write_all(b"a\nr\n").expect("answer");
+    let out = child.wait_with_output().expect("the review ends");
+    let shown = text(&out.stdout);
+    assert!(out.status.success(), "{shown}{}", text(&out.stderr));
+    assert!(shown.contains("area/first") && shown.contains("vector that passes"), "{shown}");
+    assert!(shown.contains("+++ b/area/first/expected.trace"), "{shown}");
+    assert!(shown.contains("1 accepted, 1 rejected, 0 skipped"), "{shown}");
+    let accepted = std::fs::read_to_string(vectors.join("area/first/expected.trace"));
+    assert!(accepted.is_ok_and(|t| t.contains("get_version")), "the accepted trace is written");
+    assert!(!vectors.join("area/second/expected.trace").exists(), "the rejected one is not");
+}

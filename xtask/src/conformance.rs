@@ -1,6 +1,6 @@
-//! `cargo xtask conformance` and `cargo xtask vectors`: thin wrappers that build what the run
+//! `cargo xtask conformance`, `cargo xtask vectors` and `cargo xtask report`: thin wrappers that build what the run
 //! needs (the `nrtsim` tool, and the simulator's `libnrt.so.1` for the `capi` backend) and hand
-//! the arguments to `nrtsim conformance` / `nrtsim vectors`, so both entry points share one
+//! the arguments to `nrtsim conformance` / `nrtsim vectors` / `nrtsim report`, so both entry points share one
 //! implementation and one set of options.
 
 use std::path::Path;

@@ -17,7 +17,10 @@
 //!   `nrtsim-neuronx-cc` (the compiler shim), release builds, manylinux-tagged, checked by
 //!   auditwheel (default folder `target/wheels`).
 //! - `conformance [ARGS]`: the main job, the conformance suite (see `nrtsim conformance --help`).
-//! - `vectors --bless|--check`: refresh or check the vectors' generated files;
+//! - `report merge|diff [ARGS]`: merge the JSON reports of shards or machines, or compare two
+//!   (see `nrtsim report --help`).
+//! - `vectors --bless|--check`: refresh or check the vectors' generated files (`--bless --review`
+//!   asks per vector);
 //!   `vectors promote DIR [--name NAME]`: turn a shrunk differential failure into a vector;
 //!   `vectors compile [--target trn1|trn2|inf2] [--compiler PATH]`: compile each vector's HLO
 //!   into its device NEFF with neuronx-cc (see README, "Device NEFFs");
@@ -132,6 +135,14 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+    /// Merge the JSON reports of shards or machines (`merge`), or compare two (`diff`);
+    /// `--help` for the options.
+    #[command(disable_help_flag = true)]
+    Report {
+        /// Arguments for `nrtsim report`.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
     /// Refresh (`--bless`) or check (`--check`) the vectors' generated files,
     /// `promote DIR [--name NAME]` a shrunk differential failure to a vector, `compile` the
     /// vectors' device NEFFs, or `settle BUNDLE` a device run's guesses.
@@ -168,6 +179,7 @@ fn main() -> Result<()> {
         Command::Wheel { out } => wheel::run(&workspace_root(), out),
         Command::Conformance { args } => conformance::run(&workspace_root(), "conformance", &args),
         Command::Vectors { args } => conformance::run(&workspace_root(), "vectors", &args),
+        Command::Report { args } => conformance::run(&workspace_root(), "report", &args),
     }
 }
 

@@ -62,6 +62,9 @@ pub(crate) struct VectorsArgs {
     /// Fail when a generated file is stale (the default).
     #[arg(long)]
     check: bool,
+    /// With `--bless`: ask per vector, showing its diff (as `nrtsim vectors review`).
+    #[arg(long, requires = "bless")]
+    review: bool,
     /// The vectors folder (default: `vectors/` of the workspace this runs in).
     #[arg(long, value_name = "DIR")]
     vectors: Option<PathBuf>,
@@ -82,6 +85,13 @@ pub(crate) enum VectorsCommand {
         /// Only vectors whose `area/name` matches this glob.
         #[arg(long)]
         filter: Option<String>,
+        /// The vectors folder (default: `vectors/` of the workspace this runs in).
+        #[arg(long, value_name = "DIR")]
+        vectors: Option<PathBuf>,
+    },
+    /// Show each vector whose generated files would change as a diff under its description and
+    /// ask accept / reject / skip (needs a terminal; `--bless` alone takes every change).
+    Review {
         /// The vectors folder (default: `vectors/` of the workspace this runs in).
         #[arg(long, value_name = "DIR")]
         vectors: Option<PathBuf>,
@@ -260,6 +270,8 @@ pub(crate) fn vectors(args: VectorsArgs) -> Result<bool> {
         Some(VectorsCommand::Settle { bundle, backend, dry_run, vectors }) => {
             return settle(&bundle, backend, dry_run, vectors);
         }
+        Some(VectorsCommand::Review { vectors }) => return review(vectors),
+        None if args.review => return review(args.vectors),
         None => {}
     }
     let vectors_dir = vectors_dir(args.vectors)?;
@@ -280,6 +292,30 @@ pub(crate) fn vectors(args: VectorsArgs) -> Result<bool> {
     }
     println!("every generated file is fresh");
     Ok(true)
+}
+
+/// Runs `nrtsim vectors review`: asks on the terminal; refuses without one.
+fn review(vectors: Option<PathBuf>) -> Result<bool> {
+    use std::io::IsTerminal;
+    let vectors_dir = vectors_dir(vectors)?;
+    if !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {
+        bail!(
+            "the review asks per vector and needs a terminal (stdin and stdout are not one); pass \
+             --bless alone to take every change, then review the diff with git"
+        );
+    }
+    let stdin = std::io::stdin();
+    let summary =
+        conformance::review::review(&vectors_dir, &mut stdin.lock(), &mut std::io::stdout())
+            .map_err(anyhow::Error::msg)?;
+    for failing in &summary.failing {
+        eprintln!("FAIL {failing}");
+    }
+    println!("{}", summary.line());
+    if !summary.skipped.is_empty() {
+        println!("still stale: {}", summary.skipped.join(", "));
+    }
+    Ok(summary.failing.is_empty())
 }
 
 /// Runs `nrtsim vectors promote`.
