@@ -809,7 +809,8 @@ table.trace .ln { width: 40px; color: #8c959f; font-size: 11px; text-align: righ
 table.trace th:nth-child(1) { width: 48px; } table.trace th:nth-child(2),
 table.trace th:nth-child(4) { width: 40px; }
 tr.diff td.line { background: var(--bg-diff); } tr.diff td.ln { color: var(--fail); font-weight: 600; }
-td.gap { background: repeating-linear-gradient(45deg, #f6f8fa, #f6f8fa 4px, #fff 4px, #fff 8px); }
+td.gap, tr.diff td.gap { background: repeating-linear-gradient(45deg, #f6f8fa, #f6f8fa 4px,
+  #fff 4px, #fff 8px); }
 .values { font: 11px ui-monospace, monospace; color: #0550ae; }
 .err { font-size: 11px; color: var(--fail); font-weight: 600; }
 "#;
