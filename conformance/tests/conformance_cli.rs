@@ -238,3 +238,27 @@ fn a_recorded_vector_runs_on_sim_and_capi_and_a_planted_difference_fails_with_th
     assert!(out.status.success(), "stdout: {}\nstderr: {}", text(&out.stdout), text(&out.stderr));
     assert!(text(&out.stdout).contains("2 passed, 0 failed"), "stdout: {}", text(&out.stdout));
 }
+
+#[test]
+fn conformance_html_writes_the_review_page_with_links_to_the_vector() {
+    let vectors = scratch("html");
+    add_vector(&vectors, "area/fails_on_purpose", FAILING_CASE);
+    let html = vectors.parent().unwrap().join("html");
+    let out = nrtsim(&[
+        "conformance",
+        "--backend",
+        "sim",
+        "--vectors",
+        vectors.to_str().unwrap(),
+        "--html",
+        html.to_str().unwrap(),
+    ]);
+    assert!(!out.status.success(), "the vector fails on purpose");
+    let page_path = html.join("index.html");
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains(&format!("wrote {}", page_path.display())), "stdout: {stdout}");
+    let page = std::fs::read_to_string(&page_path).unwrap();
+    assert!(page.contains(">sim/area/fails_on_purpose</a>"), "{page}");
+    assert!(page.contains("<a href=\"../vectors/area/fails_on_purpose/case.toml\">"), "{page}");
+    assert!(page.contains("expected NRT_INVALID, got NRT_SUCCESS"), "{page}");
+}
