@@ -475,6 +475,9 @@ fn steps(lines: &[String]) -> Vec<String> {
         .collect()
 }
 
+/// The elements of one byte group, each as text (exact) and as a number (for the errors).
+type Values = Vec<(String, f64)>;
+
 /// An element type the page can show bytes as.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Element {
@@ -506,7 +509,7 @@ impl Element {
 
     /// The elements of `bytes` as text and as numbers, or `None` when the length is not a whole
     /// number of elements or the type has no numeric reading (the float8 types).
-    fn decode(self, bytes: &[u8]) -> Option<Vec<(String, f64)>> {
+    fn decode(self, bytes: &[u8]) -> Option<Values> {
         let size = match self {
             Element::Scalar(scalar) => scalar.item_size() as usize,
             Element::U32 => 4,
@@ -568,7 +571,7 @@ fn byte_groups(line: &str) -> Vec<Vec<u8>> {
     let mut skip_first = line.starts_with("output ");
     while let Some(start) = rest.find('[') {
         let after = &rest[start + 1..];
-        let Some(end) = after.find(|c| c == ']' || c == '[') else { break };
+        let Some(end) = after.find([']', '[']) else { break };
         let inside = &after[..end];
         rest = &after[end..];
         if after[end..].starts_with('[') {
@@ -632,7 +635,7 @@ impl<'a> TensorNames<'a> {
     }
 
     /// The values of each byte group of `line`, with the element type.
-    fn values(&self, line: &str) -> Option<(Element, Vec<Vec<(String, f64)>>)> {
+    fn values(&self, line: &str) -> Option<(Element, Vec<Values>)> {
         let element = self.element_of(line)?;
         let groups: Vec<_> = byte_groups(line).iter().filter_map(|g| element.decode(g)).collect();
         (!groups.is_empty()).then_some((element, groups))
@@ -641,7 +644,7 @@ impl<'a> TensorNames<'a> {
 
 /// The largest absolute and relative differences between the values of two lines, or `None`
 /// when their groups or lengths do not correspond.
-fn errors(expected: &[Vec<(String, f64)>], actual: &[Vec<(String, f64)>]) -> Option<(f64, f64)> {
+fn errors(expected: &[Values], actual: &[Values]) -> Option<(f64, f64)> {
     if expected.len() != actual.len() {
         return None;
     }
@@ -664,7 +667,7 @@ fn errors(expected: &[Vec<(String, f64)>], actual: &[Vec<(String, f64)>]) -> Opt
 /// At most this many values of one byte group are written out.
 const MAX_SHOWN_VALUES: usize = 64;
 
-fn values_html(element: Element, groups: &[Vec<(String, f64)>]) -> String {
+fn values_html(element: Element, groups: &[Values]) -> String {
     let mut out = format!("<div class=\"values\">= {}", element.name());
     for group in groups {
         let shown: Vec<&str> =
@@ -888,7 +891,7 @@ mod tests {
         assert_eq!(Element::decode(Element::Scalar(ScalarType::Float), &[0, 0, 0x80]), None);
     }
 
-    fn element_texts(values: Vec<(String, f64)>) -> Vec<String> {
+    fn element_texts(values: Values) -> Vec<String> {
         values.into_iter().map(|(text, _)| text).collect()
     }
 
