@@ -1,7 +1,7 @@
 //! The HTML review report: one self-contained page a reviewer opens to judge a run.
 //!
 //! [`render`] turns a [`Report`] into an HTML5 page with everything inline (CSS, a few lines of
-//! script for the filters; no network, no assets), and [`write`] puts it in `DIR/index.html`.
+//! script for the filters; no network, no assets), and [`write()`] puts it in `DIR/index.html`.
 //! The page has the runs (machine, runtime versions, shard, command), a matrix of areas ×
 //! backends with a count per outcome, filters, and for every result that did not pass its
 //! description, provenance, the hand-written expectations that failed, links to the vector's
