@@ -26,6 +26,7 @@ pub mod from_hlo;
 #[cfg(feature = "generate")]
 pub mod generate;
 pub mod glob;
+pub mod html;
 pub mod judge;
 pub mod model_fixture;
 pub mod replay;

@@ -286,3 +286,27 @@ fn review_on_a_terminal_shows_the_diff_and_writes_what_is_accepted() {
     assert!(accepted.is_ok_and(|t| t.contains("get_version")), "the accepted trace is written");
     assert!(!vectors.join("area/second/expected.trace").exists(), "the rejected one is not");
 }
+
+#[test]
+fn conformance_html_writes_the_review_page_with_links_to_the_vector() {
+    let vectors = scratch("html");
+    add_vector(&vectors, "area/fails_on_purpose", FAILING_CASE);
+    let html = vectors.parent().unwrap().join("html");
+    let out = nrtsim(&[
+        "conformance",
+        "--backend",
+        "sim",
+        "--vectors",
+        vectors.to_str().unwrap(),
+        "--html",
+        html.to_str().unwrap(),
+    ]);
+    assert!(!out.status.success(), "the vector fails on purpose");
+    let page_path = html.join("index.html");
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains(&format!("wrote {}", page_path.display())), "stdout: {stdout}");
+    let page = std::fs::read_to_string(&page_path).unwrap();
+    assert!(page.contains(">sim/area/fails_on_purpose</a>"), "{page}");
+    assert!(page.contains("<a href=\"../vectors/area/fails_on_purpose/case.toml\">"), "{page}");
+    assert!(page.contains("expected NRT_INVALID, got NRT_SUCCESS"), "{page}");
+}

@@ -28,6 +28,10 @@ pub(crate) struct ConformanceArgs {
     /// Write a JSON report here (per vector: backend, outcome, time, first differing line).
     #[arg(long, value_name = "PATH")]
     json: Option<PathBuf>,
+    /// Write the HTML review page `DIR/index.html` (matrix, filters, per failure both traces
+    /// side by side with every differing line marked), linking to the vectors' files.
+    #[arg(long, value_name = "DIR")]
+    html: Option<PathBuf>,
     /// Parallel jobs (default: the number of CPUs).
     #[arg(short = 'j', long)]
     jobs: Option<usize>,
@@ -128,7 +132,7 @@ pub(crate) enum VectorsCommand {
 }
 
 /// The `vectors/` folder: the given one, or the first `vectors/` in this folder or a parent.
-fn vectors_dir(given: Option<PathBuf>) -> Result<PathBuf> {
+pub(crate) fn vectors_dir(given: Option<PathBuf>) -> Result<PathBuf> {
     if let Some(dir) = given {
         return Ok(dir);
     }
@@ -221,7 +225,7 @@ pub(crate) fn run(args: ConformanceArgs) -> Result<bool> {
         }
     }
     let options = SuiteOptions {
-        vectors_dir,
+        vectors_dir: vectors_dir.clone(),
         backends,
         filter: args.filter,
         jobs,
@@ -249,6 +253,10 @@ pub(crate) fn run(args: ConformanceArgs) -> Result<bool> {
     }
     if let Some(path) = &args.bundle {
         conformance::bundle::write_bundle(path, &full)?;
+    }
+    if let Some(dir) = &args.html {
+        let page = conformance::html::write(dir, &full, Some(&vectors_dir))?;
+        println!("wrote {}", page.display());
     }
     let summary_line = report::summary_line(summary);
     println!("{summary_line}");

@@ -34,6 +34,14 @@ pub(crate) struct MergeArgs {
     /// Write the merged JUnit XML report here.
     #[arg(long, value_name = "PATH")]
     junit: Option<PathBuf>,
+    /// Write the merged HTML review page `DIR/index.html`, with each run's machine and runtime
+    /// versions.
+    #[arg(long, value_name = "DIR")]
+    html: Option<PathBuf>,
+    /// The vectors folder the page links to (default: `vectors/` here or above, when there is
+    /// one; without one the page has no links to the vectors' files).
+    #[arg(long, value_name = "DIR")]
+    vectors: Option<PathBuf>,
 }
 
 /// Reads a `--json` report, naming the file in every error.
@@ -66,7 +74,7 @@ pub(crate) fn run(command: ReportCommand) -> Result<bool> {
 fn merge(args: MergeArgs) -> Result<bool> {
     let reports = args.reports.iter().map(|path| read(path)).collect::<Result<Vec<_>>>()?;
     let merged = report::merge(reports)?;
-    let to_stdout = args.json.is_none() && args.junit.is_none();
+    let to_stdout = args.json.is_none() && args.junit.is_none() && args.html.is_none();
     // With the JSON on stdout, the listing goes to stderr so that stdout stays one document.
     let say = |line: String| if to_stdout { eprintln!("{line}") } else { println!("{line}") };
     for (index, run) in merged.runs.iter().enumerate() {
@@ -89,6 +97,11 @@ fn merge(args: MergeArgs) -> Result<bool> {
     }
     if let Some(path) = &args.junit {
         write(path, &report::to_junit(&merged.cases))?;
+    }
+    if let Some(dir) = &args.html {
+        let vectors = crate::conformance::vectors_dir(args.vectors.clone()).ok();
+        let page = conformance::html::write(dir, &merged, vectors.as_deref())?;
+        println!("wrote {}", page.display());
     }
     if to_stdout {
         print!("{}", merged.to_json());
