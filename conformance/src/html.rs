@@ -8,8 +8,8 @@
 //! files, and a side-by-side diff of the golden and the actual trace.
 //!
 //! Choices:
-//! - The diff aligns lines by their longest common subsequence (after the common head and tail
-//!   are set aside, which is most of a trace), so that one inserted line does not mark every
+//! - The diff aligns lines by their longest common subsequence (Myers' diff, after the common
+//!   head and tail are set aside, which is most of a trace), so that one inserted line does not mark every
 //!   later line. Beyond [`MAX_ALIGN_CELLS`] cells of the table, it pairs lines by index and the
 //!   page says so. Unmatched lines between two matches are paired in order, so that a changed
 //!   value sits next to the one it replaced.
@@ -426,39 +426,18 @@ fn align(expected: &[String], actual: &[String]) -> (Vec<Row>, bool) {
     (rows, by_index)
 }
 
-/// The index pairs of a longest common subsequence of lines, in order.
+/// The index pairs of the lines a shortest edit script keeps (Myers' diff, the one `nrtsim
+/// vectors review` shows), in order: the longest common subsequence in all but rare ties.
 fn common_subsequence(a: &[String], b: &[String]) -> Vec<(usize, usize)> {
-    let (n, m) = (a.len(), b.len());
-    if n == 0 || m == 0 {
-        return Vec::new();
-    }
-    // lengths[i][j]: the LCS length of a[i..] and b[j..]. It is at most min(n, m), which the
-    // cap keeps at 4000 or below, so u16 holds it at half the memory of u32.
-    let width = m + 1;
-    let mut lengths = vec![0u16; (n + 1) * width];
-    for i in (0..n).rev() {
-        for j in (0..m).rev() {
-            lengths[i * width + j] = if a[i] == b[j] {
-                lengths[(i + 1) * width + j + 1] + 1
-            } else {
-                lengths[(i + 1) * width + j].max(lengths[i * width + j + 1])
-            };
-        }
-    }
-    let mut pairs = Vec::new();
-    let (mut i, mut j) = (0, 0);
-    while i < n && j < m {
-        if a[i] == b[j] {
-            pairs.push((i, j));
-            i += 1;
-            j += 1;
-        } else if lengths[(i + 1) * width + j] >= lengths[i * width + j + 1] {
-            i += 1;
-        } else {
-            j += 1;
-        }
-    }
-    pairs
+    similar::capture_diff_slices(similar::Algorithm::Myers, a, b)
+        .into_iter()
+        .flat_map(|op| match op {
+            similar::DiffOp::Equal { old_index, new_index, len } => {
+                (0..len).map(|k| (old_index + k, new_index + k)).collect::<Vec<_>>()
+            }
+            _ => Vec::new(),
+        })
+        .collect()
 }
 
 /// The step each line belongs to (`== step N: name` starts step N; lines before it are `init`).
