@@ -112,20 +112,10 @@ pub fn render(report: &Report, vectors_link: Option<&str>) -> String {
     page
 }
 
-/// Escapes text for HTML content and attribute values.
+/// Escapes text for HTML content and attribute values (the JUnit report's escaping: the five
+/// markup characters, and control characters as numeric references).
 fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
+    crate::report::escape_markup(text)
 }
 
 /// The outcome's words on the page.
@@ -850,7 +840,7 @@ mod tests {
         let mut failing = case("lifecycle/x", "sim", Outcome::Failed);
         failing.message = Some("got <script>alert('x')</script> & more".to_owned());
         let page = render(&Report::new(RunInfo::default(), vec![failing]), None);
-        assert!(page.contains("got &lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; more"));
+        assert!(page.contains("got &lt;script&gt;alert(&apos;x&apos;)&lt;/script&gt; &amp; more"));
         assert_eq!(page.matches("<script>").count(), 1, "only the page's own script");
     }
 

@@ -550,6 +550,12 @@ pub fn to_junit(results: &[CaseResult]) -> String {
 }
 
 fn escape(text: &str) -> String {
+    escape_markup(text)
+}
+
+/// Escapes text for XML and HTML content and attribute values: `& < > " '` as entities, and
+/// control characters other than newline and tab as numeric references.
+pub(crate) fn escape_markup(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {

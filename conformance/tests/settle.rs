@@ -59,6 +59,12 @@ fn read(path: &Path) -> String {
 /// The scratch vectors: the two guessed vectors (the refuted one told to fail its second
 /// allocation with NRT_FAILURE), a plain vector whose only allocation fails the same way, the
 /// expectations and GUESSES.md.
+/// `nrtsim vectors settle BUNDLE --backend capi --vectors VECTORS`.
+fn settle(bundle: &Path, vectors: &str) -> std::process::Output {
+    let bundle = bundle.to_str().unwrap();
+    nrtsim(&["vectors", "settle", bundle, "--backend", "capi", "--vectors", vectors])
+}
+
 fn scratch_vectors(scratch: &Path) -> PathBuf {
     let vectors = scratch.join("vectors");
     for name in [CONFIRMED, REFUTED] {
@@ -116,15 +122,7 @@ fn a_capi_bundle_settles_one_guess_refutes_another_and_proposes_a_known_differen
     assert!(bundle.is_file(), "the bundle is written even when the run fails");
 
     let before = files(&scratch);
-    let out = nrtsim(&[
-        "vectors",
-        "settle",
-        bundle.to_str().unwrap(),
-        "--backend",
-        "capi",
-        "--vectors",
-        v,
-    ]);
+    let out = settle(&bundle, v);
     assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
     let printed = stdout(&out);
     assert!(
@@ -216,15 +214,7 @@ fn a_capi_bundle_settles_one_guess_refutes_another_and_proposes_a_known_differen
     assert!(files(&repo_vectors()) == repo_before, "the repository's vectors are untouched");
 
     // A second settle finds nothing to do and writes nothing.
-    let out = nrtsim(&[
-        "vectors",
-        "settle",
-        bundle.to_str().unwrap(),
-        "--backend",
-        "capi",
-        "--vectors",
-        v,
-    ]);
+    let out = settle(&bundle, v);
     assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
     assert!(
         stdout(&out)
