@@ -1,6 +1,6 @@
 //! Element types across the host↔device boundary, and the byte sizes they imply.
 //!
-//! Five vocabularies name the element type of one tensor, and this module joins them:
+//! Six vocabularies name the element type of one tensor, and this module joins them:
 //! - the metaneff [`DataType`] (the generated prost enum, the only copy in the crate; the wire
 //!   value is an `i32` that may be unknown, so every lookup has a `_raw` twin taking the `i32`);
 //! - the torch [`ScalarType`] libtorchneuron allocates host tensors with, through its
@@ -9,7 +9,8 @@
 //!   every code lookup takes a [`DtypeNumbering`];
 //! - the neff.json [`Dltype`] strings the compiler writes;
 //! - the XLA primitive type names ([`XlaPrimitiveType`]) producers map to metaneff types through
-//!   their own tables ([`Producer`]).
+//!   their own tables ([`Producer`]);
+//! - the `.npy` descrs ([`NpyType`]) that inputs and outputs are read and written with.
 //!
 //! Design choices:
 //! - **Each table is declared once.** A small macro per vocabulary declares the enum and all of
@@ -34,6 +35,7 @@ mod dltype;
 mod element;
 mod error;
 mod lookup;
+mod npy;
 mod nrt_dtype;
 mod producer;
 mod scalar_type;
@@ -50,6 +52,7 @@ pub use lookup::{
     dltype_of, dltype_of_raw, item_size_of, item_size_of_raw, nrt_dtype_of, nrt_dtype_of_raw,
     scalar_type_of, scalar_type_of_raw,
 };
+pub use npy::NpyType;
 pub use nrt_dtype::{DtypeNumbering, NrtDtype};
 pub use producer::{Producer, XlaPrimitiveType};
 pub use scalar_type::{PROTO_AT_DTYPE_MAP, ScalarType};

@@ -14,7 +14,7 @@ use std::fmt;
 use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use super::error::HostTensorError;
-use abi::dtype::{ScalarType, n_bytes_with_item_size};
+use abi::dtype::{NpyType, ScalarType, n_bytes_with_item_size};
 use abi::neff::npy;
 use abi::runtime::TensorId;
 
@@ -122,20 +122,6 @@ fn expected_len(scalar_type: ScalarType, shape: &[i64]) -> Result<usize, HostTen
     })
 }
 
-/// The torch scalar type of a `.npy` descr, and back.
-const NPY_DESCRS: &[(&str, ScalarType)] = &[
-    ("<f4", ScalarType::Float),
-    ("<f8", ScalarType::Double),
-    ("<f2", ScalarType::Half),
-    ("<i4", ScalarType::Int),
-    ("<i8", ScalarType::Long),
-    ("<i2", ScalarType::Short),
-    ("|i1", ScalarType::Char),
-    ("|u1", ScalarType::Byte),
-    ("<u2", ScalarType::UInt16),
-    ("|b1", ScalarType::Bool),
-];
-
 impl HostTensor {
     /// A tensor holding `bytes` (C order, little-endian).
     ///
@@ -199,51 +185,69 @@ impl HostTensor {
         Ok(host)
     }
 
-    /// A tensor from a `.npy` file (version 1-3, C order, little-endian or byte types).
+    /// A tensor from a `.npy` file (version 1-3, C order, little-endian or byte types), its
+    /// element type read from the descr (`abi::dtype::NpyType`: bfloat16 as `<V2`).
     ///
     /// # Errors
     /// [`HostTensorError::Npy`] for a malformed file; [`HostTensorError::NpyUnsupported`] for
-    /// Fortran order or a dtype with no torch scalar type here.
+    /// Fortran order, a descr that names no torch scalar type, or the fp8 descr `|V1`, which
+    /// only [`HostTensor::from_npy_for`] can read.
     pub fn from_npy(file: &[u8]) -> Result<HostTensor, HostTensorError> {
+        HostTensor::read_npy(file, None)
+    }
+
+    /// A tensor from a `.npy` file that is to hold elements of `scalar_type` (a signature's):
+    /// a descr that type is written as or read from is read as it, which is how the fp8 types'
+    /// shared descr `|V1` is told apart; any other descr is read as its own type, for the
+    /// caller's validation to report the mismatch.
+    ///
+    /// # Errors
+    /// As [`HostTensor::from_npy`].
+    pub fn from_npy_for(
+        file: &[u8],
+        scalar_type: ScalarType,
+    ) -> Result<HostTensor, HostTensorError> {
+        HostTensor::read_npy(file, Some(scalar_type))
+    }
+
+    fn read_npy(file: &[u8], hint: Option<ScalarType>) -> Result<HostTensor, HostTensorError> {
         let header = npy::parse_header("host tensor", file).map_err(HostTensorError::Npy)?;
         if header.fortran_order {
             return Err(HostTensorError::NpyUnsupported {
                 detail: "fortran_order is True, expected C order".to_owned(),
             });
         }
-        let scalar_type = NPY_DESCRS
-            .iter()
-            .find(|(descr, _)| *descr == header.descr)
-            .map(|&(_, scalar_type)| scalar_type)
-            .ok_or_else(|| HostTensorError::NpyUnsupported {
-                detail: format!(
-                    "descr {:?}, expected one of {}",
-                    header.descr,
-                    NPY_DESCRS.iter().map(|(descr, _)| *descr).collect::<Vec<_>>().join(", ")
-                ),
-            })?;
+        let scalar_type = match hint {
+            Some(hint) if NpyType::from(hint).accepts(&header.descr) => hint,
+            _ => {
+                let ty = NpyType::of_descr(&header.descr)
+                    .map_err(|e| HostTensorError::NpyUnsupported { detail: e.to_string() })?;
+                ty.scalar_type().ok_or_else(|| HostTensorError::NpyUnsupported {
+                    detail: format!(
+                        "descr {:?} is {ty}, which has no torch scalar type",
+                        header.descr
+                    ),
+                })?
+            }
+        };
         let shape: Vec<i64> =
             header.shape.iter().map(|&dim| i64::try_from(dim)).collect::<Result<_, _>>().map_err(
                 |_| HostTensorError::NpyUnsupported {
                     detail: format!("shape {:?} has a dimension above i64::MAX", header.shape),
                 },
             )?;
-        HostTensor::from_bytes(scalar_type, &shape, file[header.data_offset..].to_vec())
+        let data = file.get(header.data_offset..).unwrap_or_default();
+        HostTensor::from_bytes(scalar_type, &shape, data.to_vec())
     }
 
-    /// The tensor as a `.npy` version 1.0 file.
+    /// The tensor as a `.npy` version 1.0 file, with the descr `abi::dtype::NpyType` writes for
+    /// its element type (bfloat16 as `<V2`, fp8 as `|V1`, which `np.load` reads as raw bytes
+    /// for `.view(ml_dtypes…)`).
     ///
     /// # Errors
-    /// [`HostTensorError::NpyUnsupported`] for a scalar type with no `.npy` descr (BFloat16,
-    /// the float8 types).
+    /// [`HostTensorError::Npy`] when the header cannot be encoded.
     pub fn to_npy(&self) -> Result<Vec<u8>, HostTensorError> {
-        let descr = NPY_DESCRS
-            .iter()
-            .find(|(_, scalar_type)| *scalar_type == self.scalar_type)
-            .map(|(descr, _)| *descr)
-            .ok_or_else(|| HostTensorError::NpyUnsupported {
-                detail: format!("{} has no npy descr", self.scalar_type),
-            })?;
+        let descr = NpyType::from(self.scalar_type).descr();
         let shape: Vec<u64> = self.shape.iter().map(|&dim| dim as u64).collect();
         npy::encode(descr, &shape, &self.storage.read()).map_err(HostTensorError::Npy)
     }
@@ -362,6 +366,33 @@ mod tests {
             HostTensor::from_npy(&complex),
             Err(HostTensorError::NpyUnsupported { .. })
         ));
+    }
+
+    #[test]
+    fn bf16_and_fp8_go_through_npy_as_ml_dtypes_writes_them() {
+        let bf16 = HostTensor::from_bytes(ScalarType::BFloat16, &[2], vec![0x80, 0x3f, 0, 0x40])
+            .expect("valid");
+        let file = bf16.to_npy().expect("bf16 has a descr");
+        assert_eq!(npy::parse_header("t", &file).expect("a header").descr, "<V2");
+        let back = HostTensor::from_npy(&file).expect("<V2 reads as bfloat16");
+        assert_eq!((back.scalar_type(), back.to_bytes()), (ScalarType::BFloat16, bf16.to_bytes()));
+
+        let fp8 = HostTensor::from_bytes(ScalarType::Float8E5m2, &[3], vec![1, 2, 3]).expect("ok");
+        let file = fp8.to_npy().expect("fp8 has a descr");
+        assert_eq!(npy::parse_header("t", &file).expect("a header").descr, "|V1");
+        let error = HostTensor::from_npy(&file).expect_err("|V1 alone is ambiguous");
+        assert!(error.to_string().contains("float8_e4m3fn"), "{error}");
+        for scalar_type in [ScalarType::Float8E5m2, ScalarType::Float8E4m3fn] {
+            let back = HostTensor::from_npy_for(&file, scalar_type).expect("the signature decides");
+            assert_eq!((back.scalar_type(), back.to_bytes()), (scalar_type, vec![1, 2, 3]));
+        }
+        // A hint that does not fit the descr leaves the file's own type, for validation to see.
+        let floats = HostTensor::from_slice(&[1.0f32], &[1]).expect("valid").to_npy().expect("f4");
+        let read = HostTensor::from_npy_for(&floats, ScalarType::Half).expect("read as it is");
+        assert_eq!(read.scalar_type(), ScalarType::Float);
+        let wide = npy::encode("<u4", &[1], &[0; 4]).expect("encodes");
+        let error = HostTensor::from_npy(&wide).expect_err("torch has no uint32 here");
+        assert!(error.to_string().contains("uint32"), "{error}");
     }
 
     #[test]

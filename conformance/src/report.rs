@@ -554,7 +554,11 @@ fn escape(text: &str) -> String {
 }
 
 /// Escapes text for XML and HTML content and attribute values: `& < > " '` as entities, and
-/// control characters other than newline and tab as numeric references.
+/// every character XML 1.0 does not allow in a document at all (control characters other than
+/// tab, newline and carriage return, U+FFFE, U+FFFF) as its Rust escape text, `\u{1b}`.
+///
+/// XML has no way to carry those characters, not even as a numeric reference (`&#27;` is
+/// refused by a conforming parser), so they are spelled out for the reader instead of dropped.
 pub(crate) fn escape_markup(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
@@ -564,8 +568,9 @@ pub(crate) fn escape_markup(text: &str) -> String {
             '>' => out.push_str("&gt;"),
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&apos;"),
-            c if (c as u32) < 0x20 && c != '\n' && c != '\t' => {
-                let _ = write!(out, "&#{};", c as u32);
+            '\t' | '\n' | '\r' => out.push(c),
+            c if c < ' ' || c == '\u{fffe}' || c == '\u{ffff}' => {
+                let _ = write!(out, "\\u{{{:x}}}", u32::from(c));
             }
             c => out.push(c),
         }
@@ -631,6 +636,30 @@ mod tests {
             xml.contains("message=\"trace differs &lt;here&gt; &amp; &quot;there&quot;\""),
             "{xml}"
         );
+    }
+
+    #[test]
+    fn junit_is_well_formed_xml_whatever_the_messages_hold() {
+        // The parser is a strict one: it refuses the numeric reference the writer once made.
+        assert!(roxmltree::Document::parse("<a>&#27;</a>").is_err());
+        let mut failed = result("a/\u{1}y", "sim", Outcome::Failed);
+        failed.message =
+            Some("colour \u{1b}[31mred\u{1b}[0m, nul \0, bell \u{7} & <tag>".to_owned());
+        failed.first_diff = Some("line 1: \u{fffe}\u{ffff} tab\there\nnext \u{1f600}".to_owned());
+        let xml = to_junit(&[result("a/x", "sim", Outcome::Passed), failed]);
+        let document = roxmltree::Document::parse(&xml).unwrap_or_else(|e| panic!("{e}: {xml}"));
+        let failure = document
+            .descendants()
+            .find(|node| node.has_tag_name("failure"))
+            .expect("a failure element");
+        assert_eq!(
+            failure.attribute("message"),
+            Some("colour \\u{1b}[31mred\\u{1b}[0m, nul \\u{0}, bell \\u{7} & <tag>")
+        );
+        let text = failure.text().expect("the failure's detail");
+        assert!(text.ends_with("line 1: \\u{fffe}\\u{ffff} tab\there\nnext \u{1f600}"), "{text:?}");
+        let case = failure.parent().expect("its testcase");
+        assert_eq!(case.attribute("name"), Some("a/\\u{1}y"));
     }
 
     #[test]

@@ -85,11 +85,10 @@ macro_rules! names {
     };
 }
 
-/// Declares the steps: each `call = "…"` name and the struct of that step's keys. Derived from
-/// that one list: the [`Step`] enum, [`Step::call`] (the name the trace's step markers show),
-/// [`Step::CALLS`], and the parser of one step table.
+/// Declares the steps of [`for_each_step!`]'s list: the [`Step`] enum, [`Step::call`] (the name
+/// the trace's step markers show), [`Step::CALLS`], and the parser of one step table.
 macro_rules! steps {
-    ($($(#[$doc:meta])* $call:literal => $variant:ident($fields:ident),)*) => {
+    ($($(#[$doc:meta])* $call:ident => $variant:ident($fields:ident),)*) => {
         /// One step of a vector: `call` picks the variant, the other keys are its struct's.
         #[derive(Clone, Debug)]
         pub enum Step {
@@ -98,19 +97,19 @@ macro_rules! steps {
 
         impl Step {
             /// Every `call` name, in declaration order.
-            pub const CALLS: &'static [&'static str] = &[$($call,)*];
+            pub const CALLS: &'static [&'static str] = &[$(stringify!($call),)*];
 
             /// The step's `call` name.
             pub fn call(&self) -> &'static str {
                 match self {
-                    $(Step::$variant(_) => $call,)*
+                    $(Step::$variant(_) => stringify!($call),)*
                 }
             }
 
             /// The step `call` with the other keys of its table.
             fn from_call(call: &str, keys: toml::Value) -> Result<Step, String> {
                 match call {
-                    $($call => keyed(keys).map(Step::$variant),)*
+                    $(stringify!($call) => keyed(keys).map(Step::$variant),)*
                     other => Err(format!(
                         "unknown call {other:?}, expected one of {}",
                         Step::CALLS.join(", ")
@@ -649,161 +648,172 @@ pub struct ExpectedTensorInfo {
     pub size: Option<usize>,
 }
 
-steps! {
-    /// `nrt_init`.
-    "init" => Init(InitStep),
-    /// `nrt_close`.
-    "close" => Close(CloseStep),
-    /// `nrt_load` of `model.neff` (or another file of the vector).
-    "load" => Load(LoadStep),
-    /// `nrt_load_collectives`.
-    "load_collectives" => LoadCollectives(LoadCollectivesStep),
-    /// `nrt_unload`.
-    "unload" => Unload(UnloadStep),
-    /// `nrt_execute` (or `nrt_execute_repeat` with `repeat`).
-    "execute" => Execute(ExecuteStep),
-    /// `nrt_allocate_tensor_set`.
-    "allocate_tensor_set" => AllocateTensorSet(AllocateTensorSetStep),
-    /// `nrt_destroy_tensor_set`.
-    "destroy_tensor_set" => DestroyTensorSet(DestroyTensorSetStep),
-    /// `nrt_add_tensor_to_tensor_set`.
-    "add_tensor_to_tensor_set" => AddTensorToTensorSet(AddTensorToTensorSetStep),
-    /// `nrt_get_tensor_from_tensor_set`.
-    "get_tensor_from_tensor_set" => GetTensorFromTensorSet(GetTensorFromTensorSetStep),
-    /// `nrt_tensor_allocate`.
-    "tensor_allocate" => TensorAllocate(TensorAllocateStep),
-    /// `nrt_tensor_allocate_empty`.
-    "tensor_allocate_empty" => TensorAllocateEmpty(TensorAllocateEmptyStep),
-    /// `nrt_tensor_attach_buffer` with a fresh zeroed buffer of `size` bytes owned by the runner.
-    "tensor_attach_buffer" => TensorAttachBuffer(TensorAttachBufferStep),
-    /// `nrt_tensor_allocate_slice`.
-    "tensor_allocate_slice" => TensorAllocateSlice(TensorAllocateSliceStep),
-    /// `nrt_tensor_free`.
-    "tensor_free" => TensorFree(TensorFreeStep),
-    /// `nrt_tensor_write`.
-    "tensor_write" => TensorWrite(TensorWriteStep),
-    /// `nrt_tensor_read`.
-    "tensor_read" => TensorRead(TensorReadStep),
-    /// `nrt_tensor_copy`.
-    "tensor_copy" => TensorCopy(TensorCopyStep),
-    /// `nrt_tensor_memset`.
-    "tensor_memset" => TensorMemset(TensorMemsetStep),
-    /// `nrt_tensor_get_size`.
-    "tensor_get_size" => TensorGetSize(TensorGetSizeStep),
-    /// `nrt_get_model_tensor_info`.
-    "get_model_tensor_info" => GetModelTensorInfo(GetModelTensorInfoStep),
-    /// `nrt_get_version`.
-    "get_version" => GetVersion(GetVersionStep),
-    /// `nrt_get_total_vnc_count` and `nrt_get_visible_vnc_count`.
-    "get_vnc_count" => GetVncCount(GetVncCountStep),
+/// The steps, declared once: each entry names the `call` (which is also the name of the
+/// runner's method that runs the step), the [`Step`] variant and the struct of the step's keys.
+/// `steps!` expands it into [`Step`] here, and the runner expands it into its dispatch, so a new
+/// step is one entry here and one method there.
+macro_rules! for_each_step {
+    ($callback:ident) => {
+        $callback! {
+            /// `nrt_init`.
+            init => Init(InitStep),
+            /// `nrt_close`.
+            close => Close(CloseStep),
+            /// `nrt_load` of `model.neff` (or another file of the vector).
+            load => Load(LoadStep),
+            /// `nrt_load_collectives`.
+            load_collectives => LoadCollectives(LoadCollectivesStep),
+            /// `nrt_unload`.
+            unload => Unload(UnloadStep),
+            /// `nrt_execute` (or `nrt_execute_repeat` with `repeat`).
+            execute => Execute(ExecuteStep),
+            /// `nrt_allocate_tensor_set`.
+            allocate_tensor_set => AllocateTensorSet(AllocateTensorSetStep),
+            /// `nrt_destroy_tensor_set`.
+            destroy_tensor_set => DestroyTensorSet(DestroyTensorSetStep),
+            /// `nrt_add_tensor_to_tensor_set`.
+            add_tensor_to_tensor_set => AddTensorToTensorSet(AddTensorToTensorSetStep),
+            /// `nrt_get_tensor_from_tensor_set`.
+            get_tensor_from_tensor_set => GetTensorFromTensorSet(GetTensorFromTensorSetStep),
+            /// `nrt_tensor_allocate`.
+            tensor_allocate => TensorAllocate(TensorAllocateStep),
+            /// `nrt_tensor_allocate_empty`.
+            tensor_allocate_empty => TensorAllocateEmpty(TensorAllocateEmptyStep),
+            /// `nrt_tensor_attach_buffer` with a fresh zeroed buffer of `size` bytes owned by the runner.
+            tensor_attach_buffer => TensorAttachBuffer(TensorAttachBufferStep),
+            /// `nrt_tensor_allocate_slice`.
+            tensor_allocate_slice => TensorAllocateSlice(TensorAllocateSliceStep),
+            /// `nrt_tensor_free`.
+            tensor_free => TensorFree(TensorFreeStep),
+            /// `nrt_tensor_write`.
+            tensor_write => TensorWrite(TensorWriteStep),
+            /// `nrt_tensor_read`.
+            tensor_read => TensorRead(TensorReadStep),
+            /// `nrt_tensor_copy`.
+            tensor_copy => TensorCopy(TensorCopyStep),
+            /// `nrt_tensor_memset`.
+            tensor_memset => TensorMemset(TensorMemsetStep),
+            /// `nrt_tensor_get_size`.
+            tensor_get_size => TensorGetSize(TensorGetSizeStep),
+            /// `nrt_get_model_tensor_info`.
+            get_model_tensor_info => GetModelTensorInfo(GetModelTensorInfoStep),
+            /// `nrt_get_version`.
+            get_version => GetVersion(GetVersionStep),
+            /// `nrt_get_total_vnc_count` and `nrt_get_visible_vnc_count`.
+            get_vnc_count => GetVncCount(GetVncCountStep),
 
-    /// libtorchneuron's `Model(neff, metaneff)`.
-    "model_new" => ModelNew(ModelNewStep),
-    /// `Model::load` (or `unload`, `blocking_load`).
-    "model_load" => ModelLoad(ModelLoadStep),
-    /// A `Model` setter: `set_async_load`, `set_lazy_load`, `set_dynamic_batching`,
-    /// `set_dynamic_batching_mixed`.
-    "model_set" => ModelSet(ModelSetStep),
-    /// `Model::forward`.
-    "model_forward" => ModelForward(ModelForwardStep),
-    /// `SpmdModel(neff, metaneff, local_ranks, world_size)` and `forward_ranked`.
-    "spmd_forward" => SpmdForward(SpmdForwardStep),
-    /// `Model::load_status`: where the model is in its load lifecycle.
-    "model_load_status" => ModelLoadStatus(ModelLoadStatusStep),
-    /// A lossless metaneff edit on `metaneff.pb` (or on `input_hex`), checked byte for byte.
-    "metaneff_edit" => MetaneffEdit(MetaneffEditStep),
-    /// `metaneff.pb` must be exactly these bytes (checks the encoder on the reviewed text).
-    "metaneff_bytes" => MetaneffBytes(MetaneffBytesStep),
+            /// libtorchneuron's `Model(neff, metaneff)`.
+            model_new => ModelNew(ModelNewStep),
+            /// `Model::load` (or `unload`, `blocking_load`).
+            model_load => ModelLoad(ModelLoadStep),
+            /// A `Model` setter: `set_async_load`, `set_lazy_load`, `set_dynamic_batching`,
+            /// `set_dynamic_batching_mixed`.
+            model_set => ModelSet(ModelSetStep),
+            /// `Model::forward`.
+            model_forward => ModelForward(ModelForwardStep),
+            /// `SpmdModel(neff, metaneff, local_ranks, world_size)` and `forward_ranked`.
+            spmd_forward => SpmdForward(SpmdForwardStep),
+            /// `Model::load_status`: where the model is in its load lifecycle.
+            model_load_status => ModelLoadStatus(ModelLoadStatusStep),
+            /// A lossless metaneff edit on `metaneff.pb` (or on `input_hex`), checked byte for byte.
+            metaneff_edit => MetaneffEdit(MetaneffEditStep),
+            /// `metaneff.pb` must be exactly these bytes (checks the encoder on the reviewed text).
+            metaneff_bytes => MetaneffBytes(MetaneffBytesStep),
 
-    // Steps for the rest of the public libnrt API (the function table of `abi::functions`);
-    // each calls the C functions its doc names.
-    /// `nrt_get_total_nc_count`, `nrt_get_visible_nc_count`, `nrt_get_total_vnc_count` and
-    /// `nrt_get_visible_vnc_count`: each must return `expect`, and on success the two totals
-    /// agree, the two visible counts agree, and visible ≤ total.
-    "get_core_counts" => GetCoreCounts(GetCoreCountsStep),
-    /// `nrt_get_model_nc_count`, `nrt_get_model_vnc_count` and `nrt_get_model_instance_count`.
-    "get_model_counts" => GetModelCounts(GetModelCountsStep),
-    /// `nrt_get_vnc_memory_stats`.
-    "get_vnc_memory_stats" => GetVncMemoryStats(GetVncMemoryStatsStep),
-    /// `nrt_sys_trace_get_event_types`.
-    "sys_trace_get_event_types" => SysTraceGetEventTypes(SysTraceGetEventTypesStep),
-    /// A config with these settings, then `nrt_sys_trace_start`.
-    "sys_trace_start" => SysTraceStart(SysTraceStartStep),
-    /// `nrt_sys_trace_fetch_events` with fetch options as given.
-    "sys_trace_fetch_events" => SysTraceFetchEvents(SysTraceFetchEventsStep),
-    /// `nrt_sys_trace_stop`.
-    "sys_trace_stop" => SysTraceStop(SysTraceStopStep),
-    /// `nrta_error_tracker_create`.
-    "nrta_error_tracker_create" => NrtaErrorTrackerCreate(NrtaErrorTrackerCreateStep),
-    /// `nrta_tensor_write`.
-    "nrta_tensor_write" => NrtaTensorWrite(NrtaTensorWriteStep),
-    /// `nrta_tensor_read` (its bytes are checked by `nrta_read_result` once it has completed).
-    "nrta_tensor_read" => NrtaTensorRead(NrtaTensorReadStep),
-    /// `nrta_execute_schedule`.
-    "nrta_execute_schedule" => NrtaExecuteSchedule(NrtaExecuteScheduleStep),
-    /// Polls `nrta_is_completed` until the request completes (at most 10 s); traced as one line.
-    "nrta_wait" => NrtaWait(NrtaWaitStep),
-    /// The bytes a completed `nrta_tensor_read` request delivered.
-    "nrta_read_result" => NrtaReadResult(NrtaReadResultStep),
-    /// `nrt_async_drain_queued_execs`.
-    "nrta_drain" => NrtaDrain(NrtaDrainStep),
-    /// `nrta_error_tracker_get_list`: exactly these requests failed, with these statuses.
-    "nrta_error_tracker_get_list" => NrtaErrorTrackerGetList(NrtaErrorTrackerGetListStep),
-    /// `nrt_tensor_write_batch`.
-    "tensor_write_batch" => TensorWriteBatch(TensorWriteBatchStep),
-    /// `nrt_tensor_read_batch`.
-    "tensor_read_batch" => TensorReadBatch(TensorReadBatchStep),
-    /// `nrt_tensor_check_output_completion`.
-    "tensor_check_output_completion" => TensorCheckOutputCompletion(TensorCheckOutputCompletionStep),
-    /// `nrt_tensor_reset_output_completion`.
-    "tensor_reset_output_completion" => TensorResetOutputCompletion(TensorResetOutputCompletionStep),
-    /// `nrt_get_model_info`.
-    "get_model_info" => GetModelInfo(GetModelInfoStep),
-    /// `nrt_tensor_get_va` of a tensor, then `nrt_memcpy_to_device` to that address plus
-    /// `offset`.
-    "memcpy_to_device" => MemcpyToDevice(MemcpyToDeviceStep),
-    // Instance information and profiling. Paths are relative to a folder of the run, made for
-    // it and removed after it.
-    /// `nrt_get_instance_info`.
-    "get_instance_info" => GetInstanceInfo(GetInstanceInfoStep),
-    /// `nrt_profile_start`.
-    "profile_start" => ProfileStart(ProfileStartStep),
-    /// `nrt_profile_stop`.
-    "profile_stop" => ProfileStop(ProfileStopStep),
-    /// `nrt_profile_continuous_start` with NULL options.
-    "profile_continuous_start" => ProfileContinuousStart(ProfileContinuousStartStep),
-    /// `nrt_profile_continuous_save` into a folder.
-    "profile_continuous_save" => ProfileContinuousSave(ProfileContinuousSaveStep),
-    /// `nrt_profile_continuous_stop`.
-    "profile_continuous_stop" => ProfileContinuousStop(ProfileContinuousStopStep),
-    /// An inspect config with these settings, then `nrt_inspect_begin_with_options`.
-    "inspect_begin_with_options" => InspectBeginWithOptions(InspectBeginWithOptionsStep),
-    /// `nrt_inspect_stop`.
-    "inspect_stop" => InspectStop(InspectStopStep),
-    // Interfaces a simulator cannot have (`vectors/unsupported/`), and the legacy trace.
-    /// `nrt_get_dmabuf_fd` of a tensor's address (`nrt_tensor_get_va`), or of address 0.
-    "get_dmabuf_fd" => GetDmabufFd(GetDmabufFdStep),
-    /// `nrt_get_hbm_mmap_va`.
-    "get_hbm_mmap_va" => GetHbmMmapVa(GetHbmMmapVaStep),
-    /// `nrt_get_attached_efa_bdf` of a tensor's address (`nrt_tensor_get_va`), or of address 0.
-    "get_attached_efa_bdf" => GetAttachedEfaBdf(GetAttachedEfaBdfStep),
-    /// `nrt_trace_start`, the legacy trace.
-    "trace_start" => TraceStart(TraceStartStep),
-    /// `nrt_trace_stop`.
-    "trace_stop" => TraceStop(TraceStopStep),
-    /// `nrta_get_completion_handle` of a request, then `close` of the descriptor.
-    "nrta_get_completion_handle" => NrtaGetCompletionHandle(NrtaGetCompletionHandleStep),
-    // Collectives over the ranks of one process; a vector is one thread, so one rank of a world
-    // of one, or arguments the runtime refuses.
-    /// `nrt_build_global_comm`.
-    "build_global_comm" => BuildGlobalComm(CommStep),
-    /// `nrt_cc_global_comm_init`.
-    "cc_global_comm_init" => CcGlobalCommInit(CommStep),
-    /// `nrt_barrier`.
-    "barrier" => Barrier(CommStep),
-    /// `nrt_all_gather` of the given elements.
-    "all_gather" => AllGather(AllGatherStep),
+            // Steps for the rest of the public libnrt API (the function table of `abi::functions`);
+            // each calls the C functions its doc names.
+            /// `nrt_get_total_nc_count`, `nrt_get_visible_nc_count`, `nrt_get_total_vnc_count` and
+            /// `nrt_get_visible_vnc_count`: each must return `expect`, and on success the two totals
+            /// agree, the two visible counts agree, and visible ≤ total.
+            get_core_counts => GetCoreCounts(GetCoreCountsStep),
+            /// `nrt_get_model_nc_count`, `nrt_get_model_vnc_count` and `nrt_get_model_instance_count`.
+            get_model_counts => GetModelCounts(GetModelCountsStep),
+            /// `nrt_get_vnc_memory_stats`.
+            get_vnc_memory_stats => GetVncMemoryStats(GetVncMemoryStatsStep),
+            /// `nrt_sys_trace_get_event_types`.
+            sys_trace_get_event_types => SysTraceGetEventTypes(SysTraceGetEventTypesStep),
+            /// A config with these settings, then `nrt_sys_trace_start`.
+            sys_trace_start => SysTraceStart(SysTraceStartStep),
+            /// `nrt_sys_trace_fetch_events` with fetch options as given.
+            sys_trace_fetch_events => SysTraceFetchEvents(SysTraceFetchEventsStep),
+            /// `nrt_sys_trace_stop`.
+            sys_trace_stop => SysTraceStop(SysTraceStopStep),
+            /// `nrta_error_tracker_create`.
+            nrta_error_tracker_create => NrtaErrorTrackerCreate(NrtaErrorTrackerCreateStep),
+            /// `nrta_tensor_write`.
+            nrta_tensor_write => NrtaTensorWrite(NrtaTensorWriteStep),
+            /// `nrta_tensor_read` (its bytes are checked by `nrta_read_result` once it has completed).
+            nrta_tensor_read => NrtaTensorRead(NrtaTensorReadStep),
+            /// `nrta_execute_schedule`.
+            nrta_execute_schedule => NrtaExecuteSchedule(NrtaExecuteScheduleStep),
+            /// Polls `nrta_is_completed` until the request completes (at most 10 s); traced as one line.
+            nrta_wait => NrtaWait(NrtaWaitStep),
+            /// The bytes a completed `nrta_tensor_read` request delivered.
+            nrta_read_result => NrtaReadResult(NrtaReadResultStep),
+            /// `nrt_async_drain_queued_execs`.
+            nrta_drain => NrtaDrain(NrtaDrainStep),
+            /// `nrta_error_tracker_get_list`: exactly these requests failed, with these statuses.
+            nrta_error_tracker_get_list => NrtaErrorTrackerGetList(NrtaErrorTrackerGetListStep),
+            /// `nrt_tensor_write_batch`.
+            tensor_write_batch => TensorWriteBatch(TensorWriteBatchStep),
+            /// `nrt_tensor_read_batch`.
+            tensor_read_batch => TensorReadBatch(TensorReadBatchStep),
+            /// `nrt_tensor_check_output_completion`.
+            tensor_check_output_completion => TensorCheckOutputCompletion(TensorCheckOutputCompletionStep),
+            /// `nrt_tensor_reset_output_completion`.
+            tensor_reset_output_completion => TensorResetOutputCompletion(TensorResetOutputCompletionStep),
+            /// `nrt_get_model_info`.
+            get_model_info => GetModelInfo(GetModelInfoStep),
+            /// `nrt_tensor_get_va` of a tensor, then `nrt_memcpy_to_device` to that address plus
+            /// `offset`.
+            memcpy_to_device => MemcpyToDevice(MemcpyToDeviceStep),
+            // Instance information and profiling. Paths are relative to a folder of the run, made for
+            // it and removed after it.
+            /// `nrt_get_instance_info`.
+            get_instance_info => GetInstanceInfo(GetInstanceInfoStep),
+            /// `nrt_profile_start`.
+            profile_start => ProfileStart(ProfileStartStep),
+            /// `nrt_profile_stop`.
+            profile_stop => ProfileStop(ProfileStopStep),
+            /// `nrt_profile_continuous_start` with NULL options.
+            profile_continuous_start => ProfileContinuousStart(ProfileContinuousStartStep),
+            /// `nrt_profile_continuous_save` into a folder.
+            profile_continuous_save => ProfileContinuousSave(ProfileContinuousSaveStep),
+            /// `nrt_profile_continuous_stop`.
+            profile_continuous_stop => ProfileContinuousStop(ProfileContinuousStopStep),
+            /// An inspect config with these settings, then `nrt_inspect_begin_with_options`.
+            inspect_begin_with_options => InspectBeginWithOptions(InspectBeginWithOptionsStep),
+            /// `nrt_inspect_stop`.
+            inspect_stop => InspectStop(InspectStopStep),
+            // Interfaces a simulator cannot have (`vectors/unsupported/`), and the legacy trace.
+            /// `nrt_get_dmabuf_fd` of a tensor's address (`nrt_tensor_get_va`), or of address 0.
+            get_dmabuf_fd => GetDmabufFd(GetDmabufFdStep),
+            /// `nrt_get_hbm_mmap_va`.
+            get_hbm_mmap_va => GetHbmMmapVa(GetHbmMmapVaStep),
+            /// `nrt_get_attached_efa_bdf` of a tensor's address (`nrt_tensor_get_va`), or of address 0.
+            get_attached_efa_bdf => GetAttachedEfaBdf(GetAttachedEfaBdfStep),
+            /// `nrt_trace_start`, the legacy trace.
+            trace_start => TraceStart(TraceStartStep),
+            /// `nrt_trace_stop`.
+            trace_stop => TraceStop(TraceStopStep),
+            /// `nrta_get_completion_handle` of a request, then `close` of the descriptor.
+            nrta_get_completion_handle => NrtaGetCompletionHandle(NrtaGetCompletionHandleStep),
+            // Collectives over the ranks of one process; a vector is one thread, so one rank of a world
+            // of one, or arguments the runtime refuses.
+            /// `nrt_build_global_comm`.
+            build_global_comm => BuildGlobalComm(CommStep),
+            /// `nrt_cc_global_comm_init`.
+            cc_global_comm_init => CcGlobalCommInit(CommStep),
+            /// `nrt_barrier`.
+            barrier => Barrier(CommStep),
+            /// `nrt_all_gather` of the given elements.
+            all_gather => AllGather(AllGatherStep),
+        }
+    };
 }
+pub(crate) use for_each_step;
+
+for_each_step!(steps);
 
 /// `nrt_init`.
 #[derive(Clone, Debug, Deserialize)]

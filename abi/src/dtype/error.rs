@@ -135,4 +135,25 @@ pub enum DtypeError {
         /// The torch type.
         scalar_type: &'static str,
     },
+
+    /// A `.npy` descr that names no element type here.
+    #[error("npy descr {descr:?} names no element type here: expected one of {expected}")]
+    UnknownNpyDescr {
+        /// The descr, as the file has it.
+        descr: String,
+        /// The descrs written, comma-separated.
+        expected: String,
+    },
+
+    /// A `.npy` descr that several element types are written as (`|V1`, every fp8 type).
+    #[error(
+        "npy descr {descr:?} is raw bytes that may be {candidates}: the signature's dtype decides \
+         which, and none was given"
+    )]
+    AmbiguousNpyDescr {
+        /// The descr, as the file has it.
+        descr: String,
+        /// The types it may be, comma-separated.
+        candidates: String,
+    },
 }

@@ -30,7 +30,7 @@ use abi::status::NrtStatus;
 use abi::trace::{Trace, TracingRuntime, format_bytes};
 use bind::{HostTensor, Model};
 
-use crate::spec::{Status, Step, TraceExpectation};
+use crate::spec::{Status, Step, TraceExpectation, for_each_step};
 use crate::vector::{NEFF_FILE, Vector};
 
 /// What a run produced.
@@ -176,6 +176,20 @@ struct AsyncLabels {
 }
 
 type StepResult = Result<(), String>;
+
+/// The runner's dispatch, expanded from the step list inside `impl Runner`: each step is run by
+/// the method named as its call (raw `Runtime` steps in `lifecycle`, `tensors`, `info`,
+/// `sys_trace`, `nrta`, …, binding-level steps in `binding`).
+macro_rules! dispatch {
+    ($($(#[$doc:meta])* $call:ident => $variant:ident($fields:ident),)*) => {
+        /// Runs one step by the method named as its call.
+        fn step(&mut self, step: &Step) -> StepResult {
+            match step {
+                $(Step::$variant(step) => self.$call(step),)*
+            }
+        }
+    };
+}
 /// Checks a call's status against the step's `expect` (default success).
 fn check_status<T>(
     result: &Result<T, abi::runtime::NrtError>,
@@ -232,82 +246,7 @@ impl Context<'_> {
             .ok_or_else(|| format!("no model labelled {name:?} in an earlier step"))
     }
 
-    /// Runs one step: raw `Runtime` steps (`lifecycle`, `tensors`, `info`, `sys_trace`, `nrta`)
-    /// and binding-level steps (`binding`) each have a function of their own.
-    fn step(&mut self, step: &Step) -> StepResult {
-        match step {
-            Step::Init(step) => self.init(step),
-            Step::Close(step) => self.close(step),
-            Step::Load(step) => self.load(step),
-            Step::LoadCollectives(step) => self.load_collectives(step),
-            Step::Unload(step) => self.unload(step),
-            Step::Execute(step) => self.execute(step),
-            Step::AllocateTensorSet(step) => self.allocate_tensor_set(step),
-            Step::DestroyTensorSet(step) => self.destroy_tensor_set(step),
-            Step::AddTensorToTensorSet(step) => self.add_tensor_to_tensor_set(step),
-            Step::GetTensorFromTensorSet(step) => self.get_tensor_from_tensor_set(step),
-            Step::TensorAllocate(step) => self.tensor_allocate(step),
-            Step::TensorAllocateEmpty(step) => self.tensor_allocate_empty(step),
-            Step::TensorAttachBuffer(step) => self.tensor_attach_buffer(step),
-            Step::TensorAllocateSlice(step) => self.tensor_allocate_slice(step),
-            Step::TensorFree(step) => self.tensor_free(step),
-            Step::TensorWrite(step) => self.tensor_write(step),
-            Step::TensorRead(step) => self.tensor_read(step),
-            Step::TensorCopy(step) => self.tensor_copy(step),
-            Step::TensorMemset(step) => self.tensor_memset(step),
-            Step::TensorGetSize(step) => self.tensor_get_size(step),
-            Step::TensorWriteBatch(step) => self.tensor_write_batch(step),
-            Step::TensorReadBatch(step) => self.tensor_read_batch(step),
-            Step::TensorCheckOutputCompletion(step) => self.tensor_check_output_completion(step),
-            Step::TensorResetOutputCompletion(step) => self.tensor_reset_output_completion(step),
-            Step::MemcpyToDevice(step) => self.memcpy_to_device(step),
-            Step::GetModelTensorInfo(step) => self.get_model_tensor_info(step),
-            Step::GetVersion(step) => self.get_version(step),
-            Step::GetVncCount(step) => self.get_vnc_count(step),
-            Step::GetCoreCounts(step) => self.get_core_counts(step),
-            Step::GetModelCounts(step) => self.get_model_counts(step),
-            Step::GetVncMemoryStats(step) => self.get_vnc_memory_stats(step),
-            Step::GetModelInfo(step) => self.get_model_info(step),
-            Step::SysTraceGetEventTypes(step) => self.sys_trace_get_event_types(step),
-            Step::SysTraceStart(step) => self.sys_trace_start(step),
-            Step::SysTraceFetchEvents(step) => self.sys_trace_fetch_events(step),
-            Step::SysTraceStop(step) => self.sys_trace_stop(step),
-            Step::NrtaErrorTrackerCreate(step) => self.nrta_error_tracker_create(step),
-            Step::NrtaTensorWrite(step) => self.nrta_tensor_write(step),
-            Step::NrtaTensorRead(step) => self.nrta_tensor_read(step),
-            Step::NrtaExecuteSchedule(step) => self.nrta_execute_schedule(step),
-            Step::NrtaWait(step) => self.nrta_wait(step),
-            Step::NrtaReadResult(step) => self.nrta_read_result(step),
-            Step::NrtaDrain(step) => self.nrta_drain(step),
-            Step::NrtaErrorTrackerGetList(step) => self.nrta_error_tracker_get_list(step),
-            Step::ModelNew(step) => self.model_new(step),
-            Step::ModelLoad(step) => self.model_load(step),
-            Step::ModelSet(step) => self.model_set(step),
-            Step::ModelForward(step) => self.model_forward(step),
-            Step::ModelLoadStatus(step) => self.model_load_status(step),
-            Step::SpmdForward(step) => self.spmd_forward(step),
-            Step::MetaneffEdit(step) => self.metaneff_edit(step),
-            Step::MetaneffBytes(step) => self.metaneff_bytes(step),
-            Step::GetInstanceInfo(step) => self.get_instance_info(step),
-            Step::ProfileStart(step) => self.profile_start(step),
-            Step::ProfileStop(step) => self.profile_stop(step),
-            Step::ProfileContinuousStart(step) => self.profile_continuous_start(step),
-            Step::ProfileContinuousSave(step) => self.profile_continuous_save(step),
-            Step::ProfileContinuousStop(step) => self.profile_continuous_stop(step),
-            Step::InspectBeginWithOptions(step) => self.inspect_begin_with_options(step),
-            Step::InspectStop(step) => self.inspect_stop(step),
-            Step::GetDmabufFd(step) => self.get_dmabuf_fd(step),
-            Step::GetHbmMmapVa(step) => self.get_hbm_mmap_va(step),
-            Step::GetAttachedEfaBdf(step) => self.get_attached_efa_bdf(step),
-            Step::TraceStart(step) => self.trace_start(step),
-            Step::TraceStop(step) => self.trace_stop(step),
-            Step::NrtaGetCompletionHandle(step) => self.nrta_get_completion_handle(step),
-            Step::BuildGlobalComm(step) => self.build_global_comm(step),
-            Step::CcGlobalCommInit(step) => self.cc_global_comm_init(step),
-            Step::Barrier(step) => self.barrier(step),
-            Step::AllGather(step) => self.all_gather(step),
-        }
-    }
+    for_each_step!(dispatch);
 }
 
 #[cfg(test)]

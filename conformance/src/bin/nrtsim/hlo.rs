@@ -3,19 +3,18 @@
 //! Every command reads either form (told apart by content, not by extension) and validates the
 //! module's structure before doing anything with it.
 //!
-//! `run` reads and writes `.npy` (version 1.0, C order; Fortran order is read too). numpy has
-//! no codes for bf16 and the f8 types: `np.save` of an ml_dtypes array writes `'<V2'` (bf16) and
-//! `'|V1'`/`'<V1'` (f8e4m3fn, f8e4m3; older ml_dtypes write `'<f1'` for f8e5m2, which `np.load` refuses),
-//! and `np.load` gives back raw void elements that `.view(ml_dtypes.bfloat16)` reinterprets. So
-//! outputs of those types are written as `'<V2'` / `'|V1'`, which `np.load` reads, and inputs
-//! accept any descr of the parameter's item size among `V`, the ml_dtypes names (`bfloat16`,
-//! `float8_e4m3fn`, `float8_e4m3`, `float8_e5m2`, as `str(dtype)` spells them) and `<f1`.
+//! `run` reads and writes `.npy` (version 1.0, C order; Fortran order is read too), with the
+//! descrs of `abi::dtype::NpyType`: bf16 and the f8 types, which numpy has no codes for, are
+//! written as ml_dtypes' `np.save` writes them (`'<V2'`, `'|V1'`), and read from those, from the
+//! ml_dtypes names (`bfloat16`, `float8_e4m3fn`, …) and from `'<f1'` (float8_e5m2 in older
+//! ml_dtypes).
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
+use abi::dtype::NpyType;
 use hlo::eval::{Input, Output};
 
 use crate::input;
@@ -337,51 +336,18 @@ fn write_npy_output(path: &Path, output: &Output) -> Result<()> {
         .with_context(|| format!("writing {}", path.display()))
 }
 
-/// The descr `run` writes for an element type (see the module docs for bf16 and f8).
+/// The descr `run` writes for an element type (`abi::dtype::NpyType`; see the module docs for
+/// bf16 and f8).
 fn npy_descr(ty: hlo::proto::PrimitiveType) -> Result<&'static str> {
-    use hlo::proto::PrimitiveType as P;
-    Ok(match ty {
-        P::Pred => "|b1",
-        P::S8 => "|i1",
-        P::S16 => "<i2",
-        P::S32 => "<i4",
-        P::S64 => "<i8",
-        P::U8 => "|u1",
-        P::U16 => "<u2",
-        P::U32 => "<u4",
-        P::U64 => "<u8",
-        P::F16 => "<f2",
-        P::F32 => "<f4",
-        P::F64 => "<f8",
-        P::Bf16 => "<V2",
-        P::F8e4m3fn | P::F8e4m3 | P::F8e5m2 => "|V1",
-        other => bail!("no npy descr for element type {}", other.as_str_name()),
-    })
+    match NpyType::from_xla_name(ty.as_str_name()) {
+        Some(npy_type) => Ok(npy_type.descr()),
+        None => bail!("no npy descr for element type {}", ty.as_str_name()),
+    }
 }
 
-/// Whether an input's descr may bind to a parameter of `ty`.
+/// Whether an input's descr may bind to a parameter of `ty` (`abi::dtype::NpyType::accepts`).
 fn descr_fits(descr: &str, ty: hlo::proto::PrimitiveType) -> bool {
-    use hlo::proto::PrimitiveType as P;
-    let exact = npy_descr(ty).ok();
-    // `=` (native) and `<` are the same on the little-endian machines this runs on; one-byte
-    // types may say any order.
-    let normalised = descr.replacen('=', "<", 1);
-    if exact == Some(normalised.as_str())
-        || (exact.is_some_and(|e| e.starts_with('|'))
-            && normalised.get(1..) == exact.and_then(|e| e.get(1..)))
-    {
-        return true;
-    }
-    match ty {
-        P::Bf16 => matches!(descr, "<V2" | "|V2" | "V2" | "bfloat16"),
-        P::F8e4m3fn => matches!(descr, "|V1" | "<V1" | "V1" | "float8_e4m3fn"),
-        P::F8e4m3 => matches!(descr, "|V1" | "<V1" | "V1" | "float8_e4m3"),
-        P::F8e5m2 => matches!(descr, "|V1" | "<V1" | "V1" | "<f1" | "float8_e5m2"),
-        P::S8 => descr == "<i1",
-        P::U8 => descr == "<u1",
-        P::Pred => descr == "<b1",
-        _ => false,
-    }
+    NpyType::from_xla_name(ty.as_str_name()).is_some_and(|npy_type| npy_type.accepts(descr))
 }
 
 #[cfg(test)]

@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
-use abi::dtype::Dltype;
+use abi::dtype::{Dltype, NpyType};
 use abi::neff::npy;
 use abi::runtime::{Framework, Placement, Runtime};
 use abi::status::NrtStatus;
@@ -94,34 +94,9 @@ impl RunArgs {
 /// The hint for a launch that failed with `NRT_TIMEOUT`: which flags raise the limits.
 pub(crate) const LIMIT_HINT: &str = "the launch reached its work budget or time limit: raise it with --work-budget N (or none) or --launch-timeout-ms MS";
 
-/// The npy descr of a dltype.
+/// The npy descr written for a dltype (`abi::dtype::NpyType`: bf16 `<V2`, fp8 `|V1`).
 pub(crate) fn descr_of(dltype: Dltype) -> &'static str {
-    match dltype {
-        Dltype::Float32 => "<f4",
-        Dltype::Float16 => "<f2",
-        Dltype::BFloat16 => "<V2",
-        Dltype::Float64 => "<f8",
-        Dltype::Int8 => "|i1",
-        Dltype::Uint8 => "|u1",
-        Dltype::Int16 => "<i2",
-        Dltype::Uint16 => "<u2",
-        Dltype::Int32 => "<i4",
-        Dltype::Uint32 => "<u4",
-        Dltype::Int64 => "<i8",
-        Dltype::Uint64 => "<u8",
-        Dltype::Bool => "|b1",
-        Dltype::Float8E4m3fn | Dltype::Float8E5m2 => "|V1",
-    }
-}
-
-/// A descr with its byte order made explicit: `=` is this (little-endian) host's order, and the
-/// order of one-byte items is irrelevant.
-fn normal_descr(descr: &str) -> String {
-    match descr.split_at_checked(1) {
-        Some((_, rest)) if rest.ends_with('1') && !rest.ends_with("11") => format!("|{rest}"),
-        Some(("=", rest)) => format!("<{rest}"),
-        _ => descr.to_owned(),
-    }
+    NpyType::from(dltype).descr()
 }
 
 /// Where the program comes from, in the order the command looks.
@@ -242,7 +217,7 @@ fn open_npy(name: &str, path: &Path, io: &sim::IoDescription, limit: u64) -> Res
 fn check_npy(context: &str, io: &sim::IoDescription, header: &npy::NpyHeader) -> Result<()> {
     if let Some(dltype) = io.dltype {
         let expected = descr_of(dltype);
-        if normal_descr(&header.descr) != normal_descr(expected) {
+        if !NpyType::from(dltype).accepts(&header.descr) {
             bail!(
                 "{context}: dtype {:?}, expected {expected:?} ({} in the NEFF's signature)",
                 header.descr,

@@ -23,7 +23,6 @@ use std::sync::Arc;
 
 use abi::dtype::{ScalarType, decode_elements, scalar_type_of_raw};
 use abi::metaneff::MetaNeff;
-use abi::neff::npy;
 use abi::runtime::{Framework, Runtime};
 use abi::status::NrtStatus;
 use anyhow::{Context, Result, anyhow, bail};
@@ -50,28 +49,17 @@ fn is_user(tensor: &abi::metaneff::MetaTensor) -> bool {
     matches!(tensor.r#type, 0 | 1)
 }
 
-/// The `.npy` descr of a scalar type (bfloat16 and fp8 as the raw void descrs of ml_dtypes).
-fn descr_of(scalar_type: ScalarType) -> &'static str {
-    match scalar_type {
-        ScalarType::Byte => "|u1",
-        ScalarType::Char => "|i1",
-        ScalarType::Short => "<i2",
-        ScalarType::Int => "<i4",
-        ScalarType::Long => "<i8",
-        ScalarType::Half => "<f2",
-        ScalarType::Float => "<f4",
-        ScalarType::Double => "<f8",
-        ScalarType::Bool => "|b1",
-        ScalarType::BFloat16 => "<V2",
-        ScalarType::Float8E5m2 | ScalarType::Float8E4m3fn => "|V1",
-        ScalarType::UInt16 => "<u2",
-    }
-}
-
 /// The user inputs, read from the `--input` items, in metaneff order.
 fn read_inputs(args: &RunArgs, meta: &MetaNeff) -> Result<Vec<HostTensor>> {
     let users: Vec<String> =
         meta.input_tensors.iter().filter(|t| is_user(t)).map(|t| lossy(&t.name)).collect();
+    // The signature's types tell the fp8 types' shared descr `|V1` apart.
+    let types: Vec<Option<ScalarType>> = meta
+        .input_tensors
+        .iter()
+        .filter(|t| is_user(t))
+        .map(|t| scalar_type_of_raw(t.data_type).ok())
+        .collect();
     let mut slots: Vec<Option<PathBuf>> = vec![None; users.len()];
     let mut positional = Vec::new();
     for item in &args.inputs {
@@ -99,7 +87,7 @@ fn read_inputs(args: &RunArgs, meta: &MetaNeff) -> Result<Vec<HostTensor>> {
         );
     }
     let mut tensors = Vec::with_capacity(users.len());
-    for (name, slot) in users.iter().zip(slots) {
+    for ((name, slot), scalar_type) in users.iter().zip(slots).zip(types) {
         let path = slot.ok_or_else(|| {
             anyhow!(
                 "user input {name:?} is missing: the metaneff's user inputs are {users:?}, give \
@@ -108,34 +96,21 @@ fn read_inputs(args: &RunArgs, meta: &MetaNeff) -> Result<Vec<HostTensor>> {
         })?;
         let bytes = input::read_capped(&path, args.max_input_bytes)?;
         tensors.push(
-            npy_tensor(&bytes)
+            npy_tensor(&bytes, scalar_type)
                 .map_err(|err| anyhow!("user input {name:?} ({}): {err}", path.display()))?,
         );
     }
     Ok(tensors)
 }
 
-/// A host tensor from `.npy` bytes, bfloat16 and fp8 included (void descrs, sized by the
-/// metaneff at validation).
-fn npy_tensor(bytes: &[u8]) -> Result<HostTensor> {
-    let header = npy::parse_header("npy", bytes).map_err(|err| anyhow!("{err}"))?;
-    let scalar_type = match header.descr.as_str() {
-        "<V2" | "|V2" => Some(ScalarType::BFloat16),
-        _ => None,
-    };
+/// A host tensor from `.npy` bytes, read for the signature's type when there is one (bfloat16
+/// and fp8 included: their void descrs are told apart by it).
+fn npy_tensor(bytes: &[u8], scalar_type: Option<ScalarType>) -> Result<HostTensor> {
     match scalar_type {
-        None => HostTensor::from_npy(bytes).map_err(|err| anyhow!("{err}")),
-        Some(scalar_type) => {
-            let shape: Vec<i64> = header
-                .shape
-                .iter()
-                .map(|&d| i64::try_from(d))
-                .collect::<Result<_, _>>()
-                .map_err(|_| anyhow!("shape {:?} is too large", header.shape))?;
-            let data = bytes.get(header.data_offset..).unwrap_or_default().to_vec();
-            HostTensor::from_bytes(scalar_type, &shape, data).map_err(|err| anyhow!("{err}"))
-        }
+        Some(scalar_type) => HostTensor::from_npy_for(bytes, scalar_type),
+        None => HostTensor::from_npy(bytes),
     }
+    .map_err(|err| anyhow!("{err}"))
 }
 
 /// The weights of `--weights`, checked against the metaneff's states and weights.
@@ -273,9 +248,7 @@ pub(crate) fn run(args: &RunArgs) -> Result<bool> {
             println!("{}", summary(name, tensor));
             continue;
         }
-        let shape: Vec<u64> = tensor.shape().iter().map(|&d| d.max(0) as u64).collect();
-        let file = npy::encode(descr_of(tensor.scalar_type()), &shape, &tensor.to_bytes())
-            .map_err(|err| anyhow!("output {name:?}: {err}"))?;
+        let file = tensor.to_npy().map_err(|err| anyhow!("output {name:?}: {err}"))?;
         let path = args.output_dir.join(format!("{name}.npy"));
         std::fs::write(&path, file).with_context(|| format!("writing {}", path.display()))?;
         println!("wrote {}", path.display());
