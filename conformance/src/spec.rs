@@ -767,6 +767,8 @@ macro_rules! for_each_step {
             /// `nrt_tensor_get_va` of a tensor, then `nrt_memcpy_to_device` to that address plus
             /// `offset`.
             memcpy_to_device => MemcpyToDevice(MemcpyToDeviceStep),
+            /// `nrt_tensor_get_va`, the address checked against earlier ones.
+            tensor_get_va => TensorGetVa(TensorGetVaStep),
             // Instance information and profiling. Paths are relative to a folder of the run, made for
             // it and removed after it.
             /// `nrt_get_instance_info`.
@@ -901,6 +903,8 @@ pub struct AllocateTensorSetStep {
     /// Label for the set.
     #[serde(rename = "as")]
     pub label: String,
+    /// Expected status.
+    pub expect: Option<Status>,
 }
 
 /// `nrt_destroy_tensor_set`.
@@ -919,8 +923,11 @@ pub struct DestroyTensorSetStep {
 pub struct AddTensorToTensorSetStep {
     /// The set label.
     pub set: String,
-    /// The key.
-    pub name: String,
+    /// The key, when it is UTF-8.
+    pub name: Option<String>,
+    /// The key as hex digits (`69ff`), for any bytes: libnrt keys are C strings, not
+    /// necessarily UTF-8. Exactly one of `name` and `key_hex`.
+    pub key_hex: Option<String>,
     /// The tensor label.
     pub tensor: String,
     /// Expected status.
@@ -933,8 +940,11 @@ pub struct AddTensorToTensorSetStep {
 pub struct GetTensorFromTensorSetStep {
     /// The set label.
     pub set: String,
-    /// The key.
-    pub name: String,
+    /// The key, when it is UTF-8.
+    pub name: Option<String>,
+    /// The key as hex digits (`69ff`), for any bytes: libnrt keys are C strings, not
+    /// necessarily UTF-8. Exactly one of `name` and `key_hex`.
+    pub key_hex: Option<String>,
     /// Label for the tensor found.
     #[serde(rename = "as")]
     pub label: Option<String>,
@@ -1533,6 +1543,27 @@ pub struct MemcpyToDeviceStep {
     pub expect: Option<Status>,
 }
 
+/// `nrt_tensor_get_va`. Addresses differ between runs and backends, so the trace shows `<va>`
+/// and the expectations compare addresses with each other, never with a number.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TensorGetVaStep {
+    /// The tensor label.
+    pub tensor: String,
+    /// Label for the address, for later steps' `expect_equals`.
+    #[serde(rename = "as")]
+    pub label: Option<String>,
+    /// The address is not 0.
+    #[serde(default)]
+    pub expect_not_null: bool,
+    /// The address equals the one labelled so by an earlier step, plus `expect_offset`.
+    pub expect_equals: Option<String>,
+    /// The bytes the address lies past `expect_equals` (default 0).
+    pub expect_offset: Option<usize>,
+    /// Expected status.
+    pub expect: Option<Status>,
+}
+
 /// `nrt_get_instance_info`.
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -1893,6 +1924,7 @@ mod tests {
             ("tensor_reset_output_completion", "tensor = \"t\""),
             ("get_model_info", "model = \"m\""),
             ("memcpy_to_device", "tensor = \"t\"\ndata = { dtype = \"Float\", values = [1] }"),
+            ("tensor_get_va", "tensor = \"t\""),
             ("profile_start", "model = \"m\""),
             ("profile_continuous_save", "vnc = 0\ndir = \"d\""),
             ("get_dmabuf_fd", "size = 4"),

@@ -2,8 +2,8 @@
 //! `metaneff decode` text and `hlo print`, run as the built binary on files this test writes
 //! (with the NEFF writer and metaneff text) and on the `hlo` crate's jax-written fixtures.
 //!
-//! The snapshots pin derived output for review (`cargo insta review`, or `INSTA_UPDATE=always`
-//! and a read of the diff); the hand-written tests of each command stay the first net. Every
+//! The snapshots pin derived output for review (`cargo xtask bless` rewrites them with the
+//! vectors' generated files, then read the diff); the hand-written tests of each command stay the first net. Every
 //! command runs in a fresh directory on relative file names, so no path reaches the output.
 
 use std::path::Path;

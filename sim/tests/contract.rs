@@ -8,23 +8,18 @@ use common::{arithmetic_model, describe_loader, f32_bytes, small_sim};
 use testkit::checks;
 
 #[test]
-fn lifecycle_gates() {
-    checks::lifecycle_gates(&small_sim()).unwrap();
+fn version_before_init_is_release_2_or_later() {
+    checks::version_before_init_is_release_2_or_later(&small_sim()).unwrap();
 }
 
 #[test]
-fn tensor_sets() {
-    checks::tensor_sets(&small_sim()).unwrap();
+fn sets_refuse_a_tensor_handle_that_never_existed() {
+    checks::sets_refuse_a_tensor_handle_that_never_existed(&small_sim()).unwrap();
 }
 
 #[test]
 fn tensor_memory_and_bounds() {
     checks::tensor_memory_and_bounds(&small_sim()).unwrap();
-}
-
-#[test]
-fn slices_share_storage_and_outlive_parent() {
-    checks::slices_share_storage_and_outlive_parent(&small_sim()).unwrap();
 }
 
 #[test]

@@ -25,6 +25,9 @@
 //!   `vectors compile [--target trn1|trn2|inf2] [--compiler PATH]`: compile each vector's HLO
 //!   into its device NEFF with neuronx-cc (see README, "Device NEFFs");
 //!   `vectors settle BUNDLE [--dry-run]`: turn a device run's `--bundle` into vector changes.
+//! - `bless`: accept what the code now produces, in one habit: the vectors' generated files
+//!   (`vectors --bless`) and the CLI's output snapshots (`conformance/tests/snapshots.rs`, run
+//!   with `INSTA_UPDATE=always`); review both with `git diff`.
 //! - `test [ARGS]`: the README's test command: makes `target/pyenv` from
 //!   `pyref/requirements.txt` when missing or stale, runs `cargo test --workspace ARGS` with
 //!   `NRTSIM_PYTHON` set, and ends with one line saying what was skipped.
@@ -143,6 +146,9 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+    /// Accept what the code now produces: refresh the vectors' generated files and the CLI's
+    /// output snapshots, for review with `git diff`.
+    Bless,
     /// Refresh (`--bless`) or check (`--check`) the vectors' generated files,
     /// `promote DIR [--name NAME]` a shrunk differential failure to a vector, `compile` the
     /// vectors' device NEFFs, or `settle BUNDLE` a device run's guesses.
@@ -179,6 +185,7 @@ fn main() -> Result<()> {
         Command::Wheel { out } => wheel::run(&workspace_root(), out),
         Command::Conformance { args } => conformance::run(&workspace_root(), "conformance", &args),
         Command::Vectors { args } => conformance::run(&workspace_root(), "vectors", &args),
+        Command::Bless => bless(&workspace_root()),
         Command::Report { args } => conformance::run(&workspace_root(), "report", &args),
     }
 }
@@ -189,6 +196,23 @@ pub(crate) fn run(command: &mut std::process::Command, what: &str) -> Result<()>
     if !status.success() {
         bail!("{what} failed ({status})");
     }
+    Ok(())
+}
+
+/// `cargo xtask bless`: `vectors --bless`, then the snapshot tests with insta told to write
+/// what they see (`INSTA_UPDATE=always`, so a changed snapshot is rewritten in place, not left
+/// as a `.snap.new` to accept by hand).
+fn bless(root: &std::path::Path) -> Result<()> {
+    conformance::run(root, "vectors", &["--bless".to_owned()])?;
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    let mut command = std::process::Command::new(&cargo);
+    command
+        .current_dir(root)
+        .args(["test", "--package", "nrtsim-conformance", "--test", "snapshots"])
+        .env("INSTA_UPDATE", "always")
+        .env("INSTA_FORCE_PASS", "1");
+    run(&mut command, "the snapshot tests with INSTA_UPDATE=always")?;
+    println!("blessed the vectors and the snapshots: review them with `git diff`");
     Ok(())
 }
 

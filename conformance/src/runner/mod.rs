@@ -64,6 +64,7 @@ pub fn run_on_target(
         trace: trace.clone(),
         tensors: BTreeMap::new(),
         sets: BTreeMap::new(),
+        addresses: BTreeMap::new(),
         models: BTreeMap::new(),
         bind_models: BTreeMap::new(),
         outputs: BTreeMap::new(),
@@ -152,6 +153,8 @@ struct Context<'a> {
     trace: Arc<Trace>,
     tensors: BTreeMap<String, TensorId>,
     sets: BTreeMap<String, SetId>,
+    /// Tensor addresses labelled by `tensor_get_va` steps.
+    addresses: BTreeMap<String, usize>,
     models: BTreeMap<String, ModelId>,
     bind_models: BTreeMap<String, Model>,
     outputs: BTreeMap<String, HostTensor>,

@@ -4,24 +4,27 @@ use std::sync::Arc;
 
 use abi::runtime::{SharedBuffer, TensorReadBatch, TensorWriteBatch};
 
-use super::values::{encode_values, hex, placement, same_elements};
+use super::values::{encode_values, hex, parse_hex, placement, same_elements};
 use super::{Context, StepResult, check_status, label};
 use crate::spec::{
     AddTensorToTensorSetStep, AllocateTensorSetStep, DestroyTensorSetStep, Elements,
     GetTensorFromTensorSetStep, MemcpyToDeviceStep, TensorAllocateEmptyStep,
     TensorAllocateSliceStep, TensorAllocateStep, TensorAttachBufferStep,
     TensorCheckOutputCompletionStep, TensorCopyStep, TensorFreeStep, TensorGetSizeStep,
-    TensorMemsetStep, TensorReadBatchStep, TensorReadStep, TensorResetOutputCompletionStep,
-    TensorWriteBatchStep, TensorWriteStep,
+    TensorGetVaStep, TensorMemsetStep, TensorReadBatchStep, TensorReadStep,
+    TensorResetOutputCompletionStep, TensorWriteBatchStep, TensorWriteStep,
 };
 
 impl Context<'_> {
     /// The `allocate_tensor_set` step.
     pub(super) fn allocate_tensor_set(&mut self, step: &AllocateTensorSetStep) -> StepResult {
         let rt = self.runtime.clone();
-        let AllocateTensorSetStep { label: name } = step;
-        let set = rt.allocate_tensor_set().map_err(|e| e.to_string())?;
-        self.sets.insert(name.clone(), set);
+        let AllocateTensorSetStep { label: name, expect } = step;
+        let result = rt.allocate_tensor_set();
+        check_status(&result, expect)?;
+        if let Ok(set) = result {
+            self.sets.insert(name.clone(), set);
+        }
         Ok(())
     }
 
@@ -38,10 +41,11 @@ impl Context<'_> {
         step: &AddTensorToTensorSetStep,
     ) -> StepResult {
         let rt = self.runtime.clone();
-        let AddTensorToTensorSetStep { set, name, tensor, expect } = step;
+        let AddTensorToTensorSetStep { set, name, key_hex, tensor, expect } = step;
+        let key = set_key(name, key_hex)?;
         let set = label(&self.sets, set, "tensor set")?;
         let tensor = label(&self.tensors, tensor, "tensor")?;
-        check_status(&rt.add_tensor_to_tensor_set(set, name.as_bytes(), tensor), expect)
+        check_status(&rt.add_tensor_to_tensor_set(set, &key, tensor), expect)
     }
 
     /// The `get_tensor_from_tensor_set` step.
@@ -50,9 +54,9 @@ impl Context<'_> {
         step: &GetTensorFromTensorSetStep,
     ) -> StepResult {
         let rt = self.runtime.clone();
-        let GetTensorFromTensorSetStep { set, name, label: as_name, expect } = step;
-        let result =
-            rt.get_tensor_from_tensor_set(label(&self.sets, set, "tensor set")?, name.as_bytes());
+        let GetTensorFromTensorSetStep { set, name, key_hex, label: as_name, expect } = step;
+        let key = set_key(name, key_hex)?;
+        let result = rt.get_tensor_from_tensor_set(label(&self.sets, set, "tensor set")?, &key);
         check_status(&result, expect)?;
         if let (Ok(tensor), Some(as_name)) = (result, as_name) {
             self.tensors.insert(as_name.clone(), tensor);
@@ -283,5 +287,64 @@ impl Context<'_> {
             format!("address {va:#x} + offset {offset} overflows, expected a smaller offset")
         })?;
         check_status(&rt.memcpy_to_device(address, &bytes), expect)
+    }
+
+    /// The `tensor_get_va` step.
+    pub(super) fn tensor_get_va(&mut self, step: &TensorGetVaStep) -> StepResult {
+        let TensorGetVaStep {
+            tensor,
+            label: as_name,
+            expect_not_null,
+            expect_equals,
+            expect_offset,
+            expect,
+        } = step;
+        let result = self.runtime.tensor_get_va(label(&self.tensors, tensor, "tensor")?);
+        check_status(&result, expect)?;
+        let Ok(va) = result else { return Ok(()) };
+        if *expect_not_null && va == 0 {
+            return Err(format!("the address of {tensor} is 0, expected a non-null address"));
+        }
+        if let Some(other) = expect_equals {
+            let base = label(&self.addresses, other, "address")?;
+            let offset = expect_offset.unwrap_or(0);
+            if base.checked_add(offset) != Some(va) {
+                return Err(format!(
+                    "the address of {tensor} is {va:#x}, expected {other} ({base:#x}) + {offset}"
+                ));
+            }
+        }
+        if let Some(as_name) = as_name {
+            self.addresses.insert(as_name.clone(), va);
+        }
+        Ok(())
+    }
+}
+
+/// A set key from a step's `name` or `key_hex`, exactly one of which is given.
+fn set_key(name: &Option<String>, key_hex: &Option<String>) -> Result<Vec<u8>, String> {
+    match (name, key_hex) {
+        (Some(name), None) => Ok(name.as_bytes().to_vec()),
+        (None, Some(hex)) => parse_hex(hex).map_err(|e| format!("key_hex: {e}")),
+        (Some(_), Some(_)) => Err("both name and key_hex, expected one of them".to_owned()),
+        (None, None) => Err("no key, expected name (UTF-8) or key_hex (any bytes)".to_owned()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::set_key;
+
+    #[test]
+    fn a_set_key_is_one_of_name_and_key_hex() {
+        let text = |s: &str| Some(s.to_owned());
+        assert_eq!(set_key(&text("in"), &None), Ok(b"in".to_vec()));
+        assert_eq!(set_key(&None, &text("69ff")), Ok(b"i\xff".to_vec()));
+        let both = set_key(&text("in"), &text("69")).expect_err("both");
+        assert!(both.contains("both name and key_hex"), "{both}");
+        let neither = set_key(&None, &None).expect_err("neither");
+        assert!(neither.contains("expected name (UTF-8) or key_hex"), "{neither}");
+        let odd = set_key(&None, &text("6")).expect_err("odd");
+        assert!(odd.starts_with("key_hex: "), "{odd}");
     }
 }

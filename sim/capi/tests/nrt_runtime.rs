@@ -80,12 +80,13 @@ fn runtime_checks() -> Vec<(&'static str, Check)> {
         check(runtime).map_err(|failure| failure.0)
     }
     vec![
-        ("lifecycle_gates", |r| plain(checks::lifecycle_gates, r)),
-        ("tensor_sets", |r| plain(checks::tensor_sets, r)),
-        ("tensor_memory_and_bounds", |r| plain(checks::tensor_memory_and_bounds, r)),
-        ("slices_share_storage_and_outlive_parent", |r| {
-            plain(checks::slices_share_storage_and_outlive_parent, r)
+        ("version_before_init_is_release_2_or_later", |r| {
+            plain(checks::version_before_init_is_release_2_or_later, r)
         }),
+        ("sets_refuse_a_tensor_handle_that_never_existed", |r| {
+            plain(checks::sets_refuse_a_tensor_handle_that_never_existed, r)
+        }),
+        ("tensor_memory_and_bounds", |r| plain(checks::tensor_memory_and_bounds, r)),
         ("attached_buffers_are_caller_memory", |r| {
             plain(checks::attached_buffers_are_caller_memory, r)
         }),
