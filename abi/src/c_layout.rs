@@ -1,4 +1,4 @@
-//! The C struct layouts of the libnrt API (ABI-FACTS §4), declared once for both sides of the
+//! The C struct layouts of the libnrt API (docs/abi-facts.md §4), declared once for both sides of the
 //! FFI: the real-libnrt backend (`nrt`) reads them from the library, the simulator's C ABI
 //! (`sim/capi`) writes them for C callers.
 //!

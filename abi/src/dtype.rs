@@ -26,10 +26,10 @@
 //!   (metaneff BYTE and UINT8 both give torch Byte), the reverse mapping picks the one producers
 //!   write (UINT8) and the choice is documented where it is made.
 //!
-//! Seed discrepancy: the seed lists fifteen value immediates for `PROTO_AT_DTYPE_MAP`, ending in
-//! `0x10`. ABI-FACTS §2 reads the first fourteen as the values in key order and the `0x10` as the
-//! key 16 itself (`movl $0x10`), so UNDEFINED (0), STRING (4) and 11 have no entry; a test pins the
-//! fourteen immediates against [`PROTO_AT_DTYPE_MAP`].
+//! `PROTO_AT_DTYPE_MAP` is read from fifteen immediates in libtorchneuron's code, ending in
+//! `0x10`: the first fourteen are the values in key order and the `0x10` is the key 16 itself
+//! (`movl $0x10`), so UNDEFINED (0), STRING (4) and 11 have no entry (docs/abi-facts.md §2); a
+//! test pins the fourteen immediates against [`PROTO_AT_DTYPE_MAP`].
 
 mod dltype;
 mod element;

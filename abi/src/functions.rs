@@ -81,7 +81,7 @@ impl Header {
 pub enum PreInit {
     /// Refused: `NRT_UNINITIALIZED` before `nrt_init`, `NRT_CLOSED` after `nrt_close`.
     Gated,
-    /// Documented as callable before `nrt_init` (a header comment, or ABI-FACTS §4 for
+    /// Documented as callable before `nrt_init` (a header comment, or docs/abi-facts.md §4 for
     /// `nrt_get_version`); it works in every lifecycle state.
     Allowed,
     /// Documented as callable only before `nrt_init` (`nrt_set_pool_eng_ucode`).
@@ -104,7 +104,7 @@ pub enum Faults {
 /// Whether every libnrt release the harness supports exports the function.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Availability {
-    /// In every supported release (the API subset of ABI-FACTS §4): a library without it is
+    /// In every supported release (the API subset of docs/abi-facts.md §4): a library without it is
     /// refused by the `nrt` backend.
     Always,
     /// In recent releases only: a missing symbol is tolerated, and calling it is an error.

@@ -18,9 +18,10 @@
 //! - **One table of libnrt functions** ([`functions`]): every layer that names a libnrt
 //!   function (fault plans, traces, the FFI symbol tables, the C exports, the headers' tests, the
 //!   reference page) derives the list from it.
-//! - **Corrections win over the seed.** Where public sources contradict the reverse-engineered
-//!   seed (status 1003, binding by name, `bytes` names, proto3 default omission), the code follows
-//!   the public sources and the seed's claim is pinned by a test as a documented discrepancy.
+//! - **Public facts win over disassembly.** Where public sources contradict what was read from
+//!   libtorchneuron's disassembly (status 1003, binding by name, `bytes` names, proto3 default
+//!   omission), the code follows the public sources (`docs/abi-facts.md`) and the other reading is
+//!   pinned by a test as a documented discrepancy (`docs/libtorchneuron.md`).
 #![forbid(unsafe_code)]
 
 pub mod c_layout;

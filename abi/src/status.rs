@@ -1,12 +1,12 @@
 //! libnrt status codes (`NRT_STATUS`, a 4-byte C enum) and their classification.
 //!
-//! Every code of ABI-FACTS §3 has a variant; codes from newer libraries survive as
+//! Every code of docs/abi-facts.md §3 has a variant; codes from newer libraries survive as
 //! [`NrtStatus::Unknown`] and never cause a panic. [`NrtStatus::name`] is what
 //! `nrt_get_status_as_str` returns: the bare C identifier.
 //!
-//! Seed discrepancy: the seed calls 1003 "pending/async". It is
+//! Discrepancy (docs/libtorchneuron.md §1): the disassembly notes call 1003 "pending/async". It is
 //! `NRT_EXEC_COMPLETED_WITH_NUM_ERR`: the launch completed, outputs are written, and some hold a
-//! NaN. The binding layer tolerates it (as the seed observed), so [`StatusClass`] puts it in a class
+//! NaN. The binding layer tolerates it (as libtorchneuron does), so [`StatusClass`] puts it in a class
 //! of its own, [`StatusClass::CompletedWithWarning`]. The real "pending, poll again" code is 1100.
 
 use std::fmt;
@@ -223,8 +223,8 @@ mod tests {
         }
     }
 
-    /// Seed discrepancy (seed §4.3 calls 1003 "pending/async"): 1003 is a completed launch with a
-    /// numerical-error warning, and 1100 is the pending code.
+    /// Discrepancy (docs/libtorchneuron.md §1: the disassembly notes call 1003 "pending/async"):
+    /// 1003 is a completed launch with a numerical-error warning, and 1100 is the pending code.
     #[test]
     fn seed_discrepancy_1003_is_completed_with_warning_not_pending() {
         let s = NrtStatus::from_code(1003);

@@ -1,4 +1,4 @@
-//! The dtype tables of ABI-FACTS §2, §4 and §5, checked row by row through one helper per table,
+//! The dtype tables of docs/abi-facts.md §2, §4 and §5, checked row by row through one helper per table,
 //! plus properties of the byte-size arithmetic.
 //!
 //! The expected values are written out here as data, independently of the tables in
@@ -55,8 +55,8 @@ fn every_row_of_the_proto_at_dtype_map_matches_abi_facts() {
     assert_eq!(keys, expected, "the map holds exactly the fourteen keys, in key order");
 }
 
-/// How ABI-FACTS corrected the seed: the seed's surviving value immediates are the c10 indices
-/// of the map's values in key order. The seed's fifteenth immediate, 0x10, is the key 16 itself,
+/// docs/abi-facts.md §2: the fourteen value immediates read from libtorchneuron are the c10
+/// indices of the map's values in key order. The fifteenth immediate, 0x10, is the key 16 itself,
 /// not a value, so no key maps to c10 index 16.
 #[test]
 fn seed_immediates_are_the_scalar_type_indices_in_key_order() {

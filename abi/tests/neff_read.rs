@@ -10,7 +10,7 @@ use abi::neff::{
 };
 use abi::status::NrtStatus;
 
-/// The var table of one subgraph of the NKI matmul NEFF (ABI-FACTS §5).
+/// The var table of one subgraph of the NKI matmul NEFF (docs/abi-facts.md §5).
 fn matmul_vars(graph: &str) -> Vec<Var> {
     let constant = Var {
         alignment: Some(32768),

@@ -1,9 +1,9 @@
 //! Dynamic batching: how a launch batch that differs from the compiled one is run.
 //!
-//! The seed says that libtorchneuron overrides a dynamic tensor's leading dimension with the
-//! launch batch (`empty_tensor`), and that `get_slices` / `CreateSlice` cut the inputs into
-//! per-launch slices, but it leaves the slicing arithmetic open (§10). This is **our model of
-//! it**, pinned by tests so that a device run can confirm or correct it:
+//! libtorchneuron overrides a dynamic tensor's leading dimension with the launch batch
+//! (`empty_tensor`), and `get_slices` / `CreateSlice` cut the inputs into per-launch slices, but
+//! the disassembly leaves the slicing arithmetic open (docs/libtorchneuron.md §2). This is **our
+//! model of it**, pinned by tests so that a device run can confirm or correct it:
 //!
 //! - The *launch batch* `b` is the leading dimension of the caller's dynamic user inputs (all of
 //!   them must agree); the *compiled batch* `c` is the leading dimension the metaneff gives

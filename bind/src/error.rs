@@ -1,6 +1,6 @@
 //! The errors of the binding layer: [`BindError`], [`ValidateError`] and [`HostTensorError`].
 //!
-//! Where the seed gives libtorchneuron's exact message ("Expected tensor.dtype() == dtype",
+//! Where libtorchneuron has an exact message ("Expected tensor.dtype() == dtype",
 //! "Failed to allocate tensor set", …), the error carries that string unchanged in a field of its
 //! own, beside the structured facts (kind, index, name, expected, actual), so conformance can
 //! compare the exact message while humans read the rest. Every other message is ours: lowercase,
@@ -14,31 +14,31 @@ use abi::metaneff::edit::Side;
 use abi::neff::NeffError;
 use abi::runtime::NrtError;
 
-/// libtorchneuron's count check message (seed §5).
+/// libtorchneuron's count check message (docs/libtorchneuron.md §3).
 pub const MSG_COUNT: &str = "Expected npts->impl()->size() == tensors.size()";
-/// libtorchneuron's dtype check message (seed §5).
+/// libtorchneuron's dtype check message (docs/libtorchneuron.md §3).
 pub const MSG_DTYPE: &str = "Expected tensor.dtype() == dtype";
-/// libtorchneuron's shape check message (seed §5).
+/// libtorchneuron's shape check message (docs/libtorchneuron.md §3).
 pub const MSG_SHAPE: &str = "Expected tensor.sizes() == sizes";
-/// libtorchneuron's dynamic-batch sanity message (seed §5).
+/// libtorchneuron's dynamic-batch sanity message (docs/libtorchneuron.md §3).
 pub const MSG_SCALAR_DYNAMIC: &str = "Scalar tensor cannot have allow_dynamic_batch_size=True";
-/// libtorchneuron's slot range message (seed §5).
+/// libtorchneuron's slot range message (docs/libtorchneuron.md §3).
 pub const MSG_ORDINAL: &str = "Expected ordinal < nrt_tensors_.size()";
-/// libtorchneuron's message for a failed `nrt_allocate_tensor_set` (seed §4.3).
+/// libtorchneuron's message for a failed `nrt_allocate_tensor_set` (docs/libtorchneuron.md §1).
 pub const MSG_ALLOCATE_SET: &str = "Failed to allocate tensor set";
-/// libtorchneuron's message for a failed `nrt_tensor_allocate` (seed §4.3).
+/// libtorchneuron's message for a failed `nrt_tensor_allocate` (docs/libtorchneuron.md §1).
 pub const MSG_ALLOCATE_TENSOR: &str = "Failed to allocate neuron runtime tensor";
-/// libtorchneuron's message for a failed `nrt_add_tensor_to_tensor_set` (seed §4.3). The binary
+/// libtorchneuron's message for a failed `nrt_add_tensor_to_tensor_set` (docs/libtorchneuron.md §1). The binary
 /// has this one string for both sides, so the output set uses it too.
 pub const MSG_ADD_TENSOR: &str = "Failed to add neuron tensor to the input set";
-/// Our message for a failed `nrt_load` / `nrt_load_collectives` (the seed gives none).
+/// Our message for a failed `nrt_load` / `nrt_load_collectives` (libtorchneuron has none).
 pub const MSG_LOAD: &str = "failed to load the neff";
-/// Our message for a failed `nrt_tensor_write` of an input, state or weight (the seed gives
+/// Our message for a failed `nrt_tensor_write` of an input, state or weight (libtorchneuron has
 /// none; libtorchneuron returns status 3 there).
 pub const MSG_WRITE: &str = "failed to write a tensor to the device";
-/// Our message for a failed `nrt_execute` (the seed gives none).
+/// Our message for a failed `nrt_execute` (libtorchneuron has none).
 pub const MSG_EXECUTE: &str = "failed to execute the model";
-/// Our message for a failed `nrt_tensor_read` of an output (the seed gives none).
+/// Our message for a failed `nrt_tensor_read` of an output (libtorchneuron has none).
 pub const MSG_READ: &str = "failed to read an output from the device";
 
 /// Which of libtorchneuron's `validate` checks failed.
@@ -181,7 +181,7 @@ pub enum BindError {
     Runtime {
         /// The runtime method, e.g. `tensor_allocate`.
         call: &'static str,
-        /// libtorchneuron's message where the seed gives one (e.g. "Failed to allocate tensor
+        /// libtorchneuron's message where libtorchneuron has one (e.g. "Failed to allocate tensor
         /// set"), otherwise ours.
         message: &'static str,
         /// The runtime's error with its exact status.

@@ -1,4 +1,4 @@
-//! `bind`: what libtorchneuron does with a metaneff (seed §4-§7), written once over
+//! `bind`: what libtorchneuron does with a metaneff (docs/libtorchneuron.md), written once over
 //! `Arc<dyn Runtime>`, so it runs unchanged on the simulator and on real libnrt.
 //!
 //! A [`Model`] holds a NEFF and its metaneff. Loading it (`nrt_load`) is followed by two tensor
@@ -11,7 +11,7 @@
 //! Design choices, and where they come from:
 //! - **Slots are metaneff indices; binding is by name.** Slot `i` is `input_tensors[i]`, as in
 //!   libtorchneuron's slot arrays; libnrt binds the set's tensors to the NEFF's variables by
-//!   name (ABI-FACTS §4 correction: a slot index is not a var_id). The var_id and MrType of
+//!   name (docs/abi-facts.md §4 correction: a slot index is not a var_id). The var_id and MrType of
 //!   each bound name are read from the NEFF's var table once, for the trace only; a name the
 //!   table lacks is traced as `var_id ? MR_INVALID` and left for libnrt to judge at execute.
 //! - **One validation layer.** The layer checks what libtorchneuron checks (count, dtype,
@@ -25,18 +25,19 @@
 //! - **Donation.** An output aliased to input `j` is, in the output set, the very runtime tensor
 //!   of input `j`, so execute updates it in place; the returned [`HostTensor`] shares input
 //!   `j`'s storage and holds the updated bytes. With `return_aliases` false, aliased outputs
-//!   are left out of the returned list (ABI-FACTS §1).
-//! - **States and weights are ordinary inputs the layer fills** (ABI-FACTS §5 correction).
+//!   are left out of the returned list (docs/abi-facts.md §1).
+//! - **States and weights are ordinary inputs the layer fills** (docs/abi-facts.md §5 correction).
 //!   The caller passes user inputs only (`USER_INPUT`, and `UNDEFINED_TYPE` that older
 //!   producers write), in metaneff order. `INPUT_STATE` tensors start at load as zeros, or
 //!   as a copy of the [`ModelOptions::weights`] entry of their `checkpoint_key` when there is
 //!   one (a checkpoint's state), and persist because their runtime tensor is reused across launches (updated through their
 //!   aliased output); `INPUT_WEIGHT` tensors come from [`ModelOptions::weights`] by
 //!   `checkpoint_key`.
-//! - **Status 1003 is a warning** (ABI-FACTS §3): execute's 1003 is kept in
+//! - **Status 1003 is a warning** (docs/abi-facts.md §3): execute's 1003 is kept in
 //!   [`ForwardOutput::status`] with the outputs intact; the allocation calls tolerate it too,
-//!   as the seed observed (see [`tensor_set`] for what that means without a handle).
-//! - **Dynamic batching** is our documented model of the seed's open slicing arithmetic
+//!   as libtorchneuron does (see [`tensor_set`] for what that means without a handle).
+//! - **Dynamic batching** is our documented model of libtorchneuron's slicing arithmetic,
+//!   which the disassembly leaves open
 //!   ([`batching`]).
 //! - **Setters edit bytes.** [`Model::set_async_load`] and the others change the stored
 //!   metaneff through [`abi::metaneff::edit`], so fields this crate does not know survive.

@@ -1,4 +1,4 @@
-//! [`Model`] (seed §7) and the launch path shared with [`super::SpmdModel`] (seed §4.5-§4.6).
+//! [`Model`] (docs/libtorchneuron.md §5) and the launch path shared with [`super::SpmdModel`] (docs/libtorchneuron.md §2).
 
 use std::thread::JoinHandle;
 
@@ -467,7 +467,7 @@ impl Model {
     }
 
     /// Sets `allow_dynamic_batch_size` on every input and output (lossless edit) and forces a
-    /// reload, as `Model::set_dynamic_batching` does (seed §6).
+    /// reload, as `Model::set_dynamic_batching` does (docs/libtorchneuron.md §4).
     ///
     /// # Errors
     /// As [`Model::set_async_load`], and any unload or load error.
@@ -477,8 +477,8 @@ impl Model {
         self.reload()
     }
 
-    /// Our model of `set_dynamic_batching_mixed(vector<int64>, vector<int64>)`, the seed's
-    /// "per-tensor heterogeneous variant" (to be pinned on a device): one flag per input and one
+    /// Our model of `set_dynamic_batching_mixed(vector<int64>, vector<int64>)`, a per-tensor
+    /// variant whose arguments the disassembly leaves open (to be pinned on a device): one flag per input and one
     /// per output in metaneff order, non-zero meaning dynamic; then a forced reload.
     ///
     /// # Errors

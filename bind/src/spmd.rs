@@ -1,4 +1,4 @@
-//! [`SpmdModel`] (seed §4.4, §7): one ranked task per local rank, each on its own NeuronCore,
+//! [`SpmdModel`] (docs/libtorchneuron.md §2, §5): one ranked task per local rank, each on its own NeuronCore,
 //! loaded with `nrt_load_collectives` (ctx id = rank), run in parallel.
 //!
 //! Parallelism is `std::thread::scope`, one scoped thread per rank after the first (rank 0 runs

@@ -1,8 +1,8 @@
 //! The boundary of a model as the layer uses it (`Layout`), and load-time tensor sets
-//! (seed §4.3): one runtime tensor per `MetaTensor`, `item_size × Π shape` bytes, added to its
+//! (docs/libtorchneuron.md §1): one runtime tensor per `MetaTensor`, `item_size × Π shape` bytes, added to its
 //! set under `MetaTensor.name`.
 //!
-//! Allocation statuses follow the seed: `nrt_allocate_tensor_set` and `nrt_tensor_allocate`
+//! Allocation statuses follow libtorchneuron (docs/libtorchneuron.md §1): `nrt_allocate_tensor_set` and `nrt_tensor_allocate`
 //! tolerate 1003 and fail with libtorchneuron's messages on any other non-zero status. In the
 //! Rust trait an `Err` carries no handle, so a tolerated 1003 leaves the layer with the null
 //! handle the C call would have left behind ([`NULL_TENSOR`], [`NULL_SET`]); the next call that
@@ -136,7 +136,7 @@ fn slot_of(
     tensor: &MetaTensor,
     vars: &VarTable,
 ) -> Result<Slot, BindError> {
-    // Names are bytes end to end (ABI-FACTS §1): the exact bytes key the tensor set, and the
+    // Names are bytes end to end (docs/abi-facts.md §1): the exact bytes key the tensor set, and the
     // runtime judges them; a lossy copy is only for messages.
     let name = lossy(&tensor.name);
     let dtype_error = |source| BindError::Dtype { side, index, name: name.clone(), source };

@@ -1,10 +1,10 @@
-//! libtorchneuron's `validate` (seed §5): the gate before every launch, with its exact messages.
+//! libtorchneuron's `validate` (docs/libtorchneuron.md §3): the gate before every launch, with its exact messages.
 //!
 //! Checks, in order:
 //! 1. **Count** ([`ValidatePath::Model`] only): the number of caller tensors against the number
-//!    of user-supplied inputs. *Seed discrepancy:* the seed compares `input_tensors.size()` (every
+//!    of user-supplied inputs. *Discrepancy* (docs/libtorchneuron.md §3): libtorchneuron compares `input_tensors.size()` (every
 //!    input, states and weights included) with `tensors.size()`. This layer binds states and
-//!    weights itself (ABI-FACTS: they are ordinary inputs the layer fills), so the caller passes
+//!    weights itself (docs/abi-facts.md §5: they are ordinary inputs the layer fills), so the caller passes
 //!    user inputs only and the check counts those; with states or weights present the two
 //!    counts differ, and the test `seed_discrepancy_count_check_counts_user_inputs` pins the
 //!    choice. The ranked path ([`ValidatePath::Ranked`], `SPMDRankedTask::run`) skips it.

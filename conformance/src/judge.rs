@@ -287,7 +287,7 @@ mod tests {
 
     #[test]
     fn extra_lines_after_the_golden_trace_are_a_difference() {
-        // Issue 21 F10: the comparison once stopped at the end of expected.trace.
+        // An injected bug: the comparison once stopped at the end of expected.trace.
         let golden = golden_text(&owned(&["== step 1: execute", "execute(m) -> 0"]));
         let run = owned(&["== step 1: execute", "execute(m) -> 0", "execute(m) -> 0"]);
         assert_eq!(

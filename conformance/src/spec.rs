@@ -628,7 +628,7 @@ pub struct ExpectedError {
     /// The error kind, e.g. `dtype`, `shape`, `count`, `scalar_dynamic_batch`, `ordinal`,
     /// `missing_weight`, `runtime`.
     pub kind: ErrorKind,
-    /// The exact message, where the seed gives one.
+    /// The exact message, where libtorchneuron has one.
     pub message: Option<String>,
     /// Text the error's whole rendering must contain (e.g. the name of a missing key).
     pub message_contains: Option<String>,

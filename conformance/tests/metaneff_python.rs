@@ -132,7 +132,7 @@ fn nrtsim_cli_round_trips_python_bytes(python: &Path) -> Result<(), Failed> {
     Ok(())
 }
 
-/// Messages built here, independently of the Python cases: the seed example and a deterministic
+/// Messages built here, independently of the Python cases: the worked example of docs/libtorchneuron.md §6 and a deterministic
 /// pseudo-random set.
 fn rust_messages() -> Vec<MetaNeff> {
     let tensor = |name: &str, shape: &[i64], data_type: DataType, kind: Type| MetaTensor {

@@ -92,6 +92,6 @@ fn guesses_page_lists_every_guessed_vector() {
         .filter_map(|line| line.strip_prefix("| `"))
         .filter_map(|rest| rest.split_once('`').map(|(name, _)| name.to_owned()))
         .collect();
-    assert!(guessed.len() >= 6, "the guessed statuses of issue 11 are marked: {guessed:?}");
+    assert!(guessed.len() >= 6, "the guessed statuses are marked: {guessed:?}");
     assert_eq!(guessed, listed, "vectors/GUESSES.md and the provenance keys differ");
 }

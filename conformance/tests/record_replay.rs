@@ -1,4 +1,4 @@
-//! `nrtsim record` and `nrtsim replay` end to end (issue 16): unmodified C programs run under the
+//! `nrtsim record` and `nrtsim replay` end to end: unmodified C programs run under the
 //! recorder with the simulator's `libnrt.so.1` as the "real" library, and their recordings
 //! replay on `sim` and `capi`; a differently configured simulator is caught at the right line;
 //! bad recordings are refused with the reason; a crash leaves a valid recording; the recorder

@@ -1,6 +1,6 @@
-//! `nrtsim run` from the outside: a NEFF in the shape of the real NKI matmul NEFF of ABI-FACTS
-//! (inputs `x` f16[128,256], `y` f16[256,128], output `output0` f16[128,128]) whose program is the
-//! HLO of `x @ y` in its metaneff's `serialized_graph_def`, and the refusals.
+//! `nrtsim run` from the outside: a NEFF in the shape of the real NKI matmul NEFF of
+//! docs/abi-facts.md §5 (inputs `x` f16[128,256], `y` f16[256,128], output `output0`
+//! f16[128,128]) whose program is the HLO of `x @ y` in its metaneff's `serialized_graph_def`, and the refusals.
 
 use std::path::{Path, PathBuf};
 
@@ -14,7 +14,7 @@ use support::{nrtsim, scratch, text};
 
 const MATMUL_HLO: &str = "HloModule matmul\n\nENTRY main {\n  x = f16[128,256] parameter(0)\n  y = f16[256,128] parameter(1)\n  product = f16[128,128] dot(x, y), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n  ROOT outputs = (f16[128,128]) tuple(product)\n}\n";
 
-/// The NKI matmul NEFF's variables (ABI-FACTS §5): SB, x, y, output0 and a constant, no program.
+/// The NKI matmul NEFF's variables (docs/abi-facts.md §5): SB, x, y, output0 and a constant, no program.
 fn nki_matmul() -> ModelDescription {
     ModelDescription::new("file.neff")
         .with_var(VarDescription::new("SB", 0, SlotKind::Sb, 4096))
@@ -26,7 +26,7 @@ fn nki_matmul() -> ModelDescription {
 
 fn write_neff(dir: &Path, description: &ModelDescription) -> PathBuf {
     let mut spec = sim::neff_load::neff_spec_of(description).unwrap();
-    // The header fields and the graph-only output signature of the real NEFF (ABI-FACTS).
+    // The header fields and the graph-only output signature of the real NEFF (docs/abi-facts.md §5).
     spec.header.feature_bits = 0x209c00;
     spec.header.lnc_size = 2;
     spec.header.num_tpb = 1;

@@ -8,7 +8,7 @@
 //!   order, one entry each. [`SimConfig::from_env`] is the lookup over this process's environment;
 //!   [`SimConfig::default`] never reads it, so tests are deterministic whatever the shell
 //!   exports, and a field set after `from_env` overrides what the environment said.
-//! - **Numerical-error reporting follows libnrt ≥ 2.27** (ABI-FACTS §3): on only when
+//! - **Numerical-error reporting follows libnrt ≥ 2.27** (docs/abi-facts.md §3): on only when
 //!   `NEURON_FAIL_ON_NAN=1` or `NEURON_RT_NUMERICAL_ERRORS_VERBOSITY=critical`; any other value,
 //!   or none, means off. The decision is the pure function [`numerical_errors_from_env_values`].
 //! - **Core scoping follows libnrt's documented variables**: `NEURON_RT_VISIBLE_CORES` (a core,

@@ -3,7 +3,7 @@
 //!
 //! Design choices:
 //! - **Model libnrt at its C API, not libtorchneuron.** Statuses, lifecycle, binding by name and
-//!   the I/O contract follow ABI-FACTS §3-§5; where the exact code is still to be pinned on a
+//!   the I/O contract follow docs/abi-facts.md §3-§5; where the exact code is still to be pinned on a
 //!   device, the choice is made in one place and commented.
 //! - **Sparse, real memory.** Each NeuronCore's HBM is one anonymous mapping reserved without
 //!   swap (`memory`): a 16 GiB core costs nothing until touched, `nrt_tensor_get_va` returns a

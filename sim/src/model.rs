@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use abi::dtype::{Dltype, n_bytes_with_item_size};
 
-/// The kind of memory reference a variable becomes (`kbin_mr_type`, ABI-FACTS §5).
+/// The kind of memory reference a variable becomes (`kbin_mr_type`, docs/abi-facts.md §5).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum SlotKind {
     /// On-chip state buffer (MR_SB); the simulator stages it in device memory.

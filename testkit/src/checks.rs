@@ -163,7 +163,7 @@ pub type NamedBytes<'a> = (&'a str, &'a [u8]);
 /// Not data: the loader is a parameter, and the simulator's tests run it on in-memory
 /// descriptions (`SimRuntime::load_description`), which no vector can load.
 ///
-/// The canonical client of ABI-FACTS §4: init → load → tensor info → one tensor per info entry
+/// The canonical client of docs/abi-facts.md §4: init → load → tensor info → one tensor per info entry
 /// of `info.size` (on `placement`) → sets by name → write → execute → read → free → destroy sets
 /// → unload → close. Checks the launch status and that each listed output reads back as given.
 pub fn canonical_client_flow(

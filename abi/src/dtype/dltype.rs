@@ -1,4 +1,4 @@
-//! neff.json `dltype` strings (ABI-FACTS §5) and their joins to the other vocabularies.
+//! neff.json `dltype` strings (docs/abi-facts.md §5) and their joins to the other vocabularies.
 //!
 //! The compiler writes one `dltype` per graph tensor in `attrs.dltype`, and newer files a `dtype`
 //! per signature input; both use these strings. Each row carries the item size, the libnrt

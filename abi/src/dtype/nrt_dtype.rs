@@ -1,4 +1,4 @@
-//! libnrt's `nrt_dtype_t` and its two numberings (ABI-FACTS §4).
+//! libnrt's `nrt_dtype_t` and its two numberings (docs/abi-facts.md §4).
 //!
 //! The runtime renumbered `nrt_dtype_t` in 2025 to the hardware codes, an ABI break: the same
 //! `u32` in `nrt_tensor_info_t.dtype` means FLOAT32 for an older library (1) and UINT64 for a newer

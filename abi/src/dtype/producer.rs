@@ -1,11 +1,11 @@
-//! XLA primitive types and the producers' maps from them to metaneff DataType (ABI-FACTS §2).
+//! XLA primitive types and the producers' maps from them to metaneff DataType (docs/abi-facts.md §2).
 //!
 //! A producer lowers a graph to HLO, then writes one MetaTensor per parameter and result, taking
 //! the data_type from the HLO element type through its own table. The tables collapse types the
 //! metaneff enum cannot spell (unsigned 32/64-bit) and differ between producers:
 //! - torch-neuronx: U32→INT32, U64→INT64, PRED→BOOL, fp8 types to the fp8 DataTypes;
-//! - transformers-neuronx: PRED→UINT8 and F8E4M3FN→INT8. ABI-FACTS names only these two
-//!   differences, so its other rows are taken to be torch-neuronx's.
+//! - transformers-neuronx: PRED→UINT8 and F8E4M3FN→INT8. docs/abi-facts.md §2 names only
+//!   these two differences, so its other rows are taken to be torch-neuronx's.
 //!
 //! Both tables are columns of one row per XLA type, so they cover the same names.
 

@@ -1,8 +1,8 @@
-//! Torch c10 scalar types and libtorchneuron's `PROTO_AT_DTYPE_MAP` (ABI-FACTS §2).
+//! Torch c10 scalar types and libtorchneuron's `PROTO_AT_DTYPE_MAP` (docs/abi-facts.md §2).
 //!
 //! Only the thirteen c10 types the map produces are declared: this is the set of host dtypes a
 //! Neuron model can have, not all of torch. The index is the c10 `ScalarType` value (what the
-//! seed's immediates are), the item size is c10's `scalarTypeItemSizes` entry, and the name is
+//! immediates of libtorchneuron's map are), the item size is c10's `scalarTypeItemSizes` entry, and the name is
 //! the c10 identifier (`Float`, `BFloat16`, `Float8_e4m3fn`).
 //!
 //! Choice: [`ScalarType::canonical_data_type`] maps torch Byte to metaneff UINT8, not BYTE. Both

@@ -501,7 +501,7 @@ output_tensors { name: "extra" shape: [] data_type: BFLOAT16 }
 
     #[test]
     fn graphs_of_one_length_that_differ_are_a_difference() {
-        // Issue 21 D1: the same length and so the same first differing offset on both sides
+        // The same length and so the same first differing offset on both sides
         // once printed the same text, and the change went unreported.
         let a = MetaNeff { serialized_graph_def: vec![7; 64].into(), ..MetaNeff::default() };
         let mut changed = vec![7; 64];
@@ -518,7 +518,7 @@ output_tensors { name: "extra" shape: [] data_type: BFLOAT16 }
 
     #[test]
     fn a_changed_user_input_key_of_a_matched_tensor_is_reported() {
-        // Issue 21 F8: the key a producer binds a user input by.
+        // The key a producer binds a user input by.
         let a = r#"input_tensors { name: "x" user_input_key: "x0" type: USER_INPUT }"#;
         let b = r#"input_tensors { name: "x" user_input_key: "x1" type: USER_INPUT }"#;
         check(

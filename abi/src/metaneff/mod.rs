@@ -15,8 +15,9 @@
 //! drift from the schema, and tests check that the one pass accepts exactly what it accepts and
 //! gives the same messages.
 //!
-//! Seed discrepancies pinned by tests: names are `bytes` (no UTF-8 check), and the seed's worked
-//! example writes `38 00` for a default `type`, which a proto3 encoder never does.
+//! Discrepancies pinned by tests: names are `bytes` (no UTF-8 check), and the worked example of
+//! docs/libtorchneuron.md §6 was read with `38 00` for a default `type`, which a proto3 encoder
+//! never writes.
 
 pub mod diff;
 pub mod edit;

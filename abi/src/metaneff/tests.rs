@@ -4,7 +4,7 @@ use super::edit::{self, ConfigFlag, Side};
 use super::meta_tensor::{DataType, Type};
 use super::*;
 
-/// Parses a hex string with optional spaces and `"text"` runs, as the seed writes bytes.
+/// Parses a hex string with optional spaces and `"text"` runs, as docs/libtorchneuron.md writes bytes.
 pub(super) fn hex(spec: &str) -> Vec<u8> {
     let mut out = Vec::new();
     let mut rest = spec;
@@ -33,7 +33,7 @@ fn tensor(name: &str, shape: &[i64], data_type: DataType, kind: Type) -> MetaTen
     }
 }
 
-/// The seed's §9 worked example: one fp32 [1,1,1,32] user input, one output, return_aliases.
+/// The worked example of docs/libtorchneuron.md §6: one fp32 [1,1,1,32] user input, one output, return_aliases.
 pub(super) fn seed_example() -> MetaNeff {
     MetaNeff {
         input_tensors: vec![tensor("input0", &[1, 1, 1, 32], DataType::Float, Type::UserInput)],
@@ -49,7 +49,7 @@ pub(super) fn seed_example() -> MetaNeff {
     }
 }
 
-/// The seed's bytes, corrected for proto3: the output's `type` is the default, so no `38 00`.
+/// The example's bytes, corrected for proto3: the output's `type` is the default, so no `38 00`.
 pub(super) const SEED_EXAMPLE_BYTES: &str = r#"
     0A 12  0A 06 "input0"  12 04 01 01 01 20  18 01  38 01
     12 11  0A 07 "output0" 12 04 01 01 01 20  18 01
@@ -64,7 +64,7 @@ fn seed_worked_example_encodes_to_the_corrected_bytes() {
     assert_eq!(decode(&bytes).unwrap(), seed_example());
 }
 
-/// Seed discrepancy (§9): the seed shows `38 00` for `type = UNDEFINED_TYPE`. A proto3 encoder
+/// Discrepancy (docs/libtorchneuron.md §6): the disassembly notes show `38 00` for `type = UNDEFINED_TYPE`. A proto3 encoder
 /// never writes it, but a reader must accept it and see the same message.
 #[test]
 fn seed_discrepancy_explicit_default_type_decodes_to_the_same_message() {
@@ -233,7 +233,7 @@ fn setting_a_config_flag_keeps_every_other_byte() {
     );
 }
 
-/// The bytes of issue 11: a ModelConfig out of field order (field 1, unknown 15, field 4).
+/// A ModelConfig out of field order, as a hand-edited file may have it (field 1, unknown 15, field 4).
 #[test]
 fn edits_reserialize_in_libprotobuf_field_order() {
     let edited =

@@ -1,7 +1,7 @@
 //! The 1024-byte NEFF header: field layout, the loader's gates, and the payload hash.
 //!
 //! Design choices:
-//! - The header is parsed field by field from fixed offsets (ABI-FACTS §5) with plain
+//! - The header is parsed field by field from fixed offsets (docs/abi-facts.md §5) with plain
 //!   `from_le_bytes`, no casts of memory, so any byte string is safe input.
 //! - Gates run in a fixed order: length, package version, format version, feature bits, then
 //!   the two size fields. Each test crafts a file that breaks exactly one gate, so the order only
@@ -51,7 +51,7 @@ const LEN_TPB_PER_NODE: usize = 64;
 const OFFSET_FEATURE_BITS: usize = 0x220;
 const OFFSET_LNC_SIZE: usize = 0x228;
 
-/// The NEFF header, every field of ABI-FACTS §5.
+/// The NEFF header, every field of docs/abi-facts.md §5.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NeffHeader {
     /// 1 = plain tar + SHA-256, 2 = gzip tar + MD5.

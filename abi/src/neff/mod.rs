@@ -4,7 +4,7 @@
 //! (package version 2) or a plain tar (package version 1). The tar holds JSON metadata
 //! (`neff.json`, `kelf-N.json`, per-subgraph `sgNN/def.json`), engine programs and `.npy`
 //! constants. This module turns those bytes into a [`Neff`]: the header, every member, each
-//! graph's variable table and the I/O signature (ABI-FACTS §5).
+//! graph's variable table and the I/O signature (docs/abi-facts.md §5).
 //!
 //! Design choices:
 //! - **Every gate maps to the status libnrt returns.** [`NeffError::status`] is total, so the
@@ -357,7 +357,7 @@ impl Neff {
     /// Parses and validates a whole NEFF file.
     ///
     /// # Errors
-    /// Every header gate, payload, metadata and loader-invariant failure of ABI-FACTS §5, as a
+    /// Every header gate, payload, metadata and loader-invariant failure of docs/abi-facts.md §5, as a
     /// [`NeffError`] whose [`NeffError::status`] is what libnrt returns.
     pub fn parse(bytes: &[u8], options: &ReadOptions) -> Result<Neff, NeffError> {
         let header = NeffHeader::parse(bytes)?;

@@ -290,7 +290,7 @@ mod tests {
     fn a_count_claim_holds_only_for_exactly_that_many_lines() {
         let lines = lines();
         assert_eq!(check_trace(&lines, &claim(1, Some("execute("), None, 2)), Ok(()));
-        // Fewer and more than there are both fail (issue 21 F9: more once passed).
+        // Fewer and more than there are both fail (an injected bug once let "more" pass).
         for count in [0, 1, 3] {
             let error = check_trace(&lines, &claim(1, Some("execute("), None, count)).unwrap_err();
             assert_eq!(

@@ -39,7 +39,7 @@ def cases(pb):
     T = pb.MetaTensor
     out = []
 
-    # The seed's worked example (section 9), with an alias.
+    # The worked example of docs/libtorchneuron.md §6, with an alias.
     m = pb.MetaNeff()
     t = m.input_tensors.add(name=b"input0", shape=[1, 1, 1, 32], data_type=T.FLOAT, type=T.USER_INPUT)
     m.output_tensors.add(name=b"output0", shape=[1, 1, 1, 32], data_type=T.FLOAT)

@@ -69,7 +69,7 @@ fn the_byte_level_fixtures_decode_as_the_reference_does() {
     for bytes in [
         hex(SEED_EXAMPLE_BYTES),
         with_unknown_fields(),
-        // The seed's explicit default `type`.
+        // The explicit default `type` the disassembly notes show.
         hex(r#"0A 0E 0A 06 "input0" 12 02 01 20 38 00"#),
         // Shapes packed, one element per field, mixed, and several packed runs.
         hex(r#"0A 0C 0A 06 "input0" 12 02 02 03"#),
