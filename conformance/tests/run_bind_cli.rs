@@ -286,6 +286,14 @@ fn bad_safetensors_files_are_refused_naming_the_file_the_key_and_the_expectation
         &data,
         &["\"model.w\"", "dtype \"Q4\", expected one of"],
     );
+    let w = r#"{"dtype":"U32","shape":[2,3],"data_offsets":[24,48]}"#;
+    refused(
+        "dtype-u32",
+        None,
+        &both(S_OK, w),
+        &data,
+        &["\"model.w\"", "dtype \"U32\" is a safetensors dtype with no torch scalar type"],
+    );
     let w = r#"{"dtype":"F32","shape":[2,2],"data_offsets":[24,48]}"#;
     refused(
         "size",

@@ -1,6 +1,8 @@
 //! Reading a `.safetensors` file (`nrtsim run --weights`) into tensors by name.
 //!
-//! The format is small enough to parse here rather than depend on a crate: an 8-byte
+//! The format is small enough to parse here, and parsing it here lets every error name the file,
+//! the tensor and what was expected (the `safetensors` crate reports a bad header entry as one
+//! JSON error without its key). The format: an 8-byte
 //! little-endian header length `n`, `n` bytes of a JSON object mapping each tensor name to
 //! `{"dtype", "shape", "data_offsets": [begin, end]}` (offsets relative to the byte after the
 //! header), an optional `__metadata__` entry of strings, then the data. Every size is checked
@@ -35,6 +37,13 @@ pub(crate) enum SafetensorsError {
          I16, I8, U8, U16, BOOL, F8_E4M3, F8_E5M2"
     )]
     UnknownDtype { file: String, key: String, dtype: String },
+    /// A safetensors dtype that torch-neuronx's tensors cannot hold.
+    #[error(
+        "{file}: tensor {key:?}: dtype {dtype:?} is a safetensors dtype with no torch scalar type \
+         here, expected one of F64, F32, F16, BF16, I64, I32, I16, I8, U8, U16, BOOL, F8_E4M3, \
+         F8_E5M2"
+    )]
+    UnsupportedDtype { file: String, key: String, dtype: String },
     /// The byte range is reversed or ends past the data.
     #[error(
         "{file}: tensor {key:?}: data_offsets [{begin}, {end}], expected an ascending range within \
@@ -60,6 +69,11 @@ pub(crate) enum SafetensorsError {
     #[error("{file}: tensor {key:?}: {bytes} bytes do not fit in memory")]
     OutOfMemory { file: String, key: String, bytes: usize },
 }
+
+/// The safetensors dtypes (the format's `Dtype` enum, release 0.8) with no torch scalar type here:
+/// refused by name, apart from names the format does not have.
+const UNSUPPORTED_DTYPES: &[&str] =
+    &["U32", "U64", "C64", "F4", "F6_E2M3", "F6_E3M2", "F8_E8M0", "F8_E4M3FNUZ", "F8_E5M2FNUZ"];
 
 /// The scalar type of a safetensors dtype name.
 fn scalar_type(dtype: &str) -> Option<ScalarType> {
@@ -143,10 +157,13 @@ pub(crate) fn parse(
                 _ => None,
             })
             .ok_or_else(|| entry_error("expected \"data_offsets\", two non-negative integers"))?;
-        let scalar_type = scalar_type(dtype).ok_or_else(|| SafetensorsError::UnknownDtype {
-            file: file.clone(),
-            key: key.clone(),
-            dtype: dtype.to_owned(),
+        let scalar_type = scalar_type(dtype).ok_or_else(|| {
+            let (file, key, dtype) = (file.clone(), key.clone(), dtype.to_owned());
+            if UNSUPPORTED_DTYPES.contains(&dtype.as_str()) {
+                SafetensorsError::UnsupportedDtype { file, key, dtype }
+            } else {
+                SafetensorsError::UnknownDtype { file, key, dtype }
+            }
         })?;
         let (begin, end) = offsets;
         if begin > end || end > data.len() as u64 {
