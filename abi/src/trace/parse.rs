@@ -131,6 +131,26 @@ pub enum Bytes {
     },
 }
 
+impl Bytes {
+    /// The digest of a long byte string (the hex after `sha256:`), `None` for inline bytes.
+    pub fn digest(&self) -> Option<&str> {
+        match self {
+            Bytes::Inline(_) => None,
+            Bytes::Digest { sha256, .. } => Some(sha256),
+        }
+    }
+}
+
+/// The argument as traced: `[00 ff]` (whatever the length) or `<N bytes sha256:HASH>`.
+impl std::fmt::Display for Bytes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Bytes::Inline(bytes) => write!(f, "[{}]", crate::hex::to_hex_spaced(bytes)),
+            Bytes::Digest { n_bytes, sha256 } => write!(f, "<{n_bytes} bytes{DIGEST_TAG}{sha256}>"),
+        }
+    }
+}
+
 /// The function whose trace name is `name`.
 pub fn function_of(name: &str) -> Option<LibnrtFunction> {
     static BY_TRACE_NAME: OnceLock<HashMap<&'static str, LibnrtFunction>> = OnceLock::new();
