@@ -53,6 +53,8 @@ use crate::runtime::{
 };
 use crate::status::NrtStatus;
 
+pub mod parse;
+
 /// Byte strings up to this length are traced inline as hex; longer ones as a SHA-256 prefix.
 pub const INLINE_BYTES: usize = 32;
 
@@ -267,28 +269,73 @@ impl Trace {
 /// `<N bytes sha256:first16hex>`.
 pub fn format_bytes(bytes: &[u8]) -> String {
     if bytes.len() <= INLINE_BYTES {
-        // Digits by table, not `write!` per byte: the recorder formats every write it records.
-        const DIGITS: &[u8; 16] = b"0123456789abcdef";
         let mut text = String::with_capacity(2 + 3 * bytes.len());
         text.push('[');
-        for (index, &byte) in bytes.iter().enumerate() {
-            if index > 0 {
-                text.push(' ');
-            }
-            text.push(char::from(DIGITS[usize::from(byte >> 4)]));
-            text.push(char::from(DIGITS[usize::from(byte & 15)]));
-        }
+        crate::hex::push_hex_spaced(&mut text, bytes);
         text.push(']');
         text
     } else {
         let digest = Sha256::digest(bytes);
-        let mut hex = String::with_capacity(16);
-        for byte in &digest[..8] {
-            let _ = write!(hex, "{byte:02x}");
-        }
-        format!("<{} bytes sha256:{hex}>", bytes.len())
+        let mut text = format!("<{} bytes{DIGEST_TAG}", bytes.len());
+        crate::hex::push_hex(&mut text, &digest[..DIGEST_PREFIX_BYTES]);
+        text.push('>');
+        text
     }
 }
+
+/// How many bytes of the SHA-256 a long byte string's argument shows (16 hex digits).
+pub const DIGEST_PREFIX_BYTES: usize = 8;
+
+/// What stands between the length and the digest in `<N bytes sha256:…>`.
+pub(crate) const DIGEST_TAG: &str = " sha256:";
+
+/// What stands between a call and its result: `name(args) -> RESULT`.
+pub const RESULT_ARROW: &str = " -> ";
+
+/// The arguments of a call recorded by name only (the recorder could not show them):
+/// `name(…) -> STATUS`. A replay does not re-issue such a call.
+pub const UNRECORDED_ARGS: &str = "…";
+
+/// The start of a line recording stores a program made through a tensor's address:
+/// `# memory TENSOR OFFSET BYTES`.
+pub const MEMORY_PREFIX: &str = "# memory ";
+
+/// The start of a line saying the program saw an async request complete: `# completed SEQ`.
+pub const COMPLETED_PREFIX: &str = "# completed ";
+
+/// A call line from its parts: `name(args) -> result`, or `name(args)` for a call without a
+/// result (such as `close()`).
+pub fn call_line(name: &str, args: &str, result: Option<&str>) -> String {
+    let result_len = result.map_or(0, |result| RESULT_ARROW.len() + result.len());
+    let mut line = String::with_capacity(name.len() + args.len() + 2 + result_len);
+    line.push_str(name);
+    line.push('(');
+    line.push_str(args);
+    line.push(')');
+    if let Some(result) = result {
+        line.push_str(RESULT_ARROW);
+        line.push_str(result);
+    }
+    line
+}
+
+/// The `# memory TENSOR OFFSET BYTES` line, with the bytes as [`format_bytes`] shows them.
+pub fn memory_line(tensor: &str, offset: usize, bytes: &[u8]) -> String {
+    format!("{MEMORY_PREFIX}{tensor} {offset} {}", format_bytes(bytes))
+}
+
+/// The `# completed SEQ` line.
+pub fn completed_line(seq: &str) -> String {
+    format!("{COMPLETED_PREFIX}{seq}")
+}
+
+/// A caller-owned buffer argument as traced: `<N bytes buffer>` (its address differs by run).
+pub fn buffer_text(n_bytes: u64) -> String {
+    format!("<{n_bytes}{BUFFER_TAG}")
+}
+
+/// What follows the size in `<N bytes buffer>`.
+pub(crate) const BUFFER_TAG: &str = " bytes buffer>";
 
 /// A name as traced: a UTF-8 name as a quoted Rust string (`"input0"`), any other bytes as a
 /// quoted byte string with escapes (`b"i\xff"`), so every name is shown exactly and the two
@@ -346,10 +393,10 @@ fn outcome<T>(
 ) -> String {
     match result {
         Ok(value) => match show(names, value) {
-            Some(shown) => format!("{call} -> {shown} NRT_SUCCESS"),
-            None => format!("{call} -> NRT_SUCCESS"),
+            Some(shown) => format!("{call}{RESULT_ARROW}{shown} NRT_SUCCESS"),
+            None => format!("{call}{RESULT_ARROW}NRT_SUCCESS"),
         },
-        Err(error) => format!("{call} -> {}", error.status.name()),
+        Err(error) => format!("{call}{RESULT_ARROW}{}", error.status.name()),
     }
 }
 
@@ -360,7 +407,7 @@ fn launch_line(call: &str, result: &Result<NrtStatus, NrtError>) -> String {
         Ok(status) => *status,
         Err(error) => error.status,
     };
-    format!("{call} -> {}", status.name())
+    format!("{call}{RESULT_ARROW}{}", status.name())
 }
 
 /// A [`Runtime`] that forwards every call to another and records it in a [`Trace`].

@@ -549,11 +549,7 @@ fn byte_groups(line: &str) -> Vec<Vec<u8>> {
         if std::mem::take(&mut skip_first) {
             continue;
         }
-        let bytes: Option<Vec<u8>> = inside
-            .split(' ')
-            .map(|token| (token.len() == 2).then(|| u8::from_str_radix(token, 16).ok()).flatten())
-            .collect();
-        if let Some(bytes) = bytes.filter(|b| !b.is_empty()) {
+        if let Some(bytes) = abi::hex::parse_hex_spaced(inside).ok().filter(|b| !b.is_empty()) {
             groups.push(bytes);
         }
     }
@@ -931,6 +927,12 @@ mod tests {
         assert_eq!(element, Element::Scalar(ScalarType::Float));
         assert_eq!(groups.len(), 1, "the shape [16] is not a byte");
         assert_eq!(element_texts(groups[0].clone()), ["1"]);
+    }
+
+    #[test]
+    fn byte_groups_are_brackets_of_spaced_hex_and_nothing_else() {
+        let line = "tensor_read(t1, 0, 4) -> [é0 00] [00 ff] [AB cd] [] [0 1] [00  ff] [ü]";
+        assert_eq!(byte_groups(line), [vec![0x00, 0xff], vec![0xab, 0xcd]]);
     }
 
     #[test]

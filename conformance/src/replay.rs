@@ -14,10 +14,12 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use abi::functions::LibnrtFunction;
 use abi::runtime::{
     AsyncReadBuffer, ExternalBuffer, Framework, ModelId, NrtError, Placement, Runtime, SeqId,
     SetId, SharedBuffer, TensorId, TrackerId,
 };
+use abi::trace::parse::{self, Args, Bytes, Call, Line, ParseError, parse_name};
 use abi::trace::{Trace, TracingRuntime, format_bytes};
 use anyhow::{Context as _, Result, bail};
 
@@ -43,6 +45,9 @@ pub const RECORDING_FILE: &str = "recording.trace";
 /// A recording that cannot be replayed.
 #[derive(Debug, thiserror::Error)]
 pub enum RecordingError {
+    /// A line outside the trace grammar.
+    #[error(transparent)]
+    Parse(#[from] ParseError),
     /// Not a recording at all.
     #[error(
         "{path} is not an nrtsim recording: expected `{HEADER_MAGIC} {FORMAT_VERSION}` as its first line, found {found:?}"
@@ -73,7 +78,7 @@ pub enum RecordingError {
         /// The last line.
         text: String,
     },
-    /// A line that does not parse.
+    /// A call whose arguments do not fit its function.
     #[error("line {line}: expected {expected}, found {text:?}")]
     Syntax {
         /// The line number.
@@ -125,26 +130,13 @@ pub enum RecordingError {
     },
 }
 
-/// One line of a recording.
-#[derive(Debug)]
-enum Entry {
-    /// A call: the function's trace name, its argument texts, and the whole line.
-    Call { name: String, args: Vec<String>, text: String },
-    /// `# memory tN OFFSET BYTES`.
-    Memory { tensor: String, offset: usize, bytes: String },
-    /// `# completed qN`: the program saw the request complete here.
-    Completed { seq: String },
-    /// A header or comment line.
-    Comment,
-}
-
 /// A recording, read and checked.
 pub struct Recording {
     path: PathBuf,
     /// The most bytes a kept blob may hold (the limit the recording was read with).
     max_bytes: u64,
-    /// (line number, entry).
-    entries: Vec<(usize, Entry)>,
+    /// (line number, line).
+    entries: Vec<(usize, Line)>,
     lines: Vec<String>,
     header: Vec<String>,
 }
@@ -164,100 +156,6 @@ impl Recording {
     pub fn path(&self) -> &Path {
         &self.path
     }
-}
-
-/// Splits `a, "b, c", [d e], <f g>` at the top-level commas.
-fn split_args(text: &str) -> Vec<String> {
-    let mut args = Vec::new();
-    let mut current = String::new();
-    let mut depth = 0usize;
-    let mut quoted = false;
-    let mut escaped = false;
-    for c in text.chars() {
-        if quoted {
-            current.push(c);
-            if escaped {
-                escaped = false;
-            } else if c == '\\' {
-                escaped = true;
-            } else if c == '"' {
-                quoted = false;
-            }
-            continue;
-        }
-        match c {
-            '"' => {
-                quoted = true;
-                current.push(c);
-            }
-            '[' | '<' => {
-                depth += 1;
-                current.push(c);
-            }
-            ']' | '>' => {
-                depth = depth.saturating_sub(1);
-                current.push(c);
-            }
-            ',' if depth == 0 => args.push(std::mem::take(&mut current).trim().to_owned()),
-            _ => current.push(c),
-        }
-    }
-    if !current.trim().is_empty() || !args.is_empty() {
-        args.push(current.trim().to_owned());
-    }
-    args
-}
-
-/// The end of the argument list: the `)` that closes the first `(`, outside quotes.
-fn close_paren(text: &str, open: usize) -> Option<usize> {
-    let mut quoted = false;
-    let mut escaped = false;
-    for (index, c) in text[open + 1..].char_indices() {
-        if quoted {
-            if escaped {
-                escaped = false;
-            } else if c == '\\' {
-                escaped = true;
-            } else if c == '"' {
-                quoted = false;
-            }
-        } else if c == '"' {
-            quoted = true;
-        } else if c == ')' {
-            return Some(open + 1 + index);
-        }
-    }
-    None
-}
-
-fn parse_line(number: usize, text: &str) -> Result<Entry, RecordingError> {
-    let syntax = |expected| RecordingError::Syntax { line: number, expected, text: text.into() };
-    if let Some(rest) = text.strip_prefix("# memory ") {
-        let mut words = rest.splitn(3, ' ');
-        let (Some(tensor), Some(offset), Some(bytes)) = (words.next(), words.next(), words.next())
-        else {
-            return Err(syntax("`# memory TENSOR OFFSET BYTES`"));
-        };
-        let offset = offset.parse().map_err(|_| syntax("a byte offset after the tensor"))?;
-        return Ok(Entry::Memory { tensor: tensor.into(), offset, bytes: bytes.into() });
-    }
-    if let Some(seq) = text.strip_prefix("# completed ") {
-        return Ok(Entry::Completed { seq: seq.trim().into() });
-    }
-    if text.starts_with('#') {
-        return Ok(Entry::Comment);
-    }
-    let open = text.find('(').ok_or_else(|| syntax("a call `name(args) -> result`"))?;
-    let name = &text[..open];
-    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-        return Err(syntax("a function name before `(`"));
-    }
-    let close = close_paren(text, open).ok_or_else(|| syntax("a `)` closing the arguments"))?;
-    Ok(Entry::Call {
-        name: name.into(),
-        args: split_args(&text[open + 1..close]),
-        text: text.into(),
-    })
 }
 
 /// The default of [`read_recording`]'s `max_bytes`: 1 GiB, the NEFF's cap, since the largest
@@ -297,8 +195,8 @@ pub fn read_recording(path: &Path, max_bytes: u64) -> Result<Recording> {
     let mut entries = Vec::new();
     let mut header = Vec::new();
     for (index, line) in lines.iter().enumerate() {
-        let entry = parse_line(index + 1, line)?;
-        if matches!(entry, Entry::Comment) && header.len() == index {
+        let entry = parse::parse_line(index + 1, line).map_err(RecordingError::from)?;
+        if matches!(entry, Line::Comment) && header.len() == index {
             header.push(line.clone());
         }
         entries.push((index + 1, entry));
@@ -313,89 +211,48 @@ pub fn blobs_dir(recording: &Path) -> PathBuf {
     PathBuf::from(dir)
 }
 
-/// The bytes a traced byte argument stands for: inline hex, or a kept blob.
+/// The bytes a traced byte argument stands for: inline hex, or a kept blob (named by its
+/// digest, and checked to be the bytes recorded).
 fn bytes_of(
     recording: &Path,
     max_bytes: u64,
     line: usize,
-    shown: &str,
+    bytes: &Bytes,
 ) -> Result<Vec<u8>, RecordingError> {
-    let syntax = |expected| RecordingError::Syntax { line, expected, text: shown.into() };
-    if let Some(hex) = shown.strip_prefix('[').and_then(|rest| rest.strip_suffix(']')) {
-        return hex
-            .split_whitespace()
-            .map(|byte| u8::from_str_radix(byte, 16).map_err(|_| syntax("hex bytes `[00 ff]`")))
-            .collect();
-    }
-    let hash = shown
-        .strip_prefix('<')
-        .and_then(|rest| rest.strip_suffix('>'))
-        .and_then(|rest| rest.split_once(" bytes sha256:"))
-        .map(|(_, hash)| hash)
-        .filter(|hash| !hash.is_empty() && hash.chars().all(|c| c.is_ascii_hexdigit()))
-        .ok_or_else(|| syntax("bytes `[..]` or `<N bytes sha256:HASH>`"))?;
+    let hash = match bytes {
+        Bytes::Inline(bytes) => return Ok(bytes.clone()),
+        Bytes::Digest { sha256, .. } => sha256,
+    };
+    let shown = bytes.to_string();
     let path = blobs_dir(recording).join(hash);
-    let bytes = read_capped(&path, max_bytes, MAX_BYTES_FLAG).map_err(|source| match source {
+    let kept = read_capped(&path, max_bytes, MAX_BYTES_FLAG).map_err(|source| match source {
         CappedReadError::Io { .. } => RecordingError::MissingBytes {
             line,
-            shown: shown.into(),
+            shown: shown.clone(),
             path: path.display().to_string(),
         },
         source => RecordingError::BlobRead { line, source },
     })?;
-    let found = format_bytes(&bytes);
+    let found = format_bytes(&kept);
     if found != shown {
         return Err(RecordingError::WrongBytes {
             line,
-            shown: shown.into(),
+            shown,
             found,
             path: path.display().to_string(),
         });
     }
-    Ok(bytes)
+    Ok(kept)
 }
 
-/// A quoted name argument (`"input0"` or `b"i\xff"`) as bytes.
-fn name_of(line: usize, text: &str) -> Result<Vec<u8>, RecordingError> {
-    let syntax = || RecordingError::Syntax { line, expected: "a quoted name", text: text.into() };
-    let (inner, raw) = match text.strip_prefix("b\"") {
-        Some(rest) => (rest.strip_suffix('"').ok_or_else(syntax)?, true),
-        None => (
-            text.strip_prefix('"').and_then(|rest| rest.strip_suffix('"')).ok_or_else(syntax)?,
-            false,
-        ),
-    };
-    let mut out = Vec::new();
-    let mut chars = inner.chars();
-    while let Some(c) = chars.next() {
-        if c != '\\' {
-            let mut buffer = [0; 4];
-            out.extend_from_slice(c.encode_utf8(&mut buffer).as_bytes());
-            continue;
-        }
-        match chars.next().ok_or_else(syntax)? {
-            'n' => out.push(b'\n'),
-            't' => out.push(b'\t'),
-            'r' => out.push(b'\r'),
-            '0' => out.push(0),
-            '\\' => out.push(b'\\'),
-            '"' => out.push(b'"'),
-            '\'' => out.push(b'\''),
-            'x' if raw => {
-                let hex: String = chars.by_ref().take(2).collect();
-                out.push(u8::from_str_radix(&hex, 16).map_err(|_| syntax())?);
-            }
-            'u' => {
-                let hex: String = chars.by_ref().skip(1).take_while(|&c| c != '}').collect();
-                let code = u32::from_str_radix(&hex, 16).map_err(|_| syntax())?;
-                let c = char::from_u32(code).ok_or_else(syntax)?;
-                let mut buffer = [0; 4];
-                out.extend_from_slice(c.encode_utf8(&mut buffer).as_bytes());
-            }
-            _ => return Err(syntax()),
-        }
-    }
-    Ok(out)
+/// A byte-string argument of a call, read and resolved as [`bytes_of`] does.
+fn bytes_arg(
+    recording: &Path,
+    max_bytes: u64,
+    line: usize,
+    text: &str,
+) -> Result<Vec<u8>, RecordingError> {
+    bytes_of(recording, max_bytes, line, &parse::parse_bytes(line, text)?)
 }
 
 /// The handles of a replay, by recorded name.
@@ -427,13 +284,6 @@ fn lookup<T: Copy>(
         .and_then(|digits| digits.parse().ok())
         .ok_or_else(|| RecordingError::UnknownHandle { line, name: name.into() })?;
     Ok(make(u64::MAX - number))
-}
-
-/// The handle a recorded line returned (`call -> t3 NRT_SUCCESS`), if any.
-fn returned_name(text: &str) -> Option<&str> {
-    let result = text.rsplit_once(") -> ")?.1;
-    let (value, status) = result.split_once(' ')?;
-    (status == "NRT_SUCCESS").then_some(value)
 }
 
 /// What a replayed call gave: whether it was re-issued, and the handle it made.
@@ -504,7 +354,13 @@ fn note<T>(slot: &mut Option<String>, result: &Result<T, NrtError>) {
 
 impl Replayer<'_> {
     /// Re-issues one call.
-    fn issue(&mut self, line: usize, name: &str, args: &[String]) -> Result<Issued> {
+    fn issue(&mut self, line: usize, call: &Call) -> Result<Issued> {
+        use LibnrtFunction as F;
+        let function = call.function;
+        let args = match &call.args {
+            Args::Recorded(args) => args,
+            Args::Unrecorded => return Ok(Issued::Skipped),
+        };
         let argc = |n: usize| -> Result<(), RecordingError> {
             if args.len() == n {
                 Ok(())
@@ -512,42 +368,39 @@ impl Replayer<'_> {
                 Err(RecordingError::Syntax {
                     line,
                     expected: "the recorded number of arguments",
-                    text: format!("{name}({})", args.join(", ")),
+                    text: format!("{}({})", function.trace_name(), args.join(", ")),
                 })
             }
         };
-        if args.len() == 1 && args[0] == "…" {
-            return Ok(Issued::Skipped);
-        }
         let mut error = None;
         let mut attached = None;
         let h = &self.handles;
         let rt = &self.runtime;
-        let issued = match name {
-            "get_version" => {
+        let issued = match function {
+            F::nrt_get_version => {
                 let result = rt.get_version();
                 note(&mut error, &result);
                 Issued::Done
             }
-            "init" => {
+            F::nrt_init => {
                 argc(3)?;
                 let framework = Framework::ALL
                     .iter()
                     .copied()
                     .find(|&f| abi::trace::framework_name(f) == args[0])
                     .unwrap_or(Framework::Invalid);
-                let fw = String::from_utf8_lossy(&name_of(line, &args[1])?).into_owned();
-                let fal = String::from_utf8_lossy(&name_of(line, &args[2])?).into_owned();
+                let fw = String::from_utf8_lossy(&parse_name(line, &args[1])?).into_owned();
+                let fal = String::from_utf8_lossy(&parse_name(line, &args[2])?).into_owned();
                 let result = rt.init(framework, &fw, &fal);
                 note(&mut error, &result);
                 Issued::Done
             }
-            "close" => {
+            F::nrt_close => {
                 rt.close();
                 Issued::Done
             }
-            "get_total_vnc_count" | "get_visible_vnc_count" => {
-                let result = if name == "get_total_vnc_count" {
+            F::nrt_get_total_vnc_count | F::nrt_get_visible_vnc_count => {
+                let result = if function == F::nrt_get_total_vnc_count {
                     rt.get_total_vnc_count()
                 } else {
                     rt.get_visible_vnc_count()
@@ -555,8 +408,8 @@ impl Replayer<'_> {
                 note(&mut error, &result);
                 Issued::Done
             }
-            "get_total_nc_count" | "get_visible_nc_count" => {
-                let result = if name == "get_total_nc_count" {
+            F::nrt_get_total_nc_count | F::nrt_get_visible_nc_count => {
+                let result = if function == F::nrt_get_total_nc_count {
                     rt.get_total_nc_count()
                 } else {
                     rt.get_visible_nc_count()
@@ -564,46 +417,48 @@ impl Replayer<'_> {
                 note(&mut error, &result);
                 Issued::Done
             }
-            "get_model_nc_count" | "get_model_vnc_count" | "get_model_instance_count" => {
+            F::nrt_get_model_nc_count
+            | F::nrt_get_model_vnc_count
+            | F::nrt_get_model_instance_count => {
                 argc(1)?;
                 let model = lookup(&h.models, line, &args[0], ModelId)?;
-                let result = match name {
-                    "get_model_nc_count" => rt.get_model_nc_count(model),
-                    "get_model_vnc_count" => rt.get_model_vnc_count(model),
+                let result = match function {
+                    F::nrt_get_model_nc_count => rt.get_model_nc_count(model),
+                    F::nrt_get_model_vnc_count => rt.get_model_vnc_count(model),
                     _ => rt.get_model_instance_count(model),
                 };
                 note(&mut error, &result);
                 Issued::Done
             }
-            "tensor_allocate_slice" => {
+            F::nrt_tensor_allocate_slice => {
                 argc(4)?;
                 Issued::Tensor(rt.tensor_allocate_slice(
                     lookup(&h.tensors, line, &args[0], TensorId)?,
                     int(line, &args[1])?,
                     int(line, &args[2])?,
-                    &name_of(line, &args[3])?,
+                    &parse_name(line, &args[3])?,
                 ))
             }
-            "async_drain_queued_execs" => {
+            F::nrt_async_drain_queued_execs => {
                 argc(1)?;
                 let result = rt.nrt_async_drain_queued_execs(int(line, &args[0])?);
                 note(&mut error, &result);
                 Issued::Done
             }
-            "nrta_error_tracker_create" => {
+            F::nrta_error_tracker_create => {
                 argc(1)?;
                 Issued::Tracker(rt.nrta_error_tracker_create(int(line, &args[0])?))
             }
-            "nrta_error_tracker_destroy" => {
+            F::nrta_error_tracker_destroy => {
                 argc(1)?;
                 let tracker = lookup(&h.trackers, line, &args[0], TrackerId)?;
                 let result = rt.nrta_error_tracker_destroy(tracker);
                 note(&mut error, &result);
                 Issued::Done
             }
-            "nrta_tensor_write" => {
+            F::nrta_tensor_write => {
                 argc(5)?;
-                let bytes = bytes_of(self.recording, self.max_bytes, line, &args[2])?;
+                let bytes = bytes_arg(self.recording, self.max_bytes, line, &args[2])?;
                 Issued::Seq(rt.nrta_tensor_write(
                     lookup(&h.tensors, line, &args[0], TensorId)?,
                     int(line, &args[1])?,
@@ -612,7 +467,7 @@ impl Replayer<'_> {
                     optional_tracker(h, line, &args[4])?,
                 ))
             }
-            "nrta_tensor_read" => {
+            F::nrta_tensor_read => {
                 argc(5)?;
                 Issued::Seq(rt.nrta_tensor_read(
                     lookup(&h.tensors, line, &args[0], TensorId)?,
@@ -623,7 +478,7 @@ impl Replayer<'_> {
                     Arc::new(AsyncReadBuffer::new()),
                 ))
             }
-            "nrta_execute_schedule" => {
+            F::nrta_execute_schedule => {
                 argc(5)?;
                 Issued::Seq(rt.nrta_execute_schedule(
                     lookup(&h.models, line, &args[0], ModelId)?,
@@ -633,14 +488,14 @@ impl Replayer<'_> {
                     optional_tracker(h, line, &args[4])?,
                 ))
             }
-            "load" => {
+            F::nrt_load => {
                 argc(3)?;
-                let neff = bytes_of(self.recording, self.max_bytes, line, &args[0])?;
+                let neff = bytes_arg(self.recording, self.max_bytes, line, &args[0])?;
                 Issued::Model(rt.load(&neff, int(line, &args[1])?, int(line, &args[2])?))
             }
-            "load_collectives" => {
+            F::nrt_load_collectives => {
                 argc(5)?;
-                let neff = bytes_of(self.recording, self.max_bytes, line, &args[0])?;
+                let neff = bytes_arg(self.recording, self.max_bytes, line, &args[0])?;
                 Issued::Model(rt.load_collectives(
                     &neff,
                     int(line, &args[1])?,
@@ -649,43 +504,43 @@ impl Replayer<'_> {
                     int(line, &args[4])?,
                 ))
             }
-            "unload" => {
+            F::nrt_unload => {
                 argc(1)?;
                 let result = rt.unload(lookup(&h.models, line, &args[0], ModelId)?);
                 note(&mut error, &result);
                 Issued::Done
             }
-            "get_model_tensor_info" => {
+            F::nrt_get_model_tensor_info => {
                 argc(1)?;
                 let result = rt.get_model_tensor_info(lookup(&h.models, line, &args[0], ModelId)?);
                 note(&mut error, &result);
                 Issued::Done
             }
-            "allocate_tensor_set" => Issued::Set(rt.allocate_tensor_set()),
-            "destroy_tensor_set" => {
+            F::nrt_allocate_tensor_set => Issued::Set(rt.allocate_tensor_set()),
+            F::nrt_destroy_tensor_set => {
                 argc(1)?;
                 let result = rt.destroy_tensor_set(lookup(&h.sets, line, &args[0], SetId)?);
                 note(&mut error, &result);
                 Issued::Done
             }
-            "add_tensor_to_tensor_set" => {
+            F::nrt_add_tensor_to_tensor_set => {
                 argc(3)?;
                 let result = rt.add_tensor_to_tensor_set(
                     lookup(&h.sets, line, &args[0], SetId)?,
-                    &name_of(line, &args[1])?,
+                    &parse_name(line, &args[1])?,
                     lookup(&h.tensors, line, &args[2], TensorId)?,
                 );
                 note(&mut error, &result);
                 Issued::Done
             }
-            "get_tensor_from_tensor_set" => {
+            F::nrt_get_tensor_from_tensor_set => {
                 argc(2)?;
                 Issued::Tensor(rt.get_tensor_from_tensor_set(
                     lookup(&h.sets, line, &args[0], SetId)?,
-                    &name_of(line, &args[1])?,
+                    &parse_name(line, &args[1])?,
                 ))
             }
-            "tensor_allocate" => {
+            F::nrt_tensor_allocate => {
                 argc(4)?;
                 let placement = Placement::ALL
                     .iter()
@@ -700,24 +555,16 @@ impl Replayer<'_> {
                     placement,
                     int(line, &args[1])?,
                     int(line, &args[2])?,
-                    &name_of(line, &args[3])?,
+                    &parse_name(line, &args[3])?,
                 ))
             }
-            "tensor_allocate_empty" => {
+            F::nrt_tensor_allocate_empty => {
                 argc(1)?;
-                Issued::Tensor(rt.tensor_allocate_empty(&name_of(line, &args[0])?))
+                Issued::Tensor(rt.tensor_allocate_empty(&parse_name(line, &args[0])?))
             }
-            "tensor_attach_buffer" => {
+            F::nrt_tensor_attach_buffer => {
                 argc(2)?;
-                let size: usize = args[1]
-                    .strip_prefix('<')
-                    .and_then(|rest| rest.strip_suffix(" bytes buffer>"))
-                    .and_then(|n| n.parse().ok())
-                    .ok_or(RecordingError::Syntax {
-                        line,
-                        expected: "`<N bytes buffer>`",
-                        text: args[1].clone(),
-                    })?;
+                let size = parse::parse_buffer(line, &args[1])?;
                 let buffer = Arc::new(SharedBuffer::zeroed(size));
                 let tensor = lookup(&h.tensors, line, &args[0], TensorId)?;
                 let result =
@@ -726,16 +573,16 @@ impl Replayer<'_> {
                 attached = Some((args[0].clone(), buffer));
                 Issued::Done
             }
-            "tensor_free" => {
+            F::nrt_tensor_free => {
                 argc(1)?;
                 let result = rt.tensor_free(lookup(&h.tensors, line, &args[0], TensorId)?);
                 note(&mut error, &result);
                 Issued::Done
             }
-            "tensor_get_size" | "tensor_get_va" => {
+            F::nrt_tensor_get_size | F::nrt_tensor_get_va => {
                 argc(1)?;
                 let tensor = lookup(&h.tensors, line, &args[0], TensorId)?;
-                let result = if name == "tensor_get_size" {
+                let result = if function == F::nrt_tensor_get_size {
                     rt.tensor_get_size(tensor)
                 } else {
                     rt.tensor_get_va(tensor)
@@ -743,7 +590,7 @@ impl Replayer<'_> {
                 note(&mut error, &result);
                 Issued::Done
             }
-            "tensor_read" => {
+            F::nrt_tensor_read => {
                 argc(3)?;
                 let size: usize = int(line, &args[2])?;
                 let mut buf = Vec::new();
@@ -757,9 +604,9 @@ impl Replayer<'_> {
                 note(&mut error, &result);
                 Issued::Done
             }
-            "tensor_write" => {
+            F::nrt_tensor_write => {
                 argc(3)?;
-                let bytes = bytes_of(self.recording, self.max_bytes, line, &args[2])?;
+                let bytes = bytes_arg(self.recording, self.max_bytes, line, &args[2])?;
                 let result = rt.tensor_write(
                     lookup(&h.tensors, line, &args[0], TensorId)?,
                     int(line, &args[1])?,
@@ -768,7 +615,7 @@ impl Replayer<'_> {
                 note(&mut error, &result);
                 Issued::Done
             }
-            "tensor_copy" => {
+            F::nrt_tensor_copy => {
                 argc(5)?;
                 let result = rt.tensor_copy(
                     lookup(&h.tensors, line, &args[0], TensorId)?,
@@ -780,7 +627,7 @@ impl Replayer<'_> {
                 note(&mut error, &result);
                 Issued::Done
             }
-            "tensor_memset" => {
+            F::nrt_tensor_memset => {
                 argc(4)?;
                 let result = rt.tensor_memset(
                     lookup(&h.tensors, line, &args[0], TensorId)?,
@@ -791,12 +638,12 @@ impl Replayer<'_> {
                 note(&mut error, &result);
                 Issued::Done
             }
-            "execute" | "execute_repeat" => {
-                argc(if name == "execute" { 3 } else { 4 })?;
+            F::nrt_execute | F::nrt_execute_repeat => {
+                argc(if function == F::nrt_execute { 3 } else { 4 })?;
                 let model = lookup(&h.models, line, &args[0], ModelId)?;
                 let input = lookup(&h.sets, line, &args[1], SetId)?;
                 let output = lookup(&h.sets, line, &args[2], SetId)?;
-                let result = if name == "execute" {
+                let result = if function == F::nrt_execute {
                     rt.execute(model, input, output)
                 } else {
                     rt.execute_repeat(model, input, output, int(line, &args[3])?)
@@ -834,8 +681,8 @@ impl Replayer<'_> {
     }
 
     /// Applies a `# memory` line to the replaying runtime, untraced.
-    fn memory(&mut self, line: usize, tensor: &str, offset: usize, shown: &str) -> Result<()> {
-        let bytes = bytes_of(self.recording, self.max_bytes, line, shown)?;
+    fn memory(&mut self, line: usize, tensor: &str, offset: usize, bytes: &Bytes) -> Result<()> {
+        let bytes = bytes_of(self.recording, self.max_bytes, line, bytes)?;
         let id = lookup(&self.handles.tensors, line, tensor, TensorId)?;
         self.inner
             .tensor_write(id, offset, &bytes)
@@ -846,23 +693,24 @@ impl Replayer<'_> {
 
 /// Whether the replayed line matches the recorded one. Functions without a status in C
 /// (releases, `close`) are compared up to their result: the recorder cannot see one.
-fn matches(name: &str, recorded: &str, replayed: &str) -> bool {
+fn matches(function: LibnrtFunction, recorded: &str, replayed: &str) -> bool {
+    use LibnrtFunction as F;
     if recorded == replayed {
         return true;
     }
     let without_result =
         |text: &str| text.rsplit_once(" -> ").map_or(text, |(call, _)| call).to_owned();
     let same_call = without_result(recorded) == without_result(replayed);
-    match name {
-        "tensor_free" | "destroy_tensor_set" | "nrta_error_tracker_destroy" => same_call,
+    match function {
+        F::nrt_tensor_free | F::nrt_destroy_tensor_set | F::nrta_error_tracker_destroy => same_call,
         // `nrt_tensor_get_size` says it failed only by returning 0.
-        "tensor_get_size" => {
+        F::nrt_tensor_get_size => {
             same_call
                 && recorded.ends_with(" -> 0 NRT_SUCCESS")
                 && !replayed.ends_with("NRT_SUCCESS")
         }
         // `nrt_tensor_get_va` says it failed only by returning NULL, traced NRT_INVALID.
-        "tensor_get_va" => {
+        F::nrt_tensor_get_va => {
             same_call && recorded.ends_with(" -> NRT_INVALID") && !replayed.ends_with("NRT_SUCCESS")
         }
         _ => false,
@@ -927,25 +775,27 @@ pub fn replay_on(recording: &Recording, inner: Arc<dyn Runtime>) -> Result<Outco
     let mut outcome =
         Outcome { divergence: None, issued: 0, skipped: 0, skipped_by_name: Default::default() };
     for (line, entry) in &recording.entries {
-        let (name, args, text) = match entry {
-            Entry::Comment => continue,
-            Entry::Memory { tensor, offset, bytes } => {
+        let call = match entry {
+            Line::Comment => continue,
+            Line::Memory { tensor, offset, bytes } => {
                 replayer.memory(*line, tensor, *offset, bytes)?;
                 continue;
             }
-            Entry::Completed { seq } => {
+            Line::Completed { seq } => {
                 replayer.completed(*line, seq)?;
                 continue;
             }
-            Entry::Call { name, args, text } => (name, args, text),
+            Line::Call(call) => call,
         };
+        let text = &recording.lines[line - 1];
         replayer.last_error = None;
-        let issued = replayer.issue(*line, name, args)?;
+        let issued = replayer.issue(*line, call)?;
         let produced = trace.lines();
         trace.clear_lines();
         if matches!(issued, Issued::Skipped) {
             outcome.skipped += 1;
-            *outcome.skipped_by_name.entry(name.clone()).or_default() += 1;
+            let name = call.function.trace_name().to_owned();
+            *outcome.skipped_by_name.entry(name).or_default() += 1;
             continue;
         }
         outcome.issued += 1;
@@ -953,7 +803,7 @@ pub fn replay_on(recording: &Recording, inner: Arc<dyn Runtime>) -> Result<Outco
             replayer.last_error = Some(detail);
         }
         let replayed = produced.join(" | ");
-        if !matches(name, text, &replayed) {
+        if !matches(call.function, text, &replayed) {
             outcome.divergence = Some(Divergence {
                 line: *line,
                 recorded: text.clone(),
@@ -962,7 +812,7 @@ pub fn replay_on(recording: &Recording, inner: Arc<dyn Runtime>) -> Result<Outco
             });
             break;
         }
-        let made = returned_name(text).map(str::to_owned);
+        let made = call.returned().map(str::to_owned);
         let handles = &mut replayer.handles;
         match (issued, made) {
             (Issued::Tensor(Ok(id)), Some(name)) => {
@@ -985,6 +835,9 @@ pub fn replay_on(recording: &Recording, inner: Arc<dyn Runtime>) -> Result<Outco
     }
     Ok(outcome)
 }
+
+/// The report of a divergence at `line`: the recorded lines before it, both lines, and the
+/// detail of the replay's last failure.
 fn divergence_report(
     recording: &Recording,
     line: usize,
@@ -1015,19 +868,22 @@ pub fn promote(recording: &Recording, vectors: &Path, name: &str) -> Result<Path
     std::fs::create_dir_all(&blobs).with_context(|| format!("creating {}", blobs.display()))?;
     let source_blobs = blobs_dir(&recording.path);
     for (_, entry) in &recording.entries {
-        let shown: Vec<&str> = match entry {
-            Entry::Call { args, .. } => args.iter().map(String::as_str).collect(),
-            Entry::Memory { bytes, .. } => vec![bytes.as_str()],
-            Entry::Comment | Entry::Completed { .. } => Vec::new(),
+        let hashes: Vec<String> = match entry {
+            Line::Call(Call { args: Args::Recorded(args), .. }) => args
+                .iter()
+                .filter_map(|arg| {
+                    let bytes = parse::parse_bytes(0, arg).ok()?;
+                    bytes.digest().map(str::to_owned)
+                })
+                .collect(),
+            Line::Memory { bytes, .. } => bytes.digest().map(str::to_owned).into_iter().collect(),
+            Line::Call(_) | Line::Comment | Line::Completed { .. } => Vec::new(),
         };
-        for arg in shown {
-            if let Some(hash) = arg.strip_prefix('<').and_then(|a| a.split_once(" bytes sha256:")) {
-                let hash = hash.1.trim_end_matches('>');
-                let from = source_blobs.join(hash);
-                if from.is_file() {
-                    std::fs::copy(&from, blobs.join(hash))
-                        .with_context(|| format!("copying {}", from.display()))?;
-                }
+        for hash in hashes {
+            let from = source_blobs.join(&hash);
+            if from.is_file() {
+                std::fs::copy(&from, blobs.join(&hash))
+                    .with_context(|| format!("copying {}", from.display()))?;
             }
         }
     }
@@ -1078,40 +934,17 @@ mod tests {
     use super::*;
 
     proptest! {
-        /// Any name the trace writes (`abi::trace::name_text`) reads back as the same bytes.
-        #[test]
-        fn names_read_back_as_the_bytes_traced(name in proptest::collection::vec(any::<u8>(), 0..24)) {
-            let shown = abi::trace::name_text(&name);
-            prop_assert_eq!(name_of(1, &shown).expect("a traced name parses"), name);
-        }
-
         /// Any bytes the trace writes inline read back as the same bytes.
         #[test]
         fn inline_bytes_read_back(bytes in proptest::collection::vec(any::<u8>(), 0..=32)) {
             let shown = format_bytes(&bytes);
-            prop_assert_eq!(bytes_of(Path::new("/nonexistent"), DEFAULT_MAX_BYTES, 1, &shown).expect("inline"), bytes);
+            prop_assert_eq!(bytes_arg(Path::new("/nonexistent"), DEFAULT_MAX_BYTES, 1, &shown).expect("inline"), bytes);
         }
     }
 
     #[test]
-    fn arguments_split_at_top_level_commas_only() {
-        assert_eq!(
-            split_args(r#"s1, "a, b\"c", [00 01], <4 bytes buffer>, 7"#),
-            ["s1", r#""a, b\"c""#, "[00 01]", "<4 bytes buffer>", "7"]
-        );
-        assert!(split_args("").is_empty());
-    }
-
-    #[test]
-    fn a_call_line_parses_into_name_and_arguments() {
-        match parse_line(3, r#"add_tensor_to_tensor_set(s1, "x)y", t1) -> NRT_SUCCESS"#) {
-            Ok(Entry::Call { name, args, .. }) => {
-                assert_eq!(name, "add_tensor_to_tensor_set");
-                assert_eq!(args, ["s1", r#""x)y""#, "t1"]);
-            }
-            other => panic!("not a call: {other:?}"),
-        }
-        let error = parse_line(4, "# memory t1 x [00]").unwrap_err();
+    fn a_garbled_line_is_refused_with_the_grammar_message() {
+        let error = RecordingError::from(parse::parse_line(4, "# memory t1 x [00]").unwrap_err());
         assert_eq!(
             error.to_string(),
             "line 4: expected a byte offset after the tensor, found \"# memory t1 x [00]\""

@@ -49,18 +49,9 @@ pub(super) fn encode_values(scalar_type: ScalarType, values: &[f64]) -> Result<V
     Ok(bytes)
 }
 
+/// Hex bytes as a spec writes them (`"0000803f"`, `"00 00 80 3f"`), read by `abi::hex`.
 pub(super) fn parse_hex(hex: &str) -> Result<Vec<u8>, String> {
-    let digits: String = hex.chars().filter(|c| !c.is_whitespace()).collect();
-    if digits.len() % 2 != 0 {
-        return Err(format!("hex {hex:?} has an odd number of digits"));
-    }
-    (0..digits.len())
-        .step_by(2)
-        .map(|i| {
-            u8::from_str_radix(&digits[i..i + 2], 16)
-                .map_err(|_| format!("bad hex {:?}", &digits[i..i + 2]))
-        })
-        .collect()
+    abi::hex::parse_hex(hex).map_err(|error| format!("hex {hex:?}: {error}"))
 }
 
 pub(super) use abi::hex::to_hex_spaced as hex;
@@ -168,4 +159,23 @@ pub(super) fn check_tensor_info(got: &[TensorInfo], want: &[ExpectedTensorInfo])
         got.iter().map(show).collect::<Vec<_>>().join(", "),
         want.join(", ")
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hand_written_hex_reads_packed_or_spaced_and_refuses_the_rest_without_panicking() {
+        assert_eq!(parse_hex("0000803f"), Ok(vec![0, 0, 0x80, 0x3f]));
+        assert_eq!(parse_hex("00 00 80 3F"), Ok(vec![0, 0, 0x80, 0x3f]));
+        assert_eq!(parse_hex(""), Ok(Vec::new()));
+        assert_eq!(
+            parse_hex("abc"),
+            Err("hex \"abc\": expected an even number of hex digits, found 3".to_owned())
+        );
+        for text in ["é0", "0é", "ü", "00é0"] {
+            assert!(parse_hex(text).is_err(), "{text}");
+        }
+    }
 }

@@ -14,13 +14,11 @@ use abi::functions::LibnrtFunction;
 use abi::runtime::{Framework, Placement, TensorInfo, TensorUsage};
 use abi::status::NrtStatus;
 use abi::trace::{
-    INLINE_BYTES, format_bytes, framework_name, name_text, placement_name, tensor_info_text,
+    COMPLETED_PREFIX, INLINE_BYTES, UNRECORDED_ARGS, buffer_text, call_line, format_bytes,
+    framework_name, name_text, placement_name, tensor_info_text,
 };
 
 use crate::sink::{Kind, Part, record};
-
-/// The text of the arguments of a call recorded by name only.
-pub(crate) const UNRECORDED: &str = "…";
 
 fn status_name(code: u64) -> String {
     NrtStatus::from_code(code as u32).name()
@@ -213,7 +211,7 @@ pub(crate) unsafe fn after(function: LibnrtFunction, args: &[u64], result: u64, 
                     status(),
                 ]
             }
-            F::nrt_close => vec![text("close()")],
+            F::nrt_close => vec![text(call_line(function.trace_name(), "", None))],
             F::nrt_load => {
                 let head = call(&format!("{input}, {}, {}", args[2] as i32, args[3] as i32));
                 with_output(vec![head], Part::New(Kind::Model, out_word(args[4])))
@@ -295,7 +293,7 @@ pub(crate) unsafe fn after(function: LibnrtFunction, args: &[u64], result: u64, 
                 let parts = vec![
                     call(""),
                     Part::Handle(Kind::Tensor, args[0]),
-                    text(format!(", <{} bytes buffer>", args[2])),
+                    text(format!(", {}", buffer_text(args[2]))),
                     status(),
                 ];
                 if ok {
@@ -431,7 +429,7 @@ pub(crate) unsafe fn after(function: LibnrtFunction, args: &[u64], result: u64, 
                 // `true` for a request is a `# completed` line, where a replay waits for it.
                 let done = args[1] != 0 && (args[1] as usize as *const u8).read() != 0;
                 if ok && done && crate::sink::known(Kind::Seq, args[0]) {
-                    vec![text("# completed "), Part::Released(Kind::Seq, args[0])]
+                    vec![text(COMPLETED_PREFIX), Part::Released(Kind::Seq, args[0])]
                 } else {
                     return;
                 }
@@ -544,21 +542,16 @@ fn representable(function: LibnrtFunction, args: &[u64], before: u64) -> bool {
 
 /// `name(…) -> STATUS` (or `-> VALUE` / nothing for functions without a status).
 fn generic(function: LibnrtFunction, result: u64) -> Vec<Part> {
-    let head = format!("{}({UNRECORDED})", function.trace_name());
-    match function.info().returns {
-        Some("NRT_STATUS") => vec![text(format!("{head} -> {}", status_name(result)))],
-        _ => vec![text(head)],
-    }
+    let status = function.returns_status().then(|| status_name(result));
+    vec![text(call_line(function.trace_name(), UNRECORDED_ARGS, status.as_deref()))]
 }
 
 /// A function the real library lacks (or no real library): recorded, with the status the
 /// caller got.
 pub(crate) fn missing(function: LibnrtFunction) {
-    let head = format!("{}({UNRECORDED})", function.trace_name());
-    let line = match function.info().returns {
-        Some("NRT_STATUS") => format!("{head} -> {} # missing in the real library", status_name(1)),
-        _ => format!("{head} # missing in the real library"),
-    };
+    let status = function.returns_status().then(|| status_name(1));
+    let call = call_line(function.trace_name(), UNRECORDED_ARGS, status.as_deref());
+    let line = format!("{call} # missing in the real library");
     record(vec![text(line)]);
 }
 
