@@ -8,9 +8,10 @@
 use std::sync::{Arc, Condvar, Mutex};
 
 use super::Fail;
-use super::compile::{Groups, Reducer, Shape};
 use super::elementwise;
 use super::exec::{Ctx, Val, element, gather_scalars};
+use super::program::{Groups, Reducer};
+use super::shape::Shape;
 use super::shape_ops;
 use super::tensor::{Data, Tensor};
 

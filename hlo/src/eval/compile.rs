@@ -6,255 +6,20 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use std::time::Duration;
+
 use super::conv::ConvPlan;
 use super::dot::DotPlan;
 use super::elementwise::{Binary, Direction, Unary};
 use super::gather::{GatherPlan, ScatterPlan};
-use std::time::Duration;
-
+use super::program::{Comp, Groups, Instr, Op, Program, Reducer, SimpleComparator};
 use super::reduce::WindowDim;
+use super::shape::{ArrayShape, Shape, check_budget, parse_shape, shape_bytes, shape_elems};
 use super::shape_ops::PadDim;
 use super::tensor::{Data, Tensor};
 use super::{Array, EvalError, EvalOptions, Fail};
 use crate::dtype::ElementType;
 use crate::proto;
-
-/// A checked shape.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Shape {
-    Array(ArrayShape),
-    Tuple(Vec<Shape>),
-    Token,
-}
-
-/// An array shape; `layout` is `Some` only for a non-default `minor_to_major`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct ArrayShape {
-    pub(crate) ty: ElementType,
-    pub(crate) dims: Vec<usize>,
-    pub(crate) layout: Option<Vec<i64>>,
-}
-
-impl ArrayShape {
-    pub(crate) fn n_elems(&self) -> usize {
-        self.dims.iter().product()
-    }
-
-    fn same(&self, other: &ArrayShape) -> bool {
-        self.ty == other.ty && self.dims == other.dims
-    }
-}
-
-impl Shape {
-    pub(crate) fn describe(&self) -> String {
-        match self {
-            Shape::Array(a) => describe_array(a.ty, &a.dims),
-            Shape::Tuple(items) => {
-                let inner: Vec<String> = items.iter().map(Shape::describe).collect();
-                format!("({})", inner.join(", "))
-            }
-            Shape::Token => "token[]".into(),
-        }
-    }
-
-    /// Equal ignoring layouts.
-    fn same(&self, other: &Shape) -> bool {
-        match (self, other) {
-            (Shape::Array(a), Shape::Array(b)) => a.same(b),
-            (Shape::Tuple(a), Shape::Tuple(b)) => {
-                a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.same(y))
-            }
-            (Shape::Token, Shape::Token) => true,
-            _ => false,
-        }
-    }
-
-    pub(crate) fn array(&self) -> Result<&ArrayShape, Fail> {
-        match self {
-            Shape::Array(a) => Ok(a),
-            other => Err(Fail::Invalid(format!("expected an array, got {}", other.describe()))),
-        }
-    }
-}
-
-pub(crate) fn describe_array(ty: ElementType, dims: &[usize]) -> String {
-    let dims: Vec<String> = dims.iter().map(usize::to_string).collect();
-    format!("{ty}[{}]", dims.join(","))
-}
-
-/// A scalar computation recognised as one operation of its two parameters.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Reducer {
-    Binary(Binary),
-    /// Returns its second parameter (scatter's assignment).
-    Replace,
-}
-
-/// A sort comparator recognised as one compare of parameters `2k` and `2k+1`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct SimpleComparator {
-    pub(crate) operand: usize,
-    pub(crate) direction: Direction,
-    pub(crate) total_order: bool,
-    /// Whether the compare reads (2k+1, 2k) instead of (2k, 2k+1).
-    pub(crate) swapped: bool,
-}
-
-/// Replica groups of a collective: each inner list is a group of rank ids; empty is one group
-/// of all ranks.
-pub(crate) type Groups = Vec<Vec<usize>>;
-
-/// A decoded instruction.
-#[derive(Clone, Debug)]
-pub(crate) enum Op {
-    Parameter(usize),
-    Constant(Arc<Tensor>),
-    Tuple,
-    GetTupleElement(usize),
-    Call(usize),
-    While {
-        condition: usize,
-        body: usize,
-    },
-    Conditional {
-        branches: Vec<usize>,
-    },
-    Broadcast(Vec<usize>),
-    /// reshape, copy, and a bitcast between default layouts of one element type: the logical
-    /// elements are unchanged.
-    Reshape,
-    /// Any other bitcast: the operand's bytes in its layout (minor-to-major `from`), read as the
-    /// result's element type in the result's layout (`to`). XLA's optimised modules use it for
-    /// a transpose that only changes the layout, and to reinterpret f32 as s32 in comparators.
-    Bitcast {
-        from: Vec<i64>,
-        to: Vec<i64>,
-    },
-    Transpose(Vec<usize>),
-    Convert(ElementType),
-    BitcastConvert,
-    Slice {
-        starts: Vec<usize>,
-        steps: Vec<usize>,
-    },
-    DynamicSlice,
-    DynamicUpdateSlice,
-    Concatenate(usize),
-    Pad(Vec<PadDim>),
-    Iota(usize),
-    Reverse(Vec<usize>),
-    Select,
-    Clamp,
-    Compare {
-        direction: Direction,
-        total_order: bool,
-    },
-    Unary(Unary),
-    Binary(Binary),
-    Dot(DotPlan),
-    Convolution(Box<ConvPlan>),
-    Reduce {
-        computation: usize,
-        dims: Vec<usize>,
-    },
-    ReduceWindow {
-        computation: usize,
-        window: Vec<WindowDim>,
-    },
-    SelectAndScatter {
-        select: usize,
-        scatter: usize,
-        window: Vec<WindowDim>,
-    },
-    Gather(Box<GatherPlan>),
-    Scatter(Box<ScatterPlan>),
-    Sort {
-        dim: usize,
-        computation: usize,
-    },
-    TopK {
-        k: usize,
-        largest: bool,
-        /// The indices' element type: s32 (XLA), or u32 for Neuron's `AwsNeuronTopK`.
-        indices: ElementType,
-    },
-    Map(usize),
-    ReducePrecision {
-        exponent_bits: u32,
-        mantissa_bits: u32,
-    },
-    /// optimization-barrier, add-dependency: the first operand, unchanged.
-    PassThrough,
-    AfterAll,
-    ReplicaId,
-    AllReduce {
-        computation: usize,
-        groups: Groups,
-    },
-    AllGather {
-        dim: usize,
-        groups: Groups,
-    },
-    ReduceScatter {
-        dim: usize,
-        computation: usize,
-        groups: Groups,
-    },
-    AllToAll {
-        split_dim: Option<usize>,
-        groups: Groups,
-    },
-    CollectivePermute {
-        pairs: Vec<(usize, usize)>,
-    },
-    /// A fused elementwise group rooted here; its operands are the group's outside values.
-    Fused(Box<super::fusion::FusedPlan>),
-    /// A member of a fused group (or a view every user reads through): charged its work where it
-    /// stands, it makes no value.
-    Absorbed,
-}
-
-/// One instruction of the plan.
-#[derive(Clone, Debug)]
-pub(crate) struct Instr {
-    pub(crate) name: String,
-    pub(crate) op: Op,
-    pub(crate) operands: Vec<usize>,
-    pub(crate) shape: Shape,
-    /// Values (by instruction index) whose last use is this instruction.
-    pub(crate) frees: Vec<usize>,
-    /// The work this instruction is charged when it runs (see the `eval` module docs).
-    pub(crate) work: u64,
-}
-
-/// One computation of the plan.
-#[derive(Clone, Debug)]
-pub(crate) struct Comp {
-    pub(crate) name: String,
-    pub(crate) instrs: Vec<Instr>,
-    /// Instruction index of parameter `i`.
-    pub(crate) params: Vec<usize>,
-    pub(crate) param_shapes: Vec<Shape>,
-    pub(crate) root: usize,
-    pub(crate) reducer: Option<Reducer>,
-    pub(crate) comparator: Option<SimpleComparator>,
-    /// Multi-instruction reducers and comparators run as direct loops.
-    pub(crate) recognised: super::recognise::Recognised,
-}
-
-impl Comp {
-    pub(crate) fn result_shape(&self) -> &Shape {
-        &self.instrs[self.root].shape
-    }
-}
-
-/// A compiled module: run it with [`Program::run`] as often as needed.
-#[derive(Clone, Debug)]
-pub struct Program {
-    pub(crate) comps: Vec<Comp>,
-    pub(crate) entry: usize,
-    pub(crate) options: EvalOptions,
-}
 
 fn module_error(detail: impl Into<String>) -> EvalError {
     EvalError::Module { detail: detail.into() }
@@ -400,54 +165,6 @@ fn invalid(detail: impl Into<String>) -> Fail {
     Fail::Invalid(detail.into())
 }
 
-/// Parses a shape proto.
-pub(crate) fn parse_shape(shape: &proto::ShapeProto) -> Result<Shape, Fail> {
-    match proto::PrimitiveType::try_from(shape.element_type) {
-        Ok(proto::PrimitiveType::Tuple) => {
-            Ok(Shape::Tuple(shape.tuple_shapes.iter().map(parse_shape).collect::<Result<_, _>>()?))
-        }
-        Ok(proto::PrimitiveType::Token) => Ok(Shape::Token),
-        Ok(other) => {
-            let ty = ElementType::from_primitive(other as i32).ok_or_else(|| {
-                Fail::Unsupported(format!("element type {}", other.as_str_name()))
-            })?;
-            let dims = shape
-                .dimensions
-                .iter()
-                .map(|&d| usize::try_from(d))
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(|_| {
-                    invalid(format!("dimensions {:?} must not be negative", shape.dimensions))
-                })?;
-            let rank = dims.len();
-            let layout = shape
-                .layout
-                .as_ref()
-                .map(|l| l.minor_to_major.clone())
-                .filter(|m| !m.is_empty() && *m != (0..rank as i64).rev().collect::<Vec<_>>());
-            if let Some(m) = &layout {
-                let mut sorted = m.clone();
-                sorted.sort_unstable();
-                if sorted != (0..rank as i64).collect::<Vec<_>>() {
-                    return Err(invalid(format!("layout {m:?} is not a permutation of 0..{rank}")));
-                }
-            }
-            Ok(Shape::Array(ArrayShape { ty, dims, layout }))
-        }
-        Err(_) => Err(Fail::Unsupported(format!("element type number {}", shape.element_type))),
-    }
-}
-
-/// Bytes of every array in a shape; `None` on overflow.
-/// The array elements of a shape, tuples summed (saturating).
-fn shape_elems(shape: &Shape) -> u64 {
-    match shape {
-        Shape::Array(a) => a.dims.iter().fold(1u64, |n, &d| n.saturating_mul(d as u64)),
-        Shape::Tuple(items) => items.iter().fold(0u64, |n, s| n.saturating_add(shape_elems(s))),
-        Shape::Token => 0,
-    }
-}
-
 /// The work an instruction is charged each time it runs: [`super::INSTRUCTION_WORK`], plus the
 /// elements it reads and writes, plus the inner products of dot, convolution and windowed ops.
 /// Ops that only pass values on (tuples, parameters, loops, calls) are charged the fixed part
@@ -483,24 +200,6 @@ fn work_of(op: &Op, shape: &Shape, operands: &[&Shape]) -> u64 {
         _ => 0,
     };
     fixed.saturating_add(moved()).saturating_add(extra)
-}
-
-fn shape_bytes(shape: &Shape) -> Option<u64> {
-    match shape {
-        Shape::Array(a) => {
-            a.dims.iter().try_fold(a.ty.item_size() as u64, |n, &d| n.checked_mul(d as u64))
-        }
-        Shape::Tuple(items) => items.iter().try_fold(0u64, |n, s| n.checked_add(shape_bytes(s)?)),
-        Shape::Token => Some(0),
-    }
-}
-
-pub(crate) fn check_budget(bytes: Option<u64>, budget: u64) -> Result<(), Fail> {
-    match bytes {
-        Some(n) if n <= budget => Ok(()),
-        Some(n) => Err(Fail::Budget { needed: n }),
-        None => Err(Fail::Budget { needed: u64::MAX }),
-    }
 }
 
 fn to_usize(value: i64, what: &str) -> Result<usize, Fail> {

@@ -12,12 +12,12 @@
 //!   `g · (N / batch_group_count) + n`).
 
 use super::Fail;
-use super::compile::{ArrayShape, check_budget, describe_array};
 use super::dot::{
     Floats, compute_type, gemm_f32, gemm_f64, gemm_floats_or_widen, round_result, threads_for,
 };
 use super::elementwise::convert;
 use super::packed_gemm::{self, Bf16Bits, F8Bits, F16Bits, Kernel, Source, chosen, f8_values};
+use super::shape::{ArrayShape, check_budget, describe_array};
 use super::shape_ops::transpose;
 use super::tensor::{Data, filled, next_index};
 use crate::dtype::ElementType;

@@ -24,8 +24,8 @@
 use ndarray::{ArrayView2, ArrayViewMut2};
 
 use super::Fail;
-use super::compile::ArrayShape;
 use super::elementwise::convert;
+use super::shape::ArrayShape;
 use pulp::Simd;
 
 use super::packed_gemm::{self, Bf16Bits, F8Bits, F16Bits, Kernel, Source};
@@ -115,8 +115,8 @@ impl DotPlan {
         if dims != out.dims {
             return Err(invalid(format!(
                 "shape is {}, but the operands give {}",
-                super::compile::describe_array(out.ty, &out.dims),
-                super::compile::describe_array(out.ty, &dims)
+                super::shape::describe_array(out.ty, &out.dims),
+                super::shape::describe_array(out.ty, &dims)
             )));
         }
         let product = |ds: &[usize], src: &[usize]| ds.iter().map(|&d| src[d]).product::<usize>();
@@ -159,7 +159,7 @@ impl DotPlan {
         let rhs = rhs_t.as_ref().unwrap_or(rhs);
         let compute = compute_type(lhs.ty(), rhs.ty(), out_ty);
         let out_elems = self.batch * self.m * self.n;
-        super::compile::check_budget(
+        super::shape::check_budget(
             Some((out_elems as u64).saturating_mul(8)),
             budget.saturating_mul(2),
         )?;
@@ -246,7 +246,7 @@ impl DotPlan {
             return Ok(None);
         };
         let out_elems = self.batch * m * n;
-        super::compile::check_budget(
+        super::shape::check_budget(
             Some((out_elems as u64).saturating_mul(8)),
             budget.saturating_mul(2),
         )?;

@@ -5,8 +5,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::collective::Exchange;
-use super::compile::{Comp, Instr, Op, Program, Reducer, Shape};
 use super::elementwise;
+use super::program::{Comp, Instr, Op, Program, Reducer};
+use super::shape::Shape;
 use super::shape_ops;
 use super::tensor::{Data, Tensor, dispatch, try_alloc};
 use super::{Array, EvalError, Fail, Input, Output, Value};
@@ -191,12 +192,12 @@ impl Program {
             bytes: args.len() as u64,
         })?;
         for (index, (shape, arg)) in shapes.iter().zip(args).enumerate() {
-            let expected = super::compile::describe_array(shape.ty, &shape.dims);
+            let expected = super::shape::describe_array(shape.ty, &shape.dims);
             let mismatch =
                 |got: String| EvalError::Argument { index, expected: expected.clone(), got };
             let (ty, dims) = arg.check().map_err(|e| mismatch(e.to_string()))?;
             if ty != shape.ty || dims != shape.dims {
-                return Err(mismatch(super::compile::describe_array(ty, &dims)));
+                return Err(mismatch(super::shape::describe_array(ty, &dims)));
             }
             inputs.push(match (&shape.layout, physical) {
                 (Some(layout), true) => {
@@ -209,7 +210,7 @@ impl Program {
     }
 
     /// The entry parameter leaves, in order.
-    fn parameter_leaves(&self) -> Vec<&super::compile::ArrayShape> {
+    fn parameter_leaves(&self) -> Vec<&super::shape::ArrayShape> {
         let mut out = Vec::new();
         for shape in &self.comps[self.entry].param_shapes {
             array_leaves(shape, &mut out);
@@ -336,7 +337,7 @@ impl Program {
     }
 }
 
-fn leaves(shape: &Shape, f: &mut dyn FnMut(&super::compile::ArrayShape)) {
+fn leaves(shape: &Shape, f: &mut dyn FnMut(&super::shape::ArrayShape)) {
     match shape {
         Shape::Array(a) => f(a),
         Shape::Tuple(items) => items.iter().for_each(|s| leaves(s, f)),
@@ -344,7 +345,7 @@ fn leaves(shape: &Shape, f: &mut dyn FnMut(&super::compile::ArrayShape)) {
     }
 }
 
-fn array_leaves<'s>(shape: &'s Shape, out: &mut Vec<&'s super::compile::ArrayShape>) {
+fn array_leaves<'s>(shape: &'s Shape, out: &mut Vec<&'s super::shape::ArrayShape>) {
     match shape {
         Shape::Array(a) => out.push(a),
         Shape::Tuple(items) => items.iter().for_each(|s| array_leaves(s, out)),
@@ -370,8 +371,8 @@ fn bind_one(
             if tensor.ty() != a.ty || tensor.dims != a.dims {
                 return Err(EvalError::Argument {
                     index,
-                    expected: super::compile::describe_array(a.ty, &a.dims),
-                    got: super::compile::describe_array(tensor.ty(), &tensor.dims),
+                    expected: super::shape::describe_array(a.ty, &a.dims),
+                    got: super::shape::describe_array(tensor.ty(), &tensor.dims),
                 });
             }
             Ok(Val::Array(Arc::new(tensor)))

@@ -7,9 +7,10 @@
 use std::sync::Arc;
 
 use super::Fail;
-use super::compile::{ArrayShape, Reducer};
 use super::elementwise;
 use super::exec::{Ctx, element, gather_scalars};
+use super::program::Reducer;
+use super::shape::ArrayShape;
 use super::shape_ops::indices;
 use super::tensor::{Data, Tensor, dispatch, next_index, strides, try_alloc};
 use crate::proto;

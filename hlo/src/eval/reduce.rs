@@ -17,9 +17,9 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use super::Fail;
-use super::compile::Reducer;
 use super::elementwise::{Binary, Direction, Float, Int, widen, with_binary};
 use super::exec::{Ctx, element, gather_scalars};
+use super::program::Reducer;
 use super::recognise::{ArgReducer, holds};
 use super::shape_ops::transpose;
 use super::tensor::{Data, Tensor, filled, next_index, strides, try_alloc};

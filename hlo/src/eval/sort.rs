@@ -16,9 +16,9 @@ use std::cmp::Ordering;
 use std::sync::Arc;
 
 use super::Fail;
-use super::compile::SimpleComparator;
 use super::elementwise::{Float, widen};
 use super::exec::{Ctx, element};
+use super::program::SimpleComparator;
 use super::recognise::{Canon, SortComparator, SortKey, holds};
 use super::tensor::{Data, Tensor, dispatch, try_alloc};
 use crate::dtype::SmallFloat;
