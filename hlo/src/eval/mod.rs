@@ -47,6 +47,7 @@ mod exec;
 mod fusion;
 mod gather;
 mod math;
+mod op_context;
 mod opcodes;
 mod packed_gemm;
 mod program;
@@ -55,6 +56,7 @@ mod reduce;
 mod shape;
 pub(crate) mod shape_ops;
 mod sort;
+mod structure;
 pub(crate) mod tensor;
 
 use std::time::Duration;
