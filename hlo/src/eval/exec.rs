@@ -544,6 +544,59 @@ impl Ctx<'_> {
                 let arg = operand(index + 1)?.clone();
                 self.call(branches[index], vec![arg]).map_err(|e| Fail::Nested(Box::new(e)))
             }
+            Op::Fused(plan) => {
+                let inputs: Vec<&Tensor> = (0..instr.operands.len())
+                    .map(|i| tensor(i).map(|t| &**t))
+                    .collect::<Result<_, _>>()?;
+                array(plan.run(&inputs)?)
+            }
+            Op::Absorbed => Err(Fail::Internal("an absorbed instruction was run".into())),
+            Op::PassThrough => operand(0).cloned(),
+            Op::AfterAll => Ok(Val::Token),
+            Op::ReplicaId => array(Data::U32(vec![self.rank as u32])),
+            Op::AllReduce { computation, groups } => {
+                let vals: Vec<Val> = (0..instr.operands.len())
+                    .map(|i| operand(i).cloned())
+                    .collect::<Result<_, _>>()?;
+                super::collective::all_reduce(self, *computation, groups, vals, &instr.shape)
+            }
+            Op::AllGather { dim, groups } => {
+                super::collective::all_gather(self, groups, operand(0)?.clone(), *dim)
+            }
+            Op::ReduceScatter { dim, computation, groups } => super::collective::reduce_scatter(
+                self,
+                *computation,
+                groups,
+                operand(0)?.clone(),
+                *dim,
+            ),
+            Op::AllToAll { split_dim, groups } => {
+                let vals: Vec<Val> = (0..instr.operands.len())
+                    .map(|i| operand(i).cloned())
+                    .collect::<Result<_, _>>()?;
+                super::collective::all_to_all(self, groups, vals, *split_dim)
+            }
+            Op::CollectivePermute { pairs } => {
+                super::collective::collective_permute(self, pairs, operand(0)?.clone())
+            }
+            _ => self.exec_array(instr, slots),
+        }
+    }
+
+    /// Runs an instruction that computes one array from its operands' arrays: every op but the
+    /// structural, fused and collective ones, which [`Self::exec`] runs itself.
+    fn exec_array(&self, instr: &Instr, slots: &[Option<Val>]) -> Result<Val, Fail> {
+        let operand = |i: usize| -> Result<&Val, Fail> {
+            instr
+                .operands
+                .get(i)
+                .and_then(|&o| slots[o].as_ref())
+                .ok_or_else(|| Fail::Internal(format!("operand {i} has no value")))
+        };
+        let tensor = |i: usize| -> Result<&Arc<Tensor>, Fail> { operand(i)?.array() };
+        let out_dims = || -> Result<Vec<usize>, Fail> { Ok(instr.shape.array()?.dims.clone()) };
+        let array = |data: Data| -> Result<Val, Fail> { Ok(Val::from_data(out_dims()?, data)) };
+        match &instr.op {
             Op::Broadcast(mapping) => {
                 let t = tensor(0)?;
                 array(shape_ops::broadcast(&t.data, &t.dims, &out_dims()?, mapping)?)
@@ -715,41 +768,7 @@ impl Ctx<'_> {
             Op::ReducePrecision { exponent_bits, mantissa_bits } => array(
                 elementwise::reduce_precision(&tensor(0)?.data, *exponent_bits, *mantissa_bits)?,
             ),
-            Op::Fused(plan) => {
-                let inputs: Vec<&Tensor> = (0..instr.operands.len())
-                    .map(|i| tensor(i).map(|t| &**t))
-                    .collect::<Result<_, _>>()?;
-                array(plan.run(&inputs)?)
-            }
-            Op::Absorbed => Err(Fail::Internal("an absorbed instruction was run".into())),
-            Op::PassThrough => operand(0).cloned(),
-            Op::AfterAll => Ok(Val::Token),
-            Op::ReplicaId => array(Data::U32(vec![self.rank as u32])),
-            Op::AllReduce { computation, groups } => {
-                let vals: Vec<Val> = (0..instr.operands.len())
-                    .map(|i| operand(i).cloned())
-                    .collect::<Result<_, _>>()?;
-                super::collective::all_reduce(self, *computation, groups, vals, &instr.shape)
-            }
-            Op::AllGather { dim, groups } => {
-                super::collective::all_gather(self, groups, operand(0)?.clone(), *dim)
-            }
-            Op::ReduceScatter { dim, computation, groups } => super::collective::reduce_scatter(
-                self,
-                *computation,
-                groups,
-                operand(0)?.clone(),
-                *dim,
-            ),
-            Op::AllToAll { split_dim, groups } => {
-                let vals: Vec<Val> = (0..instr.operands.len())
-                    .map(|i| operand(i).cloned())
-                    .collect::<Result<_, _>>()?;
-                super::collective::all_to_all(self, groups, vals, *split_dim)
-            }
-            Op::CollectivePermute { pairs } => {
-                super::collective::collective_permute(self, pairs, operand(0)?.clone())
-            }
+            _ => Err(Fail::Internal("a structural op reached the array executor".into())),
         }
     }
 
