@@ -47,7 +47,7 @@ pub(crate) fn check_shape(
 }
 
 fn describe(ty: ElementType, dims: &[usize]) -> String {
-    super::compile::describe_array(ty, dims)
+    super::shape::describe_array(ty, dims)
 }
 
 fn alloc_error(ty: ElementType, dims: &[usize], bytes: u64) -> EvalError {

@@ -8,11 +8,15 @@
 use std::sync::{Arc, Condvar, Mutex};
 
 use super::Fail;
-use super::compile::{Groups, Reducer, Shape};
 use super::elementwise;
 use super::exec::{Ctx, Val, element, gather_scalars};
+use super::op_context::{OpContext, dims_list, invalid, to_usize};
+use super::program::Op;
+use super::program::{Groups, Reducer};
+use super::shape::Shape;
 use super::shape_ops;
 use super::tensor::{Data, Tensor};
+use crate::proto;
 
 struct Round {
     generation: u64,
@@ -304,4 +308,113 @@ pub(crate) fn collective_permute(
         Some(&(source, _)) => Ok(all[source].clone()),
         None => Ok(Val::from_data(mine.dims.clone(), Data::zeros(mine.ty(), mine.n_elems())?)),
     }
+}
+
+// Compiling: the shape checks and attribute decoding for this family.
+
+/// Shape checks and attribute decoding for the collectives: all-reduce, all-gather, reduce-scatter, all-to-all and collective-permute.
+pub(crate) fn compile_collective(cx: &OpContext<'_>) -> Result<Op, Fail> {
+    let (ins, shape, operands) = (cx.ins, cx.shape, cx.operands);
+    let out = || shape.array();
+    Ok(match cx.ins.opcode.as_str() {
+        "all-reduce" => {
+            let computation = cx.callee(ins, 0)?;
+            let mut types = Vec::new();
+            for s in operands {
+                types.push(s.array()?.ty);
+            }
+            if types.is_empty() {
+                return Err(invalid("all-reduce needs operands"));
+            }
+            cx.scalar_computation(computation, 2, &types[..1])?;
+            let inferred = if operands.len() == 1 {
+                operands[0].clone()
+            } else {
+                Shape::Tuple(operands.iter().map(|s| (*s).clone()).collect())
+            };
+            cx.expect(shape, &inferred)?;
+            Op::AllReduce { computation, groups: groups(ins)? }
+        }
+        "all-gather" => {
+            cx.arity(operands, 1)?;
+            let a = operands[0].array()?;
+            let [dim] = dims_list(&ins.dimensions, a.dims.len(), "dimensions")?[..] else {
+                return Err(invalid("all-gather needs one dimension"));
+            };
+            let o = out()?;
+            let ok = o.ty == a.ty
+                && o.dims.len() == a.dims.len()
+                && a.dims[dim] > 0
+                && o.dims[dim] % a.dims[dim] == 0
+                && (0..a.dims.len()).all(|i| i == dim || o.dims[i] == a.dims[i]);
+            if !ok {
+                return Err(invalid(format!(
+                    "all-gather of {} to {} on dimension {dim}",
+                    operands[0].describe(),
+                    shape.describe()
+                )));
+            }
+            Op::AllGather { dim, groups: groups(ins)? }
+        }
+        "reduce-scatter" => {
+            cx.arity(operands, 1)?;
+            let computation = cx.callee(ins, 0)?;
+            let a = operands[0].array()?;
+            let [dim] = dims_list(&ins.dimensions, a.dims.len(), "dimensions")?[..] else {
+                return Err(invalid("reduce-scatter needs one dimension"));
+            };
+            let o = out()?;
+            let ok = o.ty == a.ty
+                && o.dims.len() == a.dims.len()
+                && o.dims[dim] > 0
+                && a.dims[dim] % o.dims[dim] == 0
+                && (0..a.dims.len()).all(|i| i == dim || o.dims[i] == a.dims[i]);
+            if !ok {
+                return Err(invalid(format!(
+                    "reduce-scatter of {} to {} on dimension {dim}",
+                    operands[0].describe(),
+                    shape.describe()
+                )));
+            }
+            cx.scalar_computation(computation, 2, &[a.ty])?;
+            Op::ReduceScatter { dim, computation, groups: groups(ins)? }
+        }
+        "all-to-all" => {
+            let split_dim = match ins.dimensions[..] {
+                [] => None,
+                [d] => {
+                    cx.arity(operands, 1)?;
+                    let a = operands[0].array()?;
+                    Some(dims_list(&[d], a.dims.len(), "dimensions")?[0])
+                }
+                _ => return Err(invalid("all-to-all takes at most one dimension")),
+            };
+            let inferred = if operands.len() == 1 {
+                operands[0].clone()
+            } else {
+                Shape::Tuple(operands.iter().map(|s| (*s).clone()).collect())
+            };
+            cx.expect(shape, &inferred)?;
+            Op::AllToAll { split_dim, groups: groups(ins)? }
+        }
+        "collective-permute" => {
+            cx.arity(operands, 1)?;
+            cx.expect(shape, operands[0])?;
+            let pairs = ins
+                .source_target_pairs
+                .iter()
+                .map(|p| Ok((to_usize(p.source, "source")?, to_usize(p.target, "target")?)))
+                .collect::<Result<_, Fail>>()?;
+            Op::CollectivePermute { pairs }
+        }
+        other => return Err(Fail::Internal(format!("opcode {other} is not compile_collective's"))),
+    })
+}
+
+fn groups(ins: &proto::HloInstructionProto) -> Result<Groups, Fail> {
+    let groups = ins.collective_groups().map_err(|e| invalid(e.to_string()))?;
+    groups
+        .iter()
+        .map(|g| g.iter().map(|&r| to_usize(r, "replica id")).collect::<Result<Vec<_>, _>>())
+        .collect()
 }

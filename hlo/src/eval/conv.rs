@@ -12,12 +12,14 @@
 //!   `g · (N / batch_group_count) + n`).
 
 use super::Fail;
-use super::compile::{ArrayShape, check_budget, describe_array};
 use super::dot::{
     Floats, compute_type, gemm_f32, gemm_f64, gemm_floats_or_widen, round_result, threads_for,
 };
 use super::elementwise::convert;
+use super::op_context::{OpContext, invalid};
 use super::packed_gemm::{self, Bf16Bits, F8Bits, F16Bits, Kernel, Source, chosen, f8_values};
+use super::program::Op;
+use super::shape::{ArrayShape, check_budget, describe_array};
 use super::shape_ops::transpose;
 use super::tensor::{Data, filled, next_index};
 use crate::dtype::ElementType;
@@ -51,10 +53,6 @@ pub(crate) struct ConvPlan {
     feature_groups: usize,
     batch_groups: usize,
     spatial: Vec<SpatialDim>,
-}
-
-fn invalid(detail: String) -> Fail {
-    Fail::Invalid(detail)
 }
 
 fn dim(value: i64, rank: usize, what: &str) -> Result<usize, Fail> {
@@ -143,8 +141,8 @@ impl ConvPlan {
             output_perm[d] = c;
         }
         let (fg, bg) = (
-            usize::try_from(feature_groups).map_err(|_| invalid("feature_group_count".into()))?,
-            usize::try_from(batch_groups).map_err(|_| invalid("batch_group_count".into()))?,
+            usize::try_from(feature_groups).map_err(|_| invalid("feature_group_count"))?,
+            usize::try_from(batch_groups).map_err(|_| invalid("batch_group_count"))?,
         );
         let batch = input.dims[input_perm[0]];
         let channels = input.dims[input_perm[1]];
@@ -762,4 +760,35 @@ pub fn naive_conv2d(
             }
         }
     }
+}
+
+// Compiling: the shape checks and attribute decoding for this family.
+
+/// Shape checks and attribute decoding for `convolution`.
+pub(crate) fn compile_convolution(cx: &OpContext<'_>) -> Result<Op, Fail> {
+    let (ins, shape, operands) = (cx.ins, cx.shape, cx.operands);
+    let out = || shape.array();
+    Ok(match cx.ins.opcode.as_str() {
+        "convolution" => {
+            cx.arity(operands, 2)?;
+            let numbers = ins
+                .convolution_dimension_numbers
+                .as_ref()
+                .ok_or_else(|| invalid("convolution has no convolution_dimension_numbers"))?;
+            let window = ins.window.clone().unwrap_or_default();
+            Op::Convolution(Box::new(ConvPlan::new(
+                operands[0].array()?,
+                operands[1].array()?,
+                numbers,
+                &window,
+                ins.feature_group_count.max(1),
+                ins.batch_group_count.max(1),
+                out()?,
+                cx.budget_bytes,
+            )?))
+        }
+        other => {
+            return Err(Fail::Internal(format!("opcode {other} is not compile_convolution's")));
+        }
+    })
 }

@@ -24,11 +24,13 @@
 use ndarray::{ArrayView2, ArrayViewMut2};
 
 use super::Fail;
-use super::compile::ArrayShape;
 use super::elementwise::convert;
+use super::shape::ArrayShape;
 use pulp::Simd;
 
+use super::op_context::{OpContext, invalid};
 use super::packed_gemm::{self, Bf16Bits, F8Bits, F16Bits, Kernel, Source};
+use super::program::Op;
 use super::shape_ops::transpose;
 use super::tensor::{Data, filled};
 use crate::dtype::{ElementType, SmallFloat};
@@ -47,10 +49,6 @@ pub(crate) struct DotPlan {
     m: usize,
     k: usize,
     n: usize,
-}
-
-fn invalid(detail: String) -> Fail {
-    Fail::Invalid(detail)
 }
 
 impl DotPlan {
@@ -92,7 +90,7 @@ impl DotPlan {
             )));
         }
         if lb.iter().any(|d| lc.contains(d)) || rb.iter().any(|d| rc.contains(d)) {
-            return Err(invalid("a dimension is both batch and contracting".into()));
+            return Err(invalid("a dimension is both batch and contracting"));
         }
         for (&a, &b) in lb.iter().zip(&rb).chain(lc.iter().zip(&rc)) {
             if lhs.dims[a] != rhs.dims[b] {
@@ -103,7 +101,7 @@ impl DotPlan {
             }
         }
         if lhs.ty == ElementType::Pred || rhs.ty == ElementType::Pred {
-            return Err(invalid("dot of pred".into()));
+            return Err(invalid("dot of pred"));
         }
         let lf: Vec<usize> =
             (0..lhs.dims.len()).filter(|d| !lb.contains(d) && !lc.contains(d)).collect();
@@ -115,8 +113,8 @@ impl DotPlan {
         if dims != out.dims {
             return Err(invalid(format!(
                 "shape is {}, but the operands give {}",
-                super::compile::describe_array(out.ty, &out.dims),
-                super::compile::describe_array(out.ty, &dims)
+                super::shape::describe_array(out.ty, &out.dims),
+                super::shape::describe_array(out.ty, &dims)
             )));
         }
         let product = |ds: &[usize], src: &[usize]| ds.iter().map(|&d| src[d]).product::<usize>();
@@ -159,7 +157,7 @@ impl DotPlan {
         let rhs = rhs_t.as_ref().unwrap_or(rhs);
         let compute = compute_type(lhs.ty(), rhs.ty(), out_ty);
         let out_elems = self.batch * self.m * self.n;
-        super::compile::check_budget(
+        super::shape::check_budget(
             Some((out_elems as u64).saturating_mul(8)),
             budget.saturating_mul(2),
         )?;
@@ -246,7 +244,7 @@ impl DotPlan {
             return Ok(None);
         };
         let out_elems = self.batch * m * n;
-        super::compile::check_budget(
+        super::shape::check_budget(
             Some((out_elems as u64).saturating_mul(8)),
             budget.saturating_mul(2),
         )?;
@@ -761,6 +759,22 @@ pub fn naive_matmul(a: &[f32], b: &[f32], c: &mut [f32], m: usize, k: usize, n: 
             c[i * n + j] = sum;
         }
     }
+}
+
+// Compiling: the shape checks and attribute decoding for this family.
+
+/// Shape checks and attribute decoding for `dot`.
+pub(crate) fn compile_dot(cx: &OpContext<'_>) -> Result<Op, Fail> {
+    let (ins, shape, operands) = (cx.ins, cx.shape, cx.operands);
+    let out = || shape.array();
+    Ok(match cx.ins.opcode.as_str() {
+        "dot" => {
+            cx.arity(operands, 2)?;
+            let numbers = ins.dot_dimension_numbers.clone().unwrap_or_default();
+            Op::Dot(DotPlan::new(operands[0].array()?, operands[1].array()?, &numbers, out()?)?)
+        }
+        other => return Err(Fail::Internal(format!("opcode {other} is not compile_dot's"))),
+    })
 }
 
 #[cfg(test)]

@@ -13,6 +13,9 @@
 //!   saturating `fptosi`); anything → pred is `x != 0`.
 
 use super::Fail;
+use super::op_context::{OpContext, invalid};
+use super::program::Op;
+use super::shape::{ArrayShape, Shape};
 use super::tensor::{Data, try_alloc};
 use crate::dtype::{ElementType, SmallFloat};
 
@@ -933,6 +936,191 @@ pub(crate) fn reduce_precision(
         Data::F64(v) => Data::F64(map(v, |x| round64(x, e, m))?),
         _ => return Err(Fail::Internal("reduce-precision of a non-float".into())),
     }))
+}
+
+// Compiling: the shape checks and attribute decoding for this family.
+
+/// Shape checks for a unary elementwise op: defined for the operand type, same dimensions.
+pub(crate) fn compile_unary(cx: &OpContext<'_>, op: Unary) -> Result<Op, Fail> {
+    let (shape, operands) = (cx.shape, cx.operands);
+    let opcode = cx.ins.opcode.as_str();
+    cx.arity(operands, 1)?;
+    let a = operands[0].array()?;
+    let out_ty = if op == Unary::IsFinite { ElementType::Pred } else { a.ty };
+    if !op.accepts(a.ty) {
+        return Err(invalid(format!("{opcode} is not defined for {}", a.ty)));
+    }
+    cx.expect(shape, &Shape::Array(ArrayShape { ty: out_ty, dims: a.dims.clone(), layout: None }))?;
+    Ok(Op::Unary(op))
+}
+
+/// Shape checks for a binary elementwise op: two operands of one shape the op is defined for.
+pub(crate) fn compile_binary(cx: &OpContext<'_>, op: Binary) -> Result<Op, Fail> {
+    let (shape, operands) = (cx.shape, cx.operands);
+    let opcode = cx.ins.opcode.as_str();
+    cx.arity(operands, 2)?;
+    let (a, b) = (operands[0].array()?, operands[1].array()?);
+    if !a.same(b) {
+        return Err(invalid(format!(
+            "operands differ: {} and {}",
+            operands[0].describe(),
+            operands[1].describe()
+        )));
+    }
+    if !op.accepts(a.ty) {
+        return Err(invalid(format!("{opcode} is not defined for {}", a.ty)));
+    }
+    cx.expect(shape, operands[0])?;
+    Ok(Op::Binary(op))
+}
+
+/// Shape checks and attribute decoding for the other elementwise ops: convert, bitcast-convert, select, clamp, compare, map and reduce-precision.
+pub(crate) fn compile_elementwise(cx: &OpContext<'_>) -> Result<Op, Fail> {
+    let (ins, shape, operands) = (cx.ins, cx.shape, cx.operands);
+    let out = || shape.array();
+    Ok(match cx.ins.opcode.as_str() {
+        "convert" => {
+            cx.arity(operands, 1)?;
+            let a = operands[0].array()?;
+            let o = out()?;
+            if a.dims != o.dims {
+                return Err(invalid(format!(
+                    "convert of {} to {} changes dimensions",
+                    operands[0].describe(),
+                    shape.describe()
+                )));
+            }
+            Op::Convert(o.ty)
+        }
+        "bitcast-convert" => {
+            cx.arity(operands, 1)?;
+            let a = operands[0].array()?;
+            let o = out()?;
+            let (from, to) = (a.ty.item_size(), o.ty.item_size());
+            let ok = if from == to {
+                a.dims == o.dims
+            } else if from > to {
+                o.dims.len() == a.dims.len() + 1
+                    && o.dims[..a.dims.len()] == a.dims[..]
+                    && o.dims[a.dims.len()] == from / to
+            } else {
+                a.dims.len() == o.dims.len() + 1
+                    && a.dims[..o.dims.len()] == o.dims[..]
+                    && a.dims[o.dims.len()] == to / from
+            };
+            if !ok || a.ty == ElementType::Pred || o.ty == ElementType::Pred {
+                return Err(invalid(format!(
+                    "bitcast-convert of {} to {} does not keep the bits",
+                    operands[0].describe(),
+                    shape.describe()
+                )));
+            }
+            Op::BitcastConvert
+        }
+        "select" => {
+            cx.arity(operands, 3)?;
+            let p = operands[0].array()?;
+            let t = operands[1].array()?;
+            if !operands[1].same(operands[2])
+                || p.ty != ElementType::Pred
+                || !(p.dims.is_empty() || p.dims == t.dims)
+            {
+                return Err(invalid(format!(
+                    "select({}, {}, {}) does not fit",
+                    operands[0].describe(),
+                    operands[1].describe(),
+                    operands[2].describe()
+                )));
+            }
+            cx.expect(shape, operands[1])?;
+            Op::Select
+        }
+        "clamp" => {
+            cx.arity(operands, 3)?;
+            let x = operands[1].array()?;
+            for bound in [operands[0], operands[2]] {
+                let b = bound.array()?;
+                if b.ty != x.ty || !(b.dims.is_empty() || b.dims == x.dims) {
+                    return Err(invalid(format!(
+                        "clamp bound {} does not fit {}",
+                        bound.describe(),
+                        operands[1].describe()
+                    )));
+                }
+            }
+            if x.ty == ElementType::Pred {
+                return Err(invalid("clamp is not defined for pred"));
+            }
+            cx.expect(shape, operands[1])?;
+            Op::Clamp
+        }
+        "compare" => {
+            cx.arity(operands, 2)?;
+            let a = operands[0].array()?;
+            if !operands[0].same(operands[1]) {
+                return Err(invalid(format!(
+                    "operands differ: {} and {}",
+                    operands[0].describe(),
+                    operands[1].describe()
+                )));
+            }
+            let direction = Direction::parse(&ins.comparison_direction).ok_or_else(|| {
+                invalid(format!(
+                    "comparison_direction {:?} is not EQ/NE/LT/LE/GT/GE",
+                    ins.comparison_direction
+                ))
+            })?;
+            let total_order = ins.comparison_type.eq_ignore_ascii_case("TOTALORDER");
+            cx.expect(
+                shape,
+                &Shape::Array(ArrayShape {
+                    ty: ElementType::Pred,
+                    dims: a.dims.clone(),
+                    layout: None,
+                }),
+            )?;
+            Op::Compare { direction, total_order }
+        }
+        "map" => {
+            let computation = cx.callee(ins, 0)?;
+            let first = operands.first().ok_or_else(|| invalid("map needs operands"))?.array()?;
+            let mut types = Vec::new();
+            for s in operands {
+                let a = s.array()?;
+                if a.dims != first.dims {
+                    return Err(invalid("map operands differ in dimensions"));
+                }
+                types.push(a.ty);
+            }
+            cx.scalar_computation(computation, operands.len(), &types)?;
+            let result = cx.comps[computation].result_shape().array()?;
+            cx.expect(
+                shape,
+                &Shape::Array(ArrayShape { ty: result.ty, dims: first.dims.clone(), layout: None }),
+            )?;
+            Op::Map(computation)
+        }
+        "reduce-precision" => {
+            cx.arity(operands, 1)?;
+            let a = operands[0].array()?;
+            if !a.ty.is_float() || ins.exponent_bits < 1 || ins.mantissa_bits < 0 {
+                return Err(invalid(format!(
+                    "reduce-precision of {} to e{}m{}",
+                    operands[0].describe(),
+                    ins.exponent_bits,
+                    ins.mantissa_bits
+                )));
+            }
+            cx.expect(shape, operands[0])?;
+            Op::ReducePrecision {
+                exponent_bits: ins.exponent_bits as u32,
+                mantissa_bits: ins.mantissa_bits as u32,
+            }
+        }
+        other => {
+            return Err(Fail::Internal(format!("opcode {other} is not compile_elementwise's")));
+        }
+    })
 }
 
 #[cfg(test)]

@@ -5,8 +5,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::collective::Exchange;
-use super::compile::{Comp, Instr, Op, Program, Reducer, Shape};
 use super::elementwise;
+use super::program::{Comp, Instr, Op, Program, Reducer};
+use super::shape::Shape;
 use super::shape_ops;
 use super::tensor::{Data, Tensor, dispatch, try_alloc};
 use super::{Array, EvalError, Fail, Input, Output, Value};
@@ -191,12 +192,12 @@ impl Program {
             bytes: args.len() as u64,
         })?;
         for (index, (shape, arg)) in shapes.iter().zip(args).enumerate() {
-            let expected = super::compile::describe_array(shape.ty, &shape.dims);
+            let expected = super::shape::describe_array(shape.ty, &shape.dims);
             let mismatch =
                 |got: String| EvalError::Argument { index, expected: expected.clone(), got };
             let (ty, dims) = arg.check().map_err(|e| mismatch(e.to_string()))?;
             if ty != shape.ty || dims != shape.dims {
-                return Err(mismatch(super::compile::describe_array(ty, &dims)));
+                return Err(mismatch(super::shape::describe_array(ty, &dims)));
             }
             inputs.push(match (&shape.layout, physical) {
                 (Some(layout), true) => {
@@ -209,7 +210,7 @@ impl Program {
     }
 
     /// The entry parameter leaves, in order.
-    fn parameter_leaves(&self) -> Vec<&super::compile::ArrayShape> {
+    fn parameter_leaves(&self) -> Vec<&super::shape::ArrayShape> {
         let mut out = Vec::new();
         for shape in &self.comps[self.entry].param_shapes {
             array_leaves(shape, &mut out);
@@ -336,7 +337,7 @@ impl Program {
     }
 }
 
-fn leaves(shape: &Shape, f: &mut dyn FnMut(&super::compile::ArrayShape)) {
+fn leaves(shape: &Shape, f: &mut dyn FnMut(&super::shape::ArrayShape)) {
     match shape {
         Shape::Array(a) => f(a),
         Shape::Tuple(items) => items.iter().for_each(|s| leaves(s, f)),
@@ -344,7 +345,7 @@ fn leaves(shape: &Shape, f: &mut dyn FnMut(&super::compile::ArrayShape)) {
     }
 }
 
-fn array_leaves<'s>(shape: &'s Shape, out: &mut Vec<&'s super::compile::ArrayShape>) {
+fn array_leaves<'s>(shape: &'s Shape, out: &mut Vec<&'s super::shape::ArrayShape>) {
     match shape {
         Shape::Array(a) => out.push(a),
         Shape::Tuple(items) => items.iter().for_each(|s| array_leaves(s, out)),
@@ -370,8 +371,8 @@ fn bind_one(
             if tensor.ty() != a.ty || tensor.dims != a.dims {
                 return Err(EvalError::Argument {
                     index,
-                    expected: super::compile::describe_array(a.ty, &a.dims),
-                    got: super::compile::describe_array(tensor.ty(), &tensor.dims),
+                    expected: super::shape::describe_array(a.ty, &a.dims),
+                    got: super::shape::describe_array(tensor.ty(), &tensor.dims),
                 });
             }
             Ok(Val::Array(Arc::new(tensor)))
@@ -543,6 +544,59 @@ impl Ctx<'_> {
                 let arg = operand(index + 1)?.clone();
                 self.call(branches[index], vec![arg]).map_err(|e| Fail::Nested(Box::new(e)))
             }
+            Op::Fused(plan) => {
+                let inputs: Vec<&Tensor> = (0..instr.operands.len())
+                    .map(|i| tensor(i).map(|t| &**t))
+                    .collect::<Result<_, _>>()?;
+                array(plan.run(&inputs)?)
+            }
+            Op::Absorbed => Err(Fail::Internal("an absorbed instruction was run".into())),
+            Op::PassThrough => operand(0).cloned(),
+            Op::AfterAll => Ok(Val::Token),
+            Op::ReplicaId => array(Data::U32(vec![self.rank as u32])),
+            Op::AllReduce { computation, groups } => {
+                let vals: Vec<Val> = (0..instr.operands.len())
+                    .map(|i| operand(i).cloned())
+                    .collect::<Result<_, _>>()?;
+                super::collective::all_reduce(self, *computation, groups, vals, &instr.shape)
+            }
+            Op::AllGather { dim, groups } => {
+                super::collective::all_gather(self, groups, operand(0)?.clone(), *dim)
+            }
+            Op::ReduceScatter { dim, computation, groups } => super::collective::reduce_scatter(
+                self,
+                *computation,
+                groups,
+                operand(0)?.clone(),
+                *dim,
+            ),
+            Op::AllToAll { split_dim, groups } => {
+                let vals: Vec<Val> = (0..instr.operands.len())
+                    .map(|i| operand(i).cloned())
+                    .collect::<Result<_, _>>()?;
+                super::collective::all_to_all(self, groups, vals, *split_dim)
+            }
+            Op::CollectivePermute { pairs } => {
+                super::collective::collective_permute(self, pairs, operand(0)?.clone())
+            }
+            _ => self.exec_array(instr, slots),
+        }
+    }
+
+    /// Runs an instruction that computes one array from its operands' arrays: every op but the
+    /// structural, fused and collective ones, which [`Self::exec`] runs itself.
+    fn exec_array(&self, instr: &Instr, slots: &[Option<Val>]) -> Result<Val, Fail> {
+        let operand = |i: usize| -> Result<&Val, Fail> {
+            instr
+                .operands
+                .get(i)
+                .and_then(|&o| slots[o].as_ref())
+                .ok_or_else(|| Fail::Internal(format!("operand {i} has no value")))
+        };
+        let tensor = |i: usize| -> Result<&Arc<Tensor>, Fail> { operand(i)?.array() };
+        let out_dims = || -> Result<Vec<usize>, Fail> { Ok(instr.shape.array()?.dims.clone()) };
+        let array = |data: Data| -> Result<Val, Fail> { Ok(Val::from_data(out_dims()?, data)) };
+        match &instr.op {
             Op::Broadcast(mapping) => {
                 let t = tensor(0)?;
                 array(shape_ops::broadcast(&t.data, &t.dims, &out_dims()?, mapping)?)
@@ -714,41 +768,7 @@ impl Ctx<'_> {
             Op::ReducePrecision { exponent_bits, mantissa_bits } => array(
                 elementwise::reduce_precision(&tensor(0)?.data, *exponent_bits, *mantissa_bits)?,
             ),
-            Op::Fused(plan) => {
-                let inputs: Vec<&Tensor> = (0..instr.operands.len())
-                    .map(|i| tensor(i).map(|t| &**t))
-                    .collect::<Result<_, _>>()?;
-                array(plan.run(&inputs)?)
-            }
-            Op::Absorbed => Err(Fail::Internal("an absorbed instruction was run".into())),
-            Op::PassThrough => operand(0).cloned(),
-            Op::AfterAll => Ok(Val::Token),
-            Op::ReplicaId => array(Data::U32(vec![self.rank as u32])),
-            Op::AllReduce { computation, groups } => {
-                let vals: Vec<Val> = (0..instr.operands.len())
-                    .map(|i| operand(i).cloned())
-                    .collect::<Result<_, _>>()?;
-                super::collective::all_reduce(self, *computation, groups, vals, &instr.shape)
-            }
-            Op::AllGather { dim, groups } => {
-                super::collective::all_gather(self, groups, operand(0)?.clone(), *dim)
-            }
-            Op::ReduceScatter { dim, computation, groups } => super::collective::reduce_scatter(
-                self,
-                *computation,
-                groups,
-                operand(0)?.clone(),
-                *dim,
-            ),
-            Op::AllToAll { split_dim, groups } => {
-                let vals: Vec<Val> = (0..instr.operands.len())
-                    .map(|i| operand(i).cloned())
-                    .collect::<Result<_, _>>()?;
-                super::collective::all_to_all(self, groups, vals, *split_dim)
-            }
-            Op::CollectivePermute { pairs } => {
-                super::collective::collective_permute(self, pairs, operand(0)?.clone())
-            }
+            _ => Err(Fail::Internal("a structural op reached the array executor".into())),
         }
     }
 

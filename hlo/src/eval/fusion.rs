@@ -14,16 +14,17 @@
 //!   as 0 or 1); a member whose type is a narrow float rounds its chunk to that type, so the
 //!   results are bit for bit those of the unfused instructions, which XLA on CPU also rounds one
 //!   by one. Narrow-float operands are decoded chunk by chunk, never as a whole-array copy.
-//! - Instructions absorbed into a group stay in the plan as [`super::compile::Op::Absorbed`],
+//! - Instructions absorbed into a group stay in the plan as [`super::program::Op::Absorbed`],
 //!   with their own work, so the work budget charges what the unfused instructions would have
 //!   been charged, in the same order; they make no value.
 //! - A large group splits its output over the cores (`std::thread::scope`), each thread with its
 //!   own scratch.
 
 use super::Fail;
-use super::compile::{Instr, Op, Shape};
 use super::elementwise::{self, Binary, Direction, Float, Unary};
 use super::math;
+use super::program::{Instr, Op};
+use super::shape::Shape;
 use super::tensor::{Data, Tensor, try_alloc};
 use crate::dtype::{ElementType, SmallFloat};
 

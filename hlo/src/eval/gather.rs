@@ -7,16 +7,16 @@
 use std::sync::Arc;
 
 use super::Fail;
-use super::compile::{ArrayShape, Reducer};
 use super::elementwise;
 use super::exec::{Ctx, element, gather_scalars};
+use super::op_context::{OpContext, invalid};
+use super::program::Op;
+use super::program::Reducer;
+use super::shape::ArrayShape;
+use super::shape::Shape;
 use super::shape_ops::indices;
 use super::tensor::{Data, Tensor, dispatch, next_index, strides, try_alloc};
 use crate::proto;
-
-fn invalid(detail: String) -> Fail {
-    Fail::Invalid(detail)
-}
 
 fn list(values: &[i64], rank: usize, what: &str) -> Result<Vec<usize>, Fail> {
     values
@@ -146,7 +146,7 @@ impl GatherPlan {
             || indices_batching_dims.contains(&index.vector_dim)
             || collapsed.iter().chain(&operand_batching_dims).any(|&d| slice_sizes[d] > 1)
         {
-            return Err(invalid("gather batching or collapsed dimensions do not fit".into()));
+            return Err(invalid("gather batching or collapsed dimensions do not fit"));
         }
         let window_dims: Vec<usize> = (0..rank)
             .filter(|d| !collapsed.contains(d) && !operand_batching_dims.contains(d))
@@ -475,5 +475,79 @@ fn elementwise_fold(
         (Data::F64(d), Data::F64(s)) => fold!(F64, d, s, |a, b| f64::binary(op, a, b)),
         (Data::S32(d), Data::S32(s)) => fold!(S32, d, s, |a, b| i32::binary(op, a, b)),
         _ => return Err(Fail::Internal("scatter fast path type".into())),
+    })
+}
+
+// Compiling: the shape checks and attribute decoding for this family.
+
+/// Shape checks and attribute decoding for `gather` and `scatter`.
+pub(crate) fn compile_gather(cx: &OpContext<'_>) -> Result<Op, Fail> {
+    let (ins, shape, operands) = (cx.ins, cx.shape, cx.operands);
+    Ok(match cx.ins.opcode.as_str() {
+        "gather" => {
+            cx.arity(operands, 2)?;
+            let numbers = ins
+                .gather_dimension_numbers
+                .as_ref()
+                .ok_or_else(|| invalid("gather has no gather_dimension_numbers"))?;
+            let plan = GatherPlan::new(
+                operands[0].array()?,
+                operands[1].array()?,
+                numbers,
+                &ins.gather_slice_sizes,
+            )?;
+            cx.expect(
+                shape,
+                &Shape::Array(ArrayShape {
+                    ty: operands[0].array()?.ty,
+                    dims: plan.out_dims.clone(),
+                    layout: None,
+                }),
+            )?;
+            Op::Gather(Box::new(plan))
+        }
+        "scatter" => {
+            let computation = cx.callee(ins, 0)?;
+            if operands.len() < 3 || !(operands.len() - 1).is_multiple_of(2) {
+                return Err(invalid(format!(
+                    "scatter needs operands, indices and updates, got {} operands",
+                    operands.len()
+                )));
+            }
+            let n = (operands.len() - 1) / 2;
+            let numbers = ins
+                .scatter_dimension_numbers
+                .as_ref()
+                .ok_or_else(|| invalid("scatter has no scatter_dimension_numbers"))?;
+            let plan = ScatterPlan::new(
+                operands[0].array()?,
+                operands[n].array()?,
+                operands[n + 1].array()?,
+                numbers,
+                computation,
+            )?;
+            let mut types = Vec::new();
+            for i in 0..n {
+                let a = operands[i].array()?;
+                let u = operands[n + 1 + i].array()?;
+                if a.dims != operands[0].array()?.dims
+                    || u.dims != operands[n + 1].array()?.dims
+                    || u.ty != a.ty
+                {
+                    return Err(invalid("scatter operands and updates do not fit each other"));
+                }
+                types.push(a.ty);
+            }
+            cx.scalar_computation(computation, 2 * n, &types)?;
+            cx.check_scalar_result(computation, &types)?;
+            let inferred = if n == 1 {
+                operands[0].clone()
+            } else {
+                Shape::Tuple(operands[..n].iter().map(|s| (*s).clone()).collect())
+            };
+            cx.expect(shape, &inferred)?;
+            Op::Scatter(Box::new(plan))
+        }
+        other => return Err(Fail::Internal(format!("opcode {other} is not compile_gather's"))),
     })
 }

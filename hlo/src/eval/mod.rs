@@ -47,12 +47,16 @@ mod exec;
 mod fusion;
 mod gather;
 mod math;
+mod op_context;
 mod opcodes;
 mod packed_gemm;
+mod program;
 mod recognise;
 mod reduce;
+mod shape;
 pub(crate) mod shape_ops;
 mod sort;
+mod structure;
 pub(crate) mod tensor;
 
 use std::time::Duration;
@@ -60,11 +64,11 @@ use std::time::Duration;
 use crate::dtype::ElementType;
 use crate::proto;
 pub use boundary::{Input, Output};
-pub use compile::Program;
 pub use dot::gemm_kernel;
 pub use opcodes::{
     EVALUATED_CUSTOM_CALLS, EVALUATED_OPCODES, is_evaluated, is_evaluated_custom_call,
 };
+pub use program::Program;
 
 /// The default [`EvalOptions::work_budget`]: 2^32 (about 4.3 × 10^9) element-operations.
 ///

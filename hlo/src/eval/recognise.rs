@@ -23,8 +23,9 @@
 use std::cmp::Ordering;
 use std::sync::Arc;
 
-use super::compile::{Comp, Op, Shape};
 use super::elementwise::{Binary, Direction};
+use super::program::{Comp, Op};
+use super::shape::Shape;
 use super::tensor::Tensor;
 use crate::dtype::ElementType;
 

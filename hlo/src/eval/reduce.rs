@@ -17,12 +17,16 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use super::Fail;
-use super::compile::Reducer;
 use super::elementwise::{Binary, Direction, Float, Int, widen, with_binary};
 use super::exec::{Ctx, element, gather_scalars};
+use super::op_context::{OpContext, dims_list, invalid};
+use super::program::Op;
+use super::program::Reducer;
 use super::recognise::{ArgReducer, holds};
+use super::shape::{ArrayShape, Shape};
 use super::shape_ops::transpose;
 use super::tensor::{Data, Tensor, filled, next_index, strides, try_alloc};
+use crate::dtype::ElementType;
 use crate::dtype::SmallFloat;
 use crate::proto;
 
@@ -794,6 +798,115 @@ pub(crate) fn select_and_scatter(
         }
     }
     gather_scalars(operand.ty(), &out)
+}
+
+// Compiling: the shape checks and attribute decoding for this family.
+
+/// Shape checks and attribute decoding for `reduce`, `reduce-window` and `select-and-scatter`.
+pub(crate) fn compile_reduce(cx: &OpContext<'_>) -> Result<Op, Fail> {
+    let (ins, shape, operands) = (cx.ins, cx.shape, cx.operands);
+    Ok(match cx.ins.opcode.as_str() {
+        "reduce" => {
+            let computation = cx.callee(ins, 0)?;
+            if operands.is_empty() || !operands.len().is_multiple_of(2) {
+                return Err(invalid(format!(
+                    "reduce needs inputs and as many init values, got {} operands",
+                    operands.len()
+                )));
+            }
+            let n = operands.len() / 2;
+            let first = operands[0].array()?;
+            let dims = dims_list(&ins.dimensions, first.dims.len(), "dimensions")?;
+            let mut types = Vec::new();
+            let mut outs = Vec::new();
+            let kept: Vec<usize> = (0..first.dims.len())
+                .filter(|d| !dims.contains(d))
+                .map(|d| first.dims[d])
+                .collect();
+            for i in 0..n {
+                let a = operands[i].array()?;
+                let init = operands[n + i].array()?;
+                if a.dims != first.dims || init.ty != a.ty || !init.dims.is_empty() {
+                    return Err(invalid(format!(
+                        "reduce input {} or init {} does not fit {}",
+                        operands[i].describe(),
+                        operands[n + i].describe(),
+                        operands[0].describe()
+                    )));
+                }
+                types.push(a.ty);
+                outs.push(Shape::Array(ArrayShape { ty: a.ty, dims: kept.clone(), layout: None }));
+            }
+            cx.scalar_computation(computation, 2 * n, &types)?;
+            cx.check_scalar_result(computation, &types)?;
+            let inferred = if n == 1 { outs.remove(0) } else { Shape::Tuple(outs) };
+            cx.expect(shape, &inferred)?;
+            Op::Reduce { computation, dims }
+        }
+        "reduce-window" => {
+            let computation = cx.callee(ins, 0)?;
+            if operands.is_empty() || !operands.len().is_multiple_of(2) {
+                return Err(invalid(format!(
+                    "reduce-window needs inputs and init values, got {} operands",
+                    operands.len()
+                )));
+            }
+            let n = operands.len() / 2;
+            let first = operands[0].array()?;
+            let window = super::reduce::window_dims(ins.window.as_ref(), first.dims.len())?;
+            let dims: Vec<usize> = window
+                .iter()
+                .zip(&first.dims)
+                .map(|(w, &d)| w.output_size(d))
+                .collect::<Result<_, _>>()?;
+            let mut types = Vec::new();
+            let mut outs = Vec::new();
+            for i in 0..n {
+                let a = operands[i].array()?;
+                let init = operands[n + i].array()?;
+                if a.dims != first.dims || init.ty != a.ty || !init.dims.is_empty() {
+                    return Err(invalid("reduce-window inputs and inits do not fit"));
+                }
+                types.push(a.ty);
+                outs.push(Shape::Array(ArrayShape { ty: a.ty, dims: dims.clone(), layout: None }));
+            }
+            cx.scalar_computation(computation, 2 * n, &types)?;
+            cx.check_scalar_result(computation, &types)?;
+            let inferred = if n == 1 { outs.remove(0) } else { Shape::Tuple(outs) };
+            cx.expect(shape, &inferred)?;
+            Op::ReduceWindow { computation, window }
+        }
+        "select-and-scatter" => {
+            cx.arity(operands, 3)?;
+            let select = cx.callee(ins, 0)?;
+            let scatter = cx.callee(ins, 1)?;
+            let a = operands[0].array()?;
+            let source = operands[1].array()?;
+            let init = operands[2].array()?;
+            let window = super::reduce::window_dims(ins.window.as_ref(), a.dims.len())?;
+            let dims: Vec<usize> = window
+                .iter()
+                .zip(&a.dims)
+                .map(|(w, &d)| w.output_size(d))
+                .collect::<Result<_, _>>()?;
+            if source.dims != dims || source.ty != a.ty || init.ty != a.ty || !init.dims.is_empty()
+            {
+                return Err(invalid(format!(
+                    "select-and-scatter source {} does not fit the windows of {} ({:?})",
+                    operands[1].describe(),
+                    operands[0].describe(),
+                    dims
+                )));
+            }
+            cx.scalar_computation(select, 2, &[a.ty])?;
+            cx.check_scalar_result(select, &[ElementType::Pred])?;
+            cx.scalar_computation(scatter, 2, &[a.ty])?;
+            cx.check_scalar_result(scatter, &[a.ty])?;
+            cx.expect(shape, operands[0])?;
+            Op::SelectAndScatter { select, scatter, window }
+        }
+        other => return Err(Fail::Internal(format!("opcode {other} is not compile_reduce's"))),
+    })
 }
 
 #[cfg(test)]

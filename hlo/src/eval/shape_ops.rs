@@ -8,6 +8,9 @@
 //! those are clamped here as XLA clamps them.
 
 use super::Fail;
+use super::op_context::{OpContext, dims_list, invalid, to_usize};
+use super::program::Op;
+use super::shape::{ArrayShape, Shape};
 use super::tensor::{Data, dispatch, filled, next_index, strides, try_alloc};
 use crate::dtype::{ElementType, SmallFloat};
 
@@ -368,4 +371,263 @@ pub(crate) fn copy(data: &Data) -> Result<Data, Fail> {
         out.extend_from_slice(v);
         out
     }))
+}
+
+// Compiling: the shape checks and attribute decoding for this family.
+
+/// Shape checks and attribute decoding for ops that rearrange or reinterpret one operand: broadcast, bitcast, reshape, copy, transpose and reverse.
+pub(crate) fn compile_rearrangement(cx: &OpContext<'_>) -> Result<Op, Fail> {
+    let opcode = cx.ins.opcode.as_str();
+    let (ins, shape, operands) = (cx.ins, cx.shape, cx.operands);
+    let out = || shape.array();
+    Ok(match opcode {
+        "broadcast" => {
+            cx.arity(operands, 1)?;
+            let a = operands[0].array()?;
+            let o = out()?;
+            let mapping = dims_list(&ins.dimensions, o.dims.len(), "dimensions")?;
+            let ok = a.ty == o.ty
+                && mapping.len() == a.dims.len()
+                && mapping.iter().enumerate().all(|(i, &j)| a.dims[i] == o.dims[j]);
+            if !ok {
+                return Err(invalid(format!(
+                    "broadcast of {} to {} with dimensions {:?} does not fit",
+                    operands[0].describe(),
+                    shape.describe(),
+                    ins.dimensions
+                )));
+            }
+            Op::Broadcast(mapping)
+        }
+        "bitcast" => {
+            cx.arity(operands, 1)?;
+            let a = operands[0].array()?;
+            let o = out()?;
+            let n_bytes = |s: &ArrayShape| s.n_elems().checked_mul(s.ty.item_size());
+            if n_bytes(a).is_none() || n_bytes(a) != n_bytes(o) {
+                return Err(invalid(format!(
+                    "bitcast of {} to {} changes the byte size",
+                    operands[0].describe(),
+                    shape.describe()
+                )));
+            }
+            if a.ty == o.ty && a.layout.is_none() && o.layout.is_none() {
+                Op::Reshape
+            } else {
+                let default = |rank: usize| (0..rank as i64).rev().collect::<Vec<i64>>();
+                Op::Bitcast {
+                    from: a.layout.clone().unwrap_or_else(|| default(a.dims.len())),
+                    to: o.layout.clone().unwrap_or_else(|| default(o.dims.len())),
+                }
+            }
+        }
+        "reshape" | "copy" => {
+            cx.arity(operands, 1)?;
+            let a = operands[0].array()?;
+            let o = out()?;
+            if a.ty != o.ty || a.n_elems() != o.n_elems() || (opcode == "copy" && a.dims != o.dims)
+            {
+                return Err(invalid(format!(
+                    "{opcode} of {} to {} changes the element type or count",
+                    operands[0].describe(),
+                    shape.describe()
+                )));
+            }
+            Op::Reshape
+        }
+        "transpose" => {
+            cx.arity(operands, 1)?;
+            let a = operands[0].array()?;
+            let permutation = dims_list(&ins.dimensions, a.dims.len(), "dimensions")?;
+            if permutation.len() != a.dims.len() {
+                return Err(invalid(format!(
+                    "permutation {:?} is not of rank {}",
+                    ins.dimensions,
+                    a.dims.len()
+                )));
+            }
+            let dims = permutation.iter().map(|&p| a.dims[p]).collect();
+            cx.expect(shape, &Shape::Array(ArrayShape { ty: a.ty, dims, layout: None }))?;
+            Op::Transpose(permutation)
+        }
+        "reverse" => {
+            cx.arity(operands, 1)?;
+            let a = operands[0].array()?;
+            let dims = dims_list(&ins.dimensions, a.dims.len(), "dimensions")?;
+            cx.expect(shape, operands[0])?;
+            Op::Reverse(dims)
+        }
+        other => {
+            return Err(Fail::Internal(format!("opcode {other} is not compile_rearrangement's")));
+        }
+    })
+}
+
+/// Shape checks and attribute decoding for ops that cut, join, pad or generate arrays by index: slice, dynamic-slice, dynamic-update-slice, concatenate, pad and iota.
+pub(crate) fn compile_indexing(cx: &OpContext<'_>) -> Result<Op, Fail> {
+    let (ins, shape, operands) = (cx.ins, cx.shape, cx.operands);
+    let out = || shape.array();
+    Ok(match cx.ins.opcode.as_str() {
+        "slice" => {
+            cx.arity(operands, 1)?;
+            let a = operands[0].array()?;
+            if ins.slice_dimensions.len() != a.dims.len() {
+                return Err(invalid(format!(
+                    "slice has {} slice_dimensions for rank {}",
+                    ins.slice_dimensions.len(),
+                    a.dims.len()
+                )));
+            }
+            let mut starts = Vec::new();
+            let mut steps = Vec::new();
+            let mut dims = Vec::new();
+            for (axis, s) in ins.slice_dimensions.iter().enumerate() {
+                let ok = s.start >= 0
+                    && s.start <= s.limit
+                    && s.limit <= a.dims[axis] as i64
+                    && s.stride >= 1;
+                if !ok {
+                    return Err(invalid(format!(
+                        "slice [{}:{}:{}] does not fit dimension {axis} of size {}",
+                        s.start, s.limit, s.stride, a.dims[axis]
+                    )));
+                }
+                starts.push(s.start as usize);
+                steps.push(s.stride as usize);
+                dims.push(((s.limit - s.start + s.stride - 1) / s.stride) as usize);
+            }
+            cx.expect(shape, &Shape::Array(ArrayShape { ty: a.ty, dims, layout: None }))?;
+            Op::Slice { starts, steps }
+        }
+        "dynamic-slice" => {
+            let a = operands
+                .first()
+                .ok_or_else(|| invalid("dynamic-slice needs an operand"))?
+                .array()?;
+            cx.arity(operands, 1 + a.dims.len())?;
+            cx.scalar_indices(&operands[1..])?;
+            let sizes: Vec<usize> = ins
+                .dynamic_slice_sizes
+                .iter()
+                .map(|&s| to_usize(s, "dynamic_slice_sizes"))
+                .collect::<Result<_, _>>()?;
+            if sizes.len() != a.dims.len() || sizes.iter().zip(&a.dims).any(|(s, d)| s > d) {
+                return Err(invalid(format!(
+                    "dynamic_slice_sizes {:?} do not fit {}",
+                    ins.dynamic_slice_sizes,
+                    operands[0].describe()
+                )));
+            }
+            cx.expect(shape, &Shape::Array(ArrayShape { ty: a.ty, dims: sizes, layout: None }))?;
+            Op::DynamicSlice
+        }
+        "dynamic-update-slice" => {
+            let a = operands
+                .first()
+                .ok_or_else(|| invalid("dynamic-update-slice needs an operand"))?
+                .array()?;
+            cx.arity(operands, 2 + a.dims.len())?;
+            let u = operands[1].array()?;
+            if u.ty != a.ty
+                || u.dims.len() != a.dims.len()
+                || u.dims.iter().zip(&a.dims).any(|(s, d)| s > d)
+            {
+                return Err(invalid(format!(
+                    "update {} does not fit in {}",
+                    operands[1].describe(),
+                    operands[0].describe()
+                )));
+            }
+            cx.scalar_indices(&operands[2..])?;
+            cx.expect(shape, operands[0])?;
+            Op::DynamicUpdateSlice
+        }
+        "concatenate" => {
+            let first =
+                operands.first().ok_or_else(|| invalid("concatenate needs operands"))?.array()?;
+            let axis = dims_list(&ins.dimensions, first.dims.len(), "dimensions")?;
+            let [axis] = axis[..] else {
+                return Err(invalid(format!(
+                    "concatenate needs one dimension, got {:?}",
+                    ins.dimensions
+                )));
+            };
+            let mut dims = first.dims.clone();
+            dims[axis] = 0;
+            for s in operands {
+                let a = s.array()?;
+                let ok = a.ty == first.ty
+                    && a.dims.len() == first.dims.len()
+                    && a.dims
+                        .iter()
+                        .zip(&first.dims)
+                        .enumerate()
+                        .all(|(i, (x, y))| i == axis || x == y);
+                if !ok {
+                    return Err(invalid(format!(
+                        "operand {} does not concatenate with {} on dimension {axis}",
+                        s.describe(),
+                        operands[0].describe()
+                    )));
+                }
+                dims[axis] += a.dims[axis];
+            }
+            cx.expect(shape, &Shape::Array(ArrayShape { ty: first.ty, dims, layout: None }))?;
+            Op::Concatenate(axis)
+        }
+        "pad" => {
+            cx.arity(operands, 2)?;
+            let a = operands[0].array()?;
+            let v = operands[1].array()?;
+            if v.ty != a.ty || !v.dims.is_empty() {
+                return Err(invalid(format!(
+                    "padding value is {}, expected {}[]",
+                    operands[1].describe(),
+                    a.ty
+                )));
+            }
+            let config =
+                ins.padding_config.as_ref().map(|c| c.dimensions.as_slice()).unwrap_or(&[]);
+            if config.len() != a.dims.len() {
+                return Err(invalid(format!(
+                    "padding_config has {} dimensions for rank {}",
+                    config.len(),
+                    a.dims.len()
+                )));
+            }
+            let mut pads = Vec::new();
+            let mut dims = Vec::new();
+            for (axis, c) in config.iter().enumerate() {
+                let d = a.dims[axis] as i128;
+                let size = i128::from(c.edge_padding_low)
+                    + i128::from(c.edge_padding_high)
+                    + d
+                    + (d - 1).max(0) * i128::from(c.interior_padding);
+                if c.interior_padding < 0 || size < 0 || size > i128::from(u32::MAX) * 1024 {
+                    return Err(invalid(format!(
+                        "padding {}_{}_{} of dimension {axis} (size {d}) gives size {size}",
+                        c.edge_padding_low, c.edge_padding_high, c.interior_padding
+                    )));
+                }
+                dims.push(size as usize);
+                pads.push(PadDim {
+                    low: c.edge_padding_low,
+                    high: c.edge_padding_high,
+                    interior: c.interior_padding,
+                });
+            }
+            cx.expect(shape, &Shape::Array(ArrayShape { ty: a.ty, dims, layout: None }))?;
+            Op::Pad(pads)
+        }
+        "iota" => {
+            cx.arity(operands, 0)?;
+            let o = out()?;
+            let axis = dims_list(&ins.dimensions, o.dims.len(), "iota_dimension")?;
+            let [axis] = axis[..] else {
+                return Err(invalid(format!("iota needs one dimension, got {:?}", ins.dimensions)));
+            };
+            Op::Iota(axis)
+        }
+        other => return Err(Fail::Internal(format!("opcode {other} is not compile_indexing's"))),
+    })
 }

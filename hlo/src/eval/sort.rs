@@ -16,12 +16,15 @@ use std::cmp::Ordering;
 use std::sync::Arc;
 
 use super::Fail;
-use super::compile::SimpleComparator;
 use super::elementwise::{Float, widen};
 use super::exec::{Ctx, element};
+use super::op_context::{OpContext, dims_list, invalid, to_usize};
+use super::program::Op;
+use super::program::SimpleComparator;
 use super::recognise::{Canon, SortComparator, SortKey, holds};
+use super::shape::{ArrayShape, Shape};
 use super::tensor::{Data, Tensor, dispatch, try_alloc};
-use crate::dtype::SmallFloat;
+use crate::dtype::{ElementType, SmallFloat};
 
 /// Keys whose unsigned order is the element type's order: IEEE totalOrder for floats (after
 /// `canon`, evaluated as its selects and compares are), numeric order for integers. `None` for
@@ -353,4 +356,85 @@ pub(crate) fn top_k(t: &Arc<Tensor>, k: usize, largest: bool) -> Result<(Data, D
         }
     }
     Ok((permute(&t.data, &picks)?, Data::S32(idx)))
+}
+
+// Compiling: the shape checks and attribute decoding for this family.
+
+/// Shape checks and attribute decoding for `sort`, `topk` and the top-k custom calls.
+pub(crate) fn compile_sort(cx: &OpContext<'_>) -> Result<Op, Fail> {
+    let (ins, shape, operands) = (cx.ins, cx.shape, cx.operands);
+    Ok(match cx.ins.opcode.as_str() {
+        "sort" => {
+            let computation = cx.callee(ins, 0)?;
+            let first = operands.first().ok_or_else(|| invalid("sort needs operands"))?.array()?;
+            let [dim] = dims_list(&ins.dimensions, first.dims.len().max(1), "dimensions")?[..]
+            else {
+                return Err(invalid(format!("sort needs one dimension, got {:?}", ins.dimensions)));
+            };
+            if first.dims.is_empty() {
+                return Err(invalid("sort of a scalar"));
+            }
+            let mut types = Vec::new();
+            for s in operands {
+                let a = s.array()?;
+                if a.dims != first.dims {
+                    return Err(invalid(format!(
+                        "sort operand {} differs from {}",
+                        s.describe(),
+                        operands[0].describe()
+                    )));
+                }
+                types.push(a.ty);
+                types.push(a.ty);
+            }
+            cx.scalar_computation(computation, 2 * operands.len(), &types)?;
+            cx.check_scalar_result(computation, &[ElementType::Pred])?;
+            let inferred = if operands.len() == 1 {
+                operands[0].clone()
+            } else {
+                Shape::Tuple(operands.iter().map(|s| (*s).clone()).collect())
+            };
+            cx.expect(shape, &inferred)?;
+            Op::Sort { dim, computation }
+        }
+        "topk" => {
+            cx.arity(operands, 1)?;
+            let a = operands[0].array()?;
+            let k = to_usize(ins.k, "k")?;
+            let last = a.dims.last().copied().ok_or_else(|| invalid("topk of a scalar"))?;
+            if k > last {
+                return Err(invalid(format!("k {k} is larger than the last dimension {last}")));
+            }
+            let mut dims = a.dims.clone();
+            *dims.last_mut().unwrap_or(&mut 0) = k;
+            let inferred = Shape::Tuple(vec![
+                Shape::Array(ArrayShape { ty: a.ty, dims: dims.clone(), layout: None }),
+                Shape::Array(ArrayShape { ty: ElementType::S32, dims, layout: None }),
+            ]);
+            cx.expect(shape, &inferred)?;
+            Op::TopK { k, largest: ins.largest, indices: ElementType::S32 }
+        }
+        "custom-call" if ins.custom_call_target == "TopK" => {
+            // XLA CPU's own top-k runtime call (what its optimiser turns sort + slice into):
+            // the k largest along the last dimension, k from the result shape.
+            let k = cx.top_k_call(operands, shape, "TopK", ElementType::S32)?;
+            Op::TopK { k, largest: true, indices: ElementType::S32 }
+        }
+        "custom-call" if ins.custom_call_target == "AwsNeuronTopK" => {
+            // Neuron's top-k (nkipy's `topk`, `nkipy/core/backend/hlo.py`): the k largest
+            // along the last dimension, largest first, u32 indices, k in the result shape
+            // and, as decimal text, in `backend_config`.
+            let k = cx.top_k_call(operands, shape, "AwsNeuronTopK", ElementType::U32)?;
+            if !ins.backend_config.is_empty() {
+                let text = String::from_utf8_lossy(&ins.backend_config);
+                if text.trim().parse::<usize>().ok() != Some(k) {
+                    return Err(invalid(format!(
+                        "AwsNeuronTopK backend_config {text:?} is not the result's k {k}"
+                    )));
+                }
+            }
+            Op::TopK { k, largest: true, indices: ElementType::U32 }
+        }
+        other => return Err(Fail::Internal(format!("opcode {other} is not compile_sort's"))),
+    })
 }

@@ -1,0 +1,191 @@
+//! The checked plan the compiler builds and the executor runs: decoded instructions (`Op`,
+//! `Instr`), computations (`Comp`) and the module (`Program`).
+//!
+//! Kernels and the executor read these types from here, so none of them needs the compiler.
+
+use std::sync::Arc;
+
+use super::EvalOptions;
+use super::conv::ConvPlan;
+use super::dot::DotPlan;
+use super::elementwise::{Binary, Direction, Unary};
+use super::gather::{GatherPlan, ScatterPlan};
+use super::reduce::WindowDim;
+use super::shape::Shape;
+use super::shape_ops::PadDim;
+use super::tensor::Tensor;
+use crate::dtype::ElementType;
+
+/// A scalar computation recognised as one operation of its two parameters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Reducer {
+    Binary(Binary),
+    /// Returns its second parameter (scatter's assignment).
+    Replace,
+}
+
+/// A sort comparator recognised as one compare of parameters `2k` and `2k+1`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct SimpleComparator {
+    pub(crate) operand: usize,
+    pub(crate) direction: Direction,
+    pub(crate) total_order: bool,
+    /// Whether the compare reads (2k+1, 2k) instead of (2k, 2k+1).
+    pub(crate) swapped: bool,
+}
+
+/// Replica groups of a collective: each inner list is a group of rank ids; empty is one group
+/// of all ranks.
+pub(crate) type Groups = Vec<Vec<usize>>;
+
+/// A decoded instruction.
+#[derive(Clone, Debug)]
+pub(crate) enum Op {
+    Parameter(usize),
+    Constant(Arc<Tensor>),
+    Tuple,
+    GetTupleElement(usize),
+    Call(usize),
+    While {
+        condition: usize,
+        body: usize,
+    },
+    Conditional {
+        branches: Vec<usize>,
+    },
+    Broadcast(Vec<usize>),
+    /// reshape, copy, and a bitcast between default layouts of one element type: the logical
+    /// elements are unchanged.
+    Reshape,
+    /// Any other bitcast: the operand's bytes in its layout (minor-to-major `from`), read as the
+    /// result's element type in the result's layout (`to`). XLA's optimised modules use it for
+    /// a transpose that only changes the layout, and to reinterpret f32 as s32 in comparators.
+    Bitcast {
+        from: Vec<i64>,
+        to: Vec<i64>,
+    },
+    Transpose(Vec<usize>),
+    Convert(ElementType),
+    BitcastConvert,
+    Slice {
+        starts: Vec<usize>,
+        steps: Vec<usize>,
+    },
+    DynamicSlice,
+    DynamicUpdateSlice,
+    Concatenate(usize),
+    Pad(Vec<PadDim>),
+    Iota(usize),
+    Reverse(Vec<usize>),
+    Select,
+    Clamp,
+    Compare {
+        direction: Direction,
+        total_order: bool,
+    },
+    Unary(Unary),
+    Binary(Binary),
+    Dot(DotPlan),
+    Convolution(Box<ConvPlan>),
+    Reduce {
+        computation: usize,
+        dims: Vec<usize>,
+    },
+    ReduceWindow {
+        computation: usize,
+        window: Vec<WindowDim>,
+    },
+    SelectAndScatter {
+        select: usize,
+        scatter: usize,
+        window: Vec<WindowDim>,
+    },
+    Gather(Box<GatherPlan>),
+    Scatter(Box<ScatterPlan>),
+    Sort {
+        dim: usize,
+        computation: usize,
+    },
+    TopK {
+        k: usize,
+        largest: bool,
+        /// The indices' element type: s32 (XLA), or u32 for Neuron's `AwsNeuronTopK`.
+        indices: ElementType,
+    },
+    Map(usize),
+    ReducePrecision {
+        exponent_bits: u32,
+        mantissa_bits: u32,
+    },
+    /// optimization-barrier, add-dependency: the first operand, unchanged.
+    PassThrough,
+    AfterAll,
+    ReplicaId,
+    AllReduce {
+        computation: usize,
+        groups: Groups,
+    },
+    AllGather {
+        dim: usize,
+        groups: Groups,
+    },
+    ReduceScatter {
+        dim: usize,
+        computation: usize,
+        groups: Groups,
+    },
+    AllToAll {
+        split_dim: Option<usize>,
+        groups: Groups,
+    },
+    CollectivePermute {
+        pairs: Vec<(usize, usize)>,
+    },
+    /// A fused elementwise group rooted here; its operands are the group's outside values.
+    Fused(Box<super::fusion::FusedPlan>),
+    /// A member of a fused group (or a view every user reads through): charged its work where it
+    /// stands, it makes no value.
+    Absorbed,
+}
+
+/// One instruction of the plan.
+#[derive(Clone, Debug)]
+pub(crate) struct Instr {
+    pub(crate) name: String,
+    pub(crate) op: Op,
+    pub(crate) operands: Vec<usize>,
+    pub(crate) shape: Shape,
+    /// Values (by instruction index) whose last use is this instruction.
+    pub(crate) frees: Vec<usize>,
+    /// The work this instruction is charged when it runs (see the `eval` module docs).
+    pub(crate) work: u64,
+}
+
+/// One computation of the plan.
+#[derive(Clone, Debug)]
+pub(crate) struct Comp {
+    pub(crate) name: String,
+    pub(crate) instrs: Vec<Instr>,
+    /// Instruction index of parameter `i`.
+    pub(crate) params: Vec<usize>,
+    pub(crate) param_shapes: Vec<Shape>,
+    pub(crate) root: usize,
+    pub(crate) reducer: Option<Reducer>,
+    pub(crate) comparator: Option<SimpleComparator>,
+    /// Multi-instruction reducers and comparators run as direct loops.
+    pub(crate) recognised: super::recognise::Recognised,
+}
+
+impl Comp {
+    pub(crate) fn result_shape(&self) -> &Shape {
+        &self.instrs[self.root].shape
+    }
+}
+
+/// A compiled module: run it with [`Program::run`] as often as needed.
+#[derive(Clone, Debug)]
+pub struct Program {
+    pub(crate) comps: Vec<Comp>,
+    pub(crate) entry: usize,
+    pub(crate) options: EvalOptions,
+}
