@@ -14,9 +14,10 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use abi::runtime::prelude::*;
 use abi::runtime::{
-    AsyncReadBuffer, ExternalBuffer, Framework, ModelId, NrtError, Placement, Runtime, SeqId,
-    SetId, SharedBuffer, TensorId, TrackerId,
+    AsyncReadBuffer, ExternalBuffer, Framework, ModelId, NrtError, Placement, SeqId, SetId,
+    SharedBuffer, TensorId, TrackerId,
 };
 use abi::trace::{Trace, TracingRuntime, format_bytes};
 use anyhow::{Context as _, Result, bail};
