@@ -71,7 +71,7 @@ pub use spmd::SpmdModel;
 pub use tensor_set::{InputRole, NULL_SET, NULL_TENSOR};
 pub use validate::{ValidatePath, validate};
 
-use abi::runtime::Runtime;
+use abi::runtime::prelude::*;
 use abi::status::NrtStatus;
 use abi::trace::{Trace, TracingRuntime};
 use tensor_set::Layout;

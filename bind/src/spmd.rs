@@ -28,7 +28,7 @@ use super::tensor_set::{self, Layout, LoadPlacement, Loaded, VarTable};
 use super::validate::ValidatePath;
 use super::{Ctx, ForwardOutput, ModelOptions};
 use abi::metaneff;
-use abi::runtime::Runtime;
+use abi::runtime::prelude::*;
 
 /// `torch.classes.neuron.SPMDModel`: the same NEFF on `local_ranks` NeuronCores.
 pub struct SpmdModel {

@@ -22,7 +22,8 @@ use abi::metaneff::edit::Side;
 use abi::metaneff::meta_tensor::Type as TensorType;
 use abi::metaneff::{MetaNeff, MetaTensor};
 use abi::neff::{MrType, Neff, ReadOptions};
-use abi::runtime::{ModelId, NrtError, Placement, Runtime, SetId, TensorId};
+use abi::runtime::prelude::*;
+use abi::runtime::{ModelId, NrtError, Placement, SetId, TensorId};
 use abi::status::NrtStatus;
 use abi::trace::name_text;
 

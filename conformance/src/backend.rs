@@ -12,7 +12,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
 
-use abi::runtime::{NrtError, Runtime};
+use abi::runtime::NrtError;
+use abi::runtime::prelude::*;
 use nrt::{LibrarySource, NrtLoadError, NrtRuntime, OpenOptions};
 use sim::{FaultPlan, FaultPlanError, SimConfig, SimConfigError, SimRuntime};
 

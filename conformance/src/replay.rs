@@ -15,9 +15,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use abi::functions::LibnrtFunction;
+use abi::runtime::prelude::*;
 use abi::runtime::{
-    AsyncReadBuffer, ExternalBuffer, Framework, ModelId, NrtError, Placement, Runtime, SeqId,
-    SetId, SharedBuffer, TensorId, TrackerId,
+    AsyncReadBuffer, ExternalBuffer, Framework, ModelId, NrtError, Placement, SeqId, SetId,
+    SharedBuffer, TensorId, TrackerId,
 };
 use abi::trace::parse::{self, Args, Bytes, Call, Line, ParseError, parse_name};
 use abi::trace::{Trace, TracingRuntime, format_bytes};

@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use abi::neff::{Neff, ReadOptions, SIMULATOR_TARGET_FEATURE_BIT, SIMULATOR_TARGET_MEMBER};
-use abi::runtime::{Framework, ModelId, Placement, Runtime, SetId, TensorId};
+use abi::runtime::prelude::*;
+use abi::runtime::{Framework, ModelId, Placement, SetId, TensorId};
 use abi::status::NrtStatus;
 use serde_json::Value;
 use sim::{SimConfig, SimRuntime};

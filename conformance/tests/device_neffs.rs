@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::Arc;
 
-use abi::runtime::Runtime;
+use abi::runtime::prelude::*;
 use conformance::device;
 use conformance::runner;
 use conformance::vector::{self, Vector};

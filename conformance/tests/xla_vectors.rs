@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
 
-use abi::runtime::Runtime;
+use abi::runtime::prelude::*;
 use conformance::vector::{self, HLO_TEXT_FILE, Vector};
 use hlo::proto::{PrimitiveType, ProgramShapeProto};
 use libtest_mimic::{Arguments, Failed, Trial};

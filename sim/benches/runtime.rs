@@ -13,7 +13,8 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use abi::runtime::{Framework, Placement, Runtime, TensorUsage};
+use abi::runtime::prelude::*;
+use abi::runtime::{Framework, Placement, TensorUsage};
 use sim::{SimConfig, SimRuntime};
 use testkit::models::copy_model;
 

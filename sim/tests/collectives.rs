@@ -7,7 +7,8 @@ mod common;
 use std::thread;
 use std::time::Duration;
 
-use abi::runtime::{Framework, NrtError, Runtime};
+use abi::runtime::prelude::*;
+use abi::runtime::{Framework, NrtError};
 use abi::status::NrtStatus;
 use common::small_config;
 use sim::SimRuntime;

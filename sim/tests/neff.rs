@@ -3,7 +3,8 @@
 mod common;
 
 use abi::dtype::Dltype;
-use abi::runtime::{Framework, ModelId, NrtError, Placement, Runtime, TensorUsage};
+use abi::runtime::prelude::*;
+use abi::runtime::{Framework, ModelId, NrtError, Placement, TensorUsage};
 use abi::status::NrtStatus;
 use common::{
     arithmetic_model, copy_hlo, copy_model, f32_bytes, nan_model, small_config, small_sim,

@@ -3,7 +3,8 @@
 
 mod common;
 
-use abi::runtime::{Framework, Placement, Runtime, TensorId};
+use abi::runtime::prelude::*;
+use abi::runtime::{Framework, Placement, TensorId};
 use abi::status::NrtStatus;
 use common::small_sim;
 use proptest::prelude::*;

@@ -7,7 +7,8 @@ mod common;
 use std::sync::Arc;
 
 use abi::functions::{LibnrtFunction, PreInit};
-use abi::runtime::{Framework, Placement, Runtime, SysTraceConfig, SysTraceFetch};
+use abi::runtime::prelude::*;
+use abi::runtime::{Framework, Placement, SysTraceConfig, SysTraceFetch};
 use abi::status::NrtStatus;
 use common::{copy_model, small_sim};
 use sim::async_queues::{AsyncQueues, ExecutionUnit, Job};

@@ -4,7 +4,8 @@
 mod common;
 
 use abi::dtype::{Dltype, NrtDtype};
-use abi::runtime::{Framework, ModelId, Placement, Runtime, SetId, TensorId, TensorUsage};
+use abi::runtime::prelude::*;
+use abi::runtime::{Framework, ModelId, Placement, SetId, TensorId, TensorUsage};
 use abi::status::NrtStatus;
 use common::{
     arithmetic_model, copy_model, f32_bytes, f32_values, nan_model, small_config, small_sim,

@@ -6,7 +6,8 @@ mod common;
 
 use std::sync::Arc;
 
-use abi::runtime::{Framework, Placement, Runtime, TensorUsage};
+use abi::runtime::prelude::*;
+use abi::runtime::{Framework, Placement, TensorUsage};
 use abi::status::NrtStatus;
 use common::{arithmetic_model, f32_bytes, f32_values, small_sim};
 

@@ -10,7 +10,8 @@ use std::hint::black_box;
 use std::sync::Arc;
 use std::time::Instant;
 
-use abi::runtime::{Framework, Placement, Runtime};
+use abi::runtime::prelude::*;
+use abi::runtime::{Framework, Placement};
 use bind::{HostTensor, Model, ModelOptions, SpmdModel};
 use sim::{SimConfig, SimRuntime};
 use testkit::models::{ModelDef, TensorDef, copy_model, op_copy};

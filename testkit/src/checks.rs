@@ -15,9 +15,9 @@
 
 use std::sync::Arc;
 
+use abi::runtime::prelude::*;
 use abi::runtime::{
-    ExternalBuffer, Framework, ModelId, NrtError, Placement, Runtime, SharedBuffer, TensorId,
-    TensorUsage,
+    ExternalBuffer, Framework, ModelId, NrtError, Placement, SharedBuffer, TensorId, TensorUsage,
 };
 use abi::status::NrtStatus;
 

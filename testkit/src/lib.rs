@@ -23,7 +23,7 @@ pub mod models;
 
 use std::sync::Arc;
 
-use abi::runtime::Runtime;
+use abi::runtime::prelude::*;
 use sim::{FaultPlan, SimConfig};
 
 pub use bind_suite::bind_suite;

@@ -2,7 +2,8 @@
 
 use std::sync::Arc;
 
-use abi::runtime::{Framework, Runtime};
+use abi::runtime::Framework;
+use abi::runtime::prelude::*;
 use libtest_mimic::{Arguments, Failed, Trial};
 use sim::SimRuntime;
 use testkit::RuntimeSpec;

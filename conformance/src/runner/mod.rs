@@ -25,7 +25,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
 
-use abi::runtime::{Framework, ModelId, Runtime, SetId, SharedBuffer, TensorId};
+use abi::runtime::prelude::*;
+use abi::runtime::{Framework, ModelId, SetId, SharedBuffer, TensorId};
 use abi::status::NrtStatus;
 use abi::trace::{Trace, TracingRuntime, format_bytes};
 use bind::{HostTensor, Model};

@@ -15,7 +15,8 @@ use std::ptr;
 
 use abi::c_layout::c_types::{NRT_ASYNC_EXEC_STATUS_CALLBACK, nrta_error_t, nrta_seq_t, nrta_xu_t};
 use abi::functions::LibnrtFunction as F;
-use abi::runtime::{ModelId, NrtError, Runtime, SetId, TensorId};
+use abi::runtime::prelude::*;
+use abi::runtime::{ModelId, NrtError, SetId, TensorId};
 use abi::status::NrtStatus;
 use sim::async_queues::{ExecutionUnit, Job};
 

@@ -17,7 +17,8 @@ use std::ptr;
 use std::sync::Arc;
 
 use abi::functions::LibnrtFunction as F;
-use abi::runtime::{Framework, ModelId, Placement, Runtime, SetId, TensorId};
+use abi::runtime::prelude::*;
+use abi::runtime::{Framework, ModelId, Placement, SetId, TensorId};
 
 use crate::ffi::{CallerBuffer, InfoArray, NrtTensorInfoC, NrtVersionC, status_text, version_c};
 use crate::handles::{Global, Kind, global};

@@ -24,7 +24,8 @@ use abi::c_layout::c_types::{
     nrt_ucode_info, nrt_vnc_memory_stats_t, nrta_seq_t,
 };
 use abi::functions::LibnrtFunction as F;
-use abi::runtime::{ModelId, NrtError, Runtime, TensorId};
+use abi::runtime::prelude::*;
+use abi::runtime::{ModelId, NrtError, TensorId};
 
 use crate::exports::{guard, with_global};
 use crate::handles::{Global, Kind, global};

@@ -22,7 +22,8 @@ use std::ptr;
 use std::sync::Mutex;
 
 use abi::functions::LibnrtFunction as F;
-use abi::runtime::{ModelId, NrtError, Runtime};
+use abi::runtime::prelude::*;
+use abi::runtime::{ModelId, NrtError};
 use abi::status::NrtStatus;
 use sim::sys_trace::{ACTIVITY_TYPES, CaptureConfig, EVENT_TYPES, FetchOptions};
 

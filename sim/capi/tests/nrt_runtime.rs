@@ -19,9 +19,8 @@ use conformance::child;
 use conformance::runner::RunOutput;
 
 use abi::dtype::{DtypeNumbering, NrtDtype};
-use abi::runtime::{
-    ExternalBuffer, Framework, ModelId, NrtError, Placement, Runtime, SharedBuffer,
-};
+use abi::runtime::prelude::*;
+use abi::runtime::{ExternalBuffer, Framework, ModelId, NrtError, Placement, SharedBuffer};
 use abi::status::NrtStatus;
 use abi::trace::{Trace, TracingRuntime};
 use libtest_mimic::{Arguments, Failed, Trial};

@@ -2,7 +2,8 @@
 //! byte helpers are `testkit`'s, as in every other crate's tests.
 #![allow(dead_code, unreachable_pub, unused_imports)]
 
-use abi::runtime::{ModelId, NrtError, Runtime};
+use abi::runtime::prelude::*;
+use abi::runtime::{ModelId, NrtError};
 use sim::{ModelDescription, SimConfig, SimRuntime};
 
 pub use testkit::models::{arithmetic_model, copy_hlo, copy_model, nan_model};

@@ -13,7 +13,7 @@ use std::io::BufRead as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use abi::runtime::Runtime;
+use abi::runtime::prelude::*;
 use anyhow::{Context as _, Result, bail};
 use conformance::replay;
 

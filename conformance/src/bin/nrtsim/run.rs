@@ -20,7 +20,8 @@ use std::path::{Path, PathBuf};
 
 use abi::dtype::{Dltype, NpyType};
 use abi::neff::npy;
-use abi::runtime::{Framework, Placement, Runtime};
+use abi::runtime::prelude::*;
+use abi::runtime::{Framework, Placement};
 use abi::status::NrtStatus;
 use anyhow::{Context, Result, anyhow, bail};
 use sim::{SimConfig, SimRuntime};

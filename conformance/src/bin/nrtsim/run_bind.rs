@@ -23,7 +23,8 @@ use std::sync::Arc;
 
 use abi::dtype::{ScalarType, decode_elements, scalar_type_of_raw};
 use abi::metaneff::MetaNeff;
-use abi::runtime::{Framework, Runtime};
+use abi::runtime::Framework;
+use abi::runtime::prelude::*;
 use abi::status::NrtStatus;
 use anyhow::{Context, Result, anyhow, bail};
 use bind::{HostTensor, Model, ModelOptions, Weights};
