@@ -37,7 +37,7 @@
 //!   [`ExternalBuffer::into_shared_buffer`].
 //!
 //! - **Names are bytes** (`&[u8]`): libnrt takes C strings and judges them itself, and metaneff
-//!   names are protobuf `bytes` (ABI-FACTS §1), so no UTF-8 check may reject one. A backend that
+//!   names are protobuf `bytes` (docs/abi-facts.md §1), so no UTF-8 check may reject one. A backend that
 //!   hands a name to C refuses only what a C string cannot hold (a NUL byte).
 //!
 //! - **The async API's memory is the backend's.** `nrta_tensor_write` takes the bytes (the

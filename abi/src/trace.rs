@@ -1,5 +1,5 @@
 //! The canonical trace: every runtime call and binding event, normalised so that two backends'
-//! traces compare line by line (DESIGN.md, "Conformance vectors").
+//! traces compare line by line (the conformance vectors, `vectors/README.md`).
 //!
 //! Design choices:
 //! - **One mechanism for every caller.** [`TracingRuntime`] wraps any `Arc<dyn Runtime>` and is

@@ -1,7 +1,7 @@
 //! The one FFI boundary of the `nrt` backend: the libnrt C declarations, the loaded library and
 //! owned handles whose lifetimes make every call sound.
 //!
-//! The declarations are ours, written from the facts of ABI-FACTS §4 (x86-64 SysV); no header is
+//! The declarations are ours, written from the facts of docs/abi-facts.md §4 (x86-64 SysV); no header is
 //! copied. Everything `unsafe` in the crate is in this file, and each block says why it holds.
 //!
 //! Soundness rests on ownership, not on checks:

@@ -1,13 +1,16 @@
 //! Tidy checks over the workspace's own Rust files.
 //!
-//! Habits the project keeps (STYLE.md), checked mechanically so a review does not have to:
+//! Habits the project keeps, checked mechanically so a review does not have to:
 //! - every `.rs` file opens with a `//!` module doc (generated files, which say `@generated` on
 //!   their first line, are exempt);
 //! - `unsafe` code appears only in the two places that own an FFI boundary, `nrt/src/sys*` (the
 //!   recorder's sources included, `nrt/src/sys_record/`) and `sim/capi/`, and every other crate
 //!   root forbids it;
 //! - no test is switched off and no unfinished code is left behind (the `ignore` and
-//!   `should_panic` test attributes, `todo!`, `unimplemented!`, `dbg!`).
+//!   `should_panic` test attributes, `todo!`, `unimplemented!`, `dbg!`);
+//! - no file the repository holds (sources, docs, vectors, scripts) cites a document it does not
+//!   hold: the team's notes and issue numbers are not there for a reader who clones it, so the
+//!   facts the code relies on are cited from `docs/`.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -29,9 +32,31 @@ const FORBIDDEN: [&str; 5] = [
     concat!("dbg", "!("),
 ];
 
+/// Citations of documents outside the repository. Built with `concat!` so this file does not
+/// match itself.
+/// "The seed" was the specification the project started from; a random seed is fine.
+const OUTSIDE: [&str; 12] = [
+    concat!("ABI", "-FACTS"),
+    concat!("shared", "/"),
+    concat!("DESIGN", ".md"),
+    concat!("STYLE", ".md"),
+    concat!("seed ", "§"),
+    concat!("seed's ", "§"),
+    concat!("Seed ", "discrepanc"),
+    concat!("reverse-engineered ", "seed"),
+    concat!("the seed ", "says"),
+    concat!("the seed ", "gives"),
+    concat!("the seed ", "calls"),
+    concat!("the seed ", "shows"),
+];
+
+/// The extensions of the text files whose citations are checked.
+const TEXT_FILES: [&str; 10] = ["rs", "md", "toml", "py", "c", "h", "proto", "sh", "hlo", "txt"];
+
 /// Runs every check and fails with the list of problems.
 pub(crate) fn run(root: &Path) -> Result<()> {
-    let problems = check(root)?;
+    let mut problems = check(root)?;
+    problems.extend(outside_citations(root)?);
     if !problems.is_empty() {
         bail!("tidy found {} problem(s):\n  {}", problems.len(), problems.join("\n  "));
     }
@@ -89,7 +114,49 @@ fn check(root: &Path) -> Result<Vec<String>> {
     Ok(problems)
 }
 
+/// One line per citation of a document outside the repository, or of an issue by number.
+fn outside_citations(root: &Path) -> Result<Vec<String>> {
+    let mut files = Vec::new();
+    collect_files(root, &TEXT_FILES, &mut files)?;
+    files.sort();
+    let mut problems = Vec::new();
+    for path in &files {
+        let relative = path.strip_prefix(root).unwrap_or(path).to_string_lossy().replace('\\', "/");
+        let Ok(text) = fs::read_to_string(path) else { continue };
+        for (number, line) in text.lines().enumerate() {
+            let found = OUTSIDE
+                .iter()
+                .find(|marker| line.contains(*marker))
+                .copied()
+                .or_else(|| cites_an_issue(line).then_some("an issue number"));
+            if let Some(found) = found {
+                problems.push(format!(
+                    "{relative}:{}: cites {found:?}, which the repository does not hold: cite \
+                     docs/ instead",
+                    number + 1
+                ));
+            }
+        }
+    }
+    Ok(problems)
+}
+
+/// Whether a line names an issue by number: the word, a space, an optional `#`, a digit.
+fn cites_an_issue(line: &str) -> bool {
+    let lower = line.to_ascii_lowercase();
+    lower.match_indices("issue ").any(|(at, word)| {
+        let rest = lower[at + word.len()..].trim_start_matches('#');
+        rest.starts_with(|c: char| c.is_ascii_digit())
+    })
+}
+
 fn collect_rust_files(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
+    collect_files(dir, &["rs"], out)
+}
+
+/// Every file under `dir` whose extension is one of `extensions`, skipping hidden folders and
+/// `target`.
+fn collect_files(dir: &Path, extensions: &[&str], out: &mut Vec<PathBuf>) -> Result<()> {
     for entry in fs::read_dir(dir)? {
         let entry = entry?;
         let path = entry.path();
@@ -99,8 +166,8 @@ fn collect_rust_files(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
             continue;
         }
         if entry.file_type()?.is_dir() {
-            collect_rust_files(&path, out)?;
-        } else if name.ends_with(".rs") {
+            collect_files(&path, extensions, out)?;
+        } else if path.extension().is_some_and(|e| extensions.iter().any(|x| e == *x)) {
             out.push(path);
         }
     }
@@ -153,5 +220,30 @@ mod tests {
         assert!(text.contains("nrt/recorder/src/lib.rs:3: unsafe code"), "{text}");
         assert!(text.contains("nrt/recorder/src/lib.rs: crate root without"), "{text}");
         assert_eq!(problems.len(), 6, "{text}");
+    }
+
+    /// A citation of a document the repository does not hold is found in any text file.
+    #[test]
+    fn tidy_finds_citations_of_documents_outside_the_repository() {
+        let dir = std::env::temp_dir().join(format!("nrtsim-tidy-cite-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(dir.join("docs")).unwrap();
+        let cites = [
+            concat!("as ABI", "-FACTS §4 says"),
+            concat!("see DESIGN", ".md"),
+            concat!("as the seed ", "says"),
+            concat!("added in issue", " 21"),
+            concat!("Issue ", "#7 did it"),
+        ];
+        fs::write(dir.join("docs/a.md"), cites.join("\n")).unwrap();
+        let fine = "docs/abi-facts.md §4, the seed of the stream, an issue of style, seeds 3 cases";
+        fs::write(dir.join("b.rs"), fine).unwrap();
+        let problems = outside_citations(&dir).unwrap();
+        let _ = fs::remove_dir_all(&dir);
+        let text = problems.join("\n");
+        for line in 1..=cites.len() {
+            assert!(text.contains(&format!("docs/a.md:{line}: cites")), "{text}");
+        }
+        assert_eq!(problems.len(), cites.len(), "{text}");
     }
 }

@@ -1,4 +1,4 @@
-//! The exported C functions of ABI-FACTS §4.
+//! The exported C functions of docs/abi-facts.md §4.
 //!
 //! Each is an ordinary Rust function with the C name and the table's signature; the exported
 //! symbol `<c name>@@NRT_2.0.0` is a trampoline to it (see [`crate::symbols`]). Every body runs under [`guard`], so a Rust panic becomes `NRT_FAILURE` (or the

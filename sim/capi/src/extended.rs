@@ -1,4 +1,4 @@
-//! The exported functions beyond ABI-FACTS §4: the rest of the public headers.
+//! The exported functions beyond docs/abi-facts.md §4: the rest of the public headers.
 //!
 //! Each function runs under the same guard and gate as [`crate::exports`]: a panic is its
 //! failure value, the lifecycle rule is the table's (`abi::functions`), NULL out-pointers are

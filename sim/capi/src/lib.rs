@@ -5,7 +5,7 @@
 //! pointing it here.
 //!
 //! Design choices:
-//! - **The exact ABI.** Every function of ABI-FACTS §4 with its C signature, 4-byte enums, and
+//! - **The exact ABI.** Every function of docs/abi-facts.md §4 with its C signature, 4-byte enums, and
 //!   the struct layouts checked at compile time (`nrt_tensor_info_t` 296 bytes, `nrt_version_t`
 //!   224). The file has SONAME `libnrt.so.1` and its functions carry the ELF version
 //!   `NRT_2.0.0`, so a binary linked against the real library resolves its symbols here
