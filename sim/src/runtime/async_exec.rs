@@ -34,7 +34,7 @@ impl RuntimeAsync for SimRuntime {
     }
 
     /// The bytes are copied when the request is scheduled; the write runs as
-    /// [`Runtime::tensor_write`] on the tensor's core's write queue.
+    /// [`Runtime::tensor_write`](abi::runtime::RuntimeNrt::tensor_write) on the tensor's core's write queue.
     fn nrta_tensor_write(
         &self,
         tensor: TensorId,
@@ -55,7 +55,7 @@ impl RuntimeAsync for SimRuntime {
         Ok(SeqId(self.queues.schedule(key, tracker.map(|t| t.0), job)?))
     }
 
-    /// The read runs as [`Runtime::tensor_read`] on the tensor's core's read queue and fills
+    /// The read runs as [`Runtime::tensor_read`](abi::runtime::RuntimeNrt::tensor_read) on the tensor's core's read queue and fills
     /// `into` before the request completes.
     fn nrta_tensor_read(
         &self,
@@ -83,7 +83,7 @@ impl RuntimeAsync for SimRuntime {
         Ok(SeqId(self.queues.schedule(key, tracker.map(|t| t.0), job)?))
     }
 
-    /// The launch runs as [`Runtime::execute`] on the model's first core's compute queue; a
+    /// The launch runs as [`Runtime::execute`](abi::runtime::RuntimeNrt::execute) on the model's first core's compute queue; a
     /// launch that completes with NaN (1003) is recorded in the tracker too.
     fn nrta_execute_schedule(
         &self,

@@ -495,7 +495,7 @@ impl SimRuntime {
     }
 
     /// `nrt_inspect_begin`: records every launch until `nrt_inspect_stop`, into `output_dir`
-    /// as session 1. Not a [`Runtime`] method: libnrt takes the folder from
+    /// as session 1. Not a [`Runtime`](abi::runtime::Runtime) method: libnrt takes the folder from
     /// `NEURON_RT_INSPECT_OUTPUT_DIR`, an environment the C layer reads.
     ///
     /// # Errors
@@ -520,13 +520,13 @@ impl SimRuntime {
         self.cores.get(vnc as usize).map(|core| core.memory.bytes_in_use())
     }
 
-    /// [`Runtime::tensor_write`] for bytes a caller cannot lend as a slice: C memory that may
+    /// [`Runtime::tensor_write`](abi::runtime::RuntimeNrt::tensor_write) for bytes a caller cannot lend as a slice: C memory that may
     /// overlap the simulator's own storage (a pointer from `nrt_tensor_get_va`). Checks exactly
     /// as `tensor_write` does; then `fill` copies the caller's `len` bytes into a staging buffer
     /// of the simulator's, which is written to the tensor, so the move behaves like `memmove`.
     ///
     /// # Errors
-    /// As [`Runtime::tensor_write`], and [`NrtStatus::Resource`] when the staging buffer cannot
+    /// As [`Runtime::tensor_write`](abi::runtime::RuntimeNrt::tensor_write), and [`NrtStatus::Resource`] when the staging buffer cannot
     /// be allocated.
     pub fn tensor_write_staged(
         &self,
@@ -557,12 +557,12 @@ impl SimRuntime {
         lock(&self.launch_log).clone().unwrap_or_default()
     }
 
-    /// [`Runtime::tensor_read`] into memory a caller cannot lend as a slice (see
+    /// [`Runtime::tensor_read`](abi::runtime::RuntimeNrt::tensor_read) into memory a caller cannot lend as a slice (see
     /// [`SimRuntime::tensor_write_staged`]): the bytes are read into a staging buffer, which
     /// `drain` copies out.
     ///
     /// # Errors
-    /// As [`Runtime::tensor_read`], and [`NrtStatus::Resource`] when the staging buffer cannot
+    /// As [`Runtime::tensor_read`](abi::runtime::RuntimeNrt::tensor_read), and [`NrtStatus::Resource`] when the staging buffer cannot
     /// be allocated.
     pub fn tensor_read_staged(
         &self,
@@ -705,10 +705,10 @@ impl SimRuntime {
         Ok(description)
     }
 
-    /// Loads an in-memory model description, as [`Runtime::load`] does after parsing a NEFF.
+    /// Loads an in-memory model description, as [`Runtime::load`](abi::runtime::RuntimeNrt::load) does after parsing a NEFF.
     ///
     /// # Errors
-    /// As [`Runtime::load`]: lifecycle statuses, [`NrtStatus::Invalid`] for a bad description or
+    /// As [`Runtime::load`](abi::runtime::RuntimeNrt::load): lifecycle statuses, [`NrtStatus::Invalid`] for a bad description or
     /// device program, [`NrtStatus::LoadNotEnoughNc`], [`NrtStatus::Resource`].
     pub fn load_description(
         &self,

@@ -434,7 +434,7 @@ impl RuntimeNrt for SimRuntime {
         Ok(self.model_cores(LibnrtFunction::nrt_get_model_vnc_count, model)?.len() as u32)
     }
 
-    /// The instance of [`SimConfig::instance`], device revision `sim`.
+    /// The instance of [`SimConfig::instance`](crate::SimConfig::instance), device revision `sim`.
     fn get_instance_info(&self) -> Result<InstanceInfo, NrtError> {
         self.enter(LibnrtFunction::nrt_get_instance_info)?;
         let instance = &self.config.instance;
