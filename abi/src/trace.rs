@@ -293,6 +293,13 @@ pub const RESULT_ARROW: &str = " -> ";
 /// `name(…) -> STATUS`. A replay does not re-issue such a call.
 pub const UNRECORDED_ARGS: &str = "…";
 
+/// The first word of a recording's first line: `# nrtsim-trace VERSION` (the recorder writes it,
+/// replay checks it).
+pub const RECORDING_MAGIC: &str = "# nrtsim-trace";
+
+/// The recording format version the recorder writes and replay reads.
+pub const RECORDING_FORMAT_VERSION: u32 = 1;
+
 /// The start of a line recording stores a program made through a tensor's address:
 /// `# memory TENSOR OFFSET BYTES`.
 pub const MEMORY_PREFIX: &str = "# memory ";

@@ -21,18 +21,15 @@ use abi::runtime::{
     SharedBuffer, TensorId, TrackerId,
 };
 use abi::trace::parse::{self, Args, Bytes, Call, Line, ParseError, parse_name};
-use abi::trace::{Trace, TracingRuntime, format_bytes};
+use abi::trace::{
+    RECORDING_FORMAT_VERSION as FORMAT_VERSION, RECORDING_MAGIC as HEADER_MAGIC, Trace,
+    TracingRuntime, format_bytes,
+};
 use anyhow::{Context as _, Result, bail};
 
 use crate::capped::{CappedReadError, read_capped};
 use crate::runner::RunOutput;
 use crate::vector::Vector;
-
-/// The first line of a recording, before its version number.
-const HEADER_MAGIC: &str = "# nrtsim-trace";
-
-/// The one recorded format version this replay reads.
-const FORMAT_VERSION: u32 = 1;
 
 /// A header line naming something the recording cannot carry (`# limit KEY: TEXT`).
 const LIMIT_PREFIX: &str = "# limit ";

@@ -211,9 +211,10 @@ impl RuntimeNrt for TracingRuntime {
         let result = self.inner.tensor_attach_buffer(tensor, buffer);
         self.unit(result, |names| {
             format!(
-                "{}({}, <{n_bytes} bytes buffer>)",
+                "{}({}, {})",
                 LibnrtFunction::nrt_tensor_attach_buffer.trace_name(),
-                names.tensor(tensor)
+                names.tensor(tensor),
+                super::buffer_text(n_bytes as u64)
             )
         })
     }

@@ -70,7 +70,7 @@ fn changed(tensor: u64, before: &[u8], now: &[u8]) {
     if let (Some(first), Some(last)) = (first, last) {
         let shown = crate::lines::input_bytes(&now[first..=last]);
         record(vec![
-            Part::Text("# memory ".into()),
+            Part::Text(abi::trace::MEMORY_PREFIX.into()),
             Part::Handle(Kind::Tensor, tensor),
             Part::Text(format!(" {first} {shown}").into()),
         ]);

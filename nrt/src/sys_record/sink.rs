@@ -41,11 +41,7 @@ pub const OUT_ENV: &str = "NRTSIM_RECORD_OUT";
 /// The trace file written when [`OUT_ENV`] is unset.
 const DEFAULT_OUT: &str = "nrtsim-record.trace";
 
-/// The first word of a recording's first line: `# nrtsim-trace VERSION`.
-pub const HEADER_MAGIC: &str = "# nrtsim-trace";
-
-/// The version of the recorded format; a replay refuses any other.
-pub const FORMAT_VERSION: u32 = 1;
+pub use abi::trace::{RECORDING_FORMAT_VERSION as FORMAT_VERSION, RECORDING_MAGIC as HEADER_MAGIC};
 
 /// What a recording cannot carry, each written in the header as `# limit KEY: TEXT`, so that a
 /// replay can say what it did not check.
