@@ -325,6 +325,24 @@ impl FunctionInfo {
     }
 }
 
+/// The line that opens the block of function prototypes in each of our C headers
+/// (`sim/capi/include/nrt/*.h`); `cargo xtask codegen` writes the block from the table.
+pub const PROTOTYPES_BEGIN: &str =
+    "/* Generated from abi/src/functions/table.rs by `cargo xtask codegen`; do not edit. */";
+
+/// The line that closes the block [`PROTOTYPES_BEGIN`] opens.
+pub const PROTOTYPES_END: &str = "/* End of the generated prototypes. */";
+
+/// The prototypes of `header`'s functions, one line each in table order, as the block between
+/// [`PROTOTYPES_BEGIN`] and [`PROTOTYPES_END`] holds them.
+pub fn header_prototypes(header: Header) -> String {
+    let mut block = String::new();
+    for function in LibnrtFunction::in_header(header) {
+        let _ = writeln!(block, "{};", function.info().c_declaration());
+    }
+    block
+}
+
 /// The reference page `docs/libnrt-functions.md`: one table per header, generated from the
 /// function table (a test keeps the committed page fresh).
 pub fn reference_page() -> String {

@@ -1,5 +1,6 @@
 //! Code generation for the protobuf schemas (the metaneff of `abi`, XLA's HLO subset of `hlo`),
-//! and the libnrt function reference page (from `abi::functions`); run by `cargo xtask codegen
+//! and, from the function table of `abi::functions`, the libnrt function reference page and the
+//! prototype block of each C header of `sim/capi/include`; run by `cargo xtask codegen
 //! [--check]`.
 //!
 //! It is a package of its own so that protox and prost-build (and what they pull in: a regex
@@ -51,6 +52,10 @@ const SCHEMAS: &[Schema] = &[
 /// The reference page of the libnrt function table, relative to the workspace root.
 const FUNCTIONS_PAGE: &str = "docs/libnrt-functions.md";
 
+/// Our C headers, relative to the workspace root; each function's prototype is in the block
+/// between [`abi::functions::PROTOTYPES_BEGIN`] and its end line.
+const HEADERS_DIR: &str = "sim/capi/include";
+
 /// One generated file: where it goes and what it holds.
 struct Output {
     path: PathBuf,
@@ -85,6 +90,14 @@ fn run(root: &Path, check: bool) -> Result<()> {
         path: root.join(FUNCTIONS_PAGE),
         contents: abi::functions::reference_page().into_bytes(),
     });
+    for &header in abi::functions::Header::ALL {
+        let path = root.join(HEADERS_DIR).join(header.path());
+        let source =
+            fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+        let contents = with_prototypes(&source, &abi::functions::header_prototypes(header))
+            .with_context(|| format!("in {}", path.display()))?;
+        outputs.push(Output { path, contents: contents.into_bytes() });
+    }
     let mut stale = Vec::new();
     for output in &outputs {
         let current = fs::read(&output.path).ok();
@@ -106,6 +119,29 @@ fn run(root: &Path, check: bool) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// `source` with the lines between its prototype block's first and last line replaced by
+/// `block`; an error if the header lacks either line or has them out of order.
+fn with_prototypes(source: &str, block: &str) -> Result<String> {
+    use abi::functions::{PROTOTYPES_BEGIN, PROTOTYPES_END};
+    let line_end = |marker: &str| {
+        source
+            .match_indices(marker)
+            .find(|(at, _)| *at == 0 || source[..*at].ends_with('\n'))
+            .map(|(at, _)| at + marker.len())
+            .and_then(|end| source[end..].starts_with('\n').then_some(end + 1))
+    };
+    let Some(begin) = line_end(PROTOTYPES_BEGIN) else {
+        bail!("expected a line {PROTOTYPES_BEGIN:?} before the prototypes, found none");
+    };
+    let Some(end) = line_end(PROTOTYPES_END).map(|end| end - PROTOTYPES_END.len() - 1) else {
+        bail!("expected a line {PROTOTYPES_END:?} after the prototypes, found none");
+    };
+    if end < begin {
+        bail!("the line {PROTOTYPES_END:?} comes before {PROTOTYPES_BEGIN:?}");
+    }
+    Ok(format!("{}{block}{}", &source[..begin], &source[end..]))
 }
 
 /// Compiles one proto file and returns its outputs, without touching the file system beyond
@@ -152,6 +188,27 @@ fn generate(root: &Path, schema: &Schema) -> Result<Vec<Output>> {
 
 #[cfg(test)]
 mod tests {
+    use super::with_prototypes;
+    use abi::functions::{PROTOTYPES_BEGIN, PROTOTYPES_END};
+
+    /// The block between the two lines is replaced; the text around it is kept.
+    #[test]
+    fn the_prototype_block_is_replaced_and_the_rest_kept() {
+        let source = format!("a\n{PROTOTYPES_BEGIN}\nold;\n{PROTOTYPES_END}\nb\n");
+        let want = format!("a\n{PROTOTYPES_BEGIN}\nnew;\n{PROTOTYPES_END}\nb\n");
+        assert_eq!(with_prototypes(&source, "new;\n").unwrap(), want);
+    }
+
+    /// A header without the lines, or with them swapped, is an error that names the line.
+    #[test]
+    fn a_header_without_its_block_is_refused() {
+        let err = with_prototypes("int x;\n", "").unwrap_err().to_string();
+        assert!(err.contains("before the prototypes, found none"), "{err}");
+        let swapped = format!("{PROTOTYPES_END}\n{PROTOTYPES_BEGIN}\n");
+        let err = with_prototypes(&swapped, "").unwrap_err().to_string();
+        assert!(err.contains("comes before"), "{err}");
+    }
+
     /// The committed generated code must match the proto files.
     #[test]
     fn committed_generated_code_is_fresh() {

@@ -44,15 +44,15 @@ typedef struct ndebug_stream_payload_debug_tensor_read {
     char tensor_data[];
 } ndebug_stream_payload_debug_tensor_read_t;
 
-/* Connects to the debug stream of Logical NeuronCore logical_nc_idx; *stream_fd is a pollable
- * descriptor. One connection per stream at a time. */
+/* nrt_debug_client_connect connects to the debug stream of Logical NeuronCore logical_nc_idx;
+ * *stream_fd is a pollable descriptor, one connection per stream at a time.
+ * nrt_debug_client_connect_close closes such a connection. nrt_debug_client_read_one_event takes
+ * one event off the stream: its header, and a payload the caller frees. */
+/* Generated from abi/src/functions/table.rs by `cargo xtask codegen`; do not edit. */
 NRT_STATUS nrt_debug_client_connect(int logical_nc_idx, int *stream_fd);
-
-/* Closes a connection made by nrt_debug_client_connect. */
 void nrt_debug_client_connect_close(int stream_fd);
-
-/* Takes one event off the stream: its header, and a payload the caller frees. */
 NRT_STATUS nrt_debug_client_read_one_event(int stream_fd, ndebug_stream_event_header_t *header, void **payload);
+/* End of the generated prototypes. */
 
 #ifdef __cplusplus
 }

@@ -196,6 +196,7 @@ NRTSIM_LAYOUT_CHECK(sizeof(nrt_cc_comm_t) == 32, "nrt_cc_comm_t is 32 bytes");
 NRTSIM_LAYOUT_CHECK(sizeof(nrt_tensor_list_t) == 16, "nrt_tensor_list_t is 16 bytes");
 NRTSIM_LAYOUT_CHECK(sizeof(nrt_dtype_t) == 4, "enums are 4 bytes");
 
+/* Generated from abi/src/functions/table.rs by `cargo xtask codegen`; do not edit. */
 NRT_STATUS nrt_get_instance_info(nrt_instance_info_t *info, size_t instance_info_len);
 NRT_STATUS nrt_init(nrt_framework_type_t framework, const char *fw_version, const char *fal_version);
 void nrt_close(void);
@@ -238,6 +239,7 @@ NRT_STATUS nrt_get_hbm_mmap_va(int device_id, int hbm_idx, void **addr, size_t *
 NRT_STATUS nrt_get_vnc_memory_stats(uint32_t vnc, nrt_vnc_memory_stats_t *stats, size_t stats_size_in, size_t *stats_size_out);
 NRT_STATUS nrt_get_attached_efa_bdf(const void *va, char *efa_bdf, size_t *len);
 NRT_STATUS nrt_cc_global_comm_init(uint32_t vnc, uint32_t g_device_id, uint32_t g_device_count);
+/* End of the generated prototypes. */
 
 #ifdef __cplusplus
 }

@@ -48,6 +48,7 @@ NRTSIM_LAYOUT_CHECK(sizeof(nrta_error_t) == 16, "nrta_error_t is 16 bytes");
 /* The failed requests of one NeuronCore's queues. */
 typedef struct nrta_error_tracker nrta_error_tracker_t;
 
+/* Generated from abi/src/functions/table.rs by `cargo xtask codegen`; do not edit. */
 NRT_STATUS nrta_tensor_write(nrt_tensor_t *tensor, const void *buf, uint64_t offset, uint64_t size, int queue, nrta_error_tracker_t *err, nrta_seq_t *req_sequence);
 NRT_STATUS nrta_tensor_read(void *buf, nrt_tensor_t *tensor, uint64_t offset, uint64_t size, int queue, nrta_error_tracker_t *err, nrta_seq_t *req_sequence);
 NRT_STATUS nrta_tensor_copy(nrt_tensor_t *src, uint64_t src_offset, nrt_tensor_t *dst, uint64_t dst_offset, uint64_t size, int queue, nrta_error_tracker_t *err, nrta_seq_t *req_sequence);
@@ -60,6 +61,7 @@ NRT_STATUS nrta_get_completion_handle(nrta_seq_t seq, int *fd);
 NRT_STATUS nrta_error_tracker_create(uint32_t lnc_idx, nrta_error_tracker_t **error_tracker);
 void nrta_error_tracker_destroy(nrta_error_tracker_t *error_tracker);
 NRT_STATUS nrta_error_tracker_get_list(nrta_error_tracker_t *error_tracker, const nrta_error_t **list, size_t *error_count);
+/* End of the generated prototypes. */
 
 #ifdef __cplusplus
 }

@@ -23,6 +23,7 @@ extern "C" {
 typedef struct nrt_async_sendrecv_comm nrt_async_sendrecv_comm_t;
 typedef struct nrt_async_sendrecv_request nrt_async_sendrecv_request_t;
 
+/* Generated from abi/src/functions/table.rs by `cargo xtask codegen`; do not edit. */
 NRT_STATUS nrt_async_sendrecv_get_max_num_communicators_per_lnc(int *num);
 NRT_STATUS nrt_async_sendrecv_get_max_num_pending_request(int *num);
 NRT_STATUS nrt_async_sendrecv_init(int lnc);
@@ -34,6 +35,7 @@ NRT_STATUS nrt_async_sendrecv_send_tensor(nrt_tensor_t *tensor, size_t offset, s
 NRT_STATUS nrt_async_sendrecv_recv_tensor(nrt_tensor_t *tensor, size_t offset, size_t length, nrt_async_sendrecv_comm_t *recv_comm, nrt_async_sendrecv_request_t **request);
 NRT_STATUS nrt_async_sendrecv_test_request(nrt_async_sendrecv_request_t *request, bool *done, size_t *size);
 NRT_STATUS nrt_async_sendrecv_flush(int lnc);
+/* End of the generated prototypes. */
 
 #ifdef __cplusplus
 }

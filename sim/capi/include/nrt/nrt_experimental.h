@@ -63,6 +63,7 @@ NRTSIM_LAYOUT_CHECK(sizeof(nrt_tensor_info_t) == 296, "nrt_tensor_info_t is 296 
 NRTSIM_LAYOUT_CHECK(offsetof(nrt_tensor_info_t, shape) == 280, "shape at 280");
 NRTSIM_LAYOUT_CHECK(sizeof(nrt_ucode_info) == 32, "nrt_ucode_info is 32 bytes");
 
+/* Generated from abi/src/functions/table.rs by `cargo xtask codegen`; do not edit. */
 NRT_STATUS nrt_get_model_tensor_info(nrt_model_t *model, nrt_tensor_info_array_t **tensor_info);
 NRT_STATUS nrt_get_model_instance_count(nrt_model_t *model, uint32_t *instance_count);
 NRT_STATUS nrt_free_model_tensor_info(nrt_tensor_info_array_t *tensor_info);
@@ -76,6 +77,7 @@ NRT_STATUS nrt_barrier(int32_t vnc, uint32_t g_device_id, uint32_t g_device_coun
 NRT_STATUS nrt_all_gather(int32_t vnc, uint32_t g_device_id, uint32_t g_device_count, uint32_t rank_input_size, void *input, void *output);
 NRT_STATUS nrt_async_drain_queued_execs(int32_t vnc);
 NRT_STATUS nrt_get_model_info(const nrt_model_t *model, nrt_model_info_t *info, size_t info_size_in, size_t *info_size_out);
+/* End of the generated prototypes. */
 
 #ifdef __cplusplus
 }

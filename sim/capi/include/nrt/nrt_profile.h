@@ -16,6 +16,7 @@ extern "C" {
 typedef struct nrt_profile_continuous_options nrt_profile_continuous_options_t;
 typedef struct nrt_inspect_config nrt_inspect_config_t;
 
+/* Generated from abi/src/functions/table.rs by `cargo xtask codegen`; do not edit. */
 NRT_STATUS nrt_profile_start(nrt_model_t *model, const char *filename);
 NRT_STATUS nrt_profile_stop(const char *filename);
 NRT_STATUS nrt_profile_continuous_options_allocate(nrt_profile_continuous_options_t **options);
@@ -41,6 +42,7 @@ NRT_STATUS nrt_inspect_config_get_all_activity_types(const char ***activity_type
 NRT_STATUS nrt_inspect_config_get_enabled_activity_types(nrt_inspect_config_t *options, const char ***activity_types, size_t *count);
 void nrt_inspect_config_free_activity_types(const char **activity_types, size_t count);
 NRT_STATUS nrt_inspect_config_set_activity(nrt_inspect_config_t *options, const char *activity_type, bool enabled);
+/* End of the generated prototypes. */
 
 #ifdef __cplusplus
 }

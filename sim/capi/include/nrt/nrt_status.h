@@ -42,8 +42,11 @@ typedef enum {
     NRT_NETWORK_PROXY_FAILURE = 1206
 } NRT_STATUS;
 
-/* The bare identifier of a status ("NRT_EXEC_COMPLETED_WITH_NUM_ERR"); static storage. */
+/* nrt_get_status_as_str: the bare identifier of a status ("NRT_EXEC_COMPLETED_WITH_NUM_ERR"), in
+ * static storage. */
+/* Generated from abi/src/functions/table.rs by `cargo xtask codegen`; do not edit. */
 const char *nrt_get_status_as_str(NRT_STATUS status);
+/* End of the generated prototypes. */
 
 #ifdef __cplusplus
 }

@@ -17,6 +17,7 @@ extern "C" {
 typedef struct nrt_sys_trace_config nrt_sys_trace_config_t;
 typedef struct nrt_sys_trace_fetch_options nrt_sys_trace_fetch_options_t;
 
+/* Generated from abi/src/functions/table.rs by `cargo xtask codegen`; do not edit. */
 NRT_STATUS nrt_sys_trace_config_allocate(nrt_sys_trace_config_t **options);
 void nrt_sys_trace_config_set_defaults(nrt_sys_trace_config_t *options);
 void nrt_sys_trace_config_free(nrt_sys_trace_config_t *options);
@@ -35,6 +36,7 @@ void nrt_sys_trace_fetch_options_set_max_events_per_nc(nrt_sys_trace_fetch_optio
 void nrt_sys_trace_fetch_options_set_nc_idx(nrt_sys_trace_fetch_options_t *options, uint64_t nc_idx);
 NRT_STATUS nrt_sys_trace_fetch_events(char **buffer, size_t *written_size, const nrt_sys_trace_fetch_options_t *options);
 void nrt_sys_trace_buffer_free(char *buffer);
+/* End of the generated prototypes. */
 
 #ifdef __cplusplus
 }

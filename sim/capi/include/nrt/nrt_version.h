@@ -28,8 +28,11 @@ typedef struct nrt_version {
     char git_hash[GIT_HASH_LEN];
 } nrt_version_t;
 
-/* Works before nrt_init. size: the bytes of *ver the caller provides (at least 224). */
+/* nrt_get_version works before nrt_init. size: the bytes of *ver the caller provides (at least
+ * 224). */
+/* Generated from abi/src/functions/table.rs by `cargo xtask codegen`; do not edit. */
 NRT_STATUS nrt_get_version(nrt_version_t *ver, size_t size);
+/* End of the generated prototypes. */
 
 #ifdef __cplusplus
 }
