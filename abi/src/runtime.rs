@@ -308,6 +308,7 @@ impl ExternalBuffer for SharedBuffer {
 }
 
 mod async_exec;
+mod declare;
 mod experimental;
 mod nrt;
 mod profile;
