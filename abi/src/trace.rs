@@ -6,6 +6,11 @@
 //!   itself a [`Runtime`]: it forwards each call and records it. The binding layer
 //!   (the `bind` crate) wraps its runtime in one when a trace is asked for, and the conformance
 //!   runner wraps the runtime of its raw steps the same way, so both write the same lines.
+//! - **Its lines are derived, not written.** Each method of [`TracingRuntime`] comes from the
+//!   method's declaration in `runtime/<stem>.rs` (`runtime/declare.rs`): every argument is
+//!   written by its type's `TraceArg` and every success by its type's `TraceResult`
+//!   (`trace/format.rs`), and a declaration annotates only a line its types do not give. The one
+//!   line no annotation describes is written in `trace/by_hand.rs`.
 //! - **Handles are renamed in order of first appearance**, per kind: tensors `t1, t2, …`, sets
 //!   `s1, …`, models `m1, …`. Runtimes never reuse handles, so a name stays valid for the whole
 //!   trace, and two backends that make the same calls give the same names.

@@ -2,7 +2,7 @@
 //! method; a declaration marks them `=> by_hand;` (see `runtime/declare.rs`).
 
 use super::TracingRuntime;
-use super::format::Opaque;
+use super::format::{Opaque, TraceResult};
 use crate::functions::LibnrtFunction;
 use crate::runtime::NrtError;
 
@@ -10,8 +10,7 @@ use crate::runtime::NrtError;
 /// passes NULL for them, and the line shows that argument.
 pub(crate) fn profile_continuous_start(tracing: &TracingRuntime) -> Result<(), NrtError> {
     let result = tracing.inner().profile_continuous_start();
-    let function = LibnrtFunction::nrt_profile_continuous_start;
-    let outcome = result.as_ref().map(|value| value as &dyn super::format::TraceResult);
-    tracing.record_call(function, &[&Opaque("NULL")], outcome);
+    let outcome = result.as_ref().map(|value| value as &dyn TraceResult);
+    tracing.record_call(LibnrtFunction::nrt_profile_continuous_start, &[&Opaque("NULL")], outcome);
     result
 }
