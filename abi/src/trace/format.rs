@@ -352,3 +352,94 @@ impl TraceArg for Buffer {
         args.push(buffer_text(self.0 as u64));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::Trace;
+
+    /// The pieces `args` give in one line, and the text each result gives after them, written
+    /// under one lock as a traced call writes them.
+    fn written(args: &[&dyn TraceArg], results: &[&dyn TraceResult]) -> String {
+        let trace = Trace::new();
+        trace.record_with(|names| {
+            let mut pieces = Vec::new();
+            for arg in args {
+                arg.trace_arg(names, &mut pieces);
+            }
+            for result in results {
+                let shown = result.shown(names).unwrap_or_else(|| "-".to_owned());
+                pieces.push(format!("{shown} {}", result.status().name()));
+            }
+            pieces.join(" | ")
+        });
+        trace.lines().concat()
+    }
+
+    fn check(args: &[&dyn TraceArg], results: &[&dyn TraceResult], expected: &str) {
+        assert_eq!(written(args, results), expected);
+    }
+
+    #[test]
+    fn handles_are_named_per_kind_in_the_order_arguments_then_results_show_them() {
+        check(
+            &[&ModelId(9), &SetId(4), &TensorId(7), &Some(TrackerId(2)), &None::<TrackerId>],
+            &[&TensorId(8), &SeqId(1)],
+            "m1 | s1 | t1 | e1 | - | t2 NRT_SUCCESS | q1 NRT_SUCCESS",
+        );
+    }
+
+    #[test]
+    fn names_bytes_and_paths_each_have_their_own_form() {
+        let bytes: &[u8] = &[0, 0x80];
+        let path = Path::new("/tmp/run");
+        check(
+            &[
+                &Name(b"input0"),
+                &Name(b"i\xff"),
+                &bytes,
+                &"2.0",
+                &path,
+                &Some(path),
+                &None::<&Path>,
+            ],
+            &[],
+            r#""input0" | b"i\xff" | [00 80] | "2.0" | <path> | <path> | NULL"#,
+        );
+    }
+
+    #[test]
+    fn an_empty_batch_list_writes_no_argument() {
+        let none: &[TensorReadBatch] = &[];
+        let reads = [TensorReadBatch { tensor: TensorId(3), ranges: vec![(0, 4), (8, 2)] }];
+        let writes = [TensorWriteBatch { tensor: TensorId(3), ops: vec![(4, vec![1])] }];
+        check(&[&none, &false], &[], "false");
+        check(&[&reads.as_slice(), &writes.as_slice()], &[], "t1 [0+4 8+2] | t1 [4:[01]]");
+    }
+
+    #[test]
+    fn stand_ins_replace_or_leave_out_what_differs_by_nature() {
+        check(
+            &[&Opaque("<address>"), &Untraced, &Buffer(16), &7usize],
+            &[&Opaque("<va>"), &Untraced, &()],
+            "<address> | <16 bytes buffer> | 7 | <va> NRT_SUCCESS | - NRT_SUCCESS | - NRT_SUCCESS",
+        );
+    }
+
+    #[test]
+    fn a_completed_launch_ends_with_its_own_status() {
+        check(&[], &[&NrtStatus::ExecCompletedWithNumErr], "- NRT_EXEC_COMPLETED_WITH_NUM_ERR");
+    }
+
+    #[test]
+    fn returned_lists_show_each_element_and_an_empty_read_shows_nothing() {
+        let read: Vec<Vec<u8>> = vec![vec![1], vec![]];
+        let none: Vec<Vec<u8>> = Vec::new();
+        let errors = vec![(SeqId(5), NrtStatus::Timeout)];
+        check(
+            &[],
+            &[&read, &none, &errors],
+            "[01] [] NRT_SUCCESS | - NRT_SUCCESS | [q1 NRT_TIMEOUT] NRT_SUCCESS",
+        );
+    }
+}
