@@ -8,6 +8,9 @@
 //! (`nrt.rs`), [`RuntimeExperimental`] (`experimental.rs`), [`RuntimeAsync`] (`async_exec.rs`),
 //! [`RuntimeProfile`] (`profile.rs`) and [`RuntimeSysTrace`] (`sys_trace.rs`); every backend uses
 //! the same stems for its implementations. The data types the methods take and return stay here.
+//! Each supertrait is declared through `runtime_trait!` (`runtime/declare.rs`), which also
+//! derives how [`TracingRuntime`](crate::trace::TracingRuntime) forwards and records its methods,
+//! so a new method is traced without a line of tracing code.
 //!
 //! Design choices:
 //! - **One method per C function, same name without the `nrt_` prefix, same semantics.** Where the
@@ -308,6 +311,7 @@ impl ExternalBuffer for SharedBuffer {
 }
 
 mod async_exec;
+mod declare;
 mod experimental;
 mod nrt;
 mod profile;

@@ -6,6 +6,11 @@
 //!   itself a [`Runtime`]: it forwards each call and records it. The binding layer
 //!   (the `bind` crate) wraps its runtime in one when a trace is asked for, and the conformance
 //!   runner wraps the runtime of its raw steps the same way, so both write the same lines.
+//! - **Its lines are derived, not written.** Each method of [`TracingRuntime`] comes from the
+//!   method's declaration in `runtime/<stem>.rs` (`runtime/declare.rs`): every argument is
+//!   written by its type's `TraceArg` and every success by its type's `TraceResult`
+//!   (`trace/format.rs`), and a declaration annotates only a line its types do not give. The one
+//!   line no annotation describes is written in `trace/by_hand.rs`.
 //! - **Handles are renamed in order of first appearance**, per kind: tensors `t1, t2, …`, sets
 //!   `s1, …`, models `m1, …`. Runtimes never reuse handles, so a name stays valid for the whole
 //!   trace, and two backends that make the same calls give the same names.
@@ -48,7 +53,7 @@ use crate::runtime::{
     Framework, ModelId, NrtError, Placement, Runtime, SeqId, SetId, TensorId, TensorInfo,
     TensorUsage, TrackerId,
 };
-use crate::status::NrtStatus;
+use format::{TraceArg, TraceResult};
 
 pub mod parse;
 
@@ -388,32 +393,6 @@ pub fn tensor_info_text(info: &[TensorInfo]) -> String {
     format!("[{}]", entries.join(", "))
 }
 
-/// `call -> result STATUS` for a call that returns a value, `call -> STATUS` for a failure.
-fn outcome<T>(
-    names: &mut Names<'_>,
-    call: String,
-    result: &Result<T, NrtError>,
-    show: impl FnOnce(&mut Names<'_>, &T) -> Option<String>,
-) -> String {
-    match result {
-        Ok(value) => match show(names, value) {
-            Some(shown) => format!("{call}{RESULT_ARROW}{shown} NRT_SUCCESS"),
-            None => format!("{call}{RESULT_ARROW}NRT_SUCCESS"),
-        },
-        Err(error) => format!("{call}{RESULT_ARROW}{}", error.status.name()),
-    }
-}
-
-/// The line of a launch: a completed launch shows its status (success or 1003), a failed one
-/// the error's.
-fn launch_line(call: &str, result: &Result<NrtStatus, NrtError>) -> String {
-    let status = match result {
-        Ok(status) => *status,
-        Err(error) => error.status,
-    };
-    format!("{call}{RESULT_ARROW}{}", status.name())
-}
-
 /// A [`Runtime`] that forwards every call to another and records it in a [`Trace`].
 pub struct TracingRuntime {
     inner: Arc<dyn Runtime>,
@@ -442,66 +421,58 @@ impl TracingRuntime {
         &self.inner
     }
 
-    /// Records a call that returns no value.
-    fn unit(
+    /// Records `name(args) -> RESULT` for a call that returned `outcome`: the value of a
+    /// success as [`TraceResult`] writes it, then the status; a failure's status alone.
+    pub(crate) fn record_call(
         &self,
-        result: Result<(), NrtError>,
-        call: impl FnOnce(&mut Names<'_>) -> String,
-    ) -> Result<(), NrtError> {
+        function: LibnrtFunction,
+        args: &[&dyn TraceArg],
+        outcome: Result<&dyn TraceResult, &NrtError>,
+    ) {
         self.trace.record_with(|names| {
-            let call = call(names);
-            outcome(names, call, &result, |_, ()| None)
+            let args = call_args(names, args);
+            let result = match outcome {
+                Ok(value) => {
+                    let status = value.status().name();
+                    match value.shown(names) {
+                        Some(shown) => format!("{shown} {status}"),
+                        None => status,
+                    }
+                }
+                Err(error) => error.status.name(),
+            };
+            call_line(function.trace_name(), &args, Some(&result))
         });
-        result
+    }
+
+    /// Records `name(args)` for a call without a result (`close()`).
+    pub(crate) fn record_call_without_result(
+        &self,
+        function: LibnrtFunction,
+        args: &[&dyn TraceArg],
+    ) {
+        self.trace.record_with(|names| {
+            let args = call_args(names, args);
+            call_line(function.trace_name(), &args, None)
+        });
     }
 }
 
-mod async_exec;
-mod experimental;
-mod nrt;
-mod profile;
-mod sys_trace;
+/// The arguments of a call line, separated by `, `, with handles named left to right.
+fn call_args(names: &mut Names<'_>, args: &[&dyn TraceArg]) -> String {
+    let mut pieces = Vec::with_capacity(args.len());
+    for arg in args {
+        arg.trace_arg(names, &mut pieces);
+    }
+    pieces.join(", ")
+}
+
+pub(crate) mod by_hand;
+pub(crate) mod format;
 
 /// A path argument as traced: `<path>`, or `NULL` for none.
 fn path_arg(path: Option<&Path>) -> &'static str {
     if path.is_some() { "<path>" } else { "NULL" }
-}
-
-impl TracingRuntime {
-    /// `name(args) -> STATUS` for a call whose result is the library's own (system-trace event
-    /// names and JSON, the instance, descriptors and addresses), so only the status is traced.
-    fn sys_trace_line<T>(
-        &self,
-        function: LibnrtFunction,
-        args: String,
-        result: &Result<T, NrtError>,
-    ) {
-        self.trace.record_with(|names| {
-            let call = format!("{}({args})", function.trace_name());
-            outcome(names, call, result, |_, _| None)
-        });
-    }
-
-    /// `name(args) -> COUNT STATUS` for a call returning a count.
-    fn count_line(&self, function: LibnrtFunction, args: String, result: &Result<u32, NrtError>) {
-        self.trace.record_with(|names| {
-            let call = format!("{}({args})", function.trace_name());
-            outcome(names, call, result, |_, count| Some(count.to_string()))
-        });
-    }
-
-    /// A count of one model, with the model renamed as in the rest of the trace.
-    fn model_count_line(
-        &self,
-        function: LibnrtFunction,
-        model: ModelId,
-        result: &Result<u32, NrtError>,
-    ) {
-        self.trace.record_with(|names| {
-            let call = format!("{}({})", function.trace_name(), names.model(model));
-            outcome(names, call, result, |_, count| Some(count.to_string()))
-        });
-    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,130 @@
+//! [`runtime_trait!`]: declares one per-header supertrait of [`Runtime`](super::Runtime) and
+//! derives from the same declaration how [`TracingRuntime`](crate::trace::TracingRuntime) forwards
+//! and records each of its methods.
+//!
+//! A declaration is the trait as it would be written by hand, each method followed by the libnrt
+//! function it stands for:
+//!
+//! ```text
+//! /// `nrt_unload`: … fn unload(&self, model: ModelId) -> Result<(), NrtError> => nrt_unload;
+//! ```
+//!
+//! The trait comes out unchanged (docs, names, signatures); the tracing method calls the wrapped
+//! runtime, then records `unload(m1) -> NRT_SUCCESS`: the function's trace name, each argument as
+//! its type's [`TraceArg`](crate::trace::format::TraceArg) writes it, and ` -> ` with the value of
+//! a success as its type's [`TraceResult`](crate::trace::format::TraceResult) writes it followed by
+//! the status, or the failure's status alone. A method with no return type (`close`) records
+//! `name(args)` only.
+//!
+//! Where a method's line is not what its types give, the declaration says so in place:
+//! - `arg: Type as VALUE` writes `VALUE` (any [`TraceArg`](crate::trace::format::TraceArg))
+//!   instead of the argument. It is evaluated before the call, so it may measure an argument the
+//!   call consumes (`buffer: Arc<dyn ExternalBuffer> as Buffer(buffer.len())`).
+//! - `-> Result<T, NrtError> as VALUE` shows `VALUE` (any
+//!   [`TraceResult`](crate::trace::format::TraceResult)) for a success instead of the `T`. It is
+//!   evaluated after the call, so it may show what the call wrote (`as buf`).
+//! - `=> untraced;` forwards without recording; `=> by_hand;` calls the function of the same   name
+//!   in `trace/by_hand.rs`, for a line no annotation can describe.
+//!
+//! Handles are named while the line is recorded, under the trace's lock, in the order the line
+//! shows them: arguments left to right, then the result.
+
+/// Declares a supertrait of [`Runtime`](super::Runtime) and the
+/// [`TracingRuntime`](crate::trace::TracingRuntime) implementation derived from it (see the
+/// module docs for the grammar).
+macro_rules! runtime_trait {
+    (
+        $(#[$trait_meta:meta])*
+        pub trait $trait:ident {
+            $(
+                $(#[$meta:meta])*
+                fn $method:ident(
+                    &self $(, $arg:ident: $arg_ty:ty $(as $arg_shown:expr)?)* $(,)?
+                ) $(-> $ret:ty $(as $ret_shown:expr)?)? => $($how:ident)+;
+            )*
+        }
+    ) => {
+        $(#[$trait_meta])*
+        pub trait $trait {
+            $(
+                $(#[$meta])*
+                fn $method(&self $(, $arg: $arg_ty)*) $(-> $ret)?;
+            )*
+        }
+
+        impl $trait for $crate::trace::TracingRuntime {
+            $(
+                fn $method(&self $(, $arg: $arg_ty)*) $(-> $ret)? {
+                    $crate::runtime::declare::traced_body!(
+                        [$($how)+] self, $method($($arg $(as $arg_shown)?),*)
+                        $(-> $ret $(as $ret_shown)?)?
+                    )
+                }
+            )*
+        }
+    };
+}
+
+/// The body of one [`TracingRuntime`](crate::trace::TracingRuntime) method, by what its
+/// declaration asks for.
+macro_rules! traced_body {
+    // Forwarded only.
+    ([untraced] $this:expr, $method:ident($($arg:ident $(as $shown:expr)?),*) $($ret:tt)*) => {
+        $this.inner().$method($($arg),*)
+    };
+    // Written by hand.
+    ([by_hand] $this:expr, $method:ident($($arg:ident $(as $shown:expr)?),*) $($ret:tt)*) => {
+        $crate::trace::by_hand::$method($this $(, $arg)*)
+    };
+    // No result: `name(args)`.
+    ([$function:ident] $this:expr, $method:ident($($arg:ident $(as $shown:expr)?),*)) => {{
+        let args: &[&dyn $crate::trace::format::TraceArg] =
+            &[$($crate::runtime::declare::traced_arg!($arg $(as $shown)?)),*];
+        $this.inner().$method($($arg),*);
+        $this.record_call_without_result($crate::functions::LibnrtFunction::$function, args)
+    }};
+    // A result shown by its type.
+    (
+        [$function:ident] $this:expr, $method:ident($($arg:ident $(as $shown:expr)?),*)
+        -> $ret:ty
+    ) => {{
+        let args: &[&dyn $crate::trace::format::TraceArg] =
+            &[$($crate::runtime::declare::traced_arg!($arg $(as $shown)?)),*];
+        let result = $this.inner().$method($($arg),*);
+        let outcome = result.as_ref().map(|value| value as &dyn $crate::trace::format::TraceResult);
+        $this.record_call($crate::functions::LibnrtFunction::$function, args, outcome);
+        result
+    }};
+    // A result shown as the declaration says.
+    (
+        [$function:ident] $this:expr, $method:ident($($arg:ident $(as $shown:expr)?),*)
+        -> $ret:ty as $ret_shown:expr
+    ) => {{
+        let args: &[&dyn $crate::trace::format::TraceArg] =
+            &[$($crate::runtime::declare::traced_arg!($arg $(as $shown)?)),*];
+        let result = $this.inner().$method($($arg),*);
+        let function = $crate::functions::LibnrtFunction::$function;
+        match &result {
+            Ok(_) => $this.record_call(
+                function,
+                args,
+                Ok(&$ret_shown as &dyn $crate::trace::format::TraceResult),
+            ),
+            Err(error) => $this.record_call(function, args, Err(error)),
+        }
+        result
+    }};
+}
+
+/// One argument as the line shows it: the argument itself, or what the declaration puts in its
+/// place.
+macro_rules! traced_arg {
+    ($arg:ident) => {
+        &$arg
+    };
+    ($arg:ident as $shown:expr) => {
+        &$shown
+    };
+}
+
+pub(crate) use {runtime_trait, traced_arg, traced_body};
