@@ -16,9 +16,8 @@
 //!   inputs and outputs a staging block used for host and virtual tensors. A device tensor of the
 //!   model's core is used in place instead: its range becomes the slot for that launch.
 //! - **The I/O contract is checked in one place** ([`SimRuntime::resolve_io`]) and its statuses
-//!   are chosen in one function ([`contract_status`](nrt::launch::contract_status)), because
-//!   the exact code for a missing name versus a too-small tensor is still to be pinned on a
-//!   device.
+//!   are chosen in one function (`contract_status`, in `nrt/launch.rs`), because the exact code
+//!   for a missing name versus a too-small tensor is still to be pinned on a device.
 //! - **Counters are atomics**, per model and per core: bytes moved to and from the device, DMA
 //!   descriptors (one per [`DMA_DESCRIPTOR_BYTES`] of a contiguous move) and launches. Per core,
 //!   `tensor_read`/`write` of device tensors count too, and a `tensor_copy` between a host and a

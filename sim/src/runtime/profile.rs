@@ -66,7 +66,8 @@ impl SimRuntime {
     /// `NEURON_RT_INSPECT_OUTPUT_DIR`, an environment the C layer reads.
     ///
     /// # Errors
-    /// [`NrtStatus::Invalid`] while a profile is recorded; the lifecycle statuses.
+    /// [`NrtStatus::Invalid`](abi::status::NrtStatus::Invalid) while a profile is recorded; the
+    /// lifecycle statuses.
     pub fn inspect_begin(&self, output_dir: &std::path::Path) -> Result<(), NrtError> {
         self.enter(LibnrtFunction::nrt_inspect_begin)?;
         self.profiling.begin_inspect(&self.events, output_dir, 1)
