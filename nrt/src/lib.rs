@@ -10,9 +10,10 @@
 //!   through the dynamic linker, then `/opt/aws/neuron/lib/libnrt.so.1` ([`search`]). A missing
 //!   library or symbol is an [`NrtLoadError`] naming every candidate and reason. Nothing
 //!   panics and nothing falls back to the simulator.
-//! - **One FFI module.** All `unsafe` is in `sys.rs`; this root denies it. The C declarations
-//!   are written from the facts of the ABI (docs/abi-facts.md §4), not copied from a header, and the
-//!   struct layouts are checked at compile time (296 and 224 bytes).
+//! - **One FFI module.** All `unsafe` is in the `sys` module (`src/sys/`, one file per public
+//!   header); this root denies it. The C declarations are written from the facts of the ABI
+//!   (docs/abi-facts.md §4), not copied from a header, and the struct layouts are checked at
+//!   compile time (296 and 224 bytes).
 //! - **libnrt validates, we translate.** Calls go through unchanged and statuses come back
 //!   through one function, [`status_of`], with `Unknown(u32)` for codes from newer libraries.
 //!   Rust checks nothing that libnrt checks; the only Rust-side refusals are those that keep

@@ -1,7 +1,8 @@
-//! The C side of the data: struct layouts, caller memory, status strings.
+//! The C side of the data: struct layouts, caller memory, status strings, and the `malloc`ed
+//! string arrays handed to callers (which the public headers let them release with `free`).
 
 use std::collections::HashMap;
-use std::ffi::{CStr, CString, c_char};
+use std::ffi::{CStr, CString, c_char, c_void};
 use std::mem::size_of;
 use std::ptr;
 use std::sync::OnceLock;
@@ -10,6 +11,8 @@ pub(crate) use abi::c_layout::{NrtTensorInfoC, NrtVersionC};
 use abi::dtype::DtypeNumbering;
 use abi::runtime::{ExternalBuffer, NrtVersion, TensorInfo};
 use abi::status::NrtStatus;
+
+use crate::status::SUCCESS;
 
 /// Bytes before the first entry of `nrt_tensor_info_array_t` (the `uint64_t` count).
 const INFO_HEADER: usize = abi::c_layout::INFO_ARRAY_HEADER;
@@ -154,6 +157,71 @@ pub(crate) fn status_text(code: u32) -> &'static CStr {
             .collect()
     });
     table.get(&code).map_or(UNKNOWN_STATUS, CString::as_c_str)
+}
+
+unsafe extern "C" {
+    pub(crate) fn malloc(size: usize) -> *mut c_void;
+    pub(crate) fn free(pointer: *mut c_void);
+}
+
+/// `items` as a `malloc`ed array of `malloc`ed C strings; NULL when memory runs out.
+pub(crate) fn c_strings(items: &[&str]) -> *mut *const c_char {
+    // SAFETY: `malloc` of at least one pointer; checked for NULL below.
+    let array =
+        unsafe { malloc(size_of::<*const c_char>() * items.len().max(1)) }.cast::<*const c_char>();
+    if array.is_null() {
+        return ptr::null_mut();
+    }
+    for (i, item) in items.iter().enumerate() {
+        // SAFETY: `malloc` of the string and its NUL; checked for NULL.
+        let copy = unsafe { malloc(item.len() + 1) }.cast::<u8>();
+        if copy.is_null() {
+            free_strings(array, i);
+            return ptr::null_mut();
+        }
+        // SAFETY: `copy` has `len + 1` bytes; `array` has room for `items.len()` pointers.
+        unsafe {
+            ptr::copy_nonoverlapping(item.as_ptr(), copy, item.len());
+            *copy.add(item.len()) = 0;
+            *array.add(i) = copy.cast::<c_char>();
+        }
+    }
+    array
+}
+
+/// Frees the first `count` strings of `array` and the array.
+pub(crate) fn free_strings(array: *mut *const c_char, count: usize) {
+    if array.is_null() {
+        return;
+    }
+    for i in 0..count {
+        // SAFETY: `array` holds `count` pointers from `malloc` (or from the caller's own, as
+        // the public header allows the caller to free them either way).
+        unsafe { free((*array.add(i)).cast_mut().cast::<c_void>()) };
+    }
+    // SAFETY: the array itself came from `malloc`.
+    unsafe { free(array.cast::<c_void>()) };
+}
+
+/// Writes a string array and its count through the caller's pointers.
+///
+/// # Safety
+/// Both pointers were checked non-NULL and are the caller's variables.
+pub(crate) unsafe fn put_strings(
+    items: &[&str],
+    out: *mut *mut *const c_char,
+    count: *mut usize,
+) -> u32 {
+    let array = c_strings(items);
+    if array.is_null() {
+        return crate::status::RESOURCE;
+    }
+    // SAFETY: by this function's contract.
+    unsafe {
+        *out = array;
+        *count = items.len();
+    }
+    SUCCESS
 }
 
 #[cfg(test)]

@@ -35,14 +35,12 @@
 //! - **Validation is the simulator's.** This layer only turns C arguments into Rust values;
 //!   the statuses are those [`sim::SimRuntime`] returns.
 
-mod async_api;
 mod config;
 mod exports;
-mod extended;
 mod ffi;
 mod handles;
+mod options;
 mod symbols;
-mod trace_api;
 
 /// The raw status values this layer returns itself, named by the one status table.
 mod status {

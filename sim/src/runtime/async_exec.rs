@@ -8,7 +8,7 @@ use abi::runtime::{
 };
 use abi::status::NrtStatus;
 
-use super::{SimRuntime, to_offset, too_big};
+use super::SimRuntime;
 use crate::async_queues::{AsyncError, ExecutionUnit, Job};
 
 impl RuntimeAsync for SimRuntime {
@@ -118,4 +118,31 @@ impl RuntimeAsync for SimRuntime {
         self.enter(LibnrtFunction::nrta_get_completion_handle)?;
         Ok(self.queues.completion_handle(seq.0)?)
     }
+}
+
+impl SimRuntime {
+    /// This runtime as an `Arc`, for a job that runs later.
+    fn shared(&self) -> Result<Arc<SimRuntime>, NrtError> {
+        self.this.upgrade().ok_or_else(|| {
+            NrtError::new(
+                NrtStatus::Failure,
+                "the async API needs a runtime made by SimRuntime::new_shared, this one was made by SimRuntime::new",
+            )
+        })
+    }
+}
+
+/// A `u64` offset or size from a caller as `usize`.
+fn to_offset(value: u64) -> Result<usize, NrtError> {
+    usize::try_from(value).map_err(|_| {
+        NrtError::new(NrtStatus::Invalid, format!("{value} does not fit in this host's size_t"))
+    })
+}
+
+/// `NRT_RESOURCE` for host memory a request cannot get.
+fn too_big(n_bytes: usize) -> NrtError {
+    NrtError::new(
+        NrtStatus::Resource,
+        format!("cannot allocate {n_bytes} bytes of host memory for an async request"),
+    )
 }

@@ -1,6 +1,8 @@
 //! [`SimRuntime`]: the [`Runtime`](abi::runtime::Runtime) trait over simulated NeuronCores, one
 //! file per public header for its implementation (`nrt.rs`, `experimental.rs`, `async_exec.rs`,
-//! `profile.rs`, `sys_trace.rs`) and the shared state and helpers here.
+//! `profile.rs`, `sys_trace.rs`), each with the helpers only its calls use, and the state and
+//! the helpers several headers share here. `nrt.h`'s two long paths have files of their own
+//! under `nrt/`: loading (`load.rs`) and launching (`launch.rs`).
 //!
 //! Design choices:
 //! - **Registries of `Arc`s behind short locks.** Tensors, sets and models live in hash maps keyed
@@ -14,8 +16,8 @@
 //!   inputs and outputs a staging block used for host and virtual tensors. A device tensor of the
 //!   model's core is used in place instead: its range becomes the slot for that launch.
 //! - **The I/O contract is checked in one place** ([`SimRuntime::resolve_io`]) and its statuses
-//!   are chosen in one function ([`contract_status`]), because the exact code for a missing name
-//!   versus a too-small tensor is still to be pinned on a device.
+//!   are chosen in one function (`contract_status`, in `nrt/launch.rs`), because the exact code
+//!   for a missing name versus a too-small tensor is still to be pinned on a device.
 //! - **Counters are atomics**, per model and per core: bytes moved to and from the device, DMA
 //!   descriptors (one per [`DMA_DESCRIPTOR_BYTES`] of a contiguous move) and launches. Per core,
 //!   `tensor_read`/`write` of device tensors count too, and a `tensor_copy` between a host and a
@@ -30,18 +32,17 @@ use std::sync::{
 
 use abi::dtype::DtypeNumbering;
 use abi::functions::{LibnrtFunction, PreInit};
-use abi::runtime::{ModelId, NrtError, SetId, TensorId, TensorInfo, TensorUsage};
+use abi::runtime::{ModelId, NrtError, SetId, TensorId, TensorInfo};
 use abi::status::NrtStatus;
 use abi::trace::name_text;
 
 use crate::async_queues::AsyncQueues;
 use crate::config::SimConfig;
-use crate::device_program::{DeviceProgram, IoVar, LaunchError, holds_nan};
+use crate::device_program::DeviceProgram;
 use crate::fault::{FaultInjector, FaultPlanError};
 use crate::memory::{
-    CoreMemory, DeviceBlock, Place, Storage, copy_bytes, read_bytes, staging_buffer, write_bytes,
+    CoreMemory, DeviceBlock, Place, Storage, read_bytes, staging_buffer, write_bytes,
 };
-use crate::model::{ModelDescription, SlotKind};
 use crate::sys_trace::{Event, EventLog};
 
 /// The largest transfer one simulated DMA descriptor carries.
@@ -196,24 +197,6 @@ struct OpenGroup {
     ranks: std::collections::BTreeSet<u32>,
 }
 
-/// The tensors bound to a model's inputs and outputs, in slot order.
-type BoundTensors = (Vec<Arc<Tensor>>, Vec<Arc<Tensor>>);
-
-/// The status for a broken I/O contract at execute. Public documentation says NRT_INVALID for a
-/// mismatch; whether a missing name and a too-small tensor get different codes on a device is
-/// still to be pinned, so both go through this one function.
-fn contract_status(_breach: ContractBreach) -> NrtStatus {
-    NrtStatus::Invalid
-}
-
-#[derive(Clone, Copy)]
-enum ContractBreach {
-    MissingName,
-    TooSmall,
-    OtherCore,
-    NoStorage,
-}
-
 fn read_lock<T>(lock: &RwLock<T>) -> RwLockReadGuard<'_, T> {
     lock.read().unwrap_or_else(PoisonError::into_inner)
 }
@@ -312,7 +295,6 @@ impl std::fmt::Debug for SimRuntime {
         f.debug_struct("SimRuntime").field("config", &self.config).finish_non_exhaustive()
     }
 }
-
 impl SimRuntime {
     /// A simulated machine as `config` describes it (uninitialized: call [`RuntimeNrt::init`](abi::runtime::RuntimeNrt::init)).
     ///
@@ -381,16 +363,6 @@ impl SimRuntime {
     pub fn new_shared(config: SimConfig) -> Result<Arc<SimRuntime>, SimConfigError> {
         let runtime = SimRuntime::new(config)?;
         Ok(Arc::new_cyclic(|this| SimRuntime { this: this.clone(), ..runtime }))
-    }
-
-    /// This runtime as an `Arc`, for a job that runs later.
-    fn shared(&self) -> Result<Arc<SimRuntime>, NrtError> {
-        self.this.upgrade().ok_or_else(|| {
-            NrtError::new(
-                NrtStatus::Failure,
-                "the async API needs a runtime made by SimRuntime::new_shared, this one was made by SimRuntime::new",
-            )
-        })
     }
 
     /// The configuration the runtime was built with.
@@ -481,28 +453,6 @@ impl SimRuntime {
             }
             _ => return None,
         })
-    }
-
-    /// The error of a function the simulator cannot provide (`NRT_INVALID`, saying why), after
-    /// its gate: `Err` is the gate's error, `Ok` the refusal.
-    fn unsupported(&self, function: LibnrtFunction) -> Result<NrtError, NrtError> {
-        self.enter(function)?;
-        let why = SimRuntime::unsupported_reason(function).unwrap_or("it is not simulated");
-        Ok(NrtError::new(
-            NrtStatus::Invalid,
-            format!("{function} is not supported by the simulator ({why})"),
-        ))
-    }
-
-    /// `nrt_inspect_begin`: records every launch until `nrt_inspect_stop`, into `output_dir`
-    /// as session 1. Not a [`Runtime`](abi::runtime::Runtime) method: libnrt takes the folder from
-    /// `NEURON_RT_INSPECT_OUTPUT_DIR`, an environment the C layer reads.
-    ///
-    /// # Errors
-    /// [`NrtStatus::Invalid`] while a profile is recorded; the lifecycle statuses.
-    pub fn inspect_begin(&self, output_dir: &std::path::Path) -> Result<(), NrtError> {
-        self.enter(LibnrtFunction::nrt_inspect_begin)?;
-        self.profiling.begin_inspect(&self.events, output_dir, 1)
     }
 
     /// The NeuronCore whose memory holds a tensor's storage; `None` for host, virtual and
@@ -665,12 +615,6 @@ impl SimRuntime {
         NrtError::new(NrtStatus::InvalidHandle, format!("tensor set {} is not allocated", set.0))
     }
 
-    fn insert_tensor(&self, tensor: Tensor) -> TensorId {
-        let id = TensorId(self.next_id());
-        write_lock(&self.tensors).insert(id, Arc::new(tensor));
-        id
-    }
-
     fn count_device_traffic(&self, storage: &Storage, to_device: bool, n_bytes: usize) {
         if let Some(core) = storage.core() {
             self.cores[core as usize].counters.dma(to_device, n_bytes as u64);
@@ -685,309 +629,6 @@ impl SimRuntime {
                 status: None,
             });
         }
-    }
-
-    /// Parses a NEFF; one that carries no device program gets the one [`SimConfig::hlo_source`]
-    /// has for it, if any.
-    fn describe(&self, neff: &[u8]) -> Result<ModelDescription, NrtError> {
-        let mut description = crate::neff_load::describe_neff(neff)?;
-        if description.hlo.is_none() {
-            if let Some(source) = &self.config.hlo_source {
-                let found = source
-                    .lookup(neff)
-                    .map_err(|err| NrtError::new(NrtStatus::Invalid, err.to_string()))?;
-                if let Some((hlo, origin)) = found {
-                    description.hlo = Some(hlo);
-                    description.hlo_origin = origin;
-                }
-            }
-        }
-        Ok(description)
-    }
-
-    /// Loads an in-memory model description, as [`Runtime::load`](abi::runtime::RuntimeNrt::load) does after parsing a NEFF.
-    ///
-    /// # Errors
-    /// As [`Runtime::load`](abi::runtime::RuntimeNrt::load): lifecycle statuses, [`NrtStatus::Invalid`] for a bad description or
-    /// device program, [`NrtStatus::LoadNotEnoughNc`], [`NrtStatus::Resource`].
-    pub fn load_description(
-        &self,
-        description: &ModelDescription,
-        vnc: i32,
-        vnc_count: i32,
-    ) -> Result<ModelId, NrtError> {
-        self.enter(LibnrtFunction::nrt_load)?;
-        self.load_checked(description, vnc, vnc_count)
-    }
-
-    fn load_checked(
-        &self,
-        description: &ModelDescription,
-        vnc: i32,
-        vnc_count: i32,
-    ) -> Result<ModelId, NrtError> {
-        self.load_ranked(description, vnc, vnc_count, None)
-    }
-
-    /// As `load_checked`; `rank` is `(ctx_device_id, ctx_device_count)` of `nrt_load_collectives`.
-    fn load_ranked(
-        &self,
-        description: &ModelDescription,
-        vnc: i32,
-        vnc_count: i32,
-        rank: Option<(u32, u32)>,
-    ) -> Result<ModelId, NrtError> {
-        let mut occupancy = lock(&self.occupancy);
-        let first = pick_cores(&occupancy, vnc, vnc_count)?;
-        let count = if vnc_count == -1 { 1 } else { vnc_count as u32 };
-        let start_ns = self.events.now_ns();
-        let mut loaded = self.stage(description, first, count)?;
-        if let (Some(program), Some((id, world))) = (&loaded.program, rank) {
-            if program.is_collective() && world > 1 {
-                let group = self.join_group((program.source().to_vec(), world), id);
-                loaded.group = Some((group, id as usize));
-            }
-        }
-        for core in &loaded.cores {
-            occupancy[*core as usize] += 1;
-        }
-        let id = ModelId(self.next_id());
-        write_lock(&self.models).insert(id, Arc::new(loaded));
-        self.events.record(Event {
-            kind: "model_load",
-            nc: first,
-            start_ns,
-            end_ns: self.events.now_ns(),
-            model: Some(id.0),
-            bytes: None,
-            status: None,
-        });
-        Ok(id)
-    }
-
-    /// The rendezvous rank `rank` of a new collective load joins: the oldest instance of the
-    /// module and world size that has no rank `rank` yet, else a new one. So the `k`-th load of
-    /// each rank makes the `k`-th instance, as libnrt pairs the ranks of `nrt_load_collectives`
-    /// calls in the order each rank makes them, and two copies of one model (two `SpmdModel`s of
-    /// one NEFF) launched at once meet only their own ranks.
-    fn join_group(&self, key: RendezvousKey, rank: u32) -> Arc<crate::device_program::Rendezvous> {
-        let world = key.1;
-        let mut registry = lock(&self.rendezvous);
-        let open = registry.entry(key).or_default();
-        let index = match open.iter().position(|group| !group.ranks.contains(&rank)) {
-            Some(index) => index,
-            None => {
-                open.push(OpenGroup {
-                    rendezvous: Arc::new(crate::device_program::Rendezvous::new(world as usize)),
-                    ranks: std::collections::BTreeSet::new(),
-                });
-                open.len() - 1
-            }
-        };
-        open[index].ranks.insert(rank);
-        let rendezvous = Arc::clone(&open[index].rendezvous);
-        if open[index].ranks.len() == world as usize {
-            open.remove(index);
-        }
-        rendezvous
-    }
-
-    /// An unloaded rank leaves the instance it was loading into, if that one is still missing
-    /// ranks, so the rank's next load fills the same instance.
-    fn leave_group(&self, group: &Arc<crate::device_program::Rendezvous>, rank: usize) {
-        let mut registry = lock(&self.rendezvous);
-        for open in registry.values_mut() {
-            if let Some(index) =
-                open.iter().position(|candidate| Arc::ptr_eq(&candidate.rendezvous, group))
-            {
-                open[index].ranks.remove(&(rank as u32));
-                if open[index].ranks.is_empty() {
-                    open.remove(index);
-                }
-            }
-        }
-        registry.retain(|_, open| !open.is_empty());
-    }
-
-    fn stage(
-        &self,
-        description: &ModelDescription,
-        core: u32,
-        count: u32,
-    ) -> Result<LoadedModel, NrtError> {
-        let invalid = |detail: String| {
-            NrtError::new(NrtStatus::Invalid, format!("model {:?}: {detail}", description.name))
-        };
-        for io in description.inputs.iter().chain(&description.outputs) {
-            io.check().map_err(invalid)?;
-        }
-        let memory = &self.cores[core as usize].memory;
-        let mut names: HashMap<&str, usize> = HashMap::new();
-        for (idx, var) in description.vars.iter().enumerate() {
-            if names.insert(var.name.as_str(), idx).is_some() {
-                return Err(invalid(format!("variable name {:?} appears twice", var.name)));
-            }
-        }
-        let to_usize = |value: u64, what: &str| {
-            usize::try_from(value)
-                .map_err(|_| invalid(format!("{what} {value} does not fit in memory")))
-        };
-        let mut staged = Vec::new();
-        let mut slot_starts = vec![0usize; description.vars.len()];
-        // Virtual scratch windows share one scratchpad sized to cover every window.
-        let mut scratchpad_size = 0u64;
-        for var in description.vars.iter().filter(|var| var.kind == SlotKind::VirtualTmpBuf) {
-            let end = var
-                .backing_variable_off
-                .unwrap_or(0)
-                .checked_add(var.size)
-                .ok_or_else(|| invalid(format!("virtual variable {:?} overflows", var.name)))?;
-            scratchpad_size = scratchpad_size.max(end);
-        }
-        let scratchpad = if scratchpad_size > 0 {
-            let block = memory.allocate(scratchpad_size, 0)?;
-            let start = block.offset;
-            staged.push(block);
-            Some(start)
-        } else {
-            None
-        };
-        for (idx, var) in description.vars.iter().enumerate() {
-            let start = match var.kind {
-                SlotKind::VirtualTmpBuf => {
-                    scratchpad.unwrap_or(0) + var.backing_variable_off.unwrap_or(0)
-                }
-                SlotKind::Ptr | SlotKind::List | SlotKind::PtrTable | SlotKind::Remote => 0,
-                SlotKind::Buffer => {
-                    let constant = var.constant.as_ref().ok_or_else(|| {
-                        invalid(format!("constant variable {:?} has no data", var.name))
-                    })?;
-                    if constant.len() as u64 > var.size {
-                        return Err(invalid(format!(
-                            "constant {:?} holds {} bytes, expected at most its size {}",
-                            var.name,
-                            constant.len(),
-                            var.size
-                        )));
-                    }
-                    let block = memory.allocate(var.size, var.alignment.unwrap_or(0))?;
-                    let start = block.offset;
-                    write_bytes(Place::Core(memory, to_usize(start, "offset")?), constant);
-                    self.cores[core as usize].counters.dma(true, constant.len() as u64);
-                    staged.push(block);
-                    start
-                }
-                SlotKind::Sb
-                | SlotKind::BufferStaged
-                | SlotKind::TmpBuf
-                | SlotKind::Input
-                | SlotKind::Output => {
-                    let block = memory.allocate(var.size, var.alignment.unwrap_or(0))?;
-                    let start = block.offset;
-                    staged.push(block);
-                    start
-                }
-            };
-            slot_starts[idx] = to_usize(start, "offset")?;
-        }
-        let dltype_of = |name: &str| description.io(name).and_then(|io| io.dltype);
-        let io_slots = |kind: SlotKind, signature: &[crate::model::IoDescription]| {
-            let mut order: Vec<usize> = signature
-                .iter()
-                .filter_map(|io| names.get(io.name.as_str()).copied())
-                .filter(|&idx| description.vars[idx].kind == kind)
-                .collect();
-            let mut rest: Vec<usize> = (0..description.vars.len())
-                .filter(|idx| description.vars[*idx].kind == kind && !order.contains(idx))
-                .collect();
-            rest.sort_by_key(|&idx| description.vars[idx].var_id);
-            order.extend(rest);
-            order
-                .into_iter()
-                .map(|idx| {
-                    let var = &description.vars[idx];
-                    Ok(IoSlot {
-                        name: var.name.clone(),
-                        slot: idx,
-                        size: to_usize(var.size, "size")?,
-                        dltype: dltype_of(&var.name),
-                    })
-                })
-                .collect::<Result<Vec<IoSlot>, NrtError>>()
-        };
-        let inputs = io_slots(SlotKind::Input, &description.inputs)?;
-        let outputs = io_slots(SlotKind::Output, &description.outputs)?;
-        let program = match &description.hlo {
-            Some(hlo) => {
-                let vars = |slots: &[IoSlot]| -> Vec<IoVar> {
-                    slots
-                        .iter()
-                        .map(|slot| IoVar {
-                            name: slot.name.clone(),
-                            size: slot.size,
-                            dltype: slot.dltype,
-                        })
-                        .collect()
-                };
-                let origin = if description.hlo_origin.is_empty() {
-                    format!("neff member {}", crate::device_program::HLO_MEMBER)
-                } else {
-                    description.hlo_origin.clone()
-                };
-                let mut program = DeviceProgram::compile_bound(
-                    hlo,
-                    &origin,
-                    &vars(&inputs),
-                    &vars(&outputs),
-                    description.binding,
-                )
-                .map_err(|err| invalid(err.to_string()))?;
-                program.set_run_limits(self.config.work_budget, self.config.launch_timeout);
-                Some(program)
-            }
-            None => {
-                self.warn(WarningKind::OpaqueProgram, || format!(
-                    "model {:?} carries no HLO device program (no {} member, nothing from {}): it is opaque to the simulator, so its outputs stay zero",
-                    description.name,
-                    crate::device_program::HLO_MEMBER,
-                    crate::device_program::HLO_ENV
-                ));
-                None
-            }
-        };
-        let info_of = |slot: &IoSlot, usage: TensorUsage| {
-            let io = description.io(&slot.name);
-            TensorInfo {
-                name: slot.name.clone(),
-                usage,
-                size: slot.size,
-                dtype: io
-                    .and_then(|io| io.dltype)
-                    .and_then(|dltype| dltype.nrt_dtype())
-                    .unwrap_or(abi::dtype::NrtDtype::Invalid),
-                shape: io
-                    .map(|io| io.shape.iter().map(|&dim| u32::try_from(dim).unwrap_or(0)).collect())
-                    .unwrap_or_default(),
-            }
-        };
-        let info = inputs
-            .iter()
-            .map(|slot| info_of(slot, TensorUsage::Input))
-            .chain(outputs.iter().map(|slot| info_of(slot, TensorUsage::Output)))
-            .collect();
-        Ok(LoadedModel {
-            name: description.name.clone(),
-            core,
-            cores: (core..core + count).collect(),
-            slot_starts,
-            inputs,
-            outputs,
-            program,
-            group: None,
-            info,
-            counters: Counters::default(),
-            _staged: staged,
-        })
     }
 
     /// `set` exists and names no tensor freed since it was added: what a scheduled launch is
@@ -1012,351 +653,6 @@ impl SimRuntime {
             )),
             None => Ok(()),
         }
-    }
-
-    /// The tensors bound to a model's inputs and outputs, checked against its I/O contract.
-    fn resolve_io(
-        &self,
-        function: LibnrtFunction,
-        model: &LoadedModel,
-        input_set: SetId,
-        output_set: SetId,
-    ) -> Result<BoundTensors, NrtError> {
-        // Any entry, not only the model's names: libnrt's set holds the pointers of all of them.
-        for (set, which) in [(input_set, "input"), (output_set, "output")] {
-            self.check_no_freed_member(function, set, which)?;
-        }
-        let sets = read_lock(&self.sets);
-        let inputs = sets.get(&input_set).ok_or_else(|| SimRuntime::unknown_set(input_set))?;
-        let outputs = sets.get(&output_set).ok_or_else(|| SimRuntime::unknown_set(output_set))?;
-        let tensors = read_lock(&self.tensors);
-        let bind = |slots: &[IoSlot], set: &HashMap<Vec<u8>, TensorId>, which: &str| {
-            slots
-                .iter()
-                .map(|slot| {
-                    let breach = |breach: ContractBreach, detail: String| {
-                        NrtError::new(
-                            contract_status(breach),
-                            format!("model {:?}, {which} {:?}: {detail}", model.name, slot.name),
-                        )
-                    };
-                    let Some(id) = set.get(slot.name.as_bytes()) else {
-                        // A zero-byte output has nothing to write: a caller that binds no tensor
-                        // for it (nkipy makes empty results on the host and binds none) launches.
-                        // The simulator's compile target keeps such a variable only when every
-                        // result is empty, since a NEFF needs one output.
-                        if which == "output" && slot.size == 0 {
-                            return Ok(Arc::new(Tensor {
-                                name: slot.name.clone(),
-                                view: None,
-                                completions: AtomicU64::new(0),
-                            }));
-                        }
-                        return Err(breach(
-                            ContractBreach::MissingName,
-                            format!("the {which} set has no tensor of that name"),
-                        ));
-                    };
-                    // `nrt_tensor_free` frees a tensor at once, in a set or not: libnrt's set
-                    // holds the caller's pointer, which must stay valid until the set is
-                    // destroyed, and does not keep the tensor alive. Where libnrt would launch
-                    // with a dangling pointer, the simulator refuses the released handle.
-                    let tensor = tensors.get(id).ok_or_else(|| {
-                        NrtError::new(
-                            NrtStatus::InvalidHandle,
-                            format!(
-                                "model {:?}, {which} {:?}: tensor {} was freed (nrt_tensor_free) while still in the {which} set, expected it allocated until the set is destroyed or the name re-added",
-                                model.name, slot.name, id.0
-                            ),
-                        )
-                    })?;
-                    let view = tensor.view.as_ref().ok_or_else(|| {
-                        breach(ContractBreach::NoStorage, "the tensor has no storage".to_owned())
-                    })?;
-                    if view.size < slot.size {
-                        return Err(breach(
-                            ContractBreach::TooSmall,
-                            format!(
-                                "tensor is {} bytes, expected at least the variable's {}",
-                                view.size, slot.size
-                            ),
-                        ));
-                    }
-                    if let Some(core) = view.storage.core() {
-                        if core != model.core {
-                            return Err(breach(
-                                ContractBreach::OtherCore,
-                                format!(
-                                    "tensor is on neuron core {core}, expected the model's core {}",
-                                    model.core
-                                ),
-                            ));
-                        }
-                    }
-                    Ok(Arc::clone(tensor))
-                })
-                .collect::<Result<Vec<Arc<Tensor>>, NrtError>>()
-        };
-        Ok((bind(&model.inputs, inputs, "input")?, bind(&model.outputs, outputs, "output")?))
-    }
-
-    /// One launch: inputs in, program, outputs out. The caller holds the core's launch lock.
-    fn launch(
-        &self,
-        model: &LoadedModel,
-        inputs: &[Arc<Tensor>],
-        outputs: &[Arc<Tensor>],
-    ) -> NrtStatus {
-        let core = &self.cores[model.core as usize];
-        let memory = &core.memory;
-        let mut starts = model.slot_starts.clone();
-        let in_place = |tensor: &Tensor| match &tensor.view {
-            Some(View { storage, offset, .. }) => match &**storage {
-                Storage::Device(block) => Some(block.offset as usize + offset),
-                _ => None,
-            },
-            None => None,
-        };
-        for (slot, tensor) in model.inputs.iter().zip(inputs) {
-            match in_place(tensor) {
-                Some(start) => starts[slot.slot] = start,
-                None => {
-                    if let Some(view) = &tensor.view {
-                        copy_bytes(
-                            view.place(0),
-                            Place::Core(memory, starts[slot.slot]),
-                            slot.size,
-                        );
-                        model.counters.dma(true, slot.size as u64);
-                        core.counters.dma(true, slot.size as u64);
-                    }
-                }
-            }
-        }
-        for (slot, tensor) in model.outputs.iter().zip(outputs) {
-            if let Some(start) = in_place(tensor) {
-                starts[slot.slot] = start;
-            }
-        }
-        let mut status = NrtStatus::Success;
-        {
-            let mut bytes = memory.lock_bytes();
-            match &model.program {
-                Some(program) => {
-                    let recording = lock(&self.launch_log).is_some();
-                    let mut args = Vec::new();
-                    // The arguments are read from device memory once, straight into the
-                    // interpreter's storage, and the results written back once.
-                    let hbm: &[u8] = &bytes;
-                    let read = |io: usize, len: usize| {
-                        let start = starts[model.inputs[io].slot];
-                        let arg = &hbm[start..start + len];
-                        if recording {
-                            args.push(arg.to_vec());
-                        }
-                        arg
-                    };
-                    let result = program.read_inputs(read).and_then(|inputs| match &model.group {
-                        Some((group, rank)) => group
-                            .join(program, *rank, inputs, self.config.collective_timeout)
-                            .map_err(|err| {
-                                if group.is_closed() {
-                                    status = NrtStatus::Closed;
-                                }
-                                err.unwrap_or_else(|| {
-                                    status = NrtStatus::Timeout;
-                                    LaunchError::Failed(format!(
-                                        "rank {rank}: the other ranks of the collective launch did not come within {:?}",
-                                        self.config.collective_timeout
-                                    ))
-                                })
-                            }),
-                        None => program.run(inputs),
-                    });
-                    let result = match (recording, result) {
-                        (true, Ok(written)) => written.to_bytes().map(|results| {
-                            let record = crate::device_program::LaunchRecord {
-                                model: model.name.clone(),
-                                hlo: program.source().to_vec(),
-                                args,
-                                results: results.into_iter().map(|(_, data)| data).collect(),
-                                collective: model
-                                    .group
-                                    .as_ref()
-                                    .map(|(group, rank)| (*rank, group.world())),
-                            };
-                            if let Some(log) = lock(&self.launch_log).as_mut() {
-                                log.push(record);
-                            }
-                            written
-                        }),
-                        (_, result) => result,
-                    };
-                    match result.and_then(|written| {
-                        written.write_into(&mut bytes, |io| starts[model.outputs[io].slot])
-                    }) {
-                        Ok(()) => {}
-                        Err(detail) => {
-                            // A run over a launch limit is what libnrt reports for an execution
-                            // past its execution timeout (docs/limits.md).
-                            if matches!(detail, LaunchError::OverLimit { .. }) {
-                                status = NrtStatus::Timeout;
-                            }
-                            self.warn(WarningKind::DeviceProgramFailed, || {
-                                format!(
-                                    "model {:?}: the device program failed: {detail}",
-                                    model.name
-                                )
-                            });
-                            if status == NrtStatus::Success {
-                                status = NrtStatus::Failure;
-                            }
-                        }
-                    }
-                }
-                None => {
-                    for slot in &model.outputs {
-                        let start = starts[slot.slot];
-                        bytes[start..start + slot.size].fill(0);
-                    }
-                }
-            }
-            if self.config.numerical_errors {
-                let nan = model.outputs.iter().any(|slot| {
-                    let start = starts[slot.slot];
-                    slot.dltype
-                        .is_some_and(|dltype| holds_nan(dltype, &bytes[start..start + slot.size]))
-                });
-                if nan {
-                    status = NrtStatus::ExecCompletedWithNumErr;
-                }
-            }
-        }
-        // A failed launch leaves every output as it was, staged copies included: the caller
-        // must not see stale device bytes as results.
-        let completed = status.is_completed();
-        for (slot, tensor) in model.outputs.iter().zip(outputs) {
-            if completed && in_place(tensor).is_none() {
-                if let Some(view) = &tensor.view {
-                    copy_bytes(Place::Core(memory, starts[slot.slot]), view.place(0), slot.size);
-                    model.counters.dma(false, slot.size as u64);
-                    core.counters.dma(false, slot.size as u64);
-                }
-            }
-        }
-        for tensor in outputs {
-            tensor.completions.fetch_add(1, Ordering::Release);
-        }
-        model.counters.launches.fetch_add(1, Ordering::Relaxed);
-        core.counters.launches.fetch_add(1, Ordering::Relaxed);
-        status
-    }
-
-    fn execute_n(
-        &self,
-        function: LibnrtFunction,
-        model: ModelId,
-        input_set: SetId,
-        output_set: SetId,
-        repeat_count: u32,
-    ) -> Result<NrtStatus, NrtError> {
-        self.gate(function)?;
-        // A fault that injects a completed status (0 or 1003) still runs the launch.
-        let injected = self.faults.injected(function);
-        if let Some(status) = injected.filter(|status| !status.is_completed()) {
-            return Err(NrtError::new(status, format!("injected fault in {function}")));
-        }
-        let loaded = self.model(model)?;
-        let (inputs, outputs) = self.resolve_io(function, &loaded, input_set, output_set)?;
-        let _launch = lock(&self.cores[loaded.core as usize].launch);
-        let mut status = NrtStatus::Success;
-        for _ in 0..repeat_count {
-            let start_ns = self.events.now_ns();
-            let launched = self.launch(&loaded, &inputs, &outputs);
-            self.events.record(Event {
-                kind: "nc_exec_running",
-                nc: loaded.core,
-                start_ns,
-                end_ns: self.events.now_ns(),
-                model: Some(model.0),
-                bytes: None,
-                status: Some(launched.name()),
-            });
-            if launched == NrtStatus::ExecCompletedWithNumErr {
-                status = NrtStatus::ExecCompletedWithNumErr;
-            }
-            // A launch whose program failed (the warning says why) or whose collective peers
-            // never came wrote no outputs: the caller must not read them as results.
-            if !launched.is_completed() {
-                return Err(NrtError::new(
-                    launched,
-                    format!(
-                        "{function}: the launch of model {:?} failed ({}); its outputs are not written",
-                        loaded.name,
-                        launched.name()
-                    ),
-                ));
-            }
-        }
-        if injected == Some(NrtStatus::ExecCompletedWithNumErr) {
-            status = NrtStatus::ExecCompletedWithNumErr;
-        }
-        Ok(status)
-    }
-}
-
-/// A `u64` offset or size from a caller as `usize`.
-fn to_offset(value: u64) -> Result<usize, NrtError> {
-    usize::try_from(value).map_err(|_| {
-        NrtError::new(NrtStatus::Invalid, format!("{value} does not fit in this host's size_t"))
-    })
-}
-
-/// `NRT_RESOURCE` for host memory a request cannot get.
-fn too_big(n_bytes: usize) -> NrtError {
-    NrtError::new(
-        NrtStatus::Resource,
-        format!("cannot allocate {n_bytes} bytes of host memory for an async request"),
-    )
-}
-
-/// The first core of a load: `vnc = -1` takes the first run of `vnc_count` cores holding no
-/// model; an explicit `vnc` may share cores with other models but must exist.
-fn pick_cores(occupancy: &[u32], vnc: i32, vnc_count: i32) -> Result<u32, NrtError> {
-    let n_cores = occupancy.len();
-    let count = match vnc_count {
-        -1 => 1,
-        n if n >= 1 => n as usize,
-        n => {
-            return Err(NrtError::new(
-                NrtStatus::Invalid,
-                format!("vnc_count {n} is invalid, expected -1 or at least 1"),
-            ));
-        }
-    };
-    let not_enough = |detail: String| NrtError::new(NrtStatus::LoadNotEnoughNc, detail);
-    match vnc {
-        -1 => (0..n_cores)
-            .find(|&first| {
-                first + count <= n_cores && occupancy[first..first + count].iter().all(|&n| n == 0)
-            })
-            .map(|first| first as u32)
-            .ok_or_else(|| {
-                let free = occupancy.iter().filter(|&&n| n == 0).count();
-                not_enough(format!(
-                    "the model needs {count} free neuron cores in a row, {free} of {n_cores} are free"
-                ))
-            }),
-        v if v >= 0 => {
-            if v as usize + count > n_cores {
-                return Err(not_enough(format!(
-                    "the model needs neuron cores {v}..{}, the machine has {n_cores}",
-                    v as usize + count
-                )));
-            }
-            Ok(v as u32)
-        }
-        v => Err(NrtError::new(NrtStatus::Invalid, format!("vnc {v} is invalid, expected -1 or a core index"))),
     }
 }
 

@@ -19,6 +19,9 @@ use super::{
 use crate::memory::{Storage, copy_bytes, fill_bytes, read_bytes, staging_buffer, write_bytes};
 use crate::sys_trace::Event;
 
+mod launch;
+mod load;
+
 impl RuntimeNrt for SimRuntime {
     fn init(
         &self,
@@ -576,5 +579,24 @@ impl RuntimeNrt for SimRuntime {
         self.enter(LibnrtFunction::nrt_tensor_reset_output_completion)?;
         self.tensor(tensor)?.completions.store(0, Ordering::Release);
         Ok(())
+    }
+}
+
+impl SimRuntime {
+    /// The error of a function the simulator cannot provide (`NRT_INVALID`, saying why), after
+    /// its gate: `Err` is the gate's error, `Ok` the refusal.
+    fn unsupported(&self, function: LibnrtFunction) -> Result<NrtError, NrtError> {
+        self.enter(function)?;
+        let why = SimRuntime::unsupported_reason(function).unwrap_or("it is not simulated");
+        Ok(NrtError::new(
+            NrtStatus::Invalid,
+            format!("{function} is not supported by the simulator ({why})"),
+        ))
+    }
+
+    fn insert_tensor(&self, tensor: Tensor) -> TensorId {
+        let id = TensorId(self.next_id());
+        write_lock(&self.tensors).insert(id, Arc::new(tensor));
+        id
     }
 }

@@ -59,3 +59,17 @@ impl RuntimeProfile for SimRuntime {
         self.profiling.stop_inspect(&self.events)
     }
 }
+
+impl SimRuntime {
+    /// `nrt_inspect_begin`: records every launch until `nrt_inspect_stop`, into `output_dir`
+    /// as session 1. Not a [`Runtime`](abi::runtime::Runtime) method: libnrt takes the folder from
+    /// `NEURON_RT_INSPECT_OUTPUT_DIR`, an environment the C layer reads.
+    ///
+    /// # Errors
+    /// [`NrtStatus::Invalid`](abi::status::NrtStatus::Invalid) while a profile is recorded; the
+    /// lifecycle statuses.
+    pub fn inspect_begin(&self, output_dir: &std::path::Path) -> Result<(), NrtError> {
+        self.enter(LibnrtFunction::nrt_inspect_begin)?;
+        self.profiling.begin_inspect(&self.events, output_dir, 1)
+    }
+}

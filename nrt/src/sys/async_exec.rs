@@ -1,4 +1,6 @@
-//! libnrt's async API (`nrta_*`) for the `nrt` backend, with the ownership that makes it sound.
+//! The calls of `nrt_async.h` (`nrta_*`) for the `nrt` backend, with the ownership that makes
+//! them sound, and draining a core's requests (`nrt_async_drain_queued_execs` of
+//! `nrt_experimental.h`).
 //!
 //! A request hands libnrt memory that it reads or writes later, on its own threads. So every
 //! request's host buffer is a heap block owned here, in the pending table, together with `Arc`s
@@ -9,13 +11,14 @@
 //! freed under libnrt's feet.
 
 use std::collections::HashMap;
+use std::ffi::c_int;
 use std::ptr::{self, NonNull};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use abi::runtime::AsyncReadBuffer;
 
 use super::c_names::{nrta_error_t, nrta_error_tracker_t};
-use super::{Library, OwnedModel, OwnedSet, OwnedTensor, RawStatus, SUCCESS};
+use super::{INVALID, Library, OwnedModel, OwnedSet, OwnedTensor, RawStatus, SUCCESS};
 
 /// An error tracker libnrt made; destroyed once, on drop.
 pub(crate) struct OwnedTracker {
@@ -52,7 +55,7 @@ impl OwnedTracker {
             Some(tracker) if status == SUCCESS => {
                 Ok(OwnedTracker { library: Arc::clone(library), tracker })
             }
-            _ => Err(if status == SUCCESS { super::INVALID } else { status }),
+            _ => Err(if status == SUCCESS { INVALID } else { status }),
         })
     }
 
@@ -280,5 +283,29 @@ impl AsyncState {
         for (_, request) in pending {
             Box::leak(request.block);
         }
+    }
+}
+
+impl Library {
+    /// `nrta_get_completion_handle`: the descriptor libnrt hands over, owned (closed on drop,
+    /// as the header asks); `None` when the library lacks it.
+    pub(crate) fn get_completion_handle(
+        &self,
+        seq: u64,
+    ) -> Option<Result<std::os::fd::OwnedFd, RawStatus>> {
+        use std::os::fd::FromRawFd as _;
+        let function = self.functions.nrta_get_completion_handle?;
+        let mut fd: c_int = -1;
+        // SAFETY: a valid out-pointer; any sequence id is a valid argument.
+        let status = unsafe { function(seq, &mut fd) };
+        if status != SUCCESS {
+            return Some(Err(status));
+        }
+        if fd < 0 {
+            return Some(Err(INVALID));
+        }
+        // SAFETY: on success libnrt returned a new, open descriptor that the caller owns and
+        // must close; nothing else holds it.
+        Some(Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) }))
     }
 }

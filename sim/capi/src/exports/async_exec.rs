@@ -1,26 +1,28 @@
-//! The exported `nrta_*` functions (`nrt_async.h`) and the async helpers of
-//! `nrt_experimental.h`, over [`sim::async_queues::AsyncQueues`].
+//! The exports of `nrt_async.h` (`nrta_*`), over [`sim::async_queues::AsyncQueues`].
 //!
 //! A request is checked when it is scheduled (NULL pointers, handles, queue index, tracker) and
 //! its work runs later on the queue's worker thread as the synchronous call it stands for; its
 //! status goes to the error tracker named at scheduling. Caller buffers are read (writes) and
 //! written (reads) when the request runs, so the caller must keep them until the request has
-//! completed, as the public header requires.
-
+//! completed, as the public header requires. Asynchronous collectives (`nrta_cc_*`) are not
+//! modelled and return `NRT_INVALID` with the reason.
 // These functions are exported to C through `crate::symbols`, not to Rust.
 #![allow(unreachable_pub)]
 
 use std::ffi::{c_int, c_void};
 use std::ptr;
 
-use abi::c_layout::c_types::{NRT_ASYNC_EXEC_STATUS_CALLBACK, nrta_error_t, nrta_seq_t, nrta_xu_t};
+use abi::c_layout::c_types::{
+    nrt_cc_comm_t, nrt_cc_op_type_t, nrt_dtype_t, nrt_op_type_t, nrt_tensor_list_t, nrta_error_t,
+    nrta_seq_t, nrta_xu_t,
+};
 use abi::functions::LibnrtFunction as F;
 use abi::runtime::prelude::*;
 use abi::runtime::{ModelId, NrtError, SetId, TensorId};
 use abi::status::NrtStatus;
 use sim::async_queues::{ExecutionUnit, Job};
 
-use crate::exports::{guard, with_global};
+use super::{guard, with_global};
 use crate::handles::{Global, Kind, global, lock};
 use crate::status::{INVALID, SUCCESS};
 
@@ -296,6 +298,43 @@ pub unsafe extern "C" fn nrta_execute_schedule(
     })
 }
 
+/// Why `nrta_cc_*` answer `NRT_INVALID`.
+const NRTA_CC_UNSIMULATED: &str = "asynchronous collectives over an nrt_cc_comm_t are not simulated (nrt_barrier and nrt_all_gather are)";
+
+/// `nrta_cc_prepare`: `NRT_INVALID`: asynchronous collectives over an `nrt_cc_comm_t` are not
+/// simulated.
+///
+/// # Safety
+/// None: no argument is read.
+pub unsafe extern "C" fn nrta_cc_prepare(
+    _comm: *mut nrt_cc_comm_t,
+    _input: *mut nrt_tensor_list_t,
+    _output: *mut nrt_tensor_list_t,
+    _dtype: nrt_dtype_t,
+    _op: nrt_op_type_t,
+    _cc_op: nrt_cc_op_type_t,
+    _cc_ctx: *mut *mut c_void,
+) -> u32 {
+    with_global(F::nrta_cc_prepare.name(), |g| {
+        g.unsupported(F::nrta_cc_prepare, NRTA_CC_UNSIMULATED)
+    })
+}
+
+/// `nrta_cc_schedule`: as `nrta_cc_prepare`.
+///
+/// # Safety
+/// None: no argument is read.
+pub unsafe extern "C" fn nrta_cc_schedule(
+    _cc_ctx: *mut *mut c_void,
+    _queue: c_int,
+    _err: *mut c_void,
+    _req_sequence: *mut nrta_seq_t,
+) -> u32 {
+    with_global(F::nrta_cc_schedule.name(), |g| {
+        g.unsupported(F::nrta_cc_schedule, NRTA_CC_UNSIMULATED)
+    })
+}
+
 /// `nrta_is_completed`: `NRT_INVALID` for a sequence id never issued.
 ///
 /// # Safety
@@ -344,6 +383,32 @@ pub unsafe extern "C" fn nrta_get_sequence(
                 SUCCESS
             }
             Err(err) => g.failed(F::nrta_get_sequence.name(), &err.into()),
+        }
+    })
+}
+
+/// `nrta_get_completion_handle`: a descriptor that polls readable once the request has
+/// completed (the read end of a socket pair whose other end the queue closes then); the caller
+/// closes it.
+///
+/// # Safety
+/// `fd` is NULL or a writable `int`.
+pub unsafe extern "C" fn nrta_get_completion_handle(seq: nrta_seq_t, fd: *mut c_int) -> u32 {
+    with_global(F::nrta_get_completion_handle.name(), |g| {
+        if fd.is_null() {
+            return INVALID;
+        }
+        if let Err(status) = g.enter(F::nrta_get_completion_handle) {
+            return status;
+        }
+        match g.queues.completion_handle(seq) {
+            Ok(handle) => {
+                use std::os::fd::IntoRawFd as _;
+                // SAFETY: non-NULL, the caller's `int`; the descriptor is the caller's to close.
+                unsafe { ptr::write_unaligned(fd, handle.into_raw_fd()) };
+                SUCCESS
+            }
+            Err(err) => g.failed(F::nrta_get_completion_handle.name(), &err.into()),
         }
     })
 }
@@ -430,70 +495,6 @@ pub unsafe extern "C" fn nrta_error_tracker_get_list(
                 SUCCESS
             }
             Err(err) => g.failed(F::nrta_error_tracker_get_list.name(), &err.into()),
-        }
-    })
-}
-
-/// `nrt_register_async_exec_callback`: replaces the callback called after each execution of
-/// `nrta_execute_schedule` (NULL removes it).
-///
-/// # Safety
-/// `callback` is NULL or a function that stays callable with `params` from any thread.
-pub unsafe extern "C" fn nrt_register_async_exec_callback(
-    callback: NRT_ASYNC_EXEC_STATUS_CALLBACK,
-    params: *mut c_void,
-) -> u32 {
-    with_global(F::nrt_register_async_exec_callback.name(), |g| {
-        if let Err(status) = g.enter(F::nrt_register_async_exec_callback) {
-            return status;
-        }
-        *lock(&g.exec_callback) = callback.map(|callback| (callback, params as usize));
-        SUCCESS
-    })
-}
-
-/// `nrt_async_drain_queued_execs`: blocks until every request scheduled so far on `vnc` has
-/// completed.
-///
-/// # Safety
-/// None beyond the C ABI.
-pub unsafe extern "C" fn nrt_async_drain_queued_execs(vnc: i32) -> u32 {
-    with_global(F::nrt_async_drain_queued_execs.name(), |g| {
-        if let Err(status) = g.enter(F::nrt_async_drain_queued_execs) {
-            return status;
-        }
-        match u32::try_from(vnc) {
-            Ok(vnc) if vnc < g.sim.visible_core_count() => {
-                g.queues.drain(vnc);
-                SUCCESS
-            }
-            _ => INVALID,
-        }
-    })
-}
-
-/// `nrta_get_completion_handle`: a descriptor that polls readable once the request has
-/// completed (the read end of a socket pair whose other end the queue closes then); the caller
-/// closes it.
-///
-/// # Safety
-/// `fd` is NULL or a writable `int`.
-pub unsafe extern "C" fn nrta_get_completion_handle(seq: nrta_seq_t, fd: *mut c_int) -> u32 {
-    with_global(F::nrta_get_completion_handle.name(), |g| {
-        if fd.is_null() {
-            return INVALID;
-        }
-        if let Err(status) = g.enter(F::nrta_get_completion_handle) {
-            return status;
-        }
-        match g.queues.completion_handle(seq) {
-            Ok(handle) => {
-                use std::os::fd::IntoRawFd as _;
-                // SAFETY: non-NULL, the caller's `int`; the descriptor is the caller's to close.
-                unsafe { ptr::write_unaligned(fd, handle.into_raw_fd()) };
-                SUCCESS
-            }
-            Err(err) => g.failed(F::nrta_get_completion_handle.name(), &err.into()),
         }
     })
 }

@@ -1,0 +1,165 @@
+//! The calls of `nrt_experimental.h`: model tensor information and the model's core, copies to
+//! device addresses, the collectives over ranks (barrier, all-gather) and the legacy trace.
+//!
+//! `nrt_get_model_instance_count` shares [`OwnedModel::count`] with the counts of `nrt.h`, and
+//! draining a core's async requests is [`super::AsyncState::drain`], with the other requests.
+
+use std::ffi::{CStr, c_void};
+use std::mem::size_of;
+use std::ptr;
+
+use abi::status::NrtStatus;
+
+use super::c_names;
+use super::{
+    Library, NrtTensorInfo, NrtTensorInfoArray, OwnedModel, RawStatus, SUCCESS, c_array_bytes,
+    owned,
+};
+
+/// One `nrt_tensor_info_t`, copied out.
+pub(crate) struct RawTensorInfo {
+    pub(crate) name: Vec<u8>,
+    pub(crate) usage: u32,
+    pub(crate) size: usize,
+    pub(crate) dtype: u32,
+    pub(crate) shape: Vec<u32>,
+}
+
+impl Library {
+    /// `nrt_memcpy_to_device` of `bytes` to the device address `address`; `None` when the
+    /// library does not export it. libnrt judges the address.
+    pub(crate) fn memcpy_to_device(&self, address: usize, bytes: &[u8]) -> Option<RawStatus> {
+        let function = self.functions.nrt_memcpy_to_device?;
+        // SAFETY: `bytes` is readable for its length during the call; the destination is a
+        // device address libnrt checks (it is never dereferenced on this side).
+        Some(unsafe { function(address as *mut c_void, bytes.as_ptr().cast(), bytes.len()) })
+    }
+
+    /// `nrt_barrier`; `None` when the library lacks it.
+    pub(crate) fn barrier(&self, vnc: i32, rank: u32, world: u32) -> Option<RawStatus> {
+        let function = self.functions.nrt_barrier?;
+        // SAFETY: plain value arguments.
+        Some(unsafe { function(vnc, rank, world) })
+    }
+
+    /// `nrt_all_gather` of `input` into a buffer of `world × input.len()` bytes; `None` when the
+    /// library lacks it. Sizes that do not fit the C arguments or memory are libnrt's `NRT_INVALID`
+    /// / `NRT_RESOURCE` here, decided before any call.
+    pub(crate) fn all_gather(
+        &self,
+        vnc: i32,
+        rank: u32,
+        world: u32,
+        input: &[u8],
+    ) -> Option<Result<Vec<u8>, RawStatus>> {
+        let function = self.functions.nrt_all_gather?;
+        let Ok(size) = u32::try_from(input.len()) else {
+            return Some(Err(NrtStatus::Invalid.code()));
+        };
+        let Some(total) = input.len().checked_mul(world as usize) else {
+            return Some(Err(NrtStatus::Invalid.code()));
+        };
+        let mut output = Vec::new();
+        if output.try_reserve_exact(total).is_err() {
+            return Some(Err(NrtStatus::Resource.code()));
+        }
+        output.resize(total, 0u8);
+        let mut staged = input.to_vec();
+        // SAFETY: `staged` has `size` readable bytes and `output` `world × size` writable ones,
+        // both owned here and alive for the call.
+        let status = unsafe {
+            function(
+                vnc,
+                rank,
+                world,
+                size,
+                staged.as_mut_ptr().cast::<c_void>(),
+                output.as_mut_ptr().cast::<c_void>(),
+            )
+        };
+        Some(if status == SUCCESS { Ok(output) } else { Err(status) })
+    }
+
+    /// `nrt_trace_start`; `None` when the library lacks it.
+    pub(crate) fn trace_start(&self, trace_mem: bool) -> Option<RawStatus> {
+        let start = self.functions.nrt_trace_start?;
+        // SAFETY: a plain value argument.
+        Some(unsafe { start(trace_mem) })
+    }
+
+    /// `nrt_trace_stop(filename)` (NULL for `None`); `None` when the library lacks it.
+    pub(crate) fn trace_stop(&self, filename: Option<&CStr>) -> Option<RawStatus> {
+        let stop = self.functions.nrt_trace_stop?;
+        // SAFETY: NULL or a NUL-terminated string that outlives the call.
+        Some(unsafe { stop(filename.map_or(ptr::null(), CStr::as_ptr)) })
+    }
+}
+
+impl OwnedModel {
+    /// `nrt_get_model_info` of the loaded model: its `vnc`; `None` when the library does not
+    /// export it.
+    pub(crate) fn info_vnc(&self) -> Option<Result<u32, RawStatus>> {
+        let function = self.library.functions.nrt_get_model_info?;
+        let mut info = c_names::nrt_model_info_t { vnc: 0 };
+        let mut written = 0usize;
+        let live = match self.live() {
+            Ok(live) => live,
+            Err(status) => return Some(Err(status)),
+        };
+        // SAFETY: the model is loaded (read lock held); `info` has `size_of` writable bytes and
+        // `written` is a valid out-pointer; the signature is the table's.
+        let status = unsafe {
+            function(
+                self.model.as_ptr(),
+                &mut info,
+                size_of::<c_names::nrt_model_info_t>(),
+                &mut written,
+            )
+        };
+        drop(live);
+        Some(if status == SUCCESS { Ok(info.vnc) } else { Err(status) })
+    }
+
+    /// `nrt_get_model_tensor_info` then `nrt_free_model_tensor_info`, with the entries copied
+    /// out in between.
+    pub(crate) fn tensor_info(&self) -> Result<Vec<RawTensorInfo>, RawStatus> {
+        let _live = self.live()?;
+        let mut array: *mut NrtTensorInfoArray = ptr::null_mut();
+        // SAFETY: the model is loaded (read lock held); `array` is a valid out-pointer.
+        let status = unsafe {
+            (self.library.functions.nrt_get_model_tensor_info)(self.model.as_ptr(), &mut array)
+        };
+        let array = owned(status, array)?;
+        // SAFETY: libnrt returned an array of `tensor_count` entries that stays valid until it
+        // is passed to `nrt_free_model_tensor_info`, below; each entry's `shape` points at
+        // `ndim` integers (or is NULL when `ndim` is 0).
+        let entries = unsafe {
+            let count = (*array.as_ptr()).tensor_count as usize;
+            let first = ptr::addr_of!((*array.as_ptr()).tensor_array).cast::<NrtTensorInfo>();
+            (0..count)
+                .map(|i| {
+                    let info = &*first.add(i);
+                    let shape = if info.shape.is_null() || info.ndim == 0 {
+                        Vec::new()
+                    } else {
+                        std::slice::from_raw_parts(info.shape, info.ndim as usize).to_vec()
+                    };
+                    RawTensorInfo {
+                        name: c_array_bytes(&info.name),
+                        usage: info.usage,
+                        size: info.size,
+                        dtype: info.dtype,
+                        shape,
+                    }
+                })
+                .collect::<Vec<_>>()
+        };
+        // SAFETY: `array` came from `nrt_get_model_tensor_info` and is freed exactly once; no
+        // reference into it survives (the entries were copied).
+        let status = unsafe { (self.library.functions.nrt_free_model_tensor_info)(array.as_ptr()) };
+        if status != SUCCESS {
+            return Err(status);
+        }
+        Ok(entries)
+    }
+}

@@ -1,0 +1,575 @@
+//! The calls of `nrt.h`: lifecycle, loading and executing models, tensor sets, tensors and
+//! their memory (batched I/O included), core counts and instance information, the collectives
+//! communicator, and the device-only queries (dma-buf fds, HBM mappings, EFA).
+//!
+//! The owners' own calls are here too, next to the library's; only their releases (`Drop`) are
+//! with the owners in the module root. [`OwnedModel::count`] also serves
+//! `nrt_get_model_instance_count` of `nrt_experimental.h`, since it is one call shape.
+
+use std::collections::HashMap;
+use std::ffi::{CStr, c_char, c_int, c_void};
+use std::mem::size_of;
+use std::ptr;
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+
+use abi::functions::LibnrtFunction;
+use abi::runtime::SharedBuffer;
+
+use super::c_names::{self, nrt_instance_info_t, nrt_vnc_memory_stats_t};
+use super::{
+    INVALID, INVALID_HANDLE, Library, NrtModel, NrtTensor, NrtTensorSet, OwnedModel, OwnedSet,
+    OwnedTensor, RawStatus, SUCCESS, owned,
+};
+
+/// One tensor's ranges of a batched read: `(offset, buffer to fill)` each.
+pub(crate) type ReadBatch<'a> = (Arc<OwnedTensor>, Vec<(usize, &'a mut [u8])>);
+
+/// One tensor's operations of a batched write: `(offset, bytes)` each.
+pub(crate) type WriteBatch<'a> = (Arc<OwnedTensor>, Vec<(usize, &'a [u8])>);
+
+/// A batch as C sees it: the tensor, then `(offset, buffer, size)` of each operation.
+type RawBatch = (*mut NrtTensor, Vec<(usize, *mut u8, usize)>);
+
+/// Builds the `nrt_tensor_batch_t` array of `(tensor, [(offset, buffer, size)])` batches and
+/// passes it with its length to `call`; `NRT_INVALID` without a call for a batch of more
+/// operations than `num_ops` holds.
+fn with_batches(
+    batches: &[RawBatch],
+    call: impl FnOnce(*const c_names::nrt_tensor_batch_t, u64) -> RawStatus,
+) -> RawStatus {
+    let mut ops = Vec::with_capacity(batches.len());
+    for (_, batch_ops) in batches {
+        let batch_ops: Vec<c_names::nrt_tensor_batch_op_t> = batch_ops
+            .iter()
+            .map(|&(offset, buffer, size)| c_names::nrt_tensor_batch_op_t {
+                offset: offset as u64,
+                size: size as u64,
+                buffer: buffer.cast(),
+            })
+            .collect();
+        ops.push(batch_ops);
+    }
+    let mut array = Vec::with_capacity(batches.len());
+    for ((tensor, _), batch_ops) in batches.iter().zip(&ops) {
+        let Ok(num_ops) = u32::try_from(batch_ops.len()) else { return INVALID };
+        array.push(c_names::nrt_tensor_batch_t {
+            tensor: tensor.cast_const().cast(),
+            ops: batch_ops.as_ptr(),
+            num_ops,
+        });
+    }
+    call(array.as_ptr(), array.len() as u64)
+}
+
+impl Library {
+    /// `nrt_init`.
+    pub(crate) fn init(&self, framework: u32, fw_version: &CStr, fal_version: &CStr) -> RawStatus {
+        // SAFETY: both strings are NUL-terminated and outlive the call; the framework is a plain
+        // integer that libnrt validates.
+        unsafe { (self.functions.nrt_init)(framework, fw_version.as_ptr(), fal_version.as_ptr()) }
+    }
+
+    /// `nrt_close`.
+    pub(crate) fn close(&self) {
+        // SAFETY: no arguments; libnrt gates later calls itself.
+        unsafe { (self.functions.nrt_close)() }
+    }
+
+    /// `nrt_load` (`collectives`: `nrt_load_collectives` with `(ctx_device_id,
+    /// ctx_device_count)`).
+    pub(crate) fn load(
+        self: &Arc<Self>,
+        neff: &[u8],
+        vnc: i32,
+        vnc_count: i32,
+        collectives: Option<(u32, u32)>,
+    ) -> Result<OwnedModel, RawStatus> {
+        let mut model: *mut NrtModel = ptr::null_mut();
+        let data = neff.as_ptr().cast::<c_void>();
+        let status = match collectives {
+            // SAFETY: `neff` is readable for `neff.len()` bytes during the call and libnrt does
+            // not keep the pointer (it parses the NEFF before returning); `model` is a valid
+            // out-pointer.
+            None => unsafe {
+                (self.functions.nrt_load)(data, neff.len(), vnc, vnc_count, &mut model)
+            },
+            // SAFETY: as above.
+            Some((id, count)) => unsafe {
+                (self.functions.nrt_load_collectives)(
+                    data,
+                    neff.len(),
+                    vnc,
+                    vnc_count,
+                    id,
+                    count,
+                    &mut model,
+                )
+            },
+        };
+        let model = owned(status, model)?;
+        Ok(OwnedModel { library: Arc::clone(self), model, unloaded: RwLock::new(false) })
+    }
+
+    /// `nrt_allocate_tensor_set`.
+    pub(crate) fn allocate_tensor_set(self: &Arc<Self>) -> Result<OwnedSet, RawStatus> {
+        let mut set: *mut NrtTensorSet = ptr::null_mut();
+        // SAFETY: `set` is a valid out-pointer.
+        let status = unsafe { (self.functions.nrt_allocate_tensor_set)(&mut set) };
+        let set = owned(status, set)?;
+        Ok(OwnedSet { library: Arc::clone(self), set, members: Mutex::new(HashMap::new()) })
+    }
+
+    /// `nrt_tensor_allocate`.
+    pub(crate) fn tensor_allocate(
+        self: &Arc<Self>,
+        placement: u32,
+        vnc: i32,
+        size: usize,
+        name: &CStr,
+        tag: u64,
+    ) -> Result<OwnedTensor, RawStatus> {
+        let mut tensor: *mut NrtTensor = ptr::null_mut();
+        // SAFETY: `name` is NUL-terminated and outlives the call; `tensor` is a valid
+        // out-pointer; placement and sizes are integers libnrt validates.
+        let status = unsafe {
+            (self.functions.nrt_tensor_allocate)(placement, vnc, size, name.as_ptr(), &mut tensor)
+        };
+        Ok(self.own_tensor(owned(status, tensor)?, tag, None))
+    }
+
+    /// `nrt_tensor_allocate_empty`.
+    pub(crate) fn tensor_allocate_empty(
+        self: &Arc<Self>,
+        name: &CStr,
+        tag: u64,
+    ) -> Result<OwnedTensor, RawStatus> {
+        let mut tensor: *mut NrtTensor = ptr::null_mut();
+        // SAFETY: `name` is NUL-terminated and outlives the call; `tensor` is a valid
+        // out-pointer.
+        let status =
+            unsafe { (self.functions.nrt_tensor_allocate_empty)(name.as_ptr(), &mut tensor) };
+        Ok(self.own_tensor(owned(status, tensor)?, tag, None))
+    }
+
+    /// `nrt_get_total_vnc_count`.
+    pub(crate) fn get_total_vnc_count(&self) -> Result<u32, RawStatus> {
+        let mut count = 0u32;
+        // SAFETY: `count` is a valid out-pointer.
+        let status = unsafe { (self.functions.nrt_get_total_vnc_count)(&mut count) };
+        if status == SUCCESS { Ok(count) } else { Err(status) }
+    }
+
+    /// `nrt_get_visible_vnc_count`.
+    pub(crate) fn get_visible_vnc_count(&self) -> Result<u32, RawStatus> {
+        let mut count = 0u32;
+        // SAFETY: `count` is a valid out-pointer.
+        let status = unsafe { (self.functions.nrt_get_visible_vnc_count)(&mut count) };
+        if status == SUCCESS { Ok(count) } else { Err(status) }
+    }
+
+    /// `nrt_get_total_nc_count`; `None` when the library does not export it.
+    pub(crate) fn get_total_nc_count(&self) -> Option<Result<u32, RawStatus>> {
+        let function = self.functions.nrt_get_total_nc_count?;
+        let mut count = 0u32;
+        // SAFETY: `count` is a valid out-pointer; the signature is the table's.
+        let status = unsafe { function(&mut count) };
+        Some(if status == SUCCESS { Ok(count) } else { Err(status) })
+    }
+
+    /// `nrt_get_visible_nc_count`; `None` when the library does not export it.
+    pub(crate) fn get_visible_nc_count(&self) -> Option<Result<u32, RawStatus>> {
+        let function = self.functions.nrt_get_visible_nc_count?;
+        let mut count = 0u32;
+        // SAFETY: `count` is a valid out-pointer; the signature is the table's.
+        let status = unsafe { function(&mut count) };
+        Some(if status == SUCCESS { Ok(count) } else { Err(status) })
+    }
+
+    /// `nrt_get_vnc_memory_stats` (bytes used, bytes limit); `None` when the library does not
+    /// export it.
+    pub(crate) fn get_vnc_memory_stats(&self, vnc: u32) -> Option<Result<(u64, u64), RawStatus>> {
+        let function = self.functions.nrt_get_vnc_memory_stats?;
+        let mut stats = nrt_vnc_memory_stats_t { bytes_used: 0, bytes_limit: 0 };
+        let mut written = 0usize;
+        // SAFETY: `stats` has `size_of` writable bytes and `written` is a valid out-pointer.
+        let status =
+            unsafe { function(vnc, &mut stats, size_of::<nrt_vnc_memory_stats_t>(), &mut written) };
+        Some(if status == SUCCESS {
+            Ok((stats.bytes_used as u64, stats.bytes_limit as u64))
+        } else {
+            Err(status)
+        })
+    }
+
+    /// `nrt_tensor_read_batch` into the caller's buffers: `(tensor, [(offset, buffer)])` per
+    /// batch; `None` when the library does not export it.
+    pub(crate) fn tensor_read_batch(
+        &self,
+        batches: &mut [ReadBatch<'_>],
+        untracked: bool,
+    ) -> Option<RawStatus> {
+        let function = self.functions.nrt_tensor_read_batch?;
+        let ops = batches.iter_mut().map(|(tensor, ops)| {
+            let ops =
+                ops.iter_mut().map(|(offset, buffer)| (*offset, buffer.as_mut_ptr(), buffer.len()));
+            (tensor.tensor.as_ptr(), ops.collect::<Vec<_>>())
+        });
+        let ops: Vec<_> = ops.collect();
+        Some(with_batches(&ops, |array, count| {
+            // SAFETY: `array` has `count` entries whose operations point at buffers writable for
+            // their sizes (the caller's `&mut [u8]`, borrowed for this call) and at live tensors.
+            unsafe { function(array, count, untracked) }
+        }))
+    }
+
+    /// `nrt_tensor_write_batch` from the caller's bytes: `(tensor, [(offset, bytes)])` per
+    /// batch; `None` when the library does not export it.
+    pub(crate) fn tensor_write_batch(
+        &self,
+        batches: &[WriteBatch<'_>],
+        untracked: bool,
+    ) -> Option<RawStatus> {
+        let function = self.functions.nrt_tensor_write_batch?;
+        let ops = batches.iter().map(|(tensor, ops)| {
+            // libnrt only reads the buffers of a write; the C field is not const.
+            let ops =
+                ops.iter().map(|(offset, bytes)| (*offset, bytes.as_ptr().cast_mut(), bytes.len()));
+            (tensor.tensor.as_ptr(), ops.collect::<Vec<_>>())
+        });
+        let ops: Vec<_> = ops.collect();
+        Some(with_batches(&ops, |array, count| {
+            // SAFETY: `array` has `count` entries whose operations point at buffers readable for
+            // their sizes (the caller's slices, borrowed for this call) and at live tensors.
+            unsafe { function(array, count, untracked) }
+        }))
+    }
+
+    /// `nrt_get_instance_info` into a whole `nrt_instance_info_t`, its names copied up to their
+    /// NUL; `None` when the library lacks it.
+    pub(crate) fn get_instance_info(
+        &self,
+    ) -> Option<Result<abi::runtime::InstanceInfo, RawStatus>> {
+        let function = self.functions.nrt_get_instance_info?;
+        let mut info =
+            nrt_instance_info_t { family: 0, size: 0, arch_name: [0; 16], device_revision: [0; 8] };
+        // SAFETY: `info` has `size_of` writable bytes; the signature is the table's.
+        let status = unsafe { function(&mut info, size_of::<nrt_instance_info_t>()) };
+        if status != SUCCESS {
+            return Some(Err(status));
+        }
+        let text = |chars: &[c_char]| {
+            let bytes: Vec<u8> = chars.iter().map(|&c| c as u8).take_while(|&b| b != 0).collect();
+            String::from_utf8_lossy(&bytes).into_owned()
+        };
+        Some(Ok(abi::runtime::InstanceInfo {
+            family: info.family,
+            size: info.size,
+            arch_name: text(&info.arch_name),
+            device_revision: text(&info.device_revision),
+        }))
+    }
+
+    /// `nrt_get_dmabuf_fd` of device memory at `va`; `None` when the library lacks it.
+    pub(crate) fn get_dmabuf_fd(&self, va: usize, size: u64) -> Option<Result<i32, RawStatus>> {
+        let function = self.functions.nrt_get_dmabuf_fd?;
+        let mut fd: c_int = -1;
+        // SAFETY: the address is a number libnrt judges; `fd` is a valid out-pointer.
+        let status = unsafe { function(va as u64, size, &mut fd) };
+        Some(if status == SUCCESS { Ok(fd) } else { Err(status) })
+    }
+
+    /// `nrt_get_hbm_mmap_va`: the mapping's address (as a number, never dereferenced here) and
+    /// size; `None` when the library lacks it.
+    pub(crate) fn get_hbm_mmap_va(
+        &self,
+        device_id: c_int,
+        hbm_idx: c_int,
+    ) -> Option<Result<(usize, usize), RawStatus>> {
+        let function = self.functions.nrt_get_hbm_mmap_va?;
+        let mut address: *mut c_void = ptr::null_mut();
+        let mut size = 0usize;
+        // SAFETY: both out-pointers are valid; the signature is the table's.
+        let status = unsafe { function(device_id, hbm_idx, &mut address, &mut size) };
+        Some(if status == SUCCESS { Ok((address as usize, size)) } else { Err(status) })
+    }
+
+    /// `nrt_get_attached_efa_bdf` of device memory at `va` into a 64-byte buffer, copied up to
+    /// its NUL; `None` when the library lacks it.
+    pub(crate) fn get_attached_efa_bdf(&self, va: usize) -> Option<Result<String, RawStatus>> {
+        let function = self.functions.nrt_get_attached_efa_bdf?;
+        let mut buffer = [0 as c_char; 64];
+        let mut len = buffer.len();
+        // SAFETY: the address is a number libnrt judges; `buffer` has `len` writable bytes and
+        // `len` is a valid in/out pointer.
+        let status = unsafe { function(va as *const c_void, buffer.as_mut_ptr(), &mut len) };
+        if status != SUCCESS {
+            return Some(Err(status));
+        }
+        let bytes: Vec<u8> = buffer.iter().map(|&c| c as u8).take_while(|&b| b != 0).collect();
+        Some(Ok(String::from_utf8_lossy(&bytes).into_owned()))
+    }
+
+    /// `nrt_build_global_comm`; `None` when the library lacks it.
+    pub(crate) fn build_global_comm(&self, vnc: i32, rank: u32, world: u32) -> Option<RawStatus> {
+        let function = self.functions.nrt_build_global_comm?;
+        // SAFETY: plain value arguments.
+        Some(unsafe { function(vnc, rank, world) })
+    }
+
+    /// `nrt_cc_global_comm_init`; `None` when the library lacks it.
+    pub(crate) fn cc_global_comm_init(&self, vnc: u32, rank: u32, world: u32) -> Option<RawStatus> {
+        let function = self.functions.nrt_cc_global_comm_init?;
+        // SAFETY: plain value arguments.
+        Some(unsafe { function(vnc, rank, world) })
+    }
+}
+
+impl OwnedModel {
+    /// `nrt_execute` (`repeat`: `nrt_execute_repeat` with that count).
+    pub(crate) fn execute(
+        &self,
+        input: &OwnedSet,
+        output: &OwnedSet,
+        repeat: Option<i32>,
+    ) -> RawStatus {
+        let _live = match self.live() {
+            Ok(guard) => guard,
+            Err(status) => return status,
+        };
+        let (model, input, output) = (self.model.as_ptr(), input.set.as_ptr(), output.set.as_ptr());
+        match repeat {
+            // SAFETY: the model is loaded (checked under the read lock held until the call
+            // returns) and both sets are live: their owners are borrowed for the call, and every
+            // tensor they name is kept alive by them.
+            None => unsafe { (self.library.functions.nrt_execute)(model, input, output) },
+            // SAFETY: as above.
+            Some(count) => unsafe {
+                (self.library.functions.nrt_execute_repeat)(model, input, output, count)
+            },
+        }
+    }
+
+    /// A count of the loaded model: `nrt_get_model_nc_count`, `nrt_get_model_vnc_count` or
+    /// `nrt_get_model_instance_count`; `None` when the library does not export it.
+    pub(crate) fn count(&self, which: LibnrtFunction) -> Option<Result<u32, RawStatus>> {
+        let functions = &self.library.functions;
+        let mut count = 0u32;
+        let call = |count: &mut u32| -> Option<RawStatus> {
+            // SAFETY: the model is loaded (read lock held by the caller below); `count` is a
+            // valid out-pointer; the signatures are the table's.
+            unsafe {
+                Some(match which {
+                    LibnrtFunction::nrt_get_model_nc_count => {
+                        functions.nrt_get_model_nc_count?(self.model.as_ptr(), count)
+                    }
+                    LibnrtFunction::nrt_get_model_vnc_count => {
+                        functions.nrt_get_model_vnc_count?(self.model.as_ptr(), count)
+                    }
+                    LibnrtFunction::nrt_get_model_instance_count => {
+                        functions.nrt_get_model_instance_count?(self.model.as_ptr(), count)
+                    }
+                    _ => return None,
+                })
+            }
+        };
+        let live = match self.live() {
+            Ok(live) => live,
+            Err(status) => return Some(Err(status)),
+        };
+        let status = call(&mut count)?;
+        drop(live);
+        Some(if status == SUCCESS { Ok(count) } else { Err(status) })
+    }
+
+    /// `nrt_unload`. On failure the model stays loaded and this owner stays usable.
+    pub(crate) fn unload(&self) -> RawStatus {
+        let mut unloaded = self.unloaded.write().unwrap_or_else(PoisonError::into_inner);
+        if *unloaded {
+            return INVALID_HANDLE;
+        }
+        // SAFETY: the model is loaded and no call is in flight on it (write lock held).
+        let status = unsafe { (self.library.functions.nrt_unload)(self.model.as_ptr()) };
+        if status == SUCCESS {
+            *unloaded = true;
+        }
+        status
+    }
+}
+
+impl OwnedSet {
+    /// `nrt_add_tensor_to_tensor_set`; on success the set keeps `tensor` alive under `name`.
+    pub(crate) fn add(&self, name: &CStr, tensor: &Arc<OwnedTensor>) -> RawStatus {
+        let mut members = self.members.lock().unwrap_or_else(PoisonError::into_inner);
+        // SAFETY: the set and the tensor are live (their owners are borrowed); `name` is
+        // NUL-terminated. The set keeps the tensor's owner for as long as it may use the pointer.
+        let status = unsafe {
+            (self.library.functions.nrt_add_tensor_to_tensor_set)(
+                self.set.as_ptr(),
+                name.as_ptr(),
+                tensor.tensor.as_ptr(),
+            )
+        };
+        if status == SUCCESS {
+            members.insert(name.to_bytes().to_vec(), Arc::clone(tensor));
+        }
+        status
+    }
+
+    /// The names this set was given, each with its tensor's tag (no call into libnrt).
+    pub(crate) fn member_tags(&self) -> Vec<(Vec<u8>, u64)> {
+        let members = self.members.lock().unwrap_or_else(PoisonError::into_inner);
+        members.iter().map(|(name, tensor)| (name.clone(), tensor.tag)).collect()
+    }
+
+    /// `nrt_get_tensor_from_tensor_set`: the tag of the tensor libnrt returns, or `None` when
+    /// it is not one this set was given (a library bug).
+    pub(crate) fn get(&self, name: &CStr) -> Result<Option<u64>, RawStatus> {
+        let members = self.members.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut tensor: *mut NrtTensor = ptr::null_mut();
+        // SAFETY: the set is live; `name` is NUL-terminated; `tensor` is a valid out-pointer and
+        // the pointer returned is only compared, never dereferenced.
+        let status = unsafe {
+            (self.library.functions.nrt_get_tensor_from_tensor_set)(
+                self.set.as_ptr(),
+                name.as_ptr(),
+                &mut tensor,
+            )
+        };
+        if status != SUCCESS {
+            return Err(status);
+        }
+        Ok(members
+            .get(name.to_bytes())
+            .filter(|owner| owner.tensor.as_ptr() == tensor)
+            .map(|owner| owner.tag))
+    }
+}
+
+impl OwnedTensor {
+    /// `nrt_tensor_attach_buffer` over the caller's buffer, kept alive by this tensor.
+    pub(crate) fn attach_buffer(&self, buffer: Arc<SharedBuffer>) -> RawStatus {
+        let mut kept = self.buffer.lock().unwrap_or_else(PoisonError::into_inner);
+        let (address, len) = (buffer.as_mut_ptr().cast::<c_void>(), buffer.byte_len());
+        // SAFETY: the tensor is live. `address` and `len` come from the `SharedBuffer` itself
+        // (not from a trait a caller implements): `len` interior-mutable bytes of one boxed slice
+        // that never moves and may be written through a shared reference while it lives; this
+        // tensor keeps `buffer` (and its slices keep a clone) for as long as libnrt may touch the
+        // memory.
+        let status = unsafe {
+            (self.library.functions.nrt_tensor_attach_buffer)(self.tensor.as_ptr(), address, len)
+        };
+        if status == SUCCESS {
+            *kept = Some(buffer);
+        }
+        status
+    }
+
+    /// `nrt_tensor_allocate_slice`.
+    pub(crate) fn allocate_slice(
+        &self,
+        offset: usize,
+        size: usize,
+        name: &CStr,
+        tag: u64,
+    ) -> Result<OwnedTensor, RawStatus> {
+        let mut slice: *mut NrtTensor = ptr::null_mut();
+        // SAFETY: the source tensor is live; `name` is NUL-terminated; `slice` is a valid
+        // out-pointer.
+        let status = unsafe {
+            (self.library.functions.nrt_tensor_allocate_slice)(
+                self.tensor.as_ptr(),
+                offset,
+                size,
+                name.as_ptr(),
+                &mut slice,
+            )
+        };
+        let slice = owned(status, slice)?;
+        let buffer = self.buffer.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        Ok(self.library.own_tensor(slice, tag, buffer))
+    }
+
+    /// `nrt_tensor_check_output_completion`; `None` when the library does not export it.
+    pub(crate) fn check_output_completion(
+        &self,
+        timeout_us: i64,
+        expected: u64,
+    ) -> Option<RawStatus> {
+        let function = self.library.functions.nrt_tensor_check_output_completion?;
+        // SAFETY: the tensor is live; the signature is the table's.
+        Some(unsafe { function(self.tensor.as_ptr(), timeout_us, expected) })
+    }
+
+    /// `nrt_tensor_reset_output_completion`; `None` when the library does not export it.
+    pub(crate) fn reset_output_completion(&self) -> Option<RawStatus> {
+        let function = self.library.functions.nrt_tensor_reset_output_completion?;
+        // SAFETY: the tensor is live; the signature is the table's.
+        Some(unsafe { function(self.tensor.as_ptr()) })
+    }
+
+    /// `nrt_tensor_read` into `buf`.
+    pub(crate) fn read(&self, offset: usize, buf: &mut [u8]) -> RawStatus {
+        // SAFETY: the tensor is live; `buf` is writable for `buf.len()` bytes during the call.
+        unsafe {
+            (self.library.functions.nrt_tensor_read)(
+                self.tensor.as_ptr(),
+                buf.as_mut_ptr().cast(),
+                offset,
+                buf.len(),
+            )
+        }
+    }
+
+    /// `nrt_tensor_write` from `bytes`.
+    pub(crate) fn write(&self, offset: usize, bytes: &[u8]) -> RawStatus {
+        // SAFETY: the tensor is live; `bytes` is readable for its length during the call.
+        unsafe {
+            (self.library.functions.nrt_tensor_write)(
+                self.tensor.as_ptr(),
+                bytes.as_ptr().cast(),
+                offset,
+                bytes.len(),
+            )
+        }
+    }
+
+    /// `nrt_tensor_copy` from this tensor to `dst`.
+    pub(crate) fn copy_to(
+        &self,
+        src_offset: usize,
+        dst: &OwnedTensor,
+        dst_offset: usize,
+        size: usize,
+    ) -> RawStatus {
+        // SAFETY: both tensors are live (owners borrowed); libnrt checks the ranges.
+        unsafe {
+            (self.library.functions.nrt_tensor_copy)(
+                self.tensor.as_ptr(),
+                src_offset,
+                dst.tensor.as_ptr(),
+                dst_offset,
+                size,
+            )
+        }
+    }
+
+    /// `nrt_tensor_memset`.
+    pub(crate) fn memset(&self, offset: u64, value: i32, size: usize) -> RawStatus {
+        // SAFETY: the tensor is live; libnrt checks the range.
+        unsafe {
+            (self.library.functions.nrt_tensor_memset)(self.tensor.as_ptr(), offset, value, size)
+        }
+    }
+
+    /// `nrt_tensor_get_size`.
+    pub(crate) fn size(&self) -> usize {
+        // SAFETY: the tensor is live.
+        unsafe { (self.library.functions.nrt_tensor_get_size)(self.tensor.as_ptr()) }
+    }
+
+    /// `nrt_tensor_get_va`, as an integer (never dereferenced here).
+    pub(crate) fn va(&self) -> usize {
+        // SAFETY: the tensor is live; the result is only converted to an integer.
+        unsafe { (self.library.functions.nrt_tensor_get_va)(self.tensor.as_ptr()) as usize }
+    }
+}

@@ -1,0 +1,133 @@
+//! The calls of `nrt_profile.h`: profiling one model, continuous profiling and inspect
+//! sessions. Option objects libnrt allocates live only inside one method, freed before it
+//! returns.
+
+use std::ffi::{CStr, c_int};
+use std::ptr;
+
+use super::c_names::{nrt_inspect_config_t, nrt_profile_continuous_options_t};
+use super::{INVALID, Library, OwnedModel, RawStatus, SUCCESS};
+
+impl Library {
+    /// `nrt_profile_stop(filename)` (NULL for `None`); `None` when the library lacks it.
+    pub(crate) fn profile_stop(&self, filename: Option<&CStr>) -> Option<RawStatus> {
+        let stop = self.functions.nrt_profile_stop?;
+        // SAFETY: NULL or a NUL-terminated string that outlives the call.
+        Some(unsafe { stop(filename.map_or(ptr::null(), CStr::as_ptr)) })
+    }
+
+    /// `nrt_profile_continuous_start(NULL)`; `None` when the library lacks it.
+    pub(crate) fn profile_continuous_start(&self) -> Option<RawStatus> {
+        let start = self.functions.nrt_profile_continuous_start?;
+        // SAFETY: NULL options are the library's defaults.
+        Some(unsafe { start(ptr::null_mut()) })
+    }
+
+    /// `nrt_profile_continuous_options_allocate`, `…_set_output_dir`,
+    /// `nrt_profile_continuous_save(vnc, options)`, then `…_options_free`; `None` when the
+    /// library lacks one of them.
+    pub(crate) fn profile_continuous_save(&self, vnc: u32, output_dir: &CStr) -> Option<RawStatus> {
+        let functions = &self.functions;
+        let allocate = functions.nrt_profile_continuous_options_allocate?;
+        let set_dir = functions.nrt_profile_continuous_options_set_output_dir?;
+        let save = functions.nrt_profile_continuous_save?;
+        let free = functions.nrt_profile_continuous_options_free?;
+        let mut options: *mut nrt_profile_continuous_options_t = ptr::null_mut();
+        // SAFETY: a valid out-pointer; the signatures are the table's.
+        let status = unsafe { allocate(&mut options) };
+        if status != SUCCESS || options.is_null() {
+            return Some(if status == SUCCESS { INVALID } else { status });
+        }
+        // SAFETY: `options` is the object libnrt allocated, freed once at the end; the folder
+        // name is NUL-terminated and outlives the calls.
+        let status = unsafe {
+            let mut status = set_dir(options, output_dir.as_ptr());
+            if status == SUCCESS {
+                status = save(vnc, options);
+            }
+            free(options);
+            status
+        };
+        Some(status)
+    }
+
+    /// `nrt_profile_continuous_stop`; `None` when the library lacks it.
+    pub(crate) fn profile_continuous_stop(&self) -> Option<RawStatus> {
+        let stop = self.functions.nrt_profile_continuous_stop?;
+        // SAFETY: no arguments.
+        Some(unsafe { stop() })
+    }
+
+    /// `nrt_inspect_config_allocate`, the setters asked for, `nrt_inspect_begin_with_options`,
+    /// then `nrt_inspect_config_free`; `None` when the library lacks one of them.
+    pub(crate) fn inspect_begin_with_options(
+        &self,
+        session_id: Option<c_int>,
+        output_dir: Option<&CStr>,
+        enable_inspect: Option<bool>,
+        enable_inspect_on_fail: Option<bool>,
+    ) -> Option<RawStatus> {
+        let functions = &self.functions;
+        let allocate = functions.nrt_inspect_config_allocate?;
+        let set_session = functions.nrt_inspect_config_set_session_id?;
+        let set_dir = functions.nrt_inspect_config_set_output_dir?;
+        let set_inspect = functions.nrt_inspect_config_set_enable_inspect?;
+        let set_on_fail = functions.nrt_inspect_config_set_enable_inspect_on_fail?;
+        let begin = functions.nrt_inspect_begin_with_options?;
+        let free = functions.nrt_inspect_config_free?;
+        let mut config: *mut nrt_inspect_config_t = ptr::null_mut();
+        // SAFETY: a valid out-pointer; the signatures are the table's.
+        let status = unsafe { allocate(&mut config) };
+        if status != SUCCESS || config.is_null() {
+            return Some(if status == SUCCESS { INVALID } else { status });
+        }
+        // SAFETY: `config` is the object libnrt allocated, freed once at the end; the folder
+        // name is NUL-terminated and outlives the calls.
+        let status = unsafe {
+            let mut status = SUCCESS;
+            if let Some(id) = session_id {
+                status = set_session(config, id);
+            }
+            if let (SUCCESS, Some(dir)) = (status, output_dir) {
+                status = set_dir(config, dir.as_ptr());
+            }
+            if let (SUCCESS, Some(on)) = (status, enable_inspect) {
+                status = set_inspect(config, on);
+            }
+            if let (SUCCESS, Some(on)) = (status, enable_inspect_on_fail) {
+                status = set_on_fail(config, on);
+            }
+            if status == SUCCESS {
+                status = begin(config);
+            }
+            free(config);
+            status
+        };
+        Some(status)
+    }
+
+    /// `nrt_inspect_stop`; `None` when the library lacks it.
+    pub(crate) fn inspect_stop(&self) -> Option<RawStatus> {
+        let stop = self.functions.nrt_inspect_stop?;
+        // SAFETY: no arguments.
+        Some(unsafe { stop() })
+    }
+}
+
+impl OwnedModel {
+    /// `nrt_profile_start` of the loaded model with `filename` (NULL for `None`); `None` when
+    /// the library does not export it.
+    pub(crate) fn profile_start(&self, filename: Option<&CStr>) -> Option<RawStatus> {
+        let start = self.library.functions.nrt_profile_start?;
+        let live = match self.live() {
+            Ok(live) => live,
+            Err(status) => return Some(status),
+        };
+        // SAFETY: the model is loaded (read lock held); the name is NULL or NUL-terminated and
+        // outlives the call; the signature is the table's.
+        let status =
+            unsafe { start(self.model.as_ptr(), filename.map_or(ptr::null(), CStr::as_ptr)) };
+        drop(live);
+        Some(status)
+    }
+}

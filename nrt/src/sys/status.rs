@@ -1,0 +1,19 @@
+//! The call of `nrt_status.h`: the name libnrt gives a status.
+
+use std::ffi::CStr;
+
+use super::{Library, RawStatus};
+
+impl Library {
+    /// `nrt_get_status_as_str`, copied into Rust; `None` when the library returns NULL.
+    pub(crate) fn status_as_str(&self, status: RawStatus) -> Option<String> {
+        // SAFETY: any integer is a valid argument.
+        let text = unsafe { (self.functions.nrt_get_status_as_str)(status) };
+        if text.is_null() {
+            return None;
+        }
+        // SAFETY: libnrt returns a NUL-terminated static string for every status.
+        let text = unsafe { CStr::from_ptr(text) };
+        Some(text.to_string_lossy().into_owned())
+    }
+}
