@@ -17,7 +17,6 @@ pub mod backend;
 pub mod bless;
 pub mod bundle;
 pub mod capped;
-pub mod check;
 pub mod child;
 pub mod compile;
 pub mod device;
