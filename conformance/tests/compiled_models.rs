@@ -14,8 +14,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use conformance::model_fixture::ModelFixture;
 use libtest_mimic::{Arguments, Failed, Trial};
+use testkit::model_fixture::ModelFixture;
 
 mod support;
 use support::{Scratch, nrtsim_exe, text};

@@ -194,7 +194,7 @@ fn rust_messages() -> Vec<MetaNeff> {
     }
     // What `nrtsim metaneff from-hlo` writes for the jax fixtures, with their weights.
     let models = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/models");
-    for fixture in conformance::model_fixture::ModelFixture::load_all(&models).expect("fixtures") {
+    for fixture in testkit::model_fixture::ModelFixture::load_all(&models).expect("fixtures") {
         let Some(weights) = &fixture.weights else { continue };
         let parse = |choices: &[String]| -> Vec<conformance::from_hlo::ParameterChoice> {
             choices.iter().map(|c| c.parse().expect("a fixture's choice parses")).collect()
