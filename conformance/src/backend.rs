@@ -5,7 +5,7 @@
 //! libnrt is one runtime per process, configured from the environment, and a vector needs a
 //! fresh one with its own settings; so the two libnrt backends run each vector in a child process
 //! (`nrtsim run-vector`, hidden) that opens the library, runs the steps and prints the trace as
-//! JSON, through the one harness of [`crate::child`]. Spawning costs a few milliseconds, which is
+//! JSON, through the one harness of [`sim::child`]. Spawning costs a few milliseconds, which is
 //! what isolation is worth here.
 
 use std::path::{Path, PathBuf};
@@ -15,9 +15,8 @@ use std::sync::Arc;
 use abi::runtime::NrtError;
 use abi::runtime::prelude::*;
 use nrt::{LibrarySource, NrtLoadError, NrtRuntime, OpenOptions};
-use sim::{FaultPlan, FaultPlanError, SimConfig, SimConfigError, SimRuntime};
+use sim::{FaultPlan, FaultPlanError, SimConfig, SimConfigError, SimRuntime, child};
 
-use crate::child;
 use crate::runner::{self, RunOutput};
 use crate::spec::SimSettings;
 use crate::vector::Vector;

@@ -5,7 +5,7 @@
 //! it, see [`vector`] and [`spec`]), or a promoted recording of a real program's calls
 //! (`vectors/recorded/<name>/recording.trace`, replayed by [`replay`]); the runner is a library, so the command line
 //! (`nrtsim conformance`, `cargo xtask conformance`) and the test harness
-//! (`conformance/tests/vectors.rs`, one named test per backend × vector) share it.
+//! (`cli/tests/vectors.rs`, one named test per backend × vector) share it.
 //!
 //! A run produces the normalised trace of every runtime call and binding event, compares it
 //! with the golden trace line by line, and checks the hand-written expectations. Per-backend
@@ -17,9 +17,6 @@ pub mod backend;
 pub mod bless;
 pub mod bundle;
 pub mod capped;
-pub mod check;
-pub mod child;
-pub mod compile;
 pub mod device;
 pub mod expectations;
 pub mod from_hlo;
@@ -28,7 +25,6 @@ pub mod generate;
 pub mod glob;
 pub mod html;
 pub mod judge;
-pub mod model_fixture;
 pub mod replay;
 pub mod report;
 pub mod review;

@@ -15,10 +15,13 @@
 //! - **One helper for f32 bytes** ([`f32_bytes`], [`f32_values`]) and **one set of model
 //!   builders** ([`models`]): a [`models::ModelDef`] gives the NEFF, the metaneff, and the
 //!   simulator's in-memory description of the same model.
+//! - **One reader of the compiled-model fixtures** ([`model_fixture`]): the folders a real
+//!   producer wrote, which the C-ABI tests and the `nrtsim` tool's tests both run.
 #![forbid(unsafe_code)]
 
 pub mod bind_suite;
 pub mod checks;
+pub mod model_fixture;
 pub mod models;
 
 use std::sync::Arc;

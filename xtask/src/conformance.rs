@@ -18,7 +18,7 @@ pub(crate) fn run(root: &Path, subcommand: &str, args: &[String]) -> Result<()> 
             "build",
             "--quiet",
             "--package",
-            "nrtsim-conformance",
+            "nrtsim-cli",
             "--package",
             "nrtsim-capi",
         ]),

@@ -26,7 +26,7 @@
 //!   into its device NEFF with neuronx-cc (see README, "Device NEFFs");
 //!   `vectors settle BUNDLE [--dry-run]`: turn a device run's `--bundle` into vector changes.
 //! - `bless`: accept what the code now produces, in one habit: the vectors' generated files
-//!   (`vectors --bless`) and the CLI's output snapshots (`conformance/tests/snapshots.rs`, run
+//!   (`vectors --bless`) and the CLI's output snapshots (`cli/tests/snapshots.rs`, run
 //!   with `INSTA_UPDATE=always`); review both with `git diff`.
 //! - `test [ARGS]`: the README's test command: makes `target/pyenv` from
 //!   `pyref/requirements.txt` when missing or stale, runs `cargo test --workspace ARGS` with
@@ -208,7 +208,7 @@ fn bless(root: &std::path::Path) -> Result<()> {
     let mut command = std::process::Command::new(&cargo);
     command
         .current_dir(root)
-        .args(["test", "--package", "nrtsim-conformance", "--test", "snapshots"])
+        .args(["test", "--package", "nrtsim-cli", "--test", "snapshots"])
         .env("INSTA_UPDATE", "always")
         .env("INSTA_FORCE_PASS", "1");
     run(&mut command, "the snapshot tests with INSTA_UPDATE=always")?;

@@ -25,7 +25,7 @@ use anyhow::{Context, Result, bail};
 use crate::libnrt::{self, PcPaths, Profile};
 
 /// The package of the `nrtsim` tool.
-pub(crate) const TOOL_PACKAGE: &str = "nrtsim-conformance";
+pub(crate) const TOOL_PACKAGE: &str = "nrtsim-cli";
 /// The tool's file name.
 pub(crate) const TOOL: &str = "nrtsim";
 /// The compiler's name: the tool, run under this name, behaves as neuronx-cc.

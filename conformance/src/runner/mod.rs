@@ -34,14 +34,9 @@ use bind::{HostTensor, Model};
 use crate::spec::{Status, Step, TraceExpectation, for_each_step};
 use crate::vector::{NEFF_FILE, Vector};
 
-/// What a run produced.
-#[derive(Debug, serde::Serialize, serde::Deserialize)]
-pub struct RunOutput {
-    /// The trace lines.
-    pub trace: Vec<String>,
-    /// The first failed expectation, if any.
-    pub failure: Option<String>,
-}
+/// What a run produced; defined with the child-process harness that carries it between
+/// processes, so the runner and every child share one definition.
+pub use sim::child::RunOutput;
 
 /// Runs `vector` on a fresh, uninitialised `runtime` in this process.
 pub fn run_on(vector: &Vector, runtime: Arc<dyn Runtime>) -> RunOutput {

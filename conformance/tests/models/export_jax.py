@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Write the jax fixtures of the compiled-model tests (`conformance/tests/compiled_models.rs`).
+"""Write the jax fixtures of the compiled-model tests (`cli/tests/compiled_models.rs`).
 
 Usage (with the pinned reference Python, pyref/requirements.txt):
     $NRTSIM_PYTHON conformance/tests/models/export_jax.py [OUT_DIR]

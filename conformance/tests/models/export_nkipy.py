@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Write the nkipy fixtures of the compiled-model tests (`conformance/tests/compiled_models.rs`).
+"""Write the nkipy fixtures of the compiled-model tests (`cli/tests/compiled_models.rs`).
 
 Usage (a Python with nkipy installed from its source, `pip install --no-deps ./nkipy`, plus
 numpy, protobuf and ml_dtypes; no compiler and no device are needed):

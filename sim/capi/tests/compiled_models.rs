@@ -12,10 +12,10 @@ mod support;
 
 use std::path::{Path, PathBuf};
 
-use conformance::compile::{self, Invocation, parse_neuronx_cc_args};
-use conformance::model_fixture::ModelFixture;
+use compile::{self, Invocation, parse_neuronx_cc_args};
 use libtest_mimic::{Arguments, Failed, Trial};
 use support::{compile_c, library_path, run, scratch_dir, text};
+use testkit::model_fixture::ModelFixture;
 
 fn models_dir() -> PathBuf {
     support::package_dir().join("../../conformance/tests/models")

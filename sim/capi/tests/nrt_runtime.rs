@@ -5,7 +5,7 @@
 //! libnrt initialises once per process, and the simulator library holds one simulated machine
 //! per process, so every body runs on `NrtRuntime` in a child process of this test binary (the
 //! same executable, told by `NRTSIM_CHILD` which body to run), through the harness the
-//! conformance backends use (`conformance::child`): the machine the body asks for is given as
+//! conformance backends use (`sim::child`): the machine the body asks for is given as
 //! the environment `sim::config::to_env` writes, and the child reports a `RunOutput`. The parent
 //! runs the body on `SimRuntime` first, which also tells it which machine the body asks for, then
 //! compares.
@@ -15,9 +15,6 @@ mod support;
 use std::process::Command;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
-use conformance::child;
-use conformance::runner::RunOutput;
-
 use abi::dtype::{DtypeNumbering, NrtDtype};
 use abi::runtime::prelude::*;
 use abi::runtime::{ExternalBuffer, Framework, ModelId, NrtError, Placement, SharedBuffer};
@@ -25,6 +22,7 @@ use abi::status::NrtStatus;
 use abi::trace::{Trace, TracingRuntime};
 use libtest_mimic::{Arguments, Failed, Trial};
 use nrt::{LibrarySource, NrtRuntime, OpenOptions};
+use sim::child::{self, RunOutput};
 use sim::{FaultPlan, ImitatedRelease, SimConfig, SimRuntime};
 use testkit::{RuntimeSpec, TestBody, checks, f32_bytes, sim_config};
 

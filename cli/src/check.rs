@@ -1,12 +1,11 @@
 //! `nrtsim check MODEL.neff MODEL.metaneff`: does the pair bind? The rules and their codes are
-//! in the library ([`conformance::check`]); this file reads the two files with their caps and
+//! in the `check` library ([`::check`]); this file reads the two files with their caps and
 //! prints the report.
 
 use std::path::PathBuf;
 
 use abi::neff::{Neff, ReadOptions};
 use anyhow::{Result, anyhow};
-use conformance::check;
 
 use crate::input;
 
@@ -42,7 +41,8 @@ pub(crate) fn run(args: CheckArgs) -> Result<bool> {
         args.max_metaneff_bytes,
         "--max-metaneff-bytes",
     )?;
-    let report = check::check(&neff, &metaneff)
+    // `::check` is the library; a bare `check` here would be this module.
+    let report = ::check::check(&neff, &metaneff)
         .map_err(|error| anyhow!("{}: {error}", args.metaneff.display()))?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report.to_json())?);

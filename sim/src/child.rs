@@ -7,20 +7,30 @@
 //! [`SimConfig`], which [`simulate`] turns into the child's environment with
 //! `sim::config::to_env` (the inverse of what the simulator library reads); the child prints one
 //! [`RunOutput`] as a JSON line on stdout with [`report`]; the parent's [`run`] reads it. The
-//! backends of [`crate::backend`] (`nrtsim run-vector`) and the C-ABI tests of `sim/capi` (their
-//! own test binary, re-executed) both use it, so the protocol exists once.
+//! libnrt backends of the conformance runner (their child is `nrtsim run-vector`) and the C-ABI
+//! tests of `sim/capi` (their own test binary, re-executed) both use it, so the protocol exists
+//! once. It lives beside [`crate::config`], whose `to_env` it applies, so neither user depends
+//! on the other.
 
 use std::process::Command;
 
-use sim::SimConfig;
+use crate::SimConfig;
 
-use crate::runner::RunOutput;
+/// What a run produced: the result a child reports and its parent reads, and what the
+/// conformance runner gives for a run in its own process.
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+pub struct RunOutput {
+    /// The trace lines.
+    pub trace: Vec<String>,
+    /// The first failed expectation, if any.
+    pub failure: Option<String>,
+}
 
 /// Makes `command`'s simulator library the machine `config` describes: every variable the
 /// simulator reads is set, so nothing of this process's own environment leaks into the child's
 /// machine.
 pub fn simulate<'a>(command: &'a mut Command, config: &SimConfig) -> &'a mut Command {
-    command.envs(sim::config::to_env(config))
+    command.envs(crate::config::to_env(config))
 }
 
 /// Runs `command` to its end and returns the [`RunOutput`] it reported (its last line on stdout
@@ -105,7 +115,7 @@ mod tests {
                 (k.to_string_lossy().into_owned(), v.map(|v| v.to_string_lossy().into_owned()))
             })
             .collect();
-        for (name, value) in sim::config::to_env(&config) {
+        for (name, value) in crate::config::to_env(&config) {
             assert!(envs.contains(&(name.clone(), Some(value))), "{name} missing: {envs:?}");
         }
         assert!(envs.contains(&("NRTSIM_CORES".to_owned(), Some("5".to_owned()))));

@@ -196,7 +196,7 @@ pub(crate) fn run_vector(args: RunVectorArgs) -> Result<bool> {
             conformance::runner::run_on_target(vector, runtime, Some(&target))
         }
     };
-    conformance::child::report(&output);
+    sim::child::report(&output);
     if let Some(failure) = &output.failure {
         eprintln!("nrtsim: {}: {failure}", vector.name);
         return Ok(false);

@@ -25,6 +25,11 @@
 //! `sg00/def.json` (an `SB` state buffer, then the inputs and outputs with their byte sizes), the
 //! module as `sim/model.hlo.pb`, and [`SIMULATOR_TARGET_MEMBER`] (the command line, target, lnc,
 //! version, the ignored flags and the module's aliases). Same module and options, same bytes.
+//!
+//! **A package of its own**, beside `sim/capi`: that one exports the simulator as libnrt, this
+//! one as neuronx-cc. The `nrtsim` tool and the C-ABI tests of the compiled-model fixtures both
+//! compile with it, and neither needs the vector runner for that.
+#![forbid(unsafe_code)]
 
 mod args;
 

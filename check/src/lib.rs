@@ -9,15 +9,17 @@
 //! - **Errors are what breaks binding or launch; warnings are what the checker cannot judge**
 //!   (a variable without a size, a tensor the signature does not list) or what binds but is
 //!   suspicious (unknown fields, count fields that disagree with the tensor types).
-//! - **Lives in `conformance`, not `abi`.** The HLO rule needs the `hlo` crate, and `abi` is the
-//!   contract with no dependency on the device-program language; the checker reads both, as the
-//!   `nrtsim` tool does, so it sits beside the tool's other library code.
+//! - **A package of its own, not part of `abi` or of the vector runner.** The HLO rule needs the
+//!   `hlo` crate, and `abi` is the contract with no dependency on the device-program language;
+//!   the checker reads both, and nothing more, so the `nrtsim` tool and anything else that lints
+//!   a pair use it without building the runner and its backends.
 //! - **Dtypes are compared through the producers' maps.** A neff.json `uint32` is an XLA `U32`,
 //!   which every producer writes as metaneff `INT32`; an HLO `PRED` is `BOOL` for torch-neuronx
 //!   and `UINT8` for transformers-neuronx. A metaneff dtype agrees with a neff.json dltype or an
 //!   HLO element type when some producer writes it for that type.
 //! - **Deterministic output.** Findings come in rule order, then tensor order; the text form has
 //!   no paths or addresses, so it can be pinned by snapshots.
+#![forbid(unsafe_code)]
 
 use std::collections::BTreeMap;
 use std::fmt::{self, Write as _};

@@ -1,5 +1,5 @@
 //! `nrtsim compile …` and the `neuronx-cc` personality of `nrtsim` (`argv[0]` named `neuronx-cc`):
-//! neuronx-cc's command line over the simulator's compile target (`conformance::compile`).
+//! neuronx-cc's command line over the simulator's compile target (the `compile` library).
 //!
 //! Exit statuses as neuronx-cc's: 0 on success, 1 for a module that does not compile (the message
 //! names the instruction), 2 for a command line it would refuse. The NEFF is written to a
@@ -10,14 +10,14 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use ::compile::{self, Invocation};
 use anyhow::{Context, Result};
 use clap::Args;
-use conformance::compile::{self, Invocation};
 
 /// The program name whose `argv[0]` makes `nrtsim` behave as neuronx-cc.
 pub(crate) const NEURONX_CC: &str = "neuronx-cc";
 
-/// `nrtsim compile`'s arguments: neuronx-cc's, parsed by `conformance::compile`.
+/// `nrtsim compile`'s arguments: neuronx-cc's, parsed by the `compile` library.
 #[derive(Args)]
 #[command(disable_help_flag = true)]
 pub(crate) struct CompileArgs {

@@ -1,6 +1,6 @@
 """Cross-implementation check of the metaneff encoding against Google's Python protobuf.
 
-Run by conformance/tests/metaneff_python.rs; it is written for this project.
+Run by cli/tests/metaneff_python.rs; it is written for this project.
 
     metaneff_interop.py PROTO_DIR gen DIR       build messages with the Python bindings and write
                                                 py_N.pb (deterministic bytes) and py_N.txt

@@ -26,7 +26,7 @@ fn workspace_root() -> PathBuf {
 }
 
 fn run_python(python: &Path, mode: &str, dir: &Path) -> Result<(), Failed> {
-    let script = workspace_root().join("conformance/tests/python/metaneff_interop.py");
+    let script = workspace_root().join("cli/tests/python/metaneff_interop.py");
     let out = Command::new(python)
         .arg(script)
         .arg(workspace_root().join("abi/proto"))
@@ -193,8 +193,8 @@ fn rust_messages() -> Vec<MetaNeff> {
         messages.push(m);
     }
     // What `nrtsim metaneff from-hlo` writes for the jax fixtures, with their weights.
-    let models = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/models");
-    for fixture in conformance::model_fixture::ModelFixture::load_all(&models).expect("fixtures") {
+    let models = Path::new(env!("CARGO_MANIFEST_DIR")).join("../conformance/tests/models");
+    for fixture in testkit::model_fixture::ModelFixture::load_all(&models).expect("fixtures") {
         let Some(weights) = &fixture.weights else { continue };
         let parse = |choices: &[String]| -> Vec<conformance::from_hlo::ParameterChoice> {
             choices.iter().map(|c| c.parse().expect("a fixture's choice parses")).collect()

@@ -450,7 +450,7 @@ mod tests {
 
     #[test]
     fn the_committed_fixtures_load() {
-        let models = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/models");
+        let models = Path::new(env!("CARGO_MANIFEST_DIR")).join("../conformance/tests/models");
         let fixtures = ModelFixture::load_all(&models).unwrap();
         let jax: Vec<&str> =
             fixtures.iter().filter(|f| f.producer == "jax").map(|f| f.name.as_str()).collect();

@@ -11,7 +11,7 @@ the result against numpy on sampled columns.
 The full size needs about 13 GB of disk in WORKDIR and, by the bound the simulator keeps, a
 peak RSS of about twice the inputs (device memory holds them, the interpreter one more copy)
 plus the output three times and a small constant: about 8.1 GiB. CI runs a scaled version
-(`conformance/tests/memory_cli.rs`).
+(`cli/tests/memory_cli.rs`).
 
 The check: our dot widens f16 to f32, accumulates in f32 and rounds once to f16, as XLA on CPU
 does; numpy's reference is `x.astype(f32) @ y[:, cols].astype(f32)` rounded to f16. The two

@@ -238,8 +238,8 @@ fn names_in_non_alphabetical_order_bind_to_the_right_parameters() {
 /// `b - a`, `(b - a) * a` carry `names`, launches it by those names on the simulator and checks
 /// the results, worked by hand.
 fn launch_named(hlo: &str, [b, a]: [&str; 2], [difference, product]: [&str; 2]) {
-    let options = conformance::compile::CompileOptions::new(conformance::compile::Target::Trn2);
-    let neff = conformance::compile::compile(hlo.as_bytes(), &options).unwrap();
+    let options = compile::CompileOptions::new(compile::Target::Trn2);
+    let neff = compile::compile(hlo.as_bytes(), &options).unwrap();
     let loaded = Loaded::new(&neff);
     loaded.input(b, &[1.0, 2.0, 3.0, 4.0]);
     loaded.input(a, &[10.0, 20.0, 30.0, 40.0]);
@@ -254,8 +254,8 @@ fn launch_named(hlo: &str, [b, a]: [&str; 2], [difference, product]: [&str; 2]) 
 
 #[test]
 fn without_attributes_the_names_are_input_i_and_output_j() {
-    let options = conformance::compile::CompileOptions::new(conformance::compile::Target::Trn1);
-    let neff_bytes = conformance::compile::compile(PLAIN.as_bytes(), &options).unwrap();
+    let options = compile::CompileOptions::new(compile::Target::Trn1);
+    let neff_bytes = compile::compile(PLAIN.as_bytes(), &options).unwrap();
     let neff = Neff::parse(&neff_bytes, &ReadOptions::loader()).unwrap();
     assert_eq!(names(&neff), (vec!["input0".into(), "input1".into()], vec!["output0".into()]));
     assert_eq!(neff.header.lnc_size, 1);
@@ -271,8 +271,8 @@ fn without_attributes_the_names_are_input_i_and_output_j() {
 
 #[test]
 fn an_aliased_parameter_keeps_nkipys_names_and_updates_in_place() {
-    let options = conformance::compile::CompileOptions::new(conformance::compile::Target::Trn2);
-    let neff_bytes = conformance::compile::compile(ALIASED.as_bytes(), &options).unwrap();
+    let options = compile::CompileOptions::new(compile::Target::Trn2);
+    let neff_bytes = compile::compile(ALIASED.as_bytes(), &options).unwrap();
     let neff = Neff::parse(&neff_bytes, &ReadOptions::loader()).unwrap();
     assert_eq!(
         names(&neff),
@@ -465,8 +465,8 @@ fn inspect_says_simulator_target() {
 
 #[test]
 fn the_simulator_loads_the_mark_only_with_its_member() {
-    let options = conformance::compile::CompileOptions::new(conformance::compile::Target::Trn2);
-    let bytes = conformance::compile::compile(PLAIN.as_bytes(), &options).unwrap();
+    let options = compile::CompileOptions::new(compile::Target::Trn2);
+    let bytes = compile::compile(PLAIN.as_bytes(), &options).unwrap();
     let neff = Neff::parse(&bytes, &ReadOptions::loader()).unwrap();
     let members: Vec<(&str, &[u8])> = neff
         .members
@@ -497,8 +497,8 @@ fn names_that_look_like_the_defaults_are_still_names() {
 #[test]
 fn a_boolean_result_is_a_uint8_output_holding_0_or_1() {
     let hlo = "HloModule cmp\n\nENTRY main {\n  x = f32[4] parameter(0)\n  y = f32[4] parameter(1)\n  ROOT gt = pred[4] compare(x, y), direction=GT\n}\n";
-    let options = conformance::compile::CompileOptions::new(conformance::compile::Target::Trn1);
-    let bytes = conformance::compile::compile(hlo.as_bytes(), &options).unwrap();
+    let options = compile::CompileOptions::new(compile::Target::Trn1);
+    let bytes = compile::compile(hlo.as_bytes(), &options).unwrap();
     let neff = Neff::parse(&bytes, &ReadOptions::loader()).unwrap();
     assert_eq!(neff.signature.outputs[0].dtype, "uint8");
     assert_eq!(neff.graphs[0].var("output0").unwrap().size, Some(4));
@@ -519,8 +519,8 @@ fn a_boolean_result_is_a_uint8_output_holding_0_or_1() {
 #[test]
 fn a_zero_element_result_is_left_out_and_the_rest_still_binds() {
     let hlo = "HloModule empty\n\nENTRY main {\n  x = f32[4] parameter(0)\n  none = f32[0] slice(x), slice={[4:4]}\n  twice = f32[4] add(x, x)\n  ROOT r = (f32[0], f32[4]) tuple(none, twice)\n}\n";
-    let options = conformance::compile::CompileOptions::new(conformance::compile::Target::Trn2);
-    let bytes = conformance::compile::compile(hlo.as_bytes(), &options).unwrap();
+    let options = compile::CompileOptions::new(compile::Target::Trn2);
+    let bytes = compile::compile(hlo.as_bytes(), &options).unwrap();
     let neff = Neff::parse(&bytes, &ReadOptions::loader()).unwrap();
     assert_eq!(names(&neff), (vec!["input0".into()], vec!["output1".into()]));
     let loaded = Loaded::new(&bytes);
@@ -533,9 +533,9 @@ fn a_zero_element_result_is_left_out_and_the_rest_still_binds() {
 
 #[test]
 fn two_modules_compiled_to_file_neff_have_different_uuids() {
-    let options = conformance::compile::CompileOptions::new(conformance::compile::Target::Trn2);
+    let options = compile::CompileOptions::new(compile::Target::Trn2);
     let uuid = |hlo: &str| {
-        let bytes = conformance::compile::compile(hlo.as_bytes(), &options).unwrap();
+        let bytes = compile::compile(hlo.as_bytes(), &options).unwrap();
         Neff::parse(&bytes, &ReadOptions::loader()).unwrap().header.uuid
     };
     assert_ne!(uuid(PLAIN), uuid(NAMED));

@@ -1,9 +1,9 @@
-//! `conformance::check` on pairs with one defect each: every finding code is produced by the
+//! `check` on pairs with one defect each: every finding code is produced by the
 //! pair built to break its rule, and by no other pair. Expectations are written by hand.
 
 use abi::metaneff::{self, text};
 use abi::neff::{GraphSpec, Neff, NeffSpec, ReadOptions, Signature, TensorSignature, Var};
-use conformance::check::{self, Code, Severity};
+use check::{self, Code, Severity};
 
 /// The correct pair's metaneff: a user input, a state aliased by the second output, a weight.
 const METANEFF: &str = r#"

@@ -1,4 +1,4 @@
-//! Every compiled-model fixture (`tests/models/<producer>_<name>/`) end to end through the
+//! Every compiled-model fixture (`conformance/tests/models/<producer>_<name>/`) end to end through the
 //! `nrtsim` command line: the producer's module compiled with `nrtsim compile` and the producer's
 //! neuronx-cc arguments, then
 //! - `nrtsim run NEFF --input NAME=FILE…`, the raw libnrt path, and
@@ -8,20 +8,20 @@
 //!
 //! each output compared with the producer's (jax on CPU, NumPy for nkipy) at the folder's
 //! tolerance. One named trial per folder and path, so `cargo test jax_mlp` runs one model; a
-//! folder added to `tests/models` is tested with no code change. The C and Python clients of
+//! folder added to `conformance/tests/models` is tested with no code change. The C and Python clients of
 //! the same NEFFs are `sim/capi/tests/compiled_models.rs`.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use conformance::model_fixture::ModelFixture;
 use libtest_mimic::{Arguments, Failed, Trial};
+use testkit::model_fixture::ModelFixture;
 
 mod support;
 use support::{Scratch, nrtsim_exe, text};
 
 fn models_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/models")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../conformance/tests/models")
 }
 
 /// Runs `nrtsim` in `dir`; an `Err` with everything it printed unless it succeeded.
