@@ -1,8 +1,9 @@
 //! Element types across the host↔device boundary, and the byte sizes they imply.
 //!
 //! Six vocabularies name the element type of one tensor, and this module joins them:
-//! - the metaneff [`DataType`] (the generated prost enum, the only copy in the crate; the wire
-//!   value is an `i32` that may be unknown, so every lookup has a `_raw` twin taking the `i32`);
+//! - the metaneff [`DataType`] (declared here, not by the generated metaneff code, which refers
+//!   to it, so the contract builds without prost; the only copy in the crate; the wire value is
+//!   an `i32` that may be unknown, so every lookup has a `_raw` twin taking the `i32`);
 //! - the torch [`ScalarType`] libtorchneuron allocates host tensors with, through its
 //!   [`PROTO_AT_DTYPE_MAP`];
 //! - the libnrt [`NrtDtype`] (`nrt_dtype_t`), whose numbering changed between runtime releases, so
@@ -31,6 +32,7 @@
 //! (`movl $0x10`), so UNDEFINED (0), STRING (4) and 11 have no entry (docs/abi-facts.md §2); a
 //! test pins the fourteen immediates against [`PROTO_AT_DTYPE_MAP`].
 
+mod data_type;
 mod dltype;
 mod element;
 mod error;
@@ -41,7 +43,7 @@ mod producer;
 mod scalar_type;
 mod size;
 
-pub use crate::metaneff::meta_tensor::DataType;
+pub use data_type::{DataType, UnknownDataType};
 pub use dltype::Dltype;
 pub use element::{
     bf16_bits_to_f32, decode_elements, encode_element, f16_bits_to_f32, f32_to_bf16_bits,

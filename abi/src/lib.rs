@@ -22,15 +22,24 @@
 //!   libtorchneuron's disassembly (status 1003, binding by name, `bytes` names, proto3 default
 //!   omission), the code follows the public sources (`docs/abi-facts.md`) and the other reading is
 //!   pinned by a test as a documented discrepancy (`docs/libtorchneuron.md`).
+//! - **The contract builds alone.** The function table, the `Runtime` trait, traces, C layouts,
+//!   statuses, dtypes and hex are always built and need three small crates (thiserror, half,
+//!   sha2). The artifact codecs are default features that a backend can leave out: `metaneff`
+//!   (the protobuf and the wire form beneath it: prost, prost-reflect, miette, serde_json) and
+//!   `neff` (the container: flate2, tar, md-5, serde, serde_json, serde_path_to_error). `nrt` and
+//!   the recorder build without either, so a program that loads libnrt links no codec.
 #![forbid(unsafe_code)]
 
 pub mod c_layout;
 pub mod dtype;
 pub mod functions;
 pub mod hex;
+#[cfg(feature = "metaneff")]
 pub mod metaneff;
+#[cfg(feature = "neff")]
 pub mod neff;
 pub mod runtime;
 pub mod status;
 pub mod trace;
+#[cfg(feature = "metaneff")]
 pub mod wire;

@@ -17,9 +17,9 @@
 
 use std::fmt;
 
+use super::DataType;
 use super::nrt_dtype::NrtDtype;
 use super::producer::XlaPrimitiveType;
-use crate::metaneff::meta_tensor::DataType;
 
 /// Declares the dltype enum with all of its columns in one row each.
 macro_rules! dltypes {

@@ -4,10 +4,10 @@
 //! with its enumerator name and number, a string in quotes, a dimension with its index), and is
 //! lowercase without a trailing period, so callers can wrap it in their own context.
 
+use super::DataType;
 use super::dltype::Dltype;
 use super::producer::XlaPrimitiveType;
 use super::scalar_type::ScalarType;
-use crate::metaneff::meta_tensor::DataType;
 
 /// A metaneff data_type for messages: `STRING (4)` for a known enumerator, `11 (no such
 /// DataType)` for a value the enum does not define.

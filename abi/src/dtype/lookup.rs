@@ -8,12 +8,12 @@
 
 use std::str::FromStr;
 
+use super::DataType;
 use super::dltype::Dltype;
 use super::error::DtypeError;
 use super::nrt_dtype::NrtDtype;
 use super::producer::{Producer, XlaPrimitiveType};
 use super::scalar_type::{PROTO_AT_DTYPE_MAP, ScalarType};
-use crate::metaneff::meta_tensor::DataType;
 
 impl ScalarType {
     /// The scalar type whose c10 identifier is exactly `name` (`"Float"`, `"Float8_e4m3fn"`).

@@ -11,7 +11,7 @@
 
 use std::fmt;
 
-use crate::metaneff::meta_tensor::DataType;
+use super::DataType;
 
 /// A producer of metaneff files, which decides how XLA types become metaneff DataTypes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

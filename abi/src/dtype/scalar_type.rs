@@ -11,9 +11,9 @@
 
 use std::fmt;
 
+use super::DataType;
 use super::dltype::Dltype;
 use super::nrt_dtype::NrtDtype;
-use crate::metaneff::meta_tensor::DataType;
 
 /// Declares the scalar-type enum with its index, item size and name in one row each, so the
 /// columns cannot disagree.

@@ -13,10 +13,10 @@
 //!
 //! An empty shape is a scalar: one element.
 
+use super::DataType;
 use super::error::DtypeError;
 use super::lookup::{item_size_of, item_size_of_raw};
 use super::scalar_type::ScalarType;
-use crate::metaneff::meta_tensor::DataType;
 
 impl ScalarType {
     /// `item_size × Π shape` for a host tensor of this type (see [`super::n_bytes`]).

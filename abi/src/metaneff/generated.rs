@@ -7,7 +7,7 @@ pub struct MetaTensor {
     pub name: ::prost::bytes::Bytes,
     #[prost(int64, repeated, tag = "2")]
     pub shape: ::prost::alloc::vec::Vec<i64>,
-    #[prost(enumeration = "meta_tensor::DataType", tag = "3")]
+    #[prost(enumeration = "crate::dtype::DataType", tag = "3")]
     pub data_type: i32,
     /// An inline constant; no known producer writes it.
     #[prost(bytes = "bytes", tag = "4")]
@@ -26,84 +26,6 @@ pub struct MetaTensor {
 }
 /// Nested message and enum types in `MetaTensor`.
 pub mod meta_tensor {
-    #[derive(
-        Clone,
-        Copy,
-        Debug,
-        PartialEq,
-        Eq,
-        Hash,
-        PartialOrd,
-        Ord,
-        ::prost::Enumeration
-    )]
-    #[repr(i32)]
-    pub enum DataType {
-        Undefined = 0,
-        Float = 1,
-        Int32 = 2,
-        Byte = 3,
-        String = 4,
-        Bool = 5,
-        Uint8 = 6,
-        Int8 = 7,
-        Uint16 = 8,
-        Int16 = 9,
-        Int64 = 10,
-        Float16 = 12,
-        Double = 13,
-        Bfloat16 = 14,
-        F8e4m3fn = 15,
-        F8e5m2 = 16,
-    }
-    impl DataType {
-        /// String value of the enum field names used in the ProtoBuf definition.
-        ///
-        /// The values are not transformed in any way and thus are considered stable
-        /// (if the ProtoBuf definition does not change) and safe for programmatic use.
-        pub fn as_str_name(&self) -> &'static str {
-            match self {
-                Self::Undefined => "UNDEFINED",
-                Self::Float => "FLOAT",
-                Self::Int32 => "INT32",
-                Self::Byte => "BYTE",
-                Self::String => "STRING",
-                Self::Bool => "BOOL",
-                Self::Uint8 => "UINT8",
-                Self::Int8 => "INT8",
-                Self::Uint16 => "UINT16",
-                Self::Int16 => "INT16",
-                Self::Int64 => "INT64",
-                Self::Float16 => "FLOAT16",
-                Self::Double => "DOUBLE",
-                Self::Bfloat16 => "BFLOAT16",
-                Self::F8e4m3fn => "F8E4M3FN",
-                Self::F8e5m2 => "F8E5M2",
-            }
-        }
-        /// Creates an enum from field names used in the ProtoBuf definition.
-        pub fn from_str_name(value: &str) -> ::core::option::Option<Self> {
-            match value {
-                "UNDEFINED" => Some(Self::Undefined),
-                "FLOAT" => Some(Self::Float),
-                "INT32" => Some(Self::Int32),
-                "BYTE" => Some(Self::Byte),
-                "STRING" => Some(Self::String),
-                "BOOL" => Some(Self::Bool),
-                "UINT8" => Some(Self::Uint8),
-                "INT8" => Some(Self::Int8),
-                "UINT16" => Some(Self::Uint16),
-                "INT16" => Some(Self::Int16),
-                "INT64" => Some(Self::Int64),
-                "FLOAT16" => Some(Self::Float16),
-                "DOUBLE" => Some(Self::Double),
-                "BFLOAT16" => Some(Self::Bfloat16),
-                "F8E4M3FN" => Some(Self::F8e4m3fn),
-                "F8E5M2" => Some(Self::F8e5m2),
-                _ => None,
-            }
-        }
-    }
     #[derive(
         Clone,
         Copy,

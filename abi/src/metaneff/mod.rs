@@ -36,6 +36,14 @@ use prost_reflect::{DescriptorPool, Kind, MessageDescriptor};
 
 pub use generated::*;
 
+/// The enums nested in [`MetaTensor`]: the generated [`Type`](meta_tensor::Type), and the
+/// [`DataType`](crate::dtype::DataType) the dtype tables declare (the generated messages refer
+/// to it). This module shadows the generated one, so both are found where the schema nests them.
+pub mod meta_tensor {
+    pub use super::generated::meta_tensor::*;
+    pub use crate::dtype::DataType;
+}
+
 use crate::wire::{self, FieldValue, WireError, WireType};
 
 /// The encoded `FileDescriptorSet` of `abi/proto/metaneff.proto`, for reflection.

@@ -57,6 +57,21 @@ pub(super) const SEED_EXAMPLE_BYTES: &str = r#"
     22 03 "hlo"
 "#;
 
+/// `DataType` is declared by hand in `abi::dtype`; its rows must be the schema's enum.
+#[test]
+fn hand_declared_data_type_is_the_schema_enum() {
+    let schema = descriptor_pool()
+        .get_enum_by_name("metaneff.MetaTensor.DataType")
+        .expect("the schema declares MetaTensor.DataType");
+    let schema_rows: Vec<(String, i32)> =
+        schema.values().map(|value| (value.name().to_owned(), value.number())).collect();
+    let rows: Vec<(String, i32)> = DataType::ALL
+        .iter()
+        .map(|data_type| (data_type.as_str_name().to_owned(), *data_type as i32))
+        .collect();
+    assert_eq!(rows, schema_rows);
+}
+
 #[test]
 fn seed_worked_example_encodes_to_the_corrected_bytes() {
     let bytes = encode(&seed_example());

@@ -31,6 +31,8 @@ struct Schema {
     rust_out: &'static str,
     /// The encoded descriptor set, for schemas read by reflection at run time.
     descriptor_out: Option<&'static str>,
+    /// Proto types declared by hand in Rust instead of generated: (proto path, Rust path).
+    extern_paths: &'static [(&'static str, &'static str)],
 }
 
 /// Every schema of the workspace.
@@ -40,12 +42,17 @@ const SCHEMAS: &[Schema] = &[
         include: "abi/proto",
         rust_out: "abi/src/metaneff/generated.rs",
         descriptor_out: Some("abi/src/metaneff/metaneff.fds.bin"),
+        // The element type enum is part of the contract that is built without prost (`nrt` and
+        // the recorder use the dtype tables), so `abi::dtype` declares it and the messages
+        // refer to it.
+        extern_paths: &[(".metaneff.MetaTensor.DataType", "crate::dtype::DataType")],
     },
     Schema {
         proto: "hlo/proto/hlo.proto",
         include: "hlo/proto",
         rust_out: "hlo/src/proto/generated.rs",
         descriptor_out: None,
+        extern_paths: &[],
     },
 ];
 
@@ -156,7 +163,11 @@ fn generate(root: &Path, schema: &Schema) -> Result<Vec<Output>> {
         .iter()
         .map(|file| (prost_build::Module::from_protobuf_package_name(file.package()), file.clone()))
         .collect();
-    let modules = prost_build::Config::new()
+    let mut config = prost_build::Config::new();
+    for (proto_path, rust_path) in schema.extern_paths {
+        config.extern_path(*proto_path, *rust_path);
+    }
+    let modules = config
         .btree_map(["."])
         // Every metaneff `bytes` field is `bytes::Bytes`: decoded, the HLO module (tens of
         // megabytes) and the names and keys of hundreds of tensors share the one input buffer
