@@ -17,8 +17,8 @@
 //! - **The trace stays comparable.** The device NEFF's bytes differ from `model.neff` by nature,
 //!   so the runner writes the `load` argument of the vector's own `model.neff` in the trace.
 //! - The compiler is whatever `--compiler` names (default `neuronx-cc` on the `PATH`); tests use
-//!   `nrtsim` run as `neuronx-cc` (the simulator's compile target, [`crate::compile`]), whose
-//!   NEFFs say they are simulator NEFFs.
+//!   `nrtsim` run as `neuronx-cc` (the simulator's compile target, the package
+//!   `nrtsim-compile`), whose NEFFs say they are simulator NEFFs.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
