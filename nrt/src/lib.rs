@@ -11,7 +11,8 @@
 //!   library or symbol is an [`NrtLoadError`] naming every candidate and reason. Nothing
 //!   panics and nothing falls back to the simulator.
 //! - **One FFI module.** All `unsafe` is in the `sys` module (`src/sys/`, one file per public
-//!   header); this root denies it. The C declarations are written from the facts of the ABI
+//!   header, holding both the header's C calls and the `Runtime` methods over them); this root
+//!   denies it, and each header's file allows it only on the items that make the C calls. The C declarations are written from the facts of the ABI
 //!   (docs/abi-facts.md §4), not copied from a header, and the struct layouts are checked at
 //!   compile time (296 and 224 bytes).
 //! - **libnrt validates, we translate.** Calls go through unchanged and statuses come back

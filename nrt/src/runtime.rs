@@ -1,5 +1,7 @@
-//! [`Runtime`] for [`NrtRuntime`]: each method is one C call through `sys`, its status mapped
-//! by [`status_of`], and handle bookkeeping so that raw pointers never leave this crate.
+//! What the [`Runtime`] methods of [`NrtRuntime`] share: the handle tables, so that raw pointers
+//! never leave this crate, and the mapping of a call's status ([`status_of`]) to an error. The
+//! methods themselves are beside their C calls, in the `sys` file of their header: each is one
+//! call, its status mapped here.
 //!
 //! The only refusals made here, without calling libnrt, are those that keep pointers sound:
 //! - a handle this runtime did not give out, or already released, is `NRT_INVALID_HANDLE`
@@ -26,18 +28,18 @@ use abi::trace::name_text;
 use crate::sys::{self, OwnedModel, OwnedSet, OwnedTensor, RawStatus};
 use crate::{NrtRuntime, status_of};
 
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// `Ok` for `NRT_SUCCESS`, else the status of `call`.
-fn check(call: LibnrtFunction, code: RawStatus) -> Result<(), NrtError> {
+pub(crate) fn check(call: LibnrtFunction, code: RawStatus) -> Result<(), NrtError> {
     if code == sys::SUCCESS { Ok(()) } else { Err(failed(call, code)) }
 }
 
 /// As [`check`], with the byte range in the message (libnrt's own message does not cross the C
 /// ABI, and a bounds error should say which range was asked for).
-fn check_range(
+pub(crate) fn check_range(
     call: LibnrtFunction,
     offset: impl Into<u128>,
     len: usize,
@@ -53,12 +55,12 @@ fn check_range(
     })
 }
 
-fn failed(call: LibnrtFunction, code: RawStatus) -> NrtError {
+pub(crate) fn failed(call: LibnrtFunction, code: RawStatus) -> NrtError {
     let status = status_of(code);
     NrtError::new(status, format!("{call} returned {}", status.name()))
 }
 
-fn c_name(call: LibnrtFunction, name: &[u8]) -> Result<std::ffi::CString, NrtError> {
+pub(crate) fn c_name(call: LibnrtFunction, name: &[u8]) -> Result<std::ffi::CString, NrtError> {
     sys::c_name(name).map_err(|_| {
         NrtError::new(
             NrtStatus::Invalid,
@@ -70,9 +72,9 @@ fn c_name(call: LibnrtFunction, name: &[u8]) -> Result<std::ffi::CString, NrtErr
 /// The handle tables of one runtime.
 #[derive(Default)]
 pub(crate) struct Handles {
-    tensors: Mutex<HashMap<TensorId, Arc<OwnedTensor>>>,
-    sets: Mutex<HashMap<SetId, Arc<OwnedSet>>>,
-    models: Mutex<HashMap<ModelId, Arc<OwnedModel>>>,
+    pub(crate) tensors: Mutex<HashMap<TensorId, Arc<OwnedTensor>>>,
+    pub(crate) sets: Mutex<HashMap<SetId, Arc<OwnedSet>>>,
+    pub(crate) models: Mutex<HashMap<ModelId, Arc<OwnedModel>>>,
 }
 
 impl Handles {
@@ -89,11 +91,11 @@ impl Handles {
 }
 
 impl NrtRuntime {
-    fn next_id(&self) -> u64 {
+    pub(crate) fn next_id(&self) -> u64 {
         self.next_id.fetch_add(1, Ordering::Relaxed)
     }
 
-    fn tensor(&self, tensor: TensorId) -> Result<Arc<OwnedTensor>, NrtError> {
+    pub(crate) fn tensor(&self, tensor: TensorId) -> Result<Arc<OwnedTensor>, NrtError> {
         lock(&self.handles.tensors).get(&tensor).cloned().ok_or_else(|| {
             NrtError::new(
                 NrtStatus::InvalidHandle,
@@ -102,7 +104,7 @@ impl NrtRuntime {
         })
     }
 
-    fn set(&self, set: SetId) -> Result<Arc<OwnedSet>, NrtError> {
+    pub(crate) fn set(&self, set: SetId) -> Result<Arc<OwnedSet>, NrtError> {
         lock(&self.handles.sets).get(&set).cloned().ok_or_else(|| {
             NrtError::new(
                 NrtStatus::InvalidHandle,
@@ -111,7 +113,7 @@ impl NrtRuntime {
         })
     }
 
-    fn model(&self, model: ModelId) -> Result<Arc<OwnedModel>, NrtError> {
+    pub(crate) fn model(&self, model: ModelId) -> Result<Arc<OwnedModel>, NrtError> {
         lock(&self.handles.models).get(&model).cloned().ok_or_else(|| {
             NrtError::new(
                 NrtStatus::InvalidHandle,
@@ -120,24 +122,24 @@ impl NrtRuntime {
         })
     }
 
-    fn tracker(&self, tracker: TrackerId) -> Result<Arc<sys::OwnedTracker>, NrtError> {
+    pub(crate) fn tracker(&self, tracker: TrackerId) -> Result<Arc<sys::OwnedTracker>, NrtError> {
         lock(&self.trackers).get(&tracker).cloned().ok_or_else(|| unknown_tracker(tracker))
     }
 
-    fn insert_tensor(&self, tensor: OwnedTensor) -> TensorId {
+    pub(crate) fn insert_tensor(&self, tensor: OwnedTensor) -> TensorId {
         let id = TensorId(tensor.tag);
         lock(&self.handles.tensors).insert(id, Arc::new(tensor));
         id
     }
 
-    fn insert_model(&self, model: OwnedModel) -> ModelId {
+    pub(crate) fn insert_model(&self, model: OwnedModel) -> ModelId {
         let id = ModelId(self.next_id());
         lock(&self.handles.models).insert(id, Arc::new(model));
         id
     }
 
     /// `NRT_INVALID_HANDLE` when `set` names a tensor the caller freed (see the module docs).
-    fn check_members(
+    pub(crate) fn check_members(
         &self,
         call: LibnrtFunction,
         set: &OwnedSet,
@@ -157,7 +159,7 @@ impl NrtRuntime {
         }
     }
 
-    fn launch(
+    pub(crate) fn launch(
         &self,
         call: LibnrtFunction,
         model: ModelId,
@@ -175,20 +177,14 @@ impl NrtRuntime {
     }
 }
 
-mod async_exec;
-mod experimental;
-mod nrt;
-mod profile;
-mod sys_trace;
-
 /// A path as a C string: its bytes, refused only for a NUL byte.
-fn c_path(call: LibnrtFunction, path: &Path) -> Result<std::ffi::CString, NrtError> {
+pub(crate) fn c_path(call: LibnrtFunction, path: &Path) -> Result<std::ffi::CString, NrtError> {
     use std::os::unix::ffi::OsStrExt as _;
     c_name(call, path.as_os_str().as_bytes())
 }
 
 /// A zeroed host block of `n_bytes` for an async request; `NRT_RESOURCE` when memory runs out.
-fn host_block(n_bytes: usize) -> Result<Box<[u8]>, NrtError> {
+pub(crate) fn host_block(n_bytes: usize) -> Result<Box<[u8]>, NrtError> {
     let mut block = Vec::new();
     block.try_reserve_exact(n_bytes).map_err(|_| {
         NrtError::new(
@@ -200,7 +196,7 @@ fn host_block(n_bytes: usize) -> Result<Box<[u8]>, NrtError> {
     Ok(block.into_boxed_slice())
 }
 
-fn unknown_tracker(tracker: TrackerId) -> NrtError {
+pub(crate) fn unknown_tracker(tracker: TrackerId) -> NrtError {
     NrtError::new(
         NrtStatus::InvalidHandle,
         format!("error tracker {} was not made by this runtime or is destroyed", tracker.0),
@@ -209,7 +205,7 @@ fn unknown_tracker(tracker: TrackerId) -> NrtError {
 
 /// The result of a function only recent libraries export: a library without it is
 /// [`NrtStatus::Failure`] with a detail that says so (the call never reached libnrt).
-fn optional<T>(
+pub(crate) fn optional<T>(
     function: LibnrtFunction,
     called: Option<Result<T, RawStatus>>,
 ) -> Result<T, NrtError> {

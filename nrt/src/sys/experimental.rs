@@ -3,17 +3,26 @@
 //!
 //! `nrt_get_model_instance_count` shares [`OwnedModel::count`] with the counts of `nrt.h`, and
 //! draining a core's async requests is [`super::AsyncState::drain`], with the other requests.
+//!
+//! Below the calls, `RuntimeExperimental` for `NrtRuntime`: the methods of `nrt_experimental.h` over them.
+#![deny(unsafe_code)]
 
 use std::ffi::{CStr, c_void};
 use std::mem::size_of;
+use std::path::Path;
 use std::ptr;
 
+use abi::dtype::NrtDtype;
+use abi::functions::LibnrtFunction;
+use abi::runtime::{ModelId, NrtError, RuntimeExperimental, TensorInfo, TensorUsage};
 use abi::status::NrtStatus;
 
-use super::c_names;
+use crate::NrtRuntime;
+use crate::runtime::{c_path, check, failed, optional};
+
 use super::{
     Library, NrtTensorInfo, NrtTensorInfoArray, OwnedModel, RawStatus, SUCCESS, c_array_bytes,
-    owned,
+    c_names, owned,
 };
 
 /// One `nrt_tensor_info_t`, copied out.
@@ -25,6 +34,7 @@ pub(crate) struct RawTensorInfo {
     pub(crate) shape: Vec<u32>,
 }
 
+#[allow(unsafe_code)]
 impl Library {
     /// `nrt_memcpy_to_device` of `bytes` to the device address `address`; `None` when the
     /// library does not export it. libnrt judges the address.
@@ -95,6 +105,7 @@ impl Library {
     }
 }
 
+#[allow(unsafe_code)]
 impl OwnedModel {
     /// `nrt_get_model_info` of the loaded model: its `vnc`; `None` when the library does not
     /// export it.
@@ -161,5 +172,83 @@ impl OwnedModel {
             return Err(status);
         }
         Ok(entries)
+    }
+}
+
+impl RuntimeExperimental for NrtRuntime {
+    fn get_model_tensor_info(&self, model: ModelId) -> Result<Vec<TensorInfo>, NrtError> {
+        let raw = self
+            .model(model)?
+            .tensor_info()
+            .map_err(|c| failed(LibnrtFunction::nrt_get_model_tensor_info, c))?;
+        raw.into_iter()
+            .map(|info| {
+                let usage = TensorUsage::from_code(info.usage).ok_or_else(|| {
+                    NrtError::new(
+                        NrtStatus::Failure,
+                        format!(
+                            "nrt_get_model_tensor_info: usage {} is neither INPUT nor OUTPUT",
+                            info.usage
+                        ),
+                    )
+                })?;
+                Ok(TensorInfo {
+                    name: String::from_utf8_lossy(&info.name).into_owned(),
+                    usage,
+                    size: info.size,
+                    dtype: NrtDtype::from_code(self.numbering, info.dtype),
+                    shape: info.shape,
+                })
+            })
+            .collect()
+    }
+
+    fn get_model_instance_count(&self, model: ModelId) -> Result<u32, NrtError> {
+        let function = LibnrtFunction::nrt_get_model_instance_count;
+        optional(function, self.model(model)?.count(function))
+    }
+
+    fn nrt_async_drain_queued_execs(&self, vnc: i32) -> Result<(), NrtError> {
+        let function = LibnrtFunction::nrt_async_drain_queued_execs;
+        optional(function, self.async_state.drain(&self.library, vnc))
+    }
+
+    fn get_model_info(&self, model: ModelId) -> Result<u32, NrtError> {
+        optional(LibnrtFunction::nrt_get_model_info, self.model(model)?.info_vnc())
+    }
+
+    fn memcpy_to_device(&self, address: usize, bytes: &[u8]) -> Result<(), NrtError> {
+        let function = LibnrtFunction::nrt_memcpy_to_device;
+        let code = optional(function, self.library.memcpy_to_device(address, bytes).map(Ok))?;
+        check(function, code)
+    }
+
+    fn barrier(&self, vnc: i32, rank: u32, world: u32) -> Result<(), NrtError> {
+        let function = LibnrtFunction::nrt_barrier;
+        let code = optional(function, self.library.barrier(vnc, rank, world).map(Ok))?;
+        check(function, code)
+    }
+
+    fn all_gather(
+        &self,
+        vnc: i32,
+        rank: u32,
+        world: u32,
+        input: &[u8],
+    ) -> Result<Vec<u8>, NrtError> {
+        optional(LibnrtFunction::nrt_all_gather, self.library.all_gather(vnc, rank, world, input))
+    }
+
+    fn trace_start(&self, trace_mem: bool) -> Result<(), NrtError> {
+        let function = LibnrtFunction::nrt_trace_start;
+        let code = optional(function, self.library.trace_start(trace_mem).map(Ok))?;
+        check(function, code)
+    }
+
+    fn trace_stop(&self, filename: Option<&Path>) -> Result<(), NrtError> {
+        let function = LibnrtFunction::nrt_trace_stop;
+        let filename = filename.map(|path| c_path(function, path)).transpose()?;
+        let code = optional(function, self.library.trace_stop(filename.as_deref()).map(Ok))?;
+        check(function, code)
     }
 }

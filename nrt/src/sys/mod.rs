@@ -4,8 +4,11 @@
 //! The declarations are ours, written from the facts of docs/abi-facts.md §4 (x86-64 SysV); no header is
 //! copied. Everything `unsafe` in the crate is in this module, and each block says why it holds.
 //! This file holds the library, its entry points, the owners of handles and the marshalling
-//! several headers share; the calls themselves are in one file per public header, with the
-//! stems the other layers use: `nrt.rs` (`nrt.h`), `experimental.rs` (`nrt_experimental.h`),
+//! several headers share; the calls themselves are in one file per public header, each with the
+//! `Runtime` supertrait of that header for [`crate::NrtRuntime`] over its calls, so a function's
+//! C call and its method sit side by side. Those files deny `unsafe` and allow it only on the
+//! items that make the C calls, so the methods (status mapping, handle bookkeeping) are safe
+//! code as the compiler checks it. The files have the stems the other layers use: `nrt.rs` (`nrt.h`), `experimental.rs` (`nrt_experimental.h`),
 //! `async_exec.rs` (`nrt_async.h`), `profile.rs` (`nrt_profile.h`), `sys_trace.rs`
 //! (`nrt_sys_trace.h`), `status.rs` (`nrt_status.h`) and `version.rs` (`nrt_version.h`).
 //!

@@ -1,13 +1,24 @@
 //! The calls of `nrt_profile.h`: profiling one model, continuous profiling and inspect
 //! sessions. Option objects libnrt allocates live only inside one method, freed before it
 //! returns.
+//!
+//! Below the calls, `RuntimeProfile` for `NrtRuntime`: the methods of `nrt_profile.h` over them.
+#![deny(unsafe_code)]
 
 use std::ffi::{CStr, c_int};
+use std::path::Path;
 use std::ptr;
+
+use abi::functions::LibnrtFunction;
+use abi::runtime::{InspectConfig, ModelId, NrtError, RuntimeProfile};
+
+use crate::NrtRuntime;
+use crate::runtime::{c_path, check, optional};
 
 use super::c_names::{nrt_inspect_config_t, nrt_profile_continuous_options_t};
 use super::{INVALID, Library, OwnedModel, RawStatus, SUCCESS};
 
+#[allow(unsafe_code)]
 impl Library {
     /// `nrt_profile_stop(filename)` (NULL for `None`); `None` when the library lacks it.
     pub(crate) fn profile_stop(&self, filename: Option<&CStr>) -> Option<RawStatus> {
@@ -114,6 +125,7 @@ impl Library {
     }
 }
 
+#[allow(unsafe_code)]
 impl OwnedModel {
     /// `nrt_profile_start` of the loaded model with `filename` (NULL for `None`); `None` when
     /// the library does not export it.
@@ -129,5 +141,60 @@ impl OwnedModel {
             unsafe { start(self.model.as_ptr(), filename.map_or(ptr::null(), CStr::as_ptr)) };
         drop(live);
         Some(status)
+    }
+}
+
+impl RuntimeProfile for NrtRuntime {
+    fn profile_start(&self, model: ModelId, filename: Option<&Path>) -> Result<(), NrtError> {
+        let function = LibnrtFunction::nrt_profile_start;
+        let filename = filename.map(|path| c_path(function, path)).transpose()?;
+        let code =
+            optional(function, self.model(model)?.profile_start(filename.as_deref()).map(Ok))?;
+        check(function, code)
+    }
+
+    fn profile_stop(&self, filename: Option<&Path>) -> Result<(), NrtError> {
+        let function = LibnrtFunction::nrt_profile_stop;
+        let filename = filename.map(|path| c_path(function, path)).transpose()?;
+        let code = optional(function, self.library.profile_stop(filename.as_deref()).map(Ok))?;
+        check(function, code)
+    }
+
+    fn profile_continuous_start(&self) -> Result<(), NrtError> {
+        let function = LibnrtFunction::nrt_profile_continuous_start;
+        let code = optional(function, self.library.profile_continuous_start().map(Ok))?;
+        check(function, code)
+    }
+
+    fn profile_continuous_save(&self, vnc: u32, output_dir: &Path) -> Result<(), NrtError> {
+        let function = LibnrtFunction::nrt_profile_continuous_save;
+        let dir = c_path(function, output_dir)?;
+        let code = optional(function, self.library.profile_continuous_save(vnc, &dir).map(Ok))?;
+        check(function, code)
+    }
+
+    fn profile_continuous_stop(&self) -> Result<(), NrtError> {
+        let function = LibnrtFunction::nrt_profile_continuous_stop;
+        let code = optional(function, self.library.profile_continuous_stop().map(Ok))?;
+        check(function, code)
+    }
+
+    fn inspect_begin_with_options(&self, config: &InspectConfig) -> Result<(), NrtError> {
+        let function = LibnrtFunction::nrt_inspect_begin_with_options;
+        let dir = config.output_dir.as_deref().map(|dir| c_path(function, dir)).transpose()?;
+        let begun = self.library.inspect_begin_with_options(
+            config.session_id,
+            dir.as_deref(),
+            config.enable_inspect,
+            config.enable_inspect_on_fail,
+        );
+        let code = optional(function, begun.map(Ok))?;
+        check(function, code)
+    }
+
+    fn inspect_stop(&self) -> Result<(), NrtError> {
+        let function = LibnrtFunction::nrt_inspect_stop;
+        let code = optional(function, self.library.inspect_stop().map(Ok))?;
+        check(function, code)
     }
 }

@@ -1,9 +1,11 @@
 //! The call of `nrt_status.h`: the name libnrt gives a status.
+#![deny(unsafe_code)]
 
 use std::ffi::CStr;
 
 use super::{Library, RawStatus};
 
+#[allow(unsafe_code)]
 impl Library {
     /// `nrt_get_status_as_str`, copied into Rust; `None` when the library returns NULL.
     pub(crate) fn status_as_str(&self, status: RawStatus) -> Option<String> {

@@ -1,13 +1,23 @@
 //! The calls of `nrt_sys_trace.h`: event types, starting a capture with a config, fetching the
 //! events as JSON, stopping. Configs, fetch options and the buffers libnrt hands out live only
 //! inside one method, copied into Rust and freed before it returns.
+//!
+//! Below the calls, `RuntimeSysTrace` for `NrtRuntime`: the methods of `nrt_sys_trace.h` over them.
+#![deny(unsafe_code)]
 
 use std::ffi::{CStr, CString, c_char};
 use std::ptr;
 
+use abi::functions::LibnrtFunction;
+use abi::runtime::{NrtError, RuntimeSysTrace, SysTraceConfig, SysTraceFetch};
+
+use crate::NrtRuntime;
+use crate::runtime::{c_name, optional};
+
 use super::c_names::{nrt_sys_trace_config_t, nrt_sys_trace_fetch_options_t};
 use super::{INVALID, Library, RawStatus, SUCCESS};
 
+#[allow(unsafe_code)]
 impl Library {
     /// `nrt_sys_trace_get_event_types`, copied into Rust, then
     /// `nrt_sys_trace_free_event_types`; `None` when the library lacks either.
@@ -139,5 +149,33 @@ impl Library {
         // SAFETY: no arguments.
         let status = unsafe { stop() };
         Some(if status == SUCCESS { Ok(()) } else { Err(status) })
+    }
+}
+
+impl RuntimeSysTrace for NrtRuntime {
+    fn sys_trace_get_event_types(&self) -> Result<Vec<String>, NrtError> {
+        let function = LibnrtFunction::nrt_sys_trace_get_event_types;
+        optional(function, self.library.sys_trace_event_types())
+    }
+
+    fn sys_trace_start(&self, config: &SysTraceConfig) -> Result<(), NrtError> {
+        let function = LibnrtFunction::nrt_sys_trace_start;
+        let types = config
+            .disabled_event_types
+            .iter()
+            .map(|kind| c_name(function, kind.as_bytes()))
+            .collect::<Result<Vec<_>, _>>()?;
+        let started =
+            self.library.sys_trace_start(config.max_events_per_nc, &config.disabled_ncs, &types);
+        optional(function, started)
+    }
+
+    fn sys_trace_fetch_events(&self, fetch: &SysTraceFetch) -> Result<String, NrtError> {
+        let function = LibnrtFunction::nrt_sys_trace_fetch_events;
+        optional(function, self.library.sys_trace_fetch(fetch.max_events_per_nc, fetch.nc))
+    }
+
+    fn sys_trace_stop(&self) -> Result<(), NrtError> {
+        optional(LibnrtFunction::nrt_sys_trace_stop, self.library.sys_trace_stop())
     }
 }

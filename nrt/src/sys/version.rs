@@ -1,4 +1,5 @@
 //! The call of `nrt_version.h`: the library's version, copied out.
+#![deny(unsafe_code)]
 
 use std::mem::size_of;
 
@@ -16,6 +17,7 @@ pub(crate) struct RawVersion {
     pub(crate) git_hash: Vec<u8>,
 }
 
+#[allow(unsafe_code)]
 impl Library {
     /// `nrt_get_version`, with the size of our 224-byte struct.
     pub(crate) fn get_version(&self) -> Result<RawVersion, RawStatus> {
