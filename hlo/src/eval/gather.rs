@@ -192,6 +192,15 @@ impl GatherPlan {
     pub(crate) fn run(&self, operand: &Data, start_indices: &Data) -> Result<Data, Fail> {
         let values = indices(start_indices)?;
         let n: usize = self.out_dims.iter().product();
+        if n > 0 && trailing(&self.offset_dims, self.out_dims.len()) {
+            return self.run_by_slices(operand, &values, n);
+        }
+        self.run_by_elements(operand, &values, n)
+    }
+
+    /// The gather for any dimension numbers: the operand offset of every output element in
+    /// turn.
+    fn run_by_elements(&self, operand: &Data, values: &[i64], n: usize) -> Result<Data, Fail> {
         let mut offsets: Vec<usize> = try_alloc(n)?;
         if n > 0 {
             let op_strides = strides(&self.operand_dims);
@@ -213,7 +222,7 @@ impl GatherPlan {
                     }
                 }
                 if last_batch.as_deref() != Some(&batch[..]) {
-                    self.index.vector(&batch, &values, &mut vector);
+                    self.index.vector(&batch, values, &mut vector);
                     start.iter_mut().for_each(|s| *s = 0);
                     for (k, &d) in self.start_index_map.iter().enumerate() {
                         let max = (self.operand_dims[d] - self.slice_sizes[d]) as i64;
@@ -242,6 +251,97 @@ impl GatherPlan {
             out.extend(offsets.iter().map(|&o| v[o]));
             out
         }))
+    }
+
+    /// The operand start of the slice at index batch position `batch`, clamped so the slice
+    /// fits (into `start`; `vector` is scratch for the index vector).
+    fn slice_start(
+        &self,
+        batch: &[usize],
+        values: &[i64],
+        vector: &mut Vec<i64>,
+        start: &mut [usize],
+    ) {
+        self.index.vector(batch, values, vector);
+        start.iter_mut().for_each(|s| *s = 0);
+        for (k, &d) in self.start_index_map.iter().enumerate() {
+            let max = (self.operand_dims[d] - self.slice_sizes[d]) as i64;
+            start[d] = vector[k].clamp(0, max) as usize;
+        }
+        for (k, &d) in self.operand_batching_dims.iter().enumerate() {
+            start[d] = batch[self.batch_position(self.indices_batching_dims[k])];
+        }
+    }
+
+    /// The gather when the slice dimensions are the output's last ones (as jax emits it): each
+    /// index batch position's slice is one contiguous block of the output, copied run by run
+    /// along the slice's innermost dimension, with the index arithmetic done once per slice.
+    fn run_by_slices(&self, operand: &Data, values: &[i64], n: usize) -> Result<Data, Fail> {
+        let op_strides = strides(&self.operand_dims);
+        let sizes: Vec<usize> = self.window_dims.iter().map(|&d| self.slice_sizes[d]).collect();
+        let runs = WindowRuns::new(&op_strides, &self.window_dims, &sizes)?;
+        let batch_extents = self.index.batch_extents();
+        let n_batches: usize = batch_extents.iter().product();
+        let mut bases: Vec<usize> = try_alloc(n_batches)?;
+        let mut batch = vec![0usize; batch_extents.len()];
+        let mut vector = Vec::new();
+        let mut start = vec![0usize; self.operand_dims.len()];
+        for _ in 0..n_batches {
+            self.slice_start(&batch, values, &mut vector, &mut start);
+            bases.push(start.iter().zip(&op_strides).map(|(s, t)| s * t).sum());
+            next_index(&mut batch, &batch_extents);
+        }
+        Ok(dispatch!(operand, v => {
+            let mut out = try_alloc(n)?;
+            for &base in &bases {
+                for &run in &runs.starts {
+                    let first = base + run;
+                    if runs.stride == 1 {
+                        out.extend_from_slice(&v[first..first + runs.len]);
+                    } else {
+                        out.extend(v[first..].iter().step_by(runs.stride).take(runs.len));
+                    }
+                }
+            }
+            out
+        }))
+    }
+}
+
+/// Whether `dims` (ascending) are the last `dims.len()` of `rank` dimensions.
+fn trailing(dims: &[usize], rank: usize) -> bool {
+    let first = rank - dims.len().min(rank);
+    dims.iter().enumerate().all(|(k, &d)| d == first + k)
+}
+
+/// A window of the operand (a gather slice, a scatter update window) as runs along its innermost
+/// dimension: the offset of each run's first element from the window's origin, in row-major
+/// order of the window, and every run's length and stride.
+struct WindowRuns {
+    starts: Vec<usize>,
+    len: usize,
+    stride: usize,
+}
+
+impl WindowRuns {
+    /// The window over operand dims `window_dims` (ascending) of `sizes` elements each.
+    fn new(
+        op_strides: &[usize],
+        window_dims: &[usize],
+        sizes: &[usize],
+    ) -> Result<WindowRuns, Fail> {
+        let Some((&len, outer)) = sizes.split_last() else {
+            return Ok(WindowRuns { starts: vec![0], len: 1, stride: 1 });
+        };
+        let stride = op_strides[window_dims[window_dims.len() - 1]];
+        let count: usize = if len == 0 { 0 } else { outer.iter().product() };
+        let mut starts = try_alloc(count)?;
+        let mut index = vec![0usize; outer.len()];
+        for _ in 0..count {
+            starts.push(index.iter().zip(window_dims).map(|(&i, &d)| i * op_strides[d]).sum());
+            next_index(&mut index, outer);
+        }
+        Ok(WindowRuns { starts, len, stride })
     }
 }
 
@@ -329,6 +429,16 @@ impl ScatterPlan {
         if n == 0 {
             return Ok(out);
         }
+        if trailing(&self.update_window_dims, self.update_dims.len()) {
+            self.targets_by_windows(&values, &mut out)?;
+        } else {
+            self.targets_by_elements(&values, &mut out);
+        }
+        Ok(out)
+    }
+
+    /// [`Self::targets`] for any dimension numbers, element by element.
+    fn targets_by_elements(&self, values: &[i64], out: &mut Vec<Option<usize>>) {
         let rank = self.operand_dims.len();
         let op_strides = strides(&self.operand_dims);
         let mut u = vec![0usize; self.update_dims.len()];
@@ -346,7 +456,7 @@ impl ScatterPlan {
                     batch.push(i);
                 }
             }
-            self.index.vector(&batch, &values, &mut vector);
+            self.index.vector(&batch, values, &mut vector);
             start.iter_mut().for_each(|s| *s = 0);
             for (k, &d) in self.scatter_dims_to_operand_dims.iter().enumerate() {
                 start[d] = vector[k];
@@ -389,7 +499,74 @@ impl ScatterPlan {
                 break;
             }
         }
-        Ok(out)
+    }
+
+    /// The operand start of the update window at index batch position `batch` (into `start`;
+    /// `vector` is scratch), and whether the whole window fits there.
+    fn window_start(
+        &self,
+        batch: &[usize],
+        values: &[i64],
+        vector: &mut Vec<i64>,
+        start: &mut [i64],
+    ) -> bool {
+        self.index.vector(batch, values, vector);
+        start.iter_mut().for_each(|s| *s = 0);
+        for (k, &d) in self.scatter_dims_to_operand_dims.iter().enumerate() {
+            start[d] = vector[k];
+        }
+        for (k, &d) in self.input_batching_dims.iter().enumerate() {
+            let position = self
+                .index
+                .batch_dims
+                .iter()
+                .position(|&x| x == self.indices_batching_dims[k])
+                .unwrap_or(0);
+            start[d] = batch[position] as i64;
+        }
+        let mut fits = true;
+        for (k, &d) in self.window_dims.iter().enumerate() {
+            let size = self.update_dims[self.update_window_dims[k]] as i64;
+            if start[d] < 0 || start[d] + size > self.operand_dims[d] as i64 {
+                fits = false;
+            }
+        }
+        for (d, &s) in start.iter().enumerate() {
+            if !self.window_dims.contains(&d) && (s < 0 || s >= self.operand_dims[d] as i64) {
+                fits = false;
+            }
+        }
+        fits
+    }
+
+    /// [`Self::targets`] when the window dimensions are the updates' last ones (as jax emits
+    /// them): the updates are one window after another, so the start and the bounds check are
+    /// worked out once per window and its elements' targets follow run by run.
+    fn targets_by_windows(&self, values: &[i64], out: &mut Vec<Option<usize>>) -> Result<(), Fail> {
+        let op_strides = strides(&self.operand_dims);
+        let sizes: Vec<usize> =
+            self.update_window_dims.iter().map(|&d| self.update_dims[d]).collect();
+        let runs = WindowRuns::new(&op_strides, &self.window_dims, &sizes)?;
+        let window_elems: usize = sizes.iter().product();
+        let batch_extents = self.index.batch_extents();
+        let n_batches: usize = batch_extents.iter().product();
+        let mut batch = vec![0usize; batch_extents.len()];
+        let mut vector = Vec::new();
+        let mut start = vec![0i64; self.operand_dims.len()];
+        for _ in 0..n_batches {
+            if self.window_start(&batch, values, &mut vector, &mut start) {
+                let base: usize =
+                    start.iter().zip(&op_strides).map(|(&s, &t)| s as usize * t).sum();
+                for &run in &runs.starts {
+                    let first = base + run;
+                    out.extend((0..runs.len).map(|j| Some(first + j * runs.stride)));
+                }
+            } else {
+                out.extend(std::iter::repeat_n(None, window_elems));
+            }
+            next_index(&mut batch, &batch_extents);
+        }
+        Ok(())
     }
 
     pub(crate) fn run(
@@ -550,4 +727,150 @@ pub(crate) fn compile_gather(cx: &OpContext<'_>) -> Result<Op, Fail> {
         }
         other => return Err(Fail::Internal(format!("opcode {other} is not compile_gather's"))),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dtype::ElementType;
+
+    fn shape(ty: ElementType, dims: &[usize]) -> ArrayShape {
+        ArrayShape { ty, dims: dims.to_vec(), layout: None }
+    }
+
+    fn gather_plan(
+        operand: &[usize],
+        indices: &[usize],
+        offset_dims: &[i64],
+        collapsed: &[i64],
+        start_index_map: &[i64],
+        slice_sizes: &[i64],
+    ) -> GatherPlan {
+        let numbers = proto::GatherDimensionNumbers {
+            offset_dims: offset_dims.to_vec(),
+            collapsed_slice_dims: collapsed.to_vec(),
+            start_index_map: start_index_map.to_vec(),
+            index_vector_dim: 1,
+            ..Default::default()
+        };
+        let (operand, indices) =
+            (shape(ElementType::F32, operand), shape(ElementType::S32, indices));
+        GatherPlan::new(&operand, &indices, &numbers, slice_sizes).expect("valid gather")
+    }
+
+    /// Runs `plan` both ways (slice by slice, element by element) and checks they agree.
+    fn gather_both_ways(plan: &GatherPlan, operand: &[f32], ids: &[i32]) -> Vec<f32> {
+        let (operand, ids) = (Data::F32(operand.to_vec()), Data::S32(ids.to_vec()));
+        let fast = plan.run(&operand, &ids).expect("gathers");
+        let values = indices(&ids).expect("integers");
+        let n = plan.out_dims.iter().product();
+        let slow = plan.run_by_elements(&operand, &values, n).expect("gathers");
+        let (Data::F32(fast), Data::F32(slow)) = (fast, slow) else { panic!("f32 in, f32 out") };
+        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&fast), bits(&slow), "slice by slice and element by element differ");
+        fast
+    }
+
+    #[test]
+    fn row_gather_clamps_out_of_range_starts() {
+        // table[ids] for a 5×4 table: -3 clamps to row 0 and 7 to row 4 (XLA clamps the start
+        // so the slice fits); the repeated 2 is copied twice.
+        let table: Vec<f32> = (0..20).map(|x| x as f32).collect();
+        let plan = gather_plan(&[5, 4], &[6, 1], &[1], &[0], &[0], &[1, 4]);
+        let got = gather_both_ways(&plan, &table, &[0, 4, -3, 7, 2, 2]);
+        let row = |r: usize| (4 * r..4 * r + 4).map(|x| x as f32).collect::<Vec<_>>();
+        let want: Vec<f32> = [0, 4, 0, 4, 2, 2].iter().flat_map(|&r| row(r)).collect();
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn block_and_column_gathers_equal_the_element_loop() {
+        let table: Vec<f32> = (0..20).map(|x| x as f32 * 0.5 - 3.0).collect();
+        // 2×3 blocks (several runs per slice), starts clamped on both axes.
+        let plan = gather_plan(&[5, 4], &[3, 2], &[1, 2], &[], &[0, 1], &[2, 3]);
+        let got = gather_both_ways(&plan, &table, &[4, 3, -1, 1, 1, 0]);
+        assert_eq!(&got[..6], &[3.5, 4.0, 4.5, 5.5, 6.0, 6.5]);
+        // Whole columns: the run goes down the operand, a row apart.
+        let plan = gather_plan(&[5, 4], &[3, 1], &[1], &[1], &[1], &[5, 1]);
+        let got = gather_both_ways(&plan, &table, &[3, 0, 9]);
+        assert_eq!(&got[..5], &[-1.5, 0.5, 2.5, 4.5, 6.5]);
+        // One element.
+        let plan = gather_plan(&[1, 1], &[1, 1], &[1], &[0], &[0], &[1, 1]);
+        assert_eq!(gather_both_ways(&plan, &[f32::NAN], &[5])[0].to_bits(), f32::NAN.to_bits());
+    }
+
+    #[test]
+    fn gather_of_no_indices_is_empty() {
+        let plan = gather_plan(&[5, 4], &[0, 1], &[1], &[0], &[0], &[1, 4]);
+        let got = plan.run(&Data::F32(vec![0.0; 20]), &Data::S32(Vec::new())).expect("gathers");
+        assert_eq!(got, Data::F32(Vec::new()));
+    }
+
+    fn scatter_plan(
+        operand: &[usize],
+        indices: &[usize],
+        updates: &[usize],
+        update_window_dims: &[i64],
+        inserted: &[i64],
+    ) -> ScatterPlan {
+        let numbers = proto::ScatterDimensionNumbers {
+            update_window_dims: update_window_dims.to_vec(),
+            inserted_window_dims: inserted.to_vec(),
+            scatter_dims_to_operand_dims: vec![0],
+            index_vector_dim: 1,
+            ..Default::default()
+        };
+        let f32s = |dims| shape(ElementType::F32, dims);
+        let indices = shape(ElementType::S32, indices);
+        ScatterPlan::new(&f32s(operand), &indices, &f32s(updates), &numbers, 0)
+            .expect("valid scatter")
+    }
+
+    /// The targets both ways (window by window, element by element), checked to agree.
+    fn targets_both_ways(plan: &ScatterPlan, ids: &[i32]) -> Vec<Option<usize>> {
+        let ids = Data::S32(ids.to_vec());
+        let fast = plan.targets(&ids).expect("targets");
+        let values = indices(&ids).expect("integers");
+        let mut slow = Vec::new();
+        if !fast.is_empty() {
+            plan.targets_by_elements(&values, &mut slow);
+        }
+        assert_eq!(fast, slow, "window by window and element by element differ");
+        fast
+    }
+
+    #[test]
+    fn row_scatter_skips_out_of_range_rows_and_keeps_duplicates() {
+        // acc.at[ids].add(u) on a 4×3 operand: rows 4 and -1 are out of range and skipped (no
+        // clamping for scatter); row 1 is hit twice, by updates 0 and 2 in that order.
+        let plan = scatter_plan(&[4, 3], &[5, 1], &[5, 3], &[1], &[0]);
+        let got = targets_both_ways(&plan, &[1, 3, 1, 4, -1]);
+        let row = |r: usize| (3 * r..3 * r + 3).map(Some).collect::<Vec<_>>();
+        let want: Vec<Option<usize>> =
+            [row(1), row(3), row(1), vec![None; 3], vec![None; 3]].concat();
+        assert_eq!(got, want);
+        let folded = elementwise_fold(
+            elementwise::Binary::Add,
+            &Data::F32(vec![0.5; 12]),
+            &Data::F32((1..=15).map(|x| x as f32).collect()),
+            &got,
+        )
+        .expect("folds");
+        let want = [0.5, 0.5, 0.5, 8.5, 10.5, 12.5, 0.5, 0.5, 0.5, 4.5, 5.5, 6.5];
+        assert_eq!(folded, Data::F32(want.to_vec()));
+    }
+
+    #[test]
+    fn block_scatter_needs_the_whole_window_in_bounds() {
+        // 2×3 windows into a 4×3 operand: a start of 2 fits, 3 would run past the end, -1
+        // before the start; both are skipped whole.
+        let plan = scatter_plan(&[4, 3], &[3, 1], &[3, 2, 3], &[1, 2], &[]);
+        let got = targets_both_ways(&plan, &[2, 3, -1]);
+        let mut want: Vec<Option<usize>> = (6..12).map(Some).collect();
+        want.extend([None; 12]);
+        assert_eq!(got, want);
+        // No updates at all.
+        let plan = scatter_plan(&[4, 3], &[0, 1], &[0, 3], &[1], &[0]);
+        assert!(targets_both_ways(&plan, &[]).is_empty());
+    }
 }

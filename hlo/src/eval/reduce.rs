@@ -578,6 +578,10 @@ fn fold_windows<T: Copy>(
         out[0] = f(init, v[0]);
         return Ok(out);
     };
+    if let Some(axis) = prefix_axis(in_dims, window) {
+        scan_axis(&mut out, v, init, in_dims, axis, &f);
+        return Ok(out);
+    }
     let in_strides = strides(in_dims);
     let sizes: Vec<usize> = window.iter().map(|w| w.size).collect();
     let extent = in_dims[last];
@@ -603,6 +607,58 @@ fn fold_windows<T: Copy>(
         next_index(&mut row_index, &out_dims[..last]);
     }
     Ok(out)
+}
+
+/// The one axis along which every window is the whole prefix up to its own position (a
+/// cumulative fold: the window reaches at least the axis's length back, padded low by all but one
+/// of its positions, stride 1, no dilation), with every other axis a window of one element.
+/// `None` for any other window.
+fn prefix_axis(in_dims: &[usize], window: &[WindowDim]) -> Option<usize> {
+    let mut axis = None;
+    for (a, (w, &extent)) in window.iter().zip(in_dims).enumerate() {
+        if w.stride != 1 || w.base_dilation != 1 || w.window_dilation != 1 || w.pad_high != 0 {
+            return None;
+        }
+        if w.size == 1 && w.pad_low == 0 {
+            continue;
+        }
+        let reaches_back = w.size >= extent && i64::try_from(w.size - 1).ok() == Some(w.pad_low);
+        if !reaches_back || axis.is_some() {
+            return None;
+        }
+        axis = Some(a);
+    }
+    axis
+}
+
+/// A cumulative fold along `axis`: output `i` is output `i - 1` folded with input `i`, the first
+/// starting from `init`. The window of output `i` is inputs `0..=i` in order (its padding is
+/// skipped), so this is the window fold bit for bit, with one step per element instead of one
+/// per window element.
+fn scan_axis<T: Copy>(
+    out: &mut [T],
+    v: &[T],
+    init: T,
+    in_dims: &[usize],
+    axis: usize,
+    f: &impl Fn(T, T) -> T,
+) {
+    let extent = in_dims[axis];
+    let inner: usize = in_dims[axis + 1..].iter().product();
+    let block = extent * inner;
+    for (out, v) in out.chunks_exact_mut(block).zip(v.chunks_exact(block)) {
+        for (o, &x) in out[..inner].iter_mut().zip(&v[..inner]) {
+            *o = f(init, x);
+        }
+        for i in 1..extent {
+            let (done, rest) = out.split_at_mut(i * inner);
+            let previous = &done[(i - 1) * inner..];
+            let row = &v[i * inner..(i + 1) * inner];
+            for ((o, &p), &x) in rest[..inner].iter_mut().zip(previous).zip(row) {
+                *o = f(p, x);
+            }
+        }
+    }
 }
 
 /// `acc[o] = f(acc[o], input[q])` for every output position `o` of a row whose window position
@@ -1010,6 +1066,16 @@ mod tests {
             vec![dim(1, 1, (-1, 0), (1, 1)), dim(2, 1, (-2, -1), (1, 1))],
             vec![dim(1, 1, (0, 0), (1, 1)), dim(0, 1, (0, 0), (1, 1))],
             vec![dim(4, 5, (0, 0), (1, 1)), dim(20, 1, (0, 0), (1, 1))],
+            // Cumulative folds along one axis (the running fold), the window as long as the
+            // axis or longer, and near misses that must take the general loop.
+            vec![dim(1, 1, (0, 0), (1, 1)), dim(11, 1, (10, 0), (1, 1))],
+            vec![dim(7, 1, (6, 0), (1, 1)), dim(1, 1, (0, 0), (1, 1))],
+            vec![dim(9, 1, (8, 0), (1, 1)), dim(1, 1, (0, 0), (1, 1))],
+            vec![dim(1, 1, (0, 0), (1, 1)), dim(14, 1, (13, 0), (1, 1))],
+            vec![dim(1, 1, (0, 0), (1, 1)), dim(11, 1, (0, 10), (1, 1))],
+            vec![dim(1, 1, (0, 0), (1, 1)), dim(10, 1, (9, 0), (1, 1))],
+            vec![dim(1, 1, (0, 0), (1, 1)), dim(11, 1, (10, 1), (1, 1))],
+            vec![dim(1, 1, (0, 0), (1, 1)), dim(11, 2, (10, 0), (1, 1))],
         ];
         for window in &cases {
             for (op, v, init) in [
@@ -1041,6 +1107,24 @@ mod tests {
         let max = |a, b| f32::binary(Binary::Max, a, b);
         let got = fold_windows(&v, f32::NEG_INFINITY, &[4, 4], &pool, max).expect("valid");
         assert_eq!(got, [5.0, 8.0, 6.0, -1.0]);
+        // Down the columns, and a window longer than the axis, the same running sums.
+        let down = [dim(4, 1, (3, 0), (1, 1)), dim(1, 1, (0, 0), (1, 1))];
+        let v = [1.0, 10.0, 2.0, 20.0, 3.0, 30.0, 4.0, 40.0];
+        let got = fold_windows(&v, 0.0, &[4, 2], &down, |a, b| a + b).expect("valid");
+        assert_eq!(got, [1.0, 10.0, 3.0, 30.0, 6.0, 60.0, 10.0, 100.0]);
+        let long = [dim(6, 1, (5, 0), (1, 1))];
+        let got = fold_windows(&[1.0, 2.0, 3.0], 0.5, &[3], &long, |a, b| a + b).expect("valid");
+        assert_eq!(got, [1.5, 3.5, 6.5]);
+        // One element, and a NaN that every later sum keeps.
+        let one = [dim(1, 1, (0, 0), (1, 1))];
+        assert_eq!(fold_windows(&[4.0], 0.0, &[1], &one, |a, b| a + b).expect("valid"), [4.0]);
+        let scan = [dim(3, 1, (2, 0), (1, 1))];
+        let got = fold_windows(&[1.0, f32::NAN, 2.0], 0.0, &[3], &scan, |a, b| a + b);
+        let got = got.expect("valid");
+        assert!(got[0] == 1.0 && got[1].is_nan() && got[2].is_nan(), "{got:?}");
+        // An empty axis has no windows.
+        let empty: [f32; 0] = [];
+        assert!(fold_windows(&empty, 0.0, &[2, 0], &prefix, |a, b| a + b).expect("ok").is_empty());
         // A scalar's window is the scalar.
         assert_eq!(fold_windows(&[2.0], 1.0, &[], &[], |a, b| a + b).expect("valid"), [3.0]);
     }

@@ -91,10 +91,44 @@ pub(crate) fn transpose(
     in_dims: &[usize],
     permutation: &[usize],
 ) -> Result<Data, Fail> {
+    let rank = in_dims.len();
+    let swaps_last_two = rank >= 2
+        && permutation[..rank - 2].iter().enumerate().all(|(k, &p)| p == k)
+        && permutation[rank - 2..] == [rank - 1, rank - 2];
+    if swaps_last_two && in_dims[rank - 1] > 1 && in_dims[rank - 2] > 1 {
+        let (rows, cols) = (in_dims[rank - 2], in_dims[rank - 1]);
+        return Ok(dispatch!(data, v => transpose_matrices(v, rows, cols)?));
+    }
     let in_strides = signed_strides(in_dims);
     let out_dims: Vec<usize> = permutation.iter().map(|&p| in_dims[p]).collect();
     let stride: Vec<i64> = permutation.iter().map(|&p| in_strides[p]).collect();
     Ok(dispatch!(data, v => strided(v, &out_dims, 0, &stride)?))
+}
+
+/// Side of the square tiles [`transpose_matrices`] moves at a time.
+const TILE: usize = 8;
+
+/// Transposes each `rows × cols` matrix of `src` (a batch of them, one after another) tile by
+/// tile, so reads and writes both stay within a few cache lines; the strided copy would walk
+/// the source a whole row apart for every element.
+fn transpose_matrices<T: Copy>(src: &[T], rows: usize, cols: usize) -> Result<Vec<T>, Fail> {
+    let Some(&first) = src.first() else { return Ok(Vec::new()) };
+    let mut out = filled(src.len(), first)?;
+    for (dst, src) in out.chunks_exact_mut(rows * cols).zip(src.chunks_exact(rows * cols)) {
+        for r0 in (0..rows).step_by(TILE) {
+            let r1 = (r0 + TILE).min(rows);
+            for c0 in (0..cols).step_by(TILE) {
+                let c1 = (c0 + TILE).min(cols);
+                for r in r0..r1 {
+                    let row = &src[r * cols + c0..r * cols + c1];
+                    for (c, &x) in (c0..c1).zip(row) {
+                        dst[c * rows + r] = x;
+                    }
+                }
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// `slice` with per-dimension start, step and output size.
@@ -630,4 +664,57 @@ pub(crate) fn compile_indexing(cx: &OpContext<'_>) -> Result<Op, Fail> {
         }
         other => return Err(Fail::Internal(format!("opcode {other} is not compile_indexing's"))),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The transpose as the strided copy computes it, for any permutation.
+    fn strided_transpose(v: &[u32], dims: &[usize], permutation: &[usize]) -> Vec<u32> {
+        let in_strides = signed_strides(dims);
+        let out_dims: Vec<usize> = permutation.iter().map(|&p| dims[p]).collect();
+        let stride: Vec<i64> = permutation.iter().map(|&p| in_strides[p]).collect();
+        strided(v, &out_dims, 0, &stride).expect("fits")
+    }
+
+    #[test]
+    fn tiled_transpose_equals_the_strided_copy() {
+        // Tile-sized, smaller than a tile, odd remainders on both sides, a batch of matrices,
+        // and degenerate rows or columns of one (which keep the strided copy).
+        let cases: [(&[usize], &[usize]); 8] = [
+            (&[8, 8], &[1, 0]),
+            (&[3, 5], &[1, 0]),
+            (&[17, 9], &[1, 0]),
+            (&[64, 64], &[1, 0]),
+            (&[2, 3, 11, 13], &[0, 1, 3, 2]),
+            (&[1, 7], &[1, 0]),
+            (&[7, 1], &[1, 0]),
+            (&[4, 6, 5], &[2, 1, 0]),
+        ];
+        for (dims, permutation) in cases {
+            let n: usize = dims.iter().product();
+            let v: Vec<u32> = (0..n as u32).map(|x| x.wrapping_mul(2_654_435_761)).collect();
+            let got = transpose(&Data::U32(v.clone()), dims, permutation).expect("fits");
+            let want = strided_transpose(&v, dims, permutation);
+            assert_eq!(got, Data::U32(want), "{dims:?} by {permutation:?}");
+        }
+    }
+
+    #[test]
+    fn transpose_by_hand() {
+        // [[1, 2, 3], [4, 5, 6]] transposed is [[1, 4], [2, 5], [3, 6]]; NaN payloads move as
+        // bits; an empty matrix stays empty.
+        let got = transpose(&Data::S32(vec![1, 2, 3, 4, 5, 6]), &[2, 3], &[1, 0]).expect("fits");
+        assert_eq!(got, Data::S32(vec![1, 4, 2, 5, 3, 6]));
+        let nan = f32::from_bits(0x7fc0_1234);
+        let got = transpose(&Data::F32(vec![nan, 1.0, 2.0, 3.0]), &[2, 2], &[1, 0]).expect("fits");
+        let Data::F32(got) = got else { panic!("f32 in, f32 out") };
+        assert_eq!(
+            got.iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
+            [0x7fc0_1234, 2f32.to_bits(), 1f32.to_bits(), 3f32.to_bits()]
+        );
+        let got = transpose(&Data::F32(Vec::new()), &[0, 3], &[1, 0]).expect("fits");
+        assert_eq!(got, Data::F32(Vec::new()));
+    }
 }
