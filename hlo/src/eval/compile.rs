@@ -287,7 +287,8 @@ impl Compiler<'_> {
             .map(|&i| new_index[i])
             .or_else(|| (count > 0).then(|| new_index[count - 1]))
             .ok_or_else(|| module_error(format!("computation {name} has no instructions")))?;
-        super::fusion::fuse(&mut instrs, root);
+        let reducer_of = |c: usize| self.comps.get(c).and_then(|comp| comp.reducer);
+        super::fusion::fuse(&mut instrs, root, &reducer_of);
         // Last uses, so the executor can free values early.
         let mut last_use: Vec<Option<usize>> = vec![None; instrs.len()];
         for (k, instr) in instrs.iter().enumerate() {

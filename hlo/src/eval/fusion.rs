@@ -19,11 +19,17 @@
 //!   been charged, in the same order; they make no value.
 //! - A large group splits its output over the cores (`std::thread::scope`), each thread with its
 //!   own scratch.
+//! - A reduce (`add`, `max` or `min` recognised as one binary op, over f32 or a narrow float)
+//!   whose reduced dimensions are the minor ones, and whose operand is an elementwise value only
+//!   it reads, becomes the root of that operand's group: the group is computed a few whole runs
+//!   at a time into scratch and each run is folded by `reduce::fold_run_f32`, the fold the
+//!   unfused reduce uses for such a run, so the result is the same bits and the operand is
+//!   never materialised (softmax's `sum(exp(x - max))`, layer norm's `sum((x - mean)^2)`).
 
 use super::Fail;
 use super::elementwise::{self, Binary, Direction, Float, Unary};
 use super::math;
-use super::program::{Instr, Op};
+use super::program::{Instr, Op, Reducer};
 use super::shape::Shape;
 use super::tensor::{Data, Tensor, try_alloc};
 use crate::dtype::{ElementType, SmallFloat};
@@ -37,6 +43,10 @@ const MIN_ELEMS: usize = 64;
 
 /// Outputs of at least this many elements are split over the cores.
 const PARALLEL_ELEMS: usize = 1 << 16;
+
+/// A fused reduce's runs are at most this long, so that its scratch (a whole run per buffer)
+/// stays small; a longer reduce reads its operand materialised.
+const MAX_FUSED_RUN: usize = 1 << 14;
 
 /// How an outside operand's elements are read, by the output's linear index.
 #[derive(Clone, Debug, PartialEq)]
@@ -100,6 +110,20 @@ pub(crate) struct FusedPlan {
     /// The buffer holding the root's value.
     root: usize,
     out_ty: ElementType,
+    /// A reduce folding the root's value, which is then the result.
+    reduce: Option<FusedReduce>,
+}
+
+/// A reduce over the minor dimensions of a group's value, run by [`FusedPlan::run`].
+#[derive(Clone, Debug)]
+struct FusedReduce {
+    op: Binary,
+    /// Elements folded into each result.
+    run: usize,
+    /// Results.
+    groups: usize,
+    /// Position of the init value among the fused instruction's operands.
+    init: usize,
 }
 
 fn supported(ty: ElementType) -> bool {
@@ -209,7 +233,12 @@ fn simplify(read: Read) -> Read {
 
 /// Fuses the elementwise chains of one computation's plan in place (before last uses are
 /// computed). `root` is the computation's root, whose value must stay.
-pub(crate) fn fuse(instrs: &mut [Instr], root: usize) {
+/// `reducer_of` gives the recognised reducer of a computation by plan index.
+pub(crate) fn fuse(
+    instrs: &mut [Instr],
+    root: usize,
+    reducer_of: &dyn Fn(usize) -> Option<Reducer>,
+) {
     let count = instrs.len();
     let mut users: Vec<Vec<usize>> = vec![Vec::new(); count];
     for (k, instr) in instrs.iter().enumerate() {
@@ -222,7 +251,27 @@ pub(crate) fn fuse(instrs: &mut [Instr], root: usize) {
     let mut view_uses = vec![0usize; count];
     let mut plans: Vec<(usize, Vec<usize>, FusedPlan)> = Vec::new();
     for k in (0..count).rev() {
-        if member_of[k].is_some() || !elementwise(instrs, k) {
+        if member_of[k].is_some() {
+            continue;
+        }
+        if let Some((operand, reduce)) = reduce_of_group(instrs, &users, root, k, reducer_of)
+            && let Some((_, n)) = array_of(&instrs[operand].shape)
+            && let Some((mut plan, members, mut sources, views)) =
+                build_group(instrs, &users, &member_of, root, operand, n, true)
+        {
+            // The init value is the last operand; the group's root is a member like the others.
+            sources.push(instrs[k].operands[1]);
+            plan.reduce = Some(FusedReduce { init: sources.len() - 1, ..reduce });
+            for &m in &members {
+                member_of[m] = Some(k);
+            }
+            for v in views {
+                view_uses[v] += 1;
+            }
+            plans.push((k, sources, plan));
+            continue;
+        }
+        if !elementwise(instrs, k) {
             continue;
         }
         let Some((_, n)) = array_of(&instrs[k].shape) else { continue };
@@ -230,7 +279,7 @@ pub(crate) fn fuse(instrs: &mut [Instr], root: usize) {
             continue;
         }
         if let Some((plan, members, sources, views)) =
-            build_group(instrs, &users, &member_of, root, k, n)
+            build_group(instrs, &users, &member_of, root, k, n, false)
         {
             for &m in &members {
                 member_of[m] = Some(k);
@@ -261,8 +310,47 @@ pub(crate) fn fuse(instrs: &mut [Instr], root: usize) {
 
 type Group = (FusedPlan, Vec<usize>, Vec<usize>, Vec<usize>);
 
+/// Whether instruction `k` is a reduce that can fold the group of its operand: returns the
+/// operand and the reduce (its `init` still to be set).
+fn reduce_of_group(
+    instrs: &[Instr],
+    users: &[Vec<usize>],
+    root: usize,
+    k: usize,
+    reducer_of: &dyn Fn(usize) -> Option<Reducer>,
+) -> Option<(usize, FusedReduce)> {
+    let Op::Reduce { computation, dims } = &instrs[k].op else { return None };
+    let &[operand, _init] = instrs[k].operands.as_slice() else { return None };
+    let Some(Reducer::Binary(op)) = reducer_of(*computation) else { return None };
+    if !matches!(op, Binary::Add | Binary::Max | Binary::Min) {
+        return None;
+    }
+    let Shape::Array(input) = &instrs[operand].shape else { return None };
+    if input.ty != ElementType::F32 && input.ty.small_float().is_none() {
+        return None;
+    }
+    // The reduced dimensions are the minor ones, in order: each result folds a consecutive run,
+    // as the unfused reduce then does without transposing.
+    let rank = input.dims.len();
+    let first = rank.checked_sub(dims.len())?;
+    if dims.iter().enumerate().any(|(i, &d)| d != first + i) {
+        return None;
+    }
+    let run: usize = input.dims[first..].iter().product();
+    let n: usize = input.dims.iter().product();
+    if run == 0 || run > MAX_FUSED_RUN || n < MIN_ELEMS {
+        return None;
+    }
+    let only_reader = users[operand].iter().all(|&u| u == k);
+    if operand == root || !only_reader || !elementwise(instrs, operand) {
+        return None;
+    }
+    Some((operand, FusedReduce { op, run, groups: n / run, init: 0 }))
+}
+
 /// Grows the group rooted at `k`: returns the plan, its members, its outside sources (the fused
-/// instruction's operands) and the view instructions it reads through.
+/// instruction's operands) and the view instructions it reads through. Unless `always`, a group
+/// that would save nothing (one plain instruction) is refused.
 fn build_group(
     instrs: &[Instr],
     users: &[Vec<usize>],
@@ -270,6 +358,7 @@ fn build_group(
     root: usize,
     k: usize,
     n: usize,
+    always: bool,
 ) -> Option<Group> {
     let mut in_group = std::collections::BTreeSet::new();
     in_group.insert(k);
@@ -386,12 +475,12 @@ fn build_group(
         nodes.push(Node { kernel, args, round });
     }
     let worth = members.len() >= 2 || any_view || narrow;
-    if !worth {
+    if !worth && !always {
         return None;
     }
     let root_buffer = *buffer_of.get(&k)?;
     let (out_ty, _) = array_of(&instrs[k].shape)?;
-    let plan = FusedPlan { n_elems: n, inputs, nodes, root: root_buffer, out_ty };
+    let plan = FusedPlan { n_elems: n, inputs, nodes, root: root_buffer, out_ty, reduce: None };
     Some((plan, members, sources, views))
 }
 
@@ -448,6 +537,9 @@ impl FusedPlan {
             if source.data.len() < needed || !supported(source.data.ty()) {
                 return Err(Fail::Internal("fused operand does not fit its read".into()));
             }
+        }
+        if let Some(reduce) = &self.reduce {
+            return self.run_reduce(reduce, operands);
         }
         let data = |ty| Data::zeros(ty, n);
         let mut result = data(self.out_ty)?;
@@ -513,24 +605,126 @@ impl FusedPlan {
         let mut done = 0;
         while done < len {
             let m = CHUNK.min(len - done);
-            for (i, input) in self.inputs.iter().enumerate() {
-                let buffer = &mut scratch[i * CHUNK..i * CHUNK + m];
-                read(buffer, &operands[input.operand].data, &input.read, start + done, arch);
-            }
-            for (j, node) in self.nodes.iter().enumerate() {
-                let dst = self.inputs.len() + j;
-                let (before, rest) = scratch.split_at_mut(dst * CHUNK);
-                let arg = |a: usize| &before[a * CHUNK..a * CHUNK + m];
-                run_node(
-                    node,
-                    &node.args.iter().map(|&a| arg(a)).collect::<Vec<_>>(),
-                    &mut rest[..m],
-                    arch,
-                );
-            }
-            let root = &scratch[self.root * CHUNK..self.root * CHUNK + m];
+            let root = self.compute(operands, &mut scratch, CHUNK, start + done, m, arch);
             write(&mut out, done, root, arch);
             done += m;
+        }
+        Ok(())
+    }
+
+    /// Computes the group's elements `start .. start + m` in `scratch` (buffers of `width`
+    /// elements each) and returns the root's.
+    fn compute<'s>(
+        &self,
+        operands: &[&Tensor],
+        scratch: &'s mut [f32],
+        width: usize,
+        start: usize,
+        m: usize,
+        arch: pulp::Arch,
+    ) -> &'s [f32] {
+        for (i, input) in self.inputs.iter().enumerate() {
+            let buffer = &mut scratch[i * width..i * width + m];
+            read(buffer, &operands[input.operand].data, &input.read, start, arch);
+        }
+        for (j, node) in self.nodes.iter().enumerate() {
+            let dst = self.inputs.len() + j;
+            let (before, rest) = scratch.split_at_mut(dst * width);
+            // At most three arguments (select, clamp): no allocation per node and chunk.
+            let mut args: [&[f32]; 3] = [&[]; 3];
+            for (slot, &a) in args.iter_mut().zip(&node.args) {
+                *slot = &before[a * width..a * width + m];
+            }
+            run_node(node, &args[..node.args.len().min(3)], &mut rest[..m], arch);
+        }
+        &scratch[self.root * width..self.root * width + m]
+    }
+
+    /// Runs a group with a reduce: each output folds one run of the group's value.
+    fn run_reduce(&self, reduce: &FusedReduce, operands: &[&Tensor]) -> Result<Data, Fail> {
+        let init = operands
+            .get(reduce.init)
+            .filter(|t| t.data.len() != 0 && t.data.ty() == self.out_ty)
+            .ok_or_else(|| Fail::Internal("fused reduce init missing".into()))?;
+        let mut init_value = [0f32];
+        read(&mut init_value, &init.data, &Read::Splat, 0, pulp::Arch::new());
+        let init_value = init_value[0];
+        let groups = reduce.groups;
+        let mut values: Vec<f32> = try_alloc(groups)?;
+        values.resize(groups, 0.0);
+        let threads =
+            if self.n_elems >= PARALLEL_ELEMS { super::dot::cores().min(groups) } else { 1 };
+        if threads <= 1 {
+            self.reduce_range(reduce, operands, init_value, 0, &mut values)?;
+        } else {
+            let per = groups.div_ceil(threads);
+            let results: Vec<Result<(), Fail>> = std::thread::scope(|scope| {
+                let mut parts = values.chunks_mut(per).enumerate();
+                let first = parts.next();
+                let handles: Vec<_> = parts
+                    .map(|(i, part)| {
+                        scope.spawn(move || {
+                            self.reduce_range(reduce, operands, init_value, i * per, part)
+                        })
+                    })
+                    .collect();
+                let mut results = vec![match first {
+                    Some((_, part)) => self.reduce_range(reduce, operands, init_value, 0, part),
+                    None => Ok(()),
+                }];
+                for handle in handles {
+                    results.push(handle.join().unwrap_or_else(|_| {
+                        Err(Fail::Internal("a fused-reduce thread panicked".into()))
+                    }));
+                }
+                results
+            });
+            results.into_iter().collect::<Result<Vec<()>, Fail>>()?;
+        }
+        // The folded values are of the reduce's type already: encoding them is exact.
+        fn encode<T>(values: &[f32], f: impl Fn(f32) -> T) -> Result<Vec<T>, Fail> {
+            let mut out = try_alloc(values.len())?;
+            out.extend(values.iter().map(|&x| f(x)));
+            Ok(out)
+        }
+        let Some(format) = self.out_ty.small_float() else { return Ok(Data::F32(values)) };
+        let bits16 = |x: f32| format.encode_f32(x) as u16;
+        let bits8 = |x: f32| format.encode_f32(x) as u8;
+        Ok(match format {
+            SmallFloat::Bf16 => Data::Bf16(encode(&values, bits16)?),
+            SmallFloat::F16 => Data::F16(encode(&values, bits16)?),
+            SmallFloat::F8e5m2 => Data::F8e5m2(encode(&values, bits8)?),
+            SmallFloat::F8e4m3fn => Data::F8e4m3fn(encode(&values, bits8)?),
+            SmallFloat::F8e4m3 => Data::F8e4m3(encode(&values, bits8)?),
+        })
+    }
+
+    /// Folds results `first ..` into `out`, a few whole runs per pass.
+    fn reduce_range(
+        &self,
+        reduce: &FusedReduce,
+        operands: &[&Tensor],
+        init: f32,
+        first: usize,
+        out: &mut [f32],
+    ) -> Result<(), Fail> {
+        let run = reduce.run;
+        let rows = (CHUNK / run).max(1);
+        let width = rows * run;
+        let n_buffers = self.inputs.len() + self.nodes.len();
+        let mut scratch: Vec<f32> = try_alloc(n_buffers * width)?;
+        scratch.resize(n_buffers * width, 0.0);
+        let format = self.out_ty.small_float();
+        let arch = pulp::Arch::new();
+        let mut done = 0;
+        while done < out.len() {
+            let r = rows.min(out.len() - done);
+            let start = (first + done) * run;
+            let root = self.compute(operands, &mut scratch, width, start, r * run, arch);
+            for (o, values) in out[done..done + r].iter_mut().zip(root.chunks_exact(run)) {
+                *o = super::reduce::fold_run_f32(reduce.op, values, init, format);
+            }
+            done += r;
         }
         Ok(())
     }
@@ -900,5 +1094,223 @@ ENTRY main {
         // The last input, 70001.127, is above f16's range: inf, and x - inf is -inf.
         assert_eq!(d[127], f32::NEG_INFINITY);
         assert!(ones.iter().all(|&v| v == 1.0));
+    }
+
+    /// Fused reduces in the entry computation.
+    fn fused_reduces(program: &Program) -> usize {
+        let instrs = &program.comps[program.entry].instrs;
+        instrs.iter().filter(|i| matches!(&i.op, Op::Fused(plan) if plan.reduce.is_some())).count()
+    }
+
+    /// Bit patterns of a result's leaves, by leaf.
+    fn leaves(value: Value) -> Vec<Vec<u8>> {
+        match value {
+            Value::Array(a) => vec![a.bytes],
+            Value::Tuple(items) => items.into_iter().flat_map(leaves).collect(),
+        }
+    }
+
+    /// A module whose two reduces fold the same chain `(x - broadcast(m))` through `body`
+    /// (instructions over `{d}`, the last one named `{v}`, `{x}` standing for x's shape): the first reads a chain only it uses,
+    /// so it is fused; the second's chain is also returned, so that one is materialised and
+    /// the reduce is the unfused kernel. `ty` is the element type, `dims` x's dimensions, and
+    /// the reduce folds the dimensions after the first.
+    fn twin_reduces(ty: &str, dims: &[usize], reducer: &str, init: &str, body: &str) -> String {
+        let shape = |d: &[usize]| {
+            format!("{ty}[{}]", d.iter().map(usize::to_string).collect::<Vec<_>>().join(","))
+        };
+        let (x, m) = (shape(dims), shape(&dims[..1]));
+        let reduced: Vec<String> = (1..dims.len()).map(|d| d.to_string()).collect();
+        let reduced = reduced.join(",");
+        let chain = |suffix: &str| {
+            let text = body
+                .replace("{d}", &format!("d{suffix}"))
+                .replace("{v}", &format!("v{suffix}"))
+                .replace("{x}", &x);
+            format!(
+                "  d{suffix} = {x} subtract(x, mb)\n{}",
+                text.lines().map(|l| format!("  {l}\n")).collect::<String>()
+            )
+        };
+        format!(
+            "HloModule twins\n\nred {{\n  a = {ty}[] parameter(0)\n  b = {ty}[] parameter(1)\n  \
+             ROOT r = {ty}[] {reducer}(a, b)\n}}\n\nENTRY main {{\n  x = {x} parameter(0)\n  \
+             m = {m} parameter(1)\n  mb = {x} broadcast(m), dimensions={{0}}\n  \
+             init = {ty}[] constant({init})\n{}  r1 = {m} reduce(v1, init), dimensions={{{reduced}}}, \
+             to_apply=red\n{}  r2 = {m} reduce(v2, init), dimensions={{{reduced}}}, to_apply=red\n  \
+             ROOT t = ({m}, {m}, {x}) tuple(r1, r2, v2)\n}}\n",
+            chain("1"),
+            chain("2"),
+        )
+    }
+
+    /// Runs a twin module on f32 inputs (converted to `ty`'s bits) and checks that both reduces
+    /// give the same bits, and that exactly one of them was fused.
+    fn check_twins(text: &str, ty: PrimitiveType, dims: &[usize], x: &[f32], m: &[f32]) {
+        let program = compile(text, &EvalOptions::default());
+        assert_eq!(fused_reduces(&program), 1, "{text}");
+        let encode = |values: &[f32], shape: &[usize]| -> Array {
+            let dims: Vec<i64> = shape.iter().map(|&d| d as i64).collect();
+            let bytes: Vec<u8> = match ty {
+                PrimitiveType::F32 => values.iter().flat_map(|v| v.to_le_bytes()).collect(),
+                PrimitiveType::Bf16 => values
+                    .iter()
+                    .flat_map(|&v| (SmallFloat::Bf16.encode_f32(v) as u16).to_le_bytes())
+                    .collect(),
+                _ => values
+                    .iter()
+                    .flat_map(|&v| (SmallFloat::F16.encode_f32(v) as u16).to_le_bytes())
+                    .collect(),
+            };
+            Array::new(ty, dims, bytes).expect("array")
+        };
+        let args = [encode(x, dims), encode(m, &dims[..1])];
+        let out = leaves(program.run(&args).expect("runs"));
+        assert_eq!(out[0], out[1], "the fused reduce differs from the unfused one:\n{text}");
+    }
+
+    fn inputs(dims: &[usize], nan_at: Option<usize>) -> (Vec<f32>, Vec<f32>) {
+        let n: usize = dims.iter().product();
+        let mut x: Vec<f32> =
+            (0..n).map(|i| ((i * 7919) % 1009) as f32 / 97.0 - 5.0 + 1.0e-3 * i as f32).collect();
+        if let Some(i) = nan_at {
+            x[i] = f32::NAN;
+        }
+        let m: Vec<f32> = (0..dims[0]).map(|g| g as f32 * 0.25 - 1.0).collect();
+        (x, m)
+    }
+
+    #[test]
+    fn a_sum_of_squares_folds_its_group_as_the_unfused_reduce_does() {
+        // Runs of 256 (the lanes), 100 (lanes with a tail), 63 and 1 (in order), one row and
+        // many, and a 2 × 3 × 40 input folded over two dimensions.
+        for dims in [&[4, 256][..], &[3, 100], &[7, 63], &[70, 1], &[1, 300], &[2, 3, 40]] {
+            let text = twin_reduces("f32", dims, "add", "0", "{v} = {x} multiply({d}, {d})");
+            let (x, m) = inputs(dims, None);
+            check_twins(&text, PrimitiveType::F32, dims, &x, &m);
+        }
+    }
+
+    #[test]
+    fn max_and_min_of_a_fused_exp_keep_nan_and_match_the_unfused_reduce() {
+        for (reducer, init) in [("maximum", "-inf"), ("minimum", "inf")] {
+            for nan_at in [None, Some(5), Some(299)] {
+                let dims = [3usize, 100];
+                let text = twin_reduces("f32", &dims, reducer, init, "{v} = {x} exponential({d})");
+                let (x, m) = inputs(&dims, nan_at);
+                check_twins(&text, PrimitiveType::F32, &dims, &x, &m);
+            }
+        }
+    }
+
+    #[test]
+    fn a_bf16_sum_rounds_after_every_step_as_the_unfused_reduce_does() {
+        let dims = [5usize, 128];
+        let text = twin_reduces("bf16", &dims, "add", "0", "{v} = {x} multiply({d}, {d})");
+        let (x, m) = inputs(&dims, None);
+        check_twins(&text, PrimitiveType::Bf16, &dims, &x, &m);
+        // By hand for the first row: each step rounded to bf16, from the bf16 inputs.
+        let program = compile(&text, &EvalOptions::default());
+        let f = SmallFloat::Bf16;
+        let round = |v: f32| f.decode(f.encode_f32(v));
+        let args = [
+            Array::new(
+                PrimitiveType::Bf16,
+                vec![5, 128],
+                x.iter().flat_map(|&v| (f.encode_f32(v) as u16).to_le_bytes()).collect(),
+            )
+            .expect("array"),
+            Array::new(
+                PrimitiveType::Bf16,
+                vec![5],
+                m.iter().flat_map(|&v| (f.encode_f32(v) as u16).to_le_bytes()).collect(),
+            )
+            .expect("array"),
+        ];
+        let got = u16s(&leaves(program.run(&args).expect("runs"))[0]);
+        let mut acc = 0f32;
+        for &xi in &x[..128] {
+            let d = round(round(xi) - round(m[0]));
+            acc = round(acc + round(d * d));
+        }
+        assert_eq!(got[0], f.encode_f32(acc) as u16);
+    }
+
+    #[test]
+    fn a_convert_into_an_f32_sum_is_read_from_the_narrow_operand() {
+        // Softmax in bf16: sum(convert(e)) where e has other users, so the group is the
+        // convert alone; the fused reduce decodes e's bf16 values run by run.
+        let text = r#"
+HloModule convert_sum
+add_f {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+ENTRY main {
+  x = bf16[6,200] parameter(0)
+  e = bf16[6,200] exponential(x)
+  c = f32[6,200] convert(e)
+  zero = f32[] constant(0)
+  r = f32[6] reduce(c, zero), dimensions={1}, to_apply=add_f
+  ROOT t = (f32[6], bf16[6,200]) tuple(r, e)
+}
+"#;
+        let program = compile(text, &EvalOptions::default());
+        assert_eq!(fused_reduces(&program), 1);
+        let f = SmallFloat::Bf16;
+        let x: Vec<u16> =
+            (0..1200).map(|i| f.encode_f32((i % 97) as f32 / 40.0 - 1.0) as u16).collect();
+        let arg = Array::new(
+            PrimitiveType::Bf16,
+            vec![6, 200],
+            x.iter().flat_map(|b| b.to_le_bytes()).collect(),
+        )
+        .expect("array");
+        let out = leaves(program.run(&[arg]).expect("runs"));
+        let sums = f32s(&out[0]);
+        let e = u16s(&out[1]);
+        // By hand: the lane order of the unfused f32 sum, over e's values.
+        for (g, &sum) in sums.iter().enumerate() {
+            let row: Vec<f32> =
+                e[g * 200..(g + 1) * 200].iter().map(|&b| f.decode(u32::from(b))).collect();
+            let want = super::super::reduce::fold_run_f32(Binary::Add, &row, 0.0, None);
+            assert_eq!(sum.to_bits(), want.to_bits(), "row {g}");
+            let plain: f32 = row.iter().sum();
+            assert!((sum - plain).abs() <= 1e-4 * plain.abs(), "row {g}: {sum} vs {plain}");
+        }
+    }
+
+    #[test]
+    fn a_large_fused_reduce_splits_its_rows_over_the_cores() {
+        // 600 × 128 = 76800 elements: above the size that splits over the cores.
+        let dims = [600usize, 128];
+        let text = twin_reduces("f32", &dims, "add", "0", "{v} = {x} multiply({d}, {d})");
+        let (x, m) = inputs(&dims, None);
+        check_twins(&text, PrimitiveType::F32, &dims, &x, &m);
+    }
+
+    #[test]
+    fn reduces_that_cannot_fold_a_group_are_left_alone() {
+        // Over the leading dimension (the unfused reduce folds columns), over a run longer than
+        // the fused limit, and with a multiply reducer: none is fused, all still compute.
+        let cases = [
+            ("f32[4,64]", "f32[64]", "{0}", "add", "0", 4 * 64),
+            ("f32[1,20000]", "f32[1]", "{1}", "add", "0", 20000),
+            ("f32[4,64]", "f32[4]", "{1}", "multiply", "1", 4 * 64),
+        ];
+        for (x, r, dims, reducer, init, n) in cases {
+            let text = format!(
+                "HloModule left\nred {{\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  \
+                 ROOT r = f32[] {reducer}(a, b)\n}}\nENTRY main {{\n  x = {x} parameter(0)\n  \
+                 s = {x} multiply(x, x)\n  i = f32[] constant({init})\n  \
+                 ROOT r = {r} reduce(s, i), dimensions={dims}, to_apply=red\n}}\n"
+            );
+            let program = compile(&text, &EvalOptions::default());
+            assert_eq!(fused_reduces(&program), 0, "{text}");
+            let dims: Vec<i64> = x[4..x.len() - 1].split(',').map(|d| d.parse().unwrap()).collect();
+            let values: Vec<f32> = (0..n).map(|i| 1.0 + (i % 3) as f32 * 1e-3).collect();
+            assert!(program.run(&[Array::from_f32(&dims, &values)]).is_ok(), "{text}");
+        }
     }
 }

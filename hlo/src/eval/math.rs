@@ -272,22 +272,51 @@ pub(crate) fn f32_to_bf16_keeping_nan(x: f32) -> u16 {
 
 /// `out[i] = op(x[i])` in f32, compiled for the CPU's instruction set.
 pub(crate) fn unary_slice(op: Unary, x: &[f32], out: &mut [f32], arch: pulp::Arch) {
-    macro_rules! arms {
-        ($($u:ident),*) => {
-            match op {
-                $(Unary::$u => arch.dispatch(|| {
-                        for (o, &v) in out.iter_mut().zip(x) {
-                            *o = f32::unary(Unary::$u, v);
-                        }
-                    },
-                ),)*
-            }
-        };
+    arch.dispatch(UnaryLoop { op, x, out });
+}
+
+/// The loop of [`unary_slice`], as a `pulp::WithSimd` so that it is inlined into the function
+/// pulp compiles with the CPU's features: a closure holding the larger arms (tanh, erf) was
+/// left out of line by the inliner, and so ran with baseline SSE2 only.
+struct UnaryLoop<'a> {
+    op: Unary,
+    x: &'a [f32],
+    out: &'a mut [f32],
+}
+
+impl pulp::WithSimd for UnaryLoop<'_> {
+    type Output = ();
+
+    #[inline(always)]
+    fn with_simd<S: pulp::Simd>(self, _simd: S) {
+        let UnaryLoop { op, x, out } = self;
+        // The transcendental arms call the `#[inline(always)]` functions `f32::unary` calls,
+        // so their bodies are inlined here too; the results are the same bits.
+        macro_rules! map {
+            ($f:expr) => {
+                for (o, &v) in out.iter_mut().zip(x) {
+                    *o = $f(v);
+                }
+            };
+        }
+        macro_rules! arms {
+            ($($u:ident),*) => {
+                match op {
+                    Unary::Exp => map!(exp),
+                    Unary::Expm1 => map!(expm1),
+                    Unary::Log => map!(ln),
+                    Unary::Tanh => map!(tanh),
+                    Unary::Logistic => map!(logistic),
+                    Unary::Erf => map!(erf),
+                    $(Unary::$u => map!(|v| f32::unary(Unary::$u, v)),)*
+                }
+            };
+        }
+        arms!(
+            Abs, Negate, Sign, Log1p, Sqrt, Rsqrt, Cbrt, Sin, Cos, Tan, Floor, Ceil, RoundEven,
+            RoundAfz, IsFinite, Not, Popcnt, Clz
+        )
     }
-    arms!(
-        Abs, Negate, Sign, Exp, Expm1, Log, Log1p, Sqrt, Rsqrt, Cbrt, Tanh, Logistic, Sin, Cos,
-        Tan, Floor, Ceil, RoundEven, RoundAfz, IsFinite, Not, Popcnt, Clz, Erf
-    )
 }
 
 /// `out[i] = op(a[i], b[i])` in f32, compiled for the CPU's instruction set.

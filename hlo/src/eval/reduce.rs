@@ -150,26 +150,30 @@ fn fold_runs_lanes<T: Copy>(
 ) -> Result<Vec<T>, Fail> {
     let groups = v.len().checked_div(run).unwrap_or(0);
     let mut out = try_alloc(groups)?;
-    out.extend(v.chunks_exact(run).map(|chunk| {
-        let (head, rest) = chunk.split_at(LANES);
-        let mut acc: [T; LANES] = std::array::from_fn(|i| head[i]);
-        let mut blocks = rest.chunks_exact(LANES);
-        for block in &mut blocks {
-            for (a, &x) in acc.iter_mut().zip(block) {
-                *a = f(*a, x);
-            }
-        }
-        let mut width = LANES / 2;
-        while width > 0 {
-            for i in 0..width {
-                acc[i] = f(acc[i], acc[i + width]);
-            }
-            width /= 2;
-        }
-        let tail = blocks.remainder().iter().fold(acc[0], |a, &x| f(a, x));
-        f(init, tail)
-    }));
+    out.extend(v.chunks_exact(run).map(|chunk| fold_lanes(chunk, init, f)));
     Ok(out)
+}
+
+/// One run of [`fold_runs_lanes`] (at least [`LANES`] elements long).
+#[inline]
+fn fold_lanes<T: Copy>(chunk: &[T], init: T, f: impl Fn(T, T) -> T + Copy) -> T {
+    let (head, rest) = chunk.split_at(LANES);
+    let mut acc: [T; LANES] = std::array::from_fn(|i| head[i]);
+    let mut blocks = rest.chunks_exact(LANES);
+    for block in &mut blocks {
+        for (a, &x) in acc.iter_mut().zip(block) {
+            *a = f(*a, x);
+        }
+    }
+    let mut width = LANES / 2;
+    while width > 0 {
+        for i in 0..width {
+            acc[i] = f(acc[i], acc[i + width]);
+        }
+        width /= 2;
+    }
+    let tail = blocks.remainder().iter().fold(acc[0], |a, &x| f(a, x));
+    f(init, tail)
 }
 
 /// f32 `maximum` (or `minimum`) of each run as `Float::binary` defines it (NaN if any element
@@ -180,6 +184,15 @@ fn fold_runs_extremum_f32<const MAX: bool>(
     init: f32,
     run: usize,
 ) -> Result<Vec<f32>, Fail> {
+    let groups = v.len().checked_div(run).unwrap_or(0);
+    let mut out = try_alloc(groups)?;
+    out.extend(v.chunks_exact(run).map(|chunk| fold_extremum_f32::<MAX>(chunk, init)));
+    Ok(out)
+}
+
+/// One run of [`fold_runs_extremum_f32`].
+#[inline]
+fn fold_extremum_f32<const MAX: bool>(chunk: &[f32], init: f32) -> f32 {
     let max = MAX;
     // totalOrder as i32: flipping the magnitude bits of negatives makes integer order numeric
     // order; the map is its own inverse.
@@ -188,34 +201,52 @@ fn fold_runs_extremum_f32<const MAX: bool>(
         b ^ ((((b >> 31) as u32) >> 1) as i32)
     }
     let op = if max { Binary::Max } else { Binary::Min };
-    let groups = v.len().checked_div(run).unwrap_or(0);
-    let mut out = try_alloc(groups)?;
     let start = if max { i32::MIN } else { i32::MAX };
-    out.extend(v.chunks_exact(run).map(|chunk| {
-        let mut acc = [start; LANES];
-        let mut nan = [0u32; LANES];
-        let mut blocks = chunk.chunks_exact(LANES);
-        for block in &mut blocks {
-            let Ok(block) = <&[f32; LANES]>::try_from(block) else { continue };
-            for i in 0..LANES {
-                let k = key(block[i]);
-                acc[i] = if MAX { acc[i].max(k) } else { acc[i].min(k) };
-                nan[i] |= u32::from(block[i].is_nan());
-            }
+    let mut acc = [start; LANES];
+    let mut nan = [0u32; LANES];
+    let mut blocks = chunk.chunks_exact(LANES);
+    for block in &mut blocks {
+        let Ok(block) = <&[f32; LANES]>::try_from(block) else { continue };
+        for i in 0..LANES {
+            let k = key(block[i]);
+            acc[i] = if MAX { acc[i].max(k) } else { acc[i].min(k) };
+            nan[i] |= u32::from(block[i].is_nan());
         }
-        for &x in blocks.remainder() {
-            let k = key(x);
-            acc[0] = if max { acc[0].max(k) } else { acc[0].min(k) };
-            nan[0] |= u32::from(x.is_nan());
+    }
+    for &x in blocks.remainder() {
+        let k = key(x);
+        acc[0] = if max { acc[0].max(k) } else { acc[0].min(k) };
+        nan[0] |= u32::from(x.is_nan());
+    }
+    let best = if max { acc.iter().max() } else { acc.iter().min() };
+    let total = match (nan.iter().any(|&n| n != 0), best) {
+        (false, Some(&k)) => f32::from_bits(key_inverse(k)),
+        _ => f32::NAN,
+    };
+    f32::binary(op, init, total)
+}
+
+/// One run of a reduce whose input and init are f32 (or a narrow float's values widened to
+/// f32, `format` naming it), folded exactly as the unfused reduce folds a run whose reduced
+/// dimensions are the minor ones: `add`, `max` and `min` over f32 runs of at least
+/// [`LANE_RUN`] in lanes, everything else in order, narrow floats rounded after every step.
+/// The result is a value of the input type, in f32. Fused reduces call this per run.
+#[inline]
+pub(crate) fn fold_run_f32(op: Binary, run: &[f32], init: f32, format: Option<SmallFloat>) -> f32 {
+    if let Some(format) = format {
+        return run
+            .iter()
+            .fold(init, |a, &b| format.decode(format.encode_f32(f32::binary(op, a, b))));
+    }
+    if run.len() >= LANE_RUN {
+        match op {
+            Binary::Add => return fold_lanes(run, init, |a, b| a + b),
+            Binary::Max => return fold_extremum_f32::<true>(run, init),
+            Binary::Min => return fold_extremum_f32::<false>(run, init),
+            _ => {}
         }
-        let best = if max { acc.iter().max() } else { acc.iter().min() };
-        let total = match (nan.iter().any(|&n| n != 0), best) {
-            (false, Some(&k)) => f32::from_bits(key_inverse(k)),
-            _ => f32::NAN,
-        };
-        f32::binary(op, init, total)
-    }));
-    Ok(out)
+    }
+    with_binary!(op, OP => run.iter().fold(init, |a, &b| f32::binary(OP, a, b)))
 }
 
 fn key_inverse(k: i32) -> u32 {
