@@ -154,14 +154,21 @@ impl<'a> ShapeView<'a> {
     /// The allocation failed.
     pub fn to_vec(&self) -> Result<Vec<i64>, TryReserveError> {
         let mut out = Vec::new();
+        if self.bytes.is_empty() {
+            return Ok(out);
+        }
+        out.try_reserve_exact(self.len())?;
+        self.append_to(&mut out);
+        Ok(out)
+    }
+
+    /// Appends the dimensions to `out`, which the caller has reserved [`Self::len`] more
+    /// elements of.
+    #[inline(always)]
+    pub(super) fn append_to(&self, out: &mut Vec<i64>) {
         if self.form == ShapeForm::Packed {
             // One pass over the checked run: each varint ends at its one byte below 0x80, so
-            // the dimensions are gathered as the bytes come, and the count reserved first is
-            // the number of those bytes.
-            if self.bytes.is_empty() {
-                return Ok(out);
-            }
-            out.try_reserve_exact(count_varints(self.bytes))?;
+            // the dimensions are gathered as the bytes come.
             let (mut value, mut shift) = (0u64, 0u32);
             for &byte in self.bytes {
                 value |= u64::from(byte & 0x7f).wrapping_shl(shift);
@@ -172,11 +179,9 @@ impl<'a> ShapeView<'a> {
                     shift += 7;
                 }
             }
-            return Ok(out);
+        } else {
+            out.extend(self.iter());
         }
-        out.try_reserve_exact(self.len())?;
-        out.extend(self.iter());
-        Ok(out)
     }
 }
 
@@ -1049,4 +1054,4 @@ fn parse_alias_entry(bytes: &[u8], n_unknown: &mut usize) -> Result<(i64, i64), 
 }
 
 #[cfg(test)]
-mod tests;
+pub(super) mod tests;
