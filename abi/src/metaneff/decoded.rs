@@ -113,11 +113,14 @@ impl Decoded {
         let spans = Spans { base: origin.as_ptr() as usize, len: origin.len() };
         let lists = [&view.input_tensors[..], &view.output_tensors[..]];
         let n_tensors = view.input_tensors.len() + view.output_tensors.len();
-        let n_dims: usize = lists.iter().flat_map(|list| list.iter()).map(|t| t.shape.len()).sum();
+        // An upper bound (a byte of shape on the wire per dimension), cheaper than counting;
+        // common dimensions take two bytes, so the room left over is small.
+        let max_dims: usize =
+            lists.iter().flat_map(|list| list.iter()).map(|t| t.shape.max_len()).sum();
         let mut tensors = Vec::new();
         tensors.try_reserve_exact(n_tensors).map_err(|_| out_of_memory("the tensor table"))?;
         let mut dims = Vec::new();
-        dims.try_reserve_exact(n_dims).map_err(|_| out_of_memory("the tensor dimensions"))?;
+        dims.try_reserve_exact(max_dims).map_err(|_| out_of_memory("the tensor dimensions"))?;
         for tensor in lists.into_iter().flatten() {
             tensors.push(spans.record(tensor, &mut dims)?);
         }
