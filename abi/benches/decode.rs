@@ -9,6 +9,9 @@
 //! - `decode` from a borrowed slice (the view, then the copy into owned prost fields);
 //! - `decode_owned` from `prost::bytes::Bytes` (the same, but `serialized_graph_def` shares the
 //!   input instead of being copied);
+//! - `Decoded::decode` and `Decoded::decode_owned`, the flat read-only form (the view, then
+//!   one tensor table and one dimension list, no allocation per tensor), from a slice (copied
+//!   once) and from `Bytes` (shared);
 //! - the reference decoder (`decode_reference`: the wire check `check_wire`, then prost), which
 //!   was `decode` before the one-pass view, and its two parts alone;
 //! - upb's `ParseFromString` on the same bytes, in the Python `pyref` finds with protobuf (what
@@ -20,7 +23,8 @@
 //! The result is printed as times and as the ratios upb / Rust (the issue's target is ≥ 5).
 //! Without the Python, the upb column says why it is missing; under `CI` that is a failure.
 //!
-//! For instruction counts, `NRTSIM_DECODE_PROFILE=view|decode|decode_owned` runs only that
+//! For instruction counts, `NRTSIM_DECODE_PROFILE=view|decode|decode_owned|decoded|decoded_owned`
+//! runs only that
 //! decoder, 1000 times on the 226-input message, and nothing else (run the bench binary under
 //! `valgrind --tool=callgrind` with it set).
 
@@ -29,7 +33,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use abi::metaneff::view::MetaneffView;
-use abi::metaneff::{self, MetaNeff, MetaTensor};
+use abi::metaneff::{self, Decoded, MetaNeff, MetaTensor};
 
 fn many_inputs() -> Vec<u8> {
     let tensor = |i: usize| MetaTensor {
@@ -163,8 +167,15 @@ fn profile(figure: &str) {
             "decode_owned" => drop(black_box(
                 metaneff::decode_owned(black_box(owned_input.clone())).expect("decodes"),
             )),
+            "decoded" => drop(black_box(Decoded::decode(black_box(&bytes)).expect("decodes"))),
+            "decoded_owned" => drop(black_box(
+                Decoded::decode_owned(black_box(owned_input.clone())).expect("decodes"),
+            )),
             other => {
-                eprintln!("NRTSIM_DECODE_PROFILE={other}: expected view, decode or decode_owned");
+                eprintln!(
+                    "NRTSIM_DECODE_PROFILE={other}: expected view, decode, decode_owned, decoded \
+                     or decoded_owned"
+                );
                 std::process::exit(2);
             }
         }
@@ -193,6 +204,11 @@ fn main() {
                     let input = black_box(owned_input.clone());
                     drop(black_box(metaneff::decode_owned(input).expect("decodes")));
                 },
+                &mut || drop(black_box(Decoded::decode(black_box(bytes)).expect("decodes"))),
+                &mut || {
+                    let input = black_box(owned_input.clone());
+                    drop(black_box(Decoded::decode_owned(input).expect("decodes")));
+                },
                 &mut || {
                     drop(black_box(metaneff::decode_reference(black_box(bytes)).expect("decodes")));
                 },
@@ -203,8 +219,9 @@ fn main() {
                 },
             ],
         );
-        let [view, borrowed, owned, reference, wire, prost_only] = times[..] else {
-            unreachable!("six decoders were timed");
+        let [view, borrowed, owned, flat, flat_owned, reference, wire, prost_only] = times[..]
+        else {
+            unreachable!("eight decoders were timed");
         };
         rust.push(Times {
             label,
@@ -212,6 +229,8 @@ fn main() {
             view,
             borrowed,
             owned,
+            flat,
+            flat_owned,
             reference,
             wire,
             prost_only,
@@ -227,8 +246,9 @@ fn main() {
     for (index, t) in rust.iter().enumerate() {
         let label = t.label;
         println!(
-            "  {label:<12} ({} bytes): view {:?}, decode {:?}, decode_owned {:?}",
-            t.n_bytes, t.view, t.borrowed, t.owned
+            "  {label:<12} ({} bytes): view {:?}, decode {:?}, decode_owned {:?}, \
+             Decoded::decode {:?}, Decoded::decode_owned {:?}",
+            t.n_bytes, t.view, t.borrowed, t.owned, t.flat, t.flat_owned
         );
         println!(
             "  {label:<12} reference (check_wire {:?} then prost {:?}): {:?}, \
@@ -240,17 +260,25 @@ fn main() {
         );
         if let Ok((implementation, times)) = &upb {
             let theirs = times[index];
-            for (figure, ours) in
-                [("view", t.view), ("decode", t.borrowed), ("decode_owned", t.owned)]
-            {
+            for (figure, ours) in [
+                ("view", t.view),
+                ("decode", t.borrowed),
+                ("decode_owned", t.owned),
+                ("Decoded::decode", t.flat),
+                ("Decoded::decode_owned", t.flat_owned),
+            ] {
                 print_bench_line(&format!("{figure} {label}"), ours, theirs, implementation);
             }
             println!(
                 "  {label:<12} {implementation} {theirs:?}: upb / view = {:.1}x, \
-                 upb / decode_owned = {:.1}x, upb / decode = {:.1}x, upb / reference = {:.1}x",
+                 upb / decode_owned = {:.1}x, upb / decode = {:.1}x, \
+                 upb / Decoded::decode = {:.1}x, upb / Decoded::decode_owned = {:.1}x, \
+                 upb / reference = {:.1}x",
                 ratio(theirs, t.view),
                 ratio(theirs, t.owned),
                 ratio(theirs, t.borrowed),
+                ratio(theirs, t.flat),
+                ratio(theirs, t.flat_owned),
                 ratio(theirs, t.reference)
             );
         }
@@ -271,6 +299,10 @@ struct Times<'a> {
     view: Duration,
     borrowed: Duration,
     owned: Duration,
+    /// `Decoded::decode`.
+    flat: Duration,
+    /// `Decoded::decode_owned`.
+    flat_owned: Duration,
     reference: Duration,
     wire: Duration,
     prost_only: Duration,

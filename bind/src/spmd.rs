@@ -67,8 +67,8 @@ impl SpmdModel {
         if n_ranks == 0 || n_ranks > world {
             return Err(BindError::InvalidRanks { local_ranks, world_size });
         }
-        let meta = metaneff::decode(metaneff_bytes)?;
-        let mut layout = Layout::new(&meta, &VarTable::of_neff(neff))?;
+        let meta = metaneff::Decoded::decode(metaneff_bytes)?;
+        let mut layout = Layout::from_decoded(&meta, &VarTable::of_neff(neff))?;
         layout.resolve_internal(&options.weights)?;
         let mut model =
             SpmdModel { ctx: Ctx::new(runtime, options.trace, layout), ranks: Vec::new() };

@@ -18,9 +18,10 @@ use super::error::{
 use super::host_tensor::HostTensor;
 use super::{Ctx, Weights};
 use abi::dtype::{ScalarType, n_bytes_with_item_size, scalar_type_of_raw};
+use abi::metaneff::decoded::DecodedTensor;
 use abi::metaneff::edit::Side;
 use abi::metaneff::meta_tensor::Type as TensorType;
-use abi::metaneff::{MetaNeff, MetaTensor};
+use abi::metaneff::{Decoded, MetaNeff, MetaTensor};
 use abi::neff::{MrType, Neff, ReadOptions};
 use abi::runtime::prelude::*;
 use abi::runtime::{ModelId, NrtError, Placement, SetId, TensorId};
@@ -131,19 +132,55 @@ fn lossy(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
+/// What a slot is made of, borrowed from either decoded form of a metaneff tensor.
+struct TensorFields<'a> {
+    name: &'a [u8],
+    shape: &'a [i64],
+    data_type: i32,
+    r#type: i32,
+    allow_dynamic_batch_size: bool,
+    checkpoint_key: Option<&'a [u8]>,
+}
+
+impl<'a> From<&'a MetaTensor> for TensorFields<'a> {
+    fn from(tensor: &'a MetaTensor) -> TensorFields<'a> {
+        TensorFields {
+            name: &tensor.name,
+            shape: &tensor.shape,
+            data_type: tensor.data_type,
+            r#type: tensor.r#type,
+            allow_dynamic_batch_size: tensor.allow_dynamic_batch_size,
+            checkpoint_key: tensor.checkpoint_key.as_deref(),
+        }
+    }
+}
+
+impl<'a> From<DecodedTensor<'a>> for TensorFields<'a> {
+    fn from(tensor: DecodedTensor<'a>) -> TensorFields<'a> {
+        TensorFields {
+            name: tensor.name(),
+            shape: tensor.shape(),
+            data_type: tensor.data_type(),
+            r#type: tensor.r#type(),
+            allow_dynamic_batch_size: tensor.allow_dynamic_batch_size(),
+            checkpoint_key: tensor.checkpoint_key(),
+        }
+    }
+}
+
 fn slot_of(
     side: Side,
     index: usize,
-    tensor: &MetaTensor,
+    tensor: TensorFields<'_>,
     vars: &VarTable,
 ) -> Result<Slot, BindError> {
     // Names are bytes end to end (docs/abi-facts.md §1): the exact bytes key the tensor set, and the
     // runtime judges them; a lossy copy is only for messages.
-    let name = lossy(&tensor.name);
+    let name = lossy(tensor.name);
     let dtype_error = |source| BindError::Dtype { side, index, name: name.clone(), source };
     let scalar_type = scalar_type_of_raw(tensor.data_type).map_err(dtype_error)?;
-    let n_bytes = n_bytes_with_item_size(&tensor.shape, scalar_type.item_size(), None)
-        .map_err(dtype_error)?;
+    let n_bytes =
+        n_bytes_with_item_size(tensor.shape, scalar_type.item_size(), None).map_err(dtype_error)?;
     let role = match side {
         Side::Output => InputRole::User,
         Side::Input => match TensorType::try_from(tensor.r#type) {
@@ -157,17 +194,17 @@ fn slot_of(
         },
     };
     // NEFF variable names are JSON strings, so bytes that are not UTF-8 name no variable.
-    let (var_id, mr_type) = match std::str::from_utf8(&tensor.name) {
+    let (var_id, mr_type) = match std::str::from_utf8(tensor.name) {
         Ok(text) => vars.lookup(text),
         Err(_) => (None, MrType::Invalid),
     };
     Ok(Slot {
         scalar_type,
-        shape: tensor.shape.clone(),
+        shape: tensor.shape.to_vec(),
         n_bytes: usize::try_from(n_bytes).unwrap_or(usize::MAX),
         dynamic: tensor.allow_dynamic_batch_size,
         role,
-        checkpoint_key: tensor.checkpoint_key.as_deref().map(<[u8]>::to_vec),
+        checkpoint_key: tensor.checkpoint_key.map(<[u8]>::to_vec),
         var_id,
         mr_type,
         name,
@@ -182,20 +219,45 @@ fn describe(scalar_type: ScalarType, shape: &[i64]) -> String {
 impl Layout {
     /// Builds the layout; weight slots stay unresolved until [`Layout::resolve_internal`].
     pub(crate) fn new(meta: &MetaNeff, vars: &VarTable) -> Result<Layout, BindError> {
-        let inputs = meta
-            .input_tensors
-            .iter()
+        Layout::build(
+            meta.input_tensors.iter().map(TensorFields::from),
+            meta.output_tensors.iter().map(TensorFields::from),
+            meta.output_aliases_to.iter().map(|(&output, &input)| (output, input)),
+            meta.model_config.as_ref().is_some_and(|c| c.return_aliases),
+            vars,
+        )
+    }
+
+    /// [`Layout::new`] from the flat decoded form.
+    pub(crate) fn from_decoded(meta: &Decoded, vars: &VarTable) -> Result<Layout, BindError> {
+        Layout::build(
+            meta.input_tensors().iter().map(TensorFields::from),
+            meta.output_tensors().iter().map(TensorFields::from),
+            meta.output_aliases_to().iter().copied(),
+            meta.model_config().is_some_and(|c| c.return_aliases),
+            vars,
+        )
+    }
+
+    /// The layout of the given tensors; `aliases` as (output, input) in output order, each
+    /// output once.
+    fn build<'a>(
+        input_tensors: impl Iterator<Item = TensorFields<'a>>,
+        output_tensors: impl Iterator<Item = TensorFields<'a>>,
+        aliases: impl Iterator<Item = (i64, i64)>,
+        return_aliases: bool,
+        vars: &VarTable,
+    ) -> Result<Layout, BindError> {
+        let inputs = input_tensors
             .enumerate()
             .map(|(index, tensor)| slot_of(Side::Input, index, tensor, vars))
             .collect::<Result<Vec<_>, _>>()?;
-        let outputs = meta
-            .output_tensors
-            .iter()
+        let outputs = output_tensors
             .enumerate()
             .map(|(index, tensor)| slot_of(Side::Output, index, tensor, vars))
             .collect::<Result<Vec<_>, _>>()?;
         let mut output_alias = vec![None; outputs.len()];
-        for (&output, &input) in &meta.output_aliases_to {
+        for (output, input) in aliases {
             let in_range = usize::try_from(output)
                 .ok()
                 .filter(|&o| o < outputs.len())
@@ -219,7 +281,7 @@ impl Layout {
             outputs,
             user_slots,
             output_alias,
-            return_aliases: meta.model_config.as_ref().is_some_and(|c| c.return_aliases),
+            return_aliases,
         })
     }
 
@@ -545,5 +607,39 @@ mod tests {
             }
             other => panic!("expected UnknownTensorType, got {other:?}"),
         }
+    }
+
+    /// The same layout, or the same error, from the prost message and the flat decoded form.
+    fn check_same_layout(meta: &MetaNeff) {
+        let decoded = Decoded::decode(&abi::metaneff::encode(meta)).expect("decodes");
+        let vars = VarTable::default();
+        let (from_prost, from_flat) =
+            (Layout::new(meta, &vars), Layout::from_decoded(&decoded, &vars));
+        assert_eq!(format!("{from_prost:?}"), format!("{from_flat:?}"));
+    }
+
+    #[test]
+    fn the_layout_from_the_decoded_form_is_the_layout_from_the_message() {
+        let mut state = input("state", 2);
+        state.checkpoint_key = Some(b"layer.0.state".to_vec().into());
+        state.allow_dynamic_batch_size = true;
+        state.shape = vec![3, 1, 4];
+        let mut output = input("output0", 0);
+        output.shape = vec![];
+        let meta = MetaNeff {
+            input_tensors: vec![input("in0", 1), input("\u{ff}", 0), state],
+            output_tensors: vec![output.clone(), output],
+            output_aliases_to: [(1, 2), (0, 0)].into(),
+            model_config: Some(abi::metaneff::ModelConfig {
+                return_aliases: true,
+                ..Default::default()
+            }),
+            ..MetaNeff::default()
+        };
+        check_same_layout(&meta);
+        check_same_layout(&MetaNeff::default());
+        // The errors: an alias out of range, a type the schema does not name.
+        check_same_layout(&MetaNeff { output_aliases_to: [(5, 0)].into(), ..meta.clone() });
+        check_same_layout(&MetaNeff { input_tensors: vec![input("odd", 4)], ..meta });
     }
 }

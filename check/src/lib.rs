@@ -25,7 +25,8 @@ use std::collections::BTreeMap;
 use std::fmt::{self, Write as _};
 
 use abi::dtype::{Dltype, Producer, XlaPrimitiveType, n_bytes_of_raw, scalar_type_of_raw};
-use abi::metaneff::{self, MetaNeff, MetaTensor, MetaneffDecodeError};
+use abi::metaneff::decoded::{DecodedTensor, DecodedTensors};
+use abi::metaneff::{self, Decoded, MetaneffDecodeError};
 use abi::neff::{MrType, Neff, Var};
 use hlo::proto::{HloModuleProto, PrimitiveType, ShapeProto};
 use serde_json::{Value, json};
@@ -280,8 +281,14 @@ pub enum CheckError {
 /// [`CheckError::Metaneff`] when the metaneff does not decode (with the byte offset and field);
 /// everything else is a finding in the [`Report`].
 pub fn check(neff: &Neff, metaneff_bytes: &[u8]) -> Result<Report, CheckError> {
-    let unknown_fields = metaneff::check_wire(metaneff_bytes)?;
-    let meta = metaneff::decode(metaneff_bytes)?;
+    let meta = Decoded::decode(metaneff_bytes)?;
+    // The schema walk lists unknown fields with their paths; it runs only when the decode
+    // counted some (it refuses what the decode refuses, with the same error, so it cannot fail
+    // here).
+    let unknown_fields = match meta.n_unknown_fields() {
+        0 => Vec::new(),
+        _ => metaneff::check_wire(metaneff_bytes)?,
+    };
     let mut checker = Checker { meta: &meta, findings: Vec::new() };
     checker.names(neff);
     checker.sizes_and_dtypes(neff);
@@ -339,26 +346,26 @@ fn data_types_where(agrees: impl Fn(i32) -> bool) -> String {
 }
 
 struct Checker<'meta> {
-    meta: &'meta MetaNeff,
+    meta: &'meta Decoded,
     findings: Vec<Finding>,
 }
 
-impl Checker<'_> {
+impl<'meta> Checker<'meta> {
     fn push(&mut self, code: Code, tensor: Option<TensorRef>, message: String, fix: &str) {
         self.findings.push(Finding { code, tensor, message, fix: fix.to_owned() });
     }
 
-    fn tensors(&self) -> impl Iterator<Item = (Side, usize, &MetaTensor)> {
-        let inputs = self.meta.input_tensors.iter().enumerate().map(|(i, t)| (Side::Input, i, t));
+    fn tensors(&self) -> impl Iterator<Item = (Side, usize, DecodedTensor<'meta>)> + use<'meta> {
+        let inputs = self.meta.input_tensors().iter().enumerate().map(|(i, t)| (Side::Input, i, t));
         let outputs =
-            self.meta.output_tensors.iter().enumerate().map(|(i, t)| (Side::Output, i, t));
+            self.meta.output_tensors().iter().enumerate().map(|(i, t)| (Side::Output, i, t));
         inputs.chain(outputs)
     }
 
-    fn list(&self, side: Side) -> &[MetaTensor] {
+    fn list(&self, side: Side) -> DecodedTensors<'meta> {
         match side {
-            Side::Input => &self.meta.input_tensors,
-            Side::Output => &self.meta.output_tensors,
+            Side::Input => self.meta.input_tensors(),
+            Side::Output => self.meta.output_tensors(),
         }
     }
 
@@ -374,8 +381,8 @@ impl Checker<'_> {
             let list = self.list(side);
             let mut found = Vec::new();
             for (index, tensor) in list.iter().enumerate() {
-                let tensor_ref = TensorRef { side, index: Some(index), name: lossy(&tensor.name) };
-                if let Some(&first) = seen.get(&tensor.name[..]) {
+                let tensor_ref = TensorRef { side, index: Some(index), name: lossy(tensor.name()) };
+                if let Some(&first) = seen.get(tensor.name()) {
                     found.push(Finding {
                         code: Code::DuplicateTensorName,
                         tensor: Some(tensor_ref.clone()),
@@ -386,10 +393,10 @@ impl Checker<'_> {
                         fix: "rename one of the two tensors after its NEFF variable".to_owned(),
                     });
                 } else {
-                    seen.insert(&tensor.name, index);
+                    seen.insert(tensor.name(), index);
                 }
                 let known =
-                    std::str::from_utf8(&tensor.name).is_ok_and(|name| vars.contains_key(name));
+                    std::str::from_utf8(tensor.name()).is_ok_and(|name| vars.contains_key(name));
                 if !known {
                     let names = vars.keys().cloned().collect::<Vec<_>>().join(", ");
                     found.push(Finding {
@@ -434,12 +441,12 @@ impl Checker<'_> {
         let outputs = neff_vars(neff, MrType::Output);
         let mut found = Vec::new();
         for (side, index, tensor) in self.tensors() {
-            let name = lossy(&tensor.name);
+            let name = lossy(tensor.name());
             let tensor_ref = || Some(TensorRef { side, index: Some(index), name: name.clone() });
             let push = |found: &mut Vec<Finding>, code, message: String, fix: &str| {
                 found.push(Finding { code, tensor: tensor_ref(), message, fix: fix.to_owned() });
             };
-            if let Err(error) = scalar_type_of_raw(tensor.data_type) {
+            if let Err(error) = scalar_type_of_raw(tensor.data_type()) {
                 push(
                     &mut found,
                     Code::UnsupportedDataType,
@@ -453,11 +460,11 @@ impl Checker<'_> {
                 Side::Output => (&outputs, &neff.signature.outputs),
             };
             let Some(var) = vars.get(&name) else { continue };
-            match (n_bytes_of_raw(&tensor.shape, tensor.data_type), var.size) {
+            match (n_bytes_of_raw(tensor.shape(), tensor.data_type()), var.size) {
                 (Err(error), _) => push(
                     &mut found,
                     Code::SizeMismatch,
-                    format!("the size of shape {:?} cannot be computed: {error}", tensor.shape),
+                    format!("the size of shape {:?} cannot be computed: {error}", tensor.shape()),
                     "give the tensor the shape the NEFF was compiled for",
                 ),
                 (Ok(_), None) => push(
@@ -472,8 +479,8 @@ impl Checker<'_> {
                     Code::SizeMismatch,
                     format!(
                         "{} {:?} is {n_bytes} bytes, expected the NEFF variable's {size} bytes",
-                        data_type_name(tensor.data_type),
-                        tensor.shape
+                        data_type_name(tensor.data_type()),
+                        tensor.shape()
                     ),
                     "make data_type and shape those the NEFF was compiled for",
                 ),
@@ -497,13 +504,13 @@ impl Checker<'_> {
                     format!("{error}, so the dtype rule was not checked"),
                     "nothing to fix in the metaneff; the NEFF's neff.json has an unknown dltype",
                 ),
-                Some(Ok(dltype)) if !agrees_with_dltype(dltype, tensor.data_type) => {
+                Some(Ok(dltype)) if !agrees_with_dltype(dltype, tensor.data_type()) => {
                     push(
                         &mut found,
                         Code::DtypeMismatch,
                         format!(
                             "data_type is {}, expected {} for neff.json dltype {dltype}",
-                            data_type_name(tensor.data_type),
+                            data_type_name(tensor.data_type()),
                             data_types_where(|value| agrees_with_dltype(dltype, value))
                         ),
                         "set data_type to the type the NEFF was compiled for",
@@ -518,10 +525,10 @@ impl Checker<'_> {
     /// `output_aliases_to`: keys are output indexes, values input indexes, and the two tensors
     /// have the same dtype and shape (the output is written into the input's buffer).
     fn aliases(&mut self) {
-        let n_inputs = self.meta.input_tensors.len();
-        let n_outputs = self.meta.output_tensors.len();
+        let n_inputs = self.meta.input_tensors().len();
+        let n_outputs = self.meta.output_tensors().len();
         let mut found = Vec::new();
-        for (&output, &input) in &self.meta.output_aliases_to {
+        for &(output, input) in self.meta.output_aliases_to() {
             let output_index = usize::try_from(output).ok().filter(|&o| o < n_outputs);
             let input_index = usize::try_from(input).ok().filter(|&i| i < n_inputs);
             let (Some(output_index), Some(input_index)) = (output_index, input_index) else {
@@ -536,24 +543,24 @@ impl Checker<'_> {
                 });
                 continue;
             };
-            let out = &self.meta.output_tensors[output_index];
-            let inp = &self.meta.input_tensors[input_index];
-            if out.data_type != inp.data_type || out.shape != inp.shape {
+            let Some(out) = self.meta.output_tensors().get(output_index) else { continue };
+            let Some(inp) = self.meta.input_tensors().get(input_index) else { continue };
+            if out.data_type() != inp.data_type() || out.shape() != inp.shape() {
                 found.push(Finding {
                     code: Code::AliasIncompatible,
                     tensor: Some(TensorRef {
                         side: Side::Output,
                         index: Some(output_index),
-                        name: lossy(&out.name),
+                        name: lossy(out.name()),
                     }),
                     message: format!(
                         "aliases input {input_index} {:?} ({} {:?}) but is {} {:?}, expected the \
                          same dtype and shape",
-                        lossy(&inp.name),
-                        data_type_name(inp.data_type),
-                        inp.shape,
-                        data_type_name(out.data_type),
-                        out.shape
+                        lossy(inp.name()),
+                        data_type_name(inp.data_type()),
+                        inp.shape(),
+                        data_type_name(out.data_type()),
+                        out.shape()
                     ),
                     fix: "alias the output to the input it updates, or remove the alias".to_owned(),
                 });
@@ -567,11 +574,15 @@ impl Checker<'_> {
         let mut found = Vec::new();
         // The rank of the latest input so far and the index that set it.
         let mut latest: Option<(u8, usize)> = None;
-        for (index, tensor) in self.meta.input_tensors.iter().enumerate() {
+        for (index, tensor) in self.meta.input_tensors().iter().enumerate() {
             let tensor_ref = || {
-                Some(TensorRef { side: Side::Input, index: Some(index), name: lossy(&tensor.name) })
+                Some(TensorRef {
+                    side: Side::Input,
+                    index: Some(index),
+                    name: lossy(tensor.name()),
+                })
             };
-            let rank = match tensor.r#type {
+            let rank = match tensor.r#type() {
                 0 => {
                     found.push(Finding {
                         code: Code::UntypedInput,
@@ -626,8 +637,8 @@ impl Checker<'_> {
     fn checkpoint_keys(&mut self) {
         let mut found = Vec::new();
         let mut seen = BTreeMap::<&[u8], usize>::new();
-        for (index, tensor) in self.meta.input_tensors.iter().enumerate() {
-            let kind = match tensor.r#type {
+        for (index, tensor) in self.meta.input_tensors().iter().enumerate() {
+            let kind = match tensor.r#type() {
                 2 => "INPUT_STATE",
                 3 => "INPUT_WEIGHT",
                 _ => continue,
@@ -635,9 +646,9 @@ impl Checker<'_> {
             let tensor_ref = Some(TensorRef {
                 side: Side::Input,
                 index: Some(index),
-                name: lossy(&tensor.name),
+                name: lossy(tensor.name()),
             });
-            match &tensor.checkpoint_key {
+            match tensor.checkpoint_key() {
                 None => found.push(Finding {
                     code: Code::MissingCheckpointKey,
                     tensor: tensor_ref,
@@ -646,7 +657,7 @@ impl Checker<'_> {
                         .to_owned(),
                 }),
                 Some(key) => {
-                    if let Some(&first) = seen.get(&key[..]) {
+                    if let Some(&first) = seen.get(key) {
                         found.push(Finding {
                             code: Code::DuplicateCheckpointKey,
                             tensor: tensor_ref,
@@ -670,10 +681,14 @@ impl Checker<'_> {
     fn dynamic_batch(&mut self) {
         let mut found = Vec::new();
         for (side, index, tensor) in self.tensors() {
-            if tensor.allow_dynamic_batch_size && tensor.shape.is_empty() {
+            if tensor.allow_dynamic_batch_size() && tensor.shape().is_empty() {
                 found.push(Finding {
                     code: Code::DynamicBatchWithoutLeadingDimension,
-                    tensor: Some(TensorRef { side, index: Some(index), name: lossy(&tensor.name) }),
+                    tensor: Some(TensorRef {
+                        side,
+                        index: Some(index),
+                        name: lossy(tensor.name()),
+                    }),
                     message: "allow_dynamic_batch_size is set on a scalar, expected a tensor \
                               with a leading (batch) dimension"
                         .to_owned(),
@@ -687,7 +702,7 @@ impl Checker<'_> {
     /// The HLO module, when present: valid, and its entry's parameters and results match the
     /// inputs and outputs in order, dtype and shape.
     fn hlo(&mut self) {
-        let bytes = &self.meta.serialized_graph_def;
+        let bytes = self.meta.serialized_graph_def();
         if bytes.is_empty() {
             return;
         }
@@ -749,20 +764,20 @@ impl Checker<'_> {
                     |t| t.as_str_name().to_owned(),
                 );
                 let type_ok = XlaPrimitiveType::from_name(&xla_name)
-                    .is_ok_and(|xla_type| producers_write(xla_type, tensor.data_type));
-                if !type_ok || shape.dimensions != tensor.shape {
+                    .is_ok_and(|xla_type| producers_write(xla_type, tensor.data_type()));
+                if !type_ok || shape.dimensions != tensor.shape() {
                     found.push(Finding {
                         code: mismatch_code,
                         tensor: Some(TensorRef {
                             side,
                             index: Some(index),
-                            name: lossy(&tensor.name),
+                            name: lossy(tensor.name()),
                         }),
                         message: format!(
                             "HLO {what} {index} is {xla_name} {:?}, the metaneff says {} {:?}",
                             shape.dimensions,
-                            data_type_name(tensor.data_type),
-                            tensor.shape
+                            data_type_name(tensor.data_type()),
+                            tensor.shape()
                         ),
                         fix: format!(
                             "make the tensor's data_type and shape those of HLO {what} {index}"
@@ -777,17 +792,17 @@ impl Checker<'_> {
     /// The count fields, when a producer wrote any, agree with the tensor types.
     fn count_fields(&mut self) {
         let meta = self.meta;
-        if meta.num_user_inputs == 0 && meta.num_states == 0 && meta.num_weights == 0 {
+        if meta.num_user_inputs() == 0 && meta.num_states() == 0 && meta.num_weights() == 0 {
             return;
         }
         let count = |wanted: &[i32]| {
-            let n = meta.input_tensors.iter().filter(|t| wanted.contains(&t.r#type)).count();
+            let n = meta.input_tensors().iter().filter(|t| wanted.contains(&t.r#type())).count();
             i64::try_from(n).unwrap_or(i64::MAX)
         };
         for (field, value, actual) in [
-            ("num_user_inputs", meta.num_user_inputs, count(&[0, 1])),
-            ("num_states", meta.num_states, count(&[2])),
-            ("num_weights", meta.num_weights, count(&[3])),
+            ("num_user_inputs", meta.num_user_inputs(), count(&[0, 1])),
+            ("num_states", meta.num_states(), count(&[2])),
+            ("num_weights", meta.num_weights(), count(&[3])),
         ] {
             if value != actual {
                 self.push(

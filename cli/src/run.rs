@@ -111,11 +111,12 @@ pub(crate) fn program(args: &RunArgs, neff_has_one: bool) -> Result<Option<(Vec<
     }
     if let Some(path) = &args.metaneff {
         let bytes = input::read_capped(path, args.max_input_bytes)?;
-        let message =
-            abi::metaneff::decode(&bytes).map_err(|err| anyhow!("{}: {err}", path.display()))?;
-        if !message.serialized_graph_def.is_empty() {
+        // The bytes are ours: decoding shares them instead of copying the graph.
+        let message = abi::metaneff::Decoded::decode_owned(bytes.into())
+            .map_err(|err| anyhow!("{}: {err}", path.display()))?;
+        if !message.serialized_graph_def().is_empty() {
             let origin = format!("serialized_graph_def of {}", path.display());
-            return Ok(Some((message.serialized_graph_def.to_vec(), origin)));
+            return Ok(Some((message.serialized_graph_def().to_vec(), origin)));
         }
     }
     if args.allow_opaque {

@@ -22,7 +22,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use abi::dtype::{ScalarType, decode_elements, scalar_type_of_raw};
-use abi::metaneff::MetaNeff;
+use abi::metaneff::Decoded;
+use abi::metaneff::decoded::DecodedTensor;
 use abi::runtime::Framework;
 use abi::runtime::prelude::*;
 use abi::status::NrtStatus;
@@ -46,20 +47,20 @@ fn lossy(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
-fn is_user(tensor: &abi::metaneff::MetaTensor) -> bool {
-    matches!(tensor.r#type, 0 | 1)
+fn is_user(tensor: &DecodedTensor<'_>) -> bool {
+    matches!(tensor.r#type(), 0 | 1)
 }
 
 /// The user inputs, read from the `--input` items, in metaneff order.
-fn read_inputs(args: &RunArgs, meta: &MetaNeff) -> Result<Vec<HostTensor>> {
+fn read_inputs(args: &RunArgs, meta: &Decoded) -> Result<Vec<HostTensor>> {
     let users: Vec<String> =
-        meta.input_tensors.iter().filter(|t| is_user(t)).map(|t| lossy(&t.name)).collect();
+        meta.input_tensors().iter().filter(is_user).map(|t| lossy(t.name())).collect();
     // The signature's types tell the fp8 types' shared descr `|V1` apart.
     let types: Vec<Option<ScalarType>> = meta
-        .input_tensors
+        .input_tensors()
         .iter()
-        .filter(|t| is_user(t))
-        .map(|t| scalar_type_of_raw(t.data_type).ok())
+        .filter(is_user)
+        .map(|t| scalar_type_of_raw(t.data_type()).ok())
         .collect();
     let mut slots: Vec<Option<PathBuf>> = vec![None; users.len()];
     let mut positional = Vec::new();
@@ -115,27 +116,27 @@ fn npy_tensor(bytes: &[u8], scalar_type: Option<ScalarType>) -> Result<HostTenso
 }
 
 /// The weights of `--weights`, checked against the metaneff's states and weights.
-fn read_weights(args: &RunArgs, meta: &MetaNeff) -> Result<Weights> {
+fn read_weights(args: &RunArgs, meta: &Decoded) -> Result<Weights> {
     let Some(path) = &args.weights else {
         return Ok(Weights::new());
     };
     let file = path.display().to_string();
     let bytes = input::read_capped(path, args.max_input_bytes)?;
     let weights = crate::safetensors::parse(&file, &bytes)?;
-    for tensor in &meta.input_tensors {
-        let kind = match tensor.r#type {
+    for tensor in meta.input_tensors() {
+        let kind = match tensor.r#type() {
             2 => "INPUT_STATE",
             3 => "INPUT_WEIGHT",
             _ => continue,
         };
-        let Some(key) = &tensor.checkpoint_key else { continue };
-        let name = lossy(&tensor.name);
-        let expected = match scalar_type_of_raw(tensor.data_type) {
-            Ok(scalar_type) => (scalar_type, tensor.shape.as_slice()),
+        let Some(key) = tensor.checkpoint_key() else { continue };
+        let name = lossy(tensor.name());
+        let expected = match scalar_type_of_raw(tensor.data_type()) {
+            Ok(scalar_type) => (scalar_type, tensor.shape()),
             Err(_) => continue,
         };
         let expected_text = format!("{} {:?}", expected.0.name(), expected.1);
-        match weights.get(&key[..]) {
+        match weights.get(key) {
             None if kind == "INPUT_WEIGHT" => bail!(
                 "{file}: no tensor {:?}, expected {expected_text} for {kind} {name:?}",
                 lossy(key)
@@ -166,15 +167,13 @@ pub(crate) fn summary(name: &str, tensor: &HostTensor) -> String {
 }
 
 /// The names of the outputs `forward` returns, in its order.
-fn output_names(meta: &MetaNeff) -> Vec<String> {
-    let return_aliases = meta.model_config.as_ref().is_some_and(|c| c.return_aliases);
-    meta.output_tensors
+fn output_names(meta: &Decoded) -> Vec<String> {
+    let return_aliases = meta.model_config().is_some_and(|c| c.return_aliases);
+    meta.output_tensors()
         .iter()
         .enumerate()
-        .filter(|(index, _)| {
-            return_aliases || !meta.output_aliases_to.contains_key(&(*index as i64))
-        })
-        .map(|(_, tensor)| lossy(&tensor.name))
+        .filter(|(index, _)| return_aliases || meta.alias_of(*index as i64).is_none())
+        .map(|(_, tensor)| lossy(tensor.name()))
         .collect()
 }
 
@@ -183,8 +182,8 @@ pub(crate) fn run(args: &RunArgs) -> Result<bool> {
     let metaneff_path = args.metaneff.as_deref().unwrap_or(Path::new("-"));
     let neff = input::read_capped(&args.neff, args.max_input_bytes)?;
     let metaneff = input::read_capped(metaneff_path, args.max_input_bytes)?;
-    let meta = abi::metaneff::decode(&metaneff)
-        .map_err(|err| anyhow!("{}: {err}", metaneff_path.display()))?;
+    let meta =
+        Decoded::decode(&metaneff).map_err(|err| anyhow!("{}: {err}", metaneff_path.display()))?;
     let description = sim::neff_load::describe_neff(&neff).map_err(|err| {
         anyhow!("{}: {} ({})", args.neff.display(), err.detail, err.status.name())
     })?;

@@ -8,7 +8,9 @@
 //!
 //! Decoding is one pass over the bytes ([`view::MetaneffView`]) that checks the wire form and
 //! records where each field lies, borrowing names, keys and the graph from the input; [`decode`]
-//! and [`decode_owned`] build the prost message from that view. A malformed message is reported
+//! and [`decode_owned`] build the prost message from that view; [`Decoded`] keeps it as flat
+//! tables over the message's bytes instead, for readers that never edit it, without an
+//! allocation per tensor. A malformed message is reported
 //! with the byte offset and the field path where it goes wrong, by the reference decoder
 //! ([`decode_reference`]): the wire form walked against the schema ([`check_wire`]), then prost.
 //! That walk is driven by the embedded descriptor, not by a hand-written table, so it cannot
@@ -19,6 +21,7 @@
 //! docs/libtorchneuron.md §6 was read with `38 00` for a default `type`, which a proto3 encoder
 //! never writes.
 
+pub mod decoded;
 pub mod diff;
 pub mod edit;
 pub mod text;
@@ -34,6 +37,7 @@ use std::sync::OnceLock;
 use prost::Message as _;
 use prost_reflect::{DescriptorPool, Kind, MessageDescriptor};
 
+pub use decoded::Decoded;
 pub use generated::*;
 
 /// The enums nested in [`MetaTensor`]: the generated [`Type`](meta_tensor::Type), and the

@@ -154,29 +154,57 @@ impl<'a> ShapeView<'a> {
     /// The allocation failed.
     pub fn to_vec(&self) -> Result<Vec<i64>, TryReserveError> {
         let mut out = Vec::new();
-        if self.form == ShapeForm::Packed {
-            // One pass over the checked run: each varint ends at its one byte below 0x80, so
-            // the dimensions are gathered as the bytes come, and the count reserved first is
-            // the number of those bytes.
-            if self.bytes.is_empty() {
-                return Ok(out);
-            }
-            out.try_reserve_exact(count_varints(self.bytes))?;
-            let (mut value, mut shift) = (0u64, 0u32);
-            for &byte in self.bytes {
-                value |= u64::from(byte & 0x7f).wrapping_shl(shift);
-                if byte < 0x80 {
-                    out.push(value as i64);
-                    (value, shift) = (0, 0);
-                } else {
-                    shift += 7;
-                }
-            }
+        if self.bytes.is_empty() {
             return Ok(out);
         }
         out.try_reserve_exact(self.len())?;
-        out.extend(self.iter());
+        self.append_to(&mut out);
+        debug_assert_eq!(out.len(), self.len(), "a checked run is whole varints");
         Ok(out)
+    }
+
+    /// At least the number of dimensions, found without reading them: each takes a byte at
+    /// least.
+    #[inline(always)]
+    pub(super) fn max_len(&self) -> usize {
+        match self.form {
+            ShapeForm::Packed => self.bytes.len(),
+            ShapeForm::Fields => self.fields_len,
+        }
+    }
+
+    /// Appends the dimensions to `out`, which the caller has reserved [`Self::max_len`] more
+    /// elements of.
+    #[inline(always)]
+    pub(super) fn append_to(&self, out: &mut Vec<i64>) {
+        if self.form == ShapeForm::Packed {
+            // The run was checked: whole varints, none over ten bytes. One and two bytes (every
+            // dimension below 16 384) are read inline.
+            let run = self.bytes;
+            let mut pos = 0;
+            while let Some(&first) = run.get(pos) {
+                if first < 0x80 {
+                    out.push(i64::from(first));
+                    pos += 1;
+                    continue;
+                }
+                match run.get(pos + 1) {
+                    Some(&second) if second < 0x80 => {
+                        out.push(i64::from(first & 0x7f) | (i64::from(second) << 7));
+                        pos += 2;
+                    }
+                    _ => match long_varint(run, pos) {
+                        (_, 0) => return,
+                        (value, after) => {
+                            out.push(value as i64);
+                            pos = after;
+                        }
+                    },
+                }
+            }
+        } else {
+            out.extend(self.iter());
+        }
     }
 }
 
@@ -1049,4 +1077,4 @@ fn parse_alias_entry(bytes: &[u8], n_unknown: &mut usize) -> Result<(i64, i64), 
 }
 
 #[cfg(test)]
-mod tests;
+pub(super) mod tests;

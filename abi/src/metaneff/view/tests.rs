@@ -33,7 +33,7 @@ fn check_agrees_with_reference(bytes: &[u8]) {
 }
 
 /// Every `metaneff.pb` under `dir`, recursively.
-fn metaneff_files(dir: &Path, found: &mut Vec<PathBuf>) {
+pub(in crate::metaneff) fn metaneff_files(dir: &Path, found: &mut Vec<PathBuf>) {
     let entries = std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
     for entry in entries {
         let path = entry.expect("a directory entry").path();
@@ -240,7 +240,10 @@ fn the_last_alias_entry_for_an_output_wins() {
 
 /// The bytes of `message` changed at a few places: bytes overwritten, inserted or removed, so
 /// that most results are malformed somewhere inside a field.
-fn mutated(message: MetaNeff, edits: Vec<(prop::sample::Index, u8, u8)>) -> Vec<u8> {
+pub(in crate::metaneff) fn mutated(
+    message: MetaNeff,
+    edits: Vec<(prop::sample::Index, u8, u8)>,
+) -> Vec<u8> {
     let mut bytes = encode(&message);
     for (at, kind, value) in edits {
         let position = at.index(bytes.len() + 1);
@@ -282,7 +285,7 @@ fn scrambled_tensor(tensor: &MetaTensor) -> Vec<u8> {
 
 /// A whole message written out of order: scalars first, `model_config` in two occurrences
 /// that merge, outputs before inputs, alias entries value first.
-fn scrambled(message: &MetaNeff) -> Vec<u8> {
+pub(in crate::metaneff) fn scrambled(message: &MetaNeff) -> Vec<u8> {
     use crate::wire::{put_len_field, put_varint_field};
     let mut out = Vec::new();
     put_varint_field(&mut out, 9, message.num_weights as u64);
