@@ -234,6 +234,12 @@ fn fold_extremum_f32<const MAX: bool>(chunk: &[f32], init: f32) -> f32 {
 #[inline]
 pub(crate) fn fold_run_f32(op: Binary, run: &[f32], init: f32, format: Option<SmallFloat>) -> f32 {
     if let Some(format) = format {
+        // Max and min as in `fast_fold`: in lanes, exact without the rounding.
+        match op {
+            Binary::Max if run.len() >= LANE_RUN => return fold_extremum_f32::<true>(run, init),
+            Binary::Min if run.len() >= LANE_RUN => return fold_extremum_f32::<false>(run, init),
+            _ => {}
+        }
         return run
             .iter()
             .fold(init, |a, &b| format.decode(format.encode_f32(f32::binary(op, a, b))));
@@ -267,13 +273,20 @@ fn fold_runs_op<T: Copy>(
 /// Folds with a recognised binary reducer; `None` when the type has no fast path.
 fn fast_fold(op: Binary, data: &Data, init: &Data, layout: Layout) -> Result<Option<Data>, Fail> {
     let Layout { run, groups, inner } = layout;
+    let extremum_lanes = inner.is_none() && run >= LANE_RUN;
     macro_rules! small {
         ($variant:ident, $format:expr, $t:ty, $v:expr, $i:expr) => {{
             let w = widen($format, $v)?;
             let i0 = $format.decode(u32::from($i[0]));
-            let folded = fold_runs(&w, i0, layout, |a, b| {
-                $format.decode($format.encode_f32(f32::binary(op, a, b)))
-            })?;
+            let folded = match op {
+                // The max (min) of a format's values is one of them (or NaN), which rounding
+                // leaves alone: the lane fold gives the rounding sequential fold's bits.
+                Binary::Max if extremum_lanes => fold_runs_extremum_f32::<true>(&w, i0, run)?,
+                Binary::Min if extremum_lanes => fold_runs_extremum_f32::<false>(&w, i0, run)?,
+                _ => fold_runs(&w, i0, layout, |a, b| {
+                    $format.decode($format.encode_f32(f32::binary(op, a, b)))
+                })?,
+            };
             Data::$variant(folded.iter().map(|&x| $format.encode_f32(x) as $t).collect())
         }};
     }
@@ -1031,6 +1044,42 @@ mod tests {
                 };
                 let lanes: Vec<u32> = lanes.expect("fits").iter().map(|x| x.to_bits()).collect();
                 assert_eq!(lanes, naive, "{op:?} run {run} nan {with_nan}");
+            }
+        }
+    }
+
+    #[test]
+    fn narrow_float_extrema_in_lanes_equal_the_rounding_sequential_fold() {
+        // bf16 and f8 values with NaN, both zeros and infinities, over runs above and below the
+        // lane threshold: the lane fold must give the bits of rounding after every step.
+        for format in [SmallFloat::Bf16, SmallFloat::F16, SmallFloat::F8e4m3fn] {
+            let width = if format.bits() == 8 { 256 } else { 65536 };
+            let all: Vec<f32> = (0..width).map(|b| format.decode((b * 40503) % width)).collect();
+            for (start, len) in [(0usize, 64usize), (7, 200), (100, 1000), (3, 63), (50, 17)] {
+                for nan in [false, true] {
+                    let mut run: Vec<f32> =
+                        (0..len).map(|i| all[(start + i * 13) % all.len()]).collect();
+                    if !nan {
+                        run.retain(|x| !x.is_nan());
+                    }
+                    run.push(-0.0);
+                    run.push(0.0);
+                    for op in [Binary::Max, Binary::Min] {
+                        for init in [f32::NEG_INFINITY, 0.0, -0.0, 1.0] {
+                            let init = format.decode(format.encode_f32(init));
+                            let got = fold_run_f32(op, &run, init, Some(format));
+                            let want = run.iter().fold(init, |a, &b| {
+                                format.decode(format.encode_f32(f32::binary(op, a, b)))
+                            });
+                            assert_eq!(
+                                format.encode_f32(got),
+                                format.encode_f32(want),
+                                "{format:?} {op:?} run {start}+{len} nan {nan} init {init}"
+                            );
+                            assert_eq!(got.to_bits(), want.to_bits());
+                        }
+                    }
+                }
             }
         }
     }
