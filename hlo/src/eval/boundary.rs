@@ -1,7 +1,8 @@
 //! Arrays crossing into and out of the interpreter in its own typed storage.
 //!
 //! [`Array`] holds bytes, so a run over arrays copies every argument once into the typed
-//! vectors the kernels work on, and every result once back. A caller whose data is somewhere
+//! vectors the kernels work on (all but the f32 ones that only dots read, which the gemm reads
+//! in place), and every result once back. A caller whose data is somewhere
 //! else (device memory, a file) would copy twice: into an `Array`, then into the interpreter.
 //! [`Input`] is built straight from where the bytes are (a borrowed slice in any layout, or a
 //! reader) into the typed storage, and [`Output`] writes a result straight into the caller's
@@ -9,7 +10,7 @@
 
 use std::sync::Arc;
 
-use super::tensor::{Data, ReadFail, Tensor, layout_strides};
+use super::tensor::{BufferPool, Data, ReadFail, Tensor, layout_strides};
 use super::{Array, EvalError, major_to_minor};
 use crate::dtype::ElementType;
 use crate::proto;
@@ -81,9 +82,20 @@ impl Input {
         dims: &[i64],
         bytes: &[u8],
     ) -> Result<Input, EvalError> {
+        Input::from_le_bytes_pooled(ty, dims, bytes, None)
+    }
+
+    /// [`Input::from_le_bytes`] into storage from `pool` when it holds a buffer that fits.
+    pub(crate) fn from_le_bytes_pooled(
+        ty: proto::PrimitiveType,
+        dims: &[i64],
+        bytes: &[u8],
+        pool: Option<&BufferPool>,
+    ) -> Result<Input, EvalError> {
         let (element, udims, n_bytes) = check_shape(ty, dims)?;
         check_len(element, &udims, n_bytes, bytes.len())?;
-        let data = Data::from_le_bytes(element, bytes)
+        let spare = pool.and_then(|pool| pool.take(element, n_bytes / element.item_size()));
+        let data = Data::from_le_bytes_into(element, bytes, spare)
             .map_err(|_| alloc_error(element, &udims, n_bytes as u64))?;
         Ok(Input { tensor: Tensor { dims: udims, data } })
     }

@@ -11,6 +11,7 @@ use super::op_context::{OpContext, invalid};
 use super::program::{Comp, Instr, Op, Program, Reducer, SimpleComparator};
 use super::reduce::WindowDim;
 use super::shape::{Shape, check_budget, parse_shape, shape_bytes, shape_elems};
+use super::tensor::{BufferPool, POOL_MAX_IDLE_BYTES};
 use super::{EvalError, EvalOptions, Fail};
 use crate::proto;
 
@@ -64,7 +65,8 @@ impl Program {
             compiler.comps.push(comp);
         }
         let entry = compiler.plan[&entry_index];
-        Ok(Program { comps: compiler.comps, entry, options: options.clone() })
+        let pool = BufferPool::with_limit(options.budget_bytes.min(POOL_MAX_IDLE_BYTES));
+        Ok(Program { comps: compiler.comps, entry, options: options.clone(), pool })
     }
 
     /// Sets the limits every later run of this program gets ([`EvalOptions::work_budget`] and

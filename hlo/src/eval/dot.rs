@@ -29,10 +29,10 @@ use super::shape::ArrayShape;
 use pulp::Simd;
 
 use super::op_context::{OpContext, invalid};
-use super::packed_gemm::{self, Bf16Bits, F8Bits, F16Bits, Kernel, Source};
+use super::packed_gemm::{self, Bf16Bits, F8Bits, F16Bits, F32Bytes, Kernel, Source};
 use super::program::Op;
 use super::shape_ops::transpose;
-use super::tensor::{Data, filled};
+use super::tensor::{BufferPool, Data, filled, reuse_or_alloc};
 use crate::dtype::{ElementType, SmallFloat};
 use crate::proto;
 
@@ -139,6 +139,7 @@ impl DotPlan {
         rhs: &Data,
         out_ty: ElementType,
         budget: u64,
+        pool: &BufferPool,
     ) -> Result<Data, Fail> {
         if let Some(sums) = self.few_rows(lhs, rhs, out_ty, budget)? {
             return round_result(Data::F32(sums), out_ty);
@@ -181,7 +182,12 @@ impl DotPlan {
                 Data::S64(c)
             }
             _ => {
-                let mut c = filled(out_elems, 0.0f32)?;
+                let spare = match pool.take(ElementType::F32, out_elems) {
+                    Some(Data::F32(v)) => Some(v),
+                    _ => None,
+                };
+                let mut c = reuse_or_alloc(spare, out_elems)?;
+                c.resize(out_elems, 0.0);
                 if let (Some(a), Some(b)) = (Floats::of(lhs), Floats::of(rhs)) {
                     self.batched_floats(a, b, &mut c)?;
                 } else {
@@ -195,7 +201,12 @@ impl DotPlan {
                 Data::F32(c)
             }
         };
-        round_result(result, out_ty)
+        if result.ty() == out_ty {
+            return Ok(result);
+        }
+        let rounded = rounded_copy(&result, out_ty);
+        pool.give(result);
+        rounded
     }
 
     /// A float dot with fewer rows than half the gemm's register tile (attention of one query
@@ -308,6 +319,137 @@ impl DotPlan {
                 k,
                 n,
             );
+        }
+    }
+}
+
+/// An operand of a dot: a value in the interpreter's storage, or an entry argument's f32
+/// elements as the caller's little-endian bytes, which the packed gemm reads where they lie.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Operand<'a> {
+    Data(&'a Data),
+    F32Bytes(&'a [u8]),
+}
+
+impl<'a> Operand<'a> {
+    /// The elements as a value: borrowed, or decoded from the bytes.
+    fn decoded(self) -> Result<std::borrow::Cow<'a, Data>, Fail> {
+        match self {
+            Operand::Data(data) => Ok(std::borrow::Cow::Borrowed(data)),
+            Operand::F32Bytes(bytes) => {
+                Data::from_le_bytes(ElementType::F32, bytes).map(std::borrow::Cow::Owned)
+            }
+        }
+    }
+
+    /// Whether the elements are f32 (in either form).
+    fn is_f32(self) -> bool {
+        match self {
+            Operand::Data(data) => data.ty() == ElementType::F32,
+            Operand::F32Bytes(_) => true,
+        }
+    }
+}
+
+impl DotPlan {
+    /// Whether operand `side` (0 for the lhs, 1 for the rhs) is read by the packed gemm in
+    /// place when both operands are f32: it is in gemm order already, and the product is one the
+    /// packed kernel takes (so never one for [`FewRows`], which needs fewer rows). A caller may
+    /// then hand that operand to [`DotPlan::run_operands`] as bytes, saving a copy.
+    pub(crate) fn reads_f32_in_place(&self, side: usize) -> bool {
+        let kernel = packed_gemm::chosen();
+        let perm = if side == 0 { &self.lhs_perm } else { &self.rhs_perm };
+        perm.iter().enumerate().all(|(i, &p)| i == p)
+            && kernel != Kernel::Portable
+            && self.m >= kernel.tile_rows() / 2
+            && self.n >= 16
+            && self.k > 0
+    }
+
+    /// [`DotPlan::run`] on operands that may be bytes. An f32 product whose operands are both in
+    /// gemm order runs on the packed gemm straight from the bytes, computing what
+    /// [`DotPlan::run`] computes from the decoded values (the same panels, the same sums);
+    /// anything else decodes the bytes first.
+    pub(crate) fn run_operands(
+        &self,
+        lhs: Operand<'_>,
+        rhs: Operand<'_>,
+        out_ty: ElementType,
+        budget: u64,
+        pool: &BufferPool,
+    ) -> Result<Data, Fail> {
+        let in_place = lhs.is_f32()
+            && rhs.is_f32()
+            && compute_type(ElementType::F32, ElementType::F32, out_ty) == ElementType::F32
+            && self.reads_f32_in_place(0)
+            && self.reads_f32_in_place(1);
+        if !in_place {
+            let (lhs, rhs) = (lhs.decoded()?, rhs.decoded()?);
+            return self.run(&lhs, &rhs, out_ty, budget, pool);
+        }
+        let (m, k, n) = (self.m, self.k, self.n);
+        let out_elems = self.batch * m * n;
+        super::shape::check_budget(
+            Some((out_elems as u64).saturating_mul(8)),
+            budget.saturating_mul(2),
+        )?;
+        let spare = match pool.take(ElementType::F32, out_elems) {
+            Some(Data::F32(v)) => Some(v),
+            _ => None,
+        };
+        let mut c = reuse_or_alloc(spare, out_elems)?;
+        c.resize(out_elems, 0.0);
+        let kernel = packed_gemm::chosen();
+        let threads = threads_for(m * n * k, n / 16);
+        let done = (0..self.batch).all(|i| {
+            let a = f32_range(lhs, i * m * k, m * k);
+            let b = f32_range(rhs, i * k * n, k * n);
+            let c = &mut c[i * m * n..(i + 1) * m * n];
+            match (a, b) {
+                (F32Source::Values(a), F32Source::Values(b)) => {
+                    packed_gemm::gemm(kernel, a, b, c, (m, k, n), threads)
+                }
+                (F32Source::Values(a), F32Source::Bytes(b)) => {
+                    packed_gemm::gemm(kernel, a, b, c, (m, k, n), threads)
+                }
+                (F32Source::Bytes(a), F32Source::Values(b)) => {
+                    packed_gemm::gemm(kernel, a, b, c, (m, k, n), threads)
+                }
+                (F32Source::Bytes(a), F32Source::Bytes(b)) => {
+                    packed_gemm::gemm(kernel, a, b, c, (m, k, n), threads)
+                }
+            }
+        });
+        let result = Data::F32(c);
+        if !done {
+            // No packing buffer to be had: the general path, from decoded values.
+            pool.give(result);
+            let (lhs, rhs) = (lhs.decoded()?, rhs.decoded()?);
+            return self.run(&lhs, &rhs, out_ty, budget, pool);
+        }
+        if out_ty == ElementType::F32 {
+            return Ok(result);
+        }
+        let rounded = rounded_copy(&result, out_ty);
+        pool.give(result);
+        rounded
+    }
+}
+
+/// An f32 operand as the packed gemm reads it.
+enum F32Source<'a> {
+    Values(&'a [f32]),
+    Bytes(F32Bytes<'a>),
+}
+
+/// Elements `start .. start + len` of an f32 operand (an empty source for any other type,
+/// which the gemm's length check then declines).
+fn f32_range(operand: Operand<'_>, start: usize, len: usize) -> F32Source<'_> {
+    match operand {
+        Operand::Data(Data::F32(v)) => F32Source::Values(&v[start..start + len]),
+        Operand::Data(_) => F32Source::Values(&[]),
+        Operand::F32Bytes(bytes) => {
+            F32Source::Bytes(F32Bytes(&bytes[start * 4..(start + len) * 4]))
         }
     }
 }
@@ -465,18 +607,23 @@ fn dot<S: Simd>(simd: S, x: &[f32], y: &[f32]) -> f32 {
 /// per element, to nearest even; bf16 and f16 on fast paths of their own, since the general
 /// conversion goes through f64 and showed in the profile of a narrow dot as much as the gemm.
 pub(crate) fn round_result(result: Data, ty: ElementType) -> Result<Data, Fail> {
+    if result.ty() == ty { Ok(result) } else { rounded_copy(&result, ty) }
+}
+
+/// [`round_result`] of sums not of type `ty`, leaving them to the caller (to give back to a
+/// pool).
+fn rounded_copy(result: &Data, ty: ElementType) -> Result<Data, Fail> {
     let narrowed = |v: &[f32], round: fn(f32) -> u16| -> Result<Vec<u16>, Fail> {
         let mut out = super::tensor::try_alloc(v.len())?;
         out.extend(v.iter().map(|&x| round(x)));
         Ok(out)
     };
-    match (&result, ty) {
-        _ if result.ty() == ty => Ok(result),
+    match (result, ty) {
         (Data::F32(v), ElementType::Bf16) => {
             Ok(Data::Bf16(narrowed(v, |x| SmallFloat::Bf16.encode_f32(x) as u16)?))
         }
         (Data::F32(v), ElementType::F16) => Ok(Data::F16(narrowed(v, f32_to_f16)?)),
-        _ => convert(&result, ty),
+        _ => convert(result, ty),
     }
 }
 
@@ -871,7 +1018,9 @@ mod tests {
                 .expect("plan");
                 let few = plan.few_rows(&encode(&lhs), &encode(&cache), ty, u64::MAX).expect("run");
                 assert_eq!(few.as_ref(), Some(&expected), "{ty:?} {out_dims:?} few rows");
-                let result = plan.run(&encode(&lhs), &encode(&cache), ty, u64::MAX).expect("run");
+                let result = plan
+                    .run(&encode(&lhs), &encode(&cache), ty, u64::MAX, &BufferPool::default())
+                    .expect("run");
                 assert_eq!(result, encode(&expected), "{ty:?} {out_dims:?}");
             }
         }
@@ -889,5 +1038,263 @@ mod tests {
             panic!("bf16 result");
         };
         assert_eq!(b, [0x3f80, 0x3f80, 0x4780, 0x8000]);
+    }
+
+    /// A program of one `[m, k] · [k, n]` dot of `ty` operands with a result of `out`.
+    fn dot_program(ty: &str, out: &str, (m, k, n): (usize, usize, usize)) -> super::super::Program {
+        let text = format!(
+            "HloModule d\nENTRY main {{\n  a = {ty}[{m},{k}] parameter(0)\n  b = {ty}[{k},{n}] \
+             parameter(1)\n  ROOT d = {out}[{m},{n}] dot(a, b), lhs_contracting_dims={{1}}, \
+             rhs_contracting_dims={{0}}\n}}\n"
+        );
+        let module = crate::text::parse_module(&text).expect("test module parses");
+        super::super::Program::compile(&module, &super::super::EvalOptions::default())
+            .expect("test module compiles")
+    }
+
+    fn f32_array(dims: &[usize], values: &[f32]) -> super::super::Array {
+        let dims: Vec<i64> = dims.iter().map(|&d| d as i64).collect();
+        super::super::Array::from_f32(&dims, values)
+    }
+
+    fn result_f32s(value: super::super::Value) -> Vec<f32> {
+        let super::super::Value::Array(array) = value else { panic!("expected an array") };
+        array.bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect()
+    }
+
+    /// Launches of one program reuse the storage of the last launch's large arguments and
+    /// results (the rhs, copied since the root returns it too, and the product are over the
+    /// pool's threshold): each result must
+    /// still be its own inputs' product, whatever the reused buffers held, including a NaN that
+    /// reaches exactly one row. Small integers keep every sum exact, so the expected values
+    /// come from the naive loop.
+    #[test]
+    fn repeated_launches_reuse_pooled_storage_and_compute_their_own_products() {
+        let (m, k, n) = (256, 300, 1024);
+        let program = compile_text(&format!(
+            "HloModule d\nENTRY main {{\n  a = f32[{m},{k}] parameter(0)\n  b = f32[{k},{n}] \
+             parameter(1)\n  d = f32[{m},{n}] dot(a, b), lhs_contracting_dims={{1}}, \
+             rhs_contracting_dims={{0}}\n  ROOT r = (f32[{m},{n}], f32[{k},{n}]) tuple(d, b)\n}}\n"
+        ));
+        assert_eq!(program.lent_leaves(), [packed_gemm::chosen() != Kernel::Portable, false]);
+        let ints = |len: usize, seed: usize| -> Vec<f32> {
+            (0..len).map(|i| ((i * 7 + seed * 13) % 11) as f32 - 5.0).collect()
+        };
+        let expect = |a: &[f32], b: &[f32]| {
+            let mut c = vec![0.0; m * n];
+            naive_matmul(a, b, &mut c, m, k, n);
+            c
+        };
+        let (a1, b1) = (ints(m * k, 1), ints(k * n, 2));
+        let (mut a2, b2) = (ints(m * k, 3), ints(k * n, 4));
+        a2[5 * k + 17] = f32::NAN;
+        let run = |a: &[f32], b: &[f32]| {
+            let value = program.run(&[f32_array(&[m, k], a), f32_array(&[k, n], b)]).expect("run");
+            let super::super::Value::Tuple(mut items) = value else { panic!("expected a tuple") };
+            assert_eq!(result_f32s(items.pop().expect("b")), b, "the rhs comes back");
+            result_f32s(items.pop().expect("d"))
+        };
+        let first = run(&a1, &b1);
+        assert_eq!(first, expect(&a1, &b1));
+        let kept = ((k * n + m * n) * 4) as u64;
+        assert!(program.pool.idle_bytes() >= kept, "the rhs and the product are kept for reuse");
+        let second = run(&a2, &b2);
+        for (row, values) in second.chunks_exact(n).enumerate() {
+            if row == 5 {
+                assert!(values.iter().all(|x| x.is_nan()), "the NaN row");
+            } else {
+                assert_eq!(values, &expect(&a2, &b2)[row * n..(row + 1) * n], "row {row}");
+            }
+        }
+        assert_eq!(run(&a1, &b1), first, "a third launch on the first inputs");
+    }
+
+    /// A bf16 dot's f32 sums go back to the pool after rounding, and the next launch sums into
+    /// them: its result is the same as that of a fresh program (for two sizes).
+    #[test]
+    fn narrow_results_from_pooled_sums_match_a_fresh_program() {
+        let (k, n) = (64, 4096);
+        let bf16 = |len: usize, seed: usize| -> super::super::Array {
+            let bytes = (0..len)
+                .flat_map(|i| {
+                    let x = ((i * 5 + seed) % 13) as f32 * 0.375 - 2.0;
+                    (SmallFloat::Bf16.encode_f32(x) as u16).to_le_bytes()
+                })
+                .collect();
+            super::super::Array { ty: proto::PrimitiveType::Bf16, dims: vec![0, 0], bytes }
+        };
+        let with_dims = |mut array: super::super::Array, dims: [usize; 2]| {
+            array.dims = dims.iter().map(|&d| d as i64).collect();
+            array
+        };
+        for m in [128, 96] {
+            let program = dot_program("bf16", "bf16", (m, k, n));
+            let args = [with_dims(bf16(m * k, m), [m, k]), with_dims(bf16(k * n, 1), [k, n])];
+            let fresh = program.clone().run(&args).expect("fresh");
+            program.run(&args).expect("fills the pool");
+            assert!(program.pool.idle_bytes() > 0);
+            assert_eq!(program.run(&args).expect("from the pool"), fresh, "m = {m}");
+        }
+    }
+
+    fn compile_text(text: &str) -> super::super::Program {
+        let module = crate::text::parse_module(text).expect("test module parses");
+        super::super::Program::compile(&module, &super::super::EvalOptions::default())
+            .expect("test module compiles")
+    }
+
+    /// Which arguments `Program::run` lends instead of copying: whole f32 parameters that only
+    /// dots in gemm order read, in products the packed kernel takes.
+    #[test]
+    fn only_arguments_that_dots_read_in_place_are_lent() {
+        let packed = packed_gemm::chosen() != Kernel::Portable;
+        let check = |body: &str, expected: &[bool]| {
+            let text = format!("HloModule l\nENTRY main {{\n{body}\n}}\n");
+            let expected: Vec<bool> = expected.iter().map(|&e| e && packed).collect();
+            assert_eq!(compile_text(&text).lent_leaves(), expected, "{body}");
+        };
+        let dims = "lhs_contracting_dims={1}, rhs_contracting_dims={0}";
+        check(
+            &format!(
+                "a = f32[64,128] parameter(0)\nb = f32[128,256] parameter(1)\n\
+                 ROOT d = f32[64,256] dot(a, b), {dims}"
+            ),
+            &[true, true],
+        );
+        // Also read by a tuple: copied. The lhs is still lent.
+        check(
+            &format!(
+                "a = f32[64,128] parameter(0)\nb = f32[128,256] parameter(1)\n\
+                 d = f32[64,256] dot(a, b), {dims}\nROOT t = (f32[64,256], f32[128,256]) tuple(d, b)"
+            ),
+            &[true, false],
+        );
+        // A transposed rhs (contracting its minor axis) is rearranged first: copied.
+        check(
+            "a = f32[64,128] parameter(0)\nb = f32[256,128] parameter(1)\n\
+             ROOT d = f32[64,256] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={1}",
+            &[true, false],
+        );
+        // One row is the few-row path's, which reads values: copied.
+        check(
+            &format!(
+                "a = f32[1,128] parameter(0)\nb = f32[128,256] parameter(1)\n\
+                 ROOT d = f32[1,256] dot(a, b), {dims}"
+            ),
+            &[false, false],
+        );
+        // Narrow operands, a mixed pair, the root, a tuple parameter: copied.
+        check(
+            &format!(
+                "a = bf16[64,128] parameter(0)\nb = bf16[128,256] parameter(1)\n\
+                 ROOT d = f32[64,256] dot(a, b), {dims}"
+            ),
+            &[false, false],
+        );
+        check(
+            &format!(
+                "a = f32[64,128] parameter(0)\nb = bf16[128,256] parameter(1)\n\
+                 ROOT d = f32[64,256] dot(a, b), {dims}"
+            ),
+            &[false, false],
+        );
+        check("ROOT a = f32[64,128] parameter(0)", &[false]);
+        check(
+            &format!(
+                "p = (f32[64,128], f32[128,256]) parameter(0)\n\
+                 a = f32[64,128] get-tuple-element(p), index=0\n\
+                 b = f32[128,256] get-tuple-element(p), index=1\n\
+                 ROOT d = f32[64,256] dot(a, b), {dims}"
+            ),
+            &[false, false],
+        );
+        // Read twice by the same dot: lent.
+        check(
+            &format!("a = f32[64,64] parameter(0)\nROOT d = f32[64,64] dot(a, a), {dims}"),
+            &[true],
+        );
+    }
+
+    /// A launch whose arguments are lent to the gemm gives, bit for bit, what a launch on
+    /// copies of them gives (`run_inputs` copies every argument): values that do not sum
+    /// exactly, NaN and infinity, odd sizes, a batch, a narrow result, an operand read twice, a
+    /// lent operand next to a computed one.
+    #[test]
+    fn lent_arguments_give_the_results_of_copied_ones() {
+        let values = |len: usize, seed: u32| -> Vec<f32> {
+            let mut state = seed.wrapping_mul(2_654_435_761) | 1;
+            (0..len)
+                .map(|i| {
+                    state ^= state << 13;
+                    state ^= state >> 17;
+                    state ^= state << 5;
+                    match i % 97 {
+                        3 if seed == 2 => f32::NAN,
+                        5 if seed == 2 => f32::INFINITY,
+                        _ => (state as f32 / u32::MAX as f32) * 2.0 - 1.0,
+                    }
+                })
+                .collect()
+        };
+        let cases: [(&str, Vec<Vec<usize>>); 6] = [
+            (
+                "a = f32[7,33] parameter(0)\nb = f32[33,50] parameter(1)\n\
+                 ROOT d = f32[7,50] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}",
+                vec![vec![7, 33], vec![33, 50]],
+            ),
+            (
+                "a = f32[70,300] parameter(0)\nb = f32[300,1030] parameter(1)\n\
+                 ROOT d = f32[70,1030] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}",
+                vec![vec![70, 300], vec![300, 1030]],
+            ),
+            (
+                "a = f32[3,9,40] parameter(0)\nb = f32[3,40,20] parameter(1)\n\
+                 ROOT d = f32[3,9,20] dot(a, b), lhs_batch_dims={0}, lhs_contracting_dims={2}, \
+                 rhs_batch_dims={0}, rhs_contracting_dims={1}",
+                vec![vec![3, 9, 40], vec![3, 40, 20]],
+            ),
+            (
+                "a = f32[12,64] parameter(0)\nb = f32[64,48] parameter(1)\n\
+                 ROOT d = bf16[12,48] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}",
+                vec![vec![12, 64], vec![64, 48]],
+            ),
+            (
+                "a = f32[32,32] parameter(0)\n\
+                 ROOT d = f32[32,32] dot(a, a), lhs_contracting_dims={1}, rhs_contracting_dims={0}",
+                vec![vec![32, 32]],
+            ),
+            (
+                "a = f32[16,24] parameter(0)\nb = f32[24,40] parameter(1)\n\
+                 e = f32[16,24] exponential(a)\n\
+                 ROOT d = f32[16,40] dot(e, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}",
+                vec![vec![16, 24], vec![24, 40]],
+            ),
+        ];
+        for (body, shapes) in cases {
+            let program = compile_text(&format!("HloModule l\nENTRY main {{\n{body}\n}}\n"));
+            assert!(
+                packed_gemm::chosen() == Kernel::Portable || program.lent_leaves().contains(&true),
+                "an argument is lent in {body}"
+            );
+            let args: Vec<super::super::Array> = shapes
+                .iter()
+                .enumerate()
+                .map(|(i, dims)| f32_array(dims, &values(dims.iter().product(), i as u32 + 1)))
+                .collect();
+            let inputs = args
+                .iter()
+                .map(|a| super::super::Input::from_le_bytes(a.ty, &a.dims, &a.bytes))
+                .collect::<Result<Vec<_>, _>>()
+                .expect("inputs");
+            let copied = program.run_inputs(inputs).expect("copied run");
+            let mut expected = vec![0u8; copied[0].n_bytes()];
+            copied[0].write_le_bytes(&mut expected).expect("bytes");
+            for launch in 0..2 {
+                let super::super::Value::Array(lent) = program.run(&args).expect("lent run") else {
+                    panic!("expected an array")
+                };
+                assert_eq!(lent.bytes, expected, "launch {launch} of {body}");
+            }
+        }
     }
 }

@@ -48,6 +48,9 @@ pub(crate) struct Ctx<'p> {
     pub(crate) rank: usize,
     pub(crate) exchange: Option<&'p Exchange>,
     meter: Meter,
+    /// Per instruction of the entry computation: the caller's bytes of a parameter whose only
+    /// readers take them in place (see [`Program::lent_leaves`]); empty when nothing is lent.
+    lent: Vec<Option<&'p [u8]>>,
 }
 
 /// One rank's work count and clock (see the module docs of `eval`): plain cells, since a rank
@@ -111,17 +114,31 @@ impl Program {
     ///
     /// Arrays are logical (row-major); a caller holding device bytes in a parameter's
     /// non-default layout runs [`Program::run_physical`] (see [`Program::parameter_layouts`]).
-    /// Each argument is copied once into the interpreter's storage and each result once out
-    /// of it; a caller whose data is not in an `Array` already saves a copy with
-    /// [`Program::run_inputs`].
+    /// An f32 argument that only dots read, in an order the gemm takes, is read where it lies;
+    /// every other argument is copied once into the interpreter's storage (into storage kept
+    /// from the last run when it is large), and each result once out of it. A caller whose data
+    /// is not in an `Array` already saves a copy with [`Program::run_inputs`].
     ///
     /// # Errors
     /// [`EvalError::ArgumentCount`] / [`EvalError::Argument`] for arguments that do not match
     /// the parameters, and any error an instruction raises.
     pub fn run(&self, args: &[Array]) -> Result<Value, EvalError> {
-        let vals = self.bind(self.inputs_of(args, false)?)?;
-        let out = self.ctx(0, None).call(self.entry, vals)?;
-        export(&out, &mut std::iter::repeat(None))
+        let lend = self.lent_leaves();
+        let vals = self.bind(self.inputs_of(args, false, &lend)?)?;
+        let mut ctx = self.ctx(0, None);
+        if lend.contains(&true) {
+            let comp = &self.comps[self.entry];
+            ctx.lent = vec![None; comp.instrs.len()];
+            for (leaf, &at) in self.leaf_params().iter().enumerate() {
+                if let (Some(at), Some(true)) = (at, lend.get(leaf)) {
+                    ctx.lent[at] = Some(&args[leaf].bytes[..]);
+                }
+            }
+        }
+        let out = ctx.call(self.entry, vals)?;
+        let value = export(&out, &mut std::iter::repeat(None));
+        self.recycle(out);
+        value
     }
 
     /// Like [`Program::run`], but each argument's bytes are in the physical order of its
@@ -132,9 +149,28 @@ impl Program {
     /// # Errors
     /// As [`Program::run`], and [`EvalError::Array`] for bytes that do not fit their shape.
     pub fn run_physical(&self, args: &[Array]) -> Result<Value, EvalError> {
-        let vals = self.bind(self.inputs_of(args, true)?)?;
+        let vals = self.bind(self.inputs_of(args, true, &[])?)?;
         let out = self.ctx(0, None).call(self.entry, vals)?;
-        export(&out, &mut self.result_layouts().into_iter())
+        let value = export(&out, &mut self.result_layouts().into_iter());
+        self.recycle(out);
+        value
+    }
+
+    /// Gives the storage of `val`'s arrays that nothing else shares to the program's pool.
+    pub(crate) fn recycle(&self, val: Val) {
+        match val {
+            Val::Array(tensor) => {
+                if let Ok(tensor) = Arc::try_unwrap(tensor) {
+                    self.pool.give(tensor.data);
+                }
+            }
+            Val::Tuple(items) => {
+                if let Ok(items) = Arc::try_unwrap(items) {
+                    items.into_iter().for_each(|item| self.recycle(item));
+                }
+            }
+            Val::Token => {}
+        }
     }
 
     /// Runs the entry computation on arguments already in the interpreter's storage (one per
@@ -176,12 +212,68 @@ impl Program {
     }
 
     fn ctx<'p>(&'p self, rank: usize, exchange: Option<&'p Exchange>) -> Ctx<'p> {
-        Ctx { program: self, rank, exchange, meter: Meter::start(self) }
+        Ctx { program: self, rank, exchange, meter: Meter::start(self), lent: Vec::new() }
+    }
+
+    /// Per entry parameter leaf: whether [`Program::run`] lends the caller's bytes instead of
+    /// copying them. A leaf is lent when it is a whole f32 parameter (not in a tuple), not the
+    /// root, and every instruction that reads it is a dot that takes it in place
+    /// ([`super::dot::DotPlan::reads_f32_in_place`]) with another f32 operand: nothing else
+    /// ever sees the placeholder it is bound to.
+    pub(crate) fn lent_leaves(&self) -> Vec<bool> {
+        let comp = &self.comps[self.entry];
+        let read_only_by_dots = |at: usize| {
+            let mut dots = 0;
+            for instr in &comp.instrs {
+                for (side, &operand) in instr.operands.iter().enumerate() {
+                    if operand != at {
+                        continue;
+                    }
+                    let (Op::Dot(plan), 0 | 1) = (&instr.op, side) else { return false };
+                    let other = instr.operands.get(1 - side).and_then(|&o| comp.instrs.get(o));
+                    let other_ty = other.and_then(|o| o.shape.array().ok()).map(|a| a.ty);
+                    if other_ty != Some(ElementType::F32) || !plan.reads_f32_in_place(side) {
+                        return false;
+                    }
+                    dots += 1;
+                }
+            }
+            dots > 0
+        };
+        self.leaf_params()
+            .into_iter()
+            .zip(self.parameter_leaves())
+            .map(|(at, shape)| {
+                at.is_some_and(|at| {
+                    shape.ty == ElementType::F32 && at != comp.root && read_only_by_dots(at)
+                })
+            })
+            .collect()
+    }
+
+    /// Per entry parameter leaf: the instruction of its parameter when the parameter is that
+    /// one array, `None` for leaves inside a tuple parameter.
+    fn leaf_params(&self) -> Vec<Option<usize>> {
+        let comp = &self.comps[self.entry];
+        let mut out = Vec::new();
+        for (p, shape) in comp.param_shapes.iter().enumerate() {
+            match shape {
+                Shape::Array(_) => out.push(comp.params.get(p).copied()),
+                _ => leaves(shape, &mut |_| out.push(None)),
+            }
+        }
+        out
     }
 
     /// The arguments as the interpreter's storage, each checked against its parameter leaf
-    /// first; `physical` reads each in its parameter's layout.
-    fn inputs_of(&self, args: &[Array], physical: bool) -> Result<Vec<Input>, EvalError> {
+    /// first; `physical` reads each in its parameter's layout. A leaf `lend` marks gets an empty
+    /// placeholder of its type and dimensions: its bytes are lent to the run instead.
+    fn inputs_of(
+        &self,
+        args: &[Array],
+        physical: bool,
+        lend: &[bool],
+    ) -> Result<Vec<Input>, EvalError> {
         let shapes = self.parameter_leaves();
         if shapes.len() != args.len() {
             return Err(EvalError::ArgumentCount { expected: shapes.len(), got: args.len() });
@@ -199,11 +291,17 @@ impl Program {
             if ty != shape.ty || dims != shape.dims {
                 return Err(mismatch(super::shape::describe_array(ty, &dims)));
             }
+            if lend.get(index) == Some(&true) {
+                let data = Data::zeros(shape.ty, 0)
+                    .map_err(|_| EvalError::Allocation { what: expected.clone(), bytes: 0 })?;
+                inputs.push(Input { tensor: Tensor { dims: shape.dims.clone(), data } });
+                continue;
+            }
             inputs.push(match (&shape.layout, physical) {
                 (Some(layout), true) => {
                     Input::from_physical(arg.ty, &arg.dims, layout, &arg.bytes)?
                 }
-                _ => Input::from_le_bytes(arg.ty, &arg.dims, &arg.bytes)?,
+                _ => Input::from_le_bytes_pooled(arg.ty, &arg.dims, &arg.bytes, Some(&self.pool))?,
             });
         }
         Ok(inputs)
@@ -251,8 +349,12 @@ impl Program {
     pub(crate) fn run_spmd(&self, args_per_rank: &[Vec<Array>]) -> Result<Vec<Value>, EvalError> {
         self.spmd(
             args_per_rank.iter().collect(),
-            |args| self.bind(self.inputs_of(args, false)?),
-            |out| export(&out, &mut std::iter::repeat(None)),
+            |args| self.bind(self.inputs_of(args, false, &[])?),
+            |out| {
+                let value = export(&out, &mut std::iter::repeat(None));
+                self.recycle(out);
+                value
+            },
         )
     }
 
@@ -413,6 +515,14 @@ impl Ctx<'_> {
         self.program.options.budget_bytes
     }
 
+    /// Whether an operand of `instr`, of computation `comp`, is a lent argument: only the
+    /// entry computation's instructions are indexed by [`Ctx::lent`].
+    fn lends_to(&self, comp: &Comp, instr: &Instr) -> bool {
+        !self.lent.is_empty()
+            && std::ptr::eq(comp, &self.program.comps[self.program.entry])
+            && instr.operands.iter().any(|&o| self.lent.get(o).is_some_and(Option::is_some))
+    }
+
     /// Runs computation `index` on `args`.
     pub(crate) fn call(&self, index: usize, args: Vec<Val>) -> Result<Val, EvalError> {
         let comp = &self.program.comps[index];
@@ -438,7 +548,9 @@ impl Ctx<'_> {
                 .map_err(|fail| fail.at(&comp.name, &instr.name, self.budget()))?;
             slots[k] = Some(value);
             for &f in &instr.frees {
-                slots[f] = None;
+                if let Some(dead) = slots[f].take() {
+                    self.program.recycle(dead);
+                }
             }
         }
         slots[comp.root].take().ok_or_else(|| EvalError::Module {
@@ -549,6 +661,25 @@ impl Ctx<'_> {
                     .map(|i| tensor(i).map(|t| &**t))
                     .collect::<Result<_, _>>()?;
                 array(plan.run(&inputs)?)
+            }
+            Op::Dot(plan) if self.lends_to(comp, instr) => {
+                let operand = |side: usize| -> Result<super::dot::Operand<'_>, Fail> {
+                    match instr
+                        .operands
+                        .get(side)
+                        .and_then(|&o| self.lent.get(o).copied().flatten())
+                    {
+                        Some(bytes) => Ok(super::dot::Operand::F32Bytes(bytes)),
+                        None => Ok(super::dot::Operand::Data(&tensor(side)?.data)),
+                    }
+                };
+                array(plan.run_operands(
+                    operand(0)?,
+                    operand(1)?,
+                    instr.shape.array()?.ty,
+                    self.budget(),
+                    &self.program.pool,
+                )?)
             }
             Op::Absorbed => Err(Fail::Internal("an absorbed instruction was run".into())),
             Op::PassThrough => operand(0).cloned(),
@@ -693,6 +824,7 @@ impl Ctx<'_> {
                 &tensor(1)?.data,
                 instr.shape.array()?.ty,
                 self.budget(),
+                &self.program.pool,
             )?),
             Op::Convolution(plan) => array(plan.run(
                 &tensor(0)?.data,

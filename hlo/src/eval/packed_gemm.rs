@@ -142,6 +142,23 @@ impl Source for &[f32] {
     }
 }
 
+/// f32 values as little-endian bytes (a caller's argument, read where it lies).
+#[derive(Clone, Copy)]
+pub(crate) struct F32Bytes<'a>(pub(crate) &'a [u8]);
+
+impl Source for F32Bytes<'_> {
+    fn elements(&self) -> usize {
+        self.0.len() / 4
+    }
+    #[inline(always)]
+    fn widen(&self, at: usize, dst: &mut [f32]) {
+        let src = &self.0[at * 4..(at + dst.len()) * 4];
+        for (d, s) in dst.iter_mut().zip(src.chunks_exact(4)) {
+            *d = f32::from_le_bytes([s[0], s[1], s[2], s[3]]);
+        }
+    }
+}
+
 /// bfloat16 bits: the high half of an f32.
 #[derive(Clone, Copy)]
 pub(crate) struct Bf16Bits<'a>(pub(crate) &'a [u16]);

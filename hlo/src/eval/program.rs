@@ -13,7 +13,7 @@ use super::gather::{GatherPlan, ScatterPlan};
 use super::reduce::WindowDim;
 use super::shape::Shape;
 use super::shape_ops::PadDim;
-use super::tensor::Tensor;
+use super::tensor::{BufferPool, Tensor};
 use crate::dtype::ElementType;
 
 /// A scalar computation recognised as one operation of its two parameters.
@@ -188,4 +188,6 @@ pub struct Program {
     pub(crate) comps: Vec<Comp>,
     pub(crate) entry: usize,
     pub(crate) options: EvalOptions,
+    /// Large buffers kept from one run for the next.
+    pub(crate) pool: BufferPool,
 }

@@ -134,6 +134,21 @@ impl Data {
         visit!(self, v => v.len())
     }
 
+    /// Elements the storage has room for.
+    pub(crate) fn capacity(&self) -> usize {
+        visit!(self, v => v.capacity())
+    }
+
+    /// Bytes of the storage (its capacity, not its length).
+    pub(crate) fn capacity_bytes(&self) -> u64 {
+        (self.capacity() as u64).saturating_mul(self.ty().item_size() as u64)
+    }
+
+    /// Drops the elements, keeping the storage.
+    pub(crate) fn clear(&mut self) {
+        visit!(self, v => v.clear())
+    }
+
     /// `n` zeros (false, 0, +0.0) of `ty`.
     pub(crate) fn zeros(ty: ElementType, n: usize) -> Result<Data, Fail> {
         Ok(match ty {
@@ -158,8 +173,22 @@ impl Data {
 
     /// Decodes little-endian bytes (pred: one byte, nonzero is true).
     pub(crate) fn from_le_bytes(ty: ElementType, bytes: &[u8]) -> Result<Data, Fail> {
-        fn read<T, const N: usize>(bytes: &[u8], f: impl Fn([u8; N]) -> T) -> Result<Vec<T>, Fail> {
-            let mut out = try_alloc(bytes.len() / N)?;
+        Data::from_le_bytes_into(ty, bytes, None)
+    }
+
+    /// [`Data::from_le_bytes`] into `spare`'s storage when it is of `ty` and large enough (its
+    /// pages are already mapped), else into fresh storage.
+    pub(crate) fn from_le_bytes_into(
+        ty: ElementType,
+        bytes: &[u8],
+        spare: Option<Data>,
+    ) -> Result<Data, Fail> {
+        fn read<T, const N: usize>(
+            bytes: &[u8],
+            spare: Option<Vec<T>>,
+            f: impl Fn([u8; N]) -> T,
+        ) -> Result<Vec<T>, Fail> {
+            let mut out = reuse_or_alloc(spare, bytes.len() / N)?;
             out.extend(bytes.chunks_exact(N).map(|chunk| {
                 let mut raw = [0u8; N];
                 raw.copy_from_slice(chunk);
@@ -167,23 +196,32 @@ impl Data {
             }));
             Ok(out)
         }
+        macro_rules! arm {
+            ($variant:ident, $f:expr) => {{
+                let spare = match spare {
+                    Some(Data::$variant(v)) => Some(v),
+                    _ => None,
+                };
+                Data::$variant(read(bytes, spare, $f)?)
+            }};
+        }
         Ok(match ty {
-            ElementType::Pred => Data::Pred(read(bytes, |b: [u8; 1]| b[0] != 0)?),
-            ElementType::S8 => Data::S8(read(bytes, i8::from_le_bytes)?),
-            ElementType::S16 => Data::S16(read(bytes, i16::from_le_bytes)?),
-            ElementType::S32 => Data::S32(read(bytes, i32::from_le_bytes)?),
-            ElementType::S64 => Data::S64(read(bytes, i64::from_le_bytes)?),
-            ElementType::U8 => Data::U8(read(bytes, u8::from_le_bytes)?),
-            ElementType::U16 => Data::U16(read(bytes, u16::from_le_bytes)?),
-            ElementType::U32 => Data::U32(read(bytes, u32::from_le_bytes)?),
-            ElementType::U64 => Data::U64(read(bytes, u64::from_le_bytes)?),
-            ElementType::F16 => Data::F16(read(bytes, u16::from_le_bytes)?),
-            ElementType::F32 => Data::F32(read(bytes, f32::from_le_bytes)?),
-            ElementType::F64 => Data::F64(read(bytes, f64::from_le_bytes)?),
-            ElementType::Bf16 => Data::Bf16(read(bytes, u16::from_le_bytes)?),
-            ElementType::F8e5m2 => Data::F8e5m2(read(bytes, u8::from_le_bytes)?),
-            ElementType::F8e4m3fn => Data::F8e4m3fn(read(bytes, u8::from_le_bytes)?),
-            ElementType::F8e4m3 => Data::F8e4m3(read(bytes, u8::from_le_bytes)?),
+            ElementType::Pred => arm!(Pred, |b: [u8; 1]| b[0] != 0),
+            ElementType::S8 => arm!(S8, i8::from_le_bytes),
+            ElementType::S16 => arm!(S16, i16::from_le_bytes),
+            ElementType::S32 => arm!(S32, i32::from_le_bytes),
+            ElementType::S64 => arm!(S64, i64::from_le_bytes),
+            ElementType::U8 => arm!(U8, u8::from_le_bytes),
+            ElementType::U16 => arm!(U16, u16::from_le_bytes),
+            ElementType::U32 => arm!(U32, u32::from_le_bytes),
+            ElementType::U64 => arm!(U64, u64::from_le_bytes),
+            ElementType::F16 => arm!(F16, u16::from_le_bytes),
+            ElementType::F32 => arm!(F32, f32::from_le_bytes),
+            ElementType::F64 => arm!(F64, f64::from_le_bytes),
+            ElementType::Bf16 => arm!(Bf16, u16::from_le_bytes),
+            ElementType::F8e5m2 => arm!(F8e5m2, u8::from_le_bytes),
+            ElementType::F8e4m3fn => arm!(F8e4m3fn, u8::from_le_bytes),
+            ElementType::F8e4m3 => arm!(F8e4m3, u8::from_le_bytes),
         })
     }
 
@@ -234,6 +272,104 @@ impl Tensor {
 
     pub(crate) fn n_elems(&self) -> usize {
         self.data.len()
+    }
+}
+
+/// Buffers of at least this many bytes go back to a [`BufferPool`] when their value dies;
+/// smaller ones are left to the allocator, which reuses them without fresh mappings.
+pub(crate) const POOLED_MIN_BYTES: usize = 1 << 20;
+
+/// The most idle bytes a [`BufferPool`] keeps (less when the program's byte budget is lower).
+pub(crate) const POOL_MAX_IDLE_BYTES: u64 = 256 << 20;
+
+/// Large buffers kept between runs of one program.
+///
+/// The allocator serves a block of more than 32 MiB from a fresh mapping and unmaps it when it is
+/// freed, so every launch that allocated one paid its page faults again (on these VMs about
+/// 5 µs per 4 KiB page: more than the copy into it). A run gives the storage of each large value
+/// back here when the value dies, and the next run's arguments and dot results of the same
+/// type and size take it. Idle storage is bounded by [`BufferPool::with_limit`]; a buffer is
+/// handed out only for a request within 1/16 of its capacity, so an array never holds much
+/// more memory than its size, which is what the byte budget counts.
+#[derive(Default)]
+pub(crate) struct BufferPool {
+    idle: std::sync::Mutex<Idle>,
+}
+
+#[derive(Default)]
+struct Idle {
+    buffers: Vec<Data>,
+    bytes: u64,
+    limit: u64,
+}
+
+impl BufferPool {
+    /// An empty pool that keeps at most `limit` idle bytes.
+    pub(crate) fn with_limit(limit: u64) -> BufferPool {
+        BufferPool { idle: std::sync::Mutex::new(Idle { limit, ..Idle::default() }) }
+    }
+
+    /// An empty buffer of `ty` with room for `n` elements (and at most `n + n / 16`), if one is
+    /// idle.
+    pub(crate) fn take(&self, ty: ElementType, n: usize) -> Option<Data> {
+        if n.saturating_mul(ty.item_size()) < POOLED_MIN_BYTES {
+            return None;
+        }
+        let mut idle = self.idle.lock().ok()?;
+        let fits = |d: &Data| d.ty() == ty && (n..=n + n / 16).contains(&d.capacity());
+        let at = idle.buffers.iter().position(fits)?;
+        let data = idle.buffers.swap_remove(at);
+        idle.bytes -= data.capacity_bytes();
+        Some(data)
+    }
+
+    /// Keeps `data`'s storage for a later [`BufferPool::take`] when it is large and the pool has
+    /// room; frees it otherwise.
+    pub(crate) fn give(&self, mut data: Data) {
+        let bytes = data.capacity_bytes();
+        if bytes < POOLED_MIN_BYTES as u64 {
+            return;
+        }
+        let Ok(mut idle) = self.idle.lock() else { return };
+        if idle.bytes.saturating_add(bytes) > idle.limit {
+            return;
+        }
+        data.clear();
+        idle.bytes += bytes;
+        idle.buffers.push(data);
+    }
+
+    /// Bytes held idle (for tests).
+    #[cfg(test)]
+    pub(crate) fn idle_bytes(&self) -> u64 {
+        self.idle.lock().map_or(0, |idle| idle.bytes)
+    }
+}
+
+/// A copy of a program is a new program: it starts with an empty pool of the same limit.
+impl Clone for BufferPool {
+    fn clone(&self) -> BufferPool {
+        BufferPool::with_limit(self.idle.lock().map_or(0, |idle| idle.limit))
+    }
+}
+
+impl std::fmt::Debug for BufferPool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (count, bytes) =
+            self.idle.lock().map_or((0, 0), |idle| (idle.buffers.len(), idle.bytes));
+        f.debug_struct("BufferPool").field("buffers", &count).field("bytes", &bytes).finish()
+    }
+}
+
+/// A vector with room for `n` elements: `spare`'s storage when given (emptied first), else
+/// a fresh one.
+pub(crate) fn reuse_or_alloc<T>(spare: Option<Vec<T>>, n: usize) -> Result<Vec<T>, Fail> {
+    match spare {
+        Some(mut v) if v.capacity() >= n => {
+            v.clear();
+            Ok(v)
+        }
+        _ => try_alloc(n),
     }
 }
 
@@ -532,4 +668,95 @@ pub(crate) fn layout_strides(dims: &[usize], minor_to_major: &[usize]) -> Vec<us
         stride *= dims[d];
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    //! The buffer pool: what it keeps, what it hands out, and its bound.
+    use super::*;
+
+    /// Enough f32 elements to be pooled, twice over (so that half of them are too).
+    const BIG: usize = POOLED_MIN_BYTES / 2 + 5;
+
+    fn f32s_with_capacity(n: usize) -> Data {
+        let mut v = try_alloc::<f32>(n).expect("test buffer");
+        v.resize(n, 1.5);
+        Data::F32(v)
+    }
+
+    #[test]
+    fn a_given_buffer_comes_back_empty_for_the_same_type_and_size() {
+        let pool = BufferPool::with_limit(u64::MAX);
+        let data = f32s_with_capacity(BIG);
+        let bytes = data.capacity_bytes();
+        pool.give(data);
+        assert_eq!(pool.idle_bytes(), bytes);
+        let back = pool.take(ElementType::F32, BIG).expect("the buffer given");
+        assert_eq!((back.ty(), back.len()), (ElementType::F32, 0));
+        assert!(back.capacity() >= BIG);
+        assert_eq!(pool.idle_bytes(), 0);
+        assert!(pool.take(ElementType::F32, BIG).is_none(), "handed out once only");
+    }
+
+    #[test]
+    fn a_buffer_is_not_handed_out_for_another_type_or_a_size_it_does_not_fit() {
+        let pool = BufferPool::with_limit(u64::MAX);
+        pool.give(f32s_with_capacity(BIG));
+        assert!(pool.take(ElementType::S32, BIG).is_none(), "same width, other type");
+        assert!(pool.take(ElementType::F32, BIG + 1).is_none(), "too small");
+        assert!(pool.take(ElementType::F32, BIG / 2).is_none(), "far too large");
+        assert!(pool.take(ElementType::F32, BIG - BIG / 17).is_some(), "within 1/16");
+    }
+
+    #[test]
+    fn small_buffers_are_left_to_the_allocator() {
+        let pool = BufferPool::with_limit(u64::MAX);
+        pool.give(f32s_with_capacity(16));
+        pool.give(Data::Pred(Vec::new()));
+        assert_eq!(pool.idle_bytes(), 0);
+        assert!(pool.take(ElementType::F32, 16).is_none());
+        assert!(pool.take(ElementType::F32, 0).is_none());
+    }
+
+    #[test]
+    fn the_pool_keeps_no_more_than_its_limit() {
+        let one = f32s_with_capacity(BIG).capacity_bytes();
+        let pool = BufferPool::with_limit(one + one / 2);
+        pool.give(f32s_with_capacity(BIG));
+        pool.give(f32s_with_capacity(BIG));
+        assert_eq!(pool.idle_bytes(), one, "the second buffer is freed");
+        assert_eq!(BufferPool::with_limit(0).idle_bytes(), 0);
+        let none = BufferPool::with_limit(0);
+        none.give(f32s_with_capacity(BIG));
+        assert_eq!(none.idle_bytes(), 0);
+    }
+
+    #[test]
+    fn a_cloned_pool_starts_empty() {
+        let pool = BufferPool::with_limit(u64::MAX);
+        pool.give(f32s_with_capacity(BIG));
+        assert_eq!(pool.clone().idle_bytes(), 0);
+        assert!(pool.idle_bytes() > 0);
+    }
+
+    #[test]
+    fn decoding_into_a_spare_buffer_gives_the_same_elements_as_fresh_storage() {
+        let bytes: Vec<u8> =
+            (0..BIG as u32).flat_map(|i| (i as f32 - 7.25).to_le_bytes()).collect();
+        let fresh = Data::from_le_bytes(ElementType::F32, &bytes).expect("fresh");
+        let spare = Some(f32s_with_capacity(BIG + 3));
+        let reused = Data::from_le_bytes_into(ElementType::F32, &bytes, spare).expect("reused");
+        assert_eq!(fresh, reused);
+        // A spare of another type or too small is not used, and the result is still right.
+        let wrong = Some(Data::S32(vec![9; 4]));
+        assert_eq!(Data::from_le_bytes_into(ElementType::F32, &bytes, wrong).expect("x"), fresh);
+        let pred = Data::from_le_bytes_into(
+            ElementType::Pred,
+            &[0, 2, 1],
+            Some(Data::Pred(vec![true; 8])),
+        );
+        assert_eq!(pred.expect("pred"), Data::Pred(vec![false, true, true]));
+        let empty = Data::from_le_bytes_into(ElementType::F32, &[], Some(f32s_with_capacity(4)));
+        assert_eq!(empty.expect("empty"), Data::F32(Vec::new()));
+    }
 }
