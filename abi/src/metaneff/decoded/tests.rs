@@ -2,13 +2,11 @@
 //! accessor gives the prost message's field for the same bytes, and every refusal is the same
 //! error.
 
-use std::path::Path;
-
 use proptest::prelude::*;
 
 use super::super::tests::properties::arb_metaneff;
-use super::super::tests::{SEED_EXAMPLE_BYTES, hex, with_unknown_fields};
-use super::super::view::tests::{metaneff_files, mutated, scrambled};
+use super::super::tests::{SEED_EXAMPLE_BYTES, hex};
+use super::super::view::tests::{byte_level_fixtures, mutated, scrambled, vector_metaneffs};
 use super::super::{
     MetaneffLimitExceeded, check_wire, decode_reference, decode_with_limits, encode,
 };
@@ -88,54 +86,14 @@ fn check_agrees_with_reference(bytes: &[u8]) {
 
 #[test]
 fn every_vector_metaneff_reads_as_the_reference_decodes_it() {
-    let vectors = Path::new(env!("CARGO_MANIFEST_DIR")).join("../vectors");
-    let mut files = Vec::new();
-    metaneff_files(&vectors, &mut files);
-    assert!(
-        files.len() >= 40,
-        "only {} metaneff.pb files under {}",
-        files.len(),
-        vectors.display()
-    );
-    for file in files {
-        let bytes = std::fs::read(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
-        assert!(decode_reference(&bytes).is_ok(), "{} is a valid metaneff", file.display());
+    for bytes in vector_metaneffs() {
         check_agrees_with_reference(&bytes);
     }
 }
 
 #[test]
 fn the_byte_level_fixtures_read_as_the_reference_decodes_them() {
-    for bytes in [
-        hex(SEED_EXAMPLE_BYTES),
-        with_unknown_fields(),
-        // The explicit default `type`.
-        hex(r#"0A 0E 0A 06 "input0" 12 02 01 20 38 00"#),
-        // Shapes packed, one element per field, mixed, several runs, and a ten-byte dimension.
-        hex(r#"0A 0C 0A 06 "input0" 12 02 02 03"#),
-        hex(r#"0A 0E 0A 06 "input0" 10 02 10 03 12 00"#),
-        hex(r#"0A 0D 0A 06 "input0" 10 02 12 01 03"#),
-        hex(r#"0A 0E 0A 06 "input0" 12 01 02 12 01 03"#),
-        hex("0A 0C 12 0A FF FF FF FF FF FF FF FF FF 01"),
-        // Alias entries descending, key-less, and a repeated key (the later one wins).
-        hex("32 04 08 03 10 03  32 04 08 00 10 01  32 02 10 05"),
-        hex("32 04 08 01 10 02  32 04 08 03 10 00  32 04 08 01 10 05"),
-        // model_config twice: the occurrences merge field by field.
-        hex("1A 04 08 03 20 01  1A 02 28 01  1A 02 08 07"),
-        // Scalars and byte fields twice: the last one wins.
-        hex(r#"2A 01 "a"  2A 01 "b"  38 01 38 02  0A 06 0A 01 "x" 0A 01 "y""#),
-        // Empty optional keys, negative and ten-byte varints.
-        hex(r#"0A 04 32 00 42 00  38 FF FF FF FF FF FF FF FF FF 01"#),
-        // A non-UTF-8 name, content, a tensor with nothing set, and an output only.
-        hex("0A 04 0A 02 FF FE"),
-        hex(r#"0A 05 22 03 "abc""#),
-        hex("0A 00"),
-        hex(r#"12 09 0A 07 "output0""#),
-        // Known tags written in two bytes, between tags written shortest.
-        hex(r#"8A 00 0A  8A 00 01 "a"  12 01 02  98 00 03  0A 03 0A 01 "b""#),
-        // The empty message.
-        Vec::new(),
-    ] {
+    for bytes in byte_level_fixtures() {
         check_agrees_with_reference(&bytes);
     }
 }

@@ -45,8 +45,8 @@ pub(in crate::metaneff) fn metaneff_files(dir: &Path, found: &mut Vec<PathBuf>) 
     }
 }
 
-#[test]
-fn every_vector_metaneff_decodes_as_the_reference_does() {
+/// The bytes of every `metaneff.pb` the vectors hold, each checked to be a valid metaneff.
+pub(in crate::metaneff) fn vector_metaneffs() -> Vec<Vec<u8>> {
     let vectors = Path::new(env!("CARGO_MANIFEST_DIR")).join("../vectors");
     let mut files = Vec::new();
     metaneff_files(&vectors, &mut files);
@@ -57,40 +57,61 @@ fn every_vector_metaneff_decodes_as_the_reference_does() {
         files.len(),
         vectors.display()
     );
-    for file in files {
-        let bytes = std::fs::read(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
-        assert!(decode_reference(&bytes).is_ok(), "{} is a valid metaneff", file.display());
-        check_agrees_with_reference(&bytes);
-    }
+    files
+        .iter()
+        .map(|file| {
+            let bytes = std::fs::read(file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+            assert!(decode_reference(&bytes).is_ok(), "{} is a valid metaneff", file.display());
+            bytes
+        })
+        .collect()
 }
 
-#[test]
-fn the_byte_level_fixtures_decode_as_the_reference_does() {
-    for bytes in [
+/// Valid messages written byte by byte, each for one wire form a decoder must read as the
+/// reference does.
+pub(in crate::metaneff) fn byte_level_fixtures() -> Vec<Vec<u8>> {
+    vec![
         hex(SEED_EXAMPLE_BYTES),
         with_unknown_fields(),
-        // The explicit default `type` the disassembly notes show.
+        // The explicit default `type`.
         hex(r#"0A 0E 0A 06 "input0" 12 02 01 20 38 00"#),
-        // Shapes packed, one element per field, mixed, and several packed runs.
+        // Shapes packed, one element per field, mixed, several runs, and a ten-byte dimension.
         hex(r#"0A 0C 0A 06 "input0" 12 02 02 03"#),
         hex(r#"0A 0E 0A 06 "input0" 10 02 10 03 12 00"#),
         hex(r#"0A 0D 0A 06 "input0" 10 02 12 01 03"#),
         hex(r#"0A 0E 0A 06 "input0" 12 01 02 12 01 03"#),
+        hex("0A 0C 12 0A FF FF FF FF FF FF FF FF FF 01"),
         // Alias entries descending, key-less, and a repeated key (the later one wins).
         hex("32 04 08 03 10 03  32 04 08 00 10 01  32 02 10 05"),
+        hex("32 04 08 01 10 02  32 04 08 03 10 00  32 04 08 01 10 05"),
         // model_config twice: the occurrences merge field by field.
         hex("1A 04 08 03 20 01  1A 02 28 01  1A 02 08 07"),
         // Scalars and byte fields twice: the last one wins.
         hex(r#"2A 01 "a"  2A 01 "b"  38 01 38 02  0A 06 0A 01 "x" 0A 01 "y""#),
         // Empty optional keys, negative and ten-byte varints.
         hex(r#"0A 04 32 00 42 00  38 FF FF FF FF FF FF FF FF FF 01"#),
-        // A non-UTF-8 name.
+        // A non-UTF-8 name, content, a tensor with nothing set, and an output only.
         hex("0A 04 0A 02 FF FE"),
-        // Known tags written in two bytes (`8A 00` is field 1, LEN), at both levels, between
-        // tags written shortest.
+        hex(r#"0A 05 22 03 "abc""#),
+        hex("0A 00"),
+        hex(r#"12 09 0A 07 "output0""#),
+        // Known tags written in two bytes, between tags written shortest.
         hex(r#"8A 00 0A  8A 00 01 "a"  12 01 02  98 00 03  0A 03 0A 01 "b""#),
+        // The empty message.
         Vec::new(),
-    ] {
+    ]
+}
+
+#[test]
+fn every_vector_metaneff_decodes_as_the_reference_does() {
+    for bytes in vector_metaneffs() {
+        check_agrees_with_reference(&bytes);
+    }
+}
+
+#[test]
+fn the_byte_level_fixtures_decode_as_the_reference_does() {
+    for bytes in byte_level_fixtures() {
         check_agrees_with_reference(&bytes);
     }
 }
