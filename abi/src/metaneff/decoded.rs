@@ -85,11 +85,7 @@ impl Decoded {
         limits: &MetaneffLimits,
     ) -> Result<Decoded, MetaneffDecodeError> {
         let view = MetaneffView::decode_with_limits(bytes, limits)?;
-        let mut copy = Vec::new();
-        copy.try_reserve_exact(bytes.len())
-            .map_err(|_| out_of_memory(&format!("{} bytes of the message", bytes.len())))?;
-        copy.extend_from_slice(bytes);
-        Self::from_view(&view, bytes, Bytes::from(copy))
+        Self::from_view(&view, bytes, super::copy_message(bytes)?)
     }
 
     /// Decodes an owned buffer without copying it: the result keeps `bytes` alive and reads

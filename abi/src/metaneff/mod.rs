@@ -194,6 +194,11 @@ pub fn decode_with_limits(
     limits: &MetaneffLimits,
 ) -> Result<MetaNeff, MetaneffDecodeError> {
     let view = view::MetaneffView::decode_with_limits(bytes, limits)?;
+    view.to_owned_in(bytes, &copy_message(bytes)?)
+}
+
+/// `bytes` copied once into the buffer a decoded message shares, allocated fallibly.
+fn copy_message(bytes: &[u8]) -> Result<prost::bytes::Bytes, MetaneffDecodeError> {
     let mut copy = Vec::new();
     copy.try_reserve_exact(bytes.len()).map_err(|_| MetaneffDecodeError {
         offset: 0,
@@ -205,7 +210,7 @@ pub fn decode_with_limits(
         exceeded: None,
     })?;
     copy.extend_from_slice(bytes);
-    view.to_owned_in(bytes, &prost::bytes::Bytes::from(copy))
+    Ok(prost::bytes::Bytes::from(copy))
 }
 
 /// [`decode`] from an owned buffer: every bytes field of the message (the names and keys, and

@@ -66,7 +66,10 @@ impl Program {
         }
         let entry = compiler.plan[&entry_index];
         let pool = BufferPool::with_limit(options.budget_bytes.min(POOL_MAX_IDLE_BYTES));
-        Ok(Program { comps: compiler.comps, entry, options: options.clone(), pool })
+        let mut program =
+            Program { comps: compiler.comps, entry, options: options.clone(), pool, lent: vec![] };
+        program.lent = program.find_lent_leaves();
+        Ok(program)
     }
 
     /// Sets the limits every later run of this program gets ([`EvalOptions::work_budget`] and

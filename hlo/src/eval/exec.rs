@@ -124,7 +124,7 @@ impl Program {
     /// the parameters, and any error an instruction raises.
     pub fn run(&self, args: &[Array]) -> Result<Value, EvalError> {
         let lend = self.lent_leaves();
-        let vals = self.bind(self.inputs_of(args, false, &lend)?)?;
+        let vals = self.bind(self.inputs_of(args, false, lend)?)?;
         let mut ctx = self.ctx(0, None);
         if lend.contains(&true) {
             let comp = &self.comps[self.entry];
@@ -220,7 +220,12 @@ impl Program {
     /// root, and every instruction that reads it is a dot that takes it in place
     /// ([`super::dot::DotPlan::reads_f32_in_place`]) with another f32 operand: nothing else
     /// ever sees the placeholder it is bound to.
-    pub(crate) fn lent_leaves(&self) -> Vec<bool> {
+    pub(crate) fn lent_leaves(&self) -> &[bool] {
+        &self.lent
+    }
+
+    /// What [`Program::lent_leaves`] says, worked out from the entry computation.
+    pub(crate) fn find_lent_leaves(&self) -> Vec<bool> {
         let comp = &self.comps[self.entry];
         let read_only_by_dots = |at: usize| {
             let mut dots = 0;

@@ -222,15 +222,7 @@ impl GatherPlan {
                     }
                 }
                 if last_batch.as_deref() != Some(&batch[..]) {
-                    self.index.vector(&batch, values, &mut vector);
-                    start.iter_mut().for_each(|s| *s = 0);
-                    for (k, &d) in self.start_index_map.iter().enumerate() {
-                        let max = (self.operand_dims[d] - self.slice_sizes[d]) as i64;
-                        start[d] = vector[k].clamp(0, max) as usize;
-                    }
-                    for (k, &d) in self.operand_batching_dims.iter().enumerate() {
-                        start[d] = batch[self.batch_position(self.indices_batching_dims[k])];
-                    }
+                    self.slice_start(&batch, values, &mut vector, &mut start);
                     last_batch = Some(batch.clone());
                 }
                 let mut offset = 0;
@@ -456,33 +448,7 @@ impl ScatterPlan {
                     batch.push(i);
                 }
             }
-            self.index.vector(&batch, values, &mut vector);
-            start.iter_mut().for_each(|s| *s = 0);
-            for (k, &d) in self.scatter_dims_to_operand_dims.iter().enumerate() {
-                start[d] = vector[k];
-            }
-            for (k, &d) in self.input_batching_dims.iter().enumerate() {
-                let position = self
-                    .index
-                    .batch_dims
-                    .iter()
-                    .position(|&x| x == self.indices_batching_dims[k])
-                    .unwrap_or(0);
-                start[d] = batch[position] as i64;
-            }
-            // The whole window must fit, or the update is skipped.
-            let mut fits = true;
-            for (k, &d) in self.window_dims.iter().enumerate() {
-                let size = self.update_dims[self.update_window_dims[k]] as i64;
-                if start[d] < 0 || start[d] + size > self.operand_dims[d] as i64 {
-                    fits = false;
-                }
-            }
-            for (d, &s) in start.iter().enumerate() {
-                if !self.window_dims.contains(&d) && (s < 0 || s >= self.operand_dims[d] as i64) {
-                    fits = false;
-                }
-            }
+            let fits = self.window_start(&batch, values, &mut vector, &mut start);
             if fits {
                 let mut offset = 0usize;
                 for d in 0..rank {

@@ -190,4 +190,7 @@ pub struct Program {
     pub(crate) options: EvalOptions,
     /// Large buffers kept from one run for the next.
     pub(crate) pool: BufferPool,
+    /// Per entry parameter leaf: whether [`Program::run`] lends the caller's bytes (decided once,
+    /// at compile; see [`Program::lent_leaves`]).
+    pub(crate) lent: Vec<bool>,
 }
