@@ -665,7 +665,7 @@ impl Ctx<'_> {
                 let inputs: Vec<&Tensor> = (0..instr.operands.len())
                     .map(|i| tensor(i).map(|t| &**t))
                     .collect::<Result<_, _>>()?;
-                array(plan.run(&inputs)?)
+                array(plan.run(&inputs, &self.program.pool)?)
             }
             Op::Dot(plan) if self.lends_to(comp, instr) => {
                 let operand = |side: usize| -> Result<super::dot::Operand<'_>, Fail> {

@@ -31,7 +31,7 @@ use super::elementwise::{self, Binary, Direction, Float, Unary};
 use super::math;
 use super::program::{Instr, Op, Reducer};
 use super::shape::Shape;
-use super::tensor::{Data, Tensor, try_alloc};
+use super::tensor::{BufferPool, Data, Tensor, try_alloc};
 use crate::dtype::{ElementType, SmallFloat};
 
 /// Elements per chunk: small enough for a group's scratch buffers to stay in L1/L2.
@@ -520,7 +520,9 @@ impl<'a> Out<'a> {
 
 impl FusedPlan {
     /// Runs the group over its outside operands (the fused instruction's operands, in order).
-    pub(crate) fn run(&self, operands: &[&Tensor]) -> Result<Data, Fail> {
+    /// A large output takes its storage from `pool` when a dead value of its type and size left
+    /// some there, so it does not fault in fresh pages on every run.
+    pub(crate) fn run(&self, operands: &[&Tensor], pool: &BufferPool) -> Result<Data, Fail> {
         let n = self.n_elems;
         for input in &self.inputs {
             let source = operands
@@ -541,8 +543,7 @@ impl FusedPlan {
         if let Some(reduce) = &self.reduce {
             return self.run_reduce(reduce, operands);
         }
-        let data = |ty| Data::zeros(ty, n);
-        let mut result = data(self.out_ty)?;
+        let mut result = output(self.out_ty, n, pool)?;
         let out = match &mut result {
             Data::F32(v) => Out::F32(v),
             Data::Pred(v) => Out::Pred(v),
@@ -728,6 +729,21 @@ impl FusedPlan {
         }
         Ok(())
     }
+}
+
+/// Storage for `n` elements of `ty`, every one of which the group then writes: a pooled
+/// buffer's when one fits, else a fresh one. Its contents are zeros either way; only the pages
+/// differ.
+fn output(ty: ElementType, n: usize, pool: &BufferPool) -> Result<Data, Fail> {
+    let Some(mut data) = pool.take(ty, n) else { return Data::zeros(ty, n) };
+    match &mut data {
+        Data::F32(v) => v.resize(n, 0.0),
+        Data::Pred(v) => v.resize(n, false),
+        Data::F16(v) | Data::Bf16(v) => v.resize(n, 0),
+        Data::F8e5m2(v) | Data::F8e4m3fn(v) | Data::F8e4m3(v) => v.resize(n, 0),
+        _ => return Data::zeros(ty, n),
+    }
+    Ok(data)
 }
 
 /// Fills `dst` with the source elements for output indices `start ..`, as f32.
@@ -1312,5 +1328,111 @@ ENTRY main {
             let values: Vec<f32> = (0..n).map(|i| 1.0 + (i % 3) as f32 * 1e-3).collect();
             assert!(program.run(&[Array::from_f32(&dims, &values)]).is_ok(), "{text}");
         }
+    }
+
+    /// The one fused root of the entry computation: its plan and its operands' plan indices.
+    fn only_plan(program: &Program) -> (FusedPlan, Vec<usize>) {
+        let instrs = &program.comps[program.entry].instrs;
+        let plans: Vec<_> = instrs
+            .iter()
+            .filter_map(|i| match &i.op {
+                Op::Fused(plan) => Some(((**plan).clone(), i.operands.clone())),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(plans.len(), 1, "one fused group");
+        plans.into_iter().next().expect("one plan")
+    }
+
+    #[test]
+    fn a_fused_output_in_pooled_storage_is_what_fresh_storage_gives() {
+        // 2^19 elements: 1 MiB in bf16, large enough for the pool. The pooled buffer held NaNs
+        // before; every element must be overwritten (or zeroed) again.
+        let n = 1usize << 19;
+        for ty in ["f32", "bf16"] {
+            let text = format!(
+                "HloModule pooled\nENTRY main {{\n  x = {ty}[{n}] parameter(0)\n  \
+                 c = {ty}[] constant(0.5)\n  b = {ty}[{n}] broadcast(c), dimensions={{}}\n  \
+                 m = {ty}[{n}] multiply(x, b)\n  ROOT a = {ty}[{n}] add(m, x)\n}}\n"
+            );
+            let program = compile(&text, &EvalOptions::default());
+            let (plan, sources) = only_plan(&program);
+            let values: Vec<f32> = (0..n).map(|i| (i % 1000) as f32 * 0.25 - 100.0).collect();
+            let x = Tensor { dims: vec![n], data: Data::F32(values.clone()) };
+            let x = match ty {
+                "f32" => x,
+                _ => {
+                    let f = SmallFloat::Bf16;
+                    let bits = values.iter().map(|&v| f.encode(f64::from(v)) as u16).collect();
+                    Tensor { dims: vec![n], data: Data::Bf16(bits) }
+                }
+            };
+            // The group reads the parameter and the broadcast constant.
+            let instrs = &program.comps[program.entry].instrs;
+            let operands: Vec<&Tensor> = sources
+                .iter()
+                .map(|&o| match &instrs[o].op {
+                    Op::Constant(t) => &**t,
+                    Op::Parameter(0) => &x,
+                    other => panic!("unexpected fused operand {other:?}"),
+                })
+                .collect();
+            let fresh = plan.run(&operands, &BufferPool::default()).expect("fresh storage");
+            let pool = BufferPool::with_limit(64 << 20);
+            let stale = match ty {
+                "f32" => Data::F32(vec![f32::NAN; n + n / 32]),
+                _ => Data::Bf16(vec![0x7fc1; n + n / 32]),
+            };
+            pool.give(stale);
+            assert!(pool.idle_bytes() > 0, "the pool keeps the stale buffer");
+            let pooled = plan.run(&operands, &pool).expect("pooled storage");
+            assert_eq!(pool.idle_bytes(), 0, "{ty}: the output took the pooled buffer");
+            assert_eq!(pooled.len(), n);
+            // By hand for the f32 case: x * 0.5 + x, exact in f32 for these inputs.
+            if let (Data::F32(got), "f32") = (&pooled, ty) {
+                for (i, (&g, &v)) in got.iter().zip(&values).enumerate() {
+                    assert_eq!(g.to_bits(), (v * 0.5 + v).to_bits(), "element {i}");
+                }
+            }
+            assert_eq!(pooled.to_le_bytes().ok(), fresh.to_le_bytes().ok(), "{ty}");
+        }
+    }
+
+    #[test]
+    fn a_reshape_keeps_its_operands_buffer_only_when_nothing_else_reads_it() {
+        // `a` dies at the reshape in the first module and is read again in the second; the
+        // reshape of the parameter reads the caller's argument. All give the same values.
+        let x: Vec<f32> = (0..6).map(|i| i as f32 + 0.5).collect();
+        let negated: Vec<f32> = x.iter().map(|v| -v).collect();
+        let doubled: Vec<f32> = negated.iter().map(|v| v + v).collect();
+        let run = |root: &str| {
+            let text = format!(
+                "HloModule reshapes\nENTRY main {{\n  x = f32[6] parameter(0)\n  \
+                 a = f32[6] negate(x)\n  r = f32[2,3] reshape(a)\n  q = f32[3,2] reshape(r)\n  \
+                 p = f32[3,2] reshape(x)\n  {root}\n}}\n"
+            );
+            let program = compile(&text, &EvalOptions::default());
+            let out = program.run(&[Array::from_f32(&[6], &x)]).expect("runs");
+            let Value::Tuple(items) = out else { panic!("expected a tuple") };
+            items
+                .into_iter()
+                .map(|item| match item {
+                    Value::Array(a) => (a.dims.clone(), f32s(&a.bytes)),
+                    Value::Tuple(_) => panic!("expected arrays"),
+                })
+                .collect::<Vec<_>>()
+        };
+        let moved = run("s = f32[3,2] add(q, q)\n  ROOT t = (f32[3,2], f32[3,2]) tuple(s, p)");
+        assert_eq!(moved, vec![(vec![3, 2], doubled.clone()), (vec![3, 2], x.clone())]);
+        let shared = run(
+            "s = f32[3,2] add(q, q)\n  ROOT t = (f32[3,2], f32[6], f32[2,3], f32[6]) tuple(s, a, r, x)",
+        );
+        let want = vec![
+            (vec![3, 2], doubled),
+            (vec![6], negated.clone()),
+            (vec![2, 3], negated),
+            (vec![6], x),
+        ];
+        assert_eq!(shared, want);
     }
 }
