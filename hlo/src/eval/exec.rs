@@ -948,9 +948,13 @@ fn update_starts(instr: &Instr, slots: &[Option<Val>]) -> Result<Vec<usize>, Fai
 
 /// Instruction `k` when it is a `dynamic-update-slice` that can write into its operand's buffer:
 /// this is the operand's last use, it is not also the update or a start, and no other value
-/// shares the buffer. `None` (the slots as they were) otherwise, and the executor copies.
+/// shares the buffer; or a reshape that can keep its operand's buffer ([`reshape_in_place`]).
+/// `None` (the slots as they were) otherwise, and the executor copies.
 fn update_in_place(comp: &Comp, k: usize, slots: &mut [Option<Val>]) -> Result<Option<Val>, Fail> {
     let instr = &comp.instrs[k];
+    if matches!(instr.op, Op::Reshape) {
+        return reshape_in_place(instr, slots);
+    }
     let Some((&target, rest)) = instr.operands.split_first() else { return Ok(None) };
     if !matches!(instr.op, Op::DynamicUpdateSlice)
         || !instr.frees.contains(&target)
@@ -979,6 +983,30 @@ fn update_in_place(comp: &Comp, k: usize, slots: &mut [Option<Val>]) -> Result<O
     let Tensor { dims, data } = owned;
     let data = shape_ops::update_slice_owned(data, &dims, &update.data, &update.dims, &starts)?;
     Ok(Some(Val::from_data(dims, data)))
+}
+
+/// A `reshape` whose operand dies here and shares its buffer with no other value: the buffer
+/// moves to the result under the new dimensions (a row-major reshape keeps every element where
+/// it is), so the reshape copies nothing. `None` (the slots as they were) otherwise.
+fn reshape_in_place(instr: &Instr, slots: &mut [Option<Val>]) -> Result<Option<Val>, Fail> {
+    let &[source] = instr.operands.as_slice() else { return Ok(None) };
+    if !instr.frees.contains(&source) {
+        return Ok(None);
+    }
+    let owned = match slots[source].take() {
+        Some(Val::Array(shared)) => match Arc::try_unwrap(shared) {
+            Ok(owned) => owned,
+            Err(shared) => {
+                slots[source] = Some(Val::Array(shared));
+                return Ok(None);
+            }
+        },
+        other => {
+            slots[source] = other;
+            return Ok(None);
+        }
+    };
+    Ok(Some(Val::from_data(instr.shape.array()?.dims.clone(), owned.data)))
 }
 
 pub(crate) fn element(data: &Data, i: usize) -> Data {
