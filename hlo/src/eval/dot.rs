@@ -449,7 +449,13 @@ fn f32_range(operand: Operand<'_>, start: usize, len: usize) -> F32Source<'_> {
         Operand::Data(Data::F32(v)) => F32Source::Values(&v[start..start + len]),
         Operand::Data(_) => F32Source::Values(&[]),
         Operand::F32Bytes(bytes) => {
-            F32Source::Bytes(F32Bytes(&bytes[start * 4..(start + len) * 4]))
+            let bytes = &bytes[start * 4..(start + len) * 4];
+            // Aligned bytes on a little-endian machine are the f32 values themselves, which
+            // the packing copies a vector at a time; otherwise each element is decoded.
+            match bytemuck::try_cast_slice::<u8, f32>(bytes) {
+                Ok(values) if cfg!(target_endian = "little") => F32Source::Values(values),
+                _ => F32Source::Bytes(F32Bytes(bytes)),
+            }
         }
     }
 }

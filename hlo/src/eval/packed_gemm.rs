@@ -675,6 +675,17 @@ mod tests {
                     gemm(kernel, a, b, c, (m, k, n), 1)
                 });
             }
+            // f32 as little-endian bytes that are not 4-byte aligned (aligned ones are read
+            // as f32 slices by the caller), on both sides.
+            check("f32 bytes", |a, b, c, m, k, n| {
+                let unaligned = |values: &[f32]| -> Vec<u8> {
+                    let mut bytes = vec![0u8];
+                    bytes.extend(values.iter().flat_map(|x| x.to_le_bytes()));
+                    bytes
+                };
+                let (a, b) = (unaligned(a), unaligned(b));
+                gemm(kernel, F32Bytes(&a[1..]), F32Bytes(&b[1..]), c, (m, k, n), 2)
+            });
             // Mixed operands: f32 times bf16.
             check("f32·bf16", |a, b, c, m, k, n| {
                 let b = encode16(SmallFloat::Bf16, b);
