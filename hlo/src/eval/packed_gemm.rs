@@ -433,11 +433,13 @@ impl<const MR: usize, A: Source, B: Source> pulp::WithSimd for Stripe<'_, '_, MR
                 }
                 let (block_steps, _) = S::as_mut_simd_f32s(b_block);
                 let (block_steps, _) = block_steps.as_chunks_mut::<2>();
-                for panel in 0..panels {
-                    let j0 = col0 + jc + panel * nr;
-                    let w = nr.min(col0 + width - j0);
-                    let dst = &mut block_steps[panel * kc..(panel + 1) * kc];
-                    for (p, dst) in (pc..pc + kc).zip(dst) {
+                // Row by row of `b`, so the reads run along its rows (one stream the hardware
+                // prefetches) rather than down a panel's column of rows `n` apart.
+                for p in pc..pc + kc {
+                    for panel in 0..panels {
+                        let j0 = col0 + jc + panel * nr;
+                        let w = nr.min(col0 + width - j0);
+                        let dst = &mut block_steps[panel * kc + (p - pc)];
                         let at = p * n + j0;
                         match b.as_f32() {
                             Some(b) if w == nr => {
