@@ -963,19 +963,7 @@ fn update_in_place(comp: &Comp, k: usize, slots: &mut [Option<Val>]) -> Result<O
         return Ok(None);
     }
     let starts = update_starts(instr, slots)?;
-    let owned = match slots[target].take() {
-        Some(Val::Array(shared)) => match Arc::try_unwrap(shared) {
-            Ok(owned) => owned,
-            Err(shared) => {
-                slots[target] = Some(Val::Array(shared));
-                return Ok(None);
-            }
-        },
-        other => {
-            slots[target] = other;
-            return Ok(None);
-        }
-    };
+    let Some(owned) = take_unique(slots, target) else { return Ok(None) };
     let update = slots[rest[0]]
         .as_ref()
         .ok_or_else(|| Fail::Internal("operand 1 has no value".into()))?
@@ -993,20 +981,26 @@ fn reshape_in_place(instr: &Instr, slots: &mut [Option<Val>]) -> Result<Option<V
     if !instr.frees.contains(&source) {
         return Ok(None);
     }
-    let owned = match slots[source].take() {
+    let Some(owned) = take_unique(slots, source) else { return Ok(None) };
+    Ok(Some(Val::from_data(instr.shape.array()?.dims.clone(), owned.data)))
+}
+
+/// The array in `slots[at]`, taken out, when no other value shares its buffer; `None`, with the
+/// slot as it was, when it is shared or not an array.
+fn take_unique(slots: &mut [Option<Val>], at: usize) -> Option<Tensor> {
+    match slots[at].take() {
         Some(Val::Array(shared)) => match Arc::try_unwrap(shared) {
-            Ok(owned) => owned,
+            Ok(owned) => Some(owned),
             Err(shared) => {
-                slots[source] = Some(Val::Array(shared));
-                return Ok(None);
+                slots[at] = Some(Val::Array(shared));
+                None
             }
         },
         other => {
-            slots[source] = other;
-            return Ok(None);
+            slots[at] = other;
+            None
         }
-    };
-    Ok(Some(Val::from_data(instr.shape.array()?.dims.clone(), owned.data)))
+    }
 }
 
 pub(crate) fn element(data: &Data, i: usize) -> Data {
