@@ -13,10 +13,11 @@
 //!   equals accumulating in the (≤ 64-bit) result type. The f32 sums are rounded to the
 //!   instruction's type once per element at the end (XLA on CPU does the same), so
 //!   `preferred_element_type` comes from the result shape.
-//! - Float dots of at most a few rows ([`FEW_ROWS`], and fewer than half the register tile) whose
-//!   rhs has its contracting or its free elements contiguous skip both: [`FewRows`] reads the rhs
-//!   in its own layout through offset tables, so a cache attended by one query is neither
-//!   transposed nor packed into tiles of padding.
+//! - Float dots of at most a few rows or columns ([`FEW_ROWS`], and fewer than half the register
+//!   tile) whose other operand has its contracting or its free elements contiguous skip both:
+//!   [`FewRows`] reads that operand in its own layout through offset tables, so a cache attended
+//!   by one query, on either side of the dot, is neither transposed nor packed into tiles of
+//!   padding. Few columns are computed as the transposed product.
 //! - Large products split over the available cores with scoped threads (columns in our kernel,
 //!   rows through ndarray). Not rayon: a gemm can run inside an SPMD rank that waits for its
 //!   peers, and a rayon join there could pick up another rank's task and wait on itself.
@@ -209,11 +210,13 @@ impl DotPlan {
         rounded
     }
 
-    /// A float dot with fewer rows than half the gemm's register tile (attention of one query
-    /// over a cache, a matrix-vector product), whose rhs has its contracting or its free elements
-    /// contiguous: computed by [`FewRows`] from the rhs in its own layout, so that it is neither
-    /// transposed (a copy of the whole cache) nor packed into mostly padded tiles. `None` when
-    /// the dot is not of that kind.
+    /// A float dot with fewer rows than half the gemm's register tile, or at most [`FEW_ROWS`]
+    /// columns (attention of one query over a cache, a matrix-vector product), whose other
+    /// operand has its contracting or its free elements contiguous: computed by [`FewRows`] from
+    /// that operand in its own layout, so that it is neither transposed (a copy of the whole
+    /// cache) nor packed into mostly padded tiles. A product of few columns is computed as its
+    /// transpose, `Bᵀ·Aᵀ` (the rhs supplies the rows), and transposed back when it has more than
+    /// one column. `None` when the dot is not of that kind.
     fn few_rows(
         &self,
         lhs: &Data,
@@ -223,74 +226,63 @@ impl DotPlan {
     ) -> Result<Option<Vec<f32>>, Fail> {
         let kernel = packed_gemm::chosen();
         let (m, k, n) = (self.m, self.k, self.n);
+        let few = |rows: usize| rows <= FEW_ROWS && rows < kernel.tile_rows() / 2;
         if compute_type(lhs.ty(), rhs.ty(), out_ty) != ElementType::F32
             || m == 0
-            || m > FEW_ROWS
-            || m >= kernel.tile_rows() / 2
             || k == 0
             || n == 0
             || self.batch == 0
         {
             return Ok(None);
         }
-        let (a, b) = match (Floats::of(lhs), Floats::of(rhs)) {
-            (Some(a), Some(b)) if std::mem::discriminant(&a) == std::mem::discriminant(&b) => {
-                (a, b)
-            }
-            _ => return Ok(None),
-        };
-        let (nb, nc) = self.rhs_split;
-        let axes = |range: std::ops::Range<usize>| &self.rhs_perm[range];
-        let offsets = RhsOffsets {
-            batch: offsets(&self.rhs_dims, axes(0..nb))?,
-            depth: offsets(&self.rhs_dims, axes(nb..nb + nc))?,
-            cols: offsets(&self.rhs_dims, axes(nb + nc..self.rhs_perm.len()))?,
-        };
-        let contiguous = |o: &[usize]| o.iter().enumerate().all(|(i, &x)| x == o[0] + i);
-        let layout = if contiguous(&offsets.cols) {
-            Layout::RowsOfRhs
-        } else if contiguous(&offsets.depth) {
-            Layout::ColumnsOfRhs
-        } else {
+        let (lhs, rhs) = ((lhs, self.lhs_side()), (rhs, self.rhs_side()));
+        if few(m) {
+            return few_rows_product(kernel, lhs, rhs, (self.batch, m, k, n), budget);
+        }
+        // The gemm's column tiles are wider than its row tiles, so few columns are judged by
+        // FEW_ROWS alone.
+        if n > FEW_ROWS {
+            return Ok(None);
+        }
+        let Some(columns) = few_rows_product(kernel, rhs, lhs, (self.batch, n, k, m), budget)?
+        else {
             return Ok(None);
         };
-        let out_elems = self.batch * m * n;
-        super::shape::check_budget(
-            Some((out_elems as u64).saturating_mul(8)),
-            budget.saturating_mul(2),
-        )?;
-        let lhs_t = if self.lhs_perm.iter().enumerate().all(|(i, &p)| i == p) {
-            None
-        } else {
-            Some(transpose(lhs, &self.lhs_dims, &self.lhs_perm)?)
-        };
-        let a = match &lhs_t {
-            Some(t) => Floats::of(t).ok_or_else(|| Fail::Internal("transposed lhs".into()))?,
-            None => a,
-        };
-        let mut c = filled(out_elems, 0.0f32)?;
-        let mut a_rows = filled(m * k, 0.0f32)?;
-        let shape = (m, k, n);
-        let (offsets, c_out, a_out) = (&offsets, &mut c, &mut a_rows);
-        macro_rules! run {
-            ($a:expr, $b:expr) => {
-                run_few_rows(
-                    kernel,
-                    FewRows { a: $a, b: $b, offsets, layout, shape, c: c_out, a_rows: a_out },
-                )
-            };
+        if n == 1 {
+            return Ok(Some(columns));
         }
-        match (a, b) {
-            (Floats::F32(a), Floats::F32(b)) => run!(a, b),
-            (Floats::Bf16(a), Floats::Bf16(b)) => run!(Bf16Bits(a), Bf16Bits(b)),
-            (Floats::F16(a), Floats::F16(b)) => run!(F16Bits(a), F16Bits(b)),
-            (Floats::F8(a, fa), Floats::F8(b, fb)) => run!(
-                F8Bits { bits: a, values: packed_gemm::f8_values(fa) },
-                F8Bits { bits: b, values: packed_gemm::f8_values(fb) }
-            ),
-            _ => return Ok(None),
+        let mut c = filled(columns.len(), 0.0f32)?;
+        for (c, t) in c.chunks_exact_mut(m * n).zip(columns.chunks_exact(m * n)) {
+            for (j, row) in t.chunks_exact(m).enumerate() {
+                for (i, &x) in row.iter().enumerate() {
+                    c[i * n + j] = x;
+                }
+            }
         }
         Ok(Some(c))
+    }
+
+    /// The lhs's axes by role.
+    fn lhs_side(&self) -> Side<'_> {
+        let (nb, nc) = self.rhs_split;
+        let free = self.lhs_perm.len() - nb - nc;
+        Side {
+            dims: &self.lhs_dims,
+            batch: &self.lhs_perm[..nb],
+            free: &self.lhs_perm[nb..nb + free],
+            contracting: &self.lhs_perm[nb + free..],
+        }
+    }
+
+    /// The rhs's axes by role.
+    fn rhs_side(&self) -> Side<'_> {
+        let (nb, nc) = self.rhs_split;
+        Side {
+            dims: &self.rhs_dims,
+            batch: &self.rhs_perm[..nb],
+            contracting: &self.rhs_perm[nb..nb + nc],
+            free: &self.rhs_perm[nb + nc..],
+        }
     }
 
     /// [`DotPlan::batched`] over float operands the packed gemm reads in place.
@@ -462,6 +454,89 @@ fn f32_range(operand: Operand<'_>, start: usize, len: usize) -> F32Source<'_> {
 
 /// The most rows [`FewRows`] takes (fewer than half of the tallest register tile).
 const FEW_ROWS: usize = 5;
+
+/// An operand's dimensions and which of its axes are batch, free and contracting (each list in
+/// the order the dot pairs or outputs them).
+struct Side<'p> {
+    dims: &'p [usize],
+    batch: &'p [usize],
+    free: &'p [usize],
+    contracting: &'p [usize],
+}
+
+/// `c[batch][rows][cols]` of `Σ_p rows[batch][i][p] · stream[batch][p][j]` by [`FewRows`]: the
+/// operand of few rows is arranged as `[batch, rows, k]` (a copy only when it is not in that
+/// order already), the other is read where it lies through [`RhsOffsets`]. `None` when the types
+/// differ or neither the free nor the contracting elements of `stream` are contiguous.
+fn few_rows_product(
+    kernel: Kernel,
+    (rows, rows_side): (&Data, Side<'_>),
+    (stream, stream_side): (&Data, Side<'_>),
+    (batch, m, k, n): (usize, usize, usize, usize),
+    budget: u64,
+) -> Result<Option<Vec<f32>>, Fail> {
+    let (a, b) = match (Floats::of(rows), Floats::of(stream)) {
+        (Some(a), Some(b)) if std::mem::discriminant(&a) == std::mem::discriminant(&b) => (a, b),
+        _ => return Ok(None),
+    };
+    let offsets = RhsOffsets {
+        batch: offsets(stream_side.dims, stream_side.batch)?,
+        depth: offsets(stream_side.dims, stream_side.contracting)?,
+        cols: offsets(stream_side.dims, stream_side.free)?,
+    };
+    let contiguous = |o: &[usize]| o.iter().enumerate().all(|(i, &x)| x == o[0] + i);
+    let layout = if contiguous(&offsets.cols) {
+        Layout::RowsOfRhs
+    } else if contiguous(&offsets.depth) {
+        Layout::ColumnsOfRhs
+    } else {
+        return Ok(None);
+    };
+    let out_elems = batch * m * n;
+    super::shape::check_budget(
+        Some((out_elems as u64).saturating_mul(8)),
+        budget.saturating_mul(2),
+    )?;
+    let perm: Vec<usize> = rows_side
+        .batch
+        .iter()
+        .chain(rows_side.free)
+        .chain(rows_side.contracting)
+        .copied()
+        .collect();
+    let rows_t = if perm.iter().enumerate().all(|(i, &p)| i == p) {
+        None
+    } else {
+        Some(transpose(rows, rows_side.dims, &perm)?)
+    };
+    let a = match &rows_t {
+        Some(t) => Floats::of(t).ok_or_else(|| Fail::Internal("transposed rows".into()))?,
+        None => a,
+    };
+    let mut c = filled(out_elems, 0.0f32)?;
+    let mut a_rows = filled(m * k, 0.0f32)?;
+    let shape = (m, k, n);
+    let (offsets, c_out, a_out) = (&offsets, &mut c, &mut a_rows);
+    macro_rules! run {
+        ($a:expr, $b:expr) => {
+            run_few_rows(
+                kernel,
+                FewRows { a: $a, b: $b, offsets, layout, shape, c: c_out, a_rows: a_out },
+            )
+        };
+    }
+    match (a, b) {
+        (Floats::F32(a), Floats::F32(b)) => run!(a, b),
+        (Floats::Bf16(a), Floats::Bf16(b)) => run!(Bf16Bits(a), Bf16Bits(b)),
+        (Floats::F16(a), Floats::F16(b)) => run!(F16Bits(a), F16Bits(b)),
+        (Floats::F8(a, fa), Floats::F8(b, fb)) => run!(
+            F8Bits { bits: a, values: packed_gemm::f8_values(fa) },
+            F8Bits { bits: b, values: packed_gemm::f8_values(fb) }
+        ),
+        _ => return Ok(None),
+    }
+    Ok(Some(c))
+}
 
 /// Row-major offsets into an array of `dims` of every multi-index over `axes`, in order (the
 /// last axis fastest); one offset, zero, for no axes.
@@ -991,10 +1066,27 @@ mod tests {
                 }
             }
         }
+        // The same products with the cache as the lhs: one column (`mix`), and three queries,
+        // whose columns come back transposed: cols[b, h, l, q] = Σ_d cache[b, l, h, d] ·
+        // q3[b, q, h, d], q3: [b, 3, h, d].
+        let q3 = ints(b * 3 * h * d, 4);
+        let mut cols = vec![0.0f32; b * h * len * 3];
+        for bi in 0..b {
+            for hi in 0..h {
+                for l in 0..len {
+                    for qi in 0..3 {
+                        cols[((bi * h + hi) * len + l) * 3 + qi] = (0..d)
+                            .map(|di| at(bi, l, hi, di) * q3[((bi * 3 + qi) * h + hi) * d + di])
+                            .sum();
+                    }
+                }
+            }
+        }
         let cases = [
             (
                 q.clone(),
                 vec![b, 1, h, d],
+                false,
                 numbers(&[0, 2], &[0, 2], &[3], &[3]),
                 vec![b, h, 1, len],
                 scores,
@@ -1002,12 +1094,29 @@ mod tests {
             (
                 p.clone(),
                 vec![b, h, 1, len],
+                false,
                 numbers(&[0, 1], &[0, 2], &[3], &[1]),
                 vec![b, h, 1, d],
+                mix.clone(),
+            ),
+            (
+                p.clone(),
+                vec![b, h, 1, len],
+                true,
+                numbers(&[0, 2], &[0, 1], &[1], &[3]),
+                vec![b, h, d, 1],
                 mix,
             ),
+            (
+                q3.clone(),
+                vec![b, 3, h, d],
+                true,
+                numbers(&[0, 2], &[0, 2], &[3], &[3]),
+                vec![b, h, len, 3],
+                cols,
+            ),
         ];
-        for (lhs, lhs_dims, dims, out_dims, expected) in cases {
+        for (x, x_dims, cache_first, dims, out_dims, expected) in cases {
             for ty in [ElementType::F32, ElementType::Bf16] {
                 let encode = |v: &[f32]| match ty {
                     ElementType::F32 => Data::F32(v.to_vec()),
@@ -1015,18 +1124,18 @@ mod tests {
                         v.iter().map(|&x| SmallFloat::Bf16.encode_f32(x) as u16).collect(),
                     ),
                 };
-                let plan = DotPlan::new(
-                    &shape(ty, &lhs_dims),
-                    &shape(ty, &[b, len, h, d]),
-                    &dims,
-                    &shape(ty, &out_dims),
-                )
-                .expect("plan");
-                let few = plan.few_rows(&encode(&lhs), &encode(&cache), ty, u64::MAX).expect("run");
+                let (x_shape, cache_shape) = (shape(ty, &x_dims), shape(ty, &[b, len, h, d]));
+                let (x, cache) = (encode(&x), encode(&cache));
+                let ((lhs, lhs_shape), (rhs, rhs_shape)) = if cache_first {
+                    ((&cache, &cache_shape), (&x, &x_shape))
+                } else {
+                    ((&x, &x_shape), (&cache, &cache_shape))
+                };
+                let plan =
+                    DotPlan::new(lhs_shape, rhs_shape, &dims, &shape(ty, &out_dims)).expect("plan");
+                let few = plan.few_rows(lhs, rhs, ty, u64::MAX).expect("run");
                 assert_eq!(few.as_ref(), Some(&expected), "{ty:?} {out_dims:?} few rows");
-                let result = plan
-                    .run(&encode(&lhs), &encode(&cache), ty, u64::MAX, &BufferPool::default())
-                    .expect("run");
+                let result = plan.run(lhs, rhs, ty, u64::MAX, &BufferPool::default()).expect("run");
                 assert_eq!(result, encode(&expected), "{ty:?} {out_dims:?}");
             }
         }
