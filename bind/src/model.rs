@@ -8,8 +8,8 @@ use super::host_tensor::HostTensor;
 use super::tensor_set::{self, Layout, LoadPlacement, Loaded, NeffBytes, VarTable};
 use super::validate::{ValidatePath, validate_layout};
 use super::{Ctx, ForwardOutput, ModelOptions, Weights};
+use abi::metaneff::Decoded;
 use abi::metaneff::edit::{self, ConfigFlag, Side};
-use abi::metaneff::{self, MetaNeff};
 use abi::runtime::{NrtError, SetId, TensorId};
 use abi::status::NrtStatus;
 
@@ -261,10 +261,8 @@ enum LoadState {
 pub struct Model {
     runtime_ctx: Ctx,
     neff: NeffBytes,
-    /// Shared with `meta.serialized_graph_def` (decoded by [`metaneff::decode_owned`]), so a
-    /// large HLO module is held once.
-    metaneff: prost::bytes::Bytes,
-    meta: MetaNeff,
+    /// The metaneff, read-only; it holds the bytes the setters edit.
+    meta: Decoded,
     vars: VarTable,
     weights: Weights,
     placement: LoadPlacement,
@@ -294,16 +292,14 @@ impl Model {
         metaneff_bytes: &[u8],
         options: ModelOptions,
     ) -> Result<Model, BindError> {
-        let metaneff_bytes = prost::bytes::Bytes::copy_from_slice(metaneff_bytes);
-        let meta = metaneff::decode_owned(metaneff_bytes.clone())?;
+        let meta = Decoded::decode(metaneff_bytes)?;
         let vars = VarTable::of_neff(neff);
-        let mut layout = Layout::new(&meta, &vars)?;
+        let mut layout = Layout::from_decoded(&meta, &vars)?;
         layout.resolve_internal(&options.weights)?;
-        let lazy = meta.model_config.as_ref().is_some_and(|c| c.lazy_load);
+        let lazy = meta.model_config().is_some_and(|c| c.lazy_load);
         let mut model = Model {
             runtime_ctx: Ctx::new(runtime, options.trace, layout),
             neff: NeffBytes::from(neff),
-            metaneff: metaneff_bytes,
             meta,
             vars,
             weights: options.weights,
@@ -322,11 +318,11 @@ impl Model {
 
     /// The current metaneff bytes (the setters edit them losslessly).
     pub fn metaneff(&self) -> &[u8] {
-        &self.metaneff
+        self.meta.message_bytes()
     }
 
     /// The current metaneff, decoded.
-    pub fn metaneff_decoded(&self) -> &MetaNeff {
+    pub fn metaneff_decoded(&self) -> &Decoded {
         &self.meta
     }
 
@@ -350,7 +346,7 @@ impl Model {
     }
 
     fn async_load(&self) -> bool {
-        self.meta.model_config.as_ref().is_some_and(|c| c.async_load)
+        self.meta.model_config().is_some_and(|c| c.async_load)
     }
 
     /// Loads the model unless it is loaded or loading: in a background thread when the
@@ -436,11 +432,9 @@ impl Model {
     }
 
     fn replace_metaneff(&mut self, bytes: Vec<u8>) -> Result<(), BindError> {
-        let bytes = prost::bytes::Bytes::from(bytes);
-        let meta = metaneff::decode_owned(bytes.clone())?;
-        let mut layout = Layout::new(&meta, &self.vars)?;
+        let meta = Decoded::decode_owned(prost::bytes::Bytes::from(bytes))?;
+        let mut layout = Layout::from_decoded(&meta, &self.vars)?;
         layout.resolve_internal(&self.weights)?;
-        self.metaneff = bytes;
         self.meta = meta;
         self.runtime_ctx.layout = std::sync::Arc::new(layout);
         Ok(())
@@ -452,7 +446,7 @@ impl Model {
     /// # Errors
     /// [`BindError::Metaneff`] if the stored bytes do not re-decode.
     pub fn set_async_load(&mut self, value: bool) -> Result<(), BindError> {
-        let bytes = edit::set_config_flag(&self.metaneff, ConfigFlag::AsyncLoad, value)?;
+        let bytes = edit::set_config_flag(self.meta.message_bytes(), ConfigFlag::AsyncLoad, value)?;
         self.replace_metaneff(bytes)
     }
 
@@ -462,7 +456,7 @@ impl Model {
     /// # Errors
     /// As [`Model::set_async_load`].
     pub fn set_lazy_load(&mut self, value: bool) -> Result<(), BindError> {
-        let bytes = edit::set_config_flag(&self.metaneff, ConfigFlag::LazyLoad, value)?;
+        let bytes = edit::set_config_flag(self.meta.message_bytes(), ConfigFlag::LazyLoad, value)?;
         self.replace_metaneff(bytes)
     }
 
@@ -472,7 +466,8 @@ impl Model {
     /// # Errors
     /// As [`Model::set_async_load`], and any unload or load error.
     pub fn set_dynamic_batching(&mut self, value: bool) -> Result<(), BindError> {
-        let bytes = edit::set_allow_dynamic_batch_size(&self.metaneff, |_, _| Some(value))?;
+        let bytes =
+            edit::set_allow_dynamic_batch_size(self.meta.message_bytes(), |_, _| Some(value))?;
         self.replace_metaneff(bytes)?;
         self.reload()
     }
@@ -490,20 +485,21 @@ impl Model {
         outputs: &[i64],
     ) -> Result<(), BindError> {
         for (side, flags, expected) in [
-            (Side::Input, inputs, self.meta.input_tensors.len()),
-            (Side::Output, outputs, self.meta.output_tensors.len()),
+            (Side::Input, inputs, self.meta.input_tensors().len()),
+            (Side::Output, outputs, self.meta.output_tensors().len()),
         ] {
             if flags.len() != expected {
                 return Err(BindError::DynamicFlagsLength { side, expected, actual: flags.len() });
             }
         }
-        let bytes = edit::set_allow_dynamic_batch_size(&self.metaneff, |side, index| {
-            let flags = match side {
-                Side::Input => inputs,
-                Side::Output => outputs,
-            };
-            flags.get(index).map(|&flag| flag != 0)
-        })?;
+        let bytes =
+            edit::set_allow_dynamic_batch_size(self.meta.message_bytes(), |side, index| {
+                let flags = match side {
+                    Side::Input => inputs,
+                    Side::Output => outputs,
+                };
+                flags.get(index).map(|&flag| flag != 0)
+            })?;
         self.replace_metaneff(bytes)?;
         self.reload()
     }

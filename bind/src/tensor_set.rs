@@ -18,10 +18,10 @@ use super::error::{
 use super::host_tensor::HostTensor;
 use super::{Ctx, Weights};
 use abi::dtype::{ScalarType, n_bytes_with_item_size, scalar_type_of_raw};
+use abi::metaneff::Decoded;
 use abi::metaneff::decoded::DecodedTensor;
 use abi::metaneff::edit::Side;
 use abi::metaneff::meta_tensor::Type as TensorType;
-use abi::metaneff::{Decoded, MetaNeff, MetaTensor};
 use abi::neff::{MrType, Neff, ReadOptions};
 use abi::runtime::prelude::*;
 use abi::runtime::{ModelId, NrtError, Placement, SetId, TensorId};
@@ -132,83 +132,47 @@ fn lossy(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
-/// What a slot is made of, borrowed from either decoded form of a metaneff tensor.
-struct TensorFields<'a> {
-    name: &'a [u8],
-    shape: &'a [i64],
-    data_type: i32,
-    r#type: i32,
-    allow_dynamic_batch_size: bool,
-    checkpoint_key: Option<&'a [u8]>,
-}
-
-impl<'a> From<&'a MetaTensor> for TensorFields<'a> {
-    fn from(tensor: &'a MetaTensor) -> TensorFields<'a> {
-        TensorFields {
-            name: &tensor.name,
-            shape: &tensor.shape,
-            data_type: tensor.data_type,
-            r#type: tensor.r#type,
-            allow_dynamic_batch_size: tensor.allow_dynamic_batch_size,
-            checkpoint_key: tensor.checkpoint_key.as_deref(),
-        }
-    }
-}
-
-impl<'a> From<DecodedTensor<'a>> for TensorFields<'a> {
-    fn from(tensor: DecodedTensor<'a>) -> TensorFields<'a> {
-        TensorFields {
-            name: tensor.name(),
-            shape: tensor.shape(),
-            data_type: tensor.data_type(),
-            r#type: tensor.r#type(),
-            allow_dynamic_batch_size: tensor.allow_dynamic_batch_size(),
-            checkpoint_key: tensor.checkpoint_key(),
-        }
-    }
-}
-
 fn slot_of(
     side: Side,
     index: usize,
-    tensor: TensorFields<'_>,
+    tensor: DecodedTensor<'_>,
     vars: &VarTable,
 ) -> Result<Slot, BindError> {
     // Names are bytes end to end (docs/abi-facts.md §1): the exact bytes key the tensor set, and the
     // runtime judges them; a lossy copy is only for messages.
-    let name = lossy(tensor.name);
+    let name = lossy(tensor.name());
     let dtype_error = |source| BindError::Dtype { side, index, name: name.clone(), source };
-    let scalar_type = scalar_type_of_raw(tensor.data_type).map_err(dtype_error)?;
-    let n_bytes =
-        n_bytes_with_item_size(tensor.shape, scalar_type.item_size(), None).map_err(dtype_error)?;
+    let scalar_type = scalar_type_of_raw(tensor.data_type()).map_err(dtype_error)?;
+    let n_bytes = n_bytes_with_item_size(tensor.shape(), scalar_type.item_size(), None)
+        .map_err(dtype_error)?;
     let role = match side {
         Side::Output => InputRole::User,
-        Side::Input => match TensorType::try_from(tensor.r#type) {
+        Side::Input => match TensorType::try_from(tensor.r#type()) {
             Ok(TensorType::UndefinedType) => InputRole::UntypedUser,
             Ok(TensorType::UserInput) => InputRole::User,
             Ok(TensorType::InputState) => InputRole::State,
             Ok(TensorType::InputWeight) => InputRole::Weight,
             Err(_) => {
-                return Err(BindError::UnknownTensorType { index, name, value: tensor.r#type });
+                return Err(BindError::UnknownTensorType { index, name, value: tensor.r#type() });
             }
         },
     };
     // NEFF variable names are JSON strings, so bytes that are not UTF-8 name no variable.
-    let (var_id, mr_type) = match std::str::from_utf8(tensor.name) {
+    let (var_id, mr_type) = match std::str::from_utf8(tensor.name()) {
         Ok(text) => vars.lookup(text),
         Err(_) => (None, MrType::Invalid),
     };
     Ok(Slot {
         scalar_type,
-        shape: tensor.shape.to_vec(),
+        shape: tensor.shape().to_vec(),
         n_bytes: usize::try_from(n_bytes).unwrap_or(usize::MAX),
-        dynamic: tensor.allow_dynamic_batch_size,
+        dynamic: tensor.allow_dynamic_batch_size(),
         role,
-        checkpoint_key: tensor.checkpoint_key.map(<[u8]>::to_vec),
+        checkpoint_key: tensor.checkpoint_key().map(<[u8]>::to_vec),
         var_id,
         mr_type,
         name,
-        key: tensor.name.to_vec(),
+        key: tensor.name().to_vec(),
     })
 }
 
@@ -217,47 +181,18 @@ fn describe(scalar_type: ScalarType, shape: &[i64]) -> String {
 }
 
 impl Layout {
-    /// Builds the layout; weight slots stay unresolved until [`Layout::resolve_internal`].
-    pub(crate) fn new(meta: &MetaNeff, vars: &VarTable) -> Result<Layout, BindError> {
-        Layout::build(
-            meta.input_tensors.iter().map(TensorFields::from),
-            meta.output_tensors.iter().map(TensorFields::from),
-            meta.output_aliases_to.iter().map(|(&output, &input)| (output, input)),
-            meta.model_config.as_ref().is_some_and(|c| c.return_aliases),
-            vars,
-        )
-    }
-
-    /// [`Layout::new`] from the flat decoded form.
+    /// Builds the layout of a decoded metaneff; weight slots stay unresolved until
+    /// [`Layout::resolve_internal`].
     pub(crate) fn from_decoded(meta: &Decoded, vars: &VarTable) -> Result<Layout, BindError> {
-        Layout::build(
-            meta.input_tensors().iter().map(TensorFields::from),
-            meta.output_tensors().iter().map(TensorFields::from),
-            meta.output_aliases_to().iter().copied(),
-            meta.model_config().is_some_and(|c| c.return_aliases),
-            vars,
-        )
-    }
-
-    /// The layout of the given tensors; `aliases` as (output, input) in output order, each
-    /// output once.
-    fn build<'a>(
-        input_tensors: impl Iterator<Item = TensorFields<'a>>,
-        output_tensors: impl Iterator<Item = TensorFields<'a>>,
-        aliases: impl Iterator<Item = (i64, i64)>,
-        return_aliases: bool,
-        vars: &VarTable,
-    ) -> Result<Layout, BindError> {
-        let inputs = input_tensors
-            .enumerate()
+        let inputs = (meta.input_tensors().iter().enumerate())
             .map(|(index, tensor)| slot_of(Side::Input, index, tensor, vars))
             .collect::<Result<Vec<_>, _>>()?;
-        let outputs = output_tensors
-            .enumerate()
+        let outputs = (meta.output_tensors().iter().enumerate())
             .map(|(index, tensor)| slot_of(Side::Output, index, tensor, vars))
             .collect::<Result<Vec<_>, _>>()?;
         let mut output_alias = vec![None; outputs.len()];
-        for (output, input) in aliases {
+        // Each output once, in output order.
+        for &(output, input) in meta.output_aliases_to() {
             let in_range = usize::try_from(output)
                 .ok()
                 .filter(|&o| o < outputs.len())
@@ -281,7 +216,7 @@ impl Layout {
             outputs,
             user_slots,
             output_alias,
-            return_aliases,
+            return_aliases: meta.model_config().is_some_and(|c| c.return_aliases),
         })
     }
 
@@ -574,15 +509,27 @@ pub(crate) type NeffBytes = Arc<[u8]>;
 #[cfg(test)]
 mod tests {
     use super::*;
+    use abi::metaneff::meta_tensor::DataType;
+    use abi::metaneff::{MetaNeff, MetaTensor, ModelConfig};
 
-    fn input(name: &str, r#type: i32) -> MetaTensor {
+    fn tensor(name: &[u8], r#type: i32, data_type: DataType, shape: &[i64]) -> MetaTensor {
         MetaTensor {
-            name: name.as_bytes().to_vec().into(),
-            shape: vec![2],
-            data_type: abi::metaneff::meta_tensor::DataType::Float as i32,
+            name: name.to_vec().into(),
+            shape: shape.to_vec(),
+            data_type: data_type as i32,
             r#type,
             ..MetaTensor::default()
         }
+    }
+
+    fn input(name: &str, r#type: i32) -> MetaTensor {
+        tensor(name.as_bytes(), r#type, DataType::Float, &[2])
+    }
+
+    /// The layout of `meta` as the layer reads it: encoded, then decoded.
+    fn layout_of(meta: &MetaNeff) -> Result<Layout, BindError> {
+        let decoded = Decoded::decode(&abi::metaneff::encode(meta)).expect("decodes");
+        Layout::from_decoded(&decoded, &VarTable::default())
     }
 
     #[test]
@@ -591,8 +538,7 @@ mod tests {
             input_tensors: (0..4).map(|t| input(&format!("in{t}"), t)).collect(),
             ..MetaNeff::default()
         };
-        let layout =
-            Layout::new(&meta, &VarTable::default()).expect("types 0..=3 are the schema's");
+        let layout = layout_of(&meta).expect("types 0..=3 are the schema's");
         let roles: Vec<InputRole> = layout.inputs.iter().map(|slot| slot.role).collect();
         assert_eq!(
             roles,
@@ -601,7 +547,7 @@ mod tests {
         assert_eq!(layout.user_slots, [0, 1]);
 
         let meta = MetaNeff { input_tensors: vec![input("in0", 1), input("odd", 4)], ..meta };
-        match Layout::new(&meta, &VarTable::default()) {
+        match layout_of(&meta) {
             Err(BindError::UnknownTensorType { index, name, value }) => {
                 assert_eq!((index, name.as_str(), value), (1, "odd", 4));
             }
@@ -609,37 +555,84 @@ mod tests {
         }
     }
 
-    /// The same layout, or the same error, from the prost message and the flat decoded form.
-    fn check_same_layout(meta: &MetaNeff) {
-        let decoded = Decoded::decode(&abi::metaneff::encode(meta)).expect("decodes");
-        let vars = VarTable::default();
-        let (from_prost, from_flat) =
-            (Layout::new(meta, &vars), Layout::from_decoded(&decoded, &vars));
-        assert_eq!(format!("{from_prost:?}"), format!("{from_flat:?}"));
+    /// A slot's fields that the metaneff decides: name, key, scalar type, shape, bytes, dynamic,
+    /// role and checkpoint key.
+    type SlotFields =
+        (String, Vec<u8>, ScalarType, Vec<i64>, usize, bool, InputRole, Option<Vec<u8>>);
+
+    fn fields(slot: &Slot) -> SlotFields {
+        (
+            slot.name.clone(),
+            slot.key.clone(),
+            slot.scalar_type,
+            slot.shape.clone(),
+            slot.n_bytes,
+            slot.dynamic,
+            slot.role,
+            slot.checkpoint_key.clone(),
+        )
     }
 
     #[test]
-    fn the_layout_from_the_decoded_form_is_the_layout_from_the_message() {
-        let mut state = input("state", 2);
+    fn a_layout_holds_each_tensors_name_size_role_and_key_and_each_outputs_alias() {
+        let mut state = tensor(b"state", 2, DataType::Float, &[3, 1, 4]);
         state.checkpoint_key = Some(b"layer.0.state".to_vec().into());
         state.allow_dynamic_batch_size = true;
-        state.shape = vec![3, 1, 4];
-        let mut output = input("output0", 0);
-        output.shape = vec![];
         let meta = MetaNeff {
-            input_tensors: vec![input("in0", 1), input("\u{ff}", 0), state],
-            output_tensors: vec![output.clone(), output],
+            input_tensors: vec![input("in0", 1), tensor(b"\xff", 0, DataType::Int64, &[5]), state],
+            output_tensors: vec![
+                tensor(b"output0", 0, DataType::Float, &[]),
+                tensor(b"output1", 0, DataType::Bfloat16, &[2, 0]),
+            ],
             output_aliases_to: [(1, 2), (0, 0)].into(),
-            model_config: Some(abi::metaneff::ModelConfig {
-                return_aliases: true,
-                ..Default::default()
-            }),
+            model_config: Some(ModelConfig { return_aliases: true, ..ModelConfig::default() }),
             ..MetaNeff::default()
         };
-        check_same_layout(&meta);
-        check_same_layout(&MetaNeff::default());
-        // The errors: an alias out of range, a type the schema does not name.
-        check_same_layout(&MetaNeff { output_aliases_to: [(5, 0)].into(), ..meta.clone() });
-        check_same_layout(&MetaNeff { input_tensors: vec![input("odd", 4)], ..meta });
+        let layout = layout_of(&meta).expect("a usable metaneff");
+        let user = |name: &str, key: &[u8], scalar_type, shape: &[i64], n_bytes, role| {
+            (name.to_owned(), key.to_vec(), scalar_type, shape.to_vec(), n_bytes, false, role, None)
+        };
+        assert_eq!(
+            layout.inputs.iter().map(fields).collect::<Vec<_>>(),
+            [
+                user("in0", b"in0", ScalarType::Float, &[2], 8, InputRole::User),
+                // The message's name is lossy, the key exact.
+                user("\u{fffd}", b"\xff", ScalarType::Long, &[5], 40, InputRole::UntypedUser),
+                (
+                    "state".to_owned(),
+                    b"state".to_vec(),
+                    ScalarType::Float,
+                    vec![3, 1, 4],
+                    48,
+                    true,
+                    InputRole::State,
+                    Some(b"layer.0.state".to_vec()),
+                ),
+            ]
+        );
+        // Outputs have no role of their own; a scalar holds one element, an empty dimension none.
+        assert_eq!(
+            layout.outputs.iter().map(fields).collect::<Vec<_>>(),
+            [
+                user("output0", b"output0", ScalarType::Float, &[], 4, InputRole::User),
+                user("output1", b"output1", ScalarType::BFloat16, &[2, 0], 0, InputRole::User),
+            ]
+        );
+        // No NEFF: no variable is known.
+        assert!(layout.inputs.iter().all(|slot| slot.var_id.is_none()));
+        assert_eq!(layout.user_slots, [0, 1]);
+        assert_eq!(layout.output_alias, [Some(0), Some(2)]);
+        assert!(layout.return_aliases);
+        assert_eq!(layout.weights.len(), 3);
+
+        let empty = layout_of(&MetaNeff::default()).expect("an empty metaneff is usable");
+        assert!(empty.inputs.is_empty() && empty.outputs.is_empty() && !empty.return_aliases);
+
+        match layout_of(&MetaNeff { output_aliases_to: [(5, 0)].into(), ..meta }) {
+            Err(BindError::AliasOutOfRange { output, input, n_outputs, n_inputs }) => {
+                assert_eq!((output, input, n_outputs, n_inputs), (5, 0, 2, 3));
+            }
+            other => panic!("expected AliasOutOfRange, got {other:?}"),
+        }
     }
 }

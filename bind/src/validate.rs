@@ -18,7 +18,7 @@
 use super::error::{BindError, ValidateError, ValidateKind};
 use super::host_tensor::HostTensor;
 use super::tensor_set::{InputRole, Layout, VarTable};
-use abi::metaneff::MetaNeff;
+use abi::metaneff::Decoded;
 
 /// Which caller of `validate`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -36,11 +36,11 @@ pub enum ValidatePath {
 /// layout errors when the metaneff itself cannot be used (an unmapped data_type, an alias out
 /// of range, a state or weight without `checkpoint_key`).
 pub fn validate(
-    meta: &MetaNeff,
+    meta: &Decoded,
     inputs: &[HostTensor],
     path: ValidatePath,
 ) -> Result<(), BindError> {
-    let layout = Layout::new(meta, &VarTable::default())?;
+    let layout = Layout::from_decoded(meta, &VarTable::default())?;
     validate_layout(&layout, inputs, path).map_err(BindError::Validate)
 }
 

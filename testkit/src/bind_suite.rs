@@ -7,6 +7,7 @@ use std::fmt::Debug;
 use std::sync::Arc;
 
 use abi::metaneff;
+use abi::metaneff::decoded::DecodedTensors;
 use abi::metaneff::meta_tensor::DataType;
 use abi::trace::Trace;
 use bind::{
@@ -218,12 +219,9 @@ fn dynamic_batching_mixed_passes_static_inputs_whole(factory: &Factory<'_>) -> R
     let trace = Arc::new(Trace::new());
     let mut model = model(factory, &def, traced(&trace))?;
     ok("set_dynamic_batching_mixed", model.set_dynamic_batching_mixed(&[1, 0], &[7]))?;
-    let flags: Vec<bool> = model
-        .metaneff_decoded()
-        .input_tensors
-        .iter()
-        .chain(&model.metaneff_decoded().output_tensors)
-        .map(|t| t.allow_dynamic_batch_size)
+    let meta = model.metaneff_decoded();
+    let flags: Vec<bool> = (meta.input_tensors().iter().chain(meta.output_tensors()))
+        .map(|t| t.allow_dynamic_batch_size())
         .collect();
     same("flags", flags, vec![true, false, true])?;
     trace.clear_lines();
@@ -261,16 +259,16 @@ fn setters_edit_losslessly_and_reload(factory: &Factory<'_>) -> Result<(), Strin
     let unknown = metaneff::check_wire(&stored).map_err(|e| e.to_string())?;
     same("unknown fields", unknown.iter().map(|f| f.number).collect::<Vec<_>>(), vec![50])?;
     let decoded = model.metaneff_decoded();
-    let config = decoded.model_config.unwrap_or_default();
+    let config = decoded.model_config().copied().unwrap_or_default();
     same("async/lazy", (config.async_load, config.lazy_load), (true, true))?;
+    let dynamic =
+        |tensors: DecodedTensors<'_>| tensors.get(0).map(|t| t.allow_dynamic_batch_size());
     same(
         "dynamic flags",
-        (
-            decoded.input_tensors[0].allow_dynamic_batch_size,
-            decoded.output_tensors[0].allow_dynamic_batch_size,
-        ),
-        (true, true),
+        (dynamic(decoded.input_tensors()), dynamic(decoded.output_tensors())),
+        (Some(true), Some(true)),
     )?;
+    same("unknown fields after the setters", decoded.n_unknown_fields(), 1)?;
     let out = ok("forward after the reload", model.forward(&[f32s(&[1.0, 2.0], &[2])]))?;
     same("loads", count_lines(&trace, "load("), 2)?;
     same("output", output_values(&out, 0)?, vec![1.0, 2.0])

@@ -155,11 +155,22 @@ fn names_are_bytes_and_need_not_be_utf8() {
     assert!(text::to_text(&bytes).unwrap().text.contains(r#"name: "\377\376""#));
 }
 
-/// One malformed input, the byte offset and field path the error must name.
+/// One malformed input, the byte offset and field path the error must name, whichever owned
+/// decoder reads it: the prost message from a slice or an owned buffer, or [`Decoded`] from
+/// either.
 fn check_decode_error(bytes: &str, offset: usize, path: &str, reason_part: &str) {
-    let error = decode(&hex(bytes)).unwrap_err();
-    assert_eq!((error.offset, error.path.as_str()), (offset, path), "{error}");
-    assert!(error.reason.contains(reason_part), "{error}");
+    let bytes = hex(bytes);
+    let owned = || prost::bytes::Bytes::copy_from_slice(&bytes);
+    for (decoder, error) in [
+        ("decode", decode(&bytes).err()),
+        ("decode_owned", decode_owned(owned()).err()),
+        ("Decoded::decode", Decoded::decode(&bytes).err()),
+        ("Decoded::decode_owned", Decoded::decode_owned(owned()).err()),
+    ] {
+        let error = error.unwrap_or_else(|| panic!("{decoder} accepted {bytes:02x?}"));
+        assert_eq!((error.offset, error.path.as_str()), (offset, path), "{decoder}: {error}");
+        assert!(error.reason.contains(reason_part), "{decoder}: {error}");
+    }
 }
 
 #[test]
@@ -180,6 +191,13 @@ fn decode_errors_name_the_offset_and_the_field() {
     );
     check_decode_error("0A 03 12 01 80", 4, "MetaNeff.input_tensors[0].shape[0]", "packed list");
     check_decode_error("1F", 0, "MetaNeff", "wire type 7");
+    // The second tensor's first shape field as a fixed32: its tag is byte 4, after `0A 00 0A 05`.
+    check_decode_error(
+        "0A 00 0A 05 15 01 00 00 00",
+        4,
+        "MetaNeff.input_tensors[1].shape[0]",
+        "wire type I32, expected VARINT",
+    );
 }
 
 /// A metaneff with unknown fields at every level: 99 in MetaNeff, 20 in a MetaTensor, 15 in
