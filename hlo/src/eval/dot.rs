@@ -32,7 +32,7 @@ use pulp::Simd;
 use super::op_context::{OpContext, invalid};
 use super::packed_gemm::{self, Bf16Bits, F8Bits, F16Bits, F32Bytes, Kernel, Source};
 use super::program::Op;
-use super::shape_ops::transpose;
+use super::shape_ops::{transpose, transpose_reusing};
 use super::tensor::{BufferPool, Data, filled, reuse_or_alloc};
 use crate::dtype::{ElementType, SmallFloat};
 use crate::proto;
@@ -145,18 +145,38 @@ impl DotPlan {
         if let Some(sums) = self.few_rows(lhs, rhs, out_ty, budget)? {
             return round_result(Data::F32(sums), out_ty);
         }
-        // Operands already in gemm order and type are used in place, without a copy.
+        // Operands already in gemm order and type are used in place, without a copy; the others
+        // are transposed into pooled temporaries, given back once the product is made.
         let arrange = |data: &Data, dims: &[usize], perm: &[usize]| -> Result<Option<Data>, Fail> {
             if perm.iter().enumerate().all(|(i, &p)| i == p) {
                 Ok(None)
             } else {
-                transpose(data, dims, perm).map(Some)
+                let spare = pool.take_scratch(data.ty(), data.len());
+                transpose_reusing(data, dims, perm, spare).map(Some)
             }
         };
         let lhs_t = arrange(lhs, &self.lhs_dims, &self.lhs_perm)?;
         let rhs_t = arrange(rhs, &self.rhs_dims, &self.rhs_perm)?;
-        let lhs = lhs_t.as_ref().unwrap_or(lhs);
-        let rhs = rhs_t.as_ref().unwrap_or(rhs);
+        let result = self.product(
+            lhs_t.as_ref().unwrap_or(lhs),
+            rhs_t.as_ref().unwrap_or(rhs),
+            out_ty,
+            budget,
+            pool,
+        );
+        lhs_t.into_iter().chain(rhs_t).for_each(|t| pool.give_scratch(t));
+        result
+    }
+
+    /// [`DotPlan::run`] of operands in gemm order.
+    fn product(
+        &self,
+        lhs: &Data,
+        rhs: &Data,
+        out_ty: ElementType,
+        budget: u64,
+        pool: &BufferPool,
+    ) -> Result<Data, Fail> {
         let compute = compute_type(lhs.ty(), rhs.ty(), out_ty);
         let out_elems = self.batch * self.m * self.n;
         super::shape::check_budget(
@@ -285,18 +305,44 @@ impl DotPlan {
         }
     }
 
-    /// [`DotPlan::batched`] over float operands the packed gemm reads in place.
+    /// [`DotPlan::batched`] over float operands the packed gemm reads in place. Products too
+    /// small to split over the cores themselves (attention's per-head products) are split by
+    /// batch instead: each thread multiplies a run of whole products, this one the first.
     fn batched_floats(&self, a: Floats<'_>, b: Floats<'_>, c: &mut [f32]) -> Result<(), Fail> {
         let (m, k, n) = (self.m, self.k, self.n);
-        (0..self.batch).try_for_each(|i| {
-            gemm_floats_or_widen(
-                a.range(i * m * k, m * k),
-                b.range(i * k * n, k * n),
-                &mut c[i * m * n..(i + 1) * m * n],
-                m,
-                k,
-                n,
-            )
+        let product = |i: usize, c: &mut [f32]| {
+            gemm_floats_or_widen(a.range(i * m * k, m * k), b.range(i * k * n, k * n), c, m, k, n)
+        };
+        let work = m.saturating_mul(k).saturating_mul(n);
+        let threads = if threads_for(work, n / 16) == 1 {
+            threads_for(work.saturating_mul(self.batch), self.batch)
+        } else {
+            1
+        };
+        if m * n == 0 {
+            return Ok(());
+        }
+        if threads <= 1 {
+            return c.chunks_exact_mut(m * n).enumerate().try_for_each(|(i, c)| product(i, c));
+        }
+        let per_thread = self.batch.div_ceil(threads);
+        let run = |first: usize, c: &mut [f32]| {
+            c.chunks_exact_mut(m * n).enumerate().try_for_each(|(j, c)| product(first + j, c))
+        };
+        let mut runs = c.chunks_mut(per_thread * m * n);
+        let mine = runs.next().unwrap_or_default();
+        std::thread::scope(|scope| {
+            let others: Vec<_> = runs
+                .enumerate()
+                .map(|(t, c)| scope.spawn(move || run((t + 1) * per_thread, c)))
+                .collect();
+            let first = run(0, mine);
+            others.into_iter().fold(first, |done, other| {
+                let other = other.join().unwrap_or_else(|_| {
+                    Err(Fail::Internal("a thread of a batched dot panicked".into()))
+                });
+                done.and(other)
+            })
         })
     }
 
@@ -1223,6 +1269,50 @@ mod tests {
             }
         }
         assert_eq!(run(&a1, &b1), first, "a third launch on the first inputs");
+    }
+
+    /// Attention's `scores[b, h, s, t] = Σ_d q[b, s, h, d] · k[b, t, h, d]`: both operands are
+    /// transposed into pooled temporaries, kept after the launch and written over by the next;
+    /// and its nine per-head products, each too small to split, are split by batch over the
+    /// cores (five and four) where there are two. Each launch must give its own inputs' naive
+    /// sums (small integers: exact in f32).
+    #[test]
+    fn transposed_batched_products_reuse_their_temporaries_and_split_by_batch() {
+        let (b, h, s, t, d) = (3usize, 3usize, 64usize, 128usize, 96usize);
+        let program = compile_text(&format!(
+            "HloModule d\nENTRY main {{\n  q = f32[{b},{s},{h},{d}] parameter(0)\n  \
+             k = f32[{b},{t},{h},{d}] parameter(1)\n  ROOT s = f32[{b},{h},{s},{t}] dot(q, k), \
+             lhs_batch_dims={{0,2}}, lhs_contracting_dims={{3}}, rhs_batch_dims={{0,2}}, \
+             rhs_contracting_dims={{3}}\n}}\n"
+        ));
+        let ints = |len: usize, seed: usize| -> Vec<f32> {
+            (0..len).map(|i| ((i * 7 + seed * 13) % 11) as f32 - 5.0).collect()
+        };
+        let expect = |q: &[f32], k: &[f32]| {
+            let mut out = vec![0.0f32; b * h * s * t];
+            for (bi, hi, si, ti) in (0..b).flat_map(|bi| {
+                (0..h).flat_map(move |hi| {
+                    (0..s).flat_map(move |si| (0..t).map(move |ti| (bi, hi, si, ti)))
+                })
+            }) {
+                out[((bi * h + hi) * s + si) * t + ti] = (0..d)
+                    .map(|di| {
+                        q[((bi * s + si) * h + hi) * d + di] * k[((bi * t + ti) * h + hi) * d + di]
+                    })
+                    .sum();
+            }
+            out
+        };
+        let run = |q: &[f32], k: &[f32]| {
+            let args = [f32_array(&[b, s, h, d], q), f32_array(&[b, t, h, d], k)];
+            result_f32s(program.run(&args).expect("run"))
+        };
+        let (q1, k1) = (ints(b * s * h * d, 1), ints(b * t * h * d, 2));
+        assert_eq!(run(&q1, &k1), expect(&q1, &k1), "first launch");
+        let temporaries = ((b * s * h * d + b * t * h * d) * 4) as u64;
+        assert!(program.pool.idle_bytes() >= temporaries, "both transposed operands are kept");
+        let (q2, k2) = (ints(b * s * h * d, 3), ints(b * t * h * d, 4));
+        assert_eq!(run(&q2, &k2), expect(&q2, &k2), "second launch, in the kept temporaries");
     }
 
     /// A bf16 dot's f32 sums go back to the pool after rounding, and the next launch sums into

@@ -11,7 +11,9 @@ use super::Fail;
 use super::op_context::{OpContext, dims_list, invalid, to_usize};
 use super::program::Op;
 use super::shape::{ArrayShape, Shape};
-use super::tensor::{Data, dispatch, filled, next_index, strides, try_alloc};
+use super::tensor::{
+    Data, Stored, dispatch, filled, next_index, reuse_or_alloc, strides, try_alloc,
+};
 use crate::dtype::{ElementType, SmallFloat};
 
 /// Copies `src` into a new row-major array of `out_dims`, reading element
@@ -22,8 +24,18 @@ pub(crate) fn strided<T: Copy>(
     base: i64,
     stride: &[i64],
 ) -> Result<Vec<T>, Fail> {
+    strided_into(src, try_alloc(out_dims.iter().product())?, out_dims, base, stride)
+}
+
+/// [`strided`] into `out`, empty and with room for every element.
+fn strided_into<T: Copy>(
+    src: &[T],
+    mut out: Vec<T>,
+    out_dims: &[usize],
+    base: i64,
+    stride: &[i64],
+) -> Result<Vec<T>, Fail> {
     let n: usize = out_dims.iter().product();
-    let mut out = try_alloc(n)?;
     if n == 0 {
         return Ok(out);
     }
@@ -34,6 +46,14 @@ pub(crate) fn strided<T: Copy>(
     let rank = out_dims.len();
     let inner = out_dims[rank - 1];
     let inner_stride = stride[rank - 1];
+    if rank >= 2
+        && inner_stride != 1
+        && stride[rank - 2] == 1
+        && inner > 1
+        && out_dims[rank - 2] > 1
+    {
+        return strided_tiles(src, out, n, out_dims, base, stride);
+    }
     let outer_dims = &out_dims[..rank - 1];
     let mut index = vec![0usize; rank - 1];
     loop {
@@ -52,6 +72,45 @@ pub(crate) fn strided<T: Copy>(
         if !next_index(&mut index, outer_dims) {
             break;
         }
+    }
+    Ok(out)
+}
+
+/// [`strided`] when the source is contiguous along the output's second-to-last dimension but
+/// not its last (a transpose that moves the source's minor axis, as attention's
+/// `[batch, seq, heads, dim] → [batch, heads, dim, seq]` does): each output matrix of the last two
+/// dimensions is copied in square tiles, reading runs of the source and writing a few rows at a
+/// time, where the element-by-element copy would walk the source a whole stride apart for every
+/// element. `out` is empty with room for the `n` elements.
+fn strided_tiles<T: Copy>(
+    src: &[T],
+    mut out: Vec<T>,
+    n: usize,
+    out_dims: &[usize],
+    base: i64,
+    stride: &[i64],
+) -> Result<Vec<T>, Fail> {
+    let rank = out_dims.len();
+    let (rows, cols) = (out_dims[rank - 2], out_dims[rank - 1]);
+    let col_stride = stride[rank - 1];
+    let outer_dims = &out_dims[..rank - 2];
+    out.resize(n, src[base as usize]);
+    let mut index = vec![0usize; rank - 2];
+    for dst in out.chunks_exact_mut(rows * cols) {
+        let offset = base + index.iter().zip(stride).map(|(&i, &s)| i as i64 * s).sum::<i64>();
+        for c0 in (0..cols).step_by(TILE) {
+            let c1 = (c0 + TILE).min(cols);
+            for r0 in (0..rows).step_by(TILE) {
+                let r1 = (r0 + TILE).min(rows);
+                for c in c0..c1 {
+                    let start = (offset + c as i64 * col_stride) as usize;
+                    for (r, &x) in (r0..r1).zip(&src[start + r0..start + r1]) {
+                        dst[r * cols + c] = x;
+                    }
+                }
+            }
+        }
+        next_index(&mut index, outer_dims);
     }
     Ok(out)
 }
@@ -91,18 +150,34 @@ pub(crate) fn transpose(
     in_dims: &[usize],
     permutation: &[usize],
 ) -> Result<Data, Fail> {
+    transpose_reusing(data, in_dims, permutation, None)
+}
+
+/// [`transpose`] into `spare`'s storage when it holds the same element type and has room (a
+/// pooled temporary), else into a fresh vector.
+pub(crate) fn transpose_reusing(
+    data: &Data,
+    in_dims: &[usize],
+    permutation: &[usize],
+    spare: Option<Data>,
+) -> Result<Data, Fail> {
+    fn storage<T: Stored>(spare: Option<Data>, n: usize) -> Result<Vec<T>, Fail> {
+        reuse_or_alloc(spare.and_then(T::storage), n)
+    }
     let rank = in_dims.len();
     let swaps_last_two = rank >= 2
         && permutation[..rank - 2].iter().enumerate().all(|(k, &p)| p == k)
         && permutation[rank - 2..] == [rank - 1, rank - 2];
     if swaps_last_two && in_dims[rank - 1] > 1 && in_dims[rank - 2] > 1 {
         let (rows, cols) = (in_dims[rank - 2], in_dims[rank - 1]);
-        return Ok(dispatch!(data, v => transpose_matrices(v, rows, cols)?));
+        return Ok(dispatch!(data, v => {
+            transpose_matrices(v, rows, cols, storage(spare, v.len())?)
+        }));
     }
     let in_strides = signed_strides(in_dims);
     let out_dims: Vec<usize> = permutation.iter().map(|&p| in_dims[p]).collect();
     let stride: Vec<i64> = permutation.iter().map(|&p| in_strides[p]).collect();
-    Ok(dispatch!(data, v => strided(v, &out_dims, 0, &stride)?))
+    Ok(dispatch!(data, v => strided_into(v, storage(spare, v.len())?, &out_dims, 0, &stride)?))
 }
 
 /// Side of the square tiles [`transpose_matrices`] moves at a time.
@@ -110,10 +185,10 @@ const TILE: usize = 8;
 
 /// Transposes each `rows × cols` matrix of `src` (a batch of them, one after another) tile by
 /// tile, so reads and writes both stay within a few cache lines; the strided copy would walk
-/// the source a whole row apart for every element.
-fn transpose_matrices<T: Copy>(src: &[T], rows: usize, cols: usize) -> Result<Vec<T>, Fail> {
-    let Some(&first) = src.first() else { return Ok(Vec::new()) };
-    let mut out = filled(src.len(), first)?;
+/// the source a whole row apart for every element. `out` is empty with room for every element.
+fn transpose_matrices<T: Copy>(src: &[T], rows: usize, cols: usize, mut out: Vec<T>) -> Vec<T> {
+    let Some(&first) = src.first() else { return out };
+    out.resize(src.len(), first);
     for (dst, src) in out.chunks_exact_mut(rows * cols).zip(src.chunks_exact(rows * cols)) {
         for r0 in (0..rows).step_by(TILE) {
             let r1 = (r0 + TILE).min(rows);
@@ -128,7 +203,7 @@ fn transpose_matrices<T: Copy>(src: &[T], rows: usize, cols: usize) -> Result<Ve
             }
         }
     }
-    Ok(out)
+    out
 }
 
 /// `slice` with per-dimension start, step and output size.
@@ -670,19 +745,32 @@ pub(crate) fn compile_indexing(cx: &OpContext<'_>) -> Result<Op, Fail> {
 mod tests {
     use super::*;
 
-    /// The transpose as the strided copy computes it, for any permutation.
-    fn strided_transpose(v: &[u32], dims: &[usize], permutation: &[usize]) -> Vec<u32> {
-        let in_strides = signed_strides(dims);
+    /// The transpose by its definition: output element `index` is input element
+    /// `index[permutation⁻¹]`, each offset computed from the whole multi-index.
+    fn transpose_by_definition(v: &[u32], dims: &[usize], permutation: &[usize]) -> Vec<u32> {
         let out_dims: Vec<usize> = permutation.iter().map(|&p| dims[p]).collect();
-        let stride: Vec<i64> = permutation.iter().map(|&p| in_strides[p]).collect();
-        strided(v, &out_dims, 0, &stride).expect("fits")
+        let n: usize = dims.iter().product();
+        (0..n)
+            .map(|linear| {
+                let mut rest = linear;
+                let mut in_index = vec![0usize; dims.len()];
+                for (k, &d) in out_dims.iter().enumerate().rev() {
+                    in_index[permutation[k]] = rest % d;
+                    rest /= d;
+                }
+                let offset = in_index.iter().zip(dims).fold(0, |o, (&i, &d)| o * d + i);
+                v[offset]
+            })
+            .collect()
     }
 
     #[test]
-    fn tiled_transpose_equals_the_strided_copy() {
+    fn tiled_transposes_equal_the_definition() {
         // Tile-sized, smaller than a tile, odd remainders on both sides, a batch of matrices,
-        // and degenerate rows or columns of one (which keep the strided copy).
-        let cases: [(&[usize], &[usize]); 8] = [
+        // and degenerate rows or columns of one (which keep the strided copy); then transposes
+        // that move the minor axis under a batch (attention's [b, s, h, d] → [b, h, d, s]),
+        // which copy tiles of a strided source, and ones that keep it (runs of the source).
+        let cases: [(&[usize], &[usize]); 13] = [
             (&[8, 8], &[1, 0]),
             (&[3, 5], &[1, 0]),
             (&[17, 9], &[1, 0]),
@@ -691,13 +779,25 @@ mod tests {
             (&[1, 7], &[1, 0]),
             (&[7, 1], &[1, 0]),
             (&[4, 6, 5], &[2, 1, 0]),
+            (&[2, 19, 3, 10], &[0, 2, 3, 1]),
+            (&[3, 9, 2, 8], &[2, 0, 3, 1]),
+            (&[5, 4, 17], &[1, 2, 0]),
+            (&[2, 1, 3, 9], &[0, 2, 3, 1]),
+            (&[2, 7, 3, 5], &[0, 2, 1, 3]),
         ];
         for (dims, permutation) in cases {
             let n: usize = dims.iter().product();
             let v: Vec<u32> = (0..n as u32).map(|x| x.wrapping_mul(2_654_435_761)).collect();
             let got = transpose(&Data::U32(v.clone()), dims, permutation).expect("fits");
-            let want = strided_transpose(&v, dims, permutation);
-            assert_eq!(got, Data::U32(want), "{dims:?} by {permutation:?}");
+            let want = Data::U32(transpose_by_definition(&v, dims, permutation));
+            assert_eq!(got, want, "{dims:?} by {permutation:?}");
+            // Into reused storage: stale values of the same type, too little room, another type.
+            for spare in
+                [Data::U32(vec![7; n + 3]), Data::U32(vec![7; n / 2]), Data::F32(vec![1.0; n])]
+            {
+                let got = transpose_reusing(&Data::U32(v.clone()), dims, permutation, Some(spare));
+                assert_eq!(got.expect("fits"), want, "{dims:?} by {permutation:?}, reusing");
+            }
         }
     }
 

@@ -279,6 +279,12 @@ impl Tensor {
 /// smaller ones are left to the allocator, which reuses them without fresh mappings.
 pub(crate) const POOLED_MIN_BYTES: usize = 1 << 20;
 
+/// Temporaries of at least this many bytes are kept by a [`BufferPool`] between uses
+/// ([`BufferPool::take_scratch`]): the allocator hands memory of this size back to the system
+/// when a large free block forms at the top of its heap, so the next run faulted its pages in
+/// again (in the f32 transformer, half of the page faults were the dots' operand transposes).
+pub(crate) const SCRATCH_MIN_BYTES: usize = 64 << 10;
+
 /// The most idle bytes a [`BufferPool`] keeps (less when the program's byte budget is lower).
 pub(crate) const POOL_MAX_IDLE_BYTES: u64 = 256 << 20;
 
@@ -312,7 +318,12 @@ impl BufferPool {
     /// An empty buffer of `ty` with room for `n` elements (and at most `n + n / 16`), if one is
     /// idle.
     pub(crate) fn take(&self, ty: ElementType, n: usize) -> Option<Data> {
-        if n.saturating_mul(ty.item_size()) < POOLED_MIN_BYTES {
+        self.take_from(POOLED_MIN_BYTES, ty, n)
+    }
+
+    /// [`BufferPool::take`] for requests of at least `min_bytes`.
+    fn take_from(&self, min_bytes: usize, ty: ElementType, n: usize) -> Option<Data> {
+        if n.saturating_mul(ty.item_size()) < min_bytes {
             return None;
         }
         let mut idle = self.idle.lock().ok()?;
@@ -325,9 +336,14 @@ impl BufferPool {
 
     /// Keeps `data`'s storage for a later [`BufferPool::take`] when it is large and the pool has
     /// room; frees it otherwise.
-    pub(crate) fn give(&self, mut data: Data) {
+    pub(crate) fn give(&self, data: Data) {
+        self.give_from(POOLED_MIN_BYTES, data);
+    }
+
+    /// [`BufferPool::give`] for storage of at least `min_bytes`.
+    fn give_from(&self, min_bytes: usize, mut data: Data) {
         let bytes = data.capacity_bytes();
-        if bytes < POOLED_MIN_BYTES as u64 {
+        if bytes < min_bytes as u64 {
             return;
         }
         let Ok(mut idle) = self.idle.lock() else { return };
@@ -337,6 +353,19 @@ impl BufferPool {
         data.clear();
         idle.bytes += bytes;
         idle.buffers.push(data);
+    }
+
+    /// Storage for a temporary of `ty` and `n` elements that is given back with
+    /// [`BufferPool::give_scratch`] as soon as it is used (a dot's transposed operand): unlike
+    /// [`BufferPool::take`] it serves sizes down to [`SCRATCH_MIN_BYTES`], since the next run's
+    /// same temporary takes it back and nothing else holds it idle.
+    pub(crate) fn take_scratch(&self, ty: ElementType, n: usize) -> Option<Data> {
+        self.take_from(SCRATCH_MIN_BYTES, ty, n)
+    }
+
+    /// Keeps a temporary's storage for the next [`BufferPool::take_scratch`] of its size.
+    pub(crate) fn give_scratch(&self, data: Data) {
+        self.give_from(SCRATCH_MIN_BYTES, data);
     }
 
     /// Bytes held idle (for tests).
@@ -360,6 +389,37 @@ impl std::fmt::Debug for BufferPool {
         f.debug_struct("BufferPool").field("buffers", &count).field("bytes", &bytes).finish()
     }
 }
+
+/// The element types of [`Data`]'s vectors.
+pub(crate) trait Stored: Copy {
+    /// The vector inside `data` when it holds this element type (any variant that does: bf16,
+    /// f16 and u16 all store `u16`), to reuse its storage.
+    fn storage(data: Data) -> Option<Vec<Self>>;
+}
+
+macro_rules! stored {
+    ($t:ty: $($variant:ident),+) => {
+        impl Stored for $t {
+            fn storage(data: Data) -> Option<Vec<$t>> {
+                match data {
+                    $(Data::$variant(v) => Some(v),)+
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+stored!(bool: Pred);
+stored!(i8: S8);
+stored!(i16: S16);
+stored!(i32: S32);
+stored!(i64: S64);
+stored!(u8: U8, F8e5m2, F8e4m3fn, F8e4m3);
+stored!(u16: U16, F16, Bf16);
+stored!(u32: U32);
+stored!(u64: U64);
+stored!(f32: F32);
+stored!(f64: F64);
 
 /// A vector with room for `n` elements: `spare`'s storage when given (emptied first), else
 /// a fresh one.
