@@ -324,24 +324,20 @@ macro_rules! impl_float {
                     Binary::Div => x / y,
                     Binary::Rem => x % y,
                     // XLA CPU orders -0 below +0 here: max(-0, +0) and max(+0, -0) are both +0,
-                    // min of either pair is -0.
+                    // min of either pair is -0. Written with `|` and `&`, not `||` and `&&`, so
+                    // that the tests are selects, not branches, and a loop of them vectorises
+                    // (relu and max pooling are such loops).
                     Binary::Max => {
-                        if x.is_nan() || y.is_nan() {
-                            <$t>::NAN
-                        } else if x > y || (x == y && y.is_sign_negative()) {
-                            x
-                        } else {
-                            y
-                        }
+                        let either_nan = x.is_nan() | y.is_nan();
+                        let larger =
+                            if (x > y) | ((x == y) & y.is_sign_negative()) { x } else { y };
+                        if either_nan { <$t>::NAN } else { larger }
                     }
                     Binary::Min => {
-                        if x.is_nan() || y.is_nan() {
-                            <$t>::NAN
-                        } else if x < y || (x == y && x.is_sign_negative()) {
-                            x
-                        } else {
-                            y
-                        }
+                        let either_nan = x.is_nan() | y.is_nan();
+                        let smaller =
+                            if (x < y) | ((x == y) & x.is_sign_negative()) { x } else { y };
+                        if either_nan { <$t>::NAN } else { smaller }
                     }
                     Binary::Pow => x.powf(y),
                     Binary::Atan2 => x.atan2(y),
@@ -1161,6 +1157,42 @@ mod tests {
         assert!(f32::binary(Binary::Max, f32::NAN, 1.0).is_nan());
         assert!(f32::binary(Binary::Min, 1.0, f32::NAN).is_nan());
         assert_eq!(f32::binary(Binary::Max, 1.0, 2.0), 2.0);
+    }
+
+    /// Max and min by hand, one element at a time and in the vectorised slice loop (the pairs
+    /// repeated past several vectors): NaN on either side wins, -0 orders below +0, and
+    /// subnormals and infinities compare as numbers.
+    #[test]
+    fn float_max_min_by_hand_in_scalars_and_slices() {
+        let tiny = f32::from_bits(1);
+        // (x, y, max, min)
+        let cases = [
+            (-0.0, 0.0, 0.0, -0.0),
+            (0.0, -0.0, 0.0, -0.0),
+            (-0.0, -0.0, -0.0, -0.0),
+            (1.0, f32::NAN, f32::NAN, f32::NAN),
+            (f32::NAN, 1.0, f32::NAN, f32::NAN),
+            (f32::NEG_INFINITY, 3.0, 3.0, f32::NEG_INFINITY),
+            (2.0, -5.0, 2.0, -5.0),
+            (tiny, 0.0, tiny, 0.0),
+            (-tiny, -0.0, -0.0, -tiny),
+            (f32::INFINITY, f32::MAX, f32::INFINITY, f32::MAX),
+        ];
+        let bits = |v: f32| if v.is_nan() { u32::MAX } else { v.to_bits() };
+        for &(x, y, max, min) in &cases {
+            assert_eq!(bits(f32::binary(Binary::Max, x, y)), bits(max), "max({x}, {y})");
+            assert_eq!(bits(f32::binary(Binary::Min, x, y)), bits(min), "min({x}, {y})");
+        }
+        let repeated = |pick: fn(&(f32, f32, f32, f32)) -> f32| -> Vec<f32> {
+            cases.iter().cycle().take(cases.len() * 7).map(pick).collect()
+        };
+        let (xs, ys) = (repeated(|c| c.0), repeated(|c| c.1));
+        for (op, want) in [(Binary::Max, repeated(|c| c.2)), (Binary::Min, repeated(|c| c.3))] {
+            let mut out = vec![0.0; xs.len()];
+            super::super::math::binary_slice(op, &xs, &ys, &mut out, pulp::Arch::new());
+            let got: Vec<u32> = out.iter().map(|&v| bits(v)).collect();
+            assert_eq!(got, want.iter().map(|&v| bits(v)).collect::<Vec<_>>(), "{op:?} slice");
+        }
     }
 
     #[test]
