@@ -606,7 +606,8 @@ impl FusedPlan {
         let mut done = 0;
         while done < len {
             let m = CHUNK.min(len - done);
-            let root = self.compute(operands, &mut scratch, CHUNK, start + done, m, arch);
+            let root =
+                self.compute(operands, &mut scratch, CHUNK, start + done, m, done == 0, arch);
             write(&mut out, done, root, arch);
             done += m;
         }
@@ -615,16 +616,33 @@ impl FusedPlan {
 
     /// Computes the group's elements `start .. start + m` in `scratch` (buffers of `width`
     /// elements each) and returns the root's.
+    ///
+    /// Inputs are read into their scratch buffers, except that contiguous f32 operands are read
+    /// where they lie, and a splat is filled only on a range's `first` chunk (the longest: later
+    /// chunks are as long or shorter, and nothing writes an input's buffer).
+    #[allow(clippy::too_many_arguments)]
     fn compute<'s>(
         &self,
-        operands: &[&Tensor],
+        operands: &[&'s Tensor],
         scratch: &'s mut [f32],
         width: usize,
         start: usize,
         m: usize,
+        first: bool,
         arch: pulp::Arch,
     ) -> &'s [f32] {
+        // The operand's own elements, when input `i` is read in place.
+        let in_place = |i: usize| -> Option<&'s [f32]> {
+            let input = self.inputs.get(i)?;
+            match (&operands[input.operand].data, &input.read) {
+                (Data::F32(v), Read::Contiguous) => Some(&v[start..start + m]),
+                _ => None,
+            }
+        };
         for (i, input) in self.inputs.iter().enumerate() {
+            if in_place(i).is_some() || (input.read == Read::Splat && !first) {
+                continue;
+            }
             let buffer = &mut scratch[i * width..i * width + m];
             read(buffer, &operands[input.operand].data, &input.read, start, arch);
         }
@@ -634,11 +652,11 @@ impl FusedPlan {
             // At most three arguments (select, clamp): no allocation per node and chunk.
             let mut args: [&[f32]; 3] = [&[]; 3];
             for (slot, &a) in args.iter_mut().zip(&node.args) {
-                *slot = &before[a * width..a * width + m];
+                *slot = in_place(a).unwrap_or(&before[a * width..a * width + m]);
             }
             run_node(node, &args[..node.args.len().min(3)], &mut rest[..m], arch);
         }
-        &scratch[self.root * width..self.root * width + m]
+        in_place(self.root).unwrap_or(&scratch[self.root * width..self.root * width + m])
     }
 
     /// Runs a group with a reduce: each output folds one run of the group's value.
@@ -721,7 +739,7 @@ impl FusedPlan {
         while done < out.len() {
             let r = rows.min(out.len() - done);
             let start = (first + done) * run;
-            let root = self.compute(operands, &mut scratch, width, start, r * run, arch);
+            let root = self.compute(operands, &mut scratch, width, start, r * run, done == 0, arch);
             for (o, values) in out[done..done + r].iter_mut().zip(root.chunks_exact(run)) {
                 *o = super::reduce::fold_run_f32(reduce.op, values, init, format);
             }
@@ -1033,6 +1051,33 @@ ENTRY main {
             Err(EvalError::WorkBudget { instruction, .. }) => assert_eq!(instruction, "m"),
             other => panic!("expected the work budget at the multiply, got {other:?}"),
         }
+    }
+
+    /// Over three whole chunks and a tail: the f32 parameter is read where it lies, the bf16 one
+    /// decoded chunk by chunk, and the splat filled once and read by every chunk. By hand:
+    /// `x · 1.5 + h`, exact for these small values.
+    #[test]
+    fn splats_and_in_place_operands_serve_every_chunk() {
+        let n = 3 * CHUNK + 5;
+        let text = format!(
+            "HloModule splat\nENTRY main {{\n  x = f32[{n}] parameter(0)\n  h = bf16[{n}] \
+             parameter(1)\n  c = f32[] constant(1.5)\n  cb = f32[{n}] broadcast(c), \
+             dimensions={{}}\n  hw = f32[{n}] convert(h)\n  m = f32[{n}] multiply(x, cb)\n  \
+             ROOT a = f32[{n}] add(m, hw)\n}}\n"
+        );
+        let program = compile(&text, &EvalOptions::default());
+        assert_eq!(fusion_counts(&program).0, 1, "one group");
+        let x: Vec<f32> = (0..n).map(|i| (i % 37) as f32 - 18.0).collect();
+        let h: Vec<f32> = (0..n).map(|i| (i % 11) as f32 * 0.25).collect();
+        let h_bytes: Vec<u8> =
+            h.iter().flat_map(|&v| (SmallFloat::Bf16.encode_f32(v) as u16).to_le_bytes()).collect();
+        let args = [
+            Array::from_f32(&[n as i64], &x),
+            Array::new(PrimitiveType::Bf16, vec![n as i64], h_bytes).expect("array"),
+        ];
+        let got = f32s(&array_bytes(program.run(&args).expect("runs")));
+        let want: Vec<f32> = x.iter().zip(&h).map(|(&x, &h)| x * 1.5 + h).collect();
+        assert_eq!(got, want);
     }
 
     #[test]
