@@ -21,10 +21,20 @@ const LN2_HI: f32 = 0.693_359_4;
 const LN2_LO: f32 = -2.121_944_4e-4;
 const ROUND_MAGIC: f32 = 12_582_912.0;
 
-/// 2^k as an f32, for -126 <= k <= 127.
+/// 2^k as an f32, for -126 <= k <= 127 (any other `k` gives some float: callers pass such a `k`
+/// only beside a NaN, which the product keeps).
 #[inline(always)]
 fn pow2i(k: i32) -> f32 {
-    f32::from_bits(((k + 127) as u32) << 23)
+    f32::from_bits((k.wrapping_add(127) as u32) << 23)
+}
+
+/// `n` of `t = n + ROUND_MAGIC` (an integer of magnitude below 2^22, which `t` holds exactly in
+/// its low mantissa bits) as an i32, by integer arithmetic on `t`'s bits. `n as i32` would be a
+/// saturating conversion, which the compiler turns into a compare and a scalar move per lane
+/// (it was most of `tanh`'s time in a vectorised loop); for a NaN `t` this gives some integer.
+#[inline(always)]
+fn magic_int(t: f32) -> i32 {
+    (t.to_bits() as i32).wrapping_sub(ROUND_MAGIC.to_bits() as i32)
 }
 
 /// e^x, within 2 ulps; overflows to +inf above 88.72, underflows through the subnormals to 0.
@@ -32,7 +42,8 @@ fn pow2i(k: i32) -> f32 {
 pub(crate) fn exp(x: f32) -> f32 {
     // The clamp keeps n within [-150, 129]; NaN passes through it.
     let xc = x.clamp(-104.0, 89.0);
-    let n = (xc * LOG2_E + ROUND_MAGIC) - ROUND_MAGIC;
+    let t = xc * LOG2_E + ROUND_MAGIC;
+    let n = t - ROUND_MAGIC;
     let r = (xc - n * LN2_HI) - n * LN2_LO;
     // e^r for |r| <= ln2/2: Taylor to degree 7 (the remainder is below 0.1 ulp).
     let p = 1.0
@@ -42,7 +53,7 @@ pub(crate) fn exp(x: f32) -> f32 {
                     + r * (1.0 / 24.0
                         + r * (1.0 / 120.0 + r * (1.0 / 720.0 + r * (1.0 / 5040.0)))))));
     // 2^n in two normal factors, so subnormal results round once, at the last multiply.
-    let k = n as i32;
+    let k = magic_int(t);
     let k1 = k / 2;
     let k2 = k - k1;
     p * pow2i(k1) * pow2i(k2)
@@ -79,7 +90,8 @@ pub(crate) fn ln(x: f32) -> f32 {
 pub(crate) fn expm1(x: f32) -> f32 {
     // x = n·ln2 + r with |r| <= ln2/2, as in `exp`; the clamp keeps n within [-44, 129].
     let xc = x.clamp(-30.0, 89.0);
-    let n = (xc * LOG2_E + ROUND_MAGIC) - ROUND_MAGIC;
+    let t = xc * LOG2_E + ROUND_MAGIC;
+    let n = t - ROUND_MAGIC;
     let r = (xc - n * LN2_HI) - n * LN2_LO;
     // e^r − 1 for |r| <= ln2/2: Taylor to degree 9 (the remainder is below 0.1 ulp).
     let p = r
@@ -94,7 +106,7 @@ pub(crate) fn expm1(x: f32) -> f32 {
     // e^x − 1 = 2^n·(p + 1) − 1. Below n = 0 as 2^n·p + (2^n − 1), both terms exact; above as
     // (p + (1 − 2^−n))·2^n, with 2^n in two factors so n = 128 does not overflow early (2^−n
     // is below the rounding of 1 beyond n = 25, so it is capped at 2^−64).
-    let k = n as i32;
+    let k = magic_int(t);
     let below = p * pow2i(k.min(0)) + (pow2i(k.min(0)) - 1.0);
     let k1 = k.max(1) / 2;
     let k2 = k.max(1) - k1;
