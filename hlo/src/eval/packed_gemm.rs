@@ -740,6 +740,110 @@ mod tests {
         assert!(same(&got), "dispatched: {got:?}\nnaive: {expected:?}");
     }
 
+    /// Fractions in -1..1 with full mantissas, from a fixed xorshift sequence.
+    fn fractions(len: usize, seed: u32) -> Vec<f32> {
+        let mut state = seed.wrapping_mul(2_654_435_761) | 1;
+        (0..len)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 17;
+                state ^= state << 5;
+                (f64::from(state) / f64::from(u32::MAX) * 2.0 - 1.0) as f32
+            })
+            .collect()
+    }
+
+    /// The order the packed kernels sum in, written out plainly: per element, per block of `KC`
+    /// depths, a chain of fused multiply-adds from zero in depth order; the first block's sum is
+    /// stored and each later one added to it. Packing may change, this order may not.
+    fn blocked_fma_reference(a: &[f32], b: &[f32], (m, k, n): (usize, usize, usize)) -> Vec<f32> {
+        let mut c = vec![0.0; m * n];
+        for i in 0..m {
+            for j in 0..n {
+                let mut total = 0.0f32;
+                for pc in (0..k).step_by(KC) {
+                    let mut sum = 0.0f32;
+                    for p in pc..(pc + KC).min(k) {
+                        sum = a[i * k + p].mul_add(b[p * n + j], sum);
+                    }
+                    total = if pc == 0 { sum } else { total + sum };
+                }
+                c[i * n + j] = total;
+            }
+        }
+        c
+    }
+
+    /// Runs `gemm` (on f32 values; it may encode them) against [`blocked_fma_reference`] bit for
+    /// bit, on shapes with rows past a multiple of `MR` and of the four-row groups of the `a`
+    /// packing (15 = 12 + 3 = 6 + 6 + 3), depths past `KC` (up to three blocks, one of 88),
+    /// columns past a packed block of `b`, over one to three stripes. `round` maps the inputs
+    /// to the values the operand type holds. Fractions have full mantissas, so any change of
+    /// order or rounding shows.
+    fn check_blocked_order(
+        name: &str,
+        round: impl Fn(f32) -> f32,
+        gemm: impl Fn(&[f32], &[f32], &mut [f32], (usize, usize, usize), usize) -> bool,
+    ) {
+        for (m, k, n) in [(15, 600, 1100), (30, 513, 70), (13, 257, 40), (4, 300, 33), (1, 9, 17)] {
+            let a: Vec<f32> = fractions(m * k, 3 + m as u32).into_iter().map(&round).collect();
+            let b: Vec<f32> = fractions(k * n, 4 + n as u32).into_iter().map(&round).collect();
+            let expected = blocked_fma_reference(&a, &b, (m, k, n));
+            for threads in [1, 2, 3] {
+                let mut got = vec![f32::NAN; m * n];
+                assert!(gemm(&a, &b, &mut got, (m, k, n), threads), "{name} declined");
+                let same = got.iter().zip(&expected).all(|(g, e)| g.to_bits() == e.to_bits());
+                assert!(same, "{name} {m}x{k}x{n} over {threads} threads");
+            }
+        }
+    }
+
+    #[test]
+    fn every_fused_kernel_sums_in_the_blocked_order_bit_for_bit() {
+        // `pulp::Scalar` multiplies and adds separately; every other token fuses.
+        let exact = |x: f32| x;
+        check_blocked_order("scalar512b", exact, |a, b, c, dims, threads| {
+            gemm_with::<_, 12, _, _>(pulp::Scalar512b, a, b, c, dims, threads)
+        });
+        check_blocked_order("scalar256b", exact, |a, b, c, dims, threads| {
+            gemm_with::<_, 6, _, _>(pulp::Scalar256b, a, b, c, dims, threads)
+        });
+        let round = |format: SmallFloat| move |x: f32| format.decode(format.encode_f32(x));
+        for kernel in kernels_here() {
+            let name = kernel.name();
+            check_blocked_order(name, exact, |a, b, c, dims, threads| {
+                gemm(kernel, a, b, c, dims, threads)
+            });
+            for format in [SmallFloat::Bf16, SmallFloat::F16] {
+                check_blocked_order(name, round(format), |a, b, c, dims, threads| {
+                    let (a, b) = (encode16(format, a), encode16(format, b));
+                    match format {
+                        SmallFloat::Bf16 => {
+                            gemm(kernel, Bf16Bits(&a), Bf16Bits(&b), c, dims, threads)
+                        }
+                        _ => gemm(kernel, F16Bits(&a), F16Bits(&b), c, dims, threads),
+                    }
+                });
+            }
+            let format = SmallFloat::F8e4m3fn;
+            check_blocked_order(name, round(format), |a, b, c, dims, threads| {
+                let (a, b) = (encode8(format, a), encode8(format, b));
+                let values = f8_values(format);
+                let (a, b) = (F8Bits { bits: &a, values }, F8Bits { bits: &b, values });
+                gemm(kernel, a, b, c, dims, threads)
+            });
+            check_blocked_order(name, exact, |a, b, c, dims, threads| {
+                let bytes = |values: &[f32]| -> Vec<u8> {
+                    let mut bytes = vec![0u8];
+                    bytes.extend(values.iter().flat_map(|x| x.to_le_bytes()));
+                    bytes
+                };
+                let (a, b) = (bytes(a), bytes(b));
+                gemm(kernel, F32Bytes(&a[1..]), F32Bytes(&b[1..]), c, dims, threads)
+            });
+        }
+    }
+
     #[test]
     fn fractional_inputs_stay_within_rounding_of_the_naive_loop() {
         let (m, k, n) = (64, 576, 100);
