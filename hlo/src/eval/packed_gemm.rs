@@ -359,9 +359,10 @@ pub(crate) fn gemm_with<S: Simd + Send + Sync, const MR: usize, A: Source, B: So
 }
 
 thread_local! {
-    /// Packing buffers kept between products on the calling thread: a fresh 512 KiB buffer per
-    /// call would be a fresh mapping whose page faults cost about as much as the packing.
-    static SPARE: RefCell<Vec<Vec<f32>>> = const { RefCell::new(Vec::new()) };
+    /// Packing buffers kept between products on the calling thread, in their pairs: a fresh
+    /// 512 KiB buffer per call would be a fresh mapping whose page faults cost about as much as
+    /// the packing.
+    static SPARE: RefCell<Vec<(Vec<f32>, Vec<f32>)>> = const { RefCell::new(Vec::new()) };
 }
 
 /// Two packing buffers per stripe (a block of `b`, a micro-panel of `a`), from [`SPARE`].
@@ -372,14 +373,17 @@ impl Buffers {
     fn take(count: usize, b_len: usize, a_len: usize) -> Option<Buffers> {
         let mut pairs = Vec::new();
         pairs.try_reserve_exact(count).ok()?;
-        let one = |len: usize| -> Option<Vec<f32>> {
-            let mut buffer = SPARE.with_borrow_mut(Vec::pop).unwrap_or_default();
-            buffer.clear();
-            buffer.try_reserve_exact(len).ok()?;
+        // A kept buffer keeps its values, and a pair keeps its roles, so that the resize in the
+        // stripe finds the length it needs and writes nothing: clearing would cost a `memset` of
+        // every buffer in every call. The packing writes each value the kernel reads first.
+        let fit = |mut buffer: Vec<f32>, len: usize| -> Option<Vec<f32>> {
+            buffer.truncate(len);
+            buffer.try_reserve_exact(len - buffer.len()).ok()?;
             Some(buffer)
         };
         for _ in 0..count {
-            pairs.push((one(b_len)?, one(a_len)?));
+            let (b_block, a_panel) = SPARE.with_borrow_mut(Vec::pop).unwrap_or_default();
+            pairs.push((fit(b_block, b_len)?, fit(a_panel, a_len)?));
         }
         Some(Buffers(pairs))
     }
@@ -390,9 +394,7 @@ impl Buffers {
     }
 
     fn give_back(self) {
-        SPARE.with_borrow_mut(|spare| {
-            spare.extend(self.0.into_iter().flat_map(|(b_block, a_panel)| [b_block, a_panel]));
-        });
+        SPARE.with_borrow_mut(|spare| spare.extend(self.0));
     }
 }
 
