@@ -809,11 +809,27 @@ pub(crate) fn threads_for(work: usize, rows: usize) -> usize {
     cores().min(rows).min(8)
 }
 
-/// The cores this process may use, asked once: `available_parallelism` reads cgroup files on
-/// every call, which showed in the profile of a convolution.
+/// The cores this thread's kernels may split their work over: the cores this process may use
+/// (asked once: `available_parallelism` reads cgroup files on every call, which showed in the
+/// profile of a convolution), or this thread's share of them inside [`with_core_share`].
 pub(crate) fn cores() -> usize {
     static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+    let all = *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    SHARE.with(|share| share.get()).map_or(all, |share| share.clamp(1, all))
+}
+
+thread_local! {
+    static SHARE: std::cell::Cell<Option<usize>> = const { std::cell::Cell::new(None) };
+}
+
+/// Runs `f` with this thread's kernels splitting their work over at most `share` cores: SPMD
+/// ranks run side by side, one thread each, so each takes its part of the machine instead of
+/// all of it (two ranks on two cores would otherwise run four threads of gemm).
+pub(crate) fn with_core_share<R>(share: usize, f: impl FnOnce() -> R) -> R {
+    let before = SHARE.with(|s| s.replace(Some(share)));
+    let result = f();
+    SHARE.with(|s| s.set(before));
+    result
 }
 
 /// The gemm kernel a dot or convolution uses on this machine: `"avx512"`, `"avx2"`, `"neon"`,
@@ -1185,6 +1201,23 @@ mod tests {
                 assert_eq!(result, encode(&expected), "{ty:?} {out_dims:?}");
             }
         }
+    }
+
+    /// A thread's core share bounds `cores()` (never to zero, never above the machine's), is
+    /// restored when its scope ends, nests, and is the thread's own: a thread spawned inside
+    /// sees the whole machine again.
+    #[test]
+    fn a_core_share_bounds_this_threads_kernels_and_is_restored() {
+        let all = cores();
+        with_core_share(1, || {
+            assert_eq!(cores(), 1);
+            with_core_share(0, || assert_eq!(cores(), 1, "at least one core"));
+            with_core_share(all + 5, || assert_eq!(cores(), all, "at most the machine"));
+            assert_eq!(cores(), 1, "the inner share ended");
+            let other = std::thread::spawn(cores).join().expect("thread");
+            assert_eq!(other, all, "another thread has no share");
+        });
+        assert_eq!(cores(), all);
     }
 
     #[test]

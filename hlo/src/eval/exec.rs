@@ -388,8 +388,10 @@ impl Program {
                     .stack_size(64 << 20)
                     .spawn_scoped(scope, move || {
                         let ctx = self.ctx(rank, Some(exchange));
-                        let result =
-                            bind(args).and_then(|vals| ctx.call(self.entry, vals)).and_then(finish);
+                        let share = super::dot::cores().div_ceil(n);
+                        let result = super::dot::with_core_share(share, || {
+                            bind(args).and_then(|vals| ctx.call(self.entry, vals)).and_then(finish)
+                        });
                         if result.is_err() {
                             exchange.abort(rank);
                         }
