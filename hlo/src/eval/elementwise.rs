@@ -216,6 +216,8 @@ pub(crate) trait Float: Copy + PartialOrd + std::fmt::Debug + Send + Sync + 'sta
 
 /// The transcendental functions with a vectorisable f32 form (`math`); f64 uses libm.
 trait Transcendental {
+    fn sin_(self) -> Self;
+    fn cos_(self) -> Self;
     fn exp_(self) -> Self;
     fn expm1_(self) -> Self;
     fn erf_(self) -> Self;
@@ -225,6 +227,14 @@ trait Transcendental {
 }
 
 impl Transcendental for f32 {
+    #[inline(always)]
+    fn sin_(self) -> f32 {
+        super::math::sin(self)
+    }
+    #[inline(always)]
+    fn cos_(self) -> f32 {
+        super::math::cos(self)
+    }
     #[inline(always)]
     fn exp_(self) -> f32 {
         super::math::exp(self)
@@ -252,6 +262,14 @@ impl Transcendental for f32 {
 }
 
 impl Transcendental for f64 {
+    #[inline(always)]
+    fn sin_(self) -> f64 {
+        self.sin()
+    }
+    #[inline(always)]
+    fn cos_(self) -> f64 {
+        self.cos()
+    }
     #[inline(always)]
     fn exp_(self) -> f64 {
         self.exp()
@@ -302,8 +320,8 @@ macro_rules! impl_float {
                     Unary::Cbrt => x.cbrt(),
                     Unary::Tanh => Transcendental::tanh_(x),
                     Unary::Logistic => Transcendental::logistic_(x),
-                    Unary::Sin => x.sin(),
-                    Unary::Cos => x.cos(),
+                    Unary::Sin => Transcendental::sin_(x),
+                    Unary::Cos => Transcendental::cos_(x),
                     Unary::Tan => x.tan(),
                     Unary::Floor => x.floor(),
                     Unary::Ceil => x.ceil(),

@@ -214,6 +214,85 @@ pub(crate) fn tanh(x: f32) -> f32 {
     value.copysign(x)
 }
 
+/// The largest |x| [`sin_reduced`] and [`cos_reduced`] take: 2^17, so that the quadrant count
+/// `k` stays below 2^17 and `k · PIO2_HI` (33 significant bits) is exact in f64.
+const TRIG_LIMIT: f32 = 131_072.0;
+/// π/2 in two parts: the first 33 bits, and the rest (the fdlibm split).
+const PIO2_HI: f64 = 1.570_796_326_734_125_6;
+const PIO2_LO: f64 = 6.077_100_506_506_192e-11;
+/// 1.5 · 2^52: added to an f64 of magnitude below 2^51, it rounds it to an integer held in
+/// the low mantissa bits.
+const ROUND_MAGIC_F64: f64 = 6_755_399_441_055_744.0;
+
+/// sin x and cos x for |x| <= [`TRIG_LIMIT`] (any other x gives some value: [`sin`] and [`cos`]
+/// take those to libm), within 1 ulp: x − k·π/2 in f64, where it is exact to far below an f32
+/// ulp, then the Taylor series of sin and cos to degrees 11 and 12 on |r| <= π/4 (remainders
+/// below 2^-36), each selected and signed by the quadrant `k + shift` (0 for sin, 1 for cos), and
+/// rounded to f32 once. Written without branches or float-to-int conversions, so that a loop of
+/// it vectorises.
+#[inline(always)]
+fn trig_reduced(x: f32, shift: u64) -> f32 {
+    let xd = f64::from(x);
+    let t = xd * std::f64::consts::FRAC_2_PI + ROUND_MAGIC_F64;
+    let k = t - ROUND_MAGIC_F64;
+    let quadrant = (t.to_bits().wrapping_add(shift)) & 3;
+    let r = (xd - k * PIO2_HI) - k * PIO2_LO;
+    let z = r * r;
+    let sin_r = r + r
+        * z
+        * (-1.0 / 6.0
+            + z * (1.0 / 120.0
+                + z * (-1.0 / 5040.0 + z * (1.0 / 362_880.0 + z * (-1.0 / 39_916_800.0)))));
+    let cos_r = 1.0
+        + z * (-0.5
+            + z * (1.0 / 24.0
+                + z * (-1.0 / 720.0
+                    + z * (1.0 / 40_320.0
+                        + z * (-1.0 / 3_628_800.0 + z * (1.0 / 479_001_600.0))))));
+    let value = if quadrant & 1 == 0 { sin_r } else { cos_r };
+    let value = if quadrant & 2 == 0 { value } else { -value };
+    value as f32
+}
+
+/// [`trig_reduced`] for sin, and ±0 for ±0 (the series would add +0 to -0).
+#[inline(always)]
+fn sin_reduced(x: f32) -> f32 {
+    let value = trig_reduced(x, 0);
+    if x == 0.0 { x } else { value }
+}
+
+/// [`trig_reduced`] for cos.
+#[inline(always)]
+fn cos_reduced(x: f32) -> f32 {
+    trig_reduced(x, 1)
+}
+
+/// sin x within 1 ulp: [`sin_reduced`] up to 2^17, libm beyond (and for infinities and NaN).
+#[inline(always)]
+pub(crate) fn sin(x: f32) -> f32 {
+    if x.abs() <= TRIG_LIMIT { sin_reduced(x) } else { x.sin() }
+}
+
+/// cos x within 1 ulp: [`cos_reduced`] up to 2^17, libm beyond (and for infinities and NaN).
+#[inline(always)]
+pub(crate) fn cos(x: f32) -> f32 {
+    if x.abs() <= TRIG_LIMIT { cos_reduced(x) } else { x.cos() }
+}
+
+/// [`sin`] or [`cos`] (by `reduced`, `libm`) of a slice, in two passes so that the first
+/// vectorises: the reduced form for every element, then libm for the few beyond its range.
+#[inline(always)]
+fn trig_slice(x: &[f32], out: &mut [f32], reduced: fn(f32) -> f32, libm: fn(f32) -> f32) {
+    for (o, &v) in out.iter_mut().zip(x) {
+        *o = reduced(v);
+    }
+    for (o, &v) in out.iter_mut().zip(x) {
+        if v.is_nan() || v.abs() > TRIG_LIMIT {
+            *o = libm(v);
+        }
+    }
+}
+
 /// 1 / (1 + e^-x), as XLA expands `logistic`.
 #[inline(always)]
 pub(crate) fn logistic(x: f32) -> f32 {
@@ -320,13 +399,15 @@ impl pulp::WithSimd for UnaryLoop<'_> {
                     Unary::Tanh => map!(tanh),
                     Unary::Logistic => map!(logistic),
                     Unary::Erf => map!(erf),
+                    Unary::Sin => trig_slice(x, out, sin_reduced, f32::sin),
+                    Unary::Cos => trig_slice(x, out, cos_reduced, f32::cos),
                     $(Unary::$u => map!(|v| f32::unary(Unary::$u, v)),)*
                 }
             };
         }
         arms!(
-            Abs, Negate, Sign, Log1p, Sqrt, Rsqrt, Cbrt, Sin, Cos, Tan, Floor, Ceil, RoundEven,
-            RoundAfz, IsFinite, Not, Popcnt, Clz
+            Abs, Negate, Sign, Log1p, Sqrt, Rsqrt, Cbrt, Tan, Floor, Ceil, RoundEven, RoundAfz,
+            IsFinite, Not, Popcnt, Clz
         )
     }
 }
@@ -404,6 +485,42 @@ mod tests {
             reference(f64::from(worst.1)),
             worst.0
         );
+    }
+
+    #[test]
+    fn sin_and_cos_are_within_one_ulp_and_the_vector_loop_gives_the_same_bits() {
+        check("sin", sin, f64::sin, 1);
+        check("cos", cos, f64::cos, 1);
+        // Around the reduced range's edge, at multiples of π/2 and at large arguments.
+        use std::f32::consts::{FRAC_PI_2, PI};
+        let near: Vec<f32> = [TRIG_LIMIT, FRAC_PI_2, PI, 3.0 * FRAC_PI_2, 102_943.71, 1e5]
+            .iter()
+            .flat_map(|&c: &f32| {
+                (-3..=3).map(move |d| f32::from_bits((c.to_bits() as i32 + d) as u32))
+            })
+            .chain([TRIG_LIMIT * 1.5, 1e30, -7.0e4])
+            .collect();
+        for &x in &near {
+            assert!(ulps(sin(x), f64::from(x).sin()) <= 1, "sin({x:e})");
+            assert!(ulps(cos(x), f64::from(x).cos()) <= 1, "cos({x:e})");
+        }
+        assert_eq!(sin(-0.0).to_bits(), (-0.0f32).to_bits());
+        assert_eq!(sin(0.0).to_bits(), 0.0f32.to_bits());
+        assert_eq!(cos(0.0), 1.0);
+        assert!(sin(f32::INFINITY).is_nan() && cos(f32::NEG_INFINITY).is_nan());
+        assert!(sin(f32::NAN).is_nan() && cos(f32::NAN).is_nan());
+        let xs: Vec<f32> = sweep(4093, &EDGES).into_iter().chain(near).collect();
+        for (op, scalar) in [(Unary::Sin, sin as fn(f32) -> f32), (Unary::Cos, cos)] {
+            let mut out = vec![0.0; xs.len()];
+            unary_slice(op, &xs, &mut out, pulp::Arch::new());
+            for (&x, &got) in xs.iter().zip(&out) {
+                let want = scalar(x);
+                assert!(
+                    got.to_bits() == want.to_bits() || got.is_nan() && want.is_nan(),
+                    "{op:?}({x:e}): loop {got:e}, scalar {want:e}"
+                );
+            }
+        }
     }
 
     #[test]
