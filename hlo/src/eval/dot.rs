@@ -33,7 +33,7 @@ use super::op_context::{OpContext, invalid};
 use super::packed_gemm::{self, Bf16Bits, F8Bits, F16Bits, F32Bytes, Kernel, Source};
 use super::program::Op;
 use super::shape_ops::{transpose, transpose_reusing};
-use super::tensor::{BufferPool, Data, filled, reuse_or_alloc};
+use super::tensor::{BufferPool, Data, filled};
 use crate::dtype::{ElementType, SmallFloat};
 use crate::proto;
 
@@ -207,8 +207,7 @@ impl DotPlan {
                     Some(Data::F32(v)) => Some(v),
                     _ => None,
                 };
-                let mut c = reuse_or_alloc(spare, out_elems)?;
-                c.resize(out_elems, 0.0);
+                let mut c = sums_storage(spare, out_elems, self.k)?;
                 if let (Some(a), Some(b)) = (Floats::of(lhs), Floats::of(rhs)) {
                     self.batched_floats(a, b, &mut c)?;
                 } else {
@@ -435,8 +434,7 @@ impl DotPlan {
             Some(Data::F32(v)) => Some(v),
             _ => None,
         };
-        let mut c = reuse_or_alloc(spare, out_elems)?;
-        c.resize(out_elems, 0.0);
+        let mut c = sums_storage(spare, out_elems, k)?;
         let kernel = packed_gemm::chosen();
         let threads = threads_for(m * n * k, n / 16);
         let done = (0..self.batch).all(|i| {
@@ -472,6 +470,22 @@ impl DotPlan {
         pool.give(result);
         rounded
     }
+}
+
+/// Storage for `n` f32 sums of depth `k`: a pooled buffer's stale elements as they are, since
+/// every gemm here writes each sum before it adds to it (the packed kernel's first depth block
+/// stores, matrixmultiply runs with β = 0), so only its tail past the stale length is zeroed;
+/// zeros throughout for an empty sum (`k = 0`), which no kernel writes.
+fn sums_storage(spare: Option<Vec<f32>>, n: usize, k: usize) -> Result<Vec<f32>, Fail> {
+    let mut c = match spare {
+        Some(v) if v.capacity() >= n => v,
+        _ => super::tensor::try_alloc(n)?,
+    };
+    c.resize(n, 0.0);
+    if k == 0 {
+        c.fill(0.0);
+    }
+    Ok(c)
 }
 
 /// An f32 operand as the packed gemm reads it.
@@ -1346,6 +1360,43 @@ mod tests {
         assert!(program.pool.idle_bytes() >= temporaries, "both transposed operands are kept");
         let (q2, k2) = (ints(b * s * h * d, 3), ints(b * t * h * d, 4));
         assert_eq!(run(&q2, &k2), expect(&q2, &k2), "second launch, in the kept temporaries");
+    }
+
+    /// An empty sum (`k = 0`) is zeros even in pooled storage that still holds NaN from its
+    /// last user, f32 and bf16 alike; a product of depth one overwrites the NaN with its values.
+    #[test]
+    fn pooled_sums_are_written_whole_even_for_empty_products() {
+        let (m, n) = (512, 512);
+        for ty in ["f32", "bf16"] {
+            let program = dot_program(ty, "f32", (m, 0, n));
+            program.pool.give(Data::F32(vec![f32::NAN; m * n]));
+            let empty =
+                super::super::Array { ty: proto::PrimitiveType::F32, dims: vec![], bytes: vec![] };
+            let arg = |dims: [usize; 2]| {
+                let mut a = empty.clone();
+                a.ty = if ty == "f32" {
+                    proto::PrimitiveType::F32
+                } else {
+                    proto::PrimitiveType::Bf16
+                };
+                a.dims = dims.iter().map(|&d| d as i64).collect();
+                a
+            };
+            let got = result_f32s(program.run(&[arg([m, 0]), arg([0, n])]).expect("run"));
+            assert!(
+                got.len() == m * n && got.iter().all(|&x| x.to_bits() == 0),
+                "{ty}: +0 everywhere"
+            );
+        }
+        let program = dot_program("f32", "f32", (m, 1, n));
+        program.pool.give(Data::F32(vec![f32::NAN; m * n]));
+        let a: Vec<f32> = (0..m).map(|i| (i % 7) as f32).collect();
+        let b: Vec<f32> = (0..n).map(|j| (j % 5) as f32 - 2.0).collect();
+        let got = result_f32s(
+            program.run(&[f32_array(&[m, 1], &a), f32_array(&[1, n], &b)]).expect("run"),
+        );
+        let want: Vec<f32> = a.iter().flat_map(|&x| b.iter().map(move |&y| x * y)).collect();
+        assert_eq!(got, want);
     }
 
     /// A bf16 dot's f32 sums go back to the pool after rounding, and the next launch sums into

@@ -750,8 +750,8 @@ impl FusedPlan {
 }
 
 /// Storage for `n` elements of `ty`, every one of which the group then writes: a pooled
-/// buffer's when one fits, else a fresh one. Its contents are zeros either way; only the pages
-/// differ.
+/// buffer's when one fits, its stale elements kept (only a tail past their length is zeroed),
+/// else fresh zeros.
 fn output(ty: ElementType, n: usize, pool: &BufferPool) -> Result<Data, Fail> {
     let Some(mut data) = pool.take(ty, n) else { return Data::zeros(ty, n) };
     match &mut data {

@@ -145,10 +145,6 @@ impl Data {
     }
 
     /// Drops the elements, keeping the storage.
-    pub(crate) fn clear(&mut self) {
-        visit!(self, v => v.clear())
-    }
-
     /// `n` zeros (false, 0, +0.0) of `ty`.
     pub(crate) fn zeros(ty: ElementType, n: usize) -> Result<Data, Fail> {
         Ok(match ty {
@@ -315,8 +311,10 @@ impl BufferPool {
         BufferPool { idle: std::sync::Mutex::new(Idle { limit, ..Idle::default() }) }
     }
 
-    /// An empty buffer of `ty` with room for `n` elements (and at most `n + n / 16`), if one is
-    /// idle.
+    /// A buffer of `ty` with room for `n` elements (and at most `n + n / 16`), if one is idle. It
+    /// holds its last user's elements, stale but initialised: a caller that overwrites every
+    /// element sizes it with `resize`, which then writes nothing it keeps (a memset of a whole
+    /// output, otherwise); one that appends clears it first ([`reuse_or_alloc`]).
     pub(crate) fn take(&self, ty: ElementType, n: usize) -> Option<Data> {
         self.take_from(POOLED_MIN_BYTES, ty, n)
     }
@@ -341,7 +339,7 @@ impl BufferPool {
     }
 
     /// [`BufferPool::give`] for storage of at least `min_bytes`.
-    fn give_from(&self, min_bytes: usize, mut data: Data) {
+    fn give_from(&self, min_bytes: usize, data: Data) {
         let bytes = data.capacity_bytes();
         if bytes < min_bytes as u64 {
             return;
@@ -350,7 +348,6 @@ impl BufferPool {
         if idle.bytes.saturating_add(bytes) > idle.limit {
             return;
         }
-        data.clear();
         idle.bytes += bytes;
         idle.buffers.push(data);
     }
@@ -745,14 +742,16 @@ mod tests {
     }
 
     #[test]
-    fn a_given_buffer_comes_back_empty_for_the_same_type_and_size() {
+    fn a_given_buffer_comes_back_with_its_stale_elements_for_the_same_type_and_size() {
         let pool = BufferPool::with_limit(u64::MAX);
         let data = f32s_with_capacity(BIG);
         let bytes = data.capacity_bytes();
         pool.give(data);
         assert_eq!(pool.idle_bytes(), bytes);
         let back = pool.take(ElementType::F32, BIG).expect("the buffer given");
-        assert_eq!((back.ty(), back.len()), (ElementType::F32, 0));
+        let Data::F32(values) = &back else { panic!("f32 in, f32 out") };
+        assert_eq!(values.len(), BIG);
+        assert!(values.iter().all(|&x| x == 1.5), "the last user's elements, not cleared");
         assert!(back.capacity() >= BIG);
         assert_eq!(pool.idle_bytes(), 0);
         assert!(pool.take(ElementType::F32, BIG).is_none(), "handed out once only");
