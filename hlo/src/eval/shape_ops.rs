@@ -11,9 +11,7 @@ use super::Fail;
 use super::op_context::{OpContext, dims_list, invalid, to_usize};
 use super::program::Op;
 use super::shape::{ArrayShape, Shape};
-use super::tensor::{
-    Data, Stored, dispatch, filled, next_index, reuse_or_alloc, strides, try_alloc,
-};
+use super::tensor::{Data, Stored, dispatch, filled, next_index, strides, try_alloc};
 use crate::dtype::{ElementType, SmallFloat};
 
 /// Copies `src` into a new row-major array of `out_dims`, reading element
@@ -27,7 +25,7 @@ pub(crate) fn strided<T: Copy>(
     strided_into(src, try_alloc(out_dims.iter().product())?, out_dims, base, stride)
 }
 
-/// [`strided`] into `out`, empty and with room for every element.
+/// [`strided`] into `out`, which has room for every element (its contents are overwritten).
 fn strided_into<T: Copy>(
     src: &[T],
     mut out: Vec<T>,
@@ -36,6 +34,16 @@ fn strided_into<T: Copy>(
     stride: &[i64],
 ) -> Result<Vec<T>, Fail> {
     let n: usize = out_dims.iter().product();
+    let rank = out_dims.len();
+    if rank >= 2
+        && stride[rank - 1] != 1
+        && stride[rank - 2] == 1
+        && out_dims[rank - 1] > 1
+        && out_dims[rank - 2] > 1
+    {
+        return strided_tiles(src, out, n, out_dims, base, stride);
+    }
+    out.clear();
     if n == 0 {
         return Ok(out);
     }
@@ -43,17 +51,8 @@ fn strided_into<T: Copy>(
         out.push(src[base as usize]);
         return Ok(out);
     }
-    let rank = out_dims.len();
     let inner = out_dims[rank - 1];
     let inner_stride = stride[rank - 1];
-    if rank >= 2
-        && inner_stride != 1
-        && stride[rank - 2] == 1
-        && inner > 1
-        && out_dims[rank - 2] > 1
-    {
-        return strided_tiles(src, out, n, out_dims, base, stride);
-    }
     let outer_dims = &out_dims[..rank - 1];
     let mut index = vec![0usize; rank - 1];
     loop {
@@ -81,7 +80,7 @@ fn strided_into<T: Copy>(
 /// `[batch, seq, heads, dim] → [batch, heads, dim, seq]` does): each output matrix of the last two
 /// dimensions is copied in square tiles, reading runs of the source and writing a few rows at a
 /// time, where the element-by-element copy would walk the source a whole stride apart for every
-/// element. `out` is empty with room for the `n` elements.
+/// element. `out` has room for the `n` elements (its contents are overwritten).
 fn strided_tiles<T: Copy>(
     src: &[T],
     mut out: Vec<T>,
@@ -161,8 +160,13 @@ pub(crate) fn transpose_reusing(
     permutation: &[usize],
     spare: Option<Data>,
 ) -> Result<Data, Fail> {
+    // The spare keeps its stale elements: the tiled copies size it with `resize` and write
+    // every element, the strided copy clears it first.
     fn storage<T: Stored>(spare: Option<Data>, n: usize) -> Result<Vec<T>, Fail> {
-        reuse_or_alloc(spare.and_then(T::storage), n)
+        match spare.and_then(T::storage) {
+            Some(v) if v.capacity() >= n => Ok(v),
+            _ => try_alloc(n),
+        }
     }
     let rank = in_dims.len();
     let swaps_last_two = rank >= 2
@@ -185,7 +189,8 @@ const TILE: usize = 8;
 
 /// Transposes each `rows × cols` matrix of `src` (a batch of them, one after another) tile by
 /// tile, so reads and writes both stay within a few cache lines; the strided copy would walk
-/// the source a whole row apart for every element. `out` is empty with room for every element.
+/// the source a whole row apart for every element. `out` has room for every element (its
+/// contents are overwritten).
 fn transpose_matrices<T: Copy>(src: &[T], rows: usize, cols: usize, mut out: Vec<T>) -> Vec<T> {
     let Some(&first) = src.first() else { return out };
     out.resize(src.len(), first);
