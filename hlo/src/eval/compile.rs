@@ -66,6 +66,7 @@ impl Program {
         }
         let entry = compiler.plan[&entry_index];
         let pool = BufferPool::with_limit(options.budget_bytes.min(POOL_MAX_IDLE_BYTES));
+        super::tensor::raise_allocator_thresholds();
         let mut program =
             Program { comps: compiler.comps, entry, options: options.clone(), pool, lent: vec![] };
         program.lent = program.find_lent_leaves();
