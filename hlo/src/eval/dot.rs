@@ -1369,6 +1369,7 @@ mod tests {
         let (m, n) = (512, 512);
         for ty in ["f32", "bf16"] {
             let program = dot_program(ty, "f32", (m, 0, n));
+            assert!(program.pool.take(ElementType::F32, m * n).is_none(), "opens the pool");
             program.pool.give(Data::F32(vec![f32::NAN; m * n]));
             let empty =
                 super::super::Array { ty: proto::PrimitiveType::F32, dims: vec![], bytes: vec![] };
@@ -1389,6 +1390,7 @@ mod tests {
             );
         }
         let program = dot_program("f32", "f32", (m, 1, n));
+        assert!(program.pool.take(ElementType::F32, m * n).is_none(), "opens the pool");
         program.pool.give(Data::F32(vec![f32::NAN; m * n]));
         let a: Vec<f32> = (0..m).map(|i| (i % 7) as f32).collect();
         let b: Vec<f32> = (0..n).map(|j| (j % 5) as f32 - 2.0).collect();

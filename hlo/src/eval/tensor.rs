@@ -290,7 +290,9 @@ pub(crate) const POOL_MAX_IDLE_BYTES: u64 = 256 << 20;
 /// freed, so every launch that allocated one paid its page faults again (on these VMs about
 /// 5 µs per 4 KiB page: more than the copy into it). A run gives the storage of each large value
 /// back here when the value dies, and the next run's arguments and dot results of the same
-/// type and size take it. Idle storage is bounded by [`BufferPool::with_limit`]; a buffer is
+/// type and size take it. Only storage some request asked for is kept (values that no later
+/// request fits, which kept accumulating up to the limit, are freed: the bf16 transformer's idle
+/// bytes grew by about 2 MB a run). Idle storage is bounded by [`BufferPool::with_limit`]; a buffer is
 /// handed out only for a request within 1/16 of its capacity, so an array never holds much
 /// more memory than its size, which is what the byte budget counts.
 #[derive(Default)]
@@ -303,7 +305,14 @@ struct Idle {
     buffers: Vec<Data>,
     bytes: u64,
     limit: u64,
+    /// One entry per request [`BufferPool::take`] has had (type and length) that no given
+    /// buffer has answered yet: a run asks again for what it asked for last time, so storage is
+    /// kept only for a request still open, and a value nobody asks for is freed.
+    wanted: Vec<(ElementType, usize)>,
 }
+
+/// The most open requests a [`BufferPool`] remembers.
+const MAX_WANTED: usize = 4096;
 
 impl BufferPool {
     /// An empty pool that keeps at most `limit` idle bytes.
@@ -325,6 +334,9 @@ impl BufferPool {
             return None;
         }
         let mut idle = self.idle.lock().ok()?;
+        if idle.wanted.len() < MAX_WANTED {
+            idle.wanted.push((ty, n));
+        }
         let fits = |d: &Data| d.ty() == ty && (n..=n + n / 16).contains(&d.capacity());
         let at = idle.buffers.iter().position(fits)?;
         let data = idle.buffers.swap_remove(at);
@@ -332,8 +344,9 @@ impl BufferPool {
         Some(data)
     }
 
-    /// Keeps `data`'s storage for a later [`BufferPool::take`] when it is large and the pool has
-    /// room; frees it otherwise.
+    /// Keeps `data`'s storage for a later [`BufferPool::take`] when it is large, a request that
+    /// it fits is open (one the next run will make again), and the pool has room; frees it
+    /// otherwise.
     pub(crate) fn give(&self, data: Data) {
         self.give_from(POOLED_MIN_BYTES, data);
     }
@@ -348,6 +361,11 @@ impl BufferPool {
         if idle.bytes.saturating_add(bytes) > idle.limit {
             return;
         }
+        let (ty, capacity) = (data.ty(), data.capacity());
+        let open =
+            idle.wanted.iter().position(|&(t, n)| t == ty && (n..=n + n / 16).contains(&capacity));
+        let Some(open) = open else { return };
+        idle.wanted.swap_remove(open);
         idle.bytes += bytes;
         idle.buffers.push(data);
     }
@@ -759,9 +777,15 @@ mod tests {
         Data::F32(v)
     }
 
+    /// A request the pool cannot answer yet, which opens it for a given buffer.
+    fn ask(pool: &BufferPool, ty: ElementType, n: usize) {
+        assert!(pool.take(ty, n).is_none(), "nothing idle yet");
+    }
+
     #[test]
     fn a_given_buffer_comes_back_with_its_stale_elements_for_the_same_type_and_size() {
         let pool = BufferPool::with_limit(u64::MAX);
+        ask(&pool, ElementType::F32, BIG);
         let data = f32s_with_capacity(BIG);
         let bytes = data.capacity_bytes();
         pool.give(data);
@@ -776,8 +800,29 @@ mod tests {
     }
 
     #[test]
+    fn only_buffers_that_an_open_request_fits_are_kept() {
+        let pool = BufferPool::with_limit(u64::MAX);
+        pool.give(f32s_with_capacity(BIG));
+        assert_eq!(pool.idle_bytes(), 0, "nobody asked: freed");
+        ask(&pool, ElementType::F32, BIG);
+        pool.give(Data::S32(vec![1; BIG]));
+        pool.give(f32s_with_capacity(2 * BIG));
+        assert_eq!(pool.idle_bytes(), 0, "another type, a size the request does not fit");
+        pool.give(f32s_with_capacity(BIG));
+        let one = pool.idle_bytes();
+        assert!(one > 0, "the request fits");
+        pool.give(f32s_with_capacity(BIG));
+        assert_eq!(pool.idle_bytes(), one, "one request keeps one buffer");
+        // A request that is answered stays open for the next run's buffer.
+        assert!(pool.take(ElementType::F32, BIG).is_some());
+        pool.give(f32s_with_capacity(BIG));
+        assert_eq!(pool.idle_bytes(), one);
+    }
+
+    #[test]
     fn a_buffer_is_not_handed_out_for_another_type_or_a_size_it_does_not_fit() {
         let pool = BufferPool::with_limit(u64::MAX);
+        ask(&pool, ElementType::F32, BIG);
         pool.give(f32s_with_capacity(BIG));
         assert!(pool.take(ElementType::S32, BIG).is_none(), "same width, other type");
         assert!(pool.take(ElementType::F32, BIG + 1).is_none(), "too small");
@@ -788,6 +833,7 @@ mod tests {
     #[test]
     fn small_buffers_are_left_to_the_allocator() {
         let pool = BufferPool::with_limit(u64::MAX);
+        ask(&pool, ElementType::F32, 16);
         pool.give(f32s_with_capacity(16));
         pool.give(Data::Pred(Vec::new()));
         assert_eq!(pool.idle_bytes(), 0);
@@ -799,11 +845,14 @@ mod tests {
     fn the_pool_keeps_no_more_than_its_limit() {
         let one = f32s_with_capacity(BIG).capacity_bytes();
         let pool = BufferPool::with_limit(one + one / 2);
+        ask(&pool, ElementType::F32, BIG);
+        ask(&pool, ElementType::F32, BIG);
         pool.give(f32s_with_capacity(BIG));
         pool.give(f32s_with_capacity(BIG));
         assert_eq!(pool.idle_bytes(), one, "the second buffer is freed");
         assert_eq!(BufferPool::with_limit(0).idle_bytes(), 0);
         let none = BufferPool::with_limit(0);
+        ask(&none, ElementType::F32, BIG);
         none.give(f32s_with_capacity(BIG));
         assert_eq!(none.idle_bytes(), 0);
     }
@@ -811,6 +860,7 @@ mod tests {
     #[test]
     fn a_cloned_pool_starts_empty() {
         let pool = BufferPool::with_limit(u64::MAX);
+        ask(&pool, ElementType::F32, BIG);
         pool.give(f32s_with_capacity(BIG));
         assert_eq!(pool.clone().idle_bytes(), 0);
         assert!(pool.idle_bytes() > 0);
