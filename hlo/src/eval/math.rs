@@ -286,8 +286,11 @@ fn trig_slice(x: &[f32], out: &mut [f32], reduced: fn(f32) -> f32, libm: fn(f32)
     for (o, &v) in out.iter_mut().zip(x) {
         *o = reduced(v);
     }
+    // One unordered compare (true for NaN too): written as `v.is_nan() || v.abs() > LIMIT`, or
+    // with `|`, the loop ran a third slower (small_while 30 → 40 µs).
+    #[allow(clippy::neg_cmp_op_on_partial_ord)]
     for (o, &v) in out.iter_mut().zip(x) {
-        if v.is_nan() || v.abs() > TRIG_LIMIT {
+        if !(v.abs() <= TRIG_LIMIT) {
             *o = libm(v);
         }
     }
