@@ -599,17 +599,20 @@ mod tests {
         (40, 40, 600),
     ];
 
+    /// `len` values of a fixed xorshift sequence started from `seed`.
+    fn xorshift(len: usize, seed: u32) -> impl Iterator<Item = u32> {
+        let mut state = seed.wrapping_mul(2_654_435_761) | 1;
+        (0..len).map(move |_| {
+            state ^= state << 13;
+            state ^= state >> 17;
+            state ^= state << 5;
+            state
+        })
+    }
+
     /// Integers in -3..=3 from a fixed xorshift sequence.
     fn small_integers(len: usize, seed: u32) -> Vec<f32> {
-        let mut state = seed.wrapping_mul(2_654_435_761) | 1;
-        (0..len)
-            .map(|_| {
-                state ^= state << 13;
-                state ^= state >> 17;
-                state ^= state << 5;
-                (state % 7) as f32 - 3.0
-            })
-            .collect()
+        xorshift(len, seed).map(|state| (state % 7) as f32 - 3.0).collect()
     }
 
     /// The kernels this CPU runs, each with its name.
@@ -769,14 +772,8 @@ mod tests {
 
     /// Fractions in -1..1 with full mantissas, from a fixed xorshift sequence.
     fn fractions(len: usize, seed: u32) -> Vec<f32> {
-        let mut state = seed.wrapping_mul(2_654_435_761) | 1;
-        (0..len)
-            .map(|_| {
-                state ^= state << 13;
-                state ^= state >> 17;
-                state ^= state << 5;
-                (f64::from(state) / f64::from(u32::MAX) * 2.0 - 1.0) as f32
-            })
+        xorshift(len, seed)
+            .map(|state| (f64::from(state) / f64::from(u32::MAX) * 2.0 - 1.0) as f32)
             .collect()
     }
 
