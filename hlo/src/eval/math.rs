@@ -1,5 +1,6 @@
-//! Vectorisable f32 math: exp, expm1, log, tanh, logistic, erf, and the narrow-float conversions the fused
-//! loops use, written as branch-free scalar functions that LLVM vectorises in a loop.
+//! Vectorisable f32 math: exp, expm1, log, tanh, logistic, erf, sin, cos, and the narrow-float
+//! conversions the fused loops use, written as branch-free scalar functions that LLVM vectorises
+//! in a loop.
 //!
 //! Design choices:
 //! - Each function is plain Rust without calls into libm and without data-dependent branches
@@ -11,7 +12,11 @@
 //!   tests below). The coefficients are Taylor series (exp, the atanh form of log, tanh near 0),
 //!   with Cody–Waite argument reduction by ln 2 split in two.
 //! - Rounding uses the magic-number trick (`x + 1.5·2^23 − 1.5·2^23` rounds to nearest even),
-//!   which needs no SSE4.1 `round` instruction.
+//!   which needs no SSE4.1 `round` instruction, and the rounded integer is read from the sum's
+//!   bits: `as i32` on a float saturates, which the compiler does lane by lane.
+//! - sin and cos reduce by k·π/2 in f64 (exact far below an f32 ulp up to |x| = 2^17) and stay
+//!   within 1 ulp; beyond 2^17, and for infinities and NaN, a second pass over the slice takes
+//!   libm's value, so the first pass has no branch.
 
 use super::elementwise::{Binary, Float, Unary, with_binary};
 
