@@ -270,15 +270,10 @@ impl DotPlan {
         if n == 1 {
             return Ok(Some(columns));
         }
-        let mut c = filled(columns.len(), 0.0f32)?;
-        for (c, t) in c.chunks_exact_mut(m * n).zip(columns.chunks_exact(m * n)) {
-            for (j, row) in t.chunks_exact(m).enumerate() {
-                for (i, &x) in row.iter().enumerate() {
-                    c[i * n + j] = x;
-                }
-            }
+        match transpose(&Data::F32(columns), &[self.batch, n, m], &[0, 2, 1])? {
+            Data::F32(c) => Ok(Some(c)),
+            _ => Err(Fail::Internal("a transpose of f32 sums is f32".into())),
         }
-        Ok(Some(c))
     }
 
     /// The lhs's axes by role.

@@ -144,7 +144,6 @@ impl Data {
         (self.capacity() as u64).saturating_mul(self.ty().item_size() as u64)
     }
 
-    /// Drops the elements, keeping the storage.
     /// `n` zeros (false, 0, +0.0) of `ty`.
     pub(crate) fn zeros(ty: ElementType, n: usize) -> Result<Data, Fail> {
         Ok(match ty {
