@@ -310,8 +310,11 @@ struct Idle {
     wanted: Vec<(ElementType, usize)>,
 }
 
-/// The most open requests a [`BufferPool`] remembers.
+/// The most open requests a [`BufferPool`] remembers, and of one type and length: a request
+/// whose buffer leaves the program (a result handed to the caller) is never answered, so
+/// without the second bound launch after launch would add to it.
 const MAX_WANTED: usize = 4096;
+const MAX_WANTED_ALIKE: usize = 64;
 
 impl BufferPool {
     /// An empty pool that keeps at most `limit` idle bytes.
@@ -333,7 +336,8 @@ impl BufferPool {
             return None;
         }
         let mut idle = self.idle.lock().ok()?;
-        if idle.wanted.len() < MAX_WANTED {
+        let alike = idle.wanted.iter().filter(|&&want| want == (ty, n)).count();
+        if idle.wanted.len() < MAX_WANTED && alike < MAX_WANTED_ALIKE {
             idle.wanted.push((ty, n));
         }
         let fits = |d: &Data| d.ty() == ty && (n..=n + n / 16).contains(&d.capacity());
@@ -816,6 +820,21 @@ mod tests {
         assert!(pool.take(ElementType::F32, BIG).is_some());
         pool.give(f32s_with_capacity(BIG));
         assert_eq!(pool.idle_bytes(), one);
+    }
+
+    /// Requests whose buffers never come back (results that leave every launch) keep at most
+    /// `MAX_WANTED_ALIKE` of a kind open, so they cannot admit an unbounded pile later.
+    #[test]
+    fn unanswered_requests_of_one_kind_stay_bounded() {
+        let pool = BufferPool::with_limit(u64::MAX);
+        for _ in 0..MAX_WANTED_ALIKE + 36 {
+            ask(&pool, ElementType::F32, BIG);
+        }
+        let one = f32s_with_capacity(BIG).capacity_bytes();
+        for _ in 0..MAX_WANTED_ALIKE + 36 {
+            pool.give(f32s_with_capacity(BIG));
+        }
+        assert_eq!(pool.idle_bytes(), one * MAX_WANTED_ALIKE as u64);
     }
 
     #[test]
