@@ -459,13 +459,9 @@ impl ConvPlan {
             return;
         }
         let per_thread = rows.div_ceil(threads);
-        std::thread::scope(|scope| {
-            for (t, chunk) in cols.chunks_mut(per_thread * positions).enumerate() {
-                scope.spawn(move || {
-                    for (i, dst) in chunk.chunks_mut(positions).enumerate() {
-                        self.fill_row(image, t * per_thread + i, dst);
-                    }
-                });
+        super::par::each(cols.chunks_mut(per_thread * positions).enumerate(), |(t, chunk)| {
+            for (i, dst) in chunk.chunks_mut(positions).enumerate() {
+                self.fill_row(image, t * per_thread + i, dst);
             }
         });
     }

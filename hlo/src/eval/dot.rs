@@ -18,9 +18,11 @@
 //!   [`FewRows`] reads that operand in its own layout through offset tables, so a cache attended
 //!   by one query, on either side of the dot, is neither transposed nor packed into tiles of
 //!   padding. Few columns are computed as the transposed product.
-//! - Large products split over the available cores with scoped threads (columns in our kernel,
-//!   rows through ndarray). Not rayon: a gemm can run inside an SPMD rank that waits for its
-//!   peers, and a rayon join there could pick up another rank's task and wait on itself.
+//! - Large products split over the available cores on the kernel pool (`par`): columns in our
+//!   kernel, rows through ndarray. Only the parts of a kernel run on the pool, never an
+//!   interpreter loop: an SPMD rank that waits for its peers is a thread of its own, so no pool
+//!   worker ever waits on a collective, and a worker that waits for nested parts only takes other
+//!   parts, which always finish.
 
 use ndarray::{ArrayView2, ArrayViewMut2};
 
@@ -323,20 +325,8 @@ impl DotPlan {
         let run = |first: usize, c: &mut [f32]| {
             c.chunks_exact_mut(m * n).enumerate().try_for_each(|(j, c)| product(first + j, c))
         };
-        let mut runs = c.chunks_mut(per_thread * m * n);
-        let mine = runs.next().unwrap_or_default();
-        std::thread::scope(|scope| {
-            let others: Vec<_> = runs
-                .enumerate()
-                .map(|(t, c)| scope.spawn(move || run((t + 1) * per_thread, c)))
-                .collect();
-            let first = run(0, mine);
-            others.into_iter().fold(first, |done, other| {
-                let other = other.join().unwrap_or_else(|_| {
-                    Err(Fail::Internal("a thread of a batched dot panicked".into()))
-                });
-                done.and(other)
-            })
+        super::par::try_each(c.chunks_mut(per_thread * m * n).enumerate(), |(t, c)| {
+            run(t * per_thread, c)
         })
     }
 
@@ -1014,18 +1004,13 @@ macro_rules! float_gemm {
                 ndarray::linalg::general_mat_mul(1.0, &av, &bv, 0.0, &mut cv);
                 return;
             }
-            std::thread::scope(|scope| {
-                for (a_rows, c_rows) in a.chunks(rows * k).zip(c.chunks_mut(rows * n)) {
-                    let bv = bv.view();
-                    scope.spawn(move || {
-                        let r = c_rows.len() / n;
-                        if let (Ok(av), Ok(mut cv)) = (
-                            ArrayView2::from_shape((r, k), a_rows),
-                            ArrayViewMut2::from_shape((r, n), c_rows),
-                        ) {
-                            ndarray::linalg::general_mat_mul(1.0, &av, &bv, 0.0, &mut cv);
-                        }
-                    });
+            super::par::each(a.chunks(rows * k).zip(c.chunks_mut(rows * n)), |(a_rows, c_rows)| {
+                let r = c_rows.len() / n;
+                if let (Ok(av), Ok(mut cv)) = (
+                    ArrayView2::from_shape((r, k), a_rows),
+                    ArrayViewMut2::from_shape((r, n), c_rows),
+                ) {
+                    ndarray::linalg::general_mat_mul(1.0, &av, &bv, 0.0, &mut cv);
                 }
             });
         }

@@ -569,24 +569,7 @@ impl FusedPlan {
                 start += per;
             }
             parts.push((start, rest));
-            let results: Vec<Result<(), Fail>> = std::thread::scope(|scope| {
-                let mut parts = parts.into_iter();
-                let first = parts.next();
-                let handles: Vec<_> = parts
-                    .map(|(start, part)| scope.spawn(move || self.run_range(operands, start, part)))
-                    .collect();
-                let mut results = vec![match first {
-                    Some((start, part)) => self.run_range(operands, start, part),
-                    None => Ok(()),
-                }];
-                for handle in handles {
-                    results.push(handle.join().unwrap_or_else(|_| {
-                        Err(Fail::Internal("a fused-loop thread panicked".into()))
-                    }));
-                }
-                results
-            });
-            results.into_iter().collect::<Result<Vec<()>, Fail>>()?;
+            super::par::try_each(parts, |(start, part)| self.run_range(operands, start, part))?;
         }
         Ok(result)
     }
@@ -677,28 +660,9 @@ impl FusedPlan {
             self.reduce_range(reduce, operands, init_value, 0, &mut values)?;
         } else {
             let per = groups.div_ceil(threads);
-            let results: Vec<Result<(), Fail>> = std::thread::scope(|scope| {
-                let mut parts = values.chunks_mut(per).enumerate();
-                let first = parts.next();
-                let handles: Vec<_> = parts
-                    .map(|(i, part)| {
-                        scope.spawn(move || {
-                            self.reduce_range(reduce, operands, init_value, i * per, part)
-                        })
-                    })
-                    .collect();
-                let mut results = vec![match first {
-                    Some((_, part)) => self.reduce_range(reduce, operands, init_value, 0, part),
-                    None => Ok(()),
-                }];
-                for handle in handles {
-                    results.push(handle.join().unwrap_or_else(|_| {
-                        Err(Fail::Internal("a fused-reduce thread panicked".into()))
-                    }));
-                }
-                results
-            });
-            results.into_iter().collect::<Result<Vec<()>, Fail>>()?;
+            super::par::try_each(values.chunks_mut(per).enumerate(), |(i, part)| {
+                self.reduce_range(reduce, operands, init_value, i * per, part)
+            })?;
         }
         // The folded values are of the reduce's type already: encoding them is exact.
         fn encode<T>(values: &[f32], f: impl Fn(f32) -> T) -> Result<Vec<T>, Fail> {

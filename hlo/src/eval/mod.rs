@@ -50,6 +50,7 @@ mod math;
 mod op_context;
 mod opcodes;
 mod packed_gemm;
+mod par;
 mod program;
 mod recognise;
 mod reduce;

@@ -351,20 +351,7 @@ pub(crate) fn gemm_with<S: Simd + Send + Sync, const MR: usize, A: Source, B: So
             a_panel,
         });
     };
-    let mut work = stripes.into_iter().zip(buffers.pairs()).enumerate();
-    if threads == 1 {
-        work.for_each(job);
-    } else {
-        std::thread::scope(|scope| {
-            let first = work.next();
-            for item in work {
-                scope.spawn(move || job(item));
-            }
-            if let Some(item) = first {
-                job(item);
-            }
-        });
-    }
+    super::par::each(stripes.into_iter().zip(buffers.pairs()).enumerate(), job);
     buffers.give_back();
     true
 }

@@ -1,0 +1,159 @@
+//! Splitting a kernel's work over the cores: one pool of worker threads kept for the process.
+//!
+//! Design choices:
+//! - Kernels used to start a scoped thread per part of every large instruction. Starting and
+//!   joining a thread costs 35–40 µs on the 2-core machines here (more under load), and a model
+//!   runs dozens of such instructions per launch: a transformer encoder's run paid over a
+//!   millisecond in thread starts alone. The pool's workers stay, and a part handed to one waits
+//!   microseconds, not tens of them.
+//! - The calling thread does the first part itself and the pool the others, so a split over `n`
+//!   cores keeps `n` threads busy: the pool has one worker fewer than the process has cores.
+//! - The pool is ours, not rayon's global one, so a program that configures that pool (or links
+//!   another library that does) neither changes nor is changed by ours. A part that itself splits
+//!   (a product inside a batch) runs nested on the same pool: rayon's workers take other parts
+//!   while they wait, so nesting cannot deadlock.
+//! - A part that panics is a bug of ours: [`try_each`] turns it into [`Fail::Internal`] as the
+//!   scoped threads' joins did, instead of unwinding through the interpreter. [`each`], for
+//!   kernels that return nothing, lets the panic continue, as a scoped thread's did.
+//! - When the pool cannot be made (the system refuses threads), every part runs on the calling
+//!   thread: slower, never wrong.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::{Mutex, OnceLock};
+
+use super::Fail;
+
+/// The process's kernel workers, made on first use; `None` when the system refused them.
+fn pool() -> Option<&'static rayon::ThreadPool> {
+    static POOL: OnceLock<Option<rayon::ThreadPool>> = OnceLock::new();
+    POOL.get_or_init(|| {
+        let all = std::thread::available_parallelism().map_or(1, |n| n.get());
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(all.saturating_sub(1).max(1))
+            .thread_name(|i| format!("nrtsim-kernel-{i}"))
+            .build()
+            .ok()
+    })
+    .as_ref()
+}
+
+/// Runs `job` on every item and returns when all are done: the first item on this thread, the
+/// others on the pool's workers, all at once.
+pub(crate) fn each<T: Send>(items: impl IntoIterator<Item = T>, job: impl Fn(T) + Sync) {
+    let mut items = items.into_iter();
+    let Some(first) = items.next() else { return };
+    let job = &job;
+    match pool() {
+        Some(pool) => pool.in_place_scope(|scope| {
+            for item in items {
+                scope.spawn(move |_| job(item));
+            }
+            job(first);
+        }),
+        None => std::iter::once(first).chain(items).for_each(job),
+    }
+}
+
+/// [`each`] for fallible parts: every part runs, and the error of the first part (in the items'
+/// order) that failed or panicked is the result.
+pub(crate) fn try_each<T: Send>(
+    items: impl IntoIterator<Item = T>,
+    job: impl Fn(T) -> Result<(), Fail> + Sync,
+) -> Result<(), Fail> {
+    // (position of the part, its error): the earliest part's is kept.
+    let failure: Mutex<Option<(usize, Fail)>> = Mutex::new(None);
+    let (job, failure_ref) = (&job, &failure);
+    each(items.into_iter().enumerate(), move |(position, item)| {
+        let outcome = catch_unwind(AssertUnwindSafe(|| job(item))).unwrap_or_else(|_| {
+            Err(Fail::Internal("a part of a kernel split over the cores panicked".into()))
+        });
+        if let Err(fail) = outcome {
+            let mut slot = failure_ref.lock().unwrap_or_else(|poison| poison.into_inner());
+            if slot.as_ref().is_none_or(|(earliest, _)| position < *earliest) {
+                *slot = Some((position, fail));
+            }
+        }
+    });
+    match failure.into_inner().unwrap_or_else(|poison| poison.into_inner()) {
+        Some((_, fail)) => Err(fail),
+        None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    #[test]
+    fn every_part_runs_once_and_the_first_on_the_calling_thread() {
+        let caller = std::thread::current().id();
+        let seen: Mutex<Vec<(usize, bool)>> = Mutex::new(Vec::new());
+        each(0..7, |i| {
+            let on_caller = std::thread::current().id() == caller;
+            seen.lock().expect("no panic").push((i, on_caller));
+        });
+        let mut seen = seen.into_inner().expect("no panic");
+        seen.sort();
+        assert_eq!(seen.iter().map(|s| s.0).collect::<Vec<_>>(), (0..7).collect::<Vec<_>>());
+        assert!(seen[0].1, "the first part runs on the calling thread");
+    }
+
+    #[test]
+    fn parts_write_disjoint_slices_of_the_callers_buffer() {
+        let mut data = vec![0u32; 1000];
+        each(data.chunks_mut(130).enumerate(), |(i, chunk)| {
+            for (j, x) in chunk.iter_mut().enumerate() {
+                *x = (i * 130 + j) as u32 * 3;
+            }
+        });
+        let expected: Vec<u32> = (0..1000).map(|i| i * 3).collect();
+        assert_eq!(data, expected);
+    }
+
+    #[test]
+    fn no_items_is_no_work() {
+        let runs = AtomicUsize::new(0);
+        each(std::iter::empty::<usize>(), |_| {
+            runs.fetch_add(1, Ordering::Relaxed);
+        });
+        assert_eq!(runs.into_inner(), 0);
+        assert!(try_each(std::iter::empty::<usize>(), |_| Ok(())).is_ok());
+    }
+
+    #[test]
+    fn the_earliest_failing_part_is_the_error_and_every_part_still_runs() {
+        let runs = AtomicUsize::new(0);
+        let result = try_each(0..6, |i| {
+            runs.fetch_add(1, Ordering::Relaxed);
+            if i == 2 || i == 4 { Err(Fail::Invalid(format!("part {i}"))) } else { Ok(()) }
+        });
+        assert!(matches!(result, Err(Fail::Invalid(ref m)) if m == "part 2"), "{result:?}");
+        assert_eq!(runs.into_inner(), 6);
+    }
+
+    #[test]
+    fn a_panicking_part_is_an_internal_error_not_an_unwind() {
+        let result = try_each(0..3, |i| {
+            if i == 1 {
+                panic!("a bug in part 1");
+            }
+            Ok(())
+        });
+        assert!(
+            matches!(result, Err(Fail::Internal(ref m)) if m.contains("panicked")),
+            "{result:?}"
+        );
+    }
+
+    #[test]
+    fn parts_that_split_again_finish_on_the_same_pool() {
+        let total = AtomicUsize::new(0);
+        each(0..4, |_| {
+            each(0..4, |_| {
+                total.fetch_add(1, Ordering::Relaxed);
+            })
+        });
+        assert_eq!(total.into_inner(), 16);
+    }
+}
