@@ -448,24 +448,32 @@ impl<const MR: usize, A: Source, B: Source> pulp::WithSimd for Stripe<'_, '_, MR
             let (block_steps, _) = S::as_mut_simd_f32s(b_block);
             let (block_steps, _) = block_steps.as_chunks_mut::<2>();
             // Row by row of `b`, so the reads run along its rows (one stream the hardware
-            // prefetches) rather than down a panel's column of rows `n` apart.
+            // prefetches) rather than down a panel's column of rows `n` apart. A narrow (or
+            // computed, as a convolution's im2col) row is widened whole, the block's `nc`
+            // columns in one call, into a spill row whose tail past the stripe stays zero: per
+            // panel, a call's fixed cost (an im2col source's index arithmetic) and the read of
+            // a just-written 128-byte spill as two vectors cost more than the widening.
+            let mut spill = [0.0f32; NC_PANELS * MAX_NR];
             for p in pc..pc + kc {
+                let at = p * n + col0 + jc;
+                let row = match b.as_f32() {
+                    Some(b) => &b[at..at + nc],
+                    None => {
+                        b.widen(at, &mut spill[..nc]);
+                        &spill[..nc]
+                    }
+                };
                 for panel in 0..panels {
-                    let j0 = col0 + jc + panel * nr;
-                    let w = nr.min(col0 + width - j0);
+                    let j0 = panel * nr;
                     let dst = &mut block_steps[panel * kc + (p - pc)];
-                    let at = p * n + j0;
-                    match b.as_f32() {
-                        Some(b) if w == nr => {
-                            let (src, _) = S::as_simd_f32s(&b[at..at + w]);
-                            dst.copy_from_slice(&src[..2]);
-                        }
-                        _ => {
-                            let mut spill = [0.0f32; MAX_NR];
-                            b.widen(at, &mut spill[..w]);
-                            let (spill, _) = S::as_simd_f32s(&spill[..nr]);
-                            dst.copy_from_slice(&spill[..2]);
-                        }
+                    if j0 + nr <= nc {
+                        let (src, _) = S::as_simd_f32s(&row[j0..j0 + nr]);
+                        dst.copy_from_slice(&src[..2]);
+                    } else {
+                        let mut tail = [0.0f32; MAX_NR];
+                        tail[..nc - j0].copy_from_slice(&row[j0..]);
+                        let (tail, _) = S::as_simd_f32s(&tail[..nr]);
+                        dst.copy_from_slice(&tail[..2]);
                     }
                 }
             }
