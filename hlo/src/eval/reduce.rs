@@ -600,12 +600,12 @@ fn for_each_window(
 /// position, one pass folds one input element into each accumulator of the row, reading the
 /// input row at the window's stride. Each accumulator still sees its window in row-major order,
 /// and the inner pass has no index arithmetic, so it vectorises when the stride is 1.
-fn fold_windows<T: Copy>(
+fn fold_windows<T: Copy + Send + Sync>(
     v: &[T],
     init: T,
     in_dims: &[usize],
     window: &[WindowDim],
-    f: impl Fn(T, T) -> T,
+    f: impl Fn(T, T) -> T + Sync,
 ) -> Result<Vec<T>, Fail> {
     let out_dims: Vec<usize> =
         window.iter().zip(in_dims).map(|(w, &d)| w.output_size(d)).collect::<Result<_, _>>()?;
@@ -626,10 +626,45 @@ fn fold_windows<T: Copy>(
         scan_axis(&mut out, v, init, in_dims, axis, &f);
         return Ok(out);
     }
+    // Output rows split over the cores when the windows hold enough elements in all; each part
+    // starts its row index at its first row, so the parts are the rows the one loop would fold.
+    let row_len = out_dims[last];
+    let rows = total / row_len;
+    let window_elems: usize = window.iter().map(|w| w.size).product();
+    let work = total.saturating_mul(window_elems);
+    let threads = if work >= PARALLEL_WORK { super::dot::cores().min(rows) } else { 1 };
+    let per = rows.div_ceil(threads.max(1));
+    let arch = pulp::Arch::new();
+    super::par::each(out.chunks_mut(per * row_len).enumerate(), |(part, out)| {
+        arch.dispatch(|| fold_window_rows(out, part * per, v, in_dims, &out_dims, window, &f));
+    });
+    Ok(out)
+}
+
+/// Window folds of at least this many input elements in all are split over the cores.
+const PARALLEL_WORK: usize = 1 << 17;
+
+/// The output rows of [`fold_windows`] from row `first_row` on, into `out` (whole rows).
+#[inline(always)]
+fn fold_window_rows<T: Copy>(
+    out: &mut [T],
+    first_row: usize,
+    v: &[T],
+    in_dims: &[usize],
+    out_dims: &[usize],
+    window: &[WindowDim],
+    f: &impl Fn(T, T) -> T,
+) {
+    let last = in_dims.len() - 1;
     let in_strides = strides(in_dims);
     let sizes: Vec<usize> = window.iter().map(|w| w.size).collect();
     let extent = in_dims[last];
     let mut row_index = vec![0usize; last];
+    let mut rest = first_row;
+    for axis in (0..last).rev() {
+        row_index[axis] = rest % out_dims[axis].max(1);
+        rest /= out_dims[axis].max(1);
+    }
     let mut w = vec![0usize; in_dims.len()];
     for row in out.chunks_exact_mut(out_dims[last]) {
         w.fill(0);
@@ -642,7 +677,7 @@ fn fold_windows<T: Copy>(
                 };
             }
             if let Some(base) = base {
-                fold_row(row, &v[base..base + extent], &window[last], w[last], &f);
+                fold_row(row, &v[base..base + extent], &window[last], w[last], f);
             }
             if !next_index(&mut w, &sizes) {
                 break;
@@ -650,7 +685,6 @@ fn fold_windows<T: Copy>(
         }
         next_index(&mut row_index, &out_dims[..last]);
     }
-    Ok(out)
 }
 
 /// The one axis along which every window is the whole prefix up to its own position (a
@@ -742,8 +776,20 @@ fn fold_row<T: Copy>(
             *a = f(*a, x);
         }
     } else {
-        for (a, &x) in acc.iter_mut().zip(input[start..].iter().step_by(stride)) {
-            *a = f(*a, x);
+        // The strided elements are gathered into a short contiguous run first: the fold over
+        // `step_by` compiled to a scalar loop with a branch per element for a float max (its
+        // NaN and signed-zero rules), where over a run it vectorises as the stride-1 fold does.
+        const RUN: usize = 64;
+        let mut run = [input[start]; RUN];
+        let mut strided = input[start..].iter().step_by(stride);
+        for acc in acc.chunks_mut(RUN) {
+            let run = &mut run[..acc.len()];
+            for (r, &x) in run.iter_mut().zip(&mut strided) {
+                *r = x;
+            }
+            for (a, &x) in acc.iter_mut().zip(run.iter()) {
+                *a = f(*a, x);
+            }
         }
     }
 }
@@ -1167,6 +1213,37 @@ mod tests {
             ] {
                 let want = naive_window_fold(v, init, &[7, 11], window, op);
                 let got = fold_windows(v, init, &[7, 11], window, |a, b| f32::binary(op, a, b))
+                    .expect("valid window");
+                let bits = |x: &[f32]| x.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(&got), bits(&want), "{op:?} over {window:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn large_strided_window_folds_split_over_the_cores_equal_the_definition() {
+        // Past PARALLEL_WORK the output rows are split over the cores, and rows longer than the
+        // strided gather's run of 64 take several runs: both must keep every window's fold.
+        let dims = [4, 64, 520];
+        let len = dims.iter().product();
+        let sums: Vec<f32> = (0..len).map(|k| 0.1 * (k % 977) as f32 - 40.0).collect();
+        let extrema = tricky(len, true);
+        let pools = [
+            vec![dim(1, 1, (0, 0), (1, 1)), dim(2, 2, (0, 0), (1, 1)), dim(2, 2, (0, 0), (1, 1))],
+            vec![dim(2, 1, (0, 0), (1, 1)), dim(3, 3, (1, 1), (1, 1)), dim(3, 3, (0, 2), (1, 1))],
+        ];
+        for window in &pools {
+            let outputs: usize =
+                window.iter().zip(&dims).map(|(w, &d)| w.output_size(d).expect("fits")).product();
+            let elems: usize = window.iter().map(|w| w.size).product();
+            assert!(outputs * elems >= PARALLEL_WORK, "{window:?} must take the split path");
+            for (op, v, init) in [
+                (Binary::Add, &sums, 0.25),
+                (Binary::Max, &extrema, f32::NEG_INFINITY),
+                (Binary::Min, &extrema, f32::NAN),
+            ] {
+                let want = naive_window_fold(v, init, &dims, window, op);
+                let got = fold_windows(v, init, &dims, window, |a, b| f32::binary(op, a, b))
                     .expect("valid window");
                 let bits = |x: &[f32]| x.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
                 assert_eq!(bits(&got), bits(&want), "{op:?} over {window:?}");
