@@ -16,25 +16,30 @@
 //!   scoped threads' joins did, instead of unwinding through the interpreter. [`each`], for
 //!   kernels that return nothing, lets the panic continue, as a scoped thread's did.
 //! - When the pool cannot be made (the system refuses threads), every part runs on the calling
-//!   thread: slower, never wrong.
+//!   thread: slower, never wrong. So does a child process forked after the pool was made (a
+//!   Python program's `fork` workers): the pool's threads are not in the child, and a part handed
+//!   to them would never run.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Mutex, OnceLock};
 
 use super::Fail;
 
-/// The process's kernel workers, made on first use; `None` when the system refused them.
+/// The process's kernel workers, made on first use; `None` when the system refused them, or in a
+/// child forked after they were made (they live in the parent only).
 fn pool() -> Option<&'static rayon::ThreadPool> {
-    static POOL: OnceLock<Option<rayon::ThreadPool>> = OnceLock::new();
-    POOL.get_or_init(|| {
+    // The pool and the process it was made in.
+    static POOL: OnceLock<Option<(u32, rayon::ThreadPool)>> = OnceLock::new();
+    let made = POOL.get_or_init(|| {
         let all = std::thread::available_parallelism().map_or(1, |n| n.get());
-        rayon::ThreadPoolBuilder::new()
+        let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(all.saturating_sub(1).max(1))
             .thread_name(|i| format!("nrtsim-kernel-{i}"))
             .build()
-            .ok()
-    })
-    .as_ref()
+            .ok()?;
+        Some((std::process::id(), pool))
+    });
+    made.as_ref().filter(|(pid, _)| *pid == std::process::id()).map(|(_, pool)| pool)
 }
 
 /// Runs `job` on every item and returns when all are done: the first item on this thread, the
