@@ -3,10 +3,12 @@
 //! Every check that keeps a kernel in bounds happens here, once, with an error naming the
 //! computation and instruction; the executor and kernels then trust the plan.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::elementwise::{Binary, Unary};
+use super::inline::{Body, MAX_BODY, inline_calls};
 use super::op_context::{OpContext, invalid};
 use super::program::{Comp, Instr, Op, Program, Reducer, SimpleComparator};
 use super::reduce::WindowDim;
@@ -57,12 +59,23 @@ impl Program {
                 ))
             })?;
         let order = call_graph_order(module, &by_id, entry_index)?;
-        let mut compiler =
-            Compiler { module, by_id: &by_id, plan: HashMap::new(), comps: Vec::new(), options };
+        let mut compiler = Compiler {
+            module,
+            by_id: &by_id,
+            plan: HashMap::new(),
+            comps: Vec::new(),
+            bodies: HashMap::new(),
+            called: called_by_call(module, &by_id),
+            options,
+        };
         for index in order {
-            let comp = compiler.computation(index)?;
-            compiler.plan.insert(index, compiler.comps.len());
+            let (comp, body) = compiler.computation(index)?;
+            let at = compiler.comps.len();
+            compiler.plan.insert(index, at);
             compiler.comps.push(comp);
+            if let Some(body) = body {
+                compiler.bodies.insert(at, Arc::new(body));
+            }
         }
         let entry = compiler.plan[&entry_index];
         let pool = BufferPool::with_limit(options.budget_bytes.min(POOL_MAX_IDLE_BYTES));
@@ -151,12 +164,25 @@ fn call_graph_order(
     Ok(order)
 }
 
+/// The computations some `call` or `fusion` instruction calls (proto indices).
+fn called_by_call(module: &proto::HloModuleProto, by_id: &HashMap<i64, usize>) -> HashSet<usize> {
+    let calls = module.computations.iter().flat_map(|c| &c.instructions);
+    calls
+        .filter(|i| matches!(i.opcode.as_str(), "call" | "fusion"))
+        .filter_map(|i| i.called_computation_ids.first().and_then(|id| by_id.get(id)).copied())
+        .collect()
+}
+
 struct Compiler<'m> {
     module: &'m proto::HloModuleProto,
     by_id: &'m HashMap<i64, usize>,
     /// Proto computation index → plan index.
     plan: HashMap<usize, usize>,
     comps: Vec<Comp>,
+    /// Plan index → the computation's plan before fusion, for inlining its calls.
+    bodies: HashMap<usize, Arc<Body>>,
+    /// Proto computation indices that a `call` (or `fusion`) calls: only their bodies are kept.
+    called: HashSet<usize>,
     options: &'m EvalOptions,
 }
 
@@ -198,7 +224,9 @@ fn work_of(op: &Op, shape: &Shape, operands: &[&Shape]) -> u64 {
 }
 
 impl Compiler<'_> {
-    fn computation(&self, index: usize) -> Result<Comp, EvalError> {
+    /// Compiles computation `index`; with it, its plan before fusion when calls of it may be
+    /// inlined.
+    fn computation(&self, index: usize) -> Result<(Comp, Option<Body>), EvalError> {
         let computation = &self.module.computations[index];
         let name = computation.name.clone();
         let at = |instruction: &str| {
@@ -293,6 +321,15 @@ impl Compiler<'_> {
             .map(|&i| new_index[i])
             .or_else(|| (count > 0).then(|| new_index[count - 1]))
             .ok_or_else(|| module_error(format!("computation {name} has no instructions")))?;
+        let body_of = |c: usize| self.bodies.get(&c).cloned();
+        let (mut instrs, new_of) = inline_calls(instrs, root, &body_of);
+        let (params, root): (Vec<usize>, usize) =
+            (params.iter().map(|&p| new_of[p]).collect(), new_of[root]);
+        let body = (self.called.contains(&index) && instrs.len() <= MAX_BODY).then(|| Body {
+            name: Arc::from(name.as_str()),
+            instrs: instrs.clone(),
+            root,
+        });
         let reducer_of = |c: usize| self.comps.get(c).and_then(|comp| comp.reducer);
         super::fusion::fuse(&mut instrs, root, &reducer_of);
         // Last uses, so the executor can free values early.
@@ -324,7 +361,7 @@ impl Compiler<'_> {
         comp.reducer = recognise_reducer(&comp);
         comp.comparator = recognise_comparator(&comp);
         comp.recognised = super::recognise::recognise(&comp);
-        Ok(comp)
+        Ok((comp, body))
     }
 
     fn instruction(
@@ -347,6 +384,7 @@ impl Compiler<'_> {
             shape,
             frees: Vec::new(),
             work,
+            inlined_from: None,
         })
     }
 

@@ -541,7 +541,9 @@ impl Ctx<'_> {
                 self.meter
                     .charge(instr.work)
                     .and_then(|()| self.meter.check_clock(instr.work))
-                    .map_err(|fail| fail.at(&comp.name, &instr.name, self.budget()))?;
+                    .map_err(|fail| {
+                        fail.at(instr.computation_name(comp), &instr.name, self.budget())
+                    })?;
                 continue;
             }
             let value = self
@@ -552,7 +554,9 @@ impl Ctx<'_> {
                     None => self.exec(comp, k, &slots, &mut args),
                 })
                 .and_then(|value| self.meter.check_clock(instr.work).map(|()| value))
-                .map_err(|fail| fail.at(&comp.name, &instr.name, self.budget()))?;
+                .map_err(|fail| {
+                    fail.at(instr.computation_name(comp), &instr.name, self.budget())
+                })?;
             slots[k] = Some(value);
             for &f in &instr.frees {
                 if let Some(dead) = slots[f].take() {

@@ -17,7 +17,7 @@
 //! - Instructions absorbed into a group stay in the plan as [`super::program::Op::Absorbed`],
 //!   with their own work, so the work budget charges what the unfused instructions would have
 //!   been charged, in the same order; they make no value.
-//! - A large group splits its output over the cores (`std::thread::scope`), each thread with its
+//! - A large group splits its output over the cores (the kernel pool, `par`), each part with its
 //!   own scratch.
 //! - A reduce (`add`, `max` or `min` recognised as one binary op, over f32 or a narrow float)
 //!   whose reduced dimensions are the minor ones, and whose operand is an elementwise value only
@@ -215,6 +215,14 @@ fn view_of(instrs: &[Instr], k: usize) -> Option<(usize, Read)> {
     Some((source, simplify(read)))
 }
 
+/// Whether instruction `k` is a transpose that `shape_ops::transpose` copies tile by tile.
+fn tiled_transpose(instrs: &[Instr], k: usize) -> bool {
+    let Op::Transpose(permutation) = &instrs[k].op else { return false };
+    let Some(&source) = instrs[k].operands.first() else { return false };
+    let Shape::Array(input) = &instrs[source].shape else { return false };
+    super::shape_ops::matrix_batch(&input.dims, permutation).is_some()
+}
+
 /// A strided read whose strides are row-major is contiguous; one with all-zero strides is a splat.
 fn simplify(read: Read) -> Read {
     match read {
@@ -391,6 +399,8 @@ fn build_group(
     let mut views = Vec::new();
     let mut buffer_of: std::collections::BTreeMap<usize, usize> = Default::default();
     let mut any_view = false;
+    // Whether every view is a transpose the tiled kernel copies (see below).
+    let mut only_tiled_views = true;
     for &leaf in &leaves {
         let (_, leaf_n) = array_of(&instrs[leaf].shape)?;
         let (source, read) = match view_of(instrs, leaf) {
@@ -402,6 +412,7 @@ fn build_group(
                     .sum();
                 views.extend(std::iter::repeat_n(leaf, slots));
                 any_view = true;
+                only_tiled_views &= tiled_transpose(instrs, leaf);
                 (source, read)
             }
             _ => (leaf, Read::Contiguous),
@@ -475,7 +486,11 @@ fn build_group(
         nodes.push(Node { kernel, args, round });
     }
     let worth = members.len() >= 2 || any_view || narrow;
-    if !worth && !always {
+    // A group that computes nothing only copies its input; when that input is a transpose the
+    // tiled kernel copies (attention's head merge before a reshape), the strided read would
+    // walk the source a row apart for every element, and the transpose itself is faster.
+    let tiled_copy = nodes.is_empty() && any_view && only_tiled_views;
+    if (!worth || tiled_copy) && !always {
         return None;
     }
     let root_buffer = *buffer_of.get(&k)?;
@@ -1082,6 +1097,41 @@ ENTRY main {
                 assert_eq!(got[i * cols + j], want, "[{i},{j}]");
             }
         }
+    }
+
+    #[test]
+    fn a_copy_of_a_head_merge_transpose_is_left_to_the_tiled_transpose() {
+        // Attention's [b, h, d, s] → [b, s, h, d] then a reshape merging the heads: a group
+        // would only copy through a strided read, so the transpose runs tiled and the reshape
+        // keeps its buffer. Computing on the transposed values still reads it as a view.
+        let run = |root: &str| {
+            let text = format!(
+                "HloModule heads\nENTRY main {{\n  x = f32[2,4,8,16] parameter(0)\n  \
+                 t = f32[2,16,4,8] transpose(x), dimensions={{0,3,1,2}}\n  {root}\n}}\n"
+            );
+            let program = compile(&text, &EvalOptions::default());
+            let x: Vec<f32> = (0..2 * 4 * 8 * 16).map(|i| i as f32).collect();
+            let out = program.run(&[Array::from_f32(&[2, 4, 8, 16], &x)]).expect("runs");
+            (fusion_counts(&program), f32s(&array_bytes(out)))
+        };
+        // By hand: out[b, s, h·8 + d] = x[b, h, d, s] = ((b·4 + h)·8 + d)·16 + s.
+        let want = |sign: f32| -> Vec<f32> {
+            let mut out = Vec::new();
+            for b in 0..2 {
+                for s in 0..16 {
+                    for h in 0..4 {
+                        for d in 0..8 {
+                            out.push(sign * (((b * 4 + h) * 8 + d) * 16 + s) as f32);
+                        }
+                    }
+                }
+            }
+            out
+        };
+        let (counts, got) = run("ROOT r = f32[2,16,32] reshape(t)");
+        assert_eq!((counts, got), ((0, 0), want(1.0)));
+        let (counts, got) = run("n = f32[2,16,4,8] negate(t)\n  ROOT r = f32[2,16,32] reshape(n)");
+        assert_eq!((counts, got), ((1, 2), want(-1.0)));
     }
 
     #[test]

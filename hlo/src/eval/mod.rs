@@ -15,6 +15,10 @@
 //!   when they are one binary op or one compare of their parameters, or by their instructions
 //!   an argmax/argmin-style reducer or a lexicographic comparator (`recognise`), and run as
 //!   direct kernels; anything else runs through the general interpreter.
+//! - A `call` (or `fusion`) is inlined at compile time: its callee's instructions take its place
+//!   in the caller's plan (`inline`), so elementwise chains fuse across the call; the call and
+//!   the callee's parameters stay as charge-only entries, so the work budget sees what it saw
+//!   when the call ran the callee, and errors still name the callee's instructions.
 //! - SPMD: [`evaluate_spmd`] runs one thread per rank; collectives meet at an exchange that any
 //!   failing rank aborts, so a failure on one rank is an error on all, never a hang.
 //! - While loops stop with [`EvalError::WhileLimit`] after [`EvalOptions::max_while_iterations`]
@@ -46,6 +50,7 @@ pub(crate) mod elementwise;
 mod exec;
 mod fusion;
 mod gather;
+mod inline;
 mod math;
 mod op_context;
 mod opcodes;

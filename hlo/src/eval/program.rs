@@ -143,8 +143,8 @@ pub(crate) enum Op {
     },
     /// A fused elementwise group rooted here; its operands are the group's outside values.
     Fused(Box<super::fusion::FusedPlan>),
-    /// A member of a fused group (or a view every user reads through): charged its work where it
-    /// stands, it makes no value.
+    /// Charged its work where it stands, it makes no value: a member of a fused group, a view
+    /// every user reads through, or a call whose callee was inlined and that callee's parameters.
     Absorbed,
 }
 
@@ -159,6 +159,16 @@ pub(crate) struct Instr {
     pub(crate) frees: Vec<usize>,
     /// The work this instruction is charged when it runs (see the `eval` module docs).
     pub(crate) work: u64,
+    /// The computation an inlined instruction was written in (see `inline`), which its errors
+    /// name; `None` for the computation's own instructions.
+    pub(crate) inlined_from: Option<Arc<str>>,
+}
+
+impl Instr {
+    /// The computation an error of this instruction names: the one it was written in.
+    pub(crate) fn computation_name<'a>(&'a self, comp: &'a Comp) -> &'a str {
+        self.inlined_from.as_deref().unwrap_or(&comp.name)
+    }
 }
 
 /// One computation of the plan.

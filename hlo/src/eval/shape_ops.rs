@@ -168,12 +168,7 @@ pub(crate) fn transpose_reusing(
             _ => try_alloc(n),
         }
     }
-    let rank = in_dims.len();
-    let swaps_last_two = rank >= 2
-        && permutation[..rank - 2].iter().enumerate().all(|(k, &p)| p == k)
-        && permutation[rank - 2..] == [rank - 1, rank - 2];
-    if swaps_last_two && in_dims[rank - 1] > 1 && in_dims[rank - 2] > 1 {
-        let (rows, cols) = (in_dims[rank - 2], in_dims[rank - 1]);
+    if let Some((rows, cols)) = matrix_batch(in_dims, permutation) {
         return Ok(dispatch!(data, v => {
             transpose_matrices(v, rows, cols, storage(spare, v.len())?)
         }));
@@ -182,6 +177,20 @@ pub(crate) fn transpose_reusing(
     let out_dims: Vec<usize> = permutation.iter().map(|&p| in_dims[p]).collect();
     let stride: Vec<i64> = permutation.iter().map(|&p| in_strides[p]).collect();
     Ok(dispatch!(data, v => strided_into(v, storage(spare, v.len())?, &out_dims, 0, &stride)?))
+}
+
+/// When `permutation` moves the last dimension to some position `j` and keeps the others in
+/// order, the transpose is one of a batch of matrices (the dimensions before `j`) of `rows`
+/// (the dimensions from `j` on, flattened) by `cols` (the last): their rows × cols and cols ×
+/// rows. Returns (rows, cols) when both exceed 1. Swapping the last two dimensions is the case
+/// `j = rank − 2`; jax's merge of attention heads, `{0,3,1,2}`, is another.
+pub(crate) fn matrix_batch(in_dims: &[usize], permutation: &[usize]) -> Option<(usize, usize)> {
+    let last = in_dims.len().checked_sub(1)?;
+    let j = permutation.iter().position(|&p| p == last)?;
+    let kept_order = permutation.iter().filter(|&&p| p != last).enumerate().all(|(k, &p)| k == p);
+    let rows: usize = in_dims[j..last].iter().product();
+    let cols = in_dims[last];
+    (kept_order && j < last && rows > 1 && cols > 1).then_some((rows, cols))
 }
 
 /// Side of the square tiles [`transpose_matrices`] moves at a time.
@@ -775,7 +784,7 @@ mod tests {
         // and degenerate rows or columns of one (which keep the strided copy); then transposes
         // that move the minor axis under a batch (attention's [b, s, h, d] → [b, h, d, s]),
         // which copy tiles of a strided source, and ones that keep it (runs of the source).
-        let cases: [(&[usize], &[usize]); 13] = [
+        let cases: [(&[usize], &[usize]); 16] = [
             (&[8, 8], &[1, 0]),
             (&[3, 5], &[1, 0]),
             (&[17, 9], &[1, 0]),
@@ -789,6 +798,9 @@ mod tests {
             (&[5, 4, 17], &[1, 2, 0]),
             (&[2, 1, 3, 9], &[0, 2, 3, 1]),
             (&[2, 7, 3, 5], &[0, 2, 1, 3]),
+            (&[2, 3, 5, 7], &[0, 3, 1, 2]),
+            (&[3, 4, 6], &[2, 0, 1]),
+            (&[2, 1, 9, 5], &[0, 3, 1, 2]),
         ];
         for (dims, permutation) in cases {
             let n: usize = dims.iter().product();
@@ -804,6 +816,19 @@ mod tests {
                 assert_eq!(got.expect("fits"), want, "{dims:?} by {permutation:?}, reusing");
             }
         }
+    }
+
+    #[test]
+    fn a_moved_last_dimension_is_a_batch_of_matrices() {
+        // Attention's head merge [b, h, d, s] → [b, s, h, d]: 4 matrices of (4·64) × 128.
+        assert_eq!(matrix_batch(&[4, 4, 64, 128], &[0, 3, 1, 2]), Some((256, 128)));
+        assert_eq!(matrix_batch(&[2, 3], &[1, 0]), Some((2, 3)));
+        assert_eq!(matrix_batch(&[5, 2, 3], &[0, 2, 1]), Some((2, 3)));
+        // The last dimension kept, the others out of order, or a side of one: not a batch.
+        assert_eq!(matrix_batch(&[2, 3, 4], &[1, 0, 2]), None);
+        assert_eq!(matrix_batch(&[2, 3, 4], &[2, 1, 0]), None);
+        assert_eq!(matrix_batch(&[2, 1, 4], &[0, 2, 1]), None);
+        assert_eq!(matrix_batch(&[], &[]), None);
     }
 
     #[test]
