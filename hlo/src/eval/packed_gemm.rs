@@ -311,40 +311,57 @@ pub(crate) fn gemm_with<S: Simd + Send + Sync, const MR: usize, A: Source, B: So
         c.fill(0.0);
         return true;
     }
-    // Column stripes of whole panels, one per thread.
+    // One part per thread: column stripes of whole panels, each thread packing all of `a` and
+    // its stripe of `b`; or, for products taller than they are wide, bands of whole tiles of
+    // rows, each thread packing its band of `a` and all of `b`. Packing `a` interleaves rows,
+    // which costs more per element than copying rows of `b`, so a tall product (the transformer
+    // FFN's 512×1024·1024×256) packs less in all by rows. Either way every element of `c` gets
+    // the same sums in the same order as on one thread.
     let n_panels = n.div_ceil(nr);
-    let threads = threads.clamp(1, n_panels);
-    let stripe = n_panels.div_ceil(threads) * nr;
-    let threads = n.div_ceil(stripe);
+    let by_rows = threads > 1 && m > n && m >= 2 * MR * threads;
+    let (threads, band, stripe) = if by_rows {
+        let band = m.div_ceil(threads).div_ceil(MR) * MR;
+        (m.div_ceil(band), band, n)
+    } else {
+        let threads = threads.clamp(1, n_panels);
+        let stripe = n_panels.div_ceil(threads) * nr;
+        (n.div_ceil(stripe), m, stripe)
+    };
     let mut stripes: Vec<Vec<&mut [f32]>> = Vec::new();
     if stripes.try_reserve_exact(threads).is_err() {
         return false;
     }
     for _ in 0..threads {
         let mut rows = Vec::new();
-        if rows.try_reserve_exact(m).is_err() {
+        if rows.try_reserve_exact(band.min(m)).is_err() {
             return false;
         }
         stripes.push(rows);
     }
-    for row in c.chunks_exact_mut(n) {
-        for (piece, rows) in row.chunks_mut(stripe).zip(stripes.iter_mut()) {
-            rows.push(piece);
+    for (i, row) in c.chunks_exact_mut(n).enumerate() {
+        if by_rows {
+            stripes[i / band].push(row);
+        } else {
+            for (piece, rows) in row.chunks_mut(stripe).zip(stripes.iter_mut()) {
+                rows.push(piece);
+            }
         }
     }
-    let b_len = KC * (NC_PANELS * nr).min(n_panels * nr);
-    let a_block = m.div_ceil(MR).checked_mul(KC * MR).filter(|&len| len <= A_BLOCK_MAX);
+    let b_len = KC * (NC_PANELS * nr).min(stripe.div_ceil(nr) * nr);
+    let a_block = band.min(m).div_ceil(MR).checked_mul(KC * MR).filter(|&len| len <= A_BLOCK_MAX);
     let hoist_a = stripe > NC_PANELS * nr && a_block.is_some();
     let a_len = a_block.filter(|_| hoist_a).unwrap_or(KC * MR);
     let Some(mut buffers) = Buffers::take(threads, b_len, a_len) else { return false };
     let job = |(index, (mut rows, (b_block, a_panel))): (usize, (Vec<&mut [f32]>, _))| {
+        let (row0, col0) = if by_rows { (index * band, 0) } else { (0, index * stripe) };
         simd.vectorize(Stripe::<MR, A, B> {
             a,
             b,
-            m,
+            m: rows.len(),
             k,
             n,
-            col0: index * stripe,
+            row0,
+            col0,
             rows: &mut rows,
             hoist_a,
             b_block,
@@ -396,13 +413,15 @@ impl Buffers {
     }
 }
 
-/// One thread's share: every row of `c`, the columns `col0 .. col0 + rows[_].len()`.
+/// One thread's share: the `m` rows of `c` from `row0` on, the columns `col0 .. col0 +
+/// rows[_].len()`.
 struct Stripe<'a, 'r, const MR: usize, A, B> {
     a: A,
     b: B,
     m: usize,
     k: usize,
     n: usize,
+    row0: usize,
     col0: usize,
     rows: &'r mut [&'a mut [f32]],
     /// Whether `a_panel` holds every micro-panel of a `KC` block of `a`, packed once for all the
@@ -420,7 +439,7 @@ impl<const MR: usize, A: Source, B: Source> pulp::WithSimd for Stripe<'_, '_, MR
     // without them.
     #[inline(always)]
     fn with_simd<S: Simd>(self, simd: S) {
-        let Stripe { a, b, m, k, n, col0, rows, hoist_a, b_block, a_panel } = self;
+        let Stripe { a, b, m, k, n, row0, col0, rows, hoist_a, b_block, a_panel } = self;
         let nr = 2 * lanes::<S>();
         let width = rows.first().map_or(0, |row| row.len());
         let (column_blocks, depth_blocks) = (width.div_ceil(NC_PANELS * nr), k.div_ceil(KC));
@@ -489,7 +508,7 @@ impl<const MR: usize, A: Source, B: Source> pulp::WithSimd for Stripe<'_, '_, MR
                     let (a_steps, _) = a_panel[at..at + kc * MR].as_chunks_mut::<MR>();
                     let mut spill = [0.0f32; KC];
                     for i in 0..live {
-                        let at = (r0 + i) * k + pc;
+                        let at = (row0 + r0 + i) * k + pc;
                         let row = match a.as_f32() {
                             Some(a) => &a[at..at + kc],
                             None => {
@@ -576,7 +595,7 @@ mod tests {
     use super::super::dot::{gemm_f32 as dispatched, naive_matmul};
     use super::*;
 
-    const SHAPES: [(usize, usize, usize); 15] = [
+    const SHAPES: [(usize, usize, usize); 17] = [
         (1, 1, 1),
         (17, 33, 5),
         (0, 4, 4),
@@ -592,6 +611,10 @@ mod tests {
         (6, 64, 16),
         (7, 17, 15),
         (40, 40, 600),
+        // Taller than wide: split by bands of rows on two and three threads, the last band
+        // short and not a whole tile.
+        (100, 37, 20),
+        (77, 300, 40),
     ];
 
     /// `len` values of a fixed xorshift sequence started from `seed`.
