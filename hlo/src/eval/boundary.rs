@@ -241,10 +241,15 @@ impl Output {
         bytes
             .try_reserve_exact(n_bytes)
             .map_err(|_| alloc_error(self.tensor.ty(), &self.tensor.dims, n_bytes as u64))?;
-        bytes.resize(n_bytes, 0);
         match minor_to_major {
-            Some(layout) => self.write_physical(layout, &mut bytes)?,
-            None => self.write_le_bytes(&mut bytes)?,
+            Some(layout) => {
+                bytes.resize(n_bytes, 0);
+                self.write_physical(layout, &mut bytes)?;
+            }
+            None => {
+                self.tensor.data.append_le(&mut bytes);
+                check_len(self.tensor.ty(), &self.tensor.dims, n_bytes, bytes.len())?;
+            }
         }
         Ok(Array { ty: self.ty(), dims: self.dims(), bytes })
     }

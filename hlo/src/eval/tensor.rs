@@ -626,6 +626,9 @@ pub(crate) enum ReadFail {
     Io(std::io::Error),
 }
 
+/// The piece [`Data::append_le`] zeroes and then writes: small enough to stay in L1.
+const APPEND_CHUNK: usize = 16 << 10;
+
 /// The bytes read from a stream per step: small enough to stay in cache, a multiple of every
 /// element size.
 const READ_CHUNK: usize = 64 << 10;
@@ -689,6 +692,23 @@ impl Data {
             }
         }
         visit!(self, v => write(v, out))
+    }
+
+    /// Appends the elements as little-endian bytes to `out`, which should have the room
+    /// reserved. Each piece of [`APPEND_CHUNK`] bytes is zeroed just before it is written, while
+    /// it is in cache: zeroing the whole output first (a `resize`) streamed every byte to memory
+    /// twice, which was a tenth of a decoder's launch returning its 8 MiB of caches.
+    pub(crate) fn append_le(&self, out: &mut Vec<u8>) {
+        fn append<T: LeElement>(v: &[T], out: &mut Vec<u8>) {
+            for part in v.chunks((APPEND_CHUNK / T::SIZE).max(1)) {
+                let start = out.len();
+                out.resize(start + part.len() * T::SIZE, 0);
+                for (chunk, &x) in out[start..].chunks_exact_mut(T::SIZE).zip(part) {
+                    x.put(chunk);
+                }
+            }
+        }
+        visit!(self, v => append(v, out))
     }
 
     /// Writes the elements as little-endian bytes to `writer`, through a small fixed buffer.
