@@ -2047,6 +2047,27 @@ mod tests {
                 };
                 assert_eq!(lent.bytes, expected, "launch {launch} of {body}");
             }
+            // An SPMD run lends each rank its own arguments: the second rank's values differ, so
+            // a rank that read the other's bytes (or a copy of none) would show.
+            let other: Vec<super::super::Array> = shapes
+                .iter()
+                .enumerate()
+                .map(|(i, dims)| f32_array(dims, &values(dims.iter().product(), i as u32 + 7)))
+                .collect();
+            let inputs = other
+                .iter()
+                .map(|a| super::super::Input::from_le_bytes(a.ty, &a.dims, &a.bytes))
+                .collect::<Result<Vec<_>, _>>()
+                .expect("inputs");
+            let copied = program.run_inputs(inputs).expect("copied run");
+            let mut other_expected = vec![0u8; copied[0].n_bytes()];
+            copied[0].write_le_bytes(&mut other_expected).expect("bytes");
+            assert_ne!(other_expected, expected, "the ranks' arguments give different results");
+            let ranks = program.run_spmd(&[args.clone(), other]).expect("spmd run");
+            for (rank, want) in ranks.iter().zip([&expected, &other_expected]) {
+                let super::super::Value::Array(got) = rank else { panic!("expected an array") };
+                assert_eq!(&got.bytes, want, "a rank of {body}");
+            }
         }
     }
 }

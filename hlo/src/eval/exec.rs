@@ -123,18 +123,9 @@ impl Program {
     /// [`EvalError::ArgumentCount`] / [`EvalError::Argument`] for arguments that do not match
     /// the parameters, and any error an instruction raises.
     pub fn run(&self, args: &[Array]) -> Result<Value, EvalError> {
-        let lend = self.lent_leaves();
-        let vals = self.bind(self.inputs_of(args, false, lend)?)?;
+        let vals = self.bind(self.inputs_of(args, false, self.lent_leaves())?)?;
         let mut ctx = self.ctx(0, None);
-        if lend.contains(&true) {
-            let comp = &self.comps[self.entry];
-            ctx.lent = vec![None; comp.instrs.len()];
-            for (leaf, &at) in self.leaf_params().iter().enumerate() {
-                if let (Some(at), Some(true)) = (at, lend.get(leaf)) {
-                    ctx.lent[at] = Some(&args[leaf].bytes[..]);
-                }
-            }
-        }
+        ctx.lent = self.lent_bytes(args);
         let out = ctx.call(self.entry, vals)?;
         let value = export(&out, &mut std::iter::repeat(None));
         self.recycle(out);
@@ -202,7 +193,7 @@ impl Program {
     ) -> Result<Vec<Vec<Output>>, EvalError> {
         self.spmd(
             args_per_rank,
-            |args| self.bind(args),
+            |args| Ok((self.bind(args)?, Vec::new())),
             |out| {
                 let mut outputs = Vec::new();
                 flatten_outputs(&out, &mut outputs);
@@ -215,9 +206,10 @@ impl Program {
         Ctx { program: self, rank, exchange, meter: Meter::start(self), lent: Vec::new() }
     }
 
-    /// Per entry parameter leaf: whether [`Program::run`] lends the caller's bytes instead of
-    /// copying them. A leaf is lent when it is a whole f32 parameter (not in a tuple), not the
-    /// root, and every instruction that reads it is a dot that takes it in place
+    /// Per entry parameter leaf: whether [`Program::run`] (and each rank of an SPMD run) lends
+    /// the caller's bytes instead of copying them. A leaf is lent when it is a whole f32
+    /// parameter (not in a tuple), not the root, and every instruction that reads it is a dot
+    /// that takes it in place
     /// ([`super::dot::DotPlan::reads_f32_in_place`]) with another f32 operand: nothing else
     /// ever sees the placeholder it is bound to.
     pub(crate) fn lent_leaves(&self) -> &[bool] {
@@ -351,10 +343,30 @@ impl Program {
         out
     }
 
+    /// Per entry instruction, the caller's bytes of the argument lent to it (see
+    /// [`Program::lent_leaves`]); empty when nothing is lent.
+    fn lent_bytes<'a>(&self, args: &'a [Array]) -> Vec<Option<&'a [u8]>> {
+        let lend = self.lent_leaves();
+        if !lend.contains(&true) {
+            return Vec::new();
+        }
+        let mut lent = vec![None; self.comps[self.entry].instrs.len()];
+        for (leaf, &at) in self.leaf_params().iter().enumerate() {
+            if let (Some(at), Some(true), Some(arg)) = (at, lend.get(leaf), args.get(leaf)) {
+                lent[at] = Some(&arg.bytes[..]);
+            }
+        }
+        lent
+    }
+
+    /// Each rank lends its arguments' bytes as [`Program::run`] does.
     pub(crate) fn run_spmd(&self, args_per_rank: &[Vec<Array>]) -> Result<Vec<Value>, EvalError> {
         self.spmd(
             args_per_rank.iter().collect(),
-            |args| self.bind(self.inputs_of(args, false, &[])?),
+            |args| {
+                let vals = self.bind(self.inputs_of(args, false, self.lent_leaves())?)?;
+                Ok((vals, self.lent_bytes(args)))
+            },
             |out| {
                 let value = export(&out, &mut std::iter::repeat(None));
                 self.recycle(out);
@@ -365,10 +377,11 @@ impl Program {
 
     /// Runs every rank on its own thread: `bind` makes a rank's parameter values of its
     /// arguments, `finish` its result of the entry's value.
-    fn spmd<A: Send, R: Send>(
-        &self,
+    #[allow(clippy::type_complexity)]
+    fn spmd<'a, A: Send, R: Send>(
+        &'a self,
         args_per_rank: Vec<A>,
-        bind: impl Fn(A) -> Result<Vec<Val>, EvalError> + Sync,
+        bind: impl Fn(A) -> Result<(Vec<Val>, Vec<Option<&'a [u8]>>), EvalError> + Sync,
         finish: impl Fn(Val) -> Result<R, EvalError> + Sync,
     ) -> Result<Vec<R>, EvalError> {
         let n = args_per_rank.len();
@@ -387,10 +400,15 @@ impl Program {
                     .name(format!("hlo-rank-{rank}"))
                     .stack_size(64 << 20)
                     .spawn_scoped(scope, move || {
-                        let ctx = self.ctx(rank, Some(exchange));
+                        let mut ctx = self.ctx(rank, Some(exchange));
                         let share = super::dot::cores().div_ceil(n);
                         let result = super::dot::with_core_share(share, || {
-                            bind(args).and_then(|vals| ctx.call(self.entry, vals)).and_then(finish)
+                            bind(args)
+                                .and_then(|(vals, lent)| {
+                                    ctx.lent = lent;
+                                    ctx.call(self.entry, vals)
+                                })
+                                .and_then(finish)
                         });
                         if result.is_err() {
                             exchange.abort(rank);
