@@ -2028,19 +2028,30 @@ mod tests {
                 packed_gemm::chosen() == Kernel::Portable || program.lent_leaves().contains(&true),
                 "an argument is lent in {body}"
             );
-            let args: Vec<super::super::Array> = shapes
-                .iter()
-                .enumerate()
-                .map(|(i, dims)| f32_array(dims, &values(dims.iter().product(), i as u32 + 1)))
-                .collect();
-            let inputs = args
-                .iter()
-                .map(|a| super::super::Input::from_le_bytes(a.ty, &a.dims, &a.bytes))
-                .collect::<Result<Vec<_>, _>>()
-                .expect("inputs");
-            let copied = program.run_inputs(inputs).expect("copied run");
-            let mut expected = vec![0u8; copied[0].n_bytes()];
-            copied[0].write_le_bytes(&mut expected).expect("bytes");
+            // Arguments from seeds `first`, `first + 1`, …, and the result of a run that
+            // copies them in (nothing lent).
+            let arguments = |first: u32| -> Vec<super::super::Array> {
+                shapes
+                    .iter()
+                    .enumerate()
+                    .map(|(i, dims)| {
+                        f32_array(dims, &values(dims.iter().product(), i as u32 + first))
+                    })
+                    .collect()
+            };
+            let copied_result = |args: &[super::super::Array]| -> Vec<u8> {
+                let inputs = args
+                    .iter()
+                    .map(|a| super::super::Input::from_le_bytes(a.ty, &a.dims, &a.bytes))
+                    .collect::<Result<Vec<_>, _>>()
+                    .expect("inputs");
+                let copied = program.run_inputs(inputs).expect("copied run");
+                let mut bytes = vec![0u8; copied[0].n_bytes()];
+                copied[0].write_le_bytes(&mut bytes).expect("bytes");
+                bytes
+            };
+            let args = arguments(1);
+            let expected = copied_result(&args);
             for launch in 0..2 {
                 let super::super::Value::Array(lent) = program.run(&args).expect("lent run") else {
                     panic!("expected an array")
@@ -2049,21 +2060,10 @@ mod tests {
             }
             // An SPMD run lends each rank its own arguments: the second rank's values differ, so
             // a rank that read the other's bytes (or a copy of none) would show.
-            let other: Vec<super::super::Array> = shapes
-                .iter()
-                .enumerate()
-                .map(|(i, dims)| f32_array(dims, &values(dims.iter().product(), i as u32 + 7)))
-                .collect();
-            let inputs = other
-                .iter()
-                .map(|a| super::super::Input::from_le_bytes(a.ty, &a.dims, &a.bytes))
-                .collect::<Result<Vec<_>, _>>()
-                .expect("inputs");
-            let copied = program.run_inputs(inputs).expect("copied run");
-            let mut other_expected = vec![0u8; copied[0].n_bytes()];
-            copied[0].write_le_bytes(&mut other_expected).expect("bytes");
+            let other = arguments(7);
+            let other_expected = copied_result(&other);
             assert_ne!(other_expected, expected, "the ranks' arguments give different results");
-            let ranks = program.run_spmd(&[args.clone(), other]).expect("spmd run");
+            let ranks = program.run_spmd(&[args, other]).expect("spmd run");
             for (rank, want) in ranks.iter().zip([&expected, &other_expected]) {
                 let super::super::Value::Array(got) = rank else { panic!("expected an array") };
                 assert_eq!(&got.bytes, want, "a rank of {body}");
