@@ -1344,6 +1344,19 @@ pub(crate) fn compile_dot(cx: &OpContext<'_>) -> Result<Op, Fail> {
 mod tests {
     use super::*;
 
+    /// `len` values in -1..1 from a fixed xorshift sequence started from `seed`.
+    fn unit_values(len: usize, seed: u32) -> Vec<f32> {
+        let mut state = seed.wrapping_mul(2_654_435_761) | 1;
+        (0..len)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 17;
+                state ^= state << 5;
+                (state as f32 / u32::MAX as f32) * 2.0 - 1.0
+            })
+            .collect()
+    }
+
     #[test]
     fn the_fast_f16_rounding_agrees_with_the_encoder() {
         // Every sign, exponent and top mantissa bits, with the low 13 bits (the ones a normal
@@ -1496,17 +1509,7 @@ mod tests {
             lhs_contracting_dimensions: lc.to_vec(),
             rhs_contracting_dimensions: rc.to_vec(),
         };
-        let values = |len: usize, seed: u32| -> Vec<f32> {
-            let mut state = seed.wrapping_mul(2_654_435_761) | 1;
-            (0..len)
-                .map(|_| {
-                    state ^= state << 13;
-                    state ^= state >> 17;
-                    state ^= state << 5;
-                    (state as f32 / u32::MAX as f32) * 2.0 - 1.0
-                })
-                .collect()
-        };
+        let values = unit_values;
         let fused = |terms: &mut dyn Iterator<Item = (f32, f32)>| {
             terms.fold(0.0f32, |sum, (x, y)| x.mul_add(y, sum))
         };
@@ -1599,17 +1602,7 @@ mod tests {
             _ => return,
         };
         let shape = |ty, dims: &[usize]| ArrayShape { ty, dims: dims.to_vec(), layout: None };
-        let values = |len: usize, seed: u32| -> Vec<f32> {
-            let mut state = seed.wrapping_mul(2_654_435_761) | 1;
-            (0..len)
-                .map(|_| {
-                    state ^= state << 13;
-                    state ^= state >> 17;
-                    state ^= state << 5;
-                    (state as f32 / u32::MAX as f32) * 2.0 - 1.0
-                })
-                .collect()
-        };
+        let values = unit_values;
         let dot_order = |x: &[f32], y: &[f32]| -> f32 {
             let whole = x.len() / lanes * lanes;
             let mut acc = vec![0.0f32; lanes];
