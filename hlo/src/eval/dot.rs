@@ -1344,6 +1344,22 @@ pub(crate) fn compile_dot(cx: &OpContext<'_>) -> Result<Op, Fail> {
 mod tests {
     use super::*;
 
+    /// `v` cut to values `ty` (f32 or bf16) holds exactly, so sums over them compare bit for bit.
+    fn exact_in(ty: ElementType, v: Vec<f32>) -> Vec<f32> {
+        match ty {
+            ElementType::F32 => v,
+            _ => v.iter().map(|&x| f32::from_bits(x.to_bits() & 0xffff_0000)).collect(),
+        }
+    }
+
+    /// `v` (values `ty` holds exactly) as data of `ty`, f32 or bf16.
+    fn encoded_as(ty: ElementType, v: &[f32]) -> Data {
+        match ty {
+            ElementType::F32 => Data::F32(v.to_vec()),
+            _ => Data::Bf16(v.iter().map(|&x| (x.to_bits() >> 16) as u16).collect()),
+        }
+    }
+
     /// `len` values in -1..1 from a fixed xorshift sequence started from `seed`.
     fn unit_values(len: usize, seed: u32) -> Vec<f32> {
         let mut state = seed.wrapping_mul(2_654_435_761) | 1;
@@ -1514,16 +1530,8 @@ mod tests {
             terms.fold(0.0f32, |sum, (x, y)| x.mul_add(y, sum))
         };
         for ty in [ElementType::F32, ElementType::Bf16] {
-            let exact = |v: Vec<f32>| -> Vec<f32> {
-                match ty {
-                    ElementType::F32 => v,
-                    _ => v.iter().map(|&x| f32::from_bits(x.to_bits() & 0xffff_0000)).collect(),
-                }
-            };
-            let encode = |v: &[f32]| match ty {
-                ElementType::F32 => Data::F32(v.to_vec()),
-                _ => Data::Bf16(v.iter().map(|&x| (x.to_bits() >> 16) as u16).collect()),
-            };
+            let exact = |v: Vec<f32>| exact_in(ty, v);
+            let encode = |v: &[f32]| encoded_as(ty, v);
             let check = |lhs: (&[f32], &[usize]),
                          rhs: (&[f32], &[usize]),
                          dims: proto::DotDimensionNumbers,
@@ -1621,16 +1629,8 @@ mod tests {
         };
         let (b, len, h) = (2usize, 37usize, 3usize);
         for ty in [ElementType::F32, ElementType::Bf16] {
-            let exact = |v: Vec<f32>| -> Vec<f32> {
-                match ty {
-                    ElementType::F32 => v,
-                    _ => v.iter().map(|&x| f32::from_bits(x.to_bits() & 0xffff_0000)).collect(),
-                }
-            };
-            let encode = |v: &[f32]| match ty {
-                ElementType::F32 => Data::F32(v.to_vec()),
-                _ => Data::Bf16(v.iter().map(|&x| (x.to_bits() >> 16) as u16).collect()),
-            };
+            let exact = |v: Vec<f32>| exact_in(ty, v);
+            let encode = |v: &[f32]| encoded_as(ty, v);
             for d in [16usize, 32, 48, 64, 20, 80] {
                 for q in [1usize, 2, 3] {
                     let cache = exact(values(b * len * h * d, d as u32));
