@@ -1967,17 +1967,12 @@ mod tests {
     #[test]
     fn lent_arguments_give_the_results_of_copied_ones() {
         let values = |len: usize, seed: u32| -> Vec<f32> {
-            let mut state = seed.wrapping_mul(2_654_435_761) | 1;
-            (0..len)
-                .map(|i| {
-                    state ^= state << 13;
-                    state ^= state >> 17;
-                    state ^= state << 5;
-                    match i % 97 {
-                        3 if seed == 2 => f32::NAN,
-                        5 if seed == 2 => f32::INFINITY,
-                        _ => (state as f32 / u32::MAX as f32) * 2.0 - 1.0,
-                    }
+            let values = unit_values(len, seed).into_iter().enumerate();
+            values
+                .map(|(i, x)| match i % 97 {
+                    3 if seed == 2 => f32::NAN,
+                    5 if seed == 2 => f32::INFINITY,
+                    _ => x,
                 })
                 .collect()
         };
