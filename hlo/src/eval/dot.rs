@@ -1360,6 +1360,16 @@ mod tests {
         }
     }
 
+    /// A dot's dimension numbers: batch then contracting axes of each side.
+    fn dot_numbers(lb: &[i64], rb: &[i64], lc: &[i64], rc: &[i64]) -> proto::DotDimensionNumbers {
+        proto::DotDimensionNumbers {
+            lhs_batch_dimensions: lb.to_vec(),
+            rhs_batch_dimensions: rb.to_vec(),
+            lhs_contracting_dimensions: lc.to_vec(),
+            rhs_contracting_dimensions: rc.to_vec(),
+        }
+    }
+
     /// `len` values in -1..1 from a fixed xorshift sequence started from `seed`.
     fn unit_values(len: usize, seed: u32) -> Vec<f32> {
         let mut state = seed.wrapping_mul(2_654_435_761) | 1;
@@ -1396,12 +1406,7 @@ mod tests {
     fn few_row_dots_read_the_rhs_in_its_own_layout() {
         let (b, len, h, d) = (2usize, 37usize, 3usize, 20usize);
         let shape = |ty, dims: &[usize]| ArrayShape { ty, dims: dims.to_vec(), layout: None };
-        let numbers = |lb: &[i64], rb: &[i64], lc: &[i64], rc: &[i64]| proto::DotDimensionNumbers {
-            lhs_batch_dimensions: lb.to_vec(),
-            rhs_batch_dimensions: rb.to_vec(),
-            lhs_contracting_dimensions: lc.to_vec(),
-            rhs_contracting_dimensions: rc.to_vec(),
-        };
+        let numbers = dot_numbers;
         let ints = |len: usize, seed: usize| -> Vec<f32> {
             (0..len).map(|i| ((i * 7 + seed * 13) % 9) as f32 - 4.0).collect()
         };
@@ -1519,12 +1524,7 @@ mod tests {
             return;
         }
         let shape = |ty, dims: &[usize]| ArrayShape { ty, dims: dims.to_vec(), layout: None };
-        let numbers = |lb: &[i64], rb: &[i64], lc: &[i64], rc: &[i64]| proto::DotDimensionNumbers {
-            lhs_batch_dimensions: lb.to_vec(),
-            rhs_batch_dimensions: rb.to_vec(),
-            lhs_contracting_dimensions: lc.to_vec(),
-            rhs_contracting_dimensions: rc.to_vec(),
-        };
+        let numbers = dot_numbers;
         let values = unit_values;
         let fused = |terms: &mut dyn Iterator<Item = (f32, f32)>| {
             terms.fold(0.0f32, |sum, (x, y)| x.mul_add(y, sum))
