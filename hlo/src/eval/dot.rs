@@ -717,7 +717,6 @@ impl<A: Source, B: Source> pulp::WithSimd for FewRows<'_, A, B> {
     #[inline(always)]
     fn with_simd<S: Simd>(self, simd: S) {
         let FewRows { a, b, offsets, walk, layout, shape: (m, k, n), c, a_rows } = self;
-        let mut spill = [0.0f32; DEPTH_BLOCK * CHUNK];
         a.widen(0, a_rows);
         match layout {
             // Past the register blocks, columns a chunk at a time, so that the chunk of `c` the
@@ -726,6 +725,7 @@ impl<A: Source, B: Source> pulp::WithSimd for FewRows<'_, A, B> {
             // per block instead of once per row. Each sum still takes its terms one fused
             // multiply-add at a time, in the contracting order.
             Layout::RowsOfRhs => {
+                let mut spill = [0.0f32; DEPTH_BLOCK * CHUNK];
                 for &(outer, outer_offset) in &walk.outer {
                     // Whole blocks of columns are summed in registers, for a few batches at a time
                     // ([`RowBlock`]); the columns past them a chunk at a time.
@@ -777,7 +777,7 @@ impl<A: Source, B: Source> pulp::WithSimd for FewRows<'_, A, B> {
                 }
             }
             Layout::ColumnsOfRhs => {
-                let lanes = std::mem::size_of::<S::f32s>() / std::mem::size_of::<f32>();
+                let lanes = packed_gemm::lanes::<S>();
                 let block = ColumnBlock { rhs: b, cols: &offsets.cols, walk, m, rows: a_rows, c };
                 let done = if k % lanes == 0 && offsets.depth[0] == 0 {
                     match k / lanes {
@@ -835,7 +835,7 @@ impl<B: Source> ColumnBlock<'_, B> {
     #[inline(always)]
     fn run<S: Simd, const V: usize>(self, simd: S) -> bool {
         let ColumnBlock { rhs, cols, walk, m, rows, c } = self;
-        let lanes = std::mem::size_of::<S::f32s>() / std::mem::size_of::<f32>();
+        let lanes = packed_gemm::lanes::<S>();
         let k = V * lanes;
         let n = cols.len();
         let mut spill = [0.0f32; 4 * 16];
@@ -894,7 +894,7 @@ impl<B: Source> RowBlock<'_, B> {
     fn run<S: Simd, const G: usize, const M: usize>(self, simd: S) -> usize {
         let RowBlock { rhs, depth, batches, m, rows, c, n } = self;
         let k = depth.len();
-        let lanes = std::mem::size_of::<S::f32s>() / std::mem::size_of::<f32>();
+        let lanes = packed_gemm::lanes::<S>();
         let width = ROW_BLOCK * lanes;
         let mut spill = [0.0f32; ROW_BLOCK * 16];
         if width > spill.len() || batches.len() != G || m != M {

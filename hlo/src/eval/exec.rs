@@ -102,6 +102,9 @@ impl Meter {
     }
 }
 
+/// A rank's parameter values, and per entry instruction the argument bytes lent to it.
+type Bound<'a> = (Vec<Val>, Vec<Option<&'a [u8]>>);
+
 /// A deadline for a limit too long to add to the clock: about a century from now, which is
 /// never in practice.
 fn far_future() -> Instant {
@@ -376,12 +379,11 @@ impl Program {
     }
 
     /// Runs every rank on its own thread: `bind` makes a rank's parameter values of its
-    /// arguments, `finish` its result of the entry's value.
-    #[allow(clippy::type_complexity)]
+    /// arguments and the bytes it lends ([`Bound`]), `finish` its result of the entry's value.
     fn spmd<'a, A: Send, R: Send>(
         &'a self,
         args_per_rank: Vec<A>,
-        bind: impl Fn(A) -> Result<(Vec<Val>, Vec<Option<&'a [u8]>>), EvalError> + Sync,
+        bind: impl Fn(A) -> Result<Bound<'a>, EvalError> + Sync,
         finish: impl Fn(Val) -> Result<R, EvalError> + Sync,
     ) -> Result<Vec<R>, EvalError> {
         let n = args_per_rank.len();

@@ -280,7 +280,7 @@ pub(crate) fn gemm<A: Source, B: Source>(
 }
 
 /// Lanes of `S`'s f32 vector, and so `NR = 2 × lanes`.
-fn lanes<S: Simd>() -> usize {
+pub(crate) fn lanes<S: Simd>() -> usize {
     size_of::<S::f32s>() / size_of::<f32>()
 }
 

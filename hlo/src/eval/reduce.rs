@@ -312,23 +312,6 @@ fn bf16_to_f32(bits: u16) -> f32 {
     f32::from_bits(u32::from(bits) << 16)
 }
 
-#[inline(always)]
-fn f16_to_f32(bits: u16) -> f32 {
-    super::math::f16_to_f32(bits)
-}
-
-fn f8e5m2_to_f32(bits: u8) -> f32 {
-    SmallFloat::F8e5m2.decode(u32::from(bits))
-}
-
-fn f8e4m3fn_to_f32(bits: u8) -> f32 {
-    SmallFloat::F8e4m3fn.decode(u32::from(bits))
-}
-
-fn f8e4m3_to_f32(bits: u8) -> f32 {
-    SmallFloat::F8e4m3.decode(u32::from(bits))
-}
-
 /// Folds with a recognised binary reducer; `None` when the type has no fast path.
 fn fast_fold(op: Binary, data: &Data, init: &Data, layout: Layout) -> Result<Option<Data>, Fail> {
     let Layout { run, groups, inner } = layout;
@@ -351,6 +334,10 @@ fn fast_fold(op: Binary, data: &Data, init: &Data, layout: Layout) -> Result<Opt
             };
             Data::$variant(folded.iter().map(|&x| $format.encode_f32(x) as $t).collect())
         }};
+        // 8-bit formats: each element's bits decoded by its format.
+        ($variant:ident, $format:expr, u8, $v:expr, $i:expr) => {
+            small!($variant, $format, u8, $v, $i, |b: u8| $format.decode(u32::from(b)))
+        };
     }
     let lanes =
         inner.is_none() && run >= LANE_RUN && matches!(op, Binary::Add | Binary::Max | Binary::Min);
@@ -370,17 +357,15 @@ fn fast_fold(op: Binary, data: &Data, init: &Data, layout: Layout) -> Result<Opt
         (Data::U16(v), Data::U16(i)) => Data::U16(fold_runs_op(op, v, i[0], layout, u16::binary)?),
         (Data::U32(v), Data::U32(i)) => Data::U32(fold_runs_op(op, v, i[0], layout, u32::binary)?),
         (Data::U64(v), Data::U64(i)) => Data::U64(fold_runs_op(op, v, i[0], layout, u64::binary)?),
-        (Data::F16(v), Data::F16(i)) => small!(F16, SmallFloat::F16, u16, v, i, f16_to_f32),
+        (Data::F16(v), Data::F16(i)) => {
+            small!(F16, SmallFloat::F16, u16, v, i, super::math::f16_to_f32)
+        }
         (Data::Bf16(v), Data::Bf16(i)) => small!(Bf16, SmallFloat::Bf16, u16, v, i, bf16_to_f32),
-        (Data::F8e5m2(v), Data::F8e5m2(i)) => {
-            small!(F8e5m2, SmallFloat::F8e5m2, u8, v, i, f8e5m2_to_f32)
-        }
+        (Data::F8e5m2(v), Data::F8e5m2(i)) => small!(F8e5m2, SmallFloat::F8e5m2, u8, v, i),
         (Data::F8e4m3fn(v), Data::F8e4m3fn(i)) => {
-            small!(F8e4m3fn, SmallFloat::F8e4m3fn, u8, v, i, f8e4m3fn_to_f32)
+            small!(F8e4m3fn, SmallFloat::F8e4m3fn, u8, v, i)
         }
-        (Data::F8e4m3(v), Data::F8e4m3(i)) => {
-            small!(F8e4m3, SmallFloat::F8e4m3, u8, v, i, f8e4m3_to_f32)
-        }
+        (Data::F8e4m3(v), Data::F8e4m3(i)) => small!(F8e4m3, SmallFloat::F8e4m3, u8, v, i),
         _ => return Ok(None),
     };
     if run == 0 {
