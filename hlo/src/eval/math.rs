@@ -420,11 +420,26 @@ impl pulp::WithSimd for UnaryLoop<'_> {
     }
 }
 
-/// `out[i] = op(a[i], b[i])` in f32, compiled for the CPU's instruction set.
+/// `out[i] = op(a[i], b[i])` in f32, compiled for the CPU's instruction set. An argument of one
+/// element stands for that element at every index (a fused group's scalar constant), so it is
+/// neither copied out to the length of `out` nor read from memory for each element.
 pub(crate) fn binary_slice(op: Binary, a: &[f32], b: &[f32], out: &mut [f32], arch: pulp::Arch) {
-    with_binary!(op, OP => arch.dispatch(|| {
-        for ((o, &x), &y) in out.iter_mut().zip(a).zip(b) {
-            *o = f32::binary(OP, x, y);
+    with_binary!(op, OP => arch.dispatch(|| match (a, b) {
+        (&[x], &[y]) => out.fill(f32::binary(OP, x, y)),
+        (&[x], _) => {
+            for (o, &y) in out.iter_mut().zip(b) {
+                *o = f32::binary(OP, x, y);
+            }
+        }
+        (_, &[y]) => {
+            for (o, &x) in out.iter_mut().zip(a) {
+                *o = f32::binary(OP, x, y);
+            }
+        }
+        _ => {
+            for ((o, &x), &y) in out.iter_mut().zip(a).zip(b) {
+                *o = f32::binary(OP, x, y);
+            }
         }
     }))
 }
