@@ -15,13 +15,25 @@
 //! - A part that panics is a bug of ours: [`try_each`] turns it into [`Fail::Internal`] as the
 //!   scoped threads' joins did, instead of unwinding through the interpreter. [`each`], for
 //!   kernels that return nothing, lets the panic continue, as a scoped thread's did.
+//! - Between kernels the workers stay awake, and the caller waits for its parts awake: a worker
+//!   that went to sleep, and a caller blocked on the scope's latch, each took 20–30 µs to wake on
+//!   the VMs here (an idle virtual CPU is halted, and waking it goes through the hypervisor), so
+//!   every split cost 42–57 µs of hand-offs and the transformer model lost about 3 ms per run to
+//!   them (two cores ran it 1.67× faster than one instead of nearly 2×). Now each split makes
+//!   sure a keep-awake job runs on every worker ([`keep_awake`]): it takes parts as they are
+//!   handed out, and returns once it has found no part for [`KEEP_AWAKE`]; and a caller that is
+//!   not a worker spins up to [`CALLER_SPIN`] for its parts to finish before it blocks. A split
+//!   then costs under a microsecond. The price is a core kept busy for [`KEEP_AWAKE`] after the
+//!   last split, as any spinning pool does.
 //! - When the pool cannot be made (the system refuses threads), every part runs on the calling
 //!   thread: slower, never wrong. So does a child process forked after the pool was made (a
 //!   Python program's `fork` workers): the pool's threads are not in the child, and a part handed
 //!   to them would never run.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
 
 use super::Fail;
 
@@ -42,21 +54,74 @@ fn pool() -> Option<&'static rayon::ThreadPool> {
     made.as_ref().filter(|(pid, _)| *pid == std::process::id()).map(|(_, pool)| pool)
 }
 
+/// How long a worker's keep-awake job waits for a part before it lets the worker sleep.
+const KEEP_AWAKE: Duration = Duration::from_millis(2);
+
+/// How long a caller that is not a worker spins for its parts before it blocks.
+const CALLER_SPIN: Duration = Duration::from_millis(1);
+
+/// Whether keep-awake jobs are running (or on their way to the workers).
+static AWAKE: AtomicBool = AtomicBool::new(false);
+
+/// How many of them have not returned yet.
+static RUNNING: AtomicUsize = AtomicUsize::new(0);
+
+/// Starts a keep-awake job on every worker of `pool`, unless they run already: each takes the
+/// pool's parts as they come (`yield_now` runs one) and returns after [`KEEP_AWAKE`] without any.
+/// A part handed out just as they return is taken by the worker's own loop, as it always was.
+fn keep_awake(pool: &'static rayon::ThreadPool) {
+    if AWAKE.swap(true, Ordering::AcqRel) {
+        return;
+    }
+    // The last job to return clears `AWAKE`: the next set starts only after all have returned.
+    RUNNING.store(pool.current_num_threads(), Ordering::Release);
+    pool.spawn_broadcast(move |_| {
+        let mut last = Instant::now();
+        loop {
+            match pool.yield_now() {
+                Some(rayon::Yield::Executed) => last = Instant::now(),
+                _ if last.elapsed() > KEEP_AWAKE => break,
+                _ => std::hint::spin_loop(),
+            }
+        }
+        if RUNNING.fetch_sub(1, Ordering::AcqRel) == 1 {
+            AWAKE.store(false, Ordering::Release);
+        }
+    });
+}
+
 /// Runs `job` on every item and returns when all are done: the first item on this thread, the
 /// others on the pool's workers, all at once.
 pub(crate) fn each<T: Send>(items: impl IntoIterator<Item = T>, job: impl Fn(T) + Sync) {
     let mut items = items.into_iter();
     let Some(first) = items.next() else { return };
     let job = &job;
-    match pool() {
-        Some(pool) => pool.in_place_scope(|scope| {
-            for item in items {
-                scope.spawn(move |_| job(item));
+    let mut items = items.peekable();
+    let Some(pool) = pool().filter(|_| items.peek().is_some()) else {
+        std::iter::once(first).chain(items).for_each(job);
+        return;
+    };
+    keep_awake(pool);
+    // Parts handed out and not yet done.
+    let pending = AtomicUsize::new(0);
+    let pending = &pending;
+    pool.in_place_scope(|scope| {
+        for item in items {
+            pending.fetch_add(1, Ordering::Relaxed);
+            scope.spawn(move |_| {
+                job(item);
+                pending.fetch_sub(1, Ordering::Release);
+            });
+        }
+        job(first);
+        // A worker waiting for nested parts takes them itself, so only an outside caller spins.
+        if pool.current_thread_index().is_none() {
+            let start = Instant::now();
+            while pending.load(Ordering::Acquire) != 0 && start.elapsed() < CALLER_SPIN {
+                std::hint::spin_loop();
             }
-            job(first);
-        }),
-        None => std::iter::once(first).chain(items).for_each(job),
-    }
+        }
+    });
 }
 
 /// [`each`] for fallible parts: every part runs, and the error of the first part (in the items'
@@ -114,6 +179,25 @@ mod tests {
         });
         let expected: Vec<u32> = (0..1000).map(|i| i * 3).collect();
         assert_eq!(data, expected);
+    }
+
+    #[test]
+    fn the_workers_stop_spinning_once_idle_and_wake_for_the_next_split() {
+        let total = AtomicUsize::new(0);
+        each(0..4, |i| {
+            total.fetch_add(i, Ordering::Relaxed);
+        });
+        // Other tests split work meanwhile and keep the workers awake; each quiet spell of
+        // KEEP_AWAKE lets them return, so this ends.
+        let start = Instant::now();
+        while AWAKE.load(Ordering::Acquire) {
+            assert!(start.elapsed() < Duration::from_secs(60), "the keep-awake jobs never return");
+            std::thread::sleep(KEEP_AWAKE);
+        }
+        each(4..8, |i| {
+            total.fetch_add(i, Ordering::Relaxed);
+        });
+        assert_eq!(total.into_inner(), (0..8).sum::<usize>());
     }
 
     #[test]
