@@ -34,6 +34,13 @@ fn strided_into<T: Copy>(
     stride: &[i64],
 ) -> Result<Vec<T>, Fail> {
     let n: usize = out_dims.iter().product();
+    // Dimensions of one element are dropped, and a dimension whose stride spans the whole of
+    // the next is merged with it: the same elements in the same order, in longer runs (a slice
+    // of one of q, k, v from `[b, s, 3, h, d]` is one run of h·d per position, not h runs of d;
+    // on the bf16 transformer such slices took 180-350 µs, as one call and an index step per
+    // 64 elements).
+    let (out_dims, stride) = &coalesced(out_dims, stride);
+    let (out_dims, stride) = (out_dims.as_slice(), stride.as_slice());
     let rank = out_dims.len();
     if rank >= 2
         && stride[rank - 1] != 1
@@ -73,6 +80,28 @@ fn strided_into<T: Copy>(
         }
     }
     Ok(out)
+}
+
+/// `dims` and `stride` without dimensions of one element, and with each dimension whose stride
+/// is the next one's extent times its stride merged into that one.
+fn coalesced(dims: &[usize], stride: &[i64]) -> (Vec<usize>, Vec<i64>) {
+    let mut out: (Vec<usize>, Vec<i64>) = (Vec::with_capacity(dims.len()), Vec::new());
+    for (&d, &s) in dims.iter().zip(stride) {
+        if d == 1 {
+            continue;
+        }
+        match (out.0.last_mut(), out.1.last_mut()) {
+            (Some(last_d), Some(last_s)) if *last_s == d as i64 * s => {
+                *last_d *= d;
+                *last_s = s;
+            }
+            _ => {
+                out.0.push(d);
+                out.1.push(s);
+            }
+        }
+    }
+    out
 }
 
 /// [`strided`] when the source is contiguous along the output's second-to-last dimension but
@@ -887,6 +916,39 @@ mod tests {
                 assert_eq!(got.expect("fits"), want, "{dims:?} by {permutation:?}, reusing");
             }
         }
+    }
+
+    #[test]
+    fn slices_read_contiguous_dimensions_as_one_run() {
+        // One of q, k, v of [b, s, 3, h, d]: h·d elements in a run per position (b and s
+        // merge as well, b's stride being s positions).
+        assert_eq!(coalesced(&[4, 6, 1, 2, 5], &[180, 30, 10, 5, 1]), (vec![24, 10], vec![30, 1]));
+        // Nothing to merge, a reversed dimension, only ones.
+        assert_eq!(coalesced(&[3, 4], &[1, 3]), (vec![3, 4], vec![1, 3]));
+        assert_eq!(coalesced(&[2, 3], &[-3, 1]), (vec![2, 3], vec![-3, 1]));
+        assert_eq!(coalesced(&[1, 1], &[5, 1]), (vec![], vec![]));
+        // And the slice itself, against its definition.
+        let dims = [4usize, 6, 3, 2, 5];
+        let v: Vec<u32> = (0..dims.iter().product::<usize>() as u32).collect();
+        let got = slice(
+            &Data::U32(v.clone()),
+            &dims,
+            &[1, 0, 2, 0, 1],
+            &[1, 2, 1, 1, 1],
+            &[3, 3, 1, 2, 4],
+        )
+        .expect("fits");
+        let mut want = Vec::new();
+        for a in 1..4 {
+            for b in (0..6).step_by(2) {
+                for d in 0..2 {
+                    for e in 1..5 {
+                        want.push(v[(((a * 6 + b) * 3 + 2) * 2 + d) * 5 + e]);
+                    }
+                }
+            }
+        }
+        assert_eq!(got, Data::U32(want));
     }
 
     #[test]
