@@ -561,11 +561,18 @@ fn build_group(
     // tiled kernel copies (attention's head merge before a reshape), the strided read would
     // walk the source a row apart for every element, and the transpose itself is faster.
     let tiled_copy = nodes.is_empty() && any_view && only_tiled_views;
-    if (!worth || tiled_copy) && !always {
-        return None;
-    }
     let root_buffer = *buffer_of.get(&k)?;
     let (out_ty, _) = array_of(&instrs[k].shape)?;
+    // Nor is a group whose root is its input as it is (reshapes of a narrow value): unfused, a
+    // reshape keeps its operand's storage, where the group would decode and encode every element.
+    let same_value = nodes.is_empty()
+        && !any_view
+        && inputs.get(root_buffer).is_some_and(|input| {
+            array_of(&instrs[sources[input.operand]].shape).is_some_and(|(ty, _)| ty == out_ty)
+        });
+    if (!worth || tiled_copy || same_value) && !always {
+        return None;
+    }
     let buffers = Buffers::assign(&inputs, &nodes, root_buffer);
     let plan =
         FusedPlan { n_elems: n, inputs, nodes, root: root_buffer, buffers, out_ty, reduce: None };
@@ -1484,6 +1491,31 @@ ENTRY main {
             .collect();
         assert_eq!(plans.len(), 1, "one fused group");
         plans.into_iter().next().expect("one plan")
+    }
+
+    #[test]
+    fn reshapes_of_a_narrow_value_are_not_a_group() {
+        // Unfused, the reshapes keep their operand's storage; a group would decode and encode
+        // every element. A convert to f32 after them is a group (it changes the values' type).
+        let text = r#"
+HloModule reshapes
+ENTRY main {
+  x = bf16[4,75] parameter(0)
+  r = bf16[300] reshape(x)
+  ROOT s = bf16[3,100] reshape(r)
+}
+"#;
+        let program = compile(text, &EvalOptions::default());
+        assert_eq!(fusion_counts(&program), (0, 0));
+        let x = bf16_inputs();
+        let bytes: Vec<u8> = x.iter().flat_map(|b| b.to_le_bytes()).collect();
+        let arg = Array::new(PrimitiveType::Bf16, vec![4, 75], bytes.clone()).expect("array");
+        assert_eq!(array_bytes(program.run(&[arg]).expect("runs")), bytes);
+        let widened = text.replace(
+            "ROOT s = bf16[3,100] reshape(r)",
+            "s = bf16[3,100] reshape(r)\n  ROOT f = f32[3,100] convert(s)",
+        );
+        assert_eq!(fusion_counts(&compile(&widened, &EvalOptions::default())), (1, 2));
     }
 
     #[test]
