@@ -17,6 +17,9 @@
 //!   instead and packs all of a depth's micro-panels once for all its blocks of `b` (for
 //!   128×4096×4096 on two threads, a quarter of the packing of `a`: 5 % of samples to under 3 %,
 //!   and 5 % faster).
+//! - An f32 `a` is not packed at all: the kernel broadcasts its values from the rows where they
+//!   lie, [`IN_PLACE_MR`] rows at a time ([`reads_a_in_place`]), which measured faster than
+//!   packing on every shape tried.
 //! - Operands are [`Source`]s: f32 slices, or bf16, f16 and f8 bits that the packing widens to
 //!   f32 a panel at a time, so a narrow operand is never copied whole (a 4 GiB f16 weight does
 //!   not become 8 GiB of f32). Sums are f32 in any case; the caller rounds `c` to the result
@@ -348,7 +351,7 @@ pub(crate) fn gemm_with<S: Simd + Send + Sync, const MR: usize, A: Source, B: So
         }
     }
     let b_len = KC * (NC_PANELS * nr).min(stripe.div_ceil(nr) * nr);
-    let a_in_place = reads_a_in_place(&a, k);
+    let a_in_place = reads_a_in_place(&a);
     let a_block = band.min(m).div_ceil(MR).checked_mul(KC * MR).filter(|&len| len <= A_BLOCK_MAX);
     let hoist_a = !a_in_place && stripe > NC_PANELS * nr && a_block.is_some();
     let a_len = if a_in_place { 0 } else { a_block.filter(|_| hoist_a).unwrap_or(KC * MR) };
@@ -508,24 +511,8 @@ impl<const MR: usize, A: Source, B: Source> pulp::WithSimd for Stripe<'_, '_, MR
             let (b_vectors, _) = S::as_simd_f32s(b_block);
             let (b_steps, _) = b_vectors.as_chunks::<2>();
             if let Some(a) = a.as_f32().filter(|_| a_in_place) {
-                for r0 in (0..m).step_by(MR) {
-                    let live = MR.min(m - r0);
-                    let a_rows: [&[f32]; MR] = std::array::from_fn(|i| {
-                        if i < live {
-                            let at = (row0 + r0 + i) * k + pc;
-                            &a[at..at + kc]
-                        } else {
-                            &ZERO_ROW[..kc]
-                        }
-                    });
-                    let tile_rows = &mut rows[r0..(r0 + MR).min(m)];
-                    for panel in 0..panels {
-                        let b = &b_steps[panel * kc..(panel + 1) * kc];
-                        let tile = tile_from_rows(simd, &a_rows, b);
-                        let lc = jc + panel * nr;
-                        store(simd, &tile, tile_rows, lc, nr.min(width - lc), pc == 0);
-                    }
-                }
+                let block = InPlaceBlock { a, k, row0, pc, kc, jc, panels, width, nr };
+                block.run::<S, IN_PLACE_MR>(simd, rows, b_steps);
                 continue;
             }
             for (index, r0) in (0..m).step_by(MR).enumerate() {
@@ -584,16 +571,67 @@ fn tile<S: Simd, const MR: usize>(
     acc
 }
 
-/// Whether the kernel reads `a` (of depth `k`) where it lies rather than packing it: when its
-/// values are f32 and its rows are not a multiple of 2 KiB apart. The broadcasts of a tile's
-/// rows then come from `MR` rows in memory instead of one packed micro-panel; that saves the
-/// packing, which interleaves rows element by element and cost 10-20 % of a product with few
-/// panels (attention's 128×64·64×128: 453 to 400 µs on one core; 512×256·256×256 on two: 378 to
-/// 343 µs; 512×256·256×768: 1059 to 1019 µs). Rows a multiple of 2 KiB apart share two L1 sets
-/// or fewer, and `MR` of them evict each other: 512×1024·1024×256 went from 1417 to 1537 µs, so
-/// those are packed as before.
-fn reads_a_in_place<A: Source>(a: &A, k: usize) -> bool {
-    a.as_f32().is_some() && !k.is_multiple_of(512)
+/// Whether the kernel reads `a` where it lies rather than packing it: when its values are f32.
+/// The broadcasts of a tile's rows then come from [`IN_PLACE_MR`] rows in memory instead of one
+/// packed micro-panel; that saves the packing, which interleaves rows element by element and
+/// cost 10-20 % of a product with few panels. Against packing, on two cores: attention's
+/// 128×64·64×128 (one core) 453 to 389 µs; 512×256·256×256 378 to 337 µs; 512×256·256×768 1059
+/// to 982 µs; 512×1024·1024×256 1411 to 1274 µs; 256×2048·2048×512 2849 to 2578 µs.
+fn reads_a_in_place<A: Source>(a: &A) -> bool {
+    a.as_f32().is_some()
+}
+
+/// The tile height of the kernel that reads `a` in place (AVX2's own `MR`): the rows' addresses
+/// take a register each, and with AVX-512's twelve the compiler kept five of them on the stack,
+/// reloaded at every step, and spilled an accumulator. Six rows: 512×256·256×1024 went from
+/// 1369 to 1311 µs, 512×256·256×768 from 1019 to 982 µs (eight rows measured the same as six,
+/// and would not fit AVX2's sixteen registers).
+const IN_PLACE_MR: usize = 6;
+
+/// One block of `b` times the rows of `a` read where they lie ([`reads_a_in_place`]).
+struct InPlaceBlock<'a> {
+    a: &'a [f32],
+    k: usize,
+    row0: usize,
+    /// The block's first depth and its depth.
+    pc: usize,
+    kc: usize,
+    /// The block's first column (of the stripe), its panels, and the stripe's width.
+    jc: usize,
+    panels: usize,
+    width: usize,
+    nr: usize,
+}
+
+impl InPlaceBlock<'_> {
+    #[inline(always)]
+    fn run<S: Simd, const H: usize>(
+        &self,
+        simd: S,
+        rows: &mut [&mut [f32]],
+        b_steps: &[[S::f32s; 2]],
+    ) {
+        let InPlaceBlock { a, k, row0, pc, kc, jc, panels, width, nr } = *self;
+        let m = rows.len();
+        for r0 in (0..m).step_by(H) {
+            let live = H.min(m - r0);
+            let a_rows: [&[f32]; H] = std::array::from_fn(|i| {
+                if i < live {
+                    let at = (row0 + r0 + i) * k + pc;
+                    &a[at..at + kc]
+                } else {
+                    &ZERO_ROW[..kc]
+                }
+            });
+            let tile_rows = &mut rows[r0..(r0 + H).min(m)];
+            for panel in 0..panels {
+                let b = &b_steps[panel * kc..(panel + 1) * kc];
+                let tile = tile_from_rows(simd, &a_rows, b);
+                let lc = jc + panel * nr;
+                store(simd, &tile, tile_rows, lc, nr.min(width - lc), pc == 0);
+            }
+        }
+    }
 }
 
 /// Zeros standing for the rows of a tile past the last row of `a`.
@@ -680,8 +718,8 @@ mod tests {
         // short and not a whole tile.
         (100, 37, 20),
         (77, 300, 40),
-        // Rows of f32 `a` 4 KiB apart are packed, not read in place: two depth blocks, the
-        // stripe wider than one block of `b` (so `a` is hoisted), a short last tile.
+        // Rows 4 KiB apart, two depth blocks, the stripe wider than one block of `b` (so a
+        // narrow `a` is hoisted), a short last tile.
         (14, 1024, 530),
     ];
 
