@@ -7,33 +7,30 @@
 //! run time and hands out a token (`V4` for AVX-512, `V3` for AVX2+FMA) whose methods are those
 //! instructions, behind a safe API, so the crate keeps `#![forbid(unsafe_code)]`.
 //!
-//! Design choices, the usual blocked gemm:
-//! - Each thread owns a stripe of `c`'s columns. Per block of [`KC`] rows of `b` and up to
-//!   [`NC_PANELS`] panels of `NR` columns (`NR` = two vectors: 32 floats with AVX-512, 16 with
-//!   AVX2), it packs that block of `b` (zero past the stripe's last column), sized to stay in L2;
-//!   then per `MR` rows of `a` it packs their `KC` columns into a micro-panel (zero past the last
-//!   row) that stays in L1 while it meets every panel of the block. When a stripe is wider than
-//!   one block and `a`'s `KC` columns fit [`A_BLOCK_MAX`], the stripe goes depth by depth
-//!   instead and packs all of a depth's micro-panels once for all its blocks of `b` (for
-//!   128×4096×4096 on two threads, a quarter of the packing of `a`: 5 % of samples to under 3 %,
-//!   and 5 % faster).
-//! - An f32 `a` is not packed at all: the kernel broadcasts its values from the rows where they
-//!   lie, [`IN_PLACE_MR`] rows at a time ([`reads_a_in_place`]), which measured faster than
-//!   packing on every shape tried.
-//! - Operands are [`Source`]s: f32 slices, or bf16, f16 and f8 bits that the packing widens to
-//!   f32 a panel at a time, so a narrow operand is never copied whole (a 4 GiB f16 weight does
+//! Design choices, a blocked gemm that packs only `b`:
+//! - Each thread owns a stripe of `c`'s columns (or, for products taller than wide, a band of
+//!   its rows). Per block of [`KC`] rows of `b` and up to [`NC_PANELS`] panels of `NR` columns
+//!   (`NR` = two vectors: 32 floats with AVX-512, 16 with AVX2), it packs that block of `b`
+//!   (zero past the stripe's last column), sized to stay in L2; then [`IN_PLACE_MR`] rows of `a`
+//!   at a time meet every panel of the block.
+//! - `a` is not packed: the kernel broadcasts its values from plain rows, an f32 `a`'s where they
+//!   lie, a narrow one's widened [`WIDE_ROWS`] rows at a time ([`InPlaceBlock`]). Packing `a`
+//!   into micro-panels interleaved its rows element by element, and cost 10-20 % of a product
+//!   with few panels of `b`; every shape measured was faster without it.
+//! - Operands are [`Source`]s: f32 slices, or bf16, f16 and f8 bits that are widened to f32 a
+//!   block of rows at a time, so a narrow operand is never copied whole (a 4 GiB f16 weight does
 //!   not become 8 GiB of f32). Sums are f32 in any case; the caller rounds `c` to the result
 //!   type once per element, as XLA on CPU does.
 //! - Packing buffers are kept on the calling thread between calls, since fresh ones would be
 //!   fresh mappings whose page faults cost about as much as the packing.
-//! - The kernel keeps an `MR × NR` tile of `c` in registers, and for each `p` broadcasts one `a`
-//!   value per row against the two `b` vectors with fused multiply-adds. The tile fills most of
-//!   the register file without spilling: 12 × 2 = 24 of AVX-512's (and NEON's) 32 registers,
-//!   6 × 2 = 12 of AVX2's 16 (the two `b` vectors and a broadcast take three more). Zero padding
-//!   only ever feeds tile entries that are not stored, so NaN and infinity propagate as in the
-//!   textbook loop.
+//! - The kernel keeps an `IN_PLACE_MR × NR` tile of `c` in registers, and for each `p`
+//!   broadcasts one `a` value per row against the two `b` vectors with fused multiply-adds:
+//!   6 × 2 = 12 accumulators, which with the two `b` vectors, a broadcast and the six row
+//!   addresses fit AVX2's registers as well as AVX-512's. Rows past the end of `a` read zeros,
+//!   which only ever feed tile entries that are not stored, so NaN and infinity propagate as in
+//!   the textbook loop.
 //! - The first `KC` block overwrites `c`, later ones add to it, so `c` needs no clearing.
-//! - The code is generic over `pulp::Simd` and the tile height; [`Kernel`] names the
+//! - The code is generic over `pulp::Simd` and the band height `MR`; [`Kernel`] names the
 //!   instantiations, and [`chosen`] picks the best the CPU runs unless `NRTSIM_GEMM` asks for
 //!   another (benches compare kernels that way; tests call [`gemm`] with each kernel directly,
 //!   so the AVX2 one is checked on AVX-512 machines too, and the portable one everywhere).
@@ -45,17 +42,15 @@ use pulp::Simd;
 
 use crate::dtype::SmallFloat;
 
-/// Depth of a packed block: `KC × MR` of `a` stays in L1 while a block of `b` streams from L2.
+/// Depth of a packed block: `KC × IN_PLACE_MR` of `a` stays in L1 while a block of `b` streams
+/// from L2.
 pub(crate) const KC: usize = 256;
 /// Panels of `b` per packed block: `KC × NC_PANELS × NR` floats is 512 KiB with AVX-512, 256 KiB
 /// with AVX2.
 pub(crate) const NC_PANELS: usize = 16;
-/// The most floats a stripe keeps packed of `a` at once: every micro-panel of one `KC` block
-/// (1 MiB, about 1000 rows), when the stripe has more than one block of `b` (see [`Stripe`]).
-const A_BLOCK_MAX: usize = 1 << 18;
 /// The widest tile row this code is instantiated for (two 16-lane vectors).
 const MAX_NR: usize = 32;
-/// The tallest tile (the micro-panel buffer of `a` is sized for it).
+/// The tallest band granularity `MR` this code is instantiated for.
 const MAX_MR: usize = 12;
 
 /// A gemm kernel of this module, or matrixmultiply's.
@@ -351,10 +346,7 @@ pub(crate) fn gemm_with<S: Simd + Send + Sync, const MR: usize, A: Source, B: So
         }
     }
     let b_len = KC * (NC_PANELS * nr).min(stripe.div_ceil(nr) * nr);
-    let a_in_place = reads_a_in_place(&a);
-    let a_block = band.min(m).div_ceil(MR).checked_mul(KC * MR).filter(|&len| len <= A_BLOCK_MAX);
-    let hoist_a = !a_in_place && stripe > NC_PANELS * nr && a_block.is_some();
-    let a_len = if a_in_place { 0 } else { a_block.filter(|_| hoist_a).unwrap_or(KC * MR) };
+    let a_len = if a.as_f32().is_some() { 0 } else { WIDE_ROWS.min(band.min(m)) * KC };
     let Some(mut buffers) = Buffers::take(threads, b_len, a_len) else { return false };
     let job = |(index, (mut rows, (b_block, a_panel))): (usize, (Vec<&mut [f32]>, _))| {
         let (row0, col0) = if by_rows { (index * band, 0) } else { (0, index * stripe) };
@@ -367,10 +359,8 @@ pub(crate) fn gemm_with<S: Simd + Send + Sync, const MR: usize, A: Source, B: So
             row0,
             col0,
             rows: &mut rows,
-            a_in_place,
-            hoist_a,
             b_block,
-            a_panel,
+            a_rows: a_panel,
         });
     };
     super::par::each(stripes.into_iter().zip(buffers.pairs()).enumerate(), job);
@@ -429,13 +419,9 @@ struct Stripe<'a, 'r, const MR: usize, A, B> {
     row0: usize,
     col0: usize,
     rows: &'r mut [&'a mut [f32]],
-    /// Whether the kernel reads `a` where it lies ([`reads_a_in_place`]), packing none of it.
-    a_in_place: bool,
-    /// Whether `a_panel` holds every micro-panel of a `KC` block of `a`, packed once for all the
-    /// stripe's blocks of `b` at that depth, rather than one micro-panel packed for each.
-    hoist_a: bool,
     b_block: &'r mut Vec<f32>,
-    a_panel: &'r mut Vec<f32>,
+    /// A narrow `a`'s rows widened to f32, [`WIDE_ROWS`] at a time.
+    a_rows: &'r mut Vec<f32>,
 }
 
 impl<const MR: usize, A: Source, B: Source> pulp::WithSimd for Stripe<'_, '_, MR, A, B> {
@@ -446,26 +432,18 @@ impl<const MR: usize, A: Source, B: Source> pulp::WithSimd for Stripe<'_, '_, MR
     // without them.
     #[inline(always)]
     fn with_simd<S: Simd>(self, simd: S) {
-        let Stripe { a, b, m, k, n, row0, col0, rows, a_in_place, hoist_a, b_block, a_panel } =
-            self;
+        let Stripe { a, b, m, k, n, row0, col0, rows, b_block, a_rows } = self;
         let nr = 2 * lanes::<S>();
         let width = rows.first().map_or(0, |row| row.len());
         let (column_blocks, depth_blocks) = (width.div_ceil(NC_PANELS * nr), k.div_ceil(KC));
-        // Blocks of `b` by columns then depth; or, when `a` is hoisted, by depth then columns,
-        // so that one depth's micro-panels of `a` serve every block of columns. Either way each
-        // element of `c` meets the depths in order, so the sums are the same.
-        let (outer, inner) =
-            if hoist_a { (depth_blocks, column_blocks) } else { (column_blocks, depth_blocks) };
-        let a_len = match (a_in_place, hoist_a) {
-            (true, _) => 0,
-            (false, true) => m.div_ceil(MR) * KC * MR,
-            (false, false) => KC * MR,
-        };
-        if a_panel.len() < a_len {
-            a_panel.resize(a_len, 0.0);
+        let a_len = if a.as_f32().is_some() { 0 } else { WIDE_ROWS.min(m) * KC };
+        if a_rows.len() < a_len {
+            a_rows.resize(a_len, 0.0);
         }
-        for (outer, inner) in (0..outer).flat_map(|o| (0..inner).map(move |i| (o, i))) {
-            let (column_block, depth_block) = if hoist_a { (inner, outer) } else { (outer, inner) };
+        // Blocks of `b` by columns, then depth: each element of `c` meets the depths in order.
+        for (column_block, depth_block) in
+            (0..column_blocks).flat_map(|c| (0..depth_blocks).map(move |d| (c, d)))
+        {
             let (jc, pc) = (column_block * NC_PANELS * nr, depth_block * KC);
             let nc = (NC_PANELS * nr).min(width - jc);
             let panels = nc.div_ceil(nr);
@@ -510,97 +488,74 @@ impl<const MR: usize, A: Source, B: Source> pulp::WithSimd for Stripe<'_, '_, MR
             }
             let (b_vectors, _) = S::as_simd_f32s(b_block);
             let (b_steps, _) = b_vectors.as_chunks::<2>();
-            if let Some(a) = a.as_f32().filter(|_| a_in_place) {
-                let block = InPlaceBlock { a, k, row0, pc, kc, jc, panels, width, nr };
+            let first = pc == 0;
+            if let Some(a) = a.as_f32() {
+                let block = InPlaceBlock { a, k, row0, col: pc, kc, jc, panels, width, nr, first };
                 block.run::<S, IN_PLACE_MR>(simd, rows, b_steps);
                 continue;
             }
-            for (index, r0) in (0..m).step_by(MR).enumerate() {
-                // The micro-panel of `a`: per column `p`, the `MR` rows' values (zero past
-                // row `m`), packed here (once per depth when hoisted), where it stays in L1
-                // for the panels below.
-                let at = if hoist_a { index * KC * MR } else { 0 };
-                if !hoist_a || column_block == 0 {
-                    let live = MR.min(m - r0);
-                    let (a_steps, _) = a_panel[at..at + kc * MR].as_chunks_mut::<MR>();
-                    let mut spill = [0.0f32; KC];
-                    for i in 0..live {
-                        let at = (row0 + r0 + i) * k + pc;
-                        let row = match a.as_f32() {
-                            Some(a) => &a[at..at + kc],
-                            None => {
-                                a.widen(at, &mut spill[..kc]);
-                                &spill[..kc]
-                            }
-                        };
-                        for (step, &x) in a_steps.iter_mut().zip(row) {
-                            step[i] = x;
-                        }
-                    }
-                    if live < MR {
-                        a_steps.iter_mut().for_each(|step| step[live..].fill(0.0));
-                    }
+            // A narrow `a`: a few rows widened into plain f32 rows (a vectorised loop per row,
+            // where interleaving them into micro-panels stored element by element), then the
+            // same kernel.
+            for chunk0 in (0..m).step_by(WIDE_ROWS) {
+                let chunk = WIDE_ROWS.min(m - chunk0);
+                for (i, row) in a_rows[..chunk * kc].chunks_exact_mut(kc).enumerate() {
+                    a.widen((row0 + chunk0 + i) * k + pc, row);
                 }
-                let (a_steps, _) = a_panel[at..at + kc * MR].as_chunks::<MR>();
-                let tile_rows = &mut rows[r0..(r0 + MR).min(m)];
-                for panel in 0..panels {
-                    let tile = tile(simd, a_steps, &b_steps[panel * kc..(panel + 1) * kc]);
-                    let lc = jc + panel * nr;
-                    store(simd, &tile, tile_rows, lc, nr.min(width - lc), pc == 0);
-                }
+                let wide = &a_rows[..chunk * kc];
+                let block = InPlaceBlock {
+                    a: wide,
+                    k: kc,
+                    row0: 0,
+                    col: 0,
+                    kc,
+                    jc,
+                    panels,
+                    width,
+                    nr,
+                    first,
+                };
+                block.run::<S, IN_PLACE_MR>(simd, &mut rows[chunk0..chunk0 + chunk], b_steps);
             }
         }
     }
 }
 
-/// The register tile: `Σ_p a[i][p] · b[p][0..NR]` for the panel's `MR` rows.
-#[inline(always)]
-fn tile<S: Simd, const MR: usize>(
-    simd: S,
-    a: &[[f32; MR]],
-    b: &[[S::f32s; 2]],
-) -> [[S::f32s; 2]; MR] {
-    let mut acc = [[simd.splat_f32s(0.0); 2]; MR];
-    for (a_p, b_p) in a.iter().zip(b) {
-        for (acc_row, &x) in acc.iter_mut().zip(a_p) {
-            let x = simd.splat_f32s(x);
-            acc_row[0] = simd.mul_add_e_f32s(x, b_p[0], acc_row[0]);
-            acc_row[1] = simd.mul_add_e_f32s(x, b_p[1], acc_row[1]);
-        }
-    }
-    acc
-}
-
-/// Whether the kernel reads `a` where it lies rather than packing it: when its values are f32.
-/// The broadcasts of a tile's rows then come from [`IN_PLACE_MR`] rows in memory instead of one
-/// packed micro-panel; that saves the packing, which interleaves rows element by element and
-/// cost 10-20 % of a product with few panels. Against packing, on two cores: attention's
-/// 128×64·64×128 (one core) 453 to 389 µs; 512×256·256×256 378 to 337 µs; 512×256·256×768 1059
-/// to 982 µs; 512×1024·1024×256 1411 to 1274 µs; 256×2048·2048×512 2849 to 2578 µs.
-fn reads_a_in_place<A: Source>(a: &A) -> bool {
-    a.as_f32().is_some()
-}
-
-/// The tile height of the kernel that reads `a` in place (AVX2's own `MR`): the rows' addresses
-/// take a register each, and with AVX-512's twelve the compiler kept five of them on the stack,
+/// The tile height: the rows' addresses take a register each, and with twelve rows (the height
+/// of the packed AVX-512 tile this kernel replaced) the compiler kept five of them on the stack,
 /// reloaded at every step, and spilled an accumulator. Six rows: 512×256·256×1024 went from
 /// 1369 to 1311 µs, 512×256·256×768 from 1019 to 982 µs (eight rows measured the same as six,
 /// and would not fit AVX2's sixteen registers).
+///
+/// Reading f32 rows in place rather than packing them, on two cores: attention's 128×64·64×128
+/// (one core) 453 to 389 µs; 512×256·256×256 378 to 337 µs; 512×1024·1024×256 1411 to 1274 µs;
+/// 256×2048·2048×512 2849 to 2578 µs. Rows a multiple of 4 KiB apart share an L1 set, and six
+/// of them fit its eight ways.
 const IN_PLACE_MR: usize = 6;
 
-/// One block of `b` times the rows of `a` read where they lie ([`reads_a_in_place`]).
+/// Rows of a narrow `a` widened at a time: 48 rows of a [`KC`] block are 48 KiB, which leave
+/// the block of `b` its room in L2 (a whole band of 512 rows, 512 KiB, made bf16 512×256·256×768
+/// slower on two cores). Against packing micro-panels, bf16 on two cores: 512×256·256×1024 1571
+/// to 1495 µs, 512×1024·1024×256 1543 to 1433 µs, 512×256·256×768 1190 to 1150 µs.
+const WIDE_ROWS: usize = 48;
+
+/// One block of `b` times rows of `a` in memory: an f32 `a` where it lies, or a narrow one's
+/// rows widened into a buffer.
 struct InPlaceBlock<'a> {
     a: &'a [f32],
+    /// The distance between rows of `a`.
     k: usize,
     row0: usize,
-    /// The block's first depth and its depth.
-    pc: usize,
+    /// Where the block's depth starts in a row of `a`, and its depth.
+    col: usize,
     kc: usize,
     /// The block's first column (of the stripe), its panels, and the stripe's width.
     jc: usize,
     panels: usize,
     width: usize,
     nr: usize,
+    /// Whether the block is the first of its depth (its sums are stored, not added).
+    first: bool,
 }
 
 impl InPlaceBlock<'_> {
@@ -611,13 +566,13 @@ impl InPlaceBlock<'_> {
         rows: &mut [&mut [f32]],
         b_steps: &[[S::f32s; 2]],
     ) {
-        let InPlaceBlock { a, k, row0, pc, kc, jc, panels, width, nr } = *self;
+        let InPlaceBlock { a, k, row0, col, kc, jc, panels, width, nr, first } = *self;
         let m = rows.len();
         for r0 in (0..m).step_by(H) {
             let live = H.min(m - r0);
             let a_rows: [&[f32]; H] = std::array::from_fn(|i| {
                 if i < live {
-                    let at = (row0 + r0 + i) * k + pc;
+                    let at = (row0 + r0 + i) * k + col;
                     &a[at..at + kc]
                 } else {
                     &ZERO_ROW[..kc]
@@ -628,7 +583,7 @@ impl InPlaceBlock<'_> {
                 let b = &b_steps[panel * kc..(panel + 1) * kc];
                 let tile = tile_from_rows(simd, &a_rows, b);
                 let lc = jc + panel * nr;
-                store(simd, &tile, tile_rows, lc, nr.min(width - lc), pc == 0);
+                store(simd, &tile, tile_rows, lc, nr.min(width - lc), first);
             }
         }
     }
@@ -718,8 +673,8 @@ mod tests {
         // short and not a whole tile.
         (100, 37, 20),
         (77, 300, 40),
-        // Rows 4 KiB apart, two depth blocks, the stripe wider than one block of `b` (so a
-        // narrow `a` is hoisted), a short last tile.
+        // Rows 4 KiB apart, two depth blocks, the stripe wider than one block of `b`, a short
+        // last tile.
         (14, 1024, 530),
     ];
 
