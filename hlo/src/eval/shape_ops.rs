@@ -139,12 +139,7 @@ fn strided_tiles<T: Copy>(
         while c0 + BLOCK_ROWS <= cols {
             let block: [&[T]; BLOCK_ROWS] = std::array::from_fn(|i| run(c0 + i));
             for (r, row) in dst.chunks_exact_mut(cols).enumerate() {
-                let out: &mut [T; BLOCK_ROWS] = (&mut row[c0..c0 + BLOCK_ROWS])
-                    .try_into()
-                    .expect("a block of BLOCK_ROWS elements");
-                for (o, run) in out.iter_mut().zip(&block) {
-                    *o = run[r];
-                }
+                gather_block(&mut row[c0..c0 + BLOCK_ROWS], &block, r);
             }
             c0 += BLOCK_ROWS;
         }
@@ -272,6 +267,15 @@ fn transpose_matrices<T: Copy + Send + Sync>(
     out
 }
 
+/// `out[i] = block[i][index]`, stored as one piece of [`BLOCK_ROWS`] elements.
+#[inline(always)]
+fn gather_block<T: Copy>(out: &mut [T], block: &[&[T]; BLOCK_ROWS], index: usize) {
+    let out: &mut [T; BLOCK_ROWS] = out.try_into().expect("a block of BLOCK_ROWS elements");
+    for (o, row) in out.iter_mut().zip(block) {
+        *o = row[index];
+    }
+}
+
 /// Source rows [`transpose_columns`] gathers from at a time.
 const BLOCK_ROWS: usize = 8;
 /// Source columns it walks per block of rows.
@@ -298,12 +302,7 @@ fn transpose_columns<T: Copy>(
             for (j, out) in
                 dst[(c0 - first) * rows..(c1 - first) * rows].chunks_exact_mut(rows).enumerate()
             {
-                let out: &mut [T; BLOCK_ROWS] = (&mut out[r0..r0 + BLOCK_ROWS])
-                    .try_into()
-                    .expect("a block of BLOCK_ROWS elements");
-                for (o, row) in out.iter_mut().zip(&block) {
-                    *o = row[j];
-                }
+                gather_block(&mut out[r0..r0 + BLOCK_ROWS], &block, j);
             }
             r0 += BLOCK_ROWS;
         }
