@@ -48,6 +48,9 @@ pub(crate) const KC: usize = 256;
 /// Panels of `b` per packed block: `KC × NC_PANELS × NR` floats is 512 KiB with AVX-512, 256 KiB
 /// with AVX2.
 pub(crate) const NC_PANELS: usize = 16;
+/// The most floats of `a` (rows times one depth block) that a stripe keeps using across its
+/// blocks of columns (1 MiB, as L2 holds).
+const A_STAYS_MAX: usize = 1 << 18;
 /// The widest tile row this code is instantiated for (two 16-lane vectors).
 const MAX_NR: usize = 32;
 /// The tallest band granularity `MR` this code is instantiated for.
@@ -440,10 +443,16 @@ impl<const MR: usize, A: Source, B: Source> pulp::WithSimd for Stripe<'_, '_, MR
         if a_rows.len() < a_len {
             a_rows.resize(a_len, 0.0);
         }
-        // Blocks of `b` by columns, then depth: each element of `c` meets the depths in order.
-        for (column_block, depth_block) in
-            (0..column_blocks).flat_map(|c| (0..depth_blocks).map(move |d| (c, d)))
-        {
+        // Blocks of `b` by columns, then depth; or by depth, then columns, when the stripe has
+        // several blocks of columns and a depth's rows of `a` are few enough to stay in L2 while
+        // they meet every one of them (128×4096·4096×4096 would otherwise stream all of `a` from
+        // L3 once per block of columns). Either way each element of `c` meets the depths in
+        // order, so the sums are the same.
+        let depth_outer = column_blocks > 1 && m.saturating_mul(KC) <= A_STAYS_MAX;
+        let (outer, inner) =
+            if depth_outer { (depth_blocks, column_blocks) } else { (column_blocks, depth_blocks) };
+        for (o, i) in (0..outer).flat_map(|o| (0..inner).map(move |i| (o, i))) {
+            let (column_block, depth_block) = if depth_outer { (i, o) } else { (o, i) };
             let (jc, pc) = (column_block * NC_PANELS * nr, depth_block * KC);
             let nc = (NC_PANELS * nr).min(width - jc);
             let panels = nc.div_ceil(nr);
