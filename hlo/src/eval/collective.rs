@@ -11,7 +11,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::Fail;
 use super::elementwise;
@@ -107,11 +107,9 @@ impl Exchange {
             // The round cannot move on past this one without this rank, so what is published
             // when the generation changes is this round's.
             drop(round);
-            let start = Instant::now();
-            while self.progress.load(Ordering::Acquire) == generation && start.elapsed() < RANK_SPIN
-            {
-                std::hint::spin_loop();
-            }
+            super::par::spin_while(RANK_SPIN, || {
+                self.progress.load(Ordering::Acquire) == generation
+            });
             round = self.round.lock().map_err(|_| poisoned())?;
         }
         while round.generation == generation && !round.aborted {

@@ -13,8 +13,8 @@
 //!   equals accumulating in the (≤ 64-bit) result type. The f32 sums are rounded to the
 //!   instruction's type once per element at the end (XLA on CPU does the same), so
 //!   `preferred_element_type` comes from the result shape.
-//! - Float dots of at most a few rows or columns ([`FEW_ROWS`], and fewer than half the register
-//!   tile) whose other operand has its contracting or its free elements contiguous skip both:
+//! - Float dots of at most a few rows or columns ([`FEW_ROWS`], and fewer than half the gemm's
+//!   row band) whose other operand has its contracting or its free elements contiguous skip both:
 //!   [`FewRows`] reads that operand in its own layout through offset tables, so a cache attended
 //!   by one query, on either side of the dot, is neither transposed nor packed into tiles of
 //!   padding. Few columns are computed as the transposed product.
@@ -231,7 +231,7 @@ impl DotPlan {
         rounded
     }
 
-    /// A float dot with fewer rows than half the gemm's register tile, or at most [`FEW_ROWS`]
+    /// A float dot with fewer rows than half the gemm's row band, or at most [`FEW_ROWS`]
     /// columns (attention of one query over a cache, a matrix-vector product), whose other
     /// operand has its contracting or its free elements contiguous: computed by [`FewRows`] from
     /// that operand in its own layout, so that it is neither transposed (a copy of the whole
@@ -497,7 +497,7 @@ fn f32_range(operand: Operand<'_>, start: usize, len: usize) -> F32Source<'_> {
     }
 }
 
-/// The most rows [`FewRows`] takes (fewer than half of the tallest register tile).
+/// The most rows [`FewRows`] takes (fewer than half of the tallest row band, `tile_rows`).
 const FEW_ROWS: usize = 5;
 
 /// An operand's dimensions and which of its axes are batch, free and contracting (each list in

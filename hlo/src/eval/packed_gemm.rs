@@ -86,7 +86,8 @@ impl Kernel {
         }
     }
 
-    /// Rows of the register tile (products with fewer rows than half of it are mostly padding).
+    /// The band height `MR` of the kernel (the rows of the packed tile it had before it read `a`
+    /// in rows): a product with fewer rows than half of it goes to `dot`'s few-row kernels.
     pub(crate) fn tile_rows(self) -> usize {
         match self {
             Kernel::Avx512 | Kernel::Neon => 12,
@@ -349,9 +350,9 @@ pub(crate) fn gemm_with<S: Simd + Send + Sync, const MR: usize, A: Source, B: So
         }
     }
     let b_len = KC * (NC_PANELS * nr).min(stripe.div_ceil(nr) * nr);
-    let a_len = if a.as_f32().is_some() { 0 } else { WIDE_ROWS.min(band.min(m)) * KC };
+    let a_len = widened_len(&a, band.min(m));
     let Some(mut buffers) = Buffers::take(threads, b_len, a_len) else { return false };
-    let job = |(index, (mut rows, (b_block, a_panel))): (usize, (Vec<&mut [f32]>, _))| {
+    let job = |(index, (mut rows, (b_block, a_rows))): (usize, (Vec<&mut [f32]>, _))| {
         let (row0, col0) = if by_rows { (index * band, 0) } else { (0, index * stripe) };
         simd.vectorize(Stripe::<MR, A, B> {
             a,
@@ -363,7 +364,7 @@ pub(crate) fn gemm_with<S: Simd + Send + Sync, const MR: usize, A: Source, B: So
             col0,
             rows: &mut rows,
             b_block,
-            a_rows: a_panel,
+            a_rows,
         });
     };
     super::par::each(stripes.into_iter().zip(buffers.pairs()).enumerate(), job);
@@ -378,7 +379,8 @@ thread_local! {
     static SPARE: RefCell<Vec<(Vec<f32>, Vec<f32>)>> = const { RefCell::new(Vec::new()) };
 }
 
-/// Two packing buffers per stripe (a block of `b`, a micro-panel of `a`), from [`SPARE`].
+/// Two buffers per stripe (a packed block of `b`, the widened rows of a narrow `a`), from
+/// [`SPARE`].
 struct Buffers(Vec<(Vec<f32>, Vec<f32>)>);
 
 impl Buffers {
@@ -395,15 +397,15 @@ impl Buffers {
             Some(buffer)
         };
         for _ in 0..count {
-            let (b_block, a_panel) = SPARE.with_borrow_mut(Vec::pop).unwrap_or_default();
-            pairs.push((fit(b_block, b_len)?, fit(a_panel, a_len)?));
+            let (b_block, a_rows) = SPARE.with_borrow_mut(Vec::pop).unwrap_or_default();
+            pairs.push((fit(b_block, b_len)?, fit(a_rows, a_len)?));
         }
         Some(Buffers(pairs))
     }
 
     /// The buffers lent to the stripes (they come back through [`Buffers::give_back`]).
     fn pairs(&mut self) -> impl Iterator<Item = (&mut Vec<f32>, &mut Vec<f32>)> {
-        self.0.iter_mut().map(|(b_block, a_panel)| (b_block, a_panel))
+        self.0.iter_mut().map(|(b_block, a_rows)| (b_block, a_rows))
     }
 
     fn give_back(self) {
@@ -439,7 +441,7 @@ impl<const MR: usize, A: Source, B: Source> pulp::WithSimd for Stripe<'_, '_, MR
         let nr = 2 * lanes::<S>();
         let width = rows.first().map_or(0, |row| row.len());
         let (column_blocks, depth_blocks) = (width.div_ceil(NC_PANELS * nr), k.div_ceil(KC));
-        let a_len = if a.as_f32().is_some() { 0 } else { WIDE_ROWS.min(m) * KC };
+        let a_len = widened_len(&a, m);
         if a_rows.len() < a_len {
             a_rows.resize(a_len, 0.0);
         }
@@ -548,6 +550,11 @@ const IN_PLACE_MR: usize = 6;
 /// to 1495 µs, 512×1024·1024×256 1543 to 1433 µs, 512×256·256×768 1190 to 1150 µs.
 const WIDE_ROWS: usize = 48;
 
+/// The floats of the buffer a stripe of `rows` rows widens a narrow `a` into (none for f32).
+fn widened_len<A: Source>(a: &A, rows: usize) -> usize {
+    if a.as_f32().is_some() { 0 } else { WIDE_ROWS.min(rows) * KC }
+}
+
 /// One block of `b` times rows of `a` in memory: an f32 `a` where it lies, or a narrow one's
 /// rows widened into a buffer.
 struct InPlaceBlock<'a> {
@@ -601,8 +608,8 @@ impl InPlaceBlock<'_> {
 /// Zeros standing for the rows of a tile past the last row of `a`.
 static ZERO_ROW: [f32; KC] = [0.0; KC];
 
-/// [`tile`] with `a` read where it lies, one row of the tile per slice (each at least as long as
-/// `b`): the same sums, term for term.
+/// The register tile: `Σ_p a_rows[i][p] · b[p][0..NR]` for each of the tile's rows, one slice
+/// per row (each at least as long as `b`), each sum in the order of `p`.
 #[inline(always)]
 fn tile_from_rows<S: Simd, const MR: usize>(
     simd: S,

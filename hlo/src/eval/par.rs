@@ -90,13 +90,21 @@ fn keep_awake(pool: &'static rayon::ThreadPool) {
     });
 }
 
+/// Spins while `busy` holds, for at most `limit`: a wait that stays on its core, for waits of
+/// microseconds that sleeping would stretch to tens (see the module's notes).
+pub(crate) fn spin_while(limit: Duration, busy: impl Fn() -> bool) {
+    let start = Instant::now();
+    while busy() && start.elapsed() < limit {
+        std::hint::spin_loop();
+    }
+}
+
 /// Runs `job` on every item and returns when all are done: the first item on this thread, the
 /// others on the pool's workers, all at once.
 pub(crate) fn each<T: Send>(items: impl IntoIterator<Item = T>, job: impl Fn(T) + Sync) {
-    let mut items = items.into_iter();
+    let mut items = items.into_iter().peekable();
     let Some(first) = items.next() else { return };
     let job = &job;
-    let mut items = items.peekable();
     let Some(pool) = pool().filter(|_| items.peek().is_some()) else {
         std::iter::once(first).chain(items).for_each(job);
         return;
@@ -116,10 +124,7 @@ pub(crate) fn each<T: Send>(items: impl IntoIterator<Item = T>, job: impl Fn(T) 
         job(first);
         // A worker waiting for nested parts takes them itself, so only an outside caller spins.
         if pool.current_thread_index().is_none() {
-            let start = Instant::now();
-            while pending.load(Ordering::Acquire) != 0 && start.elapsed() < CALLER_SPIN {
-                std::hint::spin_loop();
-            }
+            spin_while(CALLER_SPIN, || pending.load(Ordering::Acquire) != 0);
         }
     });
 }
