@@ -663,8 +663,8 @@ pub(crate) fn unary(op: Unary, data: &Data) -> Result<Data, Fail> {
             _ => return Err(Fail::Internal("is-finite of a non-float".into())),
         }));
     }
-    Ok(small_float_arms!(data, w => map_op(op, &w, f32::unary)?, match data {
-        Data::F32(v) => Data::F32(map_op(op, v, f32::unary)?),
+    Ok(small_float_arms!(data, w => unary_f32(op, &w)?, match data {
+        Data::F32(v) => Data::F32(unary_f32(op, v)?),
         Data::F64(v) => Data::F64(map_op(op, v, f64::unary)?),
         Data::Pred(v) => Data::Pred(map(v, |x| if op == Unary::Not { !x } else { x })?),
         Data::S8(v) => Data::S8(map_op(op, v, i8::unary)?),
@@ -677,6 +677,15 @@ pub(crate) fn unary(op: Unary, data: &Data) -> Result<Data, Fail> {
         Data::U64(v) => Data::U64(map_op(op, v, u64::unary)?),
         _ => return Err(Fail::Internal("unreachable narrow float".into())),
     }))
+}
+
+/// `op` over f32 values through the vectorised slice kernel, compiled for the CPU's instruction
+/// set (the same bits as `f32::unary` element by element): scalar tanh ran at ~3 ns an element.
+fn unary_f32(op: Unary, v: &[f32]) -> Result<Vec<f32>, Fail> {
+    let mut out = try_alloc(v.len())?;
+    out.resize(v.len(), 0.0);
+    super::math::unary_slice(op, v, &mut out, pulp::Arch::new());
+    Ok(out)
 }
 
 fn small_of(data: &Data) -> SmallFloat {

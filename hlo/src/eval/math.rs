@@ -3,10 +3,17 @@
 //! in a loop.
 //!
 //! Design choices:
-//! - Each function is plain Rust without calls into libm and without data-dependent branches
+//! - Each function is plain Rust without libm's transcendentals and without data-dependent branches
 //!   (special cases are selects), so a loop over a slice vectorises. The slice kernels run inside
 //!   `pulp::Arch::dispatch`, which compiles them with the CPU's best instruction set (AVX2+FMA
 //!   on x86-64-v3, AVX-512 on v4); the same code is the scalar fallback.
+//! - Polynomials and the argument reduction are written with `f32::mul_add`. In the dispatched
+//!   loops each is one fused multiply-add instruction (AVX2+FMA and AVX-512 both have it), where
+//!   a multiply and an add were two instructions and two roundings: exp over 512 Ki elements on
+//!   one core went from 240 to 160 µs and the transformer's GELU from 850 to 700 µs. Compiled
+//!   without the instruction (the scalar interpreter's per-element calls on a baseline build),
+//!   `mul_add` is libm's correctly rounded `fmaf`: slower, but the same bits, so a fused loop
+//!   and the unfused instruction still agree exactly.
 //! - Accuracy targets XLA on CPU, which uses its own polynomial approximations: these stay within
 //!   2 ulps of the correctly rounded value (checked against f64 libm over dense sweeps in the
 //!   tests below). The coefficients are Taylor series (exp, the atanh form of log, tanh near 0),
@@ -47,16 +54,14 @@ fn magic_int(t: f32) -> i32 {
 pub(crate) fn exp(x: f32) -> f32 {
     // The clamp keeps n within [-150, 129]; NaN passes through it.
     let xc = x.clamp(-104.0, 89.0);
-    let t = xc * LOG2_E + ROUND_MAGIC;
+    let t = xc.mul_add(LOG2_E, ROUND_MAGIC);
     let n = t - ROUND_MAGIC;
-    let r = (xc - n * LN2_HI) - n * LN2_LO;
+    let r = (-n).mul_add(LN2_LO, (-n).mul_add(LN2_HI, xc));
     // e^r for |r| <= ln2/2: Taylor to degree 7 (the remainder is below 0.1 ulp).
-    let p = 1.0
-        + r * (1.0
-            + r * (0.5
-                + r * (1.0 / 6.0
-                    + r * (1.0 / 24.0
-                        + r * (1.0 / 120.0 + r * (1.0 / 720.0 + r * (1.0 / 5040.0)))))));
+    let mut p = 1.0 / 5040.0f32;
+    for c in [1.0 / 720.0, 1.0 / 120.0, 1.0 / 24.0, 1.0 / 6.0, 0.5, 1.0, 1.0] {
+        p = p.mul_add(r, c);
+    }
     // 2^n in two normal factors, so subnormal results round once, at the last multiply.
     let k = magic_int(t);
     let k1 = k / 2;
@@ -95,19 +100,17 @@ pub(crate) fn ln(x: f32) -> f32 {
 pub(crate) fn expm1(x: f32) -> f32 {
     // x = n·ln2 + r with |r| <= ln2/2, as in `exp`; the clamp keeps n within [-44, 129].
     let xc = x.clamp(-30.0, 89.0);
-    let t = xc * LOG2_E + ROUND_MAGIC;
+    let t = xc.mul_add(LOG2_E, ROUND_MAGIC);
     let n = t - ROUND_MAGIC;
-    let r = (xc - n * LN2_HI) - n * LN2_LO;
+    let r = (-n).mul_add(LN2_LO, (-n).mul_add(LN2_HI, xc));
     // e^r − 1 for |r| <= ln2/2: Taylor to degree 9 (the remainder is below 0.1 ulp).
-    let p = r
-        * (1.0
-            + r * (0.5
-                + r * (1.0 / 6.0
-                    + r * (1.0 / 24.0
-                        + r * (1.0 / 120.0
-                            + r * (1.0 / 720.0
-                                + r * (1.0 / 5040.0
-                                    + r * (1.0 / 40_320.0 + r * (1.0 / 362_880.0)))))))));
+    let mut q = 1.0 / 362_880.0f32;
+    for c in
+        [1.0 / 40_320.0, 1.0 / 5040.0, 1.0 / 720.0, 1.0 / 120.0, 1.0 / 24.0, 1.0 / 6.0, 0.5, 1.0]
+    {
+        q = q.mul_add(r, c);
+    }
+    let p = r * q;
     // e^x − 1 = 2^n·(p + 1) − 1. Below n = 0 as 2^n·p + (2^n − 1), both terms exact; above as
     // (p + (1 − 2^−n))·2^n, with 2^n in two factors so n = 128 does not overflow early (2^−n
     // is below the rounding of 1 beyond n = 25, so it is capped at 2^−64).
@@ -166,13 +169,13 @@ pub(crate) fn erf(x: f32) -> f32 {
     let z = a * a;
     let mut q = ERF_SERIES[12];
     for &c in ERF_SERIES[..12].iter().rev() {
-        q = q * z + c;
+        q = q.mul_add(z, c);
     }
     let small = a + a * q;
     let u = (a.min(4.0) - 2.5) * (1.0 / 1.5);
     let mut p = ERFCX_FIT[12];
     for &c in ERFCX_FIT[..12].iter().rev() {
-        p = p * u + c;
+        p = p.mul_add(u, c);
     }
     let tail = 1.0 - exp(-z) * p;
     let value = if a < 1.0 {
@@ -208,7 +211,7 @@ pub(crate) fn tanh(x: f32) -> f32 {
     let z = a * a;
     let mut p = TANH_SERIES[10];
     for &c in TANH_SERIES[..10].iter().rev() {
-        p = p * z + c;
+        p = p.mul_add(z, c);
     }
     let small = a * p;
     let e = exp(2.0 * a.min(10.0));
@@ -534,6 +537,34 @@ mod tests {
         assert!(sin(f32::NAN).is_nan() && cos(f32::NAN).is_nan());
         let xs: Vec<f32> = sweep(4093, &EDGES).into_iter().chain(near).collect();
         for (op, scalar) in [(Unary::Sin, sin as fn(f32) -> f32), (Unary::Cos, cos)] {
+            let mut out = vec![0.0; xs.len()];
+            unary_slice(op, &xs, &mut out, pulp::Arch::new());
+            for (&x, &got) in xs.iter().zip(&out) {
+                let want = scalar(x);
+                assert!(
+                    got.to_bits() == want.to_bits() || got.is_nan() && want.is_nan(),
+                    "{op:?}({x:e}): loop {got:e}, scalar {want:e}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn the_vectorised_loop_and_the_scalar_call_give_the_same_bits() {
+        // The loop is compiled with the CPU's FMA instruction for `mul_add`; this baseline
+        // build's scalar call goes to libm's `fmaf`. Both round once, so every value must
+        // match: it is what keeps a fused group, the unfused instruction and the scalar
+        // interpreter on the same bits.
+        let xs = sweep(4099, &EDGES);
+        let cases: [(Unary, fn(f32) -> f32); 6] = [
+            (Unary::Exp, exp),
+            (Unary::Expm1, expm1),
+            (Unary::Tanh, tanh),
+            (Unary::Erf, erf),
+            (Unary::Logistic, logistic),
+            (Unary::Log, ln),
+        ];
+        for (op, scalar) in cases {
             let mut out = vec![0.0; xs.len()];
             unary_slice(op, &xs, &mut out, pulp::Arch::new());
             for (&x, &got) in xs.iter().zip(&out) {
