@@ -178,17 +178,33 @@ impl Data {
         bytes: &[u8],
         spare: Option<Data>,
     ) -> Result<Data, Fail> {
-        fn read<T, const N: usize>(
+        fn read<T: Copy + Send, const N: usize>(
             bytes: &[u8],
-            spare: Option<Vec<T>>,
-            f: impl Fn([u8; N]) -> T,
+            mut spare: Option<Vec<T>>,
+            f: impl Fn([u8; N]) -> T + Sync,
         ) -> Result<Vec<T>, Fail> {
-            let mut out = reuse_or_alloc(spare, bytes.len() / N)?;
-            out.extend(bytes.chunks_exact(N).map(|chunk| {
+            let n = bytes.len() / N;
+            let decode = |chunk: &[u8]| {
                 let mut raw = [0u8; N];
                 raw.copy_from_slice(chunk);
                 f(raw)
-            }));
+            };
+            let parts = super::dot::cores().min(bytes.len() / PARALLEL_COPY_BYTES);
+            // A large argument whose pooled storage already holds as many elements (the same
+            // argument's last run) is overwritten in parts, one per core: the copy of a
+            // decoder's 4 MiB caches and weights was a third of its run on one core.
+            if let Some(mut out) = spare.take_if(|v| parts > 1 && v.len() >= n) {
+                out.truncate(n);
+                let per = n.div_ceil(parts);
+                super::par::each(out.chunks_mut(per).zip(bytes.chunks(per * N)), |(out, bytes)| {
+                    for (x, chunk) in out.iter_mut().zip(bytes.chunks_exact(N)) {
+                        *x = decode(chunk);
+                    }
+                });
+                return Ok(out);
+            }
+            let mut out = reuse_or_alloc(spare, n)?;
+            out.extend(bytes.chunks_exact(N).map(decode));
             Ok(out)
         }
         macro_rules! arm {
@@ -273,6 +289,9 @@ impl Tensor {
 /// Buffers of at least this many bytes go back to a [`BufferPool`] when their value dies;
 /// smaller ones are left to the allocator, which reuses them without fresh mappings.
 pub(crate) const POOLED_MIN_BYTES: usize = 1 << 20;
+
+/// An argument of at least this many bytes per core is decoded into its storage on every core.
+const PARALLEL_COPY_BYTES: usize = 1 << 20;
 
 /// Temporaries of at least this many bytes are kept by a [`BufferPool`] between uses
 /// ([`BufferPool::take_scratch`]): the allocator hands memory of this size back to the system
@@ -923,5 +942,23 @@ mod tests {
         assert_eq!(pred.expect("pred"), Data::Pred(vec![false, true, true]));
         let empty = Data::from_le_bytes_into(ElementType::F32, &[], Some(f32s_with_capacity(4)));
         assert_eq!(empty.expect("empty"), Data::F32(Vec::new()));
+    }
+
+    #[test]
+    fn a_large_argument_overwrites_a_stale_spare_of_its_length_in_parts() {
+        // 3 MiB of bf16 bits and of f32: past PARALLEL_COPY_BYTES per core on two cores, so
+        // the spare (left with other values by an earlier run, and longer than needed) is
+        // overwritten by every core; each element must be the decoded one, none stale.
+        let n = 3 * PARALLEL_COPY_BYTES / 2 + 5;
+        let bits: Vec<u16> = (0..n).map(|i| (i as u16).wrapping_mul(7919)).collect();
+        let bytes: Vec<u8> = bits.iter().flat_map(|b| b.to_le_bytes()).collect();
+        let stale = Some(Data::Bf16(vec![0xffff; n + 9]));
+        let got = Data::from_le_bytes_into(ElementType::Bf16, &bytes, stale).expect("decoded");
+        assert_eq!(got, Data::Bf16(bits));
+        let values: Vec<f32> = (0..n).map(|i| i as f32 * 0.5 - 3.0).collect();
+        let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let stale = Some(Data::F32(vec![f32::NAN; n]));
+        let got = Data::from_le_bytes_into(ElementType::F32, &bytes, stale).expect("decoded");
+        assert_eq!(got, Data::F32(values));
     }
 }
