@@ -792,6 +792,20 @@ mod tests {
         });
     }
 
+    #[test]
+    fn a_narrow_product_split_by_rows_matches_the_naive_loop() {
+        // Under the packed panel's 16 columns, with work past the general path's split: on two
+        // cores each half of the rows goes to matrixmultiply on its own core.
+        let (m, k, n) = (257, 1024, 10);
+        let a = small_integers(m * k, 3);
+        let b = small_integers(k * n, 4);
+        let mut expected = vec![0.0; m * n];
+        naive_matmul(&a, &b, &mut expected, m, k, n);
+        let mut got = vec![f32::NAN; m * n];
+        dispatched(&a, &b, &mut got, m, k, n);
+        assert_eq!(got, expected);
+    }
+
     /// `values` in a narrow format's bits, through the crate's one encoder.
     fn encode16(format: SmallFloat, values: &[f32]) -> Vec<u16> {
         values.iter().map(|&x| format.encode_f32(x) as u16).collect()
