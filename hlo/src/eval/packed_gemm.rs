@@ -634,14 +634,28 @@ fn tile_from_rows<S: Simd, const MR: usize>(
     a_rows: &[&[f32]; MR],
     b: &[[S::f32s; 2]],
 ) -> [[S::f32s; 2]; MR] {
-    let a_rows: [&[f32]; MR] = a_rows.map(|row| &row[..b.len()]);
+    let depth = b.len();
+    let a_rows: [&[f32]; MR] = a_rows.map(|row| &row[..depth]);
     let mut acc = [[simd.splat_f32s(0.0); 2]; MR];
-    for (p, b_p) in b.iter().enumerate() {
-        for (acc_row, row) in acc.iter_mut().zip(&a_rows) {
-            let x = simd.splat_f32s(row[p]);
+    let step = |acc: &mut [[S::f32s; 2]; MR], x: [f32; MR], b_p: &[S::f32s; 2]| {
+        for (acc_row, x) in acc.iter_mut().zip(x) {
+            let x = simd.splat_f32s(x);
             acc_row[0] = simd.mul_add_e_f32s(x, b_p[0], acc_row[0]);
             acc_row[1] = simd.mul_add_e_f32s(x, b_p[1], acc_row[1]);
         }
+    };
+    // Four depths at a time, with one bounds check per row for the four: a check per row and
+    // depth was an instruction and a branch for every two multiply-adds.
+    let (b_quads, b_rest) = b.as_chunks::<4>();
+    for (q, b_quad) in b_quads.iter().enumerate() {
+        let quads: [&[f32; 4]; MR] = a_rows.map(|row| &row.as_chunks::<4>().0[q]);
+        for (s, b_p) in b_quad.iter().enumerate() {
+            step(&mut acc, quads.map(|quad| quad[s]), b_p);
+        }
+    }
+    let done = b_quads.len() * 4;
+    for (p, b_p) in b_rest.iter().enumerate() {
+        step(&mut acc, a_rows.map(|row| row[done + p]), b_p);
     }
     acc
 }
