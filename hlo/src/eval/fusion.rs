@@ -837,7 +837,7 @@ fn output(ty: ElementType, n: usize, pool: &BufferPool) -> Result<Data, Fail> {
 fn read(dst: &mut [f32], source: &Data, how: &Read, start: usize, arch: pulp::Arch) {
     match source {
         Data::F32(v) => read_as(dst, v, how, start, |x| x),
-        Data::Bf16(v) => read_as(dst, v, how, start, |b| f32::from_bits(u32::from(b) << 16)),
+        Data::Bf16(v) => arch.dispatch(ReadBf16 { dst, src: v, how, start }),
         Data::F16(v) => {
             arch.dispatch(|| read_as(dst, v, how, start, math::f16_to_f32));
         }
@@ -851,6 +851,26 @@ fn read(dst: &mut [f32], source: &Data, how: &Read, start: usize, arch: pulp::Ar
         }
         Data::Pred(v) => read_as(dst, v, how, start, |p| if p { 1.0 } else { 0.0 }),
         _ => dst.fill(f32::NAN),
+    }
+}
+
+/// A bf16 operand's read, as a `pulp::WithSimd` so that [`read_as`] is inlined into the
+/// function compiled for the CPU's vectors (as a closure it was left out of line, and widened
+/// four elements at a time).
+struct ReadBf16<'a> {
+    dst: &'a mut [f32],
+    src: &'a [u16],
+    how: &'a Read,
+    start: usize,
+}
+
+impl pulp::WithSimd for ReadBf16<'_> {
+    type Output = ();
+
+    #[inline(always)]
+    fn with_simd<S: pulp::Simd>(self, _simd: S) {
+        let ReadBf16 { dst, src, how, start } = self;
+        read_as(dst, src, how, start, |b| f32::from_bits(u32::from(b) << 16));
     }
 }
 
