@@ -599,7 +599,8 @@ mod tests {
         // match: it is what keeps a fused group, the unfused instruction and the scalar
         // interpreter on the same bits.
         let xs = sweep(4099, &EDGES);
-        let cases: [(Unary, fn(f32) -> f32); 6] = [
+        type Scalar = fn(f32) -> f32;
+        let cases: [(Unary, Scalar); 6] = [
             (Unary::Exp, exp),
             (Unary::Expm1, expm1),
             (Unary::Tanh, tanh),
