@@ -170,6 +170,55 @@ impl DotPlan {
         result
     }
 
+    /// [`DotPlan::run_operands`] with a lent operand that is not an f32 pair for the packed
+    /// gemm: a narrow weight read where it lies by [`FewRows`] (a decoder's matrix-vector
+    /// products) or by the gemm when both operands are in gemm order; `None` when the product
+    /// needs a value the bytes are not (a transpose of the stream, a type other than floats).
+    fn run_views(
+        &self,
+        lhs: Operand<'_>,
+        rhs: Operand<'_>,
+        out_ty: ElementType,
+        budget: u64,
+        pool: &BufferPool,
+    ) -> Result<Option<Data>, Fail> {
+        let (Some(a), Some(b)) = (lhs.floats(), rhs.floats()) else { return Ok(None) };
+        if let Some(sums) = self.few_rows_of((a, lhs.data()), (b, rhs.data()), out_ty, budget)? {
+            return round_result(Data::F32(sums), out_ty).map(Some);
+        }
+        let in_order = |perm: &[usize]| perm.iter().enumerate().all(|(i, &p)| i == p);
+        if compute_type(a.ty(), b.ty(), out_ty) != ElementType::F32
+            || !in_order(&self.lhs_perm)
+            || !in_order(&self.rhs_perm)
+        {
+            return Ok(None);
+        }
+        let sums = self.float_sums(a, b, budget, pool)?;
+        finish(sums, out_ty, pool).map(Some)
+    }
+
+    /// The f32 sums of a float product whose operands are in gemm order.
+    fn float_sums(
+        &self,
+        a: Floats<'_>,
+        b: Floats<'_>,
+        budget: u64,
+        pool: &BufferPool,
+    ) -> Result<Data, Fail> {
+        let out_elems = self.batch * self.m * self.n;
+        super::shape::check_budget(
+            Some((out_elems as u64).saturating_mul(8)),
+            budget.saturating_mul(2),
+        )?;
+        let spare = match pool.take(ElementType::F32, out_elems) {
+            Some(Data::F32(v)) => Some(v),
+            _ => None,
+        };
+        let mut c = sums_storage(spare, out_elems, self.k)?;
+        self.batched_floats(a, b, &mut c)?;
+        Ok(Data::F32(c))
+    }
+
     /// [`DotPlan::run`] of operands in gemm order.
     fn product(
         &self,
@@ -205,14 +254,15 @@ impl DotPlan {
                 Data::S64(c)
             }
             _ => {
+                if let (Some(a), Some(b)) = (Floats::of(lhs), Floats::of(rhs)) {
+                    return finish(self.float_sums(a, b, budget, pool)?, out_ty, pool);
+                }
                 let spare = match pool.take(ElementType::F32, out_elems) {
                     Some(Data::F32(v)) => Some(v),
                     _ => None,
                 };
                 let mut c = sums_storage(spare, out_elems, self.k)?;
-                if let (Some(a), Some(b)) = (Floats::of(lhs), Floats::of(rhs)) {
-                    self.batched_floats(a, b, &mut c)?;
-                } else {
+                {
                     let (lw, rw) =
                         (as_type(lhs, ElementType::F32)?, as_type(rhs, ElementType::F32)?);
                     let (Data::F32(a), Data::F32(b)) = (lw.as_ref(), rw.as_ref()) else {
@@ -223,12 +273,7 @@ impl DotPlan {
                 Data::F32(c)
             }
         };
-        if result.ty() == out_ty {
-            return Ok(result);
-        }
-        let rounded = rounded_copy(&result, out_ty);
-        pool.give(result);
-        rounded
+        finish(result, out_ty, pool)
     }
 
     /// A float dot with fewer rows than half the gemm's row band, or at most [`FEW_ROWS`]
@@ -245,10 +290,25 @@ impl DotPlan {
         out_ty: ElementType,
         budget: u64,
     ) -> Result<Option<Vec<f32>>, Fail> {
+        match (Floats::of(lhs), Floats::of(rhs)) {
+            (Some(a), Some(b)) => self.few_rows_of((a, Some(lhs)), (b, Some(rhs)), out_ty, budget),
+            _ => Ok(None),
+        }
+    }
+
+    /// [`DotPlan::few_rows`] of operands seen as floats, each with its value when it has one
+    /// (a transpose of the rows is made from it; a lent operand's is made from a copy).
+    fn few_rows_of(
+        &self,
+        lhs: (Floats<'_>, Option<&Data>),
+        rhs: (Floats<'_>, Option<&Data>),
+        out_ty: ElementType,
+        budget: u64,
+    ) -> Result<Option<Vec<f32>>, Fail> {
         let kernel = packed_gemm::chosen();
         let (m, k, n) = (self.m, self.k, self.n);
         let few = |rows: usize| rows <= FEW_ROWS && rows < kernel.tile_rows() / 2;
-        if compute_type(lhs.ty(), rhs.ty(), out_ty) != ElementType::F32
+        if compute_type(lhs.0.ty(), rhs.0.ty(), out_ty) != ElementType::F32
             || m == 0
             || k == 0
             || n == 0
@@ -256,7 +316,7 @@ impl DotPlan {
         {
             return Ok(None);
         }
-        let (lhs, rhs) = ((lhs, self.lhs_side()), (rhs, self.rhs_side()));
+        let (lhs, rhs) = ((lhs.0, lhs.1, self.lhs_side()), (rhs.0, rhs.1, self.rhs_side()));
         if few(m) {
             return few_rows_product(kernel, lhs, rhs, (self.batch, m, k, n), budget);
         }
@@ -345,12 +405,13 @@ impl DotPlan {
     }
 }
 
-/// An operand of a dot: a value in the interpreter's storage, or an entry argument's f32
-/// elements as the caller's little-endian bytes, which the packed gemm reads where they lie.
+/// An operand of a dot: a value in the interpreter's storage, or an entry argument's float
+/// elements of the given type as the caller's little-endian bytes, which the gemm and
+/// [`FewRows`] read where they lie.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Operand<'a> {
     Data(&'a Data),
-    F32Bytes(&'a [u8]),
+    Bytes(ElementType, &'a [u8]),
 }
 
 impl<'a> Operand<'a> {
@@ -358,9 +419,36 @@ impl<'a> Operand<'a> {
     fn decoded(self) -> Result<std::borrow::Cow<'a, Data>, Fail> {
         match self {
             Operand::Data(data) => Ok(std::borrow::Cow::Borrowed(data)),
-            Operand::F32Bytes(bytes) => {
-                Data::from_le_bytes(ElementType::F32, bytes).map(std::borrow::Cow::Owned)
+            Operand::Bytes(ty, bytes) => {
+                Data::from_le_bytes(ty, bytes).map(std::borrow::Cow::Owned)
             }
+        }
+    }
+
+    /// The elements as floats without a copy: `None` for other types, and for bytes not
+    /// aligned to their element (or on a big-endian machine), which are decoded instead.
+    fn floats(self) -> Option<Floats<'a>> {
+        let Operand::Bytes(ty, bytes) = self else {
+            let Operand::Data(data) = self else { return None };
+            return Floats::of(data);
+        };
+        if cfg!(target_endian = "big") {
+            return None;
+        }
+        let halves = || bytemuck::try_cast_slice::<u8, u16>(bytes).ok();
+        match ty {
+            ElementType::F32 => bytemuck::try_cast_slice::<u8, f32>(bytes).ok().map(Floats::F32),
+            ElementType::Bf16 => halves().map(Floats::Bf16),
+            ElementType::F16 => halves().map(Floats::F16),
+            _ => ty.small_float().filter(|f| f.bits() == 8).map(|f| Floats::F8(bytes, f)),
+        }
+    }
+
+    /// The value, when the operand is one.
+    fn data(self) -> Option<&'a Data> {
+        match self {
+            Operand::Data(data) => Some(data),
+            Operand::Bytes(..) => None,
         }
     }
 
@@ -368,7 +456,7 @@ impl<'a> Operand<'a> {
     fn is_f32(self) -> bool {
         match self {
             Operand::Data(data) => data.ty() == ElementType::F32,
-            Operand::F32Bytes(_) => true,
+            Operand::Bytes(ty, _) => ty == ElementType::F32,
         }
     }
 }
@@ -406,6 +494,9 @@ impl DotPlan {
             && self.reads_f32_in_place(0)
             && self.reads_f32_in_place(1);
         if !in_place {
+            if let Some(result) = self.run_views(lhs, rhs, out_ty, budget, pool)? {
+                return Ok(result);
+            }
             let (lhs, rhs) = (lhs.decoded()?, rhs.decoded()?);
             return self.run(&lhs, &rhs, out_ty, budget, pool);
         }
@@ -485,7 +576,7 @@ fn f32_range(operand: Operand<'_>, start: usize, len: usize) -> F32Source<'_> {
     match operand {
         Operand::Data(Data::F32(v)) => F32Source::Values(&v[start..start + len]),
         Operand::Data(_) => F32Source::Values(&[]),
-        Operand::F32Bytes(bytes) => {
+        Operand::Bytes(_, bytes) => {
             let bytes = &bytes[start * 4..(start + len) * 4];
             // Aligned bytes on a little-endian machine are the f32 values themselves, which
             // the packing copies a vector at a time; otherwise each element is decoded.
@@ -516,15 +607,14 @@ struct Side<'p> {
 /// elements of `stream` are contiguous.
 fn few_rows_product(
     kernel: Kernel,
-    (rows, rows_side): (&Data, Side<'_>),
-    (stream, stream_side): (&Data, Side<'_>),
+    (a, rows, rows_side): (Floats<'_>, Option<&Data>, Side<'_>),
+    (b, _, stream_side): (Floats<'_>, Option<&Data>, Side<'_>),
     (batch, m, k, n): (usize, usize, usize, usize),
     budget: u64,
 ) -> Result<Option<Vec<f32>>, Fail> {
-    let (a, b) = match (Floats::of(rows), Floats::of(stream)) {
-        (Some(a), Some(b)) if std::mem::discriminant(&a) == std::mem::discriminant(&b) => (a, b),
-        _ => return Ok(None),
-    };
+    if std::mem::discriminant(&a) != std::mem::discriminant(&b) {
+        return Ok(None);
+    }
     let offsets = RhsOffsets {
         depth: offsets(stream_side.dims, stream_side.contracting)?,
         cols: offsets(stream_side.dims, stream_side.free)?,
@@ -556,6 +646,14 @@ fn few_rows_product(
     let rows_t = if perm.iter().enumerate().all(|(i, &p)| i == p) {
         None
     } else {
+        let copied;
+        let rows = match rows {
+            Some(rows) => rows,
+            None => {
+                copied = a.to_data()?;
+                &copied
+            }
+        };
         Some(transpose(rows, rows_side.dims, &perm)?)
     };
     let a = match &rows_t {
@@ -1011,6 +1109,16 @@ fn dot<S: Simd>(simd: S, x: &[f32], y: &[f32]) -> f32 {
 /// The f32 (or f64, or i64) sums of a dot or convolution in the instruction's type: rounded once
 /// per element, to nearest even; bf16 and f16 on fast paths of their own, since the general
 /// conversion goes through f64 and showed in the profile of a narrow dot as much as the gemm.
+/// `result` as `out_ty`: itself, or rounded with its storage given back to `pool`.
+fn finish(result: Data, out_ty: ElementType, pool: &BufferPool) -> Result<Data, Fail> {
+    if result.ty() == out_ty {
+        return Ok(result);
+    }
+    let rounded = rounded_copy(&result, out_ty);
+    pool.give(result);
+    rounded
+}
+
 pub(crate) fn round_result(result: Data, ty: ElementType) -> Result<Data, Fail> {
     if result.ty() == ty { Ok(result) } else { rounded_copy(&result, ty) }
 }
@@ -1181,6 +1289,35 @@ impl<'a> Floats<'a> {
             Data::F8e4m3fn(v) => Floats::F8(v, SmallFloat::F8e4m3fn),
             Data::F8e4m3(v) => Floats::F8(v, SmallFloat::F8e4m3),
             _ => return None,
+        })
+    }
+
+    /// The element type.
+    fn ty(self) -> ElementType {
+        match self {
+            Floats::F32(_) => ElementType::F32,
+            Floats::Bf16(_) => ElementType::Bf16,
+            Floats::F16(_) => ElementType::F16,
+            Floats::F8(_, SmallFloat::F8e5m2) => ElementType::F8e5m2,
+            Floats::F8(_, SmallFloat::F8e4m3fn) => ElementType::F8e4m3fn,
+            Floats::F8(_, _) => ElementType::F8e4m3,
+        }
+    }
+
+    /// The elements as a value of their own type (a copy).
+    fn to_data(self) -> Result<Data, Fail> {
+        fn copied<T: Copy>(v: &[T]) -> Result<Vec<T>, Fail> {
+            let mut out = super::tensor::try_alloc(v.len())?;
+            out.extend_from_slice(v);
+            Ok(out)
+        }
+        Ok(match self {
+            Floats::F32(v) => Data::F32(copied(v)?),
+            Floats::Bf16(v) => Data::Bf16(copied(v)?),
+            Floats::F16(v) => Data::F16(copied(v)?),
+            Floats::F8(v, SmallFloat::F8e5m2) => Data::F8e5m2(copied(v)?),
+            Floats::F8(v, SmallFloat::F8e4m3fn) => Data::F8e4m3fn(copied(v)?),
+            Floats::F8(v, _) => Data::F8e4m3(copied(v)?),
         })
     }
 
@@ -1907,6 +2044,74 @@ mod tests {
             .expect("test module compiles")
     }
 
+    /// Narrow weights lent to the dot that reads them: read in place by the few-row kernel (a
+    /// decoder's products, the weight as either operand) or the gemm, or decoded where the
+    /// product needs them transposed; each launch gives the bytes of a run that copied them.
+    #[test]
+    fn lent_narrow_arguments_give_the_results_of_copied_ones() {
+        let narrow = |ty: &str, dims: &[usize], seed: u32| -> super::super::Array {
+            let format = if ty == "bf16" { SmallFloat::Bf16 } else { SmallFloat::F16 };
+            let len = dims.iter().product();
+            let bytes = unit_values(len, seed)
+                .into_iter()
+                .flat_map(|x| (format.encode_f32(x) as u16).to_le_bytes())
+                .collect();
+            let ty = if ty == "bf16" {
+                crate::proto::PrimitiveType::Bf16
+            } else {
+                crate::proto::PrimitiveType::F16
+            };
+            super::super::Array { ty, dims: dims.iter().map(|&d| d as i64).collect(), bytes }
+        };
+        let cases: [(&str, &str, [Vec<usize>; 2]); 4] = [
+            (
+                "bf16",
+                "a = bf16[4,512] parameter(0)\nw = bf16[512,300] parameter(1)\n\
+                 n = bf16[4,512] negate(a)\n\
+                 ROOT d = bf16[4,300] dot(n, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}",
+                [vec![4, 512], vec![512, 300]],
+            ),
+            (
+                "f16",
+                "w = f16[300,512] parameter(0)\nx = f16[512,2] parameter(1)\n\
+                 ROOT d = f32[300,2] dot(w, x), lhs_contracting_dims={1}, rhs_contracting_dims={0}",
+                [vec![300, 512], vec![512, 2]],
+            ),
+            (
+                "bf16",
+                "a = bf16[40,64] parameter(0)\nw = bf16[64,48] parameter(1)\n\
+                 ROOT d = bf16[40,48] dot(a, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}",
+                [vec![40, 64], vec![64, 48]],
+            ),
+            (
+                "bf16",
+                "a = bf16[40,64] parameter(0)\nw = bf16[48,64] parameter(1)\n\
+                 ROOT d = f32[40,48] dot(a, w), lhs_contracting_dims={1}, rhs_contracting_dims={1}",
+                [vec![40, 64], vec![48, 64]],
+            ),
+        ];
+        for (ty, body, shapes) in cases {
+            let program = compile_text(&format!("HloModule l\nENTRY main {{\n{body}\n}}\n"));
+            assert!(program.lent_leaves().contains(&true), "a weight is lent in {body}");
+            let args: Vec<_> =
+                shapes.iter().enumerate().map(|(i, d)| narrow(ty, d, 3 + i as u32)).collect();
+            let inputs = args
+                .iter()
+                .map(|a| super::super::Input::from_le_bytes(a.ty, &a.dims, &a.bytes))
+                .collect::<Result<Vec<_>, _>>()
+                .expect("inputs");
+            let copied = program.run_inputs(inputs).expect("copied run");
+            let mut expected = vec![0u8; copied[0].n_bytes()];
+            copied[0].write_le_bytes(&mut expected).expect("bytes");
+            for launch in 0..2 {
+                let super::super::Value::Array(lent) = program.run(&args).expect("lent run") else {
+                    panic!("expected an array")
+                };
+                assert_eq!(lent.bytes, expected, "launch {launch} of {body}");
+            }
+        }
+    }
+
     /// Which arguments `Program::run` lends instead of copying: whole f32 parameters that only
     /// dots in gemm order read, in products the packed kernel takes.
     #[test]
@@ -1947,21 +2152,44 @@ mod tests {
             ),
             &[false, false],
         );
-        // Narrow operands, a mixed pair, the root, a tuple parameter: copied.
-        check(
+        // A narrow operand read by one dot is lent whatever the kernel (the dot decodes it when
+        // it cannot read it in place, the copy binding would have made); the f32 side of a
+        // mixed pair is copied.
+        let check_any = |body: &str, expected: &[bool]| {
+            let text = format!("HloModule l\nENTRY main {{\n{body}\n}}\n");
+            assert_eq!(compile_text(&text).lent_leaves(), expected, "{body}");
+        };
+        check_any(
             &format!(
                 "a = bf16[64,128] parameter(0)\nb = bf16[128,256] parameter(1)\n\
                  ROOT d = f32[64,256] dot(a, b), {dims}"
             ),
-            &[false, false],
+            &[true, true],
         );
-        check(
+        check_any(
             &format!(
                 "a = f32[64,128] parameter(0)\nb = bf16[128,256] parameter(1)\n\
                  ROOT d = f32[64,256] dot(a, b), {dims}"
             ),
+            &[false, true],
+        );
+        // Read by two dots, or by anything but a dot: copied once.
+        check_any(
+            &format!(
+                "a = f16[64,128] parameter(0)\nb = f16[128,256] parameter(1)\n\
+                 d = f32[64,256] dot(a, b), {dims}\ne = f32[64,256] dot(a, b), {dims}\n\
+                 ROOT s = f32[64,256] add(d, e)"
+            ),
             &[false, false],
         );
+        check_any(
+            &format!(
+                "a = bf16[1,128] parameter(0)\nb = bf16[128,256] parameter(1)\n\
+                 n = bf16[1,128] negate(a)\nROOT d = f32[1,256] dot(n, b), {dims}"
+            ),
+            &[false, true],
+        );
+        // The root, a tuple parameter: copied.
         check("ROOT a = f32[64,128] parameter(0)", &[false]);
         check(
             &format!(

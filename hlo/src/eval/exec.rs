@@ -117,7 +117,8 @@ impl Program {
     ///
     /// Arrays are logical (row-major); a caller holding device bytes in a parameter's
     /// non-default layout runs [`Program::run_physical`] (see [`Program::parameter_layouts`]).
-    /// An f32 argument that only dots read, in an order the gemm takes, is read where it lies;
+    /// An f32 argument that only dots read, in an order the gemm takes, is read where it lies,
+    /// and so is a bf16 or f16 argument that one dot reads (a weight), where that dot can;
     /// every other argument is copied once into the interpreter's storage (into storage kept
     /// from the last run when it is large), and each result once out of it. A caller whose data
     /// is not in an `Array` already saves a copy with [`Program::run_inputs`].
@@ -210,11 +211,13 @@ impl Program {
     }
 
     /// Per entry parameter leaf: whether [`Program::run`] (and each rank of an SPMD run) lends
-    /// the caller's bytes instead of copying them. A leaf is lent when it is a whole f32
-    /// parameter (not in a tuple), not the root, and every instruction that reads it is a dot
-    /// that takes it in place
-    /// ([`super::dot::DotPlan::reads_f32_in_place`]) with another f32 operand: nothing else
-    /// ever sees the placeholder it is bound to.
+    /// the caller's bytes instead of copying them. A leaf is lent when it is a whole parameter
+    /// (not in a tuple), not the root, and either f32 with every instruction that reads it a dot
+    /// that takes it in place ([`super::dot::DotPlan::reads_f32_in_place`]) with another f32
+    /// operand, or bf16 or f16 and read by one dot, which reads the bytes in place where it can
+    /// and decodes them (the copy binding would have made) where it cannot. Nothing else ever
+    /// sees the placeholder it is bound to. A decoder's 6 MiB of bf16 weights were a third of
+    /// the copying of its launch.
     pub(crate) fn lent_leaves(&self) -> &[bool] {
         &self.lent
     }
@@ -222,30 +225,42 @@ impl Program {
     /// What [`Program::lent_leaves`] says, worked out from the entry computation.
     pub(crate) fn find_lent_leaves(&self) -> Vec<bool> {
         let comp = &self.comps[self.entry];
-        let read_only_by_dots = |at: usize| {
+        // How many dot operands read the instruction at `at` (as `f32` in place when `f32`),
+        // or `None` when anything else reads it.
+        let dot_reads = |at: usize, f32_in_place: bool| {
             let mut dots = 0;
             for instr in &comp.instrs {
                 for (side, &operand) in instr.operands.iter().enumerate() {
                     if operand != at {
                         continue;
                     }
-                    let (Op::Dot(plan), 0 | 1) = (&instr.op, side) else { return false };
+                    let (Op::Dot(plan), 0 | 1) = (&instr.op, side) else { return None };
                     let other = instr.operands.get(1 - side).and_then(|&o| comp.instrs.get(o));
                     let other_ty = other.and_then(|o| o.shape.array().ok()).map(|a| a.ty);
-                    if other_ty != Some(ElementType::F32) || !plan.reads_f32_in_place(side) {
-                        return false;
+                    if f32_in_place
+                        && (other_ty != Some(ElementType::F32) || !plan.reads_f32_in_place(side))
+                    {
+                        return None;
                     }
                     dots += 1;
                 }
             }
-            dots > 0
+            Some(dots)
         };
         self.leaf_params()
             .into_iter()
             .zip(self.parameter_leaves())
             .map(|(at, shape)| {
                 at.is_some_and(|at| {
-                    shape.ty == ElementType::F32 && at != comp.root && read_only_by_dots(at)
+                    at != comp.root
+                        && match shape.ty {
+                            ElementType::F32 => dot_reads(at, true).is_some_and(|n| n > 0),
+                            // A narrow float read by one dot: it reads the bytes in place when
+                            // it can, and otherwise decodes them, which is the copy that
+                            // binding it would have made.
+                            ElementType::Bf16 | ElementType::F16 => dot_reads(at, false) == Some(1),
+                            _ => false,
+                        }
                 })
             })
             .collect()
@@ -700,7 +715,9 @@ impl Ctx<'_> {
                         .get(side)
                         .and_then(|&o| self.lent.get(o).copied().flatten())
                     {
-                        Some(bytes) => Ok(super::dot::Operand::F32Bytes(bytes)),
+                        Some(bytes) => {
+                            Ok(super::dot::Operand::Bytes(tensor(side)?.data.ty(), bytes))
+                        }
                         None => Ok(super::dot::Operand::Data(&tensor(side)?.data)),
                     }
                 };
