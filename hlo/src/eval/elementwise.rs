@@ -1216,7 +1216,7 @@ mod tests {
         let (xs, ys) = (repeated(|c| c.0), repeated(|c| c.1));
         for (op, want) in [(Binary::Max, repeated(|c| c.2)), (Binary::Min, repeated(|c| c.3))] {
             let mut out = vec![0.0; xs.len()];
-            super::super::math::binary_slice(op, &xs, &ys, &mut out, pulp::Arch::new());
+            super::super::math::binary_slice(op, (&xs, &ys), &mut out, false, pulp::Arch::new());
             let got: Vec<u32> = out.iter().map(|&v| bits(v)).collect();
             assert_eq!(got, want.iter().map(|&v| bits(v)).collect::<Vec<_>>(), "{op:?} slice");
         }

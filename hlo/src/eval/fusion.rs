@@ -982,8 +982,15 @@ fn round_chunk(values: &mut [f32], format: SmallFloat, arch: pulp::Arch) {
 
 fn run_node(node: &Node, args: &[&[f32]], out: &mut [f32], arch: pulp::Arch) {
     let one = |b: bool| if b { 1.0 } else { 0.0 };
+    // Unary and binary nodes of bf16 round in their own pass over the chunk: a bf16 GELU's
+    // dozen nodes each read and wrote their chunk a second time to round it.
+    let merged = node.round == Some(SmallFloat::Bf16)
+        && matches!(node.kernel, Kernel::Unary(_) | Kernel::Binary(_));
     match node.kernel {
-        Kernel::Unary(op) => math::unary_slice(op, args[0], out, arch),
+        Kernel::Unary(op) => math::unary_slice_rounding(op, args[0], out, merged, arch),
+        Kernel::Binary(op) => {
+            math::binary_slice(op, (args[0], args[1]), out, merged, arch);
+        }
         Kernel::IsFinite => {
             for (o, &x) in out.iter_mut().zip(args[0]) {
                 *o = one(x.is_finite());
@@ -994,7 +1001,6 @@ fn run_node(node: &Node, args: &[&[f32]], out: &mut [f32], arch: pulp::Arch) {
                 *o = one(x == 0.0);
             }
         }
-        Kernel::Binary(op) => math::binary_slice(op, args[0], args[1], out, arch),
         Kernel::BinaryPred(op) => {
             for ((o, &x), &y) in out.iter_mut().zip(args[0]).zip(args[1]) {
                 *o = one(elementwise::pred_binary(op, x != 0.0, y != 0.0));
@@ -1033,7 +1039,7 @@ fn run_node(node: &Node, args: &[&[f32]], out: &mut [f32], arch: pulp::Arch) {
             }
         }
     }
-    if let Some(format) = node.round {
+    if let Some(format) = node.round.filter(|_| !merged) {
         round_chunk(out, format, arch);
     }
 }

@@ -379,7 +379,25 @@ pub(crate) fn f32_to_bf16_keeping_nan(x: f32) -> u16 {
 
 /// `out[i] = op(x[i])` in f32, compiled for the CPU's instruction set.
 pub(crate) fn unary_slice(op: Unary, x: &[f32], out: &mut [f32], arch: pulp::Arch) {
-    arch.dispatch(UnaryLoop { op, x, out });
+    arch.dispatch(UnaryLoop { op, x, out, bf16: false });
+}
+
+/// [`unary_slice`], each result rounded to bf16 (kept in f32) in the same pass when `bf16`: a
+/// fused bf16 group's node, which made a second pass over its chunk to round it.
+pub(crate) fn unary_slice_rounding(
+    op: Unary,
+    x: &[f32],
+    out: &mut [f32],
+    bf16: bool,
+    arch: pulp::Arch,
+) {
+    arch.dispatch(UnaryLoop { op, x, out, bf16 });
+}
+
+/// `v` rounded to bf16 and widened back when `BF16`, else `v`.
+#[inline(always)]
+fn rounded<const BF16: bool>(v: f32) -> f32 {
+    if BF16 { f32::from_bits(u32::from(f32_to_bf16(v)) << 16) } else { v }
 }
 
 /// The loop of [`unary_slice`], as a `pulp::WithSimd` so that it is inlined into the function
@@ -389,6 +407,7 @@ struct UnaryLoop<'a> {
     op: Unary,
     x: &'a [f32],
     out: &'a mut [f32],
+    bf16: bool,
 }
 
 impl pulp::WithSimd for UnaryLoop<'_> {
@@ -396,13 +415,21 @@ impl pulp::WithSimd for UnaryLoop<'_> {
 
     #[inline(always)]
     fn with_simd<S: pulp::Simd>(self, _simd: S) {
-        let UnaryLoop { op, x, out } = self;
+        let UnaryLoop { op, x, out, bf16 } = self;
+        if bf16 { unary_loop::<true>(op, x, out) } else { unary_loop::<false>(op, x, out) }
+    }
+}
+
+/// The body of [`UnaryLoop`], rounding each result to bf16 when `BF16`.
+#[inline(always)]
+fn unary_loop<const BF16: bool>(op: Unary, x: &[f32], out: &mut [f32]) {
+    {
         // The transcendental arms call the `#[inline(always)]` functions `f32::unary` calls,
         // so their bodies are inlined here too; the results are the same bits.
         macro_rules! map {
             ($f:expr) => {
                 for (o, &v) in out.iter_mut().zip(x) {
-                    *o = $f(v);
+                    *o = rounded::<BF16>($f(v));
                 }
             };
         }
@@ -415,8 +442,15 @@ impl pulp::WithSimd for UnaryLoop<'_> {
                     Unary::Tanh => map!(tanh),
                     Unary::Logistic => map!(logistic),
                     Unary::Erf => map!(erf),
-                    Unary::Sin => trig_slice(x, out, sin_reduced, f32::sin),
-                    Unary::Cos => trig_slice(x, out, cos_reduced, f32::cos),
+                    Unary::Sin | Unary::Cos => {
+                        match op {
+                            Unary::Sin => trig_slice(x, out, sin_reduced, f32::sin),
+                            _ => trig_slice(x, out, cos_reduced, f32::cos),
+                        }
+                        if BF16 {
+                            out.iter_mut().for_each(|v| *v = rounded::<true>(*v));
+                        }
+                    }
                     $(Unary::$u => map!(|v| f32::unary(Unary::$u, v)),)*
                 }
             };
@@ -428,11 +462,19 @@ impl pulp::WithSimd for UnaryLoop<'_> {
     }
 }
 
-/// `out[i] = op(a[i], b[i])` in f32, compiled for the CPU's instruction set. An argument of one
-/// element stands for that element at every index (a fused group's scalar constant), so it is
-/// neither copied out to the length of `out` nor read from memory for each element.
-pub(crate) fn binary_slice(op: Binary, a: &[f32], b: &[f32], out: &mut [f32], arch: pulp::Arch) {
-    arch.dispatch(BinaryLoop { op, a, b, out });
+/// `out[i] = op(a[i], b[i])` in f32, compiled for the CPU's instruction set, each result
+/// rounded to bf16 (kept in f32) in the same pass when `bf16` (a fused bf16 group's node, which
+/// made a second pass over its chunk to round it). An argument of one element stands for that
+/// element at every index (a fused group's scalar constant), so it is neither copied out to the
+/// length of `out` nor read from memory for each element.
+pub(crate) fn binary_slice(
+    op: Binary,
+    (a, b): (&[f32], &[f32]),
+    out: &mut [f32],
+    bf16: bool,
+    arch: pulp::Arch,
+) {
+    arch.dispatch(BinaryLoop { op, a, b, out, bf16 });
 }
 
 /// The loops of [`binary_slice`], as a `pulp::WithSimd` for the reason [`UnaryLoop`] is one: as
@@ -444,6 +486,7 @@ struct BinaryLoop<'a> {
     a: &'a [f32],
     b: &'a [f32],
     out: &'a mut [f32],
+    bf16: bool,
 }
 
 impl pulp::WithSimd for BinaryLoop<'_> {
@@ -451,26 +494,32 @@ impl pulp::WithSimd for BinaryLoop<'_> {
 
     #[inline(always)]
     fn with_simd<S: pulp::Simd>(self, _simd: S) {
-        let BinaryLoop { op, a, b, out } = self;
-        with_binary!(op, OP => match (a, b) {
-            (&[x], &[y]) => out.fill(f32::binary(OP, x, y)),
-            (&[x], _) => {
-                for (o, &y) in out.iter_mut().zip(b) {
-                    *o = f32::binary(OP, x, y);
-                }
-            }
-            (_, &[y]) => {
-                for (o, &x) in out.iter_mut().zip(a) {
-                    *o = f32::binary(OP, x, y);
-                }
-            }
-            _ => {
-                for ((o, &x), &y) in out.iter_mut().zip(a).zip(b) {
-                    *o = f32::binary(OP, x, y);
-                }
-            }
-        })
+        let BinaryLoop { op, a, b, out, bf16 } = self;
+        if bf16 { binary_loop::<true>(op, a, b, out) } else { binary_loop::<false>(op, a, b, out) }
     }
+}
+
+/// The body of [`BinaryLoop`], rounding each result to bf16 when `BF16`.
+#[inline(always)]
+fn binary_loop<const BF16: bool>(op: Binary, a: &[f32], b: &[f32], out: &mut [f32]) {
+    with_binary!(op, OP => match (a, b) {
+        (&[x], &[y]) => out.fill(rounded::<BF16>(f32::binary(OP, x, y))),
+        (&[x], _) => {
+            for (o, &y) in out.iter_mut().zip(b) {
+                *o = rounded::<BF16>(f32::binary(OP, x, y));
+            }
+        }
+        (_, &[y]) => {
+            for (o, &x) in out.iter_mut().zip(a) {
+                *o = rounded::<BF16>(f32::binary(OP, x, y));
+            }
+        }
+        _ => {
+            for ((o, &x), &y) in out.iter_mut().zip(a).zip(b) {
+                *o = rounded::<BF16>(f32::binary(OP, x, y));
+            }
+        }
+    })
 }
 
 #[cfg(test)]
