@@ -625,15 +625,21 @@ mod tests {
         assert!(sin(f32::NAN).is_nan() && cos(f32::NAN).is_nan());
         let xs: Vec<f32> = sweep(4093, &EDGES).into_iter().chain(near).collect();
         for (op, scalar) in [(Unary::Sin, sin as fn(f32) -> f32), (Unary::Cos, cos)] {
-            let mut out = vec![0.0; xs.len()];
-            unary_slice(op, &xs, &mut out, pulp::Arch::new());
-            for (&x, &got) in xs.iter().zip(&out) {
-                let want = scalar(x);
-                assert!(
-                    got.to_bits() == want.to_bits() || got.is_nan() && want.is_nan(),
-                    "{op:?}({x:e}): loop {got:e}, scalar {want:e}"
-                );
-            }
+            assert_loop_is_scalar(op, scalar, &xs);
+        }
+    }
+
+    /// [`unary_slice`] of `op` over `xs` gives `scalar`'s bits for every value (any NaN for a
+    /// NaN).
+    fn assert_loop_is_scalar(op: Unary, scalar: fn(f32) -> f32, xs: &[f32]) {
+        let mut out = vec![0.0; xs.len()];
+        unary_slice(op, xs, &mut out, pulp::Arch::new());
+        for (&x, &got) in xs.iter().zip(&out) {
+            let want = scalar(x);
+            assert!(
+                got.to_bits() == want.to_bits() || got.is_nan() && want.is_nan(),
+                "{op:?}({x:e}): loop {got:e}, scalar {want:e}"
+            );
         }
     }
 
@@ -671,15 +677,7 @@ mod tests {
             (Unary::Log, ln),
         ];
         for (op, scalar) in cases {
-            let mut out = vec![0.0; xs.len()];
-            unary_slice(op, &xs, &mut out, pulp::Arch::new());
-            for (&x, &got) in xs.iter().zip(&out) {
-                let want = scalar(x);
-                assert!(
-                    got.to_bits() == want.to_bits() || got.is_nan() && want.is_nan(),
-                    "{op:?}({x:e}): loop {got:e}, scalar {want:e}"
-                );
-            }
+            assert_loop_is_scalar(op, scalar, &xs);
         }
     }
 
