@@ -262,14 +262,11 @@ impl DotPlan {
                     _ => None,
                 };
                 let mut c = sums_storage(spare, out_elems, self.k)?;
-                {
-                    let (lw, rw) =
-                        (as_type(lhs, ElementType::F32)?, as_type(rhs, ElementType::F32)?);
-                    let (Data::F32(a), Data::F32(b)) = (lw.as_ref(), rw.as_ref()) else {
-                        return Err(Fail::Internal("f32 conversion".into()));
-                    };
-                    self.batched(a, b, &mut c, gemm_f32);
-                }
+                let (lw, rw) = (as_type(lhs, ElementType::F32)?, as_type(rhs, ElementType::F32)?);
+                let (Data::F32(a), Data::F32(b)) = (lw.as_ref(), rw.as_ref()) else {
+                    return Err(Fail::Internal("f32 conversion".into()));
+                };
+                self.batched(a, b, &mut c, gemm_f32);
                 Data::F32(c)
             }
         };
@@ -428,13 +425,11 @@ impl<'a> Operand<'a> {
     /// The elements as floats without a copy: `None` for other types, and for bytes not
     /// aligned to their element (or on a big-endian machine), which are decoded instead.
     fn floats(self) -> Option<Floats<'a>> {
-        let Operand::Bytes(ty, bytes) = self else {
-            let Operand::Data(data) = self else { return None };
-            return Floats::of(data);
+        let (ty, bytes) = match self {
+            Operand::Data(data) => return Floats::of(data),
+            Operand::Bytes(..) if cfg!(target_endian = "big") => return None,
+            Operand::Bytes(ty, bytes) => (ty, bytes),
         };
-        if cfg!(target_endian = "big") {
-            return None;
-        }
         let halves = || bytemuck::try_cast_slice::<u8, u16>(bytes).ok();
         match ty {
             ElementType::F32 => bytemuck::try_cast_slice::<u8, f32>(bytes).ok().map(Floats::F32),
@@ -1109,7 +1104,11 @@ fn dot<S: Simd>(simd: S, x: &[f32], y: &[f32]) -> f32 {
 /// The f32 (or f64, or i64) sums of a dot or convolution in the instruction's type: rounded once
 /// per element, to nearest even; bf16 and f16 on fast paths of their own, since the general
 /// conversion goes through f64 and showed in the profile of a narrow dot as much as the gemm.
-/// `result` as `out_ty`: itself, or rounded with its storage given back to `pool`.
+pub(crate) fn round_result(result: Data, ty: ElementType) -> Result<Data, Fail> {
+    if result.ty() == ty { Ok(result) } else { rounded_copy(&result, ty) }
+}
+
+/// [`round_result`], giving the sums' storage back to `pool` when they are rounded.
 fn finish(result: Data, out_ty: ElementType, pool: &BufferPool) -> Result<Data, Fail> {
     if result.ty() == out_ty {
         return Ok(result);
@@ -1117,10 +1116,6 @@ fn finish(result: Data, out_ty: ElementType, pool: &BufferPool) -> Result<Data, 
     let rounded = rounded_copy(&result, out_ty);
     pool.give(result);
     rounded
-}
-
-pub(crate) fn round_result(result: Data, ty: ElementType) -> Result<Data, Fail> {
-    if result.ty() == ty { Ok(result) } else { rounded_copy(&result, ty) }
 }
 
 /// [`round_result`] of sums not of type `ty`, leaving them to the caller (to give back to a

@@ -684,7 +684,7 @@ pub(crate) fn unary(op: Unary, data: &Data) -> Result<Data, Fail> {
 fn unary_f32(op: Unary, v: &[f32]) -> Result<Vec<f32>, Fail> {
     let mut out = try_alloc(v.len())?;
     out.resize(v.len(), 0.0);
-    super::math::unary_slice(op, v, &mut out, pulp::Arch::new());
+    super::math::unary_slice(op, v, &mut out, false, pulp::Arch::new());
     Ok(out)
 }
 

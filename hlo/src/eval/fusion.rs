@@ -964,7 +964,7 @@ fn round_chunk(values: &mut [f32], format: SmallFloat, arch: pulp::Arch) {
     match format {
         SmallFloat::Bf16 => arch.dispatch(|| {
             for x in values.iter_mut() {
-                *x = f32::from_bits(u32::from(math::f32_to_bf16(*x)) << 16);
+                *x = math::bf16_rounded(*x);
             }
         }),
         SmallFloat::F16 => arch.dispatch(|| {
@@ -987,7 +987,7 @@ fn run_node(node: &Node, args: &[&[f32]], out: &mut [f32], arch: pulp::Arch) {
     let merged = node.round == Some(SmallFloat::Bf16)
         && matches!(node.kernel, Kernel::Unary(_) | Kernel::Binary(_));
     match node.kernel {
-        Kernel::Unary(op) => math::unary_slice_rounding(op, args[0], out, merged, arch),
+        Kernel::Unary(op) => math::unary_slice(op, args[0], out, merged, arch),
         Kernel::Binary(op) => {
             math::binary_slice(op, (args[0], args[1]), out, merged, arch);
         }

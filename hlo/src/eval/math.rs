@@ -301,9 +301,15 @@ pub(crate) fn cos(x: f32) -> f32 {
 }
 
 /// [`sin`] or [`cos`] (by `reduced`, `libm`) of a slice, in two passes so that the first
-/// vectorises: the reduced form for every element, then libm for the few beyond its range.
+/// vectorises: the reduced form for every element, then libm for the few beyond its range; each
+/// result rounded to bf16 afterwards when `BF16`.
 #[inline(always)]
-fn trig_slice(x: &[f32], out: &mut [f32], reduced: fn(f32) -> f32, libm: fn(f32) -> f32) {
+fn trig_slice<const BF16: bool>(
+    x: &[f32],
+    out: &mut [f32],
+    reduced: fn(f32) -> f32,
+    libm: fn(f32) -> f32,
+) {
     for (o, &v) in out.iter_mut().zip(x) {
         *o = reduced(v);
     }
@@ -314,6 +320,9 @@ fn trig_slice(x: &[f32], out: &mut [f32], reduced: fn(f32) -> f32, libm: fn(f32)
         if !(v.abs() <= TRIG_LIMIT) {
             *o = libm(v);
         }
+    }
+    if BF16 {
+        out.iter_mut().for_each(|v| *v = bf16_rounded(*v));
     }
 }
 
@@ -390,27 +399,23 @@ pub(crate) fn f32_to_bf16_keeping_nan(x: f32) -> u16 {
 // ---------------------------------------------------------------------------------------------
 // Slice kernels.
 
-/// `out[i] = op(x[i])` in f32, compiled for the CPU's instruction set.
-pub(crate) fn unary_slice(op: Unary, x: &[f32], out: &mut [f32], arch: pulp::Arch) {
-    arch.dispatch(UnaryLoop { op, x, out, bf16: false });
-}
-
-/// [`unary_slice`], each result rounded to bf16 (kept in f32) in the same pass when `bf16`: a
-/// fused bf16 group's node, which made a second pass over its chunk to round it.
-pub(crate) fn unary_slice_rounding(
-    op: Unary,
-    x: &[f32],
-    out: &mut [f32],
-    bf16: bool,
-    arch: pulp::Arch,
-) {
+/// `out[i] = op(x[i])` in f32, compiled for the CPU's instruction set, each result rounded to
+/// bf16 (kept in f32) in the same pass when `bf16` (a fused bf16 group's node, which made a
+/// second pass over its chunk to round it).
+pub(crate) fn unary_slice(op: Unary, x: &[f32], out: &mut [f32], bf16: bool, arch: pulp::Arch) {
     arch.dispatch(UnaryLoop { op, x, out, bf16 });
 }
 
-/// `v` rounded to bf16 and widened back when `BF16`, else `v`.
+/// `v` rounded to bf16, kept in f32.
+#[inline(always)]
+pub(crate) fn bf16_rounded(v: f32) -> f32 {
+    f32::from_bits(u32::from(f32_to_bf16(v)) << 16)
+}
+
+/// `v` rounded to bf16 when `BF16`, else `v`.
 #[inline(always)]
 fn rounded<const BF16: bool>(v: f32) -> f32 {
-    if BF16 { f32::from_bits(u32::from(f32_to_bf16(v)) << 16) } else { v }
+    if BF16 { bf16_rounded(v) } else { v }
 }
 
 /// The loop of [`unary_slice`], as a `pulp::WithSimd` so that it is inlined into the function
@@ -436,17 +441,16 @@ impl pulp::WithSimd for UnaryLoop<'_> {
 /// The body of [`UnaryLoop`], rounding each result to bf16 when `BF16`.
 #[inline(always)]
 fn unary_loop<const BF16: bool>(op: Unary, x: &[f32], out: &mut [f32]) {
-    {
-        // The transcendental arms call the `#[inline(always)]` functions `f32::unary` calls,
-        // so their bodies are inlined here too; the results are the same bits.
-        macro_rules! map {
-            ($f:expr) => {
-                for (o, &v) in out.iter_mut().zip(x) {
-                    *o = rounded::<BF16>($f(v));
-                }
-            };
-        }
-        macro_rules! arms {
+    // The transcendental arms call the `#[inline(always)]` functions `f32::unary` calls,
+    // so their bodies are inlined here too; the results are the same bits.
+    macro_rules! map {
+        ($f:expr) => {
+            for (o, &v) in out.iter_mut().zip(x) {
+                *o = rounded::<BF16>($f(v));
+            }
+        };
+    }
+    macro_rules! arms {
             ($($u:ident),*) => {
                 match op {
                     Unary::Exp => map!(exp),
@@ -455,24 +459,16 @@ fn unary_loop<const BF16: bool>(op: Unary, x: &[f32], out: &mut [f32]) {
                     Unary::Tanh => map!(tanh),
                     Unary::Logistic => map!(logistic),
                     Unary::Erf => map!(erf),
-                    Unary::Sin | Unary::Cos => {
-                        match op {
-                            Unary::Sin => trig_slice(x, out, sin_reduced, f32::sin),
-                            _ => trig_slice(x, out, cos_reduced, f32::cos),
-                        }
-                        if BF16 {
-                            out.iter_mut().for_each(|v| *v = rounded::<true>(*v));
-                        }
-                    }
+                    Unary::Sin => trig_slice::<BF16>(x, out, sin_reduced, f32::sin),
+                    Unary::Cos => trig_slice::<BF16>(x, out, cos_reduced, f32::cos),
                     $(Unary::$u => map!(|v| f32::unary(Unary::$u, v)),)*
                 }
             };
         }
-        arms!(
-            Abs, Negate, Sign, Log1p, Sqrt, Rsqrt, Cbrt, Tan, Floor, Ceil, RoundEven, RoundAfz,
-            IsFinite, Not, Popcnt, Clz
-        )
-    }
+    arms!(
+        Abs, Negate, Sign, Log1p, Sqrt, Rsqrt, Cbrt, Tan, Floor, Ceil, RoundEven, RoundAfz,
+        IsFinite, Not, Popcnt, Clz
+    )
 }
 
 /// `out[i] = op(a[i], b[i])` in f32, compiled for the CPU's instruction set, each result
@@ -633,7 +629,7 @@ mod tests {
     /// NaN).
     fn assert_loop_is_scalar(op: Unary, scalar: fn(f32) -> f32, xs: &[f32]) {
         let mut out = vec![0.0; xs.len()];
-        unary_slice(op, xs, &mut out, pulp::Arch::new());
+        unary_slice(op, xs, &mut out, false, pulp::Arch::new());
         for (&x, &got) in xs.iter().zip(&out) {
             let want = scalar(x);
             assert!(
