@@ -822,7 +822,9 @@ fn parse<'a>(bytes: &'a [u8], limits: &MetaneffLimits) -> Result<MetaneffView<'a
     // tensor; any other form of the tag goes to the general loop below).
     let mut inputs = Vec::new();
     inputs
-        .try_reserve_exact(leading_inputs(bytes).min(limits.max_tensors))
+        .try_reserve_exact(
+            (bytes.len() / TYPICAL_TENSOR_BYTES).min(MAX_RESERVED_INPUTS).min(limits.max_tensors),
+        )
         .map_err(|_| Stop::OutOfMemory)?;
     let mut n_unknown = 0;
     while bytes.get(pos) == Some(&(INPUT_TENSORS as u8)) {
@@ -878,22 +880,16 @@ fn parse<'a>(bytes: &'a [u8], limits: &MetaneffLimits) -> Result<MetaneffView<'a
     Ok(view)
 }
 
-/// How many `input_tensors` fields open the message, counted by their lengths alone (a
-/// malformed one ends the count; the decoding pass refuses it), so that the list is allocated
-/// once: growing it by doubling copies every tensor view made so far, which costs more than
-/// this walk over the lengths.
-fn leading_inputs(bytes: &[u8]) -> usize {
-    let mut pos = 0;
-    let mut count = 0;
-    while bytes.get(pos) == Some(&(key(1, LEN) as u8)) {
-        pos += 1;
-        if len_delimited(bytes, &mut pos).is_err() {
-            break;
-        }
-        count += 1;
-    }
-    count
-}
+/// The wire bytes of an input tensor assumed when reserving the input list before its length
+/// is known: a tensor with a short name, a shape, a data type and a checkpoint key takes 20 to
+/// 60. Counting the tensors first would be a second walk over their lengths, one dependent load
+/// after another, which costs a fifth of the decode; a list longer than the estimate grows by
+/// doubling.
+const TYPICAL_TENSOR_BYTES: usize = 32;
+
+/// The most input tensor views reserved from the estimate (64 KiB of them), so that a message
+/// that is mostly its graph does not reserve room for tensors it does not have.
+const MAX_RESERVED_INPUTS: usize = 65_536 / std::mem::size_of::<TensorView<'static>>();
 
 /// Where a tensor's shape was seen so far.
 #[derive(Clone, Copy)]
@@ -933,34 +929,43 @@ fn parse_tensor<'a>(
 
     let mut pos = 0;
 
-    // Encoders write the fields in number order, each at most once, and each tag in its one
-    // shortest byte: take them in that order with one well-predicted byte comparison each,
-    // then hand whatever is left (fields out of order, repeated, unknown, or tags written
-    // longer) to the general loop, which continues in wire order, so the last occurrence of a
-    // field still wins.
+    // Encoders write the fields in number order, each at most once, each tag in its one
+    // shortest byte, and most lengths and small values in one byte too: take the fields of
+    // that form in that order, each with one well-predicted two-byte comparison, then hand
+    // whatever is left (fields out of order, repeated, unknown, long, or tags written longer)
+    // to the general loop, which continues in wire order, so the last occurrence of a field
+    // still wins.
     const _: () = assert!(USER_INPUT_KEY < 0x80, "every known tag fits in one byte");
     macro_rules! in_order {
-        ($expected:expr => $take:expr) => {
-            if bytes.get(pos) == Some(&($expected as u8)) {
-                pos += 1;
+        (len $expected:expr => |$payload:ident| $take:expr) => {
+            if let Some(n) = short_field(bytes, pos, $expected as u8) {
+                let start = pos + 2;
+                let end = start + usize::from(n);
+                let $payload = bytes.get(start..end).ok_or(Stop::Malformed)?;
+                pos = end;
+                $take;
+            }
+        };
+        (varint $expected:expr => |$value:ident| $take:expr) => {
+            if let Some($value) = short_field(bytes, pos, $expected as u8) {
+                pos += 2;
                 $take;
             }
         };
     }
-    in_order!(NAME => tensor.name = len_delimited(bytes, &mut pos)?);
-    in_order!(SHAPE_PACKED => {
-        let run = len_delimited(bytes, &mut pos)?;
+    in_order!(len NAME => |name| tensor.name = name);
+    in_order!(len SHAPE_PACKED => |run| {
         check_packed(run)?;
         tensor.shape.bytes = run;
     });
-    in_order!(DATA_TYPE => tensor.data_type = varint(bytes, &mut pos)? as i32);
-    in_order!(CONTENT => tensor.content = len_delimited(bytes, &mut pos)?);
-    in_order!(ALLOW_DYNAMIC_BATCH_SIZE => {
-        tensor.allow_dynamic_batch_size = varint(bytes, &mut pos)? != 0;
+    in_order!(varint DATA_TYPE => |value| tensor.data_type = i32::from(value));
+    in_order!(len CONTENT => |content| tensor.content = content);
+    in_order!(varint ALLOW_DYNAMIC_BATCH_SIZE => |value| {
+        tensor.allow_dynamic_batch_size = value != 0;
     });
-    in_order!(CHECKPOINT_KEY => tensor.checkpoint_key = Some(len_delimited(bytes, &mut pos)?));
-    in_order!(TYPE => tensor.r#type = varint(bytes, &mut pos)? as i32);
-    in_order!(USER_INPUT_KEY => tensor.user_input_key = Some(len_delimited(bytes, &mut pos)?));
+    in_order!(len CHECKPOINT_KEY => |key| tensor.checkpoint_key = Some(key));
+    in_order!(varint TYPE => |value| tensor.r#type = i32::from(value));
+    in_order!(len USER_INPUT_KEY => |key| tensor.user_input_key = Some(key));
     if pos == bytes.len() {
         return Ok(());
     }
@@ -1006,6 +1011,16 @@ fn parse_tensor<'a>(
         ShapeSeen::Scattered(len) => ShapeView { bytes, fields_len: len, form: ShapeForm::Fields },
     };
     Ok(())
+}
+
+/// The byte after the one-byte tag `tag` at `pos` when it is below 0x80 (a whole one-byte
+/// length or value), `None` when the field at `pos` is another, or of another form.
+#[inline(always)]
+fn short_field(buf: &[u8], pos: usize, tag: u8) -> Option<u8> {
+    match *buf.get(pos..pos + 2)? {
+        [first, second] if first == tag && second < 0x80 => Some(second),
+        _ => None,
+    }
 }
 
 /// Checks that a packed run is whole varints.

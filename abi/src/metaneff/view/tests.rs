@@ -235,6 +235,49 @@ fn a_scattered_shape_reads_every_run_in_order() {
     assert_eq!(shape, MetaneffView::decode(&packed).expect("decodes").input_tensors[0].shape);
 }
 
+/// The in-order fast path takes a field only when its length or value fits the byte after its
+/// tag; any field past that (a name of 200 bytes, a data type of 300) hands the rest of the
+/// tensor to the general loop. Every combination of short and long fields, in every position,
+/// decodes to the message that was encoded, as the reference decoder reads it, and so does a
+/// message with many more tensors than the input list is first reserved for.
+#[test]
+fn tensors_with_long_fields_anywhere_decode_as_encoded() {
+    let text = |long: bool, fill: u8| vec![fill; if long { 200 } else { 3 }];
+    for mask in 0u32..1 << 8 {
+        let long = |bit: u32| mask & (1 << bit) != 0;
+        let tensor = MetaTensor {
+            name: text(long(0), b'n').into(),
+            // Fifteen dimensions of nine bytes each: a run of 135 bytes.
+            shape: if long(1) { vec![1 << 56; 15] } else { vec![2, 3] },
+            data_type: if long(2) { 300 } else { 14 },
+            content: text(long(3), b'c').into(),
+            allow_dynamic_batch_size: true,
+            checkpoint_key: Some(text(long(5), b'k').into()),
+            r#type: if long(6) { 1000 } else { 3 },
+            user_input_key: Some(text(long(7), b'u').into()),
+        };
+        // Bit 4 has no long form of its own (a bool): it writes the tensor twice instead,
+        // so that the second copy starts where the first one's last field ended.
+        let copies = if long(4) { 2 } else { 1 };
+        let message = MetaNeff {
+            input_tensors: vec![tensor.clone(); copies],
+            output_tensors: vec![tensor],
+            ..MetaNeff::default()
+        };
+        let bytes = encode(&message);
+        assert_eq!(through_view(&bytes), Ok(message), "mask {mask:08b}");
+        check_agrees_with_reference(&bytes);
+    }
+    let many = MetaNeff {
+        input_tensors: (0..3000)
+            .map(|i| MetaTensor { r#type: i % 4, ..MetaTensor::default() })
+            .collect(),
+        ..MetaNeff::default()
+    };
+    let bytes = encode(&many);
+    assert_eq!(through_view(&bytes), Ok(many));
+}
+
 #[test]
 fn enum_accessors_name_known_values_only() {
     let bytes = hex("0A 04 18 0E 38 02  0A 04 18 0B 38 09");
