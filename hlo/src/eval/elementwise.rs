@@ -19,6 +19,43 @@ use super::shape::{ArrayShape, Shape};
 use super::tensor::{Data, try_alloc};
 use crate::dtype::{ElementType, SmallFloat};
 
+/// Matches a comparison direction once and evaluates `$body` in each arm with `$cmp` that
+/// direction's comparison as a closure over two `PartialOrd` values, so each direction's loop is
+/// compiled on its own (branch-free, vectorised) instead of matching the direction and the
+/// ordering per element. With a NaN operand, every direction but `NE` is false, as
+/// [`Direction::test`] says of an unordered pair.
+macro_rules! with_direction {
+    ($direction:expr, $cmp:ident => $body:expr) => {
+        match $direction {
+            Direction::Eq => {
+                let $cmp = |p, q| p == q;
+                $body
+            }
+            Direction::Ne => {
+                let $cmp = |p, q| p != q;
+                $body
+            }
+            Direction::Lt => {
+                let $cmp = |p, q| p < q;
+                $body
+            }
+            Direction::Le => {
+                let $cmp = |p, q| p <= q;
+                $body
+            }
+            Direction::Gt => {
+                let $cmp = |p, q| p > q;
+                $body
+            }
+            Direction::Ge => {
+                let $cmp = |p, q| p >= q;
+                $body
+            }
+        }
+    };
+}
+pub(crate) use with_direction;
+
 /// Matches `$op` once and evaluates `$body` in each arm with `$b` a constant of that opcode, so
 /// a loop in `$body` that calls `Float::binary`/`Int::binary` with `$b` is monomorphic (the
 /// per-element `match` folds away). The one list of binary opcodes the kernels expand over.
@@ -744,11 +781,11 @@ pub(crate) fn compare(
         if total {
             zip(x, y, |p, q| d.test(Some(p.total_key().cmp(&q.total_key()))))
         } else {
-            zip(x, y, |p, q| d.test(p.partial_cmp(&q)))
+            with_direction!(d, cmp => zip(x, y, cmp))
         }
     }
     fn ord<T: Ord + Copy>(d: Direction, x: &[T], y: &[T]) -> Result<Vec<bool>, Fail> {
-        zip(x, y, |p, q| d.test(Some(p.cmp(&q))))
+        with_direction!(d, cmp => zip(x, y, cmp))
     }
     match (a, b) {
         (Data::F32(x), Data::F32(y)) => float(direction, total_order, x, y),

@@ -25,7 +25,7 @@
 //!   within 1 ulp; beyond 2^17, and for infinities and NaN, a second pass over the slice takes
 //!   libm's value, so the first pass has no branch.
 
-use super::elementwise::{Binary, Float, Unary, with_binary};
+use super::elementwise::{Binary, Direction, Float, Unary, with_binary, with_direction};
 
 const LOG2_E: f32 = std::f32::consts::LOG2_E;
 /// ln 2 split: the high part has 9 significant bits, so `n · LN2_HI` is exact for |n| < 2^14.
@@ -484,6 +484,56 @@ pub(crate) fn binary_slice(
     arch: pulp::Arch,
 ) {
     arch.dispatch(BinaryLoop { op, a, b, out, bf16 });
+}
+
+/// `compare` of f32 values, `out[i]` 1.0 where `a[i] direction b[i]` holds and 0.0 elsewhere (a
+/// fused group's predicate), compiled for the CPU's instruction set. An argument of one element
+/// stands for that element at every index, as in [`binary_slice`]. The IEEE order: with a NaN
+/// only `NE` holds.
+pub(crate) fn compare_slice(
+    direction: Direction,
+    (a, b): (&[f32], &[f32]),
+    out: &mut [f32],
+    arch: pulp::Arch,
+) {
+    arch.dispatch(CompareLoop { direction, a, b, out });
+}
+
+/// The loops of [`compare_slice`], one per direction: the element loop matched the direction
+/// and the ordering per element, a branch that random data mispredicts half the time.
+struct CompareLoop<'a> {
+    direction: Direction,
+    a: &'a [f32],
+    b: &'a [f32],
+    out: &'a mut [f32],
+}
+
+impl pulp::WithSimd for CompareLoop<'_> {
+    type Output = ();
+
+    #[inline(always)]
+    fn with_simd<S: pulp::Simd>(self, _simd: S) {
+        let CompareLoop { direction, a, b, out } = self;
+        let one = |holds: bool| if holds { 1.0 } else { 0.0 };
+        with_direction!(direction, cmp => match (a, b) {
+            (&[x], &[y]) => out.fill(one(cmp(x, y))),
+            (&[x], _) => {
+                for (o, &y) in out.iter_mut().zip(b) {
+                    *o = one(cmp(x, y));
+                }
+            }
+            (_, &[y]) => {
+                for (o, &x) in out.iter_mut().zip(a) {
+                    *o = one(cmp(x, y));
+                }
+            }
+            _ => {
+                for ((o, &x), &y) in out.iter_mut().zip(a).zip(b) {
+                    *o = one(cmp(x, y));
+                }
+            }
+        })
+    }
 }
 
 /// The loops of [`binary_slice`], as a `pulp::WithSimd` for the reason [`UnaryLoop`] is one: as
