@@ -15,6 +15,11 @@
 //! the worst of them, and one `NRTSIM-BENCH {json}` line per figure for `cargo xtask bench`.
 //! `NRTSIM_BENCH_FILTER=substring` runs only the benchmarks whose names contain it.
 //!
+//! On a CPU with AVX-512 the set then runs again as an AVX2-only CPU would run it, both sides:
+//! the bench runs itself with `NRTSIM_SIMD=avx2` (every kernel of ours, the GEMM included,
+//! compiled for AVX2), and XLA with `--xla_cpu_max_isa=AVX2`; those figures' groups are named
+//! with `(avx2)`. `NRTSIM_SIMD` set by hand runs that pass alone.
+//!
 //! It needs a Python with jax and ml_dtypes, found by `pyref`; without one it says so and
 //! measures nothing, since there is no baseline to divide by.
 
@@ -258,6 +263,10 @@ fn run_script(python: &Path, dir: &Path, only: &[String], export: bool) -> Vec<J
         command.arg("--no-export");
     }
     command.arg("--only").args(only);
+    if let Some(isa) = capped_isa() {
+        let flags = std::env::var("XLA_FLAGS").unwrap_or_default();
+        command.env("XLA_FLAGS", format!("{flags} --xla_cpu_max_isa={}", isa.to_uppercase()));
+    }
     let out = command.output().expect("run bench_models.py");
     assert!(out.status.success(), "bench_models.py: {}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8_lossy(&out.stdout)
@@ -265,6 +274,13 @@ fn run_script(python: &Path, dir: &Path, only: &[String], export: bool) -> Vec<J
         .filter(|line| line.starts_with('{'))
         .map(|line| serde_json::from_str(line).expect("bench_models.py prints JSON lines"))
         .collect()
+}
+
+/// The vector level this run is capped to (`NRTSIM_SIMD`, when it took effect), which XLA is
+/// capped to as well.
+fn capped_isa() -> Option<&'static str> {
+    let level = eval::simd_level();
+    (std::env::var("NRTSIM_SIMD").ok().as_deref() == Some(level)).then_some(level)
 }
 
 fn xla_seconds(runs: &[Json], name: &str) -> f64 {
@@ -322,25 +338,39 @@ fn main() {
     let after = run_script(&python, &dir, &names, false);
     let _ = std::fs::remove_dir_all(&dir);
 
+    let capped = capped_isa();
+    let group_of = |case: &Case| match capped {
+        Some(level) => format!("{} ({level})", case.group),
+        None => case.group.clone(),
+    };
+    match capped {
+        Some(level) => println!("as a CPU with {level} at most runs them, XLA capped alike:"),
+        None => println!("vector level {}:", eval::simd_level()),
+    }
     println!("{:<24} {:>10} {:>10} {:>9}", "model", "ours ms", "XLA ms", "XLA÷ours");
     let mut ratios = Vec::new();
     for (case, ours) in &results {
         let xla = xla_seconds(&before, &case.name).min(xla_seconds(&after, &case.name));
         let ratio = xla / ours;
         println!("{:<24} {:>10.3} {:>10.3} {ratio:>9.2}", case.name, ours * 1e3, xla * 1e3);
-        ratios.push((case.group.as_str(), case.name.as_str(), ratio));
+        ratios.push((group_of(case), case.name.as_str(), ratio));
         let record = json!({
-            "group": case.group, "figure": case.name, "ours_s": ours, "peer": "xla",
-            "peer_s": xla, "detail": format!("gemm={}", hlo::eval::gemm_kernel()),
+            "group": group_of(case), "figure": case.name, "ours_s": ours, "peer": "xla",
+            "peer_s": xla,
+            "detail": format!("gemm={} simd={}", eval::gemm_kernel(), eval::simd_level()),
         });
         println!("NRTSIM-BENCH {record}");
     }
-    let groups: std::collections::BTreeSet<&str> = ratios.iter().map(|r| r.0).collect();
+    let groups: std::collections::BTreeSet<&str> = ratios.iter().map(|r| r.0.as_str()).collect();
     for group in groups {
         let of_group = || ratios.iter().filter(move |r| r.0 == group);
         let mean = geomean(of_group().map(|r| r.2)).expect("the group has a figure");
         let worst = of_group().min_by(|a, b| a.2.total_cmp(&b.2)).expect("the group has a figure");
-        let headline = if group == MODELS_GROUP { " (the headline figure)" } else { "" };
+        let headline = if group.split(' ').next() == Some(MODELS_GROUP) {
+            " (the headline figure)"
+        } else {
+            ""
+        };
         println!(
             "{group}{headline}: geometric mean XLA÷ours {mean:.2}, worst {} {:.2}",
             worst.1, worst.2
@@ -356,5 +386,18 @@ fn main() {
             names.len()
         );
         std::process::exit(1);
+    }
+    // The same set as an AVX2-only CPU runs it (see the module documentation).
+    if eval::simd_level() == "avx512" && std::env::var_os("NRTSIM_SIMD").is_none() {
+        println!();
+        let me = std::env::current_exe().expect("the bench's own path");
+        let status = Command::new(me)
+            .args(std::env::args().skip(1))
+            .env("NRTSIM_SIMD", "avx2")
+            .status()
+            .expect("run the bench again capped to AVX2");
+        if !status.success() {
+            std::process::exit(status.code().unwrap_or(1));
+        }
     }
 }

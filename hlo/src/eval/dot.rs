@@ -183,7 +183,10 @@ impl DotPlan {
         pool: &BufferPool,
     ) -> Result<Option<Data>, Fail> {
         let (Some(a), Some(b)) = (lhs.floats(), rhs.floats()) else { return Ok(None) };
-        if let Some(sums) = self.few_rows_of((a, lhs.data()), (b, rhs.data()), out_ty, budget)? {
+        let kernel = packed_gemm::chosen();
+        if let Some(sums) =
+            self.few_rows_of(kernel, (a, lhs.data()), (b, rhs.data()), out_ty, budget)?
+        {
             return round_result(Data::F32(sums), out_ty).map(Some);
         }
         let in_order = |perm: &[usize]| perm.iter().enumerate().all(|(i, &p)| i == p);
@@ -287,8 +290,22 @@ impl DotPlan {
         out_ty: ElementType,
         budget: u64,
     ) -> Result<Option<Vec<f32>>, Fail> {
+        self.few_rows_by(packed_gemm::chosen(), lhs, rhs, out_ty, budget)
+    }
+
+    /// [`DotPlan::few_rows`] with the vectors of a given kernel (tests run each the CPU has).
+    fn few_rows_by(
+        &self,
+        kernel: Kernel,
+        lhs: &Data,
+        rhs: &Data,
+        out_ty: ElementType,
+        budget: u64,
+    ) -> Result<Option<Vec<f32>>, Fail> {
         match (Floats::of(lhs), Floats::of(rhs)) {
-            (Some(a), Some(b)) => self.few_rows_of((a, Some(lhs)), (b, Some(rhs)), out_ty, budget),
+            (Some(a), Some(b)) => {
+                self.few_rows_of(kernel, (a, Some(lhs)), (b, Some(rhs)), out_ty, budget)
+            }
             _ => Ok(None),
         }
     }
@@ -297,12 +314,12 @@ impl DotPlan {
     /// (a transpose of the rows is made from it; a lent operand's is made from a copy).
     fn few_rows_of(
         &self,
+        kernel: Kernel,
         lhs: (Floats<'_>, Option<&Data>),
         rhs: (Floats<'_>, Option<&Data>),
         out_ty: ElementType,
         budget: u64,
     ) -> Result<Option<Vec<f32>>, Fail> {
-        let kernel = packed_gemm::chosen();
         let (m, k, n) = (self.m, self.k, self.n);
         let few = |rows: usize| rows <= FEW_ROWS && rows < kernel.tile_rows() / 2;
         if compute_type(lhs.0.ty(), rhs.0.ty(), out_ty) != ElementType::F32
@@ -873,11 +890,18 @@ impl<A: Source, B: Source> pulp::WithSimd for FewRows<'_, A, B> {
                 let lanes = packed_gemm::lanes::<S>();
                 let block = ColumnBlock { rhs: b, cols: &offsets.cols, walk, m, rows: a_rows, c };
                 let done = if k % lanes == 0 && offsets.depth[0] == 0 {
+                    // Up to 64 elements of depth: four vectors of AVX-512, eight of AVX2 (an
+                    // attention head of 64 on an AVX2 CPU took the general loop, three times
+                    // as long).
                     match k / lanes {
                         1 => block.run::<S, 1>(simd),
                         2 => block.run::<S, 2>(simd),
                         3 => block.run::<S, 3>(simd),
                         4 => block.run::<S, 4>(simd),
+                        5 => block.run::<S, 5>(simd),
+                        6 => block.run::<S, 6>(simd),
+                        7 => block.run::<S, 7>(simd),
+                        8 => block.run::<S, 8>(simd),
                         _ => false,
                     }
                 } else {
@@ -910,9 +934,10 @@ impl<A: Source, B: Source> pulp::WithSimd for FewRows<'_, A, B> {
     }
 }
 
-/// [`FewRows`]'s sums of columns of `V` whole vectors (the depth, at most four): each one
-/// [`dot`]'s sum, term for term, the column widened once for all rows and held in registers,
-/// and no loops of unknown length; the general loop spent four times as long per column (the
+/// [`FewRows`]'s sums of columns of `V` whole vectors (the depth, at most 64 elements: four
+/// vectors of AVX-512, eight of AVX2): each one [`dot`]'s sum, term for term, the column widened
+/// once for all rows and held in registers, and no loops of unknown length; the general loop
+/// spent four times as long per column (the
 /// query over a `[4, 1024, 8, 64]` bf16 cache: 590 µs against 237 µs, with the copy-in of the
 /// cache). `false`, with nothing done, when the vectors are too wide for its spill.
 struct ColumnBlock<'r, B> {
@@ -1132,7 +1157,7 @@ fn rounded_copy(result: &Data, ty: ElementType) -> Result<Data, Fail> {
             // compiled for the CPU's vectors: element by element it was 3 % of the bf16
             // transformer.
             let mut out = super::tensor::try_alloc(v.len())?;
-            super::math::extend_bf16(v, &mut out, pulp::Arch::new());
+            super::math::extend_bf16(v, &mut out, super::simd::arch());
             Ok(Data::Bf16(out))
         }
         (Data::F32(v), ElementType::F16) => Ok(Data::F16(narrowed(v, f32_to_f16)?)),
@@ -1696,10 +1721,19 @@ mod tests {
                 )
                 .expect("plan");
                 let (a, b) = (encode(lhs.0), encode(rhs.0));
-                let few = plan.few_rows(&a, &b, ElementType::F32, u64::MAX).expect("run");
-                let few = few.unwrap_or_else(|| panic!("{ty:?} {out_dims:?} is a few-row dot"));
-                let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-                assert_eq!(bits(&few), bits(expected), "{ty:?} {out_dims:?}");
+                // Every kernel the CPU runs; AVX2's row band of 6 takes two rows at most.
+                for kernel in Kernel::ALL.into_iter().filter(|k| k.runs_here()) {
+                    let few_rows = plan.m <= FEW_ROWS && plan.m < kernel.tile_rows() / 2;
+                    if kernel == Kernel::Portable || !(few_rows || plan.n <= FEW_ROWS) {
+                        continue;
+                    }
+                    let few = plan.few_rows_by(kernel, &a, &b, ElementType::F32, u64::MAX);
+                    let few = few.expect("run").unwrap_or_else(|| {
+                        panic!("{kernel:?} {ty:?} {out_dims:?} is a few-row dot")
+                    });
+                    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                    assert_eq!(bits(&few), bits(expected), "{kernel:?} {ty:?} {out_dims:?}");
+                }
             };
             // x[m, k] · w[k, n]: 149 columns are two blocks of 64 (AVX-512; more of AVX2's 32),
             // a vector and a tail of 5.
@@ -1749,17 +1783,24 @@ mod tests {
     /// Few-row dots whose rhs columns (the contracting elements) are contiguous sum each column
     /// as `dot` does: fused multiply-adds in lanes (term `p` in lane `p mod lanes`), the lanes
     /// halved pairwise down to one, then the terms past the last whole vector folded from zero
-    /// and added. Depths of one to four whole vectors take the register path, others the general
-    /// loop; both must match that order bit for bit, for one to three query rows over a cache
-    /// `[b, len, h, d]` read in place, f32 and bf16.
+    /// and added. Depths of up to 64 elements in whole vectors take the register path, others
+    /// the general loop; both must match that order bit for bit, for one to three query rows
+    /// over a cache `[b, len, h, d]` read in place, f32 and bf16, with each kernel the CPU runs
+    /// (AVX2's eight vectors of a 64-deep head were once left to the general loop).
     #[test]
     fn few_column_sums_take_dots_lane_order() {
-        let lanes = match packed_gemm::chosen() {
-            Kernel::Avx512 => 16,
-            Kernel::Avx2 => 8,
-            // Other lane widths and unfused scalar lanes: the exact-integer test covers them.
-            _ => return,
-        };
+        for kernel in Kernel::ALL.into_iter().filter(|k| k.runs_here()) {
+            let lanes = match kernel {
+                Kernel::Avx512 => 16,
+                Kernel::Avx2 => 8,
+                // Other lane widths and unfused scalar lanes: the exact-integer test covers them.
+                _ => continue,
+            };
+            few_column_sums_in_lane_order(kernel, lanes);
+        }
+    }
+
+    fn few_column_sums_in_lane_order(kernel: Kernel, lanes: usize) {
         let shape = |ty, dims: &[usize]| ArrayShape { ty, dims: dims.to_vec(), layout: None };
         let values = unit_values;
         let dot_order = |x: &[f32], y: &[f32]| -> f32 {
@@ -1783,7 +1824,7 @@ mod tests {
             let exact = |v: Vec<f32>| exact_in(ty, v);
             let encode = |v: &[f32]| encoded_as(ty, v);
             for d in [16usize, 32, 48, 64, 20, 80] {
-                for q in [1usize, 2, 3] {
+                for q in (1usize..=3).filter(|&q| q < kernel.tile_rows() / 2) {
                     let cache = exact(values(b * len * h * d, d as u32));
                     let x = exact(values(b * q * h * d, 7 + q as u32));
                     // scores[b, h, q, l] = Σ_d x[b, q, h, d] · cache[b, l, h, d]
@@ -1811,11 +1852,17 @@ mod tests {
                     )
                     .expect("plan");
                     let few = plan
-                        .few_rows(&encode(&x), &encode(&cache), ElementType::F32, u64::MAX)
+                        .few_rows_by(
+                            kernel,
+                            &encode(&x),
+                            &encode(&cache),
+                            ElementType::F32,
+                            u64::MAX,
+                        )
                         .expect("run")
                         .unwrap_or_else(|| panic!("{ty:?} d {d} q {q} is a few-row dot"));
                     let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-                    assert_eq!(bits(&few), bits(&expected), "{ty:?} d {d} q {q}");
+                    assert_eq!(bits(&few), bits(&expected), "{kernel:?} {ty:?} d {d} q {q}");
                 }
             }
         }

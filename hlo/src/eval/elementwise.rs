@@ -721,7 +721,7 @@ pub(crate) fn unary(op: Unary, data: &Data) -> Result<Data, Fail> {
 fn unary_f32(op: Unary, v: &[f32]) -> Result<Vec<f32>, Fail> {
     let mut out = try_alloc(v.len())?;
     out.resize(v.len(), 0.0);
-    super::math::unary_slice(op, v, &mut out, false, pulp::Arch::new());
+    super::math::unary_slice(op, v, &mut out, false, super::simd::arch());
     Ok(out)
 }
 
@@ -1253,7 +1253,13 @@ mod tests {
         let (xs, ys) = (repeated(|c| c.0), repeated(|c| c.1));
         for (op, want) in [(Binary::Max, repeated(|c| c.2)), (Binary::Min, repeated(|c| c.3))] {
             let mut out = vec![0.0; xs.len()];
-            super::super::math::binary_slice(op, (&xs, &ys), &mut out, false, pulp::Arch::new());
+            super::super::math::binary_slice(
+                op,
+                (&xs, &ys),
+                &mut out,
+                false,
+                super::super::simd::arch(),
+            );
             let got: Vec<u32> = out.iter().map(|&v| bits(v)).collect();
             assert_eq!(got, want.iter().map(|&v| bits(v)).collect::<Vec<_>>(), "{op:?} slice");
         }

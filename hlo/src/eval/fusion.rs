@@ -688,7 +688,7 @@ impl FusedPlan {
         let n_buffers = self.buffers.count;
         let mut scratch: Vec<f32> = try_alloc(n_buffers * width)?;
         scratch.resize(n_buffers * width, 0.0);
-        let arch = pulp::Arch::new();
+        let arch = super::simd::arch();
         let mut done = 0;
         while done < len {
             let m = width.min(len - done);
@@ -762,7 +762,7 @@ impl FusedPlan {
             .filter(|t| t.data.len() != 0 && t.data.ty() == self.out_ty)
             .ok_or_else(|| Fail::Internal("fused reduce init missing".into()))?;
         let mut init_value = [0f32];
-        read(&mut init_value, &init.data, &Read::Splat, 0, pulp::Arch::new());
+        read(&mut init_value, &init.data, &Read::Splat, 0, super::simd::arch());
         let init_value = init_value[0];
         let groups = reduce.groups;
         let mut values: Vec<f32> = try_alloc(groups)?;
@@ -811,7 +811,7 @@ impl FusedPlan {
         let mut scratch: Vec<f32> = try_alloc(n_buffers * width)?;
         scratch.resize(n_buffers * width, 0.0);
         let format = self.out_ty.small_float();
-        let arch = pulp::Arch::new();
+        let arch = super::simd::arch();
         let mut done = 0;
         while done < out.len() {
             let r = rows.min(out.len() - done);

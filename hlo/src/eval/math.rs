@@ -679,7 +679,7 @@ mod tests {
     /// NaN).
     fn assert_loop_is_scalar(op: Unary, scalar: fn(f32) -> f32, xs: &[f32]) {
         let mut out = vec![0.0; xs.len()];
-        unary_slice(op, xs, &mut out, false, pulp::Arch::new());
+        unary_slice(op, xs, &mut out, false, super::super::simd::arch());
         for (&x, &got) in xs.iter().zip(&out) {
             let want = scalar(x);
             assert!(
@@ -698,7 +698,7 @@ mod tests {
         xs.extend([f32::from_bits(0x7f7f_ffff), f32::from_bits(0x7fa0_0001)]);
         xs.extend([f32::from_bits(0xffc1_2345), f32::from_bits(0x0000_8001)]);
         let mut got = Vec::new();
-        extend_bf16(&xs, &mut got, pulp::Arch::new());
+        extend_bf16(&xs, &mut got, super::super::simd::arch());
         assert_eq!(got.len(), xs.len());
         for (&x, &bits) in xs.iter().zip(&got) {
             let want = SmallFloat::Bf16.encode_f32(x) as u16;

@@ -61,6 +61,7 @@ mod recognise;
 mod reduce;
 mod shape;
 pub(crate) mod shape_ops;
+mod simd;
 mod sort;
 mod structure;
 pub(crate) mod tensor;
@@ -75,6 +76,7 @@ pub use opcodes::{
     EVALUATED_CUSTOM_CALLS, EVALUATED_OPCODES, is_evaluated, is_evaluated_custom_call,
 };
 pub use program::Program;
+pub use simd::level as simd_level;
 
 /// The default [`EvalOptions::work_budget`]: 2^32 (about 4.3 × 10^9) element-operations.
 ///

@@ -77,7 +77,8 @@ pub(crate) enum Kernel {
 }
 
 impl Kernel {
-    const ALL: [Kernel; 4] = [Kernel::Avx512, Kernel::Avx2, Kernel::Neon, Kernel::Portable];
+    pub(crate) const ALL: [Kernel; 4] =
+        [Kernel::Avx512, Kernel::Avx2, Kernel::Neon, Kernel::Portable];
 
     /// The name `NRTSIM_GEMM` takes and benches print.
     pub(crate) fn name(self) -> &'static str {
@@ -114,18 +115,23 @@ impl Kernel {
     }
 }
 
-/// The kernel dot and convolution use: the first of AVX-512, AVX2, NEON that the CPU runs, else
-/// the portable one; or the one `NRTSIM_GEMM` names (`avx512`, `avx2`, `neon`, `portable`) when
-/// the CPU runs it. Read once; a name the CPU cannot run is ignored, so [`Kernel::name`] of this
-/// is what really runs.
+/// The kernel dot and convolution use: the first of AVX-512, AVX2, NEON that the CPU runs and
+/// the vector level allows (`NRTSIM_SIMD`, see [`super::simd`]), else the portable one; or the
+/// one `NRTSIM_GEMM` names (`avx512`, `avx2`, `neon`, `portable`) when the CPU runs it. Read
+/// once; a name the CPU cannot run is ignored, so [`Kernel::name`] of this is what really runs.
 pub(crate) fn chosen() -> Kernel {
     static CHOSEN: OnceLock<Kernel> = OnceLock::new();
     *CHOSEN.get_or_init(|| {
         let asked = std::env::var("NRTSIM_GEMM").ok();
         let named = Kernel::ALL.into_iter().find(|k| asked.as_deref() == Some(k.name()));
+        let allowed = |k: &Kernel| match super::simd::level() {
+            "scalar" => *k == Kernel::Portable,
+            "avx2" => *k != Kernel::Avx512,
+            _ => true,
+        };
         named
             .filter(|k| k.runs_here())
-            .or_else(|| Kernel::ALL.into_iter().find(|k| k.runs_here()))
+            .or_else(|| Kernel::ALL.into_iter().find(|k| k.runs_here() && allowed(k)))
             .unwrap_or(Kernel::Portable)
     })
 }

@@ -200,7 +200,7 @@ fn fold_runs_extremum<T: Copy, const MAX: bool>(
     let groups = v.len().checked_div(run).unwrap_or(0);
     let mut out: Vec<f32> = try_alloc(groups)?;
     out.resize(groups, 0.0);
-    pulp::Arch::new().dispatch(ExtremumLoop::<T, _, MAX> { v, init, run, decode, out: &mut out });
+    super::simd::arch().dispatch(ExtremumLoop::<T, _, MAX> { v, init, run, decode, out: &mut out });
     Ok(out)
 }
 
@@ -550,7 +550,7 @@ fn fold_pairs_f32_s32(
     if run == 0 || groups == 0 {
         return Ok(Some((out_values, out_indices)));
     }
-    let arch = pulp::Arch::new();
+    let arch = super::simd::arch();
     if let Some(inner) = inner.filter(|&i| i > 0) {
         // One pass over the rows, as fast as memory gives them. Split over the two cores here
         // it was slower: the bench's three reductions took 1.8 ms instead of 0.8.
@@ -874,7 +874,7 @@ fn fold_windows<T: Copy + Send + Sync>(
     let work = total.saturating_mul(window_elems);
     let threads = if work >= PARALLEL_WORK { super::dot::cores().min(rows) } else { 1 };
     let per = rows.div_ceil(threads.max(1));
-    let arch = pulp::Arch::new();
+    let arch = super::simd::arch();
     super::par::each(out.chunks_mut(per * row_len).enumerate(), |(part, out)| {
         let first_row = part * per;
         arch.dispatch(WindowRows {
