@@ -393,8 +393,9 @@ impl Program {
         )
     }
 
-    /// Runs every rank on its own thread: `bind` makes a rank's parameter values of its
-    /// arguments and the bytes it lends ([`Bound`]), `finish` its result of the entry's value.
+    /// Runs rank 0 on the calling thread and every other rank on a thread of its own: `bind`
+    /// makes a rank's parameter values of its arguments and the bytes it lends ([`Bound`]),
+    /// `finish` its result of the entry's value.
     fn spmd<'a, A: Send, R: Send>(
         &'a self,
         args_per_rank: Vec<A>,
@@ -406,32 +407,37 @@ impl Program {
             return Ok(Vec::new());
         }
         let exchange = Exchange::new(n);
-        let (bind, finish) = (&bind, &finish);
-        // One dedicated thread per rank, not rayon: a rank blocks in the exchange until every
-        // rank has come, so all must run at once, and the pool has one thread per core.
+        let (bind, finish, exchange) = (&bind, &finish, &exchange);
+        let run_rank = |rank: usize, args: A| -> Result<R, EvalError> {
+            let mut ctx = self.ctx(rank, Some(exchange));
+            let share = super::dot::cores().div_ceil(n);
+            let result = super::dot::with_core_share(share, || {
+                bind(args)
+                    .and_then(|(vals, lent)| {
+                        ctx.lent = lent;
+                        ctx.call(self.entry, vals)
+                    })
+                    .and_then(finish)
+            });
+            if result.is_err() {
+                exchange.abort(rank);
+            }
+            result
+        };
+        let run_rank = &run_rank;
+        // Rank 0 runs on the calling thread, the others each on a dedicated thread, not rayon's:
+        // a rank blocks in the exchange until every rank has come, so all must run at once, and
+        // the pool has one thread per core. Starting a thread costs tens of microseconds here,
+        // and the caller would only have waited for it.
         let results: Vec<Result<R, EvalError>> = std::thread::scope(|scope| {
+            let mut ranks = args_per_rank.into_iter().enumerate();
+            let first = ranks.next();
             let mut handles = Vec::with_capacity(n);
-            for (rank, args) in args_per_rank.into_iter().enumerate() {
-                let exchange = &exchange;
+            for (rank, args) in ranks {
                 let spawned = std::thread::Builder::new()
                     .name(format!("hlo-rank-{rank}"))
                     .stack_size(64 << 20)
-                    .spawn_scoped(scope, move || {
-                        let mut ctx = self.ctx(rank, Some(exchange));
-                        let share = super::dot::cores().div_ceil(n);
-                        let result = super::dot::with_core_share(share, || {
-                            bind(args)
-                                .and_then(|(vals, lent)| {
-                                    ctx.lent = lent;
-                                    ctx.call(self.entry, vals)
-                                })
-                                .and_then(finish)
-                        });
-                        if result.is_err() {
-                            exchange.abort(rank);
-                        }
-                        result
-                    });
+                    .spawn_scoped(scope, move || run_rank(rank, args));
                 match spawned {
                     Ok(handle) => handles.push(Some(handle)),
                     Err(error) => {
@@ -441,13 +447,15 @@ impl Program {
                     }
                 }
             }
-            handles
-                .into_iter()
-                .map(|h| match h.map(|h| h.join()) {
-                    Some(Ok(result)) => result,
-                    _ => Err(EvalError::Module { detail: "a rank's thread could not run".into() }),
-                })
-                .collect()
+            let mut results = Vec::with_capacity(n);
+            if let Some((rank, args)) = first {
+                results.push(run_rank(rank, args));
+            }
+            results.extend(handles.into_iter().map(|h| match h.map(|h| h.join()) {
+                Some(Ok(result)) => result,
+                _ => Err(EvalError::Module { detail: "a rank's thread could not run".into() }),
+            }));
+            results
         });
         let first = exchange.first_failure();
         let mut values = Vec::with_capacity(n);
