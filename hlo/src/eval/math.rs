@@ -515,24 +515,7 @@ impl pulp::WithSimd for CompareLoop<'_> {
     fn with_simd<S: pulp::Simd>(self, _simd: S) {
         let CompareLoop { direction, a, b, out } = self;
         let one = |holds: bool| if holds { 1.0 } else { 0.0 };
-        with_direction!(direction, cmp => match (a, b) {
-            (&[x], &[y]) => out.fill(one(cmp(x, y))),
-            (&[x], _) => {
-                for (o, &y) in out.iter_mut().zip(b) {
-                    *o = one(cmp(x, y));
-                }
-            }
-            (_, &[y]) => {
-                for (o, &x) in out.iter_mut().zip(a) {
-                    *o = one(cmp(x, y));
-                }
-            }
-            _ => {
-                for ((o, &x), &y) in out.iter_mut().zip(a).zip(b) {
-                    *o = one(cmp(x, y));
-                }
-            }
-        })
+        with_direction!(direction, cmp => zip_scalars(a, b, out, |x, y| one(cmp(x, y))))
     }
 }
 
@@ -561,24 +544,31 @@ impl pulp::WithSimd for BinaryLoop<'_> {
 /// The body of [`BinaryLoop`], rounding each result to bf16 when `BF16`.
 #[inline(always)]
 fn binary_loop<const BF16: bool>(op: Binary, a: &[f32], b: &[f32], out: &mut [f32]) {
-    with_binary!(op, OP => match (a, b) {
-        (&[x], &[y]) => out.fill(rounded::<BF16>(f32::binary(OP, x, y))),
+    with_binary!(op, OP => zip_scalars(a, b, out, |x, y| rounded::<BF16>(f32::binary(OP, x, y))))
+}
+
+/// `out[i] = f(a[i], b[i])`, where an argument of one element stands for that element at every
+/// index (read once, not from memory for each element).
+#[inline(always)]
+fn zip_scalars(a: &[f32], b: &[f32], out: &mut [f32], f: impl Fn(f32, f32) -> f32) {
+    match (a, b) {
+        (&[x], &[y]) => out.fill(f(x, y)),
         (&[x], _) => {
             for (o, &y) in out.iter_mut().zip(b) {
-                *o = rounded::<BF16>(f32::binary(OP, x, y));
+                *o = f(x, y);
             }
         }
         (_, &[y]) => {
             for (o, &x) in out.iter_mut().zip(a) {
-                *o = rounded::<BF16>(f32::binary(OP, x, y));
+                *o = f(x, y);
             }
         }
         _ => {
             for ((o, &x), &y) in out.iter_mut().zip(a).zip(b) {
-                *o = rounded::<BF16>(f32::binary(OP, x, y));
+                *o = f(x, y);
             }
         }
-    })
+    }
 }
 
 #[cfg(test)]
