@@ -551,6 +551,10 @@ fn fold_pairs_f32_s32(
         return Ok(Some((out_values, out_indices)));
     }
     let arch = super::simd::arch();
+    let fold = |part: ArgFold<'_>| match greater {
+        true => arch.dispatch(ArgParts::<true>(part)),
+        false => arch.dispatch(ArgParts::<false>(part)),
+    };
     if let Some(inner) = inner.filter(|&i| i > 0) {
         // One pass over the rows, as fast as memory gives them. Split over the two cores here
         // it was slower: the bench's three reductions took 1.8 ms instead of 0.8.
@@ -561,10 +565,7 @@ fn fold_pairs_f32_s32(
             out_indices: &mut out_indices,
             shape: ArgShape::Rows { run, inner },
         };
-        match greater {
-            true => arch.dispatch(ArgParts::<true>(part)),
-            false => arch.dispatch(ArgParts::<false>(part)),
-        }
+        fold(part);
         return Ok(Some((out_values, out_indices)));
     }
     // Consecutive runs: a multiple of the lanes of them to each core.
@@ -580,10 +581,7 @@ fn fold_pairs_f32_s32(
         out_indices,
         shape: ArgShape::Runs { run },
     });
-    super::par::each(parts, |part| match greater {
-        true => arch.dispatch(ArgParts::<true>(part)),
-        false => arch.dispatch(ArgParts::<false>(part)),
-    });
+    super::par::each(parts, fold);
     Ok(Some((out_values, out_indices)))
 }
 
