@@ -671,6 +671,20 @@ def _(rng):
     return f, [x, uniform(rng, (40,), 0.01, 20.0)]
 
 
+@case("tanh_f32_bits")
+def _(rng):
+    # XLA on CPU evaluates tanh as a rational function of its own; the interpreter uses the same
+    # one, so every bit must agree: magnitudes from 1e-6 to 12 (log-spaced, both signs), and the
+    # edges of the linear range (0.0004), of the clamp (7.9988...) and of the special values.
+    mags = np.geomspace(1e-6, 12.0, 2000).astype(np.float32)
+    edges = np.array(
+        [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-30, -1e-45, 0.0004, 0.00039999998, 0.00040000002,
+         7.998811721801758, 7.99881124, 7.9988122, 9.0, 0.625, -0.625, 88.0],
+        np.float32,
+    )
+    return jnp.tanh, [np.concatenate([mags, -mags, edges])]
+
+
 @case("transcendental_f64", tol=TRANSC)
 def _(rng):
     def f(x, p):
