@@ -5,8 +5,7 @@
 //! updating its KV cache, a 2-rank all-reduce; then argmax/argmin, sort + top-k, and a group of
 //! small graphs), writes each module XLA compiled with its inputs and XLA's outputs, and times
 //! XLA on it. This bench loads each module, compiles it once with `eval::Program::compile`, times
-//! `Program::run` (the SPMD model: `eval::evaluate_spmd` over 2 ranks, whose compile is a few
-//! microseconds of each run) by the script's rule (best of at least `ITERS` runs after `WARMUP`,
+//! `Program::run` (the SPMD model: `Program::run_spmd` over 2 ranks) by the script's rule (best of at least `ITERS` runs after `WARMUP`,
 //! more for fast graphs), and **checks every output against XLA's**: a wrong answer fails the
 //! bench, since a fast wrong answer is no result. XLA is timed before and after ours and the
 //! better time kept, so a burst of load from the rest of a shared machine does not decide a ratio.
@@ -242,12 +241,13 @@ fn measure(case: &Case) -> Result<f64, String> {
         });
         return Ok(time.as_secs_f64());
     }
-    let values = eval::evaluate_spmd(&module, &args, &options).map_err(|e| format!("run: {e}"))?;
+    let program = Program::compile(&module, &options).map_err(|e| format!("compile: {e}"))?;
+    let values = program.run_spmd(&args).map_err(|e| format!("run: {e}"))?;
     for (rank, value) in values.iter().enumerate() {
         check_value(value, &xla).map_err(|e| format!("rank {rank}: {e}"))?;
     }
     let time = best_of(|| {
-        std::hint::black_box(eval::evaluate_spmd(&module, &args, &options).expect("ran once"));
+        std::hint::black_box(program.run_spmd(&args).expect("ran once already"));
     });
     Ok(time.as_secs_f64())
 }

@@ -377,8 +377,15 @@ impl Program {
         lent
     }
 
-    /// Each rank lends its arguments' bytes as [`Program::run`] does.
-    pub(crate) fn run_spmd(&self, args_per_rank: &[Vec<Array>]) -> Result<Vec<Value>, EvalError> {
+    /// [`Program::run`] for every rank of one SPMD launch, collectives exchanging data between
+    /// the ranks: `args_per_rank[r]` are rank `r`'s arguments, and the result is each rank's
+    /// value. Each rank lends its arguments' bytes as [`Program::run`] does, and the storage a
+    /// launch frees is kept for the next one, as for [`Program::run`].
+    ///
+    /// # Errors
+    /// As [`Program::run`]; a failure on one rank is [`EvalError::Rank`] naming the first that
+    /// failed.
+    pub fn run_spmd(&self, args_per_rank: &[Vec<Array>]) -> Result<Vec<Value>, EvalError> {
         self.spmd(
             args_per_rank.iter().collect(),
             |args| {
