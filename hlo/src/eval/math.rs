@@ -14,11 +14,12 @@
 //!   without the instruction (the scalar interpreter's per-element calls on a baseline build),
 //!   `mul_add` is libm's correctly rounded `fmaf`: slower, but the same bits, so a fused loop
 //!   and the unfused instruction still agree exactly.
-//! - Accuracy targets XLA on CPU, which uses its own polynomial approximations. tanh is XLA's
-//!   own rational function, so it gives XLA's bits (a committed XLA sweep checks every one); the
+//! - Accuracy targets XLA on CPU, which uses its own polynomial approximations. tanh and exp
+//!   (and so logistic, `1 / (1 + e^-x)`) are XLA's own forms, so they give XLA's bits (committed
+//!   XLA sweeps check every one, for normal results: XLA flushes subnormals, we keep them); the
 //!   others stay within 2 ulps of the correctly rounded value (checked against f64 libm over
-//!   dense sweeps in the tests below), with Taylor series (exp, the atanh form of log) and
-//!   Cody–Waite argument reduction by ln 2 split in two; they give XLA's bits for 95–98 % of
+//!   dense sweeps in the tests below), with Taylor series (expm1, the atanh form of log) and
+//!   Cody–Waite argument reduction by ln 2 split in two; they give XLA's bits for 61–97 % of
 //!   inputs.
 //! - Rounding uses the magic-number trick (`x + 1.5·2^23 − 1.5·2^23` rounds to nearest even),
 //!   which needs no SSE4.1 `round` instruction, and the rounded integer is read from the sum's
@@ -51,29 +52,39 @@ fn magic_int(t: f32) -> i32 {
     (t.to_bits() as i32).wrapping_sub(ROUND_MAGIC.to_bits() as i32)
 }
 
-/// e^x, within 2 ulps; overflows to +inf above 88.72, underflows through the subnormals to 0.
+/// The polynomial of XLA's exp for `(e^r − 1 − r) / r²` on |r| <= ln2/2, highest power first.
+#[allow(clippy::excessive_precision)]
+const EXP_POLYNOMIAL: [f32; 6] = [
+    1.987_569_150_0e-4,
+    1.398_199_950_7e-3,
+    8.333_451_907_3e-3,
+    4.166_579_589_4e-2,
+    1.666_666_545_9e-1,
+    5.000_000_120_1e-1,
+];
+
+/// e^x as XLA on CPU computes it (with fused multiply-adds): `n = ⌊x·log2 e + ½⌋`, the reduced
+/// argument `r = x − n·ln 2` with ln 2 split in two, `e^r = 1 + r + r²·P(r)`, scaled by 2^n.
+/// It gives XLA's bits wherever the result is a normal float (our earlier Taylor form agreed on
+/// 96 % of inputs); a subnormal result is kept where XLA flushes it to zero. Within 1 ulp up to
+/// 88.38 (a few ulps from there to 88.72, where it overflows to +inf, as XLA's does);
+/// underflows through the subnormals to 0.
 #[inline(always)]
 pub(crate) fn exp(x: f32) -> f32 {
-    // The clamp keeps n within [-150, 129]; NaN passes through it.
-    let (p, k) = exp_parts(x.clamp(-104.0, 89.0));
+    // The clamp keeps n within [-151, 129]; NaN passes through it.
+    let x = x.clamp(-104.0, 89.0);
+    // XLA keeps n at most 127 (2^n an f32): from 88.38 on, r grows past ln2/2 and the result
+    // drifts a few ulps from e^x until it overflows at 88.72, as XLA's does.
+    let n = x.mul_add(LOG2_E, 0.5).floor().min(127.0);
+    let r = n.mul_add(-LN2_LO, n.mul_add(-LN2_HI, x));
+    let p = EXP_POLYNOMIAL[1..].iter().fold(EXP_POLYNOMIAL[0], |p, &c| p.mul_add(r, c));
+    let p = p.mul_add(r * r, r) + 1.0;
+    // n is an integer of magnitude below 2^22: adding the magic number is exact.
+    let k = magic_int(n + ROUND_MAGIC);
     // 2^n in two normal factors, so subnormal results round once, at the last multiply.
     let k1 = k / 2;
     let k2 = k - k1;
     p * pow2i(k1) * pow2i(k2)
-}
-
-/// `e^x = p · 2^k` with `p` = e^r for the reduced argument `r = x − k·ln 2`, |r| <= ln2/2.
-#[inline(always)]
-fn exp_parts(x: f32) -> (f32, i32) {
-    let t = x.mul_add(LOG2_E, ROUND_MAGIC);
-    let n = t - ROUND_MAGIC;
-    let r = (-n).mul_add(LN2_LO, (-n).mul_add(LN2_HI, x));
-    // e^r for |r| <= ln2/2: Taylor to degree 7 (the remainder is below 0.1 ulp).
-    let mut p = 1.0 / 5040.0f32;
-    for c in [1.0 / 720.0, 1.0 / 120.0, 1.0 / 24.0, 1.0 / 6.0, 0.5, 1.0, 1.0] {
-        p = p.mul_add(r, c);
-    }
-    (p, magic_int(t))
 }
 
 /// The natural logarithm, within 2 ulps: -inf at ±0, NaN below 0, +inf at +inf.
@@ -723,8 +734,32 @@ mod tests {
     }
 
     #[test]
-    fn exp_is_within_two_ulps_of_libm() {
-        check("exp", exp, f64::exp, 2);
+    fn exp_gives_xlas_bits_and_is_within_one_ulp_of_libm() {
+        // XLA's own outputs (jaxlib 0.10 on CPU, `jnp.exp` of f32); our earlier Taylor form gave
+        // other bits for 1.0, 0.5, 10 and 88.5.
+        let cases: [(u32, u32); 15] = [
+            (0x3f80_0000, 0x402d_f854),
+            (0xbf80_0000, 0x3ebc_5ab2),
+            (0x3f00_0000, 0x3fd3_094c),
+            (0x4120_0000, 0x46ac_14ee),
+            (0xc120_0000, 0x383e_6bce),
+            (0x42b1_0000, 0x7f4c_dcc4),
+            (0x42b1_70a4, 0x7f7f_4643),
+            (0x42b1_75c3, 0x7f80_0000),
+            (0xc2ae_0000, 0x00b3_3687),
+            (0x3eb1_7218, 0x3fb5_04f3),
+            (0xbeb1_7218, 0x3f35_04f3),
+            (0x33d6_bf95, 0x3f80_0001),
+            (0x41a0_0000, 0x4de7_5844),
+            (0xc1a0_0000, 0x310d_a433),
+            (0x4005_1592, 0x4100_0000),
+        ];
+        for (x, expected) in cases {
+            let x = f32::from_bits(x);
+            assert_eq!(exp(x).to_bits(), expected, "exp({x:e})");
+        }
+        let below_the_cap = |x: f32| exp(x.min(88.3));
+        check("exp", below_the_cap, |x| x.min(f64::from(88.3f32)).exp(), 1);
         assert_eq!(exp(89.0), f32::INFINITY);
         assert_eq!(exp(-104.0), 0.0);
         assert_eq!(exp(0.0), 1.0);
