@@ -5,8 +5,8 @@
 //! updating its KV cache, a 2-rank all-reduce; then argmax/argmin, sort + top-k, and a group of
 //! small graphs), writes each module XLA compiled with its inputs and XLA's outputs, and times
 //! XLA on it. This bench loads each module, compiles it once with `eval::Program::compile`, times
-//! `Program::run` (the SPMD model: `Program::run_spmd` over 2 ranks) by the script's rule (best of at least `ITERS` runs after `WARMUP`,
-//! more for fast graphs), and **checks every output against XLA's**: a wrong answer fails the
+//! `Program::run` (the SPMD model: `Program::run_spmd` over 2 ranks) by the script's rule (best
+//! of at least `ITERS` runs after `WARMUP`, more for fast graphs), and **checks every output against XLA's**: a wrong answer fails the
 //! bench, since a fast wrong answer is no result. XLA is timed before and after ours and the
 //! better time kept, so a burst of load from the rest of a shared machine does not decide a ratio.
 //!

@@ -937,9 +937,8 @@ impl<A: Source, B: Source> pulp::WithSimd for FewRows<'_, A, B> {
 /// [`FewRows`]'s sums of columns of `V` whole vectors (the depth, at most 64 elements: four
 /// vectors of AVX-512, eight of AVX2): each one [`dot`]'s sum, term for term, the column widened
 /// once for all rows and held in registers, and no loops of unknown length; the general loop
-/// spent four times as long per column (the
-/// query over a `[4, 1024, 8, 64]` bf16 cache: 590 µs against 237 µs, with the copy-in of the
-/// cache). `false`, with nothing done, when the vectors are too wide for its spill.
+/// spent four times as long per column (the query over a `[4, 1024, 8, 64]` bf16 cache: 590 µs
+/// against 237 µs, with the copy-in of the cache). `false`, with nothing done, when the vectors are too wide for its spill.
 struct ColumnBlock<'r, B> {
     rhs: B,
     cols: &'r [usize],

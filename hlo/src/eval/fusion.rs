@@ -1272,16 +1272,9 @@ ENTRY main {
 "#;
         let program = compile(text, &EvalOptions::default());
         // The broadcast is a view (no instruction makes it), read as its source lies.
-        let plans: Vec<&FusedPlan> = program.comps[program.entry]
-            .instrs
-            .iter()
-            .filter_map(|i| match &i.op {
-                Op::Fused(plan) => Some(&**plan),
-                _ => None,
-            })
-            .collect();
+        let plans = fused_plans(&program);
         assert!(!plans.is_empty());
-        for plan in plans {
+        for (plan, _) in plans {
             assert!(
                 plan.inputs.iter().all(|input| !matches!(input.read, Read::Strided { .. })),
                 "{plan:?}"
@@ -1585,17 +1578,23 @@ ENTRY main {
     }
 
     /// The one fused root of the entry computation: its plan and its operands' plan indices.
-    fn only_plan(program: &Program) -> (FusedPlan, Vec<usize>) {
+    /// The fused groups of the entry computation, each with its operands.
+    fn fused_plans(program: &Program) -> Vec<(&FusedPlan, &[usize])> {
         let instrs = &program.comps[program.entry].instrs;
-        let plans: Vec<_> = instrs
+        instrs
             .iter()
             .filter_map(|i| match &i.op {
-                Op::Fused(plan) => Some(((**plan).clone(), i.operands.clone())),
+                Op::Fused(plan) => Some((&**plan, &i.operands[..])),
                 _ => None,
             })
-            .collect();
+            .collect()
+    }
+
+    fn only_plan(program: &Program) -> (FusedPlan, Vec<usize>) {
+        let plans = fused_plans(program);
         assert_eq!(plans.len(), 1, "one fused group");
-        plans.into_iter().next().expect("one plan")
+        let (plan, operands) = plans[0];
+        (plan.clone(), operands.to_vec())
     }
 
     #[test]

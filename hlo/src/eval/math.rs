@@ -22,8 +22,9 @@
 //!   Cody–Waite argument reduction by ln 2 split in two; they give XLA's bits for 61–97 % of
 //!   inputs.
 //! - Rounding uses the magic-number trick (`x + 1.5·2^23 − 1.5·2^23` rounds to nearest even),
-//!   which needs no SSE4.1 `round` instruction, and the rounded integer is read from the sum's
-//!   bits: `as i32` on a float saturates, which the compiler does lane by lane.
+//!   which needs no SSE4.1 `round` instruction (exp floors instead, as XLA's does), and the
+//!   rounded integer is read from the sum's bits: `as i32` on a float saturates, which the
+//!   compiler does lane by lane.
 //! - sin and cos reduce by k·π/2 in f64 (exact far below an f32 ulp up to |x| = 2^17) and stay
 //!   within 1 ulp; beyond 2^17, and for infinities and NaN, a second pass over the slice takes
 //!   libm's value, so the first pass has no branch.
@@ -71,7 +72,7 @@ const EXP_POLYNOMIAL: [f32; 6] = [
 /// underflows through the subnormals to 0.
 #[inline(always)]
 pub(crate) fn exp(x: f32) -> f32 {
-    // The clamp keeps n within [-151, 129]; NaN passes through it.
+    // The clamp (and the cap below) keeps n within [-151, 127]; NaN passes through it.
     let x = x.clamp(-104.0, 89.0);
     // XLA keeps n at most 127 (2^n an f32): from 88.38 on, r grows past ln2/2 and the result
     // drifts a few ulps from e^x until it overflows at 88.72, as XLA's does.

@@ -27,7 +27,7 @@ fn chosen() -> (pulp::Arch, &'static str) {
 
 #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
 fn choose(cap: Option<&str>) -> (pulp::Arch, &'static str) {
-    use pulp::x86::{V3, V4};
+    use pulp::x86::V3;
     let best = pulp::Arch::new();
     match (cap, best) {
         (Some("scalar"), _) => (pulp::Arch::Scalar, "scalar"),
@@ -35,16 +35,9 @@ fn choose(cap: Option<&str>) -> (pulp::Arch, &'static str) {
             Some(v3) => (pulp::Arch::V3(v3), "avx2"),
             None => (best, "avx512"),
         },
-        _ => {
-            let name = if V4::try_new().is_some() {
-                "avx512"
-            } else if V3::try_new().is_some() {
-                "avx2"
-            } else {
-                "scalar"
-            };
-            (best, name)
-        }
+        (_, pulp::Arch::V4(_)) => (best, "avx512"),
+        (_, pulp::Arch::V3(_)) => (best, "avx2"),
+        _ => (best, "scalar"),
     }
 }
 
