@@ -62,7 +62,12 @@ pub(crate) enum HloCommand {
         /// Refuse inputs (the module, and each `.npy`) larger than this many bytes.
         #[arg(long, value_name = "BYTES", default_value_t = input::DEFAULT_MAX_HLO_BYTES)]
         max_input_bytes: u64,
-        /// The total work the run may do, in element-operations, or `none` (default 2^32).
+        /// The execution timeout in seconds of device time, or `none`: the run stops when a
+        /// NeuronCore, at its peak rates, could not have finished it within this time (default:
+        /// NEURON_RT_EXEC_TIMEOUT, else libnrt's default of 30).
+        #[arg(long, value_name = "SECS|none", value_parser = parse_exec_timeout)]
+        exec_timeout: Option<ExecTimeout>,
+        /// The total work the run may do, in element-operations, or `none` (default: no limit).
         #[arg(long, value_name = "N|none", value_parser = parse_work_budget)]
         work_budget: Option<WorkBudget>,
         /// Stop the run after this many milliseconds of wall-clock time (default: no limit).
@@ -108,11 +113,12 @@ pub(crate) fn run(command: HloCommand) -> Result<()> {
             output_dir,
             budget_bytes,
             max_input_bytes,
+            exec_timeout,
             work_budget,
             time_limit_ms,
             report_peak_rss,
         } => {
-            let limits = RunLimits { work_budget, time_limit_ms };
+            let limits = RunLimits { exec_timeout, work_budget, time_limit_ms };
             run_module(
                 &file,
                 &inputs,
@@ -172,8 +178,20 @@ pub(crate) fn parse_work_budget(text: &str) -> Result<WorkBudget, String> {
     }
 }
 
+/// `--exec-timeout`: seconds of device time, or `None` for `none` (or 0).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ExecTimeout(pub(crate) Option<std::time::Duration>);
+
+/// Parses `--exec-timeout` (`nrtsim hlo run` and `nrtsim run`) as `NEURON_RT_EXEC_TIMEOUT` reads.
+pub(crate) fn parse_exec_timeout(text: &str) -> Result<ExecTimeout, String> {
+    sim::config::parse_exec_timeout(text.trim())
+        .map(ExecTimeout)
+        .ok_or_else(|| format!("expected {}, got {text:?}", sim::config::EXEC_TIMEOUT_EXPECTED))
+}
+
 /// The run limits `nrtsim hlo run` takes from its flags.
 struct RunLimits {
+    exec_timeout: Option<ExecTimeout>,
     work_budget: Option<WorkBudget>,
     time_limit_ms: Option<u64>,
 }
@@ -191,6 +209,20 @@ fn run_module(
     if let Some(budget) = budget_bytes {
         options.budget_bytes = budget;
     }
+    // The flag, else libnrt's variable as the simulator reads it, else libnrt's default.
+    options.device_time_limit = match limits.exec_timeout {
+        Some(ExecTimeout(timeout)) => timeout,
+        None => match std::env::var(sim::config::EXEC_TIMEOUT_ENV) {
+            Ok(text) => sim::config::parse_exec_timeout(&text).with_context(|| {
+                format!(
+                    "{}={text:?} is invalid, expected {}",
+                    sim::config::EXEC_TIMEOUT_ENV,
+                    sim::config::EXEC_TIMEOUT_EXPECTED
+                )
+            })?,
+            Err(_) => Some(hlo::eval::DEFAULT_DEVICE_TIME_LIMIT),
+        },
+    };
     if let Some(WorkBudget(budget)) = limits.work_budget {
         options.work_budget = budget;
     }
@@ -218,6 +250,7 @@ fn run_module(
     let outputs = program.run_inputs(args).map_err(|err| {
         // Name the flag that raises the limit the run reached.
         let flag = match err.innermost() {
+            hlo::eval::EvalError::DeviceTime { .. } => Some("--exec-timeout SECS (or none)"),
             hlo::eval::EvalError::WorkBudget { .. } => Some("--work-budget N (or none)"),
             hlo::eval::EvalError::TimeLimit { .. } => Some("--time-limit-ms MS"),
             _ => None,

@@ -65,8 +65,13 @@ pub(crate) struct RunArgs {
     /// is copied into its device tensor in chunks.
     #[arg(long, value_name = "BYTES", default_value_t = input::DEFAULT_MAX_RUN_BYTES)]
     pub(crate) max_input_bytes: u64,
+    /// The execution timeout of one launch in seconds of device time, or `none` (overrides
+    /// NEURON_RT_EXEC_TIMEOUT; default 30): a launch no NeuronCore could finish within it, even
+    /// at its peak rates, fails with NRT_TIMEOUT.
+    #[arg(long, value_name = "SECS|none", value_parser = crate::hlo::parse_exec_timeout)]
+    pub(crate) exec_timeout: Option<crate::hlo::ExecTimeout>,
     /// The work one launch may do, in element-operations, or `none` (overrides
-    /// NRTSIM_WORK_BUDGET; default 2^32); a launch over it fails with NRT_TIMEOUT.
+    /// NRTSIM_WORK_BUDGET; default: no limit); a launch over it fails with NRT_TIMEOUT.
     #[arg(long, value_name = "N|none", value_parser = crate::hlo::parse_work_budget)]
     pub(crate) work_budget: Option<crate::hlo::WorkBudget>,
     /// The wall-clock limit of one launch in milliseconds (overrides NRTSIM_LAUNCH_TIMEOUT_MS;
@@ -83,6 +88,9 @@ pub(crate) struct RunArgs {
 impl RunArgs {
     /// The flags' launch limits applied over `config` (which the environment gave).
     pub(crate) fn apply_limits(&self, config: &mut SimConfig) {
+        if let Some(crate::hlo::ExecTimeout(timeout)) = self.exec_timeout {
+            config.exec_timeout = timeout;
+        }
         if let Some(crate::hlo::WorkBudget(budget)) = self.work_budget {
             config.work_budget = budget;
         }
@@ -93,7 +101,7 @@ impl RunArgs {
 }
 
 /// The hint for a launch that failed with `NRT_TIMEOUT`: which flags raise the limits.
-pub(crate) const LIMIT_HINT: &str = "the launch reached its work budget or time limit: raise it with --work-budget N (or none) or --launch-timeout-ms MS";
+pub(crate) const LIMIT_HINT: &str = "the launch reached its execution timeout, work budget or time limit: raise it with --exec-timeout SECS, --work-budget N or --launch-timeout-ms MS (each also takes none)";
 
 /// The npy descr written for a dltype (`abi::dtype::NpyType`: bf16 `<V2`, fp8 `|V1`).
 pub(crate) fn descr_of(dltype: Dltype) -> &'static str {

@@ -132,6 +132,51 @@ fn run_over_the_work_budget_fails_naming_the_flag() {
     assert!(!dir.join("out/output0.npy").exists(), "a stopped run wrote an output");
 }
 
+/// By default the run is bounded by libnrt's execution timeout in estimated device time: the
+/// flag, or `NEURON_RT_EXEC_TIMEOUT` as libnrt reads it, sets it (a millisecond here, some 22 000
+/// inner iterations of the nested loops), and the error names the flag that raises it.
+#[test]
+fn run_past_the_execution_timeout_fails_naming_the_flag_and_the_variable_sets_it_too() {
+    let dir = scratch("exec-timeout");
+    let (module, input) = nested_loops(&dir);
+    let args = |extra: &[&'static str]| {
+        let mut args: Vec<String> = ["hlo", "run", module.to_str().unwrap(), "--input"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        args.push(input.to_str().unwrap().to_owned());
+        args.extend(extra.iter().map(|s| s.to_string()));
+        args
+    };
+    let flagged = std::process::Command::new(support::nrtsim_exe())
+        .args(args(&["--exec-timeout", "0.001"]))
+        .output()
+        .unwrap();
+    let from_env = std::process::Command::new(support::nrtsim_exe())
+        .args(args(&[]))
+        .env("NEURON_RT_EXEC_TIMEOUT", "0.001")
+        .output()
+        .unwrap();
+    for out in [flagged, from_env] {
+        assert!(!out.status.success());
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("raise the limit with --exec-timeout"), "{stderr}");
+        assert!(stderr.contains("within the execution timeout of 0.001 s"), "{stderr}");
+    }
+    let bad = std::process::Command::new(support::nrtsim_exe())
+        .args(args(&[]))
+        .env("NEURON_RT_EXEC_TIMEOUT", "30s")
+        .output()
+        .unwrap();
+    assert!(!bad.status.success());
+    let stderr = String::from_utf8_lossy(&bad.stderr);
+    assert!(stderr.contains("NEURON_RT_EXEC_TIMEOUT=\"30s\" is invalid"), "{stderr}");
+    let flag = nrtsim(&["hlo", "run", "m.hlo", "--exec-timeout", "soon"]);
+    assert!(!flag.status.success());
+    let stderr = String::from_utf8_lossy(&flag.stderr);
+    assert!(stderr.contains("expected a number of seconds, 0 or none"), "{stderr}");
+}
+
 #[test]
 fn run_over_the_time_limit_fails_naming_the_flag() {
     let dir = scratch("time-limit");

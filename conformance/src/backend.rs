@@ -129,6 +129,9 @@ pub fn sim_config(settings: &SimSettings) -> Result<SimConfig, BackendError> {
         (None, Some(0) | None) => sim::config::CoreScope::All,
         (None, Some(count)) => sim::config::CoreScope::Count(count),
     };
+    if let Some(ms) = settings.exec_timeout_ms {
+        config.exec_timeout = Some(std::time::Duration::from_millis(ms));
+    }
     if let Some(budget) = settings.work_budget {
         config.work_budget = Some(budget);
     }

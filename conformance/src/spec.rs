@@ -527,8 +527,11 @@ pub struct SimSettings {
     pub visible_cores: Option<sim::config::CoreScope>,
     /// `NEURON_RT_NUM_CORES` (0: all).
     pub num_cores: Option<u32>,
+    /// The execution timeout of one launch in milliseconds of estimated device time
+    /// (`NEURON_RT_EXEC_TIMEOUT`, which is in seconds; default libnrt's 30 s).
+    pub exec_timeout_ms: Option<u64>,
     /// The work budget of one launch, in element-operations (`NRTSIM_WORK_BUDGET`; default
-    /// the interpreter's).
+    /// none).
     pub work_budget: Option<u64>,
     /// The wall-clock limit of one launch, in milliseconds (`NRTSIM_LAUNCH_TIMEOUT_MS`; default
     /// none).

@@ -9,6 +9,7 @@
 //! // tolerance 1e-6              relative tolerance for float outputs (default: exact)
 //! // budget 1024                 EvalOptions::budget_bytes for this case
 //! // while-limit 10              EvalOptions::max_while_iterations for this case
+//! // exec-timeout-ms 1           EvalOptions::device_time_limit for this case (`none`: no limit)
 //! // work-budget 1000            EvalOptions::work_budget for this case (`none`: no limit)
 //! // time-limit-ms 50            EvalOptions::time_limit for this case
 //! ```
@@ -100,6 +101,14 @@ fn parse_case(text: &str) -> Result<Case, String> {
             "while-limit" => {
                 case.options.max_while_iterations =
                     Some(rest.trim().parse().map_err(|e| format!("while-limit: {e}"))?)
+            }
+            "exec-timeout-ms" => {
+                case.options.device_time_limit = match rest.trim() {
+                    "none" => None,
+                    ms => Some(std::time::Duration::from_millis(
+                        ms.parse().map_err(|e| format!("exec-timeout-ms: {e}"))?,
+                    )),
+                }
             }
             "work-budget" => {
                 case.options.work_budget = match rest.trim() {

@@ -21,10 +21,12 @@
 //!   as the public headers of that release number it (legacy up to 2.27, hardware from 2.28,
 //!   `docs/dtype-numbering.md`); `NRTSIM_DTYPE_NUMBERING` overrides it. Both are fields, so a
 //!   harness can imitate an old library on purpose.
-//! - **A launch is bounded** by a work budget (on by default, `NRTSIM_WORK_BUDGET`) and an
-//!   optional wall-clock limit (`NRTSIM_LAUNCH_TIMEOUT_MS`); either fails the launch with
-//!   `NRT_TIMEOUT`, as libnrt fails an execution that overruns its own execution timeout
-//!   (see `docs/limits.md`).
+//! - **A launch is bounded as libnrt bounds it**, by its execution timeout
+//!   (`NEURON_RT_EXEC_TIMEOUT`, 30 s by default), measured in the device time the interpreter
+//!   estimates at a NeuronCore's peak rates, so a launch a device finishes in time always runs
+//!   and one no device could finish fails with `NRT_TIMEOUT` as it would on the device. An
+//!   optional work budget (`NRTSIM_WORK_BUDGET`) and wall-clock limit
+//!   (`NRTSIM_LAUNCH_TIMEOUT_MS`) bound it further, with the same status (see `docs/limits.md`).
 
 use std::time::Duration;
 
@@ -101,9 +103,15 @@ pub struct SimConfig {
     /// by `nrt_load_collectives`) waits for its peers before it fails with `NRT_TIMEOUT`
     /// (`NRTSIM_COLLECTIVE_TIMEOUT_MS`).
     pub collective_timeout: Duration,
+    /// The execution timeout of one launch (per rank), in the device time the interpreter
+    /// estimates (`hlo::eval::EvalOptions::device_time_limit`); `None` for no limit
+    /// (`NEURON_RT_EXEC_TIMEOUT`, seconds, default 30). A launch over it fails with
+    /// `NRT_TIMEOUT`, outputs unwritten.
+    pub exec_timeout: Option<Duration>,
     /// The work one launch of a device program may do (per rank), in the interpreter's
-    /// element-operations (`hlo::eval::EvalOptions::work_budget`); `None` for no limit
-    /// (`NRTSIM_WORK_BUDGET`). A launch over it fails with `NRT_TIMEOUT`, outputs unwritten.
+    /// element-operations (`hlo::eval::EvalOptions::work_budget`); `None` (the default) for no
+    /// limit (`NRTSIM_WORK_BUDGET`). A launch over it fails with `NRT_TIMEOUT`, outputs
+    /// unwritten.
     pub work_budget: Option<u64>,
     /// How long one launch of a device program may run on the wall clock; `None` (the default)
     /// for no limit (`NRTSIM_LAUNCH_TIMEOUT_MS`). A launch over it fails with `NRT_TIMEOUT`.
@@ -297,13 +305,24 @@ impl Default for SimConfig {
             hlo_source: None,
             instance: Instance::default(),
             collective_timeout: crate::device_program::RENDEZVOUS_TIMEOUT,
-            work_budget: Some(hlo::eval::DEFAULT_WORK_BUDGET),
+            exec_timeout: Some(hlo::eval::DEFAULT_DEVICE_TIME_LIMIT),
+            work_budget: None,
             launch_timeout: None,
         }
     }
 }
 
 impl SimConfig {
+    /// The limits of each launch of a device program, from [`SimConfig::exec_timeout`],
+    /// [`SimConfig::work_budget`] and [`SimConfig::launch_timeout`].
+    pub fn run_limits(&self) -> hlo::eval::RunLimits {
+        hlo::eval::RunLimits {
+            device_time_limit: self.exec_timeout,
+            work_budget: self.work_budget,
+            time_limit: self.launch_timeout,
+        }
+    }
+
     /// The configuration this process's environment describes: [`from_nrtsim_env`] over
     /// `std::env::var`.
     ///
@@ -369,6 +388,9 @@ pub const QUIET_ENV: &str = "NRTSIM_QUIET";
 pub const INSTANCE_ENV: &str = "NRTSIM_INSTANCE";
 /// `NRTSIM_COLLECTIVE_TIMEOUT_MS`: [`SimConfig::collective_timeout`], in milliseconds.
 pub const COLLECTIVE_TIMEOUT_ENV: &str = "NRTSIM_COLLECTIVE_TIMEOUT_MS";
+/// libnrt's `NEURON_RT_EXEC_TIMEOUT`: [`SimConfig::exec_timeout`], in seconds (a fraction is
+/// accepted too); `0` or `none` for no limit.
+pub const EXEC_TIMEOUT_ENV: &str = "NEURON_RT_EXEC_TIMEOUT";
 /// `NRTSIM_WORK_BUDGET`: [`SimConfig::work_budget`], a number of element-operations or `none`.
 pub const WORK_BUDGET_ENV: &str = "NRTSIM_WORK_BUDGET";
 /// `NRTSIM_LAUNCH_TIMEOUT_MS`: [`SimConfig::launch_timeout`], in milliseconds, or `none`.
@@ -472,6 +494,10 @@ pub fn from_nrtsim_env(lookup: impl Fn(&str) -> Option<String>) -> Result<SimCon
                 .map_err(|_| invalid(COLLECTIVE_TIMEOUT_ENV, &ms, "a number of milliseconds"))?,
         );
     }
+    if let Some(seconds) = get(EXEC_TIMEOUT_ENV) {
+        config.exec_timeout = parse_exec_timeout(&seconds)
+            .ok_or_else(|| invalid(EXEC_TIMEOUT_ENV, &seconds, EXEC_TIMEOUT_EXPECTED))?;
+    }
     if let Some(budget) = get(WORK_BUDGET_ENV) {
         config.work_budget = match budget.to_ascii_lowercase().as_str() {
             "none" => None,
@@ -492,6 +518,37 @@ pub fn from_nrtsim_env(lookup: impl Fn(&str) -> Option<String>) -> Result<SimCon
         config.warnings_to_stderr = false;
     }
     Ok(config)
+}
+
+/// What [`parse_exec_timeout`] accepts, for messages.
+pub const EXEC_TIMEOUT_EXPECTED: &str = "a number of seconds, 0 or none for no limit";
+
+/// `NEURON_RT_EXEC_TIMEOUT` (and the command line's `--exec-timeout`): whole seconds as libnrt
+/// reads them, or seconds with a fraction of up to nine digits (`0.001`), so a test can ask for
+/// a short timeout; `0` or `none` is no limit (`Some(None)`). `None` when the text is none of
+/// these.
+pub fn parse_exec_timeout(text: &str) -> Option<Option<Duration>> {
+    if text.eq_ignore_ascii_case("none") {
+        return Some(None);
+    }
+    let (whole, fraction) = text.split_once('.').unwrap_or((text, ""));
+    let digits = |part: &str| part.bytes().all(|b| b.is_ascii_digit());
+    if whole.is_empty() || !digits(whole) || !digits(fraction) || fraction.len() > 9 {
+        return None;
+    }
+    let seconds: u64 = whole.parse().ok()?;
+    let nanos: u32 = format!("{fraction:0<9}").parse().ok()?;
+    let timeout = Duration::new(seconds, nanos);
+    Some((!timeout.is_zero()).then_some(timeout))
+}
+
+/// `NEURON_RT_EXEC_TIMEOUT` as [`parse_exec_timeout`] reads it back.
+fn timeout_seconds(timeout: Option<Duration>) -> String {
+    match timeout {
+        None => "0".to_owned(),
+        Some(t) if t.subsec_nanos() == 0 => t.as_secs().to_string(),
+        Some(t) => format!("{}.{:09}", t.as_secs(), t.subsec_nanos()),
+    }
 }
 
 /// The variables that make [`from_nrtsim_env`] give back `config`, for a child process that
@@ -539,6 +596,7 @@ pub fn to_env(config: &SimConfig) -> Vec<(String, String)> {
         (HLO_ENV, hlo),
         (INSTANCE_ENV, config.instance.name()),
         (COLLECTIVE_TIMEOUT_ENV, config.collective_timeout.as_millis().to_string()),
+        (EXEC_TIMEOUT_ENV, timeout_seconds(config.exec_timeout)),
         (WORK_BUDGET_ENV, config.work_budget.map_or_else(|| "none".to_owned(), |n| n.to_string())),
         (
             LAUNCH_TIMEOUT_ENV,
@@ -589,6 +647,7 @@ mod tests {
             hlo_source: Some(HloSource::Directory(hlo_dir.clone())),
             instance: Instance::parse("trn2.48xlarge").expect("a known instance"),
             collective_timeout: Duration::from_millis(250),
+            exec_timeout: Some(Duration::from_millis(1500)),
             work_budget: Some(1000),
             launch_timeout: Some(Duration::from_millis(1500)),
         };
@@ -604,6 +663,7 @@ mod tests {
             hlo_source,
             instance,
             collective_timeout,
+            exec_timeout,
             work_budget,
             launch_timeout,
         } = &changed;
@@ -622,6 +682,7 @@ mod tests {
         assert_ne!(*hlo_source, default.hlo_source);
         assert_ne!(*instance, default.instance);
         assert_ne!(*collective_timeout, default.collective_timeout);
+        assert_ne!(*exec_timeout, default.exec_timeout);
         assert_ne!(*work_budget, default.work_budget);
         assert_ne!(*launch_timeout, default.launch_timeout);
         assert_eq!(through_env(&changed), Ok(changed.clone()));
@@ -631,8 +692,10 @@ mod tests {
             ..changed
         };
         assert_eq!(through_env(&file), Ok(file));
-        let unlimited = SimConfig { work_budget: None, ..SimConfig::default() };
+        let unlimited = SimConfig { exec_timeout: None, ..SimConfig::default() };
         assert_eq!(through_env(&unlimited), Ok(unlimited));
+        let budgeted = SimConfig { work_budget: Some(7), ..SimConfig::default() };
+        assert_eq!(through_env(&budgeted), Ok(budgeted));
     }
 
     #[test]
@@ -652,6 +715,32 @@ mod tests {
             err.to_string(),
             "NRTSIM_WORK_BUDGET=\"1e9\" is invalid, expected a number of element-operations or none"
         );
+        let config = from_nrtsim_env(lookup(&[])).unwrap();
+        assert_eq!(config.exec_timeout, Some(Duration::from_secs(30)));
+        assert_eq!(config.work_budget, None);
+        for (text, timeout) in [
+            ("600", Some(Duration::from_secs(600))),
+            ("0.001", Some(Duration::from_millis(1))),
+            ("2.5", Some(Duration::from_millis(2500))),
+            ("0", None),
+            ("NONE", None),
+        ] {
+            let config =
+                from_nrtsim_env(|name: &str| (name == EXEC_TIMEOUT_ENV).then(|| text.to_owned()))
+                    .unwrap();
+            assert_eq!(config.exec_timeout, timeout, "{text}");
+        }
+        for text in ["-1", "30s", "1e3", ".5", "1.0000000001", "18446744073709551616"] {
+            let err =
+                from_nrtsim_env(|name: &str| (name == EXEC_TIMEOUT_ENV).then(|| text.to_owned()))
+                    .unwrap_err();
+            assert_eq!(
+                err.to_string(),
+                format!(
+                    "NEURON_RT_EXEC_TIMEOUT={text:?} is invalid, expected a number of seconds, 0 or none for no limit"
+                )
+            );
+        }
         let err = from_nrtsim_env(lookup(&[(LAUNCH_TIMEOUT_ENV, "2s")])).unwrap_err();
         assert!(err.to_string().starts_with("NRTSIM_LAUNCH_TIMEOUT_MS=\"2s\" is invalid"), "{err}");
     }

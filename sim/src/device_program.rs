@@ -35,8 +35,9 @@
 //!   launch (`NRT_TIMEOUT`, outputs unwritten), never hangs; `nrt_close` fails a waiting rank's
 //!   launch at once ([`Rendezvous::close`], `NRT_CLOSED`).
 //! - **Every launch is bounded.** [`DeviceProgram::set_run_limits`] gives each run the
-//!   simulator's work budget and wall-clock limit (`SimConfig::work_budget`,
-//!   `SimConfig::launch_timeout`); a run that reaches either is [`LaunchError::OverLimit`], which
+//!   simulator's execution timeout in estimated device time, and its optional work budget and
+//!   wall-clock limit (`SimConfig::exec_timeout`, `SimConfig::work_budget`,
+//!   `SimConfig::launch_timeout`); a run that reaches one is [`LaunchError::OverLimit`], which
 //!   the runtime reports as `NRT_TIMEOUT` with the outputs unwritten, the status libnrt gives an
 //!   execution that overruns its own execution timeout (`docs/limits.md`).
 //! - **Layouts at the boundary.** A parameter or result with a non-default layout is read from or
@@ -101,7 +102,8 @@ pub enum LaunchError {
     /// The module failed on this launch's data (the interpreter's message).
     #[error("{0}")]
     Failed(String),
-    /// The run reached the work budget or the wall-clock limit of a launch.
+    /// The run reached the execution timeout, the work budget or the wall-clock limit of a
+    /// launch.
     #[error(
         "{detail}; the launch limit is {variable}={value}, raise it (or set it to none) for a longer launch"
     )]
@@ -120,6 +122,11 @@ impl LaunchError {
         use hlo::eval::EvalError;
         let detail = error.to_string();
         match error.innermost() {
+            EvalError::DeviceTime { limit, .. } => LaunchError::OverLimit {
+                detail,
+                variable: crate::config::EXEC_TIMEOUT_ENV,
+                value: format!("{}", limit.as_secs_f64()),
+            },
             EvalError::WorkBudget { budget, .. } => LaunchError::OverLimit {
                 detail,
                 variable: crate::config::WORK_BUDGET_ENV,
@@ -331,11 +338,13 @@ impl DeviceProgram {
         })
     }
 
-    /// The work budget and wall-clock limit of each later launch (see the module docs).
-    pub fn set_run_limits(&mut self, work_budget: Option<u64>, time_limit: Option<Duration>) {
-        self.options.work_budget = work_budget;
-        self.options.time_limit = time_limit;
-        self.program.set_run_limits(work_budget, time_limit);
+    /// The execution timeout, work budget and wall-clock limit of each later launch (see the
+    /// module docs).
+    pub fn set_run_limits(&mut self, limits: &hlo::eval::RunLimits) {
+        self.options.device_time_limit = limits.device_time_limit;
+        self.options.work_budget = limits.work_budget;
+        self.options.time_limit = limits.time_limit;
+        self.program.set_run_limits(limits);
     }
 
     /// Whether the module has collective ops (or asks for its replica or partition id), so its
@@ -1040,7 +1049,12 @@ mod tests {
         let outputs = [var("output0", Dltype::Float32, 2)];
         let mut program =
             DeviceProgram::compile(RUNAWAY.as_bytes(), "test", &inputs, &outputs).unwrap();
-        program.set_run_limits(Some(10_000), None);
+        let limits = |device_time_limit, work_budget, time_limit| hlo::eval::RunLimits {
+            device_time_limit,
+            work_budget,
+            time_limit,
+        };
+        program.set_run_limits(&limits(None, Some(10_000), None));
         let arg = f32s(&[1.0, 2.0]);
         let over_budget = |err: LaunchError| match err {
             LaunchError::OverLimit { variable, value, detail } => {
@@ -1055,7 +1069,24 @@ mod tests {
                 .run_ranks(vec![inputs_of(&program, &arg), inputs_of(&program, &arg)])
                 .unwrap_err(),
         );
-        program.set_run_limits(None, Some(Duration::from_millis(30)));
+        // A millisecond of device time is some 20 000 iterations of the inner loop (a compare
+        // and an add each, 22.9 ns apiece): the run stops there, at libnrt's variable.
+        program.set_run_limits(&limits(Some(Duration::from_millis(1)), None, None));
+        for err in [
+            run(&program, std::slice::from_ref(&arg)).unwrap_err(),
+            program
+                .run_ranks(vec![inputs_of(&program, &arg), inputs_of(&program, &arg)])
+                .unwrap_err(),
+        ] {
+            match err {
+                LaunchError::OverLimit { variable, value, detail } => {
+                    assert_eq!((variable, value.as_str()), ("NEURON_RT_EXEC_TIMEOUT", "0.001"));
+                    assert!(detail.contains("execution timeout of 0.001 s"), "{detail}");
+                }
+                other => panic!("expected OverLimit, got {other:?}"),
+            }
+        }
+        program.set_run_limits(&limits(None, None, Some(Duration::from_millis(30))));
         match program
             .run_ranks(vec![inputs_of(&program, &arg), inputs_of(&program, &arg)])
             .unwrap_err()

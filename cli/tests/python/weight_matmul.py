@@ -91,7 +91,7 @@ def main():
          "--input", "input1=" + os.path.join(args.workdir, "y.npy"),
          "--output-dir", out_dir,
          "--max-input-bytes", str(input_bytes + (1 << 20)),
-         "--work-budget", "none", "--report-peak-rss"],
+         "--report-peak-rss"],
         capture_output=True, text=True,
     )
     seconds = time.time() - started

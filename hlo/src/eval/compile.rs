@@ -5,7 +5,6 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
-use std::time::Duration;
 
 use super::elementwise::{Binary, Unary};
 use super::inline::{Body, MAX_BODY, inline_calls};
@@ -14,7 +13,7 @@ use super::program::{Comp, Instr, Op, Program, Reducer, SimpleComparator};
 use super::reduce::WindowDim;
 use super::shape::{Shape, check_budget, parse_shape, shape_bytes, shape_elems};
 use super::tensor::{BufferPool, POOL_MAX_IDLE_BYTES};
-use super::{EvalError, EvalOptions, Fail};
+use super::{EvalError, EvalOptions, Fail, RunLimits};
 use crate::proto;
 
 fn module_error(detail: impl Into<String>) -> EvalError {
@@ -86,12 +85,14 @@ impl Program {
         Ok(program)
     }
 
-    /// Sets the limits every later run of this program gets ([`EvalOptions::work_budget`] and
-    /// [`EvalOptions::time_limit`]): they are read when a run starts, not at compile time, so a
-    /// runtime that compiles a module at load can apply its per-launch limits afterwards.
-    pub fn set_run_limits(&mut self, work_budget: Option<u64>, time_limit: Option<Duration>) {
-        self.options.work_budget = work_budget;
-        self.options.time_limit = time_limit;
+    /// Sets the limits every later run of this program gets ([`EvalOptions::device_time_limit`],
+    /// [`EvalOptions::work_budget`] and [`EvalOptions::time_limit`]): they are read when a run
+    /// starts, not at compile time, so a runtime that compiles a module at load can apply its
+    /// per-launch limits afterwards.
+    pub fn set_run_limits(&mut self, limits: &RunLimits) {
+        self.options.device_time_limit = limits.device_time_limit;
+        self.options.work_budget = limits.work_budget;
+        self.options.time_limit = limits.time_limit;
     }
 
     /// The entry computation's parameter shapes, as text such as `f32[2,3]`.
@@ -186,18 +187,23 @@ struct Compiler<'m> {
     options: &'m EvalOptions,
 }
 
-/// The work an instruction is charged each time it runs: [`super::INSTRUCTION_WORK`], plus the
-/// elements it reads and writes, plus the inner products of dot, convolution and windowed ops.
-/// Ops that only pass values on (tuples, parameters, loops, calls) are charged the fixed part
-/// alone: what their callees do is charged by the callees' own instructions.
-fn work_of(op: &Op, shape: &Shape, operands: &[&Shape]) -> u64 {
+/// What an instruction is charged each time it runs, as `(work, device_fs)`.
+///
+/// The work is [`super::INSTRUCTION_WORK`], plus the elements it reads and writes, plus the
+/// inner products of dot, convolution and windowed ops. The device time is the lower bound of
+/// [`super::device_time`]: the larger of one instruction's latency, its elements at the engines'
+/// peak rate, and its multiply-adds at the tensor engine's peak rate.
+/// Ops that only pass values on (tuples, parameters, loops, calls) are charged the fixed work
+/// alone and no device time: what their callees do is charged by the callees' own instructions.
+fn cost_of(op: &Op, shape: &Shape, operands: &[&Shape]) -> (u64, u64) {
+    use super::device_time::{ELEMENT_FS, INSTRUCTION_FS, MULTIPLY_ADD_FS};
     let fixed = super::INSTRUCTION_WORK;
-    let moved =
-        || operands.iter().fold(shape_elems(shape), |n, s| n.saturating_add(shape_elems(s)));
+    let moved = operands.iter().fold(shape_elems(shape), |n, s| n.saturating_add(shape_elems(s)));
     let window = |window: &[WindowDim]| {
         window.iter().fold(1u64, |n, w| n.saturating_mul(w.size.max(1) as u64))
     };
-    let extra = match op {
+    // Inner products: multiply-adds on the tensor engine, or window steps on the vector engine.
+    let (multiply_adds, steps) = match op {
         Op::Parameter(_)
         | Op::Constant(_)
         | Op::Tuple
@@ -207,20 +213,26 @@ fn work_of(op: &Op, shape: &Shape, operands: &[&Shape]) -> u64 {
         | Op::Conditional { .. }
         | Op::PassThrough
         | Op::AfterAll
-        | Op::ReplicaId => return fixed,
-        Op::Dot(plan) => plan.multiply_adds(),
-        Op::Convolution(plan) => plan.multiply_adds(shape_elems(shape)),
-        Op::ReduceWindow { window: dims, .. } => shape_elems(shape).saturating_mul(window(dims)),
+        | Op::ReplicaId => return (fixed, 0),
+        Op::Dot(plan) => (plan.multiply_adds(), 0),
+        Op::Convolution(plan) => (plan.multiply_adds(shape_elems(shape)), 0),
+        Op::ReduceWindow { window: dims, .. } => {
+            (0, shape_elems(shape).saturating_mul(window(dims)))
+        }
         Op::SelectAndScatter { window: dims, .. } => {
-            operands.get(1).map_or(0, |s| shape_elems(s)).saturating_mul(window(dims))
+            (0, operands.get(1).map_or(0, |s| shape_elems(s)).saturating_mul(window(dims)))
         }
         Op::Sort { .. } => {
             let n = shape_elems(shape);
-            n.saturating_mul(u64::from(64 - n.leading_zeros()))
+            (0, n.saturating_mul(u64::from(64 - n.leading_zeros())))
         }
-        _ => 0,
+        _ => (0, 0),
     };
-    fixed.saturating_add(moved()).saturating_add(extra)
+    let work = fixed.saturating_add(moved).saturating_add(multiply_adds).saturating_add(steps);
+    let device_fs = INSTRUCTION_FS
+        .max(moved.saturating_add(steps).saturating_mul(ELEMENT_FS))
+        .max(multiply_adds.saturating_mul(MULTIPLY_ADD_FS));
+    (work, device_fs)
 }
 
 impl Compiler<'_> {
@@ -376,7 +388,7 @@ impl Compiler<'_> {
         check_budget(shape_bytes(&shape), self.options.budget_bytes)?;
         let operand_shapes: Vec<&Shape> = operands.iter().map(|&o| &earlier[o].shape).collect();
         let op = self.op(instruction, &shape, &operand_shapes)?;
-        let work = work_of(&op, &shape, &operand_shapes);
+        let (work, device_fs) = cost_of(&op, &shape, &operand_shapes);
         Ok(Instr {
             name: instruction.name.clone(),
             op,
@@ -384,6 +396,7 @@ impl Compiler<'_> {
             shape,
             frees: Vec::new(),
             work,
+            device_fs,
             inlined_from: None,
         })
     }
@@ -501,4 +514,74 @@ fn recognise_comparator(comp: &Comp) -> Option<SimpleComparator> {
         return None;
     }
     Some(SimpleComparator { operand: pa / 2, direction, total_order, swapped: pa % 2 == 1 })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::super::device_time::{ELEMENT_FS, FS_PER_SECOND, INSTRUCTION_FS, MULTIPLY_ADD_FS};
+    use super::super::{Array, DEFAULT_DEVICE_TIME_LIMIT, EvalError, EvalOptions, Program};
+
+    fn compile(text: &str, options: &EvalOptions) -> Program {
+        let module = crate::text::parse_module(text).expect("parses");
+        Program::compile(&module, options).expect("compiles")
+    }
+
+    /// The plan's instructions of the entry computation, by name: (work, device fs).
+    fn costs(program: &Program) -> Vec<(String, u64, u64)> {
+        let entry = &program.comps[program.entry];
+        entry.instrs.iter().map(|i| (i.name.clone(), i.work, i.device_fs)).collect()
+    }
+
+    #[test]
+    fn the_device_time_model_is_the_published_figures() {
+        // 64 cycles at 2.8 GHz; 316 TFLOPS of two FLOPs each; (512 + 256 + 128) elements each
+        // way per cycle at 1.2 GHz.
+        assert_eq!(INSTRUCTION_FS, 22_857_142);
+        assert_eq!(MULTIPLY_ADD_FS, 6);
+        assert_eq!(ELEMENT_FS, 465);
+        assert_eq!(DEFAULT_DEVICE_TIME_LIMIT, Duration::from_secs(30));
+        assert_eq!(EvalOptions::default().work_budget, None);
+    }
+
+    /// The example: one f32 dot [1024,4096] @ [4096,4096], 17 GFLOP. The old default
+    /// work budget (2^32 element-operations) refused it; a NeuronCore does it in about 0.1 ms,
+    /// so the default execution timeout admits it with room to spare.
+    #[test]
+    fn a_seventeen_gflop_dot_is_far_inside_the_default_timeout() {
+        let text = "HloModule big\nENTRY main {\n  x = f32[1024,4096] parameter(0)\n  y = f32[4096,4096] parameter(1)\n  ROOT d = f32[1024,4096] dot(x, y), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n}\n";
+        let program = compile(text, &EvalOptions::default());
+        let costs = costs(&program);
+        let (_, work, device_fs) = costs.iter().find(|(name, ..)| name == "d").expect("the dot");
+        let multiply_adds: u64 = 1024 * 4096 * 4096;
+        let moved: u64 = 1024 * 4096 + 4096 * 4096 + 1024 * 4096;
+        assert_eq!(*work, 16 + moved + multiply_adds);
+        assert!(*work > 1 << 32, "over the old default budget: {work}");
+        // The tensor engine's share dominates: 6 fs per multiply-add, 0.103 ms.
+        assert_eq!(*device_fs, multiply_adds * MULTIPLY_ADD_FS);
+        let total: u64 = costs.iter().map(|(_, _, fs)| fs).sum();
+        assert_eq!(total, *device_fs, "parameters cost no device time");
+        assert!(total < 30 * FS_PER_SECOND / 100_000, "under 0.3 ms: {total} fs");
+    }
+
+    /// A limit below one instruction's estimate refuses the run before the instruction does any
+    /// work, naming it; the run at the estimate itself passes.
+    #[test]
+    fn the_device_time_limit_stops_a_run_before_the_instruction_that_would_pass_it() {
+        let text = "HloModule small\nENTRY main {\n  x = f32[4] parameter(0)\n  n = f32[4] negate(x)\n  ROOT a = f32[4] add(n, x)\n}\n";
+        let x = Array::from_f32(&[4], &[1.0, 2.0, 3.0, 4.0]);
+        // Each computing instruction: max(22.86 ns, 8 or 12 elements × 465 fs) = 22.86 ns.
+        let two = Duration::from_nanos(2 * INSTRUCTION_FS / 1_000_000);
+        let exactly = Duration::from_nanos(2 * INSTRUCTION_FS.div_ceil(1_000_000));
+        let with = |limit| EvalOptions { device_time_limit: Some(limit), ..Default::default() };
+        let out = compile(text, &with(exactly)).run(std::slice::from_ref(&x)).expect("runs");
+        assert_eq!(out, super::super::Value::Array(Array::from_f32(&[4], &[0.0; 4])));
+        match compile(text, &with(two)).run(std::slice::from_ref(&x)) {
+            Err(EvalError::DeviceTime { computation, instruction, limit }) => {
+                assert_eq!((computation.as_str(), instruction.as_str(), limit), ("main", "a", two));
+            }
+            other => panic!("expected the device-time limit at the add, got {other:?}"),
+        }
+    }
 }

@@ -53,9 +53,11 @@ pub(crate) struct Ctx<'p> {
     lent: Vec<Option<&'p [u8]>>,
 }
 
-/// One rank's work count and clock (see the module docs of `eval`): plain cells, since a rank
-/// runs its instructions on one thread.
+/// One rank's device time, work count and clock (see the module docs of `eval`): plain cells,
+/// since a rank runs its instructions on one thread.
 struct Meter {
+    device_fs: Cell<u64>,
+    device_limit: Option<(u64, Duration)>,
     used: Cell<u64>,
     budget: Option<u64>,
     deadline: Option<(Instant, Duration)>,
@@ -67,6 +69,10 @@ impl Meter {
     fn start(program: &Program) -> Meter {
         let options = &program.options;
         Meter {
+            device_fs: Cell::new(0),
+            device_limit: options
+                .device_time_limit
+                .map(|limit| (super::device_time::femtoseconds(limit), limit)),
             used: Cell::new(0),
             budget: options.work_budget,
             deadline: options
@@ -76,14 +82,21 @@ impl Meter {
         }
     }
 
-    /// Charges an instruction's work before it runs.
-    fn charge(&self, work: u64) -> Result<(), Fail> {
-        let used = self.used.get().saturating_add(work);
+    /// Charges an instruction's cost before it runs.
+    fn charge(&self, instr: &Instr) -> Result<(), Fail> {
+        let device_fs = self.device_fs.get().saturating_add(instr.device_fs);
+        if let Some((limit_fs, limit)) = self.device_limit
+            && device_fs > limit_fs
+        {
+            return Err(Fail::DeviceTime(limit));
+        }
+        let used = self.used.get().saturating_add(instr.work);
         if let Some(budget) = self.budget
             && used > budget
         {
             return Err(Fail::WorkBudget(budget));
         }
+        self.device_fs.set(device_fs);
         self.used.set(used);
         Ok(())
     }
@@ -589,7 +602,7 @@ impl Ctx<'_> {
             if matches!(instr.op, Op::Absorbed) {
                 // Part of a fused group: charged where it stands, computed by the group's root.
                 self.meter
-                    .charge(instr.work)
+                    .charge(instr)
                     .and_then(|()| self.meter.check_clock(instr.work))
                     .map_err(|fail| {
                         fail.at(instr.computation_name(comp), &instr.name, self.budget())
@@ -598,7 +611,7 @@ impl Ctx<'_> {
             }
             let value = self
                 .meter
-                .charge(instr.work)
+                .charge(instr)
                 .and_then(|()| match update_in_place(comp, k, &mut slots)? {
                     Some(value) => Ok(value),
                     None => self.exec(comp, k, &slots, &mut args),

@@ -24,16 +24,24 @@
 //! - While loops stop with [`EvalError::WhileLimit`] after [`EvalOptions::max_while_iterations`]
 //!   (default 10^7), since a test bench must not hang on a loop that never ends.
 //! - A per-loop cap does not bound a run: two nested loops each under it run 10^14 iterations.
-//!   So a run also has a total **work budget** ([`EvalOptions::work_budget`], default
-//!   [`DEFAULT_WORK_BUDGET`]) counted in *element-operations*, not instructions, because one
-//!   instruction over a large tensor is as much work as many over scalars. Each instruction is
-//!   charged, before it runs, [`INSTRUCTION_WORK`] (the interpreter's fixed cost of dispatching
-//!   and allocating, which dominates scalar loops) plus the elements it reads and writes, plus
-//!   its inner products for dot, convolution and windowed ops. Costs are computed once at
-//!   compile time, and the count is a plain per-rank integer added to once per instruction, never
-//!   per element and never atomic; a charge that would pass the budget stops the run with
-//!   [`EvalError::WorkBudget`] before that instruction does any work. Called computations
-//!   (loop bodies, comparators, non-trivial reducers) charge their own instructions.
+//!   A device bounds a launch by time (libnrt's execution timeout), so by default a run is
+//!   bounded by the **device time** it would take ([`EvalOptions::device_time_limit`], default
+//!   [`DEFAULT_DEVICE_TIME_LIMIT`], libnrt's default timeout): each instruction is charged, before
+//!   it runs, a lower bound of what one NeuronCore needs for it at the fastest published rates
+//!   ([`device_time`]): at least one instruction's issue latency, and no less than its
+//!   multiply-adds at the tensor engine's peak or its elements at the other engines' peak. A
+//!   launch a device finishes within its timeout is never refused, and a runaway loop is stopped
+//!   once a device would have timed out on it, with [`EvalError::DeviceTime`].
+//! - An optional **work budget** ([`EvalOptions::work_budget`], default none) bounds the same
+//!   run in the interpreter's own *element-operations*, for a caller who wants a tighter and
+//!   device-independent bound: each instruction is charged [`INSTRUCTION_WORK`] (the
+//!   interpreter's fixed cost of dispatching and allocating, which dominates scalar loops) plus
+//!   the elements it reads and writes, plus its inner products for dot, convolution and windowed
+//!   ops, and a charge that would pass the budget stops the run with [`EvalError::WorkBudget`].
+//! - Both costs are computed once at compile time, and each count is a plain per-rank integer
+//!   added to once per instruction, never per element and never atomic; a charge over a limit
+//!   stops the run before that instruction does any work. Called computations (loop bodies,
+//!   comparators, non-trivial reducers) charge their own instructions.
 //! - A wall-clock limit ([`EvalOptions::time_limit`], default none) is checked at the same
 //!   points, reading the clock every [`CLOCK_EVERY`] instructions and after any instruction
 //!   heavier than [`HEAVY_WORK`], and stops the run with [`EvalError::TimeLimit`]. One
@@ -78,13 +86,43 @@ pub use opcodes::{
 pub use program::Program;
 pub use simd::level as simd_level;
 
-/// The default [`EvalOptions::work_budget`]: 2^32 (about 4.3 × 10^9) element-operations.
-///
-/// Enough for four 1024×1024×1024 products in one run, far above what the vectors and HLO cases
-/// need (they pass under it); a runaway scalar loop reaches it in about two minutes in a debug
-/// build on a busy two-core machine (measured: 10^8 units in 3 s, `docs/limits.md`), and in
-/// seconds in a release build.
-pub const DEFAULT_WORK_BUDGET: u64 = 1 << 32;
+/// The default [`EvalOptions::device_time_limit`]: 30 s, libnrt's documented default of
+/// `NEURON_RT_EXEC_TIMEOUT` (`docs/limits.md` gives the sources).
+pub const DEFAULT_DEVICE_TIME_LIMIT: Duration = Duration::from_secs(30);
+
+/// The device-time model: a lower bound of the time one NeuronCore takes for an instruction,
+/// from the fastest figures AWS publishes for any NeuronCore (the NKI architecture guides of
+/// Trainium, Trainium2 and Trainium3; `docs/limits.md` has each figure and its source). Times are
+/// integer femtoseconds; 2^64 fs is 5.1 hours, so a limit longer than that is no limit.
+pub mod device_time {
+    /// Femtoseconds in a second.
+    pub const FS_PER_SECOND: u64 = 1_000_000_000_000_000;
+
+    /// An instruction that computes costs at least this: 64 engine cycles (the smallest fixed
+    /// latency published for an engine instruction, the tensor engine's initiation latency) at
+    /// 2.8 GHz (the fastest published engine clock), 22.86 ns.
+    pub const INSTRUCTION_FS: u64 = 64 * FS_PER_SECOND / 2_800_000_000;
+
+    /// Multiply-adds per second at the highest published tensor-engine rate of one NeuronCore:
+    /// 316 TFLOPS (NeuronCore-v3's sparse rate, above every dense one), two FLOPs each.
+    pub const PEAK_MULTIPLY_ADDS_PER_SECOND: u64 = 316_000_000_000_000 / 2;
+
+    /// One multiply-add at [`PEAK_MULTIPLY_ADDS_PER_SECOND`], rounded down: 6 fs.
+    pub const MULTIPLY_ADD_FS: u64 = FS_PER_SECOND / PEAK_MULTIPLY_ADDS_PER_SECOND;
+
+    /// Elements read or written per second by the vector, scalar and GpSimd engines together at
+    /// their widest published data paths (512, 256 and 128 elements per cycle, each way, at
+    /// 1.2 GHz): 2 × 1075.2 × 10^9.
+    pub const PEAK_ELEMENTS_PER_SECOND: u64 = 2 * (512 + 256 + 128) * 1_200_000_000;
+
+    /// One element read or written at [`PEAK_ELEMENTS_PER_SECOND`], rounded down: 465 fs.
+    pub const ELEMENT_FS: u64 = FS_PER_SECOND / PEAK_ELEMENTS_PER_SECOND;
+
+    /// A duration in femtoseconds, saturated at `u64::MAX`.
+    pub fn femtoseconds(duration: std::time::Duration) -> u64 {
+        u64::try_from(duration.as_nanos().saturating_mul(1_000_000)).unwrap_or(u64::MAX)
+    }
+}
 
 /// The work every instruction is charged besides its elements: the interpreter's fixed cost per
 /// instruction (operand lookup, dispatch, an allocation) is about that of this many element
@@ -142,8 +180,12 @@ pub struct EvalOptions {
     /// How many iterations one `while` may run before the evaluation fails; `None` for no limit.
     /// Default 10^7.
     pub max_while_iterations: Option<u64>,
+    /// The device time one run (one rank of it) may take, estimated by the device-time model
+    /// (see the module docs and [`device_time`]); `None` for no limit. Default
+    /// [`DEFAULT_DEVICE_TIME_LIMIT`].
+    pub device_time_limit: Option<Duration>,
     /// The total work one run (one rank of it) may do, in element-operations (see the module
-    /// docs); `None` for no limit. Default [`DEFAULT_WORK_BUDGET`].
+    /// docs); `None` for no limit, the default.
     pub work_budget: Option<u64>,
     /// How long one run may take on the wall clock, from the start of [`Program::run`] (or of an
     /// SPMD run); `None` for no limit, the default.
@@ -155,8 +197,32 @@ impl Default for EvalOptions {
         EvalOptions {
             budget_bytes: 4 << 30,
             max_while_iterations: Some(10_000_000),
-            work_budget: Some(DEFAULT_WORK_BUDGET),
+            device_time_limit: Some(DEFAULT_DEVICE_TIME_LIMIT),
+            work_budget: None,
             time_limit: None,
+        }
+    }
+}
+
+/// The limits of one run, which a runtime may set after compiling ([`Program::set_run_limits`]);
+/// each is the [`EvalOptions`] field of the same name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RunLimits {
+    /// [`EvalOptions::device_time_limit`].
+    pub device_time_limit: Option<Duration>,
+    /// [`EvalOptions::work_budget`].
+    pub work_budget: Option<u64>,
+    /// [`EvalOptions::time_limit`].
+    pub time_limit: Option<Duration>,
+}
+
+impl Default for RunLimits {
+    fn default() -> Self {
+        let options = EvalOptions::default();
+        RunLimits {
+            device_time_limit: options.device_time_limit,
+            work_budget: options.work_budget,
+            time_limit: options.time_limit,
         }
     }
 }
@@ -248,6 +314,20 @@ pub enum EvalError {
         /// The budget.
         budget: u64,
     },
+    /// With this instruction the run's estimated device time would pass
+    /// [`EvalOptions::device_time_limit`]; the instruction did not run.
+    #[error(
+        "computation {computation}, instruction {instruction}: a NeuronCore could not finish the run within the execution timeout of {} s (EvalOptions::device_time_limit), even at its peak rates; expected a module a device finishes within it",
+        limit.as_secs_f64()
+    )]
+    DeviceTime {
+        /// The computation's name.
+        computation: String,
+        /// The instruction's name.
+        instruction: String,
+        /// The limit.
+        limit: Duration,
+    },
     /// The run was still going when [`EvalOptions::time_limit`] passed.
     #[error(
         "computation {computation}, instruction {instruction}: still running after the time limit of {} ms (EvalOptions::time_limit)",
@@ -321,6 +401,8 @@ pub(crate) enum Fail {
     WhileLimit(u64),
     /// The run's work budget would be passed.
     WorkBudget(u64),
+    /// The run's device-time limit would be passed.
+    DeviceTime(Duration),
     /// The run's time limit passed.
     TimeLimit(Duration),
     /// A bug of ours that we refuse to turn into a panic.
@@ -347,6 +429,7 @@ impl Fail {
             Fail::Alloc { bytes } => EvalError::OutOfMemory { computation, instruction, bytes },
             Fail::WhileLimit(limit) => EvalError::WhileLimit { computation, instruction, limit },
             Fail::WorkBudget(budget) => EvalError::WorkBudget { computation, instruction, budget },
+            Fail::DeviceTime(limit) => EvalError::DeviceTime { computation, instruction, limit },
             Fail::TimeLimit(limit) => EvalError::TimeLimit { computation, instruction, limit },
             Fail::Nested(error) => *error,
         }

@@ -159,6 +159,8 @@ pub(crate) struct Instr {
     pub(crate) frees: Vec<usize>,
     /// The work this instruction is charged when it runs (see the `eval` module docs).
     pub(crate) work: u64,
+    /// The device time, in femtoseconds, it is charged when it runs (`eval::device_time`).
+    pub(crate) device_fs: u64,
     /// The computation an inlined instruction was written in (see `inline`), which its errors
     /// name; `None` for the computation's own instructions.
     pub(crate) inlined_from: Option<Arc<str>>,

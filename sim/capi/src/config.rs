@@ -15,7 +15,8 @@
 //! | `NRTSIM_FAULTS` | a fault plan in the simulator's compact syntax, e.g. `nrt_execute:2=EXEC_BAD_INPUT,seed=7` | none |
 //! | `NRTSIM_INSTANCE` | the instance `nrt_get_instance_info` reports, `FAMILY.SIZE` such as `trn1.32xlarge` | `trn1.2xlarge` |
 //! | `NRTSIM_COLLECTIVE_TIMEOUT_MS` | how long a rank of `nrt_barrier` / `nrt_all_gather` or of a collective launch waits for its peers before `NRT_TIMEOUT`, in ms | 30000 |
-//! | `NRTSIM_WORK_BUDGET` | the work one launch may do (per rank), in the interpreter's element-operations, or `none`; over it: `NRT_TIMEOUT`, outputs unwritten | 2^32 |
+//! | `NEURON_RT_EXEC_TIMEOUT` | as libnrt: the execution timeout of one launch in seconds (a fraction is accepted), `0` or `none` for none, in the device time the simulator estimates; over it: `NRT_TIMEOUT`, outputs unwritten | 30 |
+//! | `NRTSIM_WORK_BUDGET` | the work one launch may do (per rank), in the interpreter's element-operations, or `none`; over it: `NRT_TIMEOUT`, outputs unwritten | none |
 //! | `NRTSIM_LAUNCH_TIMEOUT_MS` | the wall-clock limit of one launch in ms, or `none`; over it: `NRT_TIMEOUT` | none |
 //! | `NRTSIM_QUIET` | `1`: do not print the simulator's warnings on stderr | warnings printed |
 //! | `NRTSIM_HLO` | HLO for NEFFs that carry no `sim/model.hlo.pb`: a file (binary `HloModuleProto` or HLO text) used for every such NEFF, or a directory of `<sha256 of the NEFF, hex>.hlo.pb` / `.hlo` files | none (outputs of such NEFFs stay zero) |

@@ -274,7 +274,7 @@ impl SimRuntime {
                     description.binding,
                 )
                 .map_err(|err| invalid(err.to_string()))?;
-                program.set_run_limits(self.config.work_budget, self.config.launch_timeout);
+                program.set_run_limits(&self.config.run_limits());
                 Some(program)
             }
             None => {
