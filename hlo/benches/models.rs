@@ -19,6 +19,12 @@
 //! compiled for AVX2), and XLA with `--xla_cpu_max_isa=AVX2`; those figures' groups are named
 //! with `(avx2)`. `NRTSIM_SIMD` set by hand runs that pass alone.
 //!
+//! Then the headline models run again with one core taken: the bench runs itself with
+//! `NRTSIM_BENCH_BUSY=1`, which starts a thread that spins for the whole run, so ours and XLA
+//! each share the machine with it, and both sides report the median run instead of the best (a
+//! best-of would hide what the scheduler's bad luck costs). Those figures' group is
+//! `models (busy)`; divided by the quiet figures they say how each side degrades.
+//!
 //! It needs a Python with jax and ml_dtypes, found by `pyref`; without one it says so and
 //! measures nothing, since there is no baseline to divide by.
 
@@ -42,6 +48,12 @@ const SLOW_SECONDS: f64 = 0.5;
 /// The group whose geometric mean is the headline figure.
 const MODELS_GROUP: &str = "models";
 
+/// Whether this run shares the machine with a spinning thread (`NRTSIM_BENCH_BUSY=1`).
+fn busy() -> bool {
+    std::env::var("NRTSIM_BENCH_BUSY").is_ok_and(|v| v == "1")
+}
+
+/// The time of `run`: the best of the timed runs, or on a busy machine their median.
 fn best_of(mut run: impl FnMut()) -> Duration {
     let mut timed = || {
         let start = Instant::now();
@@ -53,12 +65,14 @@ fn best_of(mut run: impl FnMut()) -> Duration {
     // so the whole set stays a few minutes; its ratio is far from 1 either way.
     let slow = warmup.as_secs_f64() / WARMUP as f64 > SLOW_SECONDS;
     let min_runs = if slow { 2 } else { ITERS };
-    let (mut best, mut spent, mut runs) = (Duration::MAX, Duration::ZERO, 0);
-    while runs < min_runs || (spent.as_secs_f64() < MIN_SECONDS && runs < MAX_ITERS) {
+    let (mut times, mut spent) = (Vec::new(), Duration::ZERO);
+    while times.len() < min_runs || (spent.as_secs_f64() < MIN_SECONDS && times.len() < MAX_ITERS) {
         let elapsed = timed();
-        (best, spent, runs) = (best.min(elapsed), spent + elapsed, runs + 1);
+        times.push(elapsed);
+        spent += elapsed;
     }
-    best
+    times.sort();
+    if busy() { times[times.len() / 2] } else { times[0] }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -262,6 +276,9 @@ fn run_script(python: &Path, dir: &Path, only: &[String], export: bool) -> Vec<J
     if !export {
         command.arg("--no-export");
     }
+    if busy() {
+        command.arg("--median");
+    }
     command.arg("--only").args(only);
     if let Some(isa) = capped_isa() {
         let flags = std::env::var("XLA_FLAGS").unwrap_or_default();
@@ -324,12 +341,24 @@ fn main() {
         println!("models: no benchmark matches NRTSIM_BENCH_FILTER={filter:?}");
         return;
     }
+    if busy() {
+        // One core taken for the whole run, ours and XLA's alike; it ends with the process.
+        std::thread::spawn(|| {
+            let mut n = 0u64;
+            loop {
+                n = std::hint::black_box(n.wrapping_add(1));
+            }
+        });
+    }
 
     let before = run_script(&python, &dir, &names, true);
     let mut results = Vec::new();
     let mut failures = Vec::new();
     for name in &names {
         let case = Case::read(&dir, name).expect("bench_models.py exported the case");
+        if busy() && case.group != MODELS_GROUP {
+            continue;
+        }
         match measure(&case) {
             Ok(ours) => results.push((case, ours)),
             Err(e) => failures.push(format!("{name}: {e}")),
@@ -339,9 +368,10 @@ fn main() {
     let _ = std::fs::remove_dir_all(&dir);
 
     let capped = capped_isa();
+    let load = if busy() { " (busy)" } else { "" };
     let group_of = |case: &Case| match capped {
-        Some(level) => format!("{} ({level})", case.group),
-        None => case.group.clone(),
+        Some(level) => format!("{} ({level}){load}", case.group),
+        None => format!("{}{load}", case.group),
     };
     match capped {
         Some(level) => println!("as a CPU with {level} at most runs them, XLA capped alike:"),
@@ -386,6 +416,23 @@ fn main() {
             names.len()
         );
         std::process::exit(1);
+    }
+    // The headline models with one core taken (see the module documentation).
+    if !busy() && std::env::var_os("NRTSIM_SIMD").is_none() {
+        println!();
+        println!("with one core taken by a spinning thread, ours and XLA's alike (medians):");
+        let me = std::env::current_exe().expect("the bench's own path");
+        let status = Command::new(me)
+            .args(std::env::args().skip(1))
+            .env("NRTSIM_BENCH_BUSY", "1")
+            .status()
+            .expect("run the bench again with a core taken");
+        if !status.success() {
+            std::process::exit(status.code().unwrap_or(1));
+        }
+    }
+    if busy() {
+        return;
     }
     // The same set as an AVX2-only CPU runs it (see the module documentation).
     if eval::simd_level() == "avx512" && std::env::var_os("NRTSIM_SIMD").is_none() {

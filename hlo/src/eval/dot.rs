@@ -1233,12 +1233,16 @@ fn threads_from(work: usize, rows: usize, least: usize) -> usize {
 /// the MLP's last layer (256×1024·1024×10, 2.6 × 10^6) took 160 µs on one core.
 const GENERAL_SPLIT_WORK: usize = 1 << 20;
 
-/// The cores this thread's kernels may split their work over: the cores this process may use
-/// (asked once: `available_parallelism` reads cgroup files on every call, which showed in the
-/// profile of a convolution), or this thread's share of them inside [`with_core_share`].
+/// The cores this thread's kernels may split their work over: one while splits back off (see
+/// `par`), else the cores this process may use (`par::machine_cores`, asked once:
+/// `available_parallelism` reads cgroup files on every call, which showed in the profile of a
+/// convolution), or this thread's share of them inside [`with_core_share`].
 pub(crate) fn cores() -> usize {
-    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    let all = *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    // A recent split waited for a core that another process had: run alone for a while.
+    if super::par::alone() {
+        return 1;
+    }
+    let all = super::par::machine_cores();
     SHARE.with(|share| share.get()).map_or(all, |share| share.clamp(1, all))
 }
 

@@ -8,6 +8,9 @@
 //!   microseconds, not tens of them.
 //! - The calling thread does the first part itself and the pool the others, so a split over `n`
 //!   cores keeps `n` threads busy: the pool has one worker fewer than the process has cores.
+//!   The cores are those the process may run on (its CPU affinity, its cgroup's quota), or
+//!   `NRTSIM_THREADS` when set ([`machine_cores`]): a test runner that starts one process per
+//!   core sets it to 1, and no process then splits at all.
 //! - The pool is ours, not rayon's global one, so a program that configures that pool (or links
 //!   another library that does) neither changes nor is changed by ours. A part that itself splits
 //!   (a product inside a batch) runs nested on the same pool: rayon's workers take other parts
@@ -25,17 +28,40 @@
 //!   not a worker spins up to [`CALLER_SPIN`] for its parts to finish before it blocks. A split
 //!   then costs under a microsecond. The price is a core kept busy for [`KEEP_AWAKE`] after the
 //!   last split, as any spinning pool does.
+//! - A split pays only while the other cores are ours. When one is taken (another process, a
+//!   test runner's next worker), the part handed to it waits for a scheduler slice, milliseconds,
+//!   and every kernel that splits waits with it: a model ran up to 7× slower with one of two
+//!   cores busy. So the caller times its own part and its wait for the others: a wait longer
+//!   than its own part (the split cost more than doing the parts in turn) and than [`LATE`] makes
+//!   the process's kernels run on their calling thread alone ([`alone`], which [`each`] and
+//!   `dot::cores` read) for a while, [`BACKOFF_FIRST`] at first and twice as long after each late
+//!   split that follows, up to [`BACKOFF_MOST`]; a split that is on time sets it back. Alone, a
+//!   model runs at the speed of one core, whatever the other does, and the workers stop spinning;
+//!   each expiry tries one split again, so a machine that turns quiet is used again within
+//!   [`BACKOFF_MOST`].
 //! - When the pool cannot be made (the system refuses threads), every part runs on the calling
 //!   thread: slower, never wrong. So does a child process forked after the pool was made (a
 //!   Python program's `fork` workers): the pool's threads are not in the child, and a part handed
 //!   to them would never run.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use super::Fail;
+
+/// The cores the process's kernels may use: `NRTSIM_THREADS` when it is a positive number (a
+/// runner that starts one process per core sets 1), else the cores this process may run on
+/// (`available_parallelism`: its CPU affinity and its cgroup's quota), asked once.
+pub(crate) fn machine_cores() -> usize {
+    static CORES: OnceLock<usize> = OnceLock::new();
+    *CORES.get_or_init(|| {
+        let set = std::env::var("NRTSIM_THREADS").ok().and_then(|n| n.trim().parse().ok());
+        set.filter(|&n: &usize| n > 0)
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+    })
+}
 
 /// The process's kernel workers, made on first use; `None` when the system refused them, or in a
 /// child forked after they were made (they live in the parent only).
@@ -43,7 +69,10 @@ fn pool() -> Option<&'static rayon::ThreadPool> {
     // The pool and the process it was made in.
     static POOL: OnceLock<Option<(u32, rayon::ThreadPool)>> = OnceLock::new();
     let made = POOL.get_or_init(|| {
-        let all = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let all = machine_cores();
+        if all < 2 {
+            return None;
+        }
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(all.saturating_sub(1).max(1))
             .thread_name(|i| format!("nrtsim-kernel-{i}"))
@@ -59,6 +88,69 @@ const KEEP_AWAKE: Duration = Duration::from_millis(2);
 
 /// How long a caller that is not a worker spins for its parts before it blocks.
 const CALLER_SPIN: Duration = Duration::from_millis(1);
+
+/// A wait for the other parts shorter than this is never late, whatever the caller's own part
+/// took: a hand-off costs microseconds, a scheduler slice milliseconds.
+const LATE: Duration = Duration::from_micros(200);
+
+/// How long kernels run alone after the first late split.
+const BACKOFF_FIRST: Duration = Duration::from_millis(10);
+
+/// The longest they run alone before a split is tried again.
+const BACKOFF_MOST: Duration = Duration::from_millis(640);
+
+/// The instant the backoff times count from.
+fn epoch() -> Instant {
+    static EPOCH: OnceLock<Instant> = OnceLock::new();
+    *EPOCH.get_or_init(Instant::now)
+}
+
+fn micros(duration: Duration) -> u64 {
+    u64::try_from(duration.as_micros()).unwrap_or(u64::MAX)
+}
+
+/// When kernels run alone, and for how long the next time (see the module's notes): two plain
+/// atomics, so a lost update between racing splits costs at most one backoff's length.
+struct Backoff {
+    /// Microseconds since [`epoch`] until which kernels run alone (0: not backing off).
+    alone_until_us: AtomicU64,
+    /// The length of the next backoff, in microseconds (0: [`BACKOFF_FIRST`]).
+    next_us: AtomicU64,
+}
+
+impl Backoff {
+    const fn new() -> Backoff {
+        Backoff { alone_until_us: AtomicU64::new(0), next_us: AtomicU64::new(0) }
+    }
+
+    fn alone_at(&self, now_us: u64) -> bool {
+        let until = self.alone_until_us.load(Ordering::Relaxed);
+        until != 0 && now_us < until
+    }
+
+    /// A split at `now_us` whose caller's own part took `own` and then waited `waited` for the
+    /// others: a late one starts (or lengthens) a backoff, one on time ends the doubling.
+    fn record(&self, now_us: u64, own: Duration, waited: Duration) {
+        if waited > own.max(LATE) {
+            let length = self.next_us.load(Ordering::Relaxed).max(micros(BACKOFF_FIRST));
+            self.alone_until_us.store(now_us.saturating_add(length).max(1), Ordering::Relaxed);
+            let next = length.saturating_mul(2).min(micros(BACKOFF_MOST));
+            self.next_us.store(next, Ordering::Relaxed);
+        } else if self.next_us.load(Ordering::Relaxed) != 0 {
+            self.next_us.store(0, Ordering::Relaxed);
+        }
+    }
+}
+
+/// The process's backoff.
+static BACKOFF: Backoff = Backoff::new();
+
+/// Whether kernels should run on their calling thread alone, because a recent split waited for
+/// a core that was not ours (see the module's notes).
+pub(crate) fn alone() -> bool {
+    BACKOFF.alone_until_us.load(Ordering::Relaxed) != 0
+        && BACKOFF.alone_at(micros(epoch().elapsed()))
+}
 
 /// Whether keep-awake jobs are running (or on their way to the workers).
 static AWAKE: AtomicBool = AtomicBool::new(false);
@@ -105,7 +197,7 @@ pub(crate) fn each<T: Send>(items: impl IntoIterator<Item = T>, job: impl Fn(T) 
     let mut items = items.into_iter().peekable();
     let Some(first) = items.next() else { return };
     let job = &job;
-    let Some(pool) = pool().filter(|_| items.peek().is_some()) else {
+    let Some(pool) = pool().filter(|_| items.peek().is_some() && !alone()) else {
         std::iter::once(first).chain(items).for_each(job);
         return;
     };
@@ -113,6 +205,11 @@ pub(crate) fn each<T: Send>(items: impl IntoIterator<Item = T>, job: impl Fn(T) 
     // Parts handed out and not yet done.
     let pending = AtomicUsize::new(0);
     let pending = &pending;
+    // A worker waiting for nested parts takes them itself, so only an outside caller spins, and
+    // only its waits say whether the other cores are ours.
+    let outside = pool.current_thread_index().is_none();
+    let started = Instant::now();
+    let mut own = None;
     pool.in_place_scope(|scope| {
         for item in items {
             pending.fetch_add(1, Ordering::Relaxed);
@@ -122,11 +219,14 @@ pub(crate) fn each<T: Send>(items: impl IntoIterator<Item = T>, job: impl Fn(T) 
             });
         }
         job(first);
-        // A worker waiting for nested parts takes them itself, so only an outside caller spins.
-        if pool.current_thread_index().is_none() {
+        if outside {
+            own = Some(started.elapsed());
             spin_while(CALLER_SPIN, || pending.load(Ordering::Acquire) != 0);
         }
     });
+    if let Some(own) = own {
+        BACKOFF.record(micros(epoch().elapsed()), own, started.elapsed().saturating_sub(own));
+    }
 }
 
 /// [`each`] for fallible parts: every part runs, and the error of the first part (in the items'
@@ -203,6 +303,35 @@ mod tests {
             total.fetch_add(i, Ordering::Relaxed);
         });
         assert_eq!(total.into_inner(), (0..8).sum::<usize>());
+    }
+
+    #[test]
+    fn a_late_split_backs_off_doubling_up_to_the_most_and_one_on_time_resets_the_doubling() {
+        let ms = |n: u64| Duration::from_millis(n);
+        let backoff = Backoff::new();
+        assert!(!backoff.alone_at(0));
+        // On time: the caller's part 1 ms, the others done 0.1 ms later.
+        backoff.record(1_000, ms(1), Duration::from_micros(100));
+        assert!(!backoff.alone_at(1_001));
+        // A wait under LATE is never late, even after a tiny part of the caller's own.
+        backoff.record(1_000, Duration::from_micros(5), Duration::from_micros(150));
+        assert!(!backoff.alone_at(1_001));
+        // Late: 3 ms of waiting after a 1 ms part. Alone for 10 ms, then 20, 40, ... 640.
+        let mut now = 10_000;
+        for length_ms in [10, 20, 40, 80, 160, 320, 640, 640] {
+            backoff.record(now, ms(1), ms(3));
+            assert!(backoff.alone_at(now + length_ms * 1000 - 1), "{length_ms}");
+            assert!(!backoff.alone_at(now + length_ms * 1000), "{length_ms}");
+            now += length_ms * 1000;
+        }
+        // A split on time after the backoff ends: the next late one starts from 10 ms again.
+        backoff.record(now, ms(2), ms(1));
+        backoff.record(now, ms(1), ms(3));
+        assert!(!backoff.alone_at(now + 10_000));
+        // A wait as long as the caller's own part is not late: the split broke even.
+        let fresh = Backoff::new();
+        fresh.record(0, ms(5), ms(5));
+        assert!(!fresh.alone_at(1));
     }
 
     #[test]

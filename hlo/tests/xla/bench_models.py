@@ -413,6 +413,8 @@ def main():
     parser.add_argument("--only", nargs="*", default=None)
     parser.add_argument("--no-export", action="store_true")
     parser.add_argument("--list", action="store_true", help="print the names and exit")
+    parser.add_argument("--median", action="store_true",
+                        help="report the median run, not the best (for a loaded machine)")
     opts = parser.parse_args()
     if opts.list:
         print("\n".join(name for name, *_ in BENCHES))
@@ -438,14 +440,16 @@ def main():
             block(compiled(*args))
         # At least --iters runs, and for the fast graphs as many as fit in MIN_SECONDS (the
         # interpreter's bench uses the same rule), so a best-of is a best of many.
-        best, spent, runs = float("inf"), 0.0, 0
-        while runs < opts.iters or (spent < MIN_SECONDS and runs < MAX_ITERS):
+        times, spent = [], 0.0
+        while len(times) < opts.iters or (spent < MIN_SECONDS and len(times) < MAX_ITERS):
             start = time.perf_counter()
             block(compiled(*args))
             elapsed = time.perf_counter() - start
-            best, spent, runs = min(best, elapsed), spent + elapsed, runs + 1
+            times.append(elapsed)
+            spent += elapsed
+        seconds = sorted(times)[len(times) // 2] if opts.median else min(times)
         names.append(name)
-        record = {"model": name, "group": group, "seconds": best, "flops": flops, "ranks": ranks}
+        record = {"model": name, "group": group, "seconds": seconds, "flops": flops, "ranks": ranks}
         print(json.dumps(record), flush=True)
     if not opts.no_export:
         with open(os.path.join(opts.out_dir, "cases.txt"), "w") as f:
