@@ -20,7 +20,7 @@
 //!   readers without nrtsim. [`read_bundle`] still reads them back, and checks they are named
 //!   the way [`write_bundle`] names them.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
@@ -163,6 +163,24 @@ pub enum BundleError {
         /// The bytes the members up to it hold.
         total: u64,
     },
+    /// A member that is not a regular file (a link, a FIFO, a device…), which has no text to read.
+    #[error("{source_name}: member {member:?} is {kind}, expected a regular file or a folder")]
+    NotAFile {
+        /// The bundle.
+        source_name: String,
+        /// The member's path (its start, when long).
+        member: String,
+        /// What it is: `a symbolic link`, `a FIFO`…
+        kind: String,
+    },
+    /// Two members of one name: which one a reader takes would be a guess.
+    #[error("{source_name}: member {member:?} is in the archive twice, expected each member once")]
+    DuplicateMember {
+        /// The bundle.
+        source_name: String,
+        /// The member's path (its start, when long).
+        member: String,
+    },
     /// A member that is not UTF-8 text.
     #[error("{source_name}: member {member} is not UTF-8 text")]
     NotText {
@@ -277,6 +295,8 @@ pub fn decode(bytes: &[u8], source_name: &str) -> Result<Bundle, BundleError> {
     let mut total: u64 = 0;
     // What a GNU long-name or pax header says of the member that follows it.
     let mut pending: Option<NameHeader> = None;
+    // The file members seen: a second one of a name is refused, not taken instead of the first.
+    let mut members: BTreeSet<String> = BTreeSet::new();
     for entry in archive.entries().map_err(archive_error)?.raw(true) {
         let mut entry = entry.map_err(archive_error)?;
         let kind = entry.header().entry_type();
@@ -344,6 +364,19 @@ pub fn decode(bytes: &[u8], source_name: &str) -> Result<Bundle, BundleError> {
         if kind.is_dir() {
             continue;
         }
+        if !kind.is_file() {
+            return Err(BundleError::NotAFile {
+                source_name: source_name.to_owned(),
+                member: shown_name(&member),
+                kind: entry_kind(kind),
+            });
+        }
+        if !members.insert(member.clone()) {
+            return Err(BundleError::DuplicateMember {
+                source_name: source_name.to_owned(),
+                member: shown_name(&member),
+            });
+        }
         let mut bytes = Vec::new();
         // The header's size is checked above; `take` keeps a lying header to it as well.
         (&mut entry).take(MAX_BUNDLE_BYTES).read_to_end(&mut bytes).map_err(archive_error)?;
@@ -403,6 +436,22 @@ fn pax_header(bytes: &[u8]) -> Result<NameHeader, String> {
         }
     }
     Ok(header)
+}
+
+/// What a tar entry that is not a file or a folder is, for errors.
+fn entry_kind(kind: tar::EntryType) -> String {
+    let name = match kind {
+        tar::EntryType::Symlink => "a symbolic link",
+        tar::EntryType::Link => "a hard link",
+        tar::EntryType::Char => "a character device",
+        tar::EntryType::Block => "a block device",
+        tar::EntryType::Fifo => "a FIFO",
+        tar::EntryType::Continuous => "a contiguous file",
+        tar::EntryType::GNUSparse => "a GNU sparse file",
+        tar::EntryType::GNULongLink => "a GNU long link name",
+        other => return format!("an entry of type {:?}", char::from(other.as_byte())),
+    };
+    name.to_owned()
 }
 
 /// A member's name as errors show it: whole when short, else its start and its length, so a
@@ -695,5 +744,73 @@ mod tests {
         header.set_cksum();
         archive.append(&header, &b""[..]).unwrap();
         archive.into_inner().unwrap().finish().unwrap()
+    }
+
+    #[test]
+    fn a_member_twice_is_refused_not_taken_twice() {
+        let report = report().to_json();
+        let meta = serde_json::to_string(&BundleMeta::default()).unwrap();
+        let bytes = raw_archive(&[
+            (REPORT_MEMBER, report.as_bytes()),
+            (META_MEMBER, meta.as_bytes()),
+            (REPORT_MEMBER, b"{\"cases\": []}"),
+        ]);
+        let error = decode(&bytes, "twice.tar.gz").unwrap_err();
+        assert!(
+            matches!(error, BundleError::DuplicateMember { ref member, .. } if member == REPORT_MEMBER),
+            "{error:?}"
+        );
+        assert_eq!(
+            error.to_string(),
+            "twice.tar.gz: member \"report.json\" is in the archive twice, expected each member once"
+        );
+        let trace = "traces/nrt/a/b.trace";
+        let bytes = raw_archive(&[
+            (REPORT_MEMBER, report.as_bytes()),
+            (META_MEMBER, meta.as_bytes()),
+            (trace, b"x"),
+            (trace, b"y"),
+        ]);
+        let error = decode(&bytes, "b").unwrap_err();
+        assert!(matches!(error, BundleError::DuplicateMember { .. }), "{error:?}");
+    }
+
+    #[test]
+    fn links_fifos_and_devices_are_refused_by_name_not_read_as_empty_text() {
+        let report = report().to_json();
+        let meta = serde_json::to_string(&BundleMeta::default()).unwrap();
+        for (kind, what) in [
+            (tar::EntryType::Symlink, "a symbolic link"),
+            (tar::EntryType::Link, "a hard link"),
+            (tar::EntryType::Fifo, "a FIFO"),
+            (tar::EntryType::Char, "a character device"),
+            (tar::EntryType::Block, "a block device"),
+        ] {
+            let trace = "traces/nrt/area/name.trace";
+            let bytes = headers_archive(&[
+                (tar::EntryType::Regular, REPORT_MEMBER, report.len() as u64, report.as_bytes()),
+                (tar::EntryType::Regular, META_MEMBER, meta.len() as u64, meta.as_bytes()),
+                (kind, trace, 0, b""),
+            ]);
+            let error = decode(&bytes, "odd.tar.gz").unwrap_err();
+            assert!(
+                matches!(error, BundleError::NotAFile { ref member, .. } if member == trace),
+                "{what}: {error:?}"
+            );
+            assert_eq!(
+                error.to_string(),
+                format!(
+                    "odd.tar.gz: member \"{trace}\" is {what}, expected a regular file or a folder"
+                )
+            );
+        }
+        // A folder member is fine, and so is the same folder twice.
+        let bytes = headers_archive(&[
+            (tar::EntryType::Directory, "traces/", 0, b""),
+            (tar::EntryType::Directory, "traces/", 0, b""),
+            (tar::EntryType::Regular, REPORT_MEMBER, report.len() as u64, report.as_bytes()),
+            (tar::EntryType::Regular, META_MEMBER, meta.len() as u64, meta.as_bytes()),
+        ]);
+        assert!(decode(&bytes, "b").is_ok());
     }
 }
