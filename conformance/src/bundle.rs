@@ -813,4 +813,25 @@ mod tests {
         ]);
         assert!(decode(&bytes, "b").is_ok());
     }
+
+    #[test]
+    fn the_meta_runtime_version_is_the_devices_whatever_backend_comes_first() {
+        // `capi` and `sim` sort before `nrt` and answer too; the device (`nrt`) is the one asked
+        // for, in the first run or a later one.
+        let mut report = report();
+        report.runs[0].runtime_versions = BTreeMap::from([
+            ("capi".to_owned(), "nrtsim 0.1.0".to_owned()),
+            ("nrt".to_owned(), "2.23.1.0 abc".to_owned()),
+            ("sim".to_owned(), "nrtsim 0.1.0".to_owned()),
+        ]);
+        let bundle = decode(&encode(&report).unwrap(), "b").unwrap();
+        assert_eq!(bundle.meta.runtime_version.as_deref(), Some("2.23.1.0 abc"));
+        let device = report.runs[0].clone();
+        report.runs[0].runtime_versions.remove("nrt");
+        report.runs.push(device);
+        assert_eq!(BundleMeta::of(&report).runtime_version.as_deref(), Some("2.23.1.0 abc"));
+        // Without a device, the first backend that answered.
+        report.runs.truncate(1);
+        assert_eq!(BundleMeta::of(&report).runtime_version.as_deref(), Some("nrtsim 0.1.0"));
+    }
 }
