@@ -128,6 +128,13 @@ pub(crate) enum VectorsCommand {
         /// The vectors folder (default: `vectors/` of the workspace this runs in).
         #[arg(long, value_name = "DIR")]
         vectors: Option<PathBuf>,
+        /// Refuse a bundle larger than this many bytes.
+        #[arg(
+            long,
+            value_name = "BYTES",
+            default_value_t = conformance::bundle::DEFAULT_MAX_BUNDLE_FILE_BYTES
+        )]
+        max_input_bytes: u64,
     },
 }
 
@@ -275,8 +282,8 @@ pub(crate) fn vectors(args: VectorsArgs) -> Result<bool> {
         Some(VectorsCommand::Compile { target, compiler, filter, vectors }) => {
             return compile(&target, &compiler, filter.as_deref(), vectors);
         }
-        Some(VectorsCommand::Settle { bundle, backend, dry_run, vectors }) => {
-            return settle(&bundle, backend, dry_run, vectors);
+        Some(VectorsCommand::Settle { bundle, backend, dry_run, vectors, max_input_bytes }) => {
+            return settle(&bundle, backend, dry_run, vectors, max_input_bytes);
         }
         Some(VectorsCommand::Review { vectors }) => return review(vectors),
         None if args.review => return review(args.vectors),
@@ -347,9 +354,15 @@ fn promote(dir: &Path, name: Option<String>, vectors: Option<PathBuf>) -> Result
 }
 
 /// Runs `nrtsim vectors settle`.
-fn settle(bundle: &Path, backend: String, dry_run: bool, vectors: Option<PathBuf>) -> Result<bool> {
+fn settle(
+    bundle: &Path,
+    backend: String,
+    dry_run: bool,
+    vectors: Option<PathBuf>,
+    max_input_bytes: u64,
+) -> Result<bool> {
     use conformance::settle::Settled;
-    let bundle = conformance::bundle::read_bundle(bundle)?;
+    let bundle = conformance::bundle::read_bundle(bundle, max_input_bytes, crate::input::FLAG)?;
     let options =
         conformance::settle::SettleOptions { vectors_dir: vectors_dir(vectors)?, backend, dry_run };
     let outcome = conformance::settle::settle(&bundle, &options)?;

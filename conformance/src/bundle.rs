@@ -26,6 +26,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::capped::CappedReadError;
 use crate::report::{Outcome, Report, ReportError};
 
 /// The report member.
@@ -36,6 +37,10 @@ pub const META_MEMBER: &str = "meta.json";
 pub const TRACES_DIR: &str = "traces";
 /// The most bytes the entries of a bundle may hold together, headers and names included (256 MiB).
 pub const MAX_BUNDLE_BYTES: u64 = 256 << 20;
+/// The default cap on a bundle's file (`nrtsim vectors settle --max-input-bytes`): what its
+/// entries may hold unpacked, which a gzip of them does not pass by more than a few bytes per
+/// 32 KiB.
+pub const DEFAULT_MAX_BUNDLE_FILE_BYTES: u64 = MAX_BUNDLE_BYTES;
 /// The longest member name read (4096 bytes, Linux's `PATH_MAX`); a GNU long-name header that
 /// claims more is refused before its bytes are read.
 pub const MAX_MEMBER_NAME: usize = 4096;
@@ -197,6 +202,9 @@ pub enum BundleError {
         /// What serde said, with the line.
         source: serde_json::Error,
     },
+    /// The bundle's file cannot be read, or is larger than its cap.
+    #[error(transparent)]
+    Read(#[from] CappedReadError),
     /// `report.json` is not a report.
     #[error(transparent)]
     Report(#[from] ReportError),
@@ -256,13 +264,14 @@ pub fn write_bundle(path: &Path, report: &Report) -> Result<(), BundleError> {
     file.sync_all().map_err(io)
 }
 
-/// Reads the bundle at `path`.
+/// Reads the bundle at `path` (`-` for standard input) through the capped reader, at most
+/// `limit` bytes; `flag` is the option that sets `limit`, for the message.
 ///
 /// # Errors
-/// [`BundleError::Io`] when the file cannot be read, else what [`decode`] says.
-pub fn read_bundle(path: &Path) -> Result<Bundle, BundleError> {
-    let bytes = std::fs::read(path)
-        .map_err(|source| BundleError::Io { path: path.to_path_buf(), source })?;
+/// [`BundleError::Read`] when the file cannot be read or holds more than `limit` bytes, else
+/// what [`decode`] says.
+pub fn read_bundle(path: &Path, limit: u64, flag: &str) -> Result<Bundle, BundleError> {
+    let bytes = crate::capped::read_capped(path, limit, flag)?;
     decode(&bytes, &path.display().to_string())
 }
 
