@@ -116,6 +116,10 @@ pub(crate) enum VectorsCommand {
     /// changes it implies: confirmed guesses become facts, refuted ones take the device's
     /// answer, other differences are proposed as known differences. Writes only under the
     /// vectors folder.
+    ///
+    /// Exit status 1 when a vector is left for a person (the runs in the bundle disagree on
+    /// it, the bundle holds no trace of a refuted guess, or only a hand-written expectation
+    /// failed); what could be settled is written all the same.
     Settle {
         /// The bundle (`.tar.gz`).
         bundle: PathBuf,
@@ -394,7 +398,15 @@ fn settle(
         println!("{verb} {}", path.display());
     }
     println!("{}", outcome.summary_line());
-    Ok(true)
+    // The changes that could be made are written; the exit status says the work is not done.
+    let left = outcome.left_for_a_person();
+    if left != 0 {
+        eprintln!(
+            "{left} vector(s) left for a person: the bundle cannot settle them (see `unsettled` \
+             above); exit status 1"
+        );
+    }
+    Ok(left == 0)
 }
 
 fn write(path: &Path, text: &str) -> Result<()> {
