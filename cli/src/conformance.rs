@@ -116,6 +116,10 @@ pub(crate) enum VectorsCommand {
     /// changes it implies: confirmed guesses become facts, refuted ones take the device's
     /// answer, other differences are proposed as known differences. Writes only under the
     /// vectors folder.
+    ///
+    /// Exit status 1 when a vector is left for a person (the runs in the bundle disagree on
+    /// it, the bundle holds no trace of a refuted guess, or only a hand-written expectation
+    /// failed); what could be settled is written all the same.
     Settle {
         /// The bundle (`.tar.gz`).
         bundle: PathBuf,
@@ -128,6 +132,13 @@ pub(crate) enum VectorsCommand {
         /// The vectors folder (default: `vectors/` of the workspace this runs in).
         #[arg(long, value_name = "DIR")]
         vectors: Option<PathBuf>,
+        /// Refuse a bundle larger than this many bytes.
+        #[arg(
+            long,
+            value_name = "BYTES",
+            default_value_t = conformance::bundle::DEFAULT_MAX_BUNDLE_FILE_BYTES
+        )]
+        max_input_bytes: u64,
     },
 }
 
@@ -275,8 +286,8 @@ pub(crate) fn vectors(args: VectorsArgs) -> Result<bool> {
         Some(VectorsCommand::Compile { target, compiler, filter, vectors }) => {
             return compile(&target, &compiler, filter.as_deref(), vectors);
         }
-        Some(VectorsCommand::Settle { bundle, backend, dry_run, vectors }) => {
-            return settle(&bundle, backend, dry_run, vectors);
+        Some(VectorsCommand::Settle { bundle, backend, dry_run, vectors, max_input_bytes }) => {
+            return settle(&bundle, backend, dry_run, vectors, max_input_bytes);
         }
         Some(VectorsCommand::Review { vectors }) => return review(vectors),
         None if args.review => return review(args.vectors),
@@ -347,9 +358,15 @@ fn promote(dir: &Path, name: Option<String>, vectors: Option<PathBuf>) -> Result
 }
 
 /// Runs `nrtsim vectors settle`.
-fn settle(bundle: &Path, backend: String, dry_run: bool, vectors: Option<PathBuf>) -> Result<bool> {
+fn settle(
+    bundle: &Path,
+    backend: String,
+    dry_run: bool,
+    vectors: Option<PathBuf>,
+    max_input_bytes: u64,
+) -> Result<bool> {
     use conformance::settle::Settled;
-    let bundle = conformance::bundle::read_bundle(bundle)?;
+    let bundle = conformance::bundle::read_bundle(bundle, max_input_bytes, crate::input::FLAG)?;
     let options =
         conformance::settle::SettleOptions { vectors_dir: vectors_dir(vectors)?, backend, dry_run };
     let outcome = conformance::settle::settle(&bundle, &options)?;
@@ -381,7 +398,15 @@ fn settle(bundle: &Path, backend: String, dry_run: bool, vectors: Option<PathBuf
         println!("{verb} {}", path.display());
     }
     println!("{}", outcome.summary_line());
-    Ok(true)
+    // The changes that could be made are written; the exit status says the work is not done.
+    let left = outcome.left_for_a_person();
+    if left != 0 {
+        eprintln!(
+            "{left} vector(s) left for a person: the bundle cannot settle them (see `unsettled` \
+             above); exit status 1"
+        );
+    }
+    Ok(left == 0)
 }
 
 fn write(path: &Path, text: &str) -> Result<()> {

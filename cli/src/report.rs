@@ -19,8 +19,15 @@ pub(crate) enum ReportCommand {
         old: PathBuf,
         /// The later report.
         new: PathBuf,
+        /// Refuse a report larger than this many bytes.
+        #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_REPORT_BYTES)]
+        max_input_bytes: u64,
     },
 }
+
+/// The default cap on each report `nrtsim report` reads: 256 MiB, far above the JSON report of
+/// a whole run with every trace (a few MiB), and what a device bundle may hold.
+pub(crate) const DEFAULT_MAX_REPORT_BYTES: u64 = 256 << 20;
 
 /// Arguments of `nrtsim report merge`.
 #[derive(clap::Args)]
@@ -42,12 +49,18 @@ pub(crate) struct MergeArgs {
     /// one; without one the page has no links to the vectors' files).
     #[arg(long, value_name = "DIR")]
     vectors: Option<PathBuf>,
+    /// Refuse a report larger than this many bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_REPORT_BYTES)]
+    max_input_bytes: u64,
 }
 
-/// Reads a `--json` report, naming the file in every error.
-pub(crate) fn read(path: &Path) -> Result<Report> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+/// Reads a `--json` report through the capped reader, at most `limit` bytes, naming the file in
+/// every error.
+pub(crate) fn read(path: &Path, limit: u64) -> Result<Report> {
+    let bytes = crate::input::read_capped(path, limit)?;
+    let text = String::from_utf8(bytes).map_err(|_| {
+        anyhow::anyhow!("{}: expected a JSON report, got bytes that are not UTF-8", path.display())
+    })?;
     Ok(Report::from_json(&text, &path.display().to_string())?)
 }
 
@@ -55,8 +68,9 @@ pub(crate) fn read(path: &Path) -> Result<Report> {
 pub(crate) fn run(command: ReportCommand) -> Result<bool> {
     match command {
         ReportCommand::Merge(args) => merge(args),
-        ReportCommand::Diff { old, new } => {
-            let changes = report::diff(&read(&old)?, &read(&new)?);
+        ReportCommand::Diff { old, new, max_input_bytes } => {
+            let changes =
+                report::diff(&read(&old, max_input_bytes)?, &read(&new, max_input_bytes)?);
             for change in &changes {
                 println!("{change}");
             }
@@ -72,7 +86,11 @@ pub(crate) fn run(command: ReportCommand) -> Result<bool> {
 }
 
 fn merge(args: MergeArgs) -> Result<bool> {
-    let reports = args.reports.iter().map(|path| read(path)).collect::<Result<Vec<_>>>()?;
+    let reports = args
+        .reports
+        .iter()
+        .map(|path| read(path, args.max_input_bytes))
+        .collect::<Result<Vec<_>>>()?;
     let merged = report::merge(reports)?;
     let to_stdout = args.json.is_none() && args.junit.is_none() && args.html.is_none();
     // With the JSON on stdout, the listing goes to stderr so that stdout stays one document.

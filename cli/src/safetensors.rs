@@ -6,10 +6,15 @@
 //! little-endian header length `n`, `n` bytes of a JSON object mapping each tensor name to
 //! `{"dtype", "shape", "data_offsets": [begin, end]}` (offsets relative to the byte after the
 //! header), an optional `__metadata__` entry of strings, then the data. Every size is checked
-//! arithmetic against the file's length; tensors may not overlap; each tensor's byte range must
-//! equal `item size × Π shape` of its dtype.
+//! arithmetic against the file's length; each tensor's byte range must equal `item size × Π
+//! shape` of its dtype; a name may appear once; and the ranges, sorted, must cover the data
+//! exactly, each starting where the one before ends (the format's rule, which the `safetensors`
+//! crate applies too), so no byte is in two tensors and none is in no tensor.
+//!
+//! Every entry is checked before a byte is copied, so the tensors cost the data's length once,
+//! whatever the header claims.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use abi::dtype::ScalarType;
 use bind::HostTensor;
@@ -65,6 +70,21 @@ pub(crate) enum SafetensorsError {
     /// Two tensors share bytes.
     #[error("{file}: tensors {first:?} and {second:?} overlap, expected disjoint data_offsets")]
     Overlap { file: String, first: String, second: String },
+    /// A tensor starts after the end of the one before it (or, the first, after byte 0).
+    #[error(
+        "{file}: tensor {key:?} begins at data byte {begin}, expected {expected}: the tensors \
+         must cover the data without gaps"
+    )]
+    Gap { file: String, key: String, begin: u64, expected: u64 },
+    /// Data past the end of the last tensor.
+    #[error(
+        "{file}: the tensors end at data byte {end}, expected them to cover all {available} data \
+         bytes"
+    )]
+    TrailingData { file: String, end: u64, available: usize },
+    /// A name the header gives twice (a JSON reader would keep one of them silently).
+    #[error("{file}: tensor {key:?} is in the header twice, expected each name once")]
+    DuplicateName { file: String, key: String },
     /// Memory for a tensor could not be reserved.
     #[error("{file}: tensor {key:?}: {bytes} bytes do not fit in memory")]
     OutOfMemory { file: String, key: String, bytes: usize },
@@ -95,12 +115,50 @@ fn scalar_type(dtype: &str) -> Option<ScalarType> {
     })
 }
 
+/// The header's entries in the file's order, repeats kept: a JSON object read as a map would
+/// keep one of two entries of a name without a word.
+struct HeaderEntries(Vec<(String, serde_json::Value)>);
+
+impl<'de> serde::Deserialize<'de> for HeaderEntries {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = HeaderEntries;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+
+            fn visit_map<M: serde::de::MapAccess<'de>>(
+                self,
+                mut map: M,
+            ) -> Result<HeaderEntries, M::Error> {
+                let mut entries = Vec::new();
+                while let Some(entry) = map.next_entry()? {
+                    entries.push(entry);
+                }
+                Ok(HeaderEntries(entries))
+            }
+        }
+        deserializer.deserialize_map(Visitor)
+    }
+}
+
+/// A tensor's entry, checked, its bytes not yet copied.
+struct Entry<'a> {
+    key: &'a str,
+    scalar_type: ScalarType,
+    shape: Vec<i64>,
+    begin: u64,
+    end: u64,
+}
+
 /// The tensors of a safetensors file's bytes, by name; `file` names it in errors.
 ///
 /// # Errors
 /// [`SafetensorsError`] for a truncated file, a header larger than the file, a header that is
-/// not the format's JSON, an unknown dtype, offsets out of range, overlapping or of the wrong
-/// size.
+/// not the format's JSON, a name given twice, an unknown dtype, offsets out of range or of the
+/// wrong size, and ranges that overlap, leave a gap or leave data after the last tensor.
 pub(crate) fn parse(
     file: &str,
     bytes: &[u8],
@@ -120,14 +178,14 @@ pub(crate) fn parse(
     };
     let (header, data) = rest.split_at(split);
     let json_error = |detail: String| SafetensorsError::HeaderJson { file: file.clone(), detail };
-    let header: serde_json::Value =
+    let HeaderEntries(header) =
         serde_json::from_slice(header).map_err(|err| json_error(err.to_string()))?;
-    let serde_json::Value::Object(entries) = header else {
-        return Err(json_error(format!("found {header}")));
-    };
-    let mut ranges: Vec<(u64, u64, String)> = Vec::new();
-    let mut tensors = BTreeMap::new();
-    for (key, entry) in &entries {
+    let mut names = BTreeSet::new();
+    let mut entries: Vec<Entry<'_>> = Vec::new();
+    for (key, entry) in &header {
+        if !names.insert(key.as_str()) {
+            return Err(SafetensorsError::DuplicateName { file, key: key.clone() });
+        }
         if key == "__metadata__" {
             continue;
         }
@@ -189,30 +247,153 @@ pub(crate) fn parse(
                 shape,
             });
         }
-        ranges.push((begin, end, key.clone()));
+        entries.push(Entry { key, scalar_type, shape, begin, end });
+    }
+    // Sorted by range, each tensor must begin where the one before it ended (the first at 0),
+    // and the last end where the data does: then the ranges tile the data, and copying them
+    // costs its length once.
+    entries.sort_by_key(|entry| (entry.begin, entry.end));
+    let mut covered: u64 = 0;
+    let mut previous: Option<&str> = None;
+    for entry in &entries {
+        if entry.begin < covered {
+            return Err(SafetensorsError::Overlap {
+                file,
+                first: previous.unwrap_or_default().to_owned(),
+                second: entry.key.to_owned(),
+            });
+        }
+        if entry.begin > covered {
+            return Err(SafetensorsError::Gap {
+                file,
+                key: entry.key.to_owned(),
+                begin: entry.begin,
+                expected: covered,
+            });
+        }
+        covered = entry.end;
+        previous = Some(entry.key);
+    }
+    if covered != data.len() as u64 {
+        return Err(SafetensorsError::TrailingData { file, end: covered, available: data.len() });
+    }
+    let mut tensors = BTreeMap::new();
+    for Entry { key, scalar_type, shape, begin, end } in entries {
         // In range of `data` (checked above), so these fit in usize.
         let range = &data[begin as usize..end as usize];
         let mut owned = Vec::new();
         owned.try_reserve_exact(range.len()).map_err(|_| SafetensorsError::OutOfMemory {
             file: file.clone(),
-            key: key.clone(),
+            key: key.to_owned(),
             bytes: range.len(),
         })?;
         owned.extend_from_slice(range);
-        let tensor = HostTensor::from_bytes(scalar_type, &shape, owned)
-            .map_err(|err| entry_error(&err.to_string()))?;
+        let tensor = HostTensor::from_bytes(scalar_type, &shape, owned).map_err(|err| {
+            SafetensorsError::Entry {
+                file: file.clone(),
+                key: key.to_owned(),
+                detail: err.to_string(),
+            }
+        })?;
         tensors.insert(key.as_bytes().to_vec(), tensor);
     }
-    // Sorted by start, two non-empty ranges overlap only if some range starts before the end of
-    // the one before it.
-    ranges.retain(|(begin, end, _)| begin < end);
-    ranges.sort();
-    if let Some(pair) = ranges.windows(2).find(|pair| pair[1].0 < pair[0].1) {
-        return Err(SafetensorsError::Overlap {
-            file,
-            first: pair[0].2.clone(),
-            second: pair[1].2.clone(),
-        });
-    }
     Ok(tensors)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A safetensors file: the 8-byte header length, `header`, then `data`.
+    fn file(header: &str, data: &[u8]) -> Vec<u8> {
+        let mut bytes = (header.len() as u64).to_le_bytes().to_vec();
+        bytes.extend(header.as_bytes());
+        bytes.extend(data);
+        bytes
+    }
+
+    /// An `U8` entry of `n` elements at `[begin, begin + n]`.
+    fn u8_entry(begin: u64, n: u64) -> String {
+        format!(r#"{{"dtype":"U8","shape":[{n}],"data_offsets":[{begin},{}]}}"#, begin + n)
+    }
+
+    fn refusal(header: &str, data: &[u8]) -> SafetensorsError {
+        match parse("w.safetensors", &file(header, data)) {
+            Ok(tensors) => panic!("accepted {header}: {} tensors", tensors.len()),
+            Err(error) => error,
+        }
+    }
+
+    #[test]
+    fn tensors_that_tile_the_data_are_read_in_any_header_order() {
+        let header = format!(
+            r#"{{"b":{},"__metadata__":{{"format":"pt"}},"empty":{},"a":{}}}"#,
+            u8_entry(2, 3),
+            u8_entry(5, 0),
+            u8_entry(0, 2)
+        );
+        let tensors = parse("w.safetensors", &file(&header, &[1, 2, 3, 4, 5])).unwrap();
+        let bytes: Vec<(&[u8], Vec<u8>)> =
+            tensors.iter().map(|(name, tensor)| (name.as_slice(), tensor.to_bytes())).collect();
+        assert_eq!(
+            bytes,
+            [(&b"a"[..], vec![1, 2]), (&b"b"[..], vec![3, 4, 5]), (&b"empty"[..], vec![])]
+        );
+    }
+
+    #[test]
+    fn a_name_given_twice_is_refused() {
+        // A JSON map would keep the second entry and leave the first one's bytes unread.
+        let header = format!(r#"{{"w":{},"w":{}}}"#, u8_entry(0, 4), u8_entry(4, 4));
+        let error = refusal(&header, &[0; 8]);
+        assert!(matches!(error, SafetensorsError::DuplicateName { ref key, .. } if key == "w"));
+        assert_eq!(
+            error.to_string(),
+            "w.safetensors: tensor \"w\" is in the header twice, expected each name once"
+        );
+    }
+
+    #[test]
+    fn the_first_tensor_begins_at_data_byte_zero() {
+        let error = refusal(&format!(r#"{{"w":{}}}"#, u8_entry(4, 4)), &[0; 8]);
+        assert_eq!(
+            error.to_string(),
+            "w.safetensors: tensor \"w\" begins at data byte 4, expected 0: the tensors must \
+             cover the data without gaps"
+        );
+    }
+
+    #[test]
+    fn a_gap_between_tensors_is_refused() {
+        let header = format!(r#"{{"a":{},"b":{}}}"#, u8_entry(0, 4), u8_entry(6, 2));
+        let error = refusal(&header, &[0; 8]);
+        assert!(
+            matches!(error, SafetensorsError::Gap { ref key, begin: 6, expected: 4, .. } if key == "b"),
+            "{error:?}"
+        );
+    }
+
+    #[test]
+    fn data_after_the_last_tensor_is_refused() {
+        let error = refusal(&format!(r#"{{"a":{}}}"#, u8_entry(0, 4)), &[0; 6]);
+        assert_eq!(
+            error.to_string(),
+            "w.safetensors: the tensors end at data byte 4, expected them to cover all 6 data \
+             bytes"
+        );
+    }
+
+    #[test]
+    fn entries_sharing_one_range_are_refused_as_an_overlap() {
+        // The fuzzer's file: 256 names for one range, which cost 256 copies of it when each
+        // tensor was copied before the ranges were compared.
+        let entries: Vec<String> =
+            (0..256).map(|i| format!(r#""t{i:03}":{}"#, u8_entry(0, 64))).collect();
+        let error = refusal(&format!("{{{}}}", entries.join(",")), &[0; 64]);
+        assert!(
+            matches!(error, SafetensorsError::Overlap { ref first, ref second, .. }
+                if first == "t000" && second == "t001"),
+            "{error:?}"
+        );
+    }
 }

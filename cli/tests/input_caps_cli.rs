@@ -236,3 +236,30 @@ fn replay_refuses_an_endless_or_over_cap_recording_or_blob_naming_the_flag() {
     assert_refused(&out, s(&blob), "--max-input-bytes", DEFAULT_REPLAY);
     assert!(stderr(&out).contains("line 3: "), "{}", stderr(&out));
 }
+
+#[test]
+fn report_and_settle_refuse_an_endless_or_over_cap_input_naming_the_flag() {
+    const DEFAULT_REPORT: u64 = 256 << 20;
+    const DEFAULT_BUNDLE: u64 = 256 << 20;
+    let dir = Scratch::new("caps-report");
+    let small = dir.write("r.json", br#"{"cases": []}"#);
+    for command in [
+        vec!["report", "merge", "/dev/zero"],
+        vec!["report", "merge", s(&small), "/dev/zero"],
+        vec!["report", "diff", "/dev/zero", s(&small)],
+        vec!["report", "diff", s(&small), "/dev/zero"],
+        vec!["vectors", "settle", "/dev/zero", "--vectors", s(&dir)],
+    ] {
+        let mut args = command.clone();
+        args.extend(["--max-input-bytes", SMALL]);
+        assert_refused(&nrtsim(&args), "/dev/zero", "--max-input-bytes", 65536);
+    }
+    let big = sparse(&dir, "big.json", DEFAULT_REPORT + 1);
+    let out = nrtsim(&["report", "merge", s(&big)]);
+    assert_refused(&out, s(&big), "--max-input-bytes", DEFAULT_REPORT);
+    let out = nrtsim(&["report", "diff", s(&small), s(&big)]);
+    assert_refused(&out, s(&big), "--max-input-bytes", DEFAULT_REPORT);
+    let big = sparse(&dir, "big.tar.gz", DEFAULT_BUNDLE + 1);
+    let out = nrtsim(&["vectors", "settle", s(&big), "--vectors", s(&dir)]);
+    assert_refused(&out, s(&big), "--max-input-bytes", DEFAULT_BUNDLE);
+}

@@ -276,3 +276,54 @@ fn a_bundle_that_is_not_one_is_refused_with_its_name() {
     let message = stderr(&out);
     assert!(message.contains("bad.tar.gz: expected a gzip-compressed tar archive"), "{message}");
 }
+
+#[test]
+fn a_settle_that_leaves_a_vector_for_a_person_exits_1_after_writing_the_rest() {
+    use conformance::report::{CaseDetail, CaseResult, Outcome, Report, RunInfo};
+
+    let scratch = Scratch::new("settle-person");
+    let vectors = scratch_vectors(&scratch);
+    // Two machines disagree on the refuted guess (it passed on one): a person must look. The
+    // confirmed guess passed on both and is settled as a fact.
+    let run = |instance: &str| RunInfo {
+        instance_type: Some(instance.to_owned()),
+        runtime_versions: BTreeMap::from([("capi".to_owned(), "2.23.1.0".to_owned())]),
+        ..RunInfo::default()
+    };
+    let passed = |vector: &str, run: usize| CaseResult {
+        vector: vector.to_owned(),
+        backend: "capi".to_owned(),
+        outcome: Outcome::Passed,
+        duration: std::time::Duration::ZERO,
+        message: None,
+        first_diff: None,
+        run,
+        detail: None,
+    };
+    let refuted = CaseResult {
+        outcome: Outcome::GuessRefuted,
+        detail: Some(Box::new(CaseDetail {
+            actual: vec!["init(NO_FW, \"\", \"\") -> NRT_SUCCESS".to_owned()],
+            ..CaseDetail::default()
+        })),
+        ..passed(REFUTED, 1)
+    };
+    let mut report =
+        Report::new(run("trn1.2xlarge"), vec![passed(CONFIRMED, 0), passed(REFUTED, 0), refuted]);
+    report.runs.push(run("trn2.48xlarge"));
+    let bundle = scratch.join("disagree.tar.gz");
+    conformance::bundle::write_bundle(&bundle, &report).unwrap();
+
+    let out = settle(&bundle, vectors.to_str().unwrap());
+    let printed = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{printed}{}", stderr(&out));
+    assert!(printed.contains(&format!("unsettled {REFUTED}: the runs disagree")), "{printed}");
+    assert!(printed.contains("1 left for a person"), "{printed}");
+    assert!(
+        stderr(&out).contains("1 vector(s) left for a person"),
+        "the exit status is explained: {}",
+        stderr(&out)
+    );
+    // What could be settled was written all the same.
+    assert!(read(&vectors.join(CONFIRMED).join("case.toml")).contains("provenance = \"fact: "));
+}

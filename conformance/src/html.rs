@@ -947,4 +947,31 @@ mod tests {
         let steps = steps(&lines(&["init()", "== step 1: model_new", "load()", "== step 2: x"]));
         assert_eq!(steps, ["init", "1", "1", "2"]);
     }
+
+    #[test]
+    fn int16_values_are_signed_on_the_page_and_in_the_errors() {
+        // -1 is ff ff: shown as -1, and 1 against it is an error of 2, not of 65534.
+        let mut failing = case("tensors/int16", "sim", Outcome::Failed);
+        failing.detail = Some(Box::new(CaseDetail {
+            expected: lines(&[
+                "tensor_allocate(DEVICE, 0, 4, \"input0\") -> t1 NRT_SUCCESS",
+                "tensor_write(t1, 0, [ff ff 02 00]) -> NRT_SUCCESS",
+                "output 0 Short [2] [00 80 fe ff]",
+            ]),
+            actual: lines(&[
+                "tensor_allocate(DEVICE, 0, 4, \"input0\") -> t1 NRT_SUCCESS",
+                "tensor_write(t1, 0, [01 00 02 00]) -> NRT_SUCCESS",
+                "output 0 Short [2] [00 80 ff ff]",
+            ]),
+            dtypes: BTreeMap::from([("input0".to_owned(), "int16".to_owned())]),
+            ..CaseDetail::default()
+        }));
+        let page = render(&Report::new(RunInfo::default(), vec![failing]), None);
+        assert!(page.contains("= Short [-1, 2]</div>"), "{page}");
+        assert!(page.contains("= Short [1, 2]</div>"), "{page}");
+        assert!(page.contains("max abs error 2, max rel error 2</div>"), "{page}");
+        // The output line: -32768 and -2 against -32768 and -1.
+        assert!(page.contains("= Short [-32768, -2]</div>"), "{page}");
+        assert!(page.contains("max abs error 1, max rel error 0.5</div>"), "{page}");
+    }
 }

@@ -7,7 +7,7 @@
 //! not pass carries a [`CaseDetail`] with everything a reviewer needs to judge it without
 //! running it again.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::time::Duration;
 
@@ -321,6 +321,21 @@ pub enum ReportError {
         /// How many runs there are.
         runs: usize,
     },
+    /// The same backend × vector on the same kind of machine twice in one report: a report holds
+    /// each once, so which one counts would be a guess.
+    #[error(
+        "{source_name}: case {case}{} is listed twice, expected each backend × vector once per \
+         machine",
+        .instance.as_ref().map(|i| format!(" on {i}")).unwrap_or_default()
+    )]
+    DuplicateCase {
+        /// The file.
+        source_name: String,
+        /// The case's id.
+        case: String,
+        /// The instance type of its run, when the run names one.
+        instance: Option<String>,
+    },
     /// The same backend × vector on the same kind of machine in two of the merged reports.
     #[error(
         "{case}{} is in both {first} and {second}: a merge takes each vector once per backend \
@@ -359,8 +374,10 @@ impl Report {
     /// one run that says nothing.
     ///
     /// # Errors
-    /// [`ReportError::Json`] with the JSON path of the problem, or
-    /// [`ReportError::NoSuchRun`] for a case whose run index is out of range.
+    /// [`ReportError::Json`] with the JSON path of the problem,
+    /// [`ReportError::NoSuchRun`] for a case whose run index is out of range, or
+    /// [`ReportError::DuplicateCase`] for a backend × vector listed twice for one kind of
+    /// machine.
     pub fn from_json(text: &str, source_name: &str) -> Result<Report, ReportError> {
         let mut deserializer = serde_json::Deserializer::from_str(text);
         let mut report: Report =
@@ -381,6 +398,20 @@ impl Report {
                 run: case.run,
                 runs: report.runs.len(),
             });
+        }
+        // Read twice, a case would count twice, `diff` would compare it with itself and `merge`
+        // would call the file a duplicate of itself: the report is refused instead.
+        let mut seen = BTreeSet::new();
+        for case in &report.cases {
+            let key = report.key(case);
+            if seen.contains(&key) {
+                return Err(ReportError::DuplicateCase {
+                    source_name: source_name.to_owned(),
+                    case: case.id(),
+                    instance: key.2,
+                });
+            }
+            seen.insert(key);
         }
         report.summary = summarize(&report.cases);
         Ok(report)
@@ -821,5 +852,44 @@ mod tests {
             ]
         );
         assert!(diff(&old, &old).is_empty());
+    }
+
+    #[test]
+    fn a_report_holding_a_case_twice_is_refused_naming_it() {
+        let twice = Report::new(
+            run("r.json", None, None),
+            vec![
+                result("x/a", "sim", Outcome::Passed),
+                result("x/b", "sim", Outcome::Passed),
+                result("x/a", "sim", Outcome::Failed),
+            ],
+        );
+        let error = Report::from_json(&twice.to_json(), "twice.json").expect_err("x/a twice");
+        assert!(
+            matches!(&error, ReportError::DuplicateCase { case, .. } if case == "sim/x/a"),
+            "{error:?}"
+        );
+        assert_eq!(
+            error.to_string(),
+            "twice.json: case sim/x/a is listed twice, expected each backend × vector once per \
+             machine"
+        );
+        // The same vector from two machines of one merged report is two cases, not one twice.
+        let mut two_machines = twice.clone();
+        two_machines.cases.remove(1);
+        two_machines.runs = vec![
+            run("a.json", Some("trn1.2xlarge"), None),
+            run("b.json", Some("trn2.48xlarge"), None),
+        ];
+        two_machines.cases[1].run = 1;
+        let read = Report::from_json(&two_machines.to_json(), "m.json").expect("two machines");
+        assert_eq!(read.cases.len(), 2);
+        // So the same machine twice is refused, naming it.
+        two_machines.runs[1].instance_type = Some("trn1.2xlarge".to_owned());
+        let error = Report::from_json(&two_machines.to_json(), "m.json").expect_err("one machine");
+        assert!(
+            error.to_string().contains("case sim/x/a on trn1.2xlarge is listed twice"),
+            "{error}"
+        );
     }
 }

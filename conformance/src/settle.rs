@@ -108,13 +108,20 @@ pub struct SettleOutcome {
 }
 
 impl SettleOutcome {
-    /// `settled N guesses as facts, M refuted, K proposed known differences`.
+    /// How many vectors the bundle could not settle and a person must look at
+    /// ([`Settled::Unsettled`]); `nrtsim vectors settle` exits 1 when there are any.
+    pub fn left_for_a_person(&self) -> usize {
+        self.changes.iter().filter(|c| matches!(c, Settled::Unsettled { .. })).count()
+    }
+
+    /// `settled N guesses as facts, M refuted, K proposed known differences`, and `, L left for
+    /// a person` when some are.
     pub fn summary_line(&self) -> String {
         let count = |f: fn(&Settled) -> bool| self.changes.iter().filter(|c| f(c)).count();
         let confirmed = count(|c| matches!(c, Settled::Confirmed { .. }));
         let refuted = count(|c| matches!(c, Settled::Refuted { .. }));
         let proposed = count(|c| matches!(c, Settled::Proposed { .. }));
-        let unsettled = count(|c| matches!(c, Settled::Unsettled { .. }));
+        let unsettled = self.left_for_a_person();
         let mut line = format!(
             "settled {confirmed} guesses as facts, {refuted} refuted, {proposed} proposed known differences"
         );
@@ -729,6 +736,7 @@ mod tests {
             outcome.summary_line(),
             "settled 0 guesses as facts, 0 refuted, 0 proposed known differences, 1 left for a person"
         );
+        assert_eq!(outcome.left_for_a_person(), 1);
         std::fs::remove_dir_all(&root).unwrap();
     }
 
