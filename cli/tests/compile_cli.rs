@@ -365,6 +365,26 @@ fn an_unknown_flag_is_a_usage_error_naming_it() {
     drop(module);
 }
 
+/// `--output --lnc=1`: the flag after `--output` is not its value, so no NEFF named `--lnc=1` is
+/// written and the usage error names `--output`.
+#[test]
+fn a_flag_after_output_is_not_taken_as_the_output_path() {
+    let scratch = Scratch::new("output-flag");
+    scratch.write("m.hlo", PLAIN.as_bytes());
+    let out = Command::new(nrtsim_exe())
+        .current_dir(scratch.path())
+        .args(["compile", "m.hlo", "--framework", "XLA", "--target", "trn2", "--output", "--lnc=1"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("flag --output expects a value PATH"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(leftovers(scratch.path(), &["m.hlo"]), Vec::<String>::new());
+}
+
 #[test]
 fn an_unsupported_opcode_fails_naming_the_opcode_and_the_instruction() {
     let scratch = Scratch::new("unsupported");
