@@ -153,7 +153,8 @@ fn write_output(path: &Path, bytes: &[u8]) -> Result<()> {
     if path == Path::new("-") {
         std::io::stdout().write_all(bytes).context("writing to stdout")
     } else {
-        std::fs::write(path, bytes).with_context(|| format!("writing {}", path.display()))
+        conformance::output_file::write(path, bytes)
+            .with_context(|| format!("writing {}", path.display()))
     }
 }
 
@@ -326,14 +327,11 @@ fn write_npy_output(path: &Path, output: &Output) -> Result<()> {
     let shape: Vec<u64> = output.dims().iter().map(|&d| d as u64).collect();
     let header =
         abi::neff::npy::encode_header(npy_descr(output.ty())?, &shape, output.n_bytes() as u64)?;
-    let file =
-        std::fs::File::create(path).with_context(|| format!("writing {}", path.display()))?;
-    let mut writer = std::io::BufWriter::new(file);
-    writer
-        .write_all(&header)
-        .and_then(|()| output.write_to(&mut writer))
-        .and_then(|()| writer.flush())
-        .with_context(|| format!("writing {}", path.display()))
+    conformance::output_file::write_with(path, |writer| {
+        writer.write_all(&header)?;
+        output.write_to(writer)
+    })
+    .with_context(|| format!("writing {}", path.display()))
 }
 
 /// The descr `run` writes for an element type (`abi::dtype::NpyType`; see the module docs for

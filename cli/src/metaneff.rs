@@ -222,6 +222,7 @@ fn write_output(path: &Path, bytes: &[u8]) -> Result<()> {
     if path == Path::new("-") {
         std::io::stdout().write_all(bytes).context("writing to stdout")
     } else {
-        std::fs::write(path, bytes).with_context(|| format!("writing {}", path.display()))
+        conformance::output_file::write(path, bytes)
+            .with_context(|| format!("writing {}", path.display()))
     }
 }

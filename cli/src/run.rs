@@ -350,9 +350,11 @@ fn run_neff(args: &RunArgs) -> Result<bool> {
         let header = npy::encode_header(descr, &shape, data.len() as u64)
             .map_err(|err| anyhow!("output {:?}: {err}", io.name))?;
         let path = args.output_dir.join(format!("{}.npy", io.name));
-        std::fs::File::create(&path)
-            .and_then(|mut file| file.write_all(&header).and_then(|()| file.write_all(&data)))
-            .with_context(|| format!("writing {}", path.display()))?;
+        conformance::output_file::write_with(&path, |file| {
+            file.write_all(&header)?;
+            file.write_all(&data)
+        })
+        .with_context(|| format!("writing {}", path.display()))?;
         println!("wrote {}", path.display());
     }
     match status {

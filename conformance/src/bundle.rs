@@ -18,7 +18,7 @@
 //!   the way [`write_bundle`] names them.
 
 use std::collections::BTreeMap;
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -206,9 +206,7 @@ pub fn encode(report: &Report) -> Result<Vec<u8>, BundleError> {
 pub fn write_bundle(path: &Path, report: &Report) -> Result<(), BundleError> {
     let bytes = encode(report)?;
     let io = |source| BundleError::Io { path: path.to_path_buf(), source };
-    let mut file = std::fs::File::create(path).map_err(io)?;
-    file.write_all(&bytes).map_err(io)?;
-    file.sync_all().map_err(io)
+    crate::output_file::write(path, &bytes).map_err(io)
 }
 
 /// Reads the bundle at `path`.
@@ -299,6 +297,7 @@ fn trace_id(member: &str) -> Option<&str> {
 
 #[cfg(test)]
 mod tests {
+    use std::io::Write;
     use std::time::Duration;
 
     use super::*;
