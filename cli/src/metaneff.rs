@@ -13,6 +13,7 @@ use anyhow::{Context, Result, bail};
 use conformance::from_hlo::{self, FromHloOptions, ParameterChoice};
 
 use crate::input;
+use crate::limits::MetaneffLimitArgs;
 
 /// The `nrtsim metaneff` subcommands.
 #[derive(clap::Subcommand)]
@@ -31,6 +32,9 @@ pub(crate) enum MetaneffCommand {
         /// `/dev/zero`).
         #[arg(long, value_name = "BYTES", default_value_t = input::DEFAULT_MAX_METANEFF_BYTES)]
         max_input_bytes: u64,
+        /// The metaneff's count limits.
+        #[command(flatten)]
+        limits: MetaneffLimitArgs,
     },
     /// Turn text format (or JSON) back into canonical metaneff bytes (alias map entries
     /// ascending by key).
@@ -52,6 +56,9 @@ pub(crate) enum MetaneffCommand {
         /// `/dev/zero`).
         #[arg(long, value_name = "BYTES", default_value_t = input::DEFAULT_MAX_METANEFF_BYTES)]
         max_input_bytes: u64,
+        /// The metaneff's count limits.
+        #[command(flatten)]
+        limits: MetaneffLimitArgs,
     },
     /// Change fields of a binary metaneff as the `Model` setters do, keeping every other byte
     /// (unknown fields included).
@@ -68,6 +75,9 @@ pub(crate) enum MetaneffCommand {
         /// `/dev/zero`).
         #[arg(long, value_name = "BYTES", default_value_t = input::DEFAULT_MAX_METANEFF_BYTES)]
         max_input_bytes: u64,
+        /// The metaneff's count limits.
+        #[command(flatten)]
+        limits: MetaneffLimitArgs,
     },
     /// Write the metaneff a framework writes for an XLA module, as transformers-neuronx's
     /// `hlo2metaneff` does.
@@ -143,7 +153,6 @@ pub(crate) enum Format {
 /// Runs an `nrtsim metaneff` subcommand; `Ok(false)` (exit status 1) when `diff` finds
 /// differences.
 pub(crate) fn run(command: MetaneffCommand) -> Result<bool> {
-    let limits = MetaneffLimits::default();
     match command {
         MetaneffCommand::Diff { a, b, max_input_bytes } => {
             let bytes_a = input::read_capped(&a, max_input_bytes)?;
@@ -169,9 +178,9 @@ pub(crate) fn run(command: MetaneffCommand) -> Result<bool> {
             }
             write_output(&output, &metaneff)?;
         }
-        MetaneffCommand::Decode { file, format, max_input_bytes } => {
+        MetaneffCommand::Decode { file, format, max_input_bytes, limits } => {
             let bytes = input::read_capped(&file, max_input_bytes)?;
-            within_limits(&bytes, &limits, "decoding", &file)?;
+            within_limits(&bytes, &limits.limits(), "decoding", &file)?;
             let printed = match format {
                 Format::Text => text::to_text(&bytes),
                 Format::Json => text::to_json(&bytes),
@@ -184,7 +193,15 @@ pub(crate) fn run(command: MetaneffCommand) -> Result<bool> {
             }
             std::io::stdout().write_all(printed.text.as_bytes()).context("writing to stdout")?;
         }
-        MetaneffCommand::Encode { file, output, format, preserve_order, max_input_bytes } => {
+        MetaneffCommand::Encode {
+            file,
+            output,
+            format,
+            preserve_order,
+            max_input_bytes,
+            limits,
+        } => {
+            let limits = limits.limits();
             if preserve_order && format == Format::Json {
                 bail!("--preserve-order needs text format: JSON objects have no entry order");
             }
@@ -203,9 +220,9 @@ pub(crate) fn run(command: MetaneffCommand) -> Result<bool> {
             within_limits(&bytes, &limits, "encoding", &file)?;
             write_output(&output, &bytes)?;
         }
-        MetaneffCommand::Edit { file, output, edits, max_input_bytes } => {
+        MetaneffCommand::Edit { file, output, edits, max_input_bytes, limits } => {
             let mut bytes = input::read_capped(&file, max_input_bytes)?;
-            within_limits(&bytes, &limits, "editing", &file)?;
+            within_limits(&bytes, &limits.limits(), "editing", &file)?;
             let flags = [
                 (ConfigFlag::AsyncLoad, edits.async_load),
                 (ConfigFlag::LazyLoad, edits.lazy_load),
@@ -231,9 +248,13 @@ pub(crate) fn run(command: MetaneffCommand) -> Result<bool> {
 /// instead of) anything that holds it decoded in full: the borrowed view counts the tensors and
 /// dimensions as it walks, so a message past a limit costs little more than its bytes.
 fn within_limits(bytes: &[u8], limits: &MetaneffLimits, doing: &str, file: &Path) -> Result<()> {
-    MetaneffView::decode_with_limits(bytes, limits)
-        .map(drop)
-        .with_context(|| format!("{doing} {}", file.display()))
+    MetaneffView::decode_with_limits(bytes, limits).map(drop).map_err(|error| {
+        let doing = format!("{doing} {}", file.display());
+        match error.exceeded.map(MetaneffLimitArgs::flag_for) {
+            Some(flag) => anyhow::anyhow!("{doing}: {error}; pass a larger {flag} to read it"),
+            None => anyhow::Error::new(error).context(doing),
+        }
+    })
 }
 
 /// Refuses text format or JSON whose `input_tensors` or `output_tensors` list holds more than
@@ -278,7 +299,8 @@ fn tensors_within_limit(input: &str, format: Format, limit: usize) -> Result<()>
                     if counts[list] > limit {
                         let name = ["input_tensors", "output_tensors"][list];
                         bail!(
-                            "more than {limit} {name}, expected at most {limit} (the tensor limit)"
+                            "more than {limit} {name}, expected at most {limit} (the tensor \
+                             limit); pass a larger --max-metaneff-tensors to read it"
                         );
                     }
                 }
@@ -340,10 +362,11 @@ mod tests {
 
     #[test]
     fn the_tensor_count_sees_every_spelling_of_a_list_and_nothing_else() {
+        let hint = "; pass a larger --max-metaneff-tensors to read it";
         let refused =
-            Err("more than 2 input_tensors, expected at most 2 (the tensor limit)".into());
+            Err(format!("more than 2 input_tensors, expected at most 2 (the tensor limit){hint}"));
         let outputs =
-            Err("more than 2 output_tensors, expected at most 2 (the tensor limit)".into());
+            Err(format!("more than 2 output_tensors, expected at most 2 (the tensor limit){hint}"));
         let cases: &[(&str, Format, Result<(), String>)] = &[
             ("input_tensors {} input_tensors <> input_tensors: {}", Format::Text, refused.clone()),
             ("input_tensors: [{}, <>, {}]", Format::Text, refused.clone()),
