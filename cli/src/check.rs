@@ -4,10 +4,11 @@
 
 use std::path::PathBuf;
 
-use abi::neff::{Neff, ReadOptions};
+use abi::neff::Neff;
 use anyhow::{Result, anyhow};
 
 use crate::input;
+use crate::limits::NeffLimitArgs;
 
 /// Arguments of `nrtsim check`.
 #[derive(clap::Args)]
@@ -26,14 +27,20 @@ pub(crate) struct CheckArgs {
     /// `/dev/zero`).
     #[arg(long, value_name = "BYTES", default_value_t = input::DEFAULT_MAX_METANEFF_BYTES)]
     max_metaneff_bytes: u64,
+    /// The NEFF's count limits.
+    #[command(flatten)]
+    limits: NeffLimitArgs,
 }
 
 /// Runs `nrtsim check`; `Ok(false)` (exit status 1) when any finding is an error.
 pub(crate) fn run(args: CheckArgs) -> Result<bool> {
     let neff_bytes =
         input::read_capped_with_flag(&args.neff, args.max_neff_bytes, "--max-neff-bytes")?;
-    let neff = Neff::parse(&neff_bytes, &ReadOptions::default()).map_err(|error| {
-        anyhow!("{}: {error} (libnrt would return {})", args.neff.display(), error.status().name())
+    let neff = Neff::parse(&neff_bytes, &args.limits.read_options()).map_err(|error| {
+        let hint = NeffLimitArgs::flag_for(&error)
+            .map_or(String::new(), |flag| format!("; pass a larger {flag} to read it"));
+        let path = args.neff.display();
+        anyhow!("{path}: {error} (libnrt would return {}){hint}", error.status().name())
     })?;
     drop(neff_bytes);
     let metaneff = input::read_capped_with_flag(

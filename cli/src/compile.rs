@@ -2,12 +2,14 @@
 //! neuronx-cc's command line over the simulator's compile target (the `compile` library).
 //!
 //! Exit statuses as neuronx-cc's: 0 on success, 1 for a module that does not compile (the message
-//! names the instruction), 2 for a command line it would refuse. The NEFF is written to a
-//! temporary file beside the output and renamed, so a failed compile never leaves a partial file.
+//! names the instruction), 2 for a command line it would refuse. The NEFF is written through
+//! `conformance::output_file`: to a fresh temporary file beside the output, then renamed, so a
+//! failed compile never leaves a partial file, a link planted at the temporary name is never
+//! followed, and an output path that is not a regular file is refused.
 
 use std::ffi::OsStr;
 use std::io::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 
 use ::compile::{self, Invocation};
@@ -99,27 +101,8 @@ fn input_cap() -> Result<u64> {
 fn compile_file(input: &Path, output: &Path, options: &compile::CompileOptions) -> Result<()> {
     let bytes = crate::input::read_capped_with_flag(input, input_cap()?, MAX_INPUT_ENV)?;
     let neff = compile::compile(&bytes, options)?;
-    write_atomically(output, &neff)
-}
-
-/// Writes `bytes` to a temporary name in `path`'s folder, then renames it to `path`.
-fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
-    let folder = match path.parent() {
-        Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let name =
-        path.file_name().with_context(|| format!("--output {} names no file", path.display()))?;
-    let temporary =
-        folder.join(format!(".{}.{}.partial", name.to_string_lossy(), std::process::id()));
-    let written = std::fs::write(&temporary, bytes)
-        .with_context(|| format!("writing {}", temporary.display()))
-        .and_then(|()| {
-            std::fs::rename(&temporary, path)
-                .with_context(|| format!("renaming {} to {}", temporary.display(), path.display()))
-        });
-    if written.is_err() {
-        let _ = std::fs::remove_file(&temporary);
-    }
-    written
+    // Through the one output writer: beside, then renamed, never following a link nor replacing
+    // anything but a regular file.
+    conformance::output_file::write(output, &neff)
+        .with_context(|| format!("writing {}", output.display()))
 }

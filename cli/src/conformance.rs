@@ -410,7 +410,8 @@ fn settle(
 }
 
 fn write(path: &Path, text: &str) -> Result<()> {
-    std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
+    conformance::output_file::write(path, text.as_bytes())
+        .with_context(|| format!("writing {}", path.display()))
 }
 
 /// `nrtsim vectors compile`: every vector that runs on `nrt` and has HLO, compiled for `target`.

@@ -18,6 +18,7 @@ use abi::dtype::NpyType;
 use hlo::eval::{Input, Output};
 
 use crate::input;
+use crate::limits::HloLimitArgs;
 
 /// The `nrtsim hlo` subcommands.
 #[derive(clap::Subcommand)]
@@ -42,6 +43,9 @@ pub(crate) enum HloCommand {
         /// Refuse inputs (the module, and each `.npy`) larger than this many bytes.
         #[arg(long, value_name = "BYTES", default_value_t = input::DEFAULT_MAX_HLO_BYTES)]
         max_input_bytes: u64,
+        /// The module's count limits.
+        #[command(flatten)]
+        limits: HloLimitArgs,
     },
     /// Evaluate a module's entry computation with the interpreter.
     ///
@@ -62,6 +66,9 @@ pub(crate) enum HloCommand {
         /// Refuse inputs (the module, and each `.npy`) larger than this many bytes.
         #[arg(long, value_name = "BYTES", default_value_t = input::DEFAULT_MAX_HLO_BYTES)]
         max_input_bytes: u64,
+        /// The module's count limits.
+        #[command(flatten)]
+        limits: HloLimitArgs,
         /// The execution timeout in seconds of device time, or `none`: the run stops when a
         /// NeuronCore, at its peak rates, could not have finished it within this time (default:
         /// NEURON_RT_EXEC_TIMEOUT, else libnrt's default of 30).
@@ -91,14 +98,17 @@ pub(crate) enum HloCommand {
         /// Refuse inputs (the module, and each `.npy`) larger than this many bytes.
         #[arg(long, value_name = "BYTES", default_value_t = input::DEFAULT_MAX_HLO_BYTES)]
         max_input_bytes: u64,
+        /// The module's count limits.
+        #[command(flatten)]
+        limits: HloLimitArgs,
     },
 }
 
 /// Runs an `nrtsim hlo` subcommand.
 pub(crate) fn run(command: HloCommand) -> Result<()> {
     match command {
-        HloCommand::Print { file, output, no_validate, no_metadata, max_input_bytes } => {
-            let module = load(&file, !no_validate, max_input_bytes)?;
+        HloCommand::Print { file, output, no_validate, no_metadata, max_input_bytes, limits } => {
+            let module = load(&file, !no_validate, max_input_bytes, &limits)?;
             let options = hlo::text::PrintOptions { metadata: !no_metadata };
             let text = hlo::text::print_module_with(&module, &options)
                 .with_context(|| format!("printing {}", file.display()))?;
@@ -113,14 +123,17 @@ pub(crate) fn run(command: HloCommand) -> Result<()> {
             output_dir,
             budget_bytes,
             max_input_bytes,
+            limits: count_limits,
             exec_timeout,
             work_budget,
             time_limit_ms,
             report_peak_rss,
         } => {
             let limits = RunLimits { exec_timeout, work_budget, time_limit_ms };
+            let module = load(&file, true, max_input_bytes, &count_limits)?;
             run_module(
                 &file,
+                &module,
                 &inputs,
                 output_dir.as_deref(),
                 budget_bytes,
@@ -135,8 +148,8 @@ pub(crate) fn run(command: HloCommand) -> Result<()> {
             }
             Ok(())
         }
-        HloCommand::Encode { file, output, max_input_bytes } => {
-            let module = load(&file, true, max_input_bytes)?;
+        HloCommand::Encode { file, output, max_input_bytes, limits } => {
+            let module = load(&file, true, max_input_bytes, &limits)?;
             if output == Path::new("-") && std::io::IsTerminal::is_terminal(&std::io::stdout()) {
                 bail!("refusing to write a binary proto to a terminal; use -o FILE");
             }
@@ -146,9 +159,20 @@ pub(crate) fn run(command: HloCommand) -> Result<()> {
 }
 
 /// Reads and loads a module in either form, and validates it when asked.
-fn load(path: &Path, validate: bool, limit: u64) -> Result<hlo::proto::HloModuleProto> {
+fn load(
+    path: &Path,
+    validate: bool,
+    limit: u64,
+    limits: &HloLimitArgs,
+) -> Result<hlo::proto::HloModuleProto> {
     let bytes = input::read_capped(path, limit)?;
-    let module = hlo::load_module(&bytes).with_context(|| format!("loading {}", path.display()))?;
+    let module = hlo::load_module_with_limits(&bytes, &limits.limits()).map_err(|error| {
+        let loading = format!("loading {}", path.display());
+        match HloLimitArgs::flag_for(&error) {
+            Some(flag) => anyhow::anyhow!("{loading}: {error}; pass a larger {flag} to read it"),
+            None => anyhow::Error::new(error).context(loading),
+        }
+    })?;
     if validate {
         hlo::validate(&module).with_context(|| format!("validating {}", path.display()))?;
     }
@@ -159,7 +183,8 @@ fn write_output(path: &Path, bytes: &[u8]) -> Result<()> {
     if path == Path::new("-") {
         std::io::stdout().write_all(bytes).context("writing to stdout")
     } else {
-        std::fs::write(path, bytes).with_context(|| format!("writing {}", path.display()))
+        conformance::output_file::write(path, bytes)
+            .with_context(|| format!("writing {}", path.display()))
     }
 }
 
@@ -198,13 +223,13 @@ struct RunLimits {
 
 fn run_module(
     file: &Path,
+    module: &hlo::proto::HloModuleProto,
     inputs: &[PathBuf],
     output_dir: Option<&Path>,
     budget_bytes: Option<u64>,
     max_input_bytes: u64,
     limits: RunLimits,
 ) -> Result<()> {
-    let module = load(file, true, max_input_bytes)?;
     let mut options = hlo::eval::EvalOptions::default();
     if let Some(budget) = budget_bytes {
         options.budget_bytes = budget;
@@ -227,7 +252,7 @@ fn run_module(
         options.work_budget = budget;
     }
     options.time_limit = limits.time_limit_ms.map(std::time::Duration::from_millis);
-    let program = hlo::eval::Program::compile(&module, &options)
+    let program = hlo::eval::Program::compile(module, &options)
         .with_context(|| format!("compiling {}", file.display()))?;
     let parameters = program.parameter_types();
     if inputs.len() != parameters.len() {
@@ -359,14 +384,11 @@ fn write_npy_output(path: &Path, output: &Output) -> Result<()> {
     let shape: Vec<u64> = output.dims().iter().map(|&d| d as u64).collect();
     let header =
         abi::neff::npy::encode_header(npy_descr(output.ty())?, &shape, output.n_bytes() as u64)?;
-    let file =
-        std::fs::File::create(path).with_context(|| format!("writing {}", path.display()))?;
-    let mut writer = std::io::BufWriter::new(file);
-    writer
-        .write_all(&header)
-        .and_then(|()| output.write_to(&mut writer))
-        .and_then(|()| writer.flush())
-        .with_context(|| format!("writing {}", path.display()))
+    conformance::output_file::write_with(path, |writer| {
+        writer.write_all(&header)?;
+        output.write_to(writer)
+    })
+    .with_context(|| format!("writing {}", path.display()))
 }
 
 /// The descr `run` writes for an element type (`abi::dtype::NpyType`; see the module docs for

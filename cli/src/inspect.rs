@@ -1,9 +1,10 @@
 //! `nrtsim inspect`: a NEFF's header, members, variable tables and signature.
 //!
 //! Design choices:
-//! - The NEFF is read in the lenient mode of [`abi::neff::ReadOptions::default`]: variable types
-//!   this tool does not model are listed as `unknown`, never refused, so a NEFF from a newer
-//!   compiler can still be looked at. The hash is always computed and shown as `hash_ok`, but a
+//! - The NEFF is read in the lenient mode of [`abi::neff::ReadOptions::default`], its count
+//!   limits set by `--max-neff-members` and `--max-neff-vars`: variable types this tool does not
+//!   model are listed as `unknown`, never refused, so a NEFF from a newer compiler can still be
+//!   looked at. The hash is always computed and shown as `hash_ok`, but a
 //!   mismatch is not an error here.
 //! - One JSON object (`--json`) built from the parsed [`abi::neff::Neff`], with stable key order
 //!   (serde_json's sorted maps), so scripts and golden files can diff it; the text form is for
@@ -14,11 +15,12 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use abi::hex::to_hex;
-use abi::neff::{Graph, Neff, ReadOptions, TensorSignature, Var};
+use abi::neff::{Graph, Neff, TensorSignature, Var};
 use anyhow::{Result, anyhow};
 use serde_json::{Value, json};
 
 use crate::input;
+use crate::limits::NeffLimitArgs;
 
 /// Arguments of `nrtsim inspect`.
 #[derive(clap::Args)]
@@ -32,13 +34,19 @@ pub(crate) struct InspectArgs {
     /// `/dev/zero`).
     #[arg(long, value_name = "BYTES", default_value_t = input::DEFAULT_MAX_NEFF_BYTES)]
     max_input_bytes: u64,
+    /// The NEFF's count limits.
+    #[command(flatten)]
+    limits: NeffLimitArgs,
 }
 
 /// Runs `nrtsim inspect`.
 pub(crate) fn run(args: InspectArgs) -> Result<()> {
     let bytes = input::read_capped(&args.file, args.max_input_bytes)?;
-    let neff = Neff::parse(&bytes, &ReadOptions::default()).map_err(|error| {
-        anyhow!("{}: {error} (libnrt would return {})", args.file.display(), error.status().name())
+    let neff = Neff::parse(&bytes, &args.limits.read_options()).map_err(|error| {
+        let hint = NeffLimitArgs::flag_for(&error)
+            .map_or(String::new(), |flag| format!("; pass a larger {flag} to read it"));
+        let path = args.file.display();
+        anyhow!("{path}: {error} (libnrt would return {}){hint}", error.status().name())
     })?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&to_json(&neff))?);

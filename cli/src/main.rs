@@ -7,6 +7,7 @@ mod conformance;
 mod hlo;
 mod input;
 mod inspect;
+mod limits;
 mod metaneff;
 mod record;
 mod report;

@@ -4,13 +4,16 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use abi::metaneff::MetaneffLimits;
 use abi::metaneff::diff::{self, Which};
 use abi::metaneff::edit::{self, ConfigFlag};
 use abi::metaneff::text;
+use abi::metaneff::view::MetaneffView;
 use anyhow::{Context, Result, bail};
 use conformance::from_hlo::{self, FromHloOptions, ParameterChoice};
 
 use crate::input;
+use crate::limits::MetaneffLimitArgs;
 
 /// The `nrtsim metaneff` subcommands.
 #[derive(clap::Subcommand)]
@@ -29,6 +32,9 @@ pub(crate) enum MetaneffCommand {
         /// `/dev/zero`).
         #[arg(long, value_name = "BYTES", default_value_t = input::DEFAULT_MAX_METANEFF_BYTES)]
         max_input_bytes: u64,
+        /// The metaneff's count limits.
+        #[command(flatten)]
+        limits: MetaneffLimitArgs,
     },
     /// Turn text format (or JSON) back into canonical metaneff bytes (alias map entries
     /// ascending by key).
@@ -50,6 +56,9 @@ pub(crate) enum MetaneffCommand {
         /// `/dev/zero`).
         #[arg(long, value_name = "BYTES", default_value_t = input::DEFAULT_MAX_METANEFF_BYTES)]
         max_input_bytes: u64,
+        /// The metaneff's count limits.
+        #[command(flatten)]
+        limits: MetaneffLimitArgs,
     },
     /// Change fields of a binary metaneff as the `Model` setters do, keeping every other byte
     /// (unknown fields included).
@@ -66,6 +75,9 @@ pub(crate) enum MetaneffCommand {
         /// `/dev/zero`).
         #[arg(long, value_name = "BYTES", default_value_t = input::DEFAULT_MAX_METANEFF_BYTES)]
         max_input_bytes: u64,
+        /// The metaneff's count limits.
+        #[command(flatten)]
+        limits: MetaneffLimitArgs,
     },
     /// Write the metaneff a framework writes for an XLA module, as transformers-neuronx's
     /// `hlo2metaneff` does.
@@ -166,8 +178,9 @@ pub(crate) fn run(command: MetaneffCommand) -> Result<bool> {
             }
             write_output(&output, &metaneff)?;
         }
-        MetaneffCommand::Decode { file, format, max_input_bytes } => {
+        MetaneffCommand::Decode { file, format, max_input_bytes, limits } => {
             let bytes = input::read_capped(&file, max_input_bytes)?;
+            within_limits(&bytes, &limits.limits(), "decoding", &file)?;
             let printed = match format {
                 Format::Text => text::to_text(&bytes),
                 Format::Json => text::to_json(&bytes),
@@ -180,23 +193,36 @@ pub(crate) fn run(command: MetaneffCommand) -> Result<bool> {
             }
             std::io::stdout().write_all(printed.text.as_bytes()).context("writing to stdout")?;
         }
-        MetaneffCommand::Encode { file, output, format, preserve_order, max_input_bytes } => {
+        MetaneffCommand::Encode {
+            file,
+            output,
+            format,
+            preserve_order,
+            max_input_bytes,
+            limits,
+        } => {
+            let limits = limits.limits();
             if preserve_order && format == Format::Json {
                 bail!("--preserve-order needs text format: JSON objects have no entry order");
             }
             let input = input::read_capped(&file, max_input_bytes)?;
             let input = String::from_utf8(input)
                 .with_context(|| format!("{} is not UTF-8 text", file.display()))?;
+            // Counted before parsing: a tensor is a few bytes of text and hundreds once parsed.
+            tensors_within_limit(&input, format, limits.max_tensors)
+                .with_context(|| format!("encoding {}", file.display()))?;
             let bytes = match format {
                 Format::Text if preserve_order => text::from_text_in_written_order(&input),
                 Format::Text => text::from_text(&input),
                 Format::Json => text::from_json(&input),
             }
             .with_context(|| format!("encoding {}", file.display()))?;
+            within_limits(&bytes, &limits, "encoding", &file)?;
             write_output(&output, &bytes)?;
         }
-        MetaneffCommand::Edit { file, output, edits, max_input_bytes } => {
+        MetaneffCommand::Edit { file, output, edits, max_input_bytes, limits } => {
             let mut bytes = input::read_capped(&file, max_input_bytes)?;
+            within_limits(&bytes, &limits.limits(), "editing", &file)?;
             let flags = [
                 (ConfigFlag::AsyncLoad, edits.async_load),
                 (ConfigFlag::LazyLoad, edits.lazy_load),
@@ -218,10 +244,150 @@ pub(crate) fn run(command: MetaneffCommand) -> Result<bool> {
     Ok(true)
 }
 
+/// Refuses a metaneff past the count limits, as `check` and `diff` do, before (or, for `encode`,
+/// instead of) anything that holds it decoded in full: the borrowed view counts the tensors and
+/// dimensions as it walks, so a message past a limit costs little more than its bytes.
+fn within_limits(bytes: &[u8], limits: &MetaneffLimits, doing: &str, file: &Path) -> Result<()> {
+    MetaneffView::decode_with_limits(bytes, limits).map(drop).map_err(|error| {
+        let doing = format!("{doing} {}", file.display());
+        match error.exceeded.map(MetaneffLimitArgs::flag_for) {
+            Some(flag) => anyhow::anyhow!("{doing}: {error}; pass a larger {flag} to read it"),
+            None => anyhow::Error::new(error).context(doing),
+        }
+    })
+}
+
+/// Refuses text format or JSON whose `input_tensors` or `output_tensors` list holds more than
+/// `limit` tensors, counting the messages opened at the top level of those fields without
+/// parsing (strings and `#` comments skipped), so that the parse is never given more tensors
+/// than a decode would accept. What does not scan as expected is left to the parser to refuse.
+fn tensors_within_limit(input: &str, format: Format, limit: usize) -> Result<()> {
+    // The fields of the message stand at depth 0 in text format and inside `{` in JSON.
+    let root = if format == Format::Json { 1 } else { 0 };
+    let mut counts = [0usize; 2];
+    let mut field: Option<usize> = None;
+    let mut depth = 0usize;
+    let mut list_depth: Option<usize> = None;
+    let bytes = input.as_bytes();
+    let mut at = 0;
+    while let Some(&byte) = bytes.get(at) {
+        at += 1;
+        match byte {
+            b'"' | b'\'' => {
+                let start = at;
+                while let Some(&inner) = bytes.get(at) {
+                    at += 1;
+                    match inner {
+                        b'\\' => at += 1,
+                        _ if inner == byte => break,
+                        _ => {}
+                    }
+                }
+                if depth == root && format == Format::Json {
+                    let key = &bytes[start..at.saturating_sub(1).max(start)];
+                    field = tensor_list(key);
+                }
+            }
+            b'#' if format == Format::Text => {
+                while bytes.get(at).is_some_and(|&inner| inner != b'\n') {
+                    at += 1;
+                }
+            }
+            b'{' | b'<' => {
+                if let Some(list) = field.filter(|_| depth == root || list_depth == Some(depth)) {
+                    counts[list] += 1;
+                    if counts[list] > limit {
+                        let name = ["input_tensors", "output_tensors"][list];
+                        bail!(
+                            "more than {limit} {name}, expected at most {limit} (the tensor \
+                             limit); pass a larger --max-metaneff-tensors to read it"
+                        );
+                    }
+                }
+                depth += 1;
+            }
+            b'[' => {
+                if depth == root {
+                    list_depth = Some(depth + 1);
+                }
+                depth += 1;
+            }
+            b'}' | b'>' | b']' => {
+                if byte == b']' && list_depth == Some(depth) {
+                    list_depth = None;
+                }
+                depth = depth.saturating_sub(1);
+            }
+            b'a'..=b'z' | b'A'..=b'Z' | b'_' if format == Format::Text => {
+                let start = at - 1;
+                while bytes.get(at).is_some_and(|b| b.is_ascii_alphanumeric() || *b == b'_') {
+                    at += 1;
+                }
+                if depth == root {
+                    field = tensor_list(&bytes[start..at]);
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// The index of a tensor list's field name among `input_tensors` and `output_tensors`.
+fn tensor_list(name: &[u8]) -> Option<usize> {
+    match name {
+        b"input_tensors" => Some(0),
+        b"output_tensors" => Some(1),
+        _ => None,
+    }
+}
+
 fn write_output(path: &Path, bytes: &[u8]) -> Result<()> {
     if path == Path::new("-") {
         std::io::stdout().write_all(bytes).context("writing to stdout")
     } else {
-        std::fs::write(path, bytes).with_context(|| format!("writing {}", path.display()))
+        conformance::output_file::write(path, bytes)
+            .with_context(|| format!("writing {}", path.display()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The tensors the pre-parse count sees, or the refusal, for a limit of 2.
+    fn check(input: &str, format: Format) -> Result<(), String> {
+        tensors_within_limit(input, format, 2).map_err(|error| error.to_string())
+    }
+
+    #[test]
+    fn the_tensor_count_sees_every_spelling_of_a_list_and_nothing_else() {
+        let hint = "; pass a larger --max-metaneff-tensors to read it";
+        let refused =
+            Err(format!("more than 2 input_tensors, expected at most 2 (the tensor limit){hint}"));
+        let outputs =
+            Err(format!("more than 2 output_tensors, expected at most 2 (the tensor limit){hint}"));
+        let cases: &[(&str, Format, Result<(), String>)] = &[
+            ("input_tensors {} input_tensors <> input_tensors: {}", Format::Text, refused.clone()),
+            ("input_tensors: [{}, <>, {}]", Format::Text, refused.clone()),
+            ("output_tensors [{}, {}] output_tensors {}", Format::Text, outputs),
+            // Two of each list, nested braces, and the names in strings and comments.
+            (
+                "input_tensors { shape: [1, 2] name: \"input_tensors {}\" }\n# input_tensors {}\n\
+                 output_tensors {} output_tensors {} input_tensors { name: 'a}{' }\n\
+                 output_aliases_to [{ key: 0 }, { key: 1 }, { key: 2 }]",
+                Format::Text,
+                Ok(()),
+            ),
+            (r#"{"input_tensors": [{}, {"name": "e30="}, {}]}"#, Format::Json, refused),
+            (
+                r#"{"input_tensors": [{"shape": ["1"]}, {}], "name": "input_tensors", "output_aliases_to": {"0": 0, "1": 1, "2": 2}}"#,
+                Format::Json,
+                Ok(()),
+            ),
+        ];
+        for (input, format, expected) in cases {
+            assert_eq!(&check(input, *format), expected, "{input}");
+        }
     }
 }

@@ -129,5 +129,6 @@ fn merge(args: MergeArgs) -> Result<bool> {
 
 /// Writes a report file, naming it in the error.
 pub(crate) fn write(path: &Path, text: &str) -> Result<()> {
-    std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
+    conformance::output_file::write(path, text.as_bytes())
+        .with_context(|| format!("writing {}", path.display()))
 }

@@ -2,9 +2,11 @@
 //!
 //! Design choices:
 //! - **The program is HLO, and it must exist.** It comes from the NEFF's `sim/model.hlo.pb`
-//!   member, else `--hlo FILE`, else the metaneff's `serialized_graph_def` (where torch-neuronx
-//!   stores the module). With none, the outputs would be zeros, which is a wrong answer, so it is
-//!   an error unless `--allow-opaque` says zeros are what the caller wants.
+//!   member, else `--hlo FILE` (an error with a NEFF that has the member, since it would be
+//!   ignored; a FILE that is not HLO is an error naming it), else the metaneff's
+//!   `serialized_graph_def` (where torch-neuronx stores the module). With none, the outputs
+//!   would be zeros, which is a wrong answer, so it is an error unless `--allow-opaque` says
+//!   zeros are what the caller wants.
 //! - **Inputs are checked against the NEFF's signature** before anything runs: every input named
 //!   once, no name the NEFF lacks, and each file's dtype (npy `descr`) and shape equal to the
 //!   signature's. Messages name the input, the file and both sides.
@@ -36,7 +38,8 @@ pub(crate) struct RunArgs {
     /// The metaneff (its `serialized_graph_def` is the program when the NEFF carries none).
     #[arg(long)]
     pub(crate) metaneff: Option<PathBuf>,
-    /// An HLO module (binary `HloModuleProto` or HLO text) for a NEFF that carries none.
+    /// An HLO module (binary `HloModuleProto` or HLO text) for a NEFF that carries none (given
+    /// with a NEFF that carries one, it is an error).
     #[arg(long)]
     pub(crate) hlo: Option<PathBuf>,
     /// An input, `NAME=FILE.npy`, once per input of the NEFF's signature; with --metaneff also
@@ -109,12 +112,38 @@ pub(crate) fn descr_of(dltype: Dltype) -> &'static str {
 }
 
 /// Where the program comes from, in the order the command looks.
+///
+/// # Errors
+/// When `--hlo` is given for a NEFF that carries a program (the flag would be ignored), when the
+/// `--hlo` file is not an HLO module, and when no program is found without `--allow-opaque`.
 pub(crate) fn program(args: &RunArgs, neff_has_one: bool) -> Result<Option<(Vec<u8>, String)>> {
     if neff_has_one {
+        if let Some(path) = &args.hlo {
+            // The simulator runs the NEFF's own program whatever else it is given, so honouring
+            // --hlo is impossible here: refusing it is the alternative to ignoring it.
+            bail!(
+                "--hlo {}: {} carries its own HLO program (its {} member), which is what runs; \
+                 expected --hlo only for a NEFF that carries none (drop --hlo to run the NEFF's \
+                 program)",
+                path.display(),
+                args.neff.display(),
+                sim::HLO_MEMBER
+            );
+        }
         return Ok(None);
     }
     if let Some(path) = &args.hlo {
         let bytes = input::read_capped(path, args.max_input_bytes)?;
+        // Checked here so that the message names the file and the flag; the simulator reads it
+        // again at load.
+        let not_hlo = || {
+            format!(
+                "--hlo {}: not an HLO module, expected a valid binary HloModuleProto or HLO text",
+                path.display()
+            )
+        };
+        let module = hlo::load_module(&bytes).with_context(not_hlo)?;
+        hlo::validate(&module).with_context(not_hlo)?;
         return Ok(Some((bytes, format!("--hlo {}", path.display()))));
     }
     if let Some(path) = &args.metaneff {
@@ -358,9 +387,11 @@ fn run_neff(args: &RunArgs) -> Result<bool> {
         let header = npy::encode_header(descr, &shape, data.len() as u64)
             .map_err(|err| anyhow!("output {:?}: {err}", io.name))?;
         let path = args.output_dir.join(format!("{}.npy", io.name));
-        std::fs::File::create(&path)
-            .and_then(|mut file| file.write_all(&header).and_then(|()| file.write_all(&data)))
-            .with_context(|| format!("writing {}", path.display()))?;
+        conformance::output_file::write_with(&path, |file| {
+            file.write_all(&header)?;
+            file.write_all(&data)
+        })
+        .with_context(|| format!("writing {}", path.display()))?;
         println!("wrote {}", path.display());
     }
     match status {

@@ -196,7 +196,7 @@ pub(crate) fn run(args: &RunArgs) -> Result<bool> {
             None => {
                 let path = std::env::temp_dir()
                     .join(format!("nrtsim-run-{}-graph.hlo.pb", std::process::id()));
-                std::fs::write(&path, &hlo)
+                conformance::output_file::write(&path, &hlo)
                     .with_context(|| format!("writing {}", path.display()))?;
                 _scratch = Some(Scratch(path.clone()));
                 path
@@ -250,7 +250,8 @@ pub(crate) fn run(args: &RunArgs) -> Result<bool> {
         }
         let file = tensor.to_npy().map_err(|err| anyhow!("output {name:?}: {err}"))?;
         let path = args.output_dir.join(format!("{name}.npy"));
-        std::fs::write(&path, file).with_context(|| format!("writing {}", path.display()))?;
+        conformance::output_file::write(&path, &file)
+            .with_context(|| format!("writing {}", path.display()))?;
         println!("wrote {}", path.display());
     }
     match failed {

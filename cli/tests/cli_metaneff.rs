@@ -177,3 +177,58 @@ fn a_file_over_the_input_limit_is_refused_and_one_at_it_is_read() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(String::from_utf8_lossy(&out.stdout).contains("name: \"abc\""));
 }
+
+/// One more input tensor than the default limit (`abi::metaneff::DEFAULT_MAX_TENSORS`): each
+/// tensor empty, two bytes on the wire.
+fn over_the_tensor_limit() -> (Vec<u8>, String) {
+    let count = abi::metaneff::DEFAULT_MAX_TENSORS + 1;
+    let bytes: Vec<u8> = std::iter::repeat_n([0x0a, 0x00], count).flatten().collect();
+    let text = "input_tensors {\n}\n".repeat(count);
+    (bytes, text)
+}
+
+/// The refusal of the view decoder for that metaneff: the list and the limit.
+fn tensor_limit_message() -> String {
+    let limit = abi::metaneff::DEFAULT_MAX_TENSORS;
+    format!("more than {limit} input_tensors, expected at most {limit} (the tensor limit)")
+}
+
+/// Every metaneff command applies the count limits, as `check` and `diff` do: a metaneff with
+/// one tensor past the limit is refused by decode (text and JSON), edit and encode, with the
+/// decoder's error, and nothing is written.
+#[test]
+fn every_command_refuses_a_metaneff_past_the_tensor_limit() {
+    let dir = scratch("over-limit");
+    let (bytes, text) = over_the_tensor_limit();
+    let pb = dir.join("many.pb");
+    std::fs::write(&pb, &bytes).unwrap();
+    let txt = dir.join("many.txtpb");
+    std::fs::write(&txt, &text).unwrap();
+    let json = dir.join("many.json");
+    let tensors = vec!["{}"; abi::metaneff::DEFAULT_MAX_TENSORS + 1].join(",");
+    std::fs::write(&json, format!("{{\"input_tensors\": [{tensors}]}}")).unwrap();
+    let out = dir.join("out.pb");
+    let (pb, txt, json, out_s) = (
+        pb.to_str().unwrap(),
+        txt.to_str().unwrap(),
+        json.to_str().unwrap(),
+        out.to_str().unwrap(),
+    );
+    let commands: [&[&str]; 7] = [
+        &["metaneff", "decode", pb],
+        &["metaneff", "decode", pb, "--format", "json"],
+        &["metaneff", "edit", pb, "--async-load", "true", "-o", out_s],
+        &["metaneff", "encode", txt, "-o", out_s],
+        &["metaneff", "encode", json, "--format", "json", "-o", out_s],
+        &["metaneff", "diff", pb, pb],
+        &["metaneff", "edit", pb, "--dynamic-batching", "true", "-o", "-"],
+    ];
+    for args in commands {
+        let output = nrtsim(args);
+        assert_eq!(output.status.code(), Some(1), "{args:?}: {}", stderr(&output));
+        let message = stderr(&output);
+        assert!(message.contains(&tensor_limit_message()), "{args:?}: {message}");
+        assert!(output.stdout.is_empty(), "{args:?}: printed {} bytes", output.stdout.len());
+        assert!(!out.exists(), "{args:?} wrote {out_s}");
+    }
+}

@@ -2,9 +2,10 @@
 //! producers use, the refusals and their exit statuses, the NEFF's header, names and members, and
 //! the NEFF running on the simulator with numbers worked by hand.
 
+use std::io::Write as _;
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
 
 use abi::neff::{Neff, ReadOptions, SIMULATOR_TARGET_FEATURE_BIT, SIMULATOR_TARGET_MEMBER};
 use abi::runtime::prelude::*;
@@ -363,6 +364,94 @@ fn an_unknown_flag_is_a_usage_error_naming_it() {
     assert!(text(&out.stderr).contains("\"--fast-math\""), "{}", text(&out.stderr));
     assert_eq!(leftovers(scratch.path(), &["m.hlo"]), Vec::<String>::new());
     drop(module);
+}
+
+/// `--output --lnc=1`: the flag after `--output` is not its value, so no NEFF named `--lnc=1` is
+/// written and the usage error names `--output`.
+#[test]
+fn a_flag_after_output_is_not_taken_as_the_output_path() {
+    let scratch = Scratch::new("output-flag");
+    scratch.write("m.hlo", PLAIN.as_bytes());
+    let out = Command::new(nrtsim_exe())
+        .current_dir(scratch.path())
+        .args(["compile", "m.hlo", "--framework", "XLA", "--target", "trn2", "--output", "--lnc=1"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("flag --output expects a value PATH"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(leftovers(scratch.path(), &["m.hlo"]), Vec::<String>::new());
+}
+
+/// A symbolic link planted at the temporary name beside the output (the old `.NAME.PID.partial`
+/// and the first names of the current scheme) is neither followed nor removed: the link's target
+/// keeps its bytes and the NEFF lands at the output. The module comes on standard input, so the
+/// links are in place, with the compiler's process id, before it writes.
+#[test]
+fn a_link_planted_at_the_temporary_name_is_not_followed() {
+    let scratch = Scratch::new("planted");
+    let target = scratch.write("target", b"precious");
+    let mut child = Command::new(nrtsim_exe())
+        .current_dir(scratch.path())
+        .args(["compile", "-", "--framework", "XLA", "--target", "trn2", "--output", "out.neff"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let mut planted = vec![format!(".out.neff.{pid}.partial")];
+    planted.extend((0..4).map(|n| format!(".out.neff.{pid}.{n}.partial")));
+    for name in &planted {
+        symlink(&target, scratch.join(name)).unwrap();
+    }
+    child.stdin.take().unwrap().write_all(PLAIN.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(std::fs::read(&target).unwrap() == b"precious", "the link's target was written");
+    assert_eq!(parse(&scratch.join("out.neff")).header.name, "out.neff");
+    for name in &planted {
+        let metadata = std::fs::symlink_metadata(scratch.join(name)).unwrap();
+        assert!(metadata.file_type().is_symlink(), "{name}");
+    }
+    let mut expected: Vec<&str> = planted.iter().map(String::as_str).collect();
+    expected.extend(["target", "out.neff"]);
+    assert_eq!(leftovers(scratch.path(), &expected), Vec::<String>::new());
+}
+
+/// An output path holding a symbolic link or a FIFO is refused (exit 1, naming what is there),
+/// and the node stays as it was: the rename would have replaced it.
+#[test]
+fn an_output_path_that_is_a_link_or_a_fifo_is_refused() {
+    let scratch = Scratch::new("output-kinds");
+    scratch.write("m.hlo", PLAIN.as_bytes());
+    let target = scratch.write("target", b"precious");
+    symlink(&target, scratch.join("link.neff")).unwrap();
+    let made = Command::new("mkfifo").arg(scratch.join("fifo.neff")).status().unwrap();
+    assert!(made.success());
+    for (name, kind) in [("link.neff", "symbolic link"), ("fifo.neff", "FIFO")] {
+        let out = Command::new(nrtsim_exe())
+            .current_dir(scratch.path())
+            .args(["compile", "m.hlo", "--framework", "XLA", "--target", "trn2", "--output", name])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{name}: {}", text(&out.stderr));
+        let stderr = text(&out.stderr);
+        assert!(
+            stderr.contains(&format!("{name} is a {kind}, expected a regular file")),
+            "{stderr}"
+        );
+    }
+    let link = std::fs::symlink_metadata(scratch.join("link.neff")).unwrap();
+    assert!(link.file_type().is_symlink());
+    let fifo = std::fs::symlink_metadata(scratch.join("fifo.neff")).unwrap();
+    assert!(std::os::unix::fs::FileTypeExt::is_fifo(&fifo.file_type()));
+    assert_eq!(std::fs::read(&target).unwrap(), b"precious");
+    let expected = ["m.hlo", "target", "link.neff", "fifo.neff"];
+    assert_eq!(leftovers(scratch.path(), &expected), Vec::<String>::new());
 }
 
 #[test]

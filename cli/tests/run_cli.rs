@@ -213,3 +213,44 @@ fn run_checks_inputs_against_the_signature() {
     let stderr = run(&["--input", "x"]);
     assert!(stderr.contains("expected NAME=FILE.npy"), "{stderr}");
 }
+
+/// `--hlo FILE` is never dropped in silence: with a NEFF that carries its own program, the
+/// command refuses the pair (raw and through the binding layer) and says which program the NEFF
+/// has; with a NEFF that carries none, a FILE that is not HLO is an error naming the file. No
+/// output is written in either case.
+#[test]
+fn hlo_given_is_honoured_or_refused_never_ignored() {
+    let dir = scratch("hlo-flag");
+    let (x, y) = inputs(&dir);
+    let not_hlo = dir.join("notes.txt");
+    std::fs::write(&not_hlo, "these are notes, not an HLO module\n").unwrap();
+    let not_hlo = not_hlo.to_str().unwrap();
+    let out_dir = dir.join("out");
+    let run = |neff: &Path, extra: &[&str]| {
+        let mut args = vec!["run", neff.to_str().unwrap(), "--hlo", not_hlo];
+        args.extend_from_slice(&["--input", &x, "--input", &y]);
+        args.extend_from_slice(&["--output-dir", out_dir.to_str().unwrap()]);
+        args.extend_from_slice(extra);
+        let out = nrtsim(&args);
+        assert!(!out.status.success(), "{extra:?}: --hlo {not_hlo} must not be ignored");
+        assert!(!out_dir.join("output0.npy").exists(), "{extra:?}: nothing is written");
+        text(&out.stderr)
+    };
+
+    let carrying = write_neff(&dir, &nki_matmul().with_hlo(MATMUL_HLO));
+    let metaneff = write_metaneff(&dir, Vec::new());
+    for extra in [&[][..], &["--metaneff", metaneff.to_str().unwrap()][..]] {
+        let stderr = run(&carrying, extra);
+        assert!(stderr.contains(&format!("--hlo {not_hlo}")), "{extra:?}: {stderr}");
+        assert!(stderr.contains("carries its own HLO program"), "{extra:?}: {stderr}");
+    }
+
+    let empty = dir.join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let without = write_neff(&empty, &nki_matmul());
+    for extra in [&[][..], &["--metaneff", metaneff.to_str().unwrap()][..]] {
+        let stderr = run(&without, extra);
+        assert!(stderr.contains(not_hlo), "{extra:?}: {stderr}");
+        assert!(stderr.contains("not an HLO module"), "{extra:?}: {stderr}");
+    }
+}

@@ -129,7 +129,7 @@ pub fn sync(vectors_dir: &Path, bless: bool) -> Result<Vec<String>, BlessError> 
         }
         changed.push(format!("{}/{TRACE_FILE}", vector.name));
         if bless {
-            std::fs::write(&path, golden).map_err(io(&path))?;
+            crate::output_file::write(&path, golden.as_bytes()).map_err(io(&path))?;
         }
     }
     if !failures.is_empty() {
@@ -186,7 +186,8 @@ pub fn promote(source: &Path, vectors_dir: &Path, name: &str) -> Result<PathBuf,
             return Err(BlessError::PromotedFails { name: full_name, target, failure });
         }
         let path = vector.dir.join(TRACE_FILE);
-        std::fs::write(&path, judge::golden_text(&output.trace)).map_err(io(&path))?;
+        crate::output_file::write(&path, judge::golden_text(&output.trace).as_bytes())
+            .map_err(io(&path))?;
     }
     Ok(target)
 }

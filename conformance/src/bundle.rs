@@ -21,7 +21,7 @@
 //!   the way [`write_bundle`] names them.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -259,9 +259,7 @@ pub fn encode(report: &Report) -> Result<Vec<u8>, BundleError> {
 pub fn write_bundle(path: &Path, report: &Report) -> Result<(), BundleError> {
     let bytes = encode(report)?;
     let io = |source| BundleError::Io { path: path.to_path_buf(), source };
-    let mut file = std::fs::File::create(path).map_err(io)?;
-    file.write_all(&bytes).map_err(io)?;
-    file.sync_all().map_err(io)
+    crate::output_file::write(path, &bytes).map_err(io)
 }
 
 /// Reads the bundle at `path` (`-` for standard input) through the capped reader, at most
@@ -490,6 +488,7 @@ fn trace_id(member: &str) -> Option<&str> {
 
 #[cfg(test)]
 mod tests {
+    use std::io::Write;
     use std::time::Duration;
 
     use super::*;

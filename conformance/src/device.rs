@@ -288,7 +288,7 @@ pub fn compile(vector: &Vector, target: &str, compiler: &Path) -> Result<PathBuf
         source,
         remake: String::new(),
     })? + "\n";
-    std::fs::write(&path, text).map_err(io(&path))?;
+    crate::output_file::write(&path, text.as_bytes()).map_err(io(&path))?;
     Ok(out)
 }
 

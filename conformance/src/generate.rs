@@ -83,7 +83,7 @@ impl GeneratedVector {
             (crate::vector::HLO_TEXT_FILE, &self.hlo_text),
         ] {
             let path = dir.join(file);
-            std::fs::write(&path, text).map_err(io(&path))?;
+            crate::output_file::write(&path, text.as_bytes()).map_err(io(&path))?;
         }
         Ok(dir)
     }

@@ -70,7 +70,7 @@ pub fn write(
         .map_err(|source| HtmlError::CreateDir { path: dir.to_owned(), source })?;
     let link = vectors_dir.and_then(|vectors| relative_path(dir, vectors));
     let path = dir.join("index.html");
-    std::fs::write(&path, render(report, link.as_deref()))
+    crate::output_file::write(&path, render(report, link.as_deref()).as_bytes())
         .map_err(|source| HtmlError::Write { path: path.clone(), source })?;
     Ok(path)
 }

@@ -25,6 +25,7 @@ pub mod generate;
 pub mod glob;
 pub mod html;
 pub mod judge;
+pub mod output_file;
 pub mod replay;
 pub mod report;
 pub mod review;

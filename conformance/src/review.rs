@@ -159,7 +159,7 @@ fn read(vector: &Vector, file: &str) -> Option<Vec<u8>> {
 
 fn write(vector: &Vector, file: &str, bytes: &[u8]) -> Result<(), BlessError> {
     let path = vector.dir.join(file);
-    std::fs::write(&path, bytes).map_err(|source| BlessError::Io { path, source })
+    crate::output_file::write(&path, bytes).map_err(|source| BlessError::Io { path, source })
 }
 
 /// Puts back what the vector's changed files held before (removing those that did not exist).

@@ -252,7 +252,7 @@ pub fn settle(bundle: &Bundle, options: &SettleOptions) -> Result<SettleOutcome,
     }
     for (path, text) in pending.changed() {
         if !options.dry_run {
-            std::fs::write(path, text)
+            crate::output_file::write(path, text.as_bytes())
                 .map_err(|source| SettleError::Io { path: path.clone(), source })?;
         }
         outcome.written.push(path.clone());

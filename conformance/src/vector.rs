@@ -362,7 +362,8 @@ pub fn sync_inputs(vectors: &[Vector], bless: bool) -> Result<Vec<String>, Vecto
             }
             changed.push(format!("{}/{file}", vector.name));
             if bless {
-                fs::write(&path, &bytes).map_err(|source| VectorError::Io { path, source })?;
+                crate::output_file::write(&path, &bytes)
+                    .map_err(|source| VectorError::Io { path, source })?;
             }
         }
     }

@@ -259,12 +259,12 @@ fn parse_list_operators(rest: &[String]) -> Result<Invocation, CompileUsageError
             "--framework" => {
                 let value = match inline {
                     Some(value) => value,
-                    None => {
-                        words.next().cloned().ok_or_else(|| CompileUsageError::MissingValue {
+                    None => words.next().filter(|next| takes_as_value(next)).cloned().ok_or_else(
+                        || CompileUsageError::MissingValue {
                             flag: name.to_owned(),
                             placeholder: "FRAMEWORK".to_owned(),
-                        })?
-                    }
+                        },
+                    )?,
                 };
                 check_choice(&FLAGS[0], name, &value)?;
             }
@@ -275,6 +275,13 @@ fn parse_list_operators(rest: &[String]) -> Result<Invocation, CompileUsageError
         }
     }
     Ok(Invocation::ListOperators)
+}
+
+/// Whether the word after a flag that needs a value can be that value: anything but another
+/// flag (`--output --lnc=1` is a missing value, not an output named `--lnc=1`); a lone `-` is a
+/// value (standard input or output, as argparse takes it).
+fn takes_as_value(word: &str) -> bool {
+    !word.starts_with('-') || word == "-"
 }
 
 /// Splits `-O2` into `-O` and `2`, and `--flag=value` into both halves.
@@ -341,6 +348,7 @@ fn parse_compile(argv: &[String], rest: &[String]) -> Result<Invocation, Compile
         if flag.names[0] == "--pipeline" {
             let mut words: Vec<String> = inline.map(str::to_owned).into_iter().collect();
             if inline.is_none() {
+                // The words end at the next flag or at `-`, which is then the input file.
                 while let Some(next) = rest.get(index).filter(|next| !next.starts_with('-')) {
                     words.push(next.clone());
                     index += 1;
@@ -358,7 +366,7 @@ fn parse_compile(argv: &[String], rest: &[String]) -> Result<Invocation, Compile
         let value = match inline {
             Some(value) => value.to_owned(),
             None => {
-                let next = rest.get(index).filter(|next| !next.starts_with('-') || *next == "-");
+                let next = rest.get(index).filter(|next| takes_as_value(next));
                 index += 1;
                 next.cloned().ok_or_else(missing)?
             }
@@ -583,6 +591,36 @@ mod tests {
         for (line, expected) in cases {
             assert_eq!(parse(line).as_ref(), Err(expected), "{line}");
         }
+    }
+
+    /// Every flag that takes a value, followed by another flag (`--output --lnc=1`), is refused
+    /// naming the flag: the next flag is never taken as its value.
+    #[test]
+    fn a_value_flag_followed_by_a_flag_is_missing_its_value() {
+        let followers = ["--lnc=1", "--target", "-O2", "--enable-saturate-infinity", "--help"];
+        for flag in FLAGS {
+            let Some(placeholder) = flag.value else { continue };
+            for name in flag.names {
+                for follower in followers {
+                    // The flag under test comes first, so a follower that is itself the flag's
+                    // value (or a request for help) cannot end the parse before it.
+                    let line =
+                        format!("compile m.pb {name} {follower} --framework XLA --target trn2");
+                    let expected = CompileUsageError::MissingValue {
+                        flag: (*name).to_owned(),
+                        placeholder: placeholder.to_owned(),
+                    };
+                    assert_eq!(parse(&line), Err(expected), "{line}");
+                }
+            }
+        }
+        assert_eq!(
+            parse("list-operators --framework --help"),
+            Err(CompileUsageError::MissingValue {
+                flag: "--framework".into(),
+                placeholder: "FRAMEWORK".into()
+            })
+        );
     }
 
     #[test]
