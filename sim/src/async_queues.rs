@@ -16,7 +16,13 @@
 //!   packs the queue's key: `lnc << 8 | xu << 4 | queue` (so `lnc < 256`, `queue < 16`).
 //! - **Errors go to trackers.** A failed job's status is recorded with its sequence id in the
 //!   tracker named when it was scheduled; the request still completes.
+//! - **No drain from a worker.** A job may call back into the client (the exec callback of
+//!   `nrta_execute_schedule`), and the client may call `nrt_async_drain_queued_execs` there. The
+//!   request that runs the callback cannot complete before the callback returns, so such a drain
+//!   could never end: [`AsyncQueues::drain`] refuses any call from a worker thread
+//!   ([`AsyncError::DrainFromWorker`]) instead of waiting (`docs/abi-facts.md` §4 says why).
 
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::os::fd::OwnedFd;
 use std::os::unix::net::UnixStream;
@@ -140,6 +146,19 @@ pub enum AsyncError {
     /// The system refused a socket pair for a completion handle.
     #[error("cannot make a completion handle: {0}")]
     NoDescriptor(String),
+    /// A drain was asked for on a queue's worker thread (from an exec callback), where waiting
+    /// would wait for the running request itself.
+    #[error(
+        "cannot drain neuron core {lnc} from the worker of queue {queue} of {xu:?} (an exec callback): the drain would wait for the request that is running it, expected a call from a thread of the client's own"
+    )]
+    DrainFromWorker {
+        /// The core asked to drain.
+        lnc: u32,
+        /// The worker's execution unit.
+        xu: ExecutionUnit,
+        /// The worker's queue index.
+        queue: u32,
+    },
 }
 
 impl From<AsyncError> for NrtError {
@@ -172,6 +191,11 @@ impl Progress {
         self.completed = n;
         self.waiters.retain(|(waiting_for, _)| *waiting_for > n);
     }
+}
+
+thread_local! {
+    /// The queue whose worker this thread is; `None` on every other thread.
+    static WORKER_OF: Cell<Option<QueueKey>> = const { Cell::new(None) };
 }
 
 /// What a worker receives: the sequence id, the tracker and the job.
@@ -251,6 +275,7 @@ impl AsyncQueues {
                 std::thread::Builder::new()
                     .name(format!("nrta-{}-{:?}-{}", key.lnc, key.xu, key.queue))
                     .spawn(move || {
+                        WORKER_OF.with(|worker_of| worker_of.set(Some(key)));
                         for (seq, tracker, job) in receiver {
                             // A panic in a job is a bug of ours; it fails that request (so the
                             // queue keeps completing) instead of stopping the worker.
@@ -360,7 +385,15 @@ impl AsyncQueues {
     }
 
     /// Blocks until every request scheduled so far on `lnc` has completed.
-    pub fn drain(&self, lnc: u32) {
+    ///
+    /// # Errors
+    /// [`AsyncError::DrainFromWorker`], at once, when called on a worker thread of any queue: a
+    /// job's callback would wait for its own request (or, from two cores' callbacks, each for
+    /// the other), which never completes.
+    pub fn drain(&self, lnc: u32) -> Result<(), AsyncError> {
+        if let Some(worker) = WORKER_OF.with(Cell::get) {
+            return Err(AsyncError::DrainFromWorker { lnc, xu: worker.xu, queue: worker.queue });
+        }
         let queues: Vec<Arc<Queue>> = lock(&self.queues)
             .iter()
             .filter(|(key, _)| key.lnc == lnc)
@@ -373,6 +406,7 @@ impl AsyncQueues {
                 state = done.wait(state).unwrap_or_else(PoisonError::into_inner);
             }
         }
+        Ok(())
     }
 
     /// A new error tracker for `lnc`.
@@ -418,7 +452,7 @@ mod tests {
         assert_eq!(first & SEQ_NUM_MASK, 1);
         assert_eq!(second, first + 1);
         assert_eq!(QueueKey::of_seq(second), Some((key, 2)));
-        queues.drain(1);
+        queues.drain(1).unwrap();
         assert_eq!(queues.last_completed(key), second);
         assert_eq!(queues.is_completed(second), Ok(true));
         assert_eq!(queues.is_completed(second + 1), Err(AsyncError::UnknownSequence(second + 1)));
@@ -441,7 +475,7 @@ mod tests {
             .unwrap();
         assert_eq!(queues.is_completed(seq), Ok(false), "the job is blocked");
         release.send(()).unwrap();
-        queues.drain(0);
+        queues.drain(0).unwrap();
         assert_eq!(queues.is_completed(seq), Ok(true));
     }
 
@@ -460,7 +494,7 @@ mod tests {
             });
             seqs.push(queues.schedule(key, Some(tracker), job).unwrap());
         }
-        queues.drain(0);
+        queues.drain(0).unwrap();
         assert_eq!(*lock(&order), (0..20).collect::<Vec<_>>());
         let errors = queues.tracker_errors(tracker).unwrap();
         assert_eq!(
@@ -473,6 +507,35 @@ mod tests {
         );
         assert!(queues.tracker_destroy(tracker));
         assert_eq!(queues.tracker_errors(tracker), Err(AsyncError::NoSuchTracker(tracker)));
+    }
+
+    /// A job that drains (as an exec callback calling `nrt_async_drain_queued_execs` does) is
+    /// refused at once, whichever core it drains; its own request then completes. The test
+    /// waits for the job's answer with a deadline, so a drain that hangs fails it.
+    #[test]
+    fn a_drain_from_a_worker_is_refused_instead_of_waiting_for_itself() {
+        let queues = Arc::new(AsyncQueues::new(2));
+        let key = queues.key(0, ExecutionUnit::Compute, 0).unwrap();
+        for lnc in [0, 1] {
+            let (answer, answered) = mpsc::channel();
+            let in_job = Arc::clone(&queues);
+            let job: Job = Box::new(move |_| {
+                let _ = answer.send(in_job.drain(lnc));
+                Ok(())
+            });
+            let seq = queues.schedule(key, None, job).unwrap();
+            let drained = answered
+                .recv_timeout(std::time::Duration::from_secs(10))
+                .expect("the drain inside the job returned within 10 s");
+            assert_eq!(
+                drained,
+                Err(AsyncError::DrainFromWorker { lnc, xu: ExecutionUnit::Compute, queue: 0 })
+            );
+            queues.drain(0).unwrap();
+            assert_eq!(queues.is_completed(seq), Ok(true));
+        }
+        let refused = AsyncError::DrainFromWorker { lnc: 0, xu: ExecutionUnit::Compute, queue: 0 };
+        assert_eq!(NrtError::from(refused).status, NrtStatus::Invalid);
     }
 
     #[test]
@@ -493,7 +556,7 @@ mod tests {
                 }),
             )
             .unwrap();
-        queues.drain(0);
+        queues.drain(0).unwrap();
         assert_eq!(queues.is_completed(next), Ok(true));
         assert_eq!(seen.load(Ordering::SeqCst), next, "a job is given its own sequence id");
         assert_eq!(queues.tracker_errors(tracker).unwrap(), vec![(boom, NrtStatus::Failure)]);
@@ -522,7 +585,7 @@ mod tests {
         let err = pending.read(&mut byte).unwrap_err();
         assert_eq!(err.kind(), ErrorKind::WouldBlock, "readable before the request ran");
         release.send(()).unwrap();
-        queues.drain(0);
+        queues.drain(0).unwrap();
         pending.set_nonblocking(false).unwrap();
         assert_eq!(pending.read(&mut byte).unwrap(), 0, "end of file once completed");
         let mut done = UnixStream::from(queues.completion_handle(seq).unwrap());

@@ -593,19 +593,27 @@ mod tests {
     }
 
     /// A rank waiting for a peer that will never come returns `Closed` as soon as the
-    /// communicators are closed, not at its (long) timeout; calls after the close are refused
-    /// the same way, and a reopened registry makes fresh communicators.
+    /// communicators are closed, not at its timeout; calls after the close are refused the same
+    /// way, and a reopened registry makes fresh communicators. The timeout is 10 s, so a close
+    /// that does not wake the rank fails the test in seconds instead of hanging it.
     #[test]
     fn closing_wakes_a_waiting_rank_with_closed_and_reopening_starts_afresh() {
-        let collectives = Collectives::new(Duration::from_secs(3600));
+        const TIMEOUT: Duration = Duration::from_secs(10);
+        let collectives = Collectives::new(TIMEOUT);
         let communicator = collectives.communicator(0, 2).unwrap();
         thread::scope(|scope| {
             let waiting = scope.spawn(|| collectives.barrier(0, 2));
             while !lock(&communicator.round).arrivals.contains_key(&0) {
                 thread::yield_now();
             }
+            let closed_at = Instant::now();
             collectives.close();
             let err = waiting.join().unwrap().expect_err("the runtime closed under the barrier");
+            let after_close = closed_at.elapsed();
+            assert!(
+                after_close < TIMEOUT / 2,
+                "the rank returned {after_close:?} after the close, expected at once (its timeout is {TIMEOUT:?})"
+            );
             assert_eq!(err, CollectiveError::Closed { rank: 0, world: 2 });
             assert_eq!(NrtError::from(err).status, NrtStatus::Closed);
         });

@@ -75,21 +75,28 @@ fn a_rank_alone_in_a_world_of_two_times_out_with_nrt_timeout() {
 }
 
 /// `nrt_close` while a rank waits in `nrt_barrier` for a peer that never comes: the barrier
-/// returns NRT_CLOSED at once, not after its (one hour) timeout, and after a new `nrt_init` the
-/// ranks meet on a fresh communicator.
+/// returns NRT_CLOSED at once, not after its timeout, and after a new `nrt_init` the ranks meet
+/// on a fresh communicator. The timeout is short (10 s), so a close that does not wake the rank
+/// fails this test in seconds (NRT_TIMEOUT, or a late return) instead of hanging it.
 #[test]
 fn closing_the_runtime_ends_a_waiting_barrier_with_nrt_closed() {
+    const TIMEOUT: Duration = Duration::from_secs(10);
     let sim = four_core_sim();
-    sim.set_collective_timeout(Duration::from_secs(3600));
-    let status_of_barrier = thread::scope(|scope| {
+    sim.set_collective_timeout(TIMEOUT);
+    let (status_of_barrier, after_close) = thread::scope(|scope| {
         let waiting = scope.spawn(|| sim.barrier(0, 0, 2));
         // However the two threads interleave, the barrier ends with NRT_CLOSED: waiting for
         // rank 1 when the close comes, or refused by the gate after it.
         thread::sleep(Duration::from_millis(100));
+        let closed_at = std::time::Instant::now();
         sim.close();
-        status(waiting.join().expect("the rank panicked"))
+        (status(waiting.join().expect("the rank panicked")), closed_at.elapsed())
     });
     assert_eq!(status_of_barrier, NrtStatus::Closed);
+    assert!(
+        after_close < TIMEOUT / 2,
+        "the barrier returned {after_close:?} after nrt_close, expected at once (its timeout is {TIMEOUT:?})"
+    );
     assert_eq!(status(sim.barrier(0, 0, 2)), NrtStatus::Closed, "after nrt_close");
     sim.init(Framework::NoFw, "", "").unwrap();
     sim.set_collective_timeout(Duration::from_secs(60));

@@ -365,19 +365,28 @@ fn rank0_of_an_all_reduce_of_two(collective_timeout: std::time::Duration) -> (Si
 }
 
 /// `nrt_close` while a rank of a collective launch waits for a peer that never comes: the
-/// launch returns NRT_CLOSED at once instead of waiting out its (one hour) timeout.
+/// launch returns NRT_CLOSED at once instead of waiting out its timeout. The timeout is short
+/// (10 s), so a close that does not wake the rank fails this test in seconds (the launch ends
+/// with NRT_TIMEOUT, or late) instead of hanging it for the default hour.
 #[test]
 fn closing_the_runtime_ends_a_waiting_collective_launch_with_nrt_closed() {
-    let (sim, model) = rank0_of_an_all_reduce_of_two(std::time::Duration::from_secs(3600));
-    let error = std::thread::scope(|scope| {
+    const TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+    let (sim, model) = rank0_of_an_all_reduce_of_two(TIMEOUT);
+    let (error, after_close) = std::thread::scope(|scope| {
         let waiting = scope.spawn(|| launch_rank(&sim, model, 0, &[1.0; 4]));
         // However the two threads interleave, the launch ends with NRT_CLOSED: waiting in the
         // rendezvous when the close comes, or refused by the gate after it.
         std::thread::sleep(std::time::Duration::from_millis(100));
+        let closed_at = std::time::Instant::now();
         sim.close();
-        waiting.join().unwrap().expect_err("the runtime was closed")
+        let error = waiting.join().unwrap().expect_err("the runtime was closed");
+        (error, closed_at.elapsed())
     });
     assert_eq!(error.status, NrtStatus::Closed, "{error}");
+    assert!(
+        after_close < TIMEOUT / 2,
+        "the launch returned {after_close:?} after nrt_close, expected at once (its timeout is {TIMEOUT:?})"
+    );
 }
 
 /// A collective launch whose peers never come fails with NRT_TIMEOUT (within the configured

@@ -145,7 +145,7 @@ fn async_requests_run_the_runtime_calls_in_order() {
             Box::new(move |_| sim_for_bad.tensor_write(tensor, 2, &[0; 4])),
         )
         .unwrap();
-    queues.drain(0);
+    queues.drain(0).unwrap();
     let mut out = [0u8; 4];
     sim.tensor_read(tensor, 0, &mut out).unwrap();
     assert_eq!(out, [50; 4], "the last write in the queue wins");

@@ -6,7 +6,7 @@ mod support;
 use std::path::Path;
 
 use abi::metaneff::meta_tensor::DataType;
-use support::{compile_c, compile_c_defining, compile_cxx, neff_file, run, text};
+use support::{compile_c, compile_c_defining, compile_cxx, neff_file, run, run_within, text};
 use testkit::models::{ModelDef, TensorDef, op_copy, scale_model};
 
 #[test]
@@ -200,6 +200,24 @@ fn the_public_api_works_from_cxx17() {
     assert!(output.status.success(), "{}", text(&output));
     assert!(
         String::from_utf8_lossy(&output.stdout).contains("c++ public api ok"),
+        "{}",
+        text(&output)
+    );
+}
+
+/// An exec callback that calls `nrt_async_drain_queued_execs` runs on the compute queue's worker,
+/// which cannot wait for its own request: the drain returns `NRT_INVALID` instead of blocking
+/// forever, and the launch, its output and a later drain from the client's thread are unharmed.
+/// The program waits for the launch with a deadline of its own, and is killed here after a
+/// minute, so a drain that hangs fails the test instead of hanging it.
+#[test]
+fn a_drain_from_the_exec_callback_returns_instead_of_waiting_for_itself() {
+    let program = compile_c("callback_drain");
+    let neff = neff_file(&scale_model(&[4], 2.0).description(), "callback_drain");
+    let output = run_within(&program, &[&neff], &[], std::time::Duration::from_secs(60));
+    assert!(output.status.success(), "{}", text(&output));
+    assert!(
+        String::from_utf8_lossy(&output.stdout).contains("callback drain ok"),
         "{}",
         text(&output)
     );

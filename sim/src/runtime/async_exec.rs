@@ -97,9 +97,11 @@ impl RuntimeAsync for SimRuntime {
         let this = self.shared()?;
         let lnc = cores.first().copied().unwrap_or(0);
         let key = self.queues.key(lnc, ExecutionUnit::Compute, queue.into())?;
-        for (set, which) in [(input_set, "input"), (output_set, "output")] {
-            self.check_no_freed_member(LibnrtFunction::nrta_execute_schedule, set, which)?;
-        }
+        self.check_sets_of_a_scheduled_launch(
+            LibnrtFunction::nrta_execute_schedule,
+            input_set,
+            output_set,
+        )?;
         let job: Job = Box::new(move |_| match this.execute(model, input_set, output_set)? {
             NrtStatus::Success => Ok(()),
             status => Err(NrtError::new(status, "the launch completed with a warning")),

@@ -24,10 +24,7 @@ impl RuntimeExperimental for SimRuntime {
     fn nrt_async_drain_queued_execs(&self, vnc: i32) -> Result<(), NrtError> {
         self.enter(LibnrtFunction::nrt_async_drain_queued_execs)?;
         match u32::try_from(vnc) {
-            Ok(vnc) if vnc < self.visible_core_count() => {
-                self.queues.drain(vnc);
-                Ok(())
-            }
+            Ok(vnc) if vnc < self.visible_core_count() => Ok(self.queues.drain(vnc)?),
             _ => Err(NrtError::new(
                 NrtStatus::Invalid,
                 format!(

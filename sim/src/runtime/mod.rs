@@ -631,8 +631,27 @@ impl SimRuntime {
         }
     }
 
-    /// `set` exists and names no tensor freed since it was added: what a scheduled launch is
-    /// checked for when it is scheduled (the rest of the I/O contract when it runs).
+    /// What a launch scheduled to run later (`nrta_execute_schedule`) is checked for when it is
+    /// scheduled: both sets exist and name no tensor freed since it was added (the rest of the
+    /// I/O contract is checked when it runs). The C layer, which schedules on queues of its own,
+    /// calls this too, so both refuse such a launch before it is queued.
+    ///
+    /// # Errors
+    /// [`NrtStatus::InvalidHandle`] naming the freed tensor, its set and its name; an unknown
+    /// set's status.
+    pub fn check_sets_of_a_scheduled_launch(
+        &self,
+        function: LibnrtFunction,
+        input_set: SetId,
+        output_set: SetId,
+    ) -> Result<(), NrtError> {
+        for (set, which) in [(input_set, "input"), (output_set, "output")] {
+            self.check_no_freed_member(function, set, which)?;
+        }
+        Ok(())
+    }
+
+    /// `set` exists and names no tensor freed since it was added.
     fn check_no_freed_member(
         &self,
         function: LibnrtFunction,

@@ -1,6 +1,7 @@
 //! The exports of `nrt_async.h` (`nrta_*`), over [`sim::async_queues::AsyncQueues`].
 //!
-//! A request is checked when it is scheduled (NULL pointers, handles, queue index, tracker) and
+//! A request is checked when it is scheduled (NULL pointers, handles, queue index, tracker, and
+//! for a launch a set naming a freed tensor, as the simulator's own async API checks) and
 //! its work runs later on the queue's worker thread as the synchronous call it stands for; its
 //! status goes to the error tracker named at scheduling. Caller buffers are read (writes) and
 //! written (reads) when the request runs, so the caller must keep them until the request has
@@ -240,7 +241,8 @@ pub unsafe extern "C" fn nrta_tensor_copy(
 }
 
 /// `nrta_execute_schedule`: `nrt_execute` when the request runs, on the model's first
-/// NeuronCore's compute queue (queue 0). A launch that completes with NaN (1003) is recorded in
+/// NeuronCore's compute queue (queue 0); a set that names a freed tensor is `NRT_INVALID_HANDLE`
+/// when the request is scheduled. A launch that completes with NaN (1003) is recorded in
 /// the tracker too. The registered exec callback, if any, is called after each execution.
 ///
 /// # Safety
@@ -272,6 +274,13 @@ pub unsafe extern "C" fn nrta_execute_schedule(
             Ok(cores) => cores.first().copied().unwrap_or(0),
             Err(err) => return g.failed(F::nrta_execute_schedule.name(), &err),
         };
+        // A set naming a freed tensor is refused now, as the simulator's own async API and
+        // `nrt_execute` refuse it, not queued to fail later in the tracker.
+        let checked =
+            g.sim.check_sets_of_a_scheduled_launch(F::nrta_execute_schedule, input_set, output_set);
+        if let Err(err) = checked {
+            return g.failed(F::nrta_execute_schedule.name(), &err);
+        }
         let job: Job = Box::new(move |seq| {
             let result = match g.sim.execute(model_id, input_set, output_set) {
                 Ok(NrtStatus::Success) => Ok(()),

@@ -14,8 +14,8 @@ use std::ptr;
 
 use abi::c_layout::c_types::{NRT_ASYNC_EXEC_STATUS_CALLBACK, nrt_model_info_t, nrt_ucode_info};
 use abi::functions::LibnrtFunction as F;
-use abi::runtime::ModelId;
 use abi::runtime::prelude::*;
+use abi::runtime::{ModelId, NrtError};
 
 use super::{guard, model_count, put_versioned, with_global};
 use crate::ffi::{InfoArray, NrtTensorInfoC};
@@ -236,7 +236,8 @@ pub unsafe extern "C" fn nrt_all_gather(
 }
 
 /// `nrt_async_drain_queued_execs`: blocks until every request scheduled so far on `vnc` has
-/// completed.
+/// completed; `NRT_INVALID` at once when called from the exec callback (on a queue's worker),
+/// where it would wait for itself.
 ///
 /// # Safety
 /// None beyond the C ABI.
@@ -246,10 +247,10 @@ pub unsafe extern "C" fn nrt_async_drain_queued_execs(vnc: i32) -> u32 {
             return status;
         }
         match u32::try_from(vnc) {
-            Ok(vnc) if vnc < g.sim.visible_core_count() => {
-                g.queues.drain(vnc);
-                SUCCESS
-            }
+            Ok(vnc) if vnc < g.sim.visible_core_count() => match g.queues.drain(vnc) {
+                Ok(()) => SUCCESS,
+                Err(err) => g.failed(F::nrt_async_drain_queued_execs.name(), &NrtError::from(err)),
+            },
             _ => INVALID,
         }
     })

@@ -1,7 +1,7 @@
 /*
  * Misuse of the libnrt API against nrtsim's libnrt.so.1: calls before init and after close,
- * NULL pointers, foreign and freed handles, a missing set name, a too-small tensor. Each call
- * must return its status and nothing may crash.
+ * NULL pointers, foreign and freed handles (a freed tensor still named by a set too), a missing
+ * set name, a too-small tensor. Each call must return its status and nothing may crash.
  *
  * Usage: misuse MODEL.neff (input0 and output0, f32[4]). Prints "misuse ok" and exits 0, or
  * names the first failed check and exits 1.
@@ -138,6 +138,26 @@ int main(int argc, char **argv) {
     expect("execute", nrt_execute(model, set, outputs), NRT_SUCCESS);
     expect("execute with sets swapped", nrt_execute(model, outputs, set), NRT_INVALID);
     expect("repeat 0 times", nrt_execute_repeat(model, set, outputs, 0), NRT_INVALID);
+
+    /* A set naming a freed tensor: a launch through it is INVALID_HANDLE, and a scheduled one
+     * is refused when it is scheduled (no sequence is issued, nothing runs later), until a live
+     * tensor is added under the name again. */
+    nrt_tensor_t *doomed = NULL;
+    expect("allocate doomed", nrt_tensor_allocate(NRT_TENSOR_PLACEMENT_DEVICE, 0, 16, "d", &doomed),
+           NRT_SUCCESS);
+    expect("add doomed", nrt_add_tensor_to_tensor_set(set, "input0", doomed), NRT_SUCCESS);
+    nrt_tensor_free(&doomed);
+    expect("execute with a freed input0", nrt_execute(model, set, outputs), NRT_INVALID_HANDLE);
+    nrta_seq_t scheduled = 0;
+    expect("schedule with a freed input0",
+           nrta_execute_schedule(model, set, outputs, 0, NULL, &scheduled), NRT_INVALID_HANDLE);
+    ensure(scheduled == 0, "a refused schedule issues no sequence");
+    expect("schedule with a freed input0 in the output set",
+           nrta_execute_schedule(model, outputs, set, 0, NULL, &scheduled), NRT_INVALID_HANDLE);
+    expect("add input again", nrt_add_tensor_to_tensor_set(set, "input0", tensor), NRT_SUCCESS);
+    expect("schedule with input0 live again",
+           nrta_execute_schedule(model, set, outputs, 0, NULL, &scheduled), NRT_SUCCESS);
+    wait_for(scheduled);
 
     nrt_tensor_info_array_t *info = NULL;
     expect("info", nrt_get_model_tensor_info(model, &info), NRT_SUCCESS);

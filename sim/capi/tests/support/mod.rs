@@ -152,6 +152,61 @@ pub fn run(program: &Path, args: &[&Path], extra: &[(&str, &str)]) -> Output {
         .unwrap_or_else(|err| panic!("cannot run {}: {err}", program.display()))
 }
 
+/// Runs `program` as [`run`] does, but gives it at most `limit`: a program still running then is
+/// killed and the test fails, naming the limit and what the program printed so far. For programs
+/// whose failure mode is a hang, so that the failure is a report instead of a stuck test.
+pub fn run_within(
+    program: &Path,
+    args: &[&Path],
+    extra: &[(&str, &str)],
+    limit: std::time::Duration,
+) -> Output {
+    use std::io::Read;
+    use std::process::Stdio;
+    let mut child = Command::new(program)
+        .args(args)
+        .envs(sim_env())
+        .envs(extra.iter().copied())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|err| panic!("cannot run {}: {err}", program.display()));
+    // Readers on threads of their own, so a chatty program never blocks on a full pipe.
+    let drain = |mut pipe: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            let _ = pipe.read_to_end(&mut bytes);
+            bytes
+        })
+    };
+    let stdout = drain(Box::new(child.stdout.take().expect("stdout is piped")));
+    let stderr = drain(Box::new(child.stderr.take().expect("stderr is piped")));
+    let started = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait for the program") {
+            break Some(status);
+        }
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let output = Output {
+        status: status.unwrap_or_default(),
+        stdout: stdout.join().unwrap_or_default(),
+        stderr: stderr.join().unwrap_or_default(),
+    };
+    assert!(
+        status.is_some(),
+        "{} did not finish within {limit:?} and was killed\n{}",
+        program.display(),
+        text(&output)
+    );
+    output
+}
+
 /// Stdout and stderr of `output`, for assertion messages.
 pub fn text(output: &Output) -> String {
     format!(
