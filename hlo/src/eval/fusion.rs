@@ -344,15 +344,27 @@ pub(crate) fn fuse(
     let mut member_of: Vec<Option<usize>> = vec![None; count];
     // Per view instruction: how many operand uses read it as a view.
     let mut view_uses = vec![0usize; count];
+    // Values a group reads directly (its sources). A source read through a view is not among
+    // the users of the value, so without this a later group could absorb it (its only user, the
+    // view, becoming that group's root) and leave the first group nothing to read.
+    let mut read_by_group = vec![false; count];
     let mut plans: Vec<(usize, Vec<usize>, FusedPlan)> = Vec::new();
     for k in (0..count).rev() {
         if member_of[k].is_some() {
             continue;
         }
         if let Some((operand, reduce)) = reduce_of_group(instrs, &users, root, k, reducer_of)
+            && !read_by_group[operand]
             && let Some((_, n)) = array_of(&instrs[operand].shape)
-            && let Some((mut plan, members, mut sources, views)) =
-                build_group(instrs, &users, &member_of, root, operand, n, true)
+            && let Some((mut plan, members, mut sources, views)) = build_group(
+                instrs,
+                &users,
+                &|o| member_of[o].is_some() || read_by_group[o],
+                root,
+                operand,
+                n,
+                true,
+            )
         {
             // The init value is the last operand; the group's root is a member like the others.
             sources.push(instrs[k].operands[1]);
@@ -362,6 +374,9 @@ pub(crate) fn fuse(
             }
             for v in views {
                 view_uses[v] += 1;
+            }
+            for &s in &sources {
+                read_by_group[s] = true;
             }
             plans.push((k, sources, plan));
             continue;
@@ -373,14 +388,23 @@ pub(crate) fn fuse(
         if n < MIN_ELEMS {
             continue;
         }
-        if let Some((plan, members, sources, views)) =
-            build_group(instrs, &users, &member_of, root, k, n, false)
-        {
+        if let Some((plan, members, sources, views)) = build_group(
+            instrs,
+            &users,
+            &|o| member_of[o].is_some() || read_by_group[o],
+            root,
+            k,
+            n,
+            false,
+        ) {
             for &m in &members {
                 member_of[m] = Some(k);
             }
             for v in views {
                 view_uses[v] += 1;
+            }
+            for &s in &sources {
+                read_by_group[s] = true;
             }
             plans.push((k, sources, plan));
         }
@@ -396,7 +420,7 @@ pub(crate) fn fuse(
         }
     }
     for k in 0..count {
-        if view_uses[k] > 0 && view_uses[k] == users[k].len() && k != root {
+        if view_uses[k] > 0 && view_uses[k] == users[k].len() && k != root && !read_by_group[k] {
             instrs[k].op = Op::Absorbed;
             instrs[k].operands.clear();
         }
@@ -444,12 +468,13 @@ fn reduce_of_group(
 }
 
 /// Grows the group rooted at `k`: returns the plan, its members, its outside sources (the fused
-/// instruction's operands) and the view instructions it reads through. Unless `always`, a group
-/// that would save nothing (one plain instruction) is refused.
+/// instruction's operands) and the view instructions it reads through. A value `taken` (by an
+/// earlier group) is not absorbed. Unless `always`, a group that would save nothing (one plain
+/// instruction) is refused.
 fn build_group(
     instrs: &[Instr],
     users: &[Vec<usize>],
-    member_of: &[Option<usize>],
+    taken: &dyn Fn(usize) -> bool,
     root: usize,
     k: usize,
     n: usize,
@@ -464,7 +489,7 @@ fn build_group(
     let mut leaves = std::collections::BTreeSet::new();
     while let Some(o) = candidates.pop_last() {
         let absorbable = o != root
-            && member_of[o].is_none()
+            && !taken(o)
             && elementwise(instrs, o)
             && array_of(&instrs[o].shape).is_some_and(|(_, m)| m == n)
             && users[o].iter().all(|u| in_group.contains(u));
@@ -1136,6 +1161,31 @@ ENTRY main {
             rounding_mattered |= once as u16 != want;
         }
         assert!(rounding_mattered, "the inputs must tell rounding once from rounding twice");
+    }
+
+    #[test]
+    fn no_instruction_of_nkipys_modules_reads_an_absorbed_value() {
+        // nkipy's attention and decoder modules (tests/nkipy/README.md): a group read a copy of
+        // a softmax as a view of the softmax, which a later group then absorbed.
+        for (name, text) in [
+            ("attention", include_str!("../../tests/nkipy/attention_dynamo.hlo")),
+            ("llama decoder", include_str!("../../tests/nkipy/llama_decoder_dynamo.hlo")),
+        ] {
+            let program = compile(text, &EvalOptions::default());
+            for comp in &program.comps {
+                for instr in comp.instrs.iter().filter(|i| !matches!(i.op, Op::Absorbed)) {
+                    for &o in &instr.operands {
+                        let operand = &comp.instrs[o];
+                        assert!(
+                            !matches!(operand.op, Op::Absorbed),
+                            "{name}: {} reads {}, which has no value",
+                            instr.name,
+                            operand.name
+                        );
+                    }
+                }
+            }
+        }
     }
 
     #[test]
