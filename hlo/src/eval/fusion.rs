@@ -1163,6 +1163,78 @@ ENTRY main {
         assert!(rounding_mattered, "the inputs must tell rounding once from rounding twice");
     }
 
+    /// An f16 value rounded from `v`, to nearest with ties to even, worked out by hand (not with
+    /// the crate's encoder): 10 fraction bits, exponents from -14 (below, the spacing of the
+    /// subnormals), and infinity from the first value that rounds past 65504.
+    fn f16_rounded(v: f64) -> f64 {
+        if v == 0.0 || !v.is_finite() {
+            return v;
+        }
+        let exponent = (((v.abs().to_bits() >> 52) & 0x7ff) as i32 - 1023).max(-14);
+        let spacing = 2f64.powi(exponent - 10);
+        let q = (v.abs() / spacing).round_ties_even() * spacing;
+        v.signum() * if q > 65504.0 { f64::INFINITY } else { q }
+    }
+
+    /// The bits of `v`, a finite value that f16 holds exactly.
+    fn f16_bits_of_exact(v: f64) -> u16 {
+        assert_eq!(f16_rounded(v), v, "{v} is not an f16 value");
+        let sign = if v.is_sign_negative() { 0x8000 } else { 0 };
+        if v == 0.0 {
+            return sign;
+        }
+        let exponent = ((v.abs().to_bits() >> 52) & 0x7ff) as i32 - 1023;
+        assert!(exponent >= -14, "normal values only");
+        let fraction = (v.abs() / 2f64.powi(exponent) - 1.0) * 1024.0;
+        sign | (((exponent + 15) as u16) << 10) | fraction as u16
+    }
+
+    /// The value of f16 bits: sign, 5 exponent bits (bias 15), 10 fraction bits.
+    fn f16_value(bits: u16) -> f64 {
+        let sign = if bits & 0x8000 != 0 { -1.0 } else { 1.0 };
+        let exponent = i32::from((bits >> 10) & 0x1f);
+        let fraction = f64::from(bits & 0x3ff);
+        sign * match exponent {
+            0 => fraction * 2f64.powi(-24),
+            31 if fraction == 0.0 => f64::INFINITY,
+            31 => f64::NAN,
+            _ => (1024.0 + fraction) * 2f64.powi(exponent - 25),
+        }
+    }
+
+    #[test]
+    fn a_fused_f16_chain_rounds_to_f16_at_every_instruction() {
+        let text = r#"
+HloModule f16_chain
+ENTRY main {
+  x = f16[256] parameter(0)
+  y = f16[256] parameter(1)
+  m = f16[256] multiply(x, y)
+  a = f16[256] add(m, x)
+  ROOT t = f16[256] tanh(a)
+}
+"#;
+        let program = compile(text, &EvalOptions::default());
+        // The tanh is the root; the multiply and the add are absorbed.
+        assert_eq!(fusion_counts(&program), (1, 2));
+        // x in [-2, 2) by 1/64, y in [0.5, 1.5) by 1/256: f16 holds both exactly.
+        let x: Vec<f64> = (0..256).map(|i| f64::from(i - 128) / 64.0).collect();
+        let y: Vec<f64> = (0..256).map(|i| 0.5 + f64::from((i * 37) % 256) / 256.0).collect();
+        let arg = |values: &[f64]| {
+            let bytes = values.iter().flat_map(|&v| f16_bits_of_exact(v).to_le_bytes()).collect();
+            Array::new(PrimitiveType::F16, vec![256], bytes).expect("array")
+        };
+        let got = u16s(&array_bytes(program.run(&[arg(&x), arg(&y)]).expect("runs")));
+        // By hand: every instruction's result rounded to f16, as the unfused instructions and
+        // XLA on CPU do; the product and sum of two f16 values are exact in f64 before rounding.
+        for (i, (&xi, &yi)) in x.iter().zip(&y).enumerate() {
+            let product = f16_rounded(xi * yi);
+            let sum = f16_rounded(product + xi);
+            let want = f16_rounded(sum.tanh());
+            assert_eq!(f16_value(got[i]), want, "element {i}: x {xi}, y {yi}");
+        }
+    }
+
     #[test]
     fn no_instruction_of_nkipys_modules_reads_an_absorbed_value() {
         // nkipy's attention and decoder modules (tests/nkipy/README.md): a group read a copy of
