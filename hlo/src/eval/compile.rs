@@ -7,7 +7,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use super::elementwise::{Binary, Unary};
-use super::inline::{Body, MAX_BODY, inline_calls};
+use super::inline::{Body, MAX_BODY, MAX_NESTING, inline_calls, inlining_allowance, nesting};
 use super::op_context::{OpContext, invalid};
 use super::program::{Comp, Instr, Op, Program, Reducer, SimpleComparator};
 use super::reduce::WindowDim;
@@ -58,6 +58,16 @@ impl Program {
                 ))
             })?;
         let order = call_graph_order(module, &by_id, entry_index)?;
+        // Per called computation, how many of the computations compiled below call it: its body
+        // is dropped when the last of them has been compiled.
+        let mut callers_left: HashMap<usize, usize> = HashMap::new();
+        for &index in &order {
+            for callee in calls_of(module, &by_id, index) {
+                *callers_left.entry(callee).or_default() += 1;
+            }
+        }
+        let module_instructions = module.computations.iter().map(|c| c.instructions.len()).sum();
+        let mut allowance = inlining_allowance(module_instructions);
         let mut compiler = Compiler {
             module,
             by_id: &by_id,
@@ -67,13 +77,32 @@ impl Program {
             called: called_by_call(module, &by_id),
             options,
         };
+        // Per plan index, how deep the computation runs others inside itself.
+        let mut nesting_of: Vec<usize> = Vec::new();
         for index in order {
-            let (comp, body) = compiler.computation(index)?;
+            let (comp, body) = compiler.computation(index, &mut allowance)?;
+            let depth = nesting(&comp, &nesting_of);
+            if depth > MAX_NESTING {
+                return Err(module_error(format!(
+                    "computation {} runs computations {depth} deep, expected at most {MAX_NESTING} (the nesting limit)",
+                    comp.name
+                )));
+            }
+            nesting_of.push(depth);
             let at = compiler.comps.len();
             compiler.plan.insert(index, at);
             compiler.comps.push(comp);
             if let Some(body) = body {
                 compiler.bodies.insert(at, Arc::new(body));
+            }
+            for callee in calls_of(module, &by_id, index) {
+                let left = callers_left.get_mut(&callee).map(|n| {
+                    *n -= 1;
+                    *n
+                });
+                if left == Some(0) {
+                    compiler.bodies.remove(&compiler.plan[&callee]);
+                }
             }
         }
         let entry = compiler.plan[&entry_index];
@@ -165,6 +194,20 @@ fn call_graph_order(
     Ok(order)
 }
 
+/// The computations that the `call` and `fusion` instructions of computation `index` call, each
+/// once (proto indices).
+fn calls_of(
+    module: &proto::HloModuleProto,
+    by_id: &HashMap<i64, usize>,
+    index: usize,
+) -> HashSet<usize> {
+    let calls = module.computations[index].instructions.iter();
+    calls
+        .filter(|i| matches!(i.opcode.as_str(), "call" | "fusion"))
+        .filter_map(|i| i.called_computation_ids.first().and_then(|id| by_id.get(id)).copied())
+        .collect()
+}
+
 /// The computations some `call` or `fusion` instruction calls (proto indices).
 fn called_by_call(module: &proto::HloModuleProto, by_id: &HashMap<i64, usize>) -> HashSet<usize> {
     let calls = module.computations.iter().flat_map(|c| &c.instructions);
@@ -238,7 +281,11 @@ fn cost_of(op: &Op, shape: &Shape, operands: &[&Shape]) -> (u64, u64) {
 impl Compiler<'_> {
     /// Compiles computation `index`; with it, its plan before fusion when calls of it may be
     /// inlined.
-    fn computation(&self, index: usize) -> Result<(Comp, Option<Body>), EvalError> {
+    fn computation(
+        &self,
+        index: usize,
+        allowance: &mut usize,
+    ) -> Result<(Comp, Option<Body>), EvalError> {
         let computation = &self.module.computations[index];
         let name = computation.name.clone();
         let at = |instruction: &str| {
@@ -334,7 +381,7 @@ impl Compiler<'_> {
             .or_else(|| (count > 0).then(|| new_index[count - 1]))
             .ok_or_else(|| module_error(format!("computation {name} has no instructions")))?;
         let body_of = |c: usize| self.bodies.get(&c).cloned();
-        let (mut instrs, new_of) = inline_calls(instrs, root, &body_of);
+        let (mut instrs, new_of) = inline_calls(instrs, root, &body_of, allowance);
         let (params, root): (Vec<usize>, usize) =
             (params.iter().map(|&p| new_of[p]).collect(), new_of[root]);
         let body = (self.called.contains(&index) && instrs.len() <= MAX_BODY).then(|| Body {

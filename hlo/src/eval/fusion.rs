@@ -344,15 +344,27 @@ pub(crate) fn fuse(
     let mut member_of: Vec<Option<usize>> = vec![None; count];
     // Per view instruction: how many operand uses read it as a view.
     let mut view_uses = vec![0usize; count];
+    // Values a group reads directly (its sources). A source read through a view is not among
+    // the users of the value, so without this a later group could absorb it (its only user, the
+    // view, becoming that group's root) and leave the first group nothing to read.
+    let mut read_by_group = vec![false; count];
     let mut plans: Vec<(usize, Vec<usize>, FusedPlan)> = Vec::new();
     for k in (0..count).rev() {
         if member_of[k].is_some() {
             continue;
         }
         if let Some((operand, reduce)) = reduce_of_group(instrs, &users, root, k, reducer_of)
+            && !read_by_group[operand]
             && let Some((_, n)) = array_of(&instrs[operand].shape)
-            && let Some((mut plan, members, mut sources, views)) =
-                build_group(instrs, &users, &member_of, root, operand, n, true)
+            && let Some((mut plan, members, mut sources, views)) = build_group(
+                instrs,
+                &users,
+                &|o| member_of[o].is_some() || read_by_group[o],
+                root,
+                operand,
+                n,
+                true,
+            )
         {
             // The init value is the last operand; the group's root is a member like the others.
             sources.push(instrs[k].operands[1]);
@@ -362,6 +374,9 @@ pub(crate) fn fuse(
             }
             for v in views {
                 view_uses[v] += 1;
+            }
+            for &s in &sources {
+                read_by_group[s] = true;
             }
             plans.push((k, sources, plan));
             continue;
@@ -373,14 +388,23 @@ pub(crate) fn fuse(
         if n < MIN_ELEMS {
             continue;
         }
-        if let Some((plan, members, sources, views)) =
-            build_group(instrs, &users, &member_of, root, k, n, false)
-        {
+        if let Some((plan, members, sources, views)) = build_group(
+            instrs,
+            &users,
+            &|o| member_of[o].is_some() || read_by_group[o],
+            root,
+            k,
+            n,
+            false,
+        ) {
             for &m in &members {
                 member_of[m] = Some(k);
             }
             for v in views {
                 view_uses[v] += 1;
+            }
+            for &s in &sources {
+                read_by_group[s] = true;
             }
             plans.push((k, sources, plan));
         }
@@ -396,7 +420,7 @@ pub(crate) fn fuse(
         }
     }
     for k in 0..count {
-        if view_uses[k] > 0 && view_uses[k] == users[k].len() && k != root {
+        if view_uses[k] > 0 && view_uses[k] == users[k].len() && k != root && !read_by_group[k] {
             instrs[k].op = Op::Absorbed;
             instrs[k].operands.clear();
         }
@@ -444,12 +468,13 @@ fn reduce_of_group(
 }
 
 /// Grows the group rooted at `k`: returns the plan, its members, its outside sources (the fused
-/// instruction's operands) and the view instructions it reads through. Unless `always`, a group
-/// that would save nothing (one plain instruction) is refused.
+/// instruction's operands) and the view instructions it reads through. A value `taken` (by an
+/// earlier group) is not absorbed. Unless `always`, a group that would save nothing (one plain
+/// instruction) is refused.
 fn build_group(
     instrs: &[Instr],
     users: &[Vec<usize>],
-    member_of: &[Option<usize>],
+    taken: &dyn Fn(usize) -> bool,
     root: usize,
     k: usize,
     n: usize,
@@ -464,7 +489,7 @@ fn build_group(
     let mut leaves = std::collections::BTreeSet::new();
     while let Some(o) = candidates.pop_last() {
         let absorbable = o != root
-            && member_of[o].is_none()
+            && !taken(o)
             && elementwise(instrs, o)
             && array_of(&instrs[o].shape).is_some_and(|(_, m)| m == n)
             && users[o].iter().all(|u| in_group.contains(u));
@@ -1136,6 +1161,103 @@ ENTRY main {
             rounding_mattered |= once as u16 != want;
         }
         assert!(rounding_mattered, "the inputs must tell rounding once from rounding twice");
+    }
+
+    /// An f16 value rounded from `v`, to nearest with ties to even, worked out by hand (not with
+    /// the crate's encoder): 10 fraction bits, exponents from -14 (below, the spacing of the
+    /// subnormals), and infinity from the first value that rounds past 65504.
+    fn f16_rounded(v: f64) -> f64 {
+        if v == 0.0 || !v.is_finite() {
+            return v;
+        }
+        let exponent = (((v.abs().to_bits() >> 52) & 0x7ff) as i32 - 1023).max(-14);
+        let spacing = 2f64.powi(exponent - 10);
+        let q = (v.abs() / spacing).round_ties_even() * spacing;
+        v.signum() * if q > 65504.0 { f64::INFINITY } else { q }
+    }
+
+    /// The bits of `v`, a finite value that f16 holds exactly.
+    fn f16_bits_of_exact(v: f64) -> u16 {
+        assert_eq!(f16_rounded(v), v, "{v} is not an f16 value");
+        let sign = if v.is_sign_negative() { 0x8000 } else { 0 };
+        if v == 0.0 {
+            return sign;
+        }
+        let exponent = ((v.abs().to_bits() >> 52) & 0x7ff) as i32 - 1023;
+        assert!(exponent >= -14, "normal values only");
+        let fraction = (v.abs() / 2f64.powi(exponent) - 1.0) * 1024.0;
+        sign | (((exponent + 15) as u16) << 10) | fraction as u16
+    }
+
+    /// The value of f16 bits: sign, 5 exponent bits (bias 15), 10 fraction bits.
+    fn f16_value(bits: u16) -> f64 {
+        let sign = if bits & 0x8000 != 0 { -1.0 } else { 1.0 };
+        let exponent = i32::from((bits >> 10) & 0x1f);
+        let fraction = f64::from(bits & 0x3ff);
+        sign * match exponent {
+            0 => fraction * 2f64.powi(-24),
+            31 if fraction == 0.0 => f64::INFINITY,
+            31 => f64::NAN,
+            _ => (1024.0 + fraction) * 2f64.powi(exponent - 25),
+        }
+    }
+
+    #[test]
+    fn a_fused_f16_chain_rounds_to_f16_at_every_instruction() {
+        let text = r#"
+HloModule f16_chain
+ENTRY main {
+  x = f16[256] parameter(0)
+  y = f16[256] parameter(1)
+  m = f16[256] multiply(x, y)
+  a = f16[256] add(m, x)
+  ROOT t = f16[256] tanh(a)
+}
+"#;
+        let program = compile(text, &EvalOptions::default());
+        // The tanh is the root; the multiply and the add are absorbed.
+        assert_eq!(fusion_counts(&program), (1, 2));
+        // x in [-2, 2) by 1/64, y in [0.5, 1.5) by 1/256: f16 holds both exactly.
+        let x: Vec<f64> = (0..256).map(|i| f64::from(i - 128) / 64.0).collect();
+        let y: Vec<f64> = (0..256).map(|i| 0.5 + f64::from((i * 37) % 256) / 256.0).collect();
+        let arg = |values: &[f64]| {
+            let bytes = values.iter().flat_map(|&v| f16_bits_of_exact(v).to_le_bytes()).collect();
+            Array::new(PrimitiveType::F16, vec![256], bytes).expect("array")
+        };
+        let got = u16s(&array_bytes(program.run(&[arg(&x), arg(&y)]).expect("runs")));
+        // By hand: every instruction's result rounded to f16, as the unfused instructions and
+        // XLA on CPU do; the product and sum of two f16 values are exact in f64 before rounding.
+        for (i, (&xi, &yi)) in x.iter().zip(&y).enumerate() {
+            let product = f16_rounded(xi * yi);
+            let sum = f16_rounded(product + xi);
+            let want = f16_rounded(sum.tanh());
+            assert_eq!(f16_value(got[i]), want, "element {i}: x {xi}, y {yi}");
+        }
+    }
+
+    #[test]
+    fn no_instruction_of_nkipys_modules_reads_an_absorbed_value() {
+        // nkipy's attention and decoder modules (tests/nkipy/README.md): a group read a copy of
+        // a softmax as a view of the softmax, which a later group then absorbed.
+        for (name, text) in [
+            ("attention", include_str!("../../tests/nkipy/attention_dynamo.hlo")),
+            ("llama decoder", include_str!("../../tests/nkipy/llama_decoder_dynamo.hlo")),
+        ] {
+            let program = compile(text, &EvalOptions::default());
+            for comp in &program.comps {
+                for instr in comp.instrs.iter().filter(|i| !matches!(i.op, Op::Absorbed)) {
+                    for &o in &instr.operands {
+                        let operand = &comp.instrs[o];
+                        assert!(
+                            !matches!(operand.op, Op::Absorbed),
+                            "{name}: {} reads {}, which has no value",
+                            instr.name,
+                            operand.name
+                        );
+                    }
+                }
+            }
+        }
     }
 
     #[test]

@@ -9,8 +9,10 @@
 //!   callee itself stays compiled as it was, for other users such as a reduce, sort or while
 //!   that calls it as a computation.
 //! - Each call site gets its own copy of the body, so a computation called twice is inlined
-//!   twice; the plan of one computation stops growing at [`MAX_PLAN`] instructions, and bodies
-//!   over [`MAX_BODY`] instructions are left as calls.
+//!   twice; the plan of one computation stops growing at [`MAX_PLAN`] instructions, bodies over
+//!   [`MAX_BODY`] instructions are left as calls, and the whole program takes no more inlined
+//!   instructions than [`inlining_allowance`] gives for the module's size: past it, calls run as
+//!   calls. A body is kept only until the last computation that calls it has been compiled.
 //! - The work budget charges what the call charged: the call and the callee's parameters stay
 //!   in the plan as [`Op::Absorbed`] (charged where they stand, no value), and the body's
 //!   instructions follow in the callee's order, so the charges and clock readings come in the
@@ -23,13 +25,40 @@
 
 use std::sync::Arc;
 
-use super::program::{Instr, Op};
+use super::program::{Comp, Instr, Op};
 
 /// Bodies with more instructions than this are left as calls.
 pub(crate) const MAX_BODY: usize = 4096;
 
 /// A computation's plan stops taking inlined bodies at this many instructions.
 pub(crate) const MAX_PLAN: usize = 1 << 16;
+
+/// The whole program takes at most this many inlined instructions per instruction of the module
+/// (see [`inlining_allowance`]).
+const INLINED_PER_INSTRUCTION: usize = 2;
+
+/// How many instructions inlining may add to the plans of a module of `module_instructions`
+/// instructions, over all its computations: [`MAX_PLAN`], or twice the module's size when that
+/// is more. Past it calls are left as calls, so the plans of a module stay within a small
+/// multiple of its own size however its computations call each other (1000 computations each
+/// calling a 4000-instruction body 16 times would otherwise have made 64 million instructions
+/// of a 0.8 MB module).
+pub(crate) fn inlining_allowance(module_instructions: usize) -> usize {
+    MAX_PLAN.max(module_instructions.saturating_mul(INLINED_PER_INSTRUCTION))
+}
+
+/// How deep computations may run inside one another (a call, loop, branch or reducer in a
+/// computation run by another): the executor recurses once per level, so a chain of calls left
+/// as calls (past the allowance, or over [`MAX_BODY`]) is refused at compile time rather than
+/// overflowing the stack when it runs.
+pub(crate) const MAX_NESTING: usize = 256;
+
+/// How deep `comp` runs computations inside one another, counting itself: one more than the
+/// deepest computation its plan runs (`nesting_of` gives theirs, compiled earlier).
+pub(crate) fn nesting(comp: &Comp, nesting_of: &[usize]) -> usize {
+    let deepest = comp.instrs.iter().flat_map(|i| i.op.callees());
+    1 + deepest.map(|c| nesting_of.get(c).copied().unwrap_or(0)).max().unwrap_or(0)
+}
 
 /// A computation's plan before fusion, kept so that calls of it can be inlined.
 #[derive(Clone, Debug)]
@@ -44,10 +73,13 @@ pub(crate) struct Body {
 ///
 /// A call whose value is the computation's `root` is inlined only when the body's root has the
 /// call's exact shape (layout included), since the root's shape is the computation's result.
+/// `allowance` is what is left of the program's [`inlining_allowance`]: a body is inlined only
+/// when it fits, and its instructions are taken from it.
 pub(crate) fn inline_calls(
     instrs: Vec<Instr>,
     root: usize,
     body_of: &dyn Fn(usize) -> Option<Arc<Body>>,
+    allowance: &mut usize,
 ) -> (Vec<Instr>, Vec<usize>) {
     let mut out: Vec<Instr> = Vec::with_capacity(instrs.len());
     let mut new_of: Vec<usize> = Vec::with_capacity(instrs.len());
@@ -55,7 +87,8 @@ pub(crate) fn inline_calls(
         instr.operands.iter_mut().for_each(|o| *o = new_of[*o]);
         let body = match instr.op {
             Op::Call(callee) => body_of(callee).filter(|body| {
-                let fits = out.len() + body.instrs.len() < MAX_PLAN;
+                let fits =
+                    out.len() + body.instrs.len() < MAX_PLAN && body.instrs.len() <= *allowance;
                 let shape_kept = k != root || body.instrs[body.root].shape == instr.shape;
                 fits && shape_kept && params_fit(body, instr.operands.len())
             }),
@@ -66,6 +99,7 @@ pub(crate) fn inline_calls(
             out.push(instr);
             continue;
         };
+        *allowance -= body.instrs.len();
         let operands = std::mem::take(&mut instr.operands);
         instr.op = Op::Absorbed;
         out.push(instr);
@@ -234,6 +268,107 @@ ENTRY main {
                 }
                 other => panic!("budget {budget}: expected the work budget, got {other:?}"),
             }
+        }
+    }
+
+    /// The instructions of a module's text: its lines holding an ` = `.
+    fn instruction_count(text: &str) -> usize {
+        text.lines().filter(|line| line.contains(" = ")).count()
+    }
+
+    /// The instructions of every computation's plan, inlined ones included.
+    fn plan_size(program: &Program) -> usize {
+        program.comps.iter().map(|c| c.instrs.len()).sum()
+    }
+
+    /// A body of `body` instructions (parameter, `body - 3` negates, a constant, an add of 1)
+    /// that adds 1 when `body` is odd; `callers` computations each call it 16 times in a row,
+    /// and the entry calls each of those in a row: `x + 16 · callers` when `body` is odd.
+    fn repeated_body(body: usize, callers: usize) -> String {
+        let mut text = String::from("HloModule repeated\nbody {\n  v0 = f32[2] parameter(0)\n");
+        for i in 1..body - 2 {
+            text += &format!("  v{i} = f32[2] negate(v{})\n", i - 1);
+        }
+        text += "  one = f32[2] constant({1, 1})\n";
+        text += &format!("  ROOT r = f32[2] add(v{}, one)\n}}\n", body - 3);
+        for c in 0..callers {
+            text += &format!("caller{c} {{\n  k0 = f32[2] parameter(0)\n");
+            for k in 1..=16 {
+                let root = if k == 16 { "ROOT " } else { "" };
+                text += &format!("  {root}k{k} = f32[2] call(k{}), to_apply=body\n", k - 1);
+            }
+            text += "}\n";
+        }
+        text += "ENTRY main {\n  e0 = f32[2] parameter(0)\n";
+        for c in 0..callers {
+            let root = if c + 1 == callers { "ROOT " } else { "" };
+            text += &format!("  {root}e{} = f32[2] call(e{c}), to_apply=caller{c}\n", c + 1);
+        }
+        text + "}\n"
+    }
+
+    #[test]
+    fn a_body_called_by_many_computations_is_inlined_only_within_the_allowance() {
+        // Inlined everywhere, 20 callers × 16 calls × 1001 instructions would add 320 320
+        // instructions to a module of 1363; the allowance is 65 536 (MAX_PLAN).
+        let text = repeated_body(1001, 20);
+        let module_size = instruction_count(&text);
+        assert_eq!(module_size, 1001 + 20 * 17 + 21);
+        let program = compile(&text, &EvalOptions::default());
+        let inlined = plan_size(&program) - module_size;
+        assert!(inlined > 0, "calls within the allowance are still inlined");
+        assert!(inlined <= inlining_allowance(module_size), "{inlined} instructions inlined");
+        assert_eq!(inlining_allowance(module_size), MAX_PLAN);
+        let out = program.run(&[Array::from_f32(&[2], &[1.5, -7.0])]).expect("runs");
+        assert_eq!(f32s(&out), vec![1.5 + 320.0, -7.0 + 320.0]);
+    }
+
+    /// `n` computations, each calling the one before and adding 1 (the first adds 1 to its
+    /// parameter), and an entry that calls the last: `x + n`.
+    fn call_chain(n: usize) -> String {
+        let mut text = String::from("HloModule chain\n");
+        for c in 0..n {
+            let inner = if c == 0 { "p" } else { "q" };
+            text +=
+                &format!("c{c} {{\n  p = f32[2] parameter(0)\n  one = f32[2] constant({{1, 1}})\n");
+            if c > 0 {
+                text += &format!("  q = f32[2] call(p), to_apply=c{}\n", c - 1);
+            }
+            text += &format!("  ROOT s = f32[2] add({inner}, one)\n}}\n");
+        }
+        text += &format!(
+            "ENTRY main {{\n  x = f32[2] parameter(0)\n  ROOT y = f32[2] call(x), to_apply=c{}\n}}\n",
+            n - 1
+        );
+        text
+    }
+
+    #[test]
+    fn a_long_chain_of_calls_stays_within_the_allowance() {
+        // Inlined at every level, computation k would hold 4k instructions: 400 levels make
+        // 319 200 inlined instructions, against an allowance of 65 536 for this module. Within
+        // it, the first 180 or so levels are inlined and the rest run as calls.
+        for n in [100, 400] {
+            let text = call_chain(n);
+            let module_size = instruction_count(&text);
+            let program = compile(&text, &EvalOptions::default());
+            let inlined = plan_size(&program) - module_size;
+            assert!(inlined <= inlining_allowance(module_size), "{n}: {inlined} inlined");
+            let out = program.run(&[Array::from_f32(&[2], &[0.5, 2.0])]).expect("runs");
+            assert_eq!(f32s(&out), vec![0.5 + n as f32, 2.0 + n as f32], "{n}");
+        }
+    }
+
+    #[test]
+    fn calls_left_as_calls_deeper_than_the_nesting_limit_are_refused() {
+        // 2000 levels: past the allowance some 1800 calls stay calls, one inside the other,
+        // which the executor would run one stack frame deeper each.
+        let module = crate::text::parse_module(&call_chain(2000)).expect("test module parses");
+        match Program::compile(&module, &EvalOptions::default()) {
+            Err(EvalError::Module { detail }) => {
+                assert!(detail.contains("expected at most 256 (the nesting limit)"), "{detail}");
+            }
+            other => panic!("expected the nesting limit, got {other:?}"),
         }
     }
 

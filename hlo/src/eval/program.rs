@@ -148,6 +148,59 @@ pub(crate) enum Op {
     Absorbed,
 }
 
+impl Op {
+    /// The computations (plan indices) this instruction may run when it runs.
+    pub(crate) fn callees(&self) -> Vec<usize> {
+        match self {
+            Op::Call(c) | Op::Map(c) => vec![*c],
+            Op::While { condition, body } => vec![*condition, *body],
+            Op::Conditional { branches } => branches.clone(),
+            Op::Reduce { computation, .. }
+            | Op::ReduceWindow { computation, .. }
+            | Op::Sort { computation, .. }
+            | Op::AllReduce { computation, .. }
+            | Op::ReduceScatter { computation, .. } => vec![*computation],
+            Op::SelectAndScatter { select, scatter, .. } => vec![*select, *scatter],
+            Op::Scatter(plan) => vec![plan.computation],
+            Op::Parameter(_)
+            | Op::Constant(_)
+            | Op::Tuple
+            | Op::GetTupleElement(_)
+            | Op::Broadcast(_)
+            | Op::Reshape
+            | Op::Bitcast { .. }
+            | Op::Transpose(_)
+            | Op::Convert(_)
+            | Op::BitcastConvert
+            | Op::Slice { .. }
+            | Op::DynamicSlice
+            | Op::DynamicUpdateSlice
+            | Op::Concatenate(_)
+            | Op::Pad(_)
+            | Op::Iota(_)
+            | Op::Reverse(_)
+            | Op::Select
+            | Op::Clamp
+            | Op::Compare { .. }
+            | Op::Unary(_)
+            | Op::Binary(_)
+            | Op::Dot(_)
+            | Op::Convolution(_)
+            | Op::Gather(_)
+            | Op::TopK { .. }
+            | Op::ReducePrecision { .. }
+            | Op::PassThrough
+            | Op::AfterAll
+            | Op::ReplicaId
+            | Op::AllGather { .. }
+            | Op::AllToAll { .. }
+            | Op::CollectivePermute { .. }
+            | Op::Fused(_)
+            | Op::Absorbed => Vec::new(),
+        }
+    }
+}
+
 /// One instruction of the plan.
 #[derive(Clone, Debug)]
 pub(crate) struct Instr {

@@ -597,6 +597,22 @@ mod tests {
     }
 
     #[test]
+    fn inputs_follow_parameter_numbers_not_the_order_of_the_text() {
+        // Parameter 1 is written first, with its own name and shape; input 1 must still be it,
+        // and the alias of the result to parameter 1 must name input 1.
+        let hlo = "HloModule m, input_output_alias={ {}: (1, {}, may-alias) }\n\nENTRY main {\n  b = s32[3] parameter(1), frontend_attributes={neff_input_names=\"second\"}\n  a = f32[2,5] parameter(0), frontend_attributes={neff_input_names=\"first\"}\n  ROOT r = s32[3] negate(b)\n}\n";
+        let module = hlo::load_module(hlo.as_bytes()).unwrap();
+        let signature = signature_of(&module).unwrap();
+        let inputs: Vec<(&str, Dltype, Vec<i64>)> =
+            signature.inputs.iter().map(|t| (t.name.as_str(), t.dltype, t.shape.clone())).collect();
+        assert_eq!(
+            inputs,
+            [("first", Dltype::Float32, vec![2, 5]), ("second", Dltype::Int32, vec![3])]
+        );
+        assert_eq!(signature.aliases, [(0, 1)]);
+    }
+
+    #[test]
     fn scalars_are_one_element_vectors_pred_is_uint8_and_8_bit_floats_int8() {
         let hlo = "HloModule m\n\nENTRY main {\n  x = f8e4m3[4] parameter(0)\n  y = f8e5m2[] parameter(1)\n  s = f32[] parameter(2)\n  b = pred[] compare(s, s), direction=EQ\n  ROOT r = (f8e4m3[4], f8e5m2[], f32[], pred[]) tuple(x, y, s, b)\n}\n";
         let module = hlo::load_module(hlo.as_bytes()).unwrap();
