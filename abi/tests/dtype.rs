@@ -301,7 +301,7 @@ fn producer_maps_match_abi_facts() {
         ("F64", D::Double, D::Double),
         ("BF16", D::Bfloat16, D::Bfloat16),
         ("F8E4M3FN", D::F8e4m3fn, D::Int8),
-        ("F8E5M2", D::F8e5m2, D::F8e5m2),
+        ("F8E5M2", D::F8e5m2, D::Int8),
     ];
     for (xla_name, torch_neuronx, transformers_neuronx) in table {
         check_producer_row(xla_name, torch_neuronx, transformers_neuronx);

@@ -246,3 +246,40 @@ ENTRY main {
     assert!(report.contains("expected one of [a]"), "{report}");
     assert!(report.contains("E002 unknown-output-name] output 0 \"output0\""), "{report}");
 }
+
+/// The compile target writes the 8-bit floats' NEFF variables as `int8` (spike's carrier), and
+/// from-hlo writes their metaneff dtype as INT8 (`hlo2metaneff`'s rule that fp8 storage is int8),
+/// so the pair they make for one module passes `nrtsim check` for every 8-bit float.
+#[test]
+fn the_neff_and_metaneff_of_an_8_bit_float_module_check_together() {
+    let dir = scratch("from-hlo-f8");
+    for ty in ["f8e4m3fn", "f8e5m2"] {
+        let text = format!(
+            "HloModule eight_bit
+
+ENTRY main {{
+  a = {ty}[4] parameter(0)
+  ROOT r = {ty}[4] negate(a)
+}}
+"
+        );
+        let module = dir.write(&format!("{ty}.hlo"), text.as_bytes());
+        let neff = dir.join(format!("{ty}.neff"));
+        let metaneff = dir.join(format!("{ty}.metaneff"));
+        ok(&[
+            "compile",
+            "--framework",
+            "XLA",
+            s(&module),
+            "--target",
+            "trn2",
+            "--output",
+            s(&neff),
+        ]);
+        ok(&["metaneff", "from-hlo", s(&module), "-o", s(&metaneff)]);
+        let check = nrtsim(&["check", s(&neff), s(&metaneff)]);
+        let report = stdout(&check);
+        assert_eq!(check.status.code(), Some(0), "{ty}: {report}{}", stderr(&check));
+        assert!(report.contains("0 error(s), 0 warning(s)"), "{ty}: {report}");
+    }
+}

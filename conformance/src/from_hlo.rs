@@ -30,7 +30,9 @@
 //! - **Deterministic:** the metaneff is written by abi's canonical encoder.
 //!
 //! One table difference: transformers-neuronx's own table has no F8E5M2 row (such a module
-//! fails there); abi's column gives it torch-neuronx's F8E5M2, and this mapping follows abi.
+//! fails there); abi's column gives it INT8, as F8E4M3FN, by the rule that table states for fp8
+//! (the runtime treats fp8 storage as int8), so the metaneff binds to the NEFF the compile target
+//! writes, whose 8-bit float variables are all `int8` as neuronx-cc's are.
 
 use std::fmt;
 use std::str::FromStr;

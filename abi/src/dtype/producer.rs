@@ -70,7 +70,7 @@ xla_primitive_types! {
     F64 = "F64", torch_neuronx Double, transformers_neuronx Double;
     Bf16 = "BF16", torch_neuronx Bfloat16, transformers_neuronx Bfloat16;
     F8e4m3fn = "F8E4M3FN", torch_neuronx F8e4m3fn, transformers_neuronx Int8;
-    F8e5m2 = "F8E5M2", torch_neuronx F8e5m2, transformers_neuronx F8e5m2;
+    F8e5m2 = "F8E5M2", torch_neuronx F8e5m2, transformers_neuronx Int8;
 }
 
 impl XlaPrimitiveType {
