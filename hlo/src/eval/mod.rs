@@ -17,8 +17,11 @@
 //!   direct kernels; anything else runs through the general interpreter.
 //! - A `call` (or `fusion`) is inlined at compile time: its callee's instructions take its place
 //!   in the caller's plan (`inline`), so elementwise chains fuse across the call; the call and
-//!   the callee's parameters stay as charge-only entries, so the work budget sees what it saw
-//!   when the call ran the callee, and errors still name the callee's instructions.
+//!   the callee's parameters stay as charge-only entries, so the limits see what they saw
+//!   when the call ran the callee, and errors still name the callee's instructions. Inlining is
+//!   bounded for the whole program (65 536 instructions, or twice the module's, whichever is
+//!   more); past that calls stay calls, and a plan whose calls nest deeper than 256 is refused
+//!   (`docs/limits.md`), so no module within the count limits multiplies its memory.
 //! - SPMD: [`evaluate_spmd`] runs one thread per rank; collectives meet at an exchange that any
 //!   failing rank aborts, so a failure on one rank is an error on all, never a hang.
 //! - While loops stop with [`EvalError::WhileLimit`] after [`EvalOptions::max_while_iterations`]
