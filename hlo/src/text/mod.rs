@@ -41,6 +41,7 @@ mod print;
 
 pub use parse::parse_module;
 pub(crate) use parse::{COMPARISON_TYPES, DIRECTIONS};
+pub(crate) use parse::{Stop, parse_module_within};
 pub use print::{PrintOptions, print_module, print_module_with};
 
 /// Why text is not an HLO module. Every variant carries the 1-based line and column where the
