@@ -338,3 +338,22 @@ fn keyword_names_are_written_with_a_percent_sign() {
         "error: 4:8: expected an instruction name, found the keyword `ROOT`; write a name that is a keyword as `%ROOT`",
     );
 }
+
+/// A constant's shape carries a layout, scalars included (an empty one; XLA's reader requires
+/// it), while a program shape's scalar has none, as the text `()->f32[]` reads. The entry layout
+/// derived from a constant root follows the program-shape rule, so parsing the print gives the
+/// module back (fuzz finding: the empty layout appeared in the derived shape, then vanished).
+#[test]
+fn a_constant_entry_root_is_a_fixed_point() {
+    check(
+        &entry("  ROOT c = f32[] constant(1)\n"),
+        &printed_entry("()->f32[]", "  ROOT c = f32[] constant(1)\n"),
+    );
+    check(
+        &entry("  ROOT k = (s32[], f32[2]) constant((7, {1.5, -0}))\n"),
+        &printed_entry(
+            "()->(s32[], f32[2]{0})",
+            "  ROOT k = (s32[], f32[2]{0}) constant((7, {1.5, -0}))\n",
+        ),
+    );
+}
