@@ -7,7 +7,9 @@
 //! the module; neither the instructions of a computation nor the call graph has a cycle; every
 //! enum-like field (comparison direction and type, operand precisions, fft type, rng distribution
 //! and algorithm, triangular-solve transpose, input/output alias kinds) holds a value XLA has, so
-//! the printer never writes text the parser refuses. Not checked: whether opcodes exist, or shapes agree with operands (the evaluator's business).
+//! the printer never writes text the parser refuses; for the same reason a constant's literal
+//! agrees with its shape (element type, dimensions, element count) and its layouts are
+//! permutations, and the entry layout's shapes are well formed. Not checked: whether opcodes exist, or shapes agree with operands (the evaluator's business).
 //!
 //! Every walk is iterative (Kahn's algorithm), so a hostile module cannot exhaust the stack.
 
@@ -102,6 +104,24 @@ pub enum ValidateError {
         /// The id.
         id: i64,
     },
+    /// A constant whose literal does not fit it: no literal, a literal of another element type
+    /// or dimensions, a count of values its shape does not have, or a layout that is not a
+    /// permutation of the dimensions.
+    #[error("computation `{computation}`, instruction `{instruction}`: invalid constant: {why}")]
+    InvalidConstant {
+        /// The computation.
+        computation: String,
+        /// The constant.
+        instruction: String,
+        /// What is wrong.
+        why: String,
+    },
+    /// A shape of the module's entry layout (`host_program_shape`) that cannot describe a value.
+    #[error("the entry computation layout has an invalid shape: {why}")]
+    InvalidEntryLayout {
+        /// What is wrong.
+        why: String,
+    },
     /// The instructions of a computation depend on each other in a cycle.
     #[error(
         "computation `{computation}`: instruction `{instruction}` depends on itself through its operands or control predecessors"
@@ -152,7 +172,8 @@ pub enum ValidateError {
 }
 
 /// Checks the structure of a module: the entry computation exists; computation ids, and
-/// instruction ids within a computation, are unique; every instruction has a well-formed shape;
+/// instruction ids within a computation, are unique; every instruction, and the entry layout,
+/// has a well-formed shape; a constant's literal fits its shape;
 /// parameters are numbered 0..n; operands, control predecessors and roots name instructions of
 /// the same computation and called computations name computations of the module; neither the
 /// instructions of a computation nor the call graph has a cycle.
@@ -175,6 +196,11 @@ pub fn validate(m: &HloModuleProto) -> Result<(), ValidateError> {
             id: m.entry_computation_id,
             name: m.entry_computation_name.clone(),
         });
+    }
+    if let Some(layout) = &m.host_program_shape {
+        for shape in layout.parameters.iter().chain(&layout.result) {
+            check_shape(shape).map_err(|why| ValidateError::InvalidEntryLayout { why })?;
+        }
     }
     for entry in m.input_output_alias.iter().flat_map(|a| &a.entries) {
         if Kind::try_from(entry.kind).is_err() {
@@ -211,6 +237,13 @@ pub fn validate(m: &HloModuleProto) -> Result<(), ValidateError> {
                 instruction: i.name.clone(),
                 why,
             })?;
+            if i.opcode == "constant" {
+                check_constant(i, shape).map_err(|why| ValidateError::InvalidConstant {
+                    computation: c.name.clone(),
+                    instruction: i.name.clone(),
+                    why,
+                })?;
+            }
             check_enums(i).map_err(|(field, value, allowed)| ValidateError::UnknownEnumValue {
                 computation: c.name.clone(),
                 instruction: i.name.clone(),
@@ -359,6 +392,86 @@ fn unordered(edges: &[Vec<usize>], mut pending: Vec<usize>) -> Option<usize> {
     if placed == pending.len() { None } else { pending.iter().position(|&p| p > 0) }
 }
 
+/// Whether `minor_to_major` is a permutation of `0..rank`.
+fn is_permutation(minor_to_major: &[i64], rank: usize) -> bool {
+    let mut seen = vec![false; rank];
+    minor_to_major.len() == rank
+        && minor_to_major.iter().all(|&d| {
+            usize::try_from(d)
+                .ok()
+                .filter(|&d| d < rank)
+                .is_some_and(|d| !std::mem::replace(&mut seen[d], true))
+        })
+}
+
+/// The first layout of an array in `shape` that is not a permutation of its dimensions (an
+/// empty one included, which the text reads values through), as `{...}` with the rank.
+fn strict_layouts(shape: &ShapeProto) -> Result<(), (String, usize)> {
+    for leaf in shape.array_leaves() {
+        if let Some(layout) = &leaf.layout
+            && !is_permutation(&layout.minor_to_major, leaf.dimensions.len())
+        {
+            let list: Vec<String> = layout.minor_to_major.iter().map(i64::to_string).collect();
+            return Err((format!("{{{}}}", list.join(",")), leaf.dimensions.len()));
+        }
+    }
+    Ok(())
+}
+
+/// Whether two shapes have the same element types and dimensions, leaf by leaf; layouts may
+/// differ (the text writes the literal's values in logical order either way).
+fn same_values_shape(a: &ShapeProto, b: &ShapeProto) -> bool {
+    a.element_type == b.element_type
+        && a.dimensions == b.dimensions
+        && a.tuple_shapes.len() == b.tuple_shapes.len()
+        && a.tuple_shapes.iter().zip(&b.tuple_shapes).all(|(a, b)| same_values_shape(a, b))
+}
+
+/// What the text form needs of a constant (the printer writes the literal's values under the
+/// instruction's shape, and the parser reads them through it): a literal, of the shape's
+/// element types and dimensions, holding as many values as the shape has elements, and layouts
+/// that are permutations.
+fn check_constant(i: &HloInstructionProto, shape: &ShapeProto) -> Result<(), String> {
+    let not_permutation = |whose: &str, (layout, rank): (String, usize)| {
+        format!("{whose} layout {layout} is not a permutation of {rank} dimensions")
+    };
+    strict_layouts(shape).map_err(|e| not_permutation("its shape's", e))?;
+    let literal = i.literal.as_ref().ok_or("it has no literal")?;
+    if let Some(literal_shape) = &literal.shape {
+        strict_layouts(literal_shape).map_err(|e| not_permutation("its literal's", e))?;
+        check_shape(literal_shape).map_err(|why| format!("its literal's shape: {why}"))?;
+        if !same_values_shape(literal_shape, shape) {
+            return Err(format!(
+                "its literal's shape {} is not its shape {}",
+                crate::text::shape_text(literal_shape),
+                crate::text::shape_text(shape)
+            ));
+        }
+    }
+    // The literal's values against the literal's own shape, which the printer reads them by.
+    let mut stack = vec![(literal, literal.shape.as_ref().unwrap_or(shape), 0usize)];
+    while let Some((literal, shape, depth)) = stack.pop() {
+        if depth > MAX_SHAPE_DEPTH {
+            return Err(format!("tuple literals nested deeper than {MAX_SHAPE_DEPTH}"));
+        }
+        if shape.element_type() == PrimitiveType::Tuple {
+            if literal.tuple_literals.len() != shape.tuple_shapes.len() {
+                return Err(format!(
+                    "its tuple literal has {} elements, its shape {}",
+                    literal.tuple_literals.len(),
+                    shape.tuple_shapes.len()
+                ));
+            }
+            for (element, element_shape) in literal.tuple_literals.iter().zip(&shape.tuple_shapes) {
+                stack.push((element, element.shape.as_ref().unwrap_or(element_shape), depth + 1));
+            }
+        } else {
+            crate::text::element_count(shape, literal)?;
+        }
+    }
+    Ok(())
+}
+
 fn check_shape(root: &ShapeProto) -> Result<(), String> {
     let mut stack = vec![(root, 0usize)];
     while let Some((s, depth)) = stack.pop() {
@@ -390,16 +503,10 @@ fn check_shape(root: &ShapeProto) -> Result<(), String> {
                 }
                 if let Some(layout) = &s.layout {
                     let rank = s.dimensions.len();
-                    let mut seen = vec![false; rank];
-                    let permutation = layout.minor_to_major.len() == rank
-                        && layout.minor_to_major.iter().all(|&d| {
-                            usize::try_from(d)
-                                .ok()
-                                .filter(|&d| d < rank)
-                                .is_some_and(|d| !std::mem::replace(&mut seen[d], true))
-                        });
                     // An empty layout on an array means "default", as XLA's own protos have.
-                    if !permutation && !layout.minor_to_major.is_empty() {
+                    if !is_permutation(&layout.minor_to_major, rank)
+                        && !layout.minor_to_major.is_empty()
+                    {
                         return Err(format!(
                             "layout {:?} is not a permutation of {rank} dimensions",
                             layout.minor_to_major

@@ -39,10 +39,21 @@ mod names;
 mod parse;
 mod print;
 
+pub(crate) use literal::element_count;
 pub use parse::parse_module;
 pub(crate) use parse::{COMPARISON_TYPES, DIRECTIONS};
 pub(crate) use parse::{Stop, parse_module_within};
 pub use print::{PrintOptions, print_module, print_module_with};
+
+/// A shape as the text writes it (`f32[2,3]{1,0}`), or its element type's number when the text
+/// has no name for it.
+pub(crate) fn shape_text(shape: &crate::proto::ShapeProto) -> String {
+    let mut out = String::new();
+    match print::shape(&mut out, shape) {
+        Ok(()) => out,
+        Err(_) => format!("a shape of element type {}", shape.element_type),
+    }
+}
 
 /// Why text is not an HLO module. Every variant carries the 1-based line and column where the
 /// problem was found.
