@@ -12,7 +12,10 @@
 //!   order and instruction `i` of computation `c` gets id `c << 32 | i`. The text's own ids (the
 //!   `.N` suffixes) are only names.
 //! - Names are scoped to their computation; an operand may be defined later in the text than its
-//!   user (the order is kept, and [`crate::validate`] rejects a cycle).
+//!   user (the order is kept, and [`crate::validate`] rejects a cycle). In the module, as in
+//!   XLA's, instruction names are one namespace (XLA's proto reader refuses a name used twice):
+//!   the parser renames as XLA's parser does, a repeated `x` becoming `x.1`
+//!   (`names::InstructionNames`), and the printer writes the names the parser will give.
 //! - An unknown opcode is a parse error naming it, since attributes are read according to the
 //!   opcode. An unknown attribute is skipped (XLA adds them every release), as are `sharding`
 //!   and the header's `is_scheduled`, `num_partitions`, etc.; `backend_config` is kept as bytes,

@@ -1559,6 +1559,8 @@ impl<'a> Parser<'a> {
                 .ok_or_else(|| self.undefined_at(*pos, "computation", name))
         };
         module.computations.reserve_exact(computations.len());
+        // Names are scoped to their computation in the text, but one namespace in the module.
+        let mut names = names::InstructionNames::default();
         for (c_index, c) in computations.into_iter().enumerate() {
             let c_id = c_index as i64;
             let mut ids: BTreeMap<&str, i64> = BTreeMap::new();
@@ -1644,6 +1646,7 @@ impl<'a> Parser<'a> {
                 .enumerate()
                 .map(|(i_index, (pending, (operands, control_predecessors, called)))| {
                     let mut i = pending.proto;
+                    i.name = names.unique(&i.name);
                     i.id = (c_id << 32) | i_index as i64;
                     i.operand_ids = operands;
                     i.control_predecessor_ids = control_predecessors;
