@@ -222,6 +222,8 @@ fn while_loop_calls_body_then_condition() {
     let mut zero = instr("z", "constant", c2, laid_out_s32(), &[]);
     zero.literal = Some(literal(0));
     let mut w = instr("w", "while", c2 + 2, state(), &[c2 + 1]);
+    // Names are one namespace in the module: body's `p` and `i` and the entry's `t` repeat
+    // earlier names and become `p.1`, `i.1` and `t.1`, as XLA's parser names them.
     w.called_computation_ids = vec![1, 0];
     let expected = module(
         "w",
@@ -233,14 +235,14 @@ fn while_loop_calls_body_then_condition() {
                 1,
                 c1 + 4,
                 vec![
-                    param("p", 0, c1, state()),
-                    instr("i", "get-tuple-element", c1 + 1, s32(), &[c1]),
+                    param("p.1", 0, c1, state()),
+                    instr("i.1", "get-tuple-element", c1 + 1, s32(), &[c1]),
                     one,
                     instr("next", "add", c1 + 3, s32(), &[c1 + 1, c1 + 2]),
                     instr("t", "tuple", c1 + 4, state(), &[c1 + 3]),
                 ],
             ),
-            computation("e", 2, c2 + 2, vec![zero, instr("t", "tuple", c2 + 1, state(), &[c2]), w]),
+            computation("e", 2, c2 + 2, vec![zero, instr("t.1", "tuple", c2 + 1, state(), &[c2]), w]),
         ],
     );
     assert_parses_to(src, &expected);
