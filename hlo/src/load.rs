@@ -45,11 +45,11 @@ pub const DEFAULT_MAX_COMPUTATIONS: usize = 100_000;
 
 /// The default cap on a module's instructions over all its computations. The HLO of a large
 /// transformer's training step has tens to a few hundred thousand; 500 000 is above that. The
-/// cap is the bound on memory: a decoded instruction costs about 2.3 KB whatever its size on
-/// the wire (the prost message holds its optional sub-messages inline, so even an empty one,
-/// two bytes on the wire, is that large), and a parsed text instruction about 5 KB, measured
-/// with `nrtsim hlo print` on modules of 2 000 000 instructions. At the cap a binary module
-/// costs about 1.2 GB; a caller that needs less passes its own [`LoadLimits`].
+/// cap is the bound on memory: a decoded instruction costs 880 bytes whatever its size on the
+/// wire (the prost message holds its small optional sub-messages inline and boxes the large
+/// ones, so even an empty one, two bytes on the wire, is that large), and a parsed text
+/// instruction about 1.7 KB with its text. At the cap a binary module costs about 0.45 GB
+/// (`docs/limits.md`); a caller that needs less passes its own [`LoadLimits`].
 pub const DEFAULT_MAX_INSTRUCTIONS: usize = 500_000;
 
 /// The count limits a module is loaded under ([`load_module_with_limits`]).

@@ -16,8 +16,8 @@
 use std::collections::{BTreeMap, VecDeque};
 
 use crate::proto::{
-    FftType, HloInstructionProto, HloModuleProto, Kind, PrimitiveType, RandomAlgorithm,
-    RandomDistribution, ShapeProto, precision_config::Precision,
+    FftType, HloInstructionProto, HloModuleProto, Kind, LiteralProto, PrimitiveType,
+    RandomAlgorithm, RandomDistribution, ShapeProto, precision_config::Precision,
     triangular_solve_options::Transpose,
 };
 
@@ -449,7 +449,8 @@ fn check_constant(i: &HloInstructionProto, shape: &ShapeProto) -> Result<(), Str
         }
     }
     // The literal's values against the literal's own shape, which the printer reads them by.
-    let mut stack = vec![(literal, literal.shape.as_ref().unwrap_or(shape), 0usize)];
+    let mut stack: Vec<(&LiteralProto, &ShapeProto, usize)> =
+        vec![(literal, literal.shape.as_ref().unwrap_or(shape), 0usize)];
     while let Some((literal, shape, depth)) = stack.pop() {
         if depth > MAX_SHAPE_DEPTH {
             return Err(format!("tuple literals nested deeper than {MAX_SHAPE_DEPTH}"));

@@ -67,7 +67,7 @@ fn without_negative_zeros(mut m: HloModuleProto) -> HloModuleProto {
         l.tuple_literals.iter_mut().for_each(literal);
     }
     for c in &mut m.computations {
-        c.instructions.iter_mut().filter_map(|i| i.literal.as_mut()).for_each(literal);
+        c.instructions.iter_mut().filter_map(|i| i.literal.as_deref_mut()).for_each(literal);
     }
     m
 }

@@ -204,10 +204,10 @@ fn unknown_enum_values_are_refused_naming_the_field_and_the_allowed_values() {
         ),
         (
             |i| {
-                i.precision_config = Some(hlo::proto::PrecisionConfig {
+                i.precision_config = Some(Box::new(hlo::proto::PrecisionConfig {
                     operand_precision: vec![0, 7],
                     algorithm: 0,
-                })
+                }))
             },
             "operand_precision 7 is not one of DEFAULT, HIGH, HIGHEST",
         ),

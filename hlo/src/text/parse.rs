@@ -949,7 +949,7 @@ impl<'a> Parser<'a> {
                 with_literal_layouts(&mut literal);
                 // XLA's reader requires a constant's shape to be its literal's, layout included.
                 shape = literal.shape.clone().unwrap_or(shape);
-                pending.proto.literal = Some(literal);
+                pending.proto.literal = Some(Box::new(literal));
                 self.expect(")")?;
             }
             _ => {
@@ -1037,7 +1037,7 @@ impl<'a> Parser<'a> {
             "slice" => i.slice_dimensions = self.slices()?,
             "padding" => i.padding_config = Some(self.padding()?),
             "window" => i.window = Some(self.window()?),
-            "dim_labels" => i.convolution_dimension_numbers = Some(self.dim_labels()?),
+            "dim_labels" => i.convolution_dimension_numbers = Some(Box::new(self.dim_labels()?)),
             "feature_group_count" => i.feature_group_count = self.int()?,
             "batch_group_count" => i.batch_group_count = self.int()?,
             "lhs_contracting_dims" => dot(i).lhs_contracting_dimensions = self.int_list()?,
@@ -1117,7 +1117,7 @@ impl<'a> Parser<'a> {
                     i.backend_config = self.src.as_bytes()[start..self.pos].to_vec();
                 }
             }
-            "metadata" => i.metadata = Some(self.metadata()?),
+            "metadata" => i.metadata = Some(Box::new(self.metadata()?)),
             "frontend_attributes" => i.frontend_attributes = Some(self.frontend_attributes()?),
             "control-predecessors" => {
                 self.expect("{")?;
@@ -1185,7 +1185,7 @@ impl<'a> Parser<'a> {
             "fft_length" => i.fft_length = self.int_list()?,
             "operand_precision" => {
                 self.expect("{")?;
-                let config = i.precision_config.get_or_insert_with(PrecisionConfig::default);
+                let config = i.precision_config.get_or_insert_with(Default::default);
                 if !self.eat("}") {
                     loop {
                         let p = self.enum_word(&[
@@ -1445,13 +1445,13 @@ impl<'a> Parser<'a> {
         if self.peek() == Some('{') {
             let groups = self.int_list_list()?;
             if !groups.is_empty() {
-                i.collective_device_list = Some(CollectiveDeviceListProto {
+                i.collective_device_list = Some(Box::new(CollectiveDeviceListProto {
                     replica_groups: groups
                         .into_iter()
                         .map(|replica_ids| ReplicaGroup { replica_ids })
                         .collect(),
                     iota_replica_group_list: None,
-                });
+                }));
             }
             return Ok(());
         }
@@ -1499,7 +1499,7 @@ impl<'a> Parser<'a> {
             iota_transpose_perm,
         };
         iota.expand().map_err(|e| self.invalid_at(pos, e.to_string()))?;
-        i.iota_replica_group_list = Some(iota);
+        i.iota_replica_group_list = Some(Box::new(iota));
         Ok(())
     }
 
@@ -1707,10 +1707,10 @@ fn fill_xla_defaults(instructions: &mut [HloInstructionProto]) {
             }
         }
         if matches!(i.opcode.as_str(), "dot" | "convolution") && i.precision_config.is_none() {
-            i.precision_config = Some(PrecisionConfig {
+            i.precision_config = Some(Box::new(PrecisionConfig {
                 operand_precision: vec![Precision::Default.into(); i.operand_ids.len()],
                 algorithm: 0,
-            });
+            }));
         }
     }
 }

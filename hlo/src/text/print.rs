@@ -461,7 +461,7 @@ fn instruction(
     }
     if let Some(d) = i
         .convolution_dimension_numbers
-        .as_ref()
+        .as_deref()
         .filter(|d| **d != ConvolutionDimensionNumbers::default())
     {
         attr("dim_labels", dim_labels(d).map_err(fail)?);
@@ -738,7 +738,7 @@ fn instruction(
         attr("frontend_attributes", text);
     }
     if let Some(m) =
-        i.metadata.as_ref().filter(|m| options.metadata && **m != OpMetadata::default())
+        i.metadata.as_deref().filter(|m| options.metadata && **m != OpMetadata::default())
     {
         attr("metadata", metadata(m));
     }
@@ -822,7 +822,7 @@ fn dim_labels(d: &ConvolutionDimensionNumbers) -> Result<String, String> {
 fn replica_groups(i: &HloInstructionProto) -> Option<String> {
     let iota = i
         .iota_replica_group_list
-        .as_ref()
+        .as_deref()
         .or(i.collective_device_list.as_ref().and_then(|l| l.iota_replica_group_list.as_ref()));
     if let Some(iota) = iota {
         let mut text = format!(
