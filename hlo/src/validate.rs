@@ -9,7 +9,8 @@
 //! and algorithm, triangular-solve transpose, input/output alias kinds) holds a value XLA has, so
 //! the printer never writes text the parser refuses; for the same reason a constant's literal
 //! agrees with its shape (element type, dimensions, element count) and its layouts are
-//! permutations, and the entry layout's shapes are well formed. Not checked: whether opcodes exist, or shapes agree with operands (the evaluator's business).
+//! permutations, and the entry layout's shapes are well formed. Not checked: whether opcodes
+//! exist, or shapes agree with operands (the evaluator's business).
 //!
 //! Every walk is iterative (Kahn's algorithm), so a hostile module cannot exhaust the stack.
 
@@ -407,19 +408,23 @@ fn is_permutation(minor_to_major: &[i64], rank: usize) -> bool {
 /// The first layout of an array in `shape` that is not a permutation of its dimensions (an
 /// empty one included, which the text reads values through), as `{...}` with the rank.
 fn strict_layouts(shape: &ShapeProto) -> Result<(), (String, usize)> {
-    for leaf in shape.array_leaves() {
-        if let Some(layout) = &leaf.layout
-            && !is_permutation(&layout.minor_to_major, leaf.dimensions.len())
+    let mut stack = vec![shape];
+    while let Some(s) = stack.pop() {
+        stack.extend(&s.tuple_shapes);
+        if let Some(layout) = &s.layout
+            && s.element_type() != PrimitiveType::Tuple
+            && !is_permutation(&layout.minor_to_major, s.dimensions.len())
         {
             let list: Vec<String> = layout.minor_to_major.iter().map(i64::to_string).collect();
-            return Err((format!("{{{}}}", list.join(",")), leaf.dimensions.len()));
+            return Err((format!("{{{}}}", list.join(",")), s.dimensions.len()));
         }
     }
     Ok(())
 }
 
 /// Whether two shapes have the same element types and dimensions, leaf by leaf; layouts may
-/// differ (the text writes the literal's values in logical order either way).
+/// differ (the text writes the literal's values in logical order either way). Recursive: both
+/// shapes have passed [`check_shape`], which bounds their depth.
 fn same_values_shape(a: &ShapeProto, b: &ShapeProto) -> bool {
     a.element_type == b.element_type
         && a.dimensions == b.dimensions
