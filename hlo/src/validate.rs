@@ -442,37 +442,41 @@ fn check_constant(i: &HloInstructionProto, shape: &ShapeProto) -> Result<(), Str
     };
     strict_layouts(shape).map_err(|e| not_permutation("its shape's", e))?;
     let literal = i.literal.as_ref().ok_or("it has no literal")?;
-    if let Some(literal_shape) = &literal.shape {
-        strict_layouts(literal_shape).map_err(|e| not_permutation("its literal's", e))?;
-        check_shape(literal_shape).map_err(|why| format!("its literal's shape: {why}"))?;
-        if !same_values_shape(literal_shape, shape) {
-            return Err(format!(
-                "its literal's shape {} is not its shape {}",
-                crate::text::shape_text(literal_shape),
-                crate::text::shape_text(shape)
-            ));
-        }
-    }
-    // The literal's values against the literal's own shape, which the printer reads them by.
-    let mut stack: Vec<(&LiteralProto, &ShapeProto, usize)> =
-        vec![(literal, literal.shape.as_ref().unwrap_or(shape), 0usize)];
-    while let Some((literal, shape, depth)) = stack.pop() {
+    // Each literal, the elements of a tuple's too, with the shape the text will read it by; the
+    // printer writes a literal's values by its own shape when it has one.
+    let mut stack: Vec<(&LiteralProto, &ShapeProto, usize)> = vec![(literal, shape, 0usize)];
+    while let Some((literal, expected, depth)) = stack.pop() {
         if depth > MAX_SHAPE_DEPTH {
             return Err(format!("tuple literals nested deeper than {MAX_SHAPE_DEPTH}"));
         }
-        if shape.element_type() == PrimitiveType::Tuple {
-            if literal.tuple_literals.len() != shape.tuple_shapes.len() {
+        let own = match &literal.shape {
+            Some(own) => {
+                strict_layouts(own).map_err(|e| not_permutation("its literal's", e))?;
+                check_shape(own).map_err(|why| format!("its literal's shape: {why}"))?;
+                if !same_values_shape(own, expected) {
+                    return Err(format!(
+                        "its literal's shape {} is not its shape {}",
+                        crate::text::shape_text(own),
+                        crate::text::shape_text(expected)
+                    ));
+                }
+                own
+            }
+            None => expected,
+        };
+        if own.element_type() == PrimitiveType::Tuple {
+            if literal.tuple_literals.len() != own.tuple_shapes.len() {
                 return Err(format!(
                     "its tuple literal has {} elements, its shape {}",
                     literal.tuple_literals.len(),
-                    shape.tuple_shapes.len()
+                    own.tuple_shapes.len()
                 ));
             }
-            for (element, element_shape) in literal.tuple_literals.iter().zip(&shape.tuple_shapes) {
-                stack.push((element, element.shape.as_ref().unwrap_or(element_shape), depth + 1));
+            for (element, element_shape) in literal.tuple_literals.iter().zip(&own.tuple_shapes) {
+                stack.push((element, element_shape, depth + 1));
             }
         } else {
-            crate::text::element_count(shape, literal)?;
+            crate::text::element_count(own, literal)?;
         }
     }
     Ok(())

@@ -300,6 +300,18 @@ fn a_constant_whose_shape_and_literal_disagree_is_refused() {
         ),
         (|i| i.literal = None, "it has no literal"),
     ];
+    // The elements of a tuple literal have shapes of their own, which the printer writes by.
+    let mut m = parse(
+        "HloModule m\n\nENTRY e {\n  ROOT c = (s4[1,0]{1,0}, f32[]) constant(({ {} }, 1))\n}\n",
+    );
+    validate(&m).unwrap();
+    let element =
+        &mut m.computations[0].instructions[0].literal.as_mut().unwrap().tuple_literals[0];
+    element.shape.as_mut().unwrap().dimensions = vec![3, 0];
+    assert_eq!(
+        err(&m),
+        "computation `e`, instruction `c`: invalid constant: its literal's shape s4[3,0]{1,0} is not its shape s4[1,0]{1,0}"
+    );
     for (set, expected) in cases {
         let mut m = parse(CONSTANT);
         validate(&m).unwrap();
@@ -359,7 +371,7 @@ fn perturb(rng: &mut support::Rng, m: &mut HloModuleProto) {
     let c = &mut m.computations[rng.below(n_computations)];
     let n_instructions = c.instructions.len();
     let i = &mut c.instructions[rng.below(n_instructions)];
-    match rng.below(7) {
+    match rng.below(8) {
         0 => leaf(rng, i.shape.as_mut().unwrap()).layout = layout(rng),
         1 => {
             let d = &mut leaf(rng, i.shape.as_mut().unwrap()).dimensions;
@@ -397,6 +409,14 @@ fn perturb(rng: &mut support::Rng, m: &mut HloModuleProto) {
                 } else {
                     r.dimensions.push(-1);
                 }
+            }
+        }
+        6 => {
+            // An element of a tuple literal with its own shape, dimensions reversed (the same
+            // count of values, another nesting of braces).
+            let element = i.literal.as_mut().and_then(|l| l.tuple_literals.first_mut());
+            if let Some(s) = element.and_then(|e| e.shape.as_mut()) {
+                s.dimensions.reverse();
             }
         }
         _ => {
