@@ -2,7 +2,7 @@
 
 use crate::DecodeError;
 use crate::proto::HloModuleProto;
-use crate::text::TextError;
+use crate::text::{Stop, TextError};
 
 /// Why bytes could not be loaded as a module.
 #[derive(Debug, thiserror::Error)]
@@ -45,11 +45,11 @@ pub const DEFAULT_MAX_COMPUTATIONS: usize = 100_000;
 
 /// The default cap on a module's instructions over all its computations. The HLO of a large
 /// transformer's training step has tens to a few hundred thousand; 500 000 is above that. The
-/// cap is the bound on memory: a decoded instruction costs about 2.3 KB whatever its size on
-/// the wire (the prost message holds its optional sub-messages inline, so even an empty one,
-/// two bytes on the wire, is that large), and a parsed text instruction about 5 KB, measured
-/// with `nrtsim hlo print` on modules of 2 000 000 instructions. At the cap a binary module
-/// costs about 1.2 GB; a caller that needs less passes its own [`LoadLimits`].
+/// cap is the bound on memory: a decoded instruction costs 880 bytes whatever its size on the
+/// wire (the prost message holds its small optional sub-messages inline and boxes the large
+/// ones, so even an empty one, two bytes on the wire, is that large), and a parsed text
+/// instruction about 1.7 KB with its text. At the cap a binary module costs about 0.45 GB
+/// (`docs/limits.md`); a caller that needs less passes its own [`LoadLimits`].
 pub const DEFAULT_MAX_INSTRUCTIONS: usize = 500_000;
 
 /// The count limits a module is loaded under ([`load_module_with_limits`]).
@@ -99,8 +99,8 @@ pub fn load_module(bytes: &[u8]) -> Result<HloModuleProto, LoadError> {
 
 /// [`load_module`] under count limits. A binary proto is counted on the wire before it is
 /// decoded, so a module over a limit costs no more memory than its bytes; HLO text is counted
-/// once parsed (text spends at least a dozen bytes on an instruction, so its parse is bounded
-/// by the input's size cap).
+/// as it is parsed, and the parse stops at the first computation or instruction past a limit,
+/// so a text over a limit costs no more than the module at the limit.
 ///
 /// # Errors
 /// As [`load_module`], and [`LoadError::TooManyComputations`] or
@@ -112,10 +112,12 @@ pub fn load_module_with_limits(
     if is_text(bytes) {
         let src = std::str::from_utf8(bytes)
             .map_err(|e| LoadError::NotUtf8 { offset: e.valid_up_to() })?;
-        let module = crate::text::parse_module(src.strip_prefix('\u{feff}').unwrap_or(src))?;
-        let n_instructions = module.computations.iter().map(|c| c.instructions.len()).sum();
-        check_counts(module.computations.len(), n_instructions, limits)?;
-        Ok(module)
+        let src = src.strip_prefix('\u{feff}').unwrap_or(src);
+        crate::text::parse_module_within(src, limits).map_err(|stop| match stop {
+            Stop::Text(e) => LoadError::Text(e),
+            Stop::TooManyComputations { limit } => LoadError::TooManyComputations { limit },
+            Stop::TooManyInstructions { limit } => LoadError::TooManyInstructions { limit },
+        })
     } else {
         if let Some((n_computations, n_instructions)) = count_on_the_wire(bytes) {
             check_counts(n_computations, n_instructions, limits)?;
@@ -260,6 +262,31 @@ mod tests {
                 "{refused:?}"
             );
         }
+    }
+
+    /// The parser counts as it goes: once the limit is reached, the next instruction (or
+    /// computation) is refused before it is read, so text past the limit is never parsed. The
+    /// tails here do not parse, and the count error comes all the same.
+    #[test]
+    fn text_past_a_limit_is_refused_before_the_rest_is_parsed() {
+        let text = module_text(10, 0);
+        let cut = text.find("  ROOT r").expect("the thirteenth instruction");
+        let garbage = format!("{}  ((( this is not HLO", &text[..cut]);
+        let not_parsed = load_module_with_limits(garbage.as_bytes(), &limits(1, 13));
+        assert!(matches!(not_parsed, Err(LoadError::Text(_))), "{not_parsed:?}");
+        let refused = load_module_with_limits(garbage.as_bytes(), &limits(1, 12));
+        assert!(
+            matches!(refused, Err(LoadError::TooManyInstructions { limit: 12 })),
+            "{refused:?}"
+        );
+
+        let text = module_text(0, 3);
+        let cut = text.find("add2 {").expect("the third callee");
+        let garbage = format!("{}add2 {{ ((( this is not HLO", &text[..cut]);
+        let not_parsed = load_module_with_limits(garbage.as_bytes(), &limits(3, 100));
+        assert!(matches!(not_parsed, Err(LoadError::Text(_))), "{not_parsed:?}");
+        let refused = load_module_with_limits(garbage.as_bytes(), &limits(2, 100));
+        assert!(matches!(refused, Err(LoadError::TooManyComputations { limit: 2 })), "{refused:?}");
     }
 
     /// Empty instructions cost two bytes each on the wire and a whole message each decoded:

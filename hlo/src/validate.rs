@@ -7,15 +7,18 @@
 //! the module; neither the instructions of a computation nor the call graph has a cycle; every
 //! enum-like field (comparison direction and type, operand precisions, fft type, rng distribution
 //! and algorithm, triangular-solve transpose, input/output alias kinds) holds a value XLA has, so
-//! the printer never writes text the parser refuses. Not checked: whether opcodes exist, or shapes agree with operands (the evaluator's business).
+//! the printer never writes text the parser refuses; for the same reason a constant's literal
+//! agrees with its shape (element type, dimensions, element count) and its layouts are
+//! permutations, and the entry layout's shapes are well formed. Not checked: whether opcodes
+//! exist, or shapes agree with operands (the evaluator's business).
 //!
 //! Every walk is iterative (Kahn's algorithm), so a hostile module cannot exhaust the stack.
 
 use std::collections::{BTreeMap, VecDeque};
 
 use crate::proto::{
-    FftType, HloInstructionProto, HloModuleProto, Kind, PrimitiveType, RandomAlgorithm,
-    RandomDistribution, ShapeProto, precision_config::Precision,
+    FftType, HloInstructionProto, HloModuleProto, Kind, LiteralProto, PrimitiveType,
+    RandomAlgorithm, RandomDistribution, ShapeProto, precision_config::Precision,
     triangular_solve_options::Transpose,
 };
 
@@ -102,6 +105,24 @@ pub enum ValidateError {
         /// The id.
         id: i64,
     },
+    /// A constant whose literal does not fit it: no literal, a literal of another element type
+    /// or dimensions, a count of values its shape does not have, or a layout that is not a
+    /// permutation of the dimensions.
+    #[error("computation `{computation}`, instruction `{instruction}`: invalid constant: {why}")]
+    InvalidConstant {
+        /// The computation.
+        computation: String,
+        /// The constant.
+        instruction: String,
+        /// What is wrong.
+        why: String,
+    },
+    /// A shape of the module's entry layout (`host_program_shape`) that cannot describe a value.
+    #[error("the entry computation layout has an invalid shape: {why}")]
+    InvalidEntryLayout {
+        /// What is wrong.
+        why: String,
+    },
     /// The instructions of a computation depend on each other in a cycle.
     #[error(
         "computation `{computation}`: instruction `{instruction}` depends on itself through its operands or control predecessors"
@@ -152,7 +173,8 @@ pub enum ValidateError {
 }
 
 /// Checks the structure of a module: the entry computation exists; computation ids, and
-/// instruction ids within a computation, are unique; every instruction has a well-formed shape;
+/// instruction ids within a computation, are unique; every instruction, and the entry layout,
+/// has a well-formed shape; a constant's literal fits its shape;
 /// parameters are numbered 0..n; operands, control predecessors and roots name instructions of
 /// the same computation and called computations name computations of the module; neither the
 /// instructions of a computation nor the call graph has a cycle.
@@ -175,6 +197,11 @@ pub fn validate(m: &HloModuleProto) -> Result<(), ValidateError> {
             id: m.entry_computation_id,
             name: m.entry_computation_name.clone(),
         });
+    }
+    if let Some(layout) = &m.host_program_shape {
+        for shape in layout.parameters.iter().chain(&layout.result) {
+            check_shape(shape).map_err(|why| ValidateError::InvalidEntryLayout { why })?;
+        }
     }
     for entry in m.input_output_alias.iter().flat_map(|a| &a.entries) {
         if Kind::try_from(entry.kind).is_err() {
@@ -211,6 +238,13 @@ pub fn validate(m: &HloModuleProto) -> Result<(), ValidateError> {
                 instruction: i.name.clone(),
                 why,
             })?;
+            if i.opcode == "constant" {
+                check_constant(i, shape).map_err(|why| ValidateError::InvalidConstant {
+                    computation: c.name.clone(),
+                    instruction: i.name.clone(),
+                    why,
+                })?;
+            }
             check_enums(i).map_err(|(field, value, allowed)| ValidateError::UnknownEnumValue {
                 computation: c.name.clone(),
                 instruction: i.name.clone(),
@@ -359,6 +393,95 @@ fn unordered(edges: &[Vec<usize>], mut pending: Vec<usize>) -> Option<usize> {
     if placed == pending.len() { None } else { pending.iter().position(|&p| p > 0) }
 }
 
+/// Whether `minor_to_major` is a permutation of `0..rank`.
+fn is_permutation(minor_to_major: &[i64], rank: usize) -> bool {
+    let mut seen = vec![false; rank];
+    minor_to_major.len() == rank
+        && minor_to_major.iter().all(|&d| {
+            usize::try_from(d)
+                .ok()
+                .filter(|&d| d < rank)
+                .is_some_and(|d| !std::mem::replace(&mut seen[d], true))
+        })
+}
+
+/// The first layout of an array in `shape` that is not a permutation of its dimensions (an
+/// empty one included, which the text reads values through), as `{...}` with the rank.
+fn strict_layouts(shape: &ShapeProto) -> Result<(), (String, usize)> {
+    let mut stack = vec![shape];
+    while let Some(s) = stack.pop() {
+        stack.extend(&s.tuple_shapes);
+        if let Some(layout) = &s.layout
+            && s.element_type() != PrimitiveType::Tuple
+            && !is_permutation(&layout.minor_to_major, s.dimensions.len())
+        {
+            let list: Vec<String> = layout.minor_to_major.iter().map(i64::to_string).collect();
+            return Err((format!("{{{}}}", list.join(",")), s.dimensions.len()));
+        }
+    }
+    Ok(())
+}
+
+/// Whether two shapes have the same element types and dimensions, leaf by leaf; layouts may
+/// differ (the text writes the literal's values in logical order either way). Recursive: both
+/// shapes have passed [`check_shape`], which bounds their depth.
+fn same_values_shape(a: &ShapeProto, b: &ShapeProto) -> bool {
+    a.element_type == b.element_type
+        && a.dimensions == b.dimensions
+        && a.tuple_shapes.len() == b.tuple_shapes.len()
+        && a.tuple_shapes.iter().zip(&b.tuple_shapes).all(|(a, b)| same_values_shape(a, b))
+}
+
+/// What the text form needs of a constant (the printer writes the literal's values under the
+/// instruction's shape, and the parser reads them through it): a literal, of the shape's
+/// element types and dimensions, holding as many values as the shape has elements, and layouts
+/// that are permutations.
+fn check_constant(i: &HloInstructionProto, shape: &ShapeProto) -> Result<(), String> {
+    let not_permutation = |whose: &str, (layout, rank): (String, usize)| {
+        format!("{whose} layout {layout} is not a permutation of {rank} dimensions")
+    };
+    strict_layouts(shape).map_err(|e| not_permutation("its shape's", e))?;
+    let literal = i.literal.as_ref().ok_or("it has no literal")?;
+    // Each literal, the elements of a tuple's too, with the shape the text will read it by; the
+    // printer writes a literal's values by its own shape when it has one.
+    let mut stack: Vec<(&LiteralProto, &ShapeProto, usize)> = vec![(literal, shape, 0usize)];
+    while let Some((literal, expected, depth)) = stack.pop() {
+        if depth > MAX_SHAPE_DEPTH {
+            return Err(format!("tuple literals nested deeper than {MAX_SHAPE_DEPTH}"));
+        }
+        let own = match &literal.shape {
+            Some(own) => {
+                strict_layouts(own).map_err(|e| not_permutation("its literal's", e))?;
+                check_shape(own).map_err(|why| format!("its literal's shape: {why}"))?;
+                if !same_values_shape(own, expected) {
+                    return Err(format!(
+                        "its literal's shape {} is not its shape {}",
+                        crate::text::shape_text(own),
+                        crate::text::shape_text(expected)
+                    ));
+                }
+                own
+            }
+            None => expected,
+        };
+        if own.element_type() == PrimitiveType::Tuple {
+            if literal.tuple_literals.len() != own.tuple_shapes.len() {
+                return Err(format!(
+                    "its tuple literal has {} elements, its shape {}",
+                    literal.tuple_literals.len(),
+                    own.tuple_shapes.len()
+                ));
+            }
+            for (element, element_shape) in literal.tuple_literals.iter().zip(&own.tuple_shapes) {
+                stack.push((element, element_shape, depth + 1));
+            }
+        } else {
+            crate::text::element_count(own, literal)?;
+        }
+    }
+    Ok(())
+}
+
 fn check_shape(root: &ShapeProto) -> Result<(), String> {
     let mut stack = vec![(root, 0usize)];
     while let Some((s, depth)) = stack.pop() {
@@ -390,16 +513,10 @@ fn check_shape(root: &ShapeProto) -> Result<(), String> {
                 }
                 if let Some(layout) = &s.layout {
                     let rank = s.dimensions.len();
-                    let mut seen = vec![false; rank];
-                    let permutation = layout.minor_to_major.len() == rank
-                        && layout.minor_to_major.iter().all(|&d| {
-                            usize::try_from(d)
-                                .ok()
-                                .filter(|&d| d < rank)
-                                .is_some_and(|d| !std::mem::replace(&mut seen[d], true))
-                        });
                     // An empty layout on an array means "default", as XLA's own protos have.
-                    if !permutation && !layout.minor_to_major.is_empty() {
+                    if !is_permutation(&layout.minor_to_major, rank)
+                        && !layout.minor_to_major.is_empty()
+                    {
                         return Err(format!(
                             "layout {:?} is not a permutation of {rank} dimensions",
                             layout.minor_to_major

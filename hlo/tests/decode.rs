@@ -56,3 +56,13 @@ fn text_is_not_a_binary_module() {
     let err = decode_module(b"HloModule m\n\nENTRY e {\n}\n").unwrap_err();
     assert!(matches!(err, DecodeError::Malformed { .. }), "{err}");
 }
+
+/// A decoded instruction pays inline only for what most instructions have (its shape, ids,
+/// names); the large optional sub-messages (a constant's literal, metadata, dimension numbers,
+/// replica groups) are boxed, so an instruction without them costs no more than this. The count
+/// limits (`hlo::LoadLimits`) are set from this size.
+#[test]
+fn an_instruction_holds_its_large_optional_parts_boxed() {
+    let size = std::mem::size_of::<hlo::proto::HloInstructionProto>();
+    assert!(size <= 1024, "an instruction is {size} bytes, expected at most 1024");
+}

@@ -1,6 +1,7 @@
 //! The parsers' fuzz targets, run on stable as plain tests: random and mutated inputs to
 //! `decode_module`, `text::parse_module`, `load_module` + `validate` and `print_module` must
-//! never panic (errors are fine). The same bodies are the cargo-fuzz targets in `fuzz/`.
+//! never panic (errors are fine), and a binary module that validates and prints must print as
+//! text that parses. The same bodies are the cargo-fuzz targets in `fuzz/`.
 //!
 //! `HLO_FUZZ_CASES` sets the number of cases per target (default 8000, so 24000 in all).
 
@@ -18,8 +19,13 @@ fn cases() -> usize {
 /// Everything a fuzzer can reach from bytes, in one place; it must return, whatever the input.
 fn exercise(bytes: &[u8]) {
     if let Ok(m) = hlo::decode_module(bytes) {
-        let _ = hlo::validate(&m);
-        let _ = hlo::text::print_module(&m);
+        // What validation accepts and prints, the parser must read back.
+        if hlo::validate(&m).is_ok()
+            && let Ok(printed) = hlo::text::print_module(&m)
+            && let Err(e) = hlo::text::parse_module(&printed)
+        {
+            panic!("a validated module's print does not parse: {e}\n{printed}");
+        }
     }
     if let Ok(src) = std::str::from_utf8(bytes)
         && let Ok(m) = hlo::text::parse_module(src)
@@ -28,6 +34,10 @@ fn exercise(bytes: &[u8]) {
         let printed = hlo::text::print_module(&m).expect("a parsed module prints");
         let again = hlo::text::parse_module(&printed).expect("a printed module parses");
         assert_eq!(hlo::text::print_module(&again).unwrap(), printed, "print is not a fixed point");
+        assert!(
+            hlo::encode_module(&again) == hlo::encode_module(&m),
+            "parsing the print gives another module:\n{printed}"
+        );
     }
     if let Ok(m) = hlo::load_module(bytes) {
         let _ = hlo::validate(&m);

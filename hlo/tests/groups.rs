@@ -43,15 +43,17 @@ fn groups_come_from_whichever_field_is_set() {
     };
     assert_eq!(legacy.collective_groups().unwrap(), vec![vec![1, 0]]);
     let listed = HloInstructionProto {
-        collective_device_list: Some(CollectiveDeviceListProto {
+        collective_device_list: Some(Box::new(CollectiveDeviceListProto {
             replica_groups: vec![ReplicaGroup { replica_ids: vec![3] }],
             iota_replica_group_list: None,
-        }),
+        })),
         ..legacy.clone()
     };
     assert_eq!(listed.collective_groups().unwrap(), vec![vec![3]]);
-    let iota_form =
-        HloInstructionProto { iota_replica_group_list: Some(iota(1, 2, &[2], &[])), ..listed };
+    let iota_form = HloInstructionProto {
+        iota_replica_group_list: Some(Box::new(iota(1, 2, &[2], &[]))),
+        ..listed
+    };
     assert_eq!(iota_form.collective_groups().unwrap(), vec![vec![0, 1]]);
     assert!(HloInstructionProto::default().collective_groups().unwrap().is_empty());
 }

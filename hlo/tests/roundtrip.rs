@@ -1,7 +1,11 @@
 //! Property: for random modules, printing is a fixed point of parse-then-print, and parsing a
-//! print gives the module the next parse gives.
+//! print gives the module the next parse gives; and the same for every HLO text of the test
+//! corpora (`hlo/tests`, `vectors/`), each also without its `entry_computation_layout`, which
+//! the parser then derives.
 
 mod support;
+
+use std::path::{Path, PathBuf};
 
 use proptest::prelude::*;
 
@@ -21,4 +25,88 @@ proptest! {
         let decoded = hlo::decode_module(&hlo::encode_module(&parsed)).map_err(|e| TestCaseError::fail(e.to_string()))?;
         prop_assert_eq!(hlo::text::print_module(&decoded).map_err(|e| TestCaseError::fail(e.to_string()))?, first);
     }
+
+    /// Without `entry_computation_layout` the parser derives the entry layout from the entry
+    /// computation; the derived layout must print and parse back as itself too.
+    #[test]
+    fn a_print_without_its_entry_layout_is_a_fixed_point(seed in any::<u64>()) {
+        let module = support::module(&mut support::Rng::new(seed));
+        let printed = hlo::text::print_module(&module).map_err(|e| TestCaseError::fail(format!("print: {e}")))?;
+        fixed_point(&without_entry_layout(&printed)).map_err(TestCaseError::fail)?;
+    }
+}
+
+/// Checks that `text`, if it parses, is a fixed point: its print parses, prints as itself, and
+/// parses to the module `text` parsed to.
+fn fixed_point(text: &str) -> Result<(), String> {
+    let Ok(parsed) = hlo::text::parse_module(text) else { return Ok(()) };
+    let printed = hlo::text::print_module(&parsed).map_err(|e| format!("print: {e}\n{text}"))?;
+    let again = hlo::text::parse_module(&printed).map_err(|e| format!("parse: {e}\n{printed}"))?;
+    let printed_again =
+        hlo::text::print_module(&again).map_err(|e| format!("print again: {e}\n{printed}"))?;
+    if printed_again != printed {
+        return Err(format!("print is not a fixed point:\n{printed}\n---\n{printed_again}"));
+    }
+    if hlo::encode_module(&again) != hlo::encode_module(&parsed) {
+        return Err(format!(
+            "parsing the print gives another module:\n{:?}\n---\n{:?}",
+            parsed.host_program_shape, again.host_program_shape
+        ));
+    }
+    Ok(())
+}
+
+/// `text` with the header's `entry_computation_layout={...}` left out (braces matched).
+fn without_entry_layout(text: &str) -> String {
+    const KEY: &str = ", entry_computation_layout={";
+    let Some(start) = text.find(KEY) else { return text.to_string() };
+    let mut depth = 1;
+    for (offset, c) in text[start + KEY.len()..].char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' => depth -= 1,
+            _ => {}
+        }
+        if depth == 0 {
+            let end = start + KEY.len() + offset + 1;
+            return format!("{}{}", &text[..start], &text[end..]);
+        }
+    }
+    text.to_string()
+}
+
+/// Every `.hlo` file under `dir`, recursively.
+fn hlo_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for entry in entries {
+        let path = entry.expect("a directory entry").path();
+        if path.is_dir() {
+            hlo_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "hlo") {
+            out.push(path);
+        }
+    }
+}
+
+#[test]
+fn every_corpus_text_is_a_fixed_point_with_and_without_its_entry_layout() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    hlo_files(&root.join("tests"), &mut files);
+    hlo_files(&root.join("../vectors"), &mut files);
+    let mut texts = 0;
+    for path in &files {
+        let bytes = std::fs::read(path).expect("a corpus file reads");
+        let Ok(text) = std::str::from_utf8(&bytes) else { continue };
+        if !hlo::is_text(&bytes) || hlo::text::parse_module(text).is_err() {
+            continue;
+        }
+        texts += 1;
+        for variant in [text.to_string(), without_entry_layout(text)] {
+            if let Err(why) = fixed_point(&variant) {
+                panic!("{}: {why}", path.display());
+            }
+        }
+    }
+    assert!(texts >= 150, "only {texts} corpus texts parse");
 }

@@ -153,6 +153,8 @@ fn data_movement_attributes() {
 
 #[test]
 fn gather_scatter_sort_and_collectives() {
+    // `less` repeats `add`'s parameter names, which become `a.1` and `b.1` (one namespace per
+    // module, as XLA has it).
     let module = "HloModule m\n\nadd {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT s = f32[] add(a, b)\n}\n\n\
         less {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT l = pred[] compare(a, b), direction=LT, type=TOTALORDER\n}\n\n\
         ENTRY e {\n  x = f32[5,3]{1,0} parameter(0)\n  i = s32[2,1]{1,0} parameter(1)\n  \
@@ -170,7 +172,7 @@ fn gather_scatter_sort_and_collectives() {
     check(
         module,
         "HloModule m, entry_computation_layout={(f32[5,3]{1,0}, s32[2,1]{1,0}, f32[2,3]{1,0})->f32[5,3]{1,0}}\n\nadd {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT s = f32[] add(a, b)\n}\n\n\
-        less {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT l = pred[] compare(a, b), direction=LT, type=TOTALORDER\n}\n\n\
+        less {\n  a.1 = f32[] parameter(0)\n  b.1 = f32[] parameter(1)\n  ROOT l = pred[] compare(a.1, b.1), direction=LT, type=TOTALORDER\n}\n\n\
         ENTRY e {\n  x = f32[5,3]{1,0} parameter(0)\n  i = s32[2,1]{1,0} parameter(1)\n  \
         g = f32[2,3]{1,0} gather(x, i), offset_dims={1}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=1, slice_sizes={1,3}, indices_are_sorted=true\n  \
         u = f32[2,3]{1,0} parameter(2)\n  \
@@ -188,6 +190,7 @@ fn gather_scatter_sort_and_collectives() {
 
 #[test]
 fn control_flow_calls_in_xla_order() {
+    // `f` repeats `t`'s parameter name, which becomes `p.1`.
     let module = "HloModule m\n\nt {\n  p = f32[] parameter(0)\n  ROOT n = f32[] negate(p)\n}\n\n\
         f {\n  p = f32[] parameter(0)\n  ROOT c = f32[] copy(p)\n}\n\n\
         ENTRY e {\n  b = pred[] parameter(0)\n  x = f32[] parameter(1)\n  k = s32[] parameter(2)\n  \
@@ -198,7 +201,7 @@ fn control_flow_calls_in_xla_order() {
     check(
         module,
         "HloModule m, entry_computation_layout={(pred[], f32[], s32[])->f32[]}\n\nt {\n  p = f32[] parameter(0)\n  ROOT n = f32[] negate(p)\n}\n\n\
-        f {\n  p = f32[] parameter(0)\n  ROOT c = f32[] copy(p)\n}\n\n\
+        f {\n  p.1 = f32[] parameter(0)\n  ROOT c = f32[] copy(p.1)\n}\n\n\
         ENTRY e {\n  b = pred[] parameter(0)\n  x = f32[] parameter(1)\n  k = s32[] parameter(2)\n  \
         c1 = f32[] conditional(b, x, x), true_computation=t, false_computation=f\n  \
         c2 = f32[] conditional(k, x, x, x), branch_computations={t, f, t}\n  \
@@ -336,5 +339,48 @@ fn keyword_names_are_written_with_a_percent_sign() {
     check(
         "HloModule m\n\nENTRY e {\n  ROOT ROOT = f32[] parameter(0)\n}\n",
         "error: 4:8: expected an instruction name, found the keyword `ROOT`; write a name that is a keyword as `%ROOT`",
+    );
+}
+
+/// A constant's shape carries a layout, scalars included (an empty one; XLA's reader requires
+/// it), while a program shape's scalar has none, as the text `()->f32[]` reads. The entry layout
+/// derived from a constant root follows the program-shape rule, so parsing the print gives the
+/// module back (fuzz finding: the empty layout appeared in the derived shape, then vanished).
+#[test]
+fn a_constant_entry_root_is_a_fixed_point() {
+    check(
+        &entry("  ROOT c = f32[] constant(1)\n"),
+        &printed_entry("()->f32[]", "  ROOT c = f32[] constant(1)\n"),
+    );
+    check(
+        &entry("  ROOT k = (s32[], f32[2]) constant((7, {1.5, -0}))\n"),
+        &printed_entry(
+            "()->(s32[], f32[2]{0})",
+            "  ROOT k = (s32[], f32[2]{0}) constant((7, {1.5, -0}))\n",
+        ),
+    );
+}
+
+/// XLA's proto reader refuses an instruction name used twice in a module, while the text scopes
+/// names to their computation; so the parser renames as XLA's parser does (the second `x`
+/// becomes `x.1`), and the printer writes the names the parser gives. `text_xla.rs` holds the
+/// names to XLA's parse of the same text.
+#[test]
+fn names_repeated_across_computations_are_made_unique_as_xla_does() {
+    let text = "HloModule m\n\nf {\n  x = f32[] parameter(0)\n  ROOT y = f32[] negate(x)\n}\n\n\
+                ENTRY e {\n  x = f32[] parameter(0)\n  y.1 = f32[] negate(x)\n  ROOT y = f32[] call(y.1), to_apply=f\n}\n";
+    let module = hlo::load_module(text.as_bytes()).unwrap();
+    let encoded = hlo::decode_module(&hlo::encode_module(&module)).unwrap();
+    let names: Vec<&str> = encoded
+        .computations
+        .iter()
+        .flat_map(|c| &c.instructions)
+        .map(|i| i.name.as_str())
+        .collect();
+    assert_eq!(names, ["x", "y", "x.1", "y.1", "y.2"]);
+    check(
+        text,
+        "HloModule m, entry_computation_layout={(f32[])->f32[]}\n\nf {\n  x = f32[] parameter(0)\n  ROOT y = f32[] negate(x)\n}\n\n\
+         ENTRY e {\n  x.1 = f32[] parameter(0)\n  y.1 = f32[] negate(x.1)\n  ROOT y.2 = f32[] call(y.1), to_apply=f\n}\n\n",
     );
 }

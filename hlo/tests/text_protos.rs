@@ -119,14 +119,15 @@ fn batched_dot_with_dimension_numbers() {
     let src = "HloModule d\nENTRY e {\n  a = f32[2,3,4]{2,1,0} parameter(0)\n  b = f32[2,4,5]{2,1,0} parameter(1)\n  \
         ROOT d = f32[2,3,5]{2,1,0} dot(a, b), lhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_batch_dims={0}, rhs_contracting_dims={1}\n}\n";
     let mut dot = instr("d", "dot", 2, array(F32, &[2, 3, 5]), &[0, 1]);
-    dot.dot_dimension_numbers = Some(DotDimensionNumbers {
+    dot.dot_dimension_numbers = Some(Box::new(DotDimensionNumbers {
         lhs_contracting_dimensions: vec![2],
         rhs_contracting_dimensions: vec![1],
         lhs_batch_dimensions: vec![0],
         rhs_batch_dimensions: vec![0],
-    });
+    }));
     // No precision written means DEFAULT for both operands, as XLA's parser records it.
-    dot.precision_config = Some(PrecisionConfig { operand_precision: vec![0, 0], algorithm: 0 });
+    dot.precision_config =
+        Some(Box::new(PrecisionConfig { operand_precision: vec![0, 0], algorithm: 0 }));
     let expected = module(
         "d",
         0,
@@ -160,7 +161,7 @@ fn convolution_with_window_and_dim_labels() {
     };
     let mut conv = instr("c", "convolution", 2, array(F32, &[1, 4, 4, 4]), &[0, 1]);
     conv.window = Some(Window { dimensions: vec![window_dim; 2] });
-    conv.convolution_dimension_numbers = Some(ConvolutionDimensionNumbers {
+    conv.convolution_dimension_numbers = Some(Box::new(ConvolutionDimensionNumbers {
         input_batch_dimension: 0,
         input_feature_dimension: 1,
         input_spatial_dimensions: vec![2, 3],
@@ -170,10 +171,11 @@ fn convolution_with_window_and_dim_labels() {
         output_batch_dimension: 0,
         output_feature_dimension: 1,
         output_spatial_dimensions: vec![2, 3],
-    });
+    }));
     conv.feature_group_count = 1;
     conv.batch_group_count = 1;
-    conv.precision_config = Some(PrecisionConfig { operand_precision: vec![0, 0], algorithm: 0 });
+    conv.precision_config =
+        Some(Box::new(PrecisionConfig { operand_precision: vec![0, 0], algorithm: 0 }));
     let expected = module(
         "c",
         0,
@@ -213,15 +215,17 @@ fn while_loop_calls_body_then_condition() {
     let mut gte = instr("i", "get-tuple-element", 1, s32(), &[0]);
     gte.tuple_index = 0;
     let mut ten = instr("n", "constant", 2, laid_out_s32(), &[]);
-    ten.literal = Some(literal(10));
+    ten.literal = Some(Box::new(literal(10)));
     let mut lt = instr("lt", "compare", 3, array(PrimitiveType::Pred, &[]), &[1, 2]);
     lt.comparison_direction = "LT".into();
     lt.comparison_type = "SIGNED".into();
     let mut one = instr("one", "constant", c1 + 2, laid_out_s32(), &[]);
-    one.literal = Some(literal(1));
+    one.literal = Some(Box::new(literal(1)));
     let mut zero = instr("z", "constant", c2, laid_out_s32(), &[]);
-    zero.literal = Some(literal(0));
+    zero.literal = Some(Box::new(literal(0)));
     let mut w = instr("w", "while", c2 + 2, state(), &[c2 + 1]);
+    // Names are one namespace in the module: body's `p` and `i` and the entry's `t` repeat
+    // earlier names and become `p.1`, `i.1` and `t.1`, as XLA's parser names them.
     w.called_computation_ids = vec![1, 0];
     let expected = module(
         "w",
@@ -233,14 +237,19 @@ fn while_loop_calls_body_then_condition() {
                 1,
                 c1 + 4,
                 vec![
-                    param("p", 0, c1, state()),
-                    instr("i", "get-tuple-element", c1 + 1, s32(), &[c1]),
+                    param("p.1", 0, c1, state()),
+                    instr("i.1", "get-tuple-element", c1 + 1, s32(), &[c1]),
                     one,
                     instr("next", "add", c1 + 3, s32(), &[c1 + 1, c1 + 2]),
                     instr("t", "tuple", c1 + 4, state(), &[c1 + 3]),
                 ],
             ),
-            computation("e", 2, c2 + 2, vec![zero, instr("t", "tuple", c2 + 1, state(), &[c2]), w]),
+            computation(
+                "e",
+                2,
+                c2 + 2,
+                vec![zero, instr("t.1", "tuple", c2 + 1, state(), &[c2]), w],
+            ),
         ],
     );
     assert_parses_to(src, &expected);

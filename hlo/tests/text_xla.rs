@@ -7,6 +7,8 @@
 //!
 //! `xla_loads_every_committed_proto` has XLA load every committed binary module under `tests/`
 //! from the proto (not the text) and compute, on seeded inputs, what it computes from the text.
+//! `xla_names_instructions_as_we_do` has XLA parse a text whose instruction names repeat across
+//! computations, and load our encoding of it.
 //!
 //! `fresh_export_matches_the_fixtures` re-runs the export with the pinned jax and requires the
 //! same bytes, so the fixtures are known to be XLA's output. It needs a Python with jax:
@@ -65,7 +67,7 @@ fn without_negative_zeros(mut m: HloModuleProto) -> HloModuleProto {
         l.tuple_literals.iter_mut().for_each(literal);
     }
     for c in &mut m.computations {
-        c.instructions.iter_mut().filter_map(|i| i.literal.as_mut()).for_each(literal);
+        c.instructions.iter_mut().filter_map(|i| i.literal.as_deref_mut()).for_each(literal);
     }
     m
 }
@@ -286,6 +288,57 @@ fn xla_loads_every_committed_proto(python: &Path) -> Result<(), Failed> {
     Ok(())
 }
 
+/// Instruction names that repeat across computations (and need making identifiers), as
+/// `text.rs`'s renaming case has them and more.
+const REPEATED_NAMES: &str = "HloModule m
+
+f {
+  x = f32[] parameter(0)
+  y.3 = f32[] negate(x)
+  ROOT y = f32[] negate(y.3)
+}
+
+ENTRY e {
+  x = f32[] parameter(0)
+  y.3 = f32[] negate(x)
+  y.03 = f32[] negate(y.3)
+  x.0 = f32[] negate(y.03)
+  ROOT y = f32[] call(x.0), to_apply=f
+}
+";
+
+/// XLA parses [`REPEATED_NAMES`] and names every instruction as our parse does, and XLA's proto
+/// reader loads our encoding of it (it refuses a name used twice).
+fn xla_names_instructions_as_we_do(python: &Path) -> Result<(), Failed> {
+    let scratch = Path::new(env!("CARGO_TARGET_TMPDIR")).join("xla-names");
+    fs::create_dir_all(&scratch).map_err(|e| e.to_string())?;
+    let (text_path, xla_path, ours_path) =
+        (scratch.join("names.hlo"), scratch.join("xla.pb"), scratch.join("ours.pb"));
+    let ours = hlo::load_module(REPEATED_NAMES.as_bytes()).map_err(|e| e.to_string())?;
+    fs::write(&text_path, REPEATED_NAMES).map_err(|e| e.to_string())?;
+    fs::write(&ours_path, hlo::encode_module(&ours)).map_err(|e| e.to_string())?;
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/xla/parse_text.py");
+    let out = Command::new(python)
+        .arg(&script)
+        .args([&text_path, &xla_path, &ours_path])
+        .output()
+        .map_err(|e| format!("running {}: {e}", python.display()))?;
+    if !out.status.success() {
+        return Err(
+            format!("parse_text.py failed: {}", String::from_utf8_lossy(&out.stderr)).into()
+        );
+    }
+    let xla = hlo::decode_module(&fs::read(&xla_path).map_err(|e| e.to_string())?)
+        .map_err(|e| e.to_string())?;
+    let names = |m: &HloModuleProto| -> Vec<String> {
+        m.computations.iter().flat_map(|c| &c.instructions).map(|i| i.name.clone()).collect()
+    };
+    if names(&ours) != names(&xla) {
+        return Err(format!("ours {:?}, XLA's {:?}", names(&ours), names(&xla)).into());
+    }
+    Ok(())
+}
+
 fn main() {
     let args = Arguments::from_args();
     type Check = fn(&Path);
@@ -324,6 +377,15 @@ fn main() {
     trials.push(
         Trial::test("xla_loads_every_committed_proto", move || match &python {
             Ok(python) => xla_loads_every_committed_proto(python),
+            Err(reason) => Err(reason.clone().into()),
+        })
+        .with_ignored_flag(ignored),
+    );
+    let python = pyref::find_for("text_xla: xla_names_instructions_as_we_do", &["jax", "jaxlib"]);
+    let ignored = pyref::ignored(&python);
+    trials.push(
+        Trial::test("xla_names_instructions_as_we_do", move || match &python {
+            Ok(python) => xla_names_instructions_as_we_do(python),
             Err(reason) => Err(reason.clone().into()),
         })
         .with_ignored_flag(ignored),

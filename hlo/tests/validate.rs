@@ -1,9 +1,11 @@
 //! `validate` and `load_module`: every structural defect is a typed error naming where it is.
 
-use std::fs;
-use std::path::Path;
+mod support;
 
-use hlo::proto::HloModuleProto;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use hlo::proto::{HloModuleProto, LayoutProto, ShapeProto};
 use hlo::{LoadError, ValidateError, load_module, validate};
 
 const ADD: &str = "HloModule m
@@ -202,10 +204,10 @@ fn unknown_enum_values_are_refused_naming_the_field_and_the_allowed_values() {
         ),
         (
             |i| {
-                i.precision_config = Some(hlo::proto::PrecisionConfig {
+                i.precision_config = Some(Box::new(hlo::proto::PrecisionConfig {
                     operand_precision: vec![0, 7],
                     algorithm: 0,
-                })
+                }))
             },
             "operand_precision 7 is not one of DEFAULT, HIGH, HIGHEST",
         ),
@@ -247,4 +249,212 @@ fn unknown_enum_values_are_refused_naming_the_field_and_the_allowed_values() {
     m.computations[0].instructions[2].comparison_type = "TOTALORDER".into();
     m.computations[0].instructions[2].fft_type = 3;
     validate(&m).unwrap();
+}
+
+const CONSTANT: &str = "HloModule m
+
+ENTRY e {
+  ROOT c = f32[2]{0} constant({1, 2})
+}
+";
+
+/// A constant's shape and its literal must agree, in element type, dimensions and element
+/// count, and its layouts must be permutations (an empty one on an array is not: the text reads
+/// the values through it); otherwise the printer writes values the parser refuses (fuzz finding:
+/// such binary modules validated, then their text did not parse).
+#[test]
+fn a_constant_whose_shape_and_literal_disagree_is_refused() {
+    type Set = fn(&mut hlo::proto::HloInstructionProto);
+    let cases: [(Set, &str); 6] = [
+        (
+            |i| i.shape.as_mut().unwrap().layout = Some(LayoutProto::default()),
+            "its shape's layout {} is not a permutation of 1 dimensions",
+        ),
+        (
+            |i| {
+                let lit = i.literal.as_mut().unwrap();
+                lit.shape.as_mut().unwrap().layout =
+                    Some(LayoutProto { minor_to_major: vec![0, 0], ..Default::default() })
+            },
+            "its literal's layout {0,0} is not a permutation of 1 dimensions",
+        ),
+        (
+            |i| {
+                let lit = i.literal.as_mut().unwrap();
+                lit.shape.as_mut().unwrap().dimensions = vec![3];
+                lit.f32s.push(3.0);
+            },
+            "its literal's shape f32[3]{0} is not its shape f32[2]{0}",
+        ),
+        (
+            |i| {
+                let lit = i.literal.as_mut().unwrap();
+                lit.shape.as_mut().unwrap().element_type = hlo::proto::PrimitiveType::S32.into();
+                lit.s32s = std::mem::take(&mut lit.f32s).iter().map(|&v| v as i32).collect();
+            },
+            "its literal's shape s32[2]{0} is not its shape f32[2]{0}",
+        ),
+        (
+            |i| i.literal.as_mut().unwrap().f32s.push(3.0),
+            "the f32 literal holds 3 elements, its shape needs 2",
+        ),
+        (|i| i.literal = None, "it has no literal"),
+    ];
+    // The elements of a tuple literal have shapes of their own, which the printer writes by.
+    let mut m = parse(
+        "HloModule m\n\nENTRY e {\n  ROOT c = (s4[1,0]{1,0}, f32[]) constant(({ {} }, 1))\n}\n",
+    );
+    validate(&m).unwrap();
+    let element =
+        &mut m.computations[0].instructions[0].literal.as_mut().unwrap().tuple_literals[0];
+    element.shape.as_mut().unwrap().dimensions = vec![3, 0];
+    assert_eq!(
+        err(&m),
+        "computation `e`, instruction `c`: invalid constant: its literal's shape s4[3,0]{1,0} is not its shape s4[1,0]{1,0}"
+    );
+    for (set, expected) in cases {
+        let mut m = parse(CONSTANT);
+        validate(&m).unwrap();
+        set(&mut m.computations[0].instructions[0]);
+        let binary = hlo::decode_module(&hlo::encode_module(&m)).unwrap();
+        assert_eq!(
+            err(&binary),
+            format!("computation `e`, instruction `c`: invalid constant: {expected}")
+        );
+    }
+}
+
+/// Every HLO module of the corpora, as text and binary, with the ones `load_module` reads.
+fn corpus_modules() -> Vec<(String, HloModuleProto)> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        let Ok(entries) = fs::read_dir(dir) else { return };
+        for entry in entries {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                walk(&path, out);
+            } else if path.extension().is_some_and(|e| e == "hlo" || e == "pb") {
+                out.push(path);
+            }
+        }
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    walk(&root.join("tests"), &mut files);
+    walk(&root.join("../vectors"), &mut files);
+    files
+        .iter()
+        .filter_map(|path| {
+            let m = load_module(&fs::read(path).unwrap()).ok()?;
+            Some((path.display().to_string(), m))
+        })
+        .collect()
+}
+
+/// One structural change a fuzzer's mutation can make to a module's layouts, shapes and
+/// literals, in the places the printer reads.
+fn perturb(rng: &mut support::Rng, m: &mut HloModuleProto) {
+    const LAYOUTS: &[&[i64]] = &[&[], &[0], &[1, 0], &[0, 1], &[0, 0], &[2], &[-1], &[2, 1, 0]];
+    let layout = |rng: &mut support::Rng| {
+        Some(LayoutProto { minor_to_major: rng.pick(LAYOUTS).to_vec(), ..Default::default() })
+    };
+    fn leaf<'s>(rng: &mut support::Rng, s: &'s mut ShapeProto) -> &'s mut ShapeProto {
+        if s.tuple_shapes.is_empty() {
+            return s;
+        }
+        let k = rng.below(s.tuple_shapes.len());
+        leaf(rng, &mut s.tuple_shapes[k])
+    }
+    if rng.chance(30) {
+        m.host_program_shape = m.derived_host_program_shape();
+    }
+    let n_computations = m.computations.len();
+    let c = &mut m.computations[rng.below(n_computations)];
+    let n_instructions = c.instructions.len();
+    let i = &mut c.instructions[rng.below(n_instructions)];
+    match rng.below(8) {
+        0 => leaf(rng, i.shape.as_mut().unwrap()).layout = layout(rng),
+        1 => {
+            let d = &mut leaf(rng, i.shape.as_mut().unwrap()).dimensions;
+            if !d.is_empty() {
+                d[0] += 1;
+            }
+        }
+        2 => {
+            if let Some(s) = i.literal.as_mut().and_then(|l| l.shape.as_mut()) {
+                leaf(rng, s).layout = layout(rng);
+            }
+        }
+        3 => {
+            if let Some(s) = i.literal.as_mut().and_then(|l| l.shape.as_mut()) {
+                let s = leaf(rng, s);
+                if let Some(d) = s.dimensions.first_mut() {
+                    *d += 1;
+                } else {
+                    s.element_type = hlo::proto::PrimitiveType::S32.into();
+                }
+            }
+        }
+        4 => {
+            if let Some(l) = i.literal.as_mut() {
+                l.f32s.push(1.0);
+                l.s32s.push(1);
+                l.preds.push(true);
+            }
+        }
+        5 => {
+            if let Some(r) = m.host_program_shape.as_mut().and_then(|p| p.result.as_mut()) {
+                let r = leaf(rng, r);
+                if rng.chance(50) {
+                    r.layout = layout(rng);
+                } else {
+                    r.dimensions.push(-1);
+                }
+            }
+        }
+        6 => {
+            // An element of a tuple literal with its own shape, dimensions reversed (the same
+            // count of values, another nesting of braces).
+            let element = i.literal.as_mut().and_then(|l| l.tuple_literals.first_mut());
+            if let Some(s) = element.and_then(|e| e.shape.as_mut()) {
+                s.dimensions.reverse();
+            }
+        }
+        _ => {
+            if let Some(p) = m.host_program_shape.as_mut().and_then(|p| p.parameters.first_mut()) {
+                leaf(rng, p).layout = layout(rng);
+            }
+        }
+    }
+}
+
+/// What `validate` accepts and the printer writes, the parser reads back, and printing that is
+/// a fixed point: over the corpora and over random modules with their layouts, shapes and
+/// literals perturbed as a fuzzer's mutations do.
+#[test]
+fn every_module_validate_accepts_prints_as_text_that_parses_back() {
+    let check = |what: &str, m: &HloModuleProto| {
+        if validate(m).is_err() {
+            return false;
+        }
+        let Ok(printed) = hlo::text::print_module(m) else { return false };
+        let parsed = hlo::text::parse_module(&printed).unwrap_or_else(|e| {
+            panic!("{what}: validated and printed, but the print does not parse: {e}\n{printed}")
+        });
+        let again = hlo::text::print_module(&parsed).unwrap();
+        assert_eq!(again, printed, "{what}: print is not a fixed point");
+        true
+    };
+    let corpus = corpus_modules();
+    let accepted = corpus.iter().filter(|(path, m)| check(path, m)).count();
+    assert!(accepted >= 200, "only {accepted} corpus modules validate and print");
+    let mut rng = support::Rng::new(12);
+    let mut perturbed = 0;
+    for seed in 0..4000 {
+        let mut m = support::module(&mut support::Rng::new(seed));
+        perturb(&mut rng, &mut m);
+        // Through the wire, as a fuzzer's input comes.
+        let m = hlo::decode_module(&hlo::encode_module(&m)).unwrap();
+        perturbed += usize::from(check(&format!("random module {seed}"), &m));
+    }
+    assert!(perturbed >= 1000, "only {perturbed} perturbed modules validate and print");
 }

@@ -416,11 +416,11 @@ pub struct HloInstructionProto {
     pub opcode: ::prost::alloc::string::String,
     #[prost(message, optional, tag = "3")]
     pub shape: ::core::option::Option<ShapeProto>,
-    #[prost(message, optional, tag = "7")]
-    pub metadata: ::core::option::Option<OpMetadata>,
+    #[prost(message, optional, boxed, tag = "7")]
+    pub metadata: ::core::option::Option<::prost::alloc::boxed::Box<OpMetadata>>,
     /// `constant`.
-    #[prost(message, optional, tag = "8")]
-    pub literal: ::core::option::Option<LiteralProto>,
+    #[prost(message, optional, boxed, tag = "8")]
+    pub literal: ::core::option::Option<::prost::alloc::boxed::Box<LiteralProto>>,
     /// `parameter`.
     #[prost(int64, tag = "9")]
     pub parameter_number: i64,
@@ -435,9 +435,9 @@ pub struct HloInstructionProto {
     pub dimensions: ::prost::alloc::vec::Vec<i64>,
     #[prost(message, optional, tag = "15")]
     pub window: ::core::option::Option<Window>,
-    #[prost(message, optional, tag = "16")]
+    #[prost(message, optional, boxed, tag = "16")]
     pub convolution_dimension_numbers: ::core::option::Option<
-        ConvolutionDimensionNumbers,
+        ::prost::alloc::boxed::Box<ConvolutionDimensionNumbers>,
     >,
     #[prost(message, repeated, tag = "17")]
     pub slice_dimensions: ::prost::alloc::vec::Vec<
@@ -465,14 +465,18 @@ pub struct HloInstructionProto {
     pub channel_id: i64,
     #[prost(string, tag = "28")]
     pub custom_call_target: ::prost::alloc::string::String,
-    #[prost(message, optional, tag = "30")]
-    pub dot_dimension_numbers: ::core::option::Option<DotDimensionNumbers>,
+    #[prost(message, optional, boxed, tag = "30")]
+    pub dot_dimension_numbers: ::core::option::Option<
+        ::prost::alloc::boxed::Box<DotDimensionNumbers>,
+    >,
     #[prost(enumeration = "FftType", tag = "31")]
     pub fft_type: i32,
     #[prost(int64, repeated, tag = "32")]
     pub fft_length: ::prost::alloc::vec::Vec<i64>,
-    #[prost(message, optional, tag = "33")]
-    pub gather_dimension_numbers: ::core::option::Option<GatherDimensionNumbers>,
+    #[prost(message, optional, boxed, tag = "33")]
+    pub gather_dimension_numbers: ::core::option::Option<
+        ::prost::alloc::boxed::Box<GatherDimensionNumbers>,
+    >,
     #[prost(int64, repeated, tag = "34")]
     pub gather_slice_sizes: ::prost::alloc::vec::Vec<i64>,
     /// Unique within the module. Operands and called computations are referenced by id.
@@ -492,15 +496,19 @@ pub struct HloInstructionProto {
     pub all_reduce_id: i64,
     #[prost(bool, tag = "47")]
     pub is_host_transfer: bool,
-    #[prost(message, optional, tag = "48")]
-    pub scatter_dimension_numbers: ::core::option::Option<ScatterDimensionNumbers>,
+    #[prost(message, optional, boxed, tag = "48")]
+    pub scatter_dimension_numbers: ::core::option::Option<
+        ::prost::alloc::boxed::Box<ScatterDimensionNumbers>,
+    >,
     /// The groups of a collective (the older field; see also `collective_device_list`).
     #[prost(message, repeated, tag = "49")]
     pub replica_groups: ::prost::alloc::vec::Vec<ReplicaGroup>,
     #[prost(int64, tag = "50")]
     pub feature_group_count: i64,
-    #[prost(message, optional, tag = "51")]
-    pub precision_config: ::core::option::Option<PrecisionConfig>,
+    #[prost(message, optional, boxed, tag = "51")]
+    pub precision_config: ::core::option::Option<
+        ::prost::alloc::boxed::Box<PrecisionConfig>,
+    >,
     #[prost(message, repeated, tag = "52")]
     pub source_target_pairs: ::prost::alloc::vec::Vec<SourceTarget>,
     #[prost(bool, tag = "56")]
@@ -544,15 +552,19 @@ pub struct HloInstructionProto {
     pub largest: bool,
     /// The groups of a collective. XLA writes explicit groups here (`replica_groups` inside), not in
     /// the older field 49.
-    #[prost(message, optional, tag = "87")]
-    pub collective_device_list: ::core::option::Option<CollectiveDeviceListProto>,
+    #[prost(message, optional, boxed, tag = "87")]
+    pub collective_device_list: ::core::option::Option<
+        ::prost::alloc::boxed::Box<CollectiveDeviceListProto>,
+    >,
     #[prost(bool, tag = "89")]
     pub is_composite: bool,
     /// The groups of a collective written in the iota form. Not in the schema snapshot we read; the
     /// number is what jaxlib 0.10.2 writes for `replica_groups=\[2,2\]<=\[4\]`, with the fields of
     /// IotaReplicaGroupListProto.
-    #[prost(message, optional, tag = "92")]
-    pub iota_replica_group_list: ::core::option::Option<IotaReplicaGroupListProto>,
+    #[prost(message, optional, boxed, tag = "92")]
+    pub iota_replica_group_list: ::core::option::Option<
+        ::prost::alloc::boxed::Box<IotaReplicaGroupListProto>,
+    >,
 }
 /// Nested message and enum types in `HloInstructionProto`.
 pub mod hlo_instruction_proto {

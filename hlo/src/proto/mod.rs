@@ -173,9 +173,19 @@ fn with_default_layout_where(shape: &mut ShapeProto, scalars: bool) {
 }
 
 /// Arrays only: a scalar keeps no layout in a program shape, as the text parser reads `f32[]`
-/// (XLA's empty scalar layout says nothing more).
+/// (XLA's empty scalar layout says nothing more). A scalar that has an empty one (a constant's,
+/// which XLA's reader requires) loses it here, since the text of the program shape cannot keep it.
 fn with_default_layout(shape: &mut ShapeProto) {
     with_default_layout_where(shape, false);
+    without_empty_scalar_layouts(shape);
+}
+
+fn without_empty_scalar_layouts(shape: &mut ShapeProto) {
+    if shape.element_type() == PrimitiveType::Tuple {
+        shape.tuple_shapes.iter_mut().for_each(without_empty_scalar_layouts);
+    } else if shape.dimensions.is_empty() && shape.layout == Some(LayoutProto::default()) {
+        shape.layout = None;
+    }
 }
 
 impl ShapeProto {

@@ -367,6 +367,46 @@ fn stored_count(ty: PrimitiveType, lit: &LiteralProto) -> Option<usize> {
     })
 }
 
+/// The number of elements of an array literal of `shape`, checked against the values `lit`
+/// holds for the shape's element type (for two-byte and complex types, a whole number of them).
+///
+/// # Errors
+/// A message when the count differs from the shape's, or the type has no text form.
+pub(crate) fn element_count(shape: &ShapeProto, lit: &LiteralProto) -> Result<usize, String> {
+    use PrimitiveType as T;
+    let ty = shape.element_type();
+    let ty_name = super::names::type_name(ty).unwrap_or("?");
+    let count = shape
+        .dimensions
+        .iter()
+        .try_fold(1usize, |a, &d| usize::try_from(d).ok().and_then(|d| a.checked_mul(d)))
+        .ok_or("the shape has a negative or huge dimension")?;
+    let stored = stored_count(ty, lit)
+        .ok_or_else(|| format!("constants of type {ty_name} are not supported in HLO text"))?;
+    let odd = |len: usize, what: &str| {
+        if len.is_multiple_of(2) {
+            Ok(())
+        } else {
+            Err(format!("the {ty_name} literal has an odd number of {what}"))
+        }
+    };
+    match ty {
+        T::S16 => odd(lit.s16s.len(), "bytes")?,
+        T::U16 => odd(lit.u16s.len(), "bytes")?,
+        T::F16 => odd(lit.f16s.len(), "bytes")?,
+        T::Bf16 => odd(lit.bf16s.len(), "bytes")?,
+        T::C64 => odd(lit.c64s.len(), "parts")?,
+        T::C128 => odd(lit.c128s.len(), "parts")?,
+        _ => {}
+    }
+    if stored != count {
+        return Err(format!(
+            "the {ty_name} literal holds {stored} elements, its shape needs {count}"
+        ));
+    }
+    Ok(count)
+}
+
 /// The elements of an array literal in logical order, as text, checked against the count the
 /// shape implies.
 ///
@@ -375,20 +415,9 @@ fn stored_count(ty: PrimitiveType, lit: &LiteralProto) -> Option<usize> {
 pub(crate) fn elements(shape: &ShapeProto, lit: &LiteralProto) -> Result<Vec<String>, String> {
     let ty = shape.element_type();
     let ty_name = super::names::type_name(ty).unwrap_or("?");
-    let count = shape
-        .dimensions
-        .iter()
-        .try_fold(1usize, |a, &d| usize::try_from(d).ok().and_then(|d| a.checked_mul(d)))
-        .ok_or("the shape has a negative or huge dimension")?;
     // The stored count is checked before the layout permutation is built, so a shape claiming
     // billions of elements costs nothing when the literal does not hold them.
-    let stored = stored_count(ty, lit)
-        .ok_or_else(|| format!("constants of type {ty_name} are not supported in HLO text"))?;
-    if stored != count {
-        return Err(format!(
-            "the {ty_name} literal holds {stored} elements, its shape needs {count}"
-        ));
-    }
+    let count = element_count(shape, lit)?;
     let order = physical_order(shape)?;
     let check = |n: usize| {
         if n == count {

@@ -12,7 +12,10 @@
 //!   order and instruction `i` of computation `c` gets id `c << 32 | i`. The text's own ids (the
 //!   `.N` suffixes) are only names.
 //! - Names are scoped to their computation; an operand may be defined later in the text than its
-//!   user (the order is kept, and [`crate::validate`] rejects a cycle).
+//!   user (the order is kept, and [`crate::validate`] rejects a cycle). In the module, as in
+//!   XLA's, instruction names are one namespace (XLA's proto reader refuses a name used twice):
+//!   the parser renames as XLA's parser does, a repeated `x` becoming `x.1`
+//!   (`names::InstructionNames`), and the printer writes the names the parser will give.
 //! - An unknown opcode is a parse error naming it, since attributes are read according to the
 //!   opcode. An unknown attribute is skipped (XLA adds them every release), as are `sharding`
 //!   and the header's `is_scheduled`, `num_partitions`, etc.; `backend_config` is kept as bytes,
@@ -39,9 +42,21 @@ mod names;
 mod parse;
 mod print;
 
+pub(crate) use literal::element_count;
 pub use parse::parse_module;
 pub(crate) use parse::{COMPARISON_TYPES, DIRECTIONS};
+pub(crate) use parse::{Stop, parse_module_within};
 pub use print::{PrintOptions, print_module, print_module_with};
+
+/// A shape as the text writes it (`f32[2,3]{1,0}`), or its element type's number when the text
+/// has no name for it.
+pub(crate) fn shape_text(shape: &crate::proto::ShapeProto) -> String {
+    let mut out = String::new();
+    match print::shape(&mut out, shape) {
+        Ok(()) => out,
+        Err(_) => format!("a shape of element type {}", shape.element_type),
+    }
+}
 
 /// Why text is not an HLO module. Every variant carries the 1-based line and column where the
 /// problem was found.

@@ -7,6 +7,7 @@ use std::collections::btree_map::Entry;
 use super::TextError;
 use super::literal::{self, Elem};
 use super::names;
+use crate::load::LoadLimits;
 use crate::proto::{
     CholeskyOptions, CollectiveDeviceListProto, ConvolutionDimensionNumbers, DotDimensionNumbers,
     FftType, FrontendAttributes, GatherDimensionNumbers, HloComputationProto,
@@ -30,11 +31,47 @@ pub(crate) const COMPARISON_TYPES: &[&str] =
     &["FLOAT", "TOTALORDER", "SIGNED", "UNSIGNED", "PARTIALORDER"];
 
 /// Parses HLO text into a module, assigning ids as described in the [module docs](super).
+/// There is no count limit: [`crate::load_module_with_limits`] parses under one.
 ///
 /// # Errors
 /// A [`TextError`] with the line and column of the first problem.
 pub fn parse_module(src: &str) -> Result<HloModuleProto, TextError> {
-    let mut p = Parser { src, pos: 0, depth: 0 };
+    let unlimited = LoadLimits { max_computations: usize::MAX, max_instructions: usize::MAX };
+    parse_module_within(src, &unlimited).map_err(|stop| match stop {
+        Stop::Text(e) => e,
+        // A count cannot pass usize::MAX; the error is still said in the text's terms.
+        Stop::TooManyComputations { limit } | Stop::TooManyInstructions { limit } => {
+            TextError::Invalid {
+                line: 1,
+                column: 1,
+                message: format!("expected at most {limit} computations and instructions"),
+            }
+        }
+    })
+}
+
+/// Why [`parse_module_within`] stopped: the text is not a module, or a count reached its limit.
+#[derive(Debug)]
+pub(crate) enum Stop {
+    /// The text does not parse.
+    Text(TextError),
+    /// The text starts one more computation than `limit`.
+    TooManyComputations { limit: usize },
+    /// The text starts one more instruction, over all computations, than `limit`.
+    TooManyInstructions { limit: usize },
+}
+
+impl From<TextError> for Stop {
+    fn from(e: TextError) -> Stop {
+        Stop::Text(e)
+    }
+}
+
+/// [`parse_module`] under count limits, counted as the text is read: the parse stops when a
+/// computation or instruction past a limit begins, before reading it, so text over a limit costs
+/// no more than the module at the limit.
+pub(crate) fn parse_module_within(src: &str, limits: &LoadLimits) -> Result<HloModuleProto, Stop> {
+    let mut p = Parser { src, pos: 0, depth: 0, limits: *limits, n_instructions: 0 };
     p.module()
 }
 
@@ -73,6 +110,9 @@ struct Parser<'a> {
     src: &'a str,
     pos: usize,
     depth: usize,
+    limits: LoadLimits,
+    /// Instructions begun so far, over all computations.
+    n_instructions: usize,
 }
 
 fn is_name_char(c: char) -> bool {
@@ -689,9 +729,9 @@ impl<'a> Parser<'a> {
 
     // ---- module -------------------------------------------------------------------------
 
-    fn module(&mut self) -> Result<HloModuleProto, TextError> {
+    fn module(&mut self) -> Result<HloModuleProto, Stop> {
         if !self.eat_keyword("HloModule") {
-            return Err(self.unexpected("`HloModule`"));
+            return Err(Stop::Text(self.unexpected("`HloModule`")));
         }
         let (_, name) = self.name("the module name")?;
         let mut module = HloModuleProto { name: name.to_string(), ..Default::default() };
@@ -699,7 +739,7 @@ impl<'a> Parser<'a> {
         while self.eat(",") {
             let (pos, key) = self.name("a module attribute")?;
             if seen.insert(key, ()).is_some() {
-                return Err(self.duplicate_at(pos, "attribute", key));
+                return Err(Stop::Text(self.duplicate_at(pos, "attribute", key)));
             }
             self.expect("=")?;
             match key {
@@ -729,9 +769,12 @@ impl<'a> Parser<'a> {
         }
         let mut computations = Vec::new();
         while self.peek().is_some() {
+            if computations.len() == self.limits.max_computations {
+                return Err(Stop::TooManyComputations { limit: self.limits.max_computations });
+            }
             computations.push(self.computation()?);
         }
-        self.finish(module, computations)
+        Ok(self.finish(module, computations)?)
     }
 
     /// `{ {0}: (0, {}, may-alias), {1}: (1, {}) }`.
@@ -806,7 +849,7 @@ impl<'a> Parser<'a> {
         Ok(FrontendAttributes { map })
     }
 
-    fn computation(&mut self) -> Result<PendingComputation, TextError> {
+    fn computation(&mut self) -> Result<PendingComputation, Stop> {
         let is_entry = self.eat_keyword("ENTRY");
         let (name_pos, name) = self.defined_name("a computation name (or `ENTRY`)")?;
         // The signature is optional and is derived from the instructions anyway.
@@ -821,7 +864,7 @@ impl<'a> Parser<'a> {
                         break;
                     }
                     if !self.eat(",") {
-                        return Err(self.unexpected("`,` or `)`"));
+                        return Err(Stop::Text(self.unexpected("`,` or `)`")));
                     }
                 }
             }
@@ -838,13 +881,17 @@ impl<'a> Parser<'a> {
         loop {
             self.skip_ws();
             if self.peek_raw().is_none() {
-                return Err(self.unexpected(format!(
+                return Err(Stop::Text(self.unexpected(format!(
                     "an instruction or the `}}` closing computation `{name}`"
-                )));
+                ))));
             }
             if self.eat("}") {
                 break;
             }
+            if self.n_instructions == self.limits.max_instructions {
+                return Err(Stop::TooManyInstructions { limit: self.limits.max_instructions });
+            }
+            self.n_instructions += 1;
             instructions.push(self.instruction()?);
         }
         Ok(PendingComputation {
@@ -902,7 +949,7 @@ impl<'a> Parser<'a> {
                 with_literal_layouts(&mut literal);
                 // XLA's reader requires a constant's shape to be its literal's, layout included.
                 shape = literal.shape.clone().unwrap_or(shape);
-                pending.proto.literal = Some(literal);
+                pending.proto.literal = Some(Box::new(literal));
                 self.expect(")")?;
             }
             _ => {
@@ -990,7 +1037,7 @@ impl<'a> Parser<'a> {
             "slice" => i.slice_dimensions = self.slices()?,
             "padding" => i.padding_config = Some(self.padding()?),
             "window" => i.window = Some(self.window()?),
-            "dim_labels" => i.convolution_dimension_numbers = Some(self.dim_labels()?),
+            "dim_labels" => i.convolution_dimension_numbers = Some(Box::new(self.dim_labels()?)),
             "feature_group_count" => i.feature_group_count = self.int()?,
             "batch_group_count" => i.batch_group_count = self.int()?,
             "lhs_contracting_dims" => dot(i).lhs_contracting_dimensions = self.int_list()?,
@@ -1070,7 +1117,7 @@ impl<'a> Parser<'a> {
                     i.backend_config = self.src.as_bytes()[start..self.pos].to_vec();
                 }
             }
-            "metadata" => i.metadata = Some(self.metadata()?),
+            "metadata" => i.metadata = Some(Box::new(self.metadata()?)),
             "frontend_attributes" => i.frontend_attributes = Some(self.frontend_attributes()?),
             "control-predecessors" => {
                 self.expect("{")?;
@@ -1138,7 +1185,7 @@ impl<'a> Parser<'a> {
             "fft_length" => i.fft_length = self.int_list()?,
             "operand_precision" => {
                 self.expect("{")?;
-                let config = i.precision_config.get_or_insert_with(PrecisionConfig::default);
+                let config = i.precision_config.get_or_insert_with(Default::default);
                 if !self.eat("}") {
                     loop {
                         let p = self.enum_word(&[
@@ -1398,13 +1445,13 @@ impl<'a> Parser<'a> {
         if self.peek() == Some('{') {
             let groups = self.int_list_list()?;
             if !groups.is_empty() {
-                i.collective_device_list = Some(CollectiveDeviceListProto {
+                i.collective_device_list = Some(Box::new(CollectiveDeviceListProto {
                     replica_groups: groups
                         .into_iter()
                         .map(|replica_ids| ReplicaGroup { replica_ids })
                         .collect(),
                     iota_replica_group_list: None,
-                });
+                }));
             }
             return Ok(());
         }
@@ -1452,7 +1499,7 @@ impl<'a> Parser<'a> {
             iota_transpose_perm,
         };
         iota.expand().map_err(|e| self.invalid_at(pos, e.to_string()))?;
-        i.iota_replica_group_list = Some(iota);
+        i.iota_replica_group_list = Some(Box::new(iota));
         Ok(())
     }
 
@@ -1476,14 +1523,16 @@ impl<'a> Parser<'a> {
 
     // ---- resolution ---------------------------------------------------------------------
 
+    /// Resolves names to ids and builds the module, moving each parsed instruction into it
+    /// (never copying one, so the parse holds each instruction once).
     fn finish(
         &self,
         mut module: HloModuleProto,
         computations: Vec<PendingComputation>,
     ) -> Result<HloModuleProto, TextError> {
-        let mut computation_ids: BTreeMap<&str, i64> = BTreeMap::new();
+        let mut computation_ids: BTreeMap<String, i64> = BTreeMap::new();
         for (index, c) in computations.iter().enumerate() {
-            if computation_ids.insert(&c.name, index as i64).is_some() {
+            if computation_ids.insert(c.name.clone(), index as i64).is_some() {
                 return Err(self.duplicate_at(c.name_pos, "computation", &c.name));
             }
         }
@@ -1509,7 +1558,10 @@ impl<'a> Parser<'a> {
                 .copied()
                 .ok_or_else(|| self.undefined_at(*pos, "computation", name))
         };
-        for (c_index, c) in computations.iter().enumerate() {
+        module.computations.reserve_exact(computations.len());
+        // Names are scoped to their computation in the text, but one namespace in the module.
+        let mut names = names::InstructionNames::default();
+        for (c_index, c) in computations.into_iter().enumerate() {
             let c_id = c_index as i64;
             let mut ids: BTreeMap<&str, i64> = BTreeMap::new();
             for (i_index, i) in c.instructions.iter().enumerate() {
@@ -1545,12 +1597,14 @@ impl<'a> Parser<'a> {
                 }
             };
             proto.root_id = ids[root.proto.name.as_str()];
-            let mut parameters: BTreeMap<i64, (&PendingInstruction, usize)> = BTreeMap::new();
+            // Parameter number -> (where its name is, its index).
+            let mut parameters: BTreeMap<i64, (usize, usize)> = BTreeMap::new();
+            // Operands, control predecessors and called computations, by instruction.
+            let mut references = Vec::with_capacity(c.instructions.len());
             for (i_index, pending) in c.instructions.iter().enumerate() {
-                let mut i = pending.proto.clone();
-                i.id = (c_id << 32) | i_index as i64;
-                i.operand_ids = pending.operands.iter().map(&resolve).collect::<Result<_, _>>()?;
-                i.control_predecessor_ids =
+                let operand_ids: Vec<i64> =
+                    pending.operands.iter().map(&resolve).collect::<Result<_, _>>()?;
+                let control_predecessor_ids: Vec<i64> =
                     pending.control_predecessors.iter().map(&resolve).collect::<Result<_, _>>()?;
                 let calls = &pending.calls;
                 let mut called = Vec::new();
@@ -1571,20 +1625,35 @@ impl<'a> Parser<'a> {
                 for r in &calls.list {
                     called.push(resolve_computation(r)?);
                 }
-                i.called_computation_ids = called;
-                if i.opcode == "parameter"
-                    && parameters.insert(i.parameter_number, (pending, i_index)).is_some()
+                let number = pending.proto.parameter_number;
+                if pending.proto.opcode == "parameter"
+                    && parameters.insert(number, (pending.name_pos, i_index)).is_some()
                 {
                     return Err(self.invalid_at(
                         pending.name_pos,
                         format!(
-                            "parameter number {} is used twice in computation `{}`",
-                            i.parameter_number, c.name
+                            "parameter number {number} is used twice in computation `{}`",
+                            c.name
                         ),
                     ));
                 }
-                proto.instructions.push(i);
+                references.push((operand_ids, control_predecessor_ids, called));
             }
+            proto.instructions = c
+                .instructions
+                .into_iter()
+                .zip(references)
+                .enumerate()
+                .map(|(i_index, (pending, (operands, control_predecessors, called)))| {
+                    let mut i = pending.proto;
+                    i.name = names.unique(&i.name);
+                    i.id = (c_id << 32) | i_index as i64;
+                    i.operand_ids = operands;
+                    i.control_predecessor_ids = control_predecessors;
+                    i.called_computation_ids = called;
+                    i
+                })
+                .collect();
             fill_xla_defaults(&mut proto.instructions);
             let mut program_shape = ProgramShapeProto {
                 result: proto
@@ -1594,12 +1663,13 @@ impl<'a> Parser<'a> {
                     .and_then(|i| i.shape.clone()),
                 ..Default::default()
             };
-            for (expected, (&number, (pending, _))) in parameters.iter().enumerate() {
+            for (expected, (&number, &(name_pos, index))) in parameters.iter().enumerate() {
                 if number != expected as i64 {
-                    return Err(self.invalid_at(pending.name_pos, format!("expected parameter number {expected} in computation `{}`, found {number}", c.name)));
+                    return Err(self.invalid_at(name_pos, format!("expected parameter number {expected} in computation `{}`, found {number}", c.name)));
                 }
-                program_shape.parameters.push(pending.proto.shape.clone().unwrap_or_default());
-                program_shape.parameter_names.push(pending.proto.name.clone());
+                let parameter = &proto.instructions[index];
+                program_shape.parameters.push(parameter.shape.clone().unwrap_or_default());
+                program_shape.parameter_names.push(parameter.name.clone());
             }
             proto.program_shape = Some(program_shape);
             module.computations.push(proto);
@@ -1637,10 +1707,10 @@ fn fill_xla_defaults(instructions: &mut [HloInstructionProto]) {
             }
         }
         if matches!(i.opcode.as_str(), "dot" | "convolution") && i.precision_config.is_none() {
-            i.precision_config = Some(PrecisionConfig {
+            i.precision_config = Some(Box::new(PrecisionConfig {
                 operand_precision: vec![Precision::Default.into(); i.operand_ids.len()],
                 algorithm: 0,
-            });
+            }));
         }
     }
 }

@@ -109,11 +109,15 @@ pub fn print_module_with(m: &HloModuleProto, options: &PrintOptions) -> Result<S
         frontend_attributes(&mut out, attrs);
     }
     out.push_str("\n\n");
+    // The names the parser gives the instructions, one namespace for the module as XLA has it,
+    // so that printing a parse prints the same names.
+    let mut instruction_names = names::InstructionNames::default();
     for (index, c) in m.computations.iter().enumerate() {
         if index > 0 {
             out.push('\n');
         }
-        computation(&mut out, c, std::ptr::eq(c, entry), &computations, options)?;
+        let is_entry = std::ptr::eq(c, entry);
+        computation(&mut out, c, is_entry, &computations, &mut instruction_names, options)?;
     }
     out.push('\n');
     Ok(out)
@@ -308,6 +312,7 @@ fn computation(
     c: &HloComputationProto,
     is_entry: bool,
     computations: &BTreeMap<i64, &HloComputationProto>,
+    instruction_names: &mut names::InstructionNames,
     options: &PrintOptions,
 ) -> Result<(), PrintError> {
     let mut by_id: BTreeMap<i64, &HloInstructionProto> = BTreeMap::new();
@@ -334,6 +339,8 @@ fn computation(
             id: c.root_id,
         });
     }
+    let printed_names: BTreeMap<i64, String> =
+        c.instructions.iter().map(|i| (i.id, instruction_names.unique(&i.name))).collect();
     if is_entry {
         out.push_str("ENTRY ");
     }
@@ -343,7 +350,7 @@ fn computation(
         if i.id == c.root_id {
             out.push_str("ROOT ");
         }
-        instruction(out, c, i, &by_id, computations, options)?;
+        instruction(out, c, i, &by_id, &printed_names, computations, options)?;
         out.push('\n');
     }
     out.push_str("}\n");
@@ -355,6 +362,7 @@ fn instruction(
     c: &HloComputationProto,
     i: &HloInstructionProto,
     by_id: &BTreeMap<i64, &HloInstructionProto>,
+    printed_names: &BTreeMap<i64, String>,
     computations: &BTreeMap<i64, &HloComputationProto>,
     options: &PrintOptions,
 ) -> Result<(), PrintError> {
@@ -372,7 +380,7 @@ fn instruction(
     if !names::is_opcode(&i.opcode) {
         return Err(fail(format!("opcode `{}` is unknown", i.opcode)));
     }
-    let _ = write!(out, "{} = ", name_text(&i.name));
+    let _ = write!(out, "{} = ", name_text(&printed_names[&i.id]));
     if i.opcode == "constant" {
         // The parser gives a constant XLA's default layout where the text has none (XLA's
         // reader requires it); writing it here keeps printing a fixed point.
@@ -393,11 +401,13 @@ fn instruction(
         _ => {}
     }
     let operand_name = |id: &i64, role: &'static str| {
-        by_id.get(id).map(|o| name_text(&o.name)).ok_or_else(|| PrintError::DanglingInstruction {
-            computation: c.name.clone(),
-            instruction: i.name.clone(),
-            role,
-            id: *id,
+        printed_names.get(id).map(|name| name_text(name)).ok_or_else(|| {
+            PrintError::DanglingInstruction {
+                computation: c.name.clone(),
+                instruction: i.name.clone(),
+                role,
+                id: *id,
+            }
         })
     };
     let operands = i
@@ -451,7 +461,7 @@ fn instruction(
     }
     if let Some(d) = i
         .convolution_dimension_numbers
-        .as_ref()
+        .as_deref()
         .filter(|d| **d != ConvolutionDimensionNumbers::default())
     {
         attr("dim_labels", dim_labels(d).map_err(fail)?);
@@ -728,7 +738,7 @@ fn instruction(
         attr("frontend_attributes", text);
     }
     if let Some(m) =
-        i.metadata.as_ref().filter(|m| options.metadata && **m != OpMetadata::default())
+        i.metadata.as_deref().filter(|m| options.metadata && **m != OpMetadata::default())
     {
         attr("metadata", metadata(m));
     }
@@ -812,7 +822,7 @@ fn dim_labels(d: &ConvolutionDimensionNumbers) -> Result<String, String> {
 fn replica_groups(i: &HloInstructionProto) -> Option<String> {
     let iota = i
         .iota_replica_group_list
-        .as_ref()
+        .as_deref()
         .or(i.collective_device_list.as_ref().and_then(|l| l.iota_replica_group_list.as_ref()));
     if let Some(iota) = iota {
         let mut text = format!(

@@ -214,7 +214,7 @@ fn attributes(rng: &mut Rng, i: &mut HloInstructionProto) {
             let spatial = rng.below(3);
             let dims = |rng: &mut Rng| permutation(rng, spatial + 2);
             let (a, b, c) = (dims(rng), dims(rng), dims(rng));
-            i.convolution_dimension_numbers = Some(ConvolutionDimensionNumbers {
+            i.convolution_dimension_numbers = Some(Box::new(ConvolutionDimensionNumbers {
                 input_batch_dimension: a[0],
                 input_feature_dimension: a[1],
                 input_spatial_dimensions: a[2..].to_vec(),
@@ -224,7 +224,7 @@ fn attributes(rng: &mut Rng, i: &mut HloInstructionProto) {
                 output_batch_dimension: c[0],
                 output_feature_dimension: c[1],
                 output_spatial_dimensions: c[2..].to_vec(),
-            });
+            }));
             if spatial > 0 {
                 i.window = Some(Window {
                     dimensions: (0..spatial)
@@ -244,12 +244,12 @@ fn attributes(rng: &mut Rng, i: &mut HloInstructionProto) {
             i.batch_group_count = rng.int(1, 2);
         }
         "dot" => {
-            i.dot_dimension_numbers = Some(DotDimensionNumbers {
+            i.dot_dimension_numbers = Some(Box::new(DotDimensionNumbers {
                 lhs_contracting_dimensions: ints(rng, 2, 0, 2),
                 rhs_contracting_dimensions: ints(rng, 2, 0, 2),
                 lhs_batch_dimensions: ints(rng, 2, 0, 2),
                 rhs_batch_dimensions: ints(rng, 2, 0, 2),
-            })
+            }))
         }
         "compare" => {
             i.comparison_direction = rng.pick(&["EQ", "NE", "LT", "LE", "GT", "GE"]).to_string();
@@ -259,7 +259,7 @@ fn attributes(rng: &mut Rng, i: &mut HloInstructionProto) {
             }
         }
         "gather" => {
-            i.gather_dimension_numbers = Some(GatherDimensionNumbers {
+            i.gather_dimension_numbers = Some(Box::new(GatherDimensionNumbers {
                 offset_dims: ints(rng, 3, 0, 3),
                 collapsed_slice_dims: ints(rng, 2, 0, 3),
                 start_index_map: {
@@ -269,7 +269,7 @@ fn attributes(rng: &mut Rng, i: &mut HloInstructionProto) {
                 index_vector_dim: rng.int(0, 2),
                 operand_batching_dims: ints(rng, 2, 0, 3),
                 start_indices_batching_dims: vec![],
-            });
+            }));
             i.gather_slice_sizes = ints(rng, 3, 1, 3);
             i.indices_are_sorted = rng.chance(50);
         }
@@ -305,12 +305,12 @@ fn attributes(rng: &mut Rng, i: &mut HloInstructionProto) {
         _ => {}
     }
     if rng.chance(20) {
-        i.metadata = Some(OpMetadata {
+        i.metadata = Some(Box::new(OpMetadata {
             op_type: weird_string(rng),
             op_name: weird_string(rng),
             source_file: weird_string(rng),
             source_line: rng.int(-1, 100) as i32,
-        });
+        }));
     }
     if rng.chance(10) {
         let map = (0..rng.below(3)).map(|_| (weird_string(rng), weird_string(rng))).collect();
@@ -368,7 +368,7 @@ pub(crate) fn module(rng: &mut Rng) -> HloModuleProto {
             } else if k == n_params || instructions.is_empty() || rng.chance(20) {
                 i.opcode = "constant".into();
                 let s = shape(rng, 0);
-                i.literal = Some(literal(rng, &s));
+                i.literal = Some(Box::new(literal(rng, &s)));
                 i.shape = Some(s);
             } else {
                 let (op, arity) = *rng.pick(OPS);

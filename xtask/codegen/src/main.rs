@@ -33,6 +33,8 @@ struct Schema {
     descriptor_out: Option<&'static str>,
     /// Proto types declared by hand in Rust instead of generated: (proto path, Rust path).
     extern_paths: &'static [(&'static str, &'static str)],
+    /// Message fields held in a `Box` rather than inline (proto paths).
+    boxed: &'static [&'static str],
 }
 
 /// Every schema of the workspace.
@@ -46,6 +48,7 @@ const SCHEMAS: &[Schema] = &[
         // the recorder use the dtype tables), so `abi::dtype` declares it and the messages
         // refer to it.
         extern_paths: &[(".metaneff.MetaTensor.DataType", "crate::dtype::DataType")],
+        boxed: &[],
     },
     Schema {
         proto: "hlo/proto/hlo.proto",
@@ -53,6 +56,21 @@ const SCHEMAS: &[Schema] = &[
         rust_out: "hlo/src/proto/generated.rs",
         descriptor_out: None,
         extern_paths: &[],
+        // prost holds an optional sub-message inline, so every instruction paid for all of them
+        // (2.4 KB, the literal alone 888 bytes) though most instructions have one or two. These
+        // are the large ones; the shape, which nearly every instruction has, and the small ones
+        // stay inline.
+        boxed: &[
+            ".xla.HloInstructionProto.literal",
+            ".xla.HloInstructionProto.metadata",
+            ".xla.HloInstructionProto.convolution_dimension_numbers",
+            ".xla.HloInstructionProto.dot_dimension_numbers",
+            ".xla.HloInstructionProto.gather_dimension_numbers",
+            ".xla.HloInstructionProto.scatter_dimension_numbers",
+            ".xla.HloInstructionProto.precision_config",
+            ".xla.HloInstructionProto.collective_device_list",
+            ".xla.HloInstructionProto.iota_replica_group_list",
+        ],
     },
 ];
 
@@ -166,6 +184,9 @@ fn generate(root: &Path, schema: &Schema) -> Result<Vec<Output>> {
     let mut config = prost_build::Config::new();
     for (proto_path, rust_path) in schema.extern_paths {
         config.extern_path(*proto_path, *rust_path);
+    }
+    for field in schema.boxed {
+        config.boxed(field);
     }
     let modules = config
         .btree_map(["."])
