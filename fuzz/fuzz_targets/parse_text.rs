@@ -1,4 +1,5 @@
-//! Fuzz target: HLO text parsing; whatever parses must print, and the print must be a fixed point.
+//! Fuzz target: HLO text parsing; whatever parses must print, the print must be a fixed point,
+//! and parsing the print must give back the same module.
 #![no_main]
 
 libfuzzer_sys::fuzz_target!(|bytes: &[u8]| {
@@ -7,5 +8,9 @@ libfuzzer_sys::fuzz_target!(|bytes: &[u8]| {
         let printed = hlo::text::print_module(&module).expect("a parsed module prints");
         let again = hlo::text::parse_module(&printed).expect("a printed module parses");
         assert_eq!(hlo::text::print_module(&again).expect("prints again"), printed);
+        assert!(
+            hlo::encode_module(&again) == hlo::encode_module(&module),
+            "parsing the print gives another module"
+        );
     }
 });
