@@ -12,7 +12,8 @@
 //!
 //! It prints a table (model, ours, XLA, XLA ÷ ours) with the geometric mean of the six models and
 //! the worst of them, and one `NRTSIM-BENCH {json}` line per figure for `cargo xtask bench`.
-//! `NRTSIM_BENCH_FILTER=substring` runs only the benchmarks whose names contain it.
+//! `NRTSIM_BENCH_FILTER=substring` runs only the benchmarks whose names or groups contain it
+//! (`models` runs the six headline models).
 //!
 //! On a CPU with AVX-512 the set then runs again as an AVX2-only CPU would run it, both sides:
 //! the bench runs itself with `NRTSIM_SIMD=avx2` (every kernel of ours, the GEMM included,
@@ -332,10 +333,13 @@ fn main() {
     let listed = Command::new(&python).arg(&script).arg(&dir).arg("--list").output();
     let listed = listed.expect("run bench_models.py --list");
     assert!(listed.status.success(), "bench_models.py --list failed");
+    // One `name<TAB>group` line per benchmark; on a busy run only the headline group's.
     let names: Vec<String> = String::from_utf8_lossy(&listed.stdout)
         .lines()
-        .filter(|name| name.contains(filter.as_str()))
-        .map(str::to_owned)
+        .filter_map(|line| line.split_once('\t'))
+        .filter(|(name, group)| name.contains(filter.as_str()) || group.contains(filter.as_str()))
+        .filter(|(_, group)| !busy() || *group == MODELS_GROUP)
+        .map(|(name, _)| name.to_owned())
         .collect();
     if names.is_empty() {
         println!("models: no benchmark matches NRTSIM_BENCH_FILTER={filter:?}");
@@ -356,9 +360,6 @@ fn main() {
     let mut failures = Vec::new();
     for name in &names {
         let case = Case::read(&dir, name).expect("bench_models.py exported the case");
-        if busy() && case.group != MODELS_GROUP {
-            continue;
-        }
         match measure(&case) {
             Ok(ours) => results.push((case, ours)),
             Err(e) => failures.push(format!("{name}: {e}")),

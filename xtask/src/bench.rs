@@ -10,8 +10,9 @@
 //! we are faster), with each group's geometric mean and worst figure. With `--runs N` the set runs
 //! N times and each figure shows its N ratios and their geometric mean. The first line names the
 //! CPU (model, cores, the SIMD features the kernels choose between), since only ratios measured on
-//! one machine in one run compare. `--filter S` keeps the figures whose names contain S (and runs
-//! only those models: `NRTSIM_BENCH_FILTER`).
+//! one machine in one run compare. `--filter S` keeps the figures whose names or groups contain S
+//! (and runs only those models: `NRTSIM_BENCH_FILTER`), so `--filter models` is the headline
+//! models, quiet and with a core taken.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
@@ -272,7 +273,9 @@ pub(crate) fn run(root: &Path, options: &Options) -> Result<()> {
         eprintln!("xtask bench: run {run} of {}", options.runs);
         let mut records = run_once(root, &python, options)?;
         if let Some(filter) = &options.filter {
-            records.retain(|record| record.figure.contains(filter.as_str()));
+            records.retain(|record| {
+                record.figure.contains(filter.as_str()) || record.group.contains(filter.as_str())
+            });
         }
         runs.push(records);
     }

@@ -81,7 +81,7 @@ enum Command {
         /// Run the whole set this many times; each figure then shows every run's ratio.
         #[arg(long, default_value_t = 1)]
         runs: usize,
-        /// Keep only the figures whose names contain this (and run only those models).
+        /// Keep only the figures whose names or groups contain this (and run only those models).
         #[arg(long)]
         filter: Option<String>,
     },

@@ -412,12 +412,13 @@ def main():
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--only", nargs="*", default=None)
     parser.add_argument("--no-export", action="store_true")
-    parser.add_argument("--list", action="store_true", help="print the names and exit")
+    parser.add_argument("--list", action="store_true",
+                        help="print each name and its group, tab-separated, and exit")
     parser.add_argument("--median", action="store_true",
                         help="report the median run, not the best (for a loaded machine)")
     opts = parser.parse_args()
     if opts.list:
-        print("\n".join(name for name, *_ in BENCHES))
+        print("\n".join(f"{name}\t{group}" for name, group, *_ in BENCHES))
         return
     names = []
     for name, group, flops, ranks, make in BENCHES:
