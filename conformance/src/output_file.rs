@@ -85,10 +85,10 @@ pub fn write(path: &Path, bytes: &[u8]) -> io::Result<()> {
 }
 
 /// Writes to `path` what `fill` writes to the (buffered) temporary file, for outputs streamed
-/// rather than held whole; as [`write`] otherwise.
+/// rather than held whole; as [`write()`] otherwise.
 ///
 /// # Errors
-/// As [`write`], and what `fill` returns.
+/// As [`write()`], and what `fill` returns.
 pub fn write_with(
     path: &Path,
     fill: impl FnOnce(&mut BufWriter<File>) -> io::Result<()>,
