@@ -422,15 +422,7 @@ fn main() {
     if !busy() && std::env::var_os("NRTSIM_SIMD").is_none() {
         println!();
         println!("with one core taken by a spinning thread, ours and XLA's alike (medians):");
-        let me = std::env::current_exe().expect("the bench's own path");
-        let status = Command::new(me)
-            .args(std::env::args().skip(1))
-            .env("NRTSIM_BENCH_BUSY", "1")
-            .status()
-            .expect("run the bench again with a core taken");
-        if !status.success() {
-            std::process::exit(status.code().unwrap_or(1));
-        }
+        run_again("NRTSIM_BENCH_BUSY", "1");
     }
     if busy() {
         return;
@@ -438,14 +430,20 @@ fn main() {
     // The same set as an AVX2-only CPU runs it (see the module documentation).
     if eval::simd_level() == "avx512" && std::env::var_os("NRTSIM_SIMD").is_none() {
         println!();
-        let me = std::env::current_exe().expect("the bench's own path");
-        let status = Command::new(me)
-            .args(std::env::args().skip(1))
-            .env("NRTSIM_SIMD", "avx2")
-            .status()
-            .expect("run the bench again capped to AVX2");
-        if !status.success() {
-            std::process::exit(status.code().unwrap_or(1));
-        }
+        run_again("NRTSIM_SIMD", "avx2");
+    }
+}
+
+/// Runs this bench again with `variable=value` and the same arguments; exits as it did when it
+/// failed.
+fn run_again(variable: &str, value: &str) {
+    let me = std::env::current_exe().expect("the bench's own path");
+    let status = Command::new(me)
+        .args(std::env::args().skip(1))
+        .env(variable, value)
+        .status()
+        .expect("run the bench again");
+    if !status.success() {
+        std::process::exit(status.code().unwrap_or(1));
     }
 }
