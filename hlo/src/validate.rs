@@ -117,6 +117,20 @@ pub enum ValidateError {
         /// What is wrong.
         why: String,
     },
+    /// Iota replica groups (on any instruction, in either field) that the text form cannot
+    /// write or that do not expand: no reshape dimensions, or counts, dimensions and transpose
+    /// that disagree.
+    #[error(
+        "computation `{computation}`, instruction `{instruction}`: invalid iota replica groups: {why}"
+    )]
+    InvalidReplicaGroups {
+        /// The computation.
+        computation: String,
+        /// The instruction.
+        instruction: String,
+        /// What is wrong.
+        why: String,
+    },
     /// A shape of the module's entry layout (`host_program_shape`) that cannot describe a value.
     #[error("the entry computation layout has an invalid shape: {why}")]
     InvalidEntryLayout {
@@ -245,6 +259,11 @@ pub fn validate(m: &HloModuleProto) -> Result<(), ValidateError> {
                     why,
                 })?;
             }
+            check_iota_groups(i).map_err(|why| ValidateError::InvalidReplicaGroups {
+                computation: c.name.clone(),
+                instruction: i.name.clone(),
+                why,
+            })?;
             check_enums(i).map_err(|(field, value, allowed)| ValidateError::UnknownEnumValue {
                 computation: c.name.clone(),
                 instruction: i.name.clone(),
@@ -525,6 +544,25 @@ fn check_shape(root: &ShapeProto) -> Result<(), String> {
                 }
             }
         }
+    }
+    Ok(())
+}
+
+/// The iota replica groups an instruction carries, in either field, must be what the text form
+/// writes and the parser reads back: at least one reshape dimension, and an expansion.
+fn check_iota_groups(i: &crate::proto::HloInstructionProto) -> Result<(), String> {
+    let lists = [
+        i.iota_replica_group_list.as_deref(),
+        i.collective_device_list.as_ref().and_then(|l| l.iota_replica_group_list.as_ref()),
+    ];
+    for iota in lists.into_iter().flatten() {
+        if iota.iota_reshape_dims.is_empty() {
+            return Err(format!(
+                "[{},{}]<=[] has no reshape dimensions, expected at least one",
+                iota.num_replica_groups, iota.num_devices_per_group
+            ));
+        }
+        iota.expand().map_err(|e| e.to_string())?;
     }
     Ok(())
 }

@@ -458,3 +458,33 @@ fn every_module_validate_accepts_prints_as_text_that_parses_back() {
     }
     assert!(perturbed >= 1000, "only {perturbed} perturbed modules validate and print");
 }
+
+/// Found by `tests/fuzz.rs` past 3 million mutated binaries: a conditional carrying iota
+/// replica groups `[0,0]<=[]` validated, and its print did not parse (the text form needs a
+/// reshape dimension). Iota groups on any instruction must now be what the text writes and the
+/// parser reads.
+#[test]
+fn iota_replica_groups_the_text_cannot_write_are_refused() {
+    let text =
+        "HloModule m\n\nENTRY e {\n  p = f32[4] parameter(0)\n  ROOT n = f32[4] negate(p)\n}\n";
+    let with_groups = |groups: i64, per_group: i64, dims: Vec<i64>| {
+        let mut m = parse(text);
+        let n = m.computations[0].instructions.iter_mut().find(|i| i.name == "n").unwrap();
+        n.iota_replica_group_list = Some(Box::new(hlo::proto::IotaReplicaGroupListProto {
+            num_replica_groups: groups,
+            num_devices_per_group: per_group,
+            iota_transpose_perm: (0..dims.len() as i32).collect(),
+            iota_reshape_dims: dims,
+        }));
+        m
+    };
+    assert_eq!(
+        err(&with_groups(0, 0, vec![])),
+        "computation `e`, instruction `n`: invalid iota replica groups: [0,0]<=[] has no reshape dimensions, expected at least one"
+    );
+    assert!(err(&with_groups(2, 2, vec![3])).contains("invalid iota replica groups"));
+    let fine = with_groups(1, 2, vec![2]);
+    validate(&fine).unwrap();
+    let printed = hlo::text::print_module(&fine).unwrap();
+    hlo::text::parse_module(&printed).unwrap();
+}
