@@ -237,16 +237,7 @@ fn run_module(
     // The flag, else libnrt's variable as the simulator reads it, else libnrt's default.
     options.device_time_limit = match limits.exec_timeout {
         Some(ExecTimeout(timeout)) => timeout,
-        None => match std::env::var(sim::config::EXEC_TIMEOUT_ENV) {
-            Ok(text) => sim::config::parse_exec_timeout(&text).with_context(|| {
-                format!(
-                    "{}={text:?} is invalid, expected {}",
-                    sim::config::EXEC_TIMEOUT_ENV,
-                    sim::config::EXEC_TIMEOUT_EXPECTED
-                )
-            })?,
-            Err(_) => Some(hlo::eval::DEFAULT_DEVICE_TIME_LIMIT),
-        },
+        None => sim::config::exec_timeout_from_env(|name| std::env::var(name).ok())?,
     };
     if let Some(WorkBudget(budget)) = limits.work_budget {
         options.work_budget = budget;

@@ -494,10 +494,7 @@ pub fn from_nrtsim_env(lookup: impl Fn(&str) -> Option<String>) -> Result<SimCon
                 .map_err(|_| invalid(COLLECTIVE_TIMEOUT_ENV, &ms, "a number of milliseconds"))?,
         );
     }
-    if let Some(seconds) = get(EXEC_TIMEOUT_ENV) {
-        config.exec_timeout = parse_exec_timeout(&seconds)
-            .ok_or_else(|| invalid(EXEC_TIMEOUT_ENV, &seconds, EXEC_TIMEOUT_EXPECTED))?;
-    }
+    config.exec_timeout = exec_timeout_from_env(&lookup)?;
     if let Some(budget) = get(WORK_BUDGET_ENV) {
         config.work_budget = match budget.to_ascii_lowercase().as_str() {
             "none" => None,
@@ -540,6 +537,27 @@ pub fn parse_exec_timeout(text: &str) -> Option<Option<Duration>> {
     let nanos: u32 = format!("{fraction:0<9}").parse().ok()?;
     let timeout = Duration::new(seconds, nanos);
     Some((!timeout.is_zero()).then_some(timeout))
+}
+
+/// [`SimConfig::exec_timeout`] as [`from_nrtsim_env`] reads it from `lookup`: libnrt's default
+/// when `NEURON_RT_EXEC_TIMEOUT` is unset or empty. For a command that runs the interpreter
+/// without a simulator (`nrtsim hlo run`), so both read the variable alike.
+///
+/// # Errors
+/// [`ConfigError::Invalid`] when the value is none of what [`parse_exec_timeout`] accepts.
+pub fn exec_timeout_from_env(
+    lookup: impl Fn(&str) -> Option<String>,
+) -> Result<Option<Duration>, ConfigError> {
+    let Some(seconds) =
+        lookup(EXEC_TIMEOUT_ENV).map(|v| v.trim().to_owned()).filter(|v| !v.is_empty())
+    else {
+        return Ok(Some(hlo::eval::DEFAULT_DEVICE_TIME_LIMIT));
+    };
+    parse_exec_timeout(&seconds).ok_or(ConfigError::Invalid {
+        variable: EXEC_TIMEOUT_ENV,
+        value: seconds,
+        expected: EXEC_TIMEOUT_EXPECTED,
+    })
 }
 
 /// `NEURON_RT_EXEC_TIMEOUT` as [`parse_exec_timeout`] reads it back.

@@ -219,17 +219,6 @@ pub struct RunLimits {
     pub time_limit: Option<Duration>,
 }
 
-impl Default for RunLimits {
-    fn default() -> Self {
-        let options = EvalOptions::default();
-        RunLimits {
-            device_time_limit: options.device_time_limit,
-            work_budget: options.work_budget,
-            time_limit: options.time_limit,
-        }
-    }
-}
-
 /// Why a module could not be evaluated.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum EvalError {
