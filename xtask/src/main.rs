@@ -11,6 +11,8 @@
 //!   working tree.
 //! - `sdk --out DIR [--profile debug|release]`: the tool, the library, its headers and `nrt.pc`
 //!   laid out as a Neuron SDK folder (`cmake -DNEURON_ROOT=DIR`), relocatable.
+//! - `nki-suites [--sdk DIR] [--samples DIR]`: NKI suites nobody here wrote, on nrtsim's NKI,
+//!   and the counts per test file (`docs/nki.md`).
 //! - `nkipy --source DIR [--work DIR] [--workers N]`: nkipy's own tests with the simulator as
 //!   the device, and the counts per test file (`docs/nkipy.md`).
 //! - `wheel [--out DIR]`: the Python wheels `nrtsim` (the tool, the library, its headers) and
@@ -40,6 +42,7 @@
 mod bench;
 mod conformance;
 mod libnrt;
+mod nki_suites;
 mod nkipy;
 mod sdk;
 mod test;
@@ -125,6 +128,26 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         pytest_args: Vec<String>,
     },
+    /// Run NKI test suites nobody here wrote (aws-neuron-sdk's nki/test, nki-samples' unit
+    /// tests) on nrtsim's NKI from clones of their repositories, then print the counts per test
+    /// file and each failure's reason (docs/nki.md).
+    NkiSuites {
+        /// A clone of aws-neuron/aws-neuron-sdk (its nki/test/*.py).
+        #[arg(long)]
+        sdk: Option<PathBuf>,
+        /// A clone of aws-neuron/nki-samples at 8370e11 (pytest test/unit --simulation-only).
+        #[arg(long)]
+        samples: Option<PathBuf>,
+        /// Where the venv and the logs go (default: target/nki-suites).
+        #[arg(long)]
+        work: Option<PathBuf>,
+        /// Also install PyTorch, which some references need.
+        #[arg(long)]
+        with_torch: bool,
+        /// More pytest arguments.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        pytest_args: Vec<String>,
+    },
     /// Build the Python wheels nrtsim and nrtsim-neuronx-cc (release, manylinux_2_17).
     Wheel {
         /// The folder to write them to (default: target/wheels).
@@ -178,6 +201,17 @@ fn main() -> Result<()> {
                 work: work.unwrap_or_else(|| libnrt::target_dir(&workspace_root()).join("nkipy")),
                 workers,
                 cores,
+                with_torch,
+                pytest_args,
+            },
+        ),
+        Command::NkiSuites { sdk, samples, work, with_torch, pytest_args } => nki_suites::run(
+            &workspace_root(),
+            &nki_suites::Options {
+                sdk,
+                samples,
+                work: work
+                    .unwrap_or_else(|| libnrt::target_dir(&workspace_root()).join("nki-suites")),
                 with_torch,
                 pytest_args,
             },

@@ -1,0 +1,275 @@
+"""nrtsim's NKI: run Neuron Kernel Interface kernels on a laptop, on nrtsim's simulated device.
+
+Imported as ``nki`` or ``neuronxcc.nki`` when no real NKI is installed (see ``finder``). A kernel
+is traced as NKI traces it (its Python runs once per SPMD program) into a program of instructions
+on tiles (``docs/nki-program.md`` in nrtsim), which nrtsim's executor runs. The executor checks
+what the device does not: tiles over 128 partitions, SBUF and PSUM over capacity, accesses out of
+bounds, reads of memory nothing wrote, and outputs left partly unwritten.
+
+    import numpy as np
+    import nki, nki.language as nl
+
+    @nki.jit
+    def add(a, b):
+        out = nl.ndarray(a.shape, a.dtype, buffer=nl.shared_hbm)
+        nl.store(out, nl.add(nl.load(a), nl.load(b)))
+        return out
+
+    add(np.ones((128, 512), np.float32), np.ones((128, 512), np.float32))
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import os
+import sys
+import warnings
+
+import numpy as np
+
+from . import _core, _run, compiler, dtypes, isa, language, typing  # noqa: F401
+from ._core import NkiError
+
+__all__ = [
+    "jit", "trace", "simulate", "simulate_kernel", "baremetal", "benchmark", "profile",
+    "language", "isa", "typing", "compiler", "NkiError", "NkiWarning", "tile_size",
+]
+
+tile_size = language.tile_size
+
+NOTICE = (
+    "nki: this is nrtsim's NKI simulator (the nrtsim-nki package), not AWS's; kernels run on "
+    "nrtsim's executor"
+)
+_announced = False
+
+
+def _announce() -> None:
+    global _announced
+    if not _announced:
+        _announced = True
+        if os.environ.get("NRTSIM_QUIET") != "1":
+            print(NOTICE, file=sys.stderr, flush=True)
+
+
+class NkiWarning(UserWarning):
+    """What the executor found that the device would not report (an unwritten output, a read
+    of memory no instruction wrote). ``NRTSIM_NKI_STRICT=1`` makes them errors."""
+
+
+_TARGETS = {"trn1": "trn1", "inf2": "trn1", "gen2": "trn1", "trn2": "trn2", "gen3": "trn2",
+            "trn3": "trn3", "gen4": "trn3"}
+
+
+def _target(requested) -> str:
+    value = os.environ.get("NEURON_PLATFORM_TARGET_OVERRIDE") or requested or "trn3"
+    key = str(value).lower()
+    if key not in _TARGETS:
+        raise NkiError(f"unknown platform target {value!r}: expected one of {', '.join(_TARGETS)}")
+    return _TARGETS[key]
+
+
+class Kernel:
+    """A kernel function with its launch options; call it with numpy arrays to run it."""
+
+    def __init__(self, func, mode="auto", platform_target=None, grid=(), **options):
+        if isinstance(func, Kernel):
+            func = func.func
+        self.func = func
+        self.mode = mode
+        self.platform_target = platform_target
+        self.grid = tuple(grid)
+        self.options = options
+        #: The executor's report of the last run: ``stats``, ``warnings``, ``prints``.
+        self.last_report = None
+        self.benchmark_result = None
+        functools.update_wrapper(self, func)
+
+    def __getitem__(self, grid) -> "Kernel":
+        if not isinstance(grid, tuple):
+            grid = (grid,)
+        kernel = Kernel(self.func, self.mode, self.platform_target, grid, **self.options)
+        return kernel
+
+    def __call__(self, *args, **kwargs):
+        return self.run(args, kwargs)
+
+    # tracing --------------------------------------------------------------------------------
+    def trace(self, args, kwargs):
+        """Traces the kernel for ``args``; returns (trace, input arrays, input tensors)."""
+        _announce()
+        code = self.func.__code__
+        seed = int(os.environ.get("NRTSIM_NKI_SEED", "0"))
+        sizes = tuple(language.grid_size(g) for g in self.grid)
+        trace = _core.Trace(self.func.__name__, code.co_filename, code.co_firstlineno,
+                            _target(self.platform_target), list(sizes), seed)
+        trace.grid_shape = sizes
+        try:
+            bound = inspect.signature(self.func).bind(*args, **kwargs)
+        except TypeError as error:
+            raise TypeError(f"{self.func.__name__}: {error}") from None
+        arrays = []
+        tensors = []
+        call_args = {}
+        _core._CURRENT.append(trace)
+        try:
+            for name, value in bound.arguments.items():
+                if isinstance(value, np.ndarray) or _is_torch(value):
+                    array = _to_numpy(value)
+                    tensor = trace.new_tensor(array.shape or (1,), array.dtype, _core.SHARED_HBM, name, role="input")
+                    trace.inputs.append(tensor._id)
+                    arrays.append(array)
+                    tensors.append((value, tensor))
+                    call_args[name] = tensor
+                else:
+                    call_args[name] = value
+            result = None
+            ids = [()] if not sizes else list(np.ndindex(*sizes))
+            for index, pid in enumerate(ids):
+                trace.start_program(tuple(int(i) for i in pid))
+                returned = self.func(**call_args)
+                if index == 0:
+                    result = returned
+        finally:
+            _core._CURRENT.pop()
+        return trace, arrays, tensors, result
+
+    def run(self, args, kwargs):
+        trace, arrays, tensors, result = self.trace(args, kwargs)
+        returned = _flatten(result)
+        for tensor in returned:
+            if not isinstance(tensor, _core.Tensor):
+                raise NkiError(f"{self.func.__name__} returns {type(tensor).__name__}; a kernel returns tensors")
+            trace.outputs.append(tensor._id)
+        written_inputs = [(v, t) for v, t in tensors if t._id in _written(trace.instructions)
+                          and t._id not in trace.outputs]
+        trace.outputs.extend(t._id for _, t in written_inputs)
+        strict = os.environ.get("NRTSIM_NKI_STRICT") == "1"
+        outputs, report = _run.run(trace.document(), arrays, strict=strict)
+        self.last_report = report
+        _relay(report)
+        by_id = dict(zip(trace.outputs, outputs))
+        for value, tensor in written_inputs:
+            _copy_back(value, by_id[tensor._id])
+        values = [by_id[t._id] for t in returned]
+        values = [_like_inputs(v, tensors) for v in values]
+        if result is None:
+            return None
+        if isinstance(result, (tuple, list)):
+            return type(result)(values) if isinstance(result, tuple) else values
+        return values[0]
+
+
+def _flatten(result):
+    if result is None:
+        return []
+    if isinstance(result, (tuple, list)):
+        out = []
+        for item in result:
+            out.extend(_flatten(item))
+        return out
+    return [result]
+
+
+def _written(instructions) -> set:
+    found = set()
+
+    def visit(value, key=None):
+        if isinstance(value, dict):
+            if key in ("dst", "dst_idx", "reduce_res") and "t" in value:
+                found.add(value["t"])
+            for k, v in value.items():
+                visit(v, k)
+        elif isinstance(value, list):
+            for v in value:
+                visit(v, key)
+
+    for instruction in instructions:
+        visit(instruction)
+    return found
+
+
+def _is_torch(value) -> bool:
+    return type(value).__module__.startswith("torch") and hasattr(value, "numpy")
+
+
+def _to_numpy(value) -> np.ndarray:
+    if isinstance(value, np.ndarray):
+        array = value
+    else:
+        array = value.detach().cpu().numpy()
+    if array.dtype == np.float64:
+        raise NkiError("NKI has no float64: pass float32 (or a narrower type)")
+    dtypes.name(array.dtype)
+    return array
+
+
+def _copy_back(value, array):
+    if isinstance(value, np.ndarray):
+        if value.flags.writeable:
+            np.copyto(value, array.reshape(value.shape), casting="unsafe")
+    else:
+        import torch
+
+        value.copy_(torch.from_numpy(array.reshape(tuple(value.shape))))
+
+
+def _like_inputs(array, tensors):
+    if tensors and _is_torch(tensors[0][0]):
+        import torch
+
+        return torch.from_numpy(array)
+    return array
+
+
+def _relay(report) -> None:
+    for item in report.get("prints", []):
+        values = np.array(item.get("values", [])).reshape(item.get("shape", [-1]))
+        print(f"{item.get('label', '')} {values}")
+    for warning in report.get("warnings", []):
+        warnings.warn(f"{warning.get('loc', '')}: {warning.get('message', '')}", NkiWarning, stacklevel=4)
+
+
+# ---------------------------------------------------------------------------------------------
+# entry points
+
+
+def jit(func=None, mode="auto", platform_target=None, **options):
+    """Makes ``func`` an NKI kernel. With numpy (or torch CPU) arrays it runs on nrtsim's executor,
+    whatever ``mode`` says (``simulation``, ``baremetal``, ``benchmark``, ``auto``)."""
+    if func is None:
+        return lambda f: Kernel(f, mode, platform_target, **options)
+    return Kernel(func, mode, platform_target, **options)
+
+
+trace = jit
+
+
+def simulate_kernel(kernel, *args, **kwargs):
+    """Runs ``kernel`` (a ``jit`` kernel or a plain function) on numpy arrays; returns its outputs."""
+    if not isinstance(kernel, Kernel):
+        kernel = Kernel(kernel, "simulation")
+    return kernel(*args, **kwargs)
+
+
+def simulate(kernel):
+    """A callable running ``kernel`` on nrtsim's executor (``nki.simulate(k)(a, b)``)."""
+    if not isinstance(kernel, Kernel):
+        kernel = Kernel(kernel, "simulation")
+    return kernel
+
+
+def baremetal(kernel=None, **options):
+    """As ``jit(mode="baremetal")``: here the device is nrtsim's."""
+    return jit(kernel, mode="baremetal", **options)
+
+
+def benchmark(kernel=None, **options):
+    """As ``jit(mode="benchmark")``: runs the kernel; nrtsim has no timing model, so
+    ``benchmark_result`` holds the executor's instruction counts and no latency."""
+    return jit(kernel, mode="benchmark", **options)
+
+
+def profile(kernel=None, **options):
+    return jit(kernel, mode="profile", **options)

@@ -1,0 +1,67 @@
+"""Runs a traced program with nrtsim's executor (``nrtsim nki run``) and reads its results."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from . import dtypes as _dt
+from ._core import NkiError
+
+#: Overrides which ``nrtsim`` executable runs kernels (a build tree's, for instance).
+TOOL_ENV = "NRTSIM_TOOL"
+
+
+def tool() -> str:
+    """The ``nrtsim`` executable: ``$NRTSIM_TOOL``, else the installed ``nrtsim`` distribution's."""
+    override = os.environ.get(TOOL_ENV)
+    if override:
+        return override
+    try:
+        import nrtsim
+
+        return str(nrtsim.tool())
+    except (ImportError, FileNotFoundError) as error:
+        found = shutil.which("nrtsim")
+        if found:
+            return found
+        raise NkiError(
+            f"cannot find nrtsim's executor: install the nrtsim distribution or set {TOOL_ENV} ({error})"
+        ) from error
+
+
+def run(document: dict, arrays: list, strict: bool = False):
+    """Runs ``document`` on ``arrays`` (its inputs); returns (output arrays, report)."""
+    with tempfile.TemporaryDirectory(prefix="nrtsim-nki-") as folder:
+        root = Path(folder)
+        program = root / "program.json"
+        program.write_text(json.dumps(document, separators=(",", ":")))
+        inputs = root / "in"
+        outputs = root / "out"
+        inputs.mkdir()
+        outputs.mkdir()
+        for k, array in enumerate(arrays):
+            (inputs / f"in{k}.bin").write_bytes(np.ascontiguousarray(array).tobytes())
+        report = root / "report.json"
+        command = [tool(), "nki", "run", str(program), "--inputs", str(inputs), "--outputs", str(outputs),
+                   "--report", str(report)]
+        if strict:
+            command.append("--strict")
+        completed = subprocess.run(command, capture_output=True, text=True, check=False)
+        if completed.returncode != 0:
+            message = completed.stderr.strip() or f"nrtsim nki run exited with status {completed.returncode}"
+            raise NkiError(message)
+        results = []
+        for k, tid in enumerate(document["outputs"]):
+            tensor = document["tensors"][tid]
+            storage = _dt.storage(tensor["dtype"])
+            data = (outputs / f"out{k}.bin").read_bytes()
+            results.append(np.frombuffer(data, dtype=storage).reshape(tensor["shape"]).copy())
+        details = json.loads(report.read_text()) if report.exists() else {}
+        return results, details

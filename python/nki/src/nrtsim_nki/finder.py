@@ -1,0 +1,65 @@
+"""A meta-path finder that provides ``nki`` and ``neuronxcc.nki`` when nothing else does.
+
+It is appended to the end of ``sys.meta_path``, after Python's own finders, so a real ``nki`` (or
+a real neuronx-cc's ``neuronxcc.nki``) on ``sys.path`` is always imported first; this finder is
+asked only when the import would otherwise fail. It then gives the modules of ``nrtsim_nki``
+under the asked name: one module object for each, whichever name imported it first, so
+``nki.language`` and ``neuronxcc.nki.language`` are the same module.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.abc
+import importlib.util
+import sys
+
+#: The names this finder answers for, and the package they alias.
+PREFIXES = ("nki", "neuronxcc.nki")
+PACKAGE = "nrtsim_nki"
+
+
+class _AliasLoader(importlib.abc.Loader):
+    def __init__(self, target: str):
+        self.target = target
+
+    def create_module(self, spec):
+        module = importlib.import_module(self.target)
+        # Register every loaded submodule under the alias too, so `import nki.language` after
+        # `import nki` finds it instead of executing the file a second time.
+        prefix = spec.name[: len(spec.name) - (len(self.target) - len(PACKAGE))]
+        for name, loaded in list(sys.modules.items()):
+            if name == PACKAGE or name.startswith(PACKAGE + "."):
+                sys.modules.setdefault(prefix + name[len(PACKAGE):], loaded)
+        return module
+
+    def exec_module(self, module):
+        pass
+
+
+class NkiFinder(importlib.abc.MetaPathFinder):
+    """Finds ``nki`` and ``neuronxcc.nki`` (and their submodules) in this distribution."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        for prefix in PREFIXES:
+            if fullname == prefix or fullname.startswith(prefix + "."):
+                if prefix == "neuronxcc.nki" and not _neuronxcc_is_ours():
+                    return None
+                rest = fullname[len(prefix):]
+                if importlib.util.find_spec(PACKAGE + rest) is None:
+                    return None
+                return importlib.util.spec_from_loader(fullname, _AliasLoader(PACKAGE + rest))
+        return None
+
+
+def _neuronxcc_is_ours() -> bool:
+    """True when the imported ``neuronxcc`` is nrtsim's compiler shim, not a real neuronx-cc."""
+    module = sys.modules.get("neuronxcc")
+    origin = getattr(module, "__file__", "") or ""
+    return "nrtsim_neuronx_cc" in origin
+
+
+def install() -> None:
+    """Appends the finder to ``sys.meta_path`` once."""
+    if not any(isinstance(finder, NkiFinder) for finder in sys.meta_path):
+        sys.meta_path.append(NkiFinder())
