@@ -7,8 +7,9 @@ use crate::RunErrorKind;
 use crate::alu::AluOp;
 use crate::memory::{Memory, SKIP, affine_values, mask_active, numel, zeroed};
 use crate::ops::{
-    ActivationOp, CopyOp, DmaOp, IotaOp, MatmulOp, MemsetOp, Oob, Op, PartitionReduceOp, PrintOp,
-    ReduceOp, SelectOp, SelectPred, TensorScalarOp, TensorTensorOp,
+    ActivationOp, BnAggrOp, BnStatsOp, CopyOp, DmaOp, IotaOp, MatmulOp, Max8Op, MemsetOp,
+    NcFindIndex8Op, NcMatchReplace8Op, Oob, Op, PartitionReduceOp, PrintOp, ReduceOp,
+    ScalarTensorTensorOp, ScanOp, SelectOp, SelectPred, TensorScalarOp, TensorTensorOp,
 };
 use crate::program::{Ap, Operand, Pred};
 use crate::{PrintRecord, PrintValue};
@@ -43,6 +44,13 @@ pub(crate) fn execute(mem: &mut Memory<'_>) -> Result<Effects> {
         Op::Matmul(op) => matmul(mem, op, mask)?,
         Op::Select(op) => select(mem, op, mask)?,
         Op::Print(op) => effects.print = Some(print(mem, op, mask)?),
+        Op::Scan(op) => scan(mem, op)?,
+        Op::ScalarTensorTensor(op) => scalar_tensor_tensor(mem, op, mask)?,
+        Op::BnStats(op) => bn_stats(mem, op)?,
+        Op::BnAggr(op) => bn_aggr(mem, op)?,
+        Op::Max8(op) => max8(mem, op)?,
+        Op::NcFindIndex8(op) => nc_find_index8(mem, op)?,
+        Op::NcMatchReplace8(op) => nc_match_replace8(mem, op)?,
     }
     Ok(effects)
 }
@@ -368,4 +376,172 @@ fn print(mem: &mut Memory<'_>, op: &PrintOp, mask: &[Pred]) -> Result<PrintRecor
             .map(|(&v, &offset)| if offset == SKIP { PrintValue(None) } else { PrintValue(Some(v)) })
             .collect(),
     })
+}
+
+/// Loads a whole AP (no mask) and splits its shape into partitions and elements per partition.
+fn load_partitioned(mem: &mut Memory<'_>, ap: &Ap, operand: &str) -> Result<(Vec<f32>, usize, usize)> {
+    let values = mem.load_ap(ap, None, operand)?;
+    let partitions = ap.shape().first().copied().unwrap_or(1) as usize;
+    let free = if partitions == 0 { 0 } else { values.len() / partitions };
+    Ok((values, partitions, free))
+}
+
+/// Stores a whole AP (no mask).
+fn store_all(mem: &mut Memory<'_>, ap: &Ap, values: &[f32]) -> Result<()> {
+    let offsets = mem.offsets(ap, None, Oob::Error, "dst")?;
+    mem.store(ap.t, &offsets, values);
+    Ok(())
+}
+
+/// Stores exact integers into a whole AP (no mask).
+fn store_all_i64(mem: &mut Memory<'_>, ap: &Ap, values: &[i64], operand: &str) -> Result<()> {
+    let offsets = mem.offsets(ap, None, Oob::Error, operand)?;
+    mem.store_i64(ap.t, &offsets, values);
+    Ok(())
+}
+
+fn scan(mem: &mut Memory<'_>, op: &ScanOp) -> Result<()> {
+    let (data0, partitions, free) = load_partitioned(mem, &op.data0, "data0")?;
+    let data1 = mem.load_ap(&op.data1, None, "data1")?;
+    let initial = load_operand(mem, &op.initial, None, partitions, "initial")?;
+    let signed = signed(mem, &op.dst);
+    let mut out = zeroed::<f32>(data0.len())?;
+    for p in 0..partitions {
+        let mut previous = initial[p];
+        for i in p * free..(p + 1) * free {
+            let x = if op.reverse0 {
+                op.op0.apply(previous, data0[i], signed)
+            } else {
+                op.op0.apply(data0[i], previous, signed)
+            };
+            previous = if op.reverse1 {
+                op.op1.apply(data1[i], x, signed)
+            } else {
+                op.op1.apply(x, data1[i], signed)
+            };
+            out[i] = previous;
+        }
+    }
+    store_all(mem, &op.dst, &out)
+}
+
+fn scalar_tensor_tensor(mem: &mut Memory<'_>, op: &ScalarTensorTensorOp, mask: &[Pred]) -> Result<()> {
+    let (dst, active) = dst_and_mask(mem, &op.dst, mask)?;
+    let mut x = mem.load_ap(&op.data, active.as_deref(), "data")?;
+    let operand0 = load_operand(mem, &op.operand0, active.as_deref(), dst.len(), "operand0")?;
+    let operand1 = mem.load_ap(&op.operand1, active.as_deref(), "operand1")?;
+    let signed = signed(mem, &op.dst);
+    for ((x, &a), &b) in x.iter_mut().zip(&operand0).zip(&operand1) {
+        let t = if op.reverse0 { op.op0.apply(a, *x, signed) } else { op.op0.apply(*x, a, signed) };
+        *x = if op.reverse1 { op.op1.apply(b, t, signed) } else { op.op1.apply(t, b, signed) };
+    }
+    mem.store(op.dst.t, &dst, &x);
+    Ok(())
+}
+
+/// Count, mean and sum of squared deviations of `values`, in float32; an empty list gives
+/// (0, 0, 0).
+fn count_mean_m2(values: impl Iterator<Item = f32> + Clone) -> [f32; 3] {
+    let count = values.clone().count();
+    if count == 0 {
+        return [0.0; 3];
+    }
+    let mean = values.clone().sum::<f32>() / count as f32;
+    let m2 = values.map(|v| (v - mean) * (v - mean)).sum::<f32>();
+    [count as f32, mean, m2]
+}
+
+fn bn_stats(mem: &mut Memory<'_>, op: &BnStatsOp) -> Result<()> {
+    let (data, partitions, free) = load_partitioned(mem, &op.data, "data")?;
+    let mut out = zeroed::<f32>(partitions * 6)?;
+    for p in 0..partitions {
+        let row = &data[p * free..(p + 1) * free];
+        let even = count_mean_m2(row.iter().step_by(2).copied());
+        let odd = count_mean_m2(row.iter().skip(1).step_by(2).copied());
+        out[p * 6..p * 6 + 3].copy_from_slice(&even);
+        out[p * 6 + 3..p * 6 + 6].copy_from_slice(&odd);
+    }
+    store_all(mem, &op.dst, &out)
+}
+
+fn bn_aggr(mem: &mut Memory<'_>, op: &BnAggrOp) -> Result<()> {
+    let (data, partitions, free) = load_partitioned(mem, &op.data, "data")?;
+    let mut out = zeroed::<f32>(partitions * 2)?;
+    for p in 0..partitions {
+        let triples = data[p * free..(p + 1) * free].chunks_exact(3);
+        // Chan et al.'s combination: the total count, the count-weighted mean, and the sum of
+        // the parts' squared deviations plus each part's count times its mean's deviation.
+        let count: f32 = triples.clone().map(|t| t[0]).sum();
+        let mean = triples.clone().map(|t| t[0] * t[1]).sum::<f32>() / count;
+        let m2: f32 =
+            triples.map(|t| t[2] + t[0] * (t[1] - mean) * (t[1] - mean)).sum();
+        out[p * 2] = mean;
+        out[p * 2 + 1] = m2 / count;
+    }
+    store_all(mem, &op.dst, &out)
+}
+
+fn max8(mem: &mut Memory<'_>, op: &Max8Op) -> Result<()> {
+    let (src, partitions, free) = load_partitioned(mem, &op.src, "src")?;
+    let mut out = zeroed::<f32>(partitions * 8)?;
+    let mut row = Vec::with_capacity(free);
+    for p in 0..partitions {
+        row.clear();
+        row.extend_from_slice(&src[p * free..(p + 1) * free]);
+        // Descending in IEEE total order: NaN above +inf, so a NaN input shows.
+        row.sort_unstable_by(|a, b| b.total_cmp(a));
+        out[p * 8..p * 8 + 8].copy_from_slice(&row[..8]);
+    }
+    store_all(mem, &op.dst, &out)
+}
+
+/// The all-ones index of a value not found: saturates to 0xFFFF for uint16.
+const NOT_FOUND: i64 = u32::MAX as i64;
+
+fn nc_find_index8(mem: &mut Memory<'_>, op: &NcFindIndex8Op) -> Result<()> {
+    let (data, partitions, free) = load_partitioned(mem, &op.data, "data")?;
+    let vals = mem.load_ap(&op.vals, None, "vals")?;
+    let mut out = vec![NOT_FOUND; partitions * 8];
+    for p in 0..partitions {
+        let row = &data[p * free..(p + 1) * free];
+        let wanted = &vals[p * 8..p * 8 + 8];
+        for (i, &value) in wanted.iter().enumerate() {
+            // A value listed again takes its next occurrence (ascending over the duplicates).
+            let repeat = wanted[..i].iter().filter(|&&v| v == value).count();
+            if let Some(position) = row.iter().enumerate().filter(|&(_, &x)| x == value).nth(repeat).map(|(j, _)| j) {
+                out[p * 8 + i] = position as i64;
+            }
+        }
+    }
+    store_all_i64(mem, &op.dst, &out, "dst")
+}
+
+fn nc_match_replace8(mem: &mut Memory<'_>, op: &NcMatchReplace8Op) -> Result<()> {
+    let (mut data, partitions, free) = load_partitioned(mem, &op.data, "data")?;
+    let vals = mem.load_ap(&op.vals, None, "vals")?;
+    let mut indices = vec![NOT_FOUND; partitions * 8];
+    let mut matched = vec![false; free];
+    for p in 0..partitions {
+        matched.fill(false);
+        let row = &mut data[p * free..(p + 1) * free];
+        // Values are matched from the last to the first, each to the first position not yet
+        // matched, so duplicate values take ascending positions from the highest slot down.
+        for i in (0..8).rev() {
+            let value = vals[p * 8 + i];
+            if let Some(position) = (0..free).find(|&j| !matched[j] && row[j] == value) {
+                matched[position] = true;
+                indices[p * 8 + i] = position as i64;
+            }
+        }
+        for (x, &hit) in row.iter_mut().zip(&matched) {
+            if hit {
+                *x = op.imm as f32;
+            }
+        }
+    }
+    store_all(mem, &op.dst, &data)?;
+    if let Some(dst_idx) = &op.dst_idx {
+        store_all_i64(mem, dst_idx, &indices, "dst_idx")?;
+    }
+    Ok(())
 }

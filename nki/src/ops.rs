@@ -66,6 +66,20 @@ declare_ops! {
     "select" => Select(SelectOp),
     /// Records a tile's values for the report.
     "print" => Print(PrintOp),
+    /// `nki.isa.tensor_tensor_scan`: a running `(data0 op0 prev) op1 data1` along each partition.
+    "scan" => Scan(ScanOp),
+    /// `(data op0 operand0) op1 operand1`.
+    "scalar_tensor_tensor" => ScalarTensorTensor(ScalarTensorTensorOp),
+    /// Count, mean and variance × count of the even and of the odd elements of each partition.
+    "bn_stats" => BnStats(BnStatsOp),
+    /// Mean and variance per partition from `bn_stats` triples.
+    "bn_aggr" => BnAggr(BnAggrOp),
+    /// The 8 largest values of each partition, in descending order.
+    "max8" => Max8(Max8Op),
+    /// The index of each of 8 values in each partition.
+    "nc_find_index8" => NcFindIndex8(NcFindIndex8Op),
+    /// `data` with the first match of each of 8 values replaced by `imm`.
+    "nc_match_replace8" => NcMatchReplace8(NcMatchReplace8Op),
 }
 
 /// What a DMA does with an index outside the tensor.
@@ -302,6 +316,113 @@ pub struct PrintOp {
     pub src: Ap,
 }
 
+/// `scan`'s operands (`nki.isa.tensor_tensor_scan`'s names).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScanOp {
+    /// The result, `[P, ...]`.
+    pub dst: Ap,
+    /// The left operand of `op0`, `dst`'s shape.
+    pub data0: Ap,
+    /// The right operand of `op1`, `dst`'s shape.
+    pub data1: Ap,
+    /// The state before the first element: an immediate or a `[P, 1]` tile.
+    pub initial: Operand,
+    /// Combines `data0` with the previous result.
+    pub op0: AluOp,
+    /// Combines that with `data1`.
+    pub op1: AluOp,
+    /// `prev op0 data0` instead of `data0 op0 prev`.
+    #[serde(default)]
+    pub reverse0: bool,
+    /// `data1 op1 x` instead of `x op1 data1`.
+    #[serde(default)]
+    pub reverse1: bool,
+}
+
+/// `scalar_tensor_tensor`'s operands.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScalarTensorTensorOp {
+    /// The result.
+    pub dst: Ap,
+    /// The input tile, `dst`'s shape.
+    pub data: Ap,
+    /// The first operator.
+    pub op0: AluOp,
+    /// Its operand (an immediate, or a tile broadcast to `dst`'s shape).
+    pub operand0: Operand,
+    /// The second operator.
+    pub op1: AluOp,
+    /// Its operand, `dst`'s shape.
+    pub operand1: Ap,
+    /// `operand0 op0 data` instead of `data op0 operand0`.
+    #[serde(default)]
+    pub reverse0: bool,
+    /// `operand1 op1 x` instead of `x op1 operand1`.
+    #[serde(default)]
+    pub reverse1: bool,
+}
+
+/// `bn_stats`'s operands.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BnStatsOp {
+    /// `[P, 6]`.
+    pub dst: Ap,
+    /// `[P, ...]`, at most 512 elements per partition.
+    pub data: Ap,
+}
+
+/// `bn_aggr`'s operands.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BnAggrOp {
+    /// `[P, 2]`: mean, variance.
+    pub dst: Ap,
+    /// `[P, 3k]`: `(count, mean, variance × count)` triples.
+    pub data: Ap,
+}
+
+/// `max8`'s operands.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Max8Op {
+    /// `[P, 8]`.
+    pub dst: Ap,
+    /// `[P, ...]`, 8 to 16384 elements per partition.
+    pub src: Ap,
+}
+
+/// `nc_find_index8`'s operands.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NcFindIndex8Op {
+    /// `[P, 8]`, uint16 or uint32.
+    pub dst: Ap,
+    /// `[P, ...]`, 8 to 16384 elements per partition.
+    pub data: Ap,
+    /// `[P, 8]`: the values searched.
+    pub vals: Ap,
+}
+
+/// `nc_match_replace8`'s operands.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NcMatchReplace8Op {
+    /// `data`'s shape: `data` with the matches replaced.
+    pub dst: Ap,
+    /// `[P, ...]`, 8 to 16384 elements per partition.
+    pub data: Ap,
+    /// `[P, 8]`: the values matched.
+    pub vals: Ap,
+    /// What a match is replaced with.
+    pub imm: f64,
+    /// Optional `[P, 8]`: where each value matched (uint16 or uint32).
+    #[serde(default)]
+    pub dst_idx: Option<Ap>,
+}
+
 /// The fields that name ALU operators, and the one that names an activation function.
 const ALU_FIELDS: &[&str] = &["op", "alu_op", "accumulate", "op0", "op1", "reduce_op"];
 const ACT_FIELDS: &[&str] = &["func"];
@@ -384,6 +505,25 @@ impl Op {
                 aps
             }
             Op::Print(op) => vec![&op.src],
+            Op::Scan(op) => {
+                let mut aps = vec![&op.dst, &op.data0, &op.data1];
+                aps.extend(operand(&op.initial));
+                aps
+            }
+            Op::ScalarTensorTensor(op) => {
+                let mut aps = vec![&op.dst, &op.data, &op.operand1];
+                aps.extend(operand(&op.operand0));
+                aps
+            }
+            Op::BnStats(op) => vec![&op.dst, &op.data],
+            Op::BnAggr(op) => vec![&op.dst, &op.data],
+            Op::Max8(op) => vec![&op.dst, &op.src],
+            Op::NcFindIndex8(op) => vec![&op.dst, &op.data, &op.vals],
+            Op::NcMatchReplace8(op) => {
+                let mut aps = vec![&op.dst, &op.data, &op.vals];
+                aps.extend(op.dst_idx.as_ref());
+                aps
+            }
         };
         let indexes: Vec<&Ap> =
             aps.iter().filter_map(|ap| ap.ind.as_ref().map(|ind| &ind.index)).collect();
@@ -526,9 +666,124 @@ pub(crate) fn validate(program: &Program, index: usize) -> Result<(), ProgramErr
             shape
         }
         Op::Print(op) => check.ap(&op.src, "src")?,
+        Op::Scan(op) => {
+            let shape = check.ap(&op.dst, "dst")?;
+            check.ap_shaped(&op.data0, "data0", &shape)?;
+            check.ap_shaped(&op.data1, "data1", &shape)?;
+            check.operand(&op.initial, "initial", &[partitions(&shape, "dst")?, 1])?;
+            no_mask(instruction)?;
+            shape
+        }
+        Op::ScalarTensorTensor(op) => {
+            let shape = check.ap(&op.dst, "dst")?;
+            check.ap_shaped(&op.data, "data", &shape)?;
+            check.operand(&op.operand0, "operand0", &shape)?;
+            check.ap_shaped(&op.operand1, "operand1", &shape)?;
+            shape
+        }
+        Op::BnStats(op) => {
+            let shape = check.ap(&op.data, "data")?;
+            let p = partitions(&shape, "data")?;
+            per_partition(&shape, "data", 1, 512)?;
+            check.ap_shaped(&op.dst, "dst", &[p, 6])?;
+            no_mask(instruction)?;
+            shape
+        }
+        Op::BnAggr(op) => {
+            let shape = check.ap(&op.data, "data")?;
+            let p = partitions(&shape, "data")?;
+            let free = per_partition(&shape, "data", 3, u64::MAX)?;
+            if free % 3 != 0 {
+                return Err(ProgramErrorKind::ShapeMismatch {
+                    operand: "data".into(),
+                    expected: "a multiple of 3 elements per partition".into(),
+                    found: shape,
+                });
+            }
+            check.ap_shaped(&op.dst, "dst", &[p, 2])?;
+            no_mask(instruction)?;
+            shape
+        }
+        Op::Max8(op) => {
+            let shape = check.ap(&op.src, "src")?;
+            let p = partitions(&shape, "src")?;
+            per_partition(&shape, "src", 8, 16384)?;
+            check.ap_shaped(&op.dst, "dst", &[p, 8])?;
+            no_mask(instruction)?;
+            shape
+        }
+        Op::NcFindIndex8(op) => {
+            let shape = check.ap(&op.data, "data")?;
+            let p = partitions(&shape, "data")?;
+            per_partition(&shape, "data", 8, 16384)?;
+            check.ap_shaped(&op.vals, "vals", &[p, 8])?;
+            check.ap_shaped(&op.dst, "dst", &[p, 8])?;
+            index_dtype(&check, &op.dst, "dst")?;
+            no_mask(instruction)?;
+            shape
+        }
+        Op::NcMatchReplace8(op) => {
+            let shape = check.ap(&op.data, "data")?;
+            let p = partitions(&shape, "data")?;
+            per_partition(&shape, "data", 8, 16384)?;
+            check.ap_shaped(&op.vals, "vals", &[p, 8])?;
+            check.ap_shaped(&op.dst, "dst", &shape)?;
+            if let Some(dst_idx) = &op.dst_idx {
+                check.ap_shaped(dst_idx, "dst_idx", &[p, 8])?;
+                index_dtype(&check, dst_idx, "dst_idx")?;
+            }
+            no_mask(instruction)?;
+            shape
+        }
     };
     for (k, pred) in instruction.mask.iter().enumerate() {
         check.affine(&format!("mask[{k}]"), &pred.c, pred.k, &iteration)?;
+    }
+    Ok(())
+}
+
+/// The partition count of a shape (its dimension 0), or a shape error for rank 0.
+fn partitions(shape: &[u64], operand: &str) -> Result<u64, ProgramErrorKind> {
+    shape.first().copied().ok_or_else(|| ProgramErrorKind::ShapeMismatch {
+        operand: operand.into(),
+        expected: "rank 1 or more (dimension 0 is the partition)".into(),
+        found: shape.to_vec(),
+    })
+}
+
+/// The elements per partition of a shape, which must lie in `low..=high`.
+fn per_partition(shape: &[u64], operand: &str, low: u64, high: u64) -> Result<u64, ProgramErrorKind> {
+    let free: u64 = shape.iter().skip(1).product();
+    if !(low..=high).contains(&free) {
+        return Err(ProgramErrorKind::ShapeMismatch {
+            operand: operand.into(),
+            expected: format!("{low} to {high} elements per partition"),
+            found: shape.to_vec(),
+        });
+    }
+    Ok(free)
+}
+
+/// Ops that combine elements across a partition take no mask (docs/nki-program.md).
+fn no_mask(instruction: &crate::program::Instruction) -> Result<(), ProgramErrorKind> {
+    if !instruction.mask.is_empty() {
+        return Err(ProgramErrorKind::Invalid(format!(
+            "`{}` takes no mask; slice its operands instead",
+            instruction.op.name()
+        )));
+    }
+    Ok(())
+}
+
+/// Index outputs are uint16 or uint32.
+fn index_dtype(check: &Checker<'_>, ap: &Ap, operand: &str) -> Result<(), ProgramErrorKind> {
+    let dtype = check.tensor(ap, operand)?.dtype;
+    if !matches!(dtype, crate::dtype::Dtype::Uint16 | crate::dtype::Dtype::Uint32) {
+        return Err(ProgramErrorKind::Dtype {
+            operand: operand.into(),
+            expected: "uint16 or uint32".into(),
+            found: dtype.name().into(),
+        });
     }
     Ok(())
 }

@@ -661,3 +661,155 @@ fn tensor_ids_and_locs_are_checked() {
     document["outputs"] = json!([3]);
     assert!(matches!(parse_error(&document), ProgramErrorKind::Invalid(message) if message.contains("on-chip")));
 }
+
+/// Runs one op between an SBUF copy of `input` (tensor 1, `in_shape`) and an SBUF result
+/// (tensor 2, `out_shape` of `out_dtype`, stored to output 0); `extra` tensors start at 4, and
+/// those named `*_out` are outputs too, in order.
+fn run_tile_op(
+    input: &[f32],
+    in_shape: &[i64],
+    out_dtype: &str,
+    out_shape: &[i64],
+    extra: &[Value],
+    body: &[Value],
+) -> RunResult {
+    let shape = |s: &[i64]| s.iter().map(|&c| c as u64).collect::<Vec<_>>();
+    let mut tensors = vec![
+        tensor("x", "float32", &shape(in_shape), "hbm"),
+        tensor("x_tile", "float32", &shape(in_shape), "sbuf"),
+        tensor("y_tile", out_dtype, &shape(out_shape), "sbuf"),
+        tensor("out", out_dtype, &shape(out_shape), "hbm"),
+    ];
+    tensors.extend(extra.iter().cloned());
+    let mut instructions =
+        vec![ins("dma", "dma", 3, json!({"dst": dense(1, in_shape), "src": dense(0, in_shape)}))];
+    instructions.extend(body.iter().cloned());
+    instructions
+        .push(ins("dma", "dma", 9, json!({"dst": dense(3, out_shape), "src": dense(2, out_shape)})));
+    let outputs: Vec<usize> = std::iter::once(3)
+        .chain((4..tensors.len()).filter(|&t| tensors[t]["name"].as_str().unwrap().ends_with("_out")))
+        .collect();
+    let document = doc(json!(tensors), json!([0]), json!(outputs), json!(instructions));
+    let result = run_with(&document, &[f32_bytes(input)], true).expect("the run succeeds");
+    assert!(result.report.warnings.is_empty(), "{:?}", result.report.warnings);
+    result
+}
+
+#[test]
+fn scan_runs_op0_then_op1_along_each_partition() {
+    // result[i] = (data0[i] + result[i - 1]) + data1[i] from 0, with data0 = data1 (both x_tile)
+    // = [1, 2, 3]: 1 + 0 + 1 = 2, 2 + 2 + 2 = 6, 3 + 6 + 3 = 12.
+    let result = run_tile_op(&[1.0, 2.0, 3.0], &[1, 3], "float32", &[1, 3], &[], &[ins(
+        "scan",
+        "vector",
+        4,
+        json!({"dst": dense(2, &[1, 3]), "data0": dense(1, &[1, 3]), "data1": dense(1, &[1, 3]),
+               "initial": {"imm": 0.0}, "op0": "add", "op1": "add"}),
+    )]);
+    assert_eq!(f32s(&result.outputs[0]), [2.0, 6.0, 12.0]);
+}
+
+#[test]
+fn scalar_tensor_tensor_computes_data_op0_operand0_op1_operand1() {
+    // (x - 1) · x for x = [1, 2, 3] is [0, 2, 6]; reversed, 1 - x is [0, -1, -2], then times x:
+    // [0, -2, -6].
+    let body = |reverse0| {
+        [ins("scalar_tensor_tensor", "vector", 4, json!({
+            "dst": dense(2, &[1, 3]), "data": dense(1, &[1, 3]), "op0": "subtract",
+            "operand0": {"imm": 1.0}, "op1": "multiply", "operand1": dense(1, &[1, 3]),
+            "reverse0": reverse0
+        }))]
+    };
+    let result = run_tile_op(&[1.0, 2.0, 3.0], &[1, 3], "float32", &[1, 3], &[], &body(false));
+    assert_eq!(f32s(&result.outputs[0]), [0.0, 2.0, 6.0]);
+    let result = run_tile_op(&[1.0, 2.0, 3.0], &[1, 3], "float32", &[1, 3], &[], &body(true));
+    assert_eq!(f32s(&result.outputs[0]), [0.0, -2.0, -6.0]);
+}
+
+#[test]
+fn bn_stats_then_bn_aggr_give_mean_and_variance() {
+    // Row [1, 2, 3, 6]: even elements [1, 3] have count 2, mean 2, squared deviations 1 + 1 = 2;
+    // odd elements [2, 6] count 2, mean 4, squared deviations 4 + 4 = 8. The whole row has mean
+    // 3 and variance (4 + 1 + 0 + 9) / 4 = 3.5.
+    let stats = run_tile_op(&[1.0, 2.0, 3.0, 6.0], &[1, 4], "float32", &[1, 6], &[], &[ins(
+        "bn_stats",
+        "vector",
+        4,
+        json!({"dst": dense(2, &[1, 6]), "data": dense(1, &[1, 4])}),
+    )]);
+    assert_eq!(f32s(&stats.outputs[0]), [2.0, 2.0, 2.0, 2.0, 4.0, 8.0]);
+    let aggregated = run_tile_op(
+        &[1.0, 2.0, 3.0, 6.0],
+        &[1, 4],
+        "float32",
+        &[1, 2],
+        &[tensor("stats", "float32", &[1, 6], "sbuf")],
+        &[
+            ins("bn_stats", "vector", 4, json!({"dst": dense(4, &[1, 6]), "data": dense(1, &[1, 4])})),
+            ins("bn_aggr", "vector", 5, json!({"dst": dense(2, &[1, 2]), "data": dense(4, &[1, 6])})),
+        ],
+    );
+    assert_eq!(f32s(&aggregated.outputs[0]), [3.0, 3.5]);
+}
+
+const ROW: [f32; 10] = [5.0, 1.0, 9.0, 3.0, 7.0, 2.0, 8.0, 6.0, 4.0, 0.0];
+
+#[test]
+fn max8_gives_the_eight_largest_in_descending_order() {
+    let result = run_tile_op(&ROW, &[1, 10], "float32", &[1, 8], &[], &[ins(
+        "max8",
+        "vector",
+        4,
+        json!({"dst": dense(2, &[1, 8]), "src": dense(1, &[1, 10])}),
+    )]);
+    assert_eq!(f32s(&result.outputs[0]), [9.0, 8.0, 7.0, 6.0, 5.0, 4.0, 3.0, 2.0]);
+}
+
+#[test]
+fn nc_find_index8_finds_first_occurrences_and_marks_missing_values() {
+    // In ROW, 9 is at 2, 0 at 9, 5 at 0, 42 nowhere, 1 at 1 (a second 1 nowhere), 6 at 7,
+    // 3 at 3. The values come from the input's first 8 elements of a second row.
+    let vals = [9.0, 0.0, 5.0, 42.0, 1.0, 1.0, 6.0, 3.0];
+    let mut input = ROW.to_vec();
+    input.extend(vals);
+    input.extend([0.0; 2]);
+    let result = run_tile_op(&input, &[2, 10], "uint32", &[1, 8], &[], &[ins(
+        "nc_find_index8",
+        "vector",
+        4,
+        json!({"dst": dense(2, &[1, 8]), "data": ap(1, 0, &[[10, 1], [1, 10]]),
+               "vals": ap(1, 10, &[[10, 1], [1, 8]])}),
+    )]);
+    let indices: Vec<u32> =
+        result.outputs[0].chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
+    assert_eq!(indices, [2, 9, 0, u32::MAX, 1, u32::MAX, 7, 3]);
+}
+
+#[test]
+fn nc_match_replace8_pairs_duplicate_values_from_the_last_slot() {
+    // The example of the nc_match_replace8 reference page: data [1, 2, 3, 4, 8 × 7] and vals
+    // [3, 8 × 7] give dst_idx [2, 10, 9, 8, 7, 6, 5, 4]; every match becomes -1.
+    let mut input = vec![1.0, 2.0, 3.0, 4.0, 8.0, 8.0, 8.0, 8.0, 8.0, 8.0, 8.0];
+    input.extend([3.0, 8.0, 8.0, 8.0, 8.0, 8.0, 8.0, 8.0, 0.0, 0.0, 0.0]);
+    let result = run_tile_op(
+        &input,
+        &[2, 11],
+        "float32",
+        &[1, 11],
+        &[tensor("idx", "uint16", &[1, 8], "sbuf"), tensor("idx_out", "uint16", &[1, 8], "hbm")],
+        &[
+            ins("nc_match_replace8", "vector", 4, json!({
+                "dst": dense(2, &[1, 11]), "data": ap(1, 0, &[[11, 1], [1, 11]]),
+                "vals": ap(1, 11, &[[11, 1], [1, 8]]), "imm": -1.0, "dst_idx": dense(4, &[1, 8])
+            })),
+            ins("dma", "dma", 5, json!({"dst": dense(5, &[1, 8]), "src": dense(4, &[1, 8])})),
+        ],
+    );
+    assert_eq!(
+        f32s(&result.outputs[0]),
+        [1.0, 2.0, -1.0, 4.0, -1.0, -1.0, -1.0, -1.0, -1.0, -1.0, -1.0]
+    );
+    let indices: Vec<u16> =
+        result.outputs[1].chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]])).collect();
+    assert_eq!(indices, [2, 10, 9, 8, 7, 6, 5, 4]);
+}
