@@ -58,7 +58,12 @@ pub(crate) fn run(command: NkiCommand) -> Result<bool> {
 
 /// `FILE:LINE: error: MESSAGE` for an error at `loc`, else at the program file (and the JSON
 /// line, when the document itself is malformed).
-fn report_error(program_path: &Path, loc: Option<&nki::SourceLoc>, line: Option<usize>, message: &str) {
+fn report_error(
+    program_path: &Path,
+    loc: Option<&nki::SourceLoc>,
+    line: Option<usize>,
+    message: &str,
+) {
     match (loc, line) {
         (Some(loc), _) => eprintln!("{loc}: error: {message}"),
         (None, Some(line)) => eprintln!("{}:{line}: error: {message}", program_path.display()),
@@ -71,7 +76,7 @@ fn run_program(args: &RunArgs) -> Result<bool> {
     let program = match nki::Program::from_json(&bytes) {
         Ok(program) => program,
         Err(error) => {
-            let line = match &error.kind {
+            let line = match &*error.kind {
                 nki::ProgramErrorKind::Json { line, .. } => *line,
                 _ => None,
             };
@@ -90,7 +95,8 @@ fn run_program(args: &RunArgs) -> Result<bool> {
         Ok(result) => result,
         Err(error) => {
             // An error with no instruction (inputs, memory) is about the kernel as a whole.
-            let kernel = nki::SourceLoc { file: program.kernel.file.clone(), line: program.kernel.line };
+            let kernel =
+                nki::SourceLoc { file: program.kernel.file.clone(), line: program.kernel.line };
             let loc = error.loc.as_ref().unwrap_or(&kernel);
             report_error(&args.program, Some(loc), None, &error.to_string());
             return Ok(false);

@@ -62,10 +62,7 @@ fn nki_run_writes_raw_outputs_and_a_report() {
 fn nki_run_error_is_one_line_at_the_kernel_line() {
     let dir = scratch("nki-error");
     // A store past the end of `out` at line 8.
-    let broken = PROGRAM.replace(
-        r#""dst": {"t": 1, "off": 0,"#,
-        r#""dst": {"t": 1, "off": 1,"#,
-    );
+    let broken = PROGRAM.replace(r#""dst": {"t": 1, "off": 0,"#, r#""dst": {"t": 1, "off": 1,"#);
     let program = dir.write("broken.json", broken.as_bytes());
     std::fs::create_dir_all(dir.join("in")).unwrap();
     std::fs::write(dir.join("in/in0.bin"), f32_bytes(&[0.0; 4])).unwrap();
@@ -81,5 +78,8 @@ fn nki_run_error_is_one_line_at_the_kernel_line() {
     assert_eq!(out.status.code(), Some(1));
     let text = stderr(&out);
     assert_eq!(text.lines().count(), 1, "{text}");
-    assert!(text.starts_with("add.py:8: error: instruction 2: dst reaches outside tensor `out`"), "{text}");
+    assert!(
+        text.starts_with("add.py:8: error: instruction 2: dst reaches outside tensor `out`"),
+        "{text}"
+    );
 }

@@ -201,13 +201,15 @@ impl Dtype {
             Dtype::Int16 => out[..2].copy_from_slice(
                 &(value.clamp(i16::MIN.into(), i16::MAX.into()) as i16).to_le_bytes(),
             ),
-            Dtype::Uint16 => out[..2]
-                .copy_from_slice(&(value.clamp(0, u16::MAX.into()) as u16).to_le_bytes()),
+            Dtype::Uint16 => {
+                out[..2].copy_from_slice(&(value.clamp(0, u16::MAX.into()) as u16).to_le_bytes())
+            }
             Dtype::Int32 => out[..4].copy_from_slice(
                 &(value.clamp(i32::MIN.into(), i32::MAX.into()) as i32).to_le_bytes(),
             ),
-            Dtype::Uint32 => out[..4]
-                .copy_from_slice(&(value.clamp(0, u32::MAX.into()) as u32).to_le_bytes()),
+            Dtype::Uint32 => {
+                out[..4].copy_from_slice(&(value.clamp(0, u32::MAX.into()) as u32).to_le_bytes())
+            }
             Dtype::Int64 => out[..8].copy_from_slice(&value.to_le_bytes()),
             Dtype::Uint64 => out[..8].copy_from_slice(&(value.max(0) as u64).to_le_bytes()),
             // i64 → f64 rounds to nearest even when it must; f64 → f32 rounds once more only
@@ -282,8 +284,7 @@ fn f32_to_fp8(value: f32, format: &Fp8Format) -> u8 {
         // out of the mantissa bumps the exponent, which is the right result (up to infinity).
         let shift = 23 - format.man_bits;
         let man32 = bits & 0x7f_ffff;
-        let mut result =
-            (((unbiased + format.bias) as u32) << format.man_bits) | (man32 >> shift);
+        let mut result = (((unbiased + format.bias) as u32) << format.man_bits) | (man32 >> shift);
         let rest = man32 & ((1 << shift) - 1);
         let half = 1 << (shift - 1);
         if rest > half || (rest == half && result & 1 == 1) {
@@ -319,10 +320,7 @@ mod tests {
         // 1 + 3 * 2^-8 is halfway between 0x3f81 (odd) and 0x3f82: ties to 0x3f82.
         assert_eq!(write(Dtype::Bfloat16, 1.0 + 3.0 * 2f32.powi(-8)), 0x3f82u16.to_le_bytes());
         // Just above the halfway point rounds up.
-        assert_eq!(
-            write(Dtype::Bfloat16, f32::from_bits(0x3f80_8001)),
-            0x3f81u16.to_le_bytes()
-        );
+        assert_eq!(write(Dtype::Bfloat16, f32::from_bits(0x3f80_8001)), 0x3f81u16.to_le_bytes());
     }
 
     #[test]

@@ -6,9 +6,7 @@ use std::collections::BTreeMap;
 use crate::kernels;
 use crate::memory::{Memory, TensorMemory, zeroed};
 use crate::program::{Buffer, Program};
-use crate::{
-    Report, RunError, RunErrorKind, RunOptions, RunResult, Stats, Warning, WarningKind,
-};
+use crate::{Report, RunError, RunErrorKind, RunOptions, RunResult, Stats, Warning, WarningKind};
 
 /// The peak per-partition bytes of live SBUF and PSUM tensors, or the `Capacity` error at the
 /// first instruction where the live tensors do not fit.
@@ -43,8 +41,8 @@ fn check_capacity(program: &Program) -> Result<(u64, u64), RunError> {
     let mut peaks = [0u64; 2];
     for slot in 0..2 {
         let mut live = 0i128;
-        for index in 0..n_instructions {
-            live += delta[slot][index];
+        for (index, change) in delta[slot].iter().take(n_instructions).enumerate() {
+            live += change;
             let bytes = u64::try_from(live).unwrap_or(u64::MAX);
             peaks[slot] = peaks[slot].max(bytes);
             if bytes > capacities[slot] {
@@ -126,9 +124,9 @@ pub(crate) fn run(
                 bytes.copy_from_slice(inputs[k]);
                 None
             }
-            None => Some(
-                zeroed::<u64>(tensor.numel().div_ceil(64) as usize).map_err(RunError::bare)?,
-            ),
+            None => {
+                Some(zeroed::<u64>(tensor.numel().div_ceil(64) as usize).map_err(RunError::bare)?)
+            }
         };
         tensors.push(TensorMemory { bytes, written, dtype: tensor.dtype });
     }
@@ -144,7 +142,8 @@ pub(crate) fn run(
     let mut prints = Vec::new();
     for (index, instruction) in program.instructions.iter().enumerate() {
         mem.current = index;
-        let effects = kernels::execute(&mut mem).map_err(|kind| RunError::at(program, index, kind))?;
+        let effects =
+            kernels::execute(&mut mem).map_err(|kind| RunError::at(program, index, kind))?;
         *stats.instructions_per_engine.entry(instruction.engine.name().to_owned()).or_default() +=
             1;
         stats.instructions += 1;
@@ -165,7 +164,7 @@ pub(crate) fn run(
             };
             let loc = program.source_loc(tensor.loc);
             if options.strict {
-                return Err(RunError { instruction: None, loc: Some(loc), kind });
+                return Err(RunError { instruction: None, loc: Some(loc), kind: Box::new(kind) });
             }
             warnings.push(Warning {
                 kind: WarningKind::UnwrittenOutput,

@@ -187,7 +187,11 @@ fn tensor_scalar(mem: &mut Memory<'_>, op: &TensorScalarOp, mask: &[Pred]) -> Re
         let name = format!("ops[{k}].operand");
         let v = load_operand(mem, &step.operand, active.as_deref(), dst.len(), &name)?;
         for (x, &v) in x.iter_mut().zip(&v) {
-            *x = if step.reverse { step.op.apply(v, *x, signed) } else { step.op.apply(*x, v, signed) };
+            *x = if step.reverse {
+                step.op.apply(v, *x, signed)
+            } else {
+                step.op.apply(*x, v, signed)
+            };
         }
     }
     mem.store(op.dst.t, &dst, &x);
@@ -251,7 +255,7 @@ fn activation(mem: &mut Memory<'_>, op: &ActivationOp, mask: &[Pred]) -> Result<
     if let Some(reduce) = &op.reduce {
         let shape = op.dst.shape();
         let partitions = shape.first().copied().unwrap_or(1) as usize;
-        let per_partition = if partitions == 0 { 0 } else { n / partitions };
+        let per_partition = n.checked_div(partitions).unwrap_or(0);
         let groups: Vec<usize> = (0..n).map(|i| i / per_partition.max(1)).collect();
         let skip: Vec<bool> = dst.iter().map(|&offset| offset == SKIP).collect();
         let reduce_signed = signed(mem, &reduce.dst);
@@ -373,16 +377,22 @@ fn print(mem: &mut Memory<'_>, op: &PrintOp, mask: &[Pred]) -> Result<PrintRecor
         values: values
             .iter()
             .zip(&offsets)
-            .map(|(&v, &offset)| if offset == SKIP { PrintValue(None) } else { PrintValue(Some(v)) })
+            .map(
+                |(&v, &offset)| if offset == SKIP { PrintValue(None) } else { PrintValue(Some(v)) },
+            )
             .collect(),
     })
 }
 
 /// Loads a whole AP (no mask) and splits its shape into partitions and elements per partition.
-fn load_partitioned(mem: &mut Memory<'_>, ap: &Ap, operand: &str) -> Result<(Vec<f32>, usize, usize)> {
+fn load_partitioned(
+    mem: &mut Memory<'_>,
+    ap: &Ap,
+    operand: &str,
+) -> Result<(Vec<f32>, usize, usize)> {
     let values = mem.load_ap(ap, None, operand)?;
     let partitions = ap.shape().first().copied().unwrap_or(1) as usize;
-    let free = if partitions == 0 { 0 } else { values.len() / partitions };
+    let free = values.len().checked_div(partitions).unwrap_or(0);
     Ok((values, partitions, free))
 }
 
@@ -406,8 +416,8 @@ fn scan(mem: &mut Memory<'_>, op: &ScanOp) -> Result<()> {
     let initial = load_operand(mem, &op.initial, None, partitions, "initial")?;
     let signed = signed(mem, &op.dst);
     let mut out = zeroed::<f32>(data0.len())?;
-    for p in 0..partitions {
-        let mut previous = initial[p];
+    for (p, &start) in initial.iter().enumerate().take(partitions) {
+        let mut previous = start;
         for i in p * free..(p + 1) * free {
             let x = if op.reverse0 {
                 op.op0.apply(previous, data0[i], signed)
@@ -425,7 +435,11 @@ fn scan(mem: &mut Memory<'_>, op: &ScanOp) -> Result<()> {
     store_all(mem, &op.dst, &out)
 }
 
-fn scalar_tensor_tensor(mem: &mut Memory<'_>, op: &ScalarTensorTensorOp, mask: &[Pred]) -> Result<()> {
+fn scalar_tensor_tensor(
+    mem: &mut Memory<'_>,
+    op: &ScalarTensorTensorOp,
+    mask: &[Pred],
+) -> Result<()> {
     let (dst, active) = dst_and_mask(mem, &op.dst, mask)?;
     let mut x = mem.load_ap(&op.data, active.as_deref(), "data")?;
     let operand0 = load_operand(mem, &op.operand0, active.as_deref(), dst.len(), "operand0")?;
@@ -473,8 +487,7 @@ fn bn_aggr(mem: &mut Memory<'_>, op: &BnAggrOp) -> Result<()> {
         // the parts' squared deviations plus each part's count times its mean's deviation.
         let count: f32 = triples.clone().map(|t| t[0]).sum();
         let mean = triples.clone().map(|t| t[0] * t[1]).sum::<f32>() / count;
-        let m2: f32 =
-            triples.map(|t| t[2] + t[0] * (t[1] - mean) * (t[1] - mean)).sum();
+        let m2: f32 = triples.map(|t| t[2] + t[0] * (t[1] - mean) * (t[1] - mean)).sum();
         out[p * 2] = mean;
         out[p * 2 + 1] = m2 / count;
     }
@@ -508,7 +521,9 @@ fn nc_find_index8(mem: &mut Memory<'_>, op: &NcFindIndex8Op) -> Result<()> {
         for (i, &value) in wanted.iter().enumerate() {
             // A value listed again takes its next occurrence (ascending over the duplicates).
             let repeat = wanted[..i].iter().filter(|&&v| v == value).count();
-            if let Some(position) = row.iter().enumerate().filter(|&(_, &x)| x == value).nth(repeat).map(|(j, _)| j) {
+            if let Some(position) =
+                row.iter().enumerate().filter(|&(_, &x)| x == value).nth(repeat).map(|(j, _)| j)
+            {
                 out[p * 8 + i] = position as i64;
             }
         }

@@ -151,18 +151,18 @@ pub struct RunError {
     pub instruction: Option<usize>,
     /// Where in the kernel: the instruction's (or the output tensor's) `loc`, when known.
     pub loc: Option<SourceLoc>,
-    /// What went wrong.
-    pub kind: RunErrorKind,
+    /// What went wrong (boxed: errors travel in `Result`s that should stay small).
+    pub kind: Box<RunErrorKind>,
 }
 
 impl RunError {
     fn bare(kind: RunErrorKind) -> RunError {
-        RunError { instruction: None, loc: None, kind }
+        RunError { instruction: None, loc: None, kind: Box::new(kind) }
     }
 
     fn at(program: &Program, index: usize, kind: RunErrorKind) -> RunError {
         let loc = program.source_loc(program.instructions[index].loc);
-        RunError { instruction: Some(index), loc: Some(loc), kind }
+        RunError { instruction: Some(index), loc: Some(loc), kind: Box::new(kind) }
     }
 }
 
@@ -268,7 +268,11 @@ pub enum RunErrorKind {
 /// A [`RunError`] when the inputs do not match the program, the tensors do not fit in memory or
 /// in the target's on-chip buffers, an indirect index leaves its tensor, or (strict) a read of
 /// unwritten memory or an unwritten output element.
-pub fn run(program: &Program, inputs: &[&[u8]], options: &RunOptions) -> Result<RunResult, RunError> {
+pub fn run(
+    program: &Program,
+    inputs: &[&[u8]],
+    options: &RunOptions,
+) -> Result<RunResult, RunError> {
     exec::run(program, inputs, options)
 }
 

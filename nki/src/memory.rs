@@ -110,9 +110,9 @@ pub(crate) fn mask_active(shape: &[u64], mask: &[Pred]) -> Result<Option<Vec<boo
     let mut values = Vec::new();
     for pred in mask {
         values.clear();
-        values.try_reserve_exact(active.len()).map_err(|_| RunErrorKind::Allocation {
-            bytes: active.len() as u128 * 8,
-        })?;
+        values
+            .try_reserve_exact(active.len())
+            .map_err(|_| RunErrorKind::Allocation { bytes: active.len() as u128 * 8 })?;
         let dims: Vec<[i64; 2]> =
             pred.c.iter().zip(shape).map(|(&c, &count)| [c, count as i64]).collect();
         push_offsets(pred.k, &dims, &mut values);
@@ -181,7 +181,10 @@ impl Memory<'_> {
             let values = self.index_values(&ind.index, &shape)?;
             for (offset, value) in raw.iter_mut().zip(values) {
                 // An index whose term overflows is as far outside the tensor as it gets.
-                *offset = value.checked_mul(stride).and_then(|t| t.checked_add(*offset)).unwrap_or(i64::MIN);
+                *offset = value
+                    .checked_mul(stride)
+                    .and_then(|t| t.checked_add(*offset))
+                    .unwrap_or(i64::MIN);
             }
         }
         let tensor = &self.program.tensors[ap.t];

@@ -1,8 +1,8 @@
-//! The ops: one struct of operands each, the one list of them ([`declare_ops!`]), and each op's
+//! The ops: one struct of operands each, the one list of them (`declare_ops!`), and each op's
 //! static checks (operand ranks and shapes, buffers, dtypes).
 //!
 //! The list is declared once; the `Op` enum, its names and its parser expand from it, and
-//! [`validate`], [`Op::aps`] and the executor match on `Op` exhaustively, so a new op is a
+//! `validate`, [`Op::aps`] and the executor match on `Op` exhaustively, so a new op is a
 //! compile error wherever it must be handled.
 
 use serde::Deserialize;
@@ -284,7 +284,8 @@ impl<'de> Deserialize<'de> for SelectPred {
         }
         let value = Value::deserialize(deserializer)?;
         if value.get("affine").is_some() {
-            let wrapper: Wrapper = serde_json::from_value(value).map_err(serde::de::Error::custom)?;
+            let wrapper: Wrapper =
+                serde_json::from_value(value).map_err(serde::de::Error::custom)?;
             Ok(SelectPred::Affine(wrapper.affine))
         } else {
             serde_json::from_value(value).map(SelectPred::Ap).map_err(serde::de::Error::custom)
@@ -432,15 +433,16 @@ const ACT_FIELDS: &[&str] = &["func"];
 pub(crate) fn unsupported_name(fields: &Map<String, Value>) -> Option<String> {
     for (key, value) in fields {
         match value {
-            Value::String(name) if ALU_FIELDS.contains(&key.as_str()) => {
-                if !ALU_OP_NAMES.contains(&name.as_str()) {
-                    return Some(format!("ALU op `{name}` (in `{key}`)"));
-                }
+            Value::String(name)
+                if ALU_FIELDS.contains(&key.as_str()) && !ALU_OP_NAMES.contains(&name.as_str()) =>
+            {
+                return Some(format!("ALU op `{name}` (in `{key}`)"));
             }
-            Value::String(name) if ACT_FIELDS.contains(&key.as_str()) => {
-                if !ACT_FUNC_NAMES.contains(&name.as_str()) {
-                    return Some(format!("activation function `{name}`"));
-                }
+            Value::String(name)
+                if ACT_FIELDS.contains(&key.as_str())
+                    && !ACT_FUNC_NAMES.contains(&name.as_str()) =>
+            {
+                return Some(format!("activation function `{name}`"));
             }
             Value::Object(inner) => {
                 if let Some(found) = unsupported_name(inner) {
@@ -752,7 +754,12 @@ fn partitions(shape: &[u64], operand: &str) -> Result<u64, ProgramErrorKind> {
 }
 
 /// The elements per partition of a shape, which must lie in `low..=high`.
-fn per_partition(shape: &[u64], operand: &str, low: u64, high: u64) -> Result<u64, ProgramErrorKind> {
+fn per_partition(
+    shape: &[u64],
+    operand: &str,
+    low: u64,
+    high: u64,
+) -> Result<u64, ProgramErrorKind> {
     let free: u64 = shape.iter().skip(1).product();
     if !(low..=high).contains(&free) {
         return Err(ProgramErrorKind::ShapeMismatch {

@@ -327,8 +327,8 @@ pub struct ProgramError {
     pub instruction: Option<usize>,
     /// Where in the kernel: the instruction's or the tensor's `loc`, when known.
     pub loc: Option<SourceLoc>,
-    /// What is wrong.
-    pub kind: ProgramErrorKind,
+    /// What is wrong (boxed: errors travel in `Result`s that should stay small).
+    pub kind: Box<ProgramErrorKind>,
 }
 
 /// What is wrong with a program.
@@ -449,7 +449,7 @@ pub enum ProgramErrorKind {
 
 impl ProgramError {
     fn bare(kind: ProgramErrorKind) -> ProgramError {
-        ProgramError { instruction: None, loc: None, kind }
+        ProgramError { instruction: None, loc: None, kind: Box::new(kind) }
     }
 }
 
@@ -558,7 +558,7 @@ impl Program {
     /// The error `kind` at instruction `index`.
     pub(crate) fn error_at(&self, index: usize, kind: ProgramErrorKind) -> ProgramError {
         let loc = self.instructions.get(index).map(|i| self.source_loc(i.loc));
-        ProgramError { instruction: Some(index), loc, kind }
+        ProgramError { instruction: Some(index), loc, kind: Box::new(kind) }
     }
 
     fn check_loc(&self, loc: Loc) -> Result<(), ProgramErrorKind> {
@@ -574,7 +574,7 @@ impl Program {
             let at = |kind| ProgramError {
                 instruction: None,
                 loc: Some(self.source_loc(tensor.loc)),
-                kind,
+                kind: Box::new(kind),
             };
             if tensor.shape.len() > MAX_RANK {
                 return Err(at(ProgramErrorKind::TooLarge {
@@ -641,7 +641,8 @@ impl Program {
         index: usize,
         mut fields: Map<String, Value>,
     ) -> Result<Instruction, ProgramError> {
-        let bare = |kind| ProgramError { instruction: Some(index), loc: None, kind };
+        let bare =
+            |kind| ProgramError { instruction: Some(index), loc: None, kind: Box::new(kind) };
         let field = |op: &str, message: String| ProgramErrorKind::Field { op: op.into(), message };
         let loc: Loc = match fields.remove("loc") {
             Some(value) => serde_json::from_value(value)
@@ -649,11 +650,18 @@ impl Program {
             None => return Err(bare(field("instruction", "missing field `loc`".into()))),
         };
         self.check_loc(loc).map_err(bare)?;
-        let at = |kind| ProgramError { instruction: Some(index), loc: Some(self.source_loc(loc)), kind };
+        let at = |kind| ProgramError {
+            instruction: Some(index),
+            loc: Some(self.source_loc(loc)),
+            kind: Box::new(kind),
+        };
         let op_name = match fields.remove("op") {
             Some(Value::String(name)) => name,
             Some(other) => {
-                return Err(at(field("instruction", format!("`op` is {other}, expected a string"))));
+                return Err(at(field(
+                    "instruction",
+                    format!("`op` is {other}, expected a string"),
+                )));
             }
             None => return Err(at(field("instruction", "missing field `op`".into()))),
         };

@@ -68,7 +68,7 @@ fn parse(document: &Value) -> Program {
 fn parse_error(document: &Value) -> ProgramErrorKind {
     match Program::from_json(document.to_string().as_bytes()) {
         Ok(_) => panic!("the program was accepted"),
-        Err(error) => error.kind,
+        Err(error) => *error.kind,
     }
 }
 
@@ -98,9 +98,14 @@ fn add_program() -> Value {
         json!([
             ins("dma", "dma", 3, json!({"dst": dense(3, &[2, 3]), "src": dense(0, &[2, 3])})),
             ins("dma", "dma", 4, json!({"dst": dense(4, &[2, 3]), "src": dense(1, &[2, 3])})),
-            ins("tensor_tensor", "vector", 5, json!({
-                "dst": dense(5, &[2, 3]), "a": dense(3, &[2, 3]), "b": dense(4, &[2, 3]), "alu_op": "add"
-            })),
+            ins(
+                "tensor_tensor",
+                "vector",
+                5,
+                json!({
+                    "dst": dense(5, &[2, 3]), "a": dense(3, &[2, 3]), "b": dense(4, &[2, 3]), "alu_op": "add"
+                })
+            ),
             ins("dma", "dma", 6, json!({"dst": dense(2, &[2, 3]), "src": dense(5, &[2, 3])})),
         ]),
     )
@@ -134,10 +139,15 @@ fn tensor_tensor_add_of_two_by_three() {
 ///   m = 1 (column 2, 4): 2·5 + 4·8 = 42, 2·6 + 4·9 = 48, 2·7 + 4·10 = 54
 fn matmul_program(second_accumulates: bool) -> Value {
     let matmul = |line, accumulate| {
-        ins("matmul", "tensor", line, json!({
-            "dst": dense(4, &[2, 3]), "stationary": dense(2, &[2, 2]), "moving": dense(3, &[2, 3]),
-            "accumulate": accumulate
-        }))
+        ins(
+            "matmul",
+            "tensor",
+            line,
+            json!({
+                "dst": dense(4, &[2, 3]), "stationary": dense(2, &[2, 2]), "moving": dense(3, &[2, 3]),
+                "accumulate": accumulate
+            }),
+        )
     };
     doc(
         json!([
@@ -162,8 +172,7 @@ fn matmul_program(second_accumulates: bool) -> Value {
 
 #[test]
 fn matmul_of_small_literal_matrices() {
-    let inputs =
-        [f32_bytes(&[1.0, 2.0, 3.0, 4.0]), f32_bytes(&[5.0, 6.0, 7.0, 8.0, 9.0, 10.0])];
+    let inputs = [f32_bytes(&[1.0, 2.0, 3.0, 4.0]), f32_bytes(&[5.0, 6.0, 7.0, 8.0, 9.0, 10.0])];
     let result = run_ok(&matmul_program(false), &inputs);
     assert_eq!(f32s(&result.outputs[0]), [29.0, 33.0, 37.0, 42.0, 48.0, 54.0]);
     // Accumulating the same product once more doubles it.
@@ -178,10 +187,15 @@ fn masked_store_program() -> Value {
         json!([tensor("x", "float32", &[2, 3], "hbm"), tensor("out", "float32", &[2, 3], "hbm")]),
         json!([0]),
         json!([1]),
-        json!([ins("dma", "dma", 3, json!({
-            "dst": dense(1, &[2, 3]), "src": dense(0, &[2, 3]),
-            "mask": [{"c": [0, 1], "k": -2, "cmp": "lt"}]
-        }))]),
+        json!([ins(
+            "dma",
+            "dma",
+            3,
+            json!({
+                "dst": dense(1, &[2, 3]), "src": dense(0, &[2, 3]),
+                "mask": [{"c": [0, 1], "k": -2, "cmp": "lt"}]
+            })
+        )]),
     )
 }
 
@@ -196,13 +210,16 @@ fn masked_store_leaves_elements_unwritten() {
     assert!(warnings[0].message.contains("2 elements"), "{}", warnings[0].message);
     assert_eq!(result.report.stats.dma_bytes, 4 * 4);
     let error = run_with(&masked_store_program(), &[input], true).unwrap_err();
-    assert!(matches!(error.kind, RunErrorKind::UnwrittenOutput { count: 2, offset: 2, .. }));
+    assert!(matches!(*error.kind, RunErrorKind::UnwrittenOutput { count: 2, offset: 2, .. }));
 }
 
 /// An SBUF tile nothing wrote, stored to the output.
 fn uninitialized_read_program() -> Value {
     doc(
-        json!([tensor("tile", "float32", &[1, 2], "sbuf"), tensor("out", "float32", &[1, 2], "hbm")]),
+        json!([
+            tensor("tile", "float32", &[1, 2], "sbuf"),
+            tensor("out", "float32", &[1, 2], "hbm")
+        ]),
         json!([]),
         json!([1]),
         json!([ins("dma", "dma", 9, json!({"dst": dense(1, &[1, 2]), "src": dense(0, &[1, 2])}))]),
@@ -223,7 +240,7 @@ fn uninitialized_read_gives_nan_and_a_warning() {
 #[test]
 fn strict_makes_an_uninitialized_read_an_error() {
     let error = run_with(&uninitialized_read_program(), &[], true).unwrap_err();
-    assert!(matches!(error.kind, RunErrorKind::UninitializedRead { count: 2, .. }));
+    assert!(matches!(*error.kind, RunErrorKind::UninitializedRead { count: 2, .. }));
     assert_eq!(error.instruction, Some(0));
     assert_eq!(error.loc.unwrap().to_string(), "kernel.py:9");
 }
@@ -240,7 +257,7 @@ fn out_of_bounds_access_pattern_names_the_tensor() {
     let error = Program::from_json(document.to_string().as_bytes()).unwrap_err();
     assert_eq!(error.instruction, Some(0));
     assert_eq!(error.loc.as_ref().unwrap().to_string(), "kernel.py:3");
-    match &error.kind {
+    match &*error.kind {
         ProgramErrorKind::OutOfBounds { tensor, index, offset, .. } => {
             assert_eq!((tensor.as_str(), index.as_slice(), *offset), ("x", &[2u64][..], 6));
         }
@@ -258,7 +275,8 @@ fn out_of_bounds_access_pattern_names_the_tensor() {
 
 #[test]
 fn partition_dimension_over_128_is_refused() {
-    let document = doc(json!([tensor("big", "float32", &[129, 4], "sbuf")]), json!([]), json!([]), json!([]));
+    let document =
+        doc(json!([tensor("big", "float32", &[129, 4], "sbuf")]), json!([]), json!([]), json!([]));
     assert!(matches!(parse_error(&document), ProgramErrorKind::PartitionDim { found: 129, .. }));
 }
 
@@ -275,12 +293,17 @@ fn live_sbuf_over_the_target_capacity_is_an_error() {
         json!([
             ins("memset", "vector", 3, json!({"dst": dense(0, &[128, 30000]), "value": 0.0})),
             ins("memset", "vector", 4, json!({"dst": dense(1, &[128, 30000]), "value": 0.0})),
-            ins("copy", "vector", 5, json!({"dst": dense(1, &[128, 30000]), "src": dense(0, &[128, 30000])})),
+            ins(
+                "copy",
+                "vector",
+                5,
+                json!({"dst": dense(1, &[128, 30000]), "src": dense(0, &[128, 30000])})
+            ),
         ]),
     );
     let error = run_with(&document, &[], false).unwrap_err();
     assert_eq!(error.instruction, Some(1));
-    match &error.kind {
+    match &*error.kind {
         RunErrorKind::Capacity { buffer, live, capacity, largest } => {
             assert_eq!((*buffer, *live, *capacity), ("SBUF", 240_000, 229_376));
             assert_eq!(largest.len(), 2);
@@ -302,18 +325,27 @@ fn unknown_op_is_unsupported_and_named() {
         json!([ins("frobnicate", "vector", 12, json!({"dst": dense(0, &[1, 1])}))]),
     );
     let error = Program::from_json(document.to_string().as_bytes()).unwrap_err();
-    assert!(matches!(&error.kind, ProgramErrorKind::Unsupported { what } if what.contains("frobnicate")));
+    assert!(
+        matches!(&*error.kind, ProgramErrorKind::Unsupported { what } if what.contains("frobnicate"))
+    );
     assert_eq!(error.loc.unwrap().to_string(), "kernel.py:12");
     // An ALU op the executor does not model is Unsupported too, not a parse error.
     let document = doc(
         json!([tensor("x", "float32", &[1, 1], "sbuf")]),
         json!([]),
         json!([]),
-        json!([ins("tensor_tensor", "vector", 12, json!({
-            "dst": dense(0, &[1, 1]), "a": {"imm": 1.0}, "b": {"imm": 2.0}, "alu_op": "hypot"
-        }))]),
+        json!([ins(
+            "tensor_tensor",
+            "vector",
+            12,
+            json!({
+                "dst": dense(0, &[1, 1]), "a": {"imm": 1.0}, "b": {"imm": 2.0}, "alu_op": "hypot"
+            })
+        )]),
     );
-    assert!(matches!(parse_error(&document), ProgramErrorKind::Unsupported { what } if what.contains("hypot")));
+    assert!(
+        matches!(parse_error(&document), ProgramErrorKind::Unsupported { what } if what.contains("hypot"))
+    );
 }
 
 #[test]
@@ -325,10 +357,14 @@ fn unknown_fields_are_errors() {
     );
     let mut document = add_program();
     document["comment"] = json!("hi");
-    assert!(matches!(parse_error(&document), ProgramErrorKind::Json { message, .. } if message.contains("comment")));
+    assert!(
+        matches!(parse_error(&document), ProgramErrorKind::Json { message, .. } if message.contains("comment"))
+    );
     let mut document = add_program();
     document["tensors"][0]["layout"] = json!("nchw");
-    assert!(matches!(parse_error(&document), ProgramErrorKind::Json { message, .. } if message.contains("layout")));
+    assert!(
+        matches!(parse_error(&document), ProgramErrorKind::Json { message, .. } if message.contains("layout"))
+    );
 }
 
 #[test]
@@ -338,7 +374,7 @@ fn another_version_is_refused_naming_both() {
     // A newer document may carry fields this version does not know; the version is what counts.
     document["new_field"] = json!({});
     let error = Program::from_json(document.to_string().as_bytes()).unwrap_err();
-    assert!(matches!(&error.kind, ProgramErrorKind::Version { found } if found == "2"));
+    assert!(matches!(&*error.kind, ProgramErrorKind::Version { found } if found == "2"));
     let message = error.to_string();
     assert!(message.contains("version 1") && message.contains("version 2"), "{message}");
 }
@@ -348,10 +384,10 @@ fn truncated_json_is_an_error() {
     let text = add_program().to_string();
     for cut in [0, 1, text.len() / 3, text.len() / 2, text.len() - 1] {
         let error = Program::from_json(&text.as_bytes()[..cut]).unwrap_err();
-        assert!(matches!(error.kind, ProgramErrorKind::Json { .. }), "cut {cut}: {error}");
+        assert!(matches!(*error.kind, ProgramErrorKind::Json { .. }), "cut {cut}: {error}");
     }
     assert!(matches!(
-        Program::from_json(b"\xff\xfe").unwrap_err().kind,
+        *Program::from_json(b"\xff\xfe").unwrap_err().kind,
         ProgramErrorKind::Json { .. }
     ));
 }
@@ -367,20 +403,21 @@ fn absurd_sizes_are_errors() {
     );
     assert!(matches!(parse_error(&document), ProgramErrorKind::TooLarge { .. }));
     // 2^33 float32 are 32 GiB: a valid program, but past the run's memory limit.
-    let document = doc(
-        json!([tensor("big", "float32", &[1 << 33], "hbm")]),
-        json!([]),
-        json!([0]),
-        json!([]),
-    );
+    let document =
+        doc(json!([tensor("big", "float32", &[1 << 33], "hbm")]), json!([]), json!([0]), json!([]));
     let error = run_with(&document, &[], false).unwrap_err();
-    assert!(matches!(error.kind, RunErrorKind::MemoryLimit { .. }), "{error}");
+    assert!(matches!(*error.kind, RunErrorKind::MemoryLimit { .. }), "{error}");
     // A broadcast AP over 2^62 elements: in bounds, but far past what one instruction may take.
     let document = doc(
         json!([tensor("x", "float32", &[1, 1], "sbuf")]),
         json!([]),
         json!([]),
-        json!([ins("memset", "vector", 3, json!({"dst": ap(0, 0, &[[0, 1 << 31], [0, 1 << 31]]), "value": 1.0}))]),
+        json!([ins(
+            "memset",
+            "vector",
+            3,
+            json!({"dst": ap(0, 0, &[[0, 1 << 31], [0, 1 << 31]]), "value": 1.0})
+        )]),
     );
     assert!(matches!(parse_error(&document), ProgramErrorKind::TooLarge { .. }));
 }
@@ -391,7 +428,10 @@ fn wrong_input_size_names_both_sizes() {
     let a = f32_bytes(&[0.0; 6]);
     let b = f32_bytes(&[0.0; 5]);
     let error = run(&program, &[&a, &b], &RunOptions::default()).unwrap_err();
-    assert!(matches!(error.kind, RunErrorKind::InputSize { index: 1, expected: 24, found: 20, .. }));
+    assert!(matches!(
+        *error.kind,
+        RunErrorKind::InputSize { index: 1, expected: 24, found: 20, .. }
+    ));
 }
 
 /// A gather of rows of a [4, 2] table by an int32 index [3, 1] = [2, 0, idx]: row `idx` may be
@@ -405,25 +445,34 @@ fn gather_program(oob: &str) -> Value {
         ]),
         json!([0, 1]),
         json!([2]),
-        json!([ins("dma", "dma", 3, json!({
-            "dst": dense(2, &[3, 2]),
-            "src": {"t": 0, "off": 0, "ap": [[2, 3], [1, 2]], "ind": {"dim": 0, "index": ap(1, 0, &[[1, 3], [0, 1]])}},
-            "oob": oob
-        }))]),
+        json!([ins(
+            "dma",
+            "dma",
+            3,
+            json!({
+                "dst": dense(2, &[3, 2]),
+                "src": {"t": 0, "off": 0, "ap": [[2, 3], [1, 2]], "ind": {"dim": 0, "index": ap(1, 0, &[[1, 3], [0, 1]])}},
+                "oob": oob
+            })
+        )]),
     )
 }
 
 #[test]
 fn indirect_dma_gathers_rows_and_skips_out_of_bounds_indices() {
     let table = f32_bytes(&[0.0, 1.0, 10.0, 11.0, 20.0, 21.0, 30.0, 31.0]);
-    let index = |last: i32| [2i32, 0, last].iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>();
+    let index =
+        |last: i32| [2i32, 0, last].iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>();
     let result = run_ok(&gather_program("error"), &[table.clone(), index(3)]);
     assert_eq!(f32s(&result.outputs[0]), [20.0, 21.0, 0.0, 1.0, 30.0, 31.0]);
     // Row 4 is past the table: an error by default, the element not moved under "skip".
     let error = run_with(&gather_program("error"), &[table.clone(), index(4)], false).unwrap_err();
-    match &error.kind {
+    match &*error.kind {
         RunErrorKind::OutOfBounds { tensor, index, offset, .. } => {
-            assert_eq!((tensor.as_str(), index.as_slice(), *offset), ("table", &[2u64, 0][..], Some(8)));
+            assert_eq!(
+                (tensor.as_str(), index.as_slice(), *offset),
+                ("table", &[2u64, 0][..], Some(8))
+            );
         }
         other => panic!("expected OutOfBounds, got {other:?}"),
     }
@@ -453,13 +502,21 @@ fn activation_scales_biases_and_folds_each_partition() {
     // relu(2x + 1) of [[1, -2], [3, 4]] = relu([[3, -3], [7, 9]]) = [[3, 0], [7, 9]];
     // the sums per partition are 3 and 16.
     let document = tile_program(
-        &[tensor("sums", "float32", &[2, 1], "sbuf"), tensor("sums_out", "float32", &[2, 1], "hbm")],
         &[
-            ins("activation", "scalar", 4, json!({
-                "dst": dense(2, &[2, 2]), "src": dense(1, &[2, 2]), "func": "relu",
-                "scale": {"imm": 2.0}, "bias": {"imm": 1.0},
-                "reduce": {"op": "add", "dst": dense(4, &[2, 1])}
-            })),
+            tensor("sums", "float32", &[2, 1], "sbuf"),
+            tensor("sums_out", "float32", &[2, 1], "hbm"),
+        ],
+        &[
+            ins(
+                "activation",
+                "scalar",
+                4,
+                json!({
+                    "dst": dense(2, &[2, 2]), "src": dense(1, &[2, 2]), "func": "relu",
+                    "scale": {"imm": 2.0}, "bias": {"imm": 1.0},
+                    "reduce": {"op": "add", "dst": dense(4, &[2, 1])}
+                }),
+            ),
             ins("dma", "dma", 5, json!({"dst": dense(3, &[2, 2]), "src": dense(2, &[2, 2])})),
             ins("dma", "dma", 6, json!({"dst": dense(5, &[2, 1]), "src": dense(4, &[2, 1])})),
         ],
@@ -481,10 +538,15 @@ fn activation_with_a_per_partition_bias_tile() {
         &[
             ins("memset", "vector", 4, json!({"dst": ap(4, 0, &[[1, 1], [1, 1]]), "value": 2.0})),
             ins("memset", "vector", 4, json!({"dst": ap(4, 1, &[[1, 1], [1, 1]]), "value": 3.0})),
-            ins("activation", "scalar", 5, json!({
-                "dst": dense(2, &[2, 2]), "src": dense(1, &[2, 2]), "func": "identity",
-                "scale": ap(4, 0, &[[1, 2], [0, 2]]), "bias": null, "reduce": null
-            })),
+            ins(
+                "activation",
+                "scalar",
+                5,
+                json!({
+                    "dst": dense(2, &[2, 2]), "src": dense(1, &[2, 2]), "func": "identity",
+                    "scale": ap(4, 0, &[[1, 2], [0, 2]]), "bias": null, "reduce": null
+                }),
+            ),
             ins("dma", "dma", 6, json!({"dst": dense(3, &[2, 2]), "src": dense(2, &[2, 2])})),
         ],
         &[2, 2],
@@ -499,14 +561,24 @@ fn reduce_negates_and_partition_reduce_folds_partitions() {
     let document = tile_program(
         &[],
         &[
-            ins("reduce", "vector", 4, json!({
-                "dst": ap(2, 0, &[[1, 2], [1, 1]]), "src": dense(1, &[2, 2]),
-                "alu_op": "maximum", "axes": [1], "negate": true
-            })),
+            ins(
+                "reduce",
+                "vector",
+                4,
+                json!({
+                    "dst": ap(2, 0, &[[1, 2], [1, 1]]), "src": dense(1, &[2, 2]),
+                    "alu_op": "maximum", "axes": [1], "negate": true
+                }),
+            ),
             // Partition sums: [1 + 3, -2 + 4] = [4, 2] into y_tile[1, :].
-            ins("partition_reduce", "gpsimd", 5, json!({
-                "dst": ap(2, 2, &[[2, 1], [1, 2]]), "src": dense(1, &[2, 2]), "alu_op": "add"
-            })),
+            ins(
+                "partition_reduce",
+                "gpsimd",
+                5,
+                json!({
+                    "dst": ap(2, 2, &[[2, 1], [1, 2]]), "src": dense(1, &[2, 2]), "alu_op": "add"
+                }),
+            ),
             ins("dma", "dma", 6, json!({"dst": ap(3, 0, &[[1, 2]]), "src": ap(2, 0, &[[1, 2]])})),
             ins("dma", "dma", 7, json!({"dst": ap(3, 2, &[[1, 2]]), "src": ap(2, 2, &[[1, 2]])})),
         ],
@@ -522,13 +594,18 @@ fn tensor_scalar_applies_steps_in_order_with_reverse() {
     let document = tile_program(
         &[],
         &[
-            ins("tensor_scalar", "vector", 4, json!({
-                "dst": dense(2, &[2, 2]), "src": dense(1, &[2, 2]),
-                "ops": [
-                    {"op": "subtract", "operand": {"imm": 10.0}, "reverse": true},
-                    {"op": "multiply", "operand": {"imm": 2.0}}
-                ]
-            })),
+            ins(
+                "tensor_scalar",
+                "vector",
+                4,
+                json!({
+                    "dst": dense(2, &[2, 2]), "src": dense(1, &[2, 2]),
+                    "ops": [
+                        {"op": "subtract", "operand": {"imm": 10.0}, "reverse": true},
+                        {"op": "multiply", "operand": {"imm": 2.0}}
+                    ]
+                }),
+            ),
             ins("dma", "dma", 5, json!({"dst": dense(3, &[2, 2]), "src": dense(2, &[2, 2])})),
         ],
         &[2, 2],
@@ -545,10 +622,15 @@ fn iota_and_affine_select_make_a_lower_triangle() {
         &[tensor("i", "int32", &[2, 2], "sbuf")],
         &[
             ins("iota", "gpsimd", 4, json!({"dst": dense(4, &[2, 2]), "c": [10, 1], "k": 0})),
-            ins("select", "gpsimd", 5, json!({
-                "dst": dense(2, &[2, 2]), "pred": {"affine": {"c": [1, -1], "k": 0, "cmp": "ge"}},
-                "on_true": dense(4, &[2, 2]), "on_false": {"imm": -1.0}
-            })),
+            ins(
+                "select",
+                "gpsimd",
+                5,
+                json!({
+                    "dst": dense(2, &[2, 2]), "pred": {"affine": {"c": [1, -1], "k": 0, "cmp": "ge"}},
+                    "on_true": dense(4, &[2, 2]), "on_false": {"imm": -1.0}
+                }),
+            ),
             ins("dma", "dma", 6, json!({"dst": dense(3, &[2, 2]), "src": dense(2, &[2, 2])})),
         ],
         &[2, 2],
@@ -565,10 +647,15 @@ fn select_reads_only_the_chosen_branch() {
         &[],
         &[
             ins("memset", "vector", 4, json!({"dst": ap(2, 0, &[[3, 2]]), "value": 5.0})),
-            ins("select", "vector", 5, json!({
-                "dst": dense(2, &[2, 2]), "pred": {"affine": {"c": [1, -1], "k": 0, "cmp": "eq"}},
-                "on_true": dense(2, &[2, 2]), "on_false": dense(1, &[2, 2])
-            })),
+            ins(
+                "select",
+                "vector",
+                5,
+                json!({
+                    "dst": dense(2, &[2, 2]), "pred": {"affine": {"c": [1, -1], "k": 0, "cmp": "eq"}},
+                    "on_true": dense(2, &[2, 2]), "on_false": dense(1, &[2, 2])
+                }),
+            ),
             ins("dma", "dma", 6, json!({"dst": dense(3, &[2, 2]), "src": dense(2, &[2, 2])})),
         ],
         &[2, 2],
@@ -610,7 +697,12 @@ fn dma_accumulate_adds_into_the_destination() {
         &[],
         &[
             ins("dma", "dma", 4, json!({"dst": dense(3, &[2, 2]), "src": dense(0, &[2, 2])})),
-            ins("dma", "dma", 5, json!({"dst": dense(3, &[2, 2]), "src": dense(1, &[2, 2]), "accumulate": "add"})),
+            ins(
+                "dma",
+                "dma",
+                5,
+                json!({"dst": dense(3, &[2, 2]), "src": dense(1, &[2, 2]), "accumulate": "add"}),
+            ),
         ],
         &[2, 2],
     );
@@ -623,8 +715,13 @@ fn print_records_values_in_the_report() {
     let document = tile_program(
         &[],
         &[
-            ins("print", "sync", 4, json!({"label": "x", "src": dense(1, &[2, 2]),
-                "mask": [{"c": [1, 0], "k": 0, "cmp": "eq"}]})),
+            ins(
+                "print",
+                "sync",
+                4,
+                json!({"label": "x", "src": dense(1, &[2, 2]),
+                "mask": [{"c": [1, 0], "k": 0, "cmp": "eq"}]}),
+            ),
             ins("dma", "dma", 5, json!({"dst": dense(3, &[2, 2]), "src": dense(1, &[2, 2])})),
         ],
         &[2, 2],
@@ -642,11 +739,15 @@ fn print_records_values_in_the_report() {
 fn shape_mismatch_names_the_operand() {
     let mut document = add_program();
     document["instructions"][2]["b"] = dense(4, &[3, 2]);
-    assert!(matches!(parse_error(&document), ProgramErrorKind::ShapeMismatch { operand, found, .. } if operand == "b" && found == [3, 2]));
+    assert!(
+        matches!(parse_error(&document), ProgramErrorKind::ShapeMismatch { operand, found, .. } if operand == "b" && found == [3, 2])
+    );
     // A matmul whose dst is not in PSUM.
     let mut document = matmul_program(false);
     document["tensors"][4]["buffer"] = json!("sbuf");
-    assert!(matches!(parse_error(&document), ProgramErrorKind::Invalid(message) if message.contains("Psum")));
+    assert!(
+        matches!(parse_error(&document), ProgramErrorKind::Invalid(message) if message.contains("Psum"))
+    );
 }
 
 #[test]
@@ -659,7 +760,9 @@ fn tensor_ids_and_locs_are_checked() {
     assert!(matches!(parse_error(&document), ProgramErrorKind::Loc { index: 3, count: 1 }));
     let mut document = add_program();
     document["outputs"] = json!([3]);
-    assert!(matches!(parse_error(&document), ProgramErrorKind::Invalid(message) if message.contains("on-chip")));
+    assert!(
+        matches!(parse_error(&document), ProgramErrorKind::Invalid(message) if message.contains("on-chip"))
+    );
 }
 
 /// Runs one op between an SBUF copy of `input` (tensor 1, `in_shape`) and an SBUF result
@@ -684,10 +787,16 @@ fn run_tile_op(
     let mut instructions =
         vec![ins("dma", "dma", 3, json!({"dst": dense(1, in_shape), "src": dense(0, in_shape)}))];
     instructions.extend(body.iter().cloned());
-    instructions
-        .push(ins("dma", "dma", 9, json!({"dst": dense(3, out_shape), "src": dense(2, out_shape)})));
+    instructions.push(ins(
+        "dma",
+        "dma",
+        9,
+        json!({"dst": dense(3, out_shape), "src": dense(2, out_shape)}),
+    ));
     let outputs: Vec<usize> = std::iter::once(3)
-        .chain((4..tensors.len()).filter(|&t| tensors[t]["name"].as_str().unwrap().ends_with("_out")))
+        .chain(
+            (4..tensors.len()).filter(|&t| tensors[t]["name"].as_str().unwrap().ends_with("_out")),
+        )
         .collect();
     let document = doc(json!(tensors), json!([0]), json!(outputs), json!(instructions));
     let result = run_with(&document, &[f32_bytes(input)], true).expect("the run succeeds");
@@ -699,13 +808,20 @@ fn run_tile_op(
 fn scan_runs_op0_then_op1_along_each_partition() {
     // result[i] = (data0[i] + result[i - 1]) + data1[i] from 0, with data0 = data1 (both x_tile)
     // = [1, 2, 3]: 1 + 0 + 1 = 2, 2 + 2 + 2 = 6, 3 + 6 + 3 = 12.
-    let result = run_tile_op(&[1.0, 2.0, 3.0], &[1, 3], "float32", &[1, 3], &[], &[ins(
-        "scan",
-        "vector",
-        4,
-        json!({"dst": dense(2, &[1, 3]), "data0": dense(1, &[1, 3]), "data1": dense(1, &[1, 3]),
+    let result = run_tile_op(
+        &[1.0, 2.0, 3.0],
+        &[1, 3],
+        "float32",
+        &[1, 3],
+        &[],
+        &[ins(
+            "scan",
+            "vector",
+            4,
+            json!({"dst": dense(2, &[1, 3]), "data0": dense(1, &[1, 3]), "data1": dense(1, &[1, 3]),
                "initial": {"imm": 0.0}, "op0": "add", "op1": "add"}),
-    )]);
+        )],
+    );
     assert_eq!(f32s(&result.outputs[0]), [2.0, 6.0, 12.0]);
 }
 
@@ -714,11 +830,16 @@ fn scalar_tensor_tensor_computes_data_op0_operand0_op1_operand1() {
     // (x - 1) · x for x = [1, 2, 3] is [0, 2, 6]; reversed, 1 - x is [0, -1, -2], then times x:
     // [0, -2, -6].
     let body = |reverse0| {
-        [ins("scalar_tensor_tensor", "vector", 4, json!({
-            "dst": dense(2, &[1, 3]), "data": dense(1, &[1, 3]), "op0": "subtract",
-            "operand0": {"imm": 1.0}, "op1": "multiply", "operand1": dense(1, &[1, 3]),
-            "reverse0": reverse0
-        }))]
+        [ins(
+            "scalar_tensor_tensor",
+            "vector",
+            4,
+            json!({
+                "dst": dense(2, &[1, 3]), "data": dense(1, &[1, 3]), "op0": "subtract",
+                "operand0": {"imm": 1.0}, "op1": "multiply", "operand1": dense(1, &[1, 3]),
+                "reverse0": reverse0
+            }),
+        )]
     };
     let result = run_tile_op(&[1.0, 2.0, 3.0], &[1, 3], "float32", &[1, 3], &[], &body(false));
     assert_eq!(f32s(&result.outputs[0]), [0.0, 2.0, 6.0]);
@@ -731,12 +852,19 @@ fn bn_stats_then_bn_aggr_give_mean_and_variance() {
     // Row [1, 2, 3, 6]: even elements [1, 3] have count 2, mean 2, squared deviations 1 + 1 = 2;
     // odd elements [2, 6] count 2, mean 4, squared deviations 4 + 4 = 8. The whole row has mean
     // 3 and variance (4 + 1 + 0 + 9) / 4 = 3.5.
-    let stats = run_tile_op(&[1.0, 2.0, 3.0, 6.0], &[1, 4], "float32", &[1, 6], &[], &[ins(
-        "bn_stats",
-        "vector",
-        4,
-        json!({"dst": dense(2, &[1, 6]), "data": dense(1, &[1, 4])}),
-    )]);
+    let stats = run_tile_op(
+        &[1.0, 2.0, 3.0, 6.0],
+        &[1, 4],
+        "float32",
+        &[1, 6],
+        &[],
+        &[ins(
+            "bn_stats",
+            "vector",
+            4,
+            json!({"dst": dense(2, &[1, 6]), "data": dense(1, &[1, 4])}),
+        )],
+    );
     assert_eq!(f32s(&stats.outputs[0]), [2.0, 2.0, 2.0, 2.0, 4.0, 8.0]);
     let aggregated = run_tile_op(
         &[1.0, 2.0, 3.0, 6.0],
@@ -745,8 +873,18 @@ fn bn_stats_then_bn_aggr_give_mean_and_variance() {
         &[1, 2],
         &[tensor("stats", "float32", &[1, 6], "sbuf")],
         &[
-            ins("bn_stats", "vector", 4, json!({"dst": dense(4, &[1, 6]), "data": dense(1, &[1, 4])})),
-            ins("bn_aggr", "vector", 5, json!({"dst": dense(2, &[1, 2]), "data": dense(4, &[1, 6])})),
+            ins(
+                "bn_stats",
+                "vector",
+                4,
+                json!({"dst": dense(4, &[1, 6]), "data": dense(1, &[1, 4])}),
+            ),
+            ins(
+                "bn_aggr",
+                "vector",
+                5,
+                json!({"dst": dense(2, &[1, 2]), "data": dense(4, &[1, 6])}),
+            ),
         ],
     );
     assert_eq!(f32s(&aggregated.outputs[0]), [3.0, 3.5]);
@@ -756,12 +894,14 @@ const ROW: [f32; 10] = [5.0, 1.0, 9.0, 3.0, 7.0, 2.0, 8.0, 6.0, 4.0, 0.0];
 
 #[test]
 fn max8_gives_the_eight_largest_in_descending_order() {
-    let result = run_tile_op(&ROW, &[1, 10], "float32", &[1, 8], &[], &[ins(
-        "max8",
-        "vector",
-        4,
-        json!({"dst": dense(2, &[1, 8]), "src": dense(1, &[1, 10])}),
-    )]);
+    let result = run_tile_op(
+        &ROW,
+        &[1, 10],
+        "float32",
+        &[1, 8],
+        &[],
+        &[ins("max8", "vector", 4, json!({"dst": dense(2, &[1, 8]), "src": dense(1, &[1, 10])}))],
+    );
     assert_eq!(f32s(&result.outputs[0]), [9.0, 8.0, 7.0, 6.0, 5.0, 4.0, 3.0, 2.0]);
 }
 
@@ -773,15 +913,24 @@ fn nc_find_index8_finds_first_occurrences_and_marks_missing_values() {
     let mut input = ROW.to_vec();
     input.extend(vals);
     input.extend([0.0; 2]);
-    let result = run_tile_op(&input, &[2, 10], "uint32", &[1, 8], &[], &[ins(
-        "nc_find_index8",
-        "vector",
-        4,
-        json!({"dst": dense(2, &[1, 8]), "data": ap(1, 0, &[[10, 1], [1, 10]]),
+    let result = run_tile_op(
+        &input,
+        &[2, 10],
+        "uint32",
+        &[1, 8],
+        &[],
+        &[ins(
+            "nc_find_index8",
+            "vector",
+            4,
+            json!({"dst": dense(2, &[1, 8]), "data": ap(1, 0, &[[10, 1], [1, 10]]),
                "vals": ap(1, 10, &[[10, 1], [1, 8]])}),
-    )]);
-    let indices: Vec<u32> =
-        result.outputs[0].chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
+        )],
+    );
+    let indices: Vec<u32> = result.outputs[0]
+        .chunks_exact(4)
+        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect();
     assert_eq!(indices, [2, 9, 0, u32::MAX, 1, u32::MAX, 7, 3]);
 }
 
@@ -798,10 +947,15 @@ fn nc_match_replace8_pairs_duplicate_values_from_the_last_slot() {
         &[1, 11],
         &[tensor("idx", "uint16", &[1, 8], "sbuf"), tensor("idx_out", "uint16", &[1, 8], "hbm")],
         &[
-            ins("nc_match_replace8", "vector", 4, json!({
-                "dst": dense(2, &[1, 11]), "data": ap(1, 0, &[[11, 1], [1, 11]]),
-                "vals": ap(1, 11, &[[11, 1], [1, 8]]), "imm": -1.0, "dst_idx": dense(4, &[1, 8])
-            })),
+            ins(
+                "nc_match_replace8",
+                "vector",
+                4,
+                json!({
+                    "dst": dense(2, &[1, 11]), "data": ap(1, 0, &[[11, 1], [1, 11]]),
+                    "vals": ap(1, 11, &[[11, 1], [1, 8]]), "imm": -1.0, "dst_idx": dense(4, &[1, 8])
+                }),
+            ),
             ins("dma", "dma", 5, json!({"dst": dense(5, &[1, 8]), "src": dense(4, &[1, 8])})),
         ],
     );
