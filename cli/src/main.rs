@@ -9,6 +9,7 @@ mod input;
 mod inspect;
 mod limits;
 mod metaneff;
+mod nki;
 mod record;
 mod report;
 mod run;
@@ -39,6 +40,9 @@ enum Command {
     /// Print and encode XLA HLO modules (binary HloModuleProto or HLO text).
     #[command(subcommand)]
     Hlo(hlo::HloCommand),
+    /// Run traced NKI kernel programs (docs/nki-program.md).
+    #[command(subcommand)]
+    Nki(nki::NkiCommand),
     /// Check that a NEFF and its metaneff bind: names, sizes, dtypes, aliases, input order,
     /// checkpoint keys, dynamic batching and the HLO module (exit status 1 on errors).
     Check(check::CheckArgs),
@@ -78,6 +82,7 @@ fn main() -> ExitCode {
         Command::Compile(args) => return compile::run(args),
         Command::Metaneff(command) => metaneff::run(command),
         Command::Hlo(command) => hlo::run(command).map(|()| true),
+        Command::Nki(command) => nki::run(command),
         Command::Inspect(args) => inspect::run(args).map(|()| true),
         Command::Check(args) => check::run(args),
         Command::Run(args) => run::run(args),

@@ -1,0 +1,185 @@
+//! The driver: inputs into memory, the capacity check, the instruction loop, outputs and the
+//! report. Kernels are in [`crate::kernels`]; this module never computes an element.
+
+use std::collections::BTreeMap;
+
+use crate::kernels;
+use crate::memory::{Memory, TensorMemory, zeroed};
+use crate::program::{Buffer, Program};
+use crate::{Report, RunError, RunErrorKind, RunOptions, RunResult, Stats, Warning, WarningKind};
+
+/// The peak per-partition bytes of live SBUF and PSUM tensors, or the `Capacity` error at the
+/// first instruction where the live tensors do not fit.
+fn check_capacity(program: &Program) -> Result<(u64, u64), RunError> {
+    let n_instructions = program.instructions.len();
+    let mut first = vec![usize::MAX; program.tensors.len()];
+    let mut last = vec![0usize; program.tensors.len()];
+    for (index, instruction) in program.instructions.iter().enumerate() {
+        for ap in instruction.op.aps() {
+            first[ap.t] = first[ap.t].min(index);
+            last[ap.t] = last[ap.t].max(index);
+        }
+    }
+    // Per buffer, the change of live bytes at each instruction (a tensor joins at its first
+    // instruction and leaves after its last).
+    let mut delta = [vec![0i128; n_instructions + 1], vec![0i128; n_instructions + 1]];
+    for (t, tensor) in program.tensors.iter().enumerate() {
+        let slot = match tensor.buffer {
+            Buffer::Sbuf => 0,
+            Buffer::Psum => 1,
+            _ => continue,
+        };
+        if first[t] == usize::MAX {
+            continue;
+        }
+        let bytes = i128::from(tensor.bytes_per_partition());
+        delta[slot][first[t]] += bytes;
+        delta[slot][last[t] + 1] -= bytes;
+    }
+    let capacities =
+        [program.target.sbuf_bytes_per_partition(), program.target.psum_bytes_per_partition()];
+    let mut peaks = [0u64; 2];
+    for slot in 0..2 {
+        let mut live = 0i128;
+        for (index, change) in delta[slot].iter().take(n_instructions).enumerate() {
+            live += change;
+            let bytes = u64::try_from(live).unwrap_or(u64::MAX);
+            peaks[slot] = peaks[slot].max(bytes);
+            if bytes > capacities[slot] {
+                let buffer = if slot == 0 { Buffer::Sbuf } else { Buffer::Psum };
+                let mut largest: Vec<(String, u64)> = program
+                    .tensors
+                    .iter()
+                    .enumerate()
+                    .filter(|(t, tensor)| {
+                        tensor.buffer == buffer && first[*t] <= index && index <= last[*t]
+                    })
+                    .map(|(_, tensor)| (tensor.name.clone(), tensor.bytes_per_partition()))
+                    .collect();
+                largest.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+                largest.truncate(3);
+                return Err(RunError::at(
+                    program,
+                    index,
+                    RunErrorKind::Capacity {
+                        buffer: if slot == 0 { "SBUF" } else { "PSUM" },
+                        live: bytes,
+                        capacity: capacities[slot],
+                        largest,
+                    },
+                ));
+            }
+        }
+    }
+    Ok((peaks[0], peaks[1]))
+}
+
+/// Runs a validated program (see [`crate::run`]).
+pub(crate) fn run(
+    program: &Program,
+    inputs: &[&[u8]],
+    options: &RunOptions,
+) -> Result<RunResult, RunError> {
+    if inputs.len() != program.inputs.len() {
+        return Err(RunError::bare(RunErrorKind::InputCount {
+            expected: program.inputs.len(),
+            found: inputs.len(),
+        }));
+    }
+    for (k, (&t, bytes)) in program.inputs.iter().zip(inputs).enumerate() {
+        let tensor = &program.tensors[t];
+        if bytes.len() as u64 != tensor.n_bytes() {
+            return Err(RunError::bare(RunErrorKind::InputSize {
+                index: k,
+                tensor: tensor.name.clone(),
+                expected: tensor.n_bytes(),
+                found: bytes.len() as u64,
+            }));
+        }
+    }
+    // Memory: every tensor's bytes and, for the ones that are not inputs, a bit per element.
+    let mut needed = 0u128;
+    for (t, tensor) in program.tensors.iter().enumerate() {
+        needed += u128::from(tensor.n_bytes());
+        if !program.inputs.contains(&t) {
+            needed += u128::from(tensor.numel().div_ceil(64) * 8);
+        }
+    }
+    if needed > u128::from(options.max_memory_bytes) {
+        return Err(RunError::bare(RunErrorKind::MemoryLimit {
+            needed,
+            limit: options.max_memory_bytes,
+        }));
+    }
+    let (peak_sbuf, peak_psum) = check_capacity(program)?;
+    let mut tensors = Vec::new();
+    tensors
+        .try_reserve_exact(program.tensors.len())
+        .map_err(|_| RunError::bare(RunErrorKind::Allocation { bytes: needed }))?;
+    for (t, tensor) in program.tensors.iter().enumerate() {
+        let input = program.inputs.iter().position(|&i| i == t);
+        let mut bytes = zeroed::<u8>(tensor.n_bytes() as usize).map_err(RunError::bare)?;
+        let written = match input {
+            Some(k) => {
+                bytes.copy_from_slice(inputs[k]);
+                None
+            }
+            None => {
+                Some(zeroed::<u64>(tensor.numel().div_ceil(64) as usize).map_err(RunError::bare)?)
+            }
+        };
+        tensors.push(TensorMemory { bytes, written, dtype: tensor.dtype });
+    }
+    let mut mem =
+        Memory { program, tensors, strict: options.strict, warnings: Vec::new(), current: 0 };
+    let mut stats = Stats {
+        instructions_per_engine: BTreeMap::new(),
+        dma_bytes: 0,
+        instructions: 0,
+        peak_sbuf_bytes_per_partition: peak_sbuf,
+        peak_psum_bytes_per_partition: peak_psum,
+    };
+    let mut prints = Vec::new();
+    for (index, instruction) in program.instructions.iter().enumerate() {
+        mem.current = index;
+        let effects =
+            kernels::execute(&mut mem).map_err(|kind| RunError::at(program, index, kind))?;
+        *stats.instructions_per_engine.entry(instruction.engine.name().to_owned()).or_default() +=
+            1;
+        stats.instructions += 1;
+        stats.dma_bytes += effects.dma_bytes;
+        prints.extend(effects.print);
+    }
+    let mut warnings = std::mem::take(&mut mem.warnings);
+    let mut outputs = Vec::with_capacity(program.outputs.len());
+    for (k, &t) in program.outputs.iter().enumerate() {
+        let tensor = &program.tensors[t];
+        let (count, first) = mem.tensors[t].unwritten(tensor.numel() as usize);
+        if count > 0 {
+            let kind = RunErrorKind::UnwrittenOutput {
+                index: k,
+                tensor: tensor.name.clone(),
+                count,
+                offset: first.unwrap_or(0),
+            };
+            let loc = program.source_loc(tensor.loc);
+            if options.strict {
+                return Err(RunError { instruction: None, loc: Some(loc), kind: Box::new(kind) });
+            }
+            warnings.push(Warning {
+                kind: WarningKind::UnwrittenOutput,
+                message: kind.to_string(),
+                loc: Some(loc.to_string()),
+            });
+        }
+        // An output listed again later keeps its bytes for that copy.
+        if program.outputs[k + 1..].contains(&t) {
+            let mut copy = zeroed::<u8>(mem.tensors[t].bytes.len()).map_err(RunError::bare)?;
+            copy.copy_from_slice(&mem.tensors[t].bytes);
+            outputs.push(copy);
+        } else {
+            outputs.push(std::mem::take(&mut mem.tensors[t].bytes));
+        }
+    }
+    Ok(RunResult { outputs, report: Report { warnings, prints, stats } })
+}

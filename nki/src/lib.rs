@@ -1,0 +1,289 @@
+//! Traced NKI kernel programs: the document the Python frontend writes, validated and run.
+//!
+//! An NKI kernel is traced once per SPMD program by the frontend (`python/nki`), which emits a
+//! flat list of instructions over access patterns (docs/nki-program.md). This crate is where all
+//! of their semantics live; the frontend only decides shapes, dtypes and which instructions to
+//! emit.
+//!
+//! Design choices:
+//! - **Validate once, then trust.** [`Program::from_json`] checks everything static: versions,
+//!   ids, partition sizes, ranks and shapes per op, and the bounds of every access pattern from
+//!   its strides and counts. Kernels check only what depends on data (indirect indices, reads of
+//!   unwritten memory).
+//! - **One list of ops.** `ops::declare_ops!` declares the ops once; parsing, validation,
+//!   liveness and execution match on the resulting enum exhaustively.
+//! - **Offsets, then float32.** Each operand of an instruction becomes a list of element offsets
+//!   (a skipped element is a sentinel), is loaded as float32, computed on, and stored with one
+//!   conversion to the destination dtype: the engines' numerics, with no allocation per element.
+//! - **Unwritten memory is tracked.** Every tensor that is not an input has a bit per element;
+//!   reading an unwritten element gives NaN (0 for integers) and a warning, and an output element
+//!   nothing wrote is a warning. Strict mode makes both errors, so a kernel that forgets a store
+//!   fails in tests instead of passing on zeros.
+//! - **Deterministic.** Random instructions draw from a generator seeded by the program's `seed`;
+//!   the report orders everything by instruction.
+#![forbid(unsafe_code)]
+
+pub mod alu;
+pub mod dtype;
+mod exec;
+mod kernels;
+mod memory;
+pub mod ops;
+pub mod program;
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::Serialize;
+
+pub use alu::{ActFunc, AluOp};
+pub use dtype::Dtype;
+pub use program::{Program, ProgramError, ProgramErrorKind, SourceLoc};
+
+/// How to run a program.
+#[derive(Clone, Debug)]
+pub struct RunOptions {
+    /// Make reads of unwritten memory and unwritten output elements errors, not warnings.
+    pub strict: bool,
+    /// The most bytes the run's tensors may take (their elements and written-bitmaps).
+    pub max_memory_bytes: u64,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        RunOptions { strict: false, max_memory_bytes: DEFAULT_MAX_MEMORY_BYTES }
+    }
+}
+
+/// The default of [`RunOptions::max_memory_bytes`]: 4 GiB, as a laptop can hold.
+pub const DEFAULT_MAX_MEMORY_BYTES: u64 = 4 << 30;
+
+/// What a run produced.
+#[derive(Clone, Debug)]
+pub struct RunResult {
+    /// Each output's bytes, little-endian elements, in the order of the program's `outputs`.
+    pub outputs: Vec<Vec<u8>>,
+    /// Warnings, prints and statistics.
+    pub report: Report,
+}
+
+/// The report of a run (docs/nki-program.md, *Running*).
+#[derive(Clone, Debug, Serialize)]
+pub struct Report {
+    /// What the run noticed, in the order it happened.
+    pub warnings: Vec<Warning>,
+    /// What `print` instructions recorded, in order.
+    pub prints: Vec<PrintRecord>,
+    /// Counts and peaks.
+    pub stats: Stats,
+}
+
+/// The kinds of warning.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum WarningKind {
+    /// An instruction read an element nothing had written.
+    UninitializedRead,
+    /// An output element nothing wrote.
+    UnwrittenOutput,
+}
+
+/// One warning.
+#[derive(Clone, Debug, Serialize)]
+pub struct Warning {
+    /// Its kind.
+    pub kind: WarningKind,
+    /// What happened, naming the tensor and counts.
+    pub message: String,
+    /// `file:line` of the instruction (or of the output tensor).
+    pub loc: Option<String>,
+}
+
+/// A printed tile.
+#[derive(Clone, Debug, Serialize)]
+pub struct PrintRecord {
+    /// The print's label.
+    pub label: String,
+    /// `file:line` of the print.
+    pub loc: String,
+    /// The tile's shape.
+    pub shape: Vec<u64>,
+    /// Its values, row-major.
+    pub values: Vec<PrintValue>,
+}
+
+/// One printed value: a JSON number when finite, `"nan"`, `"inf"` or `"-inf"` otherwise, and
+/// `null` where the print's mask left the element out.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PrintValue(pub Option<f32>);
+
+impl Serialize for PrintValue {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self.0 {
+            None => serializer.serialize_none(),
+            Some(v) if v.is_nan() => serializer.serialize_str("nan"),
+            Some(v) if v == f32::INFINITY => serializer.serialize_str("inf"),
+            Some(v) if v == f32::NEG_INFINITY => serializer.serialize_str("-inf"),
+            Some(v) => serializer.serialize_f32(v),
+        }
+    }
+}
+
+/// Counts and peaks of a run.
+#[derive(Clone, Debug, Serialize)]
+pub struct Stats {
+    /// Instructions executed per engine (`tensor`, `vector`, ...).
+    pub instructions_per_engine: BTreeMap<String, u64>,
+    /// Bytes DMA instructions wrote (elements moved times the destination's element size).
+    pub dma_bytes: u64,
+    /// Instructions executed.
+    pub instructions: u64,
+    /// The most SBUF bytes per partition live tensors took at once.
+    pub peak_sbuf_bytes_per_partition: u64,
+    /// The most PSUM bytes per partition live tensors took at once.
+    pub peak_psum_bytes_per_partition: u64,
+}
+
+/// Why a run failed.
+#[derive(Debug, thiserror::Error)]
+#[error("{}{kind}", match instruction { Some(i) => format!("instruction {i}: "), None => String::new() })]
+pub struct RunError {
+    /// The instruction that failed, if any.
+    pub instruction: Option<usize>,
+    /// Where in the kernel: the instruction's (or the output tensor's) `loc`, when known.
+    pub loc: Option<SourceLoc>,
+    /// What went wrong (boxed: errors travel in `Result`s that should stay small).
+    pub kind: Box<RunErrorKind>,
+}
+
+impl RunError {
+    fn bare(kind: RunErrorKind) -> RunError {
+        RunError { instruction: None, loc: None, kind: Box::new(kind) }
+    }
+
+    fn at(program: &Program, index: usize, kind: RunErrorKind) -> RunError {
+        let loc = program.source_loc(program.instructions[index].loc);
+        RunError { instruction: Some(index), loc: Some(loc), kind: Box::new(kind) }
+    }
+}
+
+/// What went wrong in a run.
+#[derive(Debug, thiserror::Error)]
+pub enum RunErrorKind {
+    /// The caller passed another number of inputs than the program has.
+    #[error("the kernel takes {expected} inputs, {found} were given")]
+    InputCount {
+        /// The program's inputs.
+        expected: usize,
+        /// The inputs given.
+        found: usize,
+    },
+    /// An input's size is not its tensor's.
+    #[error("input {index} (tensor `{tensor}`) must be {expected} bytes, found {found} bytes")]
+    InputSize {
+        /// Which input.
+        index: usize,
+        /// Its tensor.
+        tensor: String,
+        /// numel × element size.
+        expected: u64,
+        /// The input's size.
+        found: u64,
+    },
+    /// The tensors need more memory than the run may take.
+    #[error("the program's tensors need {needed} bytes, more than the limit of {limit} bytes")]
+    MemoryLimit {
+        /// Bytes of elements and bitmaps.
+        needed: u128,
+        /// [`RunOptions::max_memory_bytes`].
+        limit: u64,
+    },
+    /// An allocation failed.
+    #[error("could not allocate {bytes} bytes")]
+    Allocation {
+        /// The size asked for.
+        bytes: u128,
+    },
+    /// The live on-chip tensors do not fit in a buffer.
+    #[error(
+        "live {buffer} tensors take {live} bytes per partition, more than the {capacity} bytes of the target; largest live: {}",
+        largest.iter().map(|(name, bytes)| format!("`{name}` ({bytes} bytes)")).collect::<Vec<_>>().join(", ")
+    )]
+    Capacity {
+        /// `SBUF` or `PSUM`.
+        buffer: &'static str,
+        /// Live bytes per partition.
+        live: u64,
+        /// The target's bytes per partition.
+        capacity: u64,
+        /// The largest live tensors, name and bytes per partition.
+        largest: Vec<(String, u64)>,
+    },
+    /// An indirect index reached outside its tensor.
+    #[error(
+        "{operand} reaches outside tensor `{tensor}` ({numel} elements): index {index:?} is at offset {}",
+        match offset { Some(o) => o.to_string(), None => "past the range of int64".into() }
+    )]
+    OutOfBounds {
+        /// The operand.
+        operand: String,
+        /// The tensor's name.
+        tensor: String,
+        /// The iteration index of the element.
+        index: Vec<u64>,
+        /// Its offset (`None` when it overflows).
+        offset: Option<i64>,
+        /// The tensor's number of elements.
+        numel: u64,
+    },
+    /// A read of unwritten elements (strict mode; a warning otherwise).
+    #[error("reads {count} unwritten elements of tensor `{tensor}` (the first at offset {offset})")]
+    UninitializedRead {
+        /// The tensor.
+        tensor: String,
+        /// How many elements.
+        count: u64,
+        /// The first one's offset.
+        offset: usize,
+    },
+    /// Output elements nothing wrote (strict mode; a warning otherwise).
+    #[error(
+        "output {index} (tensor `{tensor}`) has {count} elements no instruction wrote (the first at offset {offset})"
+    )]
+    UnwrittenOutput {
+        /// Which output.
+        index: usize,
+        /// Its tensor.
+        tensor: String,
+        /// How many elements.
+        count: u64,
+        /// The first one's offset.
+        offset: usize,
+    },
+}
+
+/// Runs a validated program on `inputs` (one per program input, `numel × size` little-endian
+/// bytes each).
+///
+/// # Errors
+/// A [`RunError`] when the inputs do not match the program, the tensors do not fit in memory or
+/// in the target's on-chip buffers, an indirect index leaves its tensor, or (strict) a read of
+/// unwritten memory or an unwritten output element.
+pub fn run(
+    program: &Program,
+    inputs: &[&[u8]],
+    options: &RunOptions,
+) -> Result<RunResult, RunError> {
+    exec::run(program, inputs, options)
+}
+
+impl fmt::Display for WarningKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            WarningKind::UninitializedRead => "UninitializedRead",
+            WarningKind::UnwrittenOutput => "UnwrittenOutput",
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests;
