@@ -265,6 +265,12 @@ fn cost_of(op: &Op, shape: &Shape, operands: &[&Shape]) -> (u64, u64) {
         Op::SelectAndScatter { window: dims, .. } => {
             (0, operands.get(1).map_or(0, |s| shape_elems(s)).saturating_mul(window(dims)))
         }
+        Op::NkiKernel(call) => {
+            // Each NKI instruction is at least one instruction's fixed time on the device.
+            let count = call.program.instructions.len() as u64;
+            let work = fixed.saturating_add(moved).saturating_add(count);
+            return (work, INSTRUCTION_FS.saturating_mul(count.max(1)));
+        }
         Op::Sort { .. } => {
             let n = shape_elems(shape);
             (0, n.saturating_mul(u64::from(64 - n.leading_zeros())))
@@ -507,6 +513,9 @@ impl Compiler<'_> {
             "reduce" | "reduce-window" | "select-and-scatter" => super::reduce::compile_reduce(&cx),
             "gather" | "scatter" => super::gather::compile_gather(&cx),
             "sort" | "topk" => super::sort::compile_sort(&cx),
+            "custom-call" if ins.custom_call_target == super::nki_call::TARGET => {
+                super::nki_call::compile(&cx)
+            }
             "custom-call"
                 if matches!(ins.custom_call_target.as_str(), "TopK" | "AwsNeuronTopK") =>
             {

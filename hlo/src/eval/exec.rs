@@ -968,6 +968,26 @@ impl Ctx<'_> {
                     Val::from_data(dims, indices),
                 ])))
             }
+            Op::NkiKernel(call) => {
+                let mut inputs = Vec::with_capacity(instr.operands.len());
+                for k in 0..instr.operands.len() {
+                    let t = tensor(k)?;
+                    let n_bytes = t.n_elems().saturating_mul(t.ty().item_size());
+                    let mut bytes: Vec<u8> = try_alloc(n_bytes)?;
+                    bytes.resize(n_bytes, 0);
+                    t.data.write_le(&mut bytes);
+                    inputs.push(bytes);
+                }
+                let outputs = super::nki_call::run(call, &inputs)?;
+                let mut outs = Vec::with_capacity(outputs.len());
+                for ((ty, _), bytes) in call.outputs.iter().zip(&outputs) {
+                    outs.push(
+                        Data::from_le_bytes_into(*ty, bytes, None)
+                            .map_err(|_| Fail::Alloc { bytes: bytes.len() as u64 })?,
+                    );
+                }
+                wrap_results(&instr.shape, outs)
+            }
             Op::Map(computation) => {
                 let inputs: Vec<&Arc<Tensor>> =
                     (0..instr.operands.len()).map(tensor).collect::<Result<_, _>>()?;

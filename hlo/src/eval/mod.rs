@@ -63,6 +63,7 @@ mod fusion;
 mod gather;
 mod inline;
 mod math;
+mod nki_call;
 mod op_context;
 mod opcodes;
 mod packed_gemm;

@@ -98,7 +98,8 @@ pub const EVALUATED_OPCODES: &[&str] = &[
 
 /// Every `custom_call_target` [`Program::compile`](super::Program::compile) evaluates, sorted:
 /// XLA CPU's `TopK` and Neuron's `AwsNeuronTopK` (what nkipy's `topk` writes).
-pub const EVALUATED_CUSTOM_CALLS: &[&str] = &["AwsNeuronTopK", "TopK"];
+pub const EVALUATED_CUSTOM_CALLS: &[&str] =
+    &["AwsNeuronCustomNativeKernel", "AwsNeuronTopK", "TopK"];
 
 /// Whether [`EVALUATED_CUSTOM_CALLS`] lists `target`.
 pub fn is_evaluated_custom_call(target: &str) -> bool {

@@ -106,6 +106,8 @@ pub(crate) enum Op {
         dim: usize,
         computation: usize,
     },
+    /// An NKI kernel traced by nrtsim's NKI (`AwsNeuronCustomNativeKernel`).
+    NkiKernel(Arc<super::nki_call::NkiCall>),
     TopK {
         k: usize,
         largest: bool,
@@ -188,6 +190,7 @@ impl Op {
             | Op::Convolution(_)
             | Op::Gather(_)
             | Op::TopK { .. }
+            | Op::NkiKernel(_)
             | Op::ReducePrecision { .. }
             | Op::PassThrough
             | Op::AfterAll

@@ -13,6 +13,10 @@ import sys
 
 _announced = False
 
+#: Names the ``nrtsim`` executable to run instead of the installed distribution's (a build
+#: tree's), the same variable nrtsim's NKI reads.
+TOOL_ENV = "NRTSIM_TOOL"
+
 NOTICE = (
     "neuronx-cc: this is nrtsim's simulator compiler (the nrtsim-neuronx-cc package), not AWS's "
     "neuronx-cc; its NEFFs run on nrtsim's simulated libnrt only"
@@ -31,12 +35,14 @@ def announce() -> None:
 
 def run(args: list[str]) -> int:
     """Runs ``neuronx-cc ARGS`` with nrtsim's tool; returns its exit status."""
-    import nrtsim
-
     announce()
+    tool = os.environ.get(TOOL_ENV)
     try:
-        tool = nrtsim.tool()
-    except FileNotFoundError as error:
+        if not tool:
+            import nrtsim
+
+            tool = nrtsim.tool()
+    except (ImportError, FileNotFoundError) as error:
         print(f"neuronx-cc: cannot find nrtsim's tool: {error}", file=sys.stderr)
         return 127
     # Whatever Python buffered goes out before the tool writes to the same streams.

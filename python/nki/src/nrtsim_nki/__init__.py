@@ -86,6 +86,50 @@ class Kernel:
         self.benchmark_result = None
         functools.update_wrapper(self, func)
 
+    def summary(self) -> str:
+        """The last run's summary: instructions per engine, DMA bytes, peak SBUF and PSUM use,
+        and the warnings (``last_report`` holds the same as data)."""
+        if self.last_report is None:
+            return f"{self.func.__name__}: not run yet"
+        stats = self.last_report.get("stats", {})
+        engines = stats.get("instructions_per_engine", {})
+        lines = [
+            f"{self.func.__name__}: {stats.get('instructions', 0)} instructions "
+            f"({', '.join(f'{name} {count}' for name, count in sorted(engines.items()))})",
+            f"  DMA {stats.get('dma_bytes', 0)} bytes; peak per partition: SBUF "
+            f"{stats.get('peak_sbuf_bytes_per_partition', 0)} bytes, PSUM "
+            f"{stats.get('peak_psum_bytes_per_partition', 0)} bytes",
+        ]
+        for warning in self.last_report.get("warnings", []):
+            lines.append(f"  warning: {warning.get('loc', '')}: {warning.get('message', '')}")
+        return "\n".join(lines)
+
+    # what frameworks call to embed the kernel in a graph (nrtsim_nki.framework) -------------
+    @property
+    def opts(self):
+        from .framework import Options
+
+        return self.__dict__.setdefault("_opts", Options())
+
+    @opts.setter
+    def opts(self, value):
+        self.__dict__["_opts"] = value
+
+    def bind_arguments(self, **arguments):
+        from .framework import bound_arguments
+
+        return bound_arguments(self, **arguments)
+
+    def dump_config_with_boundargs(self, boundargs):
+        from .framework import config_for
+
+        return config_for(self, boundargs.args, boundargs.kwargs)
+
+    def dump_config(self, *args, **kwargs):
+        from .framework import config_for
+
+        return config_for(self, args, kwargs)
+
     def __getitem__(self, grid) -> "Kernel":
         if not isinstance(grid, tuple):
             grid = (grid,)
@@ -93,6 +137,9 @@ class Kernel:
         return kernel
 
     def __call__(self, *args, **kwargs):
+        if _core._CURRENT:
+            # A kernel called from a kernel being traced is part of it, as in NKI.
+            return self.func(*args, **kwargs)
         return self.run(args, kwargs)
 
     # tracing --------------------------------------------------------------------------------
@@ -137,18 +184,18 @@ class Kernel:
 
     def run(self, args, kwargs):
         trace, arrays, tensors, result = self.trace(args, kwargs)
-        returned = _flatten(result)
+        returned = _returned_tensors(trace, result, self.func.__name__)
         for tensor in returned:
-            if not isinstance(tensor, _core.Tensor):
-                raise NkiError(f"{self.func.__name__} returns {type(tensor).__name__}; a kernel returns tensors")
             trace.outputs.append(tensor._id)
         written_inputs = [(v, t) for v, t in tensors if t._id in _written(trace.instructions)
                           and t._id not in trace.outputs]
         trace.outputs.extend(t._id for _, t in written_inputs)
         strict = os.environ.get("NRTSIM_NKI_STRICT") == "1"
-        outputs, report = _run.run(trace.document(), arrays, strict=strict)
+        outputs, report = _run.run(_core.finite(trace.document()), arrays + trace.constants, strict=strict)
         self.last_report = report
         _relay(report)
+        if os.environ.get("NRTSIM_NKI_SUMMARY") == "1":
+            print(self.summary(), file=sys.stderr)
         by_id = dict(zip(trace.outputs, outputs))
         for value, tensor in written_inputs:
             _copy_back(value, by_id[tensor._id])
@@ -170,6 +217,28 @@ def _flatten(result):
             out.extend(_flatten(item))
         return out
     return [result]
+
+
+def _returned_tensors(trace, result, name):
+    """The kernel's results as tensors in device memory, in order."""
+    return [_to_device_memory(trace, value, name) for value in _flatten(result)]
+
+
+def _to_device_memory(trace, value, name):
+    """A returned tensor in device memory: an on-chip tile (or a view) is copied to a new one,
+    as the result of a kernel lives in HBM."""
+    if isinstance(value, _core.Tensor) and not value.buffer.on_chip:
+        return value
+    if not _core.is_tile(value):
+        raise NkiError(f"{name} returns {type(value).__name__}; a kernel returns tensors")
+    view = _core.as_view(value)
+    _core._CURRENT.append(trace)
+    try:
+        out = trace.new_tensor(view.shape, view.dtype, _core.SHARED_HBM, role="result")
+        language._copy_into(out, view, engine="dma")
+    finally:
+        _core._CURRENT.pop()
+    return out
 
 
 def _written(instructions) -> set:
@@ -273,3 +342,7 @@ def benchmark(kernel=None, **options):
 
 def profile(kernel=None, **options):
     return jit(kernel, mode="profile", **options)
+
+
+# The modules that name Kernel, imported once it exists.
+from . import compile, framework  # noqa: E402,F401

@@ -94,8 +94,7 @@ class IndexExpr:
     def shape(self) -> tuple:
         dims = [1] * self.rank
         for var, axis in self.axes.items():
-            if self.terms.get(var, 0) != 0 or True:
-                dims[axis] = max(dims[axis], var.extent)
+            dims[axis] = max(dims[axis], var.extent)
         return tuple(dims)
 
     def __getitem__(self, key):
@@ -336,19 +335,13 @@ class Tensor:
             f"nrtsim does not model reinterpreting a {_dt.name(self._dtype)} tensor as {_dt.name(dtype)}"
         )
 
-    def _fit(self, shape):
-        """This view with axes of one element added or dropped to have ``shape``, if that is all
-        that differs (``[P]`` as ``[P, 1]``, ``[1, 1]`` as ``[1]``); else None."""
-        if self.ind is not None:
-            return None
-        mine = [d for d in self.dims if d[1] != 1]
-        if [c for _, c in mine] != [c for c in shape if c != 1]:
-            return None
-        taken = iter(mine)
-        return View(self.tensor, self.off, [[0, 1] if c == 1 else list(next(taken)) for c in shape])
-
     def reshape(self, shape) -> "View":
         return self.full_view().reshape(shape)
+
+    def broadcast_to(self, shape):
+        from . import language
+
+        return language.broadcast_to(self, shape)
 
     def ap(self, pattern, offset=0, dtype=None):
         raise NkiError("nrtsim does not model tensor.ap (explicit access patterns) yet")
@@ -485,138 +478,6 @@ class View:
         return View(self.tensor, self.off, [[0, 1] if c == 1 else list(next(taken)) for c in shape])
 
     def reshape(self, shape) -> "View":
-        return self.full_view().reshape(shape)
-
-    def ap(self, pattern, offset=0, dtype=None):
-        raise NkiError("nrtsim does not model tensor.ap (explicit access patterns) yet")
-
-    # tile arithmetic ----------------------------------------------------------------------
-    def __iadd__(self, other):
-        return self.full_view().__iadd__(other) and self
-
-    def __repr__(self):
-        return f"Tensor({self.name}, {self._shape}, {_dt.name(self._dtype)}, {self._buffer.name})"
-
-
-def _arith(op_name):
-    def forward(self, other):
-        from . import language
-
-        return getattr(language, op_name)(self, other)
-
-    def backward(self, other):
-        from . import language
-
-        return getattr(language, op_name)(other, self)
-
-    return forward, backward
-
-
-for _name, _op in (
-    ("add", "add"),
-    ("sub", "subtract"),
-    ("mul", "multiply"),
-    ("truediv", "divide"),
-    ("pow", "power"),
-    ("and", "bitwise_and"),
-    ("or", "bitwise_or"),
-    ("xor", "bitwise_xor"),
-    ("lshift", "left_shift"),
-    ("rshift", "right_shift"),
-    ("mod", "mod"),
-):
-    _f, _b = _arith(_op)
-    setattr(Tensor, f"__{_name}__", _f)
-    setattr(Tensor, f"__r{_name}__", _b)
-
-for _name, _op in (("lt", "less"), ("le", "less_equal"), ("gt", "greater"), ("ge", "greater_equal")):
-    setattr(Tensor, f"__{_name}__", _arith(_op)[0])
-Tensor.__neg__ = lambda self: __import__("nrtsim_nki.language", fromlist=["x"]).negative(self)
-
-
-class View:
-    """An access pattern over a tensor: offset and ``[stride, count]`` per axis.
-
-    ``ind`` is an indirect axis: ``(axis, index_view)``.
-    """
-
-    __slots__ = ("tensor", "off", "dims", "ind")
-
-    def __init__(self, tensor: Tensor, off: int, dims, ind=None):
-        self.tensor = tensor
-        self.off = off
-        self.dims = dims
-        self.ind = ind
-
-    @property
-    def shape(self) -> tuple:
-        return tuple(c for _, c in self.dims)
-
-    @property
-    def dtype(self):
-        return self.tensor.dtype
-
-    @property
-    def buffer(self) -> Buffer:
-        return self.tensor.buffer
-
-    @property
-    def ndim(self) -> int:
-        return len(self.dims)
-
-    def __len__(self):
-        return self.dims[0][1]
-
-    def ap_json(self) -> dict:
-        out = {"t": self.tensor._id, "off": self.off, "ap": [list(d) for d in self.dims]}
-        if self.ind is not None:
-            axis, index = self.ind
-            out["ind"] = {"dim": axis, "index": index.ap_json()}
-        return out
-
-    def with_shape(self, shape) -> "View":
-        """This view broadcast to ``shape`` (numpy's rules, size-1 axes get stride 0)."""
-        shape = tuple(shape)
-        if self.shape == shape:
-            return self
-        if len(shape) < len(self.dims):
-            raise NkiError(f"cannot broadcast a tile of shape {self.shape} to {shape}")
-        pad = [[0, 1]] * (len(shape) - len(self.dims))
-        own = [list(d) for d in self.dims]
-        # A tile's first axis is its partition axis: a lower-rank tile whose axes fit the
-        # leading axes of `shape` (a per-partition vector against a [P, F] tile) extends to the
-        # right; any other follows numpy and extends to the left.
-        leading = all(c in (1, w) for (_, c), w in zip(own, shape))
-        dims = own + pad if pad and leading and self.shape[0] == shape[0] else pad + own
-        ind = self.ind
-        if ind is not None and dims[0] is pad[0] if pad else False:
-            ind = (ind[0] + len(shape) - len(self.dims), ind[1])
-        out = []
-        for (stride, count), want in zip(dims, shape):
-            if count == want:
-                out.append([stride, count])
-            elif count == 1:
-                out.append([0, want])
-            else:
-                raise NkiError(f"cannot broadcast a tile of shape {self.shape} to {shape}")
-        if ind is not None:
-            axis, index = ind
-            index = index.with_shape(tuple(shape[i] if out[i][1] and dims[i][1] != 1 else 1 for i in range(len(shape)))) if index.ndim == len(shape) else index
-            ind = (axis, index)
-        return View(self.tensor, self.off, out, ind)
-
-    def _fit(self, shape):
-        """This view with axes of one element added or dropped to have ``shape``, if that is all
-        that differs (``[P]`` as ``[P, 1]``, ``[1, 1]`` as ``[1]``); else None."""
-        if self.ind is not None:
-            return None
-        mine = [d for d in self.dims if d[1] != 1]
-        if [c for _, c in mine] != [c for c in shape if c != 1]:
-            return None
-        taken = iter(mine)
-        return View(self.tensor, self.off, [[0, 1] if c == 1 else list(next(taken)) for c in shape])
-
-    def reshape(self, shape) -> "View":
         shape = tuple(int(s) for s in shape)
         if int(np.prod(shape)) != int(np.prod(self.shape)):
             raise NkiError(f"cannot reshape a tile of shape {self.shape} to {shape}")
@@ -649,6 +510,11 @@ class View:
     def __iadd__(self, other):
         current_trace().accumulate(self, other)
         return self
+
+    def broadcast_to(self, shape):
+        from . import language
+
+        return language.broadcast_to(self, shape)
 
     def __repr__(self):
         return f"View({self.tensor.name}, off={self.off}, ap={self.dims})"
@@ -687,7 +553,12 @@ def _index(view: View, key) -> View:
         fill = len(view.dims) - (len(key) - 1)
         key = key[:at] + (slice(None),) * fill + key[at + 1 :]
     if len(key) > len(view.dims):
-        raise NkiError(f"too many indices ({len(key)}) for a tile of rank {len(view.dims)}")
+        # A per-partition vector [P] indexes as the [P, 1] tile it stands for.
+        extra = key[len(view.dims):]
+        if all(k == slice(None) or (isinstance(k, (int, np.integer)) and k == 0) for k in extra):
+            view = View(view.tensor, view.off, [list(d) for d in view.dims] + [[0, 1]] * len(extra), view.ind)
+        else:
+            raise NkiError(f"too many indices ({len(key)}) for a tile of rank {len(view.dims)}")
     key = key + (slice(None),) * (len(view.dims) - len(key))
     key = tuple(k.as_slice() if isinstance(k, DSlice) else k for k in key)
     if len(key) == 1 and isinstance(key[0], _Grid):
@@ -711,6 +582,11 @@ def _index(view: View, key) -> View:
                 if not 0 <= i < count:
                     raise NkiError(f"index {item} is out of bounds for an axis of size {count}")
                 off += i * stride
+                # An integer before every slice selects a block and drops its axis; one after a
+                # slice picks a column of the tile and keeps it, as one element (tile[:, 0] is
+                # [P, 1], the per-partition scalar NKI's instructions take).
+                if dims:
+                    dims.append([stride, 1])
         if not dims:
             dims = [[1, 1]]
         return View(view.tensor, off, dims)
@@ -816,6 +692,8 @@ class Trace:
         self.inputs: list = []
         self.outputs: list = []
         self.instructions: list = []
+        #: Constant data (``nl.shared_constant``), passed as extra inputs after the arguments.
+        self.constants: list = []
         self.program_id: tuple = ()
         self.grid_shape: tuple = ()
         # Shared HBM tensors of program 0, by allocation order, reused by the other programs.
@@ -904,9 +782,14 @@ class Trace:
         """``target[...] = value``: a store, a copy or a broadcast fill."""
         from . import language
 
+        if isinstance(value, language._LoopReduce):
+            language._binary_into(target, target, value.x, language.alu_name(value.op), value.mask)
+            return
         if not is_tile(value):
             if isinstance(value, (int, float, np.number, bool)):
-                self.emit("memset", _engine_for(target), dst=target.ap_json(), value=float(value))
+                from .language import number
+
+                self.emit("memset", _engine_for(target), dst=target.ap_json(), value=number(value))
                 return
             raise NkiError(f"cannot assign {type(value).__name__} to a tile")
         fresh = self.take_fresh(value)
@@ -915,11 +798,8 @@ class Trace:
             and tuple(value.shape) == target.shape
             and "dst" in fresh
             and (fresh["op"] != "matmul" or target.buffer.name == "psum")
-            and not (fresh["op"] == "dma" and target.buffer.on_chip and value.buffer.on_chip and False)
         ):
             fresh["dst"] = target.ap_json()
-            if fresh["op"] == "dma" and not target.buffer.on_chip and not _reads_hbm(fresh):
-                pass
             self._fresh = None
             return
         language._copy_into(target, as_view(value).with_shape(target.shape))
@@ -952,8 +832,20 @@ class Trace:
         }
 
 
-def _reads_hbm(instruction) -> bool:
-    return False
+def finite(value):
+    """``value`` (a program document) with every non-finite float as the string the program
+    format uses (``"inf"``, ``"-inf"``, ``"nan"``), since JSON has none."""
+    if isinstance(value, float):
+        if value != value:
+            return "nan"
+        if value in (float("inf"), float("-inf")):
+            return "inf" if value > 0 else "-inf"
+        return value
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [finite(v) for v in value]
+    return value
 
 
 def _engine_for(view: View) -> str:

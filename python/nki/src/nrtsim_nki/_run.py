@@ -14,6 +14,17 @@ import numpy as np
 from . import dtypes as _dt
 from ._core import NkiError
 
+class OutOfBoundsError(NkiError, IndexError):
+    """An instruction touched an element outside its tensor. ``str()`` is numpy's message for
+    the flat offset; ``detail`` is the executor's, with the kernel's file and line."""
+
+    def __init__(self, message: str, detail: str):
+        super().__init__(message)
+        self.detail = detail
+        if hasattr(self, "add_note"):
+            self.add_note(detail)
+
+
 #: Overrides which ``nrtsim`` executable runs kernels (a build tree's, for instance).
 TOOL_ENV = "NRTSIM_TOOL"
 
@@ -56,6 +67,18 @@ def run(document: dict, arrays: list, strict: bool = False):
         completed = subprocess.run(command, capture_output=True, text=True, check=False)
         if completed.returncode != 0:
             message = completed.stderr.strip() or f"nrtsim nki run exited with status {completed.returncode}"
+            error = {}
+            if report.exists():
+                try:
+                    error = json.loads(report.read_text()).get("error") or {}
+                except ValueError:
+                    error = {}
+            if error.get("kind") == "OutOfBounds" and "offset" in error and "numel" in error:
+                # numpy's words for the flat access, as indexing the tensor flattened would say.
+                raise OutOfBoundsError(
+                    f"index {error['offset']} is out of bounds for axis 0 with size {error['numel']}",
+                    message,
+                )
             raise NkiError(message)
         results = []
         for k, tid in enumerate(document["outputs"]):

@@ -22,9 +22,11 @@ PACKAGE = "nrtsim_nki"
 class _AliasLoader(importlib.abc.Loader):
     def __init__(self, target: str):
         self.target = target
+        self.original = None
 
     def create_module(self, spec):
         module = importlib.import_module(self.target)
+        self.original = module.__spec__
         # Register every loaded submodule under the alias too, so `import nki.language` after
         # `import nki` finds it instead of executing the file a second time.
         prefix = spec.name[: len(spec.name) - (len(self.target) - len(PACKAGE))]
@@ -34,22 +36,44 @@ class _AliasLoader(importlib.abc.Loader):
         return module
 
     def exec_module(self, module):
-        pass
+        # The import system gave the module the alias's spec; its own keeps relative imports
+        # (and ``__spec__.parent == __package__``) true.
+        if self.original is not None:
+            module.__spec__ = self.original
+
+
+def _alias_spec(fullname):
+    for prefix in PREFIXES:
+        if fullname == prefix or fullname.startswith(prefix + "."):
+            rest = fullname[len(prefix):]
+            if importlib.util.find_spec(PACKAGE + rest) is None:
+                return None
+            return importlib.util.spec_from_loader(fullname, _AliasLoader(PACKAGE + rest))
+    return None
 
 
 class NkiFinder(importlib.abc.MetaPathFinder):
-    """Finds ``nki`` and ``neuronxcc.nki`` (and their submodules) in this distribution."""
+    """Finds ``nki`` and ``neuronxcc.nki`` in this distribution, last, when nothing else does."""
 
     def find_spec(self, fullname, path=None, target=None):
-        for prefix in PREFIXES:
-            if fullname == prefix or fullname.startswith(prefix + "."):
-                if prefix == "neuronxcc.nki" and not _neuronxcc_is_ours():
-                    return None
-                rest = fullname[len(prefix):]
-                if importlib.util.find_spec(PACKAGE + rest) is None:
-                    return None
-                return importlib.util.spec_from_loader(fullname, _AliasLoader(PACKAGE + rest))
+        if fullname == "nki" or (fullname == "neuronxcc.nki" and _neuronxcc_is_ours()):
+            return _alias_spec(fullname)
         return None
+
+
+class NkiSubmoduleFinder(importlib.abc.MetaPathFinder):
+    """Finds the submodules of an ``nki`` or ``neuronxcc.nki`` that is this distribution's,
+    first, so each is the one module object of ``nrtsim_nki`` and never a second copy."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        parent, _, _ = fullname.rpartition(".")
+        if not parent:
+            return None
+        module = sys.modules.get(parent)
+        name = getattr(module, "__name__", "")
+        if name != PACKAGE and not name.startswith(PACKAGE + "."):
+            return None
+        return _alias_spec(fullname)
 
 
 def _neuronxcc_is_ours() -> bool:
@@ -60,6 +84,9 @@ def _neuronxcc_is_ours() -> bool:
 
 
 def install() -> None:
-    """Appends the finder to ``sys.meta_path`` once."""
+    """Appends the top-level finder to ``sys.meta_path`` and puts the submodule finder first,
+    once."""
     if not any(isinstance(finder, NkiFinder) for finder in sys.meta_path):
         sys.meta_path.append(NkiFinder())
+    if not any(isinstance(finder, NkiSubmoduleFinder) for finder in sys.meta_path):
+        sys.meta_path.insert(0, NkiSubmoduleFinder())

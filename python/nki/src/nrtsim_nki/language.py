@@ -63,11 +63,12 @@ def finfo(dtype):
 
 
 class tile_size:  # noqa: N801 (NKI's name)
-    """Hardware tile limits."""
+    """Hardware tile limits (a PSUM bank holds 512 float32 per partition)."""
 
     pmax = 128
-    psum_fmax = 2048
+    psum_fmax = 512
     psum_bank_fmax = 512
+    psum_bank_fmax_bytes = 2048
     gemm_stationary_fmax = 128
     gemm_moving_fmax = 512
     bn_stats_fmax = 512
@@ -183,7 +184,7 @@ def _buffer_like(x):
 def full(shape, fill_value, dtype, buffer=sbuf, name="", **_):
     tile = ndarray(shape, dtype, buffer, name)
     view = tile.full_view()
-    _core.current_trace().emit("memset", _engine_of(view), dst=view.ap_json(), value=float(fill_value))
+    _core.current_trace().emit("memset", _engine_of(view), dst=view.ap_json(), value=number(fill_value))
     return tile
 
 
@@ -237,7 +238,19 @@ def random_seed(seed, **_):
 
 
 def shared_constant(constant, dtype=None, **_):
-    raise NkiError("nrtsim does not model nl.shared_constant yet")
+    """A constant tensor in device memory, holding ``constant`` (a numpy array)."""
+    trace = _core.current_trace()
+    array = np.asarray(constant)
+    if dtype is not None:
+        array = array.astype(_dt.storage(dtype))
+    elif array.dtype == np.float64:
+        array = array.astype(np.float32)
+    elif array.dtype == np.int64:
+        array = array.astype(np.int32)
+    tensor = trace.new_tensor(array.shape or (1,), array.dtype, hbm, role="input")
+    trace.inputs.append(tensor._id)
+    trace.constants.append(np.ascontiguousarray(array))
+    return tensor
 
 
 # ---------------------------------------------------------------------------------------------
@@ -271,12 +284,22 @@ def mask_json(mask, shape) -> list:
     return out
 
 
+def number(value):
+    """A number of the program: JSON has no infinities or NaN, so those are strings."""
+    value = float(value)
+    if value != value:
+        return "nan"
+    if value in (float("inf"), float("-inf")):
+        return "inf" if value > 0 else "-inf"
+    return value
+
+
 def operand(value, shape):
     """A scalar-or-tile operand broadcast to ``shape``."""
     if _core.is_tile(value):
         return _core.as_view(value).with_shape(shape).ap_json()
     if isinstance(value, (int, float, bool, np.number, np.bool_)):
-        return {"imm": float(value)}
+        return {"imm": number(value)}
     raise NkiError(f"expected a tile or a number, got {type(value).__name__} {value!r}")
 
 
@@ -289,7 +312,7 @@ def broadcast_shape(*shapes) -> tuple:
     aligned = []
     for shape in shapes:
         pad = len(widest) - len(shape)
-        if pad and shape and shape[0] == widest[0] and all(c in (1, w) for c, w in zip(shape, widest)):
+        if pad and shape and shape[0] == widest[0] and _builtins.all(c in (1, w) for c, w in zip(shape, widest)):
             shape = shape + (1,) * pad
         aligned.append(shape)
     try:
@@ -306,7 +329,12 @@ def _emit(opcode, engine, mask=None, shape=None, **fields):
 
 def _copy_into(target, source, mask=None, engine=None):
     target = _core.as_view(target)
-    source = _core.as_view(source).with_shape(target.shape)
+    source = _core.as_view(source)
+    if (source.shape != target.shape and int(np.prod(source.shape)) == int(np.prod(target.shape))
+            and source._fit(target.shape) is None and source._contiguous()):
+        # The same elements in another shape (a [P, 256] result stored into [P, 4, 16, 4]).
+        source = source.reshape(target.shape)
+    source = source.with_shape(target.shape)
     hbm_side = not target.buffer.on_chip or not source.buffer.on_chip
     op = "dma" if hbm_side else "copy"
     _emit(op, engine or ("dma" if hbm_side else "vector"), mask, target.shape,
@@ -363,7 +391,7 @@ def store(dst, value, mask=None, **_):
     """Writes a tile (or a number) into ``dst``."""
     target = _core.as_view(dst)
     if not _core.is_tile(value):
-        _emit("memset", "dma", mask, target.shape, dst=target.ap_json(), value=float(value))
+        _emit("memset", "dma", mask, target.shape, dst=target.ap_json(), value=number(value))
         return
     _copy_into(target, value, mask, engine="dma")
 
@@ -749,3 +777,23 @@ def static_cast(x, dtype):
     if isinstance(x, np.ndarray):
         return x.astype(_dt.storage(dtype))
     return copy(x, dtype=dtype)
+
+
+class _LoopReduce:
+    """``nl.loop_reduce(x, op, ...)``: folds ``x`` into the tile it is assigned to
+    (``dst[...] = nl.loop_reduce(x, op=np.add, loop_indices=[i])`` is ``dst = dst op x``)."""
+
+    def __init__(self, x, op, dtype, mask):
+        self.x = x
+        self.op = op
+        self.dtype = dtype
+        self.mask = mask
+
+    def __getattr__(self, name):
+        raise NkiError("nl.loop_reduce's result is assigned to the tile it accumulates into "
+                       "(dst[...] = nl.loop_reduce(x, ...)); nrtsim models only that use")
+
+
+def loop_reduce(x, op, loop_indices=(), dtype=None, mask=None, **_):
+    """A reduction over loop iterations into the tile the result is assigned to."""
+    return _LoopReduce(x, op, dtype, mask)

@@ -8,6 +8,8 @@ argument). The returning form allocates the result tile (SBUF, or PSUM for the t
 
 from __future__ import annotations
 
+import builtins
+
 import numpy as np
 
 from .. import _core, dtypes as _dt, language as nl
@@ -264,11 +266,11 @@ def memset(*args, **kwargs):
     if "dst" in kwargs or (args and _core.is_tile(args[0])):
         v = _bind(["dst", "value"], args, kwargs, {"engine": engine.unknown, "mask": None})
         target = _core.as_view(v["dst"])
-        _emit("memset", _engine(v["engine"], "vector"), v["mask"], target.shape, dst=target.ap_json(), value=float(v["value"]))
+        _emit("memset", _engine(v["engine"], "vector"), v["mask"], target.shape, dst=target.ap_json(), value=nl.number(v["value"]))
         return v["dst"]
     v = _bind(["shape", "value", "dtype"], args, kwargs, {"engine": engine.unknown, "mask": None})
     tile, target, fresh = _target(None, nl._shape(v["shape"]), v["dtype"])
-    _emit("memset", _engine(v["engine"], "vector"), v["mask"], target.shape, dst=target.ap_json(), value=float(v["value"]))
+    _emit("memset", _engine(v["engine"], "vector"), v["mask"], target.shape, dst=target.ap_json(), value=nl.number(v["value"]))
     return _done(tile, fresh)
 
 
@@ -309,7 +311,7 @@ def affine_select(*args, **kwargs):
         raise NkiError("affine_select takes one comparison of an affine index expression")
     tile, target, fresh = _target(dst, shape, v["dtype"] or on_true.dtype)
     _emit("select", "gpsimd", v["mask"], shape, dst=target.ap_json(), pred={"affine": clauses[0]},
-          on_true=on_true.ap_json(), on_false={"imm": float(v["on_false_value"])})
+          on_true=on_true.ap_json(), on_false={"imm": nl.number(v["on_false_value"])})
     return _done(tile, fresh)
 
 
@@ -387,9 +389,11 @@ def local_gather(*args, **kwargs):
     src = _core.as_view(v["src_buffer"])
     index = _core.as_view(v["index"])
     per = int(v["num_elem_per_idx"])
-    shape = tuple(index.shape) + ((per,) if per > 1 else ())
-    if dst is None:
-        shape = (index.shape[0],) + tuple(index.shape[1:-1]) + (index.shape[-1] * per,) if per > 1 else tuple(index.shape)
+    valid = v["num_valid_indices"]
+    if valid is None:
+        # Each GpSimd core serves 16 partitions and reads all their indices.
+        valid = int(np.prod(index.shape[1:])) * builtins.min(16, index.shape[0])
+    shape = (index.shape[0], int(valid) * per)
     tile, target, fresh = _target(dst, shape, src.dtype)
     fields = {"dst": target.ap_json(), "src_buffer": src.ap_json(), "index": index.ap_json(), "num_elem_per_idx": per}
     if v["num_valid_indices"] is not None:
@@ -421,7 +425,7 @@ def _simple(op, names, shape_of, dtype_of, engine_name="vector", defaults=None):
             if _core.is_tile(value):
                 fields[name] = _core.as_view(value).ap_json()
             elif isinstance(value, (int, float, np.number)):
-                fields[name] = {"imm": float(value)}
+                fields[name] = {"imm": nl.number(value)}
             else:
                 fields[name] = value
         _emit(op, engine_name, v["mask"], _core.as_view(v[names[0]]).shape, **fields)
@@ -450,7 +454,7 @@ def nc_match_replace8(*args, **kwargs):
     data = _core.as_view(v["data"])
     tile, target, fresh = _target(dst, data.shape, v["dtype"] or data.dtype)
     fields = {"dst": target.ap_json(), "data": data.ap_json(), "vals": _core.as_view(v["vals"]).ap_json(),
-              "imm": float(v["imm"])}
+              "imm": nl.number(v["imm"])}
     if v["dst_idx"] is not None:
         fields["dst_idx"] = _core.as_view(v["dst_idx"]).ap_json()
     _emit("nc_match_replace8", "vector", v["mask"], data.shape, **fields)
@@ -474,8 +478,7 @@ def tensor_tensor_scan(*args, **kwargs):
     d0, d1 = _core.as_view(v["data0"]), _core.as_view(v["data1"])
     shape = d0.shape
     tile, target, fresh = _target(dst, shape, v["dtype"] or _dt.promote(d0.dtype, d1.dtype))
-    initial = v["initial"]
-    initial = _core.as_view(initial).ap_json() if _core.is_tile(initial) else {"imm": float(initial)}
+    initial = nl.operand(v["initial"], (shape[0], 1))
     _emit("scan", "vector", v["mask"], shape, dst=target.ap_json(), data0=d0.ap_json(), data1=d1.with_shape(shape).ap_json(),
           initial=initial, op0=nl.alu_name(v["op0"]), op1=nl.alu_name(v["op1"]),
           reverse0=bool(v["reverse0"]), reverse1=bool(v["reverse1"]))
@@ -551,7 +554,7 @@ def range_select(*args, **kwargs):
               "comp_op0": nl.alu_name(v["comp_op0"]), "comp_op1": nl.alu_name(v["comp_op1"]),
               "bound0": nl.operand(v["bound0"], (shape[0], 1)), "bound1": nl.operand(v["bound1"], (shape[0], 1)),
               "reduce_cmd": _reduce_cmd(v["reduce_cmd"]), "reduce_op": _reduce_op_name(v["reduce_op"]),
-              "range_start": float(v["range_start"]), "on_false_value": float(v["on_false_value"])}
+              "range_start": nl.number(v["range_start"]), "on_false_value": nl.number(v["on_false_value"])}
     if v["reduce_res"] is not None:
         fields["reduce_res"] = _core.as_view(v["reduce_res"]).ap_json()
     _emit("range_select", "vector", v["mask"], shape, **fields)

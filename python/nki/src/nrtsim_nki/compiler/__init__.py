@@ -3,7 +3,7 @@ the directives and keeps the memory region they name."""
 
 from __future__ import annotations
 
-from . import _core
+from .. import _core
 
 
 class _Region:
