@@ -1,7 +1,8 @@
 //! One function per op: resolve the operands' offsets, load them as float32, compute, store.
 //!
-//! Kernels trust the validation of [`crate::program`] (ranks, shapes, static bounds) and check
-//! only what depends on data: indirect indices, and reads of unwritten elements.
+//! Kernels trust the validation of [`crate::program`] (ranks, shapes) and check only what
+//! depends on data or on the mask: bounds (through `Memory::offsets`), indirect indices, and
+//! reads of unwritten elements.
 
 use crate::RunErrorKind;
 use crate::alu::AluOp;

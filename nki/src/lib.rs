@@ -7,9 +7,11 @@
 //!
 //! Design choices:
 //! - **Validate once, then trust.** [`Program::from_json`] checks everything static: versions,
-//!   ids, partition sizes, ranks and shapes per op, and the bounds of every access pattern from
-//!   its strides and counts. Kernels check only what depends on data (indirect indices, reads of
-//!   unwritten memory).
+//!   ids, partition sizes, ranks and shapes per op. Kernels check only what depends on data or
+//!   on the mask: indirect indices, reads of unwritten memory, and bounds. An access pattern may
+//!   reach past its tensor where the mask leaves those elements out, so bounds are checked on
+//!   the elements an instruction touches; the pattern's range of offsets, computed from its
+//!   strides and counts, says when no element needs a check, which is nearly always.
 //! - **One list of ops.** `ops::declare_ops!` declares the ops once; parsing, validation,
 //!   liveness and execution match on the resulting enum exhaustively.
 //! - **Offsets, then float32.** Each operand of an instruction becomes a list of element offsets
@@ -218,7 +220,8 @@ pub enum RunErrorKind {
         /// The largest live tensors, name and bytes per partition.
         largest: Vec<(String, u64)>,
     },
-    /// An indirect index reached outside its tensor.
+    /// An element an instruction touches lies outside its tensor: an AP reaching past its
+    /// tensor where the instruction's mask does not keep it inside, or an indirect index.
     #[error(
         "{operand} reaches outside tensor `{tensor}` ({numel} elements): index {index:?} is at offset {}",
         match offset { Some(o) => o.to_string(), None => "past the range of int64".into() }

@@ -83,6 +83,21 @@ fn push_offsets(base: i64, dims: &[[i64; 2]], out: &mut Vec<i64>) {
     }
 }
 
+/// Pushes the offsets of every element of `dims` (row-major) onto `out`, as indices: the
+/// caller knows every offset is inside its tensor, so each is in `0..usize::MAX`.
+fn push_indices(base: i64, dims: &[[i64; 2]], out: &mut Vec<usize>) {
+    match dims {
+        [] => out.push(base as usize),
+        [[1, count]] => out.extend((base..base + count).map(|o| o as usize)),
+        [[stride, count]] => out.extend((0..*count).map(|j| (base + j * stride) as usize)),
+        [[stride, count], rest @ ..] => {
+            for j in 0..*count {
+                push_indices(base + j * stride, rest, out);
+            }
+        }
+    }
+}
+
 /// The number of elements of a shape (validated to fit).
 pub(crate) fn numel(shape: &[u64]) -> usize {
     shape.iter().product::<u64>() as usize
@@ -169,6 +184,23 @@ impl Memory<'_> {
     ) -> Result<Vec<usize>, RunErrorKind> {
         let shape = ap.shape();
         let n = numel(&shape);
+        let tensor = &self.program.tensors[ap.t];
+        if ap.ind.is_none() && ap.first_outside(tensor.numel()).is_none() {
+            // The whole pattern is inside the tensor: no element needs a check.
+            let mut offsets = Vec::new();
+            offsets
+                .try_reserve_exact(n)
+                .map_err(|_| RunErrorKind::Allocation { bytes: n as u128 * 8 })?;
+            push_indices(ap.off, &ap.ap, &mut offsets);
+            if let Some(active) = active {
+                for (offset, &on) in offsets.iter_mut().zip(active) {
+                    if !on {
+                        *offset = SKIP;
+                    }
+                }
+            }
+            return Ok(offsets);
+        }
         let mut raw: Vec<i64> = Vec::new();
         raw.try_reserve_exact(n).map_err(|_| RunErrorKind::Allocation { bytes: n as u128 * 8 })?;
         let mut dims = ap.ap.clone();
@@ -227,7 +259,7 @@ impl Memory<'_> {
         let mut unwritten = (0u64, 0usize);
         let mut values = zeroed::<i64>(raw.len())?;
         for (value, &offset) in values.iter_mut().zip(&raw) {
-            // Validated: a direct AP stays inside its tensor.
+            // Validated: an index AP lies inside its tensor (`Checker::ap`).
             let offset = offset as usize;
             if memory.is_written(offset) {
                 *value = memory.dtype.read_i64(&memory.bytes[offset * size..]);
