@@ -9,7 +9,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use crate::alu::{ACT_FUNC_NAMES, ALU_OP_NAMES, ActFunc, AluOp};
-use crate::program::{Ap, Buffer, Checker, Cmp, Operand, Program, ProgramErrorKind};
+use crate::program::{Ap, Buffer, Checker, Cmp, Operand, Program, ProgramErrorKind, number};
 
 macro_rules! declare_ops {
     ($( $(#[$doc:meta])* $name:literal => $variant:ident($ty:ident), )*) => {
@@ -126,6 +126,7 @@ pub struct MemsetOp {
     /// The destination.
     pub dst: Ap,
     /// The value every element gets.
+    #[serde(deserialize_with = "number")]
     pub value: f64,
 }
 
@@ -418,6 +419,7 @@ pub struct NcMatchReplace8Op {
     /// `[P, 8]`: the values matched.
     pub vals: Ap,
     /// What a match is replaced with.
+    #[serde(deserialize_with = "number")]
     pub imm: f64,
     /// Optional `[P, 8]`: where each value matched (uint16 or uint32).
     #[serde(default)]

@@ -297,11 +297,51 @@ pub enum Operand {
     Ap(Ap),
 }
 
+/// Reads a number of the document: a JSON number, or one of the strings `"inf"`, `"-inf"` and
+/// `"nan"`, since JSON has no non-finite numbers (docs/nki-program.md, *Operand*). Use it as
+/// `#[serde(deserialize_with = "number")]`.
+///
+/// # Errors
+/// serde's error when the value is neither a number nor one of the three strings.
+pub fn number<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<f64, D::Error> {
+    struct Visitor;
+    impl serde::de::Visitor<'_> for Visitor {
+        type Value = f64;
+
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a number, \"inf\", \"-inf\" or \"nan\"")
+        }
+
+        fn visit_f64<E: serde::de::Error>(self, value: f64) -> Result<f64, E> {
+            Ok(value)
+        }
+
+        fn visit_i64<E: serde::de::Error>(self, value: i64) -> Result<f64, E> {
+            Ok(value as f64)
+        }
+
+        fn visit_u64<E: serde::de::Error>(self, value: u64) -> Result<f64, E> {
+            Ok(value as f64)
+        }
+
+        fn visit_str<E: serde::de::Error>(self, value: &str) -> Result<f64, E> {
+            match value {
+                "inf" => Ok(f64::INFINITY),
+                "-inf" => Ok(f64::NEG_INFINITY),
+                "nan" => Ok(f64::NAN),
+                _ => Err(E::invalid_value(serde::de::Unexpected::Str(value), &self)),
+            }
+        }
+    }
+    deserializer.deserialize_any(Visitor)
+}
+
 impl<'de> Deserialize<'de> for Operand {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         #[derive(Deserialize)]
         #[serde(deny_unknown_fields)]
         struct Imm {
+            #[serde(deserialize_with = "number")]
             imm: f64,
         }
         let value = Value::deserialize(deserializer)?;

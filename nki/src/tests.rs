@@ -1051,3 +1051,51 @@ fn par_names_the_partition_dimension_of_a_blocked_tile() {
         matches!(parse_error(&document), ProgramErrorKind::Invalid(message) if message.contains("`par` 2"))
     );
 }
+
+#[test]
+fn numbers_may_be_the_strings_inf_minus_inf_and_nan() {
+    // memset -inf, then max(x, "inf") and min(x, "nan"): [-inf, -inf] → [inf, inf] → the NaN
+    // operand of minimum gives the other operand, inf. A third tile: memset "nan".
+    let body = |value: Value, operand: Value| {
+        vec![
+            ins("memset", "vector", 4, json!({"dst": dense(1, &[1, 2]), "value": value})),
+            ins(
+                "tensor_scalar",
+                "vector",
+                5,
+                json!({"dst": dense(2, &[1, 2]), "src": dense(1, &[1, 2]), "ops": [
+                    {"op": "maximum", "operand": operand},
+                    {"op": "minimum", "operand": {"imm": "nan"}},
+                ]}),
+            ),
+            ins("dma", "dma", 6, json!({"dst": dense(3, &[1, 2]), "src": dense(2, &[1, 2])})),
+        ]
+    };
+    let program = |value: Value, operand: Value| {
+        doc(
+            json!([
+                tensor("x", "float32", &[1, 2], "hbm"),
+                tensor("a", "float32", &[1, 2], "sbuf"),
+                tensor("b", "float32", &[1, 2], "sbuf"),
+                tensor("out", "float32", &[1, 2], "hbm"),
+            ]),
+            json!([0]),
+            json!([3]),
+            json!(body(value, operand)),
+        )
+    };
+    let input = f32_bytes(&[0.0, 0.0]);
+    let result = run_ok(&program(json!("-inf"), json!({"imm": "inf"})), &[input.clone()]);
+    assert_eq!(f32s(&result.outputs[0]), [f32::INFINITY, f32::INFINITY]);
+    // memset "nan", then max(NaN, -inf) = -inf.
+    let result = run_ok(&program(json!("nan"), json!({"imm": "-inf"})), &[input]);
+    assert_eq!(f32s(&result.outputs[0]), [f32::NEG_INFINITY, f32::NEG_INFINITY]);
+    // Any other string is refused, naming what a number may be.
+    match parse_error(&program(json!("infinity"), json!({"imm": 1.0}))) {
+        ProgramErrorKind::Field { op, message } => {
+            assert_eq!(op, "memset");
+            assert!(message.contains(r#"a number, "inf", "-inf" or "nan""#), "{message}");
+        }
+        other => panic!("expected a field error, got {other:?}"),
+    }
+}
