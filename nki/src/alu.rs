@@ -112,6 +112,53 @@ fn truth(condition: bool) -> f32 {
 }
 
 impl AluOp {
+    /// The operator's name in the document.
+    pub fn name(self) -> &'static str {
+        match self {
+            AluOp::Add => "add",
+            AluOp::Subtract => "subtract",
+            AluOp::Multiply => "multiply",
+            AluOp::Divide => "divide",
+            AluOp::Maximum => "maximum",
+            AluOp::Minimum => "minimum",
+            AluOp::AbsMax => "abs_max",
+            AluOp::AbsMin => "abs_min",
+            AluOp::Power => "power",
+            AluOp::Mod => "mod",
+            AluOp::Fmod => "fmod",
+            AluOp::Equal => "equal",
+            AluOp::NotEqual => "not_equal",
+            AluOp::Less => "less",
+            AluOp::LessEqual => "less_equal",
+            AluOp::Greater => "greater",
+            AluOp::GreaterEqual => "greater_equal",
+            AluOp::LogicalAnd => "logical_and",
+            AluOp::LogicalOr => "logical_or",
+            AluOp::LogicalXor => "logical_xor",
+            AluOp::BitwiseAnd => "bitwise_and",
+            AluOp::BitwiseOr => "bitwise_or",
+            AluOp::BitwiseXor => "bitwise_xor",
+            AluOp::LeftShift => "left_shift",
+            AluOp::RightShift => "right_shift",
+            AluOp::ArithShiftRight => "arith_shift_right",
+            AluOp::Bypass => "bypass",
+        }
+    }
+
+    /// The value an accumulator register is reset to for this fold: 0 for `add` and
+    /// `subtract`, 1 for `multiply`, -inf for `maximum`, +inf for `minimum` (the
+    /// `tensor_scalar_cumulative` and `tensor_scalar_reduce` pages); `None` for an operator
+    /// the accumulating instructions do not fold with.
+    pub fn fold_identity(self) -> Option<f32> {
+        match self {
+            AluOp::Add | AluOp::Subtract => Some(0.0),
+            AluOp::Multiply => Some(1.0),
+            AluOp::Maximum => Some(f32::NEG_INFINITY),
+            AluOp::Minimum => Some(f32::INFINITY),
+            _ => None,
+        }
+    }
+
     /// `a op b`; `signed` says whether bitwise operators act on `int32` (else `uint32`).
     pub fn apply(self, a: f32, b: f32, signed: bool) -> f32 {
         match self {
@@ -374,6 +421,14 @@ fn softplus(x: f32) -> f32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_alu_op_name_reads_back_as_itself() {
+        for &name in ALU_OP_NAMES {
+            let op: AluOp = serde_json::from_value(serde_json::json!(name)).unwrap();
+            assert_eq!(op.name(), name);
+        }
+    }
 
     #[test]
     fn mod_takes_the_divisor_sign_and_fmod_the_dividend_sign() {

@@ -32,6 +32,7 @@ mod kernels;
 mod memory;
 pub mod ops;
 pub mod program;
+mod random;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -70,14 +71,43 @@ pub struct RunResult {
 }
 
 /// The report of a run (docs/nki-program.md, *Running*).
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Default, Serialize)]
 pub struct Report {
+    /// Why the run failed; absent when it did not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<ErrorRecord>,
     /// What the run noticed, in the order it happened.
     pub warnings: Vec<Warning>,
     /// What `print` instructions recorded, in order.
     pub prints: Vec<PrintRecord>,
     /// Counts and peaks.
     pub stats: Stats,
+}
+
+/// A failed run's error as the report holds it (docs/nki-program.md, *Running*).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ErrorRecord {
+    /// The error's kind: the name of its [`RunErrorKind`] or [`ProgramErrorKind`] variant
+    /// (`OutOfBounds`, `Capacity`, ...), or a name the caller gives (`Io`).
+    pub kind: String,
+    /// The message, as the error displays.
+    pub message: String,
+    /// `FILE:LINE` where it happened, when known.
+    pub loc: Option<String>,
+    /// For `OutOfBounds`: the tensor, the offset and the tensor's element count.
+    #[serde(flatten)]
+    pub out_of_bounds: Option<OutOfBoundsRecord>,
+}
+
+/// The facts of an `OutOfBounds` error, for a frontend to raise its own error from.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct OutOfBoundsRecord {
+    /// The tensor's name.
+    pub tensor: String,
+    /// The flat element offset of the element outside (`None` past the range of int64).
+    pub offset: Option<i64>,
+    /// The tensor's number of elements.
+    pub numel: u64,
 }
 
 /// The kinds of warning.
@@ -131,7 +161,7 @@ impl Serialize for PrintValue {
 }
 
 /// Counts and peaks of a run.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Default, Serialize)]
 pub struct Stats {
     /// Instructions executed per engine (`tensor`, `vector`, ...).
     pub instructions_per_engine: BTreeMap<String, u64>,
@@ -155,16 +185,74 @@ pub struct RunError {
     pub loc: Option<SourceLoc>,
     /// What went wrong (boxed: errors travel in `Result`s that should stay small).
     pub kind: Box<RunErrorKind>,
+    /// What the run had reported before it failed (warnings, prints, statistics of the
+    /// instructions executed), when it got as far as executing instructions.
+    pub partial_report: Option<Box<Report>>,
 }
 
 impl RunError {
     fn bare(kind: RunErrorKind) -> RunError {
-        RunError { instruction: None, loc: None, kind: Box::new(kind) }
+        RunError { instruction: None, loc: None, kind: Box::new(kind), partial_report: None }
     }
 
     fn at(program: &Program, index: usize, kind: RunErrorKind) -> RunError {
         let loc = program.source_loc(program.instructions[index].loc);
-        RunError { instruction: Some(index), loc: Some(loc), kind: Box::new(kind) }
+        RunError {
+            instruction: Some(index),
+            loc: Some(loc),
+            kind: Box::new(kind),
+            partial_report: None,
+        }
+    }
+
+    /// The error as a report holds it; an error with no instruction or tensor behind it
+    /// (inputs, memory) is at the kernel's `file:line`.
+    pub fn record(&self, program: &Program) -> ErrorRecord {
+        let loc = match &self.loc {
+            Some(loc) => loc.to_string(),
+            None => format!("{}:{}", program.kernel.file, program.kernel.line),
+        };
+        let out_of_bounds = match &*self.kind {
+            RunErrorKind::OutOfBounds { tensor, offset, numel, .. } => {
+                Some(OutOfBoundsRecord { tensor: tensor.clone(), offset: *offset, numel: *numel })
+            }
+            _ => None,
+        };
+        ErrorRecord {
+            kind: self.kind.name().to_owned(),
+            message: self.to_string(),
+            loc: Some(loc),
+            out_of_bounds,
+        }
+    }
+
+    /// The report to write for this failed run: what the run had reported, and the error.
+    pub fn report(&self, program: &Program) -> Report {
+        let mut report = self.partial_report.as_deref().cloned().unwrap_or_default();
+        report.error = Some(self.record(program));
+        report
+    }
+}
+
+impl ProgramError {
+    /// The error as a report holds it; `loc` is the error's, when it has one.
+    pub fn record(&self) -> ErrorRecord {
+        let out_of_bounds = match &*self.kind {
+            ProgramErrorKind::OutOfBounds { tensor, offset, numel, .. } => {
+                Some(OutOfBoundsRecord {
+                    tensor: tensor.clone(),
+                    offset: i64::try_from(*offset).ok(),
+                    numel: *numel,
+                })
+            }
+            _ => None,
+        };
+        ErrorRecord {
+            kind: self.kind.name().to_owned(),
+            message: self.to_string(),
+            loc: self.loc.as_ref().map(ToString::to_string),
+            out_of_bounds,
+        }
     }
 }
 
@@ -238,6 +326,27 @@ pub enum RunErrorKind {
         /// The tensor's number of elements.
         numel: u64,
     },
+    /// An instruction continued (`reduce_cmd` `reduce`) an accumulator register nothing set.
+    #[error(
+        "reduce_cmd `reduce` continues the {engine} engine's accumulator of partition \
+         {partition}, which no earlier instruction set (reset_reduce or load_reduce; an \
+         instruction with reduce_cmd `idle` leaves it undefined)"
+    )]
+    Accumulator {
+        /// The engine.
+        engine: &'static str,
+        /// The partition (lane) of the instruction.
+        partition: u64,
+    },
+    /// An operand holds a value the op cannot take (a negative segment id, an index past the
+    /// data, `min >= max`).
+    #[error("{operand}: {message}")]
+    InvalidValue {
+        /// The operand.
+        operand: String,
+        /// What value, where, and what was expected.
+        message: String,
+    },
     /// A read of unwritten elements (strict mode; a warning otherwise).
     #[error("reads {count} unwritten elements of tensor `{tensor}` (the first at offset {offset})")]
     UninitializedRead {
@@ -277,6 +386,24 @@ pub fn run(
     options: &RunOptions,
 ) -> Result<RunResult, RunError> {
     exec::run(program, inputs, options)
+}
+
+impl RunErrorKind {
+    /// The variant's name, the `kind` of the report's `error`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            RunErrorKind::InputCount { .. } => "InputCount",
+            RunErrorKind::InputSize { .. } => "InputSize",
+            RunErrorKind::MemoryLimit { .. } => "MemoryLimit",
+            RunErrorKind::Allocation { .. } => "Allocation",
+            RunErrorKind::Capacity { .. } => "Capacity",
+            RunErrorKind::OutOfBounds { .. } => "OutOfBounds",
+            RunErrorKind::Accumulator { .. } => "Accumulator",
+            RunErrorKind::InvalidValue { .. } => "InvalidValue",
+            RunErrorKind::UninitializedRead { .. } => "UninitializedRead",
+            RunErrorKind::UnwrittenOutput { .. } => "UnwrittenOutput",
+        }
+    }
 }
 
 impl fmt::Display for WarningKind {

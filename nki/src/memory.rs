@@ -6,9 +6,12 @@
 //! outside the tensor under `oob: "skip"`). Kernels then load whole operands as float32, compute,
 //! and store: every operand is read before anything is written, as the engines stream a tile.
 
+use std::collections::BTreeMap;
+
 use crate::dtype::Dtype;
 use crate::ops::Oob;
-use crate::program::{Ap, Pred, Program};
+use crate::program::{Ap, Engine, Pred, Program};
+use crate::random::SplitMix64;
 use crate::{RunErrorKind, Warning, WarningKind};
 
 /// The offset of an element that is neither read nor written.
@@ -68,6 +71,12 @@ pub(crate) struct Memory<'p> {
     pub(crate) warnings: Vec<Warning>,
     /// The instruction being executed, for warnings.
     pub(crate) current: usize,
+    /// Each engine's accumulator registers (`reduce_cmd`), one per partition of an
+    /// instruction: `None` where no command set one, or an `idle` instruction left it
+    /// undefined.
+    pub(crate) accumulators: BTreeMap<Engine, Vec<Option<f32>>>,
+    /// The random stream of `rng`, `rand2`, `dropout` (seeded by the program's `seed`).
+    pub(crate) random: SplitMix64,
 }
 
 /// Pushes the offsets of every element of `dims` (row-major) onto `out`.
@@ -372,8 +381,22 @@ impl Memory<'_> {
         }
     }
 
+    /// Writes the low `size` bytes of each of `bits` (little-endian) at `offsets` of tensor `t`
+    /// (nothing at [`SKIP`]): `rng`'s truncation of 32 random bits to the dtype.
+    pub(crate) fn store_low_bits(&mut self, t: usize, offsets: &[usize], bits: &[u32]) {
+        let size = self.tensors[t].dtype.n_bytes().min(4);
+        for (&value, &offset) in bits.iter().zip(offsets) {
+            if offset != SKIP {
+                let bytes = &mut self.tensors[t].bytes[offset * size..offset * size + size];
+                bytes.copy_from_slice(&value.to_le_bytes()[..size]);
+                self.mark_written(t, offset);
+            }
+        }
+    }
+
     /// Copies elements between two tensors of the same dtype bit for bit; an unwritten source
-    /// element is written as what a read of it gives (NaN or 0), with a warning.
+    /// element is written as what a read of it gives (NaN or 0), with a warning. Every source
+    /// element is read before any is written, so the two may be one tensor.
     pub(crate) fn copy_bits(
         &mut self,
         dst: usize,
@@ -383,25 +406,35 @@ impl Memory<'_> {
     ) -> Result<(), RunErrorKind> {
         let dtype = self.tensors[src].dtype;
         let size = dtype.n_bytes();
-        let mut element = [0u8; 8];
         let mut fill = [0u8; 8];
         dtype.write_f32(dtype.uninitialized_value(), &mut fill);
         let mut unwritten = (0u64, 0usize);
-        for (&to, &from) in dst_offsets.iter().zip(src_offsets) {
+        // Read every moved element first, then write them.
+        let mut moved = zeroed::<u8>(src_offsets.len() * size)?;
+        let source = &self.tensors[src];
+        for ((&to, &from), element) in
+            dst_offsets.iter().zip(src_offsets).zip(moved.chunks_exact_mut(size))
+        {
             if to == SKIP || from == SKIP {
                 continue;
             }
-            let source = &self.tensors[src];
             if source.is_written(from) {
-                element[..size].copy_from_slice(&source.bytes[from * size..from * size + size]);
+                element.copy_from_slice(&source.bytes[from * size..from * size + size]);
             } else {
                 if unwritten.0 == 0 {
                     unwritten.1 = from;
                 }
                 unwritten.0 += 1;
-                element = fill;
+                element.copy_from_slice(&fill[..size]);
             }
-            self.tensors[dst].bytes[to * size..to * size + size].copy_from_slice(&element[..size]);
+        }
+        for ((&to, &from), element) in
+            dst_offsets.iter().zip(src_offsets).zip(moved.chunks_exact(size))
+        {
+            if to == SKIP || from == SKIP {
+                continue;
+            }
+            self.tensors[dst].bytes[to * size..to * size + size].copy_from_slice(element);
             self.mark_written(dst, to);
         }
         if unwritten.0 > 0 {

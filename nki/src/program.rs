@@ -545,6 +545,27 @@ impl ProgramError {
     }
 }
 
+impl ProgramErrorKind {
+    /// The variant's name, the `kind` of the report's `error`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            ProgramErrorKind::Json { .. } => "Json",
+            ProgramErrorKind::Format { .. } => "Format",
+            ProgramErrorKind::Version { .. } => "Version",
+            ProgramErrorKind::Field { .. } => "Field",
+            ProgramErrorKind::TensorId { .. } => "TensorId",
+            ProgramErrorKind::Loc { .. } => "Loc",
+            ProgramErrorKind::PartitionDim { .. } => "PartitionDim",
+            ProgramErrorKind::ShapeMismatch { .. } => "ShapeMismatch",
+            ProgramErrorKind::OutOfBounds { .. } => "OutOfBounds",
+            ProgramErrorKind::Dtype { .. } => "Dtype",
+            ProgramErrorKind::Unsupported { .. } => "Unsupported",
+            ProgramErrorKind::TooLarge { .. } => "TooLarge",
+            ProgramErrorKind::Invalid(_) => "Invalid",
+        }
+    }
+}
+
 /// The top-level document, with instructions still as JSON objects.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -1085,7 +1085,8 @@ fn numbers_may_be_the_strings_inf_minus_inf_and_nan() {
         )
     };
     let input = f32_bytes(&[0.0, 0.0]);
-    let result = run_ok(&program(json!("-inf"), json!({"imm": "inf"})), &[input.clone()]);
+    let result =
+        run_ok(&program(json!("-inf"), json!({"imm": "inf"})), std::slice::from_ref(&input));
     assert_eq!(f32s(&result.outputs[0]), [f32::INFINITY, f32::INFINITY]);
     // memset "nan", then max(NaN, -inf) = -inf.
     let result = run_ok(&program(json!("nan"), json!({"imm": "-inf"})), &[input]);
@@ -1099,3 +1100,5 @@ fn numbers_may_be_the_strings_inf_minus_inf_and_nan() {
         other => panic!("expected a field error, got {other:?}"),
     }
 }
+
+mod isa;
