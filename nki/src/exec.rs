@@ -129,7 +129,8 @@ pub(crate) fn run(
                 Some(zeroed::<u64>(tensor.numel().div_ceil(64) as usize).map_err(RunError::bare)?)
             }
         };
-        tensors.push(TensorMemory { bytes, written, dtype: tensor.dtype });
+        let unwritten = if written.is_some() { tensor.numel() } else { 0 };
+        tensors.push(TensorMemory { bytes, written, unwritten, dtype: tensor.dtype });
     }
     let mut mem = Memory {
         program,

@@ -6,7 +6,7 @@
 
 use crate::RunErrorKind;
 use crate::alu::AluOp;
-use crate::memory::{Memory, SKIP, affine_values, mask_active, numel, zeroed};
+use crate::memory::{Memory, SKIP, Target, affine_values, mask_active, numel, zeroed};
 use crate::ops::{
     ActivationOp, BnAggrOp, BnStatsOp, CopyOp, DmaOp, DropoutOp, ExponentialOp, IotaOp,
     LocalGatherOp, MatmulOp, Max8Op, MemsetOp, NcFindIndex8Op, NcMatchReplace8Op,
@@ -161,18 +161,37 @@ fn copy(mem: &mut Memory<'_>, op: &CopyOp, mask: &[Pred]) -> Result<()> {
 }
 
 fn memset(mem: &mut Memory<'_>, op: &MemsetOp, mask: &[Pred]) -> Result<()> {
-    let (dst, _) = dst_and_mask(mem, &op.dst, mask)?;
     let dtype = mem.tensors[op.dst.t].dtype;
     // An integer value into an integer tensor is written exactly (float32 holds only 24 bits).
     if dtype.is_integer() && op.value.fract() == 0.0 && op.value.abs() < 9.2e18 {
+        let (dst, _) = dst_and_mask(mem, &op.dst, mask)?;
         let values = vec![op.value as i64; dst.len()];
         mem.store_i64(op.dst.t, &dst, &values);
     } else {
-        let mut values = zeroed::<f32>(dst.len())?;
+        let Dst { target, n, .. } = dst_target(mem, &op.dst, mask)?;
+        let mut values = zeroed::<f32>(n)?;
         values.fill(op.value as f32);
-        mem.store(op.dst.t, &dst, &values);
+        mem.store_target(&op.dst, &target, &values);
     }
     Ok(())
+}
+
+/// Where an instruction writes `dst` under its mask.
+struct Dst {
+    /// The elements written.
+    target: Target,
+    /// The mask over the iteration shape (`None`: every element).
+    active: Option<Vec<bool>>,
+    /// The number of elements of the iteration shape.
+    n: usize,
+}
+
+/// Resolves where an instruction writes `dst` under its mask (its bounds checked).
+fn dst_target(mem: &mut Memory<'_>, dst: &Ap, mask: &[Pred]) -> Result<Dst> {
+    let shape = dst.shape();
+    let active = mask_active(&shape, mask)?;
+    let target = mem.target(dst, active.as_deref(), "dst")?;
+    Ok(Dst { target, active, n: numel(&shape) })
 }
 
 fn iota(mem: &mut Memory<'_>, op: &IotaOp, mask: &[Pred]) -> Result<()> {
@@ -183,33 +202,25 @@ fn iota(mem: &mut Memory<'_>, op: &IotaOp, mask: &[Pred]) -> Result<()> {
 }
 
 fn tensor_tensor(mem: &mut Memory<'_>, op: &TensorTensorOp, mask: &[Pred]) -> Result<()> {
-    let (dst, active) = dst_and_mask(mem, &op.dst, mask)?;
-    let mut a = load_operand(mem, &op.a, active.as_deref(), dst.len(), "a")?;
-    let b = load_operand(mem, &op.b, active.as_deref(), dst.len(), "b")?;
+    let Dst { target, active, n } = dst_target(mem, &op.dst, mask)?;
+    let mut a = load_operand(mem, &op.a, active.as_deref(), n, "a")?;
+    let b = load_operand(mem, &op.b, active.as_deref(), n, "b")?;
     let signed = signed(mem, &op.dst);
-    for (x, &y) in a.iter_mut().zip(&b) {
-        *x = op.alu_op.apply(*x, y, signed);
-    }
-    mem.store(op.dst.t, &dst, &a);
+    op.alu_op.apply_slices(&mut a, &b, false, signed);
+    mem.store_target(&op.dst, &target, &a);
     Ok(())
 }
 
 fn tensor_scalar(mem: &mut Memory<'_>, op: &TensorScalarOp, mask: &[Pred]) -> Result<()> {
-    let (dst, active) = dst_and_mask(mem, &op.dst, mask)?;
+    let Dst { target, active, n } = dst_target(mem, &op.dst, mask)?;
     let mut x = mem.load_ap(&op.src, active.as_deref(), "src")?;
     let signed = signed(mem, &op.dst);
     for (k, step) in op.ops.iter().enumerate() {
         let name = format!("ops[{k}].operand");
-        let v = load_operand(mem, &step.operand, active.as_deref(), dst.len(), &name)?;
-        for (x, &v) in x.iter_mut().zip(&v) {
-            *x = if step.reverse {
-                step.op.apply(v, *x, signed)
-            } else {
-                step.op.apply(*x, v, signed)
-            };
-        }
+        let v = load_operand(mem, &step.operand, active.as_deref(), n, &name)?;
+        step.op.apply_slices(&mut x, &v, step.reverse, signed);
     }
-    mem.store(op.dst.t, &dst, &x);
+    mem.store_target(&op.dst, &target, &x);
     Ok(())
 }
 
@@ -253,8 +264,7 @@ fn store_folds(mem: &mut Memory<'_>, dst: &Ap, folds: &[Option<f32>], sign: f32)
 }
 
 fn activation(mem: &mut Memory<'_>, op: &ActivationOp, mask: &[Pred]) -> Result<()> {
-    let (dst, active) = dst_and_mask(mem, &op.dst, mask)?;
-    let n = dst.len();
+    let Dst { target, active, n } = dst_target(mem, &op.dst, mask)?;
     let mut x = mem.load_ap(&op.src, active.as_deref(), "src")?;
     let scale = load_operand(mem, &op.scale, active.as_deref(), n, "scale")?;
     let bias = match &op.bias {
@@ -266,13 +276,13 @@ fn activation(mem: &mut Memory<'_>, op: &ActivationOp, mask: &[Pred]) -> Result<
         let bias = bias.as_ref().map_or(0.0, |b| b[i]);
         *x = op.func.apply(*x * scale[i] + bias, dst_signed);
     }
-    mem.store(op.dst.t, &dst, &x);
+    mem.store_target(&op.dst, &target, &x);
     if let Some(reduce) = &op.reduce {
         let shape = op.dst.shape();
         let partitions = shape.first().copied().unwrap_or(1) as usize;
         let per_partition = n.checked_div(partitions).unwrap_or(0);
         let groups: Vec<usize> = (0..n).map(|i| i / per_partition.max(1)).collect();
-        let skip: Vec<bool> = dst.iter().map(|&offset| offset == SKIP).collect();
+        let skip: Vec<bool> = (0..n).map(|i| !target.writes(i)).collect();
         let reduce_signed = signed(mem, &reduce.dst);
         let folds = fold_groups(&x, &groups, &skip, partitions, reduce.op, reduce_signed)?;
         store_folds(mem, &reduce.dst, &folds, 1.0)?;
@@ -323,7 +333,7 @@ fn partition_reduce(mem: &mut Memory<'_>, op: &PartitionReduceOp, mask: &[Pred])
 }
 
 fn matmul(mem: &mut Memory<'_>, op: &MatmulOp, mask: &[Pred]) -> Result<()> {
-    let (dst, active) = dst_and_mask(mem, &op.dst, mask)?;
+    let Dst { target, active, .. } = dst_target(mem, &op.dst, mask)?;
     let [k, m] = [op.stationary.ap[0][1] as usize, op.stationary.ap[1][1] as usize];
     let n = op.moving.ap[1][1] as usize;
     let stationary = mem.load_ap(&op.stationary, None, "stationary")?;
@@ -348,7 +358,7 @@ fn matmul(mem: &mut Memory<'_>, op: &MatmulOp, mask: &[Pred]) -> Result<()> {
     for (value, &sum) in out.iter_mut().zip(&sums) {
         *value += sum;
     }
-    mem.store(op.dst.t, &dst, &out);
+    mem.store_target(&op.dst, &target, &out);
     Ok(())
 }
 
@@ -455,16 +465,14 @@ fn scalar_tensor_tensor(
     op: &ScalarTensorTensorOp,
     mask: &[Pred],
 ) -> Result<()> {
-    let (dst, active) = dst_and_mask(mem, &op.dst, mask)?;
+    let Dst { target, active, n } = dst_target(mem, &op.dst, mask)?;
     let mut x = mem.load_ap(&op.data, active.as_deref(), "data")?;
-    let operand0 = load_operand(mem, &op.operand0, active.as_deref(), dst.len(), "operand0")?;
+    let operand0 = load_operand(mem, &op.operand0, active.as_deref(), n, "operand0")?;
     let operand1 = mem.load_ap(&op.operand1, active.as_deref(), "operand1")?;
     let signed = signed(mem, &op.dst);
-    for ((x, &a), &b) in x.iter_mut().zip(&operand0).zip(&operand1) {
-        let t = if op.reverse0 { op.op0.apply(a, *x, signed) } else { op.op0.apply(*x, a, signed) };
-        *x = if op.reverse1 { op.op1.apply(b, t, signed) } else { op.op1.apply(t, b, signed) };
-    }
-    mem.store(op.dst.t, &dst, &x);
+    op.op0.apply_slices(&mut x, &operand0, op.reverse0, signed);
+    op.op1.apply_slices(&mut x, &operand1, op.reverse1, signed);
+    mem.store_target(&op.dst, &target, &x);
     Ok(())
 }
 

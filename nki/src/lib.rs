@@ -14,9 +14,16 @@
 //!   strides and counts, says when no element needs a check, which is nearly always.
 //! - **One list of ops.** `ops::declare_ops!` declares the ops once; parsing, validation,
 //!   liveness and execution match on the resulting enum exhaustively.
-//! - **Offsets, then float32.** Each operand of an instruction becomes a list of element offsets
-//!   (a skipped element is a sentinel), is loaded as float32, computed on, and stored with one
-//!   conversion to the destination dtype: the engines' numerics, with no allocation per element.
+//! - **Float32 tiles, rows when possible.** Each operand of an instruction is loaded as a
+//!   float32 vector over the iteration shape, computed on (the operator chosen once per
+//!   instruction, not per element), and stored with one conversion to the destination dtype:
+//!   the engines' numerics. An operand the instruction reads or writes whole (no mask, no
+//!   indirect dimension, its offset range inside the tensor, every element written before) is
+//!   walked row by row, its dimensions merged into the longest contiguous runs; any other
+//!   becomes a list of element offsets (a skipped element is a sentinel) checked one by one.
+//!   Each tensor counts its unwritten elements, so a fully written one skips its bitmap. A
+//!   128 × 512 float32 add takes about 0.1 ms in a release build, a 128 × 128 × 512 matmul
+//!   about 1 ms.
 //! - **Unwritten memory is tracked.** Every tensor that is not an input has a bit per element;
 //!   reading an unwritten element gives NaN (0 for integers) and a warning, and an output element
 //!   nothing wrote is a warning. Strict mode makes both errors, so a kernel that forgets a store

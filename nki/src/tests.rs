@@ -1102,3 +1102,29 @@ fn numbers_may_be_the_strings_inf_minus_inf_and_nan() {
 }
 
 mod isa;
+
+#[test]
+fn whole_operands_walk_strided_and_broadcast_rows() {
+    // x = [[1, 2, 3], [4, 5, 6]]. a is xᵀ (strides 1 and 3): [[1, 4], [2, 5], [3, 6]]; b is
+    // x's first row broadcast along a stride-0 dimension: [[1, 1], [2, 2], [3, 3]]. a · b =
+    // [[1, 4], [4, 10], [9, 18]], exact in bfloat16.
+    let result = run_tile_op(
+        &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0],
+        &[2, 3],
+        "bfloat16",
+        &[3, 2],
+        &[],
+        &[ins(
+            "tensor_tensor",
+            "vector",
+            4,
+            json!({"dst": dense(2, &[3, 2]), "a": ap(1, 0, &[[1, 3], [3, 2]]),
+                   "b": ap(1, 0, &[[1, 3], [0, 2]]), "alu_op": "multiply"}),
+        )],
+    );
+    let values: Vec<f32> = result.outputs[0]
+        .chunks_exact(2)
+        .map(|c| f32::from_bits(u32::from(u16::from_le_bytes([c[0], c[1]])) << 16))
+        .collect();
+    assert_eq!(values, [1.0, 4.0, 4.0, 10.0, 9.0, 18.0]);
+}
