@@ -56,23 +56,40 @@ pub(crate) fn run(command: NkiCommand) -> Result<bool> {
     }
 }
 
-/// `FILE:LINE: error: MESSAGE` for an error at `loc`, else at the program file (and the JSON
-/// line, when the document itself is malformed).
-fn report_error(
-    program_path: &Path,
-    loc: Option<&nki::SourceLoc>,
-    line: Option<usize>,
-    message: &str,
-) {
+/// Where an error is: `loc`, else the program file (with the JSON line, when the document
+/// itself is malformed).
+fn error_loc(program_path: &Path, loc: Option<&nki::SourceLoc>, line: Option<usize>) -> String {
     match (loc, line) {
-        (Some(loc), _) => eprintln!("{loc}: error: {message}"),
-        (None, Some(line)) => eprintln!("{}:{line}: error: {message}", program_path.display()),
-        (None, None) => eprintln!("{}: error: {message}", program_path.display()),
+        (Some(loc), _) => loc.to_string(),
+        (None, Some(line)) => format!("{}:{line}", program_path.display()),
+        (None, None) => program_path.display().to_string(),
+    }
+}
+
+/// Writes the report (JSON) to `path`.
+fn write_report(path: &Path, report: &nki::Report) -> Result<()> {
+    let json = serde_json::to_vec_pretty(report).context("encoding the report")?;
+    conformance::output_file::write(path, &json)
+        .with_context(|| format!("writing {}", path.display()))
+}
+
+/// Writes a report holding only `error` when the run has a `--report` file, so that a caller
+/// reading the report learns why there are no outputs.
+fn write_error_report(args: &RunArgs, error: nki::ErrorRecord) -> Result<()> {
+    match &args.report {
+        Some(path) => write_report(path, &nki::Report { error: Some(error), ..Default::default() }),
+        None => Ok(()),
     }
 }
 
 fn run_program(args: &RunArgs) -> Result<bool> {
-    let bytes = input::read_capped(&args.program, args.max_input_bytes)?;
+    let bytes = match input::read_capped(&args.program, args.max_input_bytes) {
+        Ok(bytes) => bytes,
+        Err(error) => {
+            write_error_report(args, io_record(&error))?;
+            return Err(error);
+        }
+    };
     let program = match nki::Program::from_json(&bytes) {
         Ok(program) => program,
         Err(error) => {
@@ -80,14 +97,24 @@ fn run_program(args: &RunArgs) -> Result<bool> {
                 nki::ProgramErrorKind::Json { line, .. } => *line,
                 _ => None,
             };
-            report_error(&args.program, error.loc.as_ref(), line, &error.to_string());
+            let loc = error_loc(&args.program, error.loc.as_ref(), line);
+            eprintln!("{loc}: error: {error}");
+            let mut record = error.record();
+            record.loc = Some(loc);
+            write_error_report(args, record)?;
             return Ok(false);
         }
     };
     let mut inputs = Vec::with_capacity(program.inputs.len());
     for k in 0..program.inputs.len() {
         let path = args.inputs.join(format!("in{k}.bin"));
-        inputs.push(input::read_capped(&path, args.max_input_bytes)?);
+        match input::read_capped(&path, args.max_input_bytes) {
+            Ok(bytes) => inputs.push(bytes),
+            Err(error) => {
+                write_error_report(args, io_record(&error))?;
+                return Err(error);
+            }
+        }
     }
     let input_slices: Vec<&[u8]> = inputs.iter().map(Vec::as_slice).collect();
     let options = nki::RunOptions { strict: args.strict, max_memory_bytes: args.max_memory_bytes };
@@ -95,10 +122,18 @@ fn run_program(args: &RunArgs) -> Result<bool> {
         Ok(result) => result,
         Err(error) => {
             // An error with no instruction (inputs, memory) is about the kernel as a whole.
-            let kernel =
-                nki::SourceLoc { file: program.kernel.file.clone(), line: program.kernel.line };
-            let loc = error.loc.as_ref().unwrap_or(&kernel);
-            report_error(&args.program, Some(loc), None, &error.to_string());
+            // Standard error gets the one error line; the warnings before it are in the report.
+            let report = error.report(&program);
+            if let Some(record) = &report.error {
+                eprintln!(
+                    "{}: error: {}",
+                    record.loc.as_deref().unwrap_or_default(),
+                    record.message
+                );
+            }
+            if let Some(path) = &args.report {
+                write_report(path, &report)?;
+            }
             return Ok(false);
         }
     };
@@ -110,15 +145,28 @@ fn run_program(args: &RunArgs) -> Result<bool> {
             .with_context(|| format!("writing {}", path.display()))?;
     }
     for warning in &result.report.warnings {
-        match &warning.loc {
-            Some(loc) => eprintln!("{loc}: warning: {}: {}", warning.kind, warning.message),
-            None => eprintln!("warning: {}: {}", warning.kind, warning.message),
-        }
+        print_warning(warning);
     }
     if let Some(path) = &args.report {
-        let json = serde_json::to_vec_pretty(&result.report).context("encoding the report")?;
-        conformance::output_file::write(path, &json)
-            .with_context(|| format!("writing {}", path.display()))?;
+        write_report(path, &result.report)?;
     }
     Ok(true)
+}
+
+/// `FILE:LINE: warning: KIND: MESSAGE` on standard error.
+fn print_warning(warning: &nki::Warning) {
+    match &warning.loc {
+        Some(loc) => eprintln!("{loc}: warning: {}: {}", warning.kind, warning.message),
+        None => eprintln!("warning: {}: {}", warning.kind, warning.message),
+    }
+}
+
+/// A file that could not be read, as the report's error (kind `Io`).
+fn io_record(error: &anyhow::Error) -> nki::ErrorRecord {
+    nki::ErrorRecord {
+        kind: "Io".into(),
+        message: format!("{error:#}"),
+        loc: None,
+        out_of_bounds: None,
+    }
 }

@@ -83,3 +83,65 @@ fn nki_run_error_is_one_line_at_the_kernel_line() {
         "{text}"
     );
 }
+
+#[test]
+fn nki_run_failure_still_writes_the_report_with_the_error() {
+    let dir = scratch("nki-error-report");
+    // The store at line 8 starts one element late: its last element, index [1, 1], is at
+    // offset 1 + 2 + 1 = 4, one past the 4 elements of `out`.
+    let broken = PROGRAM.replace(r#""dst": {"t": 1, "off": 0,"#, r#""dst": {"t": 1, "off": 1,"#);
+    let program = dir.write("broken.json", broken.as_bytes());
+    std::fs::create_dir_all(dir.join("in")).unwrap();
+    std::fs::write(dir.join("in/in0.bin"), f32_bytes(&[0.0; 4])).unwrap();
+    let report_path = dir.join("report.json");
+    let out = nrtsim(&[
+        "nki",
+        "run",
+        program.to_str().unwrap(),
+        "--inputs",
+        dir.join("in").to_str().unwrap(),
+        "--outputs",
+        dir.join("out").to_str().unwrap(),
+        "--report",
+        report_path.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(stderr(&out).lines().count(), 1, "{}", stderr(&out));
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&report_path).unwrap()).unwrap();
+    let error = &report["error"];
+    assert_eq!(error["kind"], "OutOfBounds");
+    assert_eq!(error["loc"], "add.py:8");
+    assert_eq!(error["tensor"], "out");
+    assert_eq!(error["offset"], 4);
+    assert_eq!(error["numel"], 4);
+    assert!(
+        error["message"].as_str().unwrap().starts_with("instruction 2: dst reaches outside"),
+        "{error}"
+    );
+    // The two instructions before the error ran.
+    assert_eq!(report["stats"]["instructions"], 2);
+
+    // A program the executor refuses before running also leaves a report, with no
+    // out-of-bounds fields.
+    let unsupported = PROGRAM.replace(r#""op": "tensor_scalar""#, r#""op": "no_such_op""#);
+    let program = dir.write("unsupported.json", unsupported.as_bytes());
+    let out = nrtsim(&[
+        "nki",
+        "run",
+        program.to_str().unwrap(),
+        "--inputs",
+        dir.join("in").to_str().unwrap(),
+        "--outputs",
+        dir.join("out").to_str().unwrap(),
+        "--report",
+        report_path.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&report_path).unwrap()).unwrap();
+    assert_eq!(report["error"]["kind"], "Unsupported");
+    assert_eq!(report["error"]["loc"], "add.py:7");
+    assert!(report["error"].get("tensor").is_none(), "{}", report["error"]);
+    assert_eq!(report["stats"]["instructions"], 0);
+}

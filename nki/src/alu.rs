@@ -112,6 +112,82 @@ fn truth(condition: bool) -> f32 {
 }
 
 impl AluOp {
+    /// The operator's name in the document.
+    pub fn name(self) -> &'static str {
+        match self {
+            AluOp::Add => "add",
+            AluOp::Subtract => "subtract",
+            AluOp::Multiply => "multiply",
+            AluOp::Divide => "divide",
+            AluOp::Maximum => "maximum",
+            AluOp::Minimum => "minimum",
+            AluOp::AbsMax => "abs_max",
+            AluOp::AbsMin => "abs_min",
+            AluOp::Power => "power",
+            AluOp::Mod => "mod",
+            AluOp::Fmod => "fmod",
+            AluOp::Equal => "equal",
+            AluOp::NotEqual => "not_equal",
+            AluOp::Less => "less",
+            AluOp::LessEqual => "less_equal",
+            AluOp::Greater => "greater",
+            AluOp::GreaterEqual => "greater_equal",
+            AluOp::LogicalAnd => "logical_and",
+            AluOp::LogicalOr => "logical_or",
+            AluOp::LogicalXor => "logical_xor",
+            AluOp::BitwiseAnd => "bitwise_and",
+            AluOp::BitwiseOr => "bitwise_or",
+            AluOp::BitwiseXor => "bitwise_xor",
+            AluOp::LeftShift => "left_shift",
+            AluOp::RightShift => "right_shift",
+            AluOp::ArithShiftRight => "arith_shift_right",
+            AluOp::Bypass => "bypass",
+        }
+    }
+
+    /// The value an accumulator register is reset to for this fold: 0 for `add` and
+    /// `subtract`, 1 for `multiply`, -inf for `maximum`, +inf for `minimum` (the
+    /// `tensor_scalar_cumulative` and `tensor_scalar_reduce` pages); `None` for an operator
+    /// the accumulating instructions do not fold with.
+    pub fn fold_identity(self) -> Option<f32> {
+        match self {
+            AluOp::Add | AluOp::Subtract => Some(0.0),
+            AluOp::Multiply => Some(1.0),
+            AluOp::Maximum => Some(f32::NEG_INFINITY),
+            AluOp::Minimum => Some(f32::INFINITY),
+            _ => None,
+        }
+    }
+
+    /// `a[i] = a[i] op b[i]` (`b[i] op a[i]` when `reverse`) for each element: [`AluOp::apply`]
+    /// with the operator chosen once, outside the loop, so the common ones vectorise.
+    pub fn apply_slices(self, a: &mut [f32], b: &[f32], reverse: bool, signed: bool) {
+        macro_rules! each {
+            (|$x:ident, $y:ident| $body:expr) => {
+                if reverse {
+                    a.iter_mut().zip(b).for_each(|(x, &y)| {
+                        let ($x, $y) = (y, *x);
+                        *x = $body;
+                    })
+                } else {
+                    a.iter_mut().zip(b).for_each(|(x, &y)| {
+                        let ($x, $y) = (*x, y);
+                        *x = $body;
+                    })
+                }
+            };
+        }
+        match self {
+            AluOp::Add => each!(|x, y| x + y),
+            AluOp::Subtract => each!(|x, y| x - y),
+            AluOp::Multiply => each!(|x, y| x * y),
+            AluOp::Divide => each!(|x, y| x / y),
+            AluOp::Maximum => each!(|x, y| x.max(y)),
+            AluOp::Minimum => each!(|x, y| x.min(y)),
+            _ => each!(|x, y| self.apply(x, y, signed)),
+        }
+    }
+
     /// `a op b`; `signed` says whether bitwise operators act on `int32` (else `uint32`).
     pub fn apply(self, a: f32, b: f32, signed: bool) -> f32 {
         match self {
@@ -374,6 +450,31 @@ fn softplus(x: f32) -> f32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn apply_slices_is_apply_element_by_element() {
+        // 6 - 2 = 4, 2 - 6 = -4 reversed; 1 / 4 = 0.25, 4 / 1 = 4 reversed.
+        let mut a = [6.0, 1.0];
+        AluOp::Subtract.apply_slices(&mut a, &[2.0, 0.5], false, true);
+        assert_eq!(a, [4.0, 0.5]);
+        let mut a = [6.0, 1.0];
+        AluOp::Subtract.apply_slices(&mut a, &[2.0, 0.5], true, true);
+        assert_eq!(a, [-4.0, -0.5]);
+        let mut a = [1.0, 12.0];
+        AluOp::Divide.apply_slices(&mut a, &[4.0, 10.0], true, true);
+        assert_eq!(a, [4.0, 10.0 / 12.0]);
+        let mut a = [12.0, -16.0];
+        AluOp::ArithShiftRight.apply_slices(&mut a, &[2.0, 2.0], false, true);
+        assert_eq!(a, [3.0, -4.0]);
+    }
+
+    #[test]
+    fn every_alu_op_name_reads_back_as_itself() {
+        for &name in ALU_OP_NAMES {
+            let op: AluOp = serde_json::from_value(serde_json::json!(name)).unwrap();
+            assert_eq!(op.name(), name);
+        }
+    }
 
     #[test]
     fn mod_takes_the_divisor_sign_and_fmod_the_dividend_sign() {

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use crate::kernels;
 use crate::memory::{Memory, TensorMemory, zeroed};
 use crate::program::{Buffer, Program};
+use crate::random::SplitMix64;
 use crate::{Report, RunError, RunErrorKind, RunOptions, RunResult, Stats, Warning, WarningKind};
 
 /// The peak per-partition bytes of live SBUF and PSUM tensors, or the `Capacity` error at the
@@ -128,10 +129,18 @@ pub(crate) fn run(
                 Some(zeroed::<u64>(tensor.numel().div_ceil(64) as usize).map_err(RunError::bare)?)
             }
         };
-        tensors.push(TensorMemory { bytes, written, dtype: tensor.dtype });
+        let unwritten = if written.is_some() { tensor.numel() } else { 0 };
+        tensors.push(TensorMemory { bytes, written, unwritten, dtype: tensor.dtype });
     }
-    let mut mem =
-        Memory { program, tensors, strict: options.strict, warnings: Vec::new(), current: 0 };
+    let mut mem = Memory {
+        program,
+        tensors,
+        strict: options.strict,
+        warnings: Vec::new(),
+        current: 0,
+        accumulators: BTreeMap::new(),
+        random: SplitMix64::new(program.seed),
+    };
     let mut stats = Stats {
         instructions_per_engine: BTreeMap::new(),
         dma_bytes: 0,
@@ -142,8 +151,16 @@ pub(crate) fn run(
     let mut prints = Vec::new();
     for (index, instruction) in program.instructions.iter().enumerate() {
         mem.current = index;
-        let effects =
-            kernels::execute(&mut mem).map_err(|kind| RunError::at(program, index, kind))?;
+        let effects = match kernels::execute(&mut mem) {
+            Ok(effects) => effects,
+            Err(kind) => {
+                let mut error = RunError::at(program, index, kind);
+                let warnings = std::mem::take(&mut mem.warnings);
+                error.partial_report =
+                    Some(Box::new(Report { error: None, warnings, prints, stats }));
+                return Err(error);
+            }
+        };
         *stats.instructions_per_engine.entry(instruction.engine.name().to_owned()).or_default() +=
             1;
         stats.instructions += 1;
@@ -164,7 +181,13 @@ pub(crate) fn run(
             };
             let loc = program.source_loc(tensor.loc);
             if options.strict {
-                return Err(RunError { instruction: None, loc: Some(loc), kind: Box::new(kind) });
+                let report = Report { error: None, warnings, prints, stats };
+                return Err(RunError {
+                    instruction: None,
+                    loc: Some(loc),
+                    kind: Box::new(kind),
+                    partial_report: Some(Box::new(report)),
+                });
             }
             warnings.push(Warning {
                 kind: WarningKind::UnwrittenOutput,
@@ -181,5 +204,5 @@ pub(crate) fn run(
             outputs.push(std::mem::take(&mut mem.tensors[t].bytes));
         }
     }
-    Ok(RunResult { outputs, report: Report { warnings, prints, stats } })
+    Ok(RunResult { outputs, report: Report { error: None, warnings, prints, stats } })
 }

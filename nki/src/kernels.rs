@@ -1,15 +1,19 @@
 //! One function per op: resolve the operands' offsets, load them as float32, compute, store.
 //!
-//! Kernels trust the validation of [`crate::program`] (ranks, shapes, static bounds) and check
-//! only what depends on data: indirect indices, and reads of unwritten elements.
+//! Kernels trust the validation of [`crate::program`] (ranks, shapes) and check only what
+//! depends on data or on the mask: bounds (through `Memory::offsets`), indirect indices, and
+//! reads of unwritten elements.
 
 use crate::RunErrorKind;
 use crate::alu::AluOp;
-use crate::memory::{Memory, SKIP, affine_values, mask_active, numel, zeroed};
+use crate::memory::{Memory, SKIP, Target, affine_values, mask_active, numel, zeroed};
 use crate::ops::{
-    ActivationOp, BnAggrOp, BnStatsOp, CopyOp, DmaOp, IotaOp, MatmulOp, Max8Op, MemsetOp,
-    NcFindIndex8Op, NcMatchReplace8Op, Oob, Op, PartitionReduceOp, PrintOp, ReduceOp,
-    ScalarTensorTensorOp, ScanOp, SelectOp, SelectPred, TensorScalarOp, TensorTensorOp,
+    ActivationOp, BnAggrOp, BnStatsOp, CopyOp, DmaOp, DropoutOp, ExponentialOp, IotaOp,
+    LocalGatherOp, MatmulOp, Max8Op, MemsetOp, NcFindIndex8Op, NcMatchReplace8Op,
+    NcStreamShuffleOp, Oob, Op, PartitionReduceOp, PrintOp, Rand2Op, RangeSelectOp, ReduceCmd,
+    ReduceOp, RngOp, ScalarTensorTensorOp, ScanOp, SelectOp, SelectPred, SelectReduceOp,
+    SequenceBoundsOp, TensorScalarCumulativeOp, TensorScalarOp, TensorScalarReduceOp,
+    TensorTensorOp,
 };
 use crate::program::{Ap, Operand, Pred};
 use crate::{PrintRecord, PrintValue};
@@ -51,6 +55,17 @@ pub(crate) fn execute(mem: &mut Memory<'_>) -> Result<Effects> {
         Op::Max8(op) => max8(mem, op)?,
         Op::NcFindIndex8(op) => nc_find_index8(mem, op)?,
         Op::NcMatchReplace8(op) => nc_match_replace8(mem, op)?,
+        Op::TensorScalarCumulative(op) => tensor_scalar_cumulative(mem, op)?,
+        Op::TensorScalarReduce(op) => tensor_scalar_reduce(mem, op, mask)?,
+        Op::SelectReduce(op) => select_reduce(mem, op, mask)?,
+        Op::RangeSelect(op) => range_select(mem, op, mask)?,
+        Op::LocalGather(op) => local_gather(mem, op)?,
+        Op::NcStreamShuffle(op) => nc_stream_shuffle(mem, op, mask)?,
+        Op::SequenceBounds(op) => sequence_bounds(mem, op)?,
+        Op::Dropout(op) => dropout(mem, op, mask)?,
+        Op::Rng(op) => rng(mem, op, mask)?,
+        Op::Rand2(op) => rand2(mem, op, mask)?,
+        Op::Exponential(op) => exponential(mem, op, mask)?,
     }
     Ok(effects)
 }
@@ -146,18 +161,37 @@ fn copy(mem: &mut Memory<'_>, op: &CopyOp, mask: &[Pred]) -> Result<()> {
 }
 
 fn memset(mem: &mut Memory<'_>, op: &MemsetOp, mask: &[Pred]) -> Result<()> {
-    let (dst, _) = dst_and_mask(mem, &op.dst, mask)?;
     let dtype = mem.tensors[op.dst.t].dtype;
     // An integer value into an integer tensor is written exactly (float32 holds only 24 bits).
     if dtype.is_integer() && op.value.fract() == 0.0 && op.value.abs() < 9.2e18 {
+        let (dst, _) = dst_and_mask(mem, &op.dst, mask)?;
         let values = vec![op.value as i64; dst.len()];
         mem.store_i64(op.dst.t, &dst, &values);
     } else {
-        let mut values = zeroed::<f32>(dst.len())?;
+        let Dst { target, n, .. } = dst_target(mem, &op.dst, mask)?;
+        let mut values = zeroed::<f32>(n)?;
         values.fill(op.value as f32);
-        mem.store(op.dst.t, &dst, &values);
+        mem.store_target(&op.dst, &target, &values);
     }
     Ok(())
+}
+
+/// Where an instruction writes `dst` under its mask.
+struct Dst {
+    /// The elements written.
+    target: Target,
+    /// The mask over the iteration shape (`None`: every element).
+    active: Option<Vec<bool>>,
+    /// The number of elements of the iteration shape.
+    n: usize,
+}
+
+/// Resolves where an instruction writes `dst` under its mask (its bounds checked).
+fn dst_target(mem: &mut Memory<'_>, dst: &Ap, mask: &[Pred]) -> Result<Dst> {
+    let shape = dst.shape();
+    let active = mask_active(&shape, mask)?;
+    let target = mem.target(dst, active.as_deref(), "dst")?;
+    Ok(Dst { target, active, n: numel(&shape) })
 }
 
 fn iota(mem: &mut Memory<'_>, op: &IotaOp, mask: &[Pred]) -> Result<()> {
@@ -168,33 +202,25 @@ fn iota(mem: &mut Memory<'_>, op: &IotaOp, mask: &[Pred]) -> Result<()> {
 }
 
 fn tensor_tensor(mem: &mut Memory<'_>, op: &TensorTensorOp, mask: &[Pred]) -> Result<()> {
-    let (dst, active) = dst_and_mask(mem, &op.dst, mask)?;
-    let mut a = load_operand(mem, &op.a, active.as_deref(), dst.len(), "a")?;
-    let b = load_operand(mem, &op.b, active.as_deref(), dst.len(), "b")?;
+    let Dst { target, active, n } = dst_target(mem, &op.dst, mask)?;
+    let mut a = load_operand(mem, &op.a, active.as_deref(), n, "a")?;
+    let b = load_operand(mem, &op.b, active.as_deref(), n, "b")?;
     let signed = signed(mem, &op.dst);
-    for (x, &y) in a.iter_mut().zip(&b) {
-        *x = op.alu_op.apply(*x, y, signed);
-    }
-    mem.store(op.dst.t, &dst, &a);
+    op.alu_op.apply_slices(&mut a, &b, false, signed);
+    mem.store_target(&op.dst, &target, &a);
     Ok(())
 }
 
 fn tensor_scalar(mem: &mut Memory<'_>, op: &TensorScalarOp, mask: &[Pred]) -> Result<()> {
-    let (dst, active) = dst_and_mask(mem, &op.dst, mask)?;
+    let Dst { target, active, n } = dst_target(mem, &op.dst, mask)?;
     let mut x = mem.load_ap(&op.src, active.as_deref(), "src")?;
     let signed = signed(mem, &op.dst);
     for (k, step) in op.ops.iter().enumerate() {
         let name = format!("ops[{k}].operand");
-        let v = load_operand(mem, &step.operand, active.as_deref(), dst.len(), &name)?;
-        for (x, &v) in x.iter_mut().zip(&v) {
-            *x = if step.reverse {
-                step.op.apply(v, *x, signed)
-            } else {
-                step.op.apply(*x, v, signed)
-            };
-        }
+        let v = load_operand(mem, &step.operand, active.as_deref(), n, &name)?;
+        step.op.apply_slices(&mut x, &v, step.reverse, signed);
     }
-    mem.store(op.dst.t, &dst, &x);
+    mem.store_target(&op.dst, &target, &x);
     Ok(())
 }
 
@@ -238,8 +264,7 @@ fn store_folds(mem: &mut Memory<'_>, dst: &Ap, folds: &[Option<f32>], sign: f32)
 }
 
 fn activation(mem: &mut Memory<'_>, op: &ActivationOp, mask: &[Pred]) -> Result<()> {
-    let (dst, active) = dst_and_mask(mem, &op.dst, mask)?;
-    let n = dst.len();
+    let Dst { target, active, n } = dst_target(mem, &op.dst, mask)?;
     let mut x = mem.load_ap(&op.src, active.as_deref(), "src")?;
     let scale = load_operand(mem, &op.scale, active.as_deref(), n, "scale")?;
     let bias = match &op.bias {
@@ -251,13 +276,13 @@ fn activation(mem: &mut Memory<'_>, op: &ActivationOp, mask: &[Pred]) -> Result<
         let bias = bias.as_ref().map_or(0.0, |b| b[i]);
         *x = op.func.apply(*x * scale[i] + bias, dst_signed);
     }
-    mem.store(op.dst.t, &dst, &x);
+    mem.store_target(&op.dst, &target, &x);
     if let Some(reduce) = &op.reduce {
         let shape = op.dst.shape();
         let partitions = shape.first().copied().unwrap_or(1) as usize;
         let per_partition = n.checked_div(partitions).unwrap_or(0);
         let groups: Vec<usize> = (0..n).map(|i| i / per_partition.max(1)).collect();
-        let skip: Vec<bool> = dst.iter().map(|&offset| offset == SKIP).collect();
+        let skip: Vec<bool> = (0..n).map(|i| !target.writes(i)).collect();
         let reduce_signed = signed(mem, &reduce.dst);
         let folds = fold_groups(&x, &groups, &skip, partitions, reduce.op, reduce_signed)?;
         store_folds(mem, &reduce.dst, &folds, 1.0)?;
@@ -308,7 +333,7 @@ fn partition_reduce(mem: &mut Memory<'_>, op: &PartitionReduceOp, mask: &[Pred])
 }
 
 fn matmul(mem: &mut Memory<'_>, op: &MatmulOp, mask: &[Pred]) -> Result<()> {
-    let (dst, active) = dst_and_mask(mem, &op.dst, mask)?;
+    let Dst { target, active, .. } = dst_target(mem, &op.dst, mask)?;
     let [k, m] = [op.stationary.ap[0][1] as usize, op.stationary.ap[1][1] as usize];
     let n = op.moving.ap[1][1] as usize;
     let stationary = mem.load_ap(&op.stationary, None, "stationary")?;
@@ -333,7 +358,7 @@ fn matmul(mem: &mut Memory<'_>, op: &MatmulOp, mask: &[Pred]) -> Result<()> {
     for (value, &sum) in out.iter_mut().zip(&sums) {
         *value += sum;
     }
-    mem.store(op.dst.t, &dst, &out);
+    mem.store_target(&op.dst, &target, &out);
     Ok(())
 }
 
@@ -440,16 +465,14 @@ fn scalar_tensor_tensor(
     op: &ScalarTensorTensorOp,
     mask: &[Pred],
 ) -> Result<()> {
-    let (dst, active) = dst_and_mask(mem, &op.dst, mask)?;
+    let Dst { target, active, n } = dst_target(mem, &op.dst, mask)?;
     let mut x = mem.load_ap(&op.data, active.as_deref(), "data")?;
-    let operand0 = load_operand(mem, &op.operand0, active.as_deref(), dst.len(), "operand0")?;
+    let operand0 = load_operand(mem, &op.operand0, active.as_deref(), n, "operand0")?;
     let operand1 = mem.load_ap(&op.operand1, active.as_deref(), "operand1")?;
     let signed = signed(mem, &op.dst);
-    for ((x, &a), &b) in x.iter_mut().zip(&operand0).zip(&operand1) {
-        let t = if op.reverse0 { op.op0.apply(a, *x, signed) } else { op.op0.apply(*x, a, signed) };
-        *x = if op.reverse1 { op.op1.apply(b, t, signed) } else { op.op1.apply(t, b, signed) };
-    }
-    mem.store(op.dst.t, &dst, &x);
+    op.op0.apply_slices(&mut x, &operand0, op.reverse0, signed);
+    op.op1.apply_slices(&mut x, &operand1, op.reverse1, signed);
+    mem.store_target(&op.dst, &target, &x);
     Ok(())
 }
 
@@ -559,4 +582,376 @@ fn nc_match_replace8(mem: &mut Memory<'_>, op: &NcMatchReplace8Op) -> Result<()>
         store_all_i64(mem, dst_idx, &indices, "dst_idx")?;
     }
     Ok(())
+}
+
+/// The group (the partition: iteration dimension 0) of each of `n` row-major elements.
+fn partition_groups(n: usize, partitions: usize) -> Vec<usize> {
+    let per_partition = n.checked_div(partitions).unwrap_or(0).max(1);
+    (0..n).map(|i| i / per_partition).collect()
+}
+
+/// Runs `cmd` on the accumulator of the instruction's engine, lanes `0..folds.len()` (one per
+/// partition of the instruction): `folds[p]` is partition p's fold of this instruction's
+/// results (`None` when the mask left it no element), `init` the `load_reduce` values. Returns
+/// the lanes' values after the command, `None` under `idle`, which leaves them undefined.
+fn accumulate(
+    mem: &mut Memory<'_>,
+    cmd: ReduceCmd,
+    op: AluOp,
+    init: Option<&[f32]>,
+    folds: &[Option<f32>],
+) -> Result<Option<Vec<f32>>> {
+    let engine = mem.program.instructions[mem.current].engine;
+    let lanes = mem.accumulators.entry(engine).or_default();
+    if lanes.len() < folds.len() {
+        lanes.resize(folds.len(), None);
+    }
+    let identity = op.fold_identity().unwrap_or(0.0);
+    let mut values = zeroed::<f32>(folds.len())?;
+    for (p, (&fold, value)) in folds.iter().zip(values.iter_mut()).enumerate() {
+        let start = match cmd {
+            ReduceCmd::Idle => {
+                lanes[p] = None;
+                continue;
+            }
+            ReduceCmd::Reset => {
+                lanes[p] = Some(identity);
+                *value = identity;
+                continue;
+            }
+            ReduceCmd::ResetReduce => identity,
+            ReduceCmd::LoadReduce => init.map_or(0.0, |init| init[p]),
+            ReduceCmd::Reduce => match lanes[p] {
+                Some(current) => current,
+                None => {
+                    return Err(RunErrorKind::Accumulator {
+                        engine: engine.name(),
+                        partition: p as u64,
+                    });
+                }
+            },
+        };
+        let result = match fold {
+            Some(fold) => op.apply(start, fold, false),
+            None => start,
+        };
+        lanes[p] = Some(result);
+        *value = result;
+    }
+    Ok((cmd != ReduceCmd::Idle).then_some(values))
+}
+
+/// Writes the accumulator's values to `reduce_res` (`[P, 1]`), negated if asked.
+fn store_accumulator(
+    mem: &mut Memory<'_>,
+    reduce_res: Option<&Ap>,
+    values: Option<Vec<f32>>,
+    negate: bool,
+) -> Result<()> {
+    if let (Some(reduce_res), Some(mut values)) = (reduce_res, values) {
+        if negate {
+            values.iter_mut().for_each(|v| *v = -*v);
+        }
+        let offsets = mem.offsets(reduce_res, None, Oob::Error, "reduce_res")?;
+        mem.store(reduce_res.t, &offsets, &values);
+    }
+    Ok(())
+}
+
+/// Each partition's fold of `values` under `op`, leaving out elements whose `dst` offset is
+/// [`SKIP`] (masked).
+fn partition_folds(
+    values: &[f32],
+    dst: &[usize],
+    partitions: usize,
+    op: AluOp,
+) -> Result<Vec<Option<f32>>> {
+    let groups = partition_groups(values.len(), partitions);
+    let skip: Vec<bool> = dst.iter().map(|&offset| offset == SKIP).collect();
+    fold_groups(values, &groups, &skip, partitions, op, false)
+}
+
+/// Loads a `[P, 1]` operand (an immediate fills it).
+fn load_per_partition(
+    mem: &mut Memory<'_>,
+    operand: &Operand,
+    partitions: usize,
+    name: &str,
+) -> Result<Vec<f32>> {
+    load_operand(mem, operand, None, partitions, name)
+}
+
+fn tensor_scalar_cumulative(mem: &mut Memory<'_>, op: &TensorScalarCumulativeOp) -> Result<()> {
+    let (src, partitions, free) = load_partitioned(mem, &op.src, "src")?;
+    let imm0 = load_per_partition(mem, &op.imm0, partitions, "imm0")?;
+    let imm1 = match &op.imm1 {
+        Some(imm1) => Some(load_per_partition(mem, imm1, partitions, "imm1")?),
+        None => None,
+    };
+    // The register each partition starts from: no fold yet, so `accumulate` only resets,
+    // loads or reads it.
+    let starts = accumulate(mem, op.reduce_cmd, op.op1, imm1.as_deref(), &vec![None; partitions])?
+        .unwrap_or_default();
+    let signed = signed(mem, &op.dst);
+    let mut out = zeroed::<f32>(src.len())?;
+    let mut registers = starts;
+    for (p, register) in registers.iter_mut().enumerate() {
+        for i in p * free..(p + 1) * free {
+            // The page's pseudocode: register = op1(op0(src, imm0), register).
+            let x = op.op0.apply(src[i], imm0[p], signed);
+            *register = op.op1.apply(x, *register, signed);
+            out[i] = *register;
+        }
+    }
+    let engine = mem.program.instructions[mem.current].engine;
+    let lanes = mem.accumulators.entry(engine).or_default();
+    for (lane, &register) in lanes.iter_mut().zip(&registers) {
+        *lane = Some(register);
+    }
+    store_all(mem, &op.dst, &out)
+}
+
+fn tensor_scalar_reduce(
+    mem: &mut Memory<'_>,
+    op: &TensorScalarReduceOp,
+    mask: &[Pred],
+) -> Result<()> {
+    let (dst, active) = dst_and_mask(mem, &op.dst, mask)?;
+    let n = dst.len();
+    let mut x = mem.load_ap(&op.data, active.as_deref(), "data")?;
+    let operand0 = load_operand(mem, &op.operand0, active.as_deref(), n, "operand0")?;
+    let signed = signed(mem, &op.dst);
+    for (x, &v) in x.iter_mut().zip(&operand0) {
+        *x = if op.reverse0 { op.op0.apply(v, *x, signed) } else { op.op0.apply(*x, v, signed) };
+    }
+    mem.store(op.dst.t, &dst, &x);
+    let partitions = op.dst.ap[0][1] as usize;
+    let init = match &op.reduce_init {
+        Some(init) => Some(load_per_partition(mem, init, partitions, "reduce_init")?),
+        None => None,
+    };
+    let folds = partition_folds(&x, &dst, partitions, op.reduce_op)?;
+    let values = accumulate(mem, op.reduce_cmd, op.reduce_op, init.as_deref(), &folds)?;
+    store_accumulator(mem, op.reduce_res.as_ref(), values, op.reduce_res_negate)
+}
+
+fn select_reduce(mem: &mut Memory<'_>, op: &SelectReduceOp, mask: &[Pred]) -> Result<()> {
+    let (dst, active) = dst_and_mask(mem, &op.dst, mask)?;
+    let n = dst.len();
+    let predicate = load_operand(mem, &op.predicate, active.as_deref(), n, "predicate")?;
+    let truth: Vec<bool> = predicate.iter().map(|&v| (v != 0.0) != op.reverse_pred).collect();
+    // Each branch is read only where it is chosen, as `select` does.
+    let chosen = |want: bool| -> Vec<bool> {
+        (0..n).map(|i| truth[i] == want && active.as_ref().is_none_or(|a| a[i])).collect()
+    };
+    let (true_mask, false_mask) = (chosen(true), chosen(false));
+    let on_true = load_operand(mem, &op.on_true, Some(&true_mask), n, "on_true")?;
+    let on_false = load_operand(mem, &op.on_false, Some(&false_mask), n, "on_false")?;
+    let values: Vec<f32> =
+        (0..n).map(|i| if truth[i] { on_true[i] } else { on_false[i] }).collect();
+    mem.store(op.dst.t, &dst, &values);
+    let partitions = op.dst.ap[0][1] as usize;
+    let folds = partition_folds(&values, &dst, partitions, op.reduce_op)?;
+    let result = accumulate(mem, op.reduce_cmd, op.reduce_op, None, &folds)?;
+    store_accumulator(mem, op.reduce_res.as_ref(), result, false)
+}
+
+fn range_select(mem: &mut Memory<'_>, op: &RangeSelectOp, mask: &[Pred]) -> Result<()> {
+    let (dst, active) = dst_and_mask(mem, &op.dst, mask)?;
+    let n = dst.len();
+    let partitions = op.dst.ap[0][1] as usize;
+    let free = n.checked_div(partitions).unwrap_or(0);
+    let bound0 = load_per_partition(mem, &op.bound0, partitions, "bound0")?;
+    let bound1 = load_per_partition(mem, &op.bound1, partitions, "bound1")?;
+    // The comparisons, in float32, of range_start + the element's free index (row-major over
+    // the free dimensions) with the partition's bounds.
+    let start = op.range_start as f32;
+    let inside: Vec<bool> = (0..n)
+        .map(|i| {
+            let (p, j) = (i / free.max(1), i % free.max(1));
+            let index = start + j as f32;
+            op.comp_op0.apply(index, bound0[p], false) != 0.0
+                && op.comp_op1.apply(index, bound1[p], false) != 0.0
+        })
+        .collect();
+    let read: Vec<bool> =
+        (0..n).map(|i| inside[i] && active.as_ref().is_none_or(|a| a[i])).collect();
+    let on_true = mem.load_ap(&op.on_true_tile, Some(&read), "on_true_tile")?;
+    let on_false = op.on_false_value as f32;
+    let values: Vec<f32> = (0..n).map(|i| if inside[i] { on_true[i] } else { on_false }).collect();
+    mem.store(op.dst.t, &dst, &values);
+    let folds = partition_folds(&values, &dst, partitions, op.reduce_op)?;
+    let result = accumulate(mem, op.reduce_cmd, op.reduce_op, None, &folds)?;
+    store_accumulator(mem, op.reduce_res.as_ref(), result, false)
+}
+
+fn local_gather(mem: &mut Memory<'_>, op: &LocalGatherOp) -> Result<()> {
+    let partitions = op.src_buffer.ap[0][1] as usize;
+    let src_offsets = mem.offsets(&op.src_buffer, None, Oob::Error, "src_buffer")?;
+    let src_free = src_offsets.len() / partitions;
+    let index_offsets = mem.offsets(&op.index, None, Oob::Error, "index")?;
+    let mut index = zeroed::<f32>(index_offsets.len())?;
+    mem.load(op.index.t, &index_offsets, &mut index)?;
+    let index_free = index.len() / partitions;
+    let per = op.num_elem_per_idx as usize;
+    let valid = op.num_valid_indices.map_or(16 * index_free, |v| v as usize);
+    let dst_offsets = mem.offsets(&op.dst, None, Oob::Error, "dst")?;
+    let mut from = zeroed::<usize>(dst_offsets.len())?;
+    for core in 0..partitions / 16 {
+        // The core's indices, its 16 partitions flattened partition first: index k is
+        // partition k % 16, element k / 16 of the core's slice.
+        for k in 0..valid {
+            let (lane, element) = (k % 16, k / 16);
+            let start = index[(core * 16 + lane) * index_free + element] as usize;
+            for p in core * 16..core * 16 + 16 {
+                for e in 0..per {
+                    let source = start + e;
+                    if source >= src_free {
+                        // The page leaves an index outside the partition undefined.
+                        return Err(RunErrorKind::InvalidValue {
+                            operand: "index".into(),
+                            message: format!(
+                                "element {k} of core {core}'s indices is {start}, so element \
+                                 {e} of its run is {source}, past the {src_free} elements of \
+                                 each partition of src_buffer"
+                            ),
+                        });
+                    }
+                    from[p * valid * per + k * per + e] = src_offsets[p * src_free + source];
+                }
+            }
+        }
+    }
+    mem.copy_bits(op.dst.t, &dst_offsets, op.src_buffer.t, &from)
+}
+
+fn nc_stream_shuffle(mem: &mut Memory<'_>, op: &NcStreamShuffleOp, mask: &[Pred]) -> Result<()> {
+    let (mut dst, _) = dst_and_mask(mem, &op.dst, mask)?;
+    let src = mem.offsets(&op.src, None, Oob::Error, "src")?;
+    let dst_partitions = op.dst.ap[0][1] as usize;
+    let free = dst.len().checked_div(dst_partitions).unwrap_or(0);
+    let mut from = vec![SKIP; dst.len()];
+    for p in 0..dst_partitions {
+        let entry = op.shuffle_mask[p % 32];
+        for j in 0..free {
+            if entry == 255 {
+                dst[p * free + j] = SKIP;
+            } else {
+                // Validated: the source partition is one of src's.
+                let source = p / 32 * 32 + entry as usize;
+                from[p * free + j] = src[source * free + j];
+            }
+        }
+    }
+    // Every source element is read before any is written, so `dst` may be `src`.
+    mem.copy_bits(op.dst.t, &dst, op.src.t, &from)
+}
+
+fn sequence_bounds(mem: &mut Memory<'_>, op: &SequenceBoundsOp) -> Result<()> {
+    let ids = mem.load_ap(&op.segment_ids, None, "segment_ids")?;
+    let n = ids.len();
+    if let Some((i, &id)) =
+        ids.iter().enumerate().find(|(_, id)| !(**id >= 0.0 && id.fract() == 0.0))
+    {
+        return Err(RunErrorKind::InvalidValue {
+            operand: "segment_ids".into(),
+            message: format!("element {i} is {id}, expected a non-negative integer"),
+        });
+    }
+    // A segment is a run of equal nonzero ids: each element gets the run's first index and
+    // one past its last; padding (id 0) gets n and -1.
+    let mut out = zeroed::<f32>(2 * n)?;
+    let mut run_start = 0;
+    for i in 0..n {
+        if i > 0 && ids[i] != ids[i - 1] {
+            run_start = i;
+        }
+        out[i] = if ids[i] == 0.0 { n as f32 } else { run_start as f32 };
+    }
+    let mut run_end = n;
+    for i in (0..n).rev() {
+        if i + 1 < n && ids[i] != ids[i + 1] {
+            run_end = i + 1;
+        }
+        out[n + i] = if ids[i] == 0.0 { -1.0 } else { run_end as f32 };
+    }
+    store_all(mem, &op.dst, &out)
+}
+
+fn dropout(mem: &mut Memory<'_>, op: &DropoutOp, mask: &[Pred]) -> Result<()> {
+    let (dst, active) = dst_and_mask(mem, &op.dst, mask)?;
+    let n = dst.len();
+    let mut x = mem.load_ap(&op.data, active.as_deref(), "data")?;
+    let prob = load_operand(mem, &op.prob, active.as_deref(), n, "prob")?;
+    // One draw per element, masked ones included; an element is dropped when its uniform
+    // [0, 1) draw is below the probability (so 0 keeps every element and 1 drops every one).
+    for (x, &prob) in x.iter_mut().zip(&prob) {
+        if mem.random.next_unit() < prob {
+            *x = 0.0;
+        }
+    }
+    mem.store(op.dst.t, &dst, &x);
+    Ok(())
+}
+
+fn rng(mem: &mut Memory<'_>, op: &RngOp, mask: &[Pred]) -> Result<()> {
+    let (dst, _) = dst_and_mask(mem, &op.dst, mask)?;
+    let mut bits = zeroed::<u32>(dst.len())?;
+    for value in bits.iter_mut() {
+        *value = mem.random.next_u32();
+    }
+    mem.store_low_bits(op.dst.t, &dst, &bits);
+    Ok(())
+}
+
+fn rand2(mem: &mut Memory<'_>, op: &Rand2Op, mask: &[Pred]) -> Result<()> {
+    let (dst, active) = dst_and_mask(mem, &op.dst, mask)?;
+    let n = dst.len();
+    let low = load_operand(mem, &op.min, active.as_deref(), n, "min")?;
+    let high = load_operand(mem, &op.max, active.as_deref(), n, "max")?;
+    let mut values = zeroed::<f32>(n)?;
+    for (i, value) in values.iter_mut().enumerate() {
+        let unit = mem.random.next_unit();
+        if dst[i] == SKIP {
+            continue;
+        }
+        // NaN bounds fail the comparison too.
+        if low[i].partial_cmp(&high[i]) != Some(std::cmp::Ordering::Less) {
+            return Err(RunErrorKind::InvalidValue {
+                operand: "min, max".into(),
+                message: format!(
+                    "element {:?} has min {} and max {}, expected min < max",
+                    crate::memory::unravel(i, &op.dst.shape()),
+                    low[i],
+                    high[i]
+                ),
+            });
+        }
+        *value = low[i] + (high[i] - low[i]) * unit;
+    }
+    mem.store(op.dst.t, &dst, &values);
+    Ok(())
+}
+
+fn exponential(mem: &mut Memory<'_>, op: &ExponentialOp, mask: &[Pred]) -> Result<()> {
+    let (dst, active) = dst_and_mask(mem, &op.dst, mask)?;
+    let n = dst.len();
+    let partitions = op.dst.ap[0][1] as usize;
+    let mut x = mem.load_ap(&op.src, active.as_deref(), "src")?;
+    let max_value = match &op.max_value {
+        Some(max_value) => load_per_partition(mem, max_value, partitions, "max_value")?,
+        None => vec![0.0; partitions],
+    };
+    let groups = partition_groups(n, partitions);
+    for (x, &p) in x.iter_mut().zip(&groups) {
+        *x = (*x - max_value[p]).exp();
+    }
+    mem.store(op.dst.t, &dst, &x);
+    let init = match &op.reduce_init {
+        Some(init) => Some(load_per_partition(mem, init, partitions, "reduce_init")?),
+        None => None,
+    };
+    let folds = partition_folds(&x, &dst, partitions, AluOp::Add)?;
+    let values = accumulate(mem, op.reduce_cmd, AluOp::Add, init.as_deref(), &folds)?;
+    store_accumulator(mem, op.reduce_res.as_ref(), values, false)
 }

@@ -7,14 +7,23 @@
 //!
 //! Design choices:
 //! - **Validate once, then trust.** [`Program::from_json`] checks everything static: versions,
-//!   ids, partition sizes, ranks and shapes per op, and the bounds of every access pattern from
-//!   its strides and counts. Kernels check only what depends on data (indirect indices, reads of
-//!   unwritten memory).
+//!   ids, partition sizes, ranks and shapes per op. Kernels check only what depends on data or
+//!   on the mask: indirect indices, reads of unwritten memory, and bounds. An access pattern may
+//!   reach past its tensor where the mask leaves those elements out, so bounds are checked on
+//!   the elements an instruction touches; the pattern's range of offsets, computed from its
+//!   strides and counts, says when no element needs a check, which is nearly always.
 //! - **One list of ops.** `ops::declare_ops!` declares the ops once; parsing, validation,
 //!   liveness and execution match on the resulting enum exhaustively.
-//! - **Offsets, then float32.** Each operand of an instruction becomes a list of element offsets
-//!   (a skipped element is a sentinel), is loaded as float32, computed on, and stored with one
-//!   conversion to the destination dtype: the engines' numerics, with no allocation per element.
+//! - **Float32 tiles, rows when possible.** Each operand of an instruction is loaded as a
+//!   float32 vector over the iteration shape, computed on (the operator chosen once per
+//!   instruction, not per element), and stored with one conversion to the destination dtype:
+//!   the engines' numerics. An operand the instruction reads or writes whole (no mask, no
+//!   indirect dimension, its offset range inside the tensor, every element written before) is
+//!   walked row by row, its dimensions merged into the longest contiguous runs; any other
+//!   becomes a list of element offsets (a skipped element is a sentinel) checked one by one.
+//!   Each tensor counts its unwritten elements, so a fully written one skips its bitmap. A
+//!   128 × 512 float32 add takes about 0.1 ms in a release build, a 128 × 128 × 512 matmul
+//!   about 1 ms.
 //! - **Unwritten memory is tracked.** Every tensor that is not an input has a bit per element;
 //!   reading an unwritten element gives NaN (0 for integers) and a warning, and an output element
 //!   nothing wrote is a warning. Strict mode makes both errors, so a kernel that forgets a store
@@ -30,6 +39,7 @@ mod kernels;
 mod memory;
 pub mod ops;
 pub mod program;
+mod random;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -68,14 +78,43 @@ pub struct RunResult {
 }
 
 /// The report of a run (docs/nki-program.md, *Running*).
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Default, Serialize)]
 pub struct Report {
+    /// Why the run failed; absent when it did not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<ErrorRecord>,
     /// What the run noticed, in the order it happened.
     pub warnings: Vec<Warning>,
     /// What `print` instructions recorded, in order.
     pub prints: Vec<PrintRecord>,
     /// Counts and peaks.
     pub stats: Stats,
+}
+
+/// A failed run's error as the report holds it (docs/nki-program.md, *Running*).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ErrorRecord {
+    /// The error's kind: the name of its [`RunErrorKind`] or [`ProgramErrorKind`] variant
+    /// (`OutOfBounds`, `Capacity`, ...), or a name the caller gives (`Io`).
+    pub kind: String,
+    /// The message, as the error displays.
+    pub message: String,
+    /// `FILE:LINE` where it happened, when known.
+    pub loc: Option<String>,
+    /// For `OutOfBounds`: the tensor, the offset and the tensor's element count.
+    #[serde(flatten)]
+    pub out_of_bounds: Option<OutOfBoundsRecord>,
+}
+
+/// The facts of an `OutOfBounds` error, for a frontend to raise its own error from.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct OutOfBoundsRecord {
+    /// The tensor's name.
+    pub tensor: String,
+    /// The flat element offset of the element outside (`None` past the range of int64).
+    pub offset: Option<i64>,
+    /// The tensor's number of elements.
+    pub numel: u64,
 }
 
 /// The kinds of warning.
@@ -129,7 +168,7 @@ impl Serialize for PrintValue {
 }
 
 /// Counts and peaks of a run.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Default, Serialize)]
 pub struct Stats {
     /// Instructions executed per engine (`tensor`, `vector`, ...).
     pub instructions_per_engine: BTreeMap<String, u64>,
@@ -153,16 +192,74 @@ pub struct RunError {
     pub loc: Option<SourceLoc>,
     /// What went wrong (boxed: errors travel in `Result`s that should stay small).
     pub kind: Box<RunErrorKind>,
+    /// What the run had reported before it failed (warnings, prints, statistics of the
+    /// instructions executed), when it got as far as executing instructions.
+    pub partial_report: Option<Box<Report>>,
 }
 
 impl RunError {
     fn bare(kind: RunErrorKind) -> RunError {
-        RunError { instruction: None, loc: None, kind: Box::new(kind) }
+        RunError { instruction: None, loc: None, kind: Box::new(kind), partial_report: None }
     }
 
     fn at(program: &Program, index: usize, kind: RunErrorKind) -> RunError {
         let loc = program.source_loc(program.instructions[index].loc);
-        RunError { instruction: Some(index), loc: Some(loc), kind: Box::new(kind) }
+        RunError {
+            instruction: Some(index),
+            loc: Some(loc),
+            kind: Box::new(kind),
+            partial_report: None,
+        }
+    }
+
+    /// The error as a report holds it; an error with no instruction or tensor behind it
+    /// (inputs, memory) is at the kernel's `file:line`.
+    pub fn record(&self, program: &Program) -> ErrorRecord {
+        let loc = match &self.loc {
+            Some(loc) => loc.to_string(),
+            None => format!("{}:{}", program.kernel.file, program.kernel.line),
+        };
+        let out_of_bounds = match &*self.kind {
+            RunErrorKind::OutOfBounds { tensor, offset, numel, .. } => {
+                Some(OutOfBoundsRecord { tensor: tensor.clone(), offset: *offset, numel: *numel })
+            }
+            _ => None,
+        };
+        ErrorRecord {
+            kind: self.kind.name().to_owned(),
+            message: self.to_string(),
+            loc: Some(loc),
+            out_of_bounds,
+        }
+    }
+
+    /// The report to write for this failed run: what the run had reported, and the error.
+    pub fn report(&self, program: &Program) -> Report {
+        let mut report = self.partial_report.as_deref().cloned().unwrap_or_default();
+        report.error = Some(self.record(program));
+        report
+    }
+}
+
+impl ProgramError {
+    /// The error as a report holds it; `loc` is the error's, when it has one.
+    pub fn record(&self) -> ErrorRecord {
+        let out_of_bounds = match &*self.kind {
+            ProgramErrorKind::OutOfBounds { tensor, offset, numel, .. } => {
+                Some(OutOfBoundsRecord {
+                    tensor: tensor.clone(),
+                    offset: i64::try_from(*offset).ok(),
+                    numel: *numel,
+                })
+            }
+            _ => None,
+        };
+        ErrorRecord {
+            kind: self.kind.name().to_owned(),
+            message: self.to_string(),
+            loc: self.loc.as_ref().map(ToString::to_string),
+            out_of_bounds,
+        }
     }
 }
 
@@ -218,7 +315,8 @@ pub enum RunErrorKind {
         /// The largest live tensors, name and bytes per partition.
         largest: Vec<(String, u64)>,
     },
-    /// An indirect index reached outside its tensor.
+    /// An element an instruction touches lies outside its tensor: an AP reaching past its
+    /// tensor where the instruction's mask does not keep it inside, or an indirect index.
     #[error(
         "{operand} reaches outside tensor `{tensor}` ({numel} elements): index {index:?} is at offset {}",
         match offset { Some(o) => o.to_string(), None => "past the range of int64".into() }
@@ -234,6 +332,27 @@ pub enum RunErrorKind {
         offset: Option<i64>,
         /// The tensor's number of elements.
         numel: u64,
+    },
+    /// An instruction continued (`reduce_cmd` `reduce`) an accumulator register nothing set.
+    #[error(
+        "reduce_cmd `reduce` continues the {engine} engine's accumulator of partition \
+         {partition}, which no earlier instruction set (reset_reduce or load_reduce; an \
+         instruction with reduce_cmd `idle` leaves it undefined)"
+    )]
+    Accumulator {
+        /// The engine.
+        engine: &'static str,
+        /// The partition (lane) of the instruction.
+        partition: u64,
+    },
+    /// An operand holds a value the op cannot take (a negative segment id, an index past the
+    /// data, `min >= max`).
+    #[error("{operand}: {message}")]
+    InvalidValue {
+        /// The operand.
+        operand: String,
+        /// What value, where, and what was expected.
+        message: String,
     },
     /// A read of unwritten elements (strict mode; a warning otherwise).
     #[error("reads {count} unwritten elements of tensor `{tensor}` (the first at offset {offset})")]
@@ -274,6 +393,24 @@ pub fn run(
     options: &RunOptions,
 ) -> Result<RunResult, RunError> {
     exec::run(program, inputs, options)
+}
+
+impl RunErrorKind {
+    /// The variant's name, the `kind` of the report's `error`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            RunErrorKind::InputCount { .. } => "InputCount",
+            RunErrorKind::InputSize { .. } => "InputSize",
+            RunErrorKind::MemoryLimit { .. } => "MemoryLimit",
+            RunErrorKind::Allocation { .. } => "Allocation",
+            RunErrorKind::Capacity { .. } => "Capacity",
+            RunErrorKind::OutOfBounds { .. } => "OutOfBounds",
+            RunErrorKind::Accumulator { .. } => "Accumulator",
+            RunErrorKind::InvalidValue { .. } => "InvalidValue",
+            RunErrorKind::UninitializedRead { .. } => "UninitializedRead",
+            RunErrorKind::UnwrittenOutput { .. } => "UnwrittenOutput",
+        }
+    }
 }
 
 impl fmt::Display for WarningKind {

@@ -6,9 +6,12 @@
 //! outside the tensor under `oob: "skip"`). Kernels then load whole operands as float32, compute,
 //! and store: every operand is read before anything is written, as the engines stream a tile.
 
+use std::collections::BTreeMap;
+
 use crate::dtype::Dtype;
 use crate::ops::Oob;
-use crate::program::{Ap, Pred, Program};
+use crate::program::{Ap, Engine, Pred, Program};
+use crate::random::SplitMix64;
 use crate::{RunErrorKind, Warning, WarningKind};
 
 /// The offset of an element that is neither read nor written.
@@ -20,11 +23,19 @@ pub(crate) struct TensorMemory {
     pub(crate) bytes: Vec<u8>,
     /// One bit per element, set once written; `None` for inputs (written by the caller).
     pub(crate) written: Option<Vec<u64>>,
+    /// How many elements no instruction has written yet (0 for inputs): once 0, reads and
+    /// writes skip the bitmap.
+    pub(crate) unwritten: u64,
     /// The element type.
     pub(crate) dtype: Dtype,
 }
 
 impl TensorMemory {
+    /// Whether every element may be read without a look at the bitmap.
+    fn all_written(&self) -> bool {
+        self.unwritten == 0
+    }
+
     fn is_written(&self, offset: usize) -> bool {
         match &self.written {
             None => true,
@@ -68,6 +79,12 @@ pub(crate) struct Memory<'p> {
     pub(crate) warnings: Vec<Warning>,
     /// The instruction being executed, for warnings.
     pub(crate) current: usize,
+    /// Each engine's accumulator registers (`reduce_cmd`), one per partition of an
+    /// instruction: `None` where no command set one, or an `idle` instruction left it
+    /// undefined.
+    pub(crate) accumulators: BTreeMap<Engine, Vec<Option<f32>>>,
+    /// The random stream of `rng`, `rand2`, `dropout` (seeded by the program's `seed`).
+    pub(crate) random: SplitMix64,
 }
 
 /// Pushes the offsets of every element of `dims` (row-major) onto `out`.
@@ -79,6 +96,73 @@ fn push_offsets(base: i64, dims: &[[i64; 2]], out: &mut Vec<i64>) {
             for j in 0..*count {
                 push_offsets(base + j * stride, rest, out);
             }
+        }
+    }
+}
+
+/// Pushes the offsets of every element of `dims` (row-major) onto `out`, as indices: the
+/// caller knows every offset is inside its tensor, so each is in `0..usize::MAX`.
+fn push_indices(base: i64, dims: &[[i64; 2]], out: &mut Vec<usize>) {
+    match dims {
+        [] => out.push(base as usize),
+        [[1, count]] => out.extend((base..base + count).map(|o| o as usize)),
+        [[stride, count]] => out.extend((0..*count).map(|j| (base + j * stride) as usize)),
+        [[stride, count], rest @ ..] => {
+            for j in 0..*count {
+                push_indices(base + j * stride, rest, out);
+            }
+        }
+    }
+}
+
+/// An AP's dimensions with those of count 1 dropped and each dimension merged into the one
+/// outside it when the two make one run (outer stride = inner stride × inner count): the same
+/// offsets in the same order, in as few, as long rows as the pattern allows.
+fn merged_dims(ap: &Ap) -> Vec<[i64; 2]> {
+    let mut dims: Vec<[i64; 2]> = Vec::with_capacity(ap.ap.len());
+    for &[stride, count] in &ap.ap {
+        if count == 1 {
+            continue;
+        }
+        match dims.last_mut() {
+            Some(last) if last[0] == stride * count => {
+                // The previous (outer) dimension steps exactly over this one.
+                *last = [stride, last[1] * count];
+            }
+            _ => dims.push([stride, count]),
+        }
+    }
+    dims
+}
+
+/// Calls `row(base, stride, count)` for each innermost row of `dims` from `base`, row-major.
+fn for_each_row(base: i64, dims: &[[i64; 2]], row: &mut impl FnMut(i64, i64, usize)) {
+    match dims {
+        [] => row(base, 1, 1),
+        [[stride, count]] => row(base, *stride, *count as usize),
+        [[stride, count], rest @ ..] => {
+            for j in 0..*count {
+                for_each_row(base + j * stride, rest, row);
+            }
+        }
+    }
+}
+
+/// Where an instruction writes: every element of its AP (no mask, no indirect dimension, all
+/// inside the tensor), or the offsets of each element, [`SKIP`] where it writes none.
+pub(crate) enum Target {
+    /// Every element of the AP.
+    Whole,
+    /// One offset per element.
+    Offsets(Vec<usize>),
+}
+
+impl Target {
+    /// Whether element `i` is written.
+    pub(crate) fn writes(&self, i: usize) -> bool {
+        match self {
+            Target::Whole => true,
+            Target::Offsets(offsets) => offsets[i] != SKIP,
         }
     }
 }
@@ -169,6 +253,23 @@ impl Memory<'_> {
     ) -> Result<Vec<usize>, RunErrorKind> {
         let shape = ap.shape();
         let n = numel(&shape);
+        let tensor = &self.program.tensors[ap.t];
+        if ap.ind.is_none() && ap.first_outside(tensor.numel()).is_none() {
+            // The whole pattern is inside the tensor: no element needs a check.
+            let mut offsets = Vec::new();
+            offsets
+                .try_reserve_exact(n)
+                .map_err(|_| RunErrorKind::Allocation { bytes: n as u128 * 8 })?;
+            push_indices(ap.off, &ap.ap, &mut offsets);
+            if let Some(active) = active {
+                for (offset, &on) in offsets.iter_mut().zip(active) {
+                    if !on {
+                        *offset = SKIP;
+                    }
+                }
+            }
+            return Ok(offsets);
+        }
         let mut raw: Vec<i64> = Vec::new();
         raw.try_reserve_exact(n).map_err(|_| RunErrorKind::Allocation { bytes: n as u128 * 8 })?;
         let mut dims = ap.ap.clone();
@@ -227,7 +328,7 @@ impl Memory<'_> {
         let mut unwritten = (0u64, 0usize);
         let mut values = zeroed::<i64>(raw.len())?;
         for (value, &offset) in values.iter_mut().zip(&raw) {
-            // Validated: a direct AP stays inside its tensor.
+            // Validated: an index AP lies inside its tensor (`Checker::ap`).
             let offset = offset as usize;
             if memory.is_written(offset) {
                 *value = memory.dtype.read_i64(&memory.bytes[offset * size..]);
@@ -270,7 +371,7 @@ impl Memory<'_> {
                 *value = if offset == SKIP { 0.0 } else { dtype.read_f32(&bytes[offset * size..]) };
             }
         }
-        if memory.written.is_some() {
+        if !memory.all_written() {
             let mut unwritten = (0u64, 0usize);
             let fill = dtype.uninitialized_value();
             for (value, &offset) in out.iter_mut().zip(offsets) {
@@ -289,6 +390,88 @@ impl Memory<'_> {
         Ok(())
     }
 
+    /// Whether an instruction reaches every element of `ap` with nothing to check: no mask, no
+    /// indirect dimension, and the pattern's offsets all inside its tensor.
+    fn is_whole(&self, ap: &Ap, active: Option<&[bool]>) -> bool {
+        active.is_none()
+            && ap.ind.is_none()
+            && ap.first_outside(self.program.tensors[ap.t].numel()).is_none()
+    }
+
+    /// Where an instruction under `active` writes `ap` (its bounds checked).
+    pub(crate) fn target(
+        &mut self,
+        ap: &Ap,
+        active: Option<&[bool]>,
+        operand: &str,
+    ) -> Result<Target, RunErrorKind> {
+        if self.is_whole(ap, active) {
+            return Ok(Target::Whole);
+        }
+        Ok(Target::Offsets(self.offsets(ap, active, Oob::Error, operand)?))
+    }
+
+    /// Writes `values` (one per element of `ap`) as its tensor's dtype where `target` says.
+    pub(crate) fn store_target(&mut self, ap: &Ap, target: &Target, values: &[f32]) {
+        match target {
+            Target::Offsets(offsets) => self.store(ap.t, offsets, values),
+            Target::Whole => {
+                let memory = &mut self.tensors[ap.t];
+                let dtype = memory.dtype;
+                let size = dtype.n_bytes();
+                let mut values = values.iter();
+                for_each_row(ap.off, &merged_dims(ap), &mut |base, stride, count| {
+                    let base = base as usize;
+                    if stride == 1 && dtype == Dtype::Float32 {
+                        let bytes = &mut memory.bytes[base * 4..(base + count) * 4];
+                        for (element, value) in bytes.chunks_exact_mut(4).zip(values.by_ref()) {
+                            element.copy_from_slice(&value.to_le_bytes());
+                        }
+                    } else {
+                        for j in 0..count {
+                            let offset = (base as i64 + j as i64 * stride) as usize;
+                            let value = values.next().copied().unwrap_or(0.0);
+                            dtype.write_f32(value, &mut memory.bytes[offset * size..][..size]);
+                        }
+                    }
+                });
+                if !memory.all_written() {
+                    for_each_row(ap.off, &merged_dims(ap), &mut |base, stride, count| {
+                        for j in 0..count {
+                            self.mark_written(ap.t, (base + j as i64 * stride) as usize);
+                        }
+                    });
+                }
+            }
+        }
+    }
+
+    /// Loads every element of `ap` (a [`Target::Whole`] pattern of a tensor whose elements
+    /// are all written), row by row.
+    fn load_whole(&self, ap: &Ap) -> Result<Vec<f32>, RunErrorKind> {
+        let memory = &self.tensors[ap.t];
+        let dtype = memory.dtype;
+        let size = dtype.n_bytes();
+        let n = numel(&ap.shape());
+        let mut out = Vec::new();
+        out.try_reserve_exact(n).map_err(|_| RunErrorKind::Allocation { bytes: n as u128 * 4 })?;
+        for_each_row(ap.off, &merged_dims(ap), &mut |base, stride, count| {
+            let base = base as usize;
+            if stride == 1 && dtype == Dtype::Float32 {
+                let bytes = &memory.bytes[base * 4..(base + count) * 4];
+                out.extend(
+                    bytes.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])),
+                );
+            } else {
+                for j in 0..count {
+                    let offset = (base as i64 + j as i64 * stride) as usize;
+                    out.push(dtype.read_f32(&memory.bytes[offset * size..]));
+                }
+            }
+        });
+        Ok(out)
+    }
+
     /// Loads an AP over its shape into a new vector (with `active` as the mask).
     pub(crate) fn load_ap(
         &mut self,
@@ -296,6 +479,9 @@ impl Memory<'_> {
         active: Option<&[bool]>,
         operand: &str,
     ) -> Result<Vec<f32>, RunErrorKind> {
+        if self.is_whole(ap, active) && self.tensors[ap.t].all_written() {
+            return self.load_whole(ap);
+        }
         let offsets = self.offsets(ap, active, Oob::Error, operand)?;
         let mut values = zeroed::<f32>(offsets.len())?;
         self.load(ap.t, &offsets, &mut values)?;
@@ -303,8 +489,14 @@ impl Memory<'_> {
     }
 
     fn mark_written(&mut self, t: usize, offset: usize) {
-        if let Some(bits) = &mut self.tensors[t].written {
-            bits[offset / 64] |= 1 << (offset % 64);
+        let memory = &mut self.tensors[t];
+        if let Some(bits) = &mut memory.written {
+            let word = &mut bits[offset / 64];
+            let bit = 1 << (offset % 64);
+            if *word & bit == 0 {
+                *word |= bit;
+                memory.unwritten -= 1;
+            }
         }
     }
 
@@ -313,12 +505,20 @@ impl Memory<'_> {
         let memory = &mut self.tensors[t];
         let dtype = memory.dtype;
         let size = dtype.n_bytes();
-        for (&value, &offset) in values.iter().zip(offsets) {
-            if offset != SKIP {
-                dtype.write_f32(value, &mut memory.bytes[offset * size..offset * size + size]);
+        if dtype == Dtype::Float32 {
+            for (&value, &offset) in values.iter().zip(offsets) {
+                if offset != SKIP {
+                    memory.bytes[offset * 4..offset * 4 + 4].copy_from_slice(&value.to_le_bytes());
+                }
+            }
+        } else {
+            for (&value, &offset) in values.iter().zip(offsets) {
+                if offset != SKIP {
+                    dtype.write_f32(value, &mut memory.bytes[offset * size..offset * size + size]);
+                }
             }
         }
-        if memory.written.is_some() {
+        if !memory.all_written() {
             for &offset in offsets {
                 if offset != SKIP {
                     self.mark_written(t, offset);
@@ -340,8 +540,22 @@ impl Memory<'_> {
         }
     }
 
+    /// Writes the low `size` bytes of each of `bits` (little-endian) at `offsets` of tensor `t`
+    /// (nothing at [`SKIP`]): `rng`'s truncation of 32 random bits to the dtype.
+    pub(crate) fn store_low_bits(&mut self, t: usize, offsets: &[usize], bits: &[u32]) {
+        let size = self.tensors[t].dtype.n_bytes().min(4);
+        for (&value, &offset) in bits.iter().zip(offsets) {
+            if offset != SKIP {
+                let bytes = &mut self.tensors[t].bytes[offset * size..offset * size + size];
+                bytes.copy_from_slice(&value.to_le_bytes()[..size]);
+                self.mark_written(t, offset);
+            }
+        }
+    }
+
     /// Copies elements between two tensors of the same dtype bit for bit; an unwritten source
-    /// element is written as what a read of it gives (NaN or 0), with a warning.
+    /// element is written as what a read of it gives (NaN or 0), with a warning. Every source
+    /// element is read before any is written, so the two may be one tensor.
     pub(crate) fn copy_bits(
         &mut self,
         dst: usize,
@@ -351,25 +565,35 @@ impl Memory<'_> {
     ) -> Result<(), RunErrorKind> {
         let dtype = self.tensors[src].dtype;
         let size = dtype.n_bytes();
-        let mut element = [0u8; 8];
         let mut fill = [0u8; 8];
         dtype.write_f32(dtype.uninitialized_value(), &mut fill);
         let mut unwritten = (0u64, 0usize);
-        for (&to, &from) in dst_offsets.iter().zip(src_offsets) {
+        // Read every moved element first, then write them.
+        let mut moved = zeroed::<u8>(src_offsets.len() * size)?;
+        let source = &self.tensors[src];
+        for ((&to, &from), element) in
+            dst_offsets.iter().zip(src_offsets).zip(moved.chunks_exact_mut(size))
+        {
             if to == SKIP || from == SKIP {
                 continue;
             }
-            let source = &self.tensors[src];
             if source.is_written(from) {
-                element[..size].copy_from_slice(&source.bytes[from * size..from * size + size]);
+                element.copy_from_slice(&source.bytes[from * size..from * size + size]);
             } else {
                 if unwritten.0 == 0 {
                     unwritten.1 = from;
                 }
                 unwritten.0 += 1;
-                element = fill;
+                element.copy_from_slice(&fill[..size]);
             }
-            self.tensors[dst].bytes[to * size..to * size + size].copy_from_slice(&element[..size]);
+        }
+        for ((&to, &from), element) in
+            dst_offsets.iter().zip(src_offsets).zip(moved.chunks_exact(size))
+        {
+            if to == SKIP || from == SKIP {
+                continue;
+            }
+            self.tensors[dst].bytes[to * size..to * size + size].copy_from_slice(element);
             self.mark_written(dst, to);
         }
         if unwritten.0 > 0 {

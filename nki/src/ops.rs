@@ -9,7 +9,8 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use crate::alu::{ACT_FUNC_NAMES, ALU_OP_NAMES, ActFunc, AluOp};
-use crate::program::{Ap, Buffer, Checker, Cmp, Operand, Program, ProgramErrorKind};
+use crate::dtype::Dtype;
+use crate::program::{Ap, Buffer, Checker, Cmp, Operand, Program, ProgramErrorKind, number};
 
 macro_rules! declare_ops {
     ($( $(#[$doc:meta])* $name:literal => $variant:ident($ty:ident), )*) => {
@@ -80,6 +81,273 @@ declare_ops! {
     "nc_find_index8" => NcFindIndex8(NcFindIndex8Op),
     /// `data` with the first match of each of 8 values replaced by `imm`.
     "nc_match_replace8" => NcMatchReplace8(NcMatchReplace8Op),
+    /// A running `op1` along each partition of `src op0 imm0`, through the accumulator.
+    "tensor_scalar_cumulative" => TensorScalarCumulative(TensorScalarCumulativeOp),
+    /// `data op0 operand0`, folded along each partition into the accumulator.
+    "tensor_scalar_reduce" => TensorScalarReduce(TensorScalarReduceOp),
+    /// `predicate ? on_true : on_false`, folded along each partition into the accumulator.
+    "select_reduce" => SelectReduce(SelectReduceOp),
+    /// `on_true_tile` where the free index lies between two bounds, else `on_false_value`.
+    "range_select" => RangeSelect(RangeSelectOp),
+    /// A gather across the 16 partitions of each GpSimd core.
+    "local_gather" => LocalGather(LocalGatherOp),
+    /// Partitions moved within each quadrant of 32.
+    "nc_stream_shuffle" => NcStreamShuffle(NcStreamShuffleOp),
+    /// The start and end of the segment of each element.
+    "sequence_bounds" => SequenceBounds(SequenceBoundsOp),
+    /// `data` with elements replaced by 0 at random.
+    "dropout" => Dropout(DropoutOp),
+    /// 32 random bits per element.
+    "rng" => Rng(RngOp),
+    /// Uniform random values between `min` and `max`.
+    "rand2" => Rand2(Rand2Op),
+    /// `exp(src - max_value)`, summed along each partition into the accumulator.
+    "exponential" => Exponential(ExponentialOp),
+}
+
+/// A command to an engine's accumulator registers (`nki.isa.reduce_cmd`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReduceCmd {
+    /// The instruction does not use the accumulator, which it leaves undefined.
+    Idle,
+    /// Set the accumulator to the identity of the fold, folding nothing in.
+    Reset,
+    /// Set the accumulator to the identity of the fold, then fold the instruction's results in.
+    ResetReduce,
+    /// Fold the instruction's results into the accumulator as it is.
+    Reduce,
+    /// Set the accumulator to the instruction's initial value, then fold its results in.
+    LoadReduce,
+}
+
+fn reset_reduce() -> ReduceCmd {
+    ReduceCmd::ResetReduce
+}
+
+fn maximum() -> AluOp {
+    AluOp::Maximum
+}
+
+/// `range_select`'s default `on_false_value`: the most negative finite float32 (`nl.fp32.min`).
+fn float32_min() -> f64 {
+    f64::from(f32::MIN)
+}
+
+/// `tensor_scalar_cumulative`'s operands.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TensorScalarCumulativeOp {
+    /// The running results, `src`'s shape.
+    pub dst: Ap,
+    /// The input tile.
+    pub src: Ap,
+    /// Applied to each element with `imm0`: `src op0 imm0`.
+    pub op0: AluOp,
+    /// The running fold: `register = (src op0 imm0) op1 register`.
+    pub op1: AluOp,
+    /// `op0`'s operand: an immediate or one value per partition (`[P, 1]`).
+    pub imm0: Operand,
+    /// The register's initial value under `load_reduce` (`[P, 1]`).
+    #[serde(default)]
+    pub imm1: Option<Operand>,
+    /// How the register starts.
+    #[serde(default = "reset_reduce")]
+    pub reduce_cmd: ReduceCmd,
+}
+
+/// `tensor_scalar_reduce`'s operands.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TensorScalarReduceOp {
+    /// `data op0 operand0`.
+    pub dst: Ap,
+    /// The input tile.
+    pub data: Ap,
+    /// The operator.
+    pub op0: AluOp,
+    /// Its operand, of the iteration shape.
+    pub operand0: Operand,
+    /// `operand0 op0 data` instead of `data op0 operand0`.
+    #[serde(default)]
+    pub reverse0: bool,
+    /// The fold along each partition.
+    pub reduce_op: AluOp,
+    /// Where the accumulator is written, `[P, 1]` (none: it stays in the accumulator).
+    #[serde(default)]
+    pub reduce_res: Option<Ap>,
+    /// What the accumulator does.
+    #[serde(default = "reset_reduce")]
+    pub reduce_cmd: ReduceCmd,
+    /// The accumulator's initial value under `load_reduce` (`[P, 1]`).
+    #[serde(default)]
+    pub reduce_init: Option<Operand>,
+    /// Write the accumulator negated (the accumulator itself is not).
+    #[serde(default)]
+    pub reduce_res_negate: bool,
+}
+
+/// `select_reduce`'s operands.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SelectReduceOp {
+    /// The selected values.
+    pub dst: Ap,
+    /// True where nonzero.
+    pub predicate: Operand,
+    /// The value where the predicate holds.
+    pub on_true: Operand,
+    /// The value where it does not.
+    pub on_false: Operand,
+    /// What the accumulator does.
+    #[serde(default = "idle")]
+    pub reduce_cmd: ReduceCmd,
+    /// The fold (only `maximum`).
+    #[serde(default = "maximum")]
+    pub reduce_op: AluOp,
+    /// Select `on_true` where the predicate is zero instead.
+    #[serde(default)]
+    pub reverse_pred: bool,
+    /// Where the accumulator is written, `[P, 1]`.
+    #[serde(default)]
+    pub reduce_res: Option<Ap>,
+}
+
+fn idle() -> ReduceCmd {
+    ReduceCmd::Idle
+}
+
+/// `range_select`'s operands.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RangeSelectOp {
+    /// The selected values.
+    pub dst: Ap,
+    /// The values where both comparisons hold.
+    pub on_true_tile: Ap,
+    /// `index comp_op0 bound0`.
+    pub comp_op0: AluOp,
+    /// `index comp_op1 bound1`.
+    pub comp_op1: AluOp,
+    /// One bound per partition (`[P, 1]`).
+    pub bound0: Operand,
+    /// One bound per partition (`[P, 1]`).
+    pub bound1: Operand,
+    /// What the accumulator does.
+    #[serde(default = "reset_reduce")]
+    pub reduce_cmd: ReduceCmd,
+    /// The fold (only `maximum`).
+    #[serde(default = "maximum")]
+    pub reduce_op: AluOp,
+    /// Added to each element's free index before the comparisons.
+    #[serde(default, deserialize_with = "number")]
+    pub range_start: f64,
+    /// The value where a comparison fails.
+    #[serde(default = "float32_min", deserialize_with = "number")]
+    pub on_false_value: f64,
+    /// Where the accumulator is written, `[P, 1]`.
+    #[serde(default)]
+    pub reduce_res: Option<Ap>,
+}
+
+/// `local_gather`'s operands.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LocalGatherOp {
+    /// `[P, ...]`: `num_valid_indices × num_elem_per_idx` elements per partition.
+    pub dst: Ap,
+    /// `[P, ...]`: the elements gathered from.
+    pub src_buffer: Ap,
+    /// `[P, ...]` uint16: element offsets into each partition of `src_buffer`.
+    pub index: Ap,
+    /// Contiguous elements gathered per index: 1, 2, 4, 8, 16 or 32.
+    #[serde(default = "one")]
+    pub num_elem_per_idx: u64,
+    /// Indices used per core of 16 partitions (default: all of the core's).
+    #[serde(default)]
+    pub num_valid_indices: Option<u64>,
+}
+
+fn one() -> u64 {
+    1
+}
+
+/// `nc_stream_shuffle`'s operands.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NcStreamShuffleOp {
+    /// `[Pd, ...]`, `src`'s elements per partition and dtype.
+    pub dst: Ap,
+    /// `[Ps, ...]`.
+    pub src: Ap,
+    /// 32 entries: the source partition (0 to 31, within the quadrant) of each destination
+    /// partition of a quadrant, 255 for a partition left unmodified.
+    pub shuffle_mask: Vec<i64>,
+}
+
+/// `sequence_bounds`' operands.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SequenceBoundsOp {
+    /// `[1, 2, n]`: the start and the end of each element's segment.
+    pub dst: Ap,
+    /// `[1, n]`: segment ids, 0 for padding.
+    pub segment_ids: Ap,
+}
+
+/// `dropout`'s operands.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DropoutOp {
+    /// `data` with some elements replaced by 0.
+    pub dst: Ap,
+    /// The input tile.
+    pub data: Ap,
+    /// The probability that an element is replaced, of the iteration shape.
+    pub prob: Operand,
+}
+
+/// `rng`'s operands.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RngOp {
+    /// An integer tile: the low bits of 32 random bits per element.
+    pub dst: Ap,
+}
+
+/// `rand2`'s operands.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Rand2Op {
+    /// The random values.
+    pub dst: Ap,
+    /// The low end of the range, of the iteration shape.
+    pub min: Operand,
+    /// The high end, of the iteration shape.
+    pub max: Operand,
+}
+
+/// `exponential`'s operands.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExponentialOp {
+    /// `exp(src - max_value)`.
+    pub dst: Ap,
+    /// The input tile.
+    pub src: Ap,
+    /// Subtracted before the exponential: an immediate or one value per partition (`[P, 1]`);
+    /// none is 0.
+    #[serde(default)]
+    pub max_value: Option<Operand>,
+    /// Where the accumulator (the sum of the results) is written, `[P, 1]`.
+    #[serde(default)]
+    pub reduce_res: Option<Ap>,
+    /// What the accumulator does.
+    #[serde(default = "idle")]
+    pub reduce_cmd: ReduceCmd,
+    /// The accumulator's initial value under `load_reduce` (`[P, 1]`; none is 0).
+    #[serde(default)]
+    pub reduce_init: Option<Operand>,
 }
 
 /// What a DMA does with an index outside the tensor.
@@ -126,6 +394,7 @@ pub struct MemsetOp {
     /// The destination.
     pub dst: Ap,
     /// The value every element gets.
+    #[serde(deserialize_with = "number")]
     pub value: f64,
 }
 
@@ -418,6 +687,7 @@ pub struct NcMatchReplace8Op {
     /// `[P, 8]`: the values matched.
     pub vals: Ap,
     /// What a match is replaced with.
+    #[serde(deserialize_with = "number")]
     pub imm: f64,
     /// Optional `[P, 8]`: where each value matched (uint16 or uint32).
     #[serde(default)]
@@ -425,7 +695,8 @@ pub struct NcMatchReplace8Op {
 }
 
 /// The fields that name ALU operators, and the one that names an activation function.
-const ALU_FIELDS: &[&str] = &["op", "alu_op", "accumulate", "op0", "op1", "reduce_op"];
+const ALU_FIELDS: &[&str] =
+    &["op", "alu_op", "accumulate", "op0", "op1", "reduce_op", "comp_op0", "comp_op1"];
 const ACT_FIELDS: &[&str] = &["func"];
 
 /// Finds an ALU operator or activation function name the executor does not model, anywhere in
@@ -524,6 +795,56 @@ impl Op {
             Op::NcMatchReplace8(op) => {
                 let mut aps = vec![&op.dst, &op.data, &op.vals];
                 aps.extend(op.dst_idx.as_ref());
+                aps
+            }
+            Op::TensorScalarCumulative(op) => {
+                let mut aps = vec![&op.dst, &op.src];
+                aps.extend(operand(&op.imm0));
+                aps.extend(op.imm1.as_ref().and_then(operand));
+                aps
+            }
+            Op::TensorScalarReduce(op) => {
+                let mut aps = vec![&op.dst, &op.data];
+                aps.extend(operand(&op.operand0));
+                aps.extend(op.reduce_res.as_ref());
+                aps.extend(op.reduce_init.as_ref().and_then(operand));
+                aps
+            }
+            Op::SelectReduce(op) => {
+                let mut aps = vec![&op.dst];
+                aps.extend(operand(&op.predicate));
+                aps.extend(operand(&op.on_true));
+                aps.extend(operand(&op.on_false));
+                aps.extend(op.reduce_res.as_ref());
+                aps
+            }
+            Op::RangeSelect(op) => {
+                let mut aps = vec![&op.dst, &op.on_true_tile];
+                aps.extend(operand(&op.bound0));
+                aps.extend(operand(&op.bound1));
+                aps.extend(op.reduce_res.as_ref());
+                aps
+            }
+            Op::LocalGather(op) => vec![&op.dst, &op.src_buffer, &op.index],
+            Op::NcStreamShuffle(op) => vec![&op.dst, &op.src],
+            Op::SequenceBounds(op) => vec![&op.dst, &op.segment_ids],
+            Op::Dropout(op) => {
+                let mut aps = vec![&op.dst, &op.data];
+                aps.extend(operand(&op.prob));
+                aps
+            }
+            Op::Rng(op) => vec![&op.dst],
+            Op::Rand2(op) => {
+                let mut aps = vec![&op.dst];
+                aps.extend(operand(&op.min));
+                aps.extend(operand(&op.max));
+                aps
+            }
+            Op::Exponential(op) => {
+                let mut aps = vec![&op.dst, &op.src];
+                aps.extend(op.max_value.as_ref().and_then(operand));
+                aps.extend(op.reduce_res.as_ref());
+                aps.extend(op.reduce_init.as_ref().and_then(operand));
                 aps
             }
         };
@@ -737,6 +1058,250 @@ pub(crate) fn validate(program: &Program, index: usize) -> Result<(), ProgramErr
             no_mask(instruction)?;
             shape
         }
+        Op::TensorScalarCumulative(op) => {
+            let shape = check.ap(&op.dst, "dst")?;
+            check.ap_shaped(&op.src, "src", &shape)?;
+            let p = partitions(&shape, "dst")?;
+            check.operand(&op.imm0, "imm0", &[p, 1])?;
+            if let Some(imm1) = &op.imm1 {
+                check.operand(imm1, "imm1", &[p, 1])?;
+            }
+            fold_op(op.op1, "op1", FOLD_OPS)?;
+            match op.reduce_cmd {
+                ReduceCmd::ResetReduce | ReduceCmd::Reduce => {}
+                ReduceCmd::LoadReduce if op.imm1.is_some() => {}
+                ReduceCmd::LoadReduce => {
+                    return Err(ProgramErrorKind::Invalid(
+                        "reduce_cmd `load_reduce` loads `imm1` into the accumulator, and the \
+                         instruction has no `imm1`"
+                            .into(),
+                    ));
+                }
+                ReduceCmd::Idle | ReduceCmd::Reset => {
+                    return Err(ProgramErrorKind::Invalid(format!(
+                        "`tensor_scalar_cumulative` takes reduce_cmd `reset_reduce`, `reduce` or \
+                         `load_reduce`, found `{}`",
+                        op.reduce_cmd.name()
+                    )));
+                }
+            }
+            no_mask(instruction)?;
+            shape
+        }
+        Op::TensorScalarReduce(op) => {
+            let shape = check.ap(&op.dst, "dst")?;
+            check.ap_shaped(&op.data, "data", &shape)?;
+            check.operand(&op.operand0, "operand0", &shape)?;
+            let p = partitions(&shape, "dst")?;
+            accumulating(&check, op.reduce_cmd, op.reduce_res.as_ref(), p, "reduce_init")?;
+            if let Some(init) = &op.reduce_init {
+                check.operand(init, "reduce_init", &[p, 1])?;
+            } else if op.reduce_cmd == ReduceCmd::LoadReduce {
+                return Err(load_without_init("reduce_init"));
+            }
+            fold_op(op.reduce_op, "reduce_op", FOLD_OPS)?;
+            shape
+        }
+        Op::SelectReduce(op) => {
+            let shape = check.ap(&op.dst, "dst")?;
+            check.operand(&op.predicate, "predicate", &shape)?;
+            check.operand(&op.on_true, "on_true", &shape)?;
+            check.operand(&op.on_false, "on_false", &shape)?;
+            let p = partitions(&shape, "dst")?;
+            accumulating(&check, op.reduce_cmd, op.reduce_res.as_ref(), p, "")?;
+            fold_op(op.reduce_op, "reduce_op", &[AluOp::Maximum])?;
+            shape
+        }
+        Op::RangeSelect(op) => {
+            let shape = check.ap(&op.dst, "dst")?;
+            check.ap_shaped(&op.on_true_tile, "on_true_tile", &shape)?;
+            let p = partitions(&shape, "dst")?;
+            check.operand(&op.bound0, "bound0", &[p, 1])?;
+            check.operand(&op.bound1, "bound1", &[p, 1])?;
+            let comparisons =
+                [AluOp::Equal, AluOp::Less, AluOp::LessEqual, AluOp::Greater, AluOp::GreaterEqual];
+            fold_op(op.comp_op0, "comp_op0", &comparisons)?;
+            fold_op(op.comp_op1, "comp_op1", &comparisons)?;
+            accumulating(&check, op.reduce_cmd, op.reduce_res.as_ref(), p, "")?;
+            fold_op(op.reduce_op, "reduce_op", &[AluOp::Maximum])?;
+            shape
+        }
+        Op::LocalGather(op) => {
+            let src = check.ap(&op.src_buffer, "src_buffer")?;
+            let index = check.ap(&op.index, "index")?;
+            let dst = check.ap(&op.dst, "dst")?;
+            for (operand, ap) in
+                [("src_buffer", &op.src_buffer), ("index", &op.index), ("dst", &op.dst)]
+            {
+                check.direct(ap, operand)?;
+            }
+            let p = partitions(&src, "src_buffer")?;
+            if p % 16 != 0 || partitions(&index, "index")? != p || partitions(&dst, "dst")? != p {
+                return Err(ProgramErrorKind::ShapeMismatch {
+                    operand: "local_gather".into(),
+                    expected: "src_buffer, index and dst on the same number of partitions, a \
+                               multiple of 16"
+                        .into(),
+                    found: vec![p, index[0], dst[0]],
+                });
+            }
+            if !matches!(op.num_elem_per_idx, 1 | 2 | 4 | 8 | 16 | 32) {
+                return Err(ProgramErrorKind::Invalid(format!(
+                    "`num_elem_per_idx` is {}, expected 1, 2, 4, 8, 16 or 32",
+                    op.num_elem_per_idx
+                )));
+            }
+            let per_core = 16 * per_partition(&index, "index", 1, u64::MAX)?;
+            let valid = op.num_valid_indices.unwrap_or(per_core);
+            if !(1..=per_core.min(4096)).contains(&valid) {
+                return Err(ProgramErrorKind::Invalid(format!(
+                    "`num_valid_indices` is {valid}, expected 1 to {} (the indices in 16 \
+                     partitions of `index`, at most 4096)",
+                    per_core.min(4096)
+                )));
+            }
+            let free = per_partition(&dst, "dst", 0, u64::MAX)?;
+            if free != valid * op.num_elem_per_idx {
+                return Err(ProgramErrorKind::ShapeMismatch {
+                    operand: "dst".into(),
+                    expected: format!(
+                        "[{p}, ...] with {valid} × {} = {} elements per partition \
+                         (num_valid_indices × num_elem_per_idx)",
+                        op.num_elem_per_idx,
+                        valid * op.num_elem_per_idx
+                    ),
+                    found: dst,
+                });
+            }
+            let index_dtype = check.tensor(&op.index, "index")?.dtype;
+            if index_dtype != Dtype::Uint16 {
+                return Err(ProgramErrorKind::Dtype {
+                    operand: "index".into(),
+                    expected: "uint16".into(),
+                    found: index_dtype.name().into(),
+                });
+            }
+            same_dtype(&check, &op.dst, &op.src_buffer, "src_buffer")?;
+            no_mask(instruction)?;
+            dst
+        }
+        Op::NcStreamShuffle(op) => {
+            let shape = check.ap(&op.dst, "dst")?;
+            let src = check.ap(&op.src, "src")?;
+            check.direct(&op.dst, "dst")?;
+            check.direct(&op.src, "src")?;
+            let (dst_p, src_p) = (partitions(&shape, "dst")?, partitions(&src, "src")?);
+            let dst_free = per_partition(&shape, "dst", 0, u64::MAX)?;
+            if per_partition(&src, "src", 0, u64::MAX)? != dst_free {
+                return Err(ProgramErrorKind::ShapeMismatch {
+                    operand: "src".into(),
+                    expected: format!("{dst_free} elements per partition, as dst"),
+                    found: src,
+                });
+            }
+            same_dtype(&check, &op.dst, &op.src, "src")?;
+            if op.shuffle_mask.len() != 32 {
+                return Err(ProgramErrorKind::Invalid(format!(
+                    "`shuffle_mask` has {} entries, expected 32",
+                    op.shuffle_mask.len()
+                )));
+            }
+            for partition in 0..dst_p {
+                let entry = op.shuffle_mask[(partition % 32) as usize];
+                if entry == 255 {
+                    continue;
+                }
+                let source = (partition / 32 * 32).checked_add_signed(entry);
+                if !(0..32).contains(&entry) || source.is_none_or(|s| s >= src_p) {
+                    return Err(ProgramErrorKind::Invalid(format!(
+                        "`shuffle_mask[{}]` is {entry}: dst partition {partition} would copy \
+                         src partition {}, expected a partition of src's {src_p} in the same \
+                         quadrant of 32 (an entry from 0 to 31), or 255 to leave it unmodified",
+                        partition % 32,
+                        (partition / 32 * 32) as i64 + entry,
+                    )));
+                }
+            }
+            shape
+        }
+        Op::SequenceBounds(op) => {
+            let ids = check.ap(&op.segment_ids, "segment_ids")?;
+            if partitions(&ids, "segment_ids")? != 1 {
+                return Err(ProgramErrorKind::ShapeMismatch {
+                    operand: "segment_ids".into(),
+                    expected: "one partition ([1, n])".into(),
+                    found: ids,
+                });
+            }
+            let n = per_partition(&ids, "segment_ids", 1, u64::MAX)?;
+            check.ap_shaped(&op.dst, "dst", &[1, 2, n])?;
+            for (operand, ap) in [("segment_ids", &op.segment_ids), ("dst", &op.dst)] {
+                let dtype = check.tensor(ap, operand)?.dtype;
+                if !matches!(dtype, Dtype::Float32 | Dtype::Int32) {
+                    return Err(ProgramErrorKind::Dtype {
+                        operand: operand.into(),
+                        expected: "float32 or int32".into(),
+                        found: dtype.name().into(),
+                    });
+                }
+            }
+            no_mask(instruction)?;
+            ids
+        }
+        Op::Dropout(op) => {
+            let shape = check.ap(&op.dst, "dst")?;
+            check.ap_shaped(&op.data, "data", &shape)?;
+            check.operand(&op.prob, "prob", &shape)?;
+            same_dtype(&check, &op.dst, &op.data, "data")?;
+            shape
+        }
+        Op::Rng(op) => {
+            let shape = check.ap(&op.dst, "dst")?;
+            let tensor = check.tensor(&op.dst, "dst")?;
+            if !matches!(
+                tensor.dtype,
+                Dtype::Int8
+                    | Dtype::Int16
+                    | Dtype::Int32
+                    | Dtype::Uint8
+                    | Dtype::Uint16
+                    | Dtype::Uint32
+            ) {
+                return Err(ProgramErrorKind::Dtype {
+                    operand: "dst".into(),
+                    expected: "int8, int16, int32, uint8, uint16 or uint32".into(),
+                    found: tensor.dtype.name().into(),
+                });
+            }
+            shape
+        }
+        Op::Rand2(op) => {
+            let shape = check.ap(&op.dst, "dst")?;
+            check.operand(&op.min, "min", &shape)?;
+            check.operand(&op.max, "max", &shape)?;
+            if let (Operand::Imm(min), Operand::Imm(max)) = (&op.min, &op.max)
+                && min.partial_cmp(max) != Some(std::cmp::Ordering::Less)
+            {
+                return Err(ProgramErrorKind::Invalid(format!(
+                    "`min` is {min} and `max` {max}, expected min < max"
+                )));
+            }
+            shape
+        }
+        Op::Exponential(op) => {
+            let shape = check.ap(&op.dst, "dst")?;
+            check.ap_shaped(&op.src, "src", &shape)?;
+            let p = partitions(&shape, "dst")?;
+            if let Some(max_value) = &op.max_value {
+                check.operand(max_value, "max_value", &[p, 1])?;
+            }
+            if let Some(init) = &op.reduce_init {
+                check.operand(init, "reduce_init", &[p, 1])?;
+            }
+            // `reduce_init` defaults to 0, so `load_reduce` always has an initial value.
+            accumulating(&check, op.reduce_cmd, op.reduce_res.as_ref(), p, "reduce_init")?;
+            shape
+        }
     };
     for (k, pred) in instruction.mask.iter().enumerate() {
         check.affine(&format!("mask[{k}]"), &pred.c, pred.k, &iteration)?;
@@ -780,6 +1345,93 @@ fn no_mask(instruction: &crate::program::Instruction) -> Result<(), ProgramError
         )));
     }
     Ok(())
+}
+
+/// The folds of the accumulating instructions (the `tensor_scalar_cumulative` page's list).
+const FOLD_OPS: &[AluOp] =
+    &[AluOp::Add, AluOp::Subtract, AluOp::Multiply, AluOp::Maximum, AluOp::Minimum];
+
+/// Checks that `op` (the field `field`) is one of `allowed`.
+fn fold_op(op: AluOp, field: &str, allowed: &[AluOp]) -> Result<(), ProgramErrorKind> {
+    if !allowed.contains(&op) {
+        let names: Vec<&str> = allowed.iter().map(|op| op.name()).collect();
+        return Err(ProgramErrorKind::Invalid(format!(
+            "`{field}` is `{}`, expected {}",
+            op.name(),
+            names.join(", ")
+        )));
+    }
+    Ok(())
+}
+
+fn load_without_init(init: &str) -> ProgramErrorKind {
+    ProgramErrorKind::Invalid(format!(
+        "reduce_cmd `load_reduce` loads `{init}` into the accumulator, and the instruction has \
+         no `{init}`"
+    ))
+}
+
+/// Checks an accumulating instruction's `reduce_cmd` and `reduce_res` (`[P, 1]`): `idle` uses
+/// no accumulator, so there is none to write, and `load_reduce` needs an initial value (the
+/// field `init`, or none when the op has no such field).
+fn accumulating(
+    check: &Checker<'_>,
+    cmd: ReduceCmd,
+    reduce_res: Option<&Ap>,
+    partitions: u64,
+    init: &str,
+) -> Result<(), ProgramErrorKind> {
+    if let Some(reduce_res) = reduce_res {
+        check.direct(reduce_res, "reduce_res")?;
+        check.ap_shaped(reduce_res, "reduce_res", &[partitions, 1])?;
+        if cmd == ReduceCmd::Idle {
+            return Err(ProgramErrorKind::Invalid(
+                "`reduce_res` is written from the accumulator, which reduce_cmd `idle` does not \
+                 use; give `reset_reduce`, `reduce` or `load_reduce`"
+                    .into(),
+            ));
+        }
+    }
+    if cmd == ReduceCmd::LoadReduce && init.is_empty() {
+        return Err(ProgramErrorKind::Invalid(
+            "reduce_cmd `load_reduce` loads an initial value, which this op has no operand \
+             for; give `reset`, `reset_reduce`, `reduce` or `idle`"
+                .into(),
+        ));
+    }
+    Ok(())
+}
+
+/// An operand whose dtype must be `dst`'s (no conversion on the way).
+fn same_dtype(
+    check: &Checker<'_>,
+    dst: &Ap,
+    other: &Ap,
+    operand: &str,
+) -> Result<(), ProgramErrorKind> {
+    let expected = check.tensor(dst, "dst")?.dtype;
+    let found = check.tensor(other, operand)?.dtype;
+    if found != expected {
+        return Err(ProgramErrorKind::Dtype {
+            operand: operand.into(),
+            expected: format!("dst's, {}", expected.name()),
+            found: found.name().into(),
+        });
+    }
+    Ok(())
+}
+
+impl ReduceCmd {
+    /// The command's name in the document.
+    pub fn name(self) -> &'static str {
+        match self {
+            ReduceCmd::Idle => "idle",
+            ReduceCmd::Reset => "reset",
+            ReduceCmd::ResetReduce => "reset_reduce",
+            ReduceCmd::Reduce => "reduce",
+            ReduceCmd::LoadReduce => "load_reduce",
+        }
+    }
 }
 
 /// Index outputs are uint16 or uint32.

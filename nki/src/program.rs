@@ -1,10 +1,11 @@
 //! The program document (docs/nki-program.md) as types, read and validated in one place.
 //!
 //! [`Program::from_json`] is the only way to make a [`Program`], and it checks everything that
-//! does not depend on data: the version, tensor ids, partition sizes, each instruction's operand
-//! ranks and shapes, dtypes, and that every offset an access pattern can reach lies inside its
-//! tensor. The executor trusts these checks; what depends on data (the values of an indirect
-//! dimension's index) it checks as it runs.
+//! depends neither on data nor on the mask: the version, tensor ids, partition sizes, each
+//! instruction's operand ranks and shapes, dtypes, and the bounds of index APs (read whole). The
+//! executor trusts these checks; what depends on data (the values of an indirect dimension's
+//! index) or on the mask (the bounds of the elements an instruction touches) it checks as it
+//! runs.
 //!
 //! An instruction is read in two steps: the fields every instruction has (`op`, `engine`,
 //! `loc`, `mask`) first, so that every later error names the instruction's index and `loc`,
@@ -114,7 +115,7 @@ pub enum Buffer {
 }
 
 impl Buffer {
-    /// Whether the buffer is on chip (its dimension 0 is the partition dimension).
+    /// Whether the buffer is on chip (its tensors have a partition dimension, `par`).
     pub fn is_on_chip(self) -> bool {
         matches!(self, Buffer::Sbuf | Buffer::Psum)
     }
@@ -147,10 +148,13 @@ pub struct Tensor {
     pub name: String,
     /// Its element type.
     pub dtype: Dtype,
-    /// Its shape; on chip, dimension 0 is the partition dimension.
+    /// Its shape; on chip, dimension [`Tensor::par`] is the partition dimension.
     pub shape: Vec<u64>,
     /// Where it lives.
     pub buffer: Buffer,
+    /// The partition dimension of an on-chip tensor (0 unless block axes come before it).
+    #[serde(default)]
+    pub par: usize,
     /// Where it was allocated.
     pub loc: Loc,
 }
@@ -166,9 +170,22 @@ impl Tensor {
         self.numel() * self.dtype.n_bytes() as u64
     }
 
-    /// Bytes per partition of an on-chip tensor: the free size times the element size.
+    /// The number of partitions of an on-chip tensor: `shape[par]` (validated to exist).
+    pub fn partitions(&self) -> u64 {
+        self.shape.get(self.par).copied().unwrap_or(1)
+    }
+
+    /// Bytes per partition of an on-chip tensor: the elements of every dimension but `par`
+    /// times the element size.
     pub fn bytes_per_partition(&self) -> u64 {
-        self.shape.iter().skip(1).product::<u64>() * self.dtype.n_bytes() as u64
+        let free: u64 = self
+            .shape
+            .iter()
+            .enumerate()
+            .filter(|&(d, _)| d != self.par)
+            .map(|(_, &count)| count)
+            .product();
+        free * self.dtype.n_bytes() as u64
     }
 }
 
@@ -224,6 +241,41 @@ impl Ap {
     pub fn shape(&self) -> Vec<u64> {
         self.ap.iter().map(|&[_, count]| count as u64).collect()
     }
+
+    /// The smallest and the largest offset the pattern reaches, each with the index that
+    /// reaches it, leaving out an indirect dimension's term; `None` for an empty pattern.
+    /// Each dimension adds its term at index 0 or at its last index, whichever is smaller (or
+    /// larger); i128 cannot overflow: at most [`MAX_RANK`] terms of i64 × i64.
+    pub fn offset_range(&self) -> Option<[(i128, Vec<u64>); 2]> {
+        if self.ap.iter().any(|&[_, count]| count <= 0) {
+            return None;
+        }
+        let indirect = self.ind.as_ref().map(|ind| ind.dim);
+        let mut low = (i128::from(self.off), vec![0u64; self.ap.len()]);
+        let mut high = low.clone();
+        for (d, &[stride, count]) in self.ap.iter().enumerate() {
+            if Some(d) == indirect {
+                continue;
+            }
+            let last = count - 1;
+            let term = i128::from(stride) * i128::from(last);
+            if term < 0 {
+                low.0 += term;
+                low.1[d] = last as u64;
+            } else {
+                high.0 += term;
+                high.1[d] = last as u64;
+            }
+        }
+        Some([low, high])
+    }
+
+    /// The offset and index of an element of the pattern outside `[0, numel)`, if its range
+    /// leaves that (the lowest when it reaches below 0, else the highest).
+    pub fn first_outside(&self, numel: u64) -> Option<(i128, Vec<u64>)> {
+        let [low, high] = self.offset_range()?;
+        [low, high].into_iter().find(|(offset, _)| *offset < 0 || *offset >= i128::from(numel))
+    }
 }
 
 /// An indirect dimension: dimension `dim`'s index comes from the values of `index`.
@@ -245,11 +297,51 @@ pub enum Operand {
     Ap(Ap),
 }
 
+/// Reads a number of the document: a JSON number, or one of the strings `"inf"`, `"-inf"` and
+/// `"nan"`, since JSON has no non-finite numbers (docs/nki-program.md, *Operand*). Use it as
+/// `#[serde(deserialize_with = "number")]`.
+///
+/// # Errors
+/// serde's error when the value is neither a number nor one of the three strings.
+pub fn number<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<f64, D::Error> {
+    struct Visitor;
+    impl serde::de::Visitor<'_> for Visitor {
+        type Value = f64;
+
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a number, \"inf\", \"-inf\" or \"nan\"")
+        }
+
+        fn visit_f64<E: serde::de::Error>(self, value: f64) -> Result<f64, E> {
+            Ok(value)
+        }
+
+        fn visit_i64<E: serde::de::Error>(self, value: i64) -> Result<f64, E> {
+            Ok(value as f64)
+        }
+
+        fn visit_u64<E: serde::de::Error>(self, value: u64) -> Result<f64, E> {
+            Ok(value as f64)
+        }
+
+        fn visit_str<E: serde::de::Error>(self, value: &str) -> Result<f64, E> {
+            match value {
+                "inf" => Ok(f64::INFINITY),
+                "-inf" => Ok(f64::NEG_INFINITY),
+                "nan" => Ok(f64::NAN),
+                _ => Err(E::invalid_value(serde::de::Unexpected::Str(value), &self)),
+            }
+        }
+    }
+    deserializer.deserialize_any(Visitor)
+}
+
 impl<'de> Deserialize<'de> for Operand {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         #[derive(Deserialize)]
         #[serde(deny_unknown_fields)]
         struct Imm {
+            #[serde(deserialize_with = "number")]
             imm: f64,
         }
         let value = Value::deserialize(deserializer)?;
@@ -380,14 +472,14 @@ pub enum ProgramErrorKind {
         /// The number of files.
         count: usize,
     },
-    /// An on-chip tensor's partition dimension is over 128 (or it has rank 0).
+    /// An on-chip tensor's partition dimension (`shape[par]`) is over 128 (or it has rank 0).
     #[error("tensor `{tensor}` in {buffer} has partition dimension {found}, expected 1 to 128")]
     PartitionDim {
         /// The tensor's name.
         tensor: String,
         /// The buffer.
         buffer: String,
-        /// Its dimension 0 (0 for rank 0).
+        /// Its dimension `par` (0 for rank 0).
         found: u64,
     },
     /// An operand's shape is not what the op requires.
@@ -450,6 +542,27 @@ pub enum ProgramErrorKind {
 impl ProgramError {
     fn bare(kind: ProgramErrorKind) -> ProgramError {
         ProgramError { instruction: None, loc: None, kind: Box::new(kind) }
+    }
+}
+
+impl ProgramErrorKind {
+    /// The variant's name, the `kind` of the report's `error`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            ProgramErrorKind::Json { .. } => "Json",
+            ProgramErrorKind::Format { .. } => "Format",
+            ProgramErrorKind::Version { .. } => "Version",
+            ProgramErrorKind::Field { .. } => "Field",
+            ProgramErrorKind::TensorId { .. } => "TensorId",
+            ProgramErrorKind::Loc { .. } => "Loc",
+            ProgramErrorKind::PartitionDim { .. } => "PartitionDim",
+            ProgramErrorKind::ShapeMismatch { .. } => "ShapeMismatch",
+            ProgramErrorKind::OutOfBounds { .. } => "OutOfBounds",
+            ProgramErrorKind::Dtype { .. } => "Dtype",
+            ProgramErrorKind::Unsupported { .. } => "Unsupported",
+            ProgramErrorKind::TooLarge { .. } => "TooLarge",
+            ProgramErrorKind::Invalid(_) => "Invalid",
+        }
     }
 }
 
@@ -596,8 +709,14 @@ impl Program {
                     limit: format!("{} bytes", i64::MAX),
                 }));
             }
+            if tensor.par != 0 && tensor.par >= tensor.shape.len() {
+                return Err(at(ProgramErrorKind::Invalid(format!(
+                    "tensor `{}` has `par` {}, expected a dimension of its shape {:?}",
+                    tensor.name, tensor.par, tensor.shape
+                ))));
+            }
             if tensor.buffer.is_on_chip() {
-                let partitions = tensor.shape.first().copied().unwrap_or(0);
+                let partitions = tensor.shape.get(tensor.par).copied().unwrap_or(0);
                 if !(1..=MAX_PARTITIONS).contains(&partitions) {
                     return Err(at(ProgramErrorKind::PartitionDim {
                         tensor: tensor.name.clone(),
@@ -712,9 +831,10 @@ impl Checker<'_> {
         })
     }
 
-    /// Checks an AP (tensor id, counts, bounds, its indirect dimension) and returns its shape.
+    /// Checks an AP (tensor id, rank, counts, its indirect dimension and that dimension's index
+    /// AP, bounds included) and returns its shape. The AP's own bounds are checked as it runs.
     pub(crate) fn ap(&self, ap: &Ap, operand: &str) -> Result<Vec<u64>, ProgramErrorKind> {
-        let tensor = self.tensor(ap, operand)?;
+        self.tensor(ap, operand)?;
         if ap.ap.len() > MAX_RANK {
             return Err(ProgramErrorKind::TooLarge {
                 what: format!("the rank of {operand}"),
@@ -736,74 +856,49 @@ impl Checker<'_> {
                 limit: MAX_INSTRUCTION_ELEMENTS.to_string(),
             });
         }
-        let indirect_dim = match &ap.ind {
-            None => None,
-            Some(ind) => {
-                let index_operand = format!("{operand}'s index");
-                if ind.dim >= ap.ap.len() {
-                    return Err(ProgramErrorKind::Invalid(format!(
-                        "{operand}'s indirect dimension is {}, expected one of its {} dimensions",
-                        ind.dim,
-                        ap.ap.len()
-                    )));
-                }
-                if ind.index.ind.is_some() {
-                    return Err(ProgramErrorKind::Invalid(format!(
-                        "{index_operand} is itself indirect, expected a direct AP"
-                    )));
-                }
-                let index_shape = self.ap(&ind.index, &index_operand)?;
-                let broadcasts = index_shape.len() == shape.len()
-                    && index_shape.iter().zip(&shape).all(|(&i, &s)| i == s || i == 1);
-                if !broadcasts {
-                    return Err(ProgramErrorKind::ShapeMismatch {
-                        operand: index_operand,
-                        expected: format!("{shape:?} or 1 in any dimension"),
-                        found: index_shape,
-                    });
-                }
-                let index_dtype = self.tensor(&ind.index, &index_operand)?.dtype;
-                if !index_dtype.is_integer() {
-                    return Err(ProgramErrorKind::Dtype {
-                        operand: index_operand,
-                        expected: "an integer type".into(),
-                        found: index_dtype.name().into(),
-                    });
-                }
-                Some(ind.dim)
+        if let Some(ind) = &ap.ind {
+            let index_operand = format!("{operand}'s index");
+            if ind.dim >= ap.ap.len() {
+                return Err(ProgramErrorKind::Invalid(format!(
+                    "{operand}'s indirect dimension is {}, expected one of its {} dimensions",
+                    ind.dim,
+                    ap.ap.len()
+                )));
             }
-        };
-        if shape.contains(&0) {
-            return Ok(shape);
-        }
-        // The smallest and largest offsets: each dimension adds its term at index 0 or at its
-        // last index, whichever is smaller (or larger). i128 cannot overflow: at most 8 terms of
-        // i64 × i64.
-        let mut low = (i128::from(ap.off), vec![0u64; shape.len()]);
-        let mut high = low.clone();
-        for (d, &[stride, count]) in ap.ap.iter().enumerate() {
-            if Some(d) == indirect_dim {
-                continue;
+            if ind.index.ind.is_some() {
+                return Err(ProgramErrorKind::Invalid(format!(
+                    "{index_operand} is itself indirect, expected a direct AP"
+                )));
             }
-            let last = count - 1;
-            let term = i128::from(stride) * i128::from(last);
-            if term < 0 {
-                low.0 += term;
-                low.1[d] = last as u64;
-            } else {
-                high.0 += term;
-                high.1[d] = last as u64;
+            let index_shape = self.ap(&ind.index, &index_operand)?;
+            let broadcasts = index_shape.len() == shape.len()
+                && index_shape.iter().zip(&shape).all(|(&i, &s)| i == s || i == 1);
+            if !broadcasts {
+                return Err(ProgramErrorKind::ShapeMismatch {
+                    operand: index_operand,
+                    expected: format!("{shape:?} or 1 in any dimension"),
+                    found: index_shape,
+                });
             }
-        }
-        let numel = tensor.numel();
-        for (offset, index) in [low, high] {
-            if offset < 0 || offset >= i128::from(numel) {
+            let index_dtype = self.tensor(&ind.index, &index_operand)?.dtype;
+            if !index_dtype.is_integer() {
+                return Err(ProgramErrorKind::Dtype {
+                    operand: index_operand,
+                    expected: "an integer type".into(),
+                    found: index_dtype.name().into(),
+                });
+            }
+            // An index AP is read whole, whatever the instruction's mask, so its bounds are
+            // checked here, over its whole pattern. A data AP's are checked as it runs, on the
+            // elements its instruction's mask leaves (`Memory::offsets`).
+            let index_tensor = self.tensor(&ind.index, &index_operand)?;
+            if let Some((offset, index)) = ind.index.first_outside(index_tensor.numel()) {
                 return Err(ProgramErrorKind::OutOfBounds {
-                    operand: operand.into(),
-                    tensor: tensor.name.clone(),
+                    operand: index_operand,
+                    tensor: index_tensor.name.clone(),
                     index,
                     offset,
-                    numel,
+                    numel: index_tensor.numel(),
                 });
             }
         }

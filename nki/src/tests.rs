@@ -254,12 +254,15 @@ fn out_of_bounds_access_pattern_names_the_tensor() {
         json!([1]),
         json!([ins("dma", "dma", 3, json!({"dst": dense(1, &[3]), "src": ap(0, 4, &[[1, 3]])}))]),
     );
-    let error = Program::from_json(document.to_string().as_bytes()).unwrap_err();
+    let error = run_with(&document, &[f32_bytes(&[0.0; 6])], false).unwrap_err();
     assert_eq!(error.instruction, Some(0));
     assert_eq!(error.loc.as_ref().unwrap().to_string(), "kernel.py:3");
     match &*error.kind {
-        ProgramErrorKind::OutOfBounds { tensor, index, offset, .. } => {
-            assert_eq!((tensor.as_str(), index.as_slice(), *offset), ("x", &[2u64][..], 6));
+        RunErrorKind::OutOfBounds { operand, tensor, index, offset, numel } => {
+            assert_eq!(
+                (operand.as_str(), tensor.as_str(), index.as_slice(), *offset, *numel),
+                ("src", "x", &[2u64][..], Some(6), 6)
+            );
         }
         other => panic!("expected OutOfBounds, got {other:?}"),
     }
@@ -270,7 +273,51 @@ fn out_of_bounds_access_pattern_names_the_tensor() {
         json!([1]),
         json!([ins("dma", "dma", 3, json!({"dst": dense(1, &[3]), "src": ap(0, 1, &[[-1, 3]])}))]),
     );
-    assert!(matches!(parse_error(&document), ProgramErrorKind::OutOfBounds { offset: -1, .. }));
+    let error = run_with(&document, &[f32_bytes(&[0.0; 6])], false).unwrap_err();
+    assert!(matches!(*error.kind, RunErrorKind::OutOfBounds { offset: Some(-1), .. }));
+}
+
+/// A [2, 3] tensor stored through a [2, 4] pattern (row stride 3): row 0's fourth element is
+/// offset 3 (row 1's first) and row 1's is offset 3 + 3 = 6, past the 6 elements; the mask `i1 < 3`
+/// keeps the store to the three real columns.
+fn padded_store_program(masked: bool) -> Value {
+    let mut store = json!({"dst": ap(1, 0, &[[3, 2], [1, 4]]), "src": ap(0, 0, &[[4, 2], [1, 4]])});
+    if masked {
+        store["mask"] = json!([{"c": [0, 1], "k": -3, "cmp": "lt"}]);
+    }
+    doc(
+        json!([tensor("x", "float32", &[2, 4], "hbm"), tensor("out", "float32", &[2, 3], "hbm")]),
+        json!([0]),
+        json!([1]),
+        json!([ins("dma", "dma", 5, store)]),
+    )
+}
+
+#[test]
+fn a_masked_store_may_have_a_pattern_past_its_tensor() {
+    let input = f32_bytes(&[1.0, 2.0, 3.0, 9.0, 4.0, 5.0, 6.0, 9.0]);
+    let result = run_with(&padded_store_program(true), std::slice::from_ref(&input), true)
+        .expect("the mask keeps the store inside `out`");
+    assert_eq!(f32s(&result.outputs[0]), [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+    // Unmasked, row 0's fourth element lands on offset 3 (inside), row 1's on offset 6: the
+    // first element outside is index [1, 3].
+    let error = run_with(&padded_store_program(false), &[input], true).unwrap_err();
+    assert_eq!(error.loc.as_ref().unwrap().to_string(), "kernel.py:5");
+    match &*error.kind {
+        RunErrorKind::OutOfBounds { operand, tensor, index, offset, numel } => {
+            assert_eq!(
+                (operand.as_str(), tensor.as_str(), index.as_slice(), *offset, *numel),
+                ("dst", "out", &[1u64, 3][..], Some(6), 6)
+            );
+        }
+        other => panic!("expected OutOfBounds, got {other:?}"),
+    }
+    assert!(
+        error
+            .to_string()
+            .contains("dst reaches outside tensor `out` (6 elements): index [1, 3] is at offset 6"),
+        "{error}"
+    );
 }
 
 #[test]
@@ -966,4 +1013,118 @@ fn nc_match_replace8_pairs_duplicate_values_from_the_last_slot() {
     let indices: Vec<u16> =
         result.outputs[1].chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]])).collect();
     assert_eq!(indices, [2, 10, 9, 8, 7, 6, 5, 4]);
+}
+
+#[test]
+fn par_names_the_partition_dimension_of_a_blocked_tile() {
+    // [4, par 128, 512] float32: 4 × 512 elements of 4 bytes per partition = 8192 bytes.
+    let mut blocked = tensor("blocked", "float32", &[4, 128, 512], "sbuf");
+    blocked["par"] = json!(1);
+    let document = doc(
+        json!([blocked]),
+        json!([]),
+        json!([]),
+        json!([ins("memset", "vector", 3, json!({"dst": dense(0, &[4, 128, 512]), "value": 0.0}))]),
+    );
+    let program = parse(&document);
+    assert_eq!(program.tensors[0].partitions(), 128);
+    assert_eq!(program.tensors[0].bytes_per_partition(), 8 << 10);
+    let result = run_ok(&document, &[]);
+    assert_eq!(result.report.stats.peak_sbuf_bytes_per_partition, 8192);
+    // Without `par`, dimension 0 (4) is the partition and 128 × 512 × 4 bytes are per partition.
+    let plain = doc(
+        json!([tensor("blocked", "float32", &[4, 128, 512], "sbuf")]),
+        json!([]),
+        json!([]),
+        json!([]),
+    );
+    assert_eq!(parse(&plain).tensors[0].bytes_per_partition(), 128 * 512 * 4);
+    // The partition dimension is held to 128 wherever `par` puts it.
+    let mut wide = tensor("wide", "float32", &[2, 256], "sbuf");
+    wide["par"] = json!(1);
+    let document = doc(json!([wide]), json!([]), json!([]), json!([]));
+    assert!(matches!(parse_error(&document), ProgramErrorKind::PartitionDim { found: 256, .. }));
+    let mut past = tensor("past", "float32", &[2, 4], "sbuf");
+    past["par"] = json!(2);
+    let document = doc(json!([past]), json!([]), json!([]), json!([]));
+    assert!(
+        matches!(parse_error(&document), ProgramErrorKind::Invalid(message) if message.contains("`par` 2"))
+    );
+}
+
+#[test]
+fn numbers_may_be_the_strings_inf_minus_inf_and_nan() {
+    // memset -inf, then max(x, "inf") and min(x, "nan"): [-inf, -inf] → [inf, inf] → the NaN
+    // operand of minimum gives the other operand, inf. A third tile: memset "nan".
+    let body = |value: Value, operand: Value| {
+        vec![
+            ins("memset", "vector", 4, json!({"dst": dense(1, &[1, 2]), "value": value})),
+            ins(
+                "tensor_scalar",
+                "vector",
+                5,
+                json!({"dst": dense(2, &[1, 2]), "src": dense(1, &[1, 2]), "ops": [
+                    {"op": "maximum", "operand": operand},
+                    {"op": "minimum", "operand": {"imm": "nan"}},
+                ]}),
+            ),
+            ins("dma", "dma", 6, json!({"dst": dense(3, &[1, 2]), "src": dense(2, &[1, 2])})),
+        ]
+    };
+    let program = |value: Value, operand: Value| {
+        doc(
+            json!([
+                tensor("x", "float32", &[1, 2], "hbm"),
+                tensor("a", "float32", &[1, 2], "sbuf"),
+                tensor("b", "float32", &[1, 2], "sbuf"),
+                tensor("out", "float32", &[1, 2], "hbm"),
+            ]),
+            json!([0]),
+            json!([3]),
+            json!(body(value, operand)),
+        )
+    };
+    let input = f32_bytes(&[0.0, 0.0]);
+    let result =
+        run_ok(&program(json!("-inf"), json!({"imm": "inf"})), std::slice::from_ref(&input));
+    assert_eq!(f32s(&result.outputs[0]), [f32::INFINITY, f32::INFINITY]);
+    // memset "nan", then max(NaN, -inf) = -inf.
+    let result = run_ok(&program(json!("nan"), json!({"imm": "-inf"})), &[input]);
+    assert_eq!(f32s(&result.outputs[0]), [f32::NEG_INFINITY, f32::NEG_INFINITY]);
+    // Any other string is refused, naming what a number may be.
+    match parse_error(&program(json!("infinity"), json!({"imm": 1.0}))) {
+        ProgramErrorKind::Field { op, message } => {
+            assert_eq!(op, "memset");
+            assert!(message.contains(r#"a number, "inf", "-inf" or "nan""#), "{message}");
+        }
+        other => panic!("expected a field error, got {other:?}"),
+    }
+}
+
+mod isa;
+
+#[test]
+fn whole_operands_walk_strided_and_broadcast_rows() {
+    // x = [[1, 2, 3], [4, 5, 6]]. a is xᵀ (strides 1 and 3): [[1, 4], [2, 5], [3, 6]]; b is
+    // x's first row broadcast along a stride-0 dimension: [[1, 1], [2, 2], [3, 3]]. a · b =
+    // [[1, 4], [4, 10], [9, 18]], exact in bfloat16.
+    let result = run_tile_op(
+        &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0],
+        &[2, 3],
+        "bfloat16",
+        &[3, 2],
+        &[],
+        &[ins(
+            "tensor_tensor",
+            "vector",
+            4,
+            json!({"dst": dense(2, &[3, 2]), "a": ap(1, 0, &[[1, 3], [3, 2]]),
+                   "b": ap(1, 0, &[[1, 3], [0, 2]]), "alu_op": "multiply"}),
+        )],
+    );
+    let values: Vec<f32> = result.outputs[0]
+        .chunks_exact(2)
+        .map(|c| f32::from_bits(u32::from(u16::from_le_bytes([c[0], c[1]])) << 16))
+        .collect();
+    assert_eq!(values, [1.0, 4.0, 4.0, 10.0, 9.0, 18.0]);
 }
