@@ -192,6 +192,10 @@ def _as_int(value, what: str) -> int:
     raise NkiError(f"{what} must be an integer at trace time, got {type(value).__name__} {value!r}")
 
 
+#: Clauses of a predicate whose truth was tested (see ``Predicate``).
+_PENDING_CONJUNCTS: list = []
+
+
 def arange(start, stop=None, step=1) -> IndexExpr:
     if stop is None:
         start, stop = 0, start
@@ -204,12 +208,24 @@ def arange(start, stop=None, step=1) -> IndexExpr:
 
 
 class Predicate:
-    """A conjunction of ``expr cmp 0``; ``&`` joins two."""
+    """A conjunction of ``expr cmp 0``; ``&`` joins two.
+
+    NKI reads a kernel's source, so ``(i < a) and (j < b)`` in a mask means both; Python
+    evaluates it as the truth of the first, then the second alone. To mean what NKI means, the
+    truth test of a predicate keeps its clauses, and the predicate made next (the right operand
+    of that ``and``) takes them in.
+    """
 
     __slots__ = ("clauses",)
 
     def __init__(self, clauses):
-        self.clauses = clauses
+        pending = _PENDING_CONJUNCTS
+        self.clauses = pending + list(clauses)
+        pending.clear()
+
+    def __bool__(self):
+        _PENDING_CONJUNCTS.extend(self.clauses)
+        return True
 
     def __and__(self, other):
         if not isinstance(other, Predicate):
@@ -701,6 +717,8 @@ class Trace:
         self._shared_cursor = 0
         # The fresh result of the last instruction: (tensor, instruction index).
         self._fresh: Optional[tuple] = None
+        # The PSUM accesses matmuls wrote, for nc_matmul's inferred accumulation.
+        self._matmul_targets: set = set()
 
     # locations ----------------------------------------------------------------------------
     def loc(self) -> list:
@@ -755,8 +773,17 @@ class Trace:
             self._shared.append(tensor)
         return tensor
 
+    def matmul_written(self, target: "View") -> bool:
+        """Whether a matmul already wrote ``target`` (the same PSUM access) in this program;
+        records that one now does."""
+        key = (target.tensor._id, target.off, tuple(tuple(d) for d in target.dims))
+        seen = key in self._matmul_targets
+        self._matmul_targets.add(key)
+        return seen
+
     def start_program(self, program_id: tuple):
         self.program_id = program_id
+        self._matmul_targets = set()
         self._shared_cursor = 0
         self._fresh = None
 

@@ -14,17 +14,6 @@ import numpy as np
 from . import dtypes as _dt
 from ._core import NkiError
 
-class OutOfBoundsError(NkiError, IndexError):
-    """An instruction touched an element outside its tensor. ``str()`` is numpy's message for
-    the flat offset; ``detail`` is the executor's, with the kernel's file and line."""
-
-    def __init__(self, message: str, detail: str):
-        super().__init__(message)
-        self.detail = detail
-        if hasattr(self, "add_note"):
-            self.add_note(detail)
-
-
 #: Overrides which ``nrtsim`` executable runs kernels (a build tree's, for instance).
 TOOL_ENV = "NRTSIM_TOOL"
 
@@ -75,10 +64,14 @@ def run(document: dict, arrays: list, strict: bool = False):
                     error = {}
             if error.get("kind") == "OutOfBounds" and "offset" in error and "numel" in error:
                 # numpy's words for the flat access, as indexing the tensor flattened would say.
-                raise OutOfBoundsError(
-                    f"index {error['offset']} is out of bounds for axis 0 with size {error['numel']}",
-                    message,
-                )
+                # Python's own IndexError, as an out-of-bounds index of the flattened tensor
+                # would raise; the executor's message (the kernel's line) is its note and
+                # ``detail``.
+                exc = IndexError(f"index {error['offset']} is out of bounds for axis 0 with size {error['numel']}")
+                exc.detail = message
+                if hasattr(exc, "add_note"):
+                    exc.add_note(message)
+                raise exc
             raise NkiError(message)
         results = []
         for k, tid in enumerate(document["outputs"]):

@@ -163,9 +163,10 @@ def grid_size(axis) -> int:
 
 
 def _shape(shape):
+    """A shape as a tuple, keeping ``nl.par_dim`` marks (they say which axis is the partitions)."""
     if isinstance(shape, (int, np.integer)):
         return (int(shape),)
-    return tuple(int(d) for d in shape)
+    return tuple(d if isinstance(d, ParDim) else int(d) for d in shape)
 
 
 def ndarray(shape, dtype, buffer=sbuf, name="", **_):

@@ -15,6 +15,7 @@ import numpy as np
 from .. import _core, dtypes as _dt, language as nl
 from .._core import NkiError
 
+
 from .constants import (  # noqa: F401
     activation_engine, dge_mode, engine, gpsimd_engine, matmul_perf_mode, nc_version, oob_mode,
     reduce_cmd, scalar_engine, tensor_engine, unknown_engine, vector_engine,
@@ -118,7 +119,11 @@ def nc_matmul(*args, **kwargs):
         shape = (stationary.shape[2], moving.shape[2])
         tile, target, fresh = _target(dst, shape, np.float32, nl.psum)
         for row in range(2):
-            nl.matmul_into(target, stationary[:, row, :], moving[:, row, :],
+            halves = [
+                _core.View(t.tensor, t.off + row * t.dims[1][0], [list(t.dims[0]), list(t.dims[2])])
+                for t in (stationary, moving)
+            ]
+            nl.matmul_into(target, halves[0], halves[1],
                            accumulate=bool(row) or bool(v["accumulate"]), mask=v["mask"])
         return _done(tile, fresh)
     if v["is_transpose"]:
@@ -132,7 +137,12 @@ def nc_matmul(*args, **kwargs):
         raise NkiError(f"nc_matmul takes 2-D tiles, got {stationary.shape} and {moving.shape}")
     shape = (stationary.shape[1], moving.shape[1])
     tile, target, fresh = _target(dst, shape, np.float32, nl.psum)
-    accumulate = bool(v["accumulate"]) if v["accumulate"] is not None else False
+    if v["accumulate"] is not None:
+        accumulate = bool(v["accumulate"])
+    else:
+        # As the compiler infers it: the first matmul into a PSUM location overwrites it, the
+        # next ones accumulate.
+        accumulate = _core.current_trace().matmul_written(target)
     nl.matmul_into(target, stationary, moving, accumulate=accumulate, mask=v["mask"])
     return _done(tile, fresh)
 
@@ -413,10 +423,50 @@ def nc_stream_shuffle(*args, **kwargs):
 # specialised vector and gpsimd instructions
 
 
+def _box(mask, shape):
+    """A mask that keeps a box at the start of each axis (``i < n``, ``i <= n``), as the bounds
+    per axis; the instructions that take no mask get their operands sliced to it instead."""
+    bounds = list(shape)
+    for clause in nl.mask_json(mask, shape):
+        axes = [a for a, c in enumerate(clause["c"]) if c != 0]
+        if len(axes) != 1 or clause["c"][axes[0]] != 1 or clause["cmp"] not in ("lt", "le"):
+            raise NkiError("this instruction takes a mask only as a box of leading index ranges "
+                           "(i < n on each axis)")
+        axis = axes[0]
+        bound = -clause["k"] + (1 if clause["cmp"] == "le" else 0)
+        bounds[axis] = max(0, min(bounds[axis], bound))
+    return bounds
+
+
+def _sliced(value, bounds, axes=None):
+    """``value`` (a tile) cut to ``bounds`` on its leading axes (all, or ``axes`` of them)."""
+    view = _core.as_view(value)
+    count = len(view.dims) if axes is None else axes
+    key = tuple(slice(0, bounds[a]) for a in range(min(count, len(bounds))))
+    return view[key]
+
+
 def _simple(op, names, shape_of, dtype_of, engine_name="vector", defaults=None):
     def function(*args, **kwargs):
-        dst, args = _dst(args, kwargs, len([n for n in names if n in ("data", "src")]))
+        dst, args = _dst(args, kwargs, len(names))
         v = _bind(names, args, kwargs, dict({"mask": None, "dtype": None}, **(defaults or {})))
+        if v["mask"] is not None:
+            # These instructions take no mask: a box mask cuts their operands (and the result's
+            # partitions) instead.
+            first = _core.as_view(v[names[0]])
+            bounds = _box(v["mask"], first.shape)
+            v[names[0]] = _sliced(first, bounds)
+            for name in names[1:]:
+                if _core.is_tile(v[name]):
+                    v[name] = _sliced(v[name], bounds, axes=1)
+            v["mask"] = None
+            if dst is not None:
+                dst = _sliced(dst, bounds, axes=1)
+            else:
+                whole = shape_of(dict(v, **{names[0]: first}))
+                tile, target, fresh = _target(None, whole, v["dtype"] or dtype_of(dict(v, **{names[0]: first})))
+                function(_sliced(target, bounds, axes=1), *[v[n] for n in names], **{k: v[k] for k in v if k not in names and k != "mask"})
+                return _done(tile, fresh)
         shape = shape_of(v)
         tile, target, fresh = _target(dst, shape, v["dtype"] or dtype_of(v))
         fields = {"dst": target.ap_json()}
@@ -453,6 +503,14 @@ def nc_match_replace8(*args, **kwargs):
     v = _bind(["data", "vals", "imm"], args, kwargs, {"dst_idx": None, "mask": None, "dtype": None})
     data = _core.as_view(v["data"])
     tile, target, fresh = _target(dst, data.shape, v["dtype"] or data.dtype)
+    if v["mask"] is not None:
+        # No mask on this instruction: a box mask cuts its operands and results instead.
+        bounds = _box(v["mask"], data.shape)
+        data, target = _sliced(data, bounds), _sliced(target, bounds)
+        v["vals"] = _sliced(v["vals"], bounds, axes=1)
+        if v["dst_idx"] is not None:
+            v["dst_idx"] = _sliced(v["dst_idx"], bounds, axes=1)
+        v["mask"] = None
     fields = {"dst": target.ap_json(), "data": data.ap_json(), "vals": _core.as_view(v["vals"]).ap_json(),
               "imm": nl.number(v["imm"])}
     if v["dst_idx"] is not None:
@@ -545,7 +603,7 @@ def select_reduce(*args, **kwargs):
 def range_select(*args, **kwargs):
     dst, args = _dst(args, kwargs, 0)
     v = _bind(["on_true_tile", "comp_op0", "comp_op1", "bound0", "bound1"], args, kwargs,
-              {"reduce_cmd": reduce_cmd.idle, "reduce_res": None, "reduce_op": np.amax, "range_start": 0,
+              {"reduce_cmd": reduce_cmd.reset_reduce, "reduce_res": None, "reduce_op": np.amax, "range_start": 0,
                "on_false_value": nl.fp32.min, "mask": None, "dtype": None})
     on_true = _core.as_view(v["on_true_tile"])
     shape = on_true.shape
