@@ -47,8 +47,8 @@ fn run_module(python: &Path, module: &str) -> Result<(), Failed> {
 
 fn main() {
     let args = Arguments::from_args();
-    let found = nrtsim_pyref::find_for("nki_python", &["numpy", "ml_dtypes"]);
-    let ignored = nrtsim_pyref::ignored(&found);
+    let found = pyref::find_for("nki_python", &["numpy", "ml_dtypes"]);
+    let ignored = pyref::ignored(&found);
     let trials = FILES
         .iter()
         .map(|module| {

@@ -150,7 +150,7 @@ impl Dtype {
     }
 
     /// Writes `value` as one element into `out` (at least [`Dtype::n_bytes`] bytes): floats by
-    /// round to nearest even (overflow to infinity), integers by round half to even then
+    /// round to nearest even (overflow to infinity), integers by truncation toward zero then
     /// saturation with NaN as 0, `bool` as 1 for any nonzero value and 0 for zero and NaN.
     ///
     /// # Panics
@@ -166,27 +166,27 @@ impl Dtype {
             }
             Dtype::Float8E4m3 => out[0] = f32_to_fp8(value, &E4M3),
             Dtype::Float8E5m2 => out[0] = f32_to_fp8(value, &E5M2),
-            // `as` from a float saturates and sends NaN to 0, after the explicit rounding.
-            Dtype::Int8 => out[0] = (value.round_ties_even() as i8) as u8,
-            Dtype::Uint8 => out[0] = value.round_ties_even() as u8,
+            // `as` from a float truncates toward zero, saturates and sends NaN to 0.
+            Dtype::Int8 => out[0] = (value as i8) as u8,
+            Dtype::Uint8 => out[0] = value as u8,
             Dtype::Bool => out[0] = u8::from(value != 0.0 && !value.is_nan()),
             Dtype::Int16 => {
-                out[..2].copy_from_slice(&(value.round_ties_even() as i16).to_le_bytes());
+                out[..2].copy_from_slice(&(value as i16).to_le_bytes());
             }
             Dtype::Uint16 => {
-                out[..2].copy_from_slice(&(value.round_ties_even() as u16).to_le_bytes());
+                out[..2].copy_from_slice(&(value as u16).to_le_bytes());
             }
             Dtype::Int32 => {
-                out[..4].copy_from_slice(&(value.round_ties_even() as i32).to_le_bytes());
+                out[..4].copy_from_slice(&(value as i32).to_le_bytes());
             }
             Dtype::Uint32 => {
-                out[..4].copy_from_slice(&(value.round_ties_even() as u32).to_le_bytes());
+                out[..4].copy_from_slice(&(value as u32).to_le_bytes());
             }
             Dtype::Int64 => {
-                out[..8].copy_from_slice(&(value.round_ties_even() as i64).to_le_bytes());
+                out[..8].copy_from_slice(&(value as i64).to_le_bytes());
             }
             Dtype::Uint64 => {
-                out[..8].copy_from_slice(&(value.round_ties_even() as u64).to_le_bytes());
+                out[..8].copy_from_slice(&(value as u64).to_le_bytes());
             }
         }
     }
@@ -375,10 +375,13 @@ mod tests {
     }
 
     #[test]
-    fn integers_round_half_to_even_then_saturate() {
+    fn integers_truncate_toward_zero_then_saturate() {
         assert_eq!(write(Dtype::Int8, 2.5), [2]);
-        assert_eq!(write(Dtype::Int8, 3.5), [4]);
-        assert_eq!(write(Dtype::Int8, -2.5), [(-2i8) as u8]);
+        assert_eq!(write(Dtype::Int8, 3.9), [3]);
+        assert_eq!(write(Dtype::Int8, -2.7), [(-2i8) as u8]);
+        // 2224 / 38 = 58.53: nki-samples' resize kernel floors this quotient after writing it
+        // as int32, and needs 58.
+        assert_eq!(write(Dtype::Int32, 2224.0 / 38.0), 58i32.to_le_bytes());
         assert_eq!(write(Dtype::Int8, 300.0), [127]);
         assert_eq!(write(Dtype::Int8, -300.0), [0x80]);
         assert_eq!(write(Dtype::Uint8, -1.0), [0]);

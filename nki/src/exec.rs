@@ -9,18 +9,102 @@ use crate::program::{Buffer, Program};
 use crate::random::SplitMix64;
 use crate::{Report, RunError, RunErrorKind, RunOptions, RunResult, Stats, Warning, WarningKind};
 
-/// The peak per-partition bytes of live SBUF and PSUM tensors, or the `Capacity` error at the
-/// first instruction where the live tensors do not fit.
-fn check_capacity(program: &Program) -> Result<(u64, u64), RunError> {
-    let n_instructions = program.instructions.len();
+/// Each tensor's first and last instruction (an indirect dimension's index counts), or
+/// `usize::MAX` and 0 for a tensor no instruction touches.
+fn lifetimes(program: &Program) -> (Vec<usize>, Vec<usize>) {
     let mut first = vec![usize::MAX; program.tensors.len()];
     let mut last = vec![0usize; program.tensors.len()];
     for (index, instruction) in program.instructions.iter().enumerate() {
         for ap in instruction.op.aps() {
-            first[ap.t] = first[ap.t].min(index);
-            last[ap.t] = last[ap.t].max(index);
+            let mut touched = Some(ap);
+            while let Some(ap) = touched {
+                first[ap.t] = first[ap.t].min(index);
+                last[ap.t] = last[ap.t].max(index);
+                touched = ap.ind.as_deref().map(|ind| &ind.index);
+            }
         }
     }
+    (first, last)
+}
+
+/// The bytes a tensor takes in the executor: its elements and, unless it is an input, a bit
+/// per element.
+fn storage_bytes(program: &Program, t: usize) -> u128 {
+    let tensor = &program.tensors[t];
+    let mut bytes = u128::from(tensor.n_bytes());
+    if !program.inputs.contains(&t) {
+        bytes += u128::from(tensor.numel().div_ceil(64) * 8);
+    }
+    bytes
+}
+
+/// When each tensor's storage exists: from its first instruction (inputs and outputs from the
+/// start) to its last (outputs and inputs to the end), so a kernel that allocates a tile per
+/// loop iteration holds only the live ones. Returns, per instruction, the tensors to allocate
+/// before it and to free after it, and the most bytes live at once.
+fn storage_plan(
+    program: &Program,
+    first: &[usize],
+    last: &[usize],
+) -> (Vec<Vec<usize>>, Vec<Vec<usize>>, u128) {
+    let n = program.instructions.len();
+    let mut allocate = vec![Vec::new(); n.max(1)];
+    let mut free = vec![Vec::new(); n.max(1)];
+    let mut delta = vec![0i128; n + 2];
+    for t in 0..program.tensors.len() {
+        let pinned = program.inputs.contains(&t) || program.outputs.contains(&t);
+        let (start, end) = if pinned {
+            (0, n)
+        } else if first[t] == usize::MAX {
+            continue;
+        } else {
+            (first[t], last[t])
+        };
+        let bytes = storage_bytes(program, t) as i128;
+        delta[start] += bytes;
+        delta[end + 1] -= bytes;
+        if !pinned {
+            allocate[start].push(t);
+            free[end].push(t);
+        }
+    }
+    let mut live = 0i128;
+    let mut peak = 0i128;
+    for change in &delta {
+        live += change;
+        peak = peak.max(live);
+    }
+    (allocate, free, peak.max(0) as u128)
+}
+
+/// A tensor's storage, zeroed (an input's bytes copied in).
+fn allocate(program: &Program, t: usize, input: Option<&[u8]>) -> Result<TensorMemory, RunError> {
+    let tensor = &program.tensors[t];
+    let mut bytes = zeroed::<u8>(tensor.n_bytes() as usize).map_err(RunError::bare)?;
+    let written = match input {
+        Some(data) => {
+            bytes.copy_from_slice(data);
+            None
+        }
+        None => Some(zeroed::<u64>(tensor.numel().div_ceil(64) as usize).map_err(RunError::bare)?),
+    };
+    let unwritten = if written.is_some() { tensor.numel() } else { 0 };
+    Ok(TensorMemory { bytes, written, unwritten, dtype: tensor.dtype })
+}
+
+/// The storage of a tensor that has none (before its first instruction, after its last).
+fn absent(program: &Program, t: usize) -> TensorMemory {
+    TensorMemory { bytes: Vec::new(), written: None, unwritten: 0, dtype: program.tensors[t].dtype }
+}
+
+/// The peak per-partition bytes of live SBUF and PSUM tensors, or the `Capacity` error at the
+/// first instruction where the live tensors do not fit.
+fn check_capacity(
+    program: &Program,
+    first: &[usize],
+    last: &[usize],
+) -> Result<(u64, u64), RunError> {
+    let n_instructions = program.instructions.len();
     // Per buffer, the change of live bytes at each instruction (a tensor joins at its first
     // instruction and leaves after its last).
     let mut delta = [vec![0i128; n_instructions + 1], vec![0i128; n_instructions + 1]];
@@ -98,39 +182,28 @@ pub(crate) fn run(
             }));
         }
     }
-    // Memory: every tensor's bytes and, for the ones that are not inputs, a bit per element.
-    let mut needed = 0u128;
-    for (t, tensor) in program.tensors.iter().enumerate() {
-        needed += u128::from(tensor.n_bytes());
-        if !program.inputs.contains(&t) {
-            needed += u128::from(tensor.numel().div_ceil(64) * 8);
-        }
-    }
+    // Memory: each tensor's bytes (and, unless it is an input, a bit per element) while it is
+    // live; the limit is on the most live at once.
+    let (first, last) = lifetimes(program);
+    let (to_allocate, to_free, needed) = storage_plan(program, &first, &last);
     if needed > u128::from(options.max_memory_bytes) {
         return Err(RunError::bare(RunErrorKind::MemoryLimit {
             needed,
             limit: options.max_memory_bytes,
         }));
     }
-    let (peak_sbuf, peak_psum) = check_capacity(program)?;
+    let (peak_sbuf, peak_psum) = check_capacity(program, &first, &last)?;
     let mut tensors = Vec::new();
     tensors
         .try_reserve_exact(program.tensors.len())
         .map_err(|_| RunError::bare(RunErrorKind::Allocation { bytes: needed }))?;
-    for (t, tensor) in program.tensors.iter().enumerate() {
+    for t in 0..program.tensors.len() {
         let input = program.inputs.iter().position(|&i| i == t);
-        let mut bytes = zeroed::<u8>(tensor.n_bytes() as usize).map_err(RunError::bare)?;
-        let written = match input {
-            Some(k) => {
-                bytes.copy_from_slice(inputs[k]);
-                None
-            }
-            None => {
-                Some(zeroed::<u64>(tensor.numel().div_ceil(64) as usize).map_err(RunError::bare)?)
-            }
-        };
-        let unwritten = if written.is_some() { tensor.numel() } else { 0 };
-        tensors.push(TensorMemory { bytes, written, unwritten, dtype: tensor.dtype });
+        if input.is_some() || program.outputs.contains(&t) {
+            tensors.push(allocate(program, t, input.map(|k| inputs[k]))?);
+        } else {
+            tensors.push(absent(program, t));
+        }
     }
     let mut mem = Memory {
         program,
@@ -151,6 +224,9 @@ pub(crate) fn run(
     let mut prints = Vec::new();
     for (index, instruction) in program.instructions.iter().enumerate() {
         mem.current = index;
+        for &t in &to_allocate[index] {
+            mem.tensors[t] = allocate(program, t, None)?;
+        }
         let effects = match kernels::execute(&mut mem) {
             Ok(effects) => effects,
             Err(kind) => {
@@ -166,6 +242,9 @@ pub(crate) fn run(
         stats.instructions += 1;
         stats.dma_bytes += effects.dma_bytes;
         prints.extend(effects.print);
+        for &t in &to_free[index] {
+            mem.tensors[t] = absent(program, t);
+        }
     }
     let mut warnings = std::mem::take(&mut mem.warnings);
     let mut outputs = Vec::with_capacity(program.outputs.len());

@@ -1128,3 +1128,47 @@ fn whole_operands_walk_strided_and_broadcast_rows() {
         .collect();
     assert_eq!(values, [1.0, 4.0, 4.0, 10.0, 9.0, 18.0]);
 }
+
+/// Ten 128 x 512 float32 scratch tiles, one after the other (as a loop that allocates a tile
+/// per iteration), each copied from the input and into the output.
+fn tile_per_iteration_program() -> Value {
+    let mut tensors = vec![
+        tensor("x", "float32", &[128, 512], "hbm"),
+        tensor("out", "float32", &[128, 512], "hbm"),
+    ];
+    let mut instructions = Vec::new();
+    for k in 0..10usize {
+        tensors.push(tensor(&format!("tile{k}"), "float32", &[128, 512], "sbuf"));
+        instructions.push(ins(
+            "dma",
+            "dma",
+            3,
+            json!({"dst": dense(k + 2, &[128, 512]), "src": dense(0, &[128, 512])}),
+        ));
+        instructions.push(ins(
+            "dma",
+            "dma",
+            4,
+            json!({"dst": dense(1, &[128, 512]), "src": dense(k + 2, &[128, 512])}),
+        ));
+    }
+    doc(json!(tensors), json!([0]), json!([1]), json!(instructions))
+}
+
+#[test]
+fn only_live_tensors_take_memory() {
+    // Each tensor is 256 KiB of elements; the input, the output (with its 8 KiB bitmap) and one
+    // live tile (with its bitmap) are 256 + 264 + 264 = 784 KiB: under 800 KiB. All ten tiles
+    // at once would be 3.4 MiB.
+    let program = parse(&tile_per_iteration_program());
+    let input = f32_bytes(&vec![1.5; 128 * 512]);
+    let options = RunOptions { max_memory_bytes: 800 * 1024, ..RunOptions::default() };
+    let result = run(&program, &[&input], &options).expect("one tile at a time fits");
+    assert_eq!(f32s(&result.outputs[0])[..3], [1.5, 1.5, 1.5]);
+    let options = RunOptions { max_memory_bytes: 700 * 1024, ..RunOptions::default() };
+    let error = run(&program, &[&input], &options).unwrap_err();
+    assert!(
+        matches!(*error.kind, RunErrorKind::MemoryLimit { needed, .. } if needed == 784 * 1024),
+        "{error}"
+    );
+}

@@ -12,7 +12,8 @@ symbols keep their NRT_2.0.0 versions), a compile of a small HLO module with `ne
 into a NEFF that `nrtsim inspect` reads, nkipy's in-process call of
 `neuronxcc.driver.CommandDriver.main`, how a failure reaches the caller, the one notice per
 process, and that a real neuronx-cc (a dummy distribution built here) wins in both install
-orders without a file of its package overwritten.
+orders without a file of its package overwritten; nrtsim-nki with its dependencies from
+`WHEEL_DIR/deps`: a kernel runs under both names with one notice, and a real `nki` wins.
 """
 
 from __future__ import annotations
@@ -269,6 +270,57 @@ def check_real_compiler_wins(wheel_dir: Path, scratch: Path) -> None:
           real.returncode == 0 and real.stdout.strip() == "the real neuronx-cc", shown(real))
 
 
+NKI_NOTICE = "this is nrtsim's NKI simulator"
+
+# A kernel as the NKI docs write them, run through both names of the module.
+NKI_KERNEL = r"""
+import numpy as np
+import neuronxcc.nki as nki
+import neuronxcc.nki.language as nl
+import nki as top
+assert top is nki, (top, nki)
+
+@nki.jit
+def add(a, b):
+    out = nl.ndarray(a.shape, a.dtype, buffer=nl.shared_hbm)
+    nl.store(out, nl.add(nl.load(a), nl.load(b)))
+    return out
+
+a = np.arange(128 * 4, dtype=np.float32).reshape(128, 4)
+out = add(a, a)
+assert np.array_equal(out, a + a), out
+out = add(a, a)
+print("kernel ok")
+"""
+
+
+def check_nki(wheel_dir: Path, scratch: Path) -> None:
+    """nrtsim-nki from the wheels (its numpy and ml_dtypes from the downloaded `deps`): a kernel
+    runs on the installed tool, under both names, with one notice; a real `nki` on the path wins."""
+    venv = Venv(scratch, "nki")
+    installed = run(
+        [venv.python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+         "--no-index", "--find-links", wheel_dir, "--find-links", wheel_dir / "deps", "nrtsim-nki"],
+        env=venv.env,
+    )
+    check("pip install nrtsim-nki (with nrtsim, the shim, numpy and ml_dtypes) from files alone",
+          installed.returncode == 0, shown(installed))
+    if installed.returncode != 0:
+        return
+    ran = venv.python_code(NKI_KERNEL)
+    check("a kernel runs through neuronxcc.nki and nki on the installed tool",
+          ran.returncode == 0 and "kernel ok" in ran.stdout, shown(ran))
+    check("nrtsim-nki says once that it is the simulator",
+          ran.stderr.count(NKI_NOTICE) == 1, shown(ran))
+    real = scratch / "real-nki"
+    (real / "nki").mkdir(parents=True)
+    (real / "nki" / "__init__.py").write_text("WHO = 'the real nki'\n")
+    env = dict(venv.env, PYTHONPATH=str(real))
+    won = run([venv.python, "-c", "import nki; print(nki.WHO)"], env=env)
+    check("an nki on the path is imported before nrtsim's",
+          won.returncode == 0 and won.stdout.strip() == "the real nki", shown(won))
+
+
 def main() -> int:
     wheel_dir = Path(sys.argv[1]).resolve() if len(sys.argv) > 1 else ROOT / "target/wheels"
     wheels = sorted(p.name for p in wheel_dir.glob("*.whl"))
@@ -288,6 +340,7 @@ def main() -> int:
             check_sdk(venv, work)
             check_compiler(venv, work)
         check_real_compiler_wins(wheel_dir, scratch)
+        check_nki(wheel_dir, scratch)
     print(f"smoke: {passed} passed, {failed} failed")
     return 1 if failed else 0
 

@@ -36,6 +36,7 @@ const BENCHES: &[(&str, &str)] = &[
     ("nrtsim-record", "overhead"),
     ("nrtsim-sim", "runtime"),
     ("nrtsim-testkit", "bind"),
+    ("nrtsim-cli", "nki"),
 ];
 
 /// One figure of one run.

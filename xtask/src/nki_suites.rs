@@ -6,7 +6,8 @@
 //! - `--sdk DIR`: a clone of aws-neuron/aws-neuron-sdk; its `nki/test/*.py` (the examples of the
 //!   NKI reference pages, each a unittest file).
 //! - `--samples DIR`: a clone of aws-neuron/nki-samples at 8370e11 (the last commit with its
-//!   reference kernels): `pytest test/unit --simulation-only` with its `src` on the path.
+//!   reference kernels): `pytest test/unit --simulation-only` with its `src` on the path, and
+//!   every tutorial kernel in `src/nki_samples/tutorials/` against NumPy ([`TUTORIALS`]).
 //!
 //! Steps, each a command this prints before it runs it:
 //! 1. `nrtsim` in the release profile (the kernels' executor).
@@ -28,6 +29,13 @@ use anyhow::{Context, Result, bail};
 
 use crate::libnrt::{self, Profile};
 use crate::nkipy::{render, summarize};
+
+/// The driver of nki-samples' tutorials (each kernel against NumPy), relative to the root.
+pub(crate) const TUTORIALS: &str = "python/nki/suites/tutorials.py";
+
+fn path_string(path: &Path) -> Result<String> {
+    path.to_str().map(str::to_owned).with_context(|| format!("{} is not UTF-8", path.display()))
+}
 
 /// What the virtual environment gets from the package registry: the frontend's needs (numpy,
 /// ml_dtypes) and pytest.
@@ -53,12 +61,15 @@ fn run_step(what: &str, command: &mut Command) -> Result<()> {
     crate::run(command, &described)
 }
 
-/// One suite: where pytest runs, what it is given, and its extra path.
+/// One suite: where it runs, what runs it (pytest, or a driver script of ours), and its extra
+/// path.
 struct Suite {
     name: &'static str,
     dir: PathBuf,
     args: Vec<String>,
     pythonpath: Option<PathBuf>,
+    /// A driver script run instead of pytest (with `args`); it prints pytest's `-rA` lines.
+    script: Option<PathBuf>,
 }
 
 /// `cargo xtask nki-suites`.
@@ -73,6 +84,7 @@ pub(crate) fn run(root: &Path, options: &Options) -> Result<()> {
             dir: sdk.clone(),
             args: vec!["nki/test".into()],
             pythonpath: None,
+            script: None,
         });
     }
     if let Some(samples) = &options.samples {
@@ -88,6 +100,14 @@ pub(crate) fn run(root: &Path, options: &Options) -> Result<()> {
             dir: samples.clone(),
             args: vec!["test/unit".into(), "--simulation-only".into()],
             pythonpath: Some(samples.join("src")),
+            script: None,
+        });
+        suites.push(Suite {
+            name: "nki-samples-tutorials",
+            dir: samples.clone(),
+            args: vec![path_string(samples)?],
+            pythonpath: None,
+            script: Some(root.join(TUTORIALS)),
         });
     }
     if suites.is_empty() {
@@ -130,13 +150,14 @@ pub(crate) fn run(root: &Path, options: &Options) -> Result<()> {
     for suite in &suites {
         let log = work.join(format!("{}.log", suite.name));
         let mut pytest = Command::new(&python);
-        pytest
-            .current_dir(&suite.dir)
-            .env("NRTSIM_TOOL", &tool)
-            .env("NRTSIM_QUIET", "1")
-            .args(["-m", "pytest", "-q", "-rA", "-p", "no:cacheprovider"])
-            .args(&suite.args)
-            .args(&options.pytest_args);
+        pytest.current_dir(&suite.dir).env("NRTSIM_TOOL", &tool).env("NRTSIM_QUIET", "1");
+        match &suite.script {
+            Some(script) => pytest.arg(script).args(&suite.args),
+            None => pytest
+                .args(["-m", "pytest", "-q", "-rA", "-p", "no:cacheprovider"])
+                .args(&suite.args)
+                .args(&options.pytest_args),
+        };
         if let Some(path) = &suite.pythonpath {
             pytest.env("PYTHONPATH", path);
         }

@@ -7,6 +7,10 @@
 //!   copy (a wheel holds no links): `python -m nrtsim sdk-root` prints it.
 //! - `nrtsim-neuronx-cc` (`python/neuronx-cc`): the compiler shim, pure Python, built by
 //!   hatchling (`python/neuronx-cc/README.md` says how it stays out of a real neuronx-cc's way).
+//! - `nrtsim-nki` (`python/nki`): nrtsim's NKI (`nki` and `neuronxcc.nki`), pure Python, built
+//!   the same way; its run dependencies numpy and ml_dtypes, at the cross-checks' pins
+//!   (`pyref/requirements.txt`), are downloaded into `DIR/deps`, so the smoke checks install
+//!   everything from files with no network.
 //!
 //! The tools come from `python/requirements-build.txt`, the one list of pins, installed into
 //! `target/wheel-env` (made as `cargo xtask test` makes `target/pyenv`). Both binaries are
@@ -36,6 +40,10 @@ pub(crate) const NRTSIM_PROJECT: &str = "python/nrtsim";
 pub(crate) const STAGED_SDK: &str = "python/nrtsim/src/nrtsim/sdk";
 /// The compiler shim's project.
 pub(crate) const SHIM_PROJECT: &str = "python/neuronx-cc";
+/// nrtsim's NKI project.
+pub(crate) const NKI_PROJECT: &str = "python/nki";
+/// nrtsim-nki's run dependencies, whose pins are the cross-checks' (one list of pins).
+const NKI_DEPENDENCIES: [&str; 2] = ["numpy", "ml_dtypes"];
 /// The Rust target both binaries are built for.
 const TARGET: &str = "x86_64-unknown-linux-gnu";
 /// The glibc they are linked against, and the wheel tag that says so.
@@ -66,15 +74,19 @@ pub(crate) fn run(root: &Path, out: Option<PathBuf>) -> Result<()> {
     let artifacts = build_library(root, &linker)?;
     sdk::lay_out(root, &artifacts, &root.join(STAGED_SDK), Links::Copies)?;
     maturin(root, bin, &linker, &out)?;
-    shim(root, &python, &out)?;
+    pure_python(root, &python, &out, SHIM_PROJECT)?;
+    pure_python(root, &python, &out, NKI_PROJECT)?;
+    nki_dependencies(root, &python, &out.join("deps"))?;
 
     let nrtsim_wheel = find_wheel(&out, "nrtsim-")?;
     audit(bin, &nrtsim_wheel)?;
     let shim_wheel = find_wheel(&out, "nrtsim_neuronx_cc-")?;
+    let nki_wheel = find_wheel(&out, "nrtsim_nki-")?;
     eprintln!(
-        "xtask wheel: {} and {} in {:.0?}",
+        "xtask wheel: {}, {} and {} in {:.0?}",
         nrtsim_wheel.display(),
         shim_wheel.display(),
+        nki_wheel.display(),
         started.elapsed()
     );
     Ok(())
@@ -86,7 +98,9 @@ fn remove_old_wheels(out: &Path) -> Result<()> {
     for entry in fs::read_dir(out).with_context(|| format!("reading {}", out.display()))? {
         let path = entry?.path();
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
-        let ours = name.starts_with("nrtsim-") || name.starts_with("nrtsim_neuronx_cc-");
+        let ours = name.starts_with("nrtsim-")
+            || name.starts_with("nrtsim_neuronx_cc-")
+            || name.starts_with("nrtsim_nki-");
         if ours && name.ends_with(".whl") {
             fs::remove_file(&path).with_context(|| format!("removing {}", path.display()))?;
         }
@@ -159,8 +173,9 @@ fn maturin(root: &Path, bin: &Path, linker: &Path, out: &Path) -> Result<()> {
     )
 }
 
-/// The shim's wheel, by pip with the build environment's hatchling (no isolation: no download).
-fn shim(root: &Path, python: &Path, out: &Path) -> Result<()> {
+/// A pure-Python project's wheel (the shim's, nrtsim-nki's), by pip with the build environment's
+/// hatchling (no isolation: no download).
+fn pure_python(root: &Path, python: &Path, out: &Path, project: &str) -> Result<()> {
     crate::run(
         Command::new(python)
             .current_dir(root)
@@ -168,9 +183,39 @@ fn shim(root: &Path, python: &Path, out: &Path) -> Result<()> {
             .args(["--no-build-isolation", "--wheel-dir"])
             .env("SOURCE_DATE_EPOCH", SOURCE_DATE_EPOCH)
             .arg(out)
-            .arg(root.join(SHIM_PROJECT)),
-        &format!("pip wheel {SHIM_PROJECT}"),
+            .arg(root.join(project)),
+        &format!("pip wheel {project}"),
     )
+}
+
+/// nrtsim-nki's run dependencies as wheels in `deps`, at the pins of `pyref/requirements.txt`.
+fn nki_dependencies(root: &Path, python: &Path, deps: &Path) -> Result<()> {
+    let pins = fs::read_to_string(root.join(crate::test::REQUIREMENTS))
+        .with_context(|| format!("reading {}", crate::test::REQUIREMENTS))?;
+    let wanted = nki_pins(&pins)?;
+    crate::run(
+        Command::new(python)
+            .args(["-m", "pip", "download", "--quiet", "--disable-pip-version-check"])
+            .args(["--only-binary", ":all:", "--dest"])
+            .arg(deps)
+            .args(&wanted),
+        "pip download nrtsim-nki's dependencies",
+    )
+}
+
+/// The pinned requirement of each of nrtsim-nki's dependencies in a requirements file.
+pub(crate) fn nki_pins(requirements: &str) -> Result<Vec<String>> {
+    NKI_DEPENDENCIES
+        .iter()
+        .map(|name| {
+            requirements
+                .lines()
+                .map(str::trim)
+                .find(|line| line.split("==").next() == Some(*name))
+                .map(str::to_owned)
+                .with_context(|| format!("{} pins no {name}", crate::test::REQUIREMENTS))
+        })
+        .collect()
 }
 
 /// `PATH` with `dir` first.
@@ -301,6 +346,13 @@ mod tests {
         let wheel = lines.iter().position(|l| *l == "cargo xtask wheel");
         let smoke = lines.iter().position(|l| *l == "python3 python/tests/smoke.py target/wheels");
         assert!(matches!((wheel, smoke), (Some(w), Some(s)) if w < s), "{ci}");
+    }
+
+    #[test]
+    fn nrtsim_nki_dependencies_are_taken_at_the_cross_checks_pins() {
+        let pins = "# comment\nnumpy==2.4.6\njax==1\nml_dtypes==0.6.0\n";
+        assert_eq!(nki_pins(pins).unwrap(), ["numpy==2.4.6", "ml_dtypes==0.6.0"]);
+        assert!(nki_pins("numpy==1\n").unwrap_err().to_string().contains("ml_dtypes"));
     }
 
     #[test]

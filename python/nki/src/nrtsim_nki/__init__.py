@@ -187,11 +187,13 @@ class Kernel:
         returned = _returned_tensors(trace, result, self.func.__name__)
         for tensor in returned:
             trace.outputs.append(tensor._id)
-        written_inputs = [(v, t) for v, t in tensors if t._id in _written(trace.instructions)
+        trace._flush()
+        written_inputs = [(v, t) for v, t in tensors if t._id in trace.written
                           and t._id not in trace.outputs]
         trace.outputs.extend(t._id for _, t in written_inputs)
         strict = os.environ.get("NRTSIM_NKI_STRICT") == "1"
-        outputs, report = _run.run(_core.finite(trace.document()), arrays + trace.constants, strict=strict)
+        outputs, report = _run.run(trace.document_json(), trace.tensors, trace.outputs,
+                                   arrays + trace.constants, strict=strict)
         self.last_report = report
         _relay(report)
         if os.environ.get("NRTSIM_NKI_SUMMARY") == "1":
@@ -239,24 +241,6 @@ def _to_device_memory(trace, value, name):
     finally:
         _core._CURRENT.pop()
     return out
-
-
-def _written(instructions) -> set:
-    found = set()
-
-    def visit(value, key=None):
-        if isinstance(value, dict):
-            if key in ("dst", "dst_idx", "reduce_res") and "t" in value:
-                found.add(value["t"])
-            for k, v in value.items():
-                visit(v, k)
-        elif isinstance(value, list):
-            for v in value:
-                visit(v, key)
-
-    for instruction in instructions:
-        visit(instruction)
-    return found
 
 
 def _is_torch(value) -> bool:

@@ -8,6 +8,7 @@ reported at the kernel's own line.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from typing import Any, Optional
@@ -192,6 +193,9 @@ def _as_int(value, what: str) -> int:
     raise NkiError(f"{what} must be an integer at trace time, got {type(value).__name__} {value!r}")
 
 
+#: The expression 1: ``1 < 0`` is a clause no element satisfies.
+_NEVER = None  # set below, once IndexExpr exists
+
 #: Clauses of a predicate whose truth was tested (see ``Predicate``).
 _PENDING_CONJUNCTS: list = []
 
@@ -228,6 +232,10 @@ class Predicate:
         return True
 
     def __and__(self, other):
+        if isinstance(other, (bool, np.bool_)):
+            # A condition known at trace time (a loop index against a bound): true keeps the
+            # mask, false masks every element.
+            return Predicate(self.clauses if other else self.clauses + [(_NEVER, "lt")])
         if not isinstance(other, Predicate):
             raise NkiError(f"a mask joins predicates on indices with &, got {other!r}")
         return Predicate(self.clauses + other.clauses)
@@ -236,6 +244,9 @@ class Predicate:
 
     def __or__(self, other):
         raise NkiError("a mask is a conjunction (&) of index predicates; | is not supported")
+
+
+_NEVER = IndexExpr({}, 1, {}, 1)
 
 
 class _Grid:
@@ -707,7 +718,13 @@ class Trace:
         self.tensor_objects: list = []
         self.inputs: list = []
         self.outputs: list = []
-        self.instructions: list = []
+        # Instructions already final, each as its JSON text (a large kernel has millions, so
+        # they are not kept as dicts), then the last one, a dict: a later assignment may still
+        # retarget it (see ``take_fresh``).
+        self._encoded: list = []
+        self._last: Optional[dict] = None
+        #: The tensors some instruction writes (a destination), by id.
+        self.written: set = set()
         #: Constant data (``nl.shared_constant``), passed as extra inputs after the arguments.
         self.constants: list = []
         self.program_id: tuple = ()
@@ -789,21 +806,39 @@ class Trace:
 
     # instructions -------------------------------------------------------------------------
     def emit(self, opcode: str, engine: str, fresh: Optional[Tensor] = None, **fields) -> dict:
+        self._flush()
         instruction = {"op": opcode, "engine": engine, "loc": self.loc()}
         for key, value in fields.items():
             instruction[key] = value
-        self.instructions.append(instruction)
-        self._fresh = (fresh, len(self.instructions) - 1) if fresh is not None else None
+        self._last = instruction
+        self._fresh = (fresh, self.count - 1) if fresh is not None else None
         return instruction
+
+    @property
+    def count(self) -> int:
+        """The number of instructions recorded."""
+        return len(self._encoded) + (self._last is not None)
+
+    def _flush(self) -> None:
+        if self._last is not None:
+            _collect_written(self._last, self.written)
+            self._encoded.append(json.dumps(finite(self._last), separators=(",", ":")))
+            self._last = None
+
+    @property
+    def instructions(self) -> list:
+        """The instructions as dicts (for tests and small kernels: it decodes every one)."""
+        done = [json.loads(text) for text in self._encoded]
+        return done + ([self._last] if self._last is not None else [])
 
     def take_fresh(self, value) -> Optional[dict]:
         """The instruction that made ``value``, if ``value`` is a whole fresh tile nobody read."""
         if self._fresh is None or not isinstance(value, Tensor):
             return None
         tensor, index = self._fresh
-        if tensor is not value or index != len(self.instructions) - 1:
+        if tensor is not value or index != self.count - 1 or self._last is None:
             return None
-        return self.instructions[index]
+        return self._last
 
     def assign(self, target: View, value):
         """``target[...] = value``: a store, a copy or a broadcast fill."""
@@ -843,7 +878,7 @@ class Trace:
 
         language._binary_into(target, target, value, "add")
 
-    def document(self) -> dict:
+    def _header(self) -> dict:
         return {
             "format": FORMAT,
             "version": VERSION,
@@ -855,8 +890,32 @@ class Trace:
             "tensors": self.tensors,
             "inputs": self.inputs,
             "outputs": self.outputs,
-            "instructions": self.instructions,
         }
+
+    def document(self) -> dict:
+        """The program as a dict (decodes every instruction: for tests and small kernels)."""
+        document = self._header()
+        document["instructions"] = self.instructions
+        return document
+
+    def document_json(self) -> str:
+        """The program as JSON text, the instructions joined as they were encoded."""
+        self._flush()
+        header = json.dumps(finite(self._header()), separators=(",", ":"))
+        return header[:-1] + ',"instructions":[' + ",".join(self._encoded) + "]}"
+
+
+def _collect_written(value, found: set, key=None) -> None:
+    """The tensor ids an instruction writes: its ``dst``, ``dst_idx`` and ``reduce_res`` access
+    patterns, also inside nested operands (an activation's ``reduce``)."""
+    if isinstance(value, dict):
+        if key in ("dst", "dst_idx", "reduce_res") and "t" in value:
+            found.add(value["t"])
+        for k, v in value.items():
+            _collect_written(v, found, k)
+    elif isinstance(value, list):
+        for v in value:
+            _collect_written(v, found, key)
 
 
 def finite(value):

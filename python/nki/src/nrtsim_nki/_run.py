@@ -36,12 +36,13 @@ def tool() -> str:
         ) from error
 
 
-def run(document: dict, arrays: list, strict: bool = False):
-    """Runs ``document`` on ``arrays`` (its inputs); returns (output arrays, report)."""
+def run(program: str, tensors: list, output_ids: list, arrays: list, strict: bool = False):
+    """Runs ``program`` (JSON text) on ``arrays`` (its inputs); returns (output arrays, report).
+    ``tensors`` and ``output_ids`` are the program's tensor table and outputs."""
     with tempfile.TemporaryDirectory(prefix="nrtsim-nki-") as folder:
         root = Path(folder)
-        program = root / "program.json"
-        program.write_text(json.dumps(document, separators=(",", ":")))
+        program_file = root / "program.json"
+        program_file.write_text(program)
         inputs = root / "in"
         outputs = root / "out"
         inputs.mkdir()
@@ -49,7 +50,7 @@ def run(document: dict, arrays: list, strict: bool = False):
         for k, array in enumerate(arrays):
             (inputs / f"in{k}.bin").write_bytes(np.ascontiguousarray(array).tobytes())
         report = root / "report.json"
-        command = [tool(), "nki", "run", str(program), "--inputs", str(inputs), "--outputs", str(outputs),
+        command = [tool(), "nki", "run", str(program_file), "--inputs", str(inputs), "--outputs", str(outputs),
                    "--report", str(report)]
         if strict:
             command.append("--strict")
@@ -74,8 +75,8 @@ def run(document: dict, arrays: list, strict: bool = False):
                 raise exc
             raise NkiError(message)
         results = []
-        for k, tid in enumerate(document["outputs"]):
-            tensor = document["tensors"][tid]
+        for k, tid in enumerate(output_ids):
+            tensor = tensors[tid]
             storage = _dt.storage(tensor["dtype"])
             data = (outputs / f"out{k}.bin").read_bytes()
             results.append(np.frombuffer(data, dtype=storage).reshape(tensor["shape"]).copy())

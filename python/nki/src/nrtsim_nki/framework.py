@@ -12,9 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
-from typing import Any
-
 import numpy as np
 
 from . import _core, dtypes as _dt
@@ -47,8 +44,6 @@ class KernelConfig:
     result_is_sequence: bool
     #: nrtsim's kernels have no collectives.
     has_collectives: bool = False
-    #: The program as a document.
-    program: Any = None
 
 
 def config_for(kernel, args, kwargs) -> KernelConfig:
@@ -57,28 +52,28 @@ def config_for(kernel, args, kwargs) -> KernelConfig:
     args = [_as_array(a) for a in args]
     kwargs = {k: _as_array(v) for k, v in kwargs.items()}
     trace, _arrays, tensors, result = kernel.trace(args, kwargs)
-    from . import _returned_tensors, _written
+    from . import _returned_tensors
 
     returned = _returned_tensors(trace, result, kernel.func.__name__)
     trace.outputs.extend(t._id for t in returned)
-    written = _written(trace.instructions)
+    trace._flush()
+    written = trace.written
     aliases = {}
     for index, (_, tensor) in enumerate(tensors):
         if tensor._id in written and tensor._id not in trace.outputs:
             aliases[index] = len(trace.outputs)
             trace.outputs.append(tensor._id)
-    document = trace.document()
+    text = trace.document_json()
     return_types = [
         (_dt.storage(trace.tensor_objects[tid].dtype), tuple(trace.tensor_objects[tid].shape))
         for tid in trace.outputs
     ]
     return KernelConfig(
-        dumped_config=json.dumps(_core.finite(document), separators=(",", ":")),
+        dumped_config=text,
         return_types=return_types,
         constant_values=list(trace.constants),
         operand_output_aliases=aliases,
         result_is_sequence=isinstance(result, (tuple, list)) or len(trace.outputs) > 1,
-        program=document,
     )
 
 

@@ -370,7 +370,7 @@ def _result(shape, dtype, buffer=None):
 
 def _fresh(tile):
     trace = _core.current_trace()
-    index = len(trace.instructions) - 1
+    index = trace.count - 1
     trace._fresh = (tile, index)
     return tile
 

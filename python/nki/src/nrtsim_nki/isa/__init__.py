@@ -84,7 +84,7 @@ def _target(dst, shape, dtype, buffer=None):
 def _done(tile, fresh):
     if fresh:
         trace = _core.current_trace()
-        trace._fresh = (tile, len(trace.instructions) - 1)
+        trace._fresh = (tile, trace.count - 1)
     return tile
 
 
