@@ -1,16 +1,17 @@
 """A meta-path finder that provides ``nki`` and ``neuronxcc.nki`` when nothing else does.
 
-It is appended to the end of ``sys.meta_path``, after Python's own finders, so a real ``nki`` (or
-a real neuronx-cc's ``neuronxcc.nki``) on ``sys.path`` is always imported first; this finder is
-asked only when the import would otherwise fail. It then gives the modules of ``nrtsim_nki``
-under the asked name: one module object for each, whichever name imported it first, so
-``nki.language`` and ``neuronxcc.nki.language`` are the same module.
+A real ``nki`` on ``sys.path`` (a module or package with code) is always imported first, and a
+real neuronx-cc's ``neuronxcc.nki`` is its own: ``neuronxcc.nki`` is provided only under
+nrtsim's compiler shim. Otherwise it gives the modules of ``nrtsim_nki`` under the asked name:
+one module object for each, whichever name imported it first, so ``nki.language`` and
+``neuronxcc.nki.language`` are the same module.
 """
 
 from __future__ import annotations
 
 import importlib
 import importlib.abc
+import importlib.machinery
 import importlib.util
 import sys
 
@@ -53,12 +54,27 @@ def _alias_spec(fullname):
 
 
 class NkiFinder(importlib.abc.MetaPathFinder):
-    """Finds ``nki`` and ``neuronxcc.nki`` in this distribution, last, when nothing else does."""
+    """Finds ``nki`` and ``neuronxcc.nki`` in this distribution when no real one is importable.
+
+    It asks Python's path-based finder first: a regular ``nki`` module or package anywhere on the
+    path (a real NKI) is imported as usual. A folder that merely happens to be named ``nki`` (a
+    namespace package, such as the ``nki/`` of an aws-neuron-sdk checkout in the current
+    directory) does not count as one.
+    """
 
     def find_spec(self, fullname, path=None, target=None):
-        if fullname == "nki" or (fullname == "neuronxcc.nki" and _neuronxcc_is_ours()):
+        if fullname == "nki":
+            if _real(importlib.machinery.PathFinder.find_spec("nki")):
+                return None
+            return _alias_spec(fullname)
+        if fullname == "neuronxcc.nki" and _neuronxcc_is_ours():
             return _alias_spec(fullname)
         return None
+
+
+def _real(spec) -> bool:
+    """Whether ``spec`` is a module or package with code (not a namespace package)."""
+    return spec is not None and spec.origin is not None and spec.loader is not None
 
 
 class NkiSubmoduleFinder(importlib.abc.MetaPathFinder):
@@ -84,9 +100,9 @@ def _neuronxcc_is_ours() -> bool:
 
 
 def install() -> None:
-    """Appends the top-level finder to ``sys.meta_path`` and puts the submodule finder first,
-    once."""
+    """Puts the two finders first on ``sys.meta_path``, once: the top-level one defers to any
+    real ``nki`` itself, and the submodule one answers only under this distribution's modules."""
     if not any(isinstance(finder, NkiFinder) for finder in sys.meta_path):
-        sys.meta_path.append(NkiFinder())
+        sys.meta_path.insert(0, NkiFinder())
     if not any(isinstance(finder, NkiSubmoduleFinder) for finder in sys.meta_path):
         sys.meta_path.insert(0, NkiSubmoduleFinder())
