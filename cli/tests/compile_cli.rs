@@ -473,7 +473,7 @@ fn an_unsupported_opcode_fails_naming_the_opcode_and_the_instruction() {
 }
 
 #[test]
-fn an_nki_kernel_is_refused_as_device_code() {
+fn an_nki_kernel_compiled_for_a_device_is_refused_as_device_code() {
     let scratch = Scratch::new("nki");
     let hlo = "HloModule m\n\nENTRY main {\n  x = f32[4] parameter(0)\n  ROOT kernel = f32[4] custom-call(x), custom_call_target=\"AwsNeuronCustomNativeKernel\"\n}\n";
     scratch.write("m.hlo", hlo.as_bytes());
@@ -485,8 +485,59 @@ fn an_nki_kernel_is_refused_as_device_code() {
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
     let stderr = text(&out.stderr);
     assert!(stderr.contains("instruction kernel"), "{stderr}");
-    assert!(stderr.contains("AwsNeuronCustomNativeKernel is an NKI kernel"), "{stderr}");
+    assert!(
+        stderr.contains("AwsNeuronCustomNativeKernel is an NKI kernel compiled for a device"),
+        "{stderr}"
+    );
     assert!(stderr.contains("device code"), "{stderr}");
+}
+
+/// `x + x` by an NKI kernel nrtsim's NKI traced (one load, one add on the vector engine, one
+/// store), as a framework emits it: the custom call's `backend_config` is the program.
+const TRACED_KERNEL: &str = r#"{"format":"nrtsim-nki-program","version":1,"kernel":{"name":"double","file":"k.py","line":1},"target":"trn2","grid":[],"seed":0,"files":["k.py"],"tensors":[{"name":"x","dtype":"float32","shape":[4],"buffer":"shared_hbm","loc":[0,1]},{"name":"out","dtype":"float32","shape":[4],"buffer":"shared_hbm","loc":[0,2]},{"name":"t","dtype":"float32","shape":[4],"buffer":"sbuf","loc":[0,3]}],"inputs":[0],"outputs":[1],"instructions":[{"op":"dma","engine":"dma","loc":[0,3],"dst":{"t":2,"off":0,"ap":[[1,4]]},"src":{"t":0,"off":0,"ap":[[1,4]]}},{"op":"tensor_tensor","engine":"vector","loc":[0,4],"dst":{"t":2,"off":0,"ap":[[1,4]]},"a":{"t":2,"off":0,"ap":[[1,4]]},"b":{"t":2,"off":0,"ap":[[1,4]]},"alu_op":"add"},{"op":"dma","engine":"dma","loc":[0,5],"dst":{"t":1,"off":0,"ap":[[1,4]]},"src":{"t":2,"off":0,"ap":[[1,4]]}}]}"#;
+
+#[test]
+fn an_nki_kernel_nrtsim_traced_compiles_and_runs() {
+    let scratch = Scratch::new("nki-traced");
+    let config = TRACED_KERNEL.replace('\\', "\\\\").replace('"', "\\\"");
+    let hlo = format!(
+        "HloModule m\n\nENTRY main {{\n  x = f32[4] parameter(0)\n  ROOT kernel = f32[4] custom-call(x), custom_call_target=\"AwsNeuronCustomNativeKernel\", backend_config=\"{config}\"\n}}\n"
+    );
+    scratch.write("m.hlo", hlo.as_bytes());
+    let out = Command::new(nrtsim_exe())
+        .current_dir(scratch.path())
+        .args(["compile", "m.hlo", "--framework", "XLA", "--target", "trn2", "--output", "m.neff"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    // The NEFF runs on the simulator: [1, 2, 3, 4] doubled.
+    let input = npy_f32(&[4], &[1.0, 2.0, 3.0, 4.0]);
+    scratch.write("x.npy", &input);
+    let run = Command::new(nrtsim_exe())
+        .current_dir(scratch.path())
+        .args(["run", "m.neff", "--input", "input0=x.npy", "--output-dir", "out"])
+        .output()
+        .unwrap();
+    assert_eq!(run.status.code(), Some(0), "{}", text(&run.stderr));
+    let result = std::fs::read(scratch.path().join("out/output0.npy")).unwrap();
+    let (_, shape, values) = testkit::model_fixture::npy_values("output0", &result).unwrap();
+    assert_eq!((shape, values), (vec![4], vec![2.0, 4.0, 6.0, 8.0]));
+}
+
+/// A version 1.0 `.npy` of little-endian float32 values.
+fn npy_f32(shape: &[usize], values: &[f32]) -> Vec<u8> {
+    let dims: Vec<String> = shape.iter().map(usize::to_string).collect();
+    let mut header =
+        format!("{{'descr': '<f4', 'fortran_order': False, 'shape': ({},), }}", dims.join(", "));
+    while (10 + header.len() + 1) % 64 != 0 {
+        header.push(' ');
+    }
+    header.push('\n');
+    let mut out = b"\x93NUMPY\x01\x00".to_vec();
+    out.extend((header.len() as u16).to_le_bytes());
+    out.extend(header.as_bytes());
+    out.extend(values.iter().flat_map(|v| v.to_le_bytes()));
+    out
 }
 
 #[test]

@@ -59,6 +59,7 @@ pub mod text;
 mod load;
 mod validate;
 
+pub use eval::carries_nki_program;
 pub use load::{
     DEFAULT_MAX_COMPUTATIONS, DEFAULT_MAX_INSTRUCTIONS, LoadError, LoadLimits, is_text,
     load_module, load_module_with_limits,

@@ -12,10 +12,13 @@
 //!    registry ([`VENV_PACKAGES`]); nkipy itself with `pip install --no-deps
 //!    --no-build-isolation` (its `neuronx-cc` and `nki` dependencies are on the Neuron index
 //!    only), and spike built against the SDK folder (`-C cmake.define.NEURON_ROOT=WORK/sdk`).
-//! 4. A `neuronxcc` module in `WORK/shim` for nkipy's import of
-//!    `neuronxcc.driver.CommandDriver` ([`SHIM`]): its `main` runs `WORK/sdk/bin/neuronx-cc`.
-//! 5. pytest over `tests/unit` and `tests/integration` without the NKI and nkigen files (device
-//!    code the simulator cannot run), `-n N` workers (pytest-xdist; nkipy's conftest gives each
+//! 4. nrtsim's compiler shim (`python/neuronx-cc`) and NKI (`python/nki`) from this tree, put on
+//!    the venv's path by a `.pth` file as their wheels do, running `WORK/sdk/bin/nrtsim`
+//!    (`NRTSIM_TOOL`): nkipy's in-process `neuronxcc.driver.CommandDriver.main` compiles with
+//!    nrtsim, and its NKI integration (`tests/unit/test_nki.py`: `@nki.jit` kernels called while
+//!    tracing, `wrap_nki_kernel`) gets nrtsim's NKI, whose kernels run on the simulator.
+//! 5. pytest over `tests/unit` and `tests/integration` without the nkigen file (its backend's
+//!    device code the simulator cannot run), `-n N` workers (pytest-xdist; nkipy's conftest gives each
 //!    worker its own core, so `NRTSIM_CORES` is at least N), the log in `WORK/pytest.log`, then
 //!    one line per test file with its counts, and the wall time.
 //!
@@ -50,26 +53,8 @@ pub(crate) const VENV_PACKAGES: &[&str] = &[
     "boto3",
 ];
 
-/// The test files left out: NKI kernels and the nkigen backend are device code.
-pub(crate) const LEFT_OUT: &[&str] =
-    &["tests/unit/test_nki.py", "tests/unit/test_nkigen_backend.py"];
-
-/// The `neuronxcc/driver/CommandDriver.py` of the shim: nkipy imports it at import time and, in
-/// its in-process mode, calls `main()` with `sys.argv` set to the compiler's command line.
-pub(crate) const SHIM: &str = r#""""The simulator's compiler behind nkipy's in-process neuronx-cc entry point (nrtsim)."""
-import os
-import subprocess
-import sys
-
-COMPILER = os.environ.get("NRTSIM_NEURONX_CC", "neuronx-cc")
-
-
-def main(argv=None):
-    args = list(sys.argv[1:] if argv is None else argv)
-    code = subprocess.run([COMPILER] + args).returncode
-    if code != 0:
-        raise SystemExit(code)
-"#;
+/// The test files left out: the nkigen backend's kernels are device code.
+pub(crate) const LEFT_OUT: &[&str] = &["tests/unit/test_nkigen_backend.py"];
 
 /// The options of `cargo xtask nkipy`.
 pub(crate) struct Options {
@@ -149,12 +134,15 @@ pub(crate) fn run(root: &Path, options: &Options) -> Result<()> {
         &["--no-deps", "--no-build-isolation", "-C", &define, path_str(&spike_dir)?],
     )?;
 
-    let shim = work.join("shim");
-    let driver = shim.join("neuronxcc/driver");
-    std::fs::create_dir_all(&driver).with_context(|| format!("creating {}", driver.display()))?;
-    std::fs::write(shim.join("neuronxcc/__init__.py"), "")?;
-    std::fs::write(driver.join("__init__.py"), "")?;
-    std::fs::write(driver.join("CommandDriver.py"), SHIM)?;
+    // nrtsim's compiler shim and NKI from this tree, as their wheels install them: nkipy's
+    // in-process neuronx-cc and its NKI integration (`neuronxcc.nki`) are nrtsim's.
+    let purelib = Command::new(&python)
+        .args(["-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"])
+        .output()
+        .context("asking the venv for its site-packages")?;
+    let purelib = PathBuf::from(String::from_utf8_lossy(&purelib.stdout).trim());
+    std::fs::write(purelib.join("nrtsim-nki-dev.pth"), crate::nki_suites::dev_pth(root))
+        .with_context(|| format!("writing the .pth file in {}", purelib.display()))?;
 
     let path = std::env::var_os("PATH").unwrap_or_default();
     let mut paths = vec![sdk.join("bin")];
@@ -165,8 +153,8 @@ pub(crate) fn run(root: &Path, options: &Options) -> Result<()> {
     pytest
         .current_dir(&src)
         .env("PATH", std::env::join_paths(paths)?)
-        .env("PYTHONPATH", &shim)
-        .env("NRTSIM_NEURONX_CC", sdk.join("bin/neuronx-cc"))
+        .env("NRTSIM_TOOL", sdk.join("bin/nrtsim"))
+        .env("NRTSIM_QUIET", "1")
         .env("NRTSIM_CORES", cores.to_string())
         .args(["-m", "pytest", "tests/unit", "tests/integration", "-q", "-rA"])
         .args(["-p", "no:cacheprovider"]);

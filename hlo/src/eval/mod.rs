@@ -84,6 +84,7 @@ use crate::dtype::ElementType;
 use crate::proto;
 pub use boundary::{Input, Output};
 pub use dot::gemm_kernel;
+pub use nki_call::carries_nki_program;
 pub use opcodes::{
     EVALUATED_CUSTOM_CALLS, EVALUATED_OPCODES, is_evaluated, is_evaluated_custom_call,
 };

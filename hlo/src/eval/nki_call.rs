@@ -20,6 +20,13 @@ use crate::dtype::ElementType;
 /// The custom call target of NKI kernels in HLO.
 pub(crate) const TARGET: &str = "AwsNeuronCustomNativeKernel";
 
+/// Whether a custom call's `backend_config` is a program nrtsim's NKI traced (its `format`
+/// field names the program format), rather than a configuration AWS's NKI compiled.
+pub fn carries_nki_program(config: &[u8]) -> bool {
+    const FORMAT: &[u8] = b"\"nrtsim-nki-program\"";
+    config.windows(FORMAT.len()).any(|window| window == FORMAT)
+}
+
 /// A compiled NKI kernel call: the validated program and its results' types.
 #[derive(Debug)]
 pub(crate) struct NkiCall {

@@ -4,8 +4,9 @@
 //! What [`compile`] does, in order:
 //! 1. decodes the module (binary `HloModuleProto` or HLO text, sniffed by `hlo::load_module`) and
 //!    validates it;
-//! 2. refuses an NKI kernel (a custom call to [`NKI_CUSTOM_CALL_TARGETS`]): its body is device code
-//!    the simulator cannot run;
+//! 2. refuses an NKI kernel (a custom call to [`NKI_CUSTOM_CALL_TARGETS`]) whose configuration
+//!    nrtsim's NKI did not trace: compiled by AWS's NKI, its body is device code the simulator
+//!    cannot run (a kernel nrtsim's NKI traced carries its program and runs);
 //! 3. compiles it exactly as the simulator will at load (`hlo::eval::Program::compile` with the
 //!    default options), so an unsupported opcode, custom call or element type is an error here,
 //!    naming the computation and instruction, and not at load;
@@ -160,9 +161,9 @@ pub enum CompileError {
         /// What the decoder or validator said.
         detail: String,
     },
-    /// An NKI kernel, which the simulator cannot run.
+    /// An NKI kernel compiled for a device, which the simulator cannot run.
     #[error(
-        "computation {computation}, instruction {instruction}: custom call {target} is an NKI kernel: NKI kernels are device code, which the simulator cannot run"
+        "computation {computation}, instruction {instruction}: custom call {target} is an NKI kernel compiled for a device (its configuration is not a program nrtsim's NKI traced): device code, which the simulator cannot run; trace the kernel with nrtsim's NKI (the nrtsim-nki package) to run it here"
     )]
     NkiKernel {
         /// The computation's name.
@@ -456,7 +457,7 @@ pub fn compile(module_bytes: &[u8], options: &CompileOptions) -> Result<Vec<u8>,
         for instruction in &computation.instructions {
             let nki = instruction.opcode == "custom-call"
                 && NKI_CUSTOM_CALL_TARGETS.contains(&instruction.custom_call_target.as_str());
-            if nki {
+            if nki && !hlo::carries_nki_program(&instruction.backend_config) {
                 return Err(CompileError::NkiKernel {
                     computation: computation.name.clone(),
                     instruction: instruction.name.clone(),
