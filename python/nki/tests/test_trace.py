@@ -100,6 +100,64 @@ class Masks(unittest.TestCase):
         self.assertEqual(act["mask"], [{"c": [1, 0], "k": -64, "cmp": "lt"}, {"c": [0, 1], "k": -256, "cmp": "ge"}])
 
 
+    def test_and_of_two_predicates_means_both_as_nki_reads_the_source(self):
+        def kernel(a):
+            ix, iy = nl.mgrid[0:128, 0:512]
+            tile = nl.load(a)
+            return nl.square(tile, mask=(ix < 64 and iy < 256))
+
+        doc, _ = trace(kernel, np.zeros((128, 512), np.float32))
+        self.assertEqual(doc["instructions"][1]["mask"],
+                         [{"c": [1, 0], "k": -64, "cmp": "lt"}, {"c": [0, 1], "k": -256, "cmp": "lt"}])
+
+    def test_a_trace_time_condition_in_a_mask(self):
+        def kernel(a, keep):
+            i_p = nl.arange(128)[:, None]
+            tile = nl.load(a)
+            return nl.square(tile, mask=(i_p < 64) & keep)
+
+        doc, _ = trace(kernel, np.zeros((128, 4), np.float32), True)
+        self.assertEqual(doc["instructions"][1]["mask"], [{"c": [1, 0], "k": -64, "cmp": "lt"}])
+        doc, _ = trace(kernel, np.zeros((128, 4), np.float32), False)
+        # False masks every element: 0 * i + 1 < 0 holds nowhere.
+        self.assertEqual(doc["instructions"][1]["mask"][-1], {"c": [0, 0], "k": 1, "cmp": "lt"})
+
+
+class Indexing(unittest.TestCase):
+    def test_an_integer_after_a_slice_keeps_a_one_element_axis(self):
+        def kernel(a):
+            tile = nl.load(a)
+            return tile[:, 3]
+
+        _, column = trace(kernel, np.zeros((128, 8), np.float32))
+        # Column 3 of a [128, 8] tile: [128, 1], one element per partition at offset 3.
+        self.assertEqual((column.shape, column.off, column.dims), ((128, 1), 3, [[8, 128], [1, 1]]))
+
+    def test_an_integer_before_every_slice_drops_its_axis(self):
+        def kernel(a):
+            return nl.load(a[2])
+
+        doc, tile = trace(kernel, np.zeros((4, 128, 8), np.float32))
+        self.assertEqual(tile.shape, (128, 8))
+        self.assertEqual(doc["instructions"][0]["src"]["off"], 2 * 128 * 8)
+
+    def test_a_partition_vector_broadcasts_along_the_free_axis(self):
+        def kernel(a, b):
+            return nl.add(nl.load(a), nl.sum(nl.load(b), axis=1))
+
+        doc, out = trace(kernel, np.zeros((128, 16), np.float32), np.zeros((128, 4), np.float32))
+        self.assertEqual(out.shape, (128, 16))
+        # The row sums [128] are read as [128, 1], stride 0 along the 16 columns.
+        self.assertEqual(doc["instructions"][-1]["b"]["ap"], [[1, 128], [0, 16]])
+
+    def test_par_dim_marks_the_partition_axis(self):
+        def kernel(a):
+            return nl.ndarray((4, nl.par_dim(128), 512), nl.float32)
+
+        doc, _ = trace(kernel, np.zeros((1,), np.float32))
+        self.assertEqual(doc["tensors"][-1]["par"], 1)
+
+
 class Instructions(unittest.TestCase):
     def test_psum_accumulation_retargets_the_matmul(self):
         def kernel(a, b):
