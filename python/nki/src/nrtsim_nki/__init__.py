@@ -173,9 +173,10 @@ class Kernel:
                     call_args[name] = value
             result = None
             ids = [()] if not sizes else list(np.ndindex(*sizes))
+            func = _with_buffer_names(self.func)
             for index, pid in enumerate(ids):
                 trace.start_program(tuple(int(i) for i in pid))
-                returned = self.func(**call_args)
+                returned = func(**call_args)
                 if index == 0:
                     result = returned
         finally:
@@ -219,6 +220,27 @@ def _flatten(result):
             out.extend(_flatten(item))
         return out
     return [result]
+
+
+#: The names NKI's beta 2 kernels use without importing them (the frontend reads the kernel's
+#: source and provides them): the memory regions, whose ``view`` allocates.
+_BUFFER_NAMES = {"sbuf": _core.SBUF, "psum": _core.PSUM, "hbm": _core.HBM,
+                 "shared_hbm": _core.SHARED_HBM, "private_hbm": _core.PRIVATE_HBM}
+
+
+def _with_buffer_names(func):
+    """``func`` seeing the buffer names its module does not define itself."""
+    import types
+
+    missing = {k: v for k, v in _BUFFER_NAMES.items()
+               if k in func.__code__.co_names and k not in func.__globals__}
+    if not missing:
+        return func
+    scope = dict(func.__globals__)
+    scope.update(missing)
+    wrapped = types.FunctionType(func.__code__, scope, func.__name__, func.__defaults__, func.__closure__)
+    wrapped.__kwdefaults__ = func.__kwdefaults__
+    return wrapped
 
 
 def _returned_tensors(trace, result, name):

@@ -45,6 +45,11 @@ class Buffer:
     def on_chip(self) -> bool:
         return self.name in ("sbuf", "psum")
 
+    def view(self, dtype, shape, name: str = "", **_):
+        """A new tensor in this buffer (``sbuf.view(dtype=..., shape=...)``, the allocation of
+        NKI's beta 2 kernels)."""
+        return current_trace().new_tensor(shape, dtype, self, name)
+
 
 SBUF = Buffer("sbuf")
 PSUM = Buffer("psum")

@@ -60,7 +60,10 @@ def config_for(kernel, args, kwargs) -> KernelConfig:
     written = trace.written
     aliases = {}
     for index, (_, tensor) in enumerate(tensors):
-        if tensor._id in written and tensor._id not in trace.outputs:
+        if tensor._id in trace.outputs:
+            # An argument the kernel returns (a mutable tensor): its result is that memory.
+            aliases[index] = trace.outputs.index(tensor._id)
+        elif tensor._id in written:
             aliases[index] = len(trace.outputs)
             trace.outputs.append(tensor._id)
     text = trace.document_json()
