@@ -118,6 +118,28 @@ fn check_capacity(
             continue;
         }
         let bytes = i128::from(tensor.bytes_per_partition());
+        if tensor.placed {
+            // The kernel chose its address, and the tensors sharing it are the kernel's to
+            // keep apart: only its own size must fit.
+            let capacity = if slot == 0 {
+                program.target.sbuf_bytes_per_partition()
+            } else {
+                program.target.psum_bytes_per_partition()
+            };
+            if tensor.bytes_per_partition() > capacity {
+                return Err(RunError::at(
+                    program,
+                    first[t],
+                    RunErrorKind::Capacity {
+                        buffer: if slot == 0 { "SBUF" } else { "PSUM" },
+                        live: tensor.bytes_per_partition(),
+                        capacity,
+                        largest: vec![(tensor.name.clone(), tensor.bytes_per_partition())],
+                    },
+                ));
+            }
+            continue;
+        }
         delta[slot][first[t]] += bytes;
         delta[slot][last[t] + 1] -= bytes;
     }
@@ -137,7 +159,10 @@ fn check_capacity(
                     .iter()
                     .enumerate()
                     .filter(|(t, tensor)| {
-                        tensor.buffer == buffer && first[*t] <= index && index <= last[*t]
+                        tensor.buffer == buffer
+                            && !tensor.placed
+                            && first[*t] <= index
+                            && index <= last[*t]
                     })
                     .map(|(_, tensor)| (tensor.name.clone(), tensor.bytes_per_partition()))
                     .collect();

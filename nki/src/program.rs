@@ -155,6 +155,15 @@ pub struct Tensor {
     /// The partition dimension of an on-chip tensor (0 unless block axes come before it).
     #[serde(default)]
     pub par: usize,
+    /// How many of its blocks (the combinations of the axes before `par`) take memory at once,
+    /// when the kernel allocated it that way (a modulo allocation: block `i` lives in physical
+    /// block `i % blocks`); all of them when absent.
+    #[serde(default)]
+    pub blocks: Option<u64>,
+    /// Whether the kernel placed it at an address of its choice (an explicit allocation): the
+    /// capacity check then counts it alone, not with the live tensors the executor places.
+    #[serde(default)]
+    pub placed: bool,
     /// Where it was allocated.
     pub loc: Loc,
 }
@@ -176,7 +185,7 @@ impl Tensor {
     }
 
     /// Bytes per partition of an on-chip tensor: the elements of every dimension but `par`
-    /// times the element size.
+    /// times the element size, or of `blocks` of its blocks when it was allocated so.
     pub fn bytes_per_partition(&self) -> u64 {
         let free: u64 = self
             .shape
@@ -185,7 +194,12 @@ impl Tensor {
             .filter(|&(d, _)| d != self.par)
             .map(|(_, &count)| count)
             .product();
-        free * self.dtype.n_bytes() as u64
+        let all = free * self.dtype.n_bytes() as u64;
+        let block_count: u64 = self.shape.iter().take(self.par).product();
+        match self.blocks {
+            Some(blocks) if blocks < block_count => all / block_count * blocks,
+            _ => all,
+        }
     }
 }
 
@@ -708,6 +722,12 @@ impl Program {
                     found: format!("{:?} of {}", tensor.shape, tensor.dtype.name()),
                     limit: format!("{} bytes", i64::MAX),
                 }));
+            }
+            if tensor.blocks == Some(0) {
+                return Err(at(ProgramErrorKind::Invalid(format!(
+                    "tensor `{}` has `blocks` 0, expected at least one block",
+                    tensor.name
+                ))));
             }
             if tensor.par != 0 && tensor.par >= tensor.shape.len() {
                 return Err(at(ProgramErrorKind::Invalid(format!(

@@ -1172,3 +1172,68 @@ fn only_live_tensors_take_memory() {
         "{error}"
     );
 }
+
+#[test]
+fn a_modulo_allocated_tensor_takes_only_its_physical_blocks() {
+    // Eight [128, 512] float32 blocks in PSUM take 2 KiB per partition each, 16 KiB in
+    // all; allocated onto fewer physical blocks, the tensor takes only those.
+    let blocks = |blocks: Option<u64>| {
+        let mut t = tensor("acc", "float32", &[8, 128, 512], "psum");
+        t["par"] = json!(1);
+        if let Some(n) = blocks {
+            t["blocks"] = json!(n);
+        }
+        parse(&doc(
+            json!([tensor("x", "float32", &[1], "hbm"), t]),
+            json!([0]),
+            json!([]),
+            json!([ins(
+                "memset",
+                "vector",
+                3,
+                json!({"dst": dense(1, &[8, 128, 512]), "value": 0.0})
+            )]),
+        ))
+        .tensors[1]
+            .bytes_per_partition()
+    };
+    assert_eq!(blocks(None), 8 * 512 * 4);
+    assert_eq!(blocks(Some(1)), 512 * 4);
+    assert_eq!(blocks(Some(2)), 2 * 512 * 4);
+}
+
+#[test]
+fn tensors_the_kernel_placed_are_not_summed_with_the_others() {
+    // Two 12 KiB-per-partition PSUM tiles live at once: 24 KiB, over PSUM's 16 KiB, unless the
+    // kernel placed them itself (sharing banks is then its own affair).
+    let program = |placed: bool| {
+        let mut tensors = vec![tensor("x", "float32", &[1], "hbm")];
+        for name in ["p", "q"] {
+            let mut t = tensor(name, "float32", &[128, 3072], "psum");
+            t["placed"] = json!(placed);
+            tensors.push(t);
+        }
+        doc(
+            json!(tensors),
+            json!([0]),
+            json!([]),
+            json!([
+                ins("memset", "vector", 3, json!({"dst": dense(1, &[128, 3072]), "value": 0.0})),
+                ins("memset", "vector", 4, json!({"dst": dense(2, &[128, 3072]), "value": 0.0})),
+                ins(
+                    "copy",
+                    "vector",
+                    5,
+                    json!({"dst": dense(1, &[128, 3072]), "src": dense(2, &[128, 3072])})
+                ),
+            ]),
+        )
+    };
+    let input = f32_bytes(&[0.0]);
+    assert!(run_with(&program(true), &[input.clone()], false).is_ok());
+    let error = run_with(&program(false), &[input], false).unwrap_err();
+    assert!(
+        matches!(*error.kind, RunErrorKind::Capacity { live, .. } if live == 2 * 3072 * 4),
+        "{error}"
+    );
+}

@@ -173,10 +173,41 @@ class Instructions(unittest.TestCase):
         self.assertEqual(len(matmuls), 2)
         for m in matmuls:
             self.assertEqual(m["dst"]["t"], acc._id)
-            self.assertTrue(m["accumulate"])
+        # The first matmul of the group overwrites, the second accumulates.
+        self.assertEqual([m["accumulate"] for m in matmuls], [False, True])
         # The second iteration's load starts at row 128 of b (128 * 512).
         loads = [i for i in doc["instructions"] if i["op"] == "dma" and i["src"]["t"] == 1]
         self.assertEqual([l["src"]["off"] for l in loads], [0, 128 * 512])
+
+    def test_reading_a_psum_tile_ends_its_accumulation_group(self):
+        def kernel(a, b):
+            acc = nl.ndarray((128, 512), nl.float32, buffer=nl.psum)
+            out = nl.ndarray((2, 128, 512), nl.float32, buffer=nl.shared_hbm)
+            x, y = nl.load(a), nl.load(b)
+            for n in nl.affine_range(2):
+                for k in nl.affine_range(2):
+                    acc += nisa.nc_matmul(x, y)
+                nl.store(out[n], nl.copy(acc))
+            return out
+
+        doc, _ = trace(kernel, np.zeros((128, 128), np.float32), np.zeros((128, 512), np.float32))
+        flags = [i["accumulate"] for i in doc["instructions"] if i["op"] == "matmul"]
+        # The copy after each k loop reads the tile: the next n starts a new group.
+        self.assertEqual(flags, [False, True, False, True])
+
+    def test_accumulating_into_a_block_of_a_psum_tensor_adds_no_copy(self):
+        def kernel(a, b):
+            acc = nl.ndarray((1, nl.par_dim(128), 512), nl.float32, buffer=nl.psum)
+            x, y = nl.load(a), nl.load(b)
+            for k in nl.affine_range(2):
+                acc[0] += nisa.nc_matmul(x, y)
+            return acc
+
+        doc, _ = trace(kernel, np.zeros((128, 128), np.float32), np.zeros((128, 512), np.float32))
+        # Python stores acc[0] back after the +=: no copy of the tile into itself, which would
+        # read it and end the accumulation group.
+        self.assertEqual([i["op"] for i in doc["instructions"]], ["dma", "dma", "matmul", "matmul"])
+        self.assertEqual([i["accumulate"] for i in doc["instructions"][2:]], [False, True])
 
     def test_assigning_a_fresh_load_writes_straight_into_the_view(self):
         def kernel(a):

@@ -572,6 +572,23 @@ def is_tile(value) -> bool:
     return isinstance(value, (View, Tensor))
 
 
+def _slice_bounds(item: slice, count: int):
+    """A slice's start, stop and step on an axis of ``count``, not clamped to the axis: in NKI a
+    slice is as long as it says (``a[256:384]`` of 288 rows is 128 rows), and what reaches past
+    the tensor is the executor's to refuse, element by element, unless a mask keeps it out.
+    Negative bounds count from the end, and a missing bound is the axis's end, as in Python."""
+    step = _as_int(item.step, "a slice's step") if item.step is not None else 1
+    if step <= 0:
+        raise NkiError(f"a slice's step must be positive, got {step}")
+    start = _as_int(item.start, "a slice's start") if item.start is not None else 0
+    stop = _as_int(item.stop, "a slice's stop") if item.stop is not None else count
+    if start < 0:
+        start += count
+    if stop < 0:
+        stop += count
+    return start, stop, step
+
+
 def _index(view: View, key) -> View:
     if view.ind is not None:
         raise NkiError("nrtsim does not index a view with an indirect axis again")
@@ -601,7 +618,7 @@ def _index(view: View, key) -> View:
         dims = []
         for (stride, count), item in zip(view.dims, key):
             if isinstance(item, slice):
-                start, stop, step = item.indices(count)
+                start, stop, step = _slice_bounds(item, count)
                 n = len(range(start, stop, step))
                 if n <= 0:
                     raise NkiError(f"the slice {item} of an axis of size {count} is empty")
@@ -633,7 +650,7 @@ def _index(view: View, key) -> View:
     slot = 0
     for (stride, count), item in zip(view.dims, key):
         if isinstance(item, slice):
-            start, stop, step = item.indices(count)
+            start, stop, step = _slice_bounds(item, count)
             expr = arange(start, stop, step)
             var = next(iter(expr.terms))
             axis = slot + rank - len(nonint)
@@ -787,6 +804,11 @@ class Trace:
         record = {"name": name, "dtype": _dt.name(dtype), "shape": list(shape), "buffer": buffer.name}
         if par:
             record["par"] = par
+        tiles = getattr(buffer, "tiles", None)
+        if tiles is not None and par:
+            record["blocks"] = tiles
+        if getattr(buffer, "placed", False):
+            record["placed"] = True
         record["loc"] = self.loc()
         self.tensors.append(record)
         tensor = Tensor(self, tid, shape, dtype, buffer, name)
@@ -796,8 +818,10 @@ class Trace:
         return tensor
 
     def matmul_written(self, target: "View") -> bool:
-        """Whether a matmul already wrote ``target`` (the same PSUM access) in this program;
-        records that one now does."""
+        """Whether a matmul already wrote ``target`` (the same PSUM access) in the current
+        accumulation group; records that one now does. A group ends when an instruction reads
+        the tile (its result is used) or a new SPMD program starts: the first matmul of a group
+        overwrites, the next ones accumulate, as NKI's compiler infers ``accumulate``."""
         key = (target.tensor._id, target.off, tuple(tuple(d) for d in target.dims))
         seen = key in self._matmul_targets
         self._matmul_targets.add(key)
@@ -815,6 +839,13 @@ class Trace:
         instruction = {"op": opcode, "engine": engine, "loc": self.loc()}
         for key, value in fields.items():
             instruction[key] = value
+        if self._matmul_targets:
+            # Reading a PSUM tile ends its accumulation group: the next matmul into it
+            # overwrites (see ``matmul_written``).
+            read: set = set()
+            _collect_read(instruction, read)
+            if read:
+                self._matmul_targets = {k for k in self._matmul_targets if k[0] not in read}
         self._last = instruction
         self._fresh = (fresh, self.count - 1) if fresh is not None else None
         return instruction
@@ -859,6 +890,12 @@ class Trace:
                 self.emit("memset", _engine_for(target), dst=target.ap_json(), value=number(value))
                 return
             raise NkiError(f"cannot assign {type(value).__name__} to a tile")
+        if isinstance(value, View) and (value.tensor, value.off, value.dims, value.ind) == (
+            target.tensor, target.off, target.dims, target.ind
+        ):
+            # ``tile[i] += x`` stores tile[i] back into itself after the in-place add: nothing
+            # to do (a copy would read the tile and end a PSUM accumulation group).
+            return
         fresh = self.take_fresh(value)
         if (
             fresh is not None
@@ -876,7 +913,9 @@ class Trace:
         fresh = self.take_fresh(value)
         if fresh is not None and fresh["op"] == "matmul" and tuple(value.shape) == target.shape:
             fresh["dst"] = target.ap_json()
-            fresh["accumulate"] = True
+            # The first matmul of an accumulation group starts it (a fresh PSUM tile need not
+            # be zeroed first), the next ones add to it.
+            fresh["accumulate"] = self.matmul_written(target)
             self._fresh = None
             return
         from . import language
@@ -908,6 +947,19 @@ class Trace:
         self._flush()
         header = json.dumps(finite(self._header()), separators=(",", ":"))
         return header[:-1] + ',"instructions":[' + ",".join(self._encoded) + "]}"
+
+
+def _collect_read(value, found: set, key=None) -> None:
+    """The tensor ids an instruction reads: every access pattern but its destinations."""
+    if isinstance(value, dict):
+        if "t" in value and key not in ("dst", "dst_idx", "reduce_res"):
+            found.add(value["t"])
+        for k, v in value.items():
+            if k not in ("dst", "dst_idx", "reduce_res"):
+                _collect_read(v, found, k)
+    elif isinstance(value, list):
+        for v in value:
+            _collect_read(v, found, key)
 
 
 def _collect_written(value, found: set, key=None) -> None:
