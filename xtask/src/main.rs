@@ -224,6 +224,13 @@ fn main() -> Result<()> {
     }
 }
 
+/// Runs one step of a job: prints `job: what: command` on standard error, then [`run`]s it.
+pub(crate) fn run_step(job: &str, what: &str, command: &mut std::process::Command) -> Result<()> {
+    eprintln!("{job}: {what}: {command:?}");
+    let described = format!("{what} ({command:?})");
+    run(command, &described)
+}
+
 /// Runs `command` to its end; an error names `what` when it cannot start or exits unsuccessfully.
 pub(crate) fn run(command: &mut std::process::Command, what: &str) -> Result<()> {
     let status = command.status().with_context(|| format!("running {what}"))?;

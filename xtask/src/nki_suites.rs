@@ -56,9 +56,7 @@ pub(crate) struct Options {
 }
 
 fn run_step(what: &str, command: &mut Command) -> Result<()> {
-    eprintln!("nki-suites: {what}: {command:?}");
-    let described = format!("{what} ({command:?})");
-    crate::run(command, &described)
+    crate::run_step("nki-suites", what, command)
 }
 
 /// One suite: where it runs, what runs it (pytest, or a driver script of ours), and its extra
@@ -138,13 +136,7 @@ pub(crate) fn run(root: &Path, options: &Options) -> Result<()> {
         "installing the suites' needs",
         Command::new(&python).args(["-m", "pip", "install", "-q"]).args(&packages),
     )?;
-    let purelib = Command::new(&python)
-        .args(["-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"])
-        .output()
-        .context("asking the venv for its site-packages")?;
-    let purelib = PathBuf::from(String::from_utf8_lossy(&purelib.stdout).trim());
-    std::fs::write(purelib.join("nrtsim-nki-dev.pth"), dev_pth(root))
-        .with_context(|| format!("writing the .pth file in {}", purelib.display()))?;
+    install_dev_pth(root, &python)?;
 
     let mut failed_steps = 0;
     for suite in &suites {
@@ -191,6 +183,17 @@ pub(crate) fn run(root: &Path, options: &Options) -> Result<()> {
         bail!("{failed_steps} suite(s) reported no test");
     }
     Ok(())
+}
+
+/// Writes [`dev_pth`] into the site-packages of the venv whose interpreter is `python`.
+pub(crate) fn install_dev_pth(root: &Path, python: &Path) -> Result<()> {
+    let purelib = Command::new(python)
+        .args(["-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"])
+        .output()
+        .context("asking the venv for its site-packages")?;
+    let purelib = PathBuf::from(String::from_utf8_lossy(&purelib.stdout).trim());
+    std::fs::write(purelib.join("nrtsim-nki-dev.pth"), dev_pth(root))
+        .with_context(|| format!("writing the .pth file in {}", purelib.display()))
 }
 
 /// The `.pth` file that makes this tree's NKI and compiler shim importable in the venv, as

@@ -73,9 +73,7 @@ pub(crate) struct Options {
 }
 
 fn run_step(what: &str, command: &mut Command) -> Result<()> {
-    eprintln!("nkipy: {what}: {command:?}");
-    let described = format!("{what} ({command:?})");
-    crate::run(command, &described)
+    crate::run_step("nkipy", what, command)
 }
 
 /// `cargo xtask nkipy`.
@@ -136,13 +134,7 @@ pub(crate) fn run(root: &Path, options: &Options) -> Result<()> {
 
     // nrtsim's compiler shim and NKI from this tree, as their wheels install them: nkipy's
     // in-process neuronx-cc and its NKI integration (`neuronxcc.nki`) are nrtsim's.
-    let purelib = Command::new(&python)
-        .args(["-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"])
-        .output()
-        .context("asking the venv for its site-packages")?;
-    let purelib = PathBuf::from(String::from_utf8_lossy(&purelib.stdout).trim());
-    std::fs::write(purelib.join("nrtsim-nki-dev.pth"), crate::nki_suites::dev_pth(root))
-        .with_context(|| format!("writing the .pth file in {}", purelib.display()))?;
+    crate::nki_suites::install_dev_pth(root, &python)?;
 
     let path = std::env::var_os("PATH").unwrap_or_default();
     let mut paths = vec![sdk.join("bin")];
