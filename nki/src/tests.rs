@@ -1230,7 +1230,7 @@ fn tensors_the_kernel_placed_are_not_summed_with_the_others() {
         )
     };
     let input = f32_bytes(&[0.0]);
-    assert!(run_with(&program(true), &[input.clone()], false).is_ok());
+    assert!(run_with(&program(true), std::slice::from_ref(&input), false).is_ok());
     let error = run_with(&program(false), &[input], false).unwrap_err();
     assert!(
         matches!(*error.kind, RunErrorKind::Capacity { live, .. } if live == 2 * 3072 * 4),
