@@ -5,6 +5,8 @@
 //!   instructions), expectations worked out by hand from the indexing;
 //! - `test_run.py`: kernels run on the executor against NumPy, and the findings (unwritten
 //!   output, strict mode, an access past a tensor as `IndexError`, SBUF over capacity);
+//! - `test_properties.py`: every elementwise function and operator, and the free-axis
+//!   reductions, on random tiles against NumPy's formulas;
 //! - `test_graph.py`: a kernel inside a graph, the `AwsNeuronCustomNativeKernel` custom call a
 //!   framework emits from the kernel's configuration, run by `nrtsim hlo run`.
 //!
@@ -19,7 +21,7 @@ use libtest_mimic::{Arguments, Failed, Trial};
 mod support;
 
 /// The test files, each a unittest module in `python/nki/tests`.
-const FILES: [&str; 3] = ["test_trace", "test_run", "test_graph"];
+const FILES: [&str; 4] = ["test_trace", "test_run", "test_graph", "test_properties"];
 
 fn tests_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../python/nki/tests")
