@@ -724,6 +724,18 @@ def current_trace() -> "Trace":
     return _CURRENT[-1]
 
 
+_IN_PACKAGE: dict = {}
+
+
+def _in_package(filename: str) -> bool:
+    """Whether code of ``filename`` is this package's (remembered per file name)."""
+    known = _IN_PACKAGE.get(filename)
+    if known is None:
+        known = os.path.abspath(filename).startswith(PACKAGE_DIR + os.sep)
+        _IN_PACKAGE[filename] = known
+    return known
+
+
 class Trace:
     """The program being recorded for one kernel call."""
 
@@ -756,16 +768,14 @@ class Trace:
         self._shared_cursor = 0
         # The fresh result of the last instruction: (tensor, instruction index).
         self._fresh: Optional[tuple] = None
-        # The PSUM accesses matmuls wrote, for nc_matmul's inferred accumulation.
-        self._matmul_targets: set = set()
+        # The PSUM accesses matmuls wrote in the current accumulation groups, by tensor id, for
+        # nc_matmul's inferred accumulation.
+        self._matmul_targets: dict = {}
 
     # locations ----------------------------------------------------------------------------
     def loc(self) -> list:
         frame = sys._getframe(1)
-        while frame is not None:
-            path = os.path.abspath(frame.f_code.co_filename)
-            if not path.startswith(PACKAGE_DIR + os.sep):
-                break
+        while frame is not None and _in_package(frame.f_code.co_filename):
             frame = frame.f_back
         if frame is None:
             return [self._file(self.file), self.line]
@@ -822,14 +832,15 @@ class Trace:
         accumulation group; records that one now does. A group ends when an instruction reads
         the tile (its result is used) or a new SPMD program starts: the first matmul of a group
         overwrites, the next ones accumulate, as NKI's compiler infers ``accumulate``."""
-        key = (target.tensor._id, target.off, tuple(tuple(d) for d in target.dims))
-        seen = key in self._matmul_targets
-        self._matmul_targets.add(key)
+        key = (target.off, tuple(tuple(d) for d in target.dims))
+        accesses = self._matmul_targets.setdefault(target.tensor._id, set())
+        seen = key in accesses
+        accesses.add(key)
         return seen
 
     def start_program(self, program_id: tuple):
         self.program_id = program_id
-        self._matmul_targets = set()
+        self._matmul_targets = {}
         self._shared_cursor = 0
         self._fresh = None
 
@@ -844,8 +855,8 @@ class Trace:
             # overwrites (see ``matmul_written``).
             read: set = set()
             _collect_read(instruction, read)
-            if read:
-                self._matmul_targets = {k for k in self._matmul_targets if k[0] not in read}
+            for tensor_id in read:
+                self._matmul_targets.pop(tensor_id, None)
         self._last = instruction
         self._fresh = (fresh, self.count - 1) if fresh is not None else None
         return instruction
