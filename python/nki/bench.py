@@ -123,6 +123,8 @@ def main() -> int:
 
 
 def flash_row(samples: Path, rng, runs: int) -> None:
+    """nki-samples' flash-attention forward at its simulation test size, against NumPy: causal
+    softmax(qᵀk / √d) v, the kernel's layout (q and k [d, seq], v and the result [seq, d])."""
     sys.path.insert(0, str(samples / "src"))
     from nki_samples.reference.attention import FlashConfig, flash_fwd
 
@@ -139,12 +141,12 @@ def flash_row(samples: Path, rng, runs: int) -> None:
     def reference():
         scores = (q[0, 0].T * (1.0 / d ** 0.5)) @ k[0, 0]
         scores = np.where(np.tril(np.ones((seqlen, seqlen), bool)), scores, -np.inf)
-        probs = numpy_softmax(scores)
-        return (probs @ v[0, 0]).T[None, None]
+        return (numpy_softmax(scores) @ v[0, 0])[None, None]
 
     ours_s, result = timed(ours, runs)
     numpy_s, expected = timed(reference, runs)
-    np.testing.assert_allclose(np.asarray(result), expected, rtol=1e-3, atol=1e-3)
+    # nki-samples' test's tolerance.
+    np.testing.assert_allclose(np.asarray(result), expected, rtol=0, atol=1e-2)
     print(json.dumps({"kernel": "flash_fwd 4096x4096 d128 causal (nki-samples)", "ours_s": ours_s,
                       "numpy_s": numpy_s, "instructions": kernel.last_report["stats"]["instructions"]}),
           flush=True)
