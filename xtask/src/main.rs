@@ -11,8 +11,8 @@
 //!   working tree.
 //! - `sdk --out DIR [--profile debug|release]`: the tool, the library, its headers and `nrt.pc`
 //!   laid out as a Neuron SDK folder (`cmake -DNEURON_ROOT=DIR`), relocatable.
-//! - `nki-suites [--sdk DIR] [--samples DIR]`: NKI suites nobody here wrote, on nrtsim's NKI,
-//!   and the counts per test file (`docs/nki.md`).
+//! - `nki-suites [--sdk DIR] [--samples DIR] [--nkipy DIR]`: NKI suites nobody here wrote, on
+//!   nrtsim's NKI, and the counts per test file (`docs/nki-kernels.md`).
 //! - `nkipy --source DIR [--work DIR] [--workers N]`: nkipy's own tests with the simulator as
 //!   the device, and the counts per test file (`docs/nkipy.md`).
 //! - `wheel [--out DIR]`: the Python wheels `nrtsim` (the tool, the library, its headers) and
@@ -129,8 +129,9 @@ enum Command {
         pytest_args: Vec<String>,
     },
     /// Run NKI test suites nobody here wrote (aws-neuron-sdk's nki/test, nki-samples' unit
-    /// tests) on nrtsim's NKI from clones of their repositories, then print the counts per test
-    /// file and each failure's reason (docs/nki.md).
+    /// tests and tutorials, nkipy's test_nki.py) on nrtsim's NKI from clones of their
+    /// repositories, then print the counts per test file and each failure's reason
+    /// (docs/nki-kernels.md).
     NkiSuites {
         /// A clone of aws-neuron/aws-neuron-sdk (its nki/test/*.py).
         #[arg(long)]
@@ -138,6 +139,9 @@ enum Command {
         /// A clone of aws-neuron/nki-samples at 8370e11 (pytest test/unit --simulation-only).
         #[arg(long)]
         samples: Option<PathBuf>,
+        /// A clone of aws-neuron/nkipy (its tests/unit/test_nki.py, as cargo xtask nkipy runs it).
+        #[arg(long)]
+        nkipy: Option<PathBuf>,
         /// Where the venv and the logs go (default: target/nki-suites).
         #[arg(long)]
         work: Option<PathBuf>,
@@ -203,19 +207,24 @@ fn main() -> Result<()> {
                 cores,
                 with_torch,
                 pytest_args,
+                only: None,
             },
         ),
-        Command::NkiSuites { sdk, samples, work, with_torch, pytest_args } => nki_suites::run(
-            &workspace_root(),
-            &nki_suites::Options {
-                sdk,
-                samples,
-                work: work
-                    .unwrap_or_else(|| libnrt::target_dir(&workspace_root()).join("nki-suites")),
-                with_torch,
-                pytest_args,
-            },
-        ),
+        Command::NkiSuites { sdk, samples, nkipy, work, with_torch, pytest_args } => {
+            nki_suites::run(
+                &workspace_root(),
+                &nki_suites::Options {
+                    sdk,
+                    samples,
+                    nkipy,
+                    work: work.unwrap_or_else(|| {
+                        libnrt::target_dir(&workspace_root()).join("nki-suites")
+                    }),
+                    with_torch,
+                    pytest_args,
+                },
+            )
+        }
         Command::Wheel { out } => wheel::run(&workspace_root(), out),
         Command::Conformance { args } => conformance::run(&workspace_root(), "conformance", &args),
         Command::Vectors { args } => conformance::run(&workspace_root(), "vectors", &args),

@@ -5,6 +5,8 @@
 //!
 //! - `--sdk DIR`: a clone of aws-neuron/aws-neuron-sdk; its `nki/test/*.py` (the examples of the
 //!   NKI reference pages, each a unittest file).
+//! - `--nkipy DIR`: a clone of aws-neuron/nkipy: its `tests/unit/test_nki.py` (kernels inside
+//!   nkipy's graphs, through spike on the simulator), by `cargo xtask nkipy`'s steps.
 //! - `--samples DIR`: a clone of aws-neuron/nki-samples at 8370e11 (the last commit with its
 //!   reference kernels): `pytest test/unit --simulation-only` with its `src` on the path, and
 //!   every tutorial kernel in `src/nki_samples/tutorials/` against NumPy ([`TUTORIALS`]).
@@ -30,6 +32,9 @@ use anyhow::{Context, Result, bail};
 use crate::libnrt::{self, Profile};
 use crate::nkipy::{render, summarize};
 
+/// nkipy's NKI integration tests, the ones `--nkipy` runs.
+pub(crate) const NKIPY_NKI_TESTS: &str = "tests/unit/test_nki.py";
+
 /// The driver of nki-samples' tutorials (each kernel against NumPy), relative to the root.
 pub(crate) const TUTORIALS: &str = "python/nki/suites/tutorials.py";
 
@@ -47,6 +52,8 @@ pub(crate) struct Options {
     pub(crate) sdk: Option<PathBuf>,
     /// A clone of aws-neuron/nki-samples (at 8370e11).
     pub(crate) samples: Option<PathBuf>,
+    /// A clone of aws-neuron/nkipy: its `tests/unit/test_nki.py` through `cargo xtask nkipy`.
+    pub(crate) nkipy: Option<PathBuf>,
     /// Where the venv and the logs go.
     pub(crate) work: PathBuf,
     /// Also install PyTorch (some references are torch).
@@ -178,6 +185,21 @@ pub(crate) fn run(root: &Path, options: &Options) -> Result<()> {
             elapsed.as_secs_f64(),
             log.display()
         );
+    }
+    if let Some(source) = &options.nkipy {
+        println!("== nkipy tests/unit/test_nki.py ({})", source.display());
+        crate::nkipy::run(
+            root,
+            &crate::nkipy::Options {
+                source: source.clone(),
+                work: libnrt::target_dir(root).join("nkipy"),
+                workers: 0,
+                cores: None,
+                with_torch: options.with_torch,
+                pytest_args: Vec::new(),
+                only: Some(vec![NKIPY_NKI_TESTS.to_owned()]),
+            },
+        )?;
     }
     if failed_steps > 0 {
         bail!("{failed_steps} suite(s) reported no test");

@@ -70,6 +70,8 @@ pub(crate) struct Options {
     pub(crate) with_torch: bool,
     /// More pytest arguments.
     pub(crate) pytest_args: Vec<String>,
+    /// The test paths to run instead of `tests/unit` and `tests/integration`.
+    pub(crate) only: Option<Vec<String>>,
 }
 
 fn run_step(what: &str, command: &mut Command) -> Result<()> {
@@ -148,7 +150,14 @@ pub(crate) fn run(root: &Path, options: &Options) -> Result<()> {
         .env("NRTSIM_TOOL", sdk.join("bin/nrtsim"))
         .env("NRTSIM_QUIET", "1")
         .env("NRTSIM_CORES", cores.to_string())
-        .args(["-m", "pytest", "tests/unit", "tests/integration", "-q", "-rA"])
+        .args(["-m", "pytest"])
+        .args(
+            options
+                .only
+                .clone()
+                .unwrap_or_else(|| vec!["tests/unit".into(), "tests/integration".into()]),
+        )
+        .args(["-q", "-rA"])
         .args(["-p", "no:cacheprovider"]);
     for file in LEFT_OUT {
         pytest.arg(format!("--ignore={file}"));

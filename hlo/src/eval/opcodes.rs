@@ -97,7 +97,8 @@ pub const EVALUATED_OPCODES: &[&str] = &[
 ];
 
 /// Every `custom_call_target` [`Program::compile`](super::Program::compile) evaluates, sorted:
-/// XLA CPU's `TopK` and Neuron's `AwsNeuronTopK` (what nkipy's `topk` writes).
+/// NKI kernels (`AwsNeuronCustomNativeKernel`, when nrtsim's NKI traced them), XLA CPU's `TopK`
+/// and Neuron's `AwsNeuronTopK` (what nkipy's `topk` writes).
 pub const EVALUATED_CUSTOM_CALLS: &[&str] =
     &["AwsNeuronCustomNativeKernel", "AwsNeuronTopK", "TopK"];
 

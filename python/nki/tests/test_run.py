@@ -137,6 +137,16 @@ class Summary(unittest.TestCase):
         self.assertIn("4 instructions (dma 3, vector 1)", add_kernel.summary())
 
 
+class Benchmark(unittest.TestCase):
+    def test_a_benchmark_runs_and_says_it_has_no_latency(self):
+        kernel = nki.benchmark(warmup=5, iters=10)(add_kernel)
+        a = rand(128, 8)
+        np.testing.assert_array_equal(kernel(a, a), a + a)
+        self.assertEqual(kernel.benchmark_result.report["stats"]["instructions"], 4)
+        with self.assertRaisesRegex(NkiError, "no timing model"):
+            kernel.benchmark_result.nc_latency.get_latency_percentile(50)
+
+
 class Findings(unittest.TestCase):
     def test_an_output_element_never_written_is_a_warning_naming_the_line(self):
         with warnings.catch_warnings(record=True) as caught:

@@ -196,6 +196,8 @@ class Kernel:
         outputs, report = _run.run(trace.document_json(), trace.tensors, trace.outputs,
                                    arrays + trace.constants, strict=strict)
         self.last_report = report
+        if self.mode == "benchmark":
+            self.benchmark_result = BenchmarkResult(report)
         _relay(report)
         if os.environ.get("NRTSIM_NKI_SUMMARY") == "1":
             print(self.summary(), file=sys.stderr)
@@ -241,6 +243,21 @@ def _with_buffer_names(func):
     wrapped = types.FunctionType(func.__code__, scope, func.__name__, func.__defaults__, func.__closure__)
     wrapped.__kwdefaults__ = func.__kwdefaults__
     return wrapped
+
+
+class BenchmarkResult:
+    """What ``nki.benchmark`` leaves on a kernel after a run. nrtsim models no timing, so there
+    is no latency to report: ``nc_latency`` says so, and ``report`` has the executor's counts."""
+
+    def __init__(self, report):
+        self.report = report
+
+    @property
+    def nc_latency(self):
+        raise NkiError(
+            "nrtsim's NKI has no timing model, so a benchmark has no latency; the kernel's "
+            "last_report (or summary()) has its instructions per engine and DMA bytes"
+        )
 
 
 def _returned_tensors(trace, result, name):
