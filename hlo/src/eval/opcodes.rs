@@ -181,7 +181,7 @@ mod tests {
             .filter(|target| unsupported_custom_call(target))
             .collect();
         assert_eq!(missing, Vec::<&str>::new());
-        for target in ["Sharding", "AwsNeuronCustomNativeKernel", "topk", ""] {
+        for target in ["Sharding", "AwsNeuronCustomCall", "topk", ""] {
             assert!(!is_evaluated_custom_call(target));
             assert!(unsupported_custom_call(target), "{target:?}");
         }
