@@ -115,9 +115,10 @@ pub(crate) fn run(root: &Path, options: &Options) -> Result<()> {
             script: Some(root.join(TUTORIALS)),
         });
     }
-    if suites.is_empty() {
+    if suites.is_empty() && options.nkipy.is_none() {
         bail!(
-            "nothing to run: give --sdk DIR and/or --samples DIR (clones of the suites' repositories)"
+            "nothing to run: give --sdk DIR, --samples DIR and/or --nkipy DIR (clones of the \
+             suites' repositories)"
         );
     }
     std::fs::create_dir_all(&options.work)
