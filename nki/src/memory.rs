@@ -565,6 +565,40 @@ impl Memory<'_> {
     ) -> Result<(), RunErrorKind> {
         let dtype = self.tensors[src].dtype;
         let size = dtype.n_bytes();
+        if src != dst && self.tensors[src].all_written() {
+            // Two tensors and every source element written: copy each run of consecutive
+            // elements (consecutive on both sides) at once, straight into the destination.
+            let mut target = std::mem::take(&mut self.tensors[dst].bytes);
+            let source = &self.tensors[src].bytes;
+            let n = dst_offsets.len().min(src_offsets.len());
+            let mut i = 0;
+            while i < n {
+                let (to, from) = (dst_offsets[i], src_offsets[i]);
+                if to == SKIP || from == SKIP {
+                    i += 1;
+                    continue;
+                }
+                let mut run = 1;
+                while i + run < n
+                    && dst_offsets[i + run] == to + run
+                    && src_offsets[i + run] == from + run
+                {
+                    run += 1;
+                }
+                target[to * size..(to + run) * size]
+                    .copy_from_slice(&source[from * size..(from + run) * size]);
+                i += run;
+            }
+            self.tensors[dst].bytes = target;
+            if !self.tensors[dst].all_written() {
+                for &to in &dst_offsets[..n] {
+                    if to != SKIP {
+                        self.mark_written(dst, to);
+                    }
+                }
+            }
+            return Ok(());
+        }
         let mut fill = [0u8; 8];
         dtype.write_f32(dtype.uninitialized_value(), &mut fill);
         let mut unwritten = (0u64, 0usize);
