@@ -364,7 +364,6 @@ fn matmul(mem: &mut Memory<'_>, op: &MatmulOp, mask: &[Pred]) -> Result<()> {
 
 fn select(mem: &mut Memory<'_>, op: &SelectOp, mask: &[Pred]) -> Result<()> {
     let (dst, active) = dst_and_mask(mem, &op.dst, mask)?;
-    let n = dst.len();
     let truth: Vec<bool> = match &op.pred {
         SelectPred::Ap(ap) => {
             let values = mem.load_ap(ap, active.as_deref(), "pred")?;
@@ -375,17 +374,28 @@ fn select(mem: &mut Memory<'_>, op: &SelectOp, mask: &[Pred]) -> Result<()> {
             .map(|v| affine.cmp.holds(v))
             .collect(),
     };
-    // Each branch is read only where it is chosen, so the other may be unwritten there.
-    let chosen = |want: bool| -> Vec<bool> {
-        (0..n).map(|i| truth[i] == want && active.as_ref().is_none_or(|a| a[i])).collect()
-    };
-    let (true_mask, false_mask) = (chosen(true), chosen(false));
-    let on_true = load_operand(mem, &op.on_true, Some(&true_mask), n, "on_true")?;
-    let on_false = load_operand(mem, &op.on_false, Some(&false_mask), n, "on_false")?;
-    let values: Vec<f32> =
-        (0..n).map(|i| if truth[i] { on_true[i] } else { on_false[i] }).collect();
+    let values = choose(mem, &truth, active.as_deref(), &op.on_true, &op.on_false)?;
     mem.store(op.dst.t, &dst, &values);
     Ok(())
+}
+
+/// `truth[i] ? on_true[i] : on_false[i]` over the active elements, each branch read only where
+/// it is chosen (so the other may be unwritten there).
+fn choose(
+    mem: &mut Memory<'_>,
+    truth: &[bool],
+    active: Option<&[bool]>,
+    on_true: &Operand,
+    on_false: &Operand,
+) -> Result<Vec<f32>> {
+    let n = truth.len();
+    let chosen = |want: bool| -> Vec<bool> {
+        (0..n).map(|i| truth[i] == want && active.is_none_or(|a| a[i])).collect()
+    };
+    let (true_mask, false_mask) = (chosen(true), chosen(false));
+    let on_true = load_operand(mem, on_true, Some(&true_mask), n, "on_true")?;
+    let on_false = load_operand(mem, on_false, Some(&false_mask), n, "on_false")?;
+    Ok((0..n).map(|i| if truth[i] { on_true[i] } else { on_false[i] }).collect())
 }
 
 fn print(mem: &mut Memory<'_>, op: &PrintOp, mask: &[Pred]) -> Result<PrintRecord> {
@@ -741,14 +751,7 @@ fn select_reduce(mem: &mut Memory<'_>, op: &SelectReduceOp, mask: &[Pred]) -> Re
     let predicate = load_operand(mem, &op.predicate, active.as_deref(), n, "predicate")?;
     let truth: Vec<bool> = predicate.iter().map(|&v| (v != 0.0) != op.reverse_pred).collect();
     // Each branch is read only where it is chosen, as `select` does.
-    let chosen = |want: bool| -> Vec<bool> {
-        (0..n).map(|i| truth[i] == want && active.as_ref().is_none_or(|a| a[i])).collect()
-    };
-    let (true_mask, false_mask) = (chosen(true), chosen(false));
-    let on_true = load_operand(mem, &op.on_true, Some(&true_mask), n, "on_true")?;
-    let on_false = load_operand(mem, &op.on_false, Some(&false_mask), n, "on_false")?;
-    let values: Vec<f32> =
-        (0..n).map(|i| if truth[i] { on_true[i] } else { on_false[i] }).collect();
+    let values = choose(mem, &truth, active.as_deref(), &op.on_true, &op.on_false)?;
     mem.store(op.dst.t, &dst, &values);
     let partitions = op.dst.ap[0][1] as usize;
     let folds = partition_folds(&values, &dst, partitions, op.reduce_op)?;
