@@ -108,6 +108,8 @@ fn check_capacity(
     // Per buffer, the change of live bytes at each instruction (a tensor joins at its first
     // instruction and leaves after its last).
     let mut delta = [vec![0i128; n_instructions + 1], vec![0i128; n_instructions + 1]];
+    let capacities =
+        [program.target.sbuf_bytes_per_partition(), program.target.psum_bytes_per_partition()];
     for (t, tensor) in program.tensors.iter().enumerate() {
         let slot = match tensor.buffer {
             Buffer::Sbuf => 0,
@@ -121,11 +123,7 @@ fn check_capacity(
         if tensor.placed {
             // The kernel chose its address, and the tensors sharing it are the kernel's to
             // keep apart: only its own size must fit.
-            let capacity = if slot == 0 {
-                program.target.sbuf_bytes_per_partition()
-            } else {
-                program.target.psum_bytes_per_partition()
-            };
+            let capacity = capacities[slot];
             if tensor.bytes_per_partition() > capacity {
                 return Err(RunError::at(
                     program,
@@ -143,8 +141,6 @@ fn check_capacity(
         delta[slot][first[t]] += bytes;
         delta[slot][last[t] + 1] -= bytes;
     }
-    let capacities =
-        [program.target.sbuf_bytes_per_partition(), program.target.psum_bytes_per_partition()];
     let mut peaks = [0u64; 2];
     for slot in 0..2 {
         let mut live = 0i128;

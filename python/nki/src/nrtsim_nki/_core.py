@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import Any, Optional
+from typing import Optional
 
 import numpy as np
 
@@ -198,9 +198,6 @@ def _as_int(value, what: str) -> int:
     raise NkiError(f"{what} must be an integer at trace time, got {type(value).__name__} {value!r}")
 
 
-#: The expression 1: ``1 < 0`` is a clause no element satisfies.
-_NEVER = None  # set below, once IndexExpr exists
-
 #: Clauses of a predicate whose truth was tested (see ``Predicate``).
 _PENDING_CONJUNCTS: list = []
 
@@ -251,6 +248,7 @@ class Predicate:
         raise NkiError("a mask is a conjunction (&) of index predicates; | is not supported")
 
 
+#: The expression 1: ``1 < 0`` is a clause no element satisfies (a mask ``& False``).
 _NEVER = IndexExpr({}, 1, {}, 1)
 
 

@@ -450,25 +450,18 @@ def _simple(op, names, shape_of, dtype_of, engine_name="vector", defaults=None):
     def function(*args, **kwargs):
         dst, args = _dst(args, kwargs, len(names))
         v = _bind(names, args, kwargs, dict({"mask": None, "dtype": None}, **(defaults or {})))
+        shape = shape_of(v)
+        tile, target, fresh = _target(dst, shape, v["dtype"] or dtype_of(v))
         if v["mask"] is not None:
-            # These instructions take no mask: a box mask cuts their operands (and the result's
-            # partitions) instead.
-            first = _core.as_view(v[names[0]])
-            bounds = _box(v["mask"], first.shape)
-            v[names[0]] = _sliced(first, bounds)
+            # These instructions take no mask: a box mask cuts their operands and the result's
+            # partitions instead.
+            bounds = _box(v["mask"], _core.as_view(v[names[0]]).shape)
+            v["mask"] = None
+            v[names[0]] = _sliced(v[names[0]], bounds)
             for name in names[1:]:
                 if _core.is_tile(v[name]):
                     v[name] = _sliced(v[name], bounds, axes=1)
-            v["mask"] = None
-            if dst is not None:
-                dst = _sliced(dst, bounds, axes=1)
-            else:
-                whole = shape_of(dict(v, **{names[0]: first}))
-                tile, target, fresh = _target(None, whole, v["dtype"] or dtype_of(dict(v, **{names[0]: first})))
-                function(_sliced(target, bounds, axes=1), *[v[n] for n in names], **{k: v[k] for k in v if k not in names and k != "mask"})
-                return _done(tile, fresh)
-        shape = shape_of(v)
-        tile, target, fresh = _target(dst, shape, v["dtype"] or dtype_of(v))
+            target = _sliced(target, bounds, axes=1)
         fields = {"dst": target.ap_json()}
         for name in names:
             value = v[name]
