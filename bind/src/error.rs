@@ -270,6 +270,27 @@ pub enum BindError {
         actual: String,
     },
 
+    /// `load_collectives` as a rank outside its group.
+    #[error("expected 0 <= ctx_device_id < ctx_device_count, got {rank} of {world}")]
+    InvalidRank {
+        /// `ctx_device_id`.
+        rank: i64,
+        /// `ctx_device_count`.
+        world: i64,
+    },
+
+    /// NeuronCores no load can use: a start below -1 or a count below 1.
+    #[error(
+        "NeuronCores start {start}, count {count}: expected a start of -1 (the first free core) or \
+         more and a count of 1 or more"
+    )]
+    InvalidPlacement {
+        /// The first core asked for.
+        start: i64,
+        /// How many cores.
+        count: i64,
+    },
+
     /// `set_dynamic_batching_mixed` with flag lists of the wrong length.
     #[error(
         "set_dynamic_batching_mixed: expected {expected} {side:?} flags (one per tensor), got {actual}"

@@ -285,6 +285,11 @@ impl HostTensor {
         self.storage.read().clone()
     }
 
+    /// Calls `body` with the bytes, without copying them (they are locked for reading meanwhile).
+    pub fn with_bytes<R>(&self, body: impl FnOnce(&[u8]) -> R) -> R {
+        body(&self.storage.read())
+    }
+
     /// The elements as `T`.
     ///
     /// # Errors

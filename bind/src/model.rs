@@ -504,6 +504,71 @@ impl Model {
         self.reload()
     }
 
+    /// `set_neuron_devices(start, count)`: the NeuronCores the next load uses (`start` as
+    /// `nrt_load`'s `vnc`, `-1` for the first free one; `count` as its `vnc_count`). A loaded
+    /// model is unloaded and loaded again there.
+    ///
+    /// # Errors
+    /// [`BindError::InvalidPlacement`] for a count below 1 or a start below -1 (values libnrt
+    /// would only refuse at load); any unload or load error.
+    pub fn set_neuron_devices(&mut self, start: i64, count: i64) -> Result<(), BindError> {
+        let (Ok(vnc), Ok(vnc_count)) = (i32::try_from(start), i32::try_from(count)) else {
+            return Err(BindError::InvalidPlacement { start, count });
+        };
+        if vnc < -1 || vnc_count < 1 {
+            return Err(BindError::InvalidPlacement { start, count });
+        }
+        self.placement = LoadPlacement { vnc, vnc_count, collectives: None };
+        self.reload()
+    }
+
+    /// `load_collectives(vnc, vnc_count, ctx_device_id, ctx_device_count)`: loads the model now
+    /// with `nrt_load_collectives`, as rank `ctx_device_id` of `ctx_device_count`, unloading it
+    /// first if it was loaded by a plain load or elsewhere.
+    ///
+    /// # Errors
+    /// [`BindError::InvalidPlacement`] for cores as in [`Model::set_neuron_devices`];
+    /// [`BindError::InvalidRank`] unless `0 <= ctx_device_id < ctx_device_count`; any unload or
+    /// load error.
+    pub fn load_collectives(
+        &mut self,
+        vnc: i64,
+        vnc_count: i64,
+        ctx_device_id: i64,
+        ctx_device_count: i64,
+    ) -> Result<(), BindError> {
+        let (Ok(core), Ok(count)) = (i32::try_from(vnc), i32::try_from(vnc_count)) else {
+            return Err(BindError::InvalidPlacement { start: vnc, count: vnc_count });
+        };
+        if core < -1 || count < 1 {
+            return Err(BindError::InvalidPlacement { start: vnc, count: vnc_count });
+        }
+        let (Ok(rank), Ok(world)) = (u32::try_from(ctx_device_id), u32::try_from(ctx_device_count))
+        else {
+            return Err(BindError::InvalidRank { rank: ctx_device_id, world: ctx_device_count });
+        };
+        if rank >= world {
+            return Err(BindError::InvalidRank { rank: ctx_device_id, world: ctx_device_count });
+        }
+        self.unload()?;
+        self.placement =
+            LoadPlacement { vnc: core, vnc_count: count, collectives: Some((rank, world)) };
+        self.blocking_load()
+    }
+
+    /// How many loaded instances the model has: 1 when loaded (or loading), 0 otherwise.
+    pub fn instance_count(&self) -> i64 {
+        match self.state {
+            LoadState::Unloaded => 0,
+            LoadState::Loading(_) | LoadState::Loaded(_) => 1,
+        }
+    }
+
+    /// The NEFF bytes the model was made from.
+    pub fn neff(&self) -> &[u8] {
+        &self.neff
+    }
+
     /// Unloads and loads again if the model was loaded or loading.
     fn reload(&mut self) -> Result<(), BindError> {
         if matches!(self.state, LoadState::Unloaded) {

@@ -60,6 +60,33 @@ impl SpmdModel {
         world_size: i64,
         options: ModelOptions,
     ) -> Result<SpmdModel, BindError> {
+        SpmdModel::with_rank_weights(
+            runtime,
+            neff,
+            metaneff_bytes,
+            local_ranks,
+            world_size,
+            options,
+            &[],
+        )
+    }
+
+    /// As [`SpmdModel::new`], with weights of each rank's own: rank `r` takes its states and
+    /// weights from `rank_weights[r]` where that exists, and from `options.weights` otherwise
+    /// (a sharded checkpoint holds a different shard of each weight per rank, under one key).
+    ///
+    /// # Errors
+    /// Those of [`SpmdModel::new`], and [`BindError::RankCount`] when `rank_weights` is neither
+    /// empty nor one entry per local rank.
+    pub fn with_rank_weights(
+        runtime: Arc<dyn Runtime>,
+        neff: &[u8],
+        metaneff_bytes: &[u8],
+        local_ranks: i64,
+        world_size: i64,
+        options: ModelOptions,
+        rank_weights: &[super::Weights],
+    ) -> Result<SpmdModel, BindError> {
         let (Ok(n_ranks), Ok(world)) = (u32::try_from(local_ranks), u32::try_from(world_size))
         else {
             return Err(BindError::InvalidRanks { local_ranks, world_size });
@@ -67,9 +94,16 @@ impl SpmdModel {
         if n_ranks == 0 || n_ranks > world {
             return Err(BindError::InvalidRanks { local_ranks, world_size });
         }
+        if !rank_weights.is_empty() && rank_weights.len() != n_ranks as usize {
+            return Err(BindError::RankCount {
+                expected: n_ranks as usize,
+                actual: rank_weights.len(),
+            });
+        }
         let meta = metaneff::Decoded::decode(metaneff_bytes)?;
-        let mut layout = Layout::from_decoded(&meta, &VarTable::of_neff(neff))?;
-        layout.resolve_internal(&options.weights)?;
+        let unresolved = Layout::from_decoded(&meta, &VarTable::of_neff(neff))?;
+        let mut layout = unresolved.clone();
+        layout.resolve_internal(rank_weights.first().unwrap_or(&options.weights))?;
         let mut model =
             SpmdModel { ctx: Ctx::new(runtime, options.trace, layout), ranks: Vec::new() };
         for rank in 0..n_ranks {
@@ -78,9 +112,20 @@ impl SpmdModel {
                 vnc_count: 1,
                 collectives: Some((rank, world)),
             };
-            let loaded = tensor_set::load(&model.ctx, neff, placement).map_err(|source| {
-                BindError::Rank { rank: rank as usize, source: Box::new(source) }
-            })?;
+            let wrap = |source| BindError::Rank { rank: rank as usize, source: Box::new(source) };
+            // A rank with weights of its own loads them through a layout of its own; the launch
+            // reads only names, dtypes and shapes from the layout, which every rank shares.
+            let loaded = match rank_weights.get(rank as usize) {
+                Some(weights) if rank > 0 => {
+                    let mut rank_layout = unresolved.clone();
+                    rank_layout.resolve_internal(weights).map_err(wrap)?;
+                    let mut rank_ctx = model.ctx.clone();
+                    rank_ctx.layout = Arc::new(rank_layout);
+                    tensor_set::load(&rank_ctx, neff, placement)
+                }
+                _ => tensor_set::load(&model.ctx, neff, placement),
+            }
+            .map_err(wrap)?;
             model.ranks.push(loaded);
         }
         Ok(model)

@@ -9,7 +9,7 @@
 //! Nothing a caller passes as a handle is ever dereferenced.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
 use abi::c_layout::c_types::nrta_error_t;
 use abi::functions::LibnrtFunction;
@@ -59,7 +59,8 @@ fn decode(handle: usize) -> u64 {
 
 /// The simulator and the handles given out.
 pub(crate) struct Global {
-    pub(crate) sim: SimRuntime,
+    /// Shared with the binding layer's models (`exports::bind`), which hold it as a runtime.
+    pub(crate) sim: Arc<SimRuntime>,
     /// Print each failing call's detail on stderr (`NRTSIM_LOG=1`).
     log_errors: bool,
     live: Mutex<HashSet<usize>>,
@@ -98,7 +99,7 @@ pub(crate) fn global() -> Result<&'static Global, u32> {
                 explained: Mutex::new(HashSet::new()),
                 error_lists: Mutex::new(HashMap::new()),
                 exec_callback: Mutex::new(None),
-                sim,
+                sim: Arc::new(sim),
             });
         if let Err(reason) = &made {
             eprintln!("nrtsim: the simulated libnrt is not configured: {reason}");
@@ -244,7 +245,7 @@ mod tests {
             explained: Mutex::new(HashSet::new()),
             error_lists: Mutex::new(HashMap::new()),
             exec_callback: Mutex::new(None),
-            sim,
+            sim: Arc::new(sim),
         };
         let handles: Vec<usize> =
             (0..N_HANDLES).map(|id| global.register(Kind::Tensor, id)).collect();

@@ -306,3 +306,17 @@ fn unsupported_interfaces_are_invalid_and_say_why_once() {
         "the after-init call of a before-init function is refused by the gate:\n{stderr}"
     );
 }
+
+/// The binding layer's C API (`nrtsim/bind.h`): a forward computes, and each misuse has its
+/// status and a message naming what was expected.
+#[test]
+fn the_binding_layers_c_api_runs_a_model_and_names_each_misuse() {
+    let program = compile_c("bind");
+    let model = scale_model(&[4], 2.0);
+    let neff = neff_file(&model.description(), "bind");
+    let metaneff = neff.with_extension("metaneff");
+    std::fs::write(&metaneff, model.metaneff()).expect("write the metaneff");
+    let output = run(&program, &[&neff, &metaneff], &[]);
+    assert!(output.status.success(), "{}", text(&output));
+    assert!(String::from_utf8_lossy(&output.stdout).contains("bind ok"), "{}", text(&output));
+}

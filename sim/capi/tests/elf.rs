@@ -54,15 +54,34 @@ fn the_soname_is_libnrt_so_1() {
     assert!(dynamic.contains("Library soname: [libnrt.so.1]"), "{dynamic}");
 }
 
+/// The functions `include/nrtsim/bind.h` declares: nrtsim's own API, beside libnrt's.
+fn bind_header_functions() -> BTreeSet<String> {
+    let header = std::fs::read_to_string(support::package_dir().join("include/nrtsim/bind.h"))
+        .expect("read include/nrtsim/bind.h");
+    // A declaration is the identifier right before a `(`.
+    header
+        .split('(')
+        .filter_map(|before| {
+            before.rsplit(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).next()
+        })
+        .filter(|name| name.starts_with("nrtsim_bind_"))
+        .map(str::to_owned)
+        .collect()
+}
+
 #[test]
 fn exactly_the_functions_of_the_table_are_exported_with_version_nrt_2_0_0() {
     let exported: BTreeSet<(String, String)> =
         exported_symbols().into_iter().map(|(name, version, _, _)| (name, version)).collect();
-    let expected: BTreeSet<(String, String)> = LibnrtFunction::ALL
+    let mut expected: BTreeSet<(String, String)> = LibnrtFunction::ALL
         .iter()
         .map(|function| (function.name().to_owned(), "NRT_2.0.0".to_owned()))
         .collect();
     assert_eq!(expected.len(), 126);
+    // nrtsim's binding-layer API is ours, not libnrt's: exported without a version.
+    let bind = bind_header_functions();
+    assert_eq!(bind.len(), 17, "{bind:?}");
+    expected.extend(bind.into_iter().map(|name| (name, String::new())));
     assert_eq!(exported, expected, "exported symbols and their versions");
 }
 

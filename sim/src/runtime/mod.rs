@@ -563,6 +563,11 @@ impl SimRuntime {
         self.next_handle.fetch_add(1, Ordering::Relaxed)
     }
 
+    /// Whether `nrt_init` has run and `nrt_close` has not since.
+    pub fn is_initialized(&self) -> bool {
+        self.lifecycle.load(Ordering::Acquire) == INITIALIZED
+    }
+
     /// The one lifecycle gate, from the function table's pre-init rule: a
     /// [`PreInit::Gated`] function is `NRT_UNINITIALIZED` before `nrt_init` and `NRT_CLOSED`
     /// after `nrt_close`; a [`PreInit::Required`] one is `NRT_INVALID` once the runtime is

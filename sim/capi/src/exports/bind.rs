@@ -1,0 +1,963 @@
+//! `nrtsim/bind.h`: the binding layer (`bind`, libtorchneuron's rules) as a small C API, so that
+//! a C++ TorchBind layer (the `nrtsim-torch` package) can give torch programs
+//! `torch.classes.neuron.Model`, `SPMDModel` and `torch.ops.neuron.forward_v2` with every rule
+//! still written once, in Rust.
+//!
+//! The models run on this library's own simulator, the one every `nrt_*` export of the process
+//! uses, so a program that mixes torch objects with direct libnrt calls sees one device, as it
+//! does with libtorchneuron over libnrt.
+//!
+//! Conventions (the header says the same for C users):
+//! - Every function returns an `nrtsim_bind_status_t`; on failure, `nrtsim_bind_last_error`
+//!   gives this thread's message, which says what was expected and what came.
+//! - Models and results are numbers from registries of their own, never addresses; a freed
+//!   number stays invalid forever.
+//! - Tensors cross as (`c10` scalar type index, shape, bytes). Input bytes are read during the
+//!   call and copied; output bytes are copied into a buffer the caller owns
+//!   (`nrtsim_bind_result_copy`), so no memory C may write is ever a Rust slice.
+//! - An SPMD model is made when it is first initialised or run (`bind::SpmdModel` loads with
+//!   its weights); its constructor checks the NEFF and metaneff so that bad bytes fail there.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::ffi::{CString, c_char, c_void};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use abi::dtype::ScalarType;
+use abi::runtime::prelude::*;
+use abi::runtime::{Framework, Runtime};
+use bind::{BindError, ForwardOutput, HostTensor, Model, ModelOptions, SpmdModel, Weights};
+
+use super::guard;
+use crate::handles::{global, lock};
+
+/// Success.
+const OK: i32 = 0;
+/// A NULL pointer, an unknown number, an unknown scalar type or sizes that do not agree.
+const INVALID_ARGUMENT: i32 = 1;
+/// One of libtorchneuron's checks of an input failed (dtype, shape, count, ...).
+const VALIDATE: i32 = 2;
+/// The metaneff does not decode or does not describe a model the layer can bind.
+const METANEFF: i32 = 3;
+/// The NEFF does not load.
+const LOAD: i32 = 4;
+/// A runtime call failed at execute, write or read.
+const RUNTIME: i32 = 5;
+/// What the simulator does not model.
+const UNSUPPORTED: i32 = 6;
+/// A bug: a panic caught at the boundary.
+const INTERNAL: i32 = 7;
+
+thread_local! {
+    /// This thread's last failure: its message.
+    static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
+}
+
+/// Records `message` as this thread's last error and returns `status`.
+fn fail(status: i32, message: impl Into<String>) -> i32 {
+    let text = message.into().replace('\0', "\\0");
+    let text = CString::new(text).unwrap_or_default();
+    LAST_ERROR.with(|last| *last.borrow_mut() = text);
+    status
+}
+
+/// The status and message of a binding-layer error.
+fn bind_failure(error: &BindError) -> i32 {
+    let status = match error {
+        BindError::Rank { source, .. } => return fail(status_of(source), error.to_string()),
+        other => status_of(other),
+    };
+    let prefix = match status {
+        METANEFF => "the metaneff does not describe a model: ",
+        LOAD => "the NEFF does not load: ",
+        _ => "",
+    };
+    fail(status, format!("{prefix}{error}"))
+}
+
+fn status_of(error: &BindError) -> i32 {
+    match error {
+        BindError::Validate(_) => VALIDATE,
+        BindError::Runtime { call: "load" | "load_collectives", .. } => LOAD,
+        BindError::Runtime { .. } => RUNTIME,
+        BindError::Metaneff(_)
+        | BindError::Dtype { .. }
+        | BindError::UnknownTensorType { .. }
+        | BindError::AliasOutOfRange { .. }
+        | BindError::MissingCheckpointKey { .. } => METANEFF,
+        BindError::Rank { source, .. } => status_of(source),
+        BindError::ThreadPanicked { .. } => INTERNAL,
+        _ => INVALID_ARGUMENT,
+    }
+}
+
+/// Runs a body under the panic guard; a panic is `INTERNAL` with a message.
+fn call(name: &str, body: impl FnOnce() -> i32) -> i32 {
+    const PANICKED: i32 = -1;
+    match guard(name, PANICKED, body) {
+        PANICKED => fail(INTERNAL, format!("{name} panicked, a bug of nrtsim (see stderr)")),
+        status => status,
+    }
+}
+
+/// A model of either kind.
+enum Entry {
+    Model(Box<Model>),
+    Spmd(Spmd),
+}
+
+/// An SPMD model: the bytes and counts until the first initialise or forward makes it.
+struct Spmd {
+    neff: Vec<u8>,
+    metaneff: Vec<u8>,
+    local_ranks: i64,
+    world_size: i64,
+    made: Option<SpmdModel>,
+}
+
+impl Spmd {
+    /// The model, made now with no weights if it was not made yet.
+    fn model(&mut self, runtime: Arc<dyn Runtime>) -> Result<&mut SpmdModel, BindError> {
+        if self.made.is_none() {
+            self.made = Some(SpmdModel::new(
+                runtime,
+                &self.neff,
+                &self.metaneff,
+                self.local_ranks,
+                self.world_size,
+                ModelOptions::default(),
+            )?);
+        }
+        Ok(self.made.as_mut().expect("made above"))
+    }
+}
+
+/// What a forward returned, per rank.
+struct Outcome {
+    ranks: Vec<RankOutcome>,
+}
+
+struct RankOutcome {
+    outputs: Vec<HostTensor>,
+    /// For each output, the position of the caller's input it shares storage with.
+    alias: Vec<i64>,
+    status: i32,
+}
+
+#[derive(Default)]
+struct Registry {
+    models: Mutex<HashMap<u64, Arc<Mutex<Entry>>>>,
+    results: Mutex<HashMap<u64, Arc<Outcome>>>,
+    next: AtomicU64,
+}
+
+fn registry() -> &'static Registry {
+    static REGISTRY: std::sync::OnceLock<Registry> = std::sync::OnceLock::new();
+    REGISTRY.get_or_init(|| Registry { next: AtomicU64::new(1), ..Registry::default() })
+}
+
+fn new_id() -> u64 {
+    registry().next.fetch_add(1, Ordering::Relaxed)
+}
+
+fn entry(model: u64) -> Result<Arc<Mutex<Entry>>, i32> {
+    lock(&registry().models).get(&model).cloned().ok_or_else(|| {
+        fail(INVALID_ARGUMENT, format!("model {model} is not a live model of this library"))
+    })
+}
+
+fn outcome(result: u64) -> Result<Arc<Outcome>, i32> {
+    lock(&registry().results).get(&result).cloned().ok_or_else(|| {
+        fail(INVALID_ARGUMENT, format!("result {result} is not a live result of this library"))
+    })
+}
+
+/// The process's simulator as the layer's runtime, initialised for PyTorch first if no one has
+/// (libtorchneuron calls `nrt_init` itself before its first model; a program that already did
+/// keeps its own initialisation).
+fn runtime() -> Result<Arc<dyn Runtime>, i32> {
+    let g = global().map_err(|status| {
+        fail(RUNTIME, format!("the simulator is not configured (status {status}); see stderr"))
+    })?;
+    if !g.sim.is_initialized() {
+        if let Err(error) = g.sim.init(Framework::Pytorch, "", "") {
+            // Another thread may have initialised it meanwhile; only a failure that leaves it
+            // uninitialised is one.
+            if !g.sim.is_initialized() {
+                return Err(fail(RUNTIME, format!("nrt_init failed: {error}")));
+            }
+        }
+    }
+    Ok(Arc::clone(&g.sim) as Arc<dyn Runtime>)
+}
+
+/// `size` bytes at `data`, copied; an empty slice for size 0 (whatever `data` is).
+///
+/// # Safety
+/// Unless `size` is 0, `data` points at `size` readable bytes.
+unsafe fn bytes_of(data: *const c_void, size: usize, what: &str) -> Result<Vec<u8>, i32> {
+    if size == 0 {
+        return Ok(Vec::new());
+    }
+    if data.is_null() {
+        return Err(fail(INVALID_ARGUMENT, format!("{what} is NULL with a size of {size} bytes")));
+    }
+    let mut copy = Vec::new();
+    copy.try_reserve_exact(size).map_err(|_| {
+        fail(INVALID_ARGUMENT, format!("{what}: {size} bytes could not be allocated"))
+    })?;
+    // SAFETY: non-NULL, and `size` readable bytes by the caller's contract.
+    copy.extend_from_slice(unsafe { std::slice::from_raw_parts(data.cast::<u8>(), size) });
+    Ok(copy)
+}
+
+/// One tensor as C gives it.
+#[repr(C)]
+pub struct nrtsim_bind_tensor_t {
+    scalar_type: i32,
+    ndim: i32,
+    shape: *const i64,
+    data: *const c_void,
+    nbytes: usize,
+}
+
+/// A named tensor (a weight or a state, by `checkpoint_key`).
+#[repr(C)]
+pub struct nrtsim_bind_named_tensor_t {
+    name: *const c_char,
+    name_len: usize,
+    tensor: nrtsim_bind_tensor_t,
+}
+
+/// One output as C reads it.
+#[repr(C)]
+pub struct nrtsim_bind_output_t {
+    scalar_type: i32,
+    ndim: i32,
+    shape: *const i64,
+    nbytes: usize,
+    alias_input: i64,
+    status: i32,
+}
+
+/// A host tensor from C's description, its bytes copied.
+///
+/// # Safety
+/// `tensor.shape` points at `ndim` values (unless 0) and `tensor.data` at `nbytes` bytes
+/// (unless 0).
+unsafe fn host_tensor(tensor: &nrtsim_bind_tensor_t, what: &str) -> Result<HostTensor, i32> {
+    let scalar_type = u8::try_from(tensor.scalar_type)
+        .ok()
+        .and_then(ScalarType::from_index)
+        .ok_or_else(|| {
+            fail(
+                INVALID_ARGUMENT,
+                format!(
+                    "{what}: scalar type {} is not a c10 scalar type this ABI knows",
+                    tensor.scalar_type
+                ),
+            )
+        })?;
+    let ndim = usize::try_from(tensor.ndim)
+        .map_err(|_| fail(INVALID_ARGUMENT, format!("{what}: ndim {} is negative", tensor.ndim)))?;
+    let shape: Vec<i64> = if ndim == 0 {
+        Vec::new()
+    } else if tensor.shape.is_null() {
+        return Err(fail(INVALID_ARGUMENT, format!("{what}: shape is NULL with ndim {ndim}")));
+    } else {
+        // SAFETY: non-NULL, `ndim` values by the caller's contract.
+        unsafe { std::slice::from_raw_parts(tensor.shape, ndim) }.to_vec()
+    };
+    // SAFETY: by the caller's contract.
+    let bytes = unsafe { bytes_of(tensor.data, tensor.nbytes, what) }?;
+    HostTensor::from_bytes(scalar_type, &shape, bytes)
+        .map_err(|error| fail(INVALID_ARGUMENT, format!("{what}: {error}")))
+}
+
+/// The last error of the calling thread: a NUL-terminated message, valid until this thread's
+/// next call of this API (empty before any failure).
+#[unsafe(no_mangle)]
+pub extern "C" fn nrtsim_bind_last_error() -> *const c_char {
+    LAST_ERROR.with(|last| last.borrow().as_ptr())
+}
+
+/// A model from NEFF and metaneff bytes (`torch.classes.neuron.Model(neff, metaneff)`).
+///
+/// # Safety
+/// `neff` and `metaneff` point at their sizes' bytes; `out` at a writable `uint64_t`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nrtsim_bind_model_new(
+    neff: *const c_void,
+    neff_size: usize,
+    metaneff: *const c_void,
+    metaneff_size: usize,
+    out: *mut u64,
+) -> i32 {
+    call("nrtsim_bind_model_new", || {
+        if out.is_null() {
+            return fail(INVALID_ARGUMENT, "out is NULL");
+        }
+        // SAFETY: by the caller's contract.
+        let neff = match unsafe { bytes_of(neff, neff_size, "neff") } {
+            Ok(bytes) => bytes,
+            Err(status) => return status,
+        };
+        // SAFETY: by the caller's contract.
+        let metaneff = match unsafe { bytes_of(metaneff, metaneff_size, "metaneff") } {
+            Ok(bytes) => bytes,
+            Err(status) => return status,
+        };
+        let runtime = match runtime() {
+            Ok(runtime) => runtime,
+            Err(status) => return status,
+        };
+        match Model::new(runtime, &neff, &metaneff, ModelOptions::default()) {
+            Ok(model) => {
+                let id = new_id();
+                lock(&registry().models)
+                    .insert(id, Arc::new(Mutex::new(Entry::Model(Box::new(model)))));
+                // SAFETY: checked non-NULL; writable by the caller's contract.
+                unsafe { *out = id };
+                OK
+            }
+            Err(error) => bind_failure(&error),
+        }
+    })
+}
+
+/// An SPMD model (`torch.classes.neuron.SPMDModel(neff, metaneff, local_ranks, world_size)`).
+/// The metaneff is decoded and the NEFF read now; the ranks load at the first
+/// `nrtsim_bind_spmd_initialize` or forward.
+///
+/// # Safety
+/// As [`nrtsim_bind_model_new`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nrtsim_bind_spmd_model_new(
+    neff: *const c_void,
+    neff_size: usize,
+    metaneff: *const c_void,
+    metaneff_size: usize,
+    local_ranks: i64,
+    world_size: i64,
+    out: *mut u64,
+) -> i32 {
+    call("nrtsim_bind_spmd_model_new", || {
+        if out.is_null() {
+            return fail(INVALID_ARGUMENT, "out is NULL");
+        }
+        // SAFETY: by the caller's contract.
+        let neff = match unsafe { bytes_of(neff, neff_size, "neff") } {
+            Ok(bytes) => bytes,
+            Err(status) => return status,
+        };
+        // SAFETY: by the caller's contract.
+        let metaneff = match unsafe { bytes_of(metaneff, metaneff_size, "metaneff") } {
+            Ok(bytes) => bytes,
+            Err(status) => return status,
+        };
+        if local_ranks < 1 || world_size < local_ranks {
+            return bind_failure(&BindError::InvalidRanks { local_ranks, world_size });
+        }
+        if let Err(error) = abi::metaneff::Decoded::decode(&metaneff) {
+            return bind_failure(&BindError::Metaneff(error));
+        }
+        if let Err(error) = abi::neff::Neff::parse(&neff, &abi::neff::ReadOptions::default()) {
+            return fail(LOAD, format!("the NEFF does not load: {error}"));
+        }
+        let spmd = Spmd { neff, metaneff, local_ranks, world_size, made: None };
+        let id = new_id();
+        lock(&registry().models).insert(id, Arc::new(Mutex::new(Entry::Spmd(spmd))));
+        // SAFETY: checked non-NULL; writable by the caller's contract.
+        unsafe { *out = id };
+        OK
+    })
+}
+
+/// Releases a model (unloading it); the number is invalid afterwards.
+#[unsafe(no_mangle)]
+pub extern "C" fn nrtsim_bind_model_free(model: u64) -> i32 {
+    call("nrtsim_bind_model_free", || match lock(&registry().models).remove(&model) {
+        Some(_) => OK,
+        None => {
+            fail(INVALID_ARGUMENT, format!("model {model} is not a live model of this library"))
+        }
+    })
+}
+
+/// Runs `body` on a plain model; an SPMD model is refused naming `what`.
+fn with_model(
+    model: u64,
+    what: &str,
+    body: impl FnOnce(&mut Model) -> Result<(), BindError>,
+) -> i32 {
+    let entry = match entry(model) {
+        Ok(entry) => entry,
+        Err(status) => return status,
+    };
+    let mut entry = lock(&entry);
+    match &mut *entry {
+        Entry::Model(model) => match body(model) {
+            Ok(()) => OK,
+            Err(error) => bind_failure(&error),
+        },
+        Entry::Spmd(_) => {
+            fail(INVALID_ARGUMENT, format!("{what} is a method of Model, not of SPMDModel"))
+        }
+    }
+}
+
+/// `load` (1), `blocking_load` (2) or `unload` (3). An SPMD model takes `unload` only.
+#[unsafe(no_mangle)]
+pub extern "C" fn nrtsim_bind_model_action(model: u64, action: i32) -> i32 {
+    call("nrtsim_bind_model_action", || {
+        if action == 3 {
+            let entry = match entry(model) {
+                Ok(entry) => entry,
+                Err(status) => return status,
+            };
+            let mut entry = lock(&entry);
+            let result = match &mut *entry {
+                Entry::Model(model) => model.unload(),
+                Entry::Spmd(spmd) => spmd.made.take().map_or(Ok(()), |mut made| made.unload()),
+            };
+            return match result {
+                Ok(()) => OK,
+                Err(error) => bind_failure(&error),
+            };
+        }
+        match action {
+            1 => with_model(model, "load", Model::load),
+            2 => with_model(model, "blocking_load", Model::blocking_load),
+            _ => fail(
+                INVALID_ARGUMENT,
+                format!("action {action}: expected 1 (load), 2 (blocking_load) or 3 (unload)"),
+            ),
+        }
+    })
+}
+
+/// `set_async_load` (1), `set_lazy_load` (2) or `set_dynamic_batching` (3) with a boolean.
+#[unsafe(no_mangle)]
+pub extern "C" fn nrtsim_bind_model_set_flag(model: u64, flag: i32, value: i32) -> i32 {
+    call("nrtsim_bind_model_set_flag", || {
+        let value = value != 0;
+        match flag {
+            1 => with_model(model, "set_async_load", |m| m.set_async_load(value)),
+            2 => with_model(model, "set_lazy_load", |m| m.set_lazy_load(value)),
+            3 => with_model(model, "set_dynamic_batching", |m| m.set_dynamic_batching(value)),
+            _ => fail(
+                INVALID_ARGUMENT,
+                format!(
+                    "flag {flag}: expected 1 (async_load), 2 (lazy_load) or 3 (dynamic_batching)"
+                ),
+            ),
+        }
+    })
+}
+
+/// `n` values at `values` (NULL allowed for none).
+///
+/// # Safety
+/// Unless `n` is 0, `values` points at `n` readable values.
+unsafe fn int_list(values: *const i64, n: usize, what: &str) -> Result<Vec<i64>, i32> {
+    if n == 0 {
+        return Ok(Vec::new());
+    }
+    if values.is_null() {
+        return Err(fail(INVALID_ARGUMENT, format!("{what} is NULL with {n} values")));
+    }
+    // SAFETY: by the caller's contract.
+    Ok(unsafe { std::slice::from_raw_parts(values, n) }.to_vec())
+}
+
+/// `set_dynamic_batching_mixed(inputs, outputs)`: one flag per input and per output.
+///
+/// # Safety
+/// `inputs` and `outputs` point at their counts' values.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nrtsim_bind_model_set_dynamic_batching_mixed(
+    model: u64,
+    inputs: *const i64,
+    n_inputs: usize,
+    outputs: *const i64,
+    n_outputs: usize,
+) -> i32 {
+    call("nrtsim_bind_model_set_dynamic_batching_mixed", || {
+        // SAFETY: by the caller's contract.
+        let (inputs, outputs) = match unsafe {
+            (int_list(inputs, n_inputs, "inputs"), int_list(outputs, n_outputs, "outputs"))
+        } {
+            (Ok(inputs), Ok(outputs)) => (inputs, outputs),
+            (Err(status), _) | (_, Err(status)) => return status,
+        };
+        with_model(model, "set_dynamic_batching_mixed", |m| {
+            m.set_dynamic_batching_mixed(&inputs, &outputs)
+        })
+    })
+}
+
+/// `set_neuron_devices(start, count)`.
+#[unsafe(no_mangle)]
+pub extern "C" fn nrtsim_bind_model_set_neuron_devices(model: u64, start: i64, count: i64) -> i32 {
+    call("nrtsim_bind_model_set_neuron_devices", || {
+        with_model(model, "set_neuron_devices", |m| m.set_neuron_devices(start, count))
+    })
+}
+
+/// `load_collectives(vnc, vnc_count, ctx_device_id, ctx_device_count)`.
+#[unsafe(no_mangle)]
+pub extern "C" fn nrtsim_bind_model_load_collectives(
+    model: u64,
+    vnc: i64,
+    vnc_count: i64,
+    ctx_device_id: i64,
+    ctx_device_count: i64,
+) -> i32 {
+    call("nrtsim_bind_model_load_collectives", || {
+        with_model(model, "load_collectives", |m| {
+            m.load_collectives(vnc, vnc_count, ctx_device_id, ctx_device_count)
+        })
+    })
+}
+
+/// `instance_count()`: 1 for a loaded (or loading) model, 0 otherwise; an SPMD model counts its
+/// loaded ranks.
+///
+/// # Safety
+/// `out` points at a writable `int64_t`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nrtsim_bind_model_instance_count(model: u64, out: *mut i64) -> i32 {
+    call("nrtsim_bind_model_instance_count", || {
+        if out.is_null() {
+            return fail(INVALID_ARGUMENT, "out is NULL");
+        }
+        let entry = match entry(model) {
+            Ok(entry) => entry,
+            Err(status) => return status,
+        };
+        let count = match &*lock(&entry) {
+            Entry::Model(model) => model.instance_count(),
+            Entry::Spmd(spmd) => spmd.made.as_ref().map_or(0, |m| m.local_ranks() as i64),
+        };
+        // SAFETY: checked non-NULL; writable by the caller's contract.
+        unsafe { *out = count };
+        OK
+    })
+}
+
+/// The model's NEFF (`which` 0) or current metaneff (`which` 1) bytes: with `dst` NULL, their
+/// size in `*size`; otherwise copied into `dst`, which must hold exactly `*size` bytes.
+///
+/// # Safety
+/// `size` points at a `size_t`; `dst` is NULL or points at `*size` writable bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nrtsim_bind_model_bytes(
+    model: u64,
+    which: i32,
+    dst: *mut c_void,
+    size: *mut usize,
+) -> i32 {
+    call("nrtsim_bind_model_bytes", || {
+        if size.is_null() {
+            return fail(INVALID_ARGUMENT, "size is NULL");
+        }
+        let entry = match entry(model) {
+            Ok(entry) => entry,
+            Err(status) => return status,
+        };
+        let entry = lock(&entry);
+        let bytes: &[u8] = match (&*entry, which) {
+            (Entry::Model(model), 0) => model.neff(),
+            (Entry::Model(model), 1) => model.metaneff(),
+            (Entry::Spmd(spmd), 0) => &spmd.neff,
+            (Entry::Spmd(spmd), 1) => &spmd.metaneff,
+            _ => {
+                return fail(
+                    INVALID_ARGUMENT,
+                    format!("which {which}: expected 0 (neff) or 1 (metaneff)"),
+                );
+            }
+        };
+        if dst.is_null() {
+            // SAFETY: checked non-NULL; writable by the caller's contract.
+            unsafe { *size = bytes.len() };
+            return OK;
+        }
+        // SAFETY: checked non-NULL; readable by the caller's contract.
+        let given = unsafe { *size };
+        if given != bytes.len() {
+            return fail(
+                INVALID_ARGUMENT,
+                format!("dst holds {given} bytes, expected {}", bytes.len()),
+            );
+        }
+        // SAFETY: `dst` holds `given` writable bytes by the caller's contract; the source is
+        // Rust memory, which C does not alias.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), dst.cast::<u8>(), given) };
+        OK
+    })
+}
+
+/// Reads `counts[r]` tensors per list from one concatenated array.
+///
+/// # Safety
+/// `tensors` points at `Σ counts` descriptions, each as [`host_tensor`] requires; `counts` at
+/// `n_lists` values.
+unsafe fn tensor_lists(
+    tensors: *const nrtsim_bind_tensor_t,
+    counts: *const usize,
+    n_lists: usize,
+) -> Result<Vec<Vec<HostTensor>>, i32> {
+    if n_lists == 0 || counts.is_null() {
+        return Err(fail(INVALID_ARGUMENT, "expected at least one list of inputs, got none"));
+    }
+    // SAFETY: by the caller's contract.
+    let counts = unsafe { std::slice::from_raw_parts(counts, n_lists) };
+    let total = counts
+        .iter()
+        .try_fold(0usize, |sum, &n| sum.checked_add(n))
+        .ok_or_else(|| fail(INVALID_ARGUMENT, "the input counts add up past the address space"))?;
+    if total > 0 && tensors.is_null() {
+        return Err(fail(INVALID_ARGUMENT, format!("inputs is NULL with {total} tensors")));
+    }
+    let mut lists = Vec::with_capacity(n_lists);
+    let mut at = 0;
+    for (list, &n) in counts.iter().enumerate() {
+        let mut tensors_of_list = Vec::with_capacity(n.min(4096));
+        for position in 0..n {
+            // SAFETY: `at < total`, inside the array by the caller's contract.
+            let tensor = unsafe { &*tensors.add(at) };
+            let what = if n_lists == 1 {
+                format!("input {position}")
+            } else {
+                format!("rank {list} input {position}")
+            };
+            // SAFETY: by the caller's contract.
+            tensors_of_list.push(unsafe { host_tensor(tensor, &what) }?);
+            at += 1;
+        }
+        lists.push(tensors_of_list);
+    }
+    Ok(lists)
+}
+
+/// Which of `inputs` each output shares storage with (donation), or -1.
+fn rank_outcome(output: ForwardOutput, inputs: &[HostTensor]) -> RankOutcome {
+    let alias = output
+        .outputs
+        .iter()
+        .map(|out| {
+            inputs.iter().position(|input| out.shares_storage_with(input)).map_or(-1, |p| p as i64)
+        })
+        .collect();
+    RankOutcome { outputs: output.outputs, alias, status: output.status.code() as i32 }
+}
+
+/// A forward. For a `Model`, one list (`n_lists` 1): `forward_v2`. For an `SPMDModel`, one list
+/// given to every rank (`forward`) or one per local rank (`forward_ranked`). The outputs are a
+/// result to read with `nrtsim_bind_result_*` and free.
+///
+/// # Safety
+/// `inputs` points at `Σ counts` tensor descriptions, `counts` at `n_lists` values, `result`
+/// at a writable `uint64_t`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nrtsim_bind_forward(
+    model: u64,
+    inputs: *const nrtsim_bind_tensor_t,
+    counts: *const usize,
+    n_lists: usize,
+    result: *mut u64,
+) -> i32 {
+    call("nrtsim_bind_forward", || {
+        if result.is_null() {
+            return fail(INVALID_ARGUMENT, "result is NULL");
+        }
+        // SAFETY: by the caller's contract.
+        let lists = match unsafe { tensor_lists(inputs, counts, n_lists) } {
+            Ok(lists) => lists,
+            Err(status) => return status,
+        };
+        let entry = match entry(model) {
+            Ok(entry) => entry,
+            Err(status) => return status,
+        };
+        let mut entry = lock(&entry);
+        let ranks = match &mut *entry {
+            Entry::Model(model) => {
+                if lists.len() != 1 {
+                    return fail(
+                        INVALID_ARGUMENT,
+                        format!("a Model takes one list of inputs, got {}", lists.len()),
+                    );
+                }
+                match model.forward(&lists[0]) {
+                    Ok(output) => vec![rank_outcome(output, &lists[0])],
+                    Err(error) => return bind_failure(&error),
+                }
+            }
+            Entry::Spmd(spmd) => {
+                let runtime = match runtime() {
+                    Ok(runtime) => runtime,
+                    Err(status) => return status,
+                };
+                let made = match spmd.model(runtime) {
+                    Ok(made) => made,
+                    Err(error) => return bind_failure(&error),
+                };
+                let per_rank: Vec<Vec<HostTensor>> = if lists.len() == 1 && made.local_ranks() > 1 {
+                    vec![lists[0].clone(); made.local_ranks()]
+                } else {
+                    lists
+                };
+                match made.forward_ranked(&per_rank) {
+                    Ok(outputs) => outputs
+                        .into_iter()
+                        .zip(&per_rank)
+                        .map(|(output, inputs)| rank_outcome(output, inputs))
+                        .collect(),
+                    Err(error) => return bind_failure(&error),
+                }
+            }
+        };
+        let id = new_id();
+        lock(&registry().results).insert(id, Arc::new(Outcome { ranks }));
+        // SAFETY: checked non-NULL; writable by the caller's contract.
+        unsafe { *result = id };
+        OK
+    })
+}
+
+/// `SPMDModel.initialize(states, weights, start_rank)`: each rank's states and weights by
+/// `checkpoint_key` (`counts[r]` named tensors for rank `r`, concatenated), then every rank loads.
+/// `start_rank` must be 0: ranks of one group across processes are not modelled.
+///
+/// # Safety
+/// `entries` points at `Σ counts` named tensors, each name at `name_len` bytes; `counts` at
+/// `n_ranks` values.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nrtsim_bind_spmd_initialize(
+    model: u64,
+    entries: *const nrtsim_bind_named_tensor_t,
+    counts: *const usize,
+    n_ranks: usize,
+    start_rank: i64,
+) -> i32 {
+    call("nrtsim_bind_spmd_initialize", || {
+        if start_rank != 0 {
+            return fail(
+                UNSUPPORTED,
+                format!(
+                    "start_rank {start_rank}: the simulator runs every rank of a group in one \
+                     process, so expected 0"
+                ),
+            );
+        }
+        if n_ranks > 0 && counts.is_null() {
+            return fail(INVALID_ARGUMENT, "counts is NULL");
+        }
+        let counts: &[usize] = if n_ranks == 0 {
+            &[]
+        } else {
+            // SAFETY: non-NULL (checked above), `n_ranks` values by the caller's contract.
+            unsafe { std::slice::from_raw_parts(counts, n_ranks) }
+        };
+        let mut rank_weights = Vec::with_capacity(n_ranks);
+        let mut at = 0usize;
+        for (rank, &n) in counts.iter().enumerate() {
+            let mut weights = Weights::new();
+            for _ in 0..n {
+                if entries.is_null() {
+                    return fail(INVALID_ARGUMENT, "entries is NULL");
+                }
+                // SAFETY: inside the array by the caller's contract.
+                let named = unsafe { &*entries.add(at) };
+                at += 1;
+                // SAFETY: by the caller's contract.
+                let name =
+                    match unsafe { bytes_of(named.name.cast(), named.name_len, "a weight's name") }
+                    {
+                        Ok(name) => name,
+                        Err(status) => return status,
+                    };
+                let what = format!("rank {rank} weight {:?}", String::from_utf8_lossy(&name));
+                // SAFETY: by the caller's contract.
+                let tensor = match unsafe { host_tensor(&named.tensor, &what) } {
+                    Ok(tensor) => tensor,
+                    Err(status) => return status,
+                };
+                weights.insert(name, tensor);
+            }
+            rank_weights.push(weights);
+        }
+        let entry = match entry(model) {
+            Ok(entry) => entry,
+            Err(status) => return status,
+        };
+        let mut entry = lock(&entry);
+        let Entry::Spmd(spmd) = &mut *entry else {
+            return fail(INVALID_ARGUMENT, "initialize is a method of SPMDModel, not of Model");
+        };
+        let runtime = match runtime() {
+            Ok(runtime) => runtime,
+            Err(status) => return status,
+        };
+        if let Some(mut old) = spmd.made.take() {
+            if let Err(error) = old.unload() {
+                return bind_failure(&error);
+            }
+        }
+        match SpmdModel::with_rank_weights(
+            runtime,
+            &spmd.neff,
+            &spmd.metaneff,
+            spmd.local_ranks,
+            spmd.world_size,
+            ModelOptions::default(),
+            &rank_weights,
+        ) {
+            Ok(made) => {
+                spmd.made = Some(made);
+                OK
+            }
+            Err(error) => bind_failure(&error),
+        }
+    })
+}
+
+/// The number of ranks (1 for a `Model`) and of outputs per rank of a result.
+///
+/// # Safety
+/// `n_ranks` and `n_outputs` point at writable `size_t`s.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nrtsim_bind_result_size(
+    result: u64,
+    n_ranks: *mut usize,
+    n_outputs: *mut usize,
+) -> i32 {
+    call("nrtsim_bind_result_size", || {
+        if n_ranks.is_null() || n_outputs.is_null() {
+            return fail(INVALID_ARGUMENT, "n_ranks or n_outputs is NULL");
+        }
+        let outcome = match outcome(result) {
+            Ok(outcome) => outcome,
+            Err(status) => return status,
+        };
+        // SAFETY: checked non-NULL; writable by the caller's contract.
+        unsafe {
+            *n_ranks = outcome.ranks.len();
+            *n_outputs = outcome.ranks.first().map_or(0, |rank| rank.outputs.len());
+        }
+        OK
+    })
+}
+
+fn output_of(
+    outcome: &Outcome,
+    rank: usize,
+    index: usize,
+) -> Result<(&RankOutcome, &HostTensor), i32> {
+    let rank_outcome = outcome.ranks.get(rank).ok_or_else(|| {
+        fail(INVALID_ARGUMENT, format!("rank {rank}: the result has {} ranks", outcome.ranks.len()))
+    })?;
+    let tensor = rank_outcome.outputs.get(index).ok_or_else(|| {
+        fail(
+            INVALID_ARGUMENT,
+            format!("output {index}: rank {rank} has {} outputs", rank_outcome.outputs.len()),
+        )
+    })?;
+    Ok((rank_outcome, tensor))
+}
+
+/// Describes output `index` of `rank`: scalar type, shape (valid until the result is freed),
+/// size, the position of the input it aliases (-1 for none) and the launch status (0, or 1003
+/// when the launch completed with numerical errors).
+///
+/// # Safety
+/// `out` points at a writable `nrtsim_bind_output_t`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nrtsim_bind_result_output(
+    result: u64,
+    rank: usize,
+    index: usize,
+    out: *mut nrtsim_bind_output_t,
+) -> i32 {
+    call("nrtsim_bind_result_output", || {
+        if out.is_null() {
+            return fail(INVALID_ARGUMENT, "out is NULL");
+        }
+        let outcome = match outcome(result) {
+            Ok(outcome) => outcome,
+            Err(status) => return status,
+        };
+        let (rank_outcome, tensor) = match output_of(&outcome, rank, index) {
+            Ok(found) => found,
+            Err(status) => return status,
+        };
+        let description = nrtsim_bind_output_t {
+            scalar_type: i32::from(tensor.scalar_type().index()),
+            ndim: tensor.shape().len() as i32,
+            // The shape lives in the outcome, which the registry keeps until the result is freed.
+            shape: tensor.shape().as_ptr(),
+            nbytes: tensor.n_bytes(),
+            alias_input: rank_outcome.alias[index],
+            status: rank_outcome.status,
+        };
+        // SAFETY: checked non-NULL; writable by the caller's contract.
+        unsafe { out.write(description) };
+        OK
+    })
+}
+
+/// Copies output `index` of `rank` into `dst`, which holds exactly its `nbytes`.
+///
+/// # Safety
+/// `dst` points at `nbytes` writable bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nrtsim_bind_result_copy(
+    result: u64,
+    rank: usize,
+    index: usize,
+    dst: *mut c_void,
+    nbytes: usize,
+) -> i32 {
+    call("nrtsim_bind_result_copy", || {
+        let outcome = match outcome(result) {
+            Ok(outcome) => outcome,
+            Err(status) => return status,
+        };
+        let (_, tensor) = match output_of(&outcome, rank, index) {
+            Ok(found) => found,
+            Err(status) => return status,
+        };
+        if nbytes != tensor.n_bytes() {
+            return fail(
+                INVALID_ARGUMENT,
+                format!("dst holds {nbytes} bytes, output {index} has {}", tensor.n_bytes()),
+            );
+        }
+        if nbytes == 0 {
+            return OK;
+        }
+        if dst.is_null() {
+            return fail(INVALID_ARGUMENT, "dst is NULL");
+        }
+        tensor.with_bytes(|bytes| {
+            // SAFETY: `dst` holds `nbytes` writable bytes by the caller's contract; the source
+            // is Rust memory C does not alias.
+            unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), dst.cast::<u8>(), nbytes) }
+        });
+        OK
+    })
+}
+
+/// Releases a result; its number and shapes are invalid afterwards.
+#[unsafe(no_mangle)]
+pub extern "C" fn nrtsim_bind_result_free(result: u64) -> i32 {
+    call("nrtsim_bind_result_free", || match lock(&registry().results).remove(&result) {
+        Some(_) => OK,
+        None => {
+            fail(INVALID_ARGUMENT, format!("result {result} is not a live result of this library"))
+        }
+    })
+}
