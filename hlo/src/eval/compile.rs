@@ -513,6 +513,9 @@ impl Compiler<'_> {
             "reduce" | "reduce-window" | "select-and-scatter" => super::reduce::compile_reduce(&cx),
             "gather" | "scatter" => super::gather::compile_gather(&cx),
             "sort" | "topk" => super::sort::compile_sort(&cx),
+            "batch-norm-training" | "batch-norm-inference" => {
+                super::batch_norm::compile_batch_norm(&cx)
+            }
             "custom-call" if ins.custom_call_target == super::nki_call::TARGET => {
                 super::nki_call::compile(&cx)
             }

@@ -951,6 +951,18 @@ impl Ctx<'_> {
                 let outs = super::sort::sort(self, *computation, &inputs, *dim)?;
                 wrap_results(&instr.shape, outs)
             }
+            Op::BatchNorm { feature, epsilon, training } => {
+                let operands: Vec<&Arc<Tensor>> =
+                    (0..instr.operands.len()).map(tensor).collect::<Result<_, _>>()?;
+                if *training {
+                    wrap_results(
+                        &instr.shape,
+                        super::batch_norm::training(&operands, *feature, *epsilon)?,
+                    )
+                } else {
+                    array(super::batch_norm::inference(&operands, *feature, *epsilon)?)
+                }
+            }
             Op::TopK { k, largest, indices: index_type } => {
                 let t = tensor(0)?;
                 let (values, indices) = super::sort::top_k(t, *k, *largest)?;

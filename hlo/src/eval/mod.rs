@@ -52,6 +52,7 @@
 //!   In an SPMD run each rank has its own count and its own clock check (a launch of a NEFF on
 //!   several cores is one program per core), and a rank that stops aborts the others.
 
+mod batch_norm;
 mod boundary;
 mod collective;
 mod compile;

@@ -18,6 +18,8 @@ pub const EVALUATED_OPCODES: &[&str] = &[
     "all-to-all",
     "and",
     "atan2",
+    "batch-norm-inference",
+    "batch-norm-training",
     "bitcast",
     "bitcast-convert",
     "broadcast",

@@ -101,6 +101,12 @@ pub(crate) enum Op {
         window: Vec<WindowDim>,
     },
     Gather(Box<GatherPlan>),
+    /// `batch-norm-training` (a tuple of result, means, variances) or `batch-norm-inference`.
+    BatchNorm {
+        feature: usize,
+        epsilon: f32,
+        training: bool,
+    },
     Scatter(Box<ScatterPlan>),
     Sort {
         dim: usize,
@@ -190,6 +196,7 @@ impl Op {
             | Op::Convolution(_)
             | Op::Gather(_)
             | Op::TopK { .. }
+            | Op::BatchNorm { .. }
             | Op::NkiKernel(_)
             | Op::ReducePrecision { .. }
             | Op::PassThrough
