@@ -99,10 +99,70 @@ fn input_cap() -> Result<u64> {
 }
 
 fn compile_file(input: &Path, output: &Path, options: &compile::CompileOptions) -> Result<()> {
-    let bytes = crate::input::read_capped_with_flag(input, input_cap()?, MAX_INPUT_ENV)?;
-    let neff = compile::compile(&bytes, options)?;
+    let (bytes, weights) = if input.is_dir() {
+        read_model_folder(input)?
+    } else {
+        (crate::input::read_capped_with_flag(input, input_cap()?, MAX_INPUT_ENV)?, Vec::new())
+    };
+    let neff = compile::compile_with_weights(&bytes, &weights, options)?;
     // Through the one output writer: beside, then renamed, never following a link nor replacing
     // anything but a regular file.
     conformance::output_file::write(output, &neff)
         .with_context(|| format!("writing {}", output.display()))
+}
+
+/// The cap on a model folder's `metadata.json`.
+const MAX_METADATA_BYTES: u64 = 16 << 20;
+
+/// `metadata.json` of a model folder, as torch-neuronx writes it for neuronx-cc: the module's
+/// file and the weights' `.npy` files by key, both relative to the folder.
+#[derive(serde::Deserialize)]
+struct ModelMetadata {
+    model_files: String,
+    #[serde(default)]
+    weights: std::collections::BTreeMap<String, String>,
+}
+
+/// A model folder: the module named by `metadata.json`, and each weight's elements from its
+/// `.npy` (row-major; the descriptor gives only the element size, so torch-neuronx's `|V2` for
+/// bfloat16 is read as two-byte elements).
+fn read_model_folder(folder: &Path) -> Result<(Vec<u8>, Vec<compile::Weight>)> {
+    let metadata_path = folder.join("metadata.json");
+    let text =
+        crate::input::read_capped(&metadata_path, MAX_METADATA_BYTES).with_context(|| {
+            format!(
+                "{} is a folder, so it must hold metadata.json (a model folder)",
+                folder.display()
+            )
+        })?;
+    let metadata: ModelMetadata = serde_json::from_slice(&text).with_context(|| {
+        format!(
+            "{}: expected {{\"model_files\": FILE, \"weights\": {{KEY: FILE.npy}}}}",
+            metadata_path.display()
+        )
+    })?;
+    let cap = input_cap()?;
+    let module = crate::input::read_capped_with_flag(
+        &folder.join(&metadata.model_files),
+        cap,
+        MAX_INPUT_ENV,
+    )?;
+    let mut weights = Vec::with_capacity(metadata.weights.len());
+    for (key, file) in &metadata.weights {
+        let path = folder.join(file);
+        let bytes = crate::input::read_capped_with_flag(&path, cap, MAX_INPUT_ENV)?;
+        let header = abi::neff::npy::parse_header(&path.display().to_string(), &bytes)?;
+        if header.fortran_order {
+            anyhow::bail!(
+                "{}: Fortran order, expected a row-major (C order) array",
+                path.display()
+            );
+        }
+        let item_size = header.item_size().with_context(|| {
+            format!("{}: descriptor {:?} has no element size", path.display(), header.descr)
+        })?;
+        let data = bytes.get(header.data_offset..).unwrap_or_default().to_vec();
+        weights.push(compile::Weight { key: key.clone(), bytes: data, item_size: Some(item_size) });
+    }
+    Ok((module, weights))
 }

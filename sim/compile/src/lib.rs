@@ -42,7 +42,9 @@ use abi::neff::{
     SIMULATOR_TARGET_MEMBER, Signature, SignatureForm, TensorSignature, Var,
 };
 use hlo::eval::{EvalError, EvalOptions, Program};
-use hlo::proto::{HloInstructionProto, HloModuleProto, PrimitiveType, ShapeProto};
+use hlo::proto::{
+    HloInstructionProto, HloModuleProto, PrimitiveType, ProgramShapeProto, ShapeProto,
+};
 use serde_json::json;
 
 pub use args::{
@@ -228,6 +230,15 @@ pub enum CompileError {
         names: Vec<String>,
         /// How many result leaves the module has.
         expected: usize,
+    },
+    /// A weight that does not fit the module: no such parameter, a second weight for one,
+    /// the wrong byte count, or a parameter the module aliases to an output.
+    #[error("weight {weight}: {detail}")]
+    Weight {
+        /// The weight's key (a parameter number or name).
+        weight: String,
+        /// What was expected and what came.
+        detail: String,
     },
     /// A name that cannot be a NEFF variable.
     #[error(
@@ -450,6 +461,229 @@ fn from_eval(error: &EvalError) -> CompileError {
 /// # Errors
 /// A [`CompileError`] naming what the simulator cannot run, or the name that cannot be written.
 pub fn compile(module_bytes: &[u8], options: &CompileOptions) -> Result<Vec<u8>, CompileError> {
+    compile_with_weights(module_bytes, &[], options)
+}
+
+/// A value for a parameter of the entry computation, which the compile makes a constant of the
+/// program (neuronx-cc's model folder: `metadata.json` names `.npy` weights by key).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Weight {
+    /// The parameter: its number in decimal, or the name of its `parameter` instruction.
+    pub key: String,
+    /// Its elements in row-major order, little-endian, as many bytes as the parameter's shape
+    /// holds.
+    pub bytes: Vec<u8>,
+    /// The size of one element as its file says (a `.npy` descriptor's), checked against the
+    /// parameter's element type; `None` checks only the total size.
+    pub item_size: Option<u64>,
+}
+
+/// As [`compile`], with `weights` folded into the program first: each named parameter becomes
+/// a constant holding its weight, the other parameters are numbered again in their order (so
+/// they are the NEFF's inputs), and the module's aliases follow them.
+///
+/// # Errors
+/// [`CompileError::Weight`] for a weight that names no parameter, names one twice, has the
+/// wrong size, or names a parameter aliased to an output or one with a non-default layout;
+/// those of [`compile`].
+pub fn compile_with_weights(
+    module_bytes: &[u8],
+    weights: &[Weight],
+    options: &CompileOptions,
+) -> Result<Vec<u8>, CompileError> {
+    if weights.is_empty() {
+        return compile_module(module_bytes, options);
+    }
+    let mut module = hlo::load_module(module_bytes)
+        .map_err(|err| CompileError::Module { detail: err.to_string() })?;
+    fold_weights(&mut module, weights)?;
+    compile_module(&hlo::encode_module(&module), options)
+}
+
+/// Makes the weights' parameters constants (see [`compile_with_weights`]).
+fn fold_weights(module: &mut HloModuleProto, weights: &[Weight]) -> Result<(), CompileError> {
+    let entry_id = entry_computation(module).map(|c| c.id).ok_or_else(|| CompileError::Module {
+        detail: "the module has no entry computation".into(),
+    })?;
+    let fail = |weight: &Weight, detail: String| CompileError::Weight {
+        weight: weight.key.clone(),
+        detail,
+    };
+    let entry = module.computations.iter_mut().find(|c| c.id == entry_id).ok_or_else(|| {
+        CompileError::Module { detail: "the module has no entry computation".into() }
+    })?;
+    // The parameter number of each weight.
+    let mut folded = std::collections::BTreeMap::new();
+    for weight in weights {
+        let parameter = entry.instructions.iter().find(|i| {
+            i.opcode == "parameter"
+                && (weight.key.parse::<i64>().ok() == Some(i.parameter_number)
+                    || i.name == weight.key)
+        });
+        let Some(parameter) = parameter else {
+            return Err(fail(
+                weight,
+                "the entry computation has no parameter of that number or name".into(),
+            ));
+        };
+        if folded.insert(parameter.parameter_number, weight).is_some() {
+            return Err(fail(
+                weight,
+                format!("parameter {} has a weight already", parameter.parameter_number),
+            ));
+        }
+    }
+    if let Some(aliases) = &module.input_output_alias {
+        for entry in &aliases.entries {
+            if let Some(weight) = folded.get(&entry.parameter_number) {
+                return Err(fail(
+                    weight,
+                    format!(
+                        "parameter {} is aliased to an output, so it cannot be a constant",
+                        entry.parameter_number
+                    ),
+                ));
+            }
+        }
+    }
+    // Old number → new number of each parameter that stays.
+    let mut numbers: Vec<i64> = entry
+        .instructions
+        .iter()
+        .filter(|i| i.opcode == "parameter")
+        .map(|i| i.parameter_number)
+        .collect();
+    numbers.sort_unstable();
+    let renumber: std::collections::BTreeMap<i64, i64> = numbers
+        .iter()
+        .filter(|n| !folded.contains_key(n))
+        .enumerate()
+        .map(|(new, &old)| (old, new as i64))
+        .collect();
+    for instruction in entry.instructions.iter_mut().filter(|i| i.opcode == "parameter") {
+        let number = instruction.parameter_number;
+        match folded.get(&number) {
+            Some(weight) => {
+                let shape = instruction.shape.clone().unwrap_or_default();
+                let literal =
+                    literal_of(&shape, &weight.bytes, weight.item_size).map_err(|detail| {
+                        fail(weight, format!("parameter {number} ({}): {detail}", instruction.name))
+                    })?;
+                instruction.opcode = "constant".to_owned();
+                instruction.parameter_number = 0;
+                instruction.literal = Some(Box::new(literal));
+            }
+            None => instruction.parameter_number = renumber[&number],
+        }
+    }
+    let keep = |index: usize| !folded.contains_key(&(index as i64));
+    fn kept<T>(list: &mut Vec<T>, keep: impl Fn(usize) -> bool) {
+        let all = std::mem::take(list);
+        list.extend(all.into_iter().enumerate().filter(|(index, _)| keep(*index)).map(|(_, x)| x));
+    }
+    let drop_folded = |shape: &mut ProgramShapeProto| {
+        kept(&mut shape.parameters, keep);
+        kept(&mut shape.parameter_names, keep);
+    };
+    if let Some(shape) = &mut entry.program_shape {
+        drop_folded(shape);
+    }
+    if let Some(shape) = &mut module.host_program_shape {
+        drop_folded(shape);
+    }
+    if let Some(aliases) = &mut module.input_output_alias {
+        for entry in &mut aliases.entries {
+            entry.parameter_number = renumber[&entry.parameter_number];
+        }
+    }
+    Ok(())
+}
+
+/// A literal of `shape` (an array with the default layout) from row-major little-endian bytes.
+fn literal_of(
+    shape: &ShapeProto,
+    bytes: &[u8],
+    item_size: Option<u64>,
+) -> Result<hlo::proto::LiteralProto, String> {
+    use hlo::proto::LiteralProto;
+    if let Some(layout) = &shape.layout {
+        let rank = shape.dimensions.len() as i64;
+        let default: Vec<i64> = (0..rank).rev().collect();
+        if !layout.minor_to_major.is_empty() && layout.minor_to_major != default {
+            return Err(format!(
+                "layout {:?} is not the default {default:?}, expected a row-major parameter",
+                layout.minor_to_major
+            ));
+        }
+    }
+    let ty = PrimitiveType::try_from(shape.element_type)
+        .map_err(|_| format!("element type {} is unknown", shape.element_type))?;
+    let size: usize = match ty {
+        PrimitiveType::Pred
+        | PrimitiveType::S8
+        | PrimitiveType::U8
+        | PrimitiveType::F8e5m2
+        | PrimitiveType::F8e4m3fn
+        | PrimitiveType::F8e4m3 => 1,
+        PrimitiveType::S16 | PrimitiveType::U16 | PrimitiveType::F16 | PrimitiveType::Bf16 => 2,
+        PrimitiveType::S32 | PrimitiveType::U32 | PrimitiveType::F32 => 4,
+        PrimitiveType::S64 | PrimitiveType::U64 | PrimitiveType::F64 => 8,
+        other => return Err(format!("element type {} cannot be a weight", other.as_str_name())),
+    };
+    if let Some(given) = item_size.filter(|&given| given != size as u64) {
+        return Err(format!(
+            "elements of {given} bytes, expected {} elements of {size} bytes",
+            ty.as_str_name()
+        ));
+    }
+    let mut elements: u64 = 1;
+    for &dim in &shape.dimensions {
+        elements = u64::try_from(dim)
+            .ok()
+            .and_then(|d| elements.checked_mul(d))
+            .ok_or_else(|| format!("shape {:?} has no element count", shape.dimensions))?;
+    }
+    let expected = elements
+        .checked_mul(size as u64)
+        .ok_or_else(|| format!("shape {:?} overflows", shape.dimensions))?;
+    if bytes.len() as u64 != expected {
+        return Err(format!(
+            "{} bytes, expected {expected} ({} elements of {} bytes)",
+            bytes.len(),
+            elements,
+            size
+        ));
+    }
+    let mut literal = LiteralProto {
+        shape: Some(ShapeProto { layout: None, ..shape.clone() }),
+        ..LiteralProto::default()
+    };
+    fn chunks<const N: usize>(bytes: &[u8]) -> impl Iterator<Item = [u8; N]> + '_ {
+        bytes.chunks_exact(N).map(|c| c.try_into().expect("chunks of N"))
+    }
+    match ty {
+        PrimitiveType::Pred => literal.preds = bytes.iter().map(|&b| b != 0).collect(),
+        PrimitiveType::S8 => literal.s8s = bytes.to_vec(),
+        PrimitiveType::U8 => literal.u8s = bytes.to_vec(),
+        PrimitiveType::F8e5m2 => literal.f8e5m2s = bytes.to_vec(),
+        PrimitiveType::F8e4m3fn => literal.f8e4m3fns = bytes.to_vec(),
+        PrimitiveType::F8e4m3 => literal.f8e4m3s = bytes.to_vec(),
+        PrimitiveType::S16 => literal.s16s = bytes.to_vec(),
+        PrimitiveType::U16 => literal.u16s = bytes.to_vec(),
+        PrimitiveType::F16 => literal.f16s = bytes.to_vec(),
+        PrimitiveType::Bf16 => literal.bf16s = bytes.to_vec(),
+        PrimitiveType::S32 => literal.s32s = chunks::<4>(bytes).map(i32::from_le_bytes).collect(),
+        PrimitiveType::U32 => literal.u32s = chunks::<4>(bytes).map(u32::from_le_bytes).collect(),
+        PrimitiveType::F32 => literal.f32s = chunks::<4>(bytes).map(f32::from_le_bytes).collect(),
+        PrimitiveType::S64 => literal.s64s = chunks::<8>(bytes).map(i64::from_le_bytes).collect(),
+        PrimitiveType::U64 => literal.u64s = chunks::<8>(bytes).map(u64::from_le_bytes).collect(),
+        PrimitiveType::F64 => literal.f64s = chunks::<8>(bytes).map(f64::from_le_bytes).collect(),
+        _ => unreachable!("sizes above cover these types"),
+    }
+    Ok(literal)
+}
+
+fn compile_module(module_bytes: &[u8], options: &CompileOptions) -> Result<Vec<u8>, CompileError> {
     let module = hlo::load_module(module_bytes)
         .map_err(|err| CompileError::Module { detail: err.to_string() })?;
     hlo::validate(&module).map_err(|err| CompileError::Module { detail: err.to_string() })?;
@@ -633,6 +867,71 @@ mod tests {
                 (Dltype::Float32, vec![1], 4),
                 (Dltype::Uint8, vec![1], 1)
             ]
+        );
+    }
+
+    fn f32_bytes(values: &[f32]) -> Vec<u8> {
+        values.iter().flat_map(|v| v.to_le_bytes()).collect()
+    }
+
+    /// `r = x * w + b` with `w` (parameter 1) and `b` (parameter 2) given as weights, `x`
+    /// aliased to the second result: after folding, `x` is the one parameter and the alias
+    /// follows it.
+    const AFFINE: &str = "HloModule m, input_output_alias={ {1}: (0, {}, may-alias) }\n\nENTRY main {\n  x = f32[3] parameter(0)\n  w = f32[3] parameter(1)\n  b = f32[3] parameter(2)\n  m = f32[3] multiply(x, w)\n  r = f32[3] add(m, b)\n  ROOT t = (f32[3], f32[3]) tuple(r, x)\n}\n";
+
+    fn weight(key: &str, values: &[f32]) -> Weight {
+        Weight { key: key.to_owned(), bytes: f32_bytes(values), item_size: Some(4) }
+    }
+
+    #[test]
+    fn weights_become_constants_and_the_other_parameters_are_numbered_again() {
+        let mut module = hlo::load_module(AFFINE.as_bytes()).unwrap();
+        // One by number, one by its instruction's name.
+        fold_weights(&mut module, &[weight("1", &[2.0, 3.0, 4.0]), weight("b", &[0.5, 0.5, -1.0])])
+            .unwrap();
+        let program = Program::compile(&module, &EvalOptions::default()).unwrap();
+        let x = hlo::eval::Array {
+            ty: PrimitiveType::F32,
+            dims: vec![3],
+            bytes: f32_bytes(&[1.0, -1.0, 2.0]),
+        };
+        let value = program.run(&[x]).unwrap();
+        let hlo::eval::Value::Tuple(leaves) = value else { panic!("a tuple result") };
+        let hlo::eval::Value::Array(r) = &leaves[0] else { panic!("an array") };
+        assert_eq!(r.bytes, f32_bytes(&[2.5, -2.5, 7.0]));
+        let signature = signature_of(&module).unwrap();
+        assert_eq!(signature.inputs.len(), 1);
+        assert_eq!(signature.aliases, [(1, 0)]);
+        let entry = entry_computation(&module).unwrap();
+        assert_eq!(entry.program_shape.as_ref().unwrap().parameters.len(), 1);
+    }
+
+    #[test]
+    fn a_weight_that_does_not_fit_is_refused_naming_it() {
+        let refused = |weights: &[Weight]| {
+            let mut module = hlo::load_module(AFFINE.as_bytes()).unwrap();
+            fold_weights(&mut module, weights).unwrap_err().to_string()
+        };
+        assert_eq!(
+            refused(&[weight("7", &[1.0; 3])]),
+            "weight 7: the entry computation has no parameter of that number or name"
+        );
+        assert_eq!(
+            refused(&[weight("w", &[1.0; 2])]),
+            "weight w: parameter 1 (w): 8 bytes, expected 12 (3 elements of 4 bytes)"
+        );
+        let halves = Weight { item_size: Some(2), ..weight("w", &[1.0; 3]) };
+        assert_eq!(
+            refused(&[halves]),
+            "weight w: parameter 1 (w): elements of 2 bytes, expected F32 elements of 4 bytes"
+        );
+        assert_eq!(
+            refused(&[weight("1", &[1.0; 3]), weight("w", &[1.0; 3])]),
+            "weight w: parameter 1 has a weight already"
+        );
+        assert_eq!(
+            refused(&[weight("x", &[1.0; 3])]),
+            "weight x: parameter 0 is aliased to an output, so it cannot be a constant"
         );
     }
 
