@@ -564,6 +564,12 @@ impl Model {
         }
     }
 
+    /// The positions of the caller's tensors that a forward writes (inputs donated to an
+    /// output): after a forward they hold the launch's new value.
+    pub fn donated_inputs(&self) -> Vec<usize> {
+        self.runtime_ctx.layout.donated_positions()
+    }
+
     /// The NEFF bytes the model was made from.
     pub fn neff(&self) -> &[u8] {
         &self.neff

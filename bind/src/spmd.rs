@@ -131,6 +131,11 @@ impl SpmdModel {
         Ok(model)
     }
 
+    /// As [`super::Model::donated_inputs`], for every rank's list.
+    pub fn donated_inputs(&self) -> Vec<usize> {
+        self.ctx.layout.donated_positions()
+    }
+
     /// The number of local ranks.
     pub fn local_ranks(&self) -> usize {
         self.ranks.len()

@@ -181,6 +181,18 @@ fn describe(scalar_type: ScalarType, shape: &[i64]) -> String {
 }
 
 impl Layout {
+    /// The positions, among the caller's tensors, of the inputs an output is aliased to: a
+    /// launch writes their new value into them (donation), whether or not the output is
+    /// returned.
+    pub(crate) fn donated_positions(&self) -> Vec<usize> {
+        self.user_slots
+            .iter()
+            .enumerate()
+            .filter(|(_, slot)| self.output_alias.contains(&Some(**slot)))
+            .map(|(position, _)| position)
+            .collect()
+    }
+
     /// Builds the layout of a decoded metaneff; weight slots stay unresolved until
     /// [`Layout::resolve_internal`].
     pub(crate) fn from_decoded(meta: &Decoded, vars: &VarTable) -> Result<Layout, BindError> {

@@ -395,6 +395,10 @@ names! {
         HostTensor = "host_tensor",
         /// A rank count that does not fit the world.
         InvalidRanks = "invalid_ranks",
+        /// `load_collectives` as a rank outside its group.
+        InvalidRank = "invalid_rank",
+        /// NeuronCores no load can use (`set_neuron_devices`, `load_collectives`).
+        InvalidPlacement = "invalid_placement",
         /// Not one input list per local rank.
         RankCount = "rank_count",
         /// One rank failed with an error of the layer's own (a rank's validate or runtime

@@ -40,6 +40,8 @@ fn error_kind(error: &BindError) -> ErrorKind {
         BindError::DeviceTensorNeedsSlicing { .. } => ErrorKind::DeviceTensorNeedsSlicing,
         BindError::HostTensor(_) => ErrorKind::HostTensor,
         BindError::InvalidRanks { .. } => ErrorKind::InvalidRanks,
+        BindError::InvalidRank { .. } => ErrorKind::InvalidRank,
+        BindError::InvalidPlacement { .. } => ErrorKind::InvalidPlacement,
         BindError::RankCount { .. } => ErrorKind::RankCount,
         // A rank's validate or runtime error is reported as such (the rank is in the message).
         BindError::Rank { source, .. } => match error_kind(source) {

@@ -110,6 +110,13 @@ int32_t nrtsim_bind_result_output(uint64_t result, size_t rank, size_t index,
                                   nrtsim_bind_output_t *output);
 int32_t nrtsim_bind_result_copy(uint64_t result, size_t rank, size_t index, void *dst,
                                 size_t nbytes);
+/* The inputs of a rank the launch wrote (donated to an output, returned or not): their count,
+ * then the k-th one's position in the caller's list, and its new bytes. */
+int32_t nrtsim_bind_result_updated_count(uint64_t result, size_t rank, size_t *n);
+int32_t nrtsim_bind_result_updated_position(uint64_t result, size_t rank, size_t k,
+                                            size_t *position);
+int32_t nrtsim_bind_result_copy_updated(uint64_t result, size_t rank, size_t k, void *dst,
+                                        size_t nbytes);
 int32_t nrtsim_bind_result_free(uint64_t result);
 
 #ifdef __cplusplus

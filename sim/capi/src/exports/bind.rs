@@ -140,6 +140,9 @@ struct Outcome {
 
 struct RankOutcome {
     outputs: Vec<HostTensor>,
+    /// The caller's inputs the launch wrote (donated to an output), by position, with their
+    /// new value; returned or not as outputs, the caller gets them back through these.
+    updated: Vec<(usize, HostTensor)>,
     /// For each output, the position of the caller's input it shares storage with.
     alias: Vec<i64>,
     status: i32,
@@ -642,8 +645,8 @@ unsafe fn tensor_lists(
     Ok(lists)
 }
 
-/// Which of `inputs` each output shares storage with (donation), or -1.
-fn rank_outcome(output: ForwardOutput, inputs: &[HostTensor]) -> RankOutcome {
+/// Which of `inputs` each output shares storage with (donation), or -1, and the donated inputs.
+fn rank_outcome(output: ForwardOutput, inputs: &[HostTensor], donated: &[usize]) -> RankOutcome {
     let alias = output
         .outputs
         .iter()
@@ -651,7 +654,11 @@ fn rank_outcome(output: ForwardOutput, inputs: &[HostTensor]) -> RankOutcome {
             inputs.iter().position(|input| out.shares_storage_with(input)).map_or(-1, |p| p as i64)
         })
         .collect();
-    RankOutcome { outputs: output.outputs, alias, status: output.status.code() as i32 }
+    let updated = donated
+        .iter()
+        .filter_map(|&position| Some((position, inputs.get(position)?.clone())))
+        .collect();
+    RankOutcome { outputs: output.outputs, updated, alias, status: output.status.code() as i32 }
 }
 
 /// A forward. For a `Model`, one list (`n_lists` 1): `forward_v2`. For an `SPMDModel`, one list
@@ -691,8 +698,9 @@ pub unsafe extern "C" fn nrtsim_bind_forward(
                         format!("a Model takes one list of inputs, got {}", lists.len()),
                     );
                 }
+                let donated = model.donated_inputs();
                 match model.forward(&lists[0]) {
-                    Ok(output) => vec![rank_outcome(output, &lists[0])],
+                    Ok(output) => vec![rank_outcome(output, &lists[0], &donated)],
                     Err(error) => return bind_failure(&error),
                 }
             }
@@ -701,6 +709,7 @@ pub unsafe extern "C" fn nrtsim_bind_forward(
                     Ok(runtime) => runtime,
                     Err(status) => return status,
                 };
+                let meta = abi::metaneff::Decoded::decode(&spmd.metaneff);
                 let made = match spmd.model(runtime) {
                     Ok(made) => made,
                     Err(error) => return bind_failure(&error),
@@ -710,11 +719,29 @@ pub unsafe extern "C" fn nrtsim_bind_forward(
                 } else {
                     lists
                 };
+                // Every rank's inputs are checked before any rank launches: the ranks of a
+                // collective program wait for each other, so a rank refused at its own check
+                // would leave the others waiting out the collective timeout.
+                if per_rank.len() == made.local_ranks() {
+                    for (rank, inputs) in per_rank.iter().enumerate() {
+                        let checked =
+                            meta.as_ref().map_err(|e| BindError::Metaneff(e.clone())).and_then(
+                                |meta| bind::validate(meta, inputs, bind::ValidatePath::Ranked),
+                            );
+                        if let Err(source) = checked {
+                            return bind_failure(&BindError::Rank {
+                                rank,
+                                source: Box::new(source),
+                            });
+                        }
+                    }
+                }
+                let donated = made.donated_inputs();
                 match made.forward_ranked(&per_rank) {
                     Ok(outputs) => outputs
                         .into_iter()
                         .zip(&per_rank)
-                        .map(|(output, inputs)| rank_outcome(output, inputs))
+                        .map(|(output, inputs)| rank_outcome(output, inputs, &donated))
                         .collect(),
                     Err(error) => return bind_failure(&error),
                 }
@@ -945,6 +972,112 @@ pub unsafe extern "C" fn nrtsim_bind_result_copy(
         tensor.with_bytes(|bytes| {
             // SAFETY: `dst` holds `nbytes` writable bytes by the caller's contract; the source
             // is Rust memory C does not alias.
+            unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), dst.cast::<u8>(), nbytes) }
+        });
+        OK
+    })
+}
+
+/// How many of `rank`'s inputs the launch wrote (donated to an output).
+///
+/// # Safety
+/// `n` points at a writable `size_t`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nrtsim_bind_result_updated_count(
+    result: u64,
+    rank: usize,
+    n: *mut usize,
+) -> i32 {
+    call("nrtsim_bind_result_updated_count", || {
+        if n.is_null() {
+            return fail(INVALID_ARGUMENT, "n is NULL");
+        }
+        let outcome = match outcome(result) {
+            Ok(outcome) => outcome,
+            Err(status) => return status,
+        };
+        let Some(rank_outcome) = outcome.ranks.get(rank) else {
+            return fail(
+                INVALID_ARGUMENT,
+                format!("rank {rank}: the result has {} ranks", outcome.ranks.len()),
+            );
+        };
+        // SAFETY: checked non-NULL; writable by the caller's contract.
+        unsafe { *n = rank_outcome.updated.len() };
+        OK
+    })
+}
+
+/// The `k`-th input of `rank` the launch wrote, looked up for the two functions below.
+fn updated_of(result: u64, rank: usize, k: usize) -> Result<(usize, HostTensor), i32> {
+    let outcome = outcome(result)?;
+    outcome
+        .ranks
+        .get(rank)
+        .and_then(|r| r.updated.get(k))
+        .cloned()
+        .ok_or_else(|| fail(INVALID_ARGUMENT, format!("rank {rank} has no updated input {k}")))
+}
+
+/// The position, in the caller's list, of the `k`-th input of `rank` the launch wrote.
+///
+/// # Safety
+/// `position` points at a writable `size_t`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nrtsim_bind_result_updated_position(
+    result: u64,
+    rank: usize,
+    k: usize,
+    position: *mut usize,
+) -> i32 {
+    call("nrtsim_bind_result_updated_position", || {
+        if position.is_null() {
+            return fail(INVALID_ARGUMENT, "position is NULL");
+        }
+        match updated_of(result, rank, k) {
+            Ok((at, _)) => {
+                // SAFETY: checked non-NULL; writable by the caller's contract.
+                unsafe { *position = at };
+                OK
+            }
+            Err(status) => status,
+        }
+    })
+}
+
+/// Copies the new bytes of the `k`-th input of `rank` the launch wrote into `dst`, which holds
+/// exactly `nbytes` (the input's size).
+///
+/// # Safety
+/// `dst` points at `nbytes` writable bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nrtsim_bind_result_copy_updated(
+    result: u64,
+    rank: usize,
+    k: usize,
+    dst: *mut c_void,
+    nbytes: usize,
+) -> i32 {
+    call("nrtsim_bind_result_copy_updated", || {
+        let (at, tensor) = match updated_of(result, rank, k) {
+            Ok(found) => found,
+            Err(status) => return status,
+        };
+        if nbytes != tensor.n_bytes() {
+            return fail(
+                INVALID_ARGUMENT,
+                format!("dst holds {nbytes} bytes, input {at} has {}", tensor.n_bytes()),
+            );
+        }
+        if nbytes == 0 {
+            return OK;
+        }
+        if dst.is_null() {
+            return fail(INVALID_ARGUMENT, "dst is NULL");
+        }
+        tensor.with_bytes(|bytes| {
+            // SAFETY: `dst` holds `nbytes` writable bytes by the caller's contract; the source is
+            // Rust memory C does not alias.
             unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), dst.cast::<u8>(), nbytes) }
         });
         OK
