@@ -709,3 +709,73 @@ fn the_model_file_is_read_under_a_cap() {
     );
     assert_eq!(leftovers(scratch.path(), &["m.hlo"]), Vec::<String>::new());
 }
+
+/// neuronx-cc's model folder, as torch-neuronx writes it: the weight (parameter 1, by number)
+/// is folded into the program, so the NEFF has one input, `x`, and computes `x * w`.
+#[test]
+fn a_model_folder_folds_its_weights_into_the_neff() {
+    let scratch = support::scratch("model-folder");
+    std::fs::create_dir_all(scratch.path().join("model/weights")).unwrap();
+    let hlo = "HloModule m\n\nENTRY main {\n  x = f32[3] parameter(0)\n  w = f32[3] parameter(1)\n  ROOT r = f32[3] multiply(x, w)\n}\n";
+    scratch.write("model/graph.hlo", hlo.as_bytes());
+    scratch.write("model/weights/1.npy", &npy_f32(&[3], &[2.0, -1.0, 0.5]));
+    scratch.write(
+        "model/metadata.json",
+        br#"{"model_files": "graph.hlo", "version": "1.0", "weights": {"1": "weights/1.npy"}}"#,
+    );
+    let model = scratch.path().join("model");
+    let neff_path = scratch.path().join("graph.neff");
+    let output = nrtsim(&[
+        "compile",
+        model.to_str().unwrap(),
+        "--framework",
+        "XLA",
+        "--target",
+        "trn1",
+        "--output",
+        neff_path.to_str().unwrap(),
+    ]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let neff_bytes = std::fs::read(&neff_path).unwrap();
+    let neff = Neff::parse(&neff_bytes, &ReadOptions::loader()).unwrap();
+    assert_eq!(names(&neff), (vec!["input0".into()], vec!["output0".into()]));
+    let loaded = Loaded::new(&neff_bytes);
+    loaded.input("input0", &[1.0, 2.0, 3.0]);
+    let result = loaded.tensor("output0", &[0.0; 3]);
+    loaded.output("output0", result);
+    loaded.execute();
+    assert_eq!(loaded.read(result), [2.0, -2.0, 1.5]);
+
+    // A weight of the wrong size names the weight, the parameter and both sizes.
+    scratch.write("model/weights/1.npy", &npy_f32(&[2], &[2.0, -1.0]));
+    let output = nrtsim(&[
+        "compile",
+        model.to_str().unwrap(),
+        "--framework",
+        "XLA",
+        "--target",
+        "trn1",
+        "--output",
+        neff_path.to_str().unwrap(),
+    ]);
+    assert!(!output.status.success());
+    assert!(
+        text(&output.stderr).contains("weight 1: parameter 1 (w): 8 bytes, expected 12"),
+        "{}",
+        text(&output.stderr)
+    );
+    // A folder without metadata.json says what a model folder holds.
+    std::fs::remove_file(model.join("metadata.json")).unwrap();
+    let output = nrtsim(&[
+        "compile",
+        model.to_str().unwrap(),
+        "--framework",
+        "XLA",
+        "--target",
+        "trn1",
+        "--output",
+        neff_path.to_str().unwrap(),
+    ]);
+    assert!(!output.status.success());
+    assert!(text(&output.stderr).contains("must hold metadata.json"), "{}", text(&output.stderr));
+}
