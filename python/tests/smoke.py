@@ -13,7 +13,10 @@ into a NEFF that `nrtsim inspect` reads, nkipy's in-process call of
 `neuronxcc.driver.CommandDriver.main`, how a failure reaches the caller, the one notice per
 process, and that a real neuronx-cc (a dummy distribution built here) wins in both install
 orders without a file of its package overwritten; nrtsim-nki with its dependencies from
-`WHEEL_DIR/deps`: a kernel runs under both names with one notice, and a real `nki` wins.
+`WHEEL_DIR/deps`: a kernel runs under both names with one notice, and a real `nki` wins;
+nrtsim-torch (without torch, which is too large to ship here: its tests run in `cargo xtask
+test`): the wheel holds the package and its C++ source, the nrtsim wheel's SDK folder the header
+and library symbols that source builds against, and `nrtsim.torch` says what is missing.
 """
 
 from __future__ import annotations
@@ -323,6 +326,48 @@ def check_nki(wheel_dir: Path, scratch: Path) -> None:
           won.returncode == 0 and won.stdout.strip() == "the real nki", shown(won))
 
 
+def check_torch(wheel_dir: Path, scratch: Path) -> None:
+    """nrtsim-torch from the wheels, without torch: what the C++ layer builds against is in the
+    nrtsim wheel, and the imports say what is missing."""
+    wheels = sorted(wheel_dir.glob("nrtsim_torch-*.whl"))
+    check("the nrtsim-torch wheel was built", len(wheels) == 1, str(wheels))
+    if len(wheels) != 1:
+        return
+    names = zipfile.ZipFile(wheels[0]).namelist()
+    check("the nrtsim-torch wheel holds the package and the C++ layer's source",
+          {"nrtsim_torch/__init__.py", "nrtsim_torch/_trace.py",
+           "nrtsim_torch/csrc/neuron.cpp"} <= set(names), str(names))
+    venv = Venv(scratch, "torch")
+    installed = venv.pip_install(wheel_dir, "nrtsim")
+    check("pip install nrtsim from the wheels alone (for nrtsim-torch)", installed.returncode == 0,
+          shown(installed))
+    if installed.returncode != 0:
+        return
+    missing = venv.python_code("import nrtsim.torch")
+    check("nrtsim.torch without nrtsim-torch names the distribution to install",
+          missing.returncode != 0 and "pip install nrtsim-torch" in missing.stderr, shown(missing))
+    sdk = venv.python_code(
+        "import nrtsim, subprocess\n"
+        "root = nrtsim.sdk_root()\n"
+        "assert (root / 'include/nrtsim/bind.h').is_file(), 'no include/nrtsim/bind.h'\n"
+        "symbols = subprocess.run(['nm', '-D', '--defined-only', str(root / 'lib/libnrt.so.1')],\n"
+        "                         capture_output=True, text=True, check=True).stdout\n"
+        "print(sum(' nrtsim_bind_' in line for line in symbols.splitlines()))\n"
+    )
+    check("the SDK folder has nrtsim/bind.h and libnrt.so.1 exports its functions",
+          sdk.returncode == 0 and int(sdk.stdout.strip() or 0) >= 20, shown(sdk))
+    without_torch = run(
+        [venv.python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+         "--no-index", "--no-deps", wheels[0]],
+        env=venv.env,
+    )
+    check("pip install nrtsim-torch --no-deps", without_torch.returncode == 0, shown(without_torch))
+    no_torch = venv.python_code("import nrtsim.torch")
+    check("nrtsim.torch without torch fails importing torch",
+          no_torch.returncode != 0 and "No module named 'torch'" in no_torch.stderr,
+          shown(no_torch))
+
+
 def main() -> int:
     wheel_dir = Path(sys.argv[1]).resolve() if len(sys.argv) > 1 else ROOT / "target/wheels"
     wheels = sorted(p.name for p in wheel_dir.glob("*.whl"))
@@ -343,6 +388,7 @@ def main() -> int:
             check_compiler(venv, work)
         check_real_compiler_wins(wheel_dir, scratch)
         check_nki(wheel_dir, scratch)
+        check_torch(wheel_dir, scratch)
     print(f"smoke: {passed} passed, {failed} failed")
     return 1 if failed else 0
 

@@ -37,6 +37,7 @@ const BENCHES: &[(&str, &str)] = &[
     ("nrtsim-sim", "runtime"),
     ("nrtsim-testkit", "bind"),
     ("nrtsim-cli", "nki"),
+    ("nrtsim-cli", "torch"),
 ];
 
 /// One figure of one run.

@@ -7,6 +7,7 @@
 //! DIR/bin/nrtsim               the tool
 //! DIR/bin/neuronx-cc           -> nrtsim (run under that name it is the compiler)
 //! DIR/include/nrt/*.h          our headers (sim/capi/include/nrt)
+//! DIR/include/nrtsim/*.h       nrtsim's own API beside libnrt's (sim/capi/include/nrtsim)
 //! DIR/lib/libnrt.so.1          the simulator's library (SONAME libnrt.so.1)
 //! DIR/lib/libnrt.so            -> libnrt.so.1
 //! DIR/lib/pkgconfig/nrt.pc     relocatable: prefix=${pcfiledir}/../..
@@ -30,8 +31,9 @@ pub(crate) const TOOL_PACKAGE: &str = "nrtsim-cli";
 pub(crate) const TOOL: &str = "nrtsim";
 /// The compiler's name: the tool, run under this name, behaves as neuronx-cc.
 pub(crate) const COMPILER: &str = "neuronx-cc";
-/// The headers, relative to the workspace root.
-pub(crate) const HEADERS: &str = "sim/capi/include/nrt";
+/// The header folders, relative to the workspace root: libnrt's API, then nrtsim's own
+/// (the binding layer's, `nrtsim/bind.h`). Each is copied whole to `include/<its name>`.
+pub(crate) const HEADERS: [&str; 2] = ["sim/capi/include/nrt", "sim/capi/include/nrtsim"];
 /// The first line of the folder's `README`, by which a later run knows the folder is ours.
 const README_FIRST_LINE: &str = "nrtsim SDK folder";
 
@@ -65,7 +67,8 @@ pub(crate) fn readme(version: &str) -> String {
          look for one (cmake -DNEURON_ROOT=<this folder>, PKG_CONFIG_PATH=<this folder>/lib/pkgconfig).\n\
          lib/libnrt.so.1 is the simulator, not AWS's libnrt: it runs NEFFs that nrtsim's compiler\n\
          wrote (bin/neuronx-cc) on simulated NeuronCores (configured by NRTSIM_* variables).\n\
-         include/nrt/ holds nrtsim's own declarations of the public libnrt API.\n"
+         include/nrt/ holds nrtsim's own declarations of the public libnrt API;\n\
+         include/nrtsim/ holds nrtsim's binding-layer API, which lib/libnrt.so.1 also exports.\n"
     )
 }
 
@@ -74,7 +77,6 @@ pub(crate) fn lay_out(root: &Path, artifacts: &Path, out: &Path, links: Links) -
     check_destination(out)?;
     let lib = out.join("lib");
     let pkgconfig = lib.join("pkgconfig");
-    let include = out.join("include/nrt");
     fs::create_dir_all(&pkgconfig).with_context(|| format!("creating {}", pkgconfig.display()))?;
     match links {
         Links::Symbolic => {
@@ -99,21 +101,25 @@ pub(crate) fn lay_out(root: &Path, artifacts: &Path, out: &Path, links: Links) -
         },
     );
     fs::write(pkgconfig.join("nrt.pc"), pc).context("writing lib/pkgconfig/nrt.pc")?;
-    if include.exists() {
-        fs::remove_dir_all(&include).with_context(|| format!("removing {}", include.display()))?;
-    }
-    fs::create_dir_all(&include).with_context(|| format!("creating {}", include.display()))?;
-    for header in headers(root)? {
-        let name = header.file_name().context("a header path without a file name")?;
-        libnrt::install_file(&header, &include.join(name))?;
+    for folder in HEADERS {
+        let include = out.join("include").join(Path::new(folder).file_name().context("a folder")?);
+        if include.exists() {
+            fs::remove_dir_all(&include)
+                .with_context(|| format!("removing {}", include.display()))?;
+        }
+        fs::create_dir_all(&include).with_context(|| format!("creating {}", include.display()))?;
+        for header in headers(root, folder)? {
+            let name = header.file_name().context("a header path without a file name")?;
+            libnrt::install_file(&header, &include.join(name))?;
+        }
     }
     fs::write(out.join("README"), readme(env!("CARGO_PKG_VERSION"))).context("writing README")?;
     Ok(())
 }
 
-/// The `.h` files of `sim/capi/include/nrt`, sorted by name.
-pub(crate) fn headers(root: &Path) -> Result<Vec<PathBuf>> {
-    let dir = root.join(HEADERS);
+/// The `.h` files of one of the [`HEADERS`] folders, sorted by name.
+pub(crate) fn headers(root: &Path, folder: &str) -> Result<Vec<PathBuf>> {
+    let dir = root.join(folder);
     let mut headers = Vec::new();
     for entry in fs::read_dir(&dir).with_context(|| format!("reading {}", dir.display()))? {
         let path = entry.with_context(|| format!("reading {}", dir.display()))?.path();
@@ -248,13 +254,16 @@ int main(void) {
         let dynamic = output_of(Command::new("readelf").args(["-d", "-W"]).arg(&link));
         assert!(dynamic.contains("Library soname: [libnrt.so.1]"), "{dynamic}");
         assert!(sdk.join("include/nrt/nrt.h").is_file());
-        for header in headers(&root).unwrap() {
-            let name = header.file_name().unwrap();
-            assert_eq!(
-                fs::read(sdk.join("include/nrt").join(name)).unwrap(),
-                fs::read(&header).unwrap(),
-                "include/nrt/{name:?} is the source tree's"
-            );
+        assert!(sdk.join("include/nrtsim/bind.h").is_file());
+        for (folder, installed) in HEADERS.iter().zip(["include/nrt", "include/nrtsim"]) {
+            for header in headers(&root, folder).unwrap() {
+                let name = header.file_name().unwrap();
+                assert_eq!(
+                    fs::read(sdk.join(installed).join(name)).unwrap(),
+                    fs::read(&header).unwrap(),
+                    "{installed}/{name:?} is the source tree's"
+                );
+            }
         }
         let pc = fs::read_to_string(sdk.join("lib/pkgconfig/nrt.pc")).unwrap();
         assert!(pc.starts_with("prefix=${pcfiledir}/../..\n"), "{pc}");

@@ -11,6 +11,9 @@
 //!   the same way; its run dependencies numpy and ml_dtypes, at the cross-checks' pins
 //!   (`pyref/requirements.txt`), are downloaded into `DIR/deps`, so the smoke checks install
 //!   everything from files with no network.
+//! - `nrtsim-torch` (`python/torch`): libtorchneuron's objects and `trace` for torch programs,
+//!   pure Python plus the C++ source of its TorchBind layer, which it builds for the user's torch
+//!   at first import (so the wheel does not depend on one torch release).
 //!
 //! The tools come from `python/requirements-build.txt`, the one list of pins, installed into
 //! `target/wheel-env` (made as `cargo xtask test` makes `target/pyenv`). Both binaries are
@@ -42,6 +45,8 @@ pub(crate) const STAGED_SDK: &str = "python/nrtsim/src/nrtsim/sdk";
 pub(crate) const SHIM_PROJECT: &str = "python/neuronx-cc";
 /// nrtsim's NKI project.
 pub(crate) const NKI_PROJECT: &str = "python/nki";
+/// nrtsim's torch layer.
+pub(crate) const TORCH_PROJECT: &str = "python/torch";
 /// nrtsim-nki's run dependencies, whose pins are the cross-checks' (one list of pins).
 const NKI_DEPENDENCIES: [&str; 2] = ["numpy", "ml_dtypes"];
 /// The Rust target both binaries are built for.
@@ -76,17 +81,20 @@ pub(crate) fn run(root: &Path, out: Option<PathBuf>) -> Result<()> {
     maturin(root, bin, &linker, &out)?;
     pure_python(root, &python, &out, SHIM_PROJECT)?;
     pure_python(root, &python, &out, NKI_PROJECT)?;
+    pure_python(root, &python, &out, TORCH_PROJECT)?;
     nki_dependencies(root, &python, &out.join("deps"))?;
 
     let nrtsim_wheel = find_wheel(&out, "nrtsim-")?;
     audit(bin, &nrtsim_wheel)?;
     let shim_wheel = find_wheel(&out, "nrtsim_neuronx_cc-")?;
     let nki_wheel = find_wheel(&out, "nrtsim_nki-")?;
+    let torch_wheel = find_wheel(&out, "nrtsim_torch-")?;
     eprintln!(
-        "xtask wheel: {}, {} and {} in {:.0?}",
+        "xtask wheel: {}, {}, {} and {} in {:.0?}",
         nrtsim_wheel.display(),
         shim_wheel.display(),
         nki_wheel.display(),
+        torch_wheel.display(),
         started.elapsed()
     );
     Ok(())
@@ -100,7 +108,8 @@ fn remove_old_wheels(out: &Path) -> Result<()> {
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
         let ours = name.starts_with("nrtsim-")
             || name.starts_with("nrtsim_neuronx_cc-")
-            || name.starts_with("nrtsim_nki-");
+            || name.starts_with("nrtsim_nki-")
+            || name.starts_with("nrtsim_torch-");
         if ours && name.ends_with(".whl") {
             fs::remove_file(&path).with_context(|| format!("removing {}", path.display()))?;
         }
