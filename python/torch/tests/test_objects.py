@@ -195,3 +195,58 @@ class ModelTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class BackendTest(unittest.TestCase):
+    """NRTSIM_TORCH_LIBNRT puts the models on another libnrt.so.1 through the nrt backend: here a
+    copy of the simulator's library, at another path, as the conformance `capi` backend uses it."""
+
+    def test_the_models_run_on_the_libnrt_the_variable_names(self):
+        import os
+        import shutil
+
+        from helpers import SRC
+
+        self.assertEqual(__import__("nrtsim_torch").backend(), "sim")
+        neff, metaneff = compile_hlo(ADD_MUL)
+        with tempfile.TemporaryDirectory() as folder:
+            library = Path(folder) / "libnrt.so.1"
+            shutil.copy(Path(os.environ["NRTSIM_SDK"]) / "lib" / "libnrt.so.1", library)
+            (Path(folder) / "m.neff").write_bytes(neff)
+            (Path(folder) / "m.metaneff").write_bytes(metaneff)
+            code = (
+                "import os, torch, nrtsim_torch\n"
+                f"os.chdir({folder!r})\n"
+                "print(nrtsim_torch.backend())\n"
+                "m = torch.classes.neuron.Model(open('m.neff', 'rb').read(), open('m.metaneff', 'rb').read())\n"
+                "s, p = torch.ops.neuron.forward_v2([torch.full((2, 3), 2.0), torch.full((2, 3), 5.0)], m)\n"
+                "print(s.sum().item(), p.sum().item())\n"
+                "try:\n"
+                "    torch.ops.neuron.forward_v2([torch.zeros(2, 3, dtype=torch.int32), torch.zeros(2, 3)], m)\n"
+                "except RuntimeError as e:\n"
+                "    print('refused:', 'Expected tensor.dtype() == dtype' in str(e))\n"
+            )
+            env_before = os.environ.get("NRTSIM_TORCH_LIBNRT")
+            os.environ["NRTSIM_TORCH_LIBNRT"] = str(library)
+            try:
+                out = run_fresh(code).split("\n")
+            finally:
+                if env_before is None:
+                    del os.environ["NRTSIM_TORCH_LIBNRT"]
+                else:
+                    os.environ["NRTSIM_TORCH_LIBNRT"] = env_before
+            self.assertEqual(out[0], f"nrt {library}")
+            self.assertEqual(out[1].split(), ["42.0", "60.0"])
+            self.assertEqual(out[2], "refused: True")
+            # A path that is not a libnrt is named at the first model.
+            os.environ["NRTSIM_TORCH_LIBNRT"] = str(Path(folder) / "missing.so")
+            try:
+                with self.assertRaises(AssertionError) as caught:
+                    run_fresh(
+                        "import torch, nrtsim_torch\n"
+                        f"torch.classes.neuron.Model(open({str(Path(folder) / 'm.neff')!r}, 'rb').read(), b'')\n"
+                    )
+            finally:
+                del os.environ["NRTSIM_TORCH_LIBNRT"]
+            self.assertIn("NRTSIM_TORCH_LIBNRT=", str(caught.exception))
+            self.assertIn("missing.so", str(caught.exception))

@@ -14,6 +14,6 @@ if importlib.util.find_spec("nrtsim_torch") is None:
         "pip install nrtsim-torch (and torch-xla for trace)"
     )
 
-from nrtsim_torch import extension_path, load, trace  # noqa: E402
+from nrtsim_torch import backend, extension_path, load, trace  # noqa: E402
 
-__all__ = ["trace", "load", "extension_path"]
+__all__ = ["trace", "load", "extension_path", "backend"]

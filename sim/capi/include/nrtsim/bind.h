@@ -78,6 +78,8 @@ typedef struct nrtsim_bind_output {
 } nrtsim_bind_output_t;
 
 const char *nrtsim_bind_last_error(void);
+/* "sim", or "nrt PATH" when NRTSIM_TORCH_LIBNRT names the libnrt.so.1 the models run on. */
+const char *nrtsim_bind_backend(void);
 
 int32_t nrtsim_bind_model_new(const void *neff, size_t neff_size, const void *metaneff,
                               size_t metaneff_size, uint64_t *model);

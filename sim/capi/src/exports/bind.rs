@@ -5,7 +5,9 @@
 //!
 //! The models run on this library's own simulator, the one every `nrt_*` export of the process
 //! uses, so a program that mixes torch objects with direct libnrt calls sees one device, as it
-//! does with libtorchneuron over libnrt.
+//! does with libtorchneuron over libnrt; or, when `NRTSIM_TORCH_LIBNRT` names a `libnrt.so.1`
+//! (a real one on a Neuron instance), on that library through the `nrt` backend, with the same
+//! rules (`nrtsim_bind_backend` says which).
 //!
 //! Conventions (the header says the same for C users):
 //! - Every function returns an `nrtsim_bind_status_t`; on failure, `nrtsim_bind_last_error`
@@ -176,10 +178,28 @@ fn outcome(result: u64) -> Result<Arc<Outcome>, i32> {
     })
 }
 
-/// The process's simulator as the layer's runtime, initialised for PyTorch first if no one has
-/// (libtorchneuron calls `nrt_init` itself before its first model; a program that already did
-/// keeps its own initialisation).
+/// The variable that puts the layer's models on a real libnrt: the library's path.
+const LIBNRT_VAR: &str = "NRTSIM_TORCH_LIBNRT";
+
+/// The layer's runtime: the library's own simulator, or, when [`LIBNRT_VAR`] names a
+/// `libnrt.so.1`, that library through the `nrt` backend (opened once, and initialised as the
+/// backend does). The simulator is initialised for PyTorch first if no one has (libtorchneuron
+/// calls `nrt_init` itself before its first model; a program that already did keeps its own).
 fn runtime() -> Result<Arc<dyn Runtime>, i32> {
+    if let Some(path) = std::env::var_os(LIBNRT_VAR) {
+        static REAL: std::sync::OnceLock<Result<Arc<dyn Runtime>, String>> =
+            std::sync::OnceLock::new();
+        return REAL
+            .get_or_init(|| {
+                nrt::NrtRuntime::open_path(std::path::Path::new(&path))
+                    .map(|runtime| Arc::new(runtime) as Arc<dyn Runtime>)
+                    .map_err(|error| {
+                        format!("{LIBNRT_VAR}={}: {error}", std::path::Path::new(&path).display())
+                    })
+            })
+            .clone()
+            .map_err(|message| fail(LOAD, message));
+    }
     let g = global().map_err(|status| {
         fail(RUNTIME, format!("the simulator is not configured (status {status}); see stderr"))
     })?;
@@ -193,6 +213,21 @@ fn runtime() -> Result<Arc<dyn Runtime>, i32> {
         }
     }
     Ok(Arc::clone(&g.sim) as Arc<dyn Runtime>)
+}
+
+/// Which runtime the layer's models run on: `sim`, or `nrt PATH` for the libnrt that
+/// `NRTSIM_TORCH_LIBNRT` names. A NUL-terminated string for the life of the process.
+#[unsafe(no_mangle)]
+pub extern "C" fn nrtsim_bind_backend() -> *const c_char {
+    static NAME: std::sync::OnceLock<CString> = std::sync::OnceLock::new();
+    NAME.get_or_init(|| {
+        let name = match std::env::var_os(LIBNRT_VAR) {
+            Some(path) => format!("nrt {}", std::path::Path::new(&path).display()),
+            None => "sim".to_owned(),
+        };
+        CString::new(name.replace('\0', "")).unwrap_or_default()
+    })
+    .as_ptr()
 }
 
 /// `size` bytes at `data`, copied; an empty slice for size 0 (whatever `data` is).

@@ -391,4 +391,9 @@ TORCH_LIBRARY(neuron, m) {
       load_collectives_neuron);
 }
 
+// nrtsim's own operators, beside libtorchneuron's names.
+TORCH_LIBRARY(nrtsim, m) {
+  m.def("backend() -> str", []() { return std::string(nrtsim_bind_backend()); });
+}
+
 }  // namespace nrtsim_torch
