@@ -1,5 +1,6 @@
 //! Links the cdylib as libnrt: SONAME `libnrt.so.1`, and the version script `libnrt.map` that
-//! versions every libnrt function `NRT_2.0.0` and hides everything else.
+//! versions every libnrt function `NRT_2.0.0`, nrtsim's binding-layer API `NRTSIM_BIND_1`, and
+//! hides everything else.
 //!
 //! The list of functions is not here: the exported symbols are defined by `src/symbols.rs` from
 //! the one function table in `abi`, and the script matches them by prefix.

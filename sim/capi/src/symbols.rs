@@ -72,3 +72,47 @@ macro_rules! export_functions {
 }
 
 abi::for_each_libnrt_function!(export_functions);
+
+/// The trampolines of nrtsim's own binding-layer API (`include/nrtsim/bind.h`), versioned
+/// `NRTSIM_BIND_1` by `libnrt.map`, for the reason above: an unversioned `#[no_mangle]` export
+/// is at the mercy of how each linker merges rustc's version script with ours (zig's linker,
+/// which the wheels use, made them local).
+macro_rules! export_bind {
+    ($($name:ident),* $(,)?) => {$(
+        #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
+        core::arch::global_asm!(
+            ".text",
+            concat!(".globl ", stringify!($name)),
+            concat!(".type ", stringify!($name), ", %function"),
+            ".p2align 4",
+            concat!(stringify!($name), ":"),
+            tail_jump!(),
+            concat!(".size ", stringify!($name), ", . - ", stringify!($name)),
+            target = sym crate::exports::bind::$name,
+        );
+    )*};
+}
+
+export_bind!(
+    nrtsim_bind_backend,
+    nrtsim_bind_last_error,
+    nrtsim_bind_model_new,
+    nrtsim_bind_spmd_model_new,
+    nrtsim_bind_model_free,
+    nrtsim_bind_model_action,
+    nrtsim_bind_model_set_flag,
+    nrtsim_bind_model_set_dynamic_batching_mixed,
+    nrtsim_bind_model_set_neuron_devices,
+    nrtsim_bind_model_load_collectives,
+    nrtsim_bind_model_instance_count,
+    nrtsim_bind_model_bytes,
+    nrtsim_bind_forward,
+    nrtsim_bind_spmd_initialize,
+    nrtsim_bind_result_size,
+    nrtsim_bind_result_output,
+    nrtsim_bind_result_copy,
+    nrtsim_bind_result_updated_count,
+    nrtsim_bind_result_updated_position,
+    nrtsim_bind_result_copy_updated,
+    nrtsim_bind_result_free,
+);

@@ -2,8 +2,8 @@
  * nrtsim/bind.h: nrtsim's binding layer (libtorchneuron's rules over libnrt) as a C API.
  *
  * This is nrtsim's own interface, not part of libnrt: the simulator's libnrt.so.1 exports it
- * beside the nrt_* functions, unversioned, and runs its models on the same simulated device as
- * those functions. The nrtsim-torch package builds torch.classes.neuron.Model, SPMDModel and
+ * beside the nrt_* functions, with the symbol version NRTSIM_BIND_1, and runs its models on the
+ * same simulated device as those functions. The nrtsim-torch package builds torch.classes.neuron.Model, SPMDModel and
  * torch.ops.neuron.forward_v2 on it; any other host program can use it the same way.
  *
  * Every function returns an nrtsim_bind_status_t. On failure, nrtsim_bind_last_error() gives the

@@ -9,6 +9,9 @@
 //! (a real one on a Neuron instance), on that library through the `nrt` backend, with the same
 //! rules (`nrtsim_bind_backend` says which).
 //!
+//! The C symbols are trampolines to these functions, versioned `NRTSIM_BIND_1` by `libnrt.map`
+//! (see [`crate::symbols`]), as libnrt's are `NRT_2.0.0`.
+//!
 //! Conventions (the header says the same for C users):
 //! - Every function returns an `nrtsim_bind_status_t`; on failure, `nrtsim_bind_last_error`
 //!   gives this thread's message, which says what was expected and what came.
@@ -217,7 +220,6 @@ fn runtime() -> Result<Arc<dyn Runtime>, i32> {
 
 /// Which runtime the layer's models run on: `sim`, or `nrt PATH` for the libnrt that
 /// `NRTSIM_TORCH_LIBNRT` names. A NUL-terminated string for the life of the process.
-#[unsafe(no_mangle)]
 pub extern "C" fn nrtsim_bind_backend() -> *const c_char {
     static NAME: std::sync::OnceLock<CString> = std::sync::OnceLock::new();
     NAME.get_or_init(|| {
@@ -315,7 +317,6 @@ unsafe fn host_tensor(tensor: &nrtsim_bind_tensor_t, what: &str) -> Result<HostT
 
 /// The last error of the calling thread: a NUL-terminated message, valid until this thread's
 /// next call of this API (empty before any failure).
-#[unsafe(no_mangle)]
 pub extern "C" fn nrtsim_bind_last_error() -> *const c_char {
     LAST_ERROR.with(|last| last.borrow().as_ptr())
 }
@@ -324,7 +325,6 @@ pub extern "C" fn nrtsim_bind_last_error() -> *const c_char {
 ///
 /// # Safety
 /// `neff` and `metaneff` point at their sizes' bytes; `out` at a writable `uint64_t`.
-#[unsafe(no_mangle)]
 pub unsafe extern "C" fn nrtsim_bind_model_new(
     neff: *const c_void,
     neff_size: usize,
@@ -370,7 +370,6 @@ pub unsafe extern "C" fn nrtsim_bind_model_new(
 ///
 /// # Safety
 /// As [`nrtsim_bind_model_new`].
-#[unsafe(no_mangle)]
 pub unsafe extern "C" fn nrtsim_bind_spmd_model_new(
     neff: *const c_void,
     neff_size: usize,
@@ -413,7 +412,6 @@ pub unsafe extern "C" fn nrtsim_bind_spmd_model_new(
 }
 
 /// Releases a model (unloading it); the number is invalid afterwards.
-#[unsafe(no_mangle)]
 pub extern "C" fn nrtsim_bind_model_free(model: u64) -> i32 {
     call("nrtsim_bind_model_free", || match lock(&registry().models).remove(&model) {
         Some(_) => OK,
@@ -446,7 +444,6 @@ fn with_model(
 }
 
 /// `load` (1), `blocking_load` (2) or `unload` (3). An SPMD model takes `unload` only.
-#[unsafe(no_mangle)]
 pub extern "C" fn nrtsim_bind_model_action(model: u64, action: i32) -> i32 {
     call("nrtsim_bind_model_action", || {
         if action == 3 {
@@ -476,7 +473,6 @@ pub extern "C" fn nrtsim_bind_model_action(model: u64, action: i32) -> i32 {
 }
 
 /// `set_async_load` (1), `set_lazy_load` (2) or `set_dynamic_batching` (3) with a boolean.
-#[unsafe(no_mangle)]
 pub extern "C" fn nrtsim_bind_model_set_flag(model: u64, flag: i32, value: i32) -> i32 {
     call("nrtsim_bind_model_set_flag", || {
         let value = value != 0;
@@ -513,7 +509,6 @@ unsafe fn int_list(values: *const i64, n: usize, what: &str) -> Result<Vec<i64>,
 ///
 /// # Safety
 /// `inputs` and `outputs` point at their counts' values.
-#[unsafe(no_mangle)]
 pub unsafe extern "C" fn nrtsim_bind_model_set_dynamic_batching_mixed(
     model: u64,
     inputs: *const i64,
@@ -536,7 +531,6 @@ pub unsafe extern "C" fn nrtsim_bind_model_set_dynamic_batching_mixed(
 }
 
 /// `set_neuron_devices(start, count)`.
-#[unsafe(no_mangle)]
 pub extern "C" fn nrtsim_bind_model_set_neuron_devices(model: u64, start: i64, count: i64) -> i32 {
     call("nrtsim_bind_model_set_neuron_devices", || {
         with_model(model, "set_neuron_devices", |m| m.set_neuron_devices(start, count))
@@ -544,7 +538,6 @@ pub extern "C" fn nrtsim_bind_model_set_neuron_devices(model: u64, start: i64, c
 }
 
 /// `load_collectives(vnc, vnc_count, ctx_device_id, ctx_device_count)`.
-#[unsafe(no_mangle)]
 pub extern "C" fn nrtsim_bind_model_load_collectives(
     model: u64,
     vnc: i64,
@@ -564,7 +557,6 @@ pub extern "C" fn nrtsim_bind_model_load_collectives(
 ///
 /// # Safety
 /// `out` points at a writable `int64_t`.
-#[unsafe(no_mangle)]
 pub unsafe extern "C" fn nrtsim_bind_model_instance_count(model: u64, out: *mut i64) -> i32 {
     call("nrtsim_bind_model_instance_count", || {
         if out.is_null() {
@@ -589,7 +581,6 @@ pub unsafe extern "C" fn nrtsim_bind_model_instance_count(model: u64, out: *mut 
 ///
 /// # Safety
 /// `size` points at a `size_t`; `dst` is NULL or points at `*size` writable bytes.
-#[unsafe(no_mangle)]
 pub unsafe extern "C" fn nrtsim_bind_model_bytes(
     model: u64,
     which: i32,
@@ -703,7 +694,6 @@ fn rank_outcome(output: ForwardOutput, inputs: &[HostTensor], donated: &[usize])
 /// # Safety
 /// `inputs` points at `Σ counts` tensor descriptions, `counts` at `n_lists` values, `result`
 /// at a writable `uint64_t`.
-#[unsafe(no_mangle)]
 pub unsafe extern "C" fn nrtsim_bind_forward(
     model: u64,
     inputs: *const nrtsim_bind_tensor_t,
@@ -797,7 +787,6 @@ pub unsafe extern "C" fn nrtsim_bind_forward(
 /// # Safety
 /// `entries` points at `Σ counts` named tensors, each name at `name_len` bytes; `counts` at
 /// `n_ranks` values.
-#[unsafe(no_mangle)]
 pub unsafe extern "C" fn nrtsim_bind_spmd_initialize(
     model: u64,
     entries: *const nrtsim_bind_named_tensor_t,
@@ -891,7 +880,6 @@ pub unsafe extern "C" fn nrtsim_bind_spmd_initialize(
 ///
 /// # Safety
 /// `n_ranks` and `n_outputs` point at writable `size_t`s.
-#[unsafe(no_mangle)]
 pub unsafe extern "C" fn nrtsim_bind_result_size(
     result: u64,
     n_ranks: *mut usize,
@@ -937,7 +925,6 @@ fn output_of(
 ///
 /// # Safety
 /// `out` points at a writable `nrtsim_bind_output_t`.
-#[unsafe(no_mangle)]
 pub unsafe extern "C" fn nrtsim_bind_result_output(
     result: u64,
     rank: usize,
@@ -975,7 +962,6 @@ pub unsafe extern "C" fn nrtsim_bind_result_output(
 ///
 /// # Safety
 /// `dst` points at `nbytes` writable bytes.
-#[unsafe(no_mangle)]
 pub unsafe extern "C" fn nrtsim_bind_result_copy(
     result: u64,
     rank: usize,
@@ -1017,7 +1003,6 @@ pub unsafe extern "C" fn nrtsim_bind_result_copy(
 ///
 /// # Safety
 /// `n` points at a writable `size_t`.
-#[unsafe(no_mangle)]
 pub unsafe extern "C" fn nrtsim_bind_result_updated_count(
     result: u64,
     rank: usize,
@@ -1058,7 +1043,6 @@ fn updated_of(result: u64, rank: usize, k: usize) -> Result<(usize, HostTensor),
 ///
 /// # Safety
 /// `position` points at a writable `size_t`.
-#[unsafe(no_mangle)]
 pub unsafe extern "C" fn nrtsim_bind_result_updated_position(
     result: u64,
     rank: usize,
@@ -1085,7 +1069,6 @@ pub unsafe extern "C" fn nrtsim_bind_result_updated_position(
 ///
 /// # Safety
 /// `dst` points at `nbytes` writable bytes.
-#[unsafe(no_mangle)]
 pub unsafe extern "C" fn nrtsim_bind_result_copy_updated(
     result: u64,
     rank: usize,
@@ -1120,7 +1103,6 @@ pub unsafe extern "C" fn nrtsim_bind_result_copy_updated(
 }
 
 /// Releases a result; its number and shapes are invalid afterwards.
-#[unsafe(no_mangle)]
 pub extern "C" fn nrtsim_bind_result_free(result: u64) -> i32 {
     call("nrtsim_bind_result_free", || match lock(&registry().results).remove(&result) {
         Some(_) => OK,

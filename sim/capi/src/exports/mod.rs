@@ -44,7 +44,7 @@ macro_rules! try_status {
 }
 
 mod async_exec;
-mod bind;
+pub(crate) mod bind;
 mod experimental;
 mod ndebug_stream;
 mod nrt;
