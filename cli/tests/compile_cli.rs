@@ -710,6 +710,20 @@ fn the_model_file_is_read_under_a_cap() {
     assert_eq!(leftovers(scratch.path(), &["m.hlo"]), Vec::<String>::new());
 }
 
+/// `nrtsim compile MODEL --framework XLA --target trn1 --output NEFF`.
+fn compile_for_trn1(model: &Path, neff: &Path) -> Output {
+    nrtsim(&[
+        "compile",
+        model.to_str().unwrap(),
+        "--framework",
+        "XLA",
+        "--target",
+        "trn1",
+        "--output",
+        neff.to_str().unwrap(),
+    ])
+}
+
 /// neuronx-cc's model folder, as torch-neuronx writes it: the weight (parameter 1, by number)
 /// is folded into the program, so the NEFF has one input, `x`, and computes `x * w`.
 #[test]
@@ -725,16 +739,7 @@ fn a_model_folder_folds_its_weights_into_the_neff() {
     );
     let model = scratch.path().join("model");
     let neff_path = scratch.path().join("graph.neff");
-    let output = nrtsim(&[
-        "compile",
-        model.to_str().unwrap(),
-        "--framework",
-        "XLA",
-        "--target",
-        "trn1",
-        "--output",
-        neff_path.to_str().unwrap(),
-    ]);
+    let output = compile_for_trn1(&model, &neff_path);
     assert!(output.status.success(), "{}", text(&output.stderr));
     let neff_bytes = std::fs::read(&neff_path).unwrap();
     let neff = Neff::parse(&neff_bytes, &ReadOptions::loader()).unwrap();
@@ -748,16 +753,7 @@ fn a_model_folder_folds_its_weights_into_the_neff() {
 
     // A weight of the wrong size names the weight, the parameter and both sizes.
     scratch.write("model/weights/1.npy", &npy_f32(&[2], &[2.0, -1.0]));
-    let output = nrtsim(&[
-        "compile",
-        model.to_str().unwrap(),
-        "--framework",
-        "XLA",
-        "--target",
-        "trn1",
-        "--output",
-        neff_path.to_str().unwrap(),
-    ]);
+    let output = compile_for_trn1(&model, &neff_path);
     assert!(!output.status.success());
     assert!(
         text(&output.stderr).contains("weight 1: parameter 1 (w): 8 bytes, expected 12"),
@@ -766,16 +762,7 @@ fn a_model_folder_folds_its_weights_into_the_neff() {
     );
     // A folder without metadata.json says what a model folder holds.
     std::fs::remove_file(model.join("metadata.json")).unwrap();
-    let output = nrtsim(&[
-        "compile",
-        model.to_str().unwrap(),
-        "--framework",
-        "XLA",
-        "--target",
-        "trn1",
-        "--output",
-        neff_path.to_str().unwrap(),
-    ]);
+    let output = compile_for_trn1(&model, &neff_path);
     assert!(!output.status.success());
     assert!(text(&output.stderr).contains("must hold metadata.json"), "{}", text(&output.stderr));
 }

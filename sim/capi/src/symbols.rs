@@ -50,13 +50,9 @@ macro_rules! tail_jump {
     };
 }
 
-macro_rules! export_functions {
-    ($(
-        $name:ident = $header:ident [$pre:ident, $fault:ident, $avail:ident]
-            fn($($arg:ident: $ty:ty),* $(,)?) $(-> $ret:ty)?;
-    )*) => {$(
-        const _: unsafe extern "C" fn($($ty),*) $(-> $ret)? = crate::exports::$name;
-
+/// The C symbol `$name`: a function of its own size whose one instruction jumps to `$target`.
+macro_rules! trampoline {
+    ($name:ident => $target:path) => {
         #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
         core::arch::global_asm!(
             ".text",
@@ -66,8 +62,18 @@ macro_rules! export_functions {
             concat!(stringify!($name), ":"),
             tail_jump!(),
             concat!(".size ", stringify!($name), ", . - ", stringify!($name)),
-            target = sym crate::exports::$name,
+            target = sym $target,
         );
+    };
+}
+
+macro_rules! export_functions {
+    ($(
+        $name:ident = $header:ident [$pre:ident, $fault:ident, $avail:ident]
+            fn($($arg:ident: $ty:ty),* $(,)?) $(-> $ret:ty)?;
+    )*) => {$(
+        const _: unsafe extern "C" fn($($ty),*) $(-> $ret)? = crate::exports::$name;
+        trampoline!($name => crate::exports::$name);
     )*};
 }
 
@@ -79,17 +85,7 @@ abi::for_each_libnrt_function!(export_functions);
 /// which the wheels use, made them local).
 macro_rules! export_bind {
     ($($name:ident),* $(,)?) => {$(
-        #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
-        core::arch::global_asm!(
-            ".text",
-            concat!(".globl ", stringify!($name)),
-            concat!(".type ", stringify!($name), ", %function"),
-            ".p2align 4",
-            concat!(stringify!($name), ":"),
-            tail_jump!(),
-            concat!(".size ", stringify!($name), ", . - ", stringify!($name)),
-            target = sym crate::exports::bind::$name,
-        );
+        trampoline!($name => crate::exports::bind::$name);
     )*};
 }
 

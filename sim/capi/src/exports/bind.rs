@@ -337,19 +337,10 @@ pub unsafe extern "C" fn nrtsim_bind_model_new(
             return fail(INVALID_ARGUMENT, "out is NULL");
         }
         // SAFETY: by the caller's contract.
-        let neff = match unsafe { bytes_of(neff, neff_size, "neff") } {
-            Ok(bytes) => bytes,
-            Err(status) => return status,
-        };
+        let neff = try_status!(unsafe { bytes_of(neff, neff_size, "neff") });
         // SAFETY: by the caller's contract.
-        let metaneff = match unsafe { bytes_of(metaneff, metaneff_size, "metaneff") } {
-            Ok(bytes) => bytes,
-            Err(status) => return status,
-        };
-        let runtime = match runtime() {
-            Ok(runtime) => runtime,
-            Err(status) => return status,
-        };
+        let metaneff = try_status!(unsafe { bytes_of(metaneff, metaneff_size, "metaneff") });
+        let runtime = try_status!(runtime());
         match Model::new(runtime, &neff, &metaneff, ModelOptions::default()) {
             Ok(model) => {
                 let id = new_id();
@@ -384,15 +375,9 @@ pub unsafe extern "C" fn nrtsim_bind_spmd_model_new(
             return fail(INVALID_ARGUMENT, "out is NULL");
         }
         // SAFETY: by the caller's contract.
-        let neff = match unsafe { bytes_of(neff, neff_size, "neff") } {
-            Ok(bytes) => bytes,
-            Err(status) => return status,
-        };
+        let neff = try_status!(unsafe { bytes_of(neff, neff_size, "neff") });
         // SAFETY: by the caller's contract.
-        let metaneff = match unsafe { bytes_of(metaneff, metaneff_size, "metaneff") } {
-            Ok(bytes) => bytes,
-            Err(status) => return status,
-        };
+        let metaneff = try_status!(unsafe { bytes_of(metaneff, metaneff_size, "metaneff") });
         if local_ranks < 1 || world_size < local_ranks {
             return bind_failure(&BindError::InvalidRanks { local_ranks, world_size });
         }
@@ -427,10 +412,7 @@ fn with_model(
     what: &str,
     body: impl FnOnce(&mut Model) -> Result<(), BindError>,
 ) -> i32 {
-    let entry = match entry(model) {
-        Ok(entry) => entry,
-        Err(status) => return status,
-    };
+    let entry = try_status!(entry(model));
     let mut entry = lock(&entry);
     match &mut *entry {
         Entry::Model(model) => match body(model) {
@@ -447,10 +429,7 @@ fn with_model(
 pub extern "C" fn nrtsim_bind_model_action(model: u64, action: i32) -> i32 {
     call("nrtsim_bind_model_action", || {
         if action == 3 {
-            let entry = match entry(model) {
-                Ok(entry) => entry,
-                Err(status) => return status,
-            };
+            let entry = try_status!(entry(model));
             let mut entry = lock(&entry);
             let result = match &mut *entry {
                 Entry::Model(model) => model.unload(),
@@ -562,10 +541,7 @@ pub unsafe extern "C" fn nrtsim_bind_model_instance_count(model: u64, out: *mut 
         if out.is_null() {
             return fail(INVALID_ARGUMENT, "out is NULL");
         }
-        let entry = match entry(model) {
-            Ok(entry) => entry,
-            Err(status) => return status,
-        };
+        let entry = try_status!(entry(model));
         let count = match &*lock(&entry) {
             Entry::Model(model) => model.instance_count(),
             Entry::Spmd(spmd) => spmd.made.as_ref().map_or(0, |m| m.local_ranks() as i64),
@@ -591,10 +567,7 @@ pub unsafe extern "C" fn nrtsim_bind_model_bytes(
         if size.is_null() {
             return fail(INVALID_ARGUMENT, "size is NULL");
         }
-        let entry = match entry(model) {
-            Ok(entry) => entry,
-            Err(status) => return status,
-        };
+        let entry = try_status!(entry(model));
         let entry = lock(&entry);
         let bytes: &[u8] = match (&*entry, which) {
             (Entry::Model(model), 0) => model.neff(),
@@ -706,14 +679,8 @@ pub unsafe extern "C" fn nrtsim_bind_forward(
             return fail(INVALID_ARGUMENT, "result is NULL");
         }
         // SAFETY: by the caller's contract.
-        let lists = match unsafe { tensor_lists(inputs, counts, n_lists) } {
-            Ok(lists) => lists,
-            Err(status) => return status,
-        };
-        let entry = match entry(model) {
-            Ok(entry) => entry,
-            Err(status) => return status,
-        };
+        let lists = try_status!(unsafe { tensor_lists(inputs, counts, n_lists) });
+        let entry = try_status!(entry(model));
         let mut entry = lock(&entry);
         let ranks = match &mut *entry {
             Entry::Model(model) => {
@@ -730,10 +697,7 @@ pub unsafe extern "C" fn nrtsim_bind_forward(
                 }
             }
             Entry::Spmd(spmd) => {
-                let runtime = match runtime() {
-                    Ok(runtime) => runtime,
-                    Err(status) => return status,
-                };
+                let runtime = try_status!(runtime());
                 let meta = abi::metaneff::Decoded::decode(&spmd.metaneff);
                 let made = match spmd.model(runtime) {
                     Ok(made) => made,
@@ -833,26 +797,17 @@ pub unsafe extern "C" fn nrtsim_bind_spmd_initialize(
                     };
                 let what = format!("rank {rank} weight {:?}", String::from_utf8_lossy(&name));
                 // SAFETY: by the caller's contract.
-                let tensor = match unsafe { host_tensor(&named.tensor, &what) } {
-                    Ok(tensor) => tensor,
-                    Err(status) => return status,
-                };
+                let tensor = try_status!(unsafe { host_tensor(&named.tensor, &what) });
                 weights.insert(name, tensor);
             }
             rank_weights.push(weights);
         }
-        let entry = match entry(model) {
-            Ok(entry) => entry,
-            Err(status) => return status,
-        };
+        let entry = try_status!(entry(model));
         let mut entry = lock(&entry);
         let Entry::Spmd(spmd) = &mut *entry else {
             return fail(INVALID_ARGUMENT, "initialize is a method of SPMDModel, not of Model");
         };
-        let runtime = match runtime() {
-            Ok(runtime) => runtime,
-            Err(status) => return status,
-        };
+        let runtime = try_status!(runtime());
         if let Some(mut old) = spmd.made.take() {
             if let Err(error) = old.unload() {
                 return bind_failure(&error);
@@ -889,10 +844,7 @@ pub unsafe extern "C" fn nrtsim_bind_result_size(
         if n_ranks.is_null() || n_outputs.is_null() {
             return fail(INVALID_ARGUMENT, "n_ranks or n_outputs is NULL");
         }
-        let outcome = match outcome(result) {
-            Ok(outcome) => outcome,
-            Err(status) => return status,
-        };
+        let outcome = try_status!(outcome(result));
         // SAFETY: checked non-NULL; writable by the caller's contract.
         unsafe {
             *n_ranks = outcome.ranks.len();
@@ -935,14 +887,8 @@ pub unsafe extern "C" fn nrtsim_bind_result_output(
         if out.is_null() {
             return fail(INVALID_ARGUMENT, "out is NULL");
         }
-        let outcome = match outcome(result) {
-            Ok(outcome) => outcome,
-            Err(status) => return status,
-        };
-        let (rank_outcome, tensor) = match output_of(&outcome, rank, index) {
-            Ok(found) => found,
-            Err(status) => return status,
-        };
+        let outcome = try_status!(outcome(result));
+        let (rank_outcome, tensor) = try_status!(output_of(&outcome, rank, index));
         let description = nrtsim_bind_output_t {
             scalar_type: i32::from(tensor.scalar_type().index()),
             ndim: tensor.shape().len() as i32,
@@ -970,14 +916,8 @@ pub unsafe extern "C" fn nrtsim_bind_result_copy(
     nbytes: usize,
 ) -> i32 {
     call("nrtsim_bind_result_copy", || {
-        let outcome = match outcome(result) {
-            Ok(outcome) => outcome,
-            Err(status) => return status,
-        };
-        let (_, tensor) = match output_of(&outcome, rank, index) {
-            Ok(found) => found,
-            Err(status) => return status,
-        };
+        let outcome = try_status!(outcome(result));
+        let (_, tensor) = try_status!(output_of(&outcome, rank, index));
         if nbytes != tensor.n_bytes() {
             return fail(
                 INVALID_ARGUMENT,
@@ -1012,10 +952,7 @@ pub unsafe extern "C" fn nrtsim_bind_result_updated_count(
         if n.is_null() {
             return fail(INVALID_ARGUMENT, "n is NULL");
         }
-        let outcome = match outcome(result) {
-            Ok(outcome) => outcome,
-            Err(status) => return status,
-        };
+        let outcome = try_status!(outcome(result));
         let Some(rank_outcome) = outcome.ranks.get(rank) else {
             return fail(
                 INVALID_ARGUMENT,
@@ -1077,10 +1014,7 @@ pub unsafe extern "C" fn nrtsim_bind_result_copy_updated(
     nbytes: usize,
 ) -> i32 {
     call("nrtsim_bind_result_copy_updated", || {
-        let (at, tensor) = match updated_of(result, rank, k) {
-            Ok(found) => found,
-            Err(status) => return status,
-        };
+        let (at, tensor) = try_status!(updated_of(result, rank, k));
         if nbytes != tensor.n_bytes() {
             return fail(
                 INVALID_ARGUMENT,
