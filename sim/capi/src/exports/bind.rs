@@ -904,6 +904,32 @@ pub unsafe extern "C" fn nrtsim_bind_result_output(
     })
 }
 
+/// Copies `tensor`'s bytes into `dst`, which must hold exactly as many (`what` names the tensor
+/// in the error).
+///
+/// # Safety
+/// Unless `nbytes` is 0, `dst` is NULL or points at `nbytes` writable bytes.
+unsafe fn copy_out(tensor: &HostTensor, what: &str, dst: *mut c_void, nbytes: usize) -> i32 {
+    if nbytes != tensor.n_bytes() {
+        return fail(
+            INVALID_ARGUMENT,
+            format!("dst holds {nbytes} bytes, {what} has {}", tensor.n_bytes()),
+        );
+    }
+    if nbytes == 0 {
+        return OK;
+    }
+    if dst.is_null() {
+        return fail(INVALID_ARGUMENT, "dst is NULL");
+    }
+    tensor.with_bytes(|bytes| {
+        // SAFETY: `dst` holds `nbytes` writable bytes by the caller's contract; the source is
+        // Rust memory C does not alias.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), dst.cast::<u8>(), nbytes) }
+    });
+    OK
+}
+
 /// Copies output `index` of `rank` into `dst`, which holds exactly its `nbytes`.
 ///
 /// # Safety
@@ -918,24 +944,8 @@ pub unsafe extern "C" fn nrtsim_bind_result_copy(
     call("nrtsim_bind_result_copy", || {
         let outcome = try_status!(outcome(result));
         let (_, tensor) = try_status!(output_of(&outcome, rank, index));
-        if nbytes != tensor.n_bytes() {
-            return fail(
-                INVALID_ARGUMENT,
-                format!("dst holds {nbytes} bytes, output {index} has {}", tensor.n_bytes()),
-            );
-        }
-        if nbytes == 0 {
-            return OK;
-        }
-        if dst.is_null() {
-            return fail(INVALID_ARGUMENT, "dst is NULL");
-        }
-        tensor.with_bytes(|bytes| {
-            // SAFETY: `dst` holds `nbytes` writable bytes by the caller's contract; the source
-            // is Rust memory C does not alias.
-            unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), dst.cast::<u8>(), nbytes) }
-        });
-        OK
+        // SAFETY: by the caller's contract.
+        unsafe { copy_out(tensor, &format!("output {index}"), dst, nbytes) }
     })
 }
 
@@ -1015,24 +1025,8 @@ pub unsafe extern "C" fn nrtsim_bind_result_copy_updated(
 ) -> i32 {
     call("nrtsim_bind_result_copy_updated", || {
         let (at, tensor) = try_status!(updated_of(result, rank, k));
-        if nbytes != tensor.n_bytes() {
-            return fail(
-                INVALID_ARGUMENT,
-                format!("dst holds {nbytes} bytes, input {at} has {}", tensor.n_bytes()),
-            );
-        }
-        if nbytes == 0 {
-            return OK;
-        }
-        if dst.is_null() {
-            return fail(INVALID_ARGUMENT, "dst is NULL");
-        }
-        tensor.with_bytes(|bytes| {
-            // SAFETY: `dst` holds `nbytes` writable bytes by the caller's contract; the source is
-            // Rust memory C does not alias.
-            unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), dst.cast::<u8>(), nbytes) }
-        });
-        OK
+        // SAFETY: by the caller's contract.
+        unsafe { copy_out(&tensor, &format!("input {at}"), dst, nbytes) }
     })
 }
 
