@@ -16,7 +16,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use libtest_mimic::{Arguments, Failed, Trial};
+use libtest_mimic::{Arguments, Failed};
 
 mod support;
 
@@ -28,39 +28,18 @@ fn tests_dir() -> PathBuf {
 }
 
 fn run_module(python: &Path, module: &str) -> Result<(), Failed> {
-    let output = Command::new(python)
+    let mut command = Command::new(python);
+    command
         .current_dir(tests_dir())
         .env("NRTSIM_TOOL", support::nrtsim_exe())
         .env("NRTSIM_QUIET", "1")
-        .env_remove("NRTSIM_NKI_STRICT")
-        .args(["-m", "unittest", "-v", module])
-        .output()
-        .map_err(|e| format!("running {}: {e}", python.display()))?;
-    let log = String::from_utf8_lossy(&output.stderr);
-    if !output.status.success() {
-        return Err(format!("python -m unittest {module} failed:\n{log}").into());
-    }
-    // unittest's last lines: "Ran N tests in Ts" then "OK"; a file that ran nothing proves nothing.
-    if !log.contains("\nOK") || log.contains("Ran 0 tests") {
-        return Err(format!("python -m unittest {module} ran no test:\n{log}").into());
-    }
+        .env_remove("NRTSIM_NKI_STRICT");
+    support::unittest_log(command, python, module).map_err(Failed::from)?;
     Ok(())
 }
 
 fn main() {
     let args = Arguments::from_args();
-    let found = pyref::find_for("nki_python", &["numpy", "ml_dtypes"]);
-    let ignored = pyref::ignored(&found);
-    let trials = FILES
-        .iter()
-        .map(|module| {
-            let found = found.clone();
-            Trial::test(*module, move || match &found {
-                Ok(python) => run_module(python, module),
-                Err(reason) => Err(reason.clone().into()),
-            })
-            .with_ignored_flag(ignored)
-        })
-        .collect();
+    let trials = support::python_trials("nki_python", &["numpy", "ml_dtypes"], &FILES, run_module);
     libtest_mimic::run(&args, trials).exit();
 }

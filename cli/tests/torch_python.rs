@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use libtest_mimic::{Arguments, Failed, Trial};
+use libtest_mimic::{Arguments, Failed};
 
 mod support;
 
@@ -73,25 +73,16 @@ fn sdk() -> Result<&'static Path, String> {
 
 fn run_module(python: &Path, module: &str) -> Result<(), Failed> {
     let sdk = sdk()?;
-    let output = Command::new(python)
+    let mut command = Command::new(python);
+    command
         .current_dir(tests_dir())
         .env("NRTSIM_TOOL", support::nrtsim_exe())
         .env("NRTSIM_SDK", sdk)
         .env("NRTSIM_TORCH_BUILD_DIR", target_tmp().join("torch-extension"))
         .env("PYTHONPATH", Path::new(env!("CARGO_MANIFEST_DIR")).join("../python/torch/src"))
         .env("PJRT_DEVICE", "CPU")
-        .env("NRTSIM_QUIET", "1")
-        .args(["-m", "unittest", "-v", module])
-        .output()
-        .map_err(|e| format!("running {}: {e}", python.display()))?;
-    let log = String::from_utf8_lossy(&output.stderr);
-    if !output.status.success() {
-        return Err(format!("python -m unittest {module} failed:\n{log}").into());
-    }
-    // unittest's last lines: "Ran N tests in Ts" then "OK"; a file that ran nothing proves nothing.
-    if !log.contains("\nOK") || log.contains("Ran 0 tests") {
-        return Err(format!("python -m unittest {module} ran no test:\n{log}").into());
-    }
+        .env("NRTSIM_QUIET", "1");
+    let log = support::unittest_log(command, python, module).map_err(Failed::from)?;
     // The models' measured errors and times, for whoever runs with --nocapture.
     for line in log.lines().filter(|line| line.contains("max abs error")) {
         println!("{module}: {line}");
@@ -101,21 +92,11 @@ fn run_module(python: &Path, module: &str) -> Result<(), Failed> {
 
 fn main() {
     let args = Arguments::from_args();
-    let found = pyref::find_for(
+    let trials = support::python_trials(
         "torch_python",
         &["torch", "torch_xla", "torchvision", "transformers", "ninja"],
+        &FILES,
+        run_module,
     );
-    let ignored = pyref::ignored(&found);
-    let trials = FILES
-        .iter()
-        .map(|module| {
-            let found = found.clone();
-            Trial::test(*module, move || match &found {
-                Ok(python) => run_module(python, module),
-                Err(reason) => Err(reason.clone().into()),
-            })
-            .with_ignored_flag(ignored)
-        })
-        .collect();
     libtest_mimic::run(&args, trials).exit();
 }

@@ -96,3 +96,44 @@ impl Drop for Scratch {
 pub fn scratch(label: &str) -> Scratch {
     Scratch::new(label)
 }
+
+/// Runs `python -m unittest -v MODULE` as `command` sets it up; the log (its stderr) when the
+/// module ran at least one test and every test passed, else the reason with the log.
+pub fn unittest_log(mut command: Command, python: &Path, module: &str) -> Result<String, String> {
+    let output = command
+        .args(["-m", "unittest", "-v", module])
+        .output()
+        .map_err(|e| format!("running {}: {e}", python.display()))?;
+    let log = String::from_utf8_lossy(&output.stderr).into_owned();
+    if !output.status.success() {
+        return Err(format!("python -m unittest {module} failed:\n{log}"));
+    }
+    // unittest's last lines: "Ran N tests in Ts" then "OK"; a file that ran nothing proves nothing.
+    if !log.contains("\nOK") || log.contains("Ran 0 tests") {
+        return Err(format!("python -m unittest {module} ran no test:\n{log}"));
+    }
+    Ok(log)
+}
+
+/// One trial per Python test module, each run by `run` with the Python `pyref` finds with
+/// `modules` (`check` names the search in its message); ignored without one, failed under CI.
+pub fn python_trials(
+    check: &str,
+    modules: &[&str],
+    files: &[&'static str],
+    run: fn(&Path, &str) -> Result<(), libtest_mimic::Failed>,
+) -> Vec<libtest_mimic::Trial> {
+    let found = pyref::find_for(check, modules);
+    let ignored = pyref::ignored(&found);
+    files
+        .iter()
+        .map(|&module| {
+            let found = found.clone();
+            libtest_mimic::Trial::test(module, move || match &found {
+                Ok(python) => run(python, module),
+                Err(reason) => Err(reason.clone().into()),
+            })
+            .with_ignored_flag(ignored)
+        })
+        .collect()
+}
