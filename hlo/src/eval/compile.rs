@@ -6,7 +6,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use super::elementwise::{Binary, Unary};
+use super::elementwise::{Binary, Direction, Unary};
 use super::inline::{Body, MAX_BODY, MAX_NESTING, inline_calls, inlining_allowance, nesting};
 use super::op_context::{OpContext, invalid};
 use super::program::{Comp, Instr, Op, Program, Reducer, SimpleComparator};
@@ -14,6 +14,7 @@ use super::reduce::WindowDim;
 use super::shape::{Shape, check_budget, parse_shape, shape_bytes, shape_elems};
 use super::tensor::{BufferPool, POOL_MAX_IDLE_BYTES};
 use super::{EvalError, EvalOptions, Fail, RunLimits};
+use crate::dtype::ElementType;
 use crate::proto;
 
 fn module_error(detail: impl Into<String>) -> EvalError {
@@ -534,10 +535,16 @@ impl Compiler<'_> {
     }
 }
 
-/// One binary op of the two parameters, or the second parameter alone.
+/// One binary op of the two parameters, or the second parameter alone; or, for a reducer of
+/// two `pred` scalars, the boolean function its truth table is (torch-xla writes `all` as
+/// compares, an `and` and a select of constants, which would otherwise run as one call per
+/// element).
 fn recognise_reducer(comp: &Comp) -> Option<Reducer> {
     if comp.params.len() != 2 {
         return None;
+    }
+    if let Some(op) = boolean_reducer(comp) {
+        return Some(Reducer::Binary(op));
     }
     let root = &comp.instrs[comp.root];
     if comp.root == comp.params[1] {
@@ -557,6 +564,55 @@ fn recognise_reducer(comp: &Comp) -> Option<Reducer> {
             | Binary::Xor
     );
     ((a == p0 && b == p1) || (commutative && a == p1 && b == p0)).then_some(Reducer::Binary(op))
+}
+
+/// The `and`, `or` or `xor` a computation of two `pred` parameters computes, found by running
+/// its instructions on the four pairs of inputs; `None` when an instruction is not one of the
+/// few a boolean function of scalars is written with, or the table is another function.
+fn boolean_reducer(comp: &Comp) -> Option<Binary> {
+    let pred_scalar = |shape: &Shape| matches!(shape, Shape::Array(a) if a.ty == ElementType::Pred && a.dims.is_empty());
+    if !comp.params.iter().all(|&p| pred_scalar(&comp.instrs[p].shape)) {
+        return None;
+    }
+    let run = |x: bool, y: bool| -> Option<bool> {
+        let mut values: Vec<Option<bool>> = vec![None; comp.instrs.len()];
+        for (k, instr) in comp.instrs.iter().enumerate() {
+            if !pred_scalar(&instr.shape) {
+                return None;
+            }
+            let arg = |i: usize| values[instr.operands[i]];
+            values[k] = Some(match &instr.op {
+                Op::Parameter(0) => x,
+                Op::Parameter(1) => y,
+                Op::Constant(t) => match &t.data {
+                    super::tensor::Data::Pred(v) if v.len() == 1 => v[0],
+                    _ => return None,
+                },
+                Op::Compare { direction: Direction::Eq, .. } => arg(0)? == arg(1)?,
+                Op::Compare { direction: Direction::Ne, .. } => arg(0)? != arg(1)?,
+                Op::Binary(Binary::And) => arg(0)? && arg(1)?,
+                Op::Binary(Binary::Or) => arg(0)? || arg(1)?,
+                Op::Binary(Binary::Xor) => arg(0)? != arg(1)?,
+                Op::Unary(Unary::Not) => !arg(0)?,
+                Op::Select => {
+                    if arg(0)? {
+                        arg(1)?
+                    } else {
+                        arg(2)?
+                    }
+                }
+                _ => return None,
+            });
+        }
+        values[comp.root]
+    };
+    let table = [run(false, false)?, run(false, true)?, run(true, false)?, run(true, true)?];
+    match table {
+        [false, false, false, true] => Some(Binary::And),
+        [false, true, true, true] => Some(Binary::Or),
+        [false, true, true, false] => Some(Binary::Xor),
+        _ => None,
+    }
 }
 
 /// One compare of parameters 2k and 2k+1 (in either order).
@@ -591,6 +647,37 @@ mod tests {
     fn costs(program: &Program) -> Vec<(String, u64, u64)> {
         let entry = &program.comps[program.entry];
         entry.instrs.iter().map(|i| (i.name.clone(), i.work, i.device_fs)).collect()
+    }
+
+    /// torch-xla's `all` reducer (compares, an `and`, a select of constants) and its `any`-like
+    /// variants are the boolean functions they compute, so reduces with them run as one loop,
+    /// not one call per element; the reduce still gives the right answer.
+    #[test]
+    fn pred_reducers_written_as_selects_are_their_boolean_function() {
+        let reducer = |body: &str| {
+            let text = format!(
+                "HloModule m\n\nr {{\n  x = pred[] parameter(0)\n  y = pred[] parameter(1)\n  f = pred[] constant(false)\n  t = pred[] constant(true)\n{body}}}\n\nENTRY main {{\n  a = pred[2,3] parameter(0)\n  i = pred[] constant(true)\n  ROOT v = pred[2] reduce(a, i), dimensions={{1}}, to_apply=r\n}}\n"
+            );
+            let program = compile(&text, &EvalOptions::default());
+            let r = program.comps.iter().find(|c| c.params.len() == 2).expect("the reducer");
+            (r.reducer, program)
+        };
+        let all = "  cy = pred[] compare(y, f), direction=NE\n  cx = pred[] compare(x, f), direction=NE\n  b = pred[] and(cx, cy)\n  ROOT s = pred[] select(b, t, f)\n";
+        let (found, program) = reducer(all);
+        assert_eq!(found, Some(super::Reducer::Binary(super::Binary::And)));
+        let a = Array {
+            ty: crate::proto::PrimitiveType::Pred,
+            dims: vec![2, 3],
+            bytes: vec![1, 1, 1, 1, 0, 1],
+        };
+        let value = program.run(&[a]).expect("runs");
+        let super::super::Value::Array(v) = value else { panic!("an array") };
+        assert_eq!(v.bytes, [1, 0]);
+        let any = "  b = pred[] or(x, y)\n  ROOT s = pred[] select(b, t, f)\n";
+        assert_eq!(reducer(any).0, Some(super::Reducer::Binary(super::Binary::Or)));
+        // x and not y is no reducer of the three.
+        let other = "  n = pred[] not(y)\n  ROOT b = pred[] and(x, n)\n";
+        assert_eq!(reducer(other).0, None);
     }
 
     #[test]
