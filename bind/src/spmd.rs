@@ -67,8 +67,9 @@ impl SpmdModel {
         if n_ranks == 0 || n_ranks > world {
             return Err(BindError::InvalidRanks { local_ranks, world_size });
         }
-        let meta = metaneff::Decoded::decode(metaneff_bytes)?;
-        let mut layout = Layout::from_decoded(&meta, &VarTable::of_neff(neff))?;
+        let meta = metaneff::Decoded::decode_with_limits(metaneff_bytes, &options.metaneff_limits)?;
+        let vars = VarTable::of_neff(neff, &options.neff_read_options);
+        let mut layout = Layout::from_decoded(&meta, &vars)?;
         layout.resolve_internal(&options.weights)?;
         let mut model =
             SpmdModel { ctx: Ctx::new(runtime, options.trace, layout), ranks: Vec::new() };

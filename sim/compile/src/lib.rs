@@ -41,6 +41,7 @@ use abi::neff::{
     GraphSpec, NeffError, NeffHeader, NeffSpec, SIMULATOR_TARGET_FEATURE_BIT,
     SIMULATOR_TARGET_MEMBER, Signature, SignatureForm, TensorSignature, Var,
 };
+use hlo::LoadError;
 use hlo::eval::{EvalError, EvalOptions, Program};
 use hlo::proto::{HloInstructionProto, HloModuleProto, PrimitiveType, ShapeProto};
 use serde_json::json;
@@ -136,6 +137,9 @@ pub struct CompileOptions {
     pub accepted_flags: Vec<(String, Option<String>)>,
     /// The whole argument list after the program name, recorded in the NEFF.
     pub argv: Vec<String>,
+    /// The count limits the module is read under ([`hlo::LoadLimits::default`] unless the
+    /// caller raises them: neuronx-cc's command line has no flag for them).
+    pub limits: hlo::LoadLimits,
 }
 
 impl CompileOptions {
@@ -148,7 +152,36 @@ impl CompileOptions {
             output_name: "file.neff".to_owned(),
             accepted_flags: Vec::new(),
             argv: Vec::new(),
+            limits: hlo::LoadLimits::default(),
         }
+    }
+}
+
+/// A count of a module that [`CompileOptions::limits`] bounds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ModuleCount {
+    /// [`hlo::LoadLimits::max_computations`].
+    Computations,
+    /// [`hlo::LoadLimits::max_instructions`].
+    Instructions,
+}
+
+impl ModuleCount {
+    /// `computation` or `instruction`.
+    pub fn singular(self) -> &'static str {
+        match self {
+            ModuleCount::Computations => "computation",
+            ModuleCount::Instructions => "instruction",
+        }
+    }
+}
+
+impl std::fmt::Display for ModuleCount {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            ModuleCount::Computations => "computations",
+            ModuleCount::Instructions => "instructions",
+        })
     }
 }
 
@@ -160,6 +193,18 @@ pub enum CompileError {
     Module {
         /// What the decoder or validator said.
         detail: String,
+    },
+    /// The module has more computations or instructions than [`CompileOptions::limits`]
+    /// allows; it is not read past the limit.
+    #[error(
+        "the module has more than {limit} {what}, expected at most {limit} (the {} limit)",
+        what.singular()
+    )]
+    CountLimit {
+        /// Which count.
+        what: ModuleCount,
+        /// The limit.
+        limit: usize,
     },
     /// An NKI kernel compiled for a device, which the simulator cannot run.
     #[error(
@@ -450,8 +495,18 @@ fn from_eval(error: &EvalError) -> CompileError {
 /// # Errors
 /// A [`CompileError`] naming what the simulator cannot run, or the name that cannot be written.
 pub fn compile(module_bytes: &[u8], options: &CompileOptions) -> Result<Vec<u8>, CompileError> {
-    let module = hlo::load_module(module_bytes)
-        .map_err(|err| CompileError::Module { detail: err.to_string() })?;
+    let module =
+        hlo::load_module_with_limits(module_bytes, &options.limits).map_err(|err| match err {
+            LoadError::TooManyComputations { limit } => {
+                CompileError::CountLimit { what: ModuleCount::Computations, limit }
+            }
+            LoadError::TooManyInstructions { limit } => {
+                CompileError::CountLimit { what: ModuleCount::Instructions, limit }
+            }
+            LoadError::Text(_) | LoadError::NotUtf8 { .. } | LoadError::Binary(_) => {
+                CompileError::Module { detail: err.to_string() }
+            }
+        })?;
     hlo::validate(&module).map_err(|err| CompileError::Module { detail: err.to_string() })?;
     for computation in &module.computations {
         for instruction in &computation.instructions {
