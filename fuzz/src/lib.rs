@@ -146,11 +146,25 @@ pub fn report_json(bytes: &[u8]) {
 
 /// The device bundle reader (`conformance::bundle::decode`, `nrtsim vectors settle`), then
 /// `settle` of what it reads against the repository's vectors, writing nothing. The first
-/// byte chooses: odd, the rest is the `.tar.gz` itself; even, the rest is the tar, gzipped
-/// here, so the fuzzer reaches the archive and its members past the compression.
+/// byte chooses (modulo 3): 1, the rest is the `.tar.gz` itself; 0, the rest is the tar,
+/// gzipped here, so the fuzzer reaches the archive and its members past the compression; 2,
+/// the rest is a report's JSON, bundled here (`bundle::encode`), so `settle` sees well-formed
+/// bundles of any report, which mutated archives rarely are.
 pub fn bundle(bytes: &[u8]) {
     let Some((&choice, rest)) = bytes.split_first() else { return };
-    let archive = if choice % 2 == 1 { rest.to_vec() } else { gzip(rest) };
+    let archive = match choice % 3 {
+        1 => rest.to_vec(),
+        0 => gzip(rest),
+        _ => {
+            let Ok(text) = std::str::from_utf8(rest) else { return };
+            let Ok(report) = conformance::report::Report::from_json(text, "fuzz.json") else {
+                return;
+            };
+            let Ok(archive) = conformance::bundle::encode(&report) else { return };
+            conformance::bundle::decode(&archive, "fuzz.tar.gz").expect("an encoded bundle reads");
+            archive
+        }
+    };
     let Ok(bundle) = conformance::bundle::decode(&archive, "fuzz.tar.gz") else { return };
     let vectors_dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../vectors");
     for backend in ["nrt", "sim"] {

@@ -158,14 +158,19 @@ fn report_json() {
     exercise("report_json", &seeds, nrtsim_hlo_fuzz::report_json);
 }
 
-/// The bundle of [`report`], as the fuzz target takes it: `1` then the `.tar.gz`, and `0` then
-/// the tar alone.
+/// The bundle of [`report`], as the fuzz target takes it: `1` then the `.tar.gz`, `0` then
+/// the tar alone, and `2` then the report's JSON.
 #[test]
 fn bundle() {
     let archive = conformance::bundle::encode(&report()).unwrap();
     let mut tar = Vec::new();
     std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&archive[..]), &mut tar).unwrap();
-    let seeds = vec![[&[1u8][..], &archive].concat(), [&[0u8][..], &tar].concat()];
+    let json = report().to_json();
+    let seeds = vec![
+        [&[1u8][..], &archive].concat(),
+        [&[0u8][..], &tar].concat(),
+        [&[2u8][..], json.as_bytes()].concat(),
+    ];
     exercise("bundle", &seeds, nrtsim_hlo_fuzz::bundle);
 }
 
