@@ -92,12 +92,27 @@ pub struct ModelOptions {
     pub weights: Weights,
     /// Where to record the canonical trace; `None` records nothing and costs nothing.
     pub trace: Option<Arc<Trace>>,
+    /// The count limits the metaneff is decoded under (the setters' edits included); a
+    /// metaneff past one is [`BindError::Metaneff`] with
+    /// [`exceeded`](abi::metaneff::MetaneffDecodeError::exceeded) set.
+    pub metaneff_limits: abi::metaneff::MetaneffLimits,
+    /// How the layer reads the NEFF's variable table for the trace (leniently, the parser's
+    /// count limits by default): the runtime's load is what accepts or refuses a NEFF, so this
+    /// should carry the limits the runtime loads under.
+    pub neff_read_options: abi::neff::ReadOptions,
 }
 
 impl Default for ModelOptions {
-    /// NeuronCore 0, one core, no weights, no trace.
+    /// NeuronCore 0, one core, no weights, no trace, the parsers' count limits.
     fn default() -> ModelOptions {
-        ModelOptions { vnc: 0, vnc_count: 1, weights: Weights::new(), trace: None }
+        ModelOptions {
+            vnc: 0,
+            vnc_count: 1,
+            weights: Weights::new(),
+            trace: None,
+            metaneff_limits: abi::metaneff::MetaneffLimits::default(),
+            neff_read_options: abi::neff::ReadOptions::default(),
+        }
     }
 }
 

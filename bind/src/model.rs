@@ -265,6 +265,8 @@ pub struct Model {
     meta: Decoded,
     vars: VarTable,
     weights: Weights,
+    /// The limits every decode of the metaneff applies ([`ModelOptions::metaneff_limits`]).
+    metaneff_limits: abi::metaneff::MetaneffLimits,
     placement: LoadPlacement,
     state: LoadState,
 }
@@ -292,8 +294,8 @@ impl Model {
         metaneff_bytes: &[u8],
         options: ModelOptions,
     ) -> Result<Model, BindError> {
-        let meta = Decoded::decode(metaneff_bytes)?;
-        let vars = VarTable::of_neff(neff);
+        let meta = Decoded::decode_with_limits(metaneff_bytes, &options.metaneff_limits)?;
+        let vars = VarTable::of_neff(neff, &options.neff_read_options);
         let mut layout = Layout::from_decoded(&meta, &vars)?;
         layout.resolve_internal(&options.weights)?;
         let lazy = meta.model_config().is_some_and(|c| c.lazy_load);
@@ -303,6 +305,7 @@ impl Model {
             meta,
             vars,
             weights: options.weights,
+            metaneff_limits: options.metaneff_limits,
             placement: LoadPlacement {
                 vnc: options.vnc,
                 vnc_count: options.vnc_count,
@@ -432,7 +435,10 @@ impl Model {
     }
 
     fn replace_metaneff(&mut self, bytes: Vec<u8>) -> Result<(), BindError> {
-        let meta = Decoded::decode_owned(prost::bytes::Bytes::from(bytes))?;
+        let meta = Decoded::decode_owned_with_limits(
+            prost::bytes::Bytes::from(bytes),
+            &self.metaneff_limits,
+        )?;
         let mut layout = Layout::from_decoded(&meta, &self.vars)?;
         layout.resolve_internal(&self.weights)?;
         self.meta = meta;

@@ -100,8 +100,9 @@ impl SpmdModel {
                 actual: rank_weights.len(),
             });
         }
-        let meta = metaneff::Decoded::decode(metaneff_bytes)?;
-        let unresolved = Layout::from_decoded(&meta, &VarTable::of_neff(neff))?;
+        let meta = metaneff::Decoded::decode_with_limits(metaneff_bytes, &options.metaneff_limits)?;
+        let vars = VarTable::of_neff(neff, &options.neff_read_options);
+        let unresolved = Layout::from_decoded(&meta, &vars)?;
         let mut layout = unresolved.clone();
         layout.resolve_internal(rank_weights.first().unwrap_or(&options.weights))?;
         let mut model =

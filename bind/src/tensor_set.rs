@@ -93,9 +93,9 @@ pub(crate) struct VarTable {
 impl VarTable {
     /// Reads the NEFF leniently; a NEFF that does not parse gives an empty table (libnrt decides
     /// at load whether it is acceptable, the layer does not re-check).
-    pub(crate) fn of_neff(neff: &[u8]) -> VarTable {
+    pub(crate) fn of_neff(neff: &[u8], options: &ReadOptions) -> VarTable {
         let mut vars = BTreeMap::new();
-        if let Ok(neff) = Neff::parse(neff, &ReadOptions::default()) {
+        if let Ok(neff) = Neff::parse(neff, options) {
             for graph in &neff.graphs {
                 for var in &graph.vars {
                     vars.entry(var.name.clone())

@@ -26,7 +26,7 @@ use std::fmt::{self, Write as _};
 
 use abi::dtype::{Dltype, Producer, XlaPrimitiveType, n_bytes_of_raw, scalar_type_of_raw};
 use abi::metaneff::decoded::{DecodedTensor, DecodedTensors};
-use abi::metaneff::{self, Decoded, MetaneffDecodeError};
+use abi::metaneff::{self, Decoded, MetaneffDecodeError, MetaneffLimits};
 use abi::neff::{MrType, Neff, Var};
 use hlo::proto::{HloModuleProto, PrimitiveType, ShapeProto};
 use serde_json::{Value, json};
@@ -270,9 +270,24 @@ impl Report {
 /// Why a pair could not be checked at all.
 #[derive(Debug, thiserror::Error)]
 pub enum CheckError {
-    /// The metaneff bytes are not a metaneff.
+    /// The metaneff bytes are not a metaneff, or one past [`CheckLimits::metaneff`]
+    /// ([`MetaneffDecodeError::exceeded`] says which limit).
     #[error("metaneff does not decode: {0}")]
     Metaneff(#[from] MetaneffDecodeError),
+    /// The HLO module in `serialized_graph_def` is past [`CheckLimits::hlo`]: a count limit is a
+    /// refusal to read the module, not a finding about it, so the pair is not checked.
+    #[error("serialized_graph_def: {0}")]
+    HloLimit(hlo::LoadError),
+}
+
+/// The count limits the checker reads the metaneff and its HLO module under; the defaults are
+/// the libraries' ([`MetaneffLimits::default`], [`hlo::LoadLimits::default`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CheckLimits {
+    /// The metaneff's tensors and shape dimensions.
+    pub metaneff: MetaneffLimits,
+    /// The computations and instructions of the module in `serialized_graph_def`.
+    pub hlo: hlo::LoadLimits,
 }
 
 /// Checks a parsed NEFF against metaneff bytes.
@@ -281,7 +296,19 @@ pub enum CheckError {
 /// [`CheckError::Metaneff`] when the metaneff does not decode (with the byte offset and field);
 /// everything else is a finding in the [`Report`].
 pub fn check(neff: &Neff, metaneff_bytes: &[u8]) -> Result<Report, CheckError> {
-    let meta = Decoded::decode(metaneff_bytes)?;
+    check_with_limits(neff, metaneff_bytes, &CheckLimits::default())
+}
+
+/// [`check`] with the metaneff and its module read under count limits other than the defaults.
+///
+/// # Errors
+/// As [`check`], and [`CheckError::HloLimit`] for a module past [`CheckLimits::hlo`].
+pub fn check_with_limits(
+    neff: &Neff,
+    metaneff_bytes: &[u8],
+    limits: &CheckLimits,
+) -> Result<Report, CheckError> {
+    let meta = Decoded::decode_with_limits(metaneff_bytes, &limits.metaneff)?;
     // The schema walk lists unknown fields with their paths; it runs only when the decode
     // counted some (it refuses what the decode refuses, with the same error, so it cannot fail
     // here).
@@ -296,7 +323,7 @@ pub fn check(neff: &Neff, metaneff_bytes: &[u8]) -> Result<Report, CheckError> {
     checker.input_types();
     checker.checkpoint_keys();
     checker.dynamic_batch();
-    checker.hlo();
+    checker.hlo(&limits.hlo).map_err(CheckError::HloLimit)?;
     checker.count_fields();
     for field in unknown_fields {
         checker.push(
@@ -701,22 +728,29 @@ impl<'meta> Checker<'meta> {
 
     /// The HLO module, when present: valid, and its entry's parameters and results match the
     /// inputs and outputs in order, dtype and shape.
-    fn hlo(&mut self) {
+    ///
+    /// # Errors
+    /// The load error of a module past `limits`, which is not read.
+    fn hlo(&mut self, limits: &hlo::LoadLimits) -> Result<(), hlo::LoadError> {
         let bytes = self.meta.serialized_graph_def();
         if bytes.is_empty() {
-            return;
+            return Ok(());
         }
         let fix = "store the HloModuleProto the NEFF was compiled from";
-        let module = match hlo::load_module(bytes) {
+        let module = match hlo::load_module_with_limits(bytes, limits) {
             Ok(module) => module,
+            Err(
+                error @ (hlo::LoadError::TooManyComputations { .. }
+                | hlo::LoadError::TooManyInstructions { .. }),
+            ) => return Err(error),
             Err(error) => {
                 self.push(Code::InvalidHlo, None, format!("serialized_graph_def: {error}"), fix);
-                return;
+                return Ok(());
             }
         };
         if let Err(error) = hlo::validate(&module) {
             self.push(Code::InvalidHlo, None, format!("serialized_graph_def: {error}"), fix);
-            return;
+            return Ok(());
         }
         let Some((parameters, result)) = entry_signature(&module) else {
             self.push(
@@ -727,7 +761,7 @@ impl<'meta> Checker<'meta> {
                     .to_owned(),
                 fix,
             );
-            return;
+            return Ok(());
         };
         let results = match &result {
             Some(shape) if shape.element_type == PrimitiveType::Tuple as i32 => {
@@ -787,6 +821,7 @@ impl<'meta> Checker<'meta> {
             }
             self.findings.extend(found);
         }
+        Ok(())
     }
 
     /// The count fields, when a producer wrote any, agree with the tensor types.

@@ -8,7 +8,7 @@ use abi::neff::Neff;
 use anyhow::{Result, anyhow};
 
 use crate::input;
-use crate::limits::NeffLimitArgs;
+use crate::limits::{HloLimitArgs, MetaneffLimitArgs, NeffLimitArgs};
 
 /// Arguments of `nrtsim check`.
 #[derive(clap::Args)]
@@ -30,6 +30,12 @@ pub(crate) struct CheckArgs {
     /// The NEFF's count limits.
     #[command(flatten)]
     limits: NeffLimitArgs,
+    /// The metaneff's count limits.
+    #[command(flatten)]
+    metaneff_limits: MetaneffLimitArgs,
+    /// The count limits of the HLO module in the metaneff's `serialized_graph_def`.
+    #[command(flatten)]
+    hlo_limits: HloLimitArgs,
 }
 
 /// Runs `nrtsim check`; `Ok(false)` (exit status 1) when any finding is an error.
@@ -49,8 +55,18 @@ pub(crate) fn run(args: CheckArgs) -> Result<bool> {
         "--max-metaneff-bytes",
     )?;
     // `::check` is the library; a bare `check` here would be this module.
-    let report = ::check::check(&neff, &metaneff)
-        .map_err(|error| anyhow!("{}: {error}", args.metaneff.display()))?;
+    let limits = ::check::CheckLimits {
+        metaneff: args.metaneff_limits.limits(),
+        hlo: args.hlo_limits.limits(),
+    };
+    let report = ::check::check_with_limits(&neff, &metaneff, &limits).map_err(|error| {
+        let flag = match &error {
+            ::check::CheckError::Metaneff(error) => error.exceeded.map(MetaneffLimitArgs::flag_for),
+            ::check::CheckError::HloLimit(error) => HloLimitArgs::flag_for(error),
+        };
+        let hint = flag.map_or(String::new(), |flag| format!("; pass a larger {flag} to read it"));
+        anyhow!("{}: {error}{hint}", args.metaneff.display())
+    })?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report.to_json())?);
     } else {

@@ -104,7 +104,23 @@ fn compile_file(input: &Path, output: &Path, options: &compile::CompileOptions) 
     } else {
         (crate::input::read_capped_with_flag(input, input_cap()?, MAX_INPUT_ENV)?, Vec::new())
     };
-    let neff = compile::compile_with_weights(&bytes, &weights, options)?;
+    // The module's count limits are the simulator's loader's, from the same variables, so the
+    // compile target refuses exactly what a load would refuse.
+    let limits = sim::config::hlo_limits_from_env(|name| std::env::var(name).ok())?;
+    let options = compile::CompileOptions { limits, ..options.clone() };
+    let neff =
+        compile::compile_with_weights(&bytes, &weights, &options).map_err(
+            |error| match &error {
+                compile::CompileError::CountLimit { what, .. } => {
+                    let variable = match what {
+                        compile::ModuleCount::Computations => sim::config::MAX_HLO_COMPUTATIONS_ENV,
+                        compile::ModuleCount::Instructions => sim::config::MAX_HLO_INSTRUCTIONS_ENV,
+                    };
+                    anyhow::anyhow!("{error}; set {variable} higher to compile it")
+                }
+                _ => anyhow::Error::new(error),
+            },
+        )?;
     // Through the one output writer: beside, then renamed, never following a link nor replacing
     // anything but a regular file.
     conformance::output_file::write(output, &neff)

@@ -5,9 +5,10 @@
 //! metaneff tensor is two bytes on the wire and hundreds once decoded); their defaults are the
 //! libraries' (`abi::metaneff::MetaneffLimits`, `hlo::LoadLimits`, `abi::neff::ReadOptions`).
 //! A group goes only on a command that applies every limit it declares to every parse of that
-//! input: a flag that some parse ignored would be a flag silently ignored. The commands whose
-//! input is parsed inside a library that takes no limits (`metaneff diff`, `check`'s metaneff
-//! and module, `run`'s loader and binding layer) have none.
+//! input: a flag that some parse ignored would be a flag silently ignored. `run` hands its
+//! groups to the simulator's loader (`sim::SimConfig::load_limits`) and to the binding layer
+//! (`bind::ModelOptions`); the loader's refusals name its `NRTSIM_*` variable, which
+//! [`with_flag_for_loader_limit`] turns into the flag.
 
 use abi::metaneff::{DEFAULT_MAX_SHAPE_DIMS, DEFAULT_MAX_TENSORS, MetaneffLimits};
 use abi::neff::{DEFAULT_MAX_MEMBERS, DEFAULT_MAX_VARS, NeffError, ReadOptions};
@@ -105,5 +106,36 @@ impl NeffLimitArgs {
             max_vars: self.max_neff_vars,
             ..ReadOptions::default()
         }
+    }
+}
+
+/// The simulator's variables of the count limits and the flag of `run` that sets each.
+const LOADER_VARIABLES: [(&str, &str); 4] = [
+    (sim::config::MAX_NEFF_MEMBERS_ENV, "--max-neff-members"),
+    (sim::config::MAX_NEFF_VARS_ENV, "--max-neff-vars"),
+    (sim::config::MAX_HLO_COMPUTATIONS_ENV, "--max-hlo-computations"),
+    (sim::config::MAX_HLO_INSTRUCTIONS_ENV, "--max-hlo-instructions"),
+];
+
+/// A simulator load's refusal with the hint of a count limit's variable replaced by the flag of
+/// `run` that raises it (the flag overrides the variable): the loader ends such a message with
+/// `sim::config::LoadLimits::hint`, and the status of such a load is the plain `NRT_INVALID`, so
+/// the hint is what tells it apart.
+pub(crate) fn with_flag_for_loader_limit(message: &str) -> String {
+    for (variable, flag) in LOADER_VARIABLES {
+        let hint = sim::config::LoadLimits::hint(variable);
+        if message.contains(&hint) {
+            return message.replace(&hint, &format!("; pass a larger {flag} to read it"));
+        }
+    }
+    message.to_owned()
+}
+
+/// The simulator's load limits the three groups give.
+pub(crate) fn load_limits(neff: &NeffLimitArgs, hlo: &HloLimitArgs) -> sim::config::LoadLimits {
+    sim::config::LoadLimits {
+        max_neff_members: neff.max_neff_members,
+        max_neff_vars: neff.max_neff_vars,
+        hlo: hlo.limits(),
     }
 }

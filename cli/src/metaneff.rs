@@ -13,7 +13,7 @@ use anyhow::{Context, Result, bail};
 use conformance::from_hlo::{self, FromHloOptions, ParameterChoice};
 
 use crate::input;
-use crate::limits::MetaneffLimitArgs;
+use crate::limits::{HloLimitArgs, MetaneffLimitArgs};
 
 /// The `nrtsim metaneff` subcommands.
 #[derive(clap::Subcommand)]
@@ -109,6 +109,9 @@ pub(crate) enum MetaneffCommand {
         /// Refuse modules larger than this many bytes.
         #[arg(long, value_name = "BYTES", default_value_t = input::DEFAULT_MAX_HLO_BYTES)]
         max_input_bytes: u64,
+        /// The module's count limits.
+        #[command(flatten)]
+        limits: HloLimitArgs,
     },
     /// Show the field-level differences between two binary metaneffs, unknown fields included
     /// (tensors matched by name, then index); exit status 1 when they differ.
@@ -121,6 +124,9 @@ pub(crate) enum MetaneffCommand {
         /// `/dev/zero`).
         #[arg(long, value_name = "BYTES", default_value_t = input::DEFAULT_MAX_METANEFF_BYTES)]
         max_input_bytes: u64,
+        /// The count limits of both metaneffs.
+        #[command(flatten)]
+        limits: MetaneffLimitArgs,
     },
 }
 
@@ -154,13 +160,19 @@ pub(crate) enum Format {
 /// differences.
 pub(crate) fn run(command: MetaneffCommand) -> Result<bool> {
     match command {
-        MetaneffCommand::Diff { a, b, max_input_bytes } => {
+        MetaneffCommand::Diff { a, b, max_input_bytes, limits } => {
             let bytes_a = input::read_capped(&a, max_input_bytes)?;
             let bytes_b = input::read_capped(&b, max_input_bytes)?;
-            let differences = diff::diff(&bytes_a, &bytes_b).map_err(|error| {
-                let file = if error.which == Which::A { &a } else { &b };
-                anyhow::anyhow!("{}: {error}", file.display())
-            })?;
+            let differences = diff::diff_with_limits(&bytes_a, &bytes_b, &limits.limits())
+                .map_err(|error| {
+                    let file = if error.which == Which::A { &a } else { &b };
+                    let hint = error
+                        .source
+                        .exceeded
+                        .map(MetaneffLimitArgs::flag_for)
+                        .map_or(String::new(), |flag| format!("; pass a larger {flag} to read it"));
+                    anyhow::anyhow!("{}: {error}{hint}", file.display())
+                })?;
             if differences.is_empty() {
                 return Ok(true);
             }
@@ -169,10 +181,22 @@ pub(crate) fn run(command: MetaneffCommand) -> Result<bool> {
             std::io::stdout().write_all(out.as_bytes()).context("writing to stdout")?;
             return Ok(false);
         }
-        MetaneffCommand::FromHlo { module, output, weights, states, max_input_bytes } => {
+        MetaneffCommand::FromHlo { module, output, weights, states, max_input_bytes, limits } => {
             let bytes = input::read_capped(&module, max_input_bytes)?;
-            let metaneff = from_hlo::metaneff_from_hlo(&bytes, &FromHloOptions { weights, states })
-                .with_context(|| format!("{}", module.display()))?;
+            let options = FromHloOptions { weights, states, limits: limits.limits() };
+            let metaneff = from_hlo::metaneff_from_hlo(&bytes, &options).map_err(|error| {
+                let flag = match &error {
+                    from_hlo::FromHloError::Load(error) => HloLimitArgs::flag_for(error),
+                    _ => None,
+                };
+                match flag {
+                    Some(flag) => anyhow::anyhow!(
+                        "{}: {error}; pass a larger {flag} to read it",
+                        module.display()
+                    ),
+                    None => anyhow::Error::new(error).context(module.display().to_string()),
+                }
+            })?;
             if output == Path::new("-") && std::io::IsTerminal::is_terminal(&std::io::stdout()) {
                 bail!("refusing to write a binary metaneff to a terminal; use -o FILE");
             }

@@ -29,6 +29,7 @@ use anyhow::{Context, Result, anyhow, bail};
 use sim::{SimConfig, SimRuntime};
 
 use crate::input;
+use crate::limits::{HloLimitArgs, MetaneffLimitArgs, NeffLimitArgs};
 
 /// Arguments of `nrtsim run`.
 #[derive(clap::Args)]
@@ -86,6 +87,17 @@ pub(crate) struct RunArgs {
     /// and its live intermediates.
     #[arg(long)]
     pub(crate) report_peak_rss: bool,
+    /// The NEFF's count limits (they override NRTSIM_MAX_NEFF_MEMBERS and
+    /// NRTSIM_MAX_NEFF_VARS).
+    #[command(flatten)]
+    pub(crate) neff_limits: NeffLimitArgs,
+    /// The metaneff's count limits.
+    #[command(flatten)]
+    pub(crate) metaneff_limits: MetaneffLimitArgs,
+    /// The count limits of the program's HLO module, wherever it comes from (they override
+    /// NRTSIM_MAX_HLO_COMPUTATIONS and NRTSIM_MAX_HLO_INSTRUCTIONS).
+    #[command(flatten)]
+    pub(crate) hlo_limits: HloLimitArgs,
 }
 
 impl RunArgs {
@@ -100,7 +112,49 @@ impl RunArgs {
         if let Some(ms) = self.launch_timeout_ms {
             config.launch_timeout = Some(std::time::Duration::from_millis(ms));
         }
+        config.load_limits = crate::limits::load_limits(&self.neff_limits, &self.hlo_limits);
     }
+
+    /// The NEFF parsed as the simulator's loader parses it, under the flags' limits, and
+    /// described for it.
+    pub(crate) fn describe_neff(&self, neff: &[u8]) -> Result<sim::ModelDescription> {
+        let limits = crate::limits::load_limits(&self.neff_limits, &self.hlo_limits);
+        let parsed = abi::neff::Neff::parse(neff, &limits.neff_read_options()).map_err(|err| {
+            let hint = NeffLimitArgs::flag_for(&err)
+                .map_or(String::new(), |flag| format!("; pass a larger {flag} to read it"));
+            anyhow!("{}: {err} ({}){hint}", self.neff.display(), err.status().name())
+        })?;
+        sim::neff_load::describe(&parsed).map_err(|err| {
+            anyhow!("{}: {} ({})", self.neff.display(), err.detail, err.status.name())
+        })
+    }
+
+    /// The metaneff decoded under the flags' limits; a refusal names the flag.
+    pub(crate) fn decode_metaneff(
+        &self,
+        path: &Path,
+        bytes: Vec<u8>,
+    ) -> Result<abi::metaneff::Decoded> {
+        // The bytes are ours: decoding shares them instead of copying the graph.
+        abi::metaneff::Decoded::decode_owned_with_limits(
+            bytes.into(),
+            &self.metaneff_limits.limits(),
+        )
+        .map_err(|err| {
+            let hint = err
+                .exceeded
+                .map(MetaneffLimitArgs::flag_for)
+                .map_or(String::new(), |flag| format!("; pass a larger {flag} to read it"));
+            anyhow!("{}: {err}{hint}", path.display())
+        })
+    }
+}
+
+/// A simulator error as `what: detail (STATUS)`, naming the flag that raises a count limit the
+/// loader refused with.
+pub(crate) fn nrt_error(what: &str, err: &abi::runtime::NrtError) -> anyhow::Error {
+    let detail = crate::limits::with_flag_for_loader_limit(&err.detail);
+    anyhow!("{what}: {detail} ({})", err.status.name())
 }
 
 /// The hint for a launch that failed with `NRT_TIMEOUT`: which flags raise the limits.
@@ -142,15 +196,22 @@ pub(crate) fn program(args: &RunArgs, neff_has_one: bool) -> Result<Option<(Vec<
                 path.display()
             )
         };
-        let module = hlo::load_module(&bytes).with_context(not_hlo)?;
+        let module =
+            hlo::load_module_with_limits(&bytes, &args.hlo_limits.limits()).map_err(|error| {
+                match HloLimitArgs::flag_for(&error) {
+                    Some(flag) => anyhow!(
+                        "--hlo {}: {error}; pass a larger {flag} to read it",
+                        path.display()
+                    ),
+                    None => anyhow::Error::new(error).context(not_hlo()),
+                }
+            })?;
         hlo::validate(&module).with_context(not_hlo)?;
         return Ok(Some((bytes, format!("--hlo {}", path.display()))));
     }
     if let Some(path) = &args.metaneff {
         let bytes = input::read_capped(path, args.max_input_bytes)?;
-        // The bytes are ours: decoding shares them instead of copying the graph.
-        let message = abi::metaneff::Decoded::decode_owned(bytes.into())
-            .map_err(|err| anyhow!("{}: {err}", path.display()))?;
+        let message = args.decode_metaneff(path, bytes)?;
         if !message.serialized_graph_def().is_empty() {
             let origin = format!("serialized_graph_def of {}", path.display());
             return Ok(Some((message.serialized_graph_def().to_vec(), origin)));
@@ -323,9 +384,7 @@ fn run_neff(args: &RunArgs) -> Result<bool> {
         );
     }
     let neff = input::read_capped(&args.neff, args.max_input_bytes)?;
-    let mut description = sim::neff_load::describe_neff(&neff).map_err(|err| {
-        anyhow!("{}: {} ({})", args.neff.display(), err.detail, err.status.name())
-    })?;
+    let mut description = args.describe_neff(&neff)?;
     if let Some((hlo, origin)) = program(args, description.hlo.is_some())? {
         description.hlo = Some(hlo);
         description.hlo_origin = origin;
@@ -334,9 +393,7 @@ fn run_neff(args: &RunArgs) -> Result<bool> {
     let mut config = SimConfig { warnings_to_stderr: !args.allow_opaque, ..SimConfig::from_env()? };
     args.apply_limits(&mut config);
     let runtime = SimRuntime::new(config).map_err(|err| anyhow!("{err}"))?;
-    let nrt = |what: &str, err: abi::runtime::NrtError| {
-        anyhow!("{what}: {} ({})", err.detail, err.status.name())
-    };
+    let nrt = |what: &str, err: abi::runtime::NrtError| nrt_error(what, &err);
     runtime.init(Framework::NoFw, "", "").map_err(|e| nrt("nrt_init", e))?;
     let model = runtime
         .load_description(&description, -1, 1)

@@ -182,11 +182,8 @@ pub(crate) fn run(args: &RunArgs) -> Result<bool> {
     let metaneff_path = args.metaneff.as_deref().unwrap_or(Path::new("-"));
     let neff = input::read_capped(&args.neff, args.max_input_bytes)?;
     let metaneff = input::read_capped(metaneff_path, args.max_input_bytes)?;
-    let meta =
-        Decoded::decode(&metaneff).map_err(|err| anyhow!("{}: {err}", metaneff_path.display()))?;
-    let description = sim::neff_load::describe_neff(&neff).map_err(|err| {
-        anyhow!("{}: {} ({})", args.neff.display(), err.detail, err.status.name())
-    })?;
+    let meta = args.decode_metaneff(metaneff_path, metaneff.clone())?;
+    let description = args.describe_neff(&neff)?;
     let mut config = SimConfig { warnings_to_stderr: !args.allow_opaque, ..SimConfig::from_env()? };
     args.apply_limits(&mut config);
     let mut _scratch = None;
@@ -211,9 +208,16 @@ pub(crate) fn run(args: &RunArgs) -> Result<bool> {
     runtime
         .init(Framework::NoFw, "", "")
         .map_err(|e| anyhow!("nrt_init: {} ({})", e.detail, e.status.name()))?;
-    let options = ModelOptions { weights, ..ModelOptions::default() };
-    let mut model = Model::new(runtime, &neff, &metaneff, options)
-        .map_err(|err| anyhow!("{}: {err}", args.neff.display()))?;
+    let options = ModelOptions {
+        weights,
+        metaneff_limits: args.metaneff_limits.limits(),
+        neff_read_options: args.neff_limits.read_options(),
+        ..ModelOptions::default()
+    };
+    let mut model = Model::new(runtime, &neff, &metaneff, options).map_err(|err| {
+        let message = crate::limits::with_flag_for_loader_limit(&err.to_string());
+        anyhow!("{}: {message}", args.neff.display())
+    })?;
     let progress = args.repeat > 1 && std::io::stderr().is_terminal();
     let mut last = None;
     let mut failed = None;

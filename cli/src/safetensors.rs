@@ -92,7 +92,7 @@ pub(crate) enum SafetensorsError {
 
 /// The safetensors dtypes (the format's `Dtype` enum, release 0.8) with no torch scalar type here:
 /// refused by name, apart from names the format does not have.
-const UNSUPPORTED_DTYPES: &[&str] =
+pub(crate) const UNSUPPORTED_DTYPES: &[&str] =
     &["U32", "U64", "C64", "F4", "F6_E2M3", "F6_E3M2", "F8_E8M0", "F8_E4M3FNUZ", "F8_E5M2FNUZ"];
 
 /// The scalar type of a safetensors dtype name.
@@ -186,14 +186,19 @@ pub(crate) fn parse(
         if !names.insert(key.as_str()) {
             return Err(SafetensorsError::DuplicateName { file, key: key.clone() });
         }
-        if key == "__metadata__" {
-            continue;
-        }
         let entry_error = |detail: &str| SafetensorsError::Entry {
             file: file.clone(),
             key: key.clone(),
             detail: detail.to_owned(),
         };
+        if key == "__metadata__" {
+            // The format's metadata is a map of strings to strings, free-form but nothing else.
+            let strings = entry.as_object().is_some_and(|map| map.values().all(|v| v.is_string()));
+            if !strings {
+                return Err(entry_error("expected an object whose values are strings"));
+            }
+            continue;
+        }
         let dtype = entry
             .get("dtype")
             .and_then(serde_json::Value::as_str)
@@ -206,7 +211,12 @@ pub(crate) fn parse(
                     .map(|d| d.as_u64().and_then(|d| i64::try_from(d).ok()))
                     .collect::<Option<Vec<i64>>>()
             })
-            .ok_or_else(|| entry_error("expected \"shape\", an array of non-negative integers"))?;
+            .ok_or_else(|| {
+                entry_error(
+                    "expected \"shape\", an array of integers from 0 to 2^63 - 1 (a torch \
+                     tensor's dimensions are int64)",
+                )
+            })?;
         let offsets = entry
             .get("data_offsets")
             .and_then(serde_json::Value::as_array)
@@ -321,6 +331,37 @@ mod tests {
         match parse("w.safetensors", &file(header, data)) {
             Ok(tensors) => panic!("accepted {header}: {} tensors", tensors.len()),
             Err(error) => error,
+        }
+    }
+
+    /// The format's `__metadata__` maps strings to strings; anything else is refused, as the
+    /// `safetensors` crate refuses it (found by the `safetensors` fuzz target).
+    #[test]
+    fn metadata_that_is_not_an_object_of_strings_is_refused() {
+        for metadata in [r#"{"a":5}"#, "5", r#""pt""#, r#"{"a":{"b":"c"}}"#] {
+            let header = format!(r#"{{"__metadata__":{metadata},"x":{}}}"#, u8_entry(0, 1));
+            match refusal(&header, &[7]) {
+                SafetensorsError::Entry { key, detail, .. } => {
+                    assert_eq!(key, "__metadata__", "{metadata}");
+                    assert!(detail.contains("values are strings"), "{metadata}: {detail}");
+                }
+                other => panic!("{metadata}: {other}"),
+            }
+        }
+        let header = format!(r#"{{"__metadata__":{{"format":"pt"}},"x":{}}}"#, u8_entry(0, 1));
+        assert_eq!(parse("w.safetensors", &file(&header, &[7])).unwrap().len(), 1);
+    }
+
+    /// A dimension past torch's int64 is refused by its range, even beside a zero dimension
+    /// that leaves the tensor empty (the `safetensors` crate reads it: its shapes are `usize`).
+    #[test]
+    fn a_dimension_past_int64_is_refused_naming_the_range() {
+        let header = r#"{"x":{"dtype":"U8","shape":[9223372036854775808,0],"data_offsets":[0,0]}}"#;
+        match refusal(header, &[]) {
+            SafetensorsError::Entry { detail, .. } => {
+                assert!(detail.contains("2^63 - 1"), "{detail}")
+            }
+            other => panic!("{other}"),
         }
     }
 

@@ -1,11 +1,12 @@
 //! The flags that set the parsers' count limits (`--max-metaneff-*`, `--max-hlo-*`,
-//! `--max-neff-*`): an input refused under a limit is read with the flag raised, the refusal
-//! names the flag, and `--help` gives each default.
+//! `--max-neff-*`), and the variables that set the compile target's: an input refused under a
+//! limit is read with the limit raised, the refusal names the flag (or variable), and `--help`
+//! gives each default.
 
 use abi::neff::{GraphSpec, NeffSpec, Signature, TensorSignature, Var};
 
 mod support;
-use support::{nrtsim, scratch, stderr, stdout};
+use support::{nrtsim, nrtsim_exe, scratch, stderr, stdout};
 
 /// Runs `nrtsim` and returns its stderr, asserting the exit status.
 fn refused(args: &[&str]) -> String {
@@ -126,13 +127,190 @@ fn max_neff_flags_set_the_neff_limits() {
     assert!(message.contains("pass a larger --max-neff-vars"), "{message}");
 }
 
+/// A module of 2 computations and 4 instructions, `f32[4]` in and out (`x + x` through a call).
+const DOUBLE: &str = "HloModule m\n\ndouble {\n  a = f32[4] parameter(0)\n  ROOT s = f32[4] add(a, a)\n}\n\nENTRY main {\n  x = f32[4] parameter(0)\n  ROOT y = f32[4] call(x), to_apply=double\n}\n";
+
+/// Asserts that `args` is refused naming `flag` under the lowered limit, and accepted with the
+/// limit raised to `enough`.
+fn refused_then_accepted(args: &[&str], flag: &str, short: &str, enough: &str) {
+    let mut lowered = args.to_vec();
+    lowered.extend([flag, short]);
+    let message = refused(&lowered);
+    assert!(
+        message.contains(&format!("pass a larger {flag} to read it")),
+        "{lowered:?}: {message}"
+    );
+    let mut raised = args.to_vec();
+    raised.extend([flag, enough]);
+    accepted(&raised);
+}
+
+/// A metaneff of three inputs of shape `[1, 2, 3]`.
+fn three_tensors() -> Vec<u8> {
+    let tensor = abi::metaneff::MetaTensor { shape: vec![1, 2, 3], ..Default::default() };
+    abi::metaneff::encode(&abi::metaneff::MetaNeff {
+        input_tensors: vec![tensor; 3],
+        ..Default::default()
+    })
+}
+
+/// `metaneff diff` decodes both files under the metaneff flags.
+#[test]
+fn metaneff_diff_takes_the_metaneff_limits() {
+    let dir = scratch("diff-limits");
+    let pb = dir.join("three.pb");
+    std::fs::write(&pb, three_tensors()).unwrap();
+    let pb = pb.to_str().unwrap();
+    let args = ["metaneff", "diff", pb, pb];
+    refused_then_accepted(&args, "--max-metaneff-tensors", "2", "3");
+    refused_then_accepted(&args, "--max-metaneff-shape-dims", "2", "3");
+}
+
+/// `metaneff from-hlo` reads its module under the HLO flags.
+#[test]
+fn metaneff_from_hlo_takes_the_hlo_limits() {
+    let dir = scratch("from-hlo-limits");
+    let module = dir.join("m.hlo");
+    std::fs::write(&module, DOUBLE).unwrap();
+    let out = dir.join("m.pb");
+    let args = ["metaneff", "from-hlo", module.to_str().unwrap(), "-o", out.to_str().unwrap()];
+    refused_then_accepted(&args, "--max-hlo-instructions", "3", "4");
+    refused_then_accepted(&args, "--max-hlo-computations", "1", "2");
+}
+
+/// `check` reads the metaneff under the metaneff flags and its module under the HLO flags; the
+/// NEFF flags were there already.
+#[test]
+fn check_takes_the_metaneff_and_hlo_limits() {
+    let dir = scratch("check-limits");
+    let mut spec = NeffSpec::new("double.neff");
+    spec.graphs.push(GraphSpec {
+        name: "sg00".to_owned(),
+        vars: vec![
+            Var::new("x", 0, "input").with_size(16),
+            Var::new("output0", 1, "output").with_size(16),
+        ],
+    });
+    spec.signature = Signature {
+        inputs: vec![TensorSignature::new("x", "float32", &[4])],
+        outputs: vec![TensorSignature::new("output0", "float32", &[4])],
+    };
+    let neff = dir.join("double.neff");
+    std::fs::write(&neff, spec.to_bytes().unwrap()).unwrap();
+    let tensor = |name: &str| abi::metaneff::MetaTensor {
+        name: name.as_bytes().to_vec().into(),
+        shape: vec![4],
+        data_type: abi::metaneff::meta_tensor::DataType::Float as i32,
+        ..Default::default()
+    };
+    let metaneff = abi::metaneff::encode(&abi::metaneff::MetaNeff {
+        input_tensors: vec![tensor("x")],
+        output_tensors: vec![tensor("output0")],
+        serialized_graph_def: DOUBLE.as_bytes().to_vec().into(),
+        ..Default::default()
+    });
+    let pb = dir.join("double.pb");
+    std::fs::write(&pb, metaneff).unwrap();
+    let args = ["check", neff.to_str().unwrap(), pb.to_str().unwrap()];
+    // The pair binds: the raised limits give the report, not a refusal.
+    assert!(accepted(&args).contains("the pair binds"), "{args:?}");
+    refused_then_accepted(&args, "--max-metaneff-tensors", "0", "1");
+    refused_then_accepted(&args, "--max-hlo-instructions", "3", "4");
+    refused_then_accepted(&args, "--max-hlo-computations", "1", "2");
+}
+
+/// `DOUBLE` compiled by `nrtsim compile` (its program in the NEFF), its metaneff by
+/// `metaneff from-hlo`, and an input: the files of a `run`, in `dir`.
+fn compiled_double(dir: &std::path::Path) {
+    std::fs::write(dir.join("m.hlo"), DOUBLE).unwrap();
+    let compile = std::process::Command::new(nrtsim_exe())
+        .current_dir(dir)
+        .args(["compile", "m.hlo", "--framework", "XLA", "--target", "trn1", "--output", "m.neff"])
+        .output()
+        .unwrap();
+    assert!(compile.status.success(), "{}", stderr(&compile));
+    let from_hlo = std::process::Command::new(nrtsim_exe())
+        .current_dir(dir)
+        .args(["metaneff", "from-hlo", "m.hlo", "-o", "m.pb"])
+        .output()
+        .unwrap();
+    assert!(from_hlo.status.success(), "{}", stderr(&from_hlo));
+    let header = abi::neff::npy::encode_header("<f4", &[4], 16).unwrap();
+    let values: Vec<u8> = [1f32, 2., 3., 4.].iter().flat_map(|v| v.to_le_bytes()).collect();
+    std::fs::write(dir.join("x.npy"), [header, values].concat()).unwrap();
+}
+
+/// The compile target reads the simulator's `NRTSIM_MAX_HLO_*` variables: a module past one is
+/// refused naming it, and compiles with it raised.
+#[test]
+fn compile_takes_the_hlo_limits_from_the_simulators_variables() {
+    let dir = scratch("compile-limits");
+    std::fs::write(dir.join("m.hlo"), DOUBLE).unwrap();
+    for (variable, short, enough) in
+        [("NRTSIM_MAX_HLO_INSTRUCTIONS", "3", "4"), ("NRTSIM_MAX_HLO_COMPUTATIONS", "1", "2")]
+    {
+        let compile = |value: &str| {
+            std::process::Command::new(nrtsim_exe())
+                .current_dir(&*dir)
+                .env(variable, value)
+                .args(["compile", "m.hlo", "--framework", "XLA", "--target", "trn1"])
+                .args(["--output", "m.neff"])
+                .output()
+                .unwrap()
+        };
+        let out = compile(short);
+        assert_eq!(out.status.code(), Some(1), "{variable}={short}: {}", stderr(&out));
+        assert!(stderr(&out).contains(&format!("set {variable} higher")), "{}", stderr(&out));
+        assert!(!dir.join("m.neff").exists(), "{variable}={short} wrote the NEFF");
+        let out = compile(enough);
+        assert!(out.status.success(), "{variable}={enough}: {}", stderr(&out));
+        std::fs::remove_file(dir.join("m.neff")).unwrap();
+    }
+}
+
+/// `run` hands every group to the simulator's loader and the binding layer: the NEFF, the
+/// program the loader reads from it, and the metaneff, with and without `--metaneff`.
+#[test]
+fn run_takes_the_neff_hlo_and_metaneff_limits() {
+    let dir = scratch("run-limits");
+    compiled_double(&dir);
+    let parsed = abi::neff::Neff::parse(
+        &std::fs::read(dir.join("m.neff")).unwrap(),
+        &abi::neff::ReadOptions::default(),
+    )
+    .unwrap();
+    let vars = parsed.graphs.iter().map(|graph| graph.vars.len()).sum::<usize>();
+    let (fewer, all) = ((vars - 1).to_string(), vars.to_string());
+    let members = parsed.members.len();
+    let (fewer_members, all_members) = ((members - 1).to_string(), members.to_string());
+    let path = |name: &str| dir.join(name).to_str().unwrap().to_owned();
+    let (neff, pb, x, out) = (path("m.neff"), path("m.pb"), path("x.npy"), path("out"));
+    let raw = ["run", neff.as_str(), "--input", "input0=x", "--output-dir", out.as_str()];
+    let raw: Vec<String> =
+        raw.iter().map(|arg| arg.replace("input0=x", &format!("input0={x}"))).collect();
+    let raw: Vec<&str> = raw.iter().map(String::as_str).collect();
+    let bound = ["run", neff.as_str(), "--metaneff", pb.as_str(), "--input", x.as_str()];
+    let bound = [&bound[..], &["--output-dir", out.as_str()]].concat();
+    for args in [&raw[..], &bound[..]] {
+        // The loader's hint names its variable; `run` names the flag, which overrides it.
+        let message = refused(&[args, &["--max-hlo-instructions", "3"]].concat());
+        assert!(!message.contains("NRTSIM_MAX_HLO_INSTRUCTIONS"), "{args:?}: {message}");
+        refused_then_accepted(args, "--max-hlo-instructions", "3", "4");
+        refused_then_accepted(args, "--max-hlo-computations", "1", "2");
+        refused_then_accepted(args, "--max-neff-vars", &fewer, &all);
+        refused_then_accepted(args, "--max-neff-members", &fewer_members, &all_members);
+    }
+    refused_then_accepted(&bound, "--max-metaneff-tensors", "0", "1");
+    refused_then_accepted(&bound, "--max-metaneff-shape-dims", "0", "1");
+}
+
 /// A flag and the default `--help` must give for it.
 type FlagDefault = (&'static str, usize);
 
 /// `--help` of each command with a group gives every flag with its default.
 #[test]
 fn help_gives_each_limit_and_its_default() {
-    let cases: [(&[&str], &[FlagDefault]); 4] = [
+    let cases: [(&[&str], &[FlagDefault]); 7] = [
         (
             &["metaneff", "decode", "--help"],
             &[
@@ -154,7 +332,39 @@ fn help_gives_each_limit_and_its_default() {
                 ("--max-neff-vars", abi::neff::DEFAULT_MAX_VARS),
             ],
         ),
-        (&["check", "--help"], &[("--max-neff-vars", abi::neff::DEFAULT_MAX_VARS)]),
+        (
+            &["check", "--help"],
+            &[
+                ("--max-neff-vars", abi::neff::DEFAULT_MAX_VARS),
+                ("--max-metaneff-tensors", abi::metaneff::DEFAULT_MAX_TENSORS),
+                ("--max-hlo-instructions", hlo::DEFAULT_MAX_INSTRUCTIONS),
+            ],
+        ),
+        (
+            &["metaneff", "diff", "--help"],
+            &[
+                ("--max-metaneff-tensors", abi::metaneff::DEFAULT_MAX_TENSORS),
+                ("--max-metaneff-shape-dims", abi::metaneff::DEFAULT_MAX_SHAPE_DIMS),
+            ],
+        ),
+        (
+            &["metaneff", "from-hlo", "--help"],
+            &[
+                ("--max-hlo-computations", hlo::DEFAULT_MAX_COMPUTATIONS),
+                ("--max-hlo-instructions", hlo::DEFAULT_MAX_INSTRUCTIONS),
+            ],
+        ),
+        (
+            &["run", "--help"],
+            &[
+                ("--max-neff-members", abi::neff::DEFAULT_MAX_MEMBERS),
+                ("--max-neff-vars", abi::neff::DEFAULT_MAX_VARS),
+                ("--max-metaneff-tensors", abi::metaneff::DEFAULT_MAX_TENSORS),
+                ("--max-metaneff-shape-dims", abi::metaneff::DEFAULT_MAX_SHAPE_DIMS),
+                ("--max-hlo-computations", hlo::DEFAULT_MAX_COMPUTATIONS),
+                ("--max-hlo-instructions", hlo::DEFAULT_MAX_INSTRUCTIONS),
+            ],
+        ),
     ];
     for (args, flags) in cases {
         let help = accepted(args);

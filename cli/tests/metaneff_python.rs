@@ -202,6 +202,7 @@ fn rust_messages() -> Vec<MetaNeff> {
         let options = conformance::from_hlo::FromHloOptions {
             weights: parse(&weights.weight),
             states: parse(&weights.state),
+            ..Default::default()
         };
         let module = std::fs::read(fixture.module()).expect("the fixture's module");
         messages.push(

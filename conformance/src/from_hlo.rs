@@ -110,13 +110,17 @@ impl FromStr for ParameterChoice {
     }
 }
 
-/// Which parameters are weights and which are states; every other one is a user input.
+/// Which parameters are weights and which are states (every other one is a user input), and
+/// the count limits the module is read under.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct FromHloOptions {
     /// Parameters that become `INPUT_WEIGHT`.
     pub weights: Vec<ParameterChoice>,
     /// Parameters that become `INPUT_STATE`.
     pub states: Vec<ParameterChoice>,
+    /// The module's computations and instructions ([`hlo::LoadLimits::default`] by default);
+    /// a module past them is [`FromHloError::Load`].
+    pub limits: hlo::LoadLimits,
 }
 
 /// The role of an input in the metaneff, for messages.
@@ -346,7 +350,7 @@ pub fn metaneff_message_from_hlo(
     module: &[u8],
     options: &FromHloOptions,
 ) -> Result<MetaNeff, FromHloError> {
-    let parsed = hlo::load_module(module)?;
+    let parsed = hlo::load_module_with_limits(module, &options.limits)?;
     hlo::validate(&parsed)?;
     let graph = if hlo::is_text(module) { hlo::encode_module(&parsed) } else { module.to_vec() };
     let program_shape = parsed.host_program_shape.as_ref().ok_or(FromHloError::NoProgramShape)?;
@@ -572,7 +576,7 @@ mod tests {
     }
 
     fn options(weights: &[&str], states: &[&str]) -> FromHloOptions {
-        FromHloOptions { weights: choices(weights), states: choices(states) }
+        FromHloOptions { weights: choices(weights), states: choices(states), ..Default::default() }
     }
 
     /// A tensor as (name, shape, data_type, type, checkpoint_key).

@@ -116,6 +116,71 @@ pub struct SimConfig {
     /// How long one launch of a device program may run on the wall clock; `None` (the default)
     /// for no limit (`NRTSIM_LAUNCH_TIMEOUT_MS`). A launch over it fails with `NRT_TIMEOUT`.
     pub launch_timeout: Option<Duration>,
+    /// The count limits of what a load parses: the NEFF's members and variables and its device
+    /// program's computations and instructions (`NRTSIM_MAX_NEFF_MEMBERS`,
+    /// `NRTSIM_MAX_NEFF_VARS`, `NRTSIM_MAX_HLO_COMPUTATIONS`, `NRTSIM_MAX_HLO_INSTRUCTIONS`;
+    /// the parsers' defaults). A model past one fails to load with `NRT_INVALID`, naming the
+    /// variable that raises it.
+    pub load_limits: LoadLimits,
+}
+
+/// The count limits of a load ([`SimConfig::load_limits`]); the defaults are the parsers'
+/// (`abi::neff::ReadOptions::default`, `hlo::LoadLimits::default`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LoadLimits {
+    /// The most members in the NEFF's archive ([`abi::neff::ReadOptions::max_members`]).
+    pub max_neff_members: usize,
+    /// The most device variables over the NEFF's graphs ([`abi::neff::ReadOptions::max_vars`]).
+    pub max_neff_vars: usize,
+    /// The device program's computations and instructions.
+    pub hlo: hlo::LoadLimits,
+}
+
+impl Default for LoadLimits {
+    fn default() -> LoadLimits {
+        LoadLimits {
+            max_neff_members: abi::neff::DEFAULT_MAX_MEMBERS,
+            max_neff_vars: abi::neff::DEFAULT_MAX_VARS,
+            hlo: hlo::LoadLimits::default(),
+        }
+    }
+}
+
+impl LoadLimits {
+    /// libnrt's loader options ([`abi::neff::ReadOptions::loader`]) under these limits.
+    pub fn neff_read_options(&self) -> abi::neff::ReadOptions {
+        abi::neff::ReadOptions {
+            max_members: self.max_neff_members,
+            max_vars: self.max_neff_vars,
+            ..abi::neff::ReadOptions::loader()
+        }
+    }
+
+    /// What a refusal of a load past a count limit ends with: the variable that raises it.
+    /// `nrtsim run` replaces it with its own flag for that limit.
+    pub fn hint(variable: &str) -> String {
+        format!("; set {variable} higher to load it")
+    }
+
+    /// The variable that raises the NEFF limit `error` is about, if it is about one.
+    pub fn neff_variable_for(error: &abi::neff::NeffError) -> Option<&'static str> {
+        match error {
+            abi::neff::NeffError::TooManyMembers { .. } => Some(MAX_NEFF_MEMBERS_ENV),
+            abi::neff::NeffError::TooManyVars { .. } => Some(MAX_NEFF_VARS_ENV),
+            _ => None,
+        }
+    }
+
+    /// The variable that raises the HLO limit `error` is about, if it is about one.
+    pub fn hlo_variable_for(error: &hlo::LoadError) -> Option<&'static str> {
+        match error {
+            hlo::LoadError::TooManyComputations { .. } => Some(MAX_HLO_COMPUTATIONS_ENV),
+            hlo::LoadError::TooManyInstructions { .. } => Some(MAX_HLO_INSTRUCTIONS_ENV),
+            hlo::LoadError::Text(_)
+            | hlo::LoadError::NotUtf8 { .. }
+            | hlo::LoadError::Binary(_) => None,
+        }
+    }
 }
 
 /// Which of the machine's NeuronCores a process sees, as libnrt's configuration guide describes
@@ -308,6 +373,7 @@ impl Default for SimConfig {
             exec_timeout: Some(hlo::eval::DEFAULT_DEVICE_TIME_LIMIT),
             work_budget: None,
             launch_timeout: None,
+            load_limits: LoadLimits::default(),
         }
     }
 }
@@ -395,6 +461,16 @@ pub const EXEC_TIMEOUT_ENV: &str = "NEURON_RT_EXEC_TIMEOUT";
 pub const WORK_BUDGET_ENV: &str = "NRTSIM_WORK_BUDGET";
 /// `NRTSIM_LAUNCH_TIMEOUT_MS`: [`SimConfig::launch_timeout`], in milliseconds, or `none`.
 pub const LAUNCH_TIMEOUT_ENV: &str = "NRTSIM_LAUNCH_TIMEOUT_MS";
+/// `NRTSIM_MAX_NEFF_MEMBERS`: [`LoadLimits::max_neff_members`].
+pub const MAX_NEFF_MEMBERS_ENV: &str = "NRTSIM_MAX_NEFF_MEMBERS";
+/// `NRTSIM_MAX_NEFF_VARS`: [`LoadLimits::max_neff_vars`].
+pub const MAX_NEFF_VARS_ENV: &str = "NRTSIM_MAX_NEFF_VARS";
+/// `NRTSIM_MAX_HLO_COMPUTATIONS`: the computations of [`LoadLimits::hlo`] (the compile target
+/// reads it too, so it refuses what the simulator would refuse to load).
+pub const MAX_HLO_COMPUTATIONS_ENV: &str = "NRTSIM_MAX_HLO_COMPUTATIONS";
+/// `NRTSIM_MAX_HLO_INSTRUCTIONS`: the instructions of [`LoadLimits::hlo`] (the compile target
+/// reads it too).
+pub const MAX_HLO_INSTRUCTIONS_ENV: &str = "NRTSIM_MAX_HLO_INSTRUCTIONS";
 /// libnrt's `NEURON_FAIL_ON_NAN`: `1` sets [`SimConfig::numerical_errors`].
 pub const FAIL_ON_NAN_ENV: &str = "NEURON_FAIL_ON_NAN";
 /// libnrt's `NEURON_RT_NUMERICAL_ERRORS_VERBOSITY`: `critical` sets
@@ -511,10 +587,45 @@ pub fn from_nrtsim_env(lookup: impl Fn(&str) -> Option<String>) -> Result<SimCon
             })?)),
         };
     }
+    for (variable, field) in [
+        (MAX_NEFF_MEMBERS_ENV, &mut config.load_limits.max_neff_members),
+        (MAX_NEFF_VARS_ENV, &mut config.load_limits.max_neff_vars),
+    ] {
+        if let Some(count) = get(variable) {
+            *field = count.parse().map_err(|_| invalid(variable, &count, "a count"))?;
+        }
+    }
+    config.load_limits.hlo = hlo_limits_from_env(&lookup)?;
     if get(QUIET_ENV).as_deref() == Some("1") {
         config.warnings_to_stderr = false;
     }
     Ok(config)
+}
+
+/// The HLO count limits [`from_nrtsim_env`] reads from `lookup` (`NRTSIM_MAX_HLO_COMPUTATIONS`,
+/// `NRTSIM_MAX_HLO_INSTRUCTIONS`; the defaults when unset or empty). For the compile target,
+/// which reads a module as the simulator's loader will, without a simulator.
+///
+/// # Errors
+/// [`ConfigError::Invalid`] for a value that is not a count.
+pub fn hlo_limits_from_env(
+    lookup: impl Fn(&str) -> Option<String>,
+) -> Result<hlo::LoadLimits, ConfigError> {
+    let mut limits = hlo::LoadLimits::default();
+    for (variable, field) in [
+        (MAX_HLO_COMPUTATIONS_ENV, &mut limits.max_computations),
+        (MAX_HLO_INSTRUCTIONS_ENV, &mut limits.max_instructions),
+    ] {
+        if let Some(count) = lookup(variable).map(|v| v.trim().to_owned()).filter(|v| !v.is_empty())
+        {
+            *field = count.parse().map_err(|_| ConfigError::Invalid {
+                variable,
+                value: count,
+                expected: "a count",
+            })?;
+        }
+    }
+    Ok(limits)
 }
 
 /// What [`parse_exec_timeout`] accepts, for messages.
@@ -622,6 +733,10 @@ pub fn to_env(config: &SimConfig) -> Vec<(String, String)> {
                 .launch_timeout
                 .map_or_else(|| "none".to_owned(), |limit| limit.as_millis().to_string()),
         ),
+        (MAX_NEFF_MEMBERS_ENV, config.load_limits.max_neff_members.to_string()),
+        (MAX_NEFF_VARS_ENV, config.load_limits.max_neff_vars.to_string()),
+        (MAX_HLO_COMPUTATIONS_ENV, config.load_limits.hlo.max_computations.to_string()),
+        (MAX_HLO_INSTRUCTIONS_ENV, config.load_limits.hlo.max_instructions.to_string()),
         (QUIET_ENV, if config.warnings_to_stderr { "0" } else { "1" }.to_owned()),
         (FAIL_ON_NAN_ENV, if config.numerical_errors { "1" } else { "0" }.to_owned()),
         (NUMERICAL_ERRORS_VERBOSITY_ENV, String::new()),
@@ -668,6 +783,11 @@ mod tests {
             exec_timeout: Some(Duration::from_millis(1500)),
             work_budget: Some(1000),
             launch_timeout: Some(Duration::from_millis(1500)),
+            load_limits: LoadLimits {
+                max_neff_members: 11,
+                max_neff_vars: 12,
+                hlo: hlo::LoadLimits { max_computations: 13, max_instructions: 14 },
+            },
         };
         let SimConfig {
             n_cores,
@@ -684,6 +804,7 @@ mod tests {
             exec_timeout,
             work_budget,
             launch_timeout,
+            load_limits,
         } = &changed;
         let default = SimConfig::default();
         assert_ne!(*n_cores, default.n_cores);
@@ -703,6 +824,10 @@ mod tests {
         assert_ne!(*exec_timeout, default.exec_timeout);
         assert_ne!(*work_budget, default.work_budget);
         assert_ne!(*launch_timeout, default.launch_timeout);
+        assert_ne!(load_limits.max_neff_members, default.load_limits.max_neff_members);
+        assert_ne!(load_limits.max_neff_vars, default.load_limits.max_neff_vars);
+        assert_ne!(load_limits.hlo.max_computations, default.load_limits.hlo.max_computations);
+        assert_ne!(load_limits.hlo.max_instructions, default.load_limits.hlo.max_instructions);
         assert_eq!(through_env(&changed), Ok(changed.clone()));
         assert_eq!(through_env(&default), Ok(default));
         let file = SimConfig {

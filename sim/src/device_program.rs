@@ -286,11 +286,20 @@ impl DeviceProgram {
         inputs: &[IoVar],
         outputs: &[IoVar],
     ) -> Result<DeviceProgram, DeviceProgramError> {
-        DeviceProgram::compile_bound(bytes, origin, inputs, outputs, Binding::CompilerNames)
+        DeviceProgram::compile_bound(
+            bytes,
+            origin,
+            inputs,
+            outputs,
+            Binding::CompilerNames,
+            &hlo::LoadLimits::default(),
+        )
     }
 
     /// [`DeviceProgram::compile`] with the binding rule given ([`Binding::SignatureOrder`] for a
-    /// NEFF from the simulator's compile target).
+    /// NEFF from the simulator's compile target) and the module read under `limits` (a module
+    /// past one is refused naming the variable that raises it,
+    /// [`LoadLimits::hlo_variable_for`](crate::config::LoadLimits::hlo_variable_for)).
     ///
     /// # Errors
     /// As [`DeviceProgram::compile`].
@@ -300,10 +309,18 @@ impl DeviceProgram {
         inputs: &[IoVar],
         outputs: &[IoVar],
         binding: Binding,
+        limits: &hlo::LoadLimits,
     ) -> Result<DeviceProgram, DeviceProgramError> {
         let module_error =
             |detail: String| DeviceProgramError::Module { origin: origin.to_owned(), detail };
-        let module = hlo::load_module(bytes).map_err(|err| module_error(err.to_string()))?;
+        let module = hlo::load_module_with_limits(bytes, limits).map_err(|err| {
+            match crate::config::LoadLimits::hlo_variable_for(&err) {
+                Some(variable) => {
+                    module_error(format!("{err}{}", crate::config::LoadLimits::hint(variable)))
+                }
+                None => module_error(err.to_string()),
+            }
+        })?;
         hlo::validate(&module).map_err(|err| module_error(err.to_string()))?;
         let program = Program::compile(&module, &EvalOptions::default())
             .map_err(|err| module_error(err.to_string()))?;

@@ -2,7 +2,7 @@
 //! `abi::neff`.
 //!
 //! Design choices:
-//! - **Parse as libnrt's loader does** ([`ReadOptions::loader`]): every header gate, payload
+//! - **Parse as libnrt's loader does** ([`abi::neff::ReadOptions::loader`]): every header gate, payload
 //!   check and loader invariant is `abi::neff`'s, and its [`abi::neff::NeffError::status`] is the
 //!   status `nrt_load` returns.
 //! - **Graphs are flattened.** libnrt runs a NEFF's subgraphs on one NeuronCore over one set of
@@ -20,8 +20,8 @@ use std::sync::Arc;
 
 use abi::dtype::Dltype;
 use abi::neff::{
-    ConstantSpec, GraphSpec, MrType, Neff, NeffError, NeffSpec, ReadOptions, Signature,
-    TensorSignature, Var, npy,
+    ConstantSpec, GraphSpec, MrType, Neff, NeffError, NeffSpec, Signature, TensorSignature, Var,
+    npy,
 };
 use abi::runtime::NrtError;
 use abi::status::NrtStatus;
@@ -75,8 +75,26 @@ fn invalid(detail: String) -> NrtError {
 /// gates, `NRT_INVALID` otherwise), or `NRT_INVALID` for a constant whose member is missing. The
 /// `sim/model.hlo.pb` member is taken as it is; it is checked when the model is loaded.
 pub fn describe_neff(bytes: &[u8]) -> Result<ModelDescription, NrtError> {
-    let neff = Neff::parse(bytes, &ReadOptions::loader())
-        .map_err(|err| NrtError::new(err.status(), err.to_string()))?;
+    describe_neff_with_limits(bytes, &crate::config::LoadLimits::default())
+}
+
+/// [`describe_neff`] under the count limits of a [`SimConfig`](crate::SimConfig) (its
+/// [`load_limits`](crate::SimConfig::load_limits)); a NEFF past one is refused with a message
+/// naming the variable that raises it.
+///
+/// # Errors
+/// As [`describe_neff`].
+pub fn describe_neff_with_limits(
+    bytes: &[u8],
+    limits: &crate::config::LoadLimits,
+) -> Result<ModelDescription, NrtError> {
+    let neff = Neff::parse(bytes, &limits.neff_read_options()).map_err(|err| {
+        let detail = match crate::config::LoadLimits::neff_variable_for(&err) {
+            Some(variable) => format!("{err}{}", crate::config::LoadLimits::hint(variable)),
+            None => err.to_string(),
+        };
+        NrtError::new(err.status(), detail)
+    })?;
     describe(&neff)
 }
 

@@ -156,6 +156,49 @@ fn a_bad_program_member_is_invalid_at_load() {
     assert!(err.detail.contains(HLO_MEMBER), "{err}");
 }
 
+/// `SimConfig::load_limits` bounds what `nrt_load` parses: the NEFF's variables and its
+/// program's instructions and computations. A model past one is `NRT_INVALID` naming the
+/// variable that raises it; at the model's own counts it loads.
+#[test]
+fn a_model_past_the_load_limits_is_invalid_naming_the_variable() {
+    let neff = neff_of(&arithmetic_model(4).description());
+    let vars: usize = abi::neff::Neff::parse(&neff, &abi::neff::ReadOptions::default())
+        .unwrap()
+        .graphs
+        .iter()
+        .map(|graph| graph.vars.len())
+        .sum();
+    let module = hlo::load_module(&describe_neff(&neff).unwrap().hlo.unwrap()).unwrap();
+    let instructions: usize = module.computations.iter().map(|c| c.instructions.len()).sum();
+    let computations = module.computations.len();
+    let limits = sim::config::LoadLimits {
+        max_neff_vars: vars,
+        hlo: hlo::LoadLimits { max_computations: computations, max_instructions: instructions },
+        ..sim::config::LoadLimits::default()
+    };
+    let load = |load_limits: sim::config::LoadLimits| {
+        let sim = SimRuntime::new(SimConfig { load_limits, ..small_config(1, false) }).unwrap();
+        sim.init(Framework::NoFw, "", "").unwrap();
+        sim.load(&neff, 0, 1)
+    };
+    load(limits).expect("a model at the limits loads");
+    let mut over_vars = limits;
+    over_vars.max_neff_vars -= 1;
+    let mut over_instructions = limits;
+    over_instructions.hlo.max_instructions -= 1;
+    let mut over_computations = limits;
+    over_computations.hlo.max_computations -= 1;
+    for (over, variable) in [
+        (over_vars, sim::config::MAX_NEFF_VARS_ENV),
+        (over_instructions, sim::config::MAX_HLO_INSTRUCTIONS_ENV),
+        (over_computations, sim::config::MAX_HLO_COMPUTATIONS_ENV),
+    ] {
+        let err = load(over).unwrap_err();
+        assert_eq!(err.status, NrtStatus::Invalid, "{variable}: {err}");
+        assert!(err.detail.contains(&format!("set {variable} higher")), "{variable}: {err}");
+    }
+}
+
 #[test]
 fn a_newer_neff_format_is_unsupported_neff_version() {
     let sim = small_sim();

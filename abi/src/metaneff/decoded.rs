@@ -94,7 +94,18 @@ impl Decoded {
     /// # Errors
     /// As [`Self::decode`].
     pub fn decode_owned(bytes: Bytes) -> Result<Decoded, MetaneffDecodeError> {
-        let view = MetaneffView::decode(&bytes)?;
+        Self::decode_owned_with_limits(bytes, &MetaneffLimits::default())
+    }
+
+    /// [`Self::decode_owned`] under count limits other than the defaults.
+    ///
+    /// # Errors
+    /// As [`Self::decode_with_limits`].
+    pub fn decode_owned_with_limits(
+        bytes: Bytes,
+        limits: &MetaneffLimits,
+    ) -> Result<Decoded, MetaneffDecodeError> {
+        let view = MetaneffView::decode_with_limits(&bytes, limits)?;
         Self::from_view(&view, &bytes, bytes.clone())
     }
 

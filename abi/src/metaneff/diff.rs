@@ -18,7 +18,10 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::fmt::Write as _;
 
-use super::{MetaNeff, MetaTensor, MetaneffDecodeError, UnknownField, check_wire, decode};
+use super::{
+    MetaNeff, MetaTensor, MetaneffDecodeError, MetaneffLimits, UnknownField, check_wire,
+    decode_with_limits,
+};
 use crate::hex::to_hex_spaced;
 use crate::wire;
 
@@ -58,8 +61,20 @@ pub struct DiffError {
 /// # Errors
 /// A [`DiffError`] saying which input does not decode, with its byte offset and field path.
 pub fn diff(a: &[u8], b: &[u8]) -> Result<Vec<Difference>, DiffError> {
-    let side_a = Decoded::new(a).map_err(|source| DiffError { which: Which::A, source })?;
-    let side_b = Decoded::new(b).map_err(|source| DiffError { which: Which::B, source })?;
+    diff_with_limits(a, b, &MetaneffLimits::default())
+}
+
+/// [`diff`] with both inputs decoded under count limits other than the defaults.
+///
+/// # Errors
+/// As [`diff`]; an input past a limit is refused with [`MetaneffDecodeError::exceeded`] set.
+pub fn diff_with_limits(
+    a: &[u8],
+    b: &[u8],
+    limits: &MetaneffLimits,
+) -> Result<Vec<Difference>, DiffError> {
+    let side_a = Decoded::new(a, limits).map_err(|source| DiffError { which: Which::A, source })?;
+    let side_b = Decoded::new(b, limits).map_err(|source| DiffError { which: Which::B, source })?;
     let mut out = Vec::new();
     let (ma, mb) = (&side_a.message, &side_b.message);
     field(&mut out, "name", bytes_text(&ma.name), bytes_text(&mb.name));
@@ -125,9 +140,10 @@ struct Decoded {
 }
 
 impl Decoded {
-    fn new(bytes: &[u8]) -> Result<Decoded, MetaneffDecodeError> {
+    fn new(bytes: &[u8], limits: &MetaneffLimits) -> Result<Decoded, MetaneffDecodeError> {
+        // The limits first: the schema walk lists every unknown field, whatever their count.
+        let message = decode_with_limits(bytes, limits)?;
         let fields = check_wire(bytes)?;
-        let message = decode(bytes)?;
         let mut unknown = BTreeMap::<String, Vec<String>>::new();
         for field in fields {
             let text = unknown_text(bytes, &field);

@@ -18,6 +18,8 @@
 //! | `NEURON_RT_EXEC_TIMEOUT` | as libnrt: the execution timeout of one launch in seconds (a fraction is accepted), `0` or `none` for none, in the device time the simulator estimates; over it: `NRT_TIMEOUT`, outputs unwritten | 30 |
 //! | `NRTSIM_WORK_BUDGET` | the work one launch may do (per rank), in the interpreter's element-operations, or `none`; over it: `NRT_TIMEOUT`, outputs unwritten | none |
 //! | `NRTSIM_LAUNCH_TIMEOUT_MS` | the wall-clock limit of one launch in ms, or `none`; over it: `NRT_TIMEOUT` | none |
+//! | `NRTSIM_MAX_NEFF_MEMBERS`, `NRTSIM_MAX_NEFF_VARS` | the most members in a NEFF's archive and device variables over its graphs that `nrt_load` reads; past one: `NRT_INVALID` naming the variable | 65536, 100000 |
+//! | `NRTSIM_MAX_HLO_COMPUTATIONS`, `NRTSIM_MAX_HLO_INSTRUCTIONS` | the most computations and instructions (over all computations) of a model's HLO device program; past one: `NRT_INVALID` naming the variable | 100000, 500000 |
 //! | `NRTSIM_QUIET` | `1`: do not print the simulator's warnings on stderr | warnings printed |
 //! | `NRTSIM_HLO` | HLO for NEFFs that carry no `sim/model.hlo.pb`: a file (binary `HloModuleProto` or HLO text) used for every such NEFF, or a directory of `<sha256 of the NEFF, hex>.hlo.pb` / `.hlo` files | none (outputs of such NEFFs stay zero) |
 //! | `NRTSIM_LOG` | `1`: print each failing call's reason on stderr (read in `handles`) | off |

@@ -393,8 +393,15 @@ fn parse_compile(argv: &[String], rest: &[String]) -> Result<Invocation, Compile
     let output_name = output
         .file_name()
         .map_or_else(|| "file.neff".to_owned(), |name| name.to_string_lossy().into_owned());
-    let options =
-        CompileOptions { target, lnc, pipeline, output_name, accepted_flags, argv: argv.to_vec() };
+    let options = CompileOptions {
+        target,
+        lnc,
+        pipeline,
+        output_name,
+        accepted_flags,
+        argv: argv.to_vec(),
+        limits: hlo::LoadLimits::default(),
+    };
     Ok(Invocation::Compile { input: PathBuf::from(input), output, options })
 }
 

@@ -41,6 +41,7 @@ use abi::neff::{
     GraphSpec, NeffError, NeffHeader, NeffSpec, SIMULATOR_TARGET_FEATURE_BIT,
     SIMULATOR_TARGET_MEMBER, Signature, SignatureForm, TensorSignature, Var,
 };
+use hlo::LoadError;
 use hlo::eval::{EvalError, EvalOptions, Program};
 use hlo::proto::{
     HloInstructionProto, HloModuleProto, PrimitiveType, ProgramShapeProto, ShapeProto,
@@ -138,6 +139,9 @@ pub struct CompileOptions {
     pub accepted_flags: Vec<(String, Option<String>)>,
     /// The whole argument list after the program name, recorded in the NEFF.
     pub argv: Vec<String>,
+    /// The count limits the module is read under ([`hlo::LoadLimits::default`] unless the
+    /// caller raises them: neuronx-cc's command line has no flag for them).
+    pub limits: hlo::LoadLimits,
 }
 
 impl CompileOptions {
@@ -150,7 +154,36 @@ impl CompileOptions {
             output_name: "file.neff".to_owned(),
             accepted_flags: Vec::new(),
             argv: Vec::new(),
+            limits: hlo::LoadLimits::default(),
         }
+    }
+}
+
+/// A count of a module that [`CompileOptions::limits`] bounds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ModuleCount {
+    /// [`hlo::LoadLimits::max_computations`].
+    Computations,
+    /// [`hlo::LoadLimits::max_instructions`].
+    Instructions,
+}
+
+impl ModuleCount {
+    /// `computation` or `instruction`.
+    pub fn singular(self) -> &'static str {
+        match self {
+            ModuleCount::Computations => "computation",
+            ModuleCount::Instructions => "instruction",
+        }
+    }
+}
+
+impl std::fmt::Display for ModuleCount {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            ModuleCount::Computations => "computations",
+            ModuleCount::Instructions => "instructions",
+        })
     }
 }
 
@@ -162,6 +195,18 @@ pub enum CompileError {
     Module {
         /// What the decoder or validator said.
         detail: String,
+    },
+    /// The module has more computations or instructions than [`CompileOptions::limits`]
+    /// allows; it is not read past the limit.
+    #[error(
+        "the module has more than {limit} {what}, expected at most {limit} (the {} limit)",
+        what.singular()
+    )]
+    CountLimit {
+        /// Which count.
+        what: ModuleCount,
+        /// The limit.
+        limit: usize,
     },
     /// An NKI kernel compiled for a device, which the simulator cannot run.
     #[error(
@@ -494,8 +539,7 @@ pub fn compile_with_weights(
     if weights.is_empty() {
         return compile_module(module_bytes, options);
     }
-    let mut module = hlo::load_module(module_bytes)
-        .map_err(|err| CompileError::Module { detail: err.to_string() })?;
+    let mut module = load(module_bytes, options)?;
     fold_weights(&mut module, weights)?;
     compile_module(&hlo::encode_module(&module), options)
 }
@@ -683,9 +727,23 @@ fn literal_of(
     Ok(literal)
 }
 
+/// The module, counted against `options.limits` as it is read.
+fn load(module_bytes: &[u8], options: &CompileOptions) -> Result<HloModuleProto, CompileError> {
+    hlo::load_module_with_limits(module_bytes, &options.limits).map_err(|err| match err {
+        LoadError::TooManyComputations { limit } => {
+            CompileError::CountLimit { what: ModuleCount::Computations, limit }
+        }
+        LoadError::TooManyInstructions { limit } => {
+            CompileError::CountLimit { what: ModuleCount::Instructions, limit }
+        }
+        LoadError::Text(_) | LoadError::NotUtf8 { .. } | LoadError::Binary(_) => {
+            CompileError::Module { detail: err.to_string() }
+        }
+    })
+}
+
 fn compile_module(module_bytes: &[u8], options: &CompileOptions) -> Result<Vec<u8>, CompileError> {
-    let module = hlo::load_module(module_bytes)
-        .map_err(|err| CompileError::Module { detail: err.to_string() })?;
+    let module = load(module_bytes, options)?;
     hlo::validate(&module).map_err(|err| CompileError::Module { detail: err.to_string() })?;
     for computation in &module.computations {
         for instruction in &computation.instructions {

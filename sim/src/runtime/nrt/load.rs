@@ -22,7 +22,8 @@ impl SimRuntime {
     /// Parses a NEFF; one that carries no device program gets the one
     /// [`SimConfig::hlo_source`](crate::config::SimConfig::hlo_source) has for it, if any.
     pub(super) fn describe(&self, neff: &[u8]) -> Result<ModelDescription, NrtError> {
-        let mut description = crate::neff_load::describe_neff(neff)?;
+        let mut description =
+            crate::neff_load::describe_neff_with_limits(neff, &self.config.load_limits)?;
         if description.hlo.is_none() {
             if let Some(source) = &self.config.hlo_source {
                 let found = source
@@ -272,6 +273,7 @@ impl SimRuntime {
                     &vars(&inputs),
                     &vars(&outputs),
                     description.binding,
+                    &self.config.load_limits.hlo,
                 )
                 .map_err(|err| invalid(err.to_string()))?;
                 program.set_run_limits(&self.config.run_limits());
