@@ -132,6 +132,23 @@ impl SpmdModel {
         Ok(model)
     }
 
+    /// libtorchneuron's checks of every rank's inputs (the ranked path), without launching: a
+    /// caller that checks all ranks before a collective launch keeps a refused rank from leaving
+    /// its peers waiting in the rendezvous.
+    ///
+    /// # Errors
+    /// The first rank's validate error, in rank order, wrapped in [`BindError::Rank`].
+    pub fn validate(&self, per_rank_inputs: &[Vec<HostTensor>]) -> Result<(), BindError> {
+        for (rank, inputs) in per_rank_inputs.iter().enumerate() {
+            super::validate::validate_layout(&self.ctx.layout, inputs, ValidatePath::Ranked)
+                .map_err(|error| BindError::Rank {
+                    rank,
+                    source: Box::new(BindError::Validate(error)),
+                })?;
+        }
+        Ok(())
+    }
+
     /// As [`super::Model::donated_inputs`], for every rank's list.
     pub fn donated_inputs(&self) -> Vec<usize> {
         self.ctx.layout.donated_positions()

@@ -11,6 +11,7 @@ and the result is a ScriptModule holding a ``torch.classes.neuron.Model`` that c
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import os
@@ -97,6 +98,14 @@ def _save_npy(path: Path, tensor: torch.Tensor) -> None:
     np.save(path, array)
 
 
+def _module_tensors(module: torch.nn.Module) -> Dict[str, torch.Tensor]:
+    """A module's parameters and buffers by their dotted names (as they are now: the XLA
+    device's while lowering)."""
+    tensors = dict(module.named_parameters())
+    tensors.update(dict(module.named_buffers()))
+    return tensors
+
+
 def _leaves(value: Any, what: str):
     leaves, spec = pytree.tree_flatten(value)
     for i, leaf in enumerate(leaves):
@@ -151,8 +160,7 @@ def _lower(func, example: tuple, flat_inputs, in_spec, state_names: List[str]) -
         input_ids = {xla._xla_get_tensor_id(t): i for i, t in enumerate(xla_inputs)}
         state_ids = {}
         if module is not None:
-            named = dict(module.named_parameters())
-            named.update(dict(module.named_buffers()))
+            named = _module_tensors(module)
             for s, name in enumerate(state_names):
                 state_ids[xla._xla_get_tensor_id(named[name])] = s
         result = func(*pytree.tree_unflatten(xla_inputs, in_spec))
@@ -237,8 +245,7 @@ def trace(
     if input_output_aliases:
         if not isinstance(func, torch.nn.Module):
             raise TypeError("input_output_aliases needs func to be a module whose tensors they are")
-        by_identity = {id(t): n for n, t in func.named_parameters()}
-        by_identity.update({id(t): n for n, t in func.named_buffers()})
+        by_identity = {id(t): n for n, t in _module_tensors(func).items()}
         for tensor, output in input_output_aliases.items():
             name = by_identity.get(id(tensor))
             if name is None:
@@ -250,16 +257,14 @@ def trace(
             state_names.append(name)
     initial_states = []
     if state_names:
-        named = dict(func.named_parameters())
-        named.update(dict(func.named_buffers()))
+        named = _module_tensors(func)
         initial_states = [named[n].detach().clone() for n in state_names]
 
     lowered = _lower(func, example, flat_inputs, in_spec, state_names)
     if state_names:
         # Lowering ran the function once on the XLA device; the states start from where they
         # were before it.
-        named = dict(func.named_parameters())
-        named.update(dict(func.named_buffers()))
+        named = _module_tensors(func)
         with torch.no_grad():
             for name, value in zip(state_names, initial_states):
                 named[name].copy_(value)
@@ -306,8 +311,6 @@ def trace(
                 str(j): position[("state", s)] for j, s in sorted(aliased.items())
             }
         # Names are bytes in the schema: proto3 JSON spells them in base64.
-        import base64
-
         for entry in inputs_meta + outputs_meta:
             entry["name"] = base64.b64encode(entry["name"].encode()).decode()
         (workdir / "metaneff.json").write_text(json.dumps(meta, indent=2))

@@ -169,6 +169,18 @@ fn new_id() -> u64 {
     registry().next.fetch_add(1, Ordering::Relaxed)
 }
 
+/// Registers a model and writes its number through `out`.
+///
+/// # Safety
+/// `out` points at a writable `uint64_t`.
+unsafe fn register(entry: Entry, out: *mut u64) -> i32 {
+    let id = new_id();
+    lock(&registry().models).insert(id, Arc::new(Mutex::new(entry)));
+    // SAFETY: by the caller's contract.
+    unsafe { *out = id };
+    OK
+}
+
 fn entry(model: u64) -> Result<Arc<Mutex<Entry>>, i32> {
     lock(&registry().models).get(&model).cloned().ok_or_else(|| {
         fail(INVALID_ARGUMENT, format!("model {model} is not a live model of this library"))
@@ -342,14 +354,8 @@ pub unsafe extern "C" fn nrtsim_bind_model_new(
         let metaneff = try_status!(unsafe { bytes_of(metaneff, metaneff_size, "metaneff") });
         let runtime = try_status!(runtime());
         match Model::new(runtime, &neff, &metaneff, ModelOptions::default()) {
-            Ok(model) => {
-                let id = new_id();
-                lock(&registry().models)
-                    .insert(id, Arc::new(Mutex::new(Entry::Model(Box::new(model)))));
-                // SAFETY: checked non-NULL; writable by the caller's contract.
-                unsafe { *out = id };
-                OK
-            }
+            // SAFETY: `out` is non-NULL (checked above) and writable by the caller's contract.
+            Ok(model) => unsafe { register(Entry::Model(Box::new(model)), out) },
             Err(error) => bind_failure(&error),
         }
     })
@@ -388,11 +394,8 @@ pub unsafe extern "C" fn nrtsim_bind_spmd_model_new(
             return fail(LOAD, format!("the NEFF does not load: {error}"));
         }
         let spmd = Spmd { neff, metaneff, local_ranks, world_size, made: None };
-        let id = new_id();
-        lock(&registry().models).insert(id, Arc::new(Mutex::new(Entry::Spmd(spmd))));
-        // SAFETY: checked non-NULL; writable by the caller's contract.
-        unsafe { *out = id };
-        OK
+        // SAFETY: `out` is non-NULL (checked above) and writable by the caller's contract.
+        unsafe { register(Entry::Spmd(spmd), out) }
     })
 }
 
@@ -698,7 +701,6 @@ pub unsafe extern "C" fn nrtsim_bind_forward(
             }
             Entry::Spmd(spmd) => {
                 let runtime = try_status!(runtime());
-                let meta = abi::metaneff::Decoded::decode(&spmd.metaneff);
                 let made = match spmd.model(runtime) {
                     Ok(made) => made,
                     Err(error) => return bind_failure(&error),
@@ -712,17 +714,8 @@ pub unsafe extern "C" fn nrtsim_bind_forward(
                 // collective program wait for each other, so a rank refused at its own check
                 // would leave the others waiting out the collective timeout.
                 if per_rank.len() == made.local_ranks() {
-                    for (rank, inputs) in per_rank.iter().enumerate() {
-                        let checked =
-                            meta.as_ref().map_err(|e| BindError::Metaneff(e.clone())).and_then(
-                                |meta| bind::validate(meta, inputs, bind::ValidatePath::Ranked),
-                            );
-                        if let Err(source) = checked {
-                            return bind_failure(&BindError::Rank {
-                                rank,
-                                source: Box::new(source),
-                            });
-                        }
+                    if let Err(error) = made.validate(&per_rank) {
+                        return bind_failure(&error);
                     }
                 }
                 let donated = made.donated_inputs();

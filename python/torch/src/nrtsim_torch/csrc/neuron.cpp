@@ -85,6 +85,8 @@ std::vector<std::vector<at::Tensor>> collect(uint64_t result,
   int32_t status = nrtsim_bind_result_size(result, &n_ranks, &n_outputs);
   std::vector<std::vector<at::Tensor>> outputs;
   for (size_t rank = 0; status == NRTSIM_BIND_OK && rank < n_ranks; ++rank) {
+    // One list given to every rank, or one per rank.
+    const auto &inputs = given[given.size() == 1 ? 0 : rank];
     std::vector<at::Tensor> row;
     for (size_t index = 0; status == NRTSIM_BIND_OK && index < n_outputs; ++index) {
       nrtsim_bind_output_t output;
@@ -95,7 +97,6 @@ std::vector<std::vector<at::Tensor>> collect(uint64_t result,
       at::Tensor out = at::empty(shape, at::TensorOptions().dtype(dtype));
       status = nrtsim_bind_result_copy(result, rank, index, out.data_ptr(), out.nbytes());
       if (status != NRTSIM_BIND_OK) break;
-      const auto &inputs = given[given.size() == 1 ? 0 : rank];
       if (output.alias_input >= 0 && static_cast<size_t>(output.alias_input) < inputs.size()) {
         at::Tensor donor = inputs[output.alias_input];
         donor.copy_(out.view(donor.sizes()));
@@ -106,15 +107,14 @@ std::vector<std::vector<at::Tensor>> collect(uint64_t result,
     }
     // Inputs the launch wrote (donated to an output, returned or not) get their new value in
     // place: on a device the donated buffer is the input's own.
-    const auto &donors = given[given.size() == 1 ? 0 : rank];
     size_t n_updated = 0;
     if (status == NRTSIM_BIND_OK) status = nrtsim_bind_result_updated_count(result, rank, &n_updated);
     for (size_t k = 0; status == NRTSIM_BIND_OK && k < n_updated; ++k) {
       size_t position = 0;
       status = nrtsim_bind_result_updated_position(result, rank, k, &position);
       if (status != NRTSIM_BIND_OK) break;
-      TORCH_CHECK(position < donors.size(), "updated input ", position, " of ", donors.size());
-      at::Tensor donor = donors[position];
+      TORCH_CHECK(position < inputs.size(), "updated input ", position, " of ", inputs.size());
+      at::Tensor donor = inputs[position];
       at::Tensor value = at::empty(donor.sizes(), donor.options());
       status = nrtsim_bind_result_copy_updated(result, rank, k, value.data_ptr(), value.nbytes());
       if (status == NRTSIM_BIND_OK) donor.copy_(value);
