@@ -1233,16 +1233,12 @@ fn threads_from(work: usize, rows: usize, least: usize) -> usize {
 /// the MLP's last layer (256×1024·1024×10, 2.6 × 10^6) took 160 µs on one core.
 const GENERAL_SPLIT_WORK: usize = 1 << 20;
 
-/// The cores this thread's kernels may split their work over: one while splits back off (see
-/// `par`), else the cores this process may use (`par::machine_cores`, asked once:
-/// `available_parallelism` reads cgroup files on every call, which showed in the profile of a
-/// convolution), or this thread's share of them inside [`with_core_share`].
+/// The cores this thread's kernels may split their work over: those `par::usable_cores` leaves
+/// this process (its cores, asked once; fewer while other programs' threads want them; one while
+/// splits back off), or this thread's share of them inside [`with_core_share`].
 pub(crate) fn cores() -> usize {
-    // A recent split waited for a core that another process had: run alone for a while.
-    if super::par::alone() {
-        return 1;
-    }
-    let all = super::par::machine_cores();
+    // Fewer while other programs want the cores, one after a late split.
+    let all = super::par::usable_cores();
     SHARE.with(|share| share.get()).map_or(all, |share| share.clamp(1, all))
 }
 

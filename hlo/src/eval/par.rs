@@ -6,8 +6,8 @@
 //!   runs dozens of such instructions per launch: a transformer encoder's run paid over a
 //!   millisecond in thread starts alone. The pool's workers stay, and a part handed to one waits
 //!   microseconds, not tens of them.
-//! - The calling thread does the first part itself and the pool the others, so a split over `n`
-//!   cores keeps `n` threads busy: the pool has one worker fewer than the process has cores.
+//! - The calling thread takes parts as the workers do, so a split over `n` cores keeps `n`
+//!   threads busy: the pool has one worker fewer than the process has cores.
 //!   The cores are those the process may run on (its CPU affinity, its cgroup's quota), or
 //!   `NRTSIM_THREADS` when set ([`machine_cores`]): a test runner that starts one process per
 //!   core sets it to 1, and no process then splits at all.
@@ -31,14 +31,24 @@
 //! - A split pays only while the other cores are ours. When one is taken (another process, a
 //!   test runner's next worker), the part handed to it waits for a scheduler slice, milliseconds,
 //!   and every kernel that splits waits with it: a model ran up to 7× slower with one of two
-//!   cores busy. So the caller times its own part and its wait for the others: a wait longer
-//!   than its own part (the split cost more than doing the parts in turn) and than [`LATE`] makes
-//!   the process's kernels run on their calling thread alone ([`alone`], which [`each`] and
-//!   `dot::cores` read) for a while, [`BACKOFF_FIRST`] at first and twice as long after each late
-//!   split that follows, up to [`BACKOFF_MOST`]; a split that is on time sets it back. Alone, a
-//!   model runs at the speed of one core, whatever the other does, and the workers stop spinning;
-//!   each expiry tries one split again, so a machine that turns quiet is used again within
-//!   [`BACKOFF_MOST`].
+//!   cores busy, and with both cores' parts fixed in advance it still ran 1.3–1.6× slower than
+//!   the same run on one thread. Three things answer it:
+//!   - Parts are taken, not handed out: the caller and the workers each take the next part when
+//!     they finish one ([`each`]), so a worker that has not started leaves its parts to the
+//!     caller instead of holding them until its core is free.
+//!   - Where the system says (Linux's runnable count in `/proc/loadavg`, read at most every
+//!     [`CONTENTION_EVERY`]), kernels run on their calling thread alone ([`usable_cores`], which
+//!     [`each`] and `dot::cores` read) while other programs' runnable threads leave them no
+//!     second core (on larger machines, over the cores they leave): the other program is not slowed by our spinning workers, and
+//!     ours runs at the speed of one core. With one of two cores busy the models then run as fast
+//!     as on one thread, instead of 1.3–1.6× slower.
+//!   - Elsewhere, and for what the count cannot see (a hypervisor's other guests), the caller
+//!     times its own parts and its wait for the others: a wait longer than its own parts and than
+//!     [`LATE`] makes the kernels run alone for a while, [`BACKOFF_FIRST`] at first and twice as
+//!     long after each late split that follows, up to [`BACKOFF_MOST`]; a split on time sets it
+//!     back. Only a split whose workers were awake already is judged: waking a worker that slept
+//!     can take milliseconds on a VM, and judging that wait had kept a quiet machine's 512³ dot
+//!     alone for most of its runs (91 GFLOP/s instead of 150–186).
 //! - When the pool cannot be made (the system refuses threads), every part runs on the calling
 //!   thread: slower, never wrong. So does a child process forked after the pool was made (a
 //!   Python program's `fork` workers): the pool's threads are not in the child, and a part handed
@@ -145,11 +155,101 @@ impl Backoff {
 /// The process's backoff.
 static BACKOFF: Backoff = Backoff::new();
 
-/// Whether kernels should run on their calling thread alone, because a recent split waited for
-/// a core that was not ours (see the module's notes).
-pub(crate) fn alone() -> bool {
-    BACKOFF.alone_until_us.load(Ordering::Relaxed) != 0
-        && BACKOFF.alone_at(micros(epoch().elapsed()))
+/// The cores kernels may split over now: [`machine_cores`], fewer while other programs' threads
+/// wait for the cores ours would take ([`Contention`]), one while a late split's backoff lasts
+/// (see the module's notes).
+pub(crate) fn usable_cores() -> usize {
+    let all = machine_cores();
+    if all < 2 {
+        return 1;
+    }
+    let now_us = micros(epoch().elapsed());
+    if BACKOFF.alone_at(now_us) {
+        return 1;
+    }
+    all.min(CONTENTION.free_at(now_us, runnable_now)).max(1)
+}
+
+/// How often the machine's runnable threads are counted, at most.
+const CONTENTION_EVERY: Duration = Duration::from_millis(4);
+
+/// The cores left to us at the last count of the machine's runnable threads: a part handed to a
+/// worker whose core another program's thread wants waits for a scheduler slice.
+struct Contention {
+    /// Microseconds since [`epoch`] of the last count, plus one (0: never counted).
+    counted_at_us: AtomicU64,
+    /// Cores not wanted by other programs' threads (`usize::MAX`: unknown).
+    free: AtomicUsize,
+}
+
+impl Contention {
+    const fn new() -> Contention {
+        Contention { counted_at_us: AtomicU64::new(0), free: AtomicUsize::new(usize::MAX) }
+    }
+
+    /// The last count's free cores, counted again by one caller when it is [`CONTENTION_EVERY`]
+    /// old. `count` gives the threads runnable on the whole machine (this one included) and its
+    /// online cores; `None` where the system does not say, which leaves every core free.
+    fn free_at(&self, now_us: u64, count: impl FnOnce() -> Option<(usize, usize)>) -> usize {
+        let last = self.counted_at_us.load(Ordering::Relaxed);
+        let stamp = now_us.saturating_add(1);
+        let due = last == 0 || stamp.saturating_sub(last) >= micros(CONTENTION_EVERY);
+        if due
+            && self
+                .counted_at_us
+                .compare_exchange(last, stamp, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+        {
+            let free = count().map_or(usize::MAX, |(runnable, online)| {
+                free_cores(runnable, online, RUNNING.load(Ordering::Relaxed))
+            });
+            self.free.store(free, Ordering::Relaxed);
+        }
+        self.free.load(Ordering::Relaxed)
+    }
+}
+
+/// The cores of `online` that other programs leave free when `runnable` threads are runnable,
+/// this one and `awake` spinning workers of ours among them.
+fn free_cores(runnable: usize, online: usize, awake: usize) -> usize {
+    let others = runnable.saturating_sub(1 + awake);
+    online.saturating_sub(others)
+}
+
+/// The process's view of the machine's load.
+static CONTENTION: Contention = Contention::new();
+
+/// The threads runnable on the machine now (the kernel's count, this one included) and its
+/// online cores: Linux's `/proc/loadavg` and `/sys/devices/system/cpu/online`; `None` elsewhere.
+fn runnable_now() -> Option<(usize, usize)> {
+    static ONLINE: OnceLock<Option<usize>> = OnceLock::new();
+    let online = (*ONLINE.get_or_init(|| {
+        let text = std::fs::read_to_string("/sys/devices/system/cpu/online").ok()?;
+        online_cores(&text)
+    }))?;
+    let loadavg = std::fs::read_to_string("/proc/loadavg").ok()?;
+    Some((runnable_of(&loadavg)?, online))
+}
+
+/// The runnable count of `/proc/loadavg` (`0.50 0.40 0.30 RUNNABLE/TOTAL LASTPID`).
+fn runnable_of(loadavg: &str) -> Option<usize> {
+    loadavg.split_whitespace().nth(3)?.split_once('/')?.0.parse().ok()
+}
+
+/// The cores of a kernel CPU list (`0-3,8,10-11`).
+fn online_cores(list: &str) -> Option<usize> {
+    list.trim().split(',').try_fold(0usize, |sum, range| {
+        let count = match range.split_once('-') {
+            Some((low, high)) => {
+                high.parse::<usize>().ok()?.checked_sub(low.parse::<usize>().ok()?)? + 1
+            }
+            None => {
+                range.parse::<usize>().ok()?;
+                1
+            }
+        };
+        sum.checked_add(count)
+    })
 }
 
 /// Whether keep-awake jobs are running (or on their way to the workers).
@@ -158,12 +258,13 @@ static AWAKE: AtomicBool = AtomicBool::new(false);
 /// How many of them have not returned yet.
 static RUNNING: AtomicUsize = AtomicUsize::new(0);
 
-/// Starts a keep-awake job on every worker of `pool`, unless they run already: each takes the
-/// pool's parts as they come (`yield_now` runs one) and returns after [`KEEP_AWAKE`] without any.
-/// A part handed out just as they return is taken by the worker's own loop, as it always was.
-fn keep_awake(pool: &'static rayon::ThreadPool) {
+/// Starts a keep-awake job on every worker of `pool`, unless they run already, and says whether
+/// they did: each takes the pool's parts as they come (`yield_now` runs one) and returns after
+/// [`KEEP_AWAKE`] without any. A part handed out just as they return is taken by the worker's own
+/// loop, as it always was.
+fn keep_awake(pool: &'static rayon::ThreadPool) -> bool {
     if AWAKE.swap(true, Ordering::AcqRel) {
-        return;
+        return true;
     }
     // The last job to return clears `AWAKE`: the next set starts only after all have returned.
     RUNNING.store(pool.current_num_threads(), Ordering::Release);
@@ -180,6 +281,7 @@ fn keep_awake(pool: &'static rayon::ThreadPool) {
             AWAKE.store(false, Ordering::Release);
         }
     });
+    false
 }
 
 /// Spins while `busy` holds, for at most `limit`: a wait that stays on its core, for waits of
@@ -191,37 +293,63 @@ pub(crate) fn spin_while(limit: Duration, busy: impl Fn() -> bool) {
     }
 }
 
-/// Runs `job` on every item and returns when all are done: the first item on this thread, the
-/// others on the pool's workers, all at once.
+/// Runs `job` on every item and returns when all are done. The calling thread takes the first
+/// item, then the calling thread and the pool's workers take the rest one at a time as each
+/// finishes its last, so a kernel split into more parts than cores keeps every core that is ours
+/// busy to the end, and a core that is late costs at most the part it took.
 pub(crate) fn each<T: Send>(items: impl IntoIterator<Item = T>, job: impl Fn(T) + Sync) {
     let mut items = items.into_iter().peekable();
     let Some(first) = items.next() else { return };
     let job = &job;
-    let Some(pool) = pool().filter(|_| items.peek().is_some() && !alone()) else {
-        std::iter::once(first).chain(items).for_each(job);
-        return;
-    };
-    keep_awake(pool);
-    // Parts handed out and not yet done.
-    let pending = AtomicUsize::new(0);
-    let pending = &pending;
+    match pool().filter(|_| items.peek().is_some() && usable_cores() > 1) {
+        Some(pool) => split(pool, first, items, job),
+        None => std::iter::once(first).chain(items).for_each(job),
+    }
+}
+
+/// [`each`] over `pool`: `first` on this thread, then the rest as the threads come for them.
+fn split<T: Send>(
+    pool: &'static rayon::ThreadPool,
+    first: T,
+    items: impl Iterator<Item = T>,
+    job: &(impl Fn(T) + Sync),
+) {
+    let rest: Vec<T> = items.collect();
+    let helpers = pool.current_num_threads().min(rest.len());
+    let total = rest.len();
+    // The parts not yet taken, and how many of them are done.
+    let queue = Mutex::new(rest.into_iter());
+    let done = AtomicUsize::new(0);
+    let (queue, done) = (&queue, &done);
+    let take = move || queue.lock().unwrap_or_else(|poison| poison.into_inner()).next();
+    let awake = keep_awake(pool);
     // A worker waiting for nested parts takes them itself, so only an outside caller spins, and
     // only its waits say whether the other cores are ours.
     let outside = pool.current_thread_index().is_none();
+    // Only a split whose workers were awake already says whether their cores are ours: waking
+    // one that slept can take milliseconds on a VM.
+    let judged = outside && awake;
     let started = Instant::now();
     let mut own = None;
     pool.in_place_scope(|scope| {
-        for item in items {
-            pending.fetch_add(1, Ordering::Relaxed);
+        for _ in 0..helpers {
             scope.spawn(move |_| {
-                job(item);
-                pending.fetch_sub(1, Ordering::Release);
+                while let Some(item) = take() {
+                    job(item);
+                    done.fetch_add(1, Ordering::Release);
+                }
             });
         }
         job(first);
+        while let Some(item) = take() {
+            job(item);
+            done.fetch_add(1, Ordering::Release);
+        }
         if outside {
-            own = Some(started.elapsed());
-            spin_while(CALLER_SPIN, || pending.load(Ordering::Acquire) != 0);
+            if judged {
+                own = Some(started.elapsed());
+            }
+            spin_while(CALLER_SPIN, || done.load(Ordering::Acquire) != total);
         }
     });
     if let Some(own) = own {
@@ -303,6 +431,80 @@ mod tests {
             total.fetch_add(i, Ordering::Relaxed);
         });
         assert_eq!(total.into_inner(), (0..8).sum::<usize>());
+    }
+
+    #[test]
+    fn a_worker_that_has_not_started_leaves_its_parts_to_the_caller() {
+        let Some(pool) = pool() else { return };
+        // Every worker sleeps in a job of its own, started before the split.
+        let started = std::sync::Arc::new(AtomicUsize::new(0));
+        let workers = pool.current_num_threads();
+        let flag = started.clone();
+        pool.spawn_broadcast(move |_| {
+            flag.fetch_add(1, Ordering::AcqRel);
+            std::thread::sleep(Duration::from_millis(300));
+        });
+        while started.load(Ordering::Acquire) < workers {
+            std::thread::yield_now();
+        }
+        let caller = std::thread::current().id();
+        let on_caller = AtomicUsize::new(0);
+        // `split`, not `each`: a test run's other threads can make `each` keep to this thread.
+        split(pool, 0, 1..4, &|_| {
+            if std::thread::current().id() == caller {
+                on_caller.fetch_add(1, Ordering::Relaxed);
+            }
+        });
+        assert_eq!(on_caller.into_inner(), 4, "parts waited for a busy worker");
+    }
+
+    #[test]
+    fn other_programs_runnable_threads_take_cores_from_ours() {
+        // Two cores: this thread alone, or with its worker spinning, has both.
+        assert_eq!(free_cores(1, 2, 0), 2);
+        assert_eq!(free_cores(2, 2, 1), 2);
+        // A spinning thread of another program besides them takes one.
+        assert_eq!(free_cores(2, 2, 0), 1);
+        assert_eq!(free_cores(3, 2, 1), 1);
+        // Eight cores, seven workers awake and two other threads: six left.
+        assert_eq!(free_cores(10, 8, 7), 6);
+        // More others than cores leave none; a count that misses our own threads (they were
+        // between runs) leaves all.
+        assert_eq!(free_cores(9, 4, 0), 0);
+        assert_eq!(free_cores(0, 2, 1), 2);
+    }
+
+    #[test]
+    fn the_machine_is_counted_at_most_every_interval_and_an_unknown_count_leaves_every_core() {
+        let contention = Contention::new();
+        let calls = AtomicUsize::new(0);
+        let count = |answer: Option<(usize, usize)>| {
+            let calls = &calls;
+            move || {
+                calls.fetch_add(1, Ordering::Relaxed);
+                answer
+            }
+        };
+        let every = micros(CONTENTION_EVERY);
+        assert_eq!(contention.free_at(5, count(None)), usize::MAX);
+        // Within the interval the last count stands, and the machine is not read again.
+        assert_eq!(contention.free_at(5 + every - 1, count(Some((1000, 2)))), usize::MAX);
+        assert_eq!(calls.load(Ordering::Relaxed), 1);
+        // A thousand runnable threads on two cores, whatever other tests' workers add.
+        assert_eq!(contention.free_at(5 + every, count(Some((1000, 2)))), 0);
+        assert_eq!(contention.free_at(5 + every + 1, count(Some((1, 2)))), 0);
+        assert_eq!(calls.load(Ordering::Relaxed), 2);
+        assert_eq!(contention.free_at(5 + 2 * every, count(Some((1, 2)))), 2);
+    }
+
+    #[test]
+    fn the_kernels_lists_read_as_the_system_writes_them() {
+        assert_eq!(runnable_of("0.52 0.58 0.59 3/467 12345\n"), Some(3));
+        assert_eq!(runnable_of("0.52 0.58"), None);
+        assert_eq!(online_cores("0-1\n"), Some(2));
+        assert_eq!(online_cores("0-3,8,10-11"), Some(7));
+        assert_eq!(online_cores("3-1"), None);
+        assert_eq!(online_cores(""), None);
     }
 
     #[test]
