@@ -14,8 +14,8 @@ into a NEFF that `nrtsim inspect` reads, nkipy's in-process call of
 process, and that a real neuronx-cc (a dummy distribution built here) wins in both install
 orders without a file of its package overwritten; nrtsim-nki with its dependencies from
 `WHEEL_DIR/deps`: a kernel runs under both names with one notice, and a real `nki` wins;
-nrtsim-torch (without torch, which is too large to ship here: its tests run in `cargo xtask
-test`): the wheel holds the package and its C++ source, the nrtsim wheel's SDK folder the header
+nrtsim-torch (without torch, which is too large to install twice: `torch_installed.py` runs
+its tests against the installed wheel beside target/pyenv's torch): the wheel holds the package and its C++ source, the nrtsim wheel's SDK folder the header
 and library symbols that source builds against, and `nrtsim.torch` says what is missing.
 """
 

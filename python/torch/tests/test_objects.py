@@ -205,13 +205,13 @@ class BackendTest(unittest.TestCase):
         import os
         import shutil
 
-        from helpers import SRC
+        from helpers import SDK
 
         self.assertEqual(__import__("nrtsim_torch").backend(), "sim")
         neff, metaneff = compile_hlo(ADD_MUL)
         with tempfile.TemporaryDirectory() as folder:
             library = Path(folder) / "libnrt.so.1"
-            shutil.copy(Path(os.environ["NRTSIM_SDK"]) / "lib" / "libnrt.so.1", library)
+            shutil.copy(SDK / "lib" / "libnrt.so.1", library)
             (Path(folder) / "m.neff").write_bytes(neff)
             (Path(folder) / "m.metaneff").write_bytes(metaneff)
             code = (
