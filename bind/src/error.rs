@@ -167,6 +167,12 @@ pub enum HostTensorError {
         /// What is unsupported, with the value found.
         detail: String,
     },
+    /// A copy of lent bytes, made to write them, could not be allocated.
+    #[error("a copy of {n_bytes} lent bytes could not be allocated")]
+    Allocation {
+        /// The bytes to copy.
+        n_bytes: usize,
+    },
 }
 
 /// Everything the binding layer can fail with.

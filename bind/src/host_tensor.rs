@@ -5,12 +5,19 @@
 //! That sharing is what makes output donation observable: an output aliased to input `j` is a
 //! tensor on input `j`'s storage, updated in place ([`HostTensor::shares_storage_with`]).
 //!
+//! Its bytes are the tensor's own, or memory a caller lends for the length of one call
+//! ([`HostTensor::lent`]: an FFI layer lends a torch tensor's storage, so a forward reads its
+//! inputs where they lie instead of copying them first). Lent bytes are read only: a write (a
+//! donated input's new value) gives the storage bytes of its own first, which every tensor
+//! sharing it then sees.
+//!
 //! A tensor may also say that it already lives on the device ([`HostTensor::on_device`]): the
 //! layer then binds that runtime tensor as it is, without a write, as libtorchneuron does for a
 //! tensor whose `device()` is Neuron. Its host bytes are a mirror the layer refreshes when the
 //! tensor comes back as an aliased output.
 
 use std::fmt;
+use std::ops::Deref;
 use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use super::error::HostTensorError;
@@ -18,22 +25,75 @@ use abi::dtype::{NpyType, ScalarType, n_bytes_with_item_size};
 use abi::neff::npy;
 use abi::runtime::TensorId;
 
+/// Memory a caller lends a [`HostTensor`] to read for the length of one call, instead of a copy:
+/// the FFI layer implements it over a C caller's buffer, and keeps every tensor made on it from
+/// outliving the call ([`HostTensor::is_lent`] says which to copy before returning).
+pub trait LentBytes: Send + Sync {
+    /// The bytes.
+    fn bytes(&self) -> &[u8];
+}
+
+/// A storage's bytes: its own, or lent.
+pub(crate) enum Bytes {
+    Owned(Vec<u8>),
+    Lent(Box<dyn LentBytes>),
+}
+
+impl Deref for Bytes {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        match self {
+            Bytes::Owned(bytes) => bytes,
+            Bytes::Lent(lent) => lent.bytes(),
+        }
+    }
+}
+
+impl Bytes {
+    /// The bytes to write: lent ones are copied into bytes of the storage's own first.
+    ///
+    /// # Errors
+    /// [`HostTensorError::Allocation`] when that copy cannot be allocated.
+    pub(crate) fn writable(&mut self) -> Result<&mut [u8], HostTensorError> {
+        if let Bytes::Lent(lent) = self {
+            let lent = lent.bytes();
+            let mut copy = Vec::new();
+            copy.try_reserve_exact(lent.len())
+                .map_err(|_| HostTensorError::Allocation { n_bytes: lent.len() })?;
+            copy.extend_from_slice(lent);
+            *self = Bytes::Owned(copy);
+        }
+        Ok(match self {
+            Bytes::Owned(bytes) => bytes,
+            // Not reached: made owned above.
+            Bytes::Lent(_) => &mut [],
+        })
+    }
+}
+
+impl Default for Bytes {
+    fn default() -> Bytes {
+        Bytes::Owned(Vec::new())
+    }
+}
+
 /// Shared, interior-mutable bytes of one or more [`HostTensor`]s.
 #[derive(Default)]
 pub struct HostStorage {
-    bytes: RwLock<Vec<u8>>,
+    bytes: RwLock<Bytes>,
 }
 
 impl HostStorage {
-    fn new(bytes: Vec<u8>) -> HostStorage {
+    fn new(bytes: Bytes) -> HostStorage {
         HostStorage { bytes: RwLock::new(bytes) }
     }
 
-    pub(crate) fn read(&self) -> RwLockReadGuard<'_, Vec<u8>> {
+    pub(crate) fn read(&self) -> RwLockReadGuard<'_, Bytes> {
         self.bytes.read().unwrap_or_else(PoisonError::into_inner)
     }
 
-    pub(crate) fn write(&self) -> RwLockWriteGuard<'_, Vec<u8>> {
+    pub(crate) fn write(&self) -> RwLockWriteGuard<'_, Bytes> {
         self.bytes.write().unwrap_or_else(PoisonError::into_inner)
     }
 }
@@ -257,7 +317,58 @@ impl HostTensor {
         shape: Vec<i64>,
         bytes: Vec<u8>,
     ) -> HostTensor {
-        HostTensor { scalar_type, shape, storage: Arc::new(HostStorage::new(bytes)), device: None }
+        HostTensor {
+            scalar_type,
+            shape,
+            storage: Arc::new(HostStorage::new(Bytes::Owned(bytes))),
+            device: None,
+        }
+    }
+
+    /// A tensor over `bytes` lent by the caller (C order, little-endian), without a copy: a
+    /// forward reads it where it lies. Every tensor made on it, clones and aliased outputs
+    /// included, must be dropped or made [`HostTensor::owned`] before the loan ends.
+    ///
+    /// # Errors
+    /// As [`HostTensor::from_bytes`].
+    pub fn lent(
+        scalar_type: ScalarType,
+        shape: &[i64],
+        bytes: Box<dyn LentBytes>,
+    ) -> Result<HostTensor, HostTensorError> {
+        let expected = expected_len(scalar_type, shape)?;
+        let actual = bytes.bytes().len();
+        if actual != expected {
+            return Err(HostTensorError::ByteLength {
+                scalar_type,
+                shape: shape.to_vec(),
+                expected: expected as u64,
+                actual,
+            });
+        }
+        Ok(HostTensor {
+            scalar_type,
+            shape: shape.to_vec(),
+            storage: Arc::new(HostStorage::new(Bytes::Lent(bytes))),
+            device: None,
+        })
+    }
+
+    /// Whether the bytes are lent ([`HostTensor::lent`]).
+    pub fn is_lent(&self) -> bool {
+        matches!(*self.storage.read(), Bytes::Lent(_))
+    }
+
+    /// This tensor with bytes of its own: itself when they are, else a copy of the lent bytes
+    /// (on a storage of its own, so it no longer shares with the lender's other tensors).
+    pub fn owned(&self) -> HostTensor {
+        if !self.is_lent() {
+            return self.clone();
+        }
+        let mut copy =
+            HostTensor::from_parts(self.scalar_type, self.shape.clone(), self.to_bytes());
+        copy.device = self.device;
+        copy
     }
 
     /// The element type.
@@ -282,7 +393,7 @@ impl HostTensor {
 
     /// A copy of the bytes.
     pub fn to_bytes(&self) -> Vec<u8> {
-        self.storage.read().clone()
+        self.storage.read().to_vec()
     }
 
     /// Calls `body` with the bytes, without copying them (they are locked for reading meanwhile).
@@ -311,6 +422,7 @@ impl HostTensor {
     /// [`HostTensorError::ByteLength`] when `bytes` is not this tensor's length.
     pub fn write_bytes(&self, bytes: &[u8]) -> Result<(), HostTensorError> {
         let mut storage = self.storage.write();
+        let storage = storage.writable()?;
         if storage.len() != bytes.len() {
             return Err(HostTensorError::ByteLength {
                 scalar_type: self.scalar_type,

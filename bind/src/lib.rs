@@ -65,7 +65,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 pub use error::{BindError, HostTensorError, ValidateError, ValidateKind};
-pub use host_tensor::{Element, HostStorage, HostTensor};
+pub use host_tensor::{Element, HostStorage, HostTensor, LentBytes};
 pub use model::{LoadStatus, Model};
 pub use spmd::SpmdModel;
 pub use tensor_set::{InputRole, NULL_SET, NULL_TENSOR};

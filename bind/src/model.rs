@@ -97,9 +97,10 @@ fn read_into(
     host: &HostTensor,
     rows: Option<(usize, usize, usize)>,
 ) -> Result<(), BindError> {
-    let mut bytes = host.storage().write();
+    let mut storage = host.storage().write();
+    let bytes = storage.writable()?;
     match rows {
-        None => ctx.runtime.tensor_read(tensor, 0, &mut bytes).map_err(read_error),
+        None => ctx.runtime.tensor_read(tensor, 0, bytes).map_err(read_error),
         Some((start, n_rows, row_bytes)) => {
             let end = (start + n_rows) * row_bytes;
             if bytes.len() < end {

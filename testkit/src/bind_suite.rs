@@ -6,12 +6,14 @@
 use std::fmt::Debug;
 use std::sync::Arc;
 
+use abi::dtype::ScalarType;
 use abi::metaneff;
 use abi::metaneff::decoded::DecodedTensors;
 use abi::metaneff::meta_tensor::DataType;
 use abi::trace::Trace;
 use bind::{
-    BindError, ForwardOutput, HostTensor, LoadStatus, Model, ModelOptions, SpmdModel, ValidateKind,
+    BindError, ForwardOutput, HostTensor, LentBytes, LoadStatus, Model, ModelOptions, SpmdModel,
+    ValidateKind,
 };
 
 use crate::models::{ModelDef, TensorDef, op_add, op_scale, scale_model};
@@ -30,6 +32,10 @@ pub fn bind_suite() -> Vec<(&'static str, TestBody)> {
             return_aliases_false_leaves_aliased_outputs_out,
         ),
         ("state_accumulates_over_three_launches", state_accumulates_over_three_launches),
+        (
+            "lent_inputs_are_read_where_they_lie_and_a_donated_one_is_not_written_there",
+            lent_inputs_are_read_where_they_lie_and_a_donated_one_is_not_written_there,
+        ),
         (
             "dynamic_batching_mixed_passes_static_inputs_whole",
             dynamic_batching_mixed_passes_static_inputs_whole,
@@ -167,6 +173,52 @@ fn return_aliases_false_leaves_aliased_outputs_out(factory: &Factory<'_>) -> Res
     same("outputs", out.outputs.len(), 1)?;
     same("the returned output is output1", output_values(&out, 0)?, vec![20.0, 40.0])?;
     same("input 0 still updated in place", values(&a)?, vec![11.0, 22.0])
+}
+
+/// Memory lent to a tensor, which the test keeps a handle on to read afterwards.
+struct Lender(Arc<Vec<u8>>);
+
+impl LentBytes for Lender {
+    fn bytes(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+fn lent_f32s(values: &[f32]) -> (HostTensor, Arc<Vec<u8>>) {
+    let bytes: Arc<Vec<u8>> = Arc::new(values.iter().flat_map(|v| v.to_le_bytes()).collect());
+    let shape = [values.len() as i64];
+    let tensor = HostTensor::lent(ScalarType::Float, &shape, Box::new(Lender(bytes.clone())))
+        .expect("test tensors have matching lengths");
+    (tensor, bytes)
+}
+
+/// Not data: vectors' inputs are the layer's own tensors; lending is how an FFI caller's memory
+/// (a torch tensor's) reaches a forward without a copy, and is read only.
+fn lent_inputs_are_read_where_they_lie_and_a_donated_one_is_not_written_there(
+    factory: &Factory<'_>,
+) -> Result<(), String> {
+    let mut model = model(factory, &in_place_def(true), ModelOptions::default())?;
+    let (a, a_lender) = lent_f32s(&[1.0, 2.0]);
+    let (b, b_lender) = lent_f32s(&[10.0, 20.0]);
+    let out = ok("forward", model.forward(&[a.clone(), b.clone()]))?;
+    same("output0 (donated input 0)", output_values(&out, 0)?, vec![11.0, 22.0])?;
+    same("output1", output_values(&out, 1)?, vec![20.0, 40.0])?;
+    ensure(out.outputs[0].shares_storage_with(&a), || "output0 is input 0's storage".to_owned())?;
+    // The donated input got bytes of its own, which the caller's tensor shares; the lender's
+    // memory is as it was, and the input only read was never copied.
+    same("input 0 updated", values(&a)?, vec![11.0, 22.0])?;
+    ensure(!a.is_lent(), || "a written input has bytes of its own".to_owned())?;
+    same("the lender's bytes of input 0", a_lender.as_slice(), &f32_bytes(&[1.0, 2.0])[..])?;
+    ensure(b.is_lent(), || "an input only read stays lent".to_owned())?;
+    same("the lender's bytes of input 1", b_lender.as_slice(), &f32_bytes(&[10.0, 20.0])[..])?;
+    // A tensor made owned no longer shares the lender's memory.
+    let owned = b.owned();
+    ensure(!owned.is_lent() && !owned.shares_storage_with(&b), || "owned is a copy".to_owned())?;
+    same("owned values", values(&owned)?, vec![10.0, 20.0])
+}
+
+fn f32_bytes(values: &[f32]) -> Vec<u8> {
+    values.iter().flat_map(|v| v.to_le_bytes()).collect()
 }
 
 /// Not data: that every launch returns the same state storage compares outputs of different

@@ -100,7 +100,9 @@ int32_t nrtsim_bind_model_instance_count(uint64_t model, int64_t *count);
 /* dst NULL: *size receives the size; otherwise dst receives exactly *size bytes. */
 int32_t nrtsim_bind_model_bytes(uint64_t model, int32_t which, void *dst, size_t *size);
 
-/* A Model takes one list (n_lists 1); an SPMDModel one list for every rank, or one per rank. */
+/* A Model takes one list (n_lists 1); an SPMDModel one list for every rank, or one per rank.
+ * The inputs' data is read where it lies, not copied first, and never written: it must stay
+ * readable and unchanged until the call returns; nothing refers to it afterwards. */
 int32_t nrtsim_bind_forward(uint64_t model, const nrtsim_bind_tensor_t *inputs,
                             const size_t *counts, size_t n_lists, uint64_t *result);
 /* counts[r] named tensors (states and weights by checkpoint_key) for rank r, concatenated. */

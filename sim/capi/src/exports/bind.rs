@@ -32,7 +32,9 @@ use std::sync::{Arc, Mutex};
 use abi::dtype::ScalarType;
 use abi::runtime::prelude::*;
 use abi::runtime::{Framework, Runtime};
-use bind::{BindError, ForwardOutput, HostTensor, Model, ModelOptions, SpmdModel, Weights};
+use bind::{
+    BindError, ForwardOutput, HostTensor, LentBytes, Model, ModelOptions, SpmdModel, Weights,
+};
 
 use super::guard;
 use crate::handles::{global, lock};
@@ -293,12 +295,51 @@ pub struct nrtsim_bind_output_t {
     status: i32,
 }
 
-/// A host tensor from C's description, its bytes copied.
+/// A C caller's input bytes, read where they lie for the length of one forward: the forward
+/// makes every tensor on them bytes of its own before it returns ([`rank_outcome`]), so none
+/// outlives the call.
+struct Lent {
+    data: *const u8,
+    len: usize,
+}
+
+// SAFETY: the bytes are only read, and by the caller's contract neither freed nor written while
+// the call that lent them runs; a forward's ranks read them from their own threads meanwhile.
+unsafe impl Send for Lent {}
+// SAFETY: as for `Send`: shared reads of memory nobody writes during the call.
+unsafe impl Sync for Lent {}
+
+impl LentBytes for Lent {
+    fn bytes(&self) -> &[u8] {
+        if self.len == 0 {
+            return &[];
+        }
+        // SAFETY: non-NULL (checked where made) and `len` readable bytes for the call, by the
+        // caller's contract.
+        unsafe { std::slice::from_raw_parts(self.data, self.len) }
+    }
+}
+
+/// How [`host_tensor`] takes the caller's bytes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Take {
+    /// A copy, for tensors the model keeps (weights, states).
+    Copy,
+    /// Lent for the length of the call (a forward's inputs).
+    Lend,
+}
+
+/// A host tensor from C's description, its bytes copied or lent.
 ///
 /// # Safety
 /// `tensor.shape` points at `ndim` values (unless 0) and `tensor.data` at `nbytes` bytes
-/// (unless 0).
-unsafe fn host_tensor(tensor: &nrtsim_bind_tensor_t, what: &str) -> Result<HostTensor, i32> {
+/// (unless 0); lent bytes stay readable and unwritten until every tensor on them is dropped or
+/// made owned.
+unsafe fn host_tensor(
+    tensor: &nrtsim_bind_tensor_t,
+    what: &str,
+    take: Take,
+) -> Result<HostTensor, i32> {
     let scalar_type = u8::try_from(tensor.scalar_type)
         .ok()
         .and_then(ScalarType::from_index)
@@ -321,10 +362,21 @@ unsafe fn host_tensor(tensor: &nrtsim_bind_tensor_t, what: &str) -> Result<HostT
         // SAFETY: non-NULL, `ndim` values by the caller's contract.
         unsafe { std::slice::from_raw_parts(tensor.shape, ndim) }.to_vec()
     };
-    // SAFETY: by the caller's contract.
-    let bytes = unsafe { bytes_of(tensor.data, tensor.nbytes, what) }?;
-    HostTensor::from_bytes(scalar_type, &shape, bytes)
-        .map_err(|error| fail(INVALID_ARGUMENT, format!("{what}: {error}")))
+    let made = if take == Take::Lend && tensor.nbytes > 0 {
+        if tensor.data.is_null() {
+            return Err(fail(
+                INVALID_ARGUMENT,
+                format!("{what} is NULL with a size of {} bytes", tensor.nbytes),
+            ));
+        }
+        let lent = Lent { data: tensor.data.cast::<u8>(), len: tensor.nbytes };
+        HostTensor::lent(scalar_type, &shape, Box::new(lent))
+    } else {
+        // SAFETY: by the caller's contract.
+        let bytes = unsafe { bytes_of(tensor.data, tensor.nbytes, what) }?;
+        HostTensor::from_bytes(scalar_type, &shape, bytes)
+    };
+    made.map_err(|error| fail(INVALID_ARGUMENT, format!("{what}: {error}")))
 }
 
 /// The last error of the calling thread: a NUL-terminated message, valid until this thread's
@@ -639,7 +691,7 @@ unsafe fn tensor_lists(
                 format!("rank {list} input {position}")
             };
             // SAFETY: by the caller's contract.
-            tensors_of_list.push(unsafe { host_tensor(tensor, &what) }?);
+            tensors_of_list.push(unsafe { host_tensor(tensor, &what, Take::Lend) }?);
             at += 1;
         }
         lists.push(tensors_of_list);
@@ -647,7 +699,8 @@ unsafe fn tensor_lists(
     Ok(lists)
 }
 
-/// Which of `inputs` each output shares storage with (donation), or -1, and the donated inputs.
+/// Which of `inputs` each output shares storage with (donation), or -1, and the donated inputs;
+/// every tensor kept with bytes of its own, since the inputs' may be lent for this call only.
 fn rank_outcome(output: ForwardOutput, inputs: &[HostTensor], donated: &[usize]) -> RankOutcome {
     let alias = output
         .outputs
@@ -658,18 +711,22 @@ fn rank_outcome(output: ForwardOutput, inputs: &[HostTensor], donated: &[usize])
         .collect();
     let updated = donated
         .iter()
-        .filter_map(|&position| Some((position, inputs.get(position)?.clone())))
+        .filter_map(|&position| Some((position, inputs.get(position)?.owned())))
         .collect();
-    RankOutcome { outputs: output.outputs, updated, alias, status: output.status.code() as i32 }
+    let outputs = output.outputs.iter().map(HostTensor::owned).collect();
+    RankOutcome { outputs, updated, alias, status: output.status.code() as i32 }
 }
 
 /// A forward. For a `Model`, one list (`n_lists` 1): `forward_v2`. For an `SPMDModel`, one list
 /// given to every rank (`forward`) or one per local rank (`forward_ranked`). The outputs are a
 /// result to read with `nrtsim_bind_result_*` and free.
 ///
+/// The inputs' bytes are lent to the forward, not copied ([`Take::Lend`]): read where they lie,
+/// never written, and referred to by nothing once it returns.
+///
 /// # Safety
 /// `inputs` points at `Σ counts` tensor descriptions, `counts` at `n_lists` values, `result`
-/// at a writable `uint64_t`.
+/// at a writable `uint64_t`; each input's data stays readable and unwritten until it returns.
 pub unsafe extern "C" fn nrtsim_bind_forward(
     model: u64,
     inputs: *const nrtsim_bind_tensor_t,
@@ -790,7 +847,7 @@ pub unsafe extern "C" fn nrtsim_bind_spmd_initialize(
                     };
                 let what = format!("rank {rank} weight {:?}", String::from_utf8_lossy(&name));
                 // SAFETY: by the caller's contract.
-                let tensor = try_status!(unsafe { host_tensor(&named.tensor, &what) });
+                let tensor = try_status!(unsafe { host_tensor(&named.tensor, &what, Take::Copy) });
                 weights.insert(name, tensor);
             }
             rank_weights.push(weights);

@@ -1,9 +1,12 @@
 /* The binding layer's C API (nrtsim/bind.h) as a C program uses it: a model doubling a float32[4]
  * input, run through nrtsim_bind_forward, and every kind of misuse, each with its status and a
  * message that names what was expected. argv: the NEFF, then its metaneff. */
+#define _DEFAULT_SOURCE /* MAP_ANONYMOUS */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <nrtsim/bind.h>
 
@@ -64,6 +67,25 @@ int main(int argc, char **argv) {
             return 1;
         }
     }
+    /* Inputs are read where they lie, and only read: a forward of memory the program may not
+     * write succeeds, and its result stays readable after that memory is gone. */
+    long page = sysconf(_SC_PAGESIZE);
+    float *readonly = mmap(NULL, (size_t)page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                           -1, 0);
+    ensure(readonly != MAP_FAILED, "mmap of one page");
+    memcpy(readonly, in, sizeof in);
+    ensure(mprotect(readonly, (size_t)page, PROT_READ) == 0, "mprotect PROT_READ");
+    nrtsim_bind_tensor_t lent = {6, 1, shape, readonly, sizeof in};
+    uint64_t lent_result = 0;
+    expect_bind("forward of read-only memory",
+                nrtsim_bind_forward(model, &lent, &one, 1, &lent_result), NRTSIM_BIND_OK, NULL);
+    ensure(munmap(readonly, (size_t)page) == 0, "munmap");
+    float again[4] = {0};
+    expect_bind("result_copy after the input is gone",
+                nrtsim_bind_result_copy(lent_result, 0, 0, again, sizeof again), NRTSIM_BIND_OK, NULL);
+    ensure(memcmp(again, out, sizeof out) == 0, "the same doubled values");
+    expect_bind("result_free", nrtsim_bind_result_free(lent_result), NRTSIM_BIND_OK, NULL);
+
     expect_bind("result_output past the outputs", nrtsim_bind_result_output(result, 0, 1, &output),
                 NRTSIM_BIND_INVALID_ARGUMENT, "rank 0 has 1 outputs");
     expect_bind("result_free", nrtsim_bind_result_free(result), NRTSIM_BIND_OK, NULL);
