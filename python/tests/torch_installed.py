@@ -50,8 +50,11 @@ def site_packages(python: Path) -> Path:
 
 def main() -> int:
     wheels = Path(sys.argv[1] if len(sys.argv) > 1 else ROOT / "target" / "wheels").resolve()
+    # Absolute, not resolved: the venv's python is a link to its base interpreter.
     torch_python = Path(
-        sys.argv[2] if len(sys.argv) > 2 else ROOT / "target" / "pyenv" / "bin" / "python"
+        os.path.abspath(
+            sys.argv[2] if len(sys.argv) > 2 else ROOT / "target" / "pyenv" / "bin" / "python"
+        )
     )
     if not torch_python.exists():
         print(f"error: {torch_python} does not exist: run `cargo xtask test` first", file=sys.stderr)
