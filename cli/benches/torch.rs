@@ -2,7 +2,8 @@
 //!
 //! - `forward_v2` overhead: one `torch.ops.neuron.forward_v2` call on a `Model` of a module
 //!   against the interpreter running the same module directly (`Program::run`, timed here), for
-//!   a module whose work is negligible (the overhead itself) and a small MLP;
+//!   a module whose work is negligible (the overhead itself), a small MLP, and the sum of a
+//!   16 MiB input (the cost per input byte: the copy to the device, none on the host first);
 //! - traced models against eager torch on the CPU with the same inputs.
 //!
 //! One `NRTSIM-BENCH {json}` line per figure for `cargo xtask bench` (group `torch`). It needs a
@@ -18,6 +19,10 @@ const TINY: &str = "HloModule tiny\n\nENTRY main {\n  x = f32[2,3] parameter(0)\
 
 /// A two-layer MLP, [32,512] x [512,512] twice with a maximum between.
 const MLP: &str = "HloModule mlp\n\nENTRY main {\n  x = f32[32,512] parameter(0)\n  w1 = f32[512,512] parameter(1)\n  w2 = f32[512,512] parameter(2)\n  h = f32[32,512] dot(x, w1), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n  z = f32[] constant(0)\n  zs = f32[32,512] broadcast(z), dimensions={}\n  r = f32[32,512] maximum(h, zs)\n  ROOT o = f32[32,512] dot(r, w2), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n}\n";
+
+/// The sum of an f32[4096,1024] input (16 MiB): what a launch costs per input byte, the host
+/// copies of the way in included (the sum itself is a few milliseconds' fraction).
+const SUM_16MIB: &str = "HloModule sum_16mib\n\nadd {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT s = f32[] add(a, b)\n}\n\nENTRY main {\n  x = f32[4096,1024] parameter(0)\n  z = f32[] constant(0)\n  ROOT r = f32[] reduce(x, z), dimensions={0,1}, to_apply=add\n}\n";
 
 /// The median time of `Program::run` on the module with every input ones.
 fn interpreter_seconds(text: &str, repeat: usize) -> f64 {
@@ -82,7 +87,7 @@ fn main() {
     let profile = nrtsim.parent().expect("nrtsim is in target/<profile>");
     let scratch = std::env::temp_dir().join(format!("nrtsim-torch-bench-{}", std::process::id()));
     std::fs::create_dir_all(&scratch).expect("create a scratch folder");
-    let modules = [("tiny", TINY), ("mlp", MLP)];
+    let modules = [("tiny", TINY), ("mlp", MLP), ("sum_16mib", SUM_16MIB)];
     let mut paths = Vec::new();
     for (name, text) in modules {
         let path = scratch.join(format!("{name}.hlo"));

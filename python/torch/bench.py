@@ -48,10 +48,11 @@ def model_of(path: Path):
 
 
 def inputs_of(path: Path):
-    """One f32 input per parameter, shapes from the module's own first lines (`name = f32[..]
-    parameter(i)`), filled with ones."""
+    """One f32 input per entry parameter, shapes from the entry computation's lines (`name =
+    f32[..] parameter(i)`), filled with ones."""
     shapes = {}
-    for line in path.read_text().splitlines():
+    text = path.read_text()
+    for line in text[text.index("ENTRY"):].splitlines():
         if "parameter(" in line and "f32[" in line:
             dims = line.split("f32[", 1)[1].split("]", 1)[0]
             number = int(line.split("parameter(", 1)[1].split(")", 1)[0])
