@@ -246,6 +246,14 @@ pub extern "C" fn nrtsim_bind_backend() -> *const c_char {
     .as_ptr()
 }
 
+/// Refuses a NULL `data` said to hold `size` (non-zero) bytes.
+fn not_null(data: *const c_void, size: usize, what: &str) -> Result<(), i32> {
+    if data.is_null() {
+        return Err(fail(INVALID_ARGUMENT, format!("{what} is NULL with a size of {size} bytes")));
+    }
+    Ok(())
+}
+
 /// `size` bytes at `data`, copied; an empty slice for size 0 (whatever `data` is).
 ///
 /// # Safety
@@ -254,9 +262,7 @@ unsafe fn bytes_of(data: *const c_void, size: usize, what: &str) -> Result<Vec<u
     if size == 0 {
         return Ok(Vec::new());
     }
-    if data.is_null() {
-        return Err(fail(INVALID_ARGUMENT, format!("{what} is NULL with a size of {size} bytes")));
-    }
+    not_null(data, size, what)?;
     let mut copy = Vec::new();
     copy.try_reserve_exact(size).map_err(|_| {
         fail(INVALID_ARGUMENT, format!("{what}: {size} bytes could not be allocated"))
@@ -363,12 +369,7 @@ unsafe fn host_tensor(
         unsafe { std::slice::from_raw_parts(tensor.shape, ndim) }.to_vec()
     };
     let made = if take == Take::Lend && tensor.nbytes > 0 {
-        if tensor.data.is_null() {
-            return Err(fail(
-                INVALID_ARGUMENT,
-                format!("{what} is NULL with a size of {} bytes", tensor.nbytes),
-            ));
-        }
+        not_null(tensor.data, tensor.nbytes, what)?;
         let lent = Lent { data: tensor.data.cast::<u8>(), len: tensor.nbytes };
         HostTensor::lent(scalar_type, &shape, Box::new(lent))
     } else {
@@ -383,6 +384,23 @@ unsafe fn host_tensor(
 /// next call of this API (empty before any failure).
 pub extern "C" fn nrtsim_bind_last_error() -> *const c_char {
     LAST_ERROR.with(|last| last.borrow().as_ptr())
+}
+
+/// A model's NEFF and metaneff bytes, copied (the model keeps them).
+///
+/// # Safety
+/// `neff` and `metaneff` point at their sizes' bytes.
+unsafe fn model_bytes(
+    neff: *const c_void,
+    neff_size: usize,
+    metaneff: *const c_void,
+    metaneff_size: usize,
+) -> Result<(Vec<u8>, Vec<u8>), i32> {
+    // SAFETY: by the caller's contract.
+    let neff = unsafe { bytes_of(neff, neff_size, "neff") }?;
+    // SAFETY: by the caller's contract.
+    let metaneff = unsafe { bytes_of(metaneff, metaneff_size, "metaneff") }?;
+    Ok((neff, metaneff))
 }
 
 /// A model from NEFF and metaneff bytes (`torch.classes.neuron.Model(neff, metaneff)`).
@@ -401,9 +419,8 @@ pub unsafe extern "C" fn nrtsim_bind_model_new(
             return fail(INVALID_ARGUMENT, "out is NULL");
         }
         // SAFETY: by the caller's contract.
-        let neff = try_status!(unsafe { bytes_of(neff, neff_size, "neff") });
-        // SAFETY: by the caller's contract.
-        let metaneff = try_status!(unsafe { bytes_of(metaneff, metaneff_size, "metaneff") });
+        let (neff, metaneff) =
+            try_status!(unsafe { model_bytes(neff, neff_size, metaneff, metaneff_size) });
         let runtime = try_status!(runtime());
         match Model::new(runtime, &neff, &metaneff, ModelOptions::default()) {
             // SAFETY: `out` is non-NULL (checked above) and writable by the caller's contract.
@@ -433,9 +450,8 @@ pub unsafe extern "C" fn nrtsim_bind_spmd_model_new(
             return fail(INVALID_ARGUMENT, "out is NULL");
         }
         // SAFETY: by the caller's contract.
-        let neff = try_status!(unsafe { bytes_of(neff, neff_size, "neff") });
-        // SAFETY: by the caller's contract.
-        let metaneff = try_status!(unsafe { bytes_of(metaneff, metaneff_size, "metaneff") });
+        let (neff, metaneff) =
+            try_status!(unsafe { model_bytes(neff, neff_size, metaneff, metaneff_size) });
         if local_ranks < 1 || world_size < local_ranks {
             return bind_failure(&BindError::InvalidRanks { local_ranks, world_size });
         }
