@@ -394,6 +394,18 @@ pub enum BindError {
         source: Box<BindError>,
     },
 
+    /// The tensor an [`OutputTensors`](crate::OutputTensors) gave for an output is not one the
+    /// forward can write it into.
+    #[error("output {index}: expected a tensor of {expected} written in place, got {actual}")]
+    OutputTensor {
+        /// The output's place in the list the forward returns.
+        index: usize,
+        /// The element type and shape the output has.
+        expected: String,
+        /// What was given.
+        actual: String,
+    },
+
     /// A thread of the layer (the background load of `async_load`, or a rank of an SPMD
     /// forward) panicked: a bug in a runtime backend.
     #[error("the {thread} thread panicked, expected it to return a result")]

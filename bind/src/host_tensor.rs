@@ -7,9 +7,10 @@
 //!
 //! Its bytes are the tensor's own, or memory a caller lends for the length of one call
 //! ([`HostTensor::lent`]: an FFI layer lends a torch tensor's storage, so a forward reads its
-//! inputs where they lie instead of copying them first). Lent bytes are read only: a write (a
-//! donated input's new value) gives the storage bytes of its own first, which every tensor
-//! sharing it then sees.
+//! inputs where they lie instead of copying them first, and its outputs are read straight into
+//! tensors the caller made). Lent bytes are written in place only when the lender allows it
+//! ([`LentBytes::bytes_mut`]); otherwise a write (a donated input's new value) gives the storage
+//! bytes of its own first, which every tensor sharing it then sees.
 //!
 //! A tensor may also say that it already lives on the device ([`HostTensor::on_device`]): the
 //! layer then binds that runtime tensor as it is, without a write, as libtorchneuron does for a
@@ -25,12 +26,18 @@ use abi::dtype::{NpyType, ScalarType, n_bytes_with_item_size};
 use abi::neff::npy;
 use abi::runtime::TensorId;
 
-/// Memory a caller lends a [`HostTensor`] to read for the length of one call, instead of a copy:
-/// the FFI layer implements it over a C caller's buffer, and keeps every tensor made on it from
+/// Memory a caller lends a [`HostTensor`] for the length of one call, instead of a copy: the FFI
+/// layer implements it over a C caller's buffer, and keeps every tensor made on it from
 /// outliving the call ([`HostTensor::is_lent`] says which to copy before returning).
 pub trait LentBytes: Send + Sync {
     /// The bytes.
     fn bytes(&self) -> &[u8];
+
+    /// The bytes to write in place, when the lender allows writes; `None` (the default): they
+    /// are read only, and a write goes to a copy.
+    fn bytes_mut(&mut self) -> Option<&mut [u8]> {
+        None
+    }
 }
 
 /// A storage's bytes: its own, or lent.
@@ -51,13 +58,21 @@ impl Deref for Bytes {
 }
 
 impl Bytes {
-    /// The bytes to write: lent ones are copied into bytes of the storage's own first.
+    /// Whether a write goes to these very bytes (owned, or lent writable), not to a copy.
+    pub(crate) fn writes_in_place(&mut self) -> bool {
+        match self {
+            Bytes::Owned(_) => true,
+            Bytes::Lent(lent) => lent.bytes_mut().is_some(),
+        }
+    }
+
+    /// The bytes to write: read-only lent ones are copied into bytes of the storage's own first.
     ///
     /// # Errors
     /// [`HostTensorError::Allocation`] when that copy cannot be allocated.
     pub(crate) fn writable(&mut self) -> Result<&mut [u8], HostTensorError> {
-        if let Bytes::Lent(lent) = self {
-            let lent = lent.bytes();
+        if !self.writes_in_place() {
+            let lent: &[u8] = self;
             let mut copy = Vec::new();
             copy.try_reserve_exact(lent.len())
                 .map_err(|_| HostTensorError::Allocation { n_bytes: lent.len() })?;
@@ -66,8 +81,8 @@ impl Bytes {
         }
         Ok(match self {
             Bytes::Owned(bytes) => bytes,
-            // Not reached: made owned above.
-            Bytes::Lent(_) => &mut [],
+            // Writable: made owned above otherwise.
+            Bytes::Lent(lent) => lent.bytes_mut().unwrap_or_default(),
         })
     }
 }
@@ -357,6 +372,12 @@ impl HostTensor {
     /// Whether the bytes are lent ([`HostTensor::lent`]).
     pub fn is_lent(&self) -> bool {
         matches!(*self.storage.read(), Bytes::Lent(_))
+    }
+
+    /// Whether a write to this tensor changes its bytes where they are: bytes of its own, or
+    /// lent ones the lender lets the layer write ([`LentBytes::bytes_mut`]).
+    pub fn writes_in_place(&self) -> bool {
+        self.storage.write().writes_in_place()
     }
 
     /// This tensor with bytes of its own: itself when they are, else a copy of the lent bytes

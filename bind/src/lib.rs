@@ -126,6 +126,41 @@ pub struct ForwardOutput {
     pub status: NrtStatus,
 }
 
+/// Where a forward puts the outputs it makes (every output but those donated by a caller's
+/// input, which are that input): [`Zeroed`] tensors of the layer's own ([`Model::forward`]), or
+/// the caller's, so that an FFI layer has outputs read straight into the tensors it returns
+/// ([`Model::forward_into`]).
+pub trait OutputTensors: Sync {
+    /// A tensor of `scalar_type` and `shape` for the output at `index` of the list `rank`'s
+    /// forward returns (rank 0 for a [`Model`]); the forward writes every byte of it. An SPMD
+    /// forward calls it from each rank's thread.
+    ///
+    /// # Errors
+    /// Whatever the caller cannot provide; the forward fails with it.
+    fn output(
+        &self,
+        rank: usize,
+        index: usize,
+        scalar_type: abi::dtype::ScalarType,
+        shape: &[i64],
+    ) -> Result<HostTensor, BindError>;
+}
+
+/// Fresh zero tensors of the layer's own for every output.
+pub struct Zeroed;
+
+impl OutputTensors for Zeroed {
+    fn output(
+        &self,
+        _rank: usize,
+        _index: usize,
+        scalar_type: abi::dtype::ScalarType,
+        shape: &[i64],
+    ) -> Result<HostTensor, BindError> {
+        Ok(HostTensor::zeros(scalar_type, shape)?)
+    }
+}
+
 /// What every layer function needs: the runtime (wrapped for tracing when a trace is on), the
 /// trace for the layer's own events, and the layout of the current metaneff.
 #[derive(Clone)]

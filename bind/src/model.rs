@@ -7,7 +7,8 @@ use super::error::{BindError, HostTensorError, MSG_EXECUTE, MSG_READ, MSG_WRITE}
 use super::host_tensor::HostTensor;
 use super::tensor_set::{self, Layout, LoadPlacement, Loaded, NeffBytes, VarTable};
 use super::validate::{ValidatePath, validate_layout};
-use super::{Ctx, ForwardOutput, ModelOptions, Weights};
+use super::{Ctx, ForwardOutput, ModelOptions, OutputTensors, Weights, Zeroed};
+use abi::dtype::ScalarType;
 use abi::metaneff::Decoded;
 use abi::metaneff::edit::{self, ConfigFlag, Side};
 use abi::runtime::{NrtError, SetId, TensorId};
@@ -113,13 +114,39 @@ fn read_into(
     }
 }
 
+/// The tensor `made` gives for the output at `position` of the returned list, checked to be one
+/// the forward writes in place.
+fn made_output(
+    made: &dyn OutputTensors,
+    rank: usize,
+    position: usize,
+    scalar_type: ScalarType,
+    shape: &[i64],
+) -> Result<HostTensor, BindError> {
+    let tensor = made.output(rank, position, scalar_type, shape)?;
+    if tensor.scalar_type() != scalar_type || tensor.shape() != shape || !tensor.writes_in_place() {
+        return Err(BindError::OutputTensor {
+            index: position,
+            expected: format!("{scalar_type} {shape:?}"),
+            actual: format!(
+                "{} {:?}{}",
+                tensor.scalar_type(),
+                tensor.shape(),
+                if tensor.writes_in_place() { "" } else { ", read only" }
+            ),
+        });
+    }
+    Ok(tensor)
+}
+
 /// One forward on a loaded task: validate, write, bind, execute (tolerating 1003) and collect
-/// the outputs, over as many launches as the batch plan needs.
+/// the outputs (into the tensors `made` gives), over as many launches as the batch plan needs.
 pub(crate) fn run(
     ctx: &Ctx,
     loaded: &mut Loaded,
     inputs: &[HostTensor],
     path: ValidatePath,
+    (rank, made): (usize, &dyn OutputTensors),
 ) -> Result<ForwardOutput, BindError> {
     let layout = &*ctx.layout;
     if let Err(error) = validate_layout(layout, inputs, path) {
@@ -134,9 +161,15 @@ pub(crate) fn run(
         source[index] = Some(tensor);
     }
 
-    // What each output returns: the aliased input's tensor (donation), or a fresh tensor.
+    // What each output returns: the aliased input's tensor (donation), or a fresh tensor from
+    // `made` (by its place among the outputs returned; one not returned is the layer's own).
     let mut results: Vec<HostTensor> = Vec::with_capacity(layout.outputs.len());
+    let mut position = 0;
     for (index, slot) in layout.outputs.iter().enumerate() {
+        let returned = layout.return_aliases || layout.output_alias[index].is_none();
+        let fresh: &dyn OutputTensors = if returned { made } else { &Zeroed };
+        let at = position;
+        position += usize::from(returned);
         let result = match layout.output_alias[index] {
             Some(input) => match (source[input], &loaded.internal_host[input]) {
                 (Some(host), _) | (None, Some(host)) => host.clone(),
@@ -144,16 +177,16 @@ pub(crate) fn run(
                 // tensor of the input's type and shape.
                 (None, None) => {
                     let donor = &layout.inputs[input];
-                    HostTensor::zeros(donor.scalar_type, &donor.shape)?
+                    made_output(fresh, rank, at, donor.scalar_type, &donor.shape)?
                 }
             },
             None => match plan {
                 Some(plan) if slot.dynamic => {
                     let mut shape = slot.shape.clone();
                     shape[0] = plan.batch as i64;
-                    HostTensor::zeros(slot.scalar_type, &shape)?
+                    made_output(fresh, rank, at, slot.scalar_type, &shape)?
                 }
-                _ => HostTensor::zeros(slot.scalar_type, &slot.shape)?,
+                _ => made_output(fresh, rank, at, slot.scalar_type, &slot.shape)?,
             },
         };
         results.push(result);
@@ -426,13 +459,27 @@ impl Model {
     /// [`BindError::Validate`]; a load error; the batching errors; [`BindError::Runtime`] for a
     /// failed write, bind, execute (other than 1003, which is returned as the status) or read.
     pub fn forward(&mut self, inputs: &[HostTensor]) -> Result<ForwardOutput, BindError> {
+        self.forward_into(inputs, &Zeroed)
+    }
+
+    /// [`Model::forward`], reading each output it makes into the tensor `outputs` gives for it
+    /// (rank 0), which it returns; an output donated by an input is that input, as before.
+    ///
+    /// # Errors
+    /// As [`Model::forward`]; `outputs`' own errors, and [`BindError::OutputTensor`] for a
+    /// tensor of another type or shape, or one that cannot be written in place.
+    pub fn forward_into(
+        &mut self,
+        inputs: &[HostTensor],
+        outputs: &dyn OutputTensors,
+    ) -> Result<ForwardOutput, BindError> {
         if !matches!(self.state, LoadState::Loaded(_)) {
             self.blocking_load()?;
         }
         let LoadState::Loaded(loaded) = &mut self.state else {
             unreachable!("blocking_load leaves the model loaded or returns an error");
         };
-        run(&self.runtime_ctx, loaded, inputs, ValidatePath::Model)
+        run(&self.runtime_ctx, loaded, inputs, ValidatePath::Model, (0, outputs))
     }
 
     fn replace_metaneff(&mut self, bytes: Vec<u8>) -> Result<(), BindError> {

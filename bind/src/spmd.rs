@@ -26,7 +26,7 @@ use super::host_tensor::HostTensor;
 use super::model::run;
 use super::tensor_set::{self, Layout, LoadPlacement, Loaded, VarTable};
 use super::validate::ValidatePath;
-use super::{Ctx, ForwardOutput, ModelOptions};
+use super::{Ctx, ForwardOutput, ModelOptions, OutputTensors, Zeroed};
 use abi::metaneff;
 use abi::runtime::prelude::*;
 
@@ -169,6 +169,21 @@ impl SpmdModel {
         &mut self,
         per_rank_inputs: &[Vec<HostTensor>],
     ) -> Result<Vec<ForwardOutput>, BindError> {
+        self.forward_ranked_into(per_rank_inputs, &Zeroed)
+    }
+
+    /// [`SpmdModel::forward_ranked`], reading each output it makes into the tensor `outputs`
+    /// gives for it (called from each rank's thread), as [`Model::forward_into`] does.
+    ///
+    /// # Errors
+    /// As [`SpmdModel::forward_ranked`] and [`Model::forward_into`].
+    ///
+    /// [`Model::forward_into`]: crate::Model::forward_into
+    pub fn forward_ranked_into(
+        &mut self,
+        per_rank_inputs: &[Vec<HostTensor>],
+        outputs: &dyn OutputTensors,
+    ) -> Result<Vec<ForwardOutput>, BindError> {
         if per_rank_inputs.len() != self.ranks.len() {
             return Err(BindError::RankCount {
                 expected: self.ranks.len(),
@@ -179,20 +194,28 @@ impl SpmdModel {
         // into its own fork of the trace, joined in rank order afterwards (see the module doc).
         let forks: Vec<Ctx> = self.ranks.iter().map(|_| self.ctx.fork()).collect();
         let results: Vec<Result<ForwardOutput, BindError>> = if self.ranks.len() == 1 {
-            vec![run(&forks[0], &mut self.ranks[0], &per_rank_inputs[0], ValidatePath::Ranked)]
+            vec![run(
+                &forks[0],
+                &mut self.ranks[0],
+                &per_rank_inputs[0],
+                ValidatePath::Ranked,
+                (0, outputs),
+            )]
         } else {
             // Ranks 1.. on scoped threads, rank 0 on the calling thread (one spawn fewer).
-            let mut work = forks.iter().zip(self.ranks.iter_mut()).zip(per_rank_inputs);
+            let mut work = forks.iter().zip(self.ranks.iter_mut()).zip(per_rank_inputs).enumerate();
             let first = work.next();
             std::thread::scope(|scope| {
                 let handles: Vec<_> = work
-                    .map(|((ctx, loaded), inputs)| {
-                        scope.spawn(move || run(ctx, loaded, inputs, ValidatePath::Ranked))
+                    .map(|(rank, ((ctx, loaded), inputs))| {
+                        scope.spawn(move || {
+                            run(ctx, loaded, inputs, ValidatePath::Ranked, (rank, outputs))
+                        })
                     })
                     .collect();
                 let mut results = Vec::with_capacity(handles.len() + 1);
-                if let Some(((ctx, loaded), inputs)) = first {
-                    results.push(run(ctx, loaded, inputs, ValidatePath::Ranked));
+                if let Some((rank, ((ctx, loaded), inputs))) = first {
+                    results.push(run(ctx, loaded, inputs, ValidatePath::Ranked, (rank, outputs)));
                 }
                 results.extend(handles.into_iter().map(|handle| {
                     handle.join().unwrap_or(Err(BindError::ThreadPanicked { thread: "rank" }))

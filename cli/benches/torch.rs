@@ -2,8 +2,10 @@
 //!
 //! - `forward_v2` overhead: one `torch.ops.neuron.forward_v2` call on a `Model` of a module
 //!   against the interpreter running the same module directly (`Program::run`, timed here), for
-//!   a module whose work is negligible (the overhead itself), a small MLP, and the sum of a
-//!   16 MiB input (the cost per input byte: the copy to the device, none on the host first);
+//!   a module whose work is negligible (the overhead itself), a small MLP, the sum of a
+//!   16 MiB input (the cost per input byte: the copy to the device, none on the host first) and
+//!   the negation of one (per output byte too: the read from the device, straight into the
+//!   tensor returned);
 //! - traced models against eager torch on the CPU with the same inputs.
 //!
 //! One `NRTSIM-BENCH {json}` line per figure for `cargo xtask bench` (group `torch`). It needs a
@@ -23,6 +25,9 @@ const MLP: &str = "HloModule mlp\n\nENTRY main {\n  x = f32[32,512] parameter(0)
 /// The sum of an f32[4096,1024] input (16 MiB): what a launch costs per input byte, the host
 /// copies of the way in included (the sum itself is a few milliseconds' fraction).
 const SUM_16MIB: &str = "HloModule sum_16mib\n\nadd {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT s = f32[] add(a, b)\n}\n\nENTRY main {\n  x = f32[4096,1024] parameter(0)\n  z = f32[] constant(0)\n  ROOT r = f32[] reduce(x, z), dimensions={0,1}, to_apply=add\n}\n";
+
+/// The negation of an f32[4096,1024] input: 16 MiB in and 16 MiB out.
+const NEGATE_16MIB: &str = "HloModule negate_16mib\n\nENTRY main {\n  x = f32[4096,1024] parameter(0)\n  ROOT r = f32[4096,1024] negate(x)\n}\n";
 
 /// The median time of `Program::run` on the module with every input ones.
 fn interpreter_seconds(text: &str, repeat: usize) -> f64 {
@@ -87,7 +92,8 @@ fn main() {
     let profile = nrtsim.parent().expect("nrtsim is in target/<profile>");
     let scratch = std::env::temp_dir().join(format!("nrtsim-torch-bench-{}", std::process::id()));
     std::fs::create_dir_all(&scratch).expect("create a scratch folder");
-    let modules = [("tiny", TINY), ("mlp", MLP), ("sum_16mib", SUM_16MIB)];
+    let modules =
+        [("tiny", TINY), ("mlp", MLP), ("sum_16mib", SUM_16MIB), ("negate_16mib", NEGATE_16MIB)];
     let mut paths = Vec::new();
     for (name, text) in modules {
         let path = scratch.join(format!("{name}.hlo"));

@@ -406,6 +406,9 @@ names! {
         Rank = "rank",
         /// A thread of the layer panicked.
         ThreadPanicked = "thread_panicked",
+        /// A caller's output tensor the forward cannot write (an FFI caller's `forward_into`;
+        /// a vector's forward makes its own).
+        OutputTensor = "output_tensor",
     }
 }
 

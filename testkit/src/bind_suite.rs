@@ -12,11 +12,11 @@ use abi::metaneff::decoded::DecodedTensors;
 use abi::metaneff::meta_tensor::DataType;
 use abi::trace::Trace;
 use bind::{
-    BindError, ForwardOutput, HostTensor, LentBytes, LoadStatus, Model, ModelOptions, SpmdModel,
-    ValidateKind,
+    BindError, ForwardOutput, HostTensor, LentBytes, LoadStatus, Model, ModelOptions,
+    OutputTensors, SpmdModel, ValidateKind,
 };
 
-use crate::models::{ModelDef, TensorDef, op_add, op_scale, scale_model};
+use crate::models::{ModelDef, TensorDef, in_place_model, op_add, op_scale, scale_model};
 use crate::{Factory, RuntimeSpec, TestBody};
 
 /// Every body of the suite, by name.
@@ -35,6 +35,10 @@ pub fn bind_suite() -> Vec<(&'static str, TestBody)> {
         (
             "lent_inputs_are_read_where_they_lie_and_a_donated_one_is_not_written_there",
             lent_inputs_are_read_where_they_lie_and_a_donated_one_is_not_written_there,
+        ),
+        (
+            "outputs_are_read_into_the_callers_tensors_and_a_writable_donor_where_it_lies",
+            outputs_are_read_into_the_callers_tensors_and_a_writable_donor_where_it_lies,
         ),
         (
             "dynamic_batching_mixed_passes_static_inputs_whole",
@@ -147,27 +151,10 @@ fn validate_shape_message(factory: &Factory<'_>) -> Result<(), String> {
 }
 
 /// `output0 = input0 + input1`, aliased to input0 (in place); `output1 = input1 × 2`.
-fn in_place_def(return_aliases: bool) -> ModelDef {
-    ModelDef {
-        inputs: vec![
-            TensorDef::input("input0", DataType::Float, &[2]),
-            TensorDef::input("input1", DataType::Float, &[2]),
-        ],
-        outputs: vec![
-            TensorDef::output("output0", DataType::Float, &[2]),
-            TensorDef::output("output1", DataType::Float, &[2]),
-        ],
-        aliases: [(0, 0)].into_iter().collect(),
-        return_aliases,
-        ops: vec![op_add("output0", "input0", "input1"), op_scale("output1", "input1", 2.0)],
-        ..ModelDef::new("in_place")
-    }
-}
-
 /// Not data: the evidence of the in-place update is the caller's input read back after the
 /// forward (the aliased output is not returned), and no step reads a forward's input back.
 fn return_aliases_false_leaves_aliased_outputs_out(factory: &Factory<'_>) -> Result<(), String> {
-    let mut model = model(factory, &in_place_def(false), ModelOptions::default())?;
+    let mut model = model(factory, &in_place_model(false), ModelOptions::default())?;
     let a = f32s(&[1.0, 2.0], &[2]);
     let out = ok("forward", model.forward(&[a.clone(), f32s(&[10.0, 20.0], &[2])]))?;
     same("outputs", out.outputs.len(), 1)?;
@@ -197,7 +184,7 @@ fn lent_f32s(values: &[f32]) -> (HostTensor, Arc<Vec<u8>>) {
 fn lent_inputs_are_read_where_they_lie_and_a_donated_one_is_not_written_there(
     factory: &Factory<'_>,
 ) -> Result<(), String> {
-    let mut model = model(factory, &in_place_def(true), ModelOptions::default())?;
+    let mut model = model(factory, &in_place_model(true), ModelOptions::default())?;
     let (a, a_lender) = lent_f32s(&[1.0, 2.0]);
     let (b, b_lender) = lent_f32s(&[10.0, 20.0]);
     let out = ok("forward", model.forward(&[a.clone(), b.clone()]))?;
@@ -215,6 +202,107 @@ fn lent_inputs_are_read_where_they_lie_and_a_donated_one_is_not_written_there(
     let owned = b.owned();
     ensure(!owned.is_lent() && !owned.shares_storage_with(&b), || "owned is a copy".to_owned())?;
     same("owned values", values(&owned)?, vec![10.0, 20.0])
+}
+
+/// Memory lent writable to a tensor (read back through the tensor, which keeps it).
+struct WritableLender(Vec<u8>);
+
+impl LentBytes for WritableLender {
+    fn bytes(&self) -> &[u8] {
+        &self.0
+    }
+
+    fn bytes_mut(&mut self) -> Option<&mut [u8]> {
+        Some(&mut self.0)
+    }
+}
+
+fn writable_f32s(values: &[f32], shape: &[i64]) -> HostTensor {
+    let bytes = WritableLender(f32_bytes(values));
+    HostTensor::lent(ScalarType::Float, shape, Box::new(bytes))
+        .expect("test tensors have matching lengths")
+}
+
+/// Gives the forward tensors of the caller's, and remembers each it gave: (rank, index, tensor).
+struct Given {
+    writable: bool,
+    given: std::sync::Mutex<Vec<(usize, usize, HostTensor)>>,
+}
+
+impl OutputTensors for Given {
+    fn output(
+        &self,
+        rank: usize,
+        index: usize,
+        scalar_type: ScalarType,
+        shape: &[i64],
+    ) -> Result<HostTensor, BindError> {
+        let n = shape.iter().product::<i64>() as usize;
+        let tensor = if self.writable {
+            HostTensor::lent(scalar_type, shape, Box::new(WritableLender(vec![0xff; n * 4])))?
+        } else {
+            HostTensor::lent(scalar_type, shape, Box::new(Lender(Arc::new(vec![0; n * 4]))))?
+        };
+        let mut given = self.given.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        given.push((rank, index, tensor.clone()));
+        Ok(tensor)
+    }
+}
+
+/// Not data: a vector's forward makes its outputs itself; `forward_into` is how an FFI layer
+/// (the torch package) has them read into tensors it returns, and donated inputs written where
+/// the caller's tensor lies, which only the caller's own tensors can show.
+fn outputs_are_read_into_the_callers_tensors_and_a_writable_donor_where_it_lies(
+    factory: &Factory<'_>,
+) -> Result<(), String> {
+    let mut model = model(factory, &in_place_model(true), ModelOptions::default())?;
+    let a = writable_f32s(&[1.0, 2.0], &[2]);
+    let b = writable_f32s(&[10.0, 20.0], &[2]);
+    let given = Given { writable: true, given: Default::default() };
+    let out = ok("forward_into", model.forward_into(&[a.clone(), b.clone()], &given))?;
+    // Asked for output 1 only (output 0 is input 0), and read into the tensor given.
+    let asked = std::mem::take(&mut *given.given.lock().map_err(|_| "poisoned")?);
+    same("outputs asked for", asked.iter().map(|g| (g.0, g.1)).collect::<Vec<_>>(), vec![(0, 1)])?;
+    ensure(out.outputs[1].shares_storage_with(&asked[0].2), || {
+        "output 1 is the tensor the caller gave".to_owned()
+    })?;
+    ensure(asked[0].2.is_lent(), || "written where the caller's bytes lie".to_owned())?;
+    same("output1", values(&asked[0].2)?, vec![20.0, 40.0])?;
+    // The donor was written where it lies: still lent, holding the sum.
+    ensure(out.outputs[0].shares_storage_with(&a), || "output0 is input 0".to_owned())?;
+    ensure(a.is_lent(), || "a writable donor keeps the caller's bytes".to_owned())?;
+    same("input 0 updated in place", values(&a)?, vec![11.0, 22.0])?;
+    same("input 1 only read", values(&b)?, vec![10.0, 20.0])?;
+
+    // A tensor the forward could not write in place, or of another shape, is refused.
+    let read_only = Given { writable: false, given: Default::default() };
+    let refused = err("read-only output", model.forward_into(&[a.clone(), b.clone()], &read_only))?;
+    ensure(matches!(refused, BindError::OutputTensor { index: 1, .. }), || {
+        format!("expected OutputTensor for output 1, got {refused:?}")
+    })?;
+    ensure(refused.to_string().contains("read only"), || refused.to_string())?;
+    let wrong = WrongShape;
+    let refused = err("wrong shape", model.forward_into(&[a, b], &wrong))?;
+    same(
+        "message",
+        refused.to_string(),
+        "output 1: expected a tensor of Float [2] written in place, got Float [3]".to_owned(),
+    )
+}
+
+/// Gives a float tensor of three elements, whatever is asked.
+struct WrongShape;
+
+impl OutputTensors for WrongShape {
+    fn output(
+        &self,
+        _rank: usize,
+        _index: usize,
+        scalar_type: ScalarType,
+        _shape: &[i64],
+    ) -> Result<HostTensor, BindError> {
+        Ok(HostTensor::zeros(scalar_type, &[3])?)
+    }
 }
 
 fn f32_bytes(values: &[f32]) -> Vec<u8> {

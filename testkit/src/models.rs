@@ -221,6 +221,24 @@ pub fn op_nan(dst: &str, index: u64) -> Step {
     Step::Nan { dst: dst.to_owned(), index: index as usize }
 }
 
+/// `output0 = input0 + input1`, donated to input 0, and `output1 = 2 × input1`, over f32 [2].
+pub fn in_place_model(return_aliases: bool) -> ModelDef {
+    ModelDef {
+        inputs: vec![
+            TensorDef::input("input0", DataType::Float, &[2]),
+            TensorDef::input("input1", DataType::Float, &[2]),
+        ],
+        outputs: vec![
+            TensorDef::output("output0", DataType::Float, &[2]),
+            TensorDef::output("output1", DataType::Float, &[2]),
+        ],
+        aliases: [(0, 0)].into_iter().collect(),
+        return_aliases,
+        ops: vec![op_add("output0", "input0", "input1"), op_scale("output1", "input1", 2.0)],
+        ..ModelDef::new("in_place")
+    }
+}
+
 /// `output0 = input0 × factor` over f32 `shape`.
 pub fn scale_model(shape: &[i64], factor: f64) -> ModelDef {
     ModelDef {

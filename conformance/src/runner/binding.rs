@@ -54,6 +54,7 @@ fn error_kind(error: &BindError) -> ErrorKind {
             _ => ErrorKind::Rank,
         },
         BindError::ThreadPanicked { .. } => ErrorKind::ThreadPanicked,
+        BindError::OutputTensor { .. } => ErrorKind::OutputTensor,
     }
 }
 

@@ -33,6 +33,17 @@ ENTRY main {
 }
 """
 
+# output0 = -x over f32[2,3], output1 an f32[0,3] slice of it: no bytes.
+EMPTY_OUTPUT = """HloModule m
+
+ENTRY main {
+  x = f32[2,3] parameter(0)
+  n = f32[2,3] negate(x)
+  e = f32[0,3] slice(x), slice={[0:0], [0:3]}
+  ROOT t = (f32[2,3], f32[0,3]) tuple(n, e)
+}
+"""
+
 
 def top_level_field_offset(message: bytes, number: int) -> int:
     """Where the first top-level field `number` of a length-delimited-only message starts."""
@@ -159,6 +170,41 @@ class ModelTest(unittest.TestCase):
         self.assertEqual(counter.tolist(), [10, 21, 32, 43])
         torch.ops.neuron.forward_v2([step, counter], model)
         self.assertEqual(counter.tolist(), [20, 41, 62, 83])
+
+    def test_a_donor_that_is_not_contiguous_or_is_given_twice_still_gets_its_new_value(self):
+        neff, metaneff = compile_hlo(COUNTER)
+        model = torch.classes.neuron.Model(neff, metaneff)
+        # Every other element: the forward writes a contiguous copy, which is copied back.
+        backing = torch.arange(8, dtype=torch.int32)
+        counter = backing[::2]
+        self.assertFalse(counter.is_contiguous())
+        torch.ops.neuron.forward_v2([torch.ones(4, dtype=torch.int32), counter], model)
+        self.assertEqual(backing.tolist(), [1, 1, 3, 3, 5, 5, 7, 7])
+        # One tensor as both inputs: the launch reads the old value, the donor gets c + c.
+        both = torch.tensor([1, 2, 3, 4], dtype=torch.int32)
+        torch.ops.neuron.forward_v2([both, both], model)
+        self.assertEqual(both.tolist(), [2, 4, 6, 8])
+
+    def test_each_forward_returns_tensors_of_its_own(self):
+        x = torch.ones(2, 3)
+        model = self.model()
+        first, _ = torch.ops.neuron.forward_v2([x, x], model)
+        second, _ = torch.ops.neuron.forward_v2([x * 3, x], model)
+        self.assertTrue(torch.equal(first, torch.full((2, 3), 2.0)))
+        self.assertTrue(torch.equal(second, torch.full((2, 3), 4.0)))
+        self.assertNotEqual(first.data_ptr(), second.data_ptr())
+        self.assertNotEqual(first.data_ptr(), x.data_ptr())
+        # They are ordinary tensors: resizable, as libtorchneuron's outputs are.
+        second.resize_(7)
+        self.assertEqual(second.shape, (7,))
+
+    def test_an_empty_output_is_an_empty_tensor(self):
+        neff, metaneff = compile_hlo(EMPTY_OUTPUT)
+        model = torch.classes.neuron.Model(neff, metaneff)
+        x = torch.arange(6, dtype=torch.float32).reshape(2, 3)
+        negated, empty = torch.ops.neuron.forward_v2([x], model)
+        self.assertTrue(torch.equal(negated, -x))
+        self.assertEqual((empty.shape, empty.dtype), ((0, 3), torch.float32))
 
     def test_a_module_holding_a_model_is_saved_and_loaded_in_another_process(self):
         class Holder(torch.nn.Module):

@@ -103,6 +103,7 @@ export_bind!(
     nrtsim_bind_model_instance_count,
     nrtsim_bind_model_bytes,
     nrtsim_bind_forward,
+    nrtsim_bind_forward_into,
     nrtsim_bind_spmd_initialize,
     nrtsim_bind_result_size,
     nrtsim_bind_result_output,

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use abi::metaneff::meta_tensor::DataType;
 use support::{compile_c, compile_c_defining, compile_cxx, neff_file, run, run_within, text};
-use testkit::models::{ModelDef, TensorDef, op_copy, scale_model};
+use testkit::models::{ModelDef, TensorDef, in_place_model, op_copy, scale_model};
 
 #[test]
 fn the_canonical_client_flow_computes_outputs_in_c() {
@@ -308,7 +308,8 @@ fn unsupported_interfaces_are_invalid_and_say_why_once() {
 }
 
 /// The binding layer's C API (`nrtsim/bind.h`): a forward computes, and each misuse has its
-/// status and a message naming what was expected.
+/// status and a message naming what was expected; `forward_into` reads outputs into the
+/// program's buffers and writes a donated input where it lies.
 #[test]
 fn the_binding_layers_c_api_runs_a_model_and_names_each_misuse() {
     let program = compile_c("bind");
@@ -316,7 +317,11 @@ fn the_binding_layers_c_api_runs_a_model_and_names_each_misuse() {
     let neff = neff_file(&model.description(), "bind");
     let metaneff = neff.with_extension("metaneff");
     std::fs::write(&metaneff, model.metaneff()).expect("write the metaneff");
-    let output = run(&program, &[&neff, &metaneff], &[]);
+    let in_place = in_place_model(true);
+    let in_place_neff = neff_file(&in_place.description(), "bind_in_place");
+    let in_place_metaneff = in_place_neff.with_extension("metaneff");
+    std::fs::write(&in_place_metaneff, in_place.metaneff()).expect("write the metaneff");
+    let output = run(&program, &[&neff, &metaneff, &in_place_neff, &in_place_metaneff], &[]);
     assert!(output.status.success(), "{}", text(&output));
     assert!(String::from_utf8_lossy(&output.stdout).contains("bind ok"), "{}", text(&output));
 }

@@ -9,8 +9,9 @@
  * Every function returns an nrtsim_bind_status_t. On failure, nrtsim_bind_last_error() gives the
  * calling thread's message (what was expected and what came), valid until that thread's next
  * call. Models and results are numbers, never addresses; a freed number stays invalid.
- * Tensors cross as a c10 ScalarType index, a shape and bytes: input bytes are copied during the
- * call, output bytes are copied into the caller's buffer.
+ * Tensors cross as a c10 ScalarType index, a shape and bytes. A forward reads its inputs where
+ * they lie. nrtsim_bind_forward keeps the outputs in its result, to copy out;
+ * nrtsim_bind_forward_into reads them straight into buffers the caller gives.
  */
 #ifndef NRTSIM_BIND_H
 #define NRTSIM_BIND_H
@@ -105,6 +106,22 @@ int32_t nrtsim_bind_model_bytes(uint64_t model, int32_t which, void *dst, size_t
  * readable and unchanged until the call returns; nothing refers to it afterwards. */
 int32_t nrtsim_bind_forward(uint64_t model, const nrtsim_bind_tensor_t *inputs,
                             const size_t *counts, size_t n_lists, uint64_t *result);
+/* Gives the buffer for the output at `index` of `rank`'s list (rank 0 for a Model): exactly
+ * nbytes writable bytes (any pointer when nbytes is 0), untouched by the caller and sharing no
+ * byte with an input or another output until the forward returns; NULL fails the forward. Called
+ * one call at a time, possibly from several threads (an SPMDModel's ranks); it must not throw or
+ * unwind. */
+typedef void *(*nrtsim_bind_allocate_fn)(void *context, size_t rank, size_t index,
+                                         int32_t scalar_type, int32_t ndim, const int64_t *shape,
+                                         size_t nbytes);
+/* nrtsim_bind_forward, except where the outputs go: each output that is not a donated input is
+ * read into the buffer `allocate` gives for it, and each donated input is written where it lies
+ * (its data must be writable), as a device writes the donated buffer itself. The result
+ * describes the outputs and lists the inputs written; it holds no bytes to copy. */
+int32_t nrtsim_bind_forward_into(uint64_t model, const nrtsim_bind_tensor_t *inputs,
+                                 const size_t *counts, size_t n_lists,
+                                 nrtsim_bind_allocate_fn allocate, void *context,
+                                 uint64_t *result);
 /* counts[r] named tensors (states and weights by checkpoint_key) for rank r, concatenated. */
 int32_t nrtsim_bind_spmd_initialize(uint64_t model, const nrtsim_bind_named_tensor_t *entries,
                                     const size_t *counts, size_t n_ranks, int64_t start_rank);
@@ -112,10 +129,12 @@ int32_t nrtsim_bind_spmd_initialize(uint64_t model, const nrtsim_bind_named_tens
 int32_t nrtsim_bind_result_size(uint64_t result, size_t *n_ranks, size_t *n_outputs);
 int32_t nrtsim_bind_result_output(uint64_t result, size_t rank, size_t index,
                                   nrtsim_bind_output_t *output);
+/* After nrtsim_bind_forward only: forward_into's outputs are in the caller's buffers. */
 int32_t nrtsim_bind_result_copy(uint64_t result, size_t rank, size_t index, void *dst,
                                 size_t nbytes);
 /* The inputs of a rank the launch wrote (donated to an output, returned or not): their count,
- * then the k-th one's position in the caller's list, and its new bytes. */
+ * then the k-th one's position in the caller's list, and its new bytes (after
+ * nrtsim_bind_forward only: forward_into wrote them into the input). */
 int32_t nrtsim_bind_result_updated_count(uint64_t result, size_t rank, size_t *n);
 int32_t nrtsim_bind_result_updated_position(uint64_t result, size_t rank, size_t k,
                                             size_t *position);

@@ -17,9 +17,12 @@
 //!   gives this thread's message, which says what was expected and what came.
 //! - Models and results are numbers from registries of their own, never addresses; a freed
 //!   number stays invalid forever.
-//! - Tensors cross as (`c10` scalar type index, shape, bytes). Input bytes are read during the
-//!   call and copied; output bytes are copied into a buffer the caller owns
-//!   (`nrtsim_bind_result_copy`), so no memory C may write is ever a Rust slice.
+//! - Tensors cross as (`c10` scalar type index, shape, bytes). A forward's input bytes are lent
+//!   to it for the call, read where they lie. `nrtsim_bind_forward` keeps its outputs, which the
+//!   caller copies out (`nrtsim_bind_result_copy`); `nrtsim_bind_forward_into` reads them straight
+//!   into buffers the caller's callback gives and writes donated inputs where they lie. C's memory
+//!   is a Rust slice only inside such a call, behind one [`Lent`] per buffer, none overlapping
+//!   another that is written.
 //! - An SPMD model is made when it is first initialised or run (`bind::SpmdModel` loads with
 //!   its weights); its constructor checks the NEFF and metaneff so that bad bytes fail there.
 
@@ -33,7 +36,8 @@ use abi::dtype::ScalarType;
 use abi::runtime::prelude::*;
 use abi::runtime::{Framework, Runtime};
 use bind::{
-    BindError, ForwardOutput, HostTensor, LentBytes, Model, ModelOptions, SpmdModel, Weights,
+    BindError, ForwardOutput, HostTensor, LentBytes, Model, ModelOptions, OutputTensors, SpmdModel,
+    Weights, Zeroed,
 };
 
 use super::guard;
@@ -145,11 +149,21 @@ struct Outcome {
     ranks: Vec<RankOutcome>,
 }
 
+/// One output of a result: what it is, and its bytes unless the caller's buffer holds them.
+struct OutputOf {
+    scalar_type: ScalarType,
+    shape: Vec<i64>,
+    n_bytes: usize,
+    /// `None` after `nrtsim_bind_forward_into`: the output is in the caller's buffer.
+    bytes: Option<HostTensor>,
+}
+
 struct RankOutcome {
-    outputs: Vec<HostTensor>,
+    outputs: Vec<OutputOf>,
     /// The caller's inputs the launch wrote (donated to an output), by position, with their
-    /// new value; returned or not as outputs, the caller gets them back through these.
-    updated: Vec<(usize, HostTensor)>,
+    /// new value (`None` after `nrtsim_bind_forward_into`: written where the input lies);
+    /// returned or not as outputs, the caller gets them back through these.
+    updated: Vec<(usize, Option<HostTensor>)>,
     /// For each output, the position of the caller's input it shares storage with.
     alias: Vec<i64>,
     status: i32,
@@ -301,18 +315,23 @@ pub struct nrtsim_bind_output_t {
     status: i32,
 }
 
-/// A C caller's input bytes, read where they lie for the length of one forward: the forward
-/// makes every tensor on them bytes of its own before it returns ([`rank_outcome`]), so none
-/// outlives the call.
+/// A C caller's bytes, used where they lie for the length of one forward: the forward makes
+/// every tensor on them bytes of its own, or forgets it, before it returns ([`rank_outcome`]),
+/// so none outlives the call.
 struct Lent {
-    data: *const u8,
+    data: *mut u8,
     len: usize,
+    /// Whether the forward may write them (a donated input or an output buffer of
+    /// `nrtsim_bind_forward_into`); made so only when no other lent buffer of the call overlaps
+    /// them ([`overlaps`]).
+    writable: bool,
 }
 
-// SAFETY: the bytes are only read, and by the caller's contract neither freed nor written while
-// the call that lent them runs; a forward's ranks read them from their own threads meanwhile.
+// SAFETY: by the caller's contract the bytes are neither freed nor touched by the caller while
+// the call that lent them runs; a forward's ranks use them from their own threads meanwhile,
+// each `Lent` behind its storage's lock, and a writable one overlaps no other `Lent`.
 unsafe impl Send for Lent {}
-// SAFETY: as for `Send`: shared reads of memory nobody writes during the call.
+// SAFETY: as for `Send`: `&self` only reads, and writes need the storage's write lock.
 unsafe impl Sync for Lent {}
 
 impl LentBytes for Lent {
@@ -321,9 +340,27 @@ impl LentBytes for Lent {
             return &[];
         }
         // SAFETY: non-NULL (checked where made) and `len` readable bytes for the call, by the
-        // caller's contract.
+        // caller's contract; a writer of them holds `&mut self`, so none runs meanwhile.
         unsafe { std::slice::from_raw_parts(self.data, self.len) }
     }
+
+    fn bytes_mut(&mut self) -> Option<&mut [u8]> {
+        if !self.writable {
+            return None;
+        }
+        if self.len == 0 {
+            return Some(&mut []);
+        }
+        // SAFETY: non-NULL and `len` writable bytes for the call by the caller's contract; no
+        // other `Lent` overlaps them (checked where made), and `&mut self` excludes this one's
+        // readers.
+        Some(unsafe { std::slice::from_raw_parts_mut(self.data, self.len) })
+    }
+}
+
+/// Whether the byte ranges `(start, len)` `a` and `b` share a byte.
+fn overlaps(a: (usize, usize), b: (usize, usize)) -> bool {
+    a.1 > 0 && b.1 > 0 && a.0 < b.0.saturating_add(b.1) && b.0 < a.0.saturating_add(a.1)
 }
 
 /// How [`host_tensor`] takes the caller's bytes.
@@ -331,8 +368,8 @@ impl LentBytes for Lent {
 enum Take {
     /// A copy, for tensors the model keeps (weights, states).
     Copy,
-    /// Lent for the length of the call (a forward's inputs).
-    Lend,
+    /// Lent for the length of the call (a forward's inputs), writable or read only.
+    Lend { writable: bool },
 }
 
 /// A host tensor from C's description, its bytes copied or lent.
@@ -368,9 +405,9 @@ unsafe fn host_tensor(
         // SAFETY: non-NULL, `ndim` values by the caller's contract.
         unsafe { std::slice::from_raw_parts(tensor.shape, ndim) }.to_vec()
     };
-    let made = if take == Take::Lend && tensor.nbytes > 0 {
+    let made = if let (Take::Lend { writable }, 1..) = (take, tensor.nbytes) {
         not_null(tensor.data, tensor.nbytes, what)?;
-        let lent = Lent { data: tensor.data.cast::<u8>(), len: tensor.nbytes };
+        let lent = Lent { data: tensor.data.cast::<u8>().cast_mut(), len: tensor.nbytes, writable };
         HostTensor::lent(scalar_type, &shape, Box::new(lent))
     } else {
         // SAFETY: by the caller's contract.
@@ -672,7 +709,16 @@ pub unsafe extern "C" fn nrtsim_bind_model_bytes(
     })
 }
 
-/// Reads `counts[r]` tensors per list from one concatenated array.
+/// A forward's inputs: the tensors of each list, lent, and where each lies in the caller's
+/// memory (`(address, length)`).
+struct Lists {
+    tensors: Vec<Vec<HostTensor>>,
+    ranges: Vec<Vec<(usize, usize)>>,
+}
+
+/// Reads `counts[r]` tensors per list from one concatenated array, each lent to the forward;
+/// the ones at a position of `written` (the donated inputs of `nrtsim_bind_forward_into`) are
+/// lent writable unless another input shares a byte with them.
 ///
 /// # Safety
 /// `tensors` points at `Σ counts` descriptions, each as [`host_tensor`] requires; `counts` at
@@ -681,7 +727,8 @@ unsafe fn tensor_lists(
     tensors: *const nrtsim_bind_tensor_t,
     counts: *const usize,
     n_lists: usize,
-) -> Result<Vec<Vec<HostTensor>>, i32> {
+    written: &[usize],
+) -> Result<Lists, i32> {
     if n_lists == 0 || counts.is_null() {
         return Err(fail(INVALID_ARGUMENT, "expected at least one list of inputs, got none"));
     }
@@ -694,43 +741,290 @@ unsafe fn tensor_lists(
     if total > 0 && tensors.is_null() {
         return Err(fail(INVALID_ARGUMENT, format!("inputs is NULL with {total} tensors")));
     }
-    let mut lists = Vec::with_capacity(n_lists);
+    let described = if total == 0 {
+        &[][..]
+    } else {
+        // SAFETY: non-NULL, `total` descriptions by the caller's contract.
+        unsafe { std::slice::from_raw_parts(tensors, total) }
+    };
+    let range = |tensor: &nrtsim_bind_tensor_t| (tensor.data as usize, tensor.nbytes);
+    let mut lists = Lists { tensors: Vec::with_capacity(n_lists), ranges: Vec::new() };
     let mut at = 0;
     for (list, &n) in counts.iter().enumerate() {
         let mut tensors_of_list = Vec::with_capacity(n.min(4096));
+        let mut ranges_of_list = Vec::with_capacity(n.min(4096));
         for position in 0..n {
-            // SAFETY: `at < total`, inside the array by the caller's contract.
-            let tensor = unsafe { &*tensors.add(at) };
+            let tensor = &described[at];
             let what = if n_lists == 1 {
                 format!("input {position}")
             } else {
                 format!("rank {list} input {position}")
             };
+            let writable = written.contains(&position)
+                && described.iter().enumerate().all(|(other, described)| {
+                    other == at || !overlaps(range(tensor), range(described))
+                });
             // SAFETY: by the caller's contract.
-            tensors_of_list.push(unsafe { host_tensor(tensor, &what, Take::Lend) }?);
+            tensors_of_list.push(unsafe { host_tensor(tensor, &what, Take::Lend { writable }) }?);
+            ranges_of_list.push(range(tensor));
             at += 1;
         }
-        lists.push(tensors_of_list);
+        lists.tensors.push(tensors_of_list);
+        lists.ranges.push(ranges_of_list);
     }
     Ok(lists)
 }
 
-/// Which of `inputs` each output shares storage with (donation), or -1, and the donated inputs;
-/// every tensor kept with bytes of its own, since the inputs' may be lent for this call only.
-fn rank_outcome(output: ForwardOutput, inputs: &[HostTensor], donated: &[usize]) -> RankOutcome {
-    let alias = output
-        .outputs
-        .iter()
-        .map(|out| {
-            inputs.iter().position(|input| out.shares_storage_with(input)).map_or(-1, |p| p as i64)
-        })
-        .collect();
-    let updated = donated
-        .iter()
-        .filter_map(|&position| Some((position, inputs.get(position)?.owned())))
-        .collect();
-    let outputs = output.outputs.iter().map(HostTensor::owned).collect();
-    RankOutcome { outputs, updated, alias, status: output.status.code() as i32 }
+/// The callback of `nrtsim_bind_forward_into` (`nrtsim_bind_allocate_fn` in C): a buffer of `nbytes` writable bytes for the
+/// output at `index` of `rank`'s list, of `scalar_type` and `shape` (`ndim` values), or NULL.
+pub type AllocateFn = Option<Allocate>;
+
+/// [`AllocateFn`]'s function.
+pub type Allocate = unsafe extern "C" fn(
+    context: *mut c_void,
+    rank: usize,
+    index: usize,
+    scalar_type: i32,
+    ndim: i32,
+    shape: *const i64,
+    nbytes: usize,
+) -> *mut c_void;
+
+/// The caller's outputs for `nrtsim_bind_forward_into`: each from its callback, lent writable
+/// to the forward after a check that it overlaps no input and no other output.
+struct CallerOutputs {
+    allocate: Allocate,
+    context: *mut c_void,
+    /// The byte ranges of the inputs and of the buffers given so far; the lock also makes the
+    /// ranks' calls of the callback one at a time.
+    taken: Mutex<Vec<(usize, usize)>>,
+}
+
+// SAFETY: `context` is only passed to the callback, and every call holds `taken`'s lock, so the
+// callback runs on one thread at a time, as the header promises.
+unsafe impl Sync for CallerOutputs {}
+
+impl CallerOutputs {
+    /// The caller's buffer for an output, from one call of the callback, lent writable (an
+    /// empty output: the layer's own empty tensor, the callback's answer unused).
+    fn give(
+        &self,
+        rank: usize,
+        index: usize,
+        scalar_type: ScalarType,
+        shape: &[i64],
+    ) -> Result<HostTensor, BindError> {
+        let refuse = |actual: String| BindError::OutputTensor {
+            index,
+            expected: format!("{scalar_type} {shape:?}"),
+            actual,
+        };
+        let n_bytes = scalar_type
+            .n_bytes(shape)
+            .ok()
+            .and_then(|n| usize::try_from(n).ok())
+            .ok_or_else(|| refuse("a size past the address space".to_owned()))?;
+        let mut taken = lock(&self.taken);
+        let ndim = i32::try_from(shape.len()).map_err(|_| refuse("too many dimensions".into()))?;
+        // SAFETY: the callback's contract is the header's; the shape outlives the call.
+        let data = unsafe {
+            (self.allocate)(
+                self.context,
+                rank,
+                index,
+                i32::from(scalar_type.index()),
+                ndim,
+                shape.as_ptr(),
+                n_bytes,
+            )
+        };
+        if n_bytes == 0 {
+            return Ok(HostTensor::zeros(scalar_type, shape)?);
+        }
+        if data.is_null() {
+            return Err(refuse("NULL from the allocate callback".to_owned()));
+        }
+        let range = (data as usize, n_bytes);
+        if taken.iter().any(|&other| overlaps(range, other)) {
+            return Err(refuse(format!(
+                "a buffer at {data:p} sharing bytes with an input or another output"
+            )));
+        }
+        taken.push(range);
+        let lent = Lent { data: data.cast::<u8>(), len: n_bytes, writable: true };
+        Ok(HostTensor::lent(scalar_type, shape, Box::new(lent))?)
+    }
+}
+
+impl OutputTensors for CallerOutputs {
+    /// The caller's buffer, except for an empty output, which the forward leaves to
+    /// [`rank_outcome`] (it asks the caller for every output whose bytes are the layer's own).
+    fn output(
+        &self,
+        rank: usize,
+        index: usize,
+        scalar_type: ScalarType,
+        shape: &[i64],
+    ) -> Result<HostTensor, BindError> {
+        if scalar_type.n_bytes(shape).is_ok_and(|n| n == 0) {
+            return Ok(HostTensor::zeros(scalar_type, shape)?);
+        }
+        self.give(rank, index, scalar_type, shape)
+    }
+}
+
+/// Where a forward's outputs go.
+#[derive(Clone, Copy)]
+enum Delivery<'a> {
+    /// Kept in the result, for `nrtsim_bind_result_copy`.
+    Keep,
+    /// Into the caller's buffers, and donated inputs written where they lie.
+    Into(&'a CallerOutputs),
+}
+
+/// A rank's outcome: which of `inputs` each output shares storage with (donation), or -1, and
+/// the donated inputs. Nothing in it refers to lent memory: with [`Delivery::Keep`] every tensor
+/// is kept with bytes of its own; with [`Delivery::Into`] outputs with bytes of the layer's own
+/// (a state's value) are written into a buffer of the caller's too, and a donated input that
+/// could not be written where it lies (another input shared its bytes) is copied back there
+/// (`caller`: where each input lies).
+fn rank_outcome(
+    output: ForwardOutput,
+    inputs: &[HostTensor],
+    caller: &[(usize, usize)],
+    donated: &[usize],
+    (rank, delivery): (usize, Delivery<'_>),
+) -> Result<RankOutcome, i32> {
+    let mut outputs = Vec::with_capacity(output.outputs.len());
+    let mut alias = Vec::with_capacity(output.outputs.len());
+    for (index, out) in output.outputs.iter().enumerate() {
+        let donor = inputs.iter().position(|input| out.shares_storage_with(input));
+        let bytes = match delivery {
+            Delivery::Keep => Some(out.owned()),
+            Delivery::Into(made) => {
+                if donor.is_none() && !out.is_lent() {
+                    let into = made
+                        .give(rank, index, out.scalar_type(), out.shape())
+                        .map_err(|error| bind_failure(&error))?;
+                    out.with_bytes(|bytes| into.write_bytes(bytes)).map_err(|error| {
+                        fail(INVALID_ARGUMENT, format!("output {index}: {error}"))
+                    })?;
+                }
+                None
+            }
+        };
+        outputs.push(OutputOf {
+            scalar_type: out.scalar_type(),
+            shape: out.shape().to_vec(),
+            n_bytes: out.n_bytes(),
+            bytes,
+        });
+        alias.push(donor.map_or(-1, |p| p as i64));
+    }
+    let mut updated = Vec::with_capacity(donated.len());
+    for &position in donated {
+        let Some(input) = inputs.get(position) else { continue };
+        let bytes = match delivery {
+            Delivery::Keep => Some(input.owned()),
+            Delivery::Into(_) => {
+                if !input.is_lent() {
+                    let (address, len) = caller[position];
+                    input.with_bytes(|bytes| {
+                        let n = bytes.len().min(len);
+                        // SAFETY: the caller's input buffer, writable by the contract of
+                        // `nrtsim_bind_forward_into`, and no longer lent to anything: the
+                        // forward is over. The source is Rust memory C does not alias.
+                        unsafe {
+                            std::ptr::copy_nonoverlapping(bytes.as_ptr(), address as *mut u8, n)
+                        }
+                    });
+                }
+                None
+            }
+        };
+        updated.push((position, bytes));
+    }
+    Ok(RankOutcome { outputs, updated, alias, status: output.status.code() as i32 })
+}
+
+/// The forward both entry points run: lends the inputs, runs the model, and registers the
+/// outcome as a result.
+///
+/// # Safety
+/// As [`nrtsim_bind_forward`], and for `Delivery::Into` as [`nrtsim_bind_forward_into`].
+unsafe fn forward(
+    model: u64,
+    inputs: *const nrtsim_bind_tensor_t,
+    counts: *const usize,
+    n_lists: usize,
+    delivery: Delivery<'_>,
+) -> Result<u64, i32> {
+    let entry = entry(model)?;
+    let mut entry = lock(&entry);
+    let donated = match &mut *entry {
+        Entry::Model(model) => model.donated_inputs(),
+        Entry::Spmd(spmd) => spmd.model(runtime()?).map_err(|e| bind_failure(&e))?.donated_inputs(),
+    };
+    let written = match delivery {
+        Delivery::Keep => &[][..],
+        Delivery::Into(_) => &donated[..],
+    };
+    // SAFETY: by the caller's contract.
+    let lists = unsafe { tensor_lists(inputs, counts, n_lists, written) }?;
+    if let Delivery::Into(made) = delivery {
+        lock(&made.taken).extend(lists.ranges.iter().flatten().copied());
+    }
+    let made: &dyn OutputTensors = match delivery {
+        Delivery::Keep => &Zeroed,
+        Delivery::Into(made) => made,
+    };
+    let ranks = match &mut *entry {
+        Entry::Model(model) => {
+            if lists.tensors.len() != 1 {
+                return Err(fail(
+                    INVALID_ARGUMENT,
+                    format!("a Model takes one list of inputs, got {}", lists.tensors.len()),
+                ));
+            }
+            let output = model.forward_into(&lists.tensors[0], made);
+            let output = output.map_err(|error| bind_failure(&error))?;
+            vec![rank_outcome(
+                output,
+                &lists.tensors[0],
+                &lists.ranges[0],
+                &donated,
+                (0, delivery),
+            )?]
+        }
+        Entry::Spmd(spmd) => {
+            let made_model = spmd.model(runtime()?).map_err(|error| bind_failure(&error))?;
+            let ranks = made_model.local_ranks();
+            // One list is given to every rank (`forward`), or each rank has its own.
+            let list_of = |rank: usize| if lists.tensors.len() == 1 { 0 } else { rank };
+            let per_rank: Vec<Vec<HostTensor>> = if lists.tensors.len() == 1 && ranks > 1 {
+                vec![lists.tensors[0].clone(); ranks]
+            } else {
+                lists.tensors.clone()
+            };
+            // Every rank's inputs are checked before any rank launches: the ranks of a
+            // collective program wait for each other, so a rank refused at its own check
+            // would leave the others waiting out the collective timeout.
+            if per_rank.len() == ranks {
+                made_model.validate(&per_rank).map_err(|error| bind_failure(&error))?;
+            }
+            let outputs = made_model.forward_ranked_into(&per_rank, made);
+            let outputs = outputs.map_err(|error| bind_failure(&error))?;
+            let mut outcomes = Vec::with_capacity(outputs.len());
+            for (rank, (output, inputs)) in outputs.into_iter().zip(&per_rank).enumerate() {
+                let caller = &lists.ranges[list_of(rank)];
+                outcomes.push(rank_outcome(output, inputs, caller, &donated, (rank, delivery))?);
+            }
+            outcomes
+        }
+    };
+    let id = new_id();
+    lock(&registry().results).insert(id, Arc::new(Outcome { ranks }));
+    Ok(id)
 }
 
 /// A forward. For a `Model`, one list (`n_lists` 1): `forward_v2`. For an `SPMDModel`, one list
@@ -755,55 +1049,42 @@ pub unsafe extern "C" fn nrtsim_bind_forward(
             return fail(INVALID_ARGUMENT, "result is NULL");
         }
         // SAFETY: by the caller's contract.
-        let lists = try_status!(unsafe { tensor_lists(inputs, counts, n_lists) });
-        let entry = try_status!(entry(model));
-        let mut entry = lock(&entry);
-        let ranks = match &mut *entry {
-            Entry::Model(model) => {
-                if lists.len() != 1 {
-                    return fail(
-                        INVALID_ARGUMENT,
-                        format!("a Model takes one list of inputs, got {}", lists.len()),
-                    );
-                }
-                let donated = model.donated_inputs();
-                match model.forward(&lists[0]) {
-                    Ok(output) => vec![rank_outcome(output, &lists[0], &donated)],
-                    Err(error) => return bind_failure(&error),
-                }
-            }
-            Entry::Spmd(spmd) => {
-                let runtime = try_status!(runtime());
-                let made = match spmd.model(runtime) {
-                    Ok(made) => made,
-                    Err(error) => return bind_failure(&error),
-                };
-                let per_rank: Vec<Vec<HostTensor>> = if lists.len() == 1 && made.local_ranks() > 1 {
-                    vec![lists[0].clone(); made.local_ranks()]
-                } else {
-                    lists
-                };
-                // Every rank's inputs are checked before any rank launches: the ranks of a
-                // collective program wait for each other, so a rank refused at its own check
-                // would leave the others waiting out the collective timeout.
-                if per_rank.len() == made.local_ranks() {
-                    if let Err(error) = made.validate(&per_rank) {
-                        return bind_failure(&error);
-                    }
-                }
-                let donated = made.donated_inputs();
-                match made.forward_ranked(&per_rank) {
-                    Ok(outputs) => outputs
-                        .into_iter()
-                        .zip(&per_rank)
-                        .map(|(output, inputs)| rank_outcome(output, inputs, &donated))
-                        .collect(),
-                    Err(error) => return bind_failure(&error),
-                }
-            }
+        let id = try_status!(unsafe { forward(model, inputs, counts, n_lists, Delivery::Keep) });
+        // SAFETY: checked non-NULL; writable by the caller's contract.
+        unsafe { *result = id };
+        OK
+    })
+}
+
+/// A forward, as [`nrtsim_bind_forward`], that reads every output it returns into a buffer
+/// `allocate` gives (called once per such output, one call at a time) and writes each donated
+/// input where it lies, as on a device, where the donated buffer is the input's own. The result
+/// describes the outputs and names the inputs written; it holds no bytes to copy.
+///
+/// # Safety
+/// As [`nrtsim_bind_forward`], except that each donated input's data must be writable, and is
+/// written; `allocate` returns NULL or `nbytes` writable bytes that stay untouched by the caller
+/// until the call returns, and does not unwind.
+pub unsafe extern "C" fn nrtsim_bind_forward_into(
+    model: u64,
+    inputs: *const nrtsim_bind_tensor_t,
+    counts: *const usize,
+    n_lists: usize,
+    allocate: AllocateFn,
+    context: *mut c_void,
+    result: *mut u64,
+) -> i32 {
+    call("nrtsim_bind_forward_into", || {
+        if result.is_null() {
+            return fail(INVALID_ARGUMENT, "result is NULL");
+        }
+        let Some(allocate) = allocate else {
+            return fail(INVALID_ARGUMENT, "allocate is NULL, expected a callback");
         };
-        let id = new_id();
-        lock(&registry().results).insert(id, Arc::new(Outcome { ranks }));
+        let made = CallerOutputs { allocate, context, taken: Mutex::new(Vec::new()) };
+        let delivery = Delivery::Into(&made);
+        // SAFETY: by the caller's contract.
+        let id = try_status!(unsafe { forward(model, inputs, counts, n_lists, delivery) });
         // SAFETY: checked non-NULL; writable by the caller's contract.
         unsafe { *result = id };
         OK
@@ -924,7 +1205,7 @@ fn output_of(
     outcome: &Outcome,
     rank: usize,
     index: usize,
-) -> Result<(&RankOutcome, &HostTensor), i32> {
+) -> Result<(&RankOutcome, &OutputOf), i32> {
     let rank_outcome = outcome.ranks.get(rank).ok_or_else(|| {
         fail(INVALID_ARGUMENT, format!("rank {rank}: the result has {} ranks", outcome.ranks.len()))
     })?;
@@ -954,13 +1235,13 @@ pub unsafe extern "C" fn nrtsim_bind_result_output(
             return fail(INVALID_ARGUMENT, "out is NULL");
         }
         let outcome = try_status!(outcome(result));
-        let (rank_outcome, tensor) = try_status!(output_of(&outcome, rank, index));
+        let (rank_outcome, output) = try_status!(output_of(&outcome, rank, index));
         let description = nrtsim_bind_output_t {
-            scalar_type: i32::from(tensor.scalar_type().index()),
-            ndim: tensor.shape().len() as i32,
+            scalar_type: i32::from(output.scalar_type.index()),
+            ndim: output.shape.len() as i32,
             // The shape lives in the outcome, which the registry keeps until the result is freed.
-            shape: tensor.shape().as_ptr(),
-            nbytes: tensor.n_bytes(),
+            shape: output.shape.as_ptr(),
+            nbytes: output.n_bytes,
             alias_input: rank_outcome.alias[index],
             status: rank_outcome.status,
         };
@@ -971,11 +1252,25 @@ pub unsafe extern "C" fn nrtsim_bind_result_output(
 }
 
 /// Copies `tensor`'s bytes into `dst`, which must hold exactly as many (`what` names the tensor
-/// in the error).
+/// in the error); `None`: the forward wrote them into the caller's memory already.
 ///
 /// # Safety
 /// Unless `nbytes` is 0, `dst` is NULL or points at `nbytes` writable bytes.
-unsafe fn copy_out(tensor: &HostTensor, what: &str, dst: *mut c_void, nbytes: usize) -> i32 {
+unsafe fn copy_out(
+    tensor: Option<&HostTensor>,
+    what: &str,
+    dst: *mut c_void,
+    nbytes: usize,
+) -> i32 {
+    let Some(tensor) = tensor else {
+        return fail(
+            INVALID_ARGUMENT,
+            format!(
+                "{what} is in the caller's memory already (the result of \
+                 nrtsim_bind_forward_into); there is nothing to copy"
+            ),
+        );
+    };
     if nbytes != tensor.n_bytes() {
         return fail(
             INVALID_ARGUMENT,
@@ -1009,9 +1304,9 @@ pub unsafe extern "C" fn nrtsim_bind_result_copy(
 ) -> i32 {
     call("nrtsim_bind_result_copy", || {
         let outcome = try_status!(outcome(result));
-        let (_, tensor) = try_status!(output_of(&outcome, rank, index));
+        let (_, output) = try_status!(output_of(&outcome, rank, index));
         // SAFETY: by the caller's contract.
-        unsafe { copy_out(tensor, &format!("output {index}"), dst, nbytes) }
+        unsafe { copy_out(output.bytes.as_ref(), &format!("output {index}"), dst, nbytes) }
     })
 }
 
@@ -1042,7 +1337,7 @@ pub unsafe extern "C" fn nrtsim_bind_result_updated_count(
 }
 
 /// The `k`-th input of `rank` the launch wrote, looked up for the two functions below.
-fn updated_of(result: u64, rank: usize, k: usize) -> Result<(usize, HostTensor), i32> {
+fn updated_of(result: u64, rank: usize, k: usize) -> Result<(usize, Option<HostTensor>), i32> {
     let outcome = outcome(result)?;
     outcome
         .ranks
@@ -1092,7 +1387,7 @@ pub unsafe extern "C" fn nrtsim_bind_result_copy_updated(
     call("nrtsim_bind_result_copy_updated", || {
         let (at, tensor) = try_status!(updated_of(result, rank, k));
         // SAFETY: by the caller's contract.
-        unsafe { copy_out(&tensor, &format!("input {at}"), dst, nbytes) }
+        unsafe { copy_out(tensor.as_ref(), &format!("input {at}"), dst, nbytes) }
     })
 }
 

@@ -1,6 +1,8 @@
 /* The binding layer's C API (nrtsim/bind.h) as a C program uses it: a model doubling a float32[4]
  * input, run through nrtsim_bind_forward, and every kind of misuse, each with its status and a
- * message that names what was expected. argv: the NEFF, then its metaneff. */
+ * message that names what was expected; then nrtsim_bind_forward_into on a model that donates
+ * input 0 to output 0 (output0 = input0 + input1, output1 = 2 * input1, float32[2]).
+ * argv: the NEFF, its metaneff, then the donating model's NEFF and metaneff. */
 #define _DEFAULT_SOURCE /* MAP_ANONYMOUS */
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,8 +27,107 @@ static void expect_bind(const char *what, int32_t status, int32_t want, const ch
     }
 }
 
+/* What forward_into's callback saw and gives: buffers of the program's, or a chosen pointer. */
+struct outputs {
+    int calls;
+    size_t rank, index, nbytes;
+    int32_t scalar_type, ndim;
+    int64_t dim0;
+    float buffer[2];
+    void *give; /* returned instead of `buffer` when set (NULL included, with `give_set`) */
+    int give_set;
+};
+
+static void *allocate(void *context, size_t rank, size_t index, int32_t scalar_type, int32_t ndim,
+                      const int64_t *shape, size_t nbytes) {
+    struct outputs *seen = context;
+    seen->calls += 1;
+    seen->rank = rank;
+    seen->index = index;
+    seen->scalar_type = scalar_type;
+    seen->ndim = ndim;
+    seen->dim0 = ndim > 0 ? shape[0] : -1;
+    seen->nbytes = nbytes;
+    return seen->give_set ? seen->give : seen->buffer;
+}
+
+static void forward_into(const char *neff_path, const char *metaneff_path) {
+    size_t neff_size = 0, metaneff_size = 0;
+    void *neff = read_file(neff_path, &neff_size);
+    void *metaneff = read_file(metaneff_path, &metaneff_size);
+    uint64_t model = 0, result = 0;
+    expect_bind("model_new", nrtsim_bind_model_new(neff, neff_size, metaneff, metaneff_size, &model),
+                NRTSIM_BIND_OK, NULL);
+    int64_t shape[1] = {2};
+    size_t two = 2;
+
+    /* The output is read into the buffer given; the donated input is written where it lies. */
+    float a[2] = {1.0f, 2.0f}, b[2] = {10.0f, 20.0f};
+    nrtsim_bind_tensor_t inputs[2] = {{6, 1, shape, a, sizeof a}, {6, 1, shape, b, sizeof b}};
+    struct outputs seen = {0};
+    expect_bind("forward_into",
+                nrtsim_bind_forward_into(model, inputs, &two, 1, allocate, &seen, &result),
+                NRTSIM_BIND_OK, NULL);
+    ensure(seen.calls == 1 && seen.rank == 0 && seen.index == 1,
+           "one buffer asked for: output 1 (output 0 is input 0)");
+    ensure(seen.scalar_type == 6 && seen.ndim == 1 && seen.dim0 == 2 && seen.nbytes == 8,
+           "asked as float32 [2], 8 bytes");
+    ensure(seen.buffer[0] == 20.0f && seen.buffer[1] == 40.0f, "output1 = 2 * input1 in the buffer");
+    ensure(a[0] == 11.0f && a[1] == 22.0f, "input 0 holds output0 = input0 + input1");
+    ensure(b[0] == 10.0f && b[1] == 20.0f, "input 1 only read");
+    nrtsim_bind_output_t output;
+    expect_bind("result_output 0", nrtsim_bind_result_output(result, 0, 0, &output), NRTSIM_BIND_OK,
+                NULL);
+    ensure(output.alias_input == 0 && output.nbytes == 8, "output 0 is input 0");
+    expect_bind("result_output 1", nrtsim_bind_result_output(result, 0, 1, &output), NRTSIM_BIND_OK,
+                NULL);
+    ensure(output.alias_input == -1 && output.shape[0] == 2, "output 1 is its own");
+    float copy[2];
+    expect_bind("result_copy after forward_into", nrtsim_bind_result_copy(result, 0, 1, copy, 8),
+                NRTSIM_BIND_INVALID_ARGUMENT, "in the caller's memory already");
+    size_t n_updated = 0, position = 9;
+    expect_bind("updated_count", nrtsim_bind_result_updated_count(result, 0, &n_updated),
+                NRTSIM_BIND_OK, NULL);
+    expect_bind("updated_position", nrtsim_bind_result_updated_position(result, 0, 0, &position),
+                NRTSIM_BIND_OK, NULL);
+    ensure(n_updated == 1 && position == 0, "input 0 was written");
+    expect_bind("copy_updated after forward_into",
+                nrtsim_bind_result_copy_updated(result, 0, 0, copy, 8),
+                NRTSIM_BIND_INVALID_ARGUMENT, "in the caller's memory already");
+    expect_bind("result_free", nrtsim_bind_result_free(result), NRTSIM_BIND_OK, NULL);
+
+    /* One buffer given as both inputs: the donor shares its bytes with the other input, so it
+     * is not written while the launch reads; its new value lands there after. */
+    float same[2] = {1.0f, 2.0f};
+    nrtsim_bind_tensor_t twice[2] = {{6, 1, shape, same, sizeof same},
+                                     {6, 1, shape, same, sizeof same}};
+    struct outputs again = {0};
+    expect_bind("forward_into of one buffer twice",
+                nrtsim_bind_forward_into(model, twice, &two, 1, allocate, &again, &result),
+                NRTSIM_BIND_OK, NULL);
+    ensure(same[0] == 2.0f && same[1] == 4.0f, "the donor's new value: x + x");
+    ensure(again.buffer[0] == 2.0f && again.buffer[1] == 4.0f, "output1 = 2 * x, from the old x");
+    expect_bind("result_free", nrtsim_bind_result_free(result), NRTSIM_BIND_OK, NULL);
+
+    /* Buffers the forward cannot use. */
+    struct outputs null_buffer = {.give = NULL, .give_set = 1};
+    expect_bind("forward_into with NULL from allocate",
+                nrtsim_bind_forward_into(model, inputs, &two, 1, allocate, &null_buffer, &result),
+                NRTSIM_BIND_INVALID_ARGUMENT, "output 1: expected a tensor of Float [2] written in place, got NULL");
+    struct outputs on_input = {.give = b, .give_set = 1};
+    expect_bind("forward_into with an input as the output",
+                nrtsim_bind_forward_into(model, inputs, &two, 1, allocate, &on_input, &result),
+                NRTSIM_BIND_INVALID_ARGUMENT, "sharing bytes with an input or another output");
+    expect_bind("forward_into without a callback",
+                nrtsim_bind_forward_into(model, inputs, &two, 1, NULL, NULL, &result),
+                NRTSIM_BIND_INVALID_ARGUMENT, "allocate is NULL");
+    expect_bind("model_free", nrtsim_bind_model_free(model), NRTSIM_BIND_OK, NULL);
+    free(neff);
+    free(metaneff);
+}
+
 int main(int argc, char **argv) {
-    ensure(argc == 3, "usage: bind NEFF METANEFF");
+    ensure(argc == 5, "usage: bind NEFF METANEFF IN_PLACE_NEFF IN_PLACE_METANEFF");
     size_t neff_size = 0, metaneff_size = 0;
     void *neff = read_file(argv[1], &neff_size);
     void *metaneff = read_file(argv[2], &metaneff_size);
@@ -167,6 +268,7 @@ int main(int argc, char **argv) {
                 NRTSIM_BIND_INVALID_ARGUMENT, "is not a live model");
     free(neff);
     free(metaneff);
+    forward_into(argv[3], argv[4]);
     printf("bind ok\n");
     return 0;
 }

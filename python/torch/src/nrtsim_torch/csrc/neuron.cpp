@@ -9,6 +9,7 @@
 
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -39,14 +40,18 @@ void check(int32_t status, const std::string &context) {
   }
 }
 
-// The tensors of one call, kept contiguous and alive while C reads them.
+// The tensors of one call, kept contiguous and alive while C reads them (and writes the donated
+// ones).
 struct Inputs {
   std::vector<at::Tensor> tensors;
   std::vector<std::vector<int64_t>> shapes;
   std::vector<nrtsim_bind_tensor_t> described;
   std::vector<size_t> counts;
+  // Where each list starts in `tensors`.
+  std::vector<size_t> offsets;
 
   void add_list(const std::vector<at::Tensor> &list, const std::string &what) {
+    offsets.push_back(tensors.size());
     for (size_t i = 0; i < list.size(); ++i) {
       const at::Tensor &tensor = list[i];
       std::string name = what + " " + std::to_string(i);
@@ -77,47 +82,74 @@ struct Inputs {
   }
 };
 
-// Reads a result into tensors, per rank; an output donated to an input is that input, written
-// in place, as libtorchneuron returns the donor's buffer.
-std::vector<std::vector<at::Tensor>> collect(uint64_t result,
-                                             const std::vector<std::vector<at::Tensor>> &given) {
+// The outputs forward_into asked for, by (rank, index), and the first failure inside the
+// callback (which must not throw across the C API).
+struct Made {
+  std::map<std::pair<size_t, size_t>, at::Tensor> tensors;
+  std::string error;
+};
+
+void *allocate_output(void *context, size_t rank, size_t index, int32_t scalar_type, int32_t ndim,
+                      const int64_t *shape, size_t nbytes) noexcept {
+  auto *made = static_cast<Made *>(context);
+  try {
+    auto dtype = static_cast<at::ScalarType>(scalar_type);
+    at::Tensor out = at::empty(at::IntArrayRef(shape, static_cast<size_t>(ndim)),
+                               at::TensorOptions().dtype(dtype));
+    if (out.nbytes() != nbytes) {
+      made->error = "output " + std::to_string(index) + " is " + std::to_string(out.nbytes()) +
+                    " bytes as a torch tensor, expected " + std::to_string(nbytes);
+      return nullptr;
+    }
+    made->tensors[{rank, index}] = out;
+    return out.data_ptr();
+  } catch (const std::exception &error) {
+    made->error = error.what();
+  } catch (...) {
+    made->error = "an unknown exception";
+  }
+  return nullptr;
+}
+
+// The outputs of a forward_into, per rank: each output the tensor made for it, or, when donated,
+// the caller's input itself, which the forward wrote in place (as libtorchneuron returns the
+// donor's buffer). An input passed as a contiguous copy gets the value written into that copy.
+std::vector<std::vector<at::Tensor>> collect(uint64_t result, const Made &made,
+                                             const std::vector<std::vector<at::Tensor>> &given,
+                                             const Inputs &passed) {
   size_t n_ranks = 0, n_outputs = 0;
   int32_t status = nrtsim_bind_result_size(result, &n_ranks, &n_outputs);
   std::vector<std::vector<at::Tensor>> outputs;
   for (size_t rank = 0; status == NRTSIM_BIND_OK && rank < n_ranks; ++rank) {
     // One list given to every rank, or one per rank.
-    const auto &inputs = given[given.size() == 1 ? 0 : rank];
+    size_t list = given.size() == 1 ? 0 : rank;
+    const auto &inputs = given[list];
     std::vector<at::Tensor> row;
     for (size_t index = 0; status == NRTSIM_BIND_OK && index < n_outputs; ++index) {
       nrtsim_bind_output_t output;
       status = nrtsim_bind_result_output(result, rank, index, &output);
       if (status != NRTSIM_BIND_OK) break;
-      std::vector<int64_t> shape(output.shape, output.shape + output.ndim);
-      auto dtype = static_cast<at::ScalarType>(output.scalar_type);
-      at::Tensor out = at::empty(shape, at::TensorOptions().dtype(dtype));
-      status = nrtsim_bind_result_copy(result, rank, index, out.data_ptr(), out.nbytes());
-      if (status != NRTSIM_BIND_OK) break;
       if (output.alias_input >= 0 && static_cast<size_t>(output.alias_input) < inputs.size()) {
-        at::Tensor donor = inputs[output.alias_input];
-        donor.copy_(out.view(donor.sizes()));
-        row.push_back(donor);
-      } else {
-        row.push_back(out);
+        row.push_back(inputs[output.alias_input]);
+        continue;
       }
+      auto found = made.tensors.find({rank, index});
+      if (found == made.tensors.end()) {
+        nrtsim_bind_result_free(result);
+        TORCH_CHECK(false, "output ", index, " of rank ", rank, " was never allocated");
+      }
+      row.push_back(found->second);
     }
-    // Inputs the launch wrote (donated to an output, returned or not) get their new value in
-    // place: on a device the donated buffer is the input's own.
+    // Inputs the launch wrote: in place, unless the caller's tensor was not contiguous.
     size_t n_updated = 0;
     if (status == NRTSIM_BIND_OK) status = nrtsim_bind_result_updated_count(result, rank, &n_updated);
     for (size_t k = 0; status == NRTSIM_BIND_OK && k < n_updated; ++k) {
       size_t position = 0;
       status = nrtsim_bind_result_updated_position(result, rank, k, &position);
-      if (status != NRTSIM_BIND_OK) break;
-      TORCH_CHECK(position < inputs.size(), "updated input ", position, " of ", inputs.size());
+      if (status != NRTSIM_BIND_OK || position >= inputs.size()) continue;
       at::Tensor donor = inputs[position];
-      at::Tensor value = at::empty(donor.sizes(), donor.options());
-      status = nrtsim_bind_result_copy_updated(result, rank, k, value.data_ptr(), value.nbytes());
-      if (status == NRTSIM_BIND_OK) donor.copy_(value);
+      const at::Tensor &written = passed.tensors[passed.offsets[list] + position];
+      if (!written.is_same(donor)) donor.copy_(written);
     }
     outputs.push_back(std::move(row));
   }
@@ -139,9 +171,15 @@ std::vector<std::vector<at::Tensor>> forward_lists(uint64_t model,
   }
   const nrtsim_bind_tensor_t *described = inputs.describe();
   uint64_t result = 0;
-  check(nrtsim_bind_forward(model, described, inputs.counts.data(), inputs.counts.size(), &result),
-        what);
-  return collect(result, lists);
+  Made made;
+  int32_t status = nrtsim_bind_forward_into(model, described, inputs.counts.data(),
+                                            inputs.counts.size(), allocate_output, &made, &result);
+  if (status != NRTSIM_BIND_OK && !made.error.empty()) {
+    std::string message = nrtsim_bind_last_error();
+    TORCH_CHECK(false, what, ": ", message, " (allocating it: ", made.error, ")");
+  }
+  check(status, what);
+  return collect(result, made, lists, inputs);
 }
 
 std::string model_bytes(uint64_t model, int32_t which) {
