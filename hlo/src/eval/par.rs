@@ -41,14 +41,20 @@
 //!     [`each`] and `dot::cores` read) while other programs' runnable threads leave them no
 //!     second core (on larger machines, over the cores they leave): the other program is not slowed by our spinning workers, and
 //!     ours runs at the speed of one core. With one of two cores busy the models then run as fast
-//!     as on one thread, instead of 1.3–1.6× slower.
+//!     as on one thread, instead of 1.3–1.6× slower. Our own workers are told apart by their
+//!     state (`/proc/self/task/TID/stat`, each recording its id when it starts), not by whether
+//!     a keep-awake job is running: a worker is still runnable for a while after its job ends
+//!     (rayon's own idle spin), and counted as another program's thread it had kept a quiet
+//!     machine's kernels on one core for the next interval, again and again.
 //!   - Elsewhere, and for what the count cannot see (a hypervisor's other guests), the caller
 //!     times its own parts and its wait for the others: a wait longer than its own parts and than
 //!     [`LATE`] makes the kernels run alone for a while, [`BACKOFF_FIRST`] at first and twice as
 //!     long after each late split that follows, up to [`BACKOFF_MOST`]; a split on time sets it
-//!     back. Only a split whose workers were awake already is judged: waking a worker that slept
-//!     can take milliseconds on a VM, and judging that wait had kept a quiet machine's 512³ dot
-//!     alone for most of its runs (91 GFLOP/s instead of 150–186).
+//!     back. Only a split whose workers were all spinning in their keep-awake jobs already is
+//!     judged: waking a worker that slept can take milliseconds on a VM, and judging that wait
+//!     had kept a quiet machine's 512³ dot alone for most of its runs (91 GFLOP/s instead of
+//!     150–186). A job spawned is not a worker awake: the split after the one that woke the
+//!     workers had been judged late while they were still waking.
 //! - When the pool cannot be made (the system refuses threads), every part runs on the calling
 //!   thread: slower, never wrong. So does a child process forked after the pool was made (a
 //!   Python program's `fork` workers): the pool's threads are not in the child, and a part handed
@@ -86,6 +92,11 @@ fn pool() -> Option<&'static rayon::ThreadPool> {
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(all.saturating_sub(1).max(1))
             .thread_name(|i| format!("nrtsim-kernel-{i}"))
+            .start_handler(|_| {
+                if let Some(tid) = this_thread_id() {
+                    WORKER_TIDS.lock().unwrap_or_else(|poison| poison.into_inner()).push(tid);
+                }
+            })
             .build()
             .ok()?;
         Some((std::process::id(), pool))
@@ -188,9 +199,10 @@ impl Contention {
     }
 
     /// The last count's free cores, counted again by one caller when it is [`CONTENTION_EVERY`]
-    /// old. `count` gives the threads runnable on the whole machine (this one included) and its
-    /// online cores; `None` where the system does not say, which leaves every core free.
-    fn free_at(&self, now_us: u64, count: impl FnOnce() -> Option<(usize, usize)>) -> usize {
+    /// old. `count` gives the threads runnable on the whole machine (this one included), its
+    /// online cores, and how many of the runnable are the pool's workers; `None` where the
+    /// system does not say, which leaves every core free.
+    fn free_at(&self, now_us: u64, count: impl FnOnce() -> Option<(usize, usize, usize)>) -> usize {
         let last = self.counted_at_us.load(Ordering::Relaxed);
         let stamp = now_us.saturating_add(1);
         let due = last == 0 || stamp.saturating_sub(last) >= micros(CONTENTION_EVERY);
@@ -200,9 +212,8 @@ impl Contention {
                 .compare_exchange(last, stamp, Ordering::Relaxed, Ordering::Relaxed)
                 .is_ok()
         {
-            let free = count().map_or(usize::MAX, |(runnable, online)| {
-                free_cores(runnable, online, RUNNING.load(Ordering::Relaxed))
-            });
+            let free = count()
+                .map_or(usize::MAX, |(runnable, online, ours)| free_cores(runnable, online, ours));
             self.free.store(free, Ordering::Relaxed);
         }
         self.free.load(Ordering::Relaxed)
@@ -210,25 +221,63 @@ impl Contention {
 }
 
 /// The cores of `online` that other programs leave free when `runnable` threads are runnable,
-/// this one and `awake` spinning workers of ours among them.
-fn free_cores(runnable: usize, online: usize, awake: usize) -> usize {
-    let others = runnable.saturating_sub(1 + awake);
+/// this one and `workers` runnable workers of ours among them.
+fn free_cores(runnable: usize, online: usize, workers: usize) -> usize {
+    let others = runnable.saturating_sub(1 + workers);
     online.saturating_sub(others)
+}
+
+/// The system's ids of the pool's worker threads, as each records its own when it starts.
+static WORKER_TIDS: Mutex<Vec<u32>> = Mutex::new(Vec::new());
+
+/// The calling thread's id as Linux numbers it (`/proc/thread-self/stat`'s first field); `None`
+/// elsewhere.
+fn this_thread_id() -> Option<u32> {
+    let stat = std::fs::read_to_string("/proc/thread-self/stat").ok()?;
+    stat.split_whitespace().next()?.parse().ok()
+}
+
+/// The state letter of a `/proc/.../stat` line (`R` runnable, `S` sleeping, ...): the field after
+/// the command name, which is in parentheses and may hold spaces and parentheses itself.
+fn state_of(stat: &str) -> Option<char> {
+    stat.rsplit_once(')')?.1.trim_start().chars().next()
+}
+
+/// How many of the pool's workers are runnable now (running or waiting for a core): the
+/// machine's count includes them, and they are ours. A worker whose state cannot be read counts
+/// as runnable, which leaves a core to us rather than take one away.
+fn workers_runnable() -> usize {
+    let tids = WORKER_TIDS.lock().unwrap_or_else(|poison| poison.into_inner()).clone();
+    tids.iter()
+        .filter(|tid| {
+            std::fs::read_to_string(format!("/proc/self/task/{tid}/stat"))
+                .ok()
+                .and_then(|stat| state_of(&stat))
+                .is_none_or(|state| state == 'R')
+        })
+        .count()
 }
 
 /// The process's view of the machine's load.
 static CONTENTION: Contention = Contention::new();
 
-/// The threads runnable on the machine now (the kernel's count, this one included) and its
-/// online cores: Linux's `/proc/loadavg` and `/sys/devices/system/cpu/online`; `None` elsewhere.
-fn runnable_now() -> Option<(usize, usize)> {
+/// The threads runnable on the machine now (the kernel's count, this one included), its online
+/// cores, and the pool's workers among the runnable: Linux's `/proc/loadavg`,
+/// `/sys/devices/system/cpu/online` and each worker's `/proc/self/task/TID/stat`; `None`
+/// elsewhere.
+fn runnable_now() -> Option<(usize, usize, usize)> {
     static ONLINE: OnceLock<Option<usize>> = OnceLock::new();
     let online = (*ONLINE.get_or_init(|| {
         let text = std::fs::read_to_string("/sys/devices/system/cpu/online").ok()?;
         online_cores(&text)
     }))?;
+    // A worker runnable just before or just after the machine's count may be in it: counted as
+    // ours either way, since a worker of ours taken for another program's thread would keep our
+    // kernels on one core for the whole interval.
+    let before = workers_runnable();
     let loadavg = std::fs::read_to_string("/proc/loadavg").ok()?;
-    Some((runnable_of(&loadavg)?, online))
+    let runnable = runnable_of(&loadavg)?;
+    Some((runnable, online, before.max(workers_runnable())))
 }
 
 /// The runnable count of `/proc/loadavg` (`0.50 0.40 0.30 RUNNABLE/TOTAL LASTPID`).
@@ -258,17 +307,23 @@ static AWAKE: AtomicBool = AtomicBool::new(false);
 /// How many of them have not returned yet.
 static RUNNING: AtomicUsize = AtomicUsize::new(0);
 
+/// How many of them are running on their workers now (started, not returned).
+static SPINNING: AtomicUsize = AtomicUsize::new(0);
+
 /// Starts a keep-awake job on every worker of `pool`, unless they run already, and says whether
-/// they did: each takes the pool's parts as they come (`yield_now` runs one) and returns after
-/// [`KEEP_AWAKE`] without any. A part handed out just as they return is taken by the worker's own
-/// loop, as it always was.
+/// every worker is in its job now, spinning (a job spawned is not yet a worker awake: waking a
+/// worker that slept can take milliseconds on a VM). Each job takes the pool's parts as they come
+/// (`yield_now` runs one) and returns after [`KEEP_AWAKE`] without any. A part handed out just
+/// as they return is taken by the worker's own loop, as it always was.
 fn keep_awake(pool: &'static rayon::ThreadPool) -> bool {
+    let workers = pool.current_num_threads();
     if AWAKE.swap(true, Ordering::AcqRel) {
-        return true;
+        return SPINNING.load(Ordering::Acquire) == workers;
     }
     // The last job to return clears `AWAKE`: the next set starts only after all have returned.
-    RUNNING.store(pool.current_num_threads(), Ordering::Release);
+    RUNNING.store(workers, Ordering::Release);
     pool.spawn_broadcast(move |_| {
+        SPINNING.fetch_add(1, Ordering::AcqRel);
         let mut last = Instant::now();
         loop {
             match pool.yield_now() {
@@ -277,6 +332,7 @@ fn keep_awake(pool: &'static rayon::ThreadPool) -> bool {
                 _ => std::hint::spin_loop(),
             }
         }
+        SPINNING.fetch_sub(1, Ordering::AcqRel);
         if RUNNING.fetch_sub(1, Ordering::AcqRel) == 1 {
             AWAKE.store(false, Ordering::Release);
         }
@@ -326,8 +382,8 @@ fn split<T: Send>(
     // A worker waiting for nested parts takes them itself, so only an outside caller spins, and
     // only its waits say whether the other cores are ours.
     let outside = pool.current_thread_index().is_none();
-    // Only a split whose workers were awake already says whether their cores are ours: waking
-    // one that slept can take milliseconds on a VM.
+    // Only a split whose workers were all spinning already says whether their cores are ours:
+    // waking one that slept can take milliseconds on a VM.
     let judged = outside && awake;
     let started = Instant::now();
     let mut own = None;
@@ -459,6 +515,31 @@ mod tests {
     }
 
     #[test]
+    fn workers_whose_keep_awake_jobs_have_not_started_are_not_awake() {
+        let Some(pool) = pool() else { return };
+        // Every worker held in a job of its own: keep-awake jobs spawned now wait behind it.
+        let (held, release) =
+            (std::sync::Arc::new(AtomicUsize::new(0)), std::sync::Arc::new(AtomicBool::new(false)));
+        let workers = pool.current_num_threads();
+        let (flag, stop) = (held.clone(), release.clone());
+        pool.spawn_broadcast(move |_| {
+            flag.fetch_add(1, Ordering::AcqRel);
+            while !stop.load(Ordering::Acquire) {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        });
+        while held.load(Ordering::Acquire) < workers {
+            std::thread::yield_now();
+        }
+        // The first call spawns the jobs (or finds them spawned by another test); neither call
+        // may say the workers are awake while none of them runs its job.
+        let first = keep_awake(pool);
+        let second = keep_awake(pool);
+        release.store(true, Ordering::Release);
+        assert!(!first && !second, "workers judged awake while held: {first} {second}");
+    }
+
+    #[test]
     fn other_programs_runnable_threads_take_cores_from_ours() {
         // Two cores: this thread alone, or with its worker spinning, has both.
         assert_eq!(free_cores(1, 2, 0), 2);
@@ -478,7 +559,7 @@ mod tests {
     fn the_machine_is_counted_at_most_every_interval_and_an_unknown_count_leaves_every_core() {
         let contention = Contention::new();
         let calls = AtomicUsize::new(0);
-        let count = |answer: Option<(usize, usize)>| {
+        let count = |answer: Option<(usize, usize, usize)>| {
             let calls = &calls;
             move || {
                 calls.fetch_add(1, Ordering::Relaxed);
@@ -488,13 +569,46 @@ mod tests {
         let every = micros(CONTENTION_EVERY);
         assert_eq!(contention.free_at(5, count(None)), usize::MAX);
         // Within the interval the last count stands, and the machine is not read again.
-        assert_eq!(contention.free_at(5 + every - 1, count(Some((1000, 2)))), usize::MAX);
+        assert_eq!(contention.free_at(5 + every - 1, count(Some((1000, 2, 0)))), usize::MAX);
         assert_eq!(calls.load(Ordering::Relaxed), 1);
         // A thousand runnable threads on two cores, whatever other tests' workers add.
-        assert_eq!(contention.free_at(5 + every, count(Some((1000, 2)))), 0);
-        assert_eq!(contention.free_at(5 + every + 1, count(Some((1, 2)))), 0);
+        assert_eq!(contention.free_at(5 + every, count(Some((1000, 2, 0)))), 0);
+        assert_eq!(contention.free_at(5 + every + 1, count(Some((1, 2, 0)))), 0);
         assert_eq!(calls.load(Ordering::Relaxed), 2);
-        assert_eq!(contention.free_at(5 + 2 * every, count(Some((1, 2)))), 2);
+        assert_eq!(contention.free_at(5 + 2 * every, count(Some((1, 2, 0)))), 2);
+    }
+
+    #[test]
+    fn the_workers_are_found_by_their_thread_ids_and_states() {
+        assert_eq!(state_of("1234 (nrtsim-kernel-0) R 1 2 3"), Some('R'));
+        assert_eq!(state_of("77 (a (b) c) S 1"), Some('S'));
+        assert_eq!(state_of("garbage"), None);
+        if std::fs::metadata("/proc/thread-self/stat").is_err() {
+            return;
+        }
+        // The pool's workers record their ids when they start; this thread is not among them.
+        let Some(pool) = pool() else { return };
+        let on_worker = pool.install(this_thread_id);
+        let tids = WORKER_TIDS.lock().unwrap_or_else(|poison| poison.into_inner()).clone();
+        assert_eq!(tids.len(), pool.current_num_threads(), "{tids:?}");
+        assert!(on_worker.is_some_and(|tid| tids.contains(&tid)), "{on_worker:?} in {tids:?}");
+        assert!(!this_thread_id().is_some_and(|tid| tids.contains(&tid)));
+        // A worker held busy in a job is runnable; every worker is counted at most once.
+        let (go, stop) = (AtomicBool::new(false), AtomicBool::new(false));
+        pool.in_place_scope(|scope| {
+            scope.spawn(|_| {
+                go.store(true, Ordering::Release);
+                while !stop.load(Ordering::Acquire) {
+                    std::hint::spin_loop();
+                }
+            });
+            while !go.load(Ordering::Acquire) {
+                std::hint::spin_loop();
+            }
+            let runnable = workers_runnable();
+            stop.store(true, Ordering::Release);
+            assert!((1..=tids.len()).contains(&runnable), "{runnable} of {}", tids.len());
+        });
     }
 
     #[test]
