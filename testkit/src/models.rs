@@ -221,7 +221,7 @@ pub fn op_nan(dst: &str, index: u64) -> Step {
     Step::Nan { dst: dst.to_owned(), index: index as usize }
 }
 
-/// `output0 = input0 + input1`, donated to input 0, and `output1 = 2 × input1`, over f32 [2].
+/// `output0 = input0 + input1`, donated to input 0, and `output1 = 2 × input1`, over `f32[2]`.
 pub fn in_place_model(return_aliases: bool) -> ModelDef {
     ModelDef {
         inputs: vec![
