@@ -124,7 +124,8 @@ fn made_output(
     shape: &[i64],
 ) -> Result<HostTensor, BindError> {
     let tensor = made.output(rank, position, scalar_type, shape)?;
-    if tensor.scalar_type() != scalar_type || tensor.shape() != shape || !tensor.writes_in_place() {
+    let in_place = tensor.writes_in_place();
+    if tensor.scalar_type() != scalar_type || tensor.shape() != shape || !in_place {
         return Err(BindError::OutputTensor {
             index: position,
             expected: format!("{scalar_type} {shape:?}"),
@@ -132,7 +133,7 @@ fn made_output(
                 "{} {:?}{}",
                 tensor.scalar_type(),
                 tensor.shape(),
-                if tensor.writes_in_place() { "" } else { ", read only" }
+                if in_place { "" } else { ", read only" }
             ),
         });
     }

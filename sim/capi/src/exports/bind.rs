@@ -804,10 +804,10 @@ struct CallerOutputs {
 // callback runs on one thread at a time, as the header promises.
 unsafe impl Sync for CallerOutputs {}
 
-impl CallerOutputs {
+impl OutputTensors for CallerOutputs {
     /// The caller's buffer for an output, from one call of the callback, lent writable (an
-    /// empty output: the layer's own empty tensor, the callback's answer unused).
-    fn give(
+    /// empty output's answer is not used: nothing is written through it).
+    fn output(
         &self,
         rank: usize,
         index: usize,
@@ -839,7 +839,8 @@ impl CallerOutputs {
             )
         };
         if n_bytes == 0 {
-            return Ok(HostTensor::zeros(scalar_type, shape)?);
+            let empty = Lent { data: std::ptr::null_mut(), len: 0, writable: true };
+            return Ok(HostTensor::lent(scalar_type, shape, Box::new(empty))?);
         }
         if data.is_null() {
             return Err(refuse("NULL from the allocate callback".to_owned()));
@@ -853,23 +854,6 @@ impl CallerOutputs {
         taken.push(range);
         let lent = Lent { data: data.cast::<u8>(), len: n_bytes, writable: true };
         Ok(HostTensor::lent(scalar_type, shape, Box::new(lent))?)
-    }
-}
-
-impl OutputTensors for CallerOutputs {
-    /// The caller's buffer, except for an empty output, which the forward leaves to
-    /// [`rank_outcome`] (it asks the caller for every output whose bytes are the layer's own).
-    fn output(
-        &self,
-        rank: usize,
-        index: usize,
-        scalar_type: ScalarType,
-        shape: &[i64],
-    ) -> Result<HostTensor, BindError> {
-        if scalar_type.n_bytes(shape).is_ok_and(|n| n == 0) {
-            return Ok(HostTensor::zeros(scalar_type, shape)?);
-        }
-        self.give(rank, index, scalar_type, shape)
     }
 }
 
@@ -904,7 +888,7 @@ fn rank_outcome(
             Delivery::Into(made) => {
                 if donor.is_none() && !out.is_lent() {
                     let into = made
-                        .give(rank, index, out.scalar_type(), out.shape())
+                        .output(rank, index, out.scalar_type(), out.shape())
                         .map_err(|error| bind_failure(&error))?;
                     out.with_bytes(|bytes| into.write_bytes(bytes)).map_err(|error| {
                         fail(INVALID_ARGUMENT, format!("output {index}: {error}"))
