@@ -17,7 +17,9 @@ use super::dot::{
 };
 use super::elementwise::convert;
 use super::op_context::{OpContext, invalid};
-use super::packed_gemm::{self, Bf16Bits, F8Bits, F16Bits, Kernel, Source, chosen, f8_values};
+use super::packed_gemm::{
+    self, Bf16Bits, F8Bits, F16Bits, Kernel, Source, TakeRow, chosen, f8_values, zero_f32,
+};
 use super::program::Op;
 use super::shape::{ArrayShape, check_budget, describe_array};
 use super::shape_ops::transpose;
@@ -662,12 +664,10 @@ impl<S: Source> Source for Im2col<'_, S> {
     fn widen(&self, at: usize, dst: &mut [f32]) {
         let t = self.taps;
         let (row, col) = (at / t.positions, at % t.positions);
-        let (channel, mut tap) = (row / t.k_spatial, row % t.k_spatial);
-        let (mut kk, mut oo) = ([0usize; MAX_DIRECT_RANK], [0usize; MAX_DIRECT_RANK]);
+        let (channel, kk) = self.tap_of(row);
+        let mut oo = [0usize; MAX_DIRECT_RANK];
         let mut rest = col;
         for i in (0..t.rank).rev() {
-            kk[i] = tap % t.kernel[i];
-            tap /= t.kernel[i];
             oo[i] = rest % t.output[i];
             rest /= t.output[i];
         }
@@ -711,6 +711,149 @@ impl<S: Source> Source for Im2col<'_, S> {
                 oo[i] += 1;
             }
         }
+    }
+
+    /// Per call, the split of the columns into output lines, once; per row, the tap by a step
+    /// of an odometer rather than divisions, and the input's part of each line as one copy
+    /// between edges in padding.
+    #[inline(always)]
+    fn widen_rows(
+        &self,
+        (first, count): (usize, usize),
+        (n, col): (usize, usize),
+        spill: &mut [f32],
+        each: &mut impl TakeRow,
+    ) {
+        let t = self.taps;
+        if count == 0 {
+            return;
+        }
+        let Some((runs, run_count)) = self.runs(col, spill.len()).filter(|_| n == t.positions)
+        else {
+            for i in 0..count {
+                self.widen((first + i) * n + col, spill);
+                each.take(i, spill);
+            }
+            return;
+        };
+        let runs = &runs[..run_count];
+        let inner = t.rank - 1;
+        let width = t.output[inner];
+        let (mut channel, mut kk) = self.tap_of(first);
+        for i in 0..count {
+            let column = &t.table[inner][kk[inner] * width..(kk[inner] + 1) * width];
+            let taps_run = t.runs[kk[inner]];
+            for run in runs {
+                let line = &mut spill[run.at..run.at + run.len];
+                // The image offset of the run's line, or None where an outer coordinate is in
+                // padding.
+                let base = (0..inner).try_fold(channel * t.in_spatial, |base, d| {
+                    let q = t.table[d][kk[d] * t.output[d] + run.outer[d]];
+                    q.map(|q| base + q * t.in_stride[d])
+                });
+                let Some(base) = base else {
+                    zero_f32(line);
+                    continue;
+                };
+                match taps_run {
+                    Some((lo, hi, first)) => {
+                        let end = run.o0 + run.len;
+                        let (v0, v1) = (lo.clamp(run.o0, end), hi.clamp(run.o0, end));
+                        let (head, rest) = line.split_at_mut(v0 - run.o0);
+                        let (valid, tail) = rest.split_at_mut(v1 - v0);
+                        zero_f32(head);
+                        if !valid.is_empty() {
+                            self.image.widen(base + first + (v0 - lo), valid);
+                        }
+                        zero_f32(tail);
+                    }
+                    None => {
+                        for (v, q) in line.iter_mut().zip(&column[run.o0..run.o0 + run.len]) {
+                            *v = 0.0;
+                            if let Some(q) = q {
+                                self.image.widen(base + q, std::slice::from_mut(v));
+                            }
+                        }
+                    }
+                }
+            }
+            each.take(i, spill);
+            // The next row's tap: the innermost kernel coordinate steps, carrying outwards,
+            // and past the last tap the channel.
+            let mut d = t.rank;
+            loop {
+                if d == 0 {
+                    channel += 1;
+                    break;
+                }
+                d -= 1;
+                kk[d] += 1;
+                if kk[d] < t.kernel[d] {
+                    break;
+                }
+                kk[d] = 0;
+            }
+        }
+    }
+}
+
+/// The most runs along the innermost output dimension that [`Im2col::widen_rows`] splits a
+/// block's columns into (eight panels of an output 16 wide and one more); a block that needs more
+/// (a narrow output) is widened row by row.
+const MAX_RUNS: usize = 10;
+
+/// One run of a block's columns within one line of the output: where it starts in the spill
+/// row, its first coordinate along the innermost output dimension, its length, and the outer
+/// output coordinates of its line.
+#[derive(Clone, Copy, Default)]
+struct Run {
+    at: usize,
+    o0: usize,
+    len: usize,
+    outer: [usize; MAX_DIRECT_RANK],
+}
+
+impl<S: Source> Im2col<'_, S> {
+    /// A row's input feature and kernel tap (the matrix's rows are (feature, tap…) in
+    /// row-major order).
+    fn tap_of(&self, row: usize) -> (usize, [usize; MAX_DIRECT_RANK]) {
+        let t = self.taps;
+        let (channel, mut tap) = (row / t.k_spatial, row % t.k_spatial);
+        let mut kk = [0usize; MAX_DIRECT_RANK];
+        for i in (0..t.rank).rev() {
+            kk[i] = tap % t.kernel[i];
+            tap /= t.kernel[i];
+        }
+        (channel, kk)
+    }
+
+    /// The runs of columns `col .. col + width` (output positions), or `None` past [`MAX_RUNS`].
+    fn runs(&self, col: usize, width: usize) -> Option<([Run; MAX_RUNS], usize)> {
+        let t = self.taps;
+        let inner = t.rank - 1;
+        let mut outer = [0usize; MAX_DIRECT_RANK];
+        let mut rest = col;
+        for i in (0..t.rank).rev() {
+            outer[i] = rest % t.output[i];
+            rest /= t.output[i];
+        }
+        let mut runs = [Run::default(); MAX_RUNS];
+        let (mut count, mut done) = (0, 0);
+        while done < width {
+            let o0 = outer[inner];
+            let len = (t.output[inner] - o0).min(width - done);
+            *runs.get_mut(count)? = Run { at: done, o0, len, outer };
+            count += 1;
+            done += len;
+            outer[inner] += len;
+            let mut i = inner;
+            while i > 0 && outer[i] == t.output[i] {
+                outer[i] = 0;
+                i -= 1;
+                outer[i] += 1;
+            }
+        }
+        Some((runs, count))
     }
 }
 
@@ -787,4 +930,115 @@ pub(crate) fn compile_convolution(cx: &OpContext<'_>) -> Result<Op, Fail> {
             return Err(Fail::Internal(format!("opcode {other} is not compile_convolution's")));
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One spatial dimension; its output size follows from the others as XLA's shape rule has it.
+    #[allow(clippy::too_many_arguments)]
+    fn spatial(
+        input: usize,
+        kernel: usize,
+        stride: usize,
+        (pad_low, pad_high): (i64, i64),
+        base_dilation: usize,
+        window_dilation: usize,
+        reversal: bool,
+    ) -> SpatialDim {
+        let dilated_input = ((input - 1) * base_dilation + 1) as i64 + pad_low + pad_high;
+        let dilated_kernel = ((kernel - 1) * window_dilation + 1) as i64;
+        let output = ((dilated_input - dilated_kernel) / stride as i64 + 1) as usize;
+        SpatialDim {
+            input,
+            kernel,
+            output,
+            stride,
+            pad_low,
+            base_dilation,
+            window_dilation,
+            reversal,
+        }
+    }
+
+    /// A plan that only [`ConvPlan::fill_row`] reads: its spatial dimensions.
+    fn plan(spatial: Vec<SpatialDim>) -> ConvPlan {
+        ConvPlan {
+            input_dims: Vec::new(),
+            kernel_dims: Vec::new(),
+            input_perm: Vec::new(),
+            kernel_perm: Vec::new(),
+            output_perm: Vec::new(),
+            batch: 1,
+            channels: 1,
+            out_features: 1,
+            kernel_in: 1,
+            feature_groups: 1,
+            batch_groups: 1,
+            spatial,
+        }
+    }
+
+    /// The packing's batched reading of the im2col source (the split of a block's columns into
+    /// output lines, the tap stepped per row, short copies between zeroed edges) against the
+    /// matrix built row by row with [`ConvPlan::fill_row`], for blocks of columns that start
+    /// and end inside output lines, over padding, strides, both dilations, reversal, negative
+    /// padding, ranks 1 to 3, and outputs too narrow for the batched split (row by row).
+    #[test]
+    fn batched_im2col_rows_equal_the_built_matrix() {
+        let s = spatial;
+        let geometries = [
+            vec![s(40, 3, 1, (1, 1), 1, 1, false)],
+            vec![s(16, 3, 1, (1, 1), 1, 1, false), s(16, 3, 1, (1, 1), 1, 1, false)],
+            vec![s(8, 3, 1, (1, 1), 1, 1, false), s(8, 3, 1, (1, 1), 1, 1, false)],
+            vec![s(33, 3, 2, (1, 1), 1, 1, false), s(34, 3, 2, (0, 1), 1, 1, false)],
+            vec![s(12, 3, 1, (2, 2), 1, 2, true), s(10, 2, 1, (1, 0), 2, 1, false)],
+            vec![s(9, 3, 1, (-1, 2), 1, 1, false), s(30, 5, 1, (2, 2), 1, 1, true)],
+            vec![s(4, 2, 1, (1, 0), 1, 1, false), s(5, 3, 1, (1, 1), 1, 1, false), {
+                s(20, 3, 1, (1, 1), 1, 1, false)
+            }],
+        ];
+        let channels = 3;
+        for geometry in geometries {
+            let plan = plan(geometry.clone());
+            let taps = Taps::new(&geometry, channels).unwrap().unwrap();
+            let image: Vec<f32> = (0..channels * taps.in_spatial).map(|i| i as f32 + 1.0).collect();
+            let (rows, positions) = (taps.rows, taps.positions);
+            let mut matrix = vec![f32::NAN; rows * positions];
+            for (row, dst) in matrix.chunks_mut(positions).enumerate() {
+                plan.fill_row(&image, row, dst);
+            }
+            let source = Im2col { image: &image[..], taps: &taps };
+            let blocks = [(0, positions.min(128)), (5, 37.min(positions - 5)), {
+                let width = positions.min(100);
+                (positions - width, width)
+            }];
+            for (col, width) in blocks {
+                for (first, count) in [(0, rows), (1, rows - 1), (rows - 2, 2)] {
+                    let mut spill = vec![f32::NAN; width];
+                    let mut seen = Vec::new();
+                    source.widen_rows(
+                        (first, count),
+                        (positions, col),
+                        &mut spill,
+                        &mut |i, row: &[f32]| {
+                            seen.push((i, row.to_vec()));
+                        },
+                    );
+                    assert_eq!(seen.len(), count);
+                    for (i, row) in seen {
+                        let at = (first + i) * positions + col;
+                        assert_eq!(
+                            row,
+                            matrix[at..at + width],
+                            "{geometry:?}: row {} columns {col}..{}",
+                            first + i,
+                            col + width
+                        );
+                    }
+                }
+            }
+        }
+    }
 }

@@ -146,17 +146,131 @@ pub(crate) trait Source: Copy + Send + Sync {
     fn as_f32(&self) -> Option<&[f32]> {
         None
     }
+    /// Rows `first .. first + count` of the operand read as a matrix `n` wide, each one's
+    /// columns `col .. col + spill.len()` widened into `spill` and handed to `each` with its
+    /// place in the run. A source whose rows share work (an im2col's split of the columns into
+    /// output rows) overrides it to do that work once per call rather than once per row.
+    #[inline(always)]
+    fn widen_rows(
+        &self,
+        (first, count): (usize, usize),
+        (n, col): (usize, usize),
+        spill: &mut [f32],
+        each: &mut impl TakeRow,
+    ) {
+        for i in 0..count {
+            self.widen((first + i) * n + col, spill);
+            each.take(i, spill);
+        }
+    }
+}
+
+/// What [`Source::widen_rows`] hands each widened row to. A trait rather than a closure so the
+/// packing's implementation can be `#[inline(always)]`: a closure the compiler left out of line
+/// was built without the SIMD token's target features.
+pub(crate) trait TakeRow {
+    /// Row `i` of the run.
+    fn take(&mut self, i: usize, row: &[f32]);
+}
+
+impl<F: FnMut(usize, &[f32])> TakeRow for F {
+    fn take(&mut self, i: usize, row: &[f32]) {
+        self(i, row)
+    }
+}
+
+/// A block of `b` being packed: per panel, per row `p`, `NR` values as two vectors (zero past
+/// the stripe's `nc` columns).
+struct Panels<'a, S: Simd> {
+    steps: &'a mut [[S::f32s; 2]],
+    kc: usize,
+    panels: usize,
+    nr: usize,
+    nc: usize,
+}
+
+impl<S: Simd> TakeRow for Panels<'_, S> {
+    #[inline(always)]
+    fn take(&mut self, p: usize, row: &[f32]) {
+        let Panels { kc, panels, nr, nc, .. } = *self;
+        for panel in 0..panels {
+            let j0 = panel * nr;
+            let dst = &mut self.steps[panel * kc + p];
+            if j0 + nr <= nc {
+                let (src, _) = S::as_simd_f32s(&row[j0..j0 + nr]);
+                dst.copy_from_slice(&src[..2]);
+            } else {
+                let mut tail = [0.0f32; MAX_NR];
+                tail[..nc - j0].copy_from_slice(&row[j0..]);
+                let (tail, _) = S::as_simd_f32s(&tail[..nr]);
+                dst.copy_from_slice(&tail[..2]);
+            }
+        }
+    }
 }
 
 impl Source for &[f32] {
     fn elements(&self) -> usize {
         <[f32]>::len(self)
     }
+    #[inline(always)]
     fn widen(&self, at: usize, dst: &mut [f32]) {
-        dst.copy_from_slice(&self[at..at + dst.len()]);
+        copy_f32(&self[at..at + dst.len()], dst);
     }
     fn as_f32(&self) -> Option<&[f32]> {
         Some(self)
+    }
+}
+
+/// `dst.copy_from_slice(src)`, a short one as two overlapping moves of a fixed size, which the
+/// compiler emits as a few vector loads and stores: an im2col row is copied in runs of one
+/// output row (often 8 to 64 floats), and a `memcpy` call per run cost more than its copy.
+#[inline(always)]
+pub(crate) fn copy_f32(src: &[f32], dst: &mut [f32]) {
+    #[inline(always)]
+    fn ends<const N: usize>(src: &[f32], dst: &mut [f32]) {
+        let (len, s, d) = (dst.len(), src.first_chunk::<N>(), dst.first_chunk_mut::<N>());
+        if let (Some(s), Some(d)) = (s, d) {
+            *d = *s;
+        }
+        if let (Some(s), Some(d)) = (src.last_chunk::<N>(), dst.last_chunk_mut::<N>()) {
+            *d = *s;
+        }
+        debug_assert!(len >= N && len <= 2 * N && src.len() == len);
+    }
+    match dst.len() {
+        0 => {}
+        1 => dst[0] = src[0],
+        2..=3 => ends::<2>(src, dst),
+        4..=7 => ends::<4>(src, dst),
+        8..=15 => ends::<8>(src, dst),
+        16..=31 => ends::<16>(src, dst),
+        32..=64 => ends::<32>(src, dst),
+        _ => dst.copy_from_slice(src),
+    }
+}
+
+/// `dst.fill(0.0)`, a short one as fixed-size stores (as [`copy_f32`], for an im2col's edges
+/// in padding: a `memset` call per edge of one or two floats cost more than the edge).
+#[inline(always)]
+pub(crate) fn zero_f32(dst: &mut [f32]) {
+    #[inline(always)]
+    fn ends<const N: usize>(dst: &mut [f32]) {
+        if let Some(d) = dst.first_chunk_mut::<N>() {
+            *d = [0.0; N];
+        }
+        if let Some(d) = dst.last_chunk_mut::<N>() {
+            *d = [0.0; N];
+        }
+    }
+    match dst.len() {
+        0 => {}
+        1 => dst[0] = 0.0,
+        2..=3 => ends::<2>(dst),
+        4..=7 => ends::<4>(dst),
+        8..=15 => ends::<8>(dst),
+        16..=31 => ends::<16>(dst),
+        _ => dst.fill(0.0),
     }
 }
 
@@ -487,28 +601,15 @@ impl<const MR: usize, A: Source, B: Source> pulp::WithSimd for Stripe<'_, '_, MR
             // panel, a call's fixed cost (an im2col source's index arithmetic) and the read of
             // a just-written 128-byte spill as two vectors cost more than the widening.
             let mut spill = [0.0f32; NC_PANELS * MAX_NR];
-            for p in pc..pc + kc {
-                let at = p * n + col0 + jc;
-                let row = match b.as_f32() {
-                    Some(b) => &b[at..at + nc],
-                    None => {
-                        b.widen(at, &mut spill[..nc]);
-                        &spill[..nc]
-                    }
-                };
-                for panel in 0..panels {
-                    let j0 = panel * nr;
-                    let dst = &mut block_steps[panel * kc + (p - pc)];
-                    if j0 + nr <= nc {
-                        let (src, _) = S::as_simd_f32s(&row[j0..j0 + nr]);
-                        dst.copy_from_slice(&src[..2]);
-                    } else {
-                        let mut tail = [0.0f32; MAX_NR];
-                        tail[..nc - j0].copy_from_slice(&row[j0..]);
-                        let (tail, _) = S::as_simd_f32s(&tail[..nr]);
-                        dst.copy_from_slice(&tail[..2]);
+            let mut pack = Panels::<S> { steps: block_steps, kc, panels, nr, nc };
+            match b.as_f32() {
+                Some(b) => {
+                    for p in 0..kc {
+                        let at = (pc + p) * n + col0 + jc;
+                        pack.take(p, &b[at..at + nc]);
                     }
                 }
+                None => b.widen_rows((pc, kc), (n, col0 + jc), &mut spill[..nc], &mut pack),
             }
             let (b_vectors, _) = S::as_simd_f32s(b_block);
             let (b_steps, _) = b_vectors.as_chunks::<2>();
@@ -706,6 +807,22 @@ mod tests {
 
     use super::super::dot::{gemm_f32 as dispatched, naive_matmul};
     use super::*;
+
+    /// The short copies and fills, by fixed-size moves from both ends, at every length up to
+    /// past the longest they take by moves, into a buffer whose neighbours must stay untouched.
+    #[test]
+    fn short_copies_and_fills_write_exactly_their_range() {
+        let src: Vec<f32> = (0..80).map(|i| i as f32 + 1.0).collect();
+        for len in 0..=80 {
+            let mut buffer = vec![-1.0f32; len + 2];
+            copy_f32(&src[..len], &mut buffer[1..len + 1]);
+            assert_eq!(buffer[1..len + 1], src[..len], "copy of {len}");
+            assert_eq!((buffer[0], buffer[len + 1]), (-1.0, -1.0), "copy of {len}");
+            zero_f32(&mut buffer[1..len + 1]);
+            assert!(buffer[1..len + 1].iter().all(|&v| v == 0.0), "fill of {len}");
+            assert_eq!((buffer[0], buffer[len + 1]), (-1.0, -1.0), "fill of {len}");
+        }
+    }
 
     const SHAPES: [(usize, usize, usize); 18] = [
         (1, 1, 1),

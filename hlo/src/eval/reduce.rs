@@ -59,10 +59,18 @@ impl WindowDim {
     #[inline]
     fn input(&self, o: usize, w: usize, extent: usize) -> Option<usize> {
         let pos = (o * self.stride + w * self.window_dilation) as i64 - self.pad_low;
-        if pos < 0 || pos % self.base_dilation as i64 != 0 {
+        if pos < 0 {
             return None;
         }
-        let q = (pos / self.base_dilation as i64) as usize;
+        // No division for the usual undilated input (one per axis per output row in the loops
+        // of `fold_window_rows`).
+        let q = if self.base_dilation == 1 {
+            pos as usize
+        } else if pos % self.base_dilation as i64 != 0 {
+            return None;
+        } else {
+            (pos / self.base_dilation as i64) as usize
+        };
         (q < extent).then_some(q)
     }
 }
@@ -935,6 +943,19 @@ fn fold_window_rows<T: Copy>(
         row_index[axis] = rest % out_dims[axis].max(1);
         rest /= out_dims[axis].max(1);
     }
+    // A window that tiles the row (stride = size, no padding below, no dilation: pooling)
+    // folds each output's run of inputs in one pass, all of the row's window positions at once;
+    // each output still meets them in order, after the outer positions before them.
+    let dim = &window[last];
+    let tiles = dim.stride == dim.size
+        && dim.pad_low == 0
+        && dim.window_dilation == 1
+        && dim.base_dilation == 1
+        && (2..=4).contains(&dim.size);
+    let mut sizes = sizes;
+    if tiles {
+        sizes[last] = 1;
+    }
     let mut w = vec![0usize; in_dims.len()];
     for row in out.chunks_exact_mut(out_dims[last]) {
         w.fill(0);
@@ -947,13 +968,64 @@ fn fold_window_rows<T: Copy>(
                 };
             }
             if let Some(base) = base {
-                fold_row(row, &v[base..base + extent], &window[last], w[last], f);
+                let input = &v[base..base + extent];
+                if tiles {
+                    fold_tiles(row, input, dim, f);
+                } else {
+                    fold_row(row, input, dim, w[last], f);
+                }
             }
             if !next_index(&mut w, &sizes) {
                 break;
             }
         }
         next_index(&mut row_index, &out_dims[..last]);
+    }
+}
+
+/// Every window position of a row whose window tiles it (stride = size, 2 to 4, no padding
+/// below, no dilation): output `o` folds inputs `o·size ..` in order, in one pass whose size is
+/// known to the compiler, so the loads of a tile vectorise. Outputs whose tile runs past the row
+/// (padding above) take the positions one at a time.
+#[inline(always)]
+fn fold_tiles<T: Copy>(acc: &mut [T], input: &[T], dim: &WindowDim, f: &impl Fn(T, T) -> T) {
+    #[inline(always)]
+    fn tiles<T: Copy, const N: usize>(acc: &mut [T], input: &[T], f: &impl Fn(T, T) -> T) -> usize {
+        // Per block of outputs, each tile position's inputs gathered into a contiguous run,
+        // then folded into the block's accumulators as a stride-1 loop (which vectorises).
+        const RUN: usize = 64;
+        let (whole, _) = input.as_chunks::<N>();
+        let done = whole.len().min(acc.len());
+        let Some(&first) = input.first() else { return 0 };
+        let mut run = [first; RUN];
+        for (acc, tiles) in acc[..done].chunks_mut(RUN).zip(whole.chunks(RUN)) {
+            let run = &mut run[..acc.len()];
+            for j in 0..N {
+                for (r, tile) in run.iter_mut().zip(tiles) {
+                    *r = tile[j];
+                }
+                for (a, &x) in acc.iter_mut().zip(run.iter()) {
+                    *a = f(*a, x);
+                }
+            }
+        }
+        done
+    }
+    let done = match dim.size {
+        2 => tiles::<T, 2>(acc, input, f),
+        3 => tiles::<T, 3>(acc, input, f),
+        _ => tiles::<T, 4>(acc, input, f),
+    };
+    if done < acc.len() {
+        for w in 0..dim.size {
+            let shift = done * dim.size;
+            let rest = &mut acc[done..];
+            for (o, a) in rest.iter_mut().enumerate() {
+                if let Some(&x) = input.get(shift + o * dim.size + w) {
+                    *a = f(*a, x);
+                }
+            }
+        }
     }
 }
 
@@ -1563,6 +1635,9 @@ mod tests {
             vec![dim(1, 1, (-1, 0), (1, 1)), dim(2, 1, (-2, -1), (1, 1))],
             vec![dim(1, 1, (0, 0), (1, 1)), dim(0, 1, (0, 0), (1, 1))],
             vec![dim(4, 5, (0, 0), (1, 1)), dim(20, 1, (0, 0), (1, 1))],
+            // Windows that tile the row (pooling), the last tile past the row's end.
+            vec![dim(3, 3, (0, 0), (1, 1)), dim(4, 4, (0, 1), (1, 1))],
+            vec![dim(2, 2, (0, 1), (1, 1)), dim(3, 3, (0, 1), (1, 1))],
             // Cumulative folds along one axis (the running fold), the window as long as the
             // axis or longer, and near misses that must take the general loop.
             vec![dim(1, 1, (0, 0), (1, 1)), dim(11, 1, (10, 0), (1, 1))],
