@@ -725,34 +725,52 @@ impl FusedPlan {
         let mut scratch: Vec<f32> = try_alloc(n_buffers * width)?;
         scratch.resize(n_buffers * width, 0.0);
         let arch = super::simd::arch();
+        // An f32 result whose root is a node is computed where it goes: copying it there from
+        // scratch was one more pass over every element of the group.
+        let direct = self.root_is_last_node();
         let mut done = 0;
         while done < len {
             let m = width.min(len - done);
-            let root =
-                self.compute(operands, &mut scratch, width, start + done, m, done == 0, arch);
-            write(&mut out, done, root, arch);
+            let first = done == 0;
+            match &mut out {
+                Out::F32(v) if direct => {
+                    let root_out = Some(&mut v[done..done + m]);
+                    self.compute(operands, &mut scratch, width, (start + done, m), first, root_out);
+                }
+                _ => {
+                    let root =
+                        self.compute(operands, &mut scratch, width, (start + done, m), first, None);
+                    write(&mut out, done, root, arch);
+                }
+            }
             done += m;
         }
         Ok(())
     }
 
+    /// Whether the root is the group's last node (as it is whenever it is a node: every other
+    /// member's users are members), so no node reads it and it can be computed in place.
+    fn root_is_last_node(&self) -> bool {
+        !self.nodes.is_empty() && self.root + 1 == self.inputs.len() + self.nodes.len()
+    }
+
     /// Computes the group's elements `start .. start + m` in `scratch` (buffers of `width`
-    /// elements each) and returns the root's.
+    /// elements each) and returns the root's; or, given `root_out` (`m` elements) and a root
+    /// that is a node, writes the root there and returns nothing.
     ///
     /// Inputs are read into their scratch buffers, except that contiguous f32 operands are read
     /// where they lie, and a splat is filled only on a range's `first` chunk (the longest: later
     /// chunks are as long or shorter, and nothing writes an input's buffer).
-    #[allow(clippy::too_many_arguments)]
     fn compute<'s>(
         &self,
         operands: &[&'s Tensor],
         scratch: &'s mut [f32],
         width: usize,
-        start: usize,
-        m: usize,
+        (start, m): (usize, usize),
         first: bool,
-        arch: pulp::Arch,
+        mut root_out: Option<&mut [f32]>,
     ) -> &'s [f32] {
+        let arch = super::simd::arch();
         // The operand's own elements, when input `i` is read in place.
         let in_place = |i: usize| -> Option<&'s [f32]> {
             let input = self.inputs.get(i)?;
@@ -785,7 +803,18 @@ impl FusedPlan {
                     if b < dst { &before[b * width..] } else { &after[(b - dst - 1) * width..] };
                 *slot = in_place(a).unwrap_or(&held[..len(a)]);
             }
-            run_node(node, &args[..node.args.len().min(3)], &mut out[..m], arch);
+            let out = match root_out.as_deref_mut() {
+                Some(root_out)
+                    if self.inputs.len() + j == self.root && self.root_is_last_node() =>
+                {
+                    root_out
+                }
+                _ => &mut out[..m],
+            };
+            run_node(node, &args[..node.args.len().min(3)], out, arch);
+        }
+        if root_out.is_some() && self.root_is_last_node() {
+            return &[];
         }
         let at = buffers.of[self.root] * width;
         in_place(self.root).unwrap_or(&scratch[at..at + m])
@@ -847,12 +876,12 @@ impl FusedPlan {
         let mut scratch: Vec<f32> = try_alloc(n_buffers * width)?;
         scratch.resize(n_buffers * width, 0.0);
         let format = self.out_ty.small_float();
-        let arch = super::simd::arch();
         let mut done = 0;
         while done < out.len() {
             let r = rows.min(out.len() - done);
             let start = (first + done) * run;
-            let root = self.compute(operands, &mut scratch, width, start, r * run, done == 0, arch);
+            let root =
+                self.compute(operands, &mut scratch, width, (start, r * run), done == 0, None);
             for (o, values) in out[done..done + r].iter_mut().zip(root.chunks_exact(run)) {
                 *o = super::reduce::fold_run_f32(reduce.op, values, init, format);
             }
