@@ -380,18 +380,30 @@ impl DotPlan {
     /// batch instead: each thread multiplies a run of whole products, this one the first.
     fn batched_floats(&self, a: Floats<'_>, b: Floats<'_>, c: &mut [f32]) -> Result<(), Fail> {
         let (m, k, n) = (self.m, self.k, self.n);
-        let product = |i: usize, c: &mut [f32]| {
+        self.each_product(c, |i, c| {
             gemm_floats_or_widen(a.range(i * m * k, m * k), b.range(i * k * n, k * n), c, m, k, n)
-        };
+        })
+    }
+
+    /// Runs `product(i, c_i)` for every product of the batch, each `c_i` its `m × n` sums in
+    /// `c`. A product too small to split over the cores itself (attention's heads, 2^20
+    /// multiply-adds each) runs whole on one, and the batch is split by products instead, when
+    /// it is large enough; larger products run one after another, each split by its gemm.
+    fn each_product(
+        &self,
+        c: &mut [f32],
+        product: impl Fn(usize, &mut [f32]) -> Result<(), Fail> + Sync,
+    ) -> Result<(), Fail> {
+        let (m, k, n) = (self.m, self.k, self.n);
+        if m * n == 0 {
+            return Ok(());
+        }
         let work = m.saturating_mul(k).saturating_mul(n);
         let threads = if threads_for(work, n / 16) == 1 {
             threads_for(work.saturating_mul(self.batch), self.batch)
         } else {
             1
         };
-        if m * n == 0 {
-            return Ok(());
-        }
         if threads <= 1 {
             return c.chunks_exact_mut(m * n).enumerate().try_for_each(|(i, c)| product(i, c));
         }
@@ -525,11 +537,12 @@ impl DotPlan {
         let mut c = sums_storage(spare, out_elems, k)?;
         let kernel = packed_gemm::chosen();
         let threads = threads_for(m * n * k, n / 16);
-        let done = (0..self.batch).all(|i| {
+        // Whether every product found its packing buffer.
+        let done = std::sync::atomic::AtomicBool::new(true);
+        self.each_product(&mut c, |i, c| {
             let a = f32_range(lhs, i * m * k, m * k);
             let b = f32_range(rhs, i * k * n, k * n);
-            let c = &mut c[i * m * n..(i + 1) * m * n];
-            match (a, b) {
+            let made = match (a, b) {
                 (F32Source::Values(a), F32Source::Values(b)) => {
                     packed_gemm::gemm(kernel, a, b, c, (m, k, n), threads)
                 }
@@ -542,10 +555,14 @@ impl DotPlan {
                 (F32Source::Bytes(a), F32Source::Bytes(b)) => {
                     packed_gemm::gemm(kernel, a, b, c, (m, k, n), threads)
                 }
+            };
+            if !made {
+                done.store(false, std::sync::atomic::Ordering::Relaxed);
             }
-        });
+            Ok(())
+        })?;
         let result = Data::F32(c);
-        if !done {
+        if !done.into_inner() {
             // No packing buffer to be had: the general path, from decoded values.
             pool.give(result);
             let (lhs, rhs) = (lhs.decoded()?, rhs.decoded()?);
@@ -2264,7 +2281,7 @@ mod tests {
                 })
                 .collect()
         };
-        let cases: [(&str, Vec<Vec<usize>>); 6] = [
+        let cases: [(&str, Vec<Vec<usize>>); 7] = [
             (
                 "a = f32[7,33] parameter(0)\nb = f32[33,50] parameter(1)\n\
                  ROOT d = f32[7,50] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}",
@@ -2280,6 +2297,14 @@ mod tests {
                  ROOT d = f32[3,9,20] dot(a, b), lhs_batch_dims={0}, lhs_contracting_dims={2}, \
                  rhs_batch_dims={0}, rhs_contracting_dims={1}",
                 vec![vec![3, 9, 40], vec![3, 40, 20]],
+            ),
+            // Attention-sized products, too small to split themselves: the batch is split
+            // over the cores by products, each reading its part of the lent bytes.
+            (
+                "a = f32[16,128,64] parameter(0)\nb = f32[16,64,128] parameter(1)\n\
+                 ROOT d = f32[16,128,128] dot(a, b), lhs_batch_dims={0}, lhs_contracting_dims={2}, \
+                 rhs_batch_dims={0}, rhs_contracting_dims={1}",
+                vec![vec![16, 128, 64], vec![16, 64, 128]],
             ),
             (
                 "a = f32[12,64] parameter(0)\nb = f32[64,48] parameter(1)\n\
