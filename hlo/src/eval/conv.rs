@@ -18,7 +18,8 @@ use super::dot::{
 use super::elementwise::convert;
 use super::op_context::{OpContext, invalid};
 use super::packed_gemm::{
-    self, Bf16Bits, F8Bits, F16Bits, Kernel, Source, TakeRow, chosen, f8_values, zero_f32,
+    self, Bf16Bits, F8Bits, F16Bits, Kernel, Source, TakeRow, chosen, f8_values, widen_each_row,
+    zero_f32,
 };
 use super::program::Op;
 use super::shape::{ArrayShape, check_budget, describe_array};
@@ -646,6 +647,21 @@ impl Taps {
     }
 }
 
+impl Taps {
+    /// Moves output coordinates `oo` on by `by` positions along the innermost dimension, which
+    /// `by` must not carry past (a run ends at the end of its line), carrying a full line into
+    /// the outer dimensions.
+    fn advance(&self, oo: &mut [usize; MAX_DIRECT_RANK], by: usize) {
+        let mut i = self.rank - 1;
+        oo[i] += by;
+        while i > 0 && oo[i] == self.output[i] {
+            oo[i] = 0;
+            i -= 1;
+            oo[i] += 1;
+        }
+    }
+}
+
 /// The im2col matrix of one image (`[I, S…]`, as a [`Source`]) as a gemm operand that is never
 /// built: the gemm's packing asks for a few columns of a row at a time, and they come straight
 /// from the image (a slice copy per run of consecutive inputs, zero in padding).
@@ -703,13 +719,7 @@ impl<S: Source> Source for Im2col<'_, S> {
                 }
             }
             done += run;
-            oo[inner] += run;
-            let mut i = inner;
-            while i > 0 && oo[i] == t.output[i] {
-                oo[i] = 0;
-                i -= 1;
-                oo[i] += 1;
-            }
+            t.advance(&mut oo, run);
         }
     }
 
@@ -730,11 +740,7 @@ impl<S: Source> Source for Im2col<'_, S> {
         }
         let Some((runs, run_count)) = self.runs(col, spill.len()).filter(|_| n == t.positions)
         else {
-            for i in 0..count {
-                self.widen((first + i) * n + col, spill);
-                each.take(i, spill);
-            }
-            return;
+            return widen_each_row(self, (first, count), (n, col), spill, each);
         };
         let runs = &runs[..run_count];
         let inner = t.rank - 1;
@@ -845,13 +851,7 @@ impl<S: Source> Im2col<'_, S> {
             *runs.get_mut(count)? = Run { at: done, o0, len, outer };
             count += 1;
             done += len;
-            outer[inner] += len;
-            let mut i = inner;
-            while i > 0 && outer[i] == t.output[i] {
-                outer[i] = 0;
-                i -= 1;
-                outer[i] += 1;
-            }
+            t.advance(&mut outer, len);
         }
         Some((runs, count))
     }

@@ -158,10 +158,23 @@ pub(crate) trait Source: Copy + Send + Sync {
         spill: &mut [f32],
         each: &mut impl TakeRow,
     ) {
-        for i in 0..count {
-            self.widen((first + i) * n + col, spill);
-            each.take(i, spill);
-        }
+        widen_each_row(self, (first, count), (n, col), spill, each);
+    }
+}
+
+/// [`Source::widen_rows`] one row at a time through [`Source::widen`]: the default, and what a
+/// source that overrides it falls back on.
+#[inline(always)]
+pub(crate) fn widen_each_row<S: Source>(
+    source: &S,
+    (first, count): (usize, usize),
+    (n, col): (usize, usize),
+    spill: &mut [f32],
+    each: &mut impl TakeRow,
+) {
+    for i in 0..count {
+        source.widen((first + i) * n + col, spill);
+        each.take(i, spill);
     }
 }
 
