@@ -647,21 +647,6 @@ impl Taps {
     }
 }
 
-impl Taps {
-    /// Moves output coordinates `oo` on by `by` positions along the innermost dimension, which
-    /// `by` must not carry past (a run ends at the end of its line), carrying a full line into
-    /// the outer dimensions.
-    fn advance(&self, oo: &mut [usize; MAX_DIRECT_RANK], by: usize) {
-        let mut i = self.rank - 1;
-        oo[i] += by;
-        while i > 0 && oo[i] == self.output[i] {
-            oo[i] = 0;
-            i -= 1;
-            oo[i] += 1;
-        }
-    }
-}
-
 /// The im2col matrix of one image (`[I, S…]`, as a [`Source`]) as a gemm operand that is never
 /// built: the gemm's packing asks for a few columns of a row at a time, and they come straight
 /// from the image (a slice copy per run of consecutive inputs, zero in padding).
@@ -680,46 +665,17 @@ impl<S: Source> Source for Im2col<'_, S> {
     fn widen(&self, at: usize, dst: &mut [f32]) {
         let t = self.taps;
         let (row, col) = (at / t.positions, at % t.positions);
-        let (channel, kk) = self.tap_of(row);
-        let mut oo = [0usize; MAX_DIRECT_RANK];
-        let mut rest = col;
-        for i in (0..t.rank).rev() {
-            oo[i] = rest % t.output[i];
-            rest /= t.output[i];
-        }
+        let (channel, kk) = t.tap_of(row);
+        let mut oo = t.coordinates(col);
         let inner = t.rank - 1;
-        let width = t.output[inner];
-        let column = &t.table[inner][kk[inner] * width..(kk[inner] + 1) * width];
+        let run = t.runs[kk[inner]];
         let mut done = 0;
         while done < dst.len() {
-            let o0 = oo[inner];
-            let run = (width - o0).min(dst.len() - done);
-            let segment = &mut dst[done..done + run];
-            // The image offset of the outer coordinates, or None where one is in padding.
-            let base = (0..inner).try_fold(channel * t.in_spatial, |base, i| {
-                t.table[i][kk[i] * t.output[i] + oo[i]].map(|q| base + q * t.in_stride[i])
-            });
-            match (base, t.runs[kk[inner]]) {
-                (None, _) => segment.fill(0.0),
-                (Some(base), Some((lo, hi, first))) => {
-                    let (v0, v1) = (lo.clamp(o0, o0 + run), hi.clamp(o0, o0 + run));
-                    segment[..v0 - o0].fill(0.0);
-                    if v1 > v0 {
-                        self.image.widen(base + first + (v0 - lo), &mut segment[v0 - o0..v1 - o0]);
-                    }
-                    segment[v1 - o0..].fill(0.0);
-                }
-                (Some(base), None) => {
-                    for (v, q) in segment.iter_mut().zip(&column[o0..o0 + run]) {
-                        *v = 0.0;
-                        if let Some(q) = q {
-                            self.image.widen(base + q, std::slice::from_mut(v));
-                        }
-                    }
-                }
-            }
-            done += run;
-            t.advance(&mut oo, run);
+            let len = (t.output[inner] - oo[inner]).min(dst.len() - done);
+            let line = Line { at: done, o0: oo[inner], len, outer: oo };
+            self.fill_line((channel, &kk), run, &line, &mut dst[done..done + len]);
+            done += len;
+            t.advance(&mut oo, len);
         }
     }
 
@@ -738,50 +694,18 @@ impl<S: Source> Source for Im2col<'_, S> {
         if count == 0 {
             return;
         }
-        let Some((runs, run_count)) = self.runs(col, spill.len()).filter(|_| n == t.positions)
+        let Some((lines, line_count)) = t.lines(col, spill.len()).filter(|_| n == t.positions)
         else {
             return widen_each_row(self, (first, count), (n, col), spill, each);
         };
-        let runs = &runs[..run_count];
+        let lines = &lines[..line_count];
+        let (mut channel, mut kk) = t.tap_of(first);
         let inner = t.rank - 1;
-        let width = t.output[inner];
-        let (mut channel, mut kk) = self.tap_of(first);
         for i in 0..count {
-            let column = &t.table[inner][kk[inner] * width..(kk[inner] + 1) * width];
-            let taps_run = t.runs[kk[inner]];
-            for run in runs {
-                let line = &mut spill[run.at..run.at + run.len];
-                // The image offset of the run's line, or None where an outer coordinate is in
-                // padding.
-                let base = (0..inner).try_fold(channel * t.in_spatial, |base, d| {
-                    let q = t.table[d][kk[d] * t.output[d] + run.outer[d]];
-                    q.map(|q| base + q * t.in_stride[d])
-                });
-                let Some(base) = base else {
-                    zero_f32(line);
-                    continue;
-                };
-                match taps_run {
-                    Some((lo, hi, first)) => {
-                        let end = run.o0 + run.len;
-                        let (v0, v1) = (lo.clamp(run.o0, end), hi.clamp(run.o0, end));
-                        let (head, rest) = line.split_at_mut(v0 - run.o0);
-                        let (valid, tail) = rest.split_at_mut(v1 - v0);
-                        zero_f32(head);
-                        if !valid.is_empty() {
-                            self.image.widen(base + first + (v0 - lo), valid);
-                        }
-                        zero_f32(tail);
-                    }
-                    None => {
-                        for (v, q) in line.iter_mut().zip(&column[run.o0..run.o0 + run.len]) {
-                            *v = 0.0;
-                            if let Some(q) = q {
-                                self.image.widen(base + q, std::slice::from_mut(v));
-                            }
-                        }
-                    }
-                }
+            let run = t.runs[kk[inner]];
+            for line in lines {
+                let dst = &mut spill[line.at..line.at + line.len];
+                self.fill_line((channel, &kk), run, line, dst);
             }
             each.take(i, spill);
             // The next row's tap: the innermost kernel coordinate steps, carrying outwards,
@@ -803,16 +727,16 @@ impl<S: Source> Source for Im2col<'_, S> {
     }
 }
 
-/// The most runs along the innermost output dimension that [`Im2col::widen_rows`] splits a
-/// block's columns into (eight panels of an output 16 wide and one more); a block that needs more
-/// (a narrow output) is widened row by row.
-const MAX_RUNS: usize = 10;
+/// The most lines of the output that [`Im2col::widen_rows`] splits a block's columns into
+/// (eight panels of an output 16 wide and one more); a block that needs more (a narrow output)
+/// is widened row by row.
+const MAX_LINES: usize = 10;
 
-/// One run of a block's columns within one line of the output: where it starts in the spill
-/// row, its first coordinate along the innermost output dimension, its length, and the outer
-/// output coordinates of its line.
+/// A block's columns within one line of the output (one run along the innermost output
+/// dimension): where they start in the row being widened, the first one's coordinate along that
+/// dimension, how many, and the outer output coordinates of the line.
 #[derive(Clone, Copy, Default)]
-struct Run {
+struct Line {
     at: usize,
     o0: usize,
     len: usize,
@@ -820,40 +744,104 @@ struct Run {
 }
 
 impl<S: Source> Im2col<'_, S> {
+    /// Fills `dst` (`line.len` elements) with the inputs under tap `kk` of feature `channel` for
+    /// the output positions of `line`: one copy of the consecutive inputs between edges in
+    /// padding, element by element when the inputs are not consecutive, zeros where an outer
+    /// coordinate is in padding.
+    /// `run` is the tap's entry of [`Taps::runs`], which callers look up once per row.
+    #[inline(always)]
+    fn fill_line(
+        &self,
+        (channel, kk): (usize, &[usize; MAX_DIRECT_RANK]),
+        run: Option<(usize, usize, usize)>,
+        line: &Line,
+        dst: &mut [f32],
+    ) {
+        let t = self.taps;
+        let inner = t.rank - 1;
+        let base = (0..inner).try_fold(channel * t.in_spatial, |base, d| {
+            let q = t.table[d][kk[d] * t.output[d] + line.outer[d]];
+            q.map(|q| base + q * t.in_stride[d])
+        });
+        let Some(base) = base else { return zero_f32(dst) };
+        let end = line.o0 + line.len;
+        match run {
+            Some((lo, hi, first)) => {
+                let (v0, v1) = (lo.clamp(line.o0, end), hi.clamp(line.o0, end));
+                let (head, rest) = dst.split_at_mut(v0 - line.o0);
+                let (valid, tail) = rest.split_at_mut(v1 - v0);
+                zero_f32(head);
+                if !valid.is_empty() {
+                    self.image.widen(base + first + (v0 - lo), valid);
+                }
+                zero_f32(tail);
+            }
+            None => {
+                let width = t.output[inner];
+                let column = &t.table[inner][kk[inner] * width..(kk[inner] + 1) * width];
+                for (v, q) in dst.iter_mut().zip(&column[line.o0..end]) {
+                    *v = 0.0;
+                    if let Some(q) = q {
+                        self.image.widen(base + q, std::slice::from_mut(v));
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl Taps {
     /// A row's input feature and kernel tap (the matrix's rows are (feature, tap…) in
     /// row-major order).
     fn tap_of(&self, row: usize) -> (usize, [usize; MAX_DIRECT_RANK]) {
-        let t = self.taps;
-        let (channel, mut tap) = (row / t.k_spatial, row % t.k_spatial);
+        let (channel, mut tap) = (row / self.k_spatial, row % self.k_spatial);
         let mut kk = [0usize; MAX_DIRECT_RANK];
-        for i in (0..t.rank).rev() {
-            kk[i] = tap % t.kernel[i];
-            tap /= t.kernel[i];
+        for i in (0..self.rank).rev() {
+            kk[i] = tap % self.kernel[i];
+            tap /= self.kernel[i];
         }
         (channel, kk)
     }
 
-    /// The runs of columns `col .. col + width` (output positions), or `None` past [`MAX_RUNS`].
-    fn runs(&self, col: usize, width: usize) -> Option<([Run; MAX_RUNS], usize)> {
-        let t = self.taps;
-        let inner = t.rank - 1;
-        let mut outer = [0usize; MAX_DIRECT_RANK];
+    /// The output coordinates of column `col` (an output position, row-major).
+    fn coordinates(&self, col: usize) -> [usize; MAX_DIRECT_RANK] {
+        let mut oo = [0usize; MAX_DIRECT_RANK];
         let mut rest = col;
-        for i in (0..t.rank).rev() {
-            outer[i] = rest % t.output[i];
-            rest /= t.output[i];
+        for i in (0..self.rank).rev() {
+            oo[i] = rest % self.output[i];
+            rest /= self.output[i];
         }
-        let mut runs = [Run::default(); MAX_RUNS];
+        oo
+    }
+
+    /// Moves output coordinates `oo` on by `by` positions along the innermost dimension, which
+    /// `by` must not carry past (a line ends where the output's line does), carrying a full line into
+    /// the outer dimensions.
+    fn advance(&self, oo: &mut [usize; MAX_DIRECT_RANK], by: usize) {
+        let mut i = self.rank - 1;
+        oo[i] += by;
+        while i > 0 && oo[i] == self.output[i] {
+            oo[i] = 0;
+            i -= 1;
+            oo[i] += 1;
+        }
+    }
+
+    /// The lines of columns `col .. col + width`, or `None` past [`MAX_LINES`].
+    fn lines(&self, col: usize, width: usize) -> Option<([Line; MAX_LINES], usize)> {
+        let inner = self.rank - 1;
+        let mut outer = self.coordinates(col);
+        let mut lines = [Line::default(); MAX_LINES];
         let (mut count, mut done) = (0, 0);
         while done < width {
             let o0 = outer[inner];
-            let len = (t.output[inner] - o0).min(width - done);
-            *runs.get_mut(count)? = Run { at: done, o0, len, outer };
+            let len = (self.output[inner] - o0).min(width - done);
+            *lines.get_mut(count)? = Line { at: done, o0, len, outer };
             count += 1;
             done += len;
-            t.advance(&mut outer, len);
+            self.advance(&mut outer, len);
         }
-        Some((runs, count))
+        Some((lines, count))
     }
 }
 

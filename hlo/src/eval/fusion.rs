@@ -755,8 +755,8 @@ impl FusedPlan {
     }
 
     /// Computes the group's elements `start .. start + m` in `scratch` (buffers of `width`
-    /// elements each) and returns the root's; or, given `root_out` (`m` elements) and a root
-    /// that is a node, writes the root there and returns nothing.
+    /// elements each) and returns the root's; or, given `root_out` (`m` elements, only when
+    /// [`FusedPlan::root_is_last_node`]), writes the root there and returns nothing.
     ///
     /// Inputs are read into their scratch buffers, except that contiguous f32 operands are read
     /// where they lie, and a splat is filled only on a range's `first` chunk (the longest: later
@@ -770,6 +770,7 @@ impl FusedPlan {
         first: bool,
         mut root_out: Option<&mut [f32]>,
     ) -> &'s [f32] {
+        debug_assert!(root_out.is_none() || self.root_is_last_node());
         let arch = super::simd::arch();
         // The operand's own elements, when input `i` is read in place.
         let in_place = |i: usize| -> Option<&'s [f32]> {
@@ -804,16 +805,12 @@ impl FusedPlan {
                 *slot = in_place(a).unwrap_or(&held[..len(a)]);
             }
             let out = match root_out.as_deref_mut() {
-                Some(root_out)
-                    if self.inputs.len() + j == self.root && self.root_is_last_node() =>
-                {
-                    root_out
-                }
+                Some(root_out) if self.inputs.len() + j == self.root => root_out,
                 _ => &mut out[..m],
             };
             run_node(node, &args[..node.args.len().min(3)], out, arch);
         }
-        if root_out.is_some() && self.root_is_last_node() {
+        if root_out.is_some() {
             return &[];
         }
         let at = buffers.of[self.root] * width;

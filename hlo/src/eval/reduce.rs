@@ -986,7 +986,7 @@ fn fold_window_rows<T: Copy>(
 /// Every window position of a row whose window tiles it (stride = size, 2 to 4, no padding
 /// below, no dilation): output `o` folds inputs `o·size ..` in order, in one pass whose size is
 /// known to the compiler, so the loads of a tile vectorise. Outputs whose tile runs past the row
-/// (padding above) take the positions one at a time.
+/// (padding above) are left to [`fold_row`], a window position at a time.
 #[inline(always)]
 fn fold_tiles<T: Copy>(acc: &mut [T], input: &[T], dim: &WindowDim, f: &impl Fn(T, T) -> T) {
     #[inline(always)]
@@ -1018,13 +1018,7 @@ fn fold_tiles<T: Copy>(acc: &mut [T], input: &[T], dim: &WindowDim, f: &impl Fn(
     };
     if done < acc.len() {
         for w in 0..dim.size {
-            let shift = done * dim.size;
-            let rest = &mut acc[done..];
-            for (o, a) in rest.iter_mut().enumerate() {
-                if let Some(&x) = input.get(shift + o * dim.size + w) {
-                    *a = f(*a, x);
-                }
-            }
+            fold_row(&mut acc[done..], &input[done * dim.size..], dim, w, f);
         }
     }
 }
