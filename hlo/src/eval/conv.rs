@@ -461,10 +461,10 @@ impl ConvPlan {
             }
             return;
         }
-        let per_thread = rows.div_ceil(threads);
-        super::par::each(cols.chunks_mut(per_thread * positions).enumerate(), |(t, chunk)| {
+        let per_part = super::par::per_part(rows, threads, 1);
+        super::par::each(cols.chunks_mut(per_part * positions).enumerate(), |(t, chunk)| {
             for (i, dst) in chunk.chunks_mut(positions).enumerate() {
-                self.fill_row(image, t * per_thread + i, dst);
+                self.fill_row(image, t * per_part + i, dst);
             }
         });
     }

@@ -407,12 +407,12 @@ impl DotPlan {
         if threads <= 1 {
             return c.chunks_exact_mut(m * n).enumerate().try_for_each(|(i, c)| product(i, c));
         }
-        let per_thread = self.batch.div_ceil(threads);
+        let per_part = super::par::per_part(self.batch, threads, 1);
         let run = |first: usize, c: &mut [f32]| {
             c.chunks_exact_mut(m * n).enumerate().try_for_each(|(j, c)| product(first + j, c))
         };
-        super::par::try_each(c.chunks_mut(per_thread * m * n).enumerate(), |(t, c)| {
-            run(t * per_thread, c)
+        super::par::try_each(c.chunks_mut(per_part * m * n).enumerate(), |(t, c)| {
+            run(t * per_part, c)
         })
     }
 
@@ -1464,7 +1464,7 @@ macro_rules! float_gemm {
                 return;
             }
             let threads = threads_from(m * n * k, m, GENERAL_SPLIT_WORK);
-            let rows = m.div_ceil(threads);
+            let rows = super::par::per_part(m, threads, 1);
             let Ok(bv) = ArrayView2::from_shape((k, n), b) else { return };
             if threads == 1 {
                 let (Ok(av), Ok(mut cv)) =

@@ -694,8 +694,8 @@ impl FusedPlan {
         if threads <= 1 {
             self.run_range(operands, 0, out)?;
         } else {
-            let per = n.div_ceil(threads).div_ceil(CHUNK) * CHUNK;
-            let mut parts = Vec::with_capacity(threads);
+            let per = super::par::per_part(n, threads, CHUNK).next_multiple_of(CHUNK);
+            let mut parts = Vec::with_capacity(n.div_ceil(per));
             let mut rest = out;
             let mut start = 0;
             while start + per < n {
@@ -834,7 +834,7 @@ impl FusedPlan {
         if threads <= 1 {
             self.reduce_range(reduce, operands, init_value, 0, &mut values)?;
         } else {
-            let per = groups.div_ceil(threads);
+            let per = super::par::per_part(groups, threads, 1);
             super::par::try_each(values.chunks_mut(per).enumerate(), |(i, part)| {
                 self.reduce_range(reduce, operands, init_value, i * per, part)
             })?;

@@ -40,6 +40,7 @@ use std::sync::OnceLock;
 
 use pulp::Simd;
 
+use super::par::PARTS_PER_CORE;
 use crate::dtype::SmallFloat;
 
 /// Depth of a packed block: `KC × IN_PLACE_MR` of `a` (12 KiB) stays in L1 while a block of `b`
@@ -383,10 +384,10 @@ pub(crate) fn f8_values(format: SmallFloat) -> &'static [f32; 256] {
     TABLES[slot].get_or_init(|| std::array::from_fn(|bits| format.decode(bits as u32)))
 }
 
-/// Runs `c[m×n] = a[m×k] · b[k×n]` (row-major) with `kernel` over `threads` column stripes, and
-/// returns false, having done nothing, when the CPU does not run that kernel, the lengths do not
-/// fit the dimensions, or a packing buffer cannot be allocated (the caller then uses its general
-/// path). [`Kernel::Portable`] runs this module's code over scalar lanes.
+/// Runs `c[m×n] = a[m×k] · b[k×n]` (row-major) with `kernel` over `threads` cores, and returns
+/// false when the CPU does not run that kernel or the lengths do not fit the dimensions (having
+/// done nothing), or when a packing buffer cannot be allocated (some parts of `c` then hold
+/// what they held before): the caller then computes all of `c` by its general path. [`Kernel::Portable`] runs this module's code over scalar lanes.
 pub(crate) fn gemm<A: Source, B: Source>(
     kernel: Kernel,
     a: A,
@@ -449,47 +450,53 @@ pub(crate) fn gemm_with<S: Simd + Send + Sync, const MR: usize, A: Source, B: So
         c.fill(0.0);
         return true;
     }
-    // One part per thread: column stripes of whole panels, each thread packing all of `a` and
-    // its stripe of `b`; or, for products taller than they are wide, bands of whole tiles of
-    // rows, each thread packing its band of `a` and all of `b`. Packing `a` interleaves rows,
-    // which costs more per element than copying rows of `b`, so a tall product (the transformer
-    // FFN's 512×1024·1024×256) packs less in all by rows. Either way every element of `c` gets
-    // the same sums in the same order as on one thread.
+    // Parts of whole panels of columns, [`PARTS_PER_CORE`] per core so that a faster core
+    // takes a slower one's last parts ([`super::par::each`]), each packing its own columns of
+    // `b` and reading all of `a` in place; or, for products taller than they are wide, bands of
+    // whole tiles of rows, one per thread, each cut into parts of columns that pack all of `b`'s
+    // columns once per band. Packing `b` once per band packs less in all than reading the whole
+    // `a` once per column part when `a` is the longer (the transformer FFN's 512×1024·1024×256).
+    // Either way every element of `c` gets the same sums in the same order as on one thread.
     let n_panels = n.div_ceil(nr);
     let by_rows = threads > 1 && m > n && m >= 2 * MR * threads;
-    let (threads, band, stripe) = if by_rows {
-        let band = m.div_ceil(threads).div_ceil(MR) * MR;
-        (m.div_ceil(band), band, n)
+    let band = if by_rows { m.div_ceil(threads).div_ceil(MR) * MR } else { m };
+    let bands = m.div_ceil(band);
+    let stripe = if threads > 1 {
+        let pieces = threads.saturating_mul(PARTS_PER_CORE).div_ceil(bands);
+        n_panels.div_ceil(pieces).max(LEAST_PART_PANELS).min(n_panels) * nr
     } else {
-        let threads = threads.clamp(1, n_panels);
-        let stripe = n_panels.div_ceil(threads) * nr;
-        (n.div_ceil(stripe), m, stripe)
+        n_panels * nr
     };
-    let mut stripes: Vec<Vec<&mut [f32]>> = Vec::new();
-    if stripes.try_reserve_exact(threads).is_err() {
+    let pieces = n.div_ceil(stripe);
+    // Band by band, so that a thread's run of parts (see `par::each`) keeps to one band of `a`.
+    let mut parts: Vec<Vec<&mut [f32]>> = Vec::new();
+    if parts.try_reserve_exact(bands * pieces).is_err() {
         return false;
     }
-    for _ in 0..threads {
+    for _ in 0..bands * pieces {
         let mut rows = Vec::new();
-        if rows.try_reserve_exact(band.min(m)).is_err() {
+        if rows.try_reserve_exact(band).is_err() {
             return false;
         }
-        stripes.push(rows);
+        parts.push(rows);
     }
     for (i, row) in c.chunks_exact_mut(n).enumerate() {
-        if by_rows {
-            stripes[i / band].push(row);
-        } else {
-            for (piece, rows) in row.chunks_mut(stripe).zip(stripes.iter_mut()) {
-                rows.push(piece);
-            }
+        let first = i / band * pieces;
+        for (piece, rows) in row.chunks_mut(stripe).zip(&mut parts[first..first + pieces]) {
+            rows.push(piece);
         }
     }
-    let b_len = KC * (NC_PANELS * nr).min(stripe.div_ceil(nr) * nr) + ALIGN_SLACK;
-    let a_len = widened_len(&a, band.min(m));
-    let Some(mut buffers) = Buffers::take(threads, b_len, a_len) else { return false };
-    let job = |(index, (mut rows, (b_block, a_rows))): (usize, (Vec<&mut [f32]>, _))| {
-        let (row0, col0) = if by_rows { (index * band, 0) } else { (0, index * stripe) };
+    let b_len = KC * (NC_PANELS * nr).min(stripe) + ALIGN_SLACK;
+    let a_len = widened_len(&a, band);
+    // Whether a part found no packing buffers (it then did nothing).
+    let short = std::sync::atomic::AtomicBool::new(false);
+    let job = |(index, mut rows): (usize, Vec<&mut [f32]>)| {
+        let Some(mut buffers) = Buffers::take(b_len, a_len) else {
+            short.store(true, std::sync::atomic::Ordering::Relaxed);
+            return;
+        };
+        let (row0, col0) = (index / pieces * band, index % pieces * stripe);
+        let (b_block, a_rows) = (&mut buffers.0.0, &mut buffers.0.1);
         simd.vectorize(Stripe::<MR, A, B> {
             a,
             b,
@@ -502,28 +509,32 @@ pub(crate) fn gemm_with<S: Simd + Send + Sync, const MR: usize, A: Source, B: So
             b_block,
             a_rows,
         });
+        buffers.give_back();
     };
-    super::par::each(stripes.into_iter().zip(buffers.pairs()).enumerate(), job);
-    buffers.give_back();
-    true
+    super::par::each(parts.into_iter().enumerate(), job);
+    !short.into_inner()
 }
 
+/// The fewest panels of a part of columns: a block of `b`'s. A part reads all of its band of `a`
+/// once per block of `b` as the stripes did, so a part narrower than a block would read it more
+/// often (parts of four panels made 512×256·256×256 6-16 % slower on two cores).
+const LEAST_PART_PANELS: usize = NC_PANELS;
+
 thread_local! {
-    /// Packing buffers kept between products on the calling thread, in their pairs: a fresh
-    /// 512 KiB buffer per call would be a fresh mapping whose page faults cost about as much as
-    /// the packing.
+    /// Packing buffers kept between parts on the thread that runs them: a fresh 512 KiB buffer
+    /// per call would be a fresh mapping whose page faults cost about as much as the packing,
+    /// and a buffer last written by another core would have each of its lines taken from that
+    /// core's cache.
     static SPARE: RefCell<Vec<(Vec<f32>, Vec<f32>)>> = const { RefCell::new(Vec::new()) };
 }
 
-/// Two buffers per stripe (a packed block of `b`, the widened rows of a narrow `a`), from
-/// [`SPARE`].
-struct Buffers(Vec<(Vec<f32>, Vec<f32>)>);
+/// This thread's pair of packing buffers (a packed block of `b`, the widened rows of a narrow
+/// `a`), from [`SPARE`].
+struct Buffers((Vec<f32>, Vec<f32>));
 
 impl Buffers {
     /// `None` when a buffer cannot be allocated.
-    fn take(count: usize, b_len: usize, a_len: usize) -> Option<Buffers> {
-        let mut pairs = Vec::new();
-        pairs.try_reserve_exact(count).ok()?;
+    fn take(b_len: usize, a_len: usize) -> Option<Buffers> {
         // A kept buffer keeps its values, and a pair keeps its roles, so that the resize in the
         // stripe finds the length it needs and writes nothing: clearing would cost a `memset` of
         // every buffer in every call. The packing writes each value the kernel reads first.
@@ -532,23 +543,13 @@ impl Buffers {
             buffer.try_reserve_exact(len - buffer.len()).ok()?;
             Some(buffer)
         };
-        for _ in 0..count {
-            let (b_block, a_rows) = SPARE.with_borrow_mut(Vec::pop).unwrap_or_default();
-            pairs.push((fit(b_block, b_len)?, fit(a_rows, a_len)?));
-        }
-        Some(Buffers(pairs))
+        let (b_block, a_rows) = SPARE.with_borrow_mut(Vec::pop).unwrap_or_default();
+        Some(Buffers((fit(b_block, b_len)?, fit(a_rows, a_len)?)))
     }
 
-    /// The buffers lent to the stripes (they come back through [`Buffers::give_back`]).
-    fn pairs(&mut self) -> impl Iterator<Item = (&mut Vec<f32>, &mut Vec<f32>)> {
-        self.0.iter_mut().map(|(b_block, a_rows)| (b_block, a_rows))
-    }
-
-    /// In reverse, so that the next product's stripe `i` takes the pair stripe `i` used: the same
-    /// thread runs it, and finds the packed block in its own cache instead of taking each line
-    /// from the other core's.
+    /// Back to this thread's [`SPARE`], for its next part.
     fn give_back(self) {
-        SPARE.with_borrow_mut(|spare| spare.extend(self.0.into_iter().rev()));
+        SPARE.with_borrow_mut(|spare| spare.push(self.0));
     }
 }
 

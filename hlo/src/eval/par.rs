@@ -35,7 +35,12 @@
 //!   the same run on one thread. Three things answer it:
 //!   - Parts are taken, not handed out: the caller and the workers each take the next part when
 //!     they finish one ([`each`]), so a worker that has not started leaves its parts to the
-//!     caller instead of holding them until its core is free.
+//!     caller instead of holding them until its core is free. Kernels cut their work into a few
+//!     parts per core ([`per_part`]), and each thread starts on a run of consecutive parts of its
+//!     own, taking from the ends of the others' runs once its own is done: a core that runs
+//!     slower than the other (a busy one, or a virtual CPU whose host core is shared, as the
+//!     VMs here showed for minutes at a time) costs the split at most one part, and on time each
+//!     thread keeps its run of the data from one kernel to the next.
 //!   - Where the system says (Linux's runnable count in `/proc/loadavg`, read at most every
 //!     [`CONTENTION_EVERY`]), kernels run on their calling thread alone ([`usable_cores`], which
 //!     [`each`] and `dot::cores` read) while other programs' runnable threads leave them no
@@ -349,35 +354,84 @@ pub(crate) fn spin_while(limit: Duration, busy: impl Fn() -> bool) {
     }
 }
 
-/// Runs `job` on every item and returns when all are done. The calling thread takes the first
-/// item, then the calling thread and the pool's workers take the rest one at a time as each
-/// finishes its last, so a kernel split into more parts than cores keeps every core that is ours
-/// busy to the end, and a core that is late costs at most the part it took.
+/// Runs `job` on every item and returns when all are done. The items are cut into one run of
+/// consecutive items per thread, the calling thread's first: each thread takes its own run's items
+/// in order and, once it is done, the others' from their ends, so a core that is late or slower
+/// (a busy core, a virtual CPU whose host core is shared) costs at most the item it took, and on
+/// time each thread keeps the same run of the data split after split.
 pub(crate) fn each<T: Send>(items: impl IntoIterator<Item = T>, job: impl Fn(T) + Sync) {
     let mut items = items.into_iter().peekable();
     let Some(first) = items.next() else { return };
     let job = &job;
     match pool().filter(|_| items.peek().is_some() && usable_cores() > 1) {
-        Some(pool) => split(pool, first, items, job),
+        Some(pool) => split(pool, std::iter::once(first).chain(items).collect(), job),
         None => std::iter::once(first).chain(items).for_each(job),
     }
 }
 
-/// [`each`] over `pool`: `first` on this thread, then the rest as the threads come for them.
-fn split<T: Send>(
-    pool: &'static rayon::ThreadPool,
-    first: T,
-    items: impl Iterator<Item = T>,
-    job: &(impl Fn(T) + Sync),
-) {
-    let rest: Vec<T> = items.collect();
-    let helpers = pool.current_num_threads().min(rest.len());
-    let total = rest.len();
+/// How many of `units` (rows, products, elements) each part gets when a kernel splits them over
+/// `cores`: [`PARTS_PER_CORE`] parts per core, so that [`each`] can even out cores that run at
+/// different speeds, but no part smaller than `least` units (what a part's own set-up costs
+/// pays for); all of them on one core.
+pub(crate) fn per_part(units: usize, cores: usize, least: usize) -> usize {
+    if cores <= 1 {
+        return units.max(1);
+    }
+    units.div_ceil(cores.saturating_mul(PARTS_PER_CORE)).max(least).max(1)
+}
+
+/// Parts per core of a kernel's split ([`per_part`]). With one part per core, a core running at
+/// two thirds of the other's speed (measured on the VMs here: a worker's part of a batched product
+/// took 380 µs while the caller's took 260) made every split wait for it; with four, the faster
+/// core takes the slow one's last parts.
+pub(crate) const PARTS_PER_CORE: usize = 4;
+
+/// The parts of a split not yet taken: one run of consecutive parts per thread.
+struct Runs<T> {
+    parts: Vec<Option<T>>,
+    /// Per thread, its run's next part and the end of the run.
+    runs: Vec<(usize, usize)>,
+}
+
+impl<T> Runs<T> {
+    /// `parts` cut into `threads` runs as even as can be.
+    fn new(parts: Vec<T>, threads: usize) -> Runs<T> {
+        let (len, threads) = (parts.len(), threads.max(1));
+        let runs = (0..threads).map(|t| (t * len / threads, (t + 1) * len / threads)).collect();
+        Runs { parts: parts.into_iter().map(Some).collect(), runs }
+    }
+
+    /// Thread `home`'s next part: its own run's next, else the last of the run with the most left.
+    fn take(&mut self, home: usize) -> Option<T> {
+        let at = match self.runs.get_mut(home) {
+            Some((next, end)) if *next < *end => {
+                *next += 1;
+                *next - 1
+            }
+            _ => {
+                let (_, end) = self
+                    .runs
+                    .iter_mut()
+                    .filter(|(next, end)| next < end)
+                    .max_by_key(|(next, end)| *end - *next)?;
+                *end -= 1;
+                *end
+            }
+        };
+        self.parts.get_mut(at)?.take()
+    }
+}
+
+/// [`each`] over `pool`: run 0 on this thread, the others on the workers as they come for them.
+fn split<T: Send>(pool: &'static rayon::ThreadPool, items: Vec<T>, job: &(impl Fn(T) + Sync)) {
+    let total = items.len();
+    let helpers = pool.current_num_threads().min(total.saturating_sub(1));
     // The parts not yet taken, and how many of them are done.
-    let queue = Mutex::new(rest.into_iter());
+    let runs = Mutex::new(Runs::new(items, helpers + 1));
     let done = AtomicUsize::new(0);
-    let (queue, done) = (&queue, &done);
-    let take = move || queue.lock().unwrap_or_else(|poison| poison.into_inner()).next();
+    let (runs, done) = (&runs, &done);
+    let take =
+        move |home: usize| runs.lock().unwrap_or_else(|poison| poison.into_inner()).take(home);
     let awake = keep_awake(pool);
     // A worker waiting for nested parts takes them itself, so only an outside caller spins, and
     // only its waits say whether the other cores are ours.
@@ -388,16 +442,15 @@ fn split<T: Send>(
     let started = Instant::now();
     let mut own = None;
     pool.in_place_scope(|scope| {
-        for _ in 0..helpers {
+        for home in 1..=helpers {
             scope.spawn(move |_| {
-                while let Some(item) = take() {
+                while let Some(item) = take(home) {
                     job(item);
                     done.fetch_add(1, Ordering::Release);
                 }
             });
         }
-        job(first);
-        while let Some(item) = take() {
+        while let Some(item) = take(0) {
             job(item);
             done.fetch_add(1, Ordering::Release);
         }
@@ -459,6 +512,38 @@ mod tests {
     }
 
     #[test]
+    fn each_thread_takes_its_own_run_in_order_then_the_end_of_the_longest_left() {
+        // Ten parts over three threads: runs 0..3, 3..6, 6..10.
+        let mut runs = Runs::new((0..10).collect::<Vec<usize>>(), 3);
+        assert_eq!(runs.take(1), Some(3));
+        assert_eq!([runs.take(0), runs.take(0), runs.take(0)], [Some(0), Some(1), Some(2)]);
+        // Thread 0's run is done; thread 2 has not started: its run is the longest left.
+        assert_eq!(runs.take(0), Some(9));
+        assert_eq!(runs.take(2), Some(6));
+        // Runs 1 and 2 have two left each (4, 5 and 7, 8): thread 0 takes an end of one.
+        let stolen = runs.take(0);
+        assert!(matches!(stolen, Some(5) | Some(8)), "{stolen:?}");
+        let mut rest: Vec<usize> = std::iter::from_fn(|| runs.take(1)).collect();
+        rest.extend(stolen);
+        rest.sort();
+        assert_eq!(rest, [4, 5, 7, 8]);
+        assert_eq!((runs.take(0), runs.take(2)), (None, None));
+        // More threads than parts: the extra runs are empty, their threads take others' parts.
+        let mut runs = Runs::new(vec!['a', 'b'], 4);
+        assert_eq!((runs.take(3), runs.take(0), runs.take(1)), (Some('b'), Some('a'), None));
+    }
+
+    #[test]
+    fn a_kernel_is_cut_into_a_few_parts_per_core_none_below_its_least() {
+        assert_eq!(per_part(100, 1, 1), 100, "one core: one part");
+        assert_eq!(per_part(64, 2, 1), 64 / (2 * PARTS_PER_CORE));
+        assert_eq!(per_part(64, 2, 16), 16);
+        assert_eq!(per_part(3, 2, 1), 1);
+        assert_eq!(per_part(0, 2, 1), 1, "a part is never empty");
+        assert_eq!(per_part(0, 1, 1), 1);
+    }
+
+    #[test]
     fn parts_write_disjoint_slices_of_the_callers_buffer() {
         let mut data = vec![0u32; 1000];
         each(data.chunks_mut(130).enumerate(), |(i, chunk)| {
@@ -506,7 +591,7 @@ mod tests {
         let caller = std::thread::current().id();
         let on_caller = AtomicUsize::new(0);
         // `split`, not `each`: a test run's other threads can make `each` keep to this thread.
-        split(pool, 0, 1..4, &|_| {
+        split(pool, (0..4).collect(), &|_| {
             if std::thread::current().id() == caller {
                 on_caller.fetch_add(1, Ordering::Relaxed);
             }

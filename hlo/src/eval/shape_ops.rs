@@ -250,7 +250,7 @@ fn transpose_matrices<T: Copy + Send + Sync>(
     // Output rows (one per source column of each matrix), split in runs over the cores.
     let units = src.len() / rows;
     let threads = if src.len() >= PARALLEL_ELEMS { super::dot::cores().min(units) } else { 1 };
-    let per = units.div_ceil(threads.max(1));
+    let per = super::par::per_part(units, threads, 1);
     super::par::each(out.chunks_mut(per * rows).enumerate(), |(part, dst)| {
         let first_unit = part * per;
         let mut done = 0;

@@ -195,7 +195,7 @@ impl Data {
             // decoder's 4 MiB caches and weights was a third of its run on one core.
             if let Some(mut out) = spare.take_if(|v| parts > 1 && v.len() >= n) {
                 out.truncate(n);
-                let per = n.div_ceil(parts);
+                let per = super::par::per_part(n, parts, 1);
                 super::par::each(out.chunks_mut(per).zip(bytes.chunks(per * N)), |(out, bytes)| {
                     for (x, chunk) in out.iter_mut().zip(bytes.chunks_exact(N)) {
                         *x = decode(chunk);
