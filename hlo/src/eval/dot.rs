@@ -173,6 +173,21 @@ impl DotPlan {
         result
     }
 
+    /// Storage for the f32 sums of every product (pooled when the pool has it), once the
+    /// budget admits them.
+    fn sums(&self, budget: u64, pool: &BufferPool) -> Result<Vec<f32>, Fail> {
+        let out_elems = self.batch * self.m * self.n;
+        super::shape::check_budget(
+            Some((out_elems as u64).saturating_mul(8)),
+            budget.saturating_mul(2),
+        )?;
+        let spare = match pool.take(ElementType::F32, out_elems) {
+            Some(Data::F32(v)) => Some(v),
+            _ => None,
+        };
+        sums_storage(spare, out_elems, self.k)
+    }
+
     /// [`DotPlan::run`] of a batch of float products too small to split over the cores
     /// themselves, with an operand out of gemm order (attention's `bqhd,bkhd->bhqk`): each
     /// product's operands are gathered from where they lie, in the part that computes the
@@ -205,16 +220,7 @@ impl DotPlan {
         let batch_rank = self.rhs_split.0;
         let lhs_slices = ProductSlices::new(&self.lhs_dims, &self.lhs_perm, batch_rank);
         let rhs_slices = ProductSlices::new(&self.rhs_dims, &self.rhs_perm, batch_rank);
-        let out_elems = self.batch * m * n;
-        super::shape::check_budget(
-            Some((out_elems as u64).saturating_mul(8)),
-            budget.saturating_mul(2),
-        )?;
-        let spare = match pool.take(ElementType::F32, out_elems) {
-            Some(Data::F32(v)) => Some(v),
-            _ => None,
-        };
-        let mut c = sums_storage(spare, out_elems, k)?;
+        let mut c = self.sums(budget, pool)?;
         self.each_product(&mut c, |i, c| {
             let (a, b) = (lhs_slices.gather(lhs, i)?, rhs_slices.gather(rhs, i)?);
             let (Some(a), Some(b)) = (Floats::of(&a), Floats::of(&b)) else {
@@ -263,16 +269,7 @@ impl DotPlan {
         budget: u64,
         pool: &BufferPool,
     ) -> Result<Data, Fail> {
-        let out_elems = self.batch * self.m * self.n;
-        super::shape::check_budget(
-            Some((out_elems as u64).saturating_mul(8)),
-            budget.saturating_mul(2),
-        )?;
-        let spare = match pool.take(ElementType::F32, out_elems) {
-            Some(Data::F32(v)) => Some(v),
-            _ => None,
-        };
-        let mut c = sums_storage(spare, out_elems, self.k)?;
+        let mut c = self.sums(budget, pool)?;
         self.batched_floats(a, b, &mut c)?;
         Ok(Data::F32(c))
     }
@@ -315,11 +312,7 @@ impl DotPlan {
                 if let (Some(a), Some(b)) = (Floats::of(lhs), Floats::of(rhs)) {
                     return finish(self.float_sums(a, b, budget, pool)?, out_ty, pool);
                 }
-                let spare = match pool.take(ElementType::F32, out_elems) {
-                    Some(Data::F32(v)) => Some(v),
-                    _ => None,
-                };
-                let mut c = sums_storage(spare, out_elems, self.k)?;
+                let mut c = self.sums(budget, pool)?;
                 let (lw, rw) = (as_type(lhs, ElementType::F32)?, as_type(rhs, ElementType::F32)?);
                 let (Data::F32(a), Data::F32(b)) = (lw.as_ref(), rw.as_ref()) else {
                     return Err(Fail::Internal("f32 conversion".into()));
@@ -618,16 +611,7 @@ impl DotPlan {
             return self.run(&lhs, &rhs, out_ty, budget, pool);
         }
         let (m, k, n) = (self.m, self.k, self.n);
-        let out_elems = self.batch * m * n;
-        super::shape::check_budget(
-            Some((out_elems as u64).saturating_mul(8)),
-            budget.saturating_mul(2),
-        )?;
-        let spare = match pool.take(ElementType::F32, out_elems) {
-            Some(Data::F32(v)) => Some(v),
-            _ => None,
-        };
-        let mut c = sums_storage(spare, out_elems, k)?;
+        let mut c = self.sums(budget, pool)?;
         let kernel = packed_gemm::chosen();
         let threads = threads_for(m * n * k, n / 16);
         // Whether every product found its packing buffer.
