@@ -153,7 +153,7 @@ impl DotPlan {
         // Operands already in gemm order and type are used in place, without a copy; the others
         // are transposed into pooled temporaries, given back once the product is made.
         let arrange = |data: &Data, dims: &[usize], perm: &[usize]| -> Result<Option<Data>, Fail> {
-            if perm.iter().enumerate().all(|(i, &p)| i == p) {
+            if in_gemm_order(perm) {
                 Ok(None)
             } else {
                 let spare = pool.take_scratch(data.ty(), data.len());
@@ -204,14 +204,13 @@ impl DotPlan {
         pool: &BufferPool,
     ) -> Result<Option<Data>, Fail> {
         let (m, k, n) = (self.m, self.k, self.n);
-        let in_order = |perm: &[usize]| perm.iter().enumerate().all(|(i, &p)| i == p);
         let splits_itself = threads_for(m.saturating_mul(k).saturating_mul(n), n / 16) > 1;
         let small = m.saturating_mul(k) <= GATHERED_MOST && k.saturating_mul(n) <= GATHERED_MOST;
         let compute = compute_type(lhs.ty(), rhs.ty(), out_ty);
         if self.batch < 2
             || splits_itself
             || !small
-            || (in_order(&self.lhs_perm) && in_order(&self.rhs_perm))
+            || (in_gemm_order(&self.lhs_perm) && in_gemm_order(&self.rhs_perm))
             || matches!(compute, ElementType::F64 | ElementType::S64)
         {
             return Ok(None);
@@ -250,10 +249,9 @@ impl DotPlan {
         {
             return round_result(Data::F32(sums), out_ty).map(Some);
         }
-        let in_order = |perm: &[usize]| perm.iter().enumerate().all(|(i, &p)| i == p);
         if compute_type(a.ty(), b.ty(), out_ty) != ElementType::F32
-            || !in_order(&self.lhs_perm)
-            || !in_order(&self.rhs_perm)
+            || !in_gemm_order(&self.lhs_perm)
+            || !in_gemm_order(&self.rhs_perm)
         {
             return Ok(None);
         }
@@ -479,6 +477,11 @@ impl DotPlan {
     }
 }
 
+/// Whether an operand whose gemm order is `perm` is in that order already (no copy needed).
+fn in_gemm_order(perm: &[usize]) -> bool {
+    perm.iter().enumerate().all(|(i, &p)| i == p)
+}
+
 /// The most elements of one product's operand that [`DotPlan::run_gathered`] gathers (1 MiB of
 /// f32, what L2 holds): a larger one is transposed whole, once.
 const GATHERED_MOST: usize = 1 << 18;
@@ -579,7 +582,7 @@ impl DotPlan {
     pub(crate) fn reads_f32_in_place(&self, side: usize) -> bool {
         let kernel = packed_gemm::chosen();
         let perm = if side == 0 { &self.lhs_perm } else { &self.rhs_perm };
-        perm.iter().enumerate().all(|(i, &p)| i == p)
+        in_gemm_order(perm)
             && kernel != Kernel::Portable
             && self.m >= kernel.tile_rows() / 2
             && self.n >= 16
@@ -749,7 +752,7 @@ fn few_rows_product(
         .chain(rows_side.contracting)
         .copied()
         .collect();
-    let rows_t = if perm.iter().enumerate().all(|(i, &p)| i == p) {
+    let rows_t = if in_gemm_order(&perm) {
         None
     } else {
         let copied;
@@ -2062,16 +2065,14 @@ mod tests {
         assert_eq!(run(&a1, &b1), first, "a third launch on the first inputs");
     }
 
-    /// Attention's `scores[b, h, s, t] = Σ_d q[b, s, h, d] · k[b, t, h, d]`: both operands are
-    /// transposed into pooled temporaries, kept after the launch and written over by the next;
-    /// and its nine per-head products, each too small to split, are split by batch over the
-    /// cores (five and four) where there are two. Each launch must give its own inputs' naive
-    /// sums (small integers: exact in f32).
+    /// Attention's `scores[b, h, s, t] = Σ_d q[b, s, h, d] · k[b, t, h, d]`: per-head products
+    /// too small to split (2^19 multiply-adds) gather their operands per product, split by batch
+    /// over the cores, and leave no whole transposes behind; a product whose operand is past
+    /// what gathering takes transposes both operands whole, into pooled temporaries kept after
+    /// the launch and written over by the next. Each launch must give its own inputs' naive sums
+    /// (small integers: exact in f32).
     #[test]
     fn transposed_batched_products_gather_per_product_or_reuse_whole_temporaries() {
-        // Attention's heads (products of 2^19 multiply-adds) gather their operands per product
-        // and leave no whole transposes behind; a product whose operand is past what gathering
-        // takes transposes it whole, into temporaries kept for the next launch.
         for ((b, h, s, t, d), gathered) in
             [((3usize, 3usize, 64usize, 128usize, 96usize), true), ((1, 2, 1024, 8, 300), false)]
         {

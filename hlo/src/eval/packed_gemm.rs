@@ -387,7 +387,8 @@ pub(crate) fn f8_values(format: SmallFloat) -> &'static [f32; 256] {
 /// Runs `c[m×n] = a[m×k] · b[k×n]` (row-major) with `kernel` over `threads` cores, and returns
 /// false when the CPU does not run that kernel or the lengths do not fit the dimensions (having
 /// done nothing), or when a packing buffer cannot be allocated (some parts of `c` then hold
-/// what they held before): the caller then computes all of `c` by its general path. [`Kernel::Portable`] runs this module's code over scalar lanes.
+/// what they held before): the caller then computes all of `c` by its general path.
+/// [`Kernel::Portable`] runs this module's code over scalar lanes.
 pub(crate) fn gemm<A: Source, B: Source>(
     kernel: Kernel,
     a: A,
@@ -452,11 +453,11 @@ pub(crate) fn gemm_with<S: Simd + Send + Sync, const MR: usize, A: Source, B: So
     }
     // Parts of whole panels of columns, [`PARTS_PER_CORE`] per core so that a faster core
     // takes a slower one's last parts ([`super::par::each`]), each packing its own columns of
-    // `b` and reading all of `a` in place; or, for products taller than they are wide, bands of
-    // whole tiles of rows, one per thread, each cut into parts of columns that pack all of `b`'s
-    // columns once per band. Packing `b` once per band packs less in all than reading the whole
-    // `a` once per column part when `a` is the longer (the transformer FFN's 512×1024·1024×256).
-    // Either way every element of `c` gets the same sums in the same order as on one thread.
+    // `b`. A product taller than it is wide has few blocks of columns (the transformer FFN's
+    // 512×1024·1024×256 has two), so its rows are cut into bands too, one per thread, each cut
+    // into parts of columns: every thread then has rows of its own, and `b` is packed once per
+    // band. Either way every element of `c` gets the same sums in the same order as on one
+    // thread.
     let n_panels = n.div_ceil(nr);
     let by_rows = threads > 1 && m > n && m >= 2 * MR * threads;
     let band = if by_rows { m.div_ceil(threads).div_ceil(MR) * MR } else { m };
@@ -496,7 +497,7 @@ pub(crate) fn gemm_with<S: Simd + Send + Sync, const MR: usize, A: Source, B: So
             return;
         };
         let (row0, col0) = (index / pieces * band, index % pieces * stripe);
-        let (b_block, a_rows) = (&mut buffers.0.0, &mut buffers.0.1);
+        let Buffers { b_block, a_rows } = &mut buffers;
         simd.vectorize(Stripe::<MR, A, B> {
             a,
             b,
@@ -525,12 +526,17 @@ thread_local! {
     /// per call would be a fresh mapping whose page faults cost about as much as the packing,
     /// and a buffer last written by another core would have each of its lines taken from that
     /// core's cache.
-    static SPARE: RefCell<Vec<(Vec<f32>, Vec<f32>)>> = const { RefCell::new(Vec::new()) };
+    static SPARE: RefCell<Vec<Buffers>> = const { RefCell::new(Vec::new()) };
 }
 
-/// This thread's pair of packing buffers (a packed block of `b`, the widened rows of a narrow
-/// `a`), from [`SPARE`].
-struct Buffers((Vec<f32>, Vec<f32>));
+/// This thread's pair of packing buffers, from [`SPARE`].
+#[derive(Default)]
+struct Buffers {
+    /// A packed block of `b`.
+    b_block: Vec<f32>,
+    /// The widened rows of a narrow `a`.
+    a_rows: Vec<f32>,
+}
 
 impl Buffers {
     /// `None` when a buffer cannot be allocated.
@@ -543,13 +549,13 @@ impl Buffers {
             buffer.try_reserve_exact(len - buffer.len()).ok()?;
             Some(buffer)
         };
-        let (b_block, a_rows) = SPARE.with_borrow_mut(Vec::pop).unwrap_or_default();
-        Some(Buffers((fit(b_block, b_len)?, fit(a_rows, a_len)?)))
+        let Buffers { b_block, a_rows } = SPARE.with_borrow_mut(Vec::pop).unwrap_or_default();
+        Some(Buffers { b_block: fit(b_block, b_len)?, a_rows: fit(a_rows, a_len)? })
     }
 
     /// Back to this thread's [`SPARE`], for its next part.
     fn give_back(self) {
-        SPARE.with_borrow_mut(|spare| spare.push(self.0));
+        SPARE.with_borrow_mut(|spare| spare.push(self));
     }
 }
 
