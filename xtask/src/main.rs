@@ -42,6 +42,7 @@
 mod bench;
 mod conformance;
 mod libnrt;
+mod modules;
 mod nki_suites;
 mod nkipy;
 mod sdk;
@@ -71,6 +72,16 @@ enum Command {
     },
     /// Check module docs, where `unsafe` appears, and switched-off tests.
     Tidy,
+    /// List the import circles inside each crate: sets of modules that all reach each other
+    /// through the paths they name (`use`, `crate::`, `super::`), re-exports and tests aside.
+    Modules {
+        /// Only this crate (its folder, `/` as `-`: `hlo`, `nrt-record`).
+        #[arg(long = "crate")]
+        krate: Option<String>,
+        /// Also list, for each circle, the edges inside it and where each is first named.
+        #[arg(long)]
+        why: bool,
+    },
     /// Run every test: make target/pyenv from pyref/requirements.txt when needed, then
     /// `cargo test --workspace ARGS` with NRTSIM_PYTHON set; says at the end what was skipped.
     #[command(disable_help_flag = true)]
@@ -192,6 +203,7 @@ fn main() -> Result<()> {
     match cli.command {
         Command::Codegen { check } => codegen(&workspace_root(), check),
         Command::Tidy => tidy::run(&workspace_root()),
+        Command::Modules { krate, why } => modules::run(&workspace_root(), krate.as_deref(), why),
         Command::Test { args } => test::test(&workspace_root(), &args),
         Command::Bench { runs, filter } => {
             bench::run(&workspace_root(), &bench::Options { runs, filter })
