@@ -70,7 +70,8 @@ enum Command {
         #[arg(long)]
         check: bool,
     },
-    /// Check module docs, where `unsafe` appears, and switched-off tests.
+    /// Check module docs, where `unsafe` appears, switched-off tests, citations of documents
+    /// outside the repository, and ARCHITECTURE.md's crate table against the manifests.
     Tidy,
     /// List the import circles inside each crate: sets of modules that all reach each other
     /// through the paths they name (`use`, `crate::`, `super::`), re-exports and tests aside.

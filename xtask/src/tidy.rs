@@ -9,7 +9,9 @@
 //!   `should_panic` test attributes, `todo!`, `unimplemented!`, `dbg!`);
 //! - no file the repository holds (sources, docs, vectors, scripts) cites a document it does not
 //!   hold: the team's notes and issue numbers are not there for a reader who clones it, so the
-//!   facts the code relies on are cited from `docs/`.
+//!   facts the code relies on are cited from `docs/`;
+//! - the crates depend on each other exactly as ARCHITECTURE.md's table of crate dependencies
+//!   says, so the map a newcomer reads first cannot drift from the manifests.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -58,6 +60,7 @@ const TEXT_FILES: [&str; 10] = ["rs", "md", "toml", "py", "c", "h", "proto", "sh
 pub(crate) fn run(root: &Path) -> Result<()> {
     let mut problems = check(root)?;
     problems.extend(outside_citations(root)?);
+    problems.extend(crate_dependencies(root)?);
     if !problems.is_empty() {
         bail!("tidy found {} problem(s):\n  {}", problems.len(), problems.join("\n  "));
     }
@@ -151,6 +154,138 @@ fn cites_an_issue(line: &str) -> bool {
     })
 }
 
+/// Where ARCHITECTURE.md's table of crate dependencies begins and ends.
+const TABLE_BEGIN: &str = "<!-- crate-dependencies: begin -->";
+const TABLE_END: &str = "<!-- crate-dependencies: end -->";
+
+/// One line per difference between ARCHITECTURE.md's table of crate dependencies and the
+/// workspace members' manifests.
+fn crate_dependencies(root: &Path) -> Result<Vec<String>> {
+    let architecture = fs::read_to_string(root.join("ARCHITECTURE.md"))?;
+    let manifest = fs::read_to_string(root.join("Cargo.toml"))?;
+    let mut members = Vec::new();
+    for folder in workspace_members(&manifest) {
+        let text = fs::read_to_string(root.join(&folder).join("Cargo.toml"))?;
+        members.push((folder, text));
+    }
+    Ok(compare_dependencies(&architecture, &members))
+}
+
+/// The folders of the root manifest's `members` list.
+fn workspace_members(manifest: &str) -> Vec<String> {
+    let list = manifest
+        .split_once("members")
+        .and_then(|(_, rest)| rest.split_once('[')?.1.split_once(']'))
+        .map_or("", |(list, _)| list);
+    list.split(',')
+        .map(|m| m.trim().trim_matches('"').to_string())
+        .filter(|m| !m.is_empty())
+        .collect()
+}
+
+/// The differences between the table in `architecture` and the members (folder, manifest text).
+fn compare_dependencies(architecture: &str, members: &[(String, String)]) -> Vec<String> {
+    let Some(table) = dependency_table(architecture) else {
+        return vec![format!(
+            "ARCHITECTURE.md: no table of crate dependencies between `{TABLE_BEGIN}` and `{TABLE_END}`"
+        )];
+    };
+    // Package name → folder, for the members' own names in each other's manifests.
+    let folder_of: std::collections::BTreeMap<String, &String> =
+        members.iter().filter_map(|(folder, text)| Some((package_name(text)?, folder))).collect();
+    let mut problems = Vec::new();
+    for (folder, text) in members {
+        let Some(said) = table.get(folder.as_str()) else {
+            problems.push(format!("ARCHITECTURE.md: the crate table has no row for `{folder}`"));
+            continue;
+        };
+        let named: std::collections::BTreeSet<&str> = dependency_names(text)
+            .iter()
+            .filter_map(|name| folder_of.get(name).map(|f| f.as_str()))
+            .collect();
+        for extra in named.difference(said) {
+            problems.push(format!(
+                "{folder}/Cargo.toml: depends on `{extra}`, which ARCHITECTURE.md's crate table does not list for `{folder}`"
+            ));
+        }
+        for missing in said.difference(&named) {
+            problems.push(format!(
+                "ARCHITECTURE.md: the crate table says `{folder}` depends on `{missing}`, which {folder}/Cargo.toml does not name"
+            ));
+        }
+    }
+    for folder in table.keys() {
+        if !members.iter().any(|(f, _)| f == folder) {
+            problems.push(format!("ARCHITECTURE.md: the crate table names `{folder}`, which is not a member of the workspace"));
+        }
+    }
+    problems
+}
+
+/// The rows of the table between the markers: crate → the crates it depends on (each cell's
+/// names in backquotes).
+fn dependency_table(
+    architecture: &str,
+) -> Option<std::collections::BTreeMap<&str, std::collections::BTreeSet<&str>>> {
+    let (_, rest) = architecture.split_once(TABLE_BEGIN)?;
+    let (table, _) = rest.split_once(TABLE_END)?;
+    fn quoted(cell: &str) -> Vec<&str> {
+        cell.split('`').skip(1).step_by(2).collect()
+    }
+    let mut rows = std::collections::BTreeMap::new();
+    for line in table.lines().map(str::trim).filter(|l| l.starts_with('|')) {
+        let cells: Vec<&str> = line.trim_matches('|').split('|').collect();
+        if let [name, depends] = cells[..]
+            && let [name] = quoted(name)[..]
+        {
+            rows.insert(name, quoted(depends).into_iter().collect());
+        }
+    }
+    Some(rows)
+}
+
+/// The `name` of a manifest's `[package]`.
+fn package_name(manifest: &str) -> Option<String> {
+    let (_, package) = manifest.split_once("[package]")?;
+    package.lines().take_while(|l| !l.trim_start().starts_with('[')).find_map(|line| {
+        let (key, value) = line.split_once('=')?;
+        (key.trim() == "name").then(|| value.trim().trim_matches('"').to_string())
+    })
+}
+
+/// The crates a manifest's `[dependencies]` and `[build-dependencies]` name (target-specific
+/// tables too), not its `[dev-dependencies]`.
+fn dependency_names(manifest: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut counted = false;
+    for line in manifest.lines().map(str::trim) {
+        if line.starts_with('[') {
+            let header = line.trim_matches(|c| c == '[' || c == ']');
+            // `[dependencies.name]` is one crate's table: the name is the header's last part.
+            let (table, one) = match header.rsplit_once("dependencies.") {
+                Some((before, name)) => (format!("{before}dependencies"), Some(name)),
+                None => (header.to_string(), None),
+            };
+            let counts = table.ends_with("dependencies") && !table.ends_with("dev-dependencies");
+            counted = counts && one.is_none();
+            if counts && let Some(name) = one {
+                names.push(name.trim_matches('"').to_string());
+            }
+            continue;
+        }
+        if counted
+            && let Some((key, _)) = line.split_once('=')
+            && !key.trim().is_empty()
+            && !line.starts_with('#')
+        {
+            names.push(
+                key.trim().split('.').next().unwrap_or_default().trim_matches('"').to_string(),
+            );
+        }
+    }
+    names
+}
+
 fn collect_rust_files(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
     collect_files(dir, &["rs"], out)
 }
@@ -224,6 +359,42 @@ mod tests {
         assert!(text.contains("nrt/recorder/src/lib.rs:3: unsafe code"), "{text}");
         assert!(text.contains("nrt/recorder/src/lib.rs: crate root without"), "{text}");
         assert_eq!(problems.len(), 6, "{text}");
+    }
+
+    #[test]
+    fn the_crate_table_is_compared_with_every_manifest_both_ways() {
+        let architecture = format!(
+            "prose `abi`\n{TABLE_BEGIN}\n| crate | depends on |\n|---|---|\n| `abi` | |\n| `sim` | `abi` |\n| `cli` | `sim` |\n| `gone` | |\n{TABLE_END}\n| `abi` | `cli` |\n"
+        );
+        let members = [
+            ("abi".to_string(), "[package]\nname = \"nrtsim-abi\"\n".to_string()),
+            (
+                "sim".to_string(),
+                "[package]\nname = \"nrtsim-sim\"\n[dependencies]\nnrtsim-abi.workspace = true\nserde = \"1\"\n[dev-dependencies]\nnrtsim-cli = { path = \"../cli\" }\n".to_string(),
+            ),
+            (
+                "cli".to_string(),
+                "[package]\nname = \"nrtsim-cli\"\n[dependencies]\nnrtsim-abi = { path = \"../abi\" }\n[target.'cfg(unix)'.build-dependencies]\nnrtsim-new = \"1\"\n[dependencies.nrtsim-sim]\npath = \"../sim\"\n".to_string(),
+            ),
+            ("new".to_string(), "[package]\nname = \"nrtsim-new\"\n".to_string()),
+        ];
+        let problems = compare_dependencies(&architecture, &members);
+        let text = problems.join("\n");
+        assert!(text.contains("cli/Cargo.toml: depends on `abi`"), "{text}");
+        assert!(
+            text.contains("cli/Cargo.toml: depends on `new`"),
+            "a build dependency counts: {text}"
+        );
+        assert!(!text.contains("`cli` depends on `sim`"), "a crate's own table counts: {text}");
+        assert!(text.contains("no row for `new`"), "{text}");
+        assert!(text.contains("names `gone`, which is not a member"), "{text}");
+        assert_eq!(
+            problems.len(),
+            4,
+            "sim's dev-dependency and crates.io ones are not counted, nor rows past the end marker: {text}"
+        );
+        let none = compare_dependencies("no table", &members);
+        assert!(none[0].contains("no table of crate dependencies"), "{none:?}");
     }
 
     /// A citation of a document the repository does not hold is found in any text file.
