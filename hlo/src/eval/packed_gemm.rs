@@ -8,8 +8,8 @@
 //! instructions, behind a safe API, so the crate keeps `#![forbid(unsafe_code)]`.
 //!
 //! Design choices, a blocked gemm that packs only `b`:
-//! - Each thread owns a stripe of `c`'s columns (or, for products taller than wide, a band of
-//!   its rows). Per block of [`KC`] rows of `b` and up to [`NC_PANELS`] panels of `NR` columns
+//! - Each part of the work is a stripe of `c`'s columns, within a band of its rows per thread
+//!   when the product is taller than wide or tall enough ([`in_bands`]). Per block of [`KC`] rows of `b` and up to [`NC_PANELS`] panels of `NR` columns
 //!   (`NR` = two vectors: 32 floats with AVX-512, 16 with AVX2), it packs that block of `b`
 //!   (zero past the stripe's last column), sized to stay in L2; then [`IN_PLACE_MR`] rows of `a`
 //!   at a time meet every panel of the block.
@@ -453,13 +453,11 @@ pub(crate) fn gemm_with<S: Simd + Send + Sync, const MR: usize, A: Source, B: So
     }
     // Parts of whole panels of columns, [`PARTS_PER_CORE`] per core so that a faster core
     // takes a slower one's last parts ([`super::par::each`]), each packing its own columns of
-    // `b`. A product taller than it is wide has few blocks of columns (the transformer FFN's
-    // 512×1024·1024×256 has two), so its rows are cut into bands too, one per thread, each cut
-    // into parts of columns: every thread then has rows of its own, and `b` is packed once per
-    // band. Either way every element of `c` gets the same sums in the same order as on one
-    // thread.
+    // `b`; or, see [`in_bands`], bands of rows, one per thread, each cut into such parts: every
+    // thread then has rows of its own, and `b` is packed once per band. Either way every
+    // element of `c` gets the same sums in the same order as on one thread.
     let n_panels = n.div_ceil(nr);
-    let by_rows = threads > 1 && m > n && m >= 2 * MR * threads;
+    let by_rows = in_bands(m, n, threads, MR);
     let band = if by_rows { m.div_ceil(threads).div_ceil(MR) * MR } else { m };
     let bands = m.div_ceil(band);
     let stripe = if threads > 1 {
@@ -515,6 +513,29 @@ pub(crate) fn gemm_with<S: Simd + Send + Sync, const MR: usize, A: Source, B: So
     super::par::each(parts.into_iter().enumerate(), job);
     !short.into_inner()
 }
+
+/// Whether a product of `m × n` over `threads` threads is cut into bands of rows, one per thread
+/// (see [`gemm_with`]), rather than into parts of columns only: when it is taller than wide, as
+/// the transformer FFN's 512×1024·1024×256 (two blocks of columns, too few to share), and
+/// whenever each band has [`BAND_LEAST_ROWS`] rows.
+///
+/// Bands keep each thread on the same rows from one kernel to the next: the elementwise kernels
+/// that read a product (a bias and an activation) and write the next one's `a` split by rows,
+/// the calling thread first, so with bands each thread reads rows its own core wrote; with
+/// parts of columns each row's halves were written by both cores, and half of every row crossed
+/// to the other core's cache twice per layer. Two cores, a product then bias and ReLU then the
+/// next product (neither result read back): 512×256·256×1024 then 512×1024·1024×256 3340 →
+/// 2990 µs; 256×1024·1024×1024 and back equal (6060-6520 against 6240-6500 µs); the transformer
+/// model 15.3-15.8 → 14.6-15.0 ms, the MLP 5.81-5.87 → 5.63-5.72 ms. That was in the VM's slow
+/// periods (a thread beside ours slower, see `par`); in its quick ones the models measured
+/// equal within 1-2 %. Below 128 rows a band, each thread's packing of all of `b` costs more:
+/// 128×1024·1024×1024 and back 3370 → 3510 µs, 64×1024·1024×2048 3900 → 4810 µs.
+fn in_bands(m: usize, n: usize, threads: usize, mr: usize) -> bool {
+    threads > 1 && m >= 2 * mr * threads && (m > n || m >= BAND_LEAST_ROWS.saturating_mul(threads))
+}
+
+/// The fewest rows per thread for which a product wider than tall is cut into bands.
+const BAND_LEAST_ROWS: usize = 128;
 
 /// The fewest panels of a part of columns: a block of `b`'s. A part reads all of its band of `a`
 /// once per block of `b` as the stripes did, so a part narrower than a block would read it more
@@ -844,7 +865,7 @@ mod tests {
         }
     }
 
-    const SHAPES: [(usize, usize, usize); 18] = [
+    const SHAPES: [(usize, usize, usize); 19] = [
         (1, 1, 1),
         (17, 33, 5),
         (0, 4, 4),
@@ -867,6 +888,9 @@ mod tests {
         // Rows 4 KiB apart, two depth blocks, the stripe wider than one block of `b`, a short
         // last tile.
         (14, 1024, 530),
+        // Wider than tall with bands of 128 rows and more on two threads: the bands' edges off
+        // the tile height, two depth blocks, the last part of columns short.
+        (262, 600, 300),
     ];
 
     /// `len` values of a fixed xorshift sequence started from `seed`.
@@ -930,6 +954,19 @@ mod tests {
                 check(kernel.name(), |a, b, c, m, k, n| gemm(kernel, a, b, c, (m, k, n), threads));
             }
         }
+    }
+
+    #[test]
+    fn products_are_cut_into_bands_when_taller_than_wide_or_each_band_is_tall() {
+        let bands = |m, n, threads| in_bands(m, n, threads, 6);
+        assert!(bands(512, 256, 2), "taller than wide");
+        assert!(bands(512, 1024, 2), "256 rows a band");
+        assert!(bands(256, 1024, 2), "128 rows a band");
+        assert!(!bands(255, 1024, 2), "under 128 rows a band, parts of columns");
+        assert!(!bands(128, 1024, 2));
+        assert!(!bands(512, 1024, 1), "one thread");
+        assert!(!bands(512, 1024, 8), "64 rows a band on eight threads");
+        assert!(!bands(20, 10, 2), "taller, but under two tiles a band");
     }
 
     #[test]
