@@ -88,13 +88,12 @@ pub(crate) fn run(root: &Path, only: Option<&str>, why: bool) -> Result<()> {
 /// each member's `src/lib.rs` (else `src/main.rs`).
 fn workspace_crates(root: &Path) -> Result<Vec<(String, PathBuf)>> {
     let manifest = fs::read_to_string(root.join("Cargo.toml")).context("reading Cargo.toml")?;
-    let members = manifest
-        .split_once("members")
-        .and_then(|(_, rest)| rest.split_once('[')?.1.split_once(']'))
-        .map(|(list, _)| list)
-        .context("Cargo.toml has no members list")?;
+    let members = crate::tidy::workspace_members(&manifest);
+    if members.is_empty() {
+        bail!("Cargo.toml has no members list");
+    }
     let mut crates = Vec::new();
-    for member in members.split(',').map(|m| m.trim().trim_matches('"')).filter(|m| !m.is_empty()) {
+    for member in &members {
         let dir = root.join(member);
         let entry = ["src/lib.rs", "src/main.rs"].iter().map(|f| dir.join(f)).find(|p| p.is_file());
         if let Some(entry) = entry {

@@ -172,7 +172,7 @@ fn crate_dependencies(root: &Path) -> Result<Vec<String>> {
 }
 
 /// The folders of the root manifest's `members` list.
-fn workspace_members(manifest: &str) -> Vec<String> {
+pub(crate) fn workspace_members(manifest: &str) -> Vec<String> {
     let list = manifest
         .split_once("members")
         .and_then(|(_, rest)| rest.split_once('[')?.1.split_once(']'))
