@@ -717,7 +717,18 @@ impl Data {
     pub(crate) fn write_le(&self, out: &mut [u8]) {
         fn write<T: LeElement>(v: &[T], out: &mut [u8]) {
             if let Some(bytes) = T::le_bytes(v) {
-                out.copy_from_slice(bytes);
+                // A large result is copied in parts, one run of them per core, as a large
+                // argument is read: each core then copies the rows it computed, from its own
+                // cache (the products and elementwise kernels split by rows too).
+                let parts = super::dot::cores().min(bytes.len() / PARALLEL_COPY_BYTES);
+                if parts > 1 {
+                    let per = super::par::per_part(bytes.len(), parts, PARALLEL_COPY_BYTES / 4);
+                    super::par::each(out.chunks_mut(per).zip(bytes.chunks(per)), |(out, bytes)| {
+                        out.copy_from_slice(bytes)
+                    });
+                } else {
+                    out.copy_from_slice(bytes);
+                }
                 return;
             }
             for (chunk, &x) in out.chunks_exact_mut(T::SIZE).zip(v) {
@@ -1016,5 +1027,18 @@ mod tests {
         let stale = Some(Data::F32(vec![f32::NAN; n]));
         let got = Data::from_le_bytes_into(ElementType::F32, &bytes, stale).expect("decoded");
         assert_eq!(got, Data::F32(values));
+    }
+
+    #[test]
+    fn a_large_result_is_written_in_parts_each_byte_where_it_goes() {
+        // 6 MiB of f32, past PARALLEL_COPY_BYTES per core on two cores, into a buffer holding
+        // other bytes: every byte must be the element's, none left over, none shifted, at the
+        // parts' edges too.
+        let n = 3 * PARALLEL_COPY_BYTES / 2 + 7;
+        let values: Vec<f32> = (0..n).map(|i| i as f32 * 0.25 - 7.0).collect();
+        let want: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let mut out = vec![0xa5u8; want.len()];
+        Data::F32(values).write_le(&mut out);
+        assert!(out == want, "the bytes written differ from the elements' own");
     }
 }
