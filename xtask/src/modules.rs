@@ -272,7 +272,6 @@ fn tokens(text: &str) -> Vec<(Token, usize)> {
                 i += 1;
             }
             let word: String = chars[start..i].iter().collect();
-            // A raw identifier (`r#type`) is its name.
             out.push((Token::Word(word), line));
         } else if c == ':' && chars.get(i + 1) == Some(&':') {
             out.push((Token::Colons, line));

@@ -9,10 +9,11 @@
 //!
 //! Design choices, a blocked gemm that packs only `b`:
 //! - Each part of the work is a stripe of `c`'s columns, within a band of its rows per thread
-//!   when the product is taller than wide or tall enough ([`in_bands`]). Per block of [`KC`] rows of `b` and up to [`NC_PANELS`] panels of `NR` columns
-//!   (`NR` = two vectors: 32 floats with AVX-512, 16 with AVX2), it packs that block of `b`
-//!   (zero past the stripe's last column), sized to stay in L2; then [`IN_PLACE_MR`] rows of `a`
-//!   at a time meet every panel of the block.
+//!   when the product is taller than wide or tall enough ([`in_bands`]). Per block of [`KC`]
+//!   rows of `b` and up to [`NC_PANELS`] panels of `NR` columns (`NR` = two vectors: 32 floats
+//!   with AVX-512, 16 with AVX2), it packs that block of `b` (zero past the stripe's last
+//!   column), sized to stay in L2; then [`IN_PLACE_MR`] rows of `a` at a time meet every panel of
+//!   the block.
 //! - `a` is not packed: the kernel broadcasts its values from plain rows, an f32 `a`'s where they
 //!   lie, a narrow one's widened [`WIDE_ROWS`] rows at a time ([`InPlaceBlock`]). Packing `a`
 //!   into micro-panels interleaved its rows element by element, and cost 10-20 % of a product

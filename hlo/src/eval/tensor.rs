@@ -189,7 +189,7 @@ impl Data {
                 raw.copy_from_slice(chunk);
                 f(raw)
             };
-            let parts = super::dot::cores().min(bytes.len() / PARALLEL_COPY_BYTES);
+            let parts = copy_parts(bytes.len());
             // A large argument whose pooled storage already holds as many elements (the same
             // argument's last run) is overwritten in parts, one per core: the copy of a
             // decoder's 4 MiB caches and weights was a third of its run on one core.
@@ -290,8 +290,14 @@ impl Tensor {
 /// smaller ones are left to the allocator, which reuses them without fresh mappings.
 pub(crate) const POOLED_MIN_BYTES: usize = 1 << 20;
 
-/// An argument of at least this many bytes per core is decoded into its storage on every core.
+/// An argument of at least this many bytes per core is decoded into its storage on every core,
+/// and a result as large written out on every core.
 const PARALLEL_COPY_BYTES: usize = 1 << 20;
+
+/// The cores a copy of `bytes` bytes between the interpreter's storage and the caller's runs on.
+fn copy_parts(bytes: usize) -> usize {
+    super::dot::cores().min(bytes / PARALLEL_COPY_BYTES)
+}
 
 /// Temporaries of at least this many bytes are kept by a [`BufferPool`] between uses
 /// ([`BufferPool::take_scratch`]): the allocator hands memory of this size back to the system
@@ -720,7 +726,7 @@ impl Data {
                 // A large result is copied in parts, one run of them per core, as a large
                 // argument is read: each core then copies the rows it computed, from its own
                 // cache (the products and elementwise kernels split by rows too).
-                let parts = super::dot::cores().min(bytes.len() / PARALLEL_COPY_BYTES);
+                let parts = copy_parts(bytes.len());
                 if parts > 1 {
                     let per = super::par::per_part(bytes.len(), parts, PARALLEL_COPY_BYTES / 4);
                     super::par::each(out.chunks_mut(per).zip(bytes.chunks(per)), |(out, bytes)| {
