@@ -518,7 +518,7 @@ pub(crate) fn gemm_with<S: Simd + Send + Sync, const MR: usize, A: Source, B: So
 /// Whether a product of `m × n` over `threads` threads is cut into bands of rows, one per thread
 /// (see [`gemm_with`]), rather than into parts of columns only: when it is taller than wide, as
 /// the transformer FFN's 512×1024·1024×256 (two blocks of columns, too few to share), and
-/// whenever each band has [`BAND_LEAST_ROWS`] rows.
+/// whenever each band has [`BAND_LEAST_ROWS`] rows (the transformer's 512 rows on two cores).
 ///
 /// Bands keep each thread on the same rows from one kernel to the next: the elementwise kernels
 /// that read a product (a bias and an activation) and write the next one's `a` split by rows,
@@ -526,17 +526,22 @@ pub(crate) fn gemm_with<S: Simd + Send + Sync, const MR: usize, A: Source, B: So
 /// parts of columns each row's halves were written by both cores, and half of every row crossed
 /// to the other core's cache twice per layer. Two cores, a product then bias and ReLU then the
 /// next product (neither result read back): 512×256·256×1024 then 512×1024·1024×256 3340 →
-/// 2990 µs; 256×1024·1024×1024 and back equal (6060-6520 against 6240-6500 µs); the transformer
-/// model 15.3-15.8 → 14.6-15.0 ms, the MLP 5.81-5.87 → 5.63-5.72 ms. That was in the VM's slow
-/// periods (a thread beside ours slower, see `par`); in its quick ones the models measured
-/// equal within 1-2 %. Below 128 rows a band, each thread's packing of all of `b` costs more:
-/// 128×1024·1024×1024 and back 3370 → 3510 µs, 64×1024·1024×2048 3900 → 4810 µs.
+/// 2990 µs; the transformer model 15.3-15.8 → 14.6-15.0 ms (an AMD EPYC VM with AVX2, in its
+/// slow periods, when a thread beside ours ran slower, see `par`; equal within 1-2 % in its
+/// quick ones).
+///
+/// Below 256 rows a band, each thread's packing of all of `b` costs more than the crossing
+/// saves: on the AMD VM 256×1024·1024×1024 and back measured equal either way (6060-6520
+/// against 6240-6500 µs) and 128 rows a band lost (128×1024·1024×1024 and back 3370 → 3510
+/// µs); on a 2-core Intel Xeon VM with AVX-512 (2 MiB of L2 per core), 256 rows on two cores
+/// in parts of columns instead of bands, three interleaved pairs: that product, bias and ReLU,
+/// and the next product 3686-3754 → 3461-3504 µs, the MLP model 3402-3407 → 3083-3368 µs.
 fn in_bands(m: usize, n: usize, threads: usize, mr: usize) -> bool {
     threads > 1 && m >= 2 * mr * threads && (m > n || m >= BAND_LEAST_ROWS.saturating_mul(threads))
 }
 
 /// The fewest rows per thread for which a product wider than tall is cut into bands.
-const BAND_LEAST_ROWS: usize = 128;
+const BAND_LEAST_ROWS: usize = 256;
 
 /// The fewest panels of a part of columns: a block of `b`'s. A part reads all of its band of `a`
 /// once per block of `b` as the stripes did, so a part narrower than a block would read it more
@@ -889,9 +894,9 @@ mod tests {
         // Rows 4 KiB apart, two depth blocks, the stripe wider than one block of `b`, a short
         // last tile.
         (14, 1024, 530),
-        // Wider than tall with bands of 128 rows and more on two threads: the bands' edges off
-        // the tile height, two depth blocks, the last part of columns short.
-        (262, 600, 300),
+        // Taller than wide with bands of over 128 rows on two and three threads: the bands'
+        // edges off the tile height, two depth blocks, the last part of columns short.
+        (262, 600, 200),
     ];
 
     /// `len` values of a fixed xorshift sequence started from `seed`.
@@ -962,11 +967,11 @@ mod tests {
         let bands = |m, n, threads| in_bands(m, n, threads, 6);
         assert!(bands(512, 256, 2), "taller than wide");
         assert!(bands(512, 1024, 2), "256 rows a band");
-        assert!(bands(256, 1024, 2), "128 rows a band");
-        assert!(!bands(255, 1024, 2), "under 128 rows a band, parts of columns");
-        assert!(!bands(128, 1024, 2));
+        assert!(bands(1024, 1024, 4), "256 rows a band on four threads");
+        assert!(!bands(511, 1024, 2), "under 256 rows a band, parts of columns");
+        assert!(!bands(256, 1024, 2), "128 rows a band");
         assert!(!bands(512, 1024, 1), "one thread");
-        assert!(!bands(512, 1024, 8), "64 rows a band on eight threads");
+        assert!(!bands(1024, 1024, 8), "128 rows a band on eight threads");
         assert!(!bands(20, 10, 2), "taller, but under two tiles a band");
     }
 
