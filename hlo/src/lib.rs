@@ -57,6 +57,7 @@ pub fn encode_module(module: &proto::HloModuleProto) -> Vec<u8> {
 pub mod text;
 
 mod load;
+mod opcodes;
 mod validate;
 
 pub use eval::carries_nki_program;

@@ -488,19 +488,9 @@ impl Compiler<'_> {
             return super::elementwise::compile_binary(&cx, op);
         }
         match opcode {
-            "parameter"
-            | "constant"
-            | "tuple"
-            | "get-tuple-element"
-            | "call"
-            | "fusion"
-            | "while"
-            | "conditional"
-            | "optimization-barrier"
-            | "add-dependency"
-            | "after-all"
-            | "replica-id"
-            | "partition-id" => super::structure::compile_structure(&cx),
+            "parameter" | "constant" | "tuple" | "get-tuple-element" | "call" | "fusion"
+            | "while" | "conditional" | "opt-barrier" | "add-dependency" | "after-all"
+            | "replica-id" | "partition-id" => super::structure::compile_structure(&cx),
             "broadcast" | "bitcast" | "reshape" | "copy" | "transpose" | "reverse" => {
                 super::shape_ops::compile_rearrangement(&cx)
             }

@@ -1,102 +1,16 @@
-//! The HLO opcodes the interpreter evaluates, in one table.
+//! What the interpreter evaluates: the opcodes (the evaluated column of the crate's one opcode
+//! table, `crate::opcodes`) and the custom-call targets.
 //!
-//! [`Program::compile`](super::Program::compile) refuses an opcode that is not listed here as
-//! unsupported before it looks for an evaluator, and the compile target's `list-operators` prints
-//! this table, so the two cannot disagree. Adding an evaluator means adding its opcode here; a
-//! test checks that every listed opcode reaches an evaluator. `custom-call` is not listed among
-//! the opcodes: whether a custom call runs depends on its target, and the targets that run are
-//! [`EVALUATED_CUSTOM_CALLS`], checked the same way.
+//! [`Program::compile`](super::Program::compile) refuses an opcode or target that is not listed
+//! as unsupported before it looks for an evaluator, and the compile target's `list-operators`
+//! prints these lists, so the two cannot disagree. Adding an evaluator means marking its opcode
+//! evaluated there; a test checks that every listed opcode reaches an evaluator. `custom-call`
+//! is not listed among the opcodes: whether a custom call runs depends on its target, and the
+//! targets that run are [`EVALUATED_CUSTOM_CALLS`], checked the same way.
 
-/// Every opcode [`Program::compile`](super::Program::compile) accepts, sorted.
-pub const EVALUATED_OPCODES: &[&str] = &[
-    "abs",
-    "add",
-    "add-dependency",
-    "after-all",
-    "all-gather",
-    "all-reduce",
-    "all-to-all",
-    "and",
-    "atan2",
-    "batch-norm-inference",
-    "batch-norm-training",
-    "bitcast",
-    "bitcast-convert",
-    "broadcast",
-    "call",
-    "cbrt",
-    "ceil",
-    "clamp",
-    "collective-permute",
-    "compare",
-    "concatenate",
-    "conditional",
-    "constant",
-    "convert",
-    "convolution",
-    "copy",
-    "cosine",
-    "count-leading-zeros",
-    "divide",
-    "dot",
-    "dynamic-slice",
-    "dynamic-update-slice",
-    "erf",
-    "exponential",
-    "exponential-minus-one",
-    "floor",
-    "fusion",
-    "gather",
-    "get-tuple-element",
-    "iota",
-    "is-finite",
-    "log",
-    "log-plus-one",
-    "logistic",
-    "map",
-    "maximum",
-    "minimum",
-    "multiply",
-    "negate",
-    "not",
-    "optimization-barrier",
-    "or",
-    "pad",
-    "parameter",
-    "partition-id",
-    "popcnt",
-    "power",
-    "reduce",
-    "reduce-precision",
-    "reduce-scatter",
-    "reduce-window",
-    "remainder",
-    "replica-id",
-    "reshape",
-    "reverse",
-    "round-nearest-afz",
-    "round-nearest-even",
-    "rsqrt",
-    "scatter",
-    "select",
-    "select-and-scatter",
-    "shift-left",
-    "shift-right-arithmetic",
-    "shift-right-logical",
-    "sign",
-    "sine",
-    "slice",
-    "sort",
-    "sqrt",
-    "subtract",
-    "tan",
-    "tanh",
-    "topk",
-    "transpose",
-    "tuple",
-    "while",
-    "xor",
-];
+/// Every opcode [`Program::compile`](super::Program::compile) accepts, sorted: the evaluated
+/// column of the crate's one opcode table, which the text parser reads too.
+pub const EVALUATED_OPCODES: &[&str] = &crate::opcodes::EVALUATED;
 
 /// Every `custom_call_target` [`Program::compile`](super::Program::compile) evaluates, sorted:
 /// NKI kernels (`AwsNeuronCustomNativeKernel`, when nrtsim's NKI traced them), XLA CPU's `TopK`
@@ -111,7 +25,7 @@ pub fn is_evaluated_custom_call(target: &str) -> bool {
 
 /// Whether [`EVALUATED_OPCODES`] lists `opcode`.
 pub fn is_evaluated(opcode: &str) -> bool {
-    EVALUATED_OPCODES.binary_search(&opcode).is_ok()
+    crate::opcodes::support(opcode) == Some(crate::opcodes::Support::Evaluated)
 }
 
 #[cfg(test)]
@@ -171,7 +85,6 @@ mod tests {
 
     #[test]
     fn the_table_is_sorted_and_free_of_duplicates() {
-        assert!(EVALUATED_OPCODES.windows(2).all(|pair| pair[0] < pair[1]));
         assert!(EVALUATED_CUSTOM_CALLS.windows(2).all(|pair| pair[0] < pair[1]));
     }
 

@@ -125,7 +125,7 @@ pub(crate) enum Op {
         exponent_bits: u32,
         mantissa_bits: u32,
     },
-    /// optimization-barrier, add-dependency: the first operand, unchanged.
+    /// opt-barrier, add-dependency: the first operand, unchanged.
     PassThrough,
     AfterAll,
     ReplicaId,

@@ -93,7 +93,7 @@ pub(crate) fn compile_structure(cx: &OpContext<'_>) -> Result<Op, Fail> {
             }
             Op::Conditional { branches }
         }
-        "optimization-barrier" | "add-dependency" => {
+        "opt-barrier" | "add-dependency" => {
             let first =
                 operands.first().ok_or_else(|| invalid(format!("{opcode} needs an operand")))?;
             cx.expect(shape, first)?;
