@@ -22,6 +22,7 @@
 use std::fmt::Write as _;
 
 mod table;
+pub mod trampoline;
 
 /// The public header that declares a function (`<nrt/NAME.h>`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

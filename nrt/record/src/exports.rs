@@ -2,8 +2,8 @@
 //!
 //! The forwarder looks the real function up ([`crate::real`]), captures its arguments as raw
 //! words, calls it, and hands arguments and result to [`crate::lines`]. The symbols are
-//! trampolines in `global_asm!`, versioned by the linker script, exactly as the simulator's
-//! library defines its own (see `sim/capi/src/symbols.rs` for why).
+//! trampolines (`abi::c_trampoline!`, as the simulator's library defines its own), versioned by
+//! the linker script.
 
 #![allow(non_camel_case_types, unused_imports, clippy::too_many_arguments)]
 
@@ -116,20 +116,6 @@ impl Drop for Outermost {
     }
 }
 
-/// The tail jump of one trampoline, per architecture.
-#[cfg(target_arch = "x86_64")]
-macro_rules! tail_jump {
-    () => {
-        "jmp {target}"
-    };
-}
-#[cfg(target_arch = "aarch64")]
-macro_rules! tail_jump {
-    () => {
-        "b {target}"
-    };
-}
-
 /// `()` for `void`, else the return type.
 macro_rules! ret_or_unit {
     () => {
@@ -233,17 +219,7 @@ macro_rules! forward_functions {
                     result
                 }
 
-                #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
-                core::arch::global_asm!(
-                    ".text",
-                    concat!(".globl ", stringify!($name)),
-                    concat!(".type ", stringify!($name), ", %function"),
-                    ".p2align 4",
-                    concat!(stringify!($name), ":"),
-                    tail_jump!(),
-                    concat!(".size ", stringify!($name), ", . - ", stringify!($name)),
-                    target = sym $name,
-                );
+                abi::c_trampoline!($name => $name);
             )*
         }
     };

@@ -4,14 +4,8 @@
 //! - checks at compile time that [`crate::exports`] defines it with the table's exact signature
 //!   (a missing or mistyped export is a build error, not a missing symbol at a client's link);
 //! - defines the C symbol itself as a one-instruction trampoline (a tail jump) to that Rust
-//!   function, in `global_asm!`.
-//!
-//! Why a trampoline: rustc gives a cdylib an anonymous version script listing every
-//! `#[no_mangle]` function, and such a symbol stays unversioned whatever a second script says.
-//! The Rust functions are therefore ordinary (mangled, not exported), and the C names exist only
-//! here, where rustc's script does not see them; `libnrt.map` versions them `NRT_2.0.0` and makes
-//! everything else local. Unlike `--defsym` aliases, each symbol is a real function with a
-//! size in `.dynsym`, and no internal name leaks.
+//!   function, with `abi::c_trampoline!` (whose documentation says why a trampoline); the
+//!   library's `libnrt.map` versions the symbols `NRT_2.0.0` and makes everything else local.
 
 #![allow(non_camel_case_types, unused_imports)]
 
@@ -36,56 +30,25 @@ mod c_names {
 
 use c_names::*;
 
-/// The tail jump of one trampoline, per architecture.
-#[cfg(target_arch = "x86_64")]
-macro_rules! tail_jump {
-    () => {
-        "jmp {target}"
-    };
-}
-#[cfg(target_arch = "aarch64")]
-macro_rules! tail_jump {
-    () => {
-        "b {target}"
-    };
-}
-
-/// The C symbol `$name`: a function of its own size whose one instruction jumps to `$target`.
-macro_rules! trampoline {
-    ($name:ident => $target:path) => {
-        #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
-        core::arch::global_asm!(
-            ".text",
-            concat!(".globl ", stringify!($name)),
-            concat!(".type ", stringify!($name), ", %function"),
-            ".p2align 4",
-            concat!(stringify!($name), ":"),
-            tail_jump!(),
-            concat!(".size ", stringify!($name), ", . - ", stringify!($name)),
-            target = sym $target,
-        );
-    };
-}
-
 macro_rules! export_functions {
     ($(
         $name:ident = $header:ident [$pre:ident, $fault:ident, $avail:ident]
             fn($($arg:ident: $ty:ty),* $(,)?) $(-> $ret:ty)?;
     )*) => {$(
         const _: unsafe extern "C" fn($($ty),*) $(-> $ret)? = crate::exports::$name;
-        trampoline!($name => crate::exports::$name);
+        abi::c_trampoline!($name => crate::exports::$name);
     )*};
 }
 
 abi::for_each_libnrt_function!(export_functions);
 
 /// The trampolines of nrtsim's own binding-layer API (`include/nrtsim/bind.h`), versioned
-/// `NRTSIM_BIND_1` by `libnrt.map`, for the reason above: an unversioned `#[no_mangle]` export
-/// is at the mercy of how each linker merges rustc's version script with ours (zig's linker,
-/// which the wheels use, made them local).
+/// `NRTSIM_BIND_1` by `libnrt.map`, for the reason `abi::c_trampoline!` gives: an unversioned
+/// `#[no_mangle]` export is at the mercy of how each linker merges rustc's version script with
+/// ours (zig's linker, which the wheels use, made them local).
 macro_rules! export_bind {
     ($($name:ident),* $(,)?) => {$(
-        trampoline!($name => crate::exports::bind::$name);
+        abi::c_trampoline!($name => crate::exports::bind::$name);
     )*};
 }
 
