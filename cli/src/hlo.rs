@@ -293,39 +293,17 @@ fn run_module(
     Ok(())
 }
 
-/// How much of a `.npy` file is read for its header: numpy pads headers to 64 bytes and writes
-/// them far shorter than this.
-const NPY_HEADER_PREFIX: u64 = 1 << 20;
-
 /// Reads one `.npy` input for a parameter of `ty` straight into the interpreter's storage: the
 /// data is read once, through a small buffer, so an input costs its array and never a second
 /// whole copy, and an array that does not fit in memory is an error naming its size. A file of
 /// Fortran order (rare, and transposed on the way in) and standard input are read whole first.
 fn read_npy_input(path: &Path, ty: hlo::proto::PrimitiveType, limit: u64) -> Result<Input> {
-    if path == Path::new("-") {
-        return npy_bytes_to_input(&input::read_capped(path, limit)?, ty);
-    }
-    let file = std::fs::File::open(path).with_context(|| format!("reading {}", path.display()))?;
-    let metadata = file.metadata().with_context(|| format!("reading {}", path.display()))?;
-    if !metadata.is_file() {
-        return npy_bytes_to_input(&input::read_capped(path, limit)?, ty);
-    }
-    let len = metadata.len();
-    if len > limit {
-        return Err(conformance::capped::CappedReadError::TooLarge {
-            path: path.display().to_string(),
-            flag: input::FLAG.to_owned(),
-            limit,
+    let (header, len, prefix, mut file) = match input::open_npy(path, "input", limit)? {
+        input::OpenedNpy::Whole { header, bytes } => {
+            return npy_bytes_to_input(&header, &bytes, ty);
         }
-        .into());
-    }
-    let mut prefix = Vec::new();
-    let mut file = std::io::BufReader::with_capacity(0, file);
-    std::io::Read::by_ref(&mut file)
-        .take(len.min(NPY_HEADER_PREFIX))
-        .read_to_end(&mut prefix)
-        .with_context(|| format!("reading {}", path.display()))?;
-    let header = abi::neff::npy::parse_header_prefix("input", &prefix, len)?;
+        input::OpenedNpy::File { header, len, prefix, file } => (header, len, prefix, file),
+    };
     let dims = npy_dims(&header, ty)?;
     let data_start = prefix.get(header.data_offset..).unwrap_or_default();
     if header.fortran_order {
@@ -358,10 +336,13 @@ fn npy_dims(header: &abi::neff::npy::NpyHeader, ty: hlo::proto::PrimitiveType) -
     header.shape.iter().map(|&d| i64::try_from(d).context("dimension too large")).collect()
 }
 
-/// An input from a whole `.npy` file in memory (standard input, a small file), copied once.
-fn npy_bytes_to_input(bytes: &[u8], ty: hlo::proto::PrimitiveType) -> Result<Input> {
-    let header = abi::neff::npy::parse_header("input", bytes)?;
-    let dims = npy_dims(&header, ty)?;
+/// An input from a whole `.npy` file in memory (standard input, a stream), copied once.
+fn npy_bytes_to_input(
+    header: &abi::neff::npy::NpyHeader,
+    bytes: &[u8],
+    ty: hlo::proto::PrimitiveType,
+) -> Result<Input> {
+    let dims = npy_dims(header, ty)?;
     let data = &bytes[header.data_offset..];
     Ok(if header.fortran_order {
         Input::from_physical(ty, &dims, &fortran_layout(dims.len()), data)?
@@ -423,7 +404,11 @@ mod tests {
         let mut file = abi::neff::npy::encode("<f4", &[2, 3], &data).unwrap();
         let at = file.windows(5).position(|w| w == b"False").unwrap();
         file[at..at + 5].copy_from_slice(b"True ");
-        let expected = npy_bytes_to_input(
+        let whole = |bytes: &[u8]| {
+            let header = abi::neff::npy::parse_header("input", bytes).unwrap();
+            npy_bytes_to_input(&header, bytes, P::F32)
+        };
+        let expected = whole(
             &abi::neff::npy::encode(
                 "<f4",
                 &[2, 3],
@@ -433,17 +418,13 @@ mod tests {
                     .collect::<Vec<u8>>(),
             )
             .unwrap(),
-            P::F32,
         )
         .unwrap();
         let dir = std::env::temp_dir().join(format!("nrtsim-fortran-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("x.npy");
         std::fs::write(&path, &file).unwrap();
-        for input in [
-            npy_bytes_to_input(&file, P::F32).unwrap(),
-            read_npy_input(&path, P::F32, 1 << 20).unwrap(),
-        ] {
+        for input in [whole(&file).unwrap(), read_npy_input(&path, P::F32, 1 << 20).unwrap()] {
             assert_eq!(format!("{input:?}"), format!("{expected:?}"));
         }
         std::fs::remove_dir_all(&dir).unwrap();

@@ -1,14 +1,17 @@
 //! The caps on what `nrtsim`'s commands read, and the reader they read through
-//! ([`conformance::capped`]): an endless or huge input (`/dev/zero`, a pipe that never closes)
+//! ([`sim::capped`]), and the one opener of `.npy` inputs: an endless or huge input (`/dev/zero`, a pipe that never closes)
 //! is an error naming the limit and its flag instead of reading until memory runs out.
 //!
 //! The defaults are chosen so that a laptop can honour them: no single file is read past 1 GiB
 //! unless a flag says so, since a command holds what it reads in memory (and some inputs cost a
 //! small multiple of their size once parsed).
 
+use std::fs::File;
+use std::io::Read as _;
 use std::path::Path;
 
-use anyhow::Result;
+use abi::neff::npy::{self, NpyHeader};
+use anyhow::{Context as _, Result};
 
 /// The default cap on a metaneff: far above real metaneffs (kilobytes of tensor descriptions;
 /// the largest part is the serialized HLO module, which holds no weights in torch-neuronx's
@@ -46,7 +49,50 @@ pub(crate) fn read_capped(path: &Path, limit: u64) -> Result<Vec<u8>> {
 /// # Errors
 /// As [`read_capped`], the message naming `flag`.
 pub(crate) fn read_capped_with_flag(path: &Path, limit: u64, flag: &str) -> Result<Vec<u8>> {
-    Ok(conformance::capped::read_capped(path, limit, flag)?)
+    Ok(sim::capped::read_capped(path, limit, flag)?)
+}
+
+/// How much of a regular `.npy` file is read for its header: numpy pads headers to 64 bytes and
+/// writes them far shorter than this.
+const NPY_HEADER_PREFIX: u64 = 1 << 20;
+
+/// An `.npy` input opened by [`open_npy`], its header parsed.
+pub(crate) enum OpenedNpy {
+    /// Standard input or another stream, read whole within the cap.
+    Whole { header: NpyHeader, bytes: Vec<u8> },
+    /// A regular file within the cap, left open after its first bytes: `prefix` holds the
+    /// header and the start of the data (at most [`NPY_HEADER_PREFIX`] bytes of the file), so
+    /// the data need not be read twice; `len` is the file's length.
+    File { header: NpyHeader, len: u64, prefix: Vec<u8>, file: File },
+}
+
+/// Opens the `.npy` input `path` (`-` for standard input) of at most `limit` bytes (set by
+/// `--max-input-bytes`) and parses its header; `context` names the input in the messages. A
+/// regular file is judged by its length and only its first bytes are read; any other input is
+/// read whole through [`read_capped`].
+///
+/// # Errors
+/// When the input cannot be read, holds more than `limit` bytes, or has no valid header.
+pub(crate) fn open_npy(path: &Path, context: &str, limit: u64) -> Result<OpenedNpy> {
+    let regular = path != Path::new("-") && std::fs::metadata(path).is_ok_and(|m| m.is_file());
+    if !regular {
+        let bytes = read_capped(path, limit)?;
+        let header = npy::parse_header(context, &bytes)?;
+        return Ok(OpenedNpy::Whole { header, bytes });
+    }
+    let reading = || format!("reading {}", path.display());
+    let file = File::open(path).with_context(reading)?;
+    let len = file.metadata().with_context(reading)?.len();
+    if len > limit {
+        let path = path.display().to_string();
+        return Err(
+            sim::capped::CappedReadError::TooLarge { path, flag: FLAG.to_owned(), limit }.into()
+        );
+    }
+    let mut prefix = Vec::new();
+    (&file).take(len.min(NPY_HEADER_PREFIX)).read_to_end(&mut prefix).with_context(reading)?;
+    let header = npy::parse_header_prefix(context, &prefix, len)?;
+    Ok(OpenedNpy::File { header, len, prefix, file })
 }
 
 /// The process's peak resident memory in bytes (`VmHWM` of `/proc/self/status`), where the

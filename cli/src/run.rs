@@ -245,9 +245,6 @@ impl InputData {
     }
 }
 
-/// How much of a `.npy` file is read for its header (numpy's are far shorter).
-const NPY_HEADER_PREFIX: u64 = 1 << 20;
-
 /// The bytes one write to a device tensor carries when an input is copied from its file.
 const WRITE_CHUNK: usize = 4 << 20;
 
@@ -282,35 +279,20 @@ fn read_inputs(
 /// Checks an input file's header against the signature; a regular file's data stays in it.
 fn open_npy(name: &str, path: &Path, io: &sim::IoDescription, limit: u64) -> Result<InputData> {
     let context = format!("input {name:?} ({})", path.display());
-    let regular = path != Path::new("-") && std::fs::metadata(path).is_ok_and(|m| m.is_file());
-    if !regular {
-        let bytes = input::read_capped(path, limit)?;
-        let header = npy::parse_header(&context, &bytes).map_err(|err| anyhow!("{err}"))?;
-        check_npy(&context, io, &header)?;
-        let mut data = bytes;
-        data.drain(..header.data_offset);
-        return Ok(InputData::Bytes(data));
-    }
-    let file = std::fs::File::open(path).with_context(|| format!("reading {}", path.display()))?;
-    let len = file.metadata().with_context(|| format!("reading {}", path.display()))?.len();
-    if len > limit {
-        return Err(conformance::capped::CappedReadError::TooLarge {
-            path: path.display().to_string(),
-            flag: input::FLAG.to_owned(),
-            limit,
+    match input::open_npy(path, &context, limit)? {
+        input::OpenedNpy::Whole { header, mut bytes } => {
+            check_npy(&context, io, &header)?;
+            bytes.drain(..header.data_offset);
+            Ok(InputData::Bytes(bytes))
         }
-        .into());
+        input::OpenedNpy::File { header, len, .. } => {
+            check_npy(&context, io, &header)?;
+            let offset = header.data_offset as u64;
+            let n_bytes =
+                usize::try_from(len - offset).context("the input does not fit in memory")?;
+            Ok(InputData::File { path: path.to_owned(), offset, n_bytes })
+        }
     }
-    let mut prefix = Vec::new();
-    file.take(len.min(NPY_HEADER_PREFIX))
-        .read_to_end(&mut prefix)
-        .with_context(|| format!("reading {}", path.display()))?;
-    let header =
-        npy::parse_header_prefix(&context, &prefix, len).map_err(|err| anyhow!("{err}"))?;
-    check_npy(&context, io, &header)?;
-    let offset = header.data_offset as u64;
-    let n_bytes = usize::try_from(len - offset).context("the input does not fit in memory")?;
-    Ok(InputData::File { path: path.to_owned(), offset, n_bytes })
 }
 
 /// Checks an input file's dtype and shape against the signature.

@@ -26,8 +26,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::capped::CappedReadError;
 use crate::report::{Outcome, Report, ReportError};
+use sim::capped::CappedReadError;
 
 /// The report member.
 pub const REPORT_MEMBER: &str = "report.json";
@@ -269,7 +269,7 @@ pub fn write_bundle(path: &Path, report: &Report) -> Result<(), BundleError> {
 /// [`BundleError::Read`] when the file cannot be read or holds more than `limit` bytes, else
 /// what [`decode`] says.
 pub fn read_bundle(path: &Path, limit: u64, flag: &str) -> Result<Bundle, BundleError> {
-    let bytes = crate::capped::read_capped(path, limit, flag)?;
+    let bytes = sim::capped::read_capped(path, limit, flag)?;
     decode(&bytes, &path.display().to_string())
 }
 

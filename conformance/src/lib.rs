@@ -16,7 +16,6 @@
 pub mod backend;
 pub mod bless;
 pub mod bundle;
-pub mod capped;
 pub mod device;
 pub mod expectations;
 pub mod from_hlo;

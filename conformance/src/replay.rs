@@ -27,9 +27,9 @@ use abi::trace::{
 };
 use anyhow::{Context as _, Result, bail};
 
-use crate::capped::{CappedReadError, read_capped};
 use crate::runner::RunOutput;
 use crate::vector::Vector;
+use sim::capped::{CappedReadError, read_capped};
 
 /// A header line naming something the recording cannot carry (`# limit KEY: TEXT`).
 const LIMIT_PREFIX: &str = "# limit ";

@@ -812,27 +812,22 @@ pub struct LaunchRecord {
 /// setting naming `/dev/zero` or a huge file is refused instead of filling memory.
 pub const MAX_HLO_SOURCE_BYTES: u64 = 1 << 30;
 
-/// Reads an `NRTSIM_HLO` file of at most `limit` bytes: a regular file is judged by its length
-/// before any byte is read, a stream is read up to one byte past the limit.
+/// Reads an `NRTSIM_HLO` file of at most `limit` bytes through the one capped reader
+/// ([`crate::capped::read_capped`]); no flag raises this limit, so the message names none.
 fn read_hlo_source(path: &Path, limit: u64) -> Result<Vec<u8>, DeviceProgramError> {
-    use std::io::Read as _;
-    let error =
-        |detail: String| DeviceProgramError::Source { path: path.display().to_string(), detail };
-    let too_large =
-        || error(format!("larger than the limit of {limit} bytes, expected at most that"));
-    let file = std::fs::File::open(path).map_err(|err| error(err.to_string()))?;
-    let metadata = file.metadata().map_err(|err| error(err.to_string()))?;
-    if metadata.is_file() && metadata.len() > limit {
-        return Err(too_large());
-    }
-    let mut bytes = Vec::new();
-    file.take(limit.saturating_add(1))
-        .read_to_end(&mut bytes)
-        .map_err(|err| error(err.to_string()))?;
-    if bytes.len() as u64 > limit {
-        return Err(too_large());
-    }
-    Ok(bytes)
+    use crate::capped::{CappedReadError, read_capped};
+    read_capped(path, limit, HLO_ENV).map_err(|err| {
+        let detail = match err {
+            CappedReadError::TooLarge { .. } => {
+                format!("larger than the limit of {limit} bytes, expected at most that")
+            }
+            CappedReadError::Io { source, .. } => source.to_string(),
+            CappedReadError::OutOfMemory { n_bytes, .. } => {
+                format!("{n_bytes} bytes do not fit in memory, expected room for them")
+            }
+        };
+        DeviceProgramError::Source { path: path.display().to_string(), detail }
+    })
 }
 
 /// Where HLO comes from for NEFFs that carry none (`NRTSIM_HLO`).

@@ -27,6 +27,7 @@
 #![forbid(unsafe_code)]
 
 pub mod async_queues;
+pub mod capped;
 pub mod child;
 pub mod collectives;
 pub mod config;

@@ -1,7 +1,7 @@
-//! Reading an input file with a size cap, the one reader every command of `nrtsim` (and the
-//! replay of a recording) goes through, so an endless or huge input (`/dev/zero`, a FIFO that
-//! never closes, a sparse file of terabytes) is an error naming the limit instead of reading
-//! until memory runs out.
+//! Reading an input file with a size cap, the one reader every command of `nrtsim`, the replay
+//! of a recording and the simulator's own `NRTSIM_HLO` go through, so an endless or huge input
+//! (`/dev/zero`, a FIFO that never closes, a sparse file of terabytes) is an error naming the
+//! limit instead of reading until memory runs out.
 //!
 //! Design choices:
 //! - **A regular file is judged by its metadata**: one larger than the limit is refused before
