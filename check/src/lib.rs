@@ -19,7 +19,12 @@
 //!   HLO element type when some producer writes it for that type.
 //! - **Deterministic output.** Findings come in rule order, then tensor order; the text form has
 //!   no paths or addresses, so it can be pinned by snapshots.
+//! - **The inverse lives here too** ([`from_hlo`], `nrtsim metaneff from-hlo`): writing the
+//!   producers' metaneff of an HLO module reads the same two crates through the same producers'
+//!   maps, so the rules the checker applies and the metaneff the writer makes stay side by side.
 #![forbid(unsafe_code)]
+
+pub mod from_hlo;
 
 use std::collections::BTreeMap;
 use std::fmt::{self, Write as _};

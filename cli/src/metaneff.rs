@@ -1,5 +1,5 @@
 //! `nrtsim metaneff`: decode, encode, edit and diff metaneff protobufs, and derive one from an
-//! XLA module (`from-hlo`, the mapping of [`conformance::from_hlo`]).
+//! XLA module (`from-hlo`, the mapping of [`check::from_hlo`]).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -10,7 +10,7 @@ use abi::metaneff::edit::{self, ConfigFlag};
 use abi::metaneff::text;
 use abi::metaneff::view::MetaneffView;
 use anyhow::{Context, Result, bail};
-use conformance::from_hlo::{self, FromHloOptions, ParameterChoice};
+use check::from_hlo::{self, FromHloOptions, ParameterChoice};
 
 use crate::input;
 use crate::limits::{HloLimitArgs, MetaneffLimitArgs};

@@ -196,17 +196,17 @@ fn rust_messages() -> Vec<MetaNeff> {
     let models = Path::new(env!("CARGO_MANIFEST_DIR")).join("../conformance/tests/models");
     for fixture in testkit::model_fixture::ModelFixture::load_all(&models).expect("fixtures") {
         let Some(weights) = &fixture.weights else { continue };
-        let parse = |choices: &[String]| -> Vec<conformance::from_hlo::ParameterChoice> {
+        let parse = |choices: &[String]| -> Vec<check::from_hlo::ParameterChoice> {
             choices.iter().map(|c| c.parse().expect("a fixture's choice parses")).collect()
         };
-        let options = conformance::from_hlo::FromHloOptions {
+        let options = check::from_hlo::FromHloOptions {
             weights: parse(&weights.weight),
             states: parse(&weights.state),
             ..Default::default()
         };
         let module = std::fs::read(fixture.module()).expect("the fixture's module");
         messages.push(
-            conformance::from_hlo::metaneff_message_from_hlo(&module, &options)
+            check::from_hlo::metaneff_message_from_hlo(&module, &options)
                 .expect("the fixture's metaneff"),
         );
     }

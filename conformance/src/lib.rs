@@ -18,7 +18,6 @@ pub mod bless;
 pub mod bundle;
 pub mod device;
 pub mod expectations;
-pub mod from_hlo;
 #[cfg(feature = "generate")]
 pub mod generate;
 pub mod glob;

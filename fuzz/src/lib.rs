@@ -72,11 +72,11 @@ pub fn compile_module(bytes: &[u8]) {
     }
 }
 
-/// `metaneff from-hlo` (`conformance::from_hlo`) on any module: a metaneff or a typed error, and
+/// `metaneff from-hlo` (`check::from_hlo`) on any module: a metaneff or a typed error, and
 /// the metaneff it writes decodes.
 pub fn from_hlo(bytes: &[u8]) {
-    let options = conformance::from_hlo::FromHloOptions::default();
-    if let Ok(metaneff) = conformance::from_hlo::metaneff_from_hlo(bytes, &options) {
+    let options = check::from_hlo::FromHloOptions::default();
+    if let Ok(metaneff) = check::from_hlo::metaneff_from_hlo(bytes, &options) {
         let limits = MetaneffLimits { max_tensors: usize::MAX, max_shape_dims: usize::MAX };
         Decoded::decode_with_limits(&metaneff, &limits).expect("from-hlo's metaneff decodes");
     }
