@@ -189,25 +189,12 @@ pub struct DeviceProgram {
     results: Vec<Option<Leaf>>,
 }
 
-/// The HLO element type of a dltype.
+/// The HLO element type of a dltype, from abi's one dltype table
+/// ([`Dltype::xla_primitive_type`]), whose XLA names are the proto enum's. A name the proto did
+/// not spell would give `Invalid`, which matches no leaf; a test pins that none does.
 pub fn primitive_of(dltype: Dltype) -> PrimitiveType {
-    match dltype {
-        Dltype::Float32 => PrimitiveType::F32,
-        Dltype::Float16 => PrimitiveType::F16,
-        Dltype::BFloat16 => PrimitiveType::Bf16,
-        Dltype::Float64 => PrimitiveType::F64,
-        Dltype::Int8 => PrimitiveType::S8,
-        Dltype::Uint8 => PrimitiveType::U8,
-        Dltype::Int16 => PrimitiveType::S16,
-        Dltype::Uint16 => PrimitiveType::U16,
-        Dltype::Int32 => PrimitiveType::S32,
-        Dltype::Uint32 => PrimitiveType::U32,
-        Dltype::Int64 => PrimitiveType::S64,
-        Dltype::Uint64 => PrimitiveType::U64,
-        Dltype::Bool => PrimitiveType::Pred,
-        Dltype::Float8E4m3fn => PrimitiveType::F8e4m3fn,
-        Dltype::Float8E5m2 => PrimitiveType::F8e5m2,
-    }
+    PrimitiveType::from_str_name(dltype.xla_primitive_type().name())
+        .unwrap_or(PrimitiveType::Invalid)
 }
 
 fn type_name(ty: PrimitiveType) -> String {
@@ -909,6 +896,31 @@ mod tests {
             name: name.to_owned(),
             size: elements * dltype.item_size() as usize,
             dltype: Some(dltype),
+        }
+    }
+
+    #[test]
+    fn every_dltype_has_the_element_type_of_its_name() {
+        let expected = [
+            (Dltype::Float32, PrimitiveType::F32),
+            (Dltype::Float16, PrimitiveType::F16),
+            (Dltype::BFloat16, PrimitiveType::Bf16),
+            (Dltype::Float64, PrimitiveType::F64),
+            (Dltype::Int8, PrimitiveType::S8),
+            (Dltype::Uint8, PrimitiveType::U8),
+            (Dltype::Int16, PrimitiveType::S16),
+            (Dltype::Uint16, PrimitiveType::U16),
+            (Dltype::Int32, PrimitiveType::S32),
+            (Dltype::Uint32, PrimitiveType::U32),
+            (Dltype::Int64, PrimitiveType::S64),
+            (Dltype::Uint64, PrimitiveType::U64),
+            (Dltype::Bool, PrimitiveType::Pred),
+            (Dltype::Float8E4m3fn, PrimitiveType::F8e4m3fn),
+            (Dltype::Float8E5m2, PrimitiveType::F8e5m2),
+        ];
+        assert_eq!(expected.len(), Dltype::ALL.len(), "a dltype without an expectation");
+        for (dltype, ty) in expected {
+            assert_eq!(primitive_of(dltype), ty, "{dltype:?}");
         }
     }
 
