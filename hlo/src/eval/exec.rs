@@ -444,39 +444,30 @@ impl Program {
             }
             result
         };
-        let run_rank = &run_rank;
-        // Rank 0 runs on the calling thread, the others each on a dedicated thread, not rayon's:
-        // a rank blocks in the exchange until every rank has come, so all must run at once, and
-        // the pool has one thread per core. Starting a thread costs tens of microseconds here,
-        // and the caller would only have waited for it.
-        let results: Vec<Result<R, EvalError>> = std::thread::scope(|scope| {
-            let mut ranks = args_per_rank.into_iter().enumerate();
-            let first = ranks.next();
-            let mut handles = Vec::with_capacity(n);
-            for (rank, args) in ranks {
-                let spawned = std::thread::Builder::new()
-                    .name(format!("hlo-rank-{rank}"))
-                    .stack_size(64 << 20)
-                    .spawn_scoped(scope, move || run_rank(rank, args));
-                match spawned {
-                    Ok(handle) => handles.push(Some(handle)),
-                    Err(error) => {
-                        exchange.abort(rank);
-                        handles.push(None);
-                        let _ = error;
-                    }
-                }
-            }
-            let mut results = Vec::with_capacity(n);
-            if let Some((rank, args)) = first {
-                results.push(run_rank(rank, args));
-            }
-            results.extend(handles.into_iter().map(|h| match h.map(|h| h.join()) {
-                Some(Ok(result)) => result,
-                _ => Err(EvalError::Module { detail: "a rank's thread could not run".into() }),
-            }));
-            results
-        });
+        // Rank 0 runs on the calling thread, the others each on a rank thread of its own
+        // (`rank_threads`, kept between launches), not on the kernel pool: a rank blocks in the
+        // exchange until every rank has come, so all must run at once, and the pool has one
+        // thread per core.
+        let jobs: Vec<_> = args_per_rank
+            .into_iter()
+            .enumerate()
+            .map(|(rank, args)| {
+                let run_rank = &run_rank;
+                move || run_rank(rank, args)
+            })
+            .collect();
+        let results: Vec<Result<R, EvalError>> =
+            super::rank_threads::run_all(jobs, |rank| exchange.abort(rank))
+                .into_iter()
+                .map(|result| {
+                    result.unwrap_or_else(|| {
+                        Err(EvalError::Module {
+                            detail: "its thread could not be started, or it panicked (a bug)"
+                                .into(),
+                        })
+                    })
+                })
+                .collect();
         let first = exchange.first_failure();
         let mut values = Vec::with_capacity(n);
         let mut failure = None;

@@ -70,6 +70,7 @@ mod opcodes;
 mod packed_gemm;
 mod par;
 mod program;
+mod rank_threads;
 mod recognise;
 mod reduce;
 mod shape;
