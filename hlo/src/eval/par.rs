@@ -235,6 +235,15 @@ fn free_cores(runnable: usize, online: usize, workers: usize) -> usize {
 /// The system's ids of the pool's worker threads, as each records its own when it starts.
 static WORKER_TIDS: Mutex<Vec<u32>> = Mutex::new(Vec::new());
 
+/// Counts the calling thread as one of ours when the machine's load is judged, as the pool's
+/// workers are: a thread kept for SPMD ranks (`rank_threads`), which may still be runnable for a
+/// moment after its rank ends, as a worker is after its part.
+pub(crate) fn count_as_ours() {
+    if let Some(tid) = this_thread_id() {
+        WORKER_TIDS.lock().unwrap_or_else(|poison| poison.into_inner()).push(tid);
+    }
+}
+
 /// The calling thread's id as Linux numbers it (`/proc/thread-self/stat`'s first field); `None`
 /// elsewhere.
 fn this_thread_id() -> Option<u32> {

@@ -16,6 +16,8 @@
 //!   a rank blocked in a collective holds its thread, and the other ranks have theirs. (One pool
 //!   of several threads would not do: a rank waiting for its kernels' parts lets its thread take
 //!   other queued jobs, and a rank taken that way blocks below the one it waits for.)
+//! - A kept thread counts as the process's own when `par` judges the machine's load, as the
+//!   kernel pool's workers do: idle, it may still be runnable for a moment after its rank.
 //! - At most [`KEEP`] threads are kept; a launch with more ranks starts the rest and keeps them
 //!   up to that number. A child forked after threads were kept does not use them (they live in
 //!   the parent only) and starts its own.
@@ -70,6 +72,7 @@ impl RankThreads {
                 .num_threads(1)
                 .thread_name(|_| "hlo-rank".to_owned())
                 .stack_size(64 << 20)
+                .start_handler(|_| super::par::count_as_ours())
                 .build();
             match made {
                 Ok(pool) => pools.push(pool),
