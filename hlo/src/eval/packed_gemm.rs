@@ -530,12 +530,13 @@ pub(crate) fn gemm_with<S: Simd + Send + Sync, const MR: usize, A: Source, B: So
 /// slow periods, when a thread beside ours ran slower, see `par`; equal within 1-2 % in its
 /// quick ones).
 ///
-/// Below 256 rows a band, each thread's packing of all of `b` costs more than the crossing
-/// saves: on the AMD VM 256×1024·1024×1024 and back measured equal either way (6060-6520
-/// against 6240-6500 µs) and 128 rows a band lost (128×1024·1024×1024 and back 3370 → 3510
-/// µs); on a 2-core Intel Xeon VM with AVX-512 (2 MiB of L2 per core), 256 rows on two cores
-/// in parts of columns instead of bands, three interleaved pairs: that product, bias and ReLU,
-/// and the next product 3686-3754 → 3461-3504 µs, the MLP model 3402-3407 → 3083-3368 µs.
+/// Below 256 rows a band, each thread's packing of all of `b` costs as much as the crossing
+/// saves, or more: on the AMD VM bands of 128 rows (256×1024·1024×1024 and back) measured equal
+/// either way (6060-6520 against 6240-6500 µs) and bands of 64 rows lost (128×1024·1024×1024 and
+/// back 3370 → 3510 µs); on a 2-core Intel Xeon VM with AVX-512 (2 MiB of L2 per core), 256 rows
+/// on two cores in parts of columns instead of bands, three interleaved pairs: that product, bias
+/// and ReLU, and the next product 3686-3754 → 3461-3504 µs, the MLP model 3402-3407 → 3083-3368
+/// µs.
 fn in_bands(m: usize, n: usize, threads: usize, mr: usize) -> bool {
     threads > 1 && m >= 2 * mr * threads && (m > n || m >= BAND_LEAST_ROWS.saturating_mul(threads))
 }

@@ -680,12 +680,16 @@ mod tests {
         if std::fs::metadata("/proc/thread-self/stat").is_err() {
             return;
         }
-        // The pool's workers record their ids when they start; this thread is not among them.
+        // Every worker of the pool records its id when it starts (kept SPMD rank threads, which
+        // other tests of this process may have made, record theirs too); this thread is not
+        // among them.
         let Some(pool) = pool() else { return };
-        let on_worker = pool.install(this_thread_id);
+        let on_workers = pool.broadcast(|_| this_thread_id());
         let tids = WORKER_TIDS.lock().unwrap_or_else(|poison| poison.into_inner()).clone();
-        assert_eq!(tids.len(), pool.current_num_threads(), "{tids:?}");
-        assert!(on_worker.is_some_and(|tid| tids.contains(&tid)), "{on_worker:?} in {tids:?}");
+        assert_eq!(on_workers.len(), pool.current_num_threads());
+        for on_worker in &on_workers {
+            assert!(on_worker.is_some_and(|tid| tids.contains(&tid)), "{on_worker:?} in {tids:?}");
+        }
         assert!(!this_thread_id().is_some_and(|tid| tids.contains(&tid)));
         // A worker held busy in a job is runnable; every worker is counted at most once.
         let (go, stop) = (AtomicBool::new(false), AtomicBool::new(false));
