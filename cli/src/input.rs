@@ -1,6 +1,6 @@
-//! The caps on what `nrtsim`'s commands read, and the reader they read through
-//! ([`sim::capped`]), and the one opener of `.npy` inputs: an endless or huge input (`/dev/zero`, a pipe that never closes)
-//! is an error naming the limit and its flag instead of reading until memory runs out.
+//! The caps on what `nrtsim`'s commands read, the reader they read through ([`sim::capped`]),
+//! and the one opener of `.npy` inputs: an endless or huge input (`/dev/zero`, a pipe that never
+//! closes) is an error naming the limit and its flag instead of reading until memory runs out.
 //!
 //! The defaults are chosen so that a laptop can honour them: no single file is read past 1 GiB
 //! unless a flag says so, since a command holds what it reads in memory (and some inputs cost a
