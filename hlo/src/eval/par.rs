@@ -97,11 +97,7 @@ fn pool() -> Option<&'static rayon::ThreadPool> {
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(all.saturating_sub(1).max(1))
             .thread_name(|i| format!("nrtsim-kernel-{i}"))
-            .start_handler(|_| {
-                if let Some(tid) = this_thread_id() {
-                    WORKER_TIDS.lock().unwrap_or_else(|poison| poison.into_inner()).push(tid);
-                }
-            })
+            .start_handler(|_| count_as_ours())
             .build()
             .ok()?;
         Some((std::process::id(), pool))
@@ -235,12 +231,20 @@ fn free_cores(runnable: usize, online: usize, workers: usize) -> usize {
 /// The system's ids of the pool's worker threads, as each records its own when it starts.
 static WORKER_TIDS: Mutex<Vec<u32>> = Mutex::new(Vec::new());
 
-/// Counts the calling thread as one of ours when the machine's load is judged, as the pool's
-/// workers are: a thread kept for SPMD ranks (`rank_threads`), which may still be runnable for a
-/// moment after its rank ends, as a worker is after its part.
+/// Counts the calling thread as one of ours when the machine's load is judged: the pool's
+/// workers, and the threads kept for SPMD ranks (`rank_threads`), each of which may still be
+/// runnable for a moment after its part or its rank ends.
 pub(crate) fn count_as_ours() {
     if let Some(tid) = this_thread_id() {
         WORKER_TIDS.lock().unwrap_or_else(|poison| poison.into_inner()).push(tid);
+    }
+}
+
+/// Undoes [`count_as_ours`] for the calling thread as it exits (a rank thread not kept), so the
+/// list holds no id the system may give to another thread.
+pub(crate) fn count_as_ours_no_more() {
+    if let Some(tid) = this_thread_id() {
+        WORKER_TIDS.lock().unwrap_or_else(|poison| poison.into_inner()).retain(|&t| t != tid);
     }
 }
 

@@ -17,7 +17,8 @@
 //!   of several threads would not do: a rank waiting for its kernels' parts lets its thread take
 //!   other queued jobs, and a rank taken that way blocks below the one it waits for.)
 //! - A kept thread counts as the process's own when `par` judges the machine's load, as the
-//!   kernel pool's workers do: idle, it may still be runnable for a moment after its rank.
+//!   kernel pool's workers do: idle, it may still be runnable for a moment after its rank. A
+//!   thread not kept stops counting when it exits.
 //! - At most [`KEEP`] threads are kept; a launch with more ranks starts the rest and keeps them
 //!   up to that number. A child forked after threads were kept does not use them (they live in
 //!   the parent only) and starts its own.
@@ -31,7 +32,7 @@ use std::sync::Mutex;
 const KEEP: usize = 64;
 
 /// Rank threads not in use, each with the process that made it.
-pub(crate) struct RankThreads {
+struct RankThreads {
     idle: Mutex<Vec<(u32, rayon::ThreadPool)>>,
 }
 
@@ -73,6 +74,7 @@ impl RankThreads {
                 .thread_name(|_| "hlo-rank".to_owned())
                 .stack_size(64 << 20)
                 .start_handler(|_| super::par::count_as_ours())
+                .exit_handler(|_| super::par::count_as_ours_no_more())
                 .build();
             match made {
                 Ok(pool) => pools.push(pool),
@@ -98,7 +100,7 @@ impl RankThreads {
     /// that will not finish, so that a collective can be told its rank will never come: one
     /// whose thread could not be had (not run; called before any job starts), or one that
     /// panicked (called when it did). Such a job's result is `None`.
-    pub(crate) fn run_all<R: Send, F: FnOnce() -> R + Send>(
+    fn run_all<R: Send, F: FnOnce() -> R + Send>(
         &self,
         jobs: Vec<F>,
         gone: impl Fn(usize) + Sync,
