@@ -18,13 +18,15 @@
 //! On a CPU with AVX-512 the set then runs again as an AVX2-only CPU would run it, both sides:
 //! the bench runs itself with `NRTSIM_SIMD=avx2` (every kernel of ours, the GEMM included,
 //! compiled for AVX2), and XLA with `--xla_cpu_max_isa=AVX2`; those figures' groups are named
-//! with `(avx2)`. `NRTSIM_SIMD` set by hand runs that pass alone. The cap holds for the code XLA
-//! compiles, not for the dot kernels it calls, which choose their instructions themselves: on a
-//! 2-core Xeon VM with AVX-512 (jax 0.10.2), XLA's one-core 1024³ f32 dot ran at 174 GF/s under
-//! the AVX2 cap, 185-188 with its YNNPACK and XNNPACK fusions off, and 188 under an SSE4.2 cap,
-//! where AVX2's two 8-lane FMA units give at most 32 flops a cycle, about 96 GF/s at that VM's
-//! 3 GHz. So in the `(avx2)` rows our AVX2 faces XLA's AVX-512 on every dot, and a dot-bound
-//! model's ratio there is lower than an AVX2-only machine would show.
+//! with `(avx2)`. `NRTSIM_SIMD` set by hand runs that pass alone. XLA's flag caps only the code
+//! XLA compiles, not the libraries its dots call, which choose their instructions by the CPU: on
+//! a 2-core Xeon VM with AVX-512 (jax 0.10.2), XLA's one-core 1024³ f32 dot ran YNNPACK's
+//! AVX-512 kernel under that cap, and oneDNN's (194 GF/s) with YNNPACK's and XNNPACK's fusions
+//! off, about twice what AVX2's two 8-lane FMA units can do at that clock. So the pass also turns
+//! those two fusions off (XLA's dots then go to oneDNN) and caps oneDNN with
+//! `ONEDNN_MAX_CPU_ISA=AVX2`: the same dot then ran at 102 GF/s, AVX2's peak. On that VM oneDNN
+//! was the faster of the two libraries uncapped (194 against YNNPACK's 143-153 GF/s), so turning
+//! YNNPACK off does not slow XLA's side.
 //!
 //! Then the headline models run again with one core taken: the bench runs itself with
 //! `NRTSIM_BENCH_BUSY=1`, which starts a thread that spins for the whole run, so ours and XLA
@@ -289,7 +291,17 @@ fn run_script(python: &Path, dir: &Path, only: &[String], export: bool) -> Vec<J
     command.arg("--only").args(only);
     if let Some(isa) = capped_isa() {
         let flags = std::env::var("XLA_FLAGS").unwrap_or_default();
-        command.env("XLA_FLAGS", format!("{flags} --xla_cpu_max_isa={}", isa.to_uppercase()));
+        // YNNPACK and XNNPACK pick their kernels by the CPU alone, so their fusions are turned
+        // off and XLA's dots go to oneDNN, which takes its cap from the environment.
+        command.env(
+            "XLA_FLAGS",
+            format!(
+                "{flags} --xla_cpu_max_isa={} --xla_cpu_experimental_ynn_fusion_type= \
+                 --xla_cpu_experimental_xnn_fusion_type=",
+                isa.to_uppercase()
+            ),
+        );
+        command.env("ONEDNN_MAX_CPU_ISA", isa.to_uppercase());
     }
     let out = command.output().expect("run bench_models.py");
     assert!(out.status.success(), "bench_models.py: {}", String::from_utf8_lossy(&out.stderr));
