@@ -11,12 +11,16 @@
 //!   hold: the team's notes and issue numbers are not there for a reader who clones it, so the
 //!   facts the code relies on are cited from `docs/`;
 //! - the crates depend on each other exactly as ARCHITECTURE.md's table of crate dependencies
-//!   says, so the map a newcomer reads first cannot drift from the manifests.
+//!   says, so the map a newcomer reads first cannot drift from the manifests;
+//! - where IO happens and which way conformance's modules depend, as ARCHITECTURE.md says
+//!   ([`claims`]).
 
 use std::fs;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Result, bail};
+
+mod claims;
 
 /// Paths (relative, with `/`) where `unsafe` code is allowed.
 fn unsafe_allowed(relative: &str) -> bool {
@@ -61,6 +65,7 @@ pub(crate) fn run(root: &Path) -> Result<()> {
     let mut problems = check(root)?;
     problems.extend(outside_citations(root)?);
     problems.extend(crate_dependencies(root)?);
+    problems.extend(claims::check(root)?);
     if !problems.is_empty() {
         bail!("tidy found {} problem(s):\n  {}", problems.len(), problems.join("\n  "));
     }
