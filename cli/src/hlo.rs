@@ -192,14 +192,22 @@ fn write_output(path: &Path, bytes: &[u8]) -> Result<()> {
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct WorkBudget(pub(crate) Option<u64>);
 
+/// A flag's value that does not parse: what the flag takes and what came.
+#[derive(Debug, thiserror::Error)]
+#[error("expected {expected}, got {got:?}")]
+pub(crate) struct FlagValueError {
+    expected: String,
+    got: String,
+}
+
 /// Parses `--work-budget` and `nrtsim run --work-budget`.
-pub(crate) fn parse_work_budget(text: &str) -> Result<WorkBudget, String> {
+pub(crate) fn parse_work_budget(text: &str) -> Result<WorkBudget, FlagValueError> {
     match text.trim() {
         "none" => Ok(WorkBudget(None)),
-        n => n
-            .parse()
-            .map(|n| WorkBudget(Some(n)))
-            .map_err(|_| format!("expected a number of element-operations or none, got {text:?}")),
+        n => n.parse().map(|n| WorkBudget(Some(n))).map_err(|_| FlagValueError {
+            expected: "a number of element-operations or none".to_owned(),
+            got: text.to_owned(),
+        }),
     }
 }
 
@@ -208,10 +216,11 @@ pub(crate) fn parse_work_budget(text: &str) -> Result<WorkBudget, String> {
 pub(crate) struct ExecTimeout(pub(crate) Option<std::time::Duration>);
 
 /// Parses `--exec-timeout` (`nrtsim hlo run` and `nrtsim run`) as `NEURON_RT_EXEC_TIMEOUT` reads.
-pub(crate) fn parse_exec_timeout(text: &str) -> Result<ExecTimeout, String> {
-    sim::config::parse_exec_timeout(text.trim())
-        .map(ExecTimeout)
-        .ok_or_else(|| format!("expected {}, got {text:?}", sim::config::EXEC_TIMEOUT_EXPECTED))
+pub(crate) fn parse_exec_timeout(text: &str) -> Result<ExecTimeout, FlagValueError> {
+    sim::config::parse_exec_timeout(text.trim()).map(ExecTimeout).ok_or_else(|| FlagValueError {
+        expected: sim::config::EXEC_TIMEOUT_EXPECTED.to_owned(),
+        got: text.to_owned(),
+    })
 }
 
 /// The run limits `nrtsim hlo run` takes from its flags.

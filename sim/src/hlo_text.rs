@@ -263,6 +263,25 @@ pub enum Step {
 /// One variable of the model a graph is written for: name, element type, shape.
 pub type Var<'a> = (&'a str, Dltype, &'a [i64]);
 
+/// Why [`from_steps`] cannot write a graph.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StepError {
+    /// A step writes a variable that is not an output.
+    #[error("{var:?} is not an output")]
+    NotAnOutput {
+        /// The variable.
+        var: String,
+    },
+    /// A step reads a variable before anything gave it a value.
+    #[error("step {step} reads {var:?}, which is neither an input nor a written output")]
+    Unwritten {
+        /// The step's index.
+        step: usize,
+        /// The variable.
+        var: String,
+    },
+}
+
 /// The HLO text of the graph `steps` over a model with `inputs` and `outputs` (signature order):
 /// parameters and results numbered as the simulator binds them
 /// ([`crate::device_program::binding_order`]), an output no step writes is zeros.
@@ -275,7 +294,7 @@ pub fn from_steps(
     inputs: &[Var<'_>],
     outputs: &[Var<'_>],
     steps: &[Step],
-) -> Result<String, String> {
+) -> Result<String, StepError> {
     use crate::device_program::binding_order;
     let mut hlo = HloText::new(name);
     let mut values: HashMap<&str, Operand> = HashMap::new();
@@ -286,15 +305,17 @@ pub fn from_steps(
     }
     let output_names: Vec<&str> = outputs.iter().map(|v| v.0).collect();
     let output_of = |dst: &str| {
-        outputs.iter().find(|v| v.0 == dst).ok_or_else(|| format!("{dst:?} is not an output"))
+        outputs
+            .iter()
+            .find(|v| v.0 == dst)
+            .ok_or_else(|| StepError::NotAnOutput { var: dst.to_owned() })
     };
     for (index, step) in steps.iter().enumerate() {
         let get = |values: &HashMap<&str, Operand>, var: &str| {
-            values.get(var).cloned().ok_or_else(|| {
-                format!(
-                    "step {index} reads {var:?}, which is neither an input nor a written output"
-                )
-            })
+            values
+                .get(var)
+                .cloned()
+                .ok_or_else(|| StepError::Unwritten { step: index, var: var.to_owned() })
         };
         let (dst, value) = match step {
             Step::Copy { dst, src } => (dst, get(&values, src)?),

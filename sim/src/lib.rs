@@ -47,7 +47,7 @@ pub use device_program::{
     DeviceProgram, DeviceProgramError, HLO_ENV, HLO_MEMBER, HloSource, LaunchError, LaunchRecord,
 };
 pub use fault::{FaultPlan, FaultPlanError, FaultRule, FaultTrigger};
-pub use model::{IoDescription, ModelDescription, SlotKind, VarDescription};
+pub use model::{IoDescription, IoShapeError, ModelDescription, SlotKind, VarDescription};
 pub use runtime::{
     DMA_DESCRIPTOR_BYTES, SimConfigError, SimRuntime, TrafficCounters, VERSION_DETAIL,
 };

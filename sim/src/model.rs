@@ -100,26 +100,51 @@ impl IoDescription {
     /// Returns that byte size.
     ///
     /// # Errors
-    /// A message naming the variable and what is wrong with its shape.
-    pub fn check(&self) -> Result<Option<u64>, String> {
-        let bad = |why: String| {
-            format!("signature entry {:?} has shape {:?}: {why}", self.name, self.shape)
-        };
-        if let Some((index, dim)) =
+    /// An [`IoShapeError`] naming the variable and what is wrong with its shape.
+    pub fn check(&self) -> Result<Option<u64>, IoShapeError> {
+        let (name, shape) = (self.name.clone(), self.shape.clone());
+        if let Some((index, &dim)) =
             self.shape.iter().enumerate().find(|(_, dim)| u32::try_from(**dim).is_err())
         {
-            return Err(bad(format!(
-                "dimension {index} is {dim}, expected a value in 0..={}",
-                u32::MAX
-            )));
+            return Err(IoShapeError::Dimension { name, shape, index, dim });
         }
         match self.dltype {
             Some(dltype) => n_bytes_with_item_size(&self.shape, dltype.item_size(), None)
                 .map(Some)
-                .map_err(|err| bad(err.to_string())),
+                .map_err(|source| IoShapeError::Size { name, shape, source }),
             None => Ok(None),
         }
     }
+}
+
+/// Why a signature entry's shape cannot be a tensor's.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum IoShapeError {
+    /// A dimension is negative or does not fit tensor info's `uint32_t`.
+    #[error(
+        "signature entry {name:?} has shape {shape:?}: dimension {index} is {dim}, expected a value in 0..={max}",
+        max = u32::MAX
+    )]
+    Dimension {
+        /// The variable.
+        name: String,
+        /// Its shape.
+        shape: Vec<i64>,
+        /// Which dimension.
+        index: usize,
+        /// Its value.
+        dim: i64,
+    },
+    /// The byte size does not fit a `u64`.
+    #[error("signature entry {name:?} has shape {shape:?}: {source}")]
+    Size {
+        /// The variable.
+        name: String,
+        /// Its shape.
+        shape: Vec<i64>,
+        /// What the size computation found.
+        source: abi::dtype::DtypeError,
+    },
 }
 
 /// A model as the simulator loads it.

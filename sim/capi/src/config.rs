@@ -34,8 +34,10 @@ use sim::SimConfig;
 /// Builds the configuration from a lookup function (the environment in the library, a map in
 /// tests); the parsing is [`sim::config::from_nrtsim_env`], shared with `nrtsim run` and `nrtsim replay`,
 /// and [`sim::config::to_env`] writes these variables for a child process.
-pub(crate) fn config_from(lookup: impl Fn(&str) -> Option<String>) -> Result<SimConfig, String> {
-    sim::config::from_nrtsim_env(lookup).map_err(|err| err.to_string())
+pub(crate) fn config_from(
+    lookup: impl Fn(&str) -> Option<String>,
+) -> Result<SimConfig, sim::config::ConfigError> {
+    sim::config::from_nrtsim_env(lookup)
 }
 
 #[cfg(test)]
@@ -46,7 +48,7 @@ mod tests {
 
     use super::*;
 
-    fn config(pairs: &[(&str, &str)]) -> Result<SimConfig, String> {
+    fn config(pairs: &[(&str, &str)]) -> Result<SimConfig, sim::config::ConfigError> {
         let map: HashMap<String, String> =
             pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         config_from(|name| map.get(name).cloned())
@@ -61,7 +63,8 @@ mod tests {
         let missing = dir.join("no-such-nrtsim-hlo-file.hlo.pb");
         let missing_text = missing.display().to_string();
         let err = super::config_from(|name| (name == "NRTSIM_HLO").then(|| missing_text.clone()))
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("NRTSIM_HLO=") && err.contains("expected an HLO file"), "{err}");
     }
 
@@ -104,7 +107,7 @@ mod tests {
         assert_eq!((default.family(), default.size()), (2, 1));
         let big = config(&[("NRTSIM_INSTANCE", "Trn2.48xlarge")]).unwrap().instance;
         assert_eq!((big.family(), big.size(), big.arch_name()), (5, 7, "trn2"));
-        let err = config(&[("NRTSIM_INSTANCE", "trn9.small")]).unwrap_err();
+        let err = config(&[("NRTSIM_INSTANCE", "trn9.small")]).unwrap_err().to_string();
         assert!(err.starts_with("NRTSIM_INSTANCE"), "{err}");
     }
 
@@ -118,7 +121,7 @@ mod tests {
             ("NRTSIM_FAULTS", "nrt_nothing:1=FAILURE"),
             ("NRTSIM_INSTANCE", "trn1"),
         ] {
-            let err = config(&[(name, value)]).unwrap_err();
+            let err = config(&[(name, value)]).unwrap_err().to_string();
             assert!(err.starts_with(name), "{err}");
         }
     }

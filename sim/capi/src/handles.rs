@@ -90,6 +90,7 @@ pub(crate) fn global() -> Result<&'static Global, u32> {
     let made = GLOBAL.get_or_init(|| {
         let lookup = |name: &str| std::env::var(name).ok();
         let made = config::config_from(lookup)
+            .map_err(|err| err.to_string())
             .and_then(|config| SimRuntime::new(config).map_err(|err| err.to_string()))
             .map(|sim| Global {
                 log_errors: std::env::var("NRTSIM_LOG").is_ok_and(|value| value.trim() == "1"),

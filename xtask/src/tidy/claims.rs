@@ -7,7 +7,9 @@
 //!   `sim::capped::read_capped`, so a new direct read is a tidy failure until it is capped or
 //!   listed here with its reason;
 //! - conformance's modules depend one way, judge → backend → runner: `runner` names neither
-//!   `judge` nor `backend`, and `backend` does not name `judge`.
+//!   `judge` nor `backend`, and `backend` does not name `judge`;
+//! - a function another crate can call (`pub fn`) fails with a typed error, never a bare
+//!   `String`.
 
 use std::fs;
 use std::path::Path;
@@ -89,7 +91,7 @@ fn check_file(relative: &str, text: &str) -> Vec<String> {
     let Some(code) = production_code(relative, text) else {
         return Vec::new();
     };
-    let mut problems = Vec::new();
+    let mut problems = string_errors(relative, code);
     let lines =
         code.lines().enumerate().map(|(n, line)| (n + 1, line.split("//").next().unwrap_or("")));
     for (number, line) in lines {
@@ -137,6 +139,27 @@ fn check_file(relative: &str, text: &str) -> Vec<String> {
     problems
 }
 
+/// The `pub fn`s of `code` whose error type is a bare `String`.
+fn string_errors(relative: &str, code: &str) -> Vec<String> {
+    let mut problems = Vec::new();
+    let mut rest = code;
+    while let Some(at) = rest.find("pub fn ") {
+        let start = code.len() - rest.len() + at;
+        let signature = &code[start..];
+        let end = signature.find(['{', ';']).unwrap_or(signature.len());
+        let compact: String =
+            signature[..end].split("where").next().unwrap_or("").split_whitespace().collect();
+        if compact.contains("->Result<") && compact.ends_with(",String>") {
+            let number = code[..start].lines().count() + 1;
+            problems.push(format!(
+                "{relative}:{number}: a `pub fn` fails with a bare `String`; give it a typed error"
+            ));
+        }
+        rest = &rest[at + "pub fn ".len()..];
+    }
+    problems
+}
+
 /// The part of a source file that is not test code: none for a test file, else the text
 /// before its first `#[cfg(test)]` (test modules close the files that have them).
 fn production_code<'a>(relative: &str, text: &'a str) -> Option<&'a str> {
@@ -172,6 +195,17 @@ mod tests {
         for (relative, text, expected) in cases {
             let problems = check_file(relative, &text);
             assert_eq!(problems.len(), expected, "{relative}: {text}\n{problems:#?}");
+        }
+        let string_error = "pub fn parse(\n    text: &str,\n) -> Result<Vec<u8>, String> {\n}\n";
+        let problems = check_file("sim/src/new.rs", string_error);
+        assert_eq!(problems.len(), 1, "{problems:#?}");
+        assert!(problems[0].starts_with("sim/src/new.rs:1: a `pub fn` fails with a bare `String`"));
+        for fine in [
+            "pub(crate) fn parse(text: &str) -> Result<u8, String> {}",
+            "pub fn parse(text: &str) -> Result<String, ParseError> {}",
+            "fn parse(text: &str) -> Result<u8, String> {}",
+        ] {
+            assert!(check_file("sim/src/new.rs", fine).is_empty(), "{fine}");
         }
         let problems = check_file("cli/src/new_command.rs", read);
         assert!(problems[0].starts_with("cli/src/new_command.rs:1: reads a file directly"));

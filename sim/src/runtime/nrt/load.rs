@@ -152,7 +152,7 @@ impl SimRuntime {
             NrtError::new(NrtStatus::Invalid, format!("model {:?}: {detail}", description.name))
         };
         for io in description.inputs.iter().chain(&description.outputs) {
-            io.check().map_err(invalid)?;
+            io.check().map_err(|err| invalid(err.to_string()))?;
         }
         let memory = &self.cores[core as usize].memory;
         let mut names: HashMap<&str, usize> = HashMap::new();
