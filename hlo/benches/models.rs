@@ -18,7 +18,8 @@
 //! On a CPU with AVX-512 the set then runs again as an AVX2-only CPU would run it, both sides:
 //! the bench runs itself with `NRTSIM_SIMD=avx2` (every kernel of ours, the GEMM included,
 //! compiled for AVX2), and XLA with `--xla_cpu_max_isa=AVX2`; those figures' groups are named
-//! with `(avx2)`. `NRTSIM_SIMD` set by hand runs that pass alone. XLA's flag caps only the code
+//! with `(avx2)`. `NRTSIM_SIMD` set by hand runs that pass alone (set to the CPU's own level,
+//! `avx512`, it runs the quiet pass alone, XLA uncapped). XLA's flag caps only the code
 //! XLA compiles, not the libraries its dots call, which choose their instructions by the CPU: on
 //! a 2-core Xeon VM with AVX-512 (jax 0.10.2), XLA's one-core 1024³ f32 dot ran YNNPACK's
 //! AVX-512 kernel under that cap, and oneDNN's (194 GF/s) with YNNPACK's and XNNPACK's fusions
@@ -301,7 +302,9 @@ fn run_script(python: &Path, dir: &Path, only: &[String], export: bool) -> Vec<J
                 isa.to_uppercase()
             ),
         );
-        command.env("ONEDNN_MAX_CPU_ISA", isa.to_uppercase());
+        // oneDNN's lowest level is SSE4.1.
+        let onednn = if isa == "scalar" { "SSE41".to_owned() } else { isa.to_uppercase() };
+        command.env("ONEDNN_MAX_CPU_ISA", onednn);
     }
     let out = command.output().expect("run bench_models.py");
     assert!(out.status.success(), "bench_models.py: {}", String::from_utf8_lossy(&out.stderr));
@@ -312,11 +315,28 @@ fn run_script(python: &Path, dir: &Path, only: &[String], export: bool) -> Vec<J
         .collect()
 }
 
-/// The vector level this run is capped to (`NRTSIM_SIMD`, when it took effect), which XLA is
-/// capped to as well.
+/// The vector level this run is capped to (`NRTSIM_SIMD`, when it took effect and is below what
+/// the CPU has), which XLA is capped to as well. `NRTSIM_SIMD` naming the CPU's own level caps
+/// nothing, so XLA runs as it would by default.
 fn capped_isa() -> Option<&'static str> {
     let level = eval::simd_level();
-    (std::env::var("NRTSIM_SIMD").ok().as_deref() == Some(level)).then_some(level)
+    let below_the_cpu = match level {
+        "scalar" => true,
+        "avx2" => cpu_has_avx512(),
+        _ => false,
+    };
+    (below_the_cpu && std::env::var("NRTSIM_SIMD").ok().as_deref() == Some(level)).then_some(level)
+}
+
+fn cpu_has_avx512() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("avx512f")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
 }
 
 fn xla_seconds(runs: &[Json], name: &str) -> f64 {
