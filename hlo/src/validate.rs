@@ -495,7 +495,7 @@ fn check_constant(i: &HloInstructionProto, shape: &ShapeProto) -> Result<(), Str
                 stack.push((element, element_shape, depth + 1));
             }
         } else {
-            crate::text::element_count(own, literal)?;
+            crate::text::element_count(own, literal).map_err(|err| err.to_string())?;
         }
     }
     Ok(())

@@ -6,6 +6,29 @@
 use super::float::Format;
 use crate::proto::{LiteralProto, PrimitiveType, ShapeProto};
 
+/// Why a literal does not fit its shape, or has no text form.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum LiteralError {
+    /// The layout is not a permutation of the dimensions.
+    #[error("layout {{{layout}}} is not a permutation of the {rank} dimensions")]
+    NotAPermutation { layout: String, rank: usize },
+    /// The shape's element count does not fit memory.
+    #[error("too many elements")]
+    TooManyElements,
+    /// A dimension is negative, or their product overflows.
+    #[error("the shape has a negative or huge dimension")]
+    BadDimension,
+    /// The element type has no text form.
+    #[error("constants of type {ty} are not supported in HLO text")]
+    Unsupported { ty: &'static str },
+    /// A two-byte or complex type's values are not a whole number of elements.
+    #[error("the {ty} literal has an odd number of {what}")]
+    OddCount { ty: &'static str, what: &'static str },
+    /// The literal holds another number of elements than its shape needs.
+    #[error("the {ty} literal holds {stored} elements, its shape needs {count}")]
+    WrongCount { ty: &'static str, stored: usize, count: usize },
+}
+
 /// One element as written: a real scalar, or a complex `(re, im)` pair.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Elem<'a> {
@@ -18,7 +41,7 @@ pub(crate) enum Elem<'a> {
 ///
 /// # Errors
 /// A message when the layout is not a permutation of the dimensions.
-pub(crate) fn physical_order(shape: &ShapeProto) -> Result<Option<Vec<usize>>, String> {
+pub(crate) fn physical_order(shape: &ShapeProto) -> Result<Option<Vec<usize>>, LiteralError> {
     let Some(layout) = &shape.layout else { return Ok(None) };
     let rank = shape.dimensions.len();
     let m2m = &layout.minor_to_major;
@@ -34,10 +57,10 @@ pub(crate) fn physical_order(shape: &ShapeProto) -> Result<Option<Vec<usize>>, S
                 .is_some_and(|d| !std::mem::replace(&mut seen[d], true))
         })
     {
-        return Err(format!(
-            "layout {{{}}} is not a permutation of the {rank} dimensions",
-            m2m.iter().map(i64::to_string).collect::<Vec<_>>().join(",")
-        ));
+        return Err(LiteralError::NotAPermutation {
+            layout: m2m.iter().map(i64::to_string).collect::<Vec<_>>().join(","),
+            rank,
+        });
     }
     // Default layout: minor_to_major = rank-1, ..., 0.
     if m2m.iter().rev().enumerate().all(|(i, &d)| d as usize == i) {
@@ -50,10 +73,12 @@ pub(crate) fn physical_order(shape: &ShapeProto) -> Result<Option<Vec<usize>>, S
         stride[d as usize] = next;
         next = next.saturating_mul(dims[d as usize]);
     }
-    let count =
-        dims.iter().try_fold(1usize, |a, &d| a.checked_mul(d)).ok_or("too many elements")?;
+    let count = dims
+        .iter()
+        .try_fold(1usize, |a, &d| a.checked_mul(d))
+        .ok_or(LiteralError::TooManyElements)?;
     let mut order = Vec::new();
-    order.try_reserve_exact(count).map_err(|_| "too many elements".to_string())?;
+    order.try_reserve_exact(count).map_err(|_| LiteralError::TooManyElements)?;
     let mut index = vec![0usize; rank];
     for _ in 0..count {
         order.push(index.iter().zip(&stride).map(|(i, s)| i * s).sum());
@@ -148,7 +173,7 @@ pub(crate) fn store(
 ) -> Result<LiteralProto, (usize, String)> {
     let ty = shape.element_type();
     let ty_name = super::names::type_name(ty).unwrap_or("?");
-    let order = physical_order(shape).map_err(|m| (0, m))?;
+    let order = physical_order(shape).map_err(|m| (0, m.to_string()))?;
     let mut lit = LiteralProto { shape: Some(shape.clone()), ..Default::default() };
     macro_rules! each {
         ($f:expr) => {
@@ -372,7 +397,7 @@ fn stored_count(ty: PrimitiveType, lit: &LiteralProto) -> Option<usize> {
 ///
 /// # Errors
 /// A message when the count differs from the shape's, or the type has no text form.
-pub(crate) fn element_count(shape: &ShapeProto, lit: &LiteralProto) -> Result<usize, String> {
+pub(crate) fn element_count(shape: &ShapeProto, lit: &LiteralProto) -> Result<usize, LiteralError> {
     use PrimitiveType as T;
     let ty = shape.element_type();
     let ty_name = super::names::type_name(ty).unwrap_or("?");
@@ -380,14 +405,13 @@ pub(crate) fn element_count(shape: &ShapeProto, lit: &LiteralProto) -> Result<us
         .dimensions
         .iter()
         .try_fold(1usize, |a, &d| usize::try_from(d).ok().and_then(|d| a.checked_mul(d)))
-        .ok_or("the shape has a negative or huge dimension")?;
-    let stored = stored_count(ty, lit)
-        .ok_or_else(|| format!("constants of type {ty_name} are not supported in HLO text"))?;
-    let odd = |len: usize, what: &str| {
+        .ok_or(LiteralError::BadDimension)?;
+    let stored = stored_count(ty, lit).ok_or(LiteralError::Unsupported { ty: ty_name })?;
+    let odd = |len: usize, what: &'static str| {
         if len.is_multiple_of(2) {
             Ok(())
         } else {
-            Err(format!("the {ty_name} literal has an odd number of {what}"))
+            Err(LiteralError::OddCount { ty: ty_name, what })
         }
     };
     match ty {
@@ -400,9 +424,7 @@ pub(crate) fn element_count(shape: &ShapeProto, lit: &LiteralProto) -> Result<us
         _ => {}
     }
     if stored != count {
-        return Err(format!(
-            "the {ty_name} literal holds {stored} elements, its shape needs {count}"
-        ));
+        return Err(LiteralError::WrongCount { ty: ty_name, stored, count });
     }
     Ok(count)
 }
@@ -412,7 +434,10 @@ pub(crate) fn element_count(shape: &ShapeProto, lit: &LiteralProto) -> Result<us
 ///
 /// # Errors
 /// A message when the literal's values do not fit its shape or its type has no text form.
-pub(crate) fn elements(shape: &ShapeProto, lit: &LiteralProto) -> Result<Vec<String>, String> {
+pub(crate) fn elements(
+    shape: &ShapeProto,
+    lit: &LiteralProto,
+) -> Result<Vec<String>, LiteralError> {
     let ty = shape.element_type();
     let ty_name = super::names::type_name(ty).unwrap_or("?");
     // The stored count is checked before the layout permutation is built, so a shape claiming
@@ -423,7 +448,7 @@ pub(crate) fn elements(shape: &ShapeProto, lit: &LiteralProto) -> Result<Vec<Str
         if n == count {
             Ok(())
         } else {
-            Err(format!("the {ty_name} literal holds {n} elements, its shape needs {count}"))
+            Err(LiteralError::WrongCount { ty: ty_name, stored: n, count })
         }
     };
     fn strings<T: Copy>(
@@ -453,7 +478,7 @@ pub(crate) fn elements(shape: &ShapeProto, lit: &LiteralProto) -> Result<Vec<Str
         T::S16 | T::U16 => {
             let bytes = if ty == T::S16 { &lit.s16s } else { &lit.u16s };
             if bytes.len() % 2 != 0 {
-                return Err(format!("the {ty_name} literal has an odd number of bytes"));
+                return Err(LiteralError::OddCount { ty: ty_name, what: "bytes" });
             }
             let v = pairs::<2>(bytes);
             check(v.len())?;
@@ -517,7 +542,7 @@ pub(crate) fn elements(shape: &ShapeProto, lit: &LiteralProto) -> Result<Vec<Str
         T::C64 => {
             let v: Vec<(f32, f32)> = lit.c64s.chunks_exact(2).map(|c| (c[0], c[1])).collect();
             if !lit.c64s.len().is_multiple_of(2) {
-                return Err("the c64 literal has an odd number of parts".into());
+                return Err(LiteralError::OddCount { ty: "c64", what: "parts" });
             }
             check(v.len())?;
             strings(&v, &order, |(re, im)| format!("({}, {})", format_f32(re), format_f32(im)))
@@ -525,14 +550,14 @@ pub(crate) fn elements(shape: &ShapeProto, lit: &LiteralProto) -> Result<Vec<Str
         T::C128 => {
             let v: Vec<(f64, f64)> = lit.c128s.chunks_exact(2).map(|c| (c[0], c[1])).collect();
             if !lit.c128s.len().is_multiple_of(2) {
-                return Err("the c128 literal has an odd number of parts".into());
+                return Err(LiteralError::OddCount { ty: "c128", what: "parts" });
             }
             check(v.len())?;
             strings(&v, &order, |(re, im)| format!("({}, {})", format_f64(re), format_f64(im)))
         }
         _ => {
             let Some(format) = Format::of(ty) else {
-                return Err(format!("constants of type {ty_name} are not supported in HLO text"));
+                return Err(LiteralError::Unsupported { ty: ty_name });
             };
             let bytes = match ty {
                 T::F16 => &lit.f16s,
@@ -549,7 +574,7 @@ pub(crate) fn elements(shape: &ShapeProto, lit: &LiteralProto) -> Result<Vec<Str
             };
             let bits: Vec<u16> = if format.n_bytes() == 2 {
                 if bytes.len() % 2 != 0 {
-                    return Err(format!("the {ty_name} literal has an odd number of bytes"));
+                    return Err(LiteralError::OddCount { ty: ty_name, what: "bytes" });
                 }
                 pairs::<2>(bytes).into_iter().map(u16::from_le_bytes).collect()
             } else {

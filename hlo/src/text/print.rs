@@ -189,7 +189,12 @@ fn quoted(bytes: &[u8]) -> String {
     out
 }
 
-pub(crate) fn shape(out: &mut String, s: &ShapeProto) -> Result<(), String> {
+/// An element type XLA's text has no name for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("element type {0} has no text form")]
+pub(crate) struct NoTextForm(i32);
+
+pub(crate) fn shape(out: &mut String, s: &ShapeProto) -> Result<(), NoTextForm> {
     match s.element_type() {
         PrimitiveType::Tuple => {
             out.push('(');
@@ -207,8 +212,7 @@ pub(crate) fn shape(out: &mut String, s: &ShapeProto) -> Result<(), String> {
             Ok(())
         }
         ty => {
-            let name = names::type_name(ty)
-                .ok_or_else(|| format!("element type {} has no text form", s.element_type))?;
+            let name = names::type_name(ty).ok_or(NoTextForm(s.element_type))?;
             out.push_str(name);
             out.push('[');
             for (i, d) in s.dimensions.iter().enumerate() {
@@ -265,10 +269,11 @@ fn program_shape(out: &mut String, p: &ProgramShapeProto) -> Result<(), String> 
         if i > 0 && i % 5 == 0 {
             let _ = write!(out, "/*index={i}*/");
         }
-        shape(out, s)?;
+        shape(out, s).map_err(|err| err.to_string())?;
     }
     out.push_str(")->");
     shape(out, p.result.as_ref().ok_or("the result shape is missing")?)
+        .map_err(|err| err.to_string())
 }
 
 fn input_output_alias(out: &mut String, a: &HloInputOutputAliasProto) -> Result<(), String> {
@@ -384,9 +389,9 @@ fn instruction(
     if i.opcode == "constant" {
         // The parser gives a constant XLA's default layout where the text has none (XLA's
         // reader requires it); writing it here keeps printing a fixed point.
-        shape(out, &s.with_default_layouts()).map_err(fail)?;
+        shape(out, &s.with_default_layouts()).map_err(|err| fail(err.to_string()))?;
     } else {
-        shape(out, s).map_err(fail)?;
+        shape(out, s).map_err(|err| fail(err.to_string()))?;
     }
     let _ = write!(out, " {}(", i.opcode);
     let op = i.opcode.as_str();
@@ -893,7 +898,7 @@ fn literal_text(
         out.push(')');
         return Ok(());
     }
-    let mut elements = literal::elements(s, lit)?;
+    let mut elements = literal::elements(s, lit).map_err(|err| err.to_string())?;
     // XLA writes a scalar pred as true/false and the elements of a pred array as 1/0.
     if s.element_type() == PrimitiveType::Pred && !s.dimensions.is_empty() {
         for e in &mut elements {
