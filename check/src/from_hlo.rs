@@ -557,6 +557,21 @@ mod tests {
 
     use super::*;
 
+    /// XLA's element types have one numbering, the `PrimitiveType` generated from hlo's proto.
+    /// The producers' types (`abi`, which knows no proto) are joined to it by name, so every
+    /// name must be one of its names; the interpreter's `ElementType` is numbered by it, so a
+    /// type both know must have the same number under the same name.
+    #[test]
+    fn the_producers_xla_types_are_named_as_the_proto_names_them() {
+        for &xla_type in XlaPrimitiveType::ALL {
+            let proto = PrimitiveType::from_str_name(xla_type.name())
+                .unwrap_or_else(|| panic!("{xla_type} is not a PrimitiveType name"));
+            if let Some(interpreted) = hlo::dtype::ElementType::from_primitive(proto as i32) {
+                assert_eq!(interpreted.name().to_uppercase(), xla_type.name(), "{xla_type}");
+            }
+        }
+    }
+
     /// The metaneff of HLO text under `options`.
     fn metaneff(text: &str, options: &FromHloOptions) -> MetaNeff {
         metaneff_message_from_hlo(text.as_bytes(), options)
