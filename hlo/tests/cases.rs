@@ -18,7 +18,9 @@
 //! hand (each case says how in its comments), never saved from a run of the interpreter. Floats
 //! compare after decoding, NaN equals NaN, and `-0` is told from `0` only when exact.
 
-use std::path::{Path, PathBuf};
+mod corpus;
+
+use std::path::Path;
 
 use hlo::eval::{Array, EvalOptions, Value, evaluate};
 use hlo::proto::PrimitiveType;
@@ -227,14 +229,7 @@ fn run_case(path: &Path) -> Result<(), Failed> {
 
 fn main() {
     let args = Arguments::from_args();
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/cases");
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .map(|entries| entries.filter_map(|e| e.ok().map(|e| e.path())).collect())
-        .unwrap_or_default();
-    paths.retain(|p| p.extension().is_some_and(|e| e == "hlo"));
-    paths.sort();
-    assert!(!paths.is_empty(), "no cases under {}", dir.display());
-    let trials = paths
+    let trials = corpus::corpus("cases", &[".hlo"])
         .into_iter()
         .map(|path| {
             let name =

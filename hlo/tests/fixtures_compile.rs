@@ -4,24 +4,17 @@
 //! Fixtures using element types outside the metaneff set are a reviewed list: they must fail
 //! with an "unsupported element type" error, and an unexpected success is a failure too.
 
+mod corpus;
+
 /// Fixture → the element type it uses that the interpreter does not evaluate.
 const KNOWN_UNSUPPORTED: &[(&str, &str)] =
     &[("float_formats.jax.pb", "element type F8E4M3FNUZ"), ("sub_byte.jax.pb", "element type S4")];
-
-use std::path::PathBuf;
 
 use hlo::eval::{Array, EvalOptions, Program};
 
 #[test]
 fn every_jax_fixture_compiles_and_runs() {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .expect("fixtures")
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .collect();
-    paths.retain(|p| p.to_string_lossy().ends_with(".jax.pb"));
-    paths.sort();
-    assert!(!paths.is_empty(), "no fixtures under {}", dir.display());
+    let paths = corpus::corpus("fixtures", &[".jax.pb"]);
     let mut failures = Vec::new();
     for path in &paths {
         let file = path.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();

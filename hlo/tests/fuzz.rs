@@ -5,10 +5,10 @@
 //!
 //! `HLO_FUZZ_CASES` sets the number of cases per target (default 8000, so 24000 in all).
 
+mod corpus;
 mod support;
 
 use std::fs;
-use std::path::Path;
 
 use support::Rng;
 
@@ -45,11 +45,9 @@ fn exercise(bytes: &[u8]) {
 }
 
 fn seeds() -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
     let mut texts = Vec::new();
     let mut binaries = Vec::new();
-    for entry in fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
+    for path in corpus::corpus("fixtures", &[".hlo", ".pb"]) {
         let bytes = fs::read(&path).unwrap();
         match path.extension().and_then(|e| e.to_str()) {
             Some("hlo") => texts.push(bytes),

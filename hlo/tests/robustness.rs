@@ -5,7 +5,7 @@
 //! The mutations are deterministic (a fixed LCG per case), so a failure names a reproducible
 //! case and seed.
 
-use std::path::PathBuf;
+mod corpus;
 
 use hlo::eval::{Array, EvalOptions, evaluate};
 use hlo::proto::{self, HloModuleProto, PrimitiveType};
@@ -176,14 +176,7 @@ fn zero_args(module: &HloModuleProto) -> Vec<Array> {
 
 #[test]
 fn mutated_case_modules_never_panic() {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/cases");
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .expect("cases dir")
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .collect();
-    paths.retain(|p| p.extension().is_some_and(|e| e == "hlo"));
-    paths.sort();
-    assert!(!paths.is_empty());
+    let paths = corpus::corpus("cases", &[".hlo"]);
     let options = EvalOptions {
         budget_bytes: 1 << 20,
         max_while_iterations: Some(1000),

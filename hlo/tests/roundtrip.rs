@@ -3,9 +3,8 @@
 //! corpora (`hlo/tests`, `vectors/`), each also without its `entry_computation_layout`, which
 //! the parser then derives.
 
+mod corpus;
 mod support;
-
-use std::path::{Path, PathBuf};
 
 use proptest::prelude::*;
 
@@ -75,25 +74,10 @@ fn without_entry_layout(text: &str) -> String {
     text.to_string()
 }
 
-/// Every `.hlo` file under `dir`, recursively.
-fn hlo_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else { return };
-    for entry in entries {
-        let path = entry.expect("a directory entry").path();
-        if path.is_dir() {
-            hlo_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "hlo") {
-            out.push(path);
-        }
-    }
-}
-
 #[test]
 fn every_corpus_text_is_a_fixed_point_with_and_without_its_entry_layout() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut files = Vec::new();
-    hlo_files(&root.join("tests"), &mut files);
-    hlo_files(&root.join("../vectors"), &mut files);
+    let mut files = corpus::files_under(&corpus::root().join("tests"), &[".hlo"]);
+    files.extend(corpus::files_under(&corpus::root().join("../vectors"), &[".hlo"]));
     let mut texts = 0;
     for path in &files {
         let bytes = std::fs::read(path).expect("a corpus file reads");

@@ -15,6 +15,8 @@
 //! `NRTSIM_PYTHON`, else `target/pyenv/bin/python` (made by `cargo xtask test`), else `python3`; without
 //! one it reports itself ignored with the reason, and under CI (`CI` set) it fails.
 
+mod corpus;
+
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -27,15 +29,11 @@ fn fixture_dir() -> PathBuf {
 }
 
 fn fixtures() -> Vec<PathBuf> {
-    let dir = fixture_dir();
-    let mut names: Vec<PathBuf> = fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.to_str().unwrap().ends_with(".xla.pb"))
+    let names: Vec<PathBuf> = corpus::corpus("fixtures", &[".xla.pb"])
+        .iter()
         .map(|p| PathBuf::from(p.to_str().unwrap().trim_end_matches(".xla.pb")))
         .collect();
-    names.sort();
-    assert!(names.len() >= 10, "fixtures missing from {}", dir.display());
+    assert!(names.len() >= 10, "fixtures missing from {}", fixture_dir().display());
     names
 }
 

@@ -1,9 +1,9 @@
 //! `validate` and `load_module`: every structural defect is a typed error naming where it is.
 
+mod corpus;
 mod support;
 
 use std::fs;
-use std::path::{Path, PathBuf};
 
 use hlo::proto::{HloModuleProto, LayoutProto, ShapeProto};
 use hlo::{LoadError, ValidateError, load_module, validate};
@@ -27,10 +27,8 @@ fn err(m: &HloModuleProto) -> String {
 
 #[test]
 fn every_fixture_is_valid_in_both_forms() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
     let mut count = 0;
-    for entry in fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
+    for path in corpus::corpus("fixtures", &[".hlo", ".pb"]) {
         let bytes = fs::read(&path).unwrap();
         let name = path.display();
         if name.to_string().ends_with(".hlo") || name.to_string().ends_with(".pb") {
@@ -326,21 +324,8 @@ fn a_constant_whose_shape_and_literal_disagree_is_refused() {
 
 /// Every HLO module of the corpora, as text and binary, with the ones `load_module` reads.
 fn corpus_modules() -> Vec<(String, HloModuleProto)> {
-    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
-        let Ok(entries) = fs::read_dir(dir) else { return };
-        for entry in entries {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                walk(&path, out);
-            } else if path.extension().is_some_and(|e| e == "hlo" || e == "pb") {
-                out.push(path);
-            }
-        }
-    }
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut files = Vec::new();
-    walk(&root.join("tests"), &mut files);
-    walk(&root.join("../vectors"), &mut files);
+    let mut files = corpus::files_under(&corpus::root().join("tests"), &[".hlo", ".pb"]);
+    files.extend(corpus::files_under(&corpus::root().join("../vectors"), &[".hlo", ".pb"]));
     files
         .iter()
         .filter_map(|path| {
