@@ -16,8 +16,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
-use super::Fail;
 use super::elementwise;
+use super::error::Fail;
 use super::exec::{Ctx, Val, element, gather_scalars};
 use super::op_context::{OpContext, dims_list, invalid, to_usize};
 use super::program::Op;

@@ -7,13 +7,14 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use super::elementwise::{Binary, Direction, Unary};
+use super::error::{EvalError, Fail};
 use super::inline::{Body, MAX_BODY, MAX_NESTING, inline_calls, inlining_allowance, nesting};
 use super::op_context::{OpContext, invalid};
+use super::options::{EvalOptions, INSTRUCTION_WORK, RunLimits};
 use super::program::{Comp, Instr, Op, Program, Reducer, SimpleComparator};
 use super::reduce::WindowDim;
 use super::shape::{Shape, check_budget, parse_shape, shape_bytes, shape_elems};
 use super::tensor::{BufferPool, POOL_MAX_IDLE_BYTES};
-use super::{EvalError, EvalOptions, Fail, RunLimits};
 use crate::dtype::ElementType;
 use crate::proto;
 
@@ -240,8 +241,8 @@ struct Compiler<'m> {
 /// Ops that only pass values on (tuples, parameters, loops, calls) are charged the fixed work
 /// alone and no device time: what their callees do is charged by the callees' own instructions.
 fn cost_of(op: &Op, shape: &Shape, operands: &[&Shape]) -> (u64, u64) {
-    use super::device_time::{ELEMENT_FS, INSTRUCTION_FS, MULTIPLY_ADD_FS};
-    let fixed = super::INSTRUCTION_WORK;
+    use super::options::device_time::{ELEMENT_FS, INSTRUCTION_FS, MULTIPLY_ADD_FS};
+    let fixed = INSTRUCTION_WORK;
     let moved = operands.iter().fold(shape_elems(shape), |n, s| n.saturating_add(shape_elems(s)));
     let window = |window: &[WindowDim]| {
         window.iter().fold(1u64, |n, w| n.saturating_mul(w.size.max(1) as u64))

@@ -11,11 +11,11 @@
 //!   batch and output features (XLA: output feature group `g` reads input batch
 //!   `g · (N / batch_group_count) + n`).
 
-use super::Fail;
 use super::dot::{
     Floats, compute_type, gemm_f32, gemm_f64, gemm_floats_or_widen, round_result, threads_for,
 };
 use super::elementwise::convert;
+use super::error::Fail;
 use super::op_context::{OpContext, invalid};
 use super::packed_gemm::{
     self, Bf16Bits, F8Bits, F16Bits, Kernel, Source, TakeRow, chosen, f8_values, widen_each_row,

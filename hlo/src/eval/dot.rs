@@ -26,8 +26,8 @@
 
 use ndarray::{ArrayView2, ArrayViewMut2};
 
-use super::Fail;
 use super::elementwise::convert;
+use super::error::Fail;
 use super::shape::ArrayShape;
 use pulp::Simd;
 

@@ -12,7 +12,7 @@
 //! - Float → integer conversion saturates and maps NaN to 0 (Rust's `as`, which matches XLA's
 //!   saturating `fptosi`); anything → pred is `x != 0`.
 
-use super::Fail;
+use super::error::Fail;
 use super::op_context::{OpContext, invalid};
 use super::program::Op;
 use super::shape::{ArrayShape, Shape};

@@ -4,13 +4,15 @@ use std::cell::Cell;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::boundary::{Array, Input, Output, Value};
 use super::collective::Exchange;
 use super::elementwise;
+use super::error::{EvalError, Fail};
+use super::options::{CLOCK_EVERY, HEAVY_WORK, device_time};
 use super::program::{Comp, Instr, Op, Program, Reducer};
 use super::shape::Shape;
 use super::shape_ops;
 use super::tensor::{Data, Tensor, dispatch, try_alloc};
-use super::{Array, EvalError, Fail, Input, Output, Value};
 use crate::dtype::ElementType;
 use crate::proto;
 
@@ -72,13 +74,13 @@ impl Meter {
             device_fs: Cell::new(0),
             device_limit: options
                 .device_time_limit
-                .map(|limit| (super::device_time::femtoseconds(limit), limit)),
+                .map(|limit| (device_time::femtoseconds(limit), limit)),
             used: Cell::new(0),
             budget: options.work_budget,
             deadline: options
                 .time_limit
                 .map(|limit| (Instant::now().checked_add(limit).unwrap_or_else(far_future), limit)),
-            until_clock: Cell::new(super::CLOCK_EVERY),
+            until_clock: Cell::new(CLOCK_EVERY),
         }
     }
 
@@ -101,16 +103,16 @@ impl Meter {
         Ok(())
     }
 
-    /// After an instruction ran: reads the clock every [`super::CLOCK_EVERY`] instructions, and
+    /// After an instruction ran: reads the clock every [`CLOCK_EVERY`] instructions, and
     /// after heavy ones.
     fn check_clock(&self, work: u64) -> Result<(), Fail> {
         let Some((deadline, limit)) = self.deadline else { return Ok(()) };
         let left = self.until_clock.get().saturating_sub(1);
-        if left > 0 && work < super::HEAVY_WORK {
+        if left > 0 && work < HEAVY_WORK {
             self.until_clock.set(left);
             return Ok(());
         }
-        self.until_clock.set(super::CLOCK_EVERY);
+        self.until_clock.set(CLOCK_EVERY);
         if Instant::now() >= deadline { Err(Fail::TimeLimit(limit)) } else { Ok(()) }
     }
 }

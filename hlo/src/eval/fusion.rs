@@ -26,8 +26,8 @@
 //!   unfused reduce uses for such a run, so the result is the same bits and the operand is
 //!   never materialised (softmax's `sum(exp(x - max))`, layer norm's `sum((x - mean)^2)`).
 
-use super::Fail;
 use super::elementwise::{self, Binary, Direction, Float, Unary};
+use super::error::Fail;
 use super::math;
 use super::program::{Instr, Op, Reducer};
 use super::shape::Shape;

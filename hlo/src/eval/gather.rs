@@ -6,8 +6,8 @@
 
 use std::sync::Arc;
 
-use super::Fail;
 use super::elementwise;
+use super::error::Fail;
 use super::exec::{Ctx, element, gather_scalars};
 use super::op_context::{OpContext, invalid};
 use super::program::Op;

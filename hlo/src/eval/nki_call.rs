@@ -11,7 +11,7 @@
 
 use std::sync::Arc;
 
-use super::Fail;
+use super::error::Fail;
 use super::op_context::OpContext;
 use super::program::Op;
 use super::shape::Shape;

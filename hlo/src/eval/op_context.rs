@@ -7,7 +7,7 @@
 
 use std::collections::HashMap;
 
-use super::Fail;
+use super::error::Fail;
 use super::program::Comp;
 use super::shape::{ArrayShape, Shape};
 use crate::dtype::ElementType;

@@ -70,7 +70,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use super::Fail;
+use super::error::Fail;
 
 /// The cores the process's kernels may use: `NRTSIM_THREADS` when it is a positive number (a
 /// runner that starts one process per core sets 1), else the cores this process may run on

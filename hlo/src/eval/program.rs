@@ -5,11 +5,11 @@
 
 use std::sync::Arc;
 
-use super::EvalOptions;
 use super::conv::ConvPlan;
 use super::dot::DotPlan;
 use super::elementwise::{Binary, Direction, Unary};
 use super::gather::{GatherPlan, ScatterPlan};
+use super::options::EvalOptions;
 use super::reduce::WindowDim;
 use super::shape::Shape;
 use super::shape_ops::PadDim;

@@ -16,8 +16,8 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use super::Fail;
 use super::elementwise::{Binary, Direction, Float, Int, widen, with_binary};
+use super::error::Fail;
 use super::exec::{Ctx, element, gather_scalars};
 use super::op_context::{OpContext, dims_list, invalid};
 use super::program::Op;

@@ -7,7 +7,7 @@
 //! program was compiled; offsets that could still go wrong come from data (dynamic indices), and
 //! those are clamped here as XLA clamps them.
 
-use super::Fail;
+use super::error::Fail;
 use super::op_context::{OpContext, dims_list, invalid, to_usize};
 use super::program::Op;
 use super::shape::{ArrayShape, Shape};

@@ -15,8 +15,8 @@
 use std::cmp::Ordering;
 use std::sync::Arc;
 
-use super::Fail;
 use super::elementwise::{Float, widen};
+use super::error::Fail;
 use super::exec::{Ctx, element};
 use super::op_context::{OpContext, dims_list, invalid, to_usize};
 use super::program::Op;

@@ -7,7 +7,7 @@
 //! - Every vector is allocated through [`try_alloc`], which asks `try_reserve_exact` first, so an
 //!   out-of-memory is an error and never an abort.
 
-use super::Fail;
+use super::error::Fail;
 use crate::dtype::ElementType;
 
 /// Storage of an array's elements in logical row-major order.
@@ -100,7 +100,9 @@ macro_rules! dispatch2 {
             (Data::F8e5m2($x), Data::F8e5m2($y)) => Ok(Data::F8e5m2($body)),
             (Data::F8e4m3fn($x), Data::F8e4m3fn($y)) => Ok(Data::F8e4m3fn($body)),
             (Data::F8e4m3($x), Data::F8e4m3($y)) => Ok(Data::F8e4m3($body)),
-            _ => Err(crate::eval::Fail::Internal("element types of two operands differ".into())),
+            _ => Err(crate::eval::error::Fail::Internal(
+                "element types of two operands differ".into(),
+            )),
         }
     };
 }
