@@ -69,7 +69,7 @@ impl Exchange {
             }),
             changed: Condvar::new(),
             progress: AtomicU64::new(0),
-            spin: n <= super::dot::cores(),
+            spin: n <= super::par::cores(),
         }
     }
 

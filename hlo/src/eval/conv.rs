@@ -454,7 +454,7 @@ impl ConvPlan {
             return;
         }
         let rows = cols.len() / positions;
-        let threads = if cols.len() < 1 << 18 { 1 } else { super::dot::cores().min(rows).min(8) };
+        let threads = if cols.len() < 1 << 18 { 1 } else { super::par::cores().min(rows).min(8) };
         if threads <= 1 {
             for (row, dst) in cols.chunks_mut(positions).enumerate() {
                 self.fill_row(image, row, dst);

@@ -432,8 +432,8 @@ impl Program {
         let (bind, finish, exchange) = (&bind, &finish, &exchange);
         let run_rank = |rank: usize, args: A| -> Result<R, EvalError> {
             let mut ctx = self.ctx(rank, Some(exchange));
-            let share = super::dot::cores().div_ceil(n);
-            let result = super::dot::with_core_share(share, || {
+            let share = super::par::cores().div_ceil(n);
+            let result = super::par::with_core_share(share, || {
                 bind(args)
                     .and_then(|(vals, lent)| {
                         ctx.lent = lent;

@@ -690,7 +690,7 @@ impl FusedPlan {
             Data::F8e4m3(v) => Out::U8(v, SmallFloat::F8e4m3),
             _ => return Err(Fail::Internal("fused output type".into())),
         };
-        let threads = if n >= PARALLEL_ELEMS { super::dot::cores().min(n / CHUNK) } else { 1 };
+        let threads = if n >= PARALLEL_ELEMS { super::par::cores().min(n / CHUNK) } else { 1 };
         if threads <= 1 {
             self.run_range(operands, 0, out)?;
         } else {
@@ -848,7 +848,7 @@ impl FusedPlan {
         let mut values: Vec<f32> = try_alloc(groups)?;
         values.resize(groups, 0.0);
         let threads =
-            if self.n_elems >= PARALLEL_ELEMS { super::dot::cores().min(groups) } else { 1 };
+            if self.n_elems >= PARALLEL_ELEMS { super::par::cores().min(groups) } else { 1 };
         if threads <= 1 {
             self.reduce_range(reduce, operands, init_value, 0, &mut values)?;
         } else {

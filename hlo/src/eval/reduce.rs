@@ -578,7 +578,7 @@ fn fold_pairs_f32_s32(
     }
     // Consecutive runs: a multiple of the lanes of them to each core.
     let threads =
-        if values.len() >= PARALLEL_ARG_ELEMS { super::dot::cores().min(groups) } else { 1 };
+        if values.len() >= PARALLEL_ARG_ELEMS { super::par::cores().min(groups) } else { 1 };
     let per = super::par::per_part(groups, threads, ARG_LANES).next_multiple_of(ARG_LANES);
     let outs = out_values.chunks_mut(per).zip(out_indices.chunks_mut(per));
     let inputs = values.chunks(per * run).zip(indices.chunks(per * run));
@@ -878,7 +878,7 @@ fn fold_windows<T: Copy + Send + Sync>(
     let rows = total / row_len;
     let window_elems: usize = window.iter().map(|w| w.size).product();
     let work = total.saturating_mul(window_elems);
-    let threads = if work >= PARALLEL_WORK { super::dot::cores().min(rows) } else { 1 };
+    let threads = if work >= PARALLEL_WORK { super::par::cores().min(rows) } else { 1 };
     let per = super::par::per_part(rows, threads, 1);
     let arch = super::simd::arch();
     super::par::each(out.chunks_mut(per * row_len).enumerate(), |(part, out)| {

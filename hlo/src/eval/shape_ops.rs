@@ -249,7 +249,7 @@ fn transpose_matrices<T: Copy + Send + Sync>(
     out.resize(src.len(), first);
     // Output rows (one per source column of each matrix), split in runs over the cores.
     let units = src.len() / rows;
-    let threads = if src.len() >= PARALLEL_ELEMS { super::dot::cores().min(units) } else { 1 };
+    let threads = if src.len() >= PARALLEL_ELEMS { super::par::cores().min(units) } else { 1 };
     let per = super::par::per_part(units, threads, 1);
     super::par::each(out.chunks_mut(per * rows).enumerate(), |(part, dst)| {
         let first_unit = part * per;

@@ -298,7 +298,7 @@ const PARALLEL_COPY_BYTES: usize = 1 << 20;
 
 /// The cores a copy of `bytes` bytes between the interpreter's storage and the caller's runs on.
 fn copy_parts(bytes: usize) -> usize {
-    super::dot::cores().min(bytes / PARALLEL_COPY_BYTES)
+    super::par::cores().min(bytes / PARALLEL_COPY_BYTES)
 }
 
 /// Temporaries of at least this many bytes are kept by a [`BufferPool`] between uses
