@@ -6,13 +6,13 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use super::elementwise::{Binary, Direction, Unary};
 use super::error::{EvalError, Fail};
 use super::inline::{Body, MAX_BODY, MAX_NESTING, inline_calls, inlining_allowance, nesting};
 use super::op_context::{OpContext, invalid};
 use super::options::{EvalOptions, INSTRUCTION_WORK, RunLimits};
 use super::program::{Comp, Instr, Op, Program, Reducer, SimpleComparator};
 use super::reduce::WindowDim;
+use super::scalar::{Binary, Direction, Unary};
 use super::shape::{Shape, check_budget, parse_shape, shape_bytes, shape_elems};
 use super::tensor::{BufferPool, POOL_MAX_IDLE_BYTES};
 use crate::dtype::ElementType;

@@ -26,10 +26,11 @@
 //!   unfused reduce uses for such a run, so the result is the same bits and the operand is
 //!   never materialised (softmax's `sum(exp(x - max))`, layer norm's `sum((x - mean)^2)`).
 
-use super::elementwise::{self, Binary, Direction, Float, Unary};
+use super::elementwise;
 use super::error::Fail;
 use super::math;
 use super::program::{Instr, Op, Reducer};
+use super::scalar::{Binary, Direction, Float, Unary};
 use super::shape::Shape;
 use super::tensor::{BufferPool, Data, Tensor, try_alloc};
 use crate::dtype::{ElementType, SmallFloat};
@@ -1098,9 +1099,9 @@ fn run_node(node: &Node, args: &[&[f32]], out: &mut [f32], arch: pulp::Arch) {
     let merged = node.round == Some(SmallFloat::Bf16)
         && matches!(node.kernel, Kernel::Unary(_) | Kernel::Binary(_));
     match node.kernel {
-        Kernel::Unary(op) => math::unary_slice(op, args[0], out, merged, arch),
+        Kernel::Unary(op) => elementwise::unary_slice(op, args[0], out, merged, arch),
         Kernel::Binary(op) => {
-            math::binary_slice(op, (args[0], args[1]), out, merged, arch);
+            elementwise::binary_slice(op, (args[0], args[1]), out, merged, arch);
         }
         Kernel::IsFinite => {
             for (o, &x) in out.iter_mut().zip(args[0]) {
@@ -1118,7 +1119,7 @@ fn run_node(node: &Node, args: &[&[f32]], out: &mut [f32], arch: pulp::Arch) {
             }
         }
         Kernel::Compare { direction, total_order: false } => {
-            math::compare_slice(direction, (args[0], args[1]), out, arch);
+            elementwise::compare_slice(direction, (args[0], args[1]), out, arch);
         }
         Kernel::Compare { direction, total_order: true } => {
             for ((o, &x), &y) in out.iter_mut().zip(args[0]).zip(args[1]) {

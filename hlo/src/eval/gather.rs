@@ -6,7 +6,6 @@
 
 use std::sync::Arc;
 
-use super::elementwise;
 use super::error::Fail;
 use super::exec::{Ctx, element, gather_scalars};
 use super::op_context::{OpContext, invalid};
@@ -595,12 +594,12 @@ impl ScatterPlan {
 }
 
 fn elementwise_fold(
-    op: elementwise::Binary,
+    op: super::scalar::Binary,
     dst: &Data,
     src: &Data,
     targets: &[Option<usize>],
 ) -> Result<Data, Fail> {
-    use super::elementwise::{Float, Int};
+    use super::scalar::{Float, Int};
     macro_rules! fold {
         ($variant:ident, $d:expr, $s:expr, $f:expr) => {{
             let mut out = try_alloc($d.len())?;
@@ -816,7 +815,7 @@ mod tests {
             [row(1), row(3), row(1), vec![None; 3], vec![None; 3]].concat();
         assert_eq!(got, want);
         let folded = elementwise_fold(
-            elementwise::Binary::Add,
+            super::super::scalar::Binary::Add,
             &Data::F32(vec![0.5; 12]),
             &Data::F32((1..=15).map(|x| x as f32).collect()),
             &got,

@@ -75,6 +75,7 @@ mod program;
 mod rank_threads;
 mod recognise;
 mod reduce;
+mod scalar;
 mod shape;
 pub(crate) mod shape_ops;
 mod simd;

@@ -7,10 +7,10 @@ use std::sync::Arc;
 
 use super::conv::ConvPlan;
 use super::dot::DotPlan;
-use super::elementwise::{Binary, Direction, Unary};
 use super::gather::{GatherPlan, ScatterPlan};
 use super::options::EvalOptions;
 use super::reduce::WindowDim;
+use super::scalar::{Binary, Direction, Unary};
 use super::shape::Shape;
 use super::shape_ops::PadDim;
 use super::tensor::{BufferPool, Tensor};

@@ -23,8 +23,8 @@
 use std::cmp::Ordering;
 use std::sync::Arc;
 
-use super::elementwise::{Binary, Direction};
 use super::program::{Comp, Op};
+use super::scalar::{Binary, Direction};
 use super::shape::Shape;
 use super::tensor::Tensor;
 use crate::dtype::ElementType;

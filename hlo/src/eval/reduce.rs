@@ -16,13 +16,14 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use super::elementwise::{Binary, Direction, Float, Int, widen, with_binary};
+use super::elementwise::widen;
 use super::error::Fail;
 use super::exec::{Ctx, element, gather_scalars};
 use super::op_context::{OpContext, dims_list, invalid};
 use super::program::Op;
 use super::program::Reducer;
 use super::recognise::{ArgReducer, holds};
+use super::scalar::{Binary, Direction, Float, Int, with_binary};
 use super::shape::{ArrayShape, Shape};
 use super::shape_ops::transpose;
 use super::tensor::{Data, Tensor, filled, next_index, strides, try_alloc};
