@@ -18,13 +18,14 @@ use std::time::Duration;
 
 use super::elementwise;
 use super::error::Fail;
-use super::exec::{Ctx, Val, element, gather_scalars};
+use super::exec::Ctx;
 use super::op_context::{OpContext, dims_list, invalid, to_usize};
 use super::program::Op;
 use super::program::{Groups, Reducer};
 use super::shape::Shape;
 use super::shape_ops;
 use super::tensor::{Data, Tensor};
+use super::tensor::{Val, element, gather_scalars};
 use crate::proto;
 
 struct Round {

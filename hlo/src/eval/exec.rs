@@ -12,37 +12,9 @@ use super::options::{CLOCK_EVERY, HEAVY_WORK, device_time};
 use super::program::{Comp, Instr, Op, Program, Reducer};
 use super::shape::Shape;
 use super::shape_ops;
-use super::tensor::{Data, Tensor, dispatch, try_alloc};
+use super::tensor::{Data, Tensor, Val, element, gather_scalars, try_alloc};
 use crate::dtype::ElementType;
 use crate::proto;
-
-/// A value inside the interpreter; clones share buffers.
-#[derive(Clone, Debug)]
-pub(crate) enum Val {
-    Array(Arc<Tensor>),
-    Tuple(Arc<Vec<Val>>),
-    Token,
-}
-
-impl Val {
-    pub(crate) fn array(&self) -> Result<&Arc<Tensor>, Fail> {
-        match self {
-            Val::Array(t) => Ok(t),
-            _ => Err(Fail::Internal("expected an array value".into())),
-        }
-    }
-
-    pub(crate) fn tuple(&self) -> Result<&[Val], Fail> {
-        match self {
-            Val::Tuple(items) => Ok(items),
-            _ => Err(Fail::Internal("expected a tuple value".into())),
-        }
-    }
-
-    pub(crate) fn from_data(dims: Vec<usize>, data: Data) -> Val {
-        Val::Array(Arc::new(Tensor { dims, data }))
-    }
-}
 
 /// One rank's view of a run.
 pub(crate) struct Ctx<'p> {
@@ -1022,7 +994,6 @@ impl Ctx<'_> {
     }
 }
 
-/// Element `i` of `data` as a one-element array.
 /// The clamped start indices of a `dynamic-update-slice` (operands: array, update, starts).
 fn update_starts(instr: &Instr, slots: &[Option<Val>]) -> Result<Vec<usize>, Fail> {
     let tensor = |i: usize| -> Result<&Arc<Tensor>, Fail> {
@@ -1097,51 +1068,6 @@ fn take_unique(slots: &mut [Option<Val>], at: usize) -> Option<Tensor> {
             None
         }
     }
-}
-
-pub(crate) fn element(data: &Data, i: usize) -> Data {
-    dispatch!(data, v => vec![v[i]])
-}
-
-/// Concatenates one-element arrays of `ty` into one array.
-pub(crate) fn gather_scalars(ty: ElementType, parts: &[Data]) -> Result<Data, Fail> {
-    let mut out = Data::zeros(ty, 0)?;
-    macro_rules! arm {
-        ($variant:ident) => {{
-            let Data::$variant(v) = &mut out else { return Err(unreachable_data()) };
-            v.try_reserve_exact(parts.len())
-                .map_err(|_| Fail::Alloc { bytes: parts.len() as u64 })?;
-            for p in parts {
-                match p {
-                    Data::$variant(x) => v.push(x[0]),
-                    _ => return Err(Fail::Internal("scalar of another type".into())),
-                }
-            }
-        }};
-    }
-    match ty {
-        ElementType::Pred => arm!(Pred),
-        ElementType::S8 => arm!(S8),
-        ElementType::S16 => arm!(S16),
-        ElementType::S32 => arm!(S32),
-        ElementType::S64 => arm!(S64),
-        ElementType::U8 => arm!(U8),
-        ElementType::U16 => arm!(U16),
-        ElementType::U32 => arm!(U32),
-        ElementType::U64 => arm!(U64),
-        ElementType::F16 => arm!(F16),
-        ElementType::F32 => arm!(F32),
-        ElementType::F64 => arm!(F64),
-        ElementType::Bf16 => arm!(Bf16),
-        ElementType::F8e5m2 => arm!(F8e5m2),
-        ElementType::F8e4m3fn => arm!(F8e4m3fn),
-        ElementType::F8e4m3 => arm!(F8e4m3),
-    }
-    Ok(out)
-}
-
-fn unreachable_data() -> Fail {
-    Fail::Internal("zeros of a type built another type".into())
 }
 
 /// Wraps kernel outputs as the instruction's value: one array, or a tuple of them.

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use super::error::Fail;
-use super::exec::{Ctx, element, gather_scalars};
+use super::exec::Ctx;
 use super::op_context::{OpContext, invalid};
 use super::program::Op;
 use super::program::Reducer;
@@ -15,6 +15,7 @@ use super::shape::ArrayShape;
 use super::shape::Shape;
 use super::shape_ops::indices;
 use super::tensor::{Data, Tensor, dispatch, next_index, strides, try_alloc};
+use super::tensor::{element, gather_scalars};
 use crate::proto;
 
 fn list(values: &[i64], rank: usize, what: &str) -> Result<Vec<usize>, Fail> {

@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use super::elementwise::widen;
 use super::error::Fail;
-use super::exec::{Ctx, element, gather_scalars};
+use super::exec::Ctx;
 use super::op_context::{OpContext, dims_list, invalid};
 use super::program::Op;
 use super::program::Reducer;
@@ -27,6 +27,7 @@ use super::scalar::{Binary, Direction, Float, Int, with_binary};
 use super::shape::{ArrayShape, Shape};
 use super::shape_ops::transpose;
 use super::tensor::{Data, Tensor, filled, next_index, strides, try_alloc};
+use super::tensor::{element, gather_scalars};
 use crate::dtype::ElementType;
 use crate::dtype::SmallFloat;
 use crate::proto;

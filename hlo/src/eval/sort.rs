@@ -17,13 +17,14 @@ use std::sync::Arc;
 
 use super::elementwise::widen;
 use super::error::Fail;
-use super::exec::{Ctx, element};
+use super::exec::Ctx;
 use super::op_context::{OpContext, dims_list, invalid, to_usize};
 use super::program::Op;
 use super::program::SimpleComparator;
 use super::recognise::{Canon, SortComparator, SortKey, holds};
 use super::scalar::Float;
 use super::shape::{ArrayShape, Shape};
+use super::tensor::element;
 use super::tensor::{Data, Tensor, dispatch, try_alloc};
 use crate::dtype::{ElementType, SmallFloat};
 
