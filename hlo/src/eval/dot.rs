@@ -33,26 +33,12 @@ use pulp::Simd;
 
 use super::op_context::{OpContext, invalid};
 use super::packed_gemm::{self, Bf16Bits, F8Bits, F16Bits, F32Bytes, Kernel, Source};
-use super::program::Op;
+use super::plan::DotPlan;
+use super::plan::Op;
 use super::shape_ops::{strided, transpose, transpose_reusing};
 use super::tensor::{BufferPool, Data, dispatch, filled};
 use crate::dtype::{ElementType, SmallFloat};
 use crate::proto;
-
-/// A checked dot.
-#[derive(Clone, Debug)]
-pub(crate) struct DotPlan {
-    lhs_dims: Vec<usize>,
-    rhs_dims: Vec<usize>,
-    lhs_perm: Vec<usize>,
-    rhs_perm: Vec<usize>,
-    /// How many of `rhs_perm`'s leading axes are batch, and how many after them contracting.
-    rhs_split: (usize, usize),
-    batch: usize,
-    m: usize,
-    k: usize,
-    n: usize,
-}
 
 impl DotPlan {
     /// The multiply-adds of one product (saturating), for the work budget.

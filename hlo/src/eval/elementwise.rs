@@ -20,7 +20,7 @@ use super::math::{
     bf16_rounded, cos_reduced, erf, exp, expm1, ln, logistic, sin_reduced, tanh, trig_slice,
 };
 use super::op_context::{OpContext, invalid};
-use super::program::Op;
+use super::plan::Op;
 use super::scalar::{Binary, Direction, Float, Int, Unary, with_binary, with_direction};
 use super::shape::{ArrayShape, Shape};
 use super::tensor::{Data, try_alloc};

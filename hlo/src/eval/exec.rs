@@ -9,7 +9,7 @@ use super::collective::Exchange;
 use super::elementwise;
 use super::error::{EvalError, Fail};
 use super::options::{CLOCK_EVERY, HEAVY_WORK, device_time};
-use super::program::{Comp, Instr, Op, Program, Reducer};
+use super::plan::{Comp, Instr, Op, Program, Reducer};
 use super::shape::Shape;
 use super::shape_ops;
 use super::tensor::{Data, Tensor, Val, element, gather_scalars, try_alloc};
@@ -200,8 +200,9 @@ impl Program {
     /// Per entry parameter leaf: whether [`Program::run`] (and each rank of an SPMD run) lends
     /// the caller's bytes instead of copying them. A leaf is lent when it is a whole parameter
     /// (not in a tuple), not the root, and either f32 with every instruction that reads it a dot
-    /// that takes it in place ([`super::dot::DotPlan::reads_f32_in_place`]) with another f32
-    /// operand, or bf16 or f16 and read by one dot, which reads the bytes in place where it can
+    /// that takes it in place
+    /// ([`DotPlan::reads_f32_in_place`](super::plan::DotPlan::reads_f32_in_place)) with another
+    /// f32 operand, or bf16 or f16 and read by one dot, which reads the bytes in place where it can
     /// and decodes them (the copy binding would have made) where it cannot. Nothing else ever
     /// sees the placeholder it is bound to. A decoder's 6 MiB of bf16 weights were a third of
     /// the copying of its launch.

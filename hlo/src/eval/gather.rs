@@ -9,8 +9,9 @@ use std::sync::Arc;
 use super::error::Fail;
 use super::exec::Ctx;
 use super::op_context::{OpContext, invalid};
-use super::program::Op;
-use super::program::Reducer;
+use super::plan::Op;
+use super::plan::Reducer;
+use super::plan::{GatherPlan, IndexLayout, ScatterPlan};
 use super::shape::ArrayShape;
 use super::shape::Shape;
 use super::shape_ops::indices;
@@ -28,17 +29,6 @@ fn list(values: &[i64], rank: usize, what: &str) -> Result<Vec<usize>, Fail> {
                 .ok_or_else(|| invalid(format!("{what} {values:?} do not fit rank {rank}")))
         })
         .collect()
-}
-
-/// How the index array is read: its batch dims (all but `index_vector_dim`) and the vector.
-#[derive(Clone, Debug)]
-struct IndexLayout {
-    dims: Vec<usize>,
-    strides: Vec<usize>,
-    vector_dim: usize,
-    /// Batch dims of the index array, in order.
-    batch_dims: Vec<usize>,
-    vector_len: usize,
 }
 
 impl IndexLayout {
@@ -84,21 +74,6 @@ impl IndexLayout {
             out.push(values[offset]);
         }
     }
-}
-
-/// A checked gather.
-#[derive(Clone, Debug)]
-pub(crate) struct GatherPlan {
-    operand_dims: Vec<usize>,
-    index: IndexLayout,
-    offset_dims: Vec<usize>,
-    start_index_map: Vec<usize>,
-    operand_batching_dims: Vec<usize>,
-    indices_batching_dims: Vec<usize>,
-    slice_sizes: Vec<usize>,
-    /// Operand dims that are windows (not collapsed, not batching), in order.
-    window_dims: Vec<usize>,
-    pub(crate) out_dims: Vec<usize>,
 }
 
 impl GatherPlan {
@@ -335,21 +310,6 @@ impl WindowRuns {
         }
         Ok(WindowRuns { starts, len, stride })
     }
-}
-
-/// A checked scatter.
-#[derive(Clone, Debug)]
-pub(crate) struct ScatterPlan {
-    operand_dims: Vec<usize>,
-    update_dims: Vec<usize>,
-    index: IndexLayout,
-    update_window_dims: Vec<usize>,
-    scatter_dims_to_operand_dims: Vec<usize>,
-    input_batching_dims: Vec<usize>,
-    indices_batching_dims: Vec<usize>,
-    /// Operand dims that update windows cover, in order.
-    window_dims: Vec<usize>,
-    pub(crate) computation: usize,
 }
 
 impl ScatterPlan {

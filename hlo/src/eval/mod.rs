@@ -71,7 +71,7 @@ mod opcodes;
 mod options;
 mod packed_gemm;
 mod par;
-mod program;
+mod plan;
 mod rank_threads;
 mod recognise;
 mod reduce;
@@ -95,7 +95,7 @@ pub use options::{
     CLOCK_EVERY, DEFAULT_DEVICE_TIME_LIMIT, EvalOptions, HEAVY_WORK, INSTRUCTION_WORK, RunLimits,
     device_time,
 };
-pub use program::Program;
+pub use plan::Program;
 pub use simd::level as simd_level;
 
 /// The naive loops the benchmark compares the interpreter's kernels with.

@@ -20,9 +20,11 @@ use super::elementwise::widen;
 use super::error::Fail;
 use super::exec::Ctx;
 use super::op_context::{OpContext, dims_list, invalid};
-use super::program::Op;
-use super::program::Reducer;
-use super::recognise::{ArgReducer, holds};
+use super::plan::ArgReducer;
+use super::plan::Op;
+use super::plan::Reducer;
+use super::plan::WindowDim;
+use super::recognise::holds;
 use super::scalar::{Binary, Direction, Float, Int, with_binary};
 use super::shape::{ArrayShape, Shape};
 use super::shape_ops::transpose;
@@ -31,17 +33,6 @@ use super::tensor::{element, gather_scalars};
 use crate::dtype::ElementType;
 use crate::dtype::SmallFloat;
 use crate::proto;
-
-/// One dimension of a window.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct WindowDim {
-    pub(crate) size: usize,
-    pub(crate) stride: usize,
-    pub(crate) pad_low: i64,
-    pub(crate) pad_high: i64,
-    pub(crate) base_dilation: usize,
-    pub(crate) window_dilation: usize,
-}
 
 impl WindowDim {
     pub(crate) fn output_size(&self, input: usize) -> Result<usize, Fail> {

@@ -9,7 +9,8 @@
 
 use super::error::Fail;
 use super::op_context::{OpContext, dims_list, invalid, to_usize};
-use super::program::Op;
+use super::plan::Op;
+use super::plan::PadDim;
 use super::shape::{ArrayShape, Shape};
 use super::tensor::{Data, Stored, dispatch, filled, next_index, strides, try_alloc};
 use crate::dtype::{ElementType, SmallFloat};
@@ -339,14 +340,6 @@ pub(crate) fn reverse(data: &Data, dims: &[usize], reversed: &[usize]) -> Result
         stride[axis] = -stride[axis];
     }
     Ok(dispatch!(data, v => strided(v, dims, base, &stride)?))
-}
-
-/// Per-dimension padding: `low` and `high` may be negative (cropping), `interior` ≥ 0.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct PadDim {
-    pub(crate) low: i64,
-    pub(crate) high: i64,
-    pub(crate) interior: i64,
 }
 
 /// `pad`: the output is filled with the padding value, then each operand element lands at

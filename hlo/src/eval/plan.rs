@@ -1,20 +1,20 @@
-//! The checked plan the compiler builds and the executor runs: decoded instructions (`Op`,
-//! `Instr`), computations (`Comp`) and the module (`Program`).
+//! The plan: what the compiler builds and the executor runs, and every kernel's part of it.
+//! Decoded instructions (`Op`, `Instr`), computations (`Comp`), the module (`Program`), and each
+//! op family's checked attributes (`DotPlan`, `ConvPlan`, `GatherPlan`, … and the fused groups'
+//! `fused::FusedPlan`).
 //!
-//! Kernels and the executor read these types from here, so none of them needs the compiler.
+//! This module imports only the leaves below it (shapes, tensors, the scalar opcodes), so kernels
+//! read their plans from here without importing the compiler, the executor or each other.
 
 use std::sync::Arc;
 
-use super::conv::ConvPlan;
-use super::dot::DotPlan;
-use super::gather::{GatherPlan, ScatterPlan};
 use super::options::EvalOptions;
-use super::reduce::WindowDim;
 use super::scalar::{Binary, Direction, Unary};
 use super::shape::Shape;
-use super::shape_ops::PadDim;
 use super::tensor::{BufferPool, Tensor};
 use crate::dtype::ElementType;
+
+pub(crate) mod fused;
 
 /// A scalar computation recognised as one operation of its two parameters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -113,7 +113,7 @@ pub(crate) enum Op {
         computation: usize,
     },
     /// An NKI kernel traced by nrtsim's NKI (`AwsNeuronCustomNativeKernel`).
-    NkiKernel(Arc<super::nki_call::NkiCall>),
+    NkiKernel(Arc<NkiCall>),
     TopK {
         k: usize,
         largest: bool,
@@ -150,7 +150,7 @@ pub(crate) enum Op {
         pairs: Vec<(usize, usize)>,
     },
     /// A fused elementwise group rooted here; its operands are the group's outside values.
-    Fused(Box<super::fusion::FusedPlan>),
+    Fused(Box<fused::FusedPlan>),
     /// Charged its work where it stands, it makes no value: a member of a fused group, a view
     /// every user reads through, or a call whose callee was inlined and that callee's parameters.
     Absorbed,
@@ -248,7 +248,7 @@ pub(crate) struct Comp {
     pub(crate) reducer: Option<Reducer>,
     pub(crate) comparator: Option<SimpleComparator>,
     /// Multi-instruction reducers and comparators run as direct loops.
-    pub(crate) recognised: super::recognise::Recognised,
+    pub(crate) recognised: Recognised,
 }
 
 impl Comp {
@@ -268,4 +268,183 @@ pub struct Program {
     /// Per entry parameter leaf: whether [`Program::run`] lends the caller's bytes (decided once,
     /// at compile; see [`Program::lent_leaves`]).
     pub(crate) lent: Vec<bool>,
+}
+
+// ---------------------------------------------------------------------------------------------
+// A dot (run by `dot`).
+
+/// A checked dot.
+#[derive(Clone, Debug)]
+pub(crate) struct DotPlan {
+    pub(crate) lhs_dims: Vec<usize>,
+    pub(crate) rhs_dims: Vec<usize>,
+    pub(crate) lhs_perm: Vec<usize>,
+    pub(crate) rhs_perm: Vec<usize>,
+    /// How many of `rhs_perm`'s leading axes are batch, and how many after them contracting.
+    pub(crate) rhs_split: (usize, usize),
+    pub(crate) batch: usize,
+    pub(crate) m: usize,
+    pub(crate) k: usize,
+    pub(crate) n: usize,
+}
+
+// ---------------------------------------------------------------------------------------------
+// A convolution (run by `conv`).
+
+#[derive(Clone, Debug)]
+pub(crate) struct SpatialDim {
+    pub(crate) input: usize,
+    pub(crate) kernel: usize,
+    pub(crate) output: usize,
+    pub(crate) stride: usize,
+    pub(crate) pad_low: i64,
+    pub(crate) base_dilation: usize,
+    pub(crate) window_dilation: usize,
+    pub(crate) reversal: bool,
+}
+
+/// A checked convolution.
+#[derive(Clone, Debug)]
+pub(crate) struct ConvPlan {
+    pub(crate) input_dims: Vec<usize>,
+    pub(crate) kernel_dims: Vec<usize>,
+    pub(crate) input_perm: Vec<usize>,
+    pub(crate) kernel_perm: Vec<usize>,
+    /// Output dimension j is canonical dimension `output_perm[j]`.
+    pub(crate) output_perm: Vec<usize>,
+    pub(crate) batch: usize,
+    pub(crate) channels: usize,
+    pub(crate) out_features: usize,
+    pub(crate) kernel_in: usize,
+    pub(crate) feature_groups: usize,
+    pub(crate) batch_groups: usize,
+    pub(crate) spatial: Vec<SpatialDim>,
+}
+
+// ---------------------------------------------------------------------------------------------
+// Gather and scatter (run by `gather`).
+
+/// How the index array is read: its batch dims (all but `index_vector_dim`) and the vector.
+#[derive(Clone, Debug)]
+pub(crate) struct IndexLayout {
+    pub(crate) dims: Vec<usize>,
+    pub(crate) strides: Vec<usize>,
+    pub(crate) vector_dim: usize,
+    /// Batch dims of the index array, in order.
+    pub(crate) batch_dims: Vec<usize>,
+    pub(crate) vector_len: usize,
+}
+
+/// A checked gather.
+#[derive(Clone, Debug)]
+pub(crate) struct GatherPlan {
+    pub(crate) operand_dims: Vec<usize>,
+    pub(crate) index: IndexLayout,
+    pub(crate) offset_dims: Vec<usize>,
+    pub(crate) start_index_map: Vec<usize>,
+    pub(crate) operand_batching_dims: Vec<usize>,
+    pub(crate) indices_batching_dims: Vec<usize>,
+    pub(crate) slice_sizes: Vec<usize>,
+    /// Operand dims that are windows (not collapsed, not batching), in order.
+    pub(crate) window_dims: Vec<usize>,
+    pub(crate) out_dims: Vec<usize>,
+}
+
+/// A checked scatter.
+#[derive(Clone, Debug)]
+pub(crate) struct ScatterPlan {
+    pub(crate) operand_dims: Vec<usize>,
+    pub(crate) update_dims: Vec<usize>,
+    pub(crate) index: IndexLayout,
+    pub(crate) update_window_dims: Vec<usize>,
+    pub(crate) scatter_dims_to_operand_dims: Vec<usize>,
+    pub(crate) input_batching_dims: Vec<usize>,
+    pub(crate) indices_batching_dims: Vec<usize>,
+    /// Operand dims that update windows cover, in order.
+    pub(crate) window_dims: Vec<usize>,
+    pub(crate) computation: usize,
+}
+
+// ---------------------------------------------------------------------------------------------
+// Windows of reduce-window and select-and-scatter (run by `reduce`).
+
+/// One dimension of a window.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct WindowDim {
+    pub(crate) size: usize,
+    pub(crate) stride: usize,
+    pub(crate) pad_low: i64,
+    pub(crate) pad_high: i64,
+    pub(crate) base_dilation: usize,
+    pub(crate) window_dilation: usize,
+}
+
+// ---------------------------------------------------------------------------------------------
+// Padding (run by `shape_ops`).
+
+/// Per-dimension padding: `low` and `high` may be negative (cropping), `interior` ≥ 0.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct PadDim {
+    pub(crate) low: i64,
+    pub(crate) high: i64,
+    pub(crate) interior: i64,
+}
+
+// ---------------------------------------------------------------------------------------------
+// An NKI kernel call (run by `nki_call`).
+
+/// A compiled NKI kernel call: the validated program and its results' types.
+#[derive(Debug)]
+pub(crate) struct NkiCall {
+    pub(crate) program: nki::Program,
+    /// Each result's element type and dimensions, in the program's output order.
+    pub(crate) outputs: Vec<(ElementType, Vec<usize>)>,
+}
+
+// ---------------------------------------------------------------------------------------------
+// What the recognisers found in a called computation (`recognise`), run as direct loops by
+// `reduce` and `sort`.
+
+/// What the recognisers found in one computation.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Recognised {
+    pub(crate) arg: Option<ArgReducer>,
+    pub(crate) sort: Option<SortComparator>,
+}
+
+/// A reducer of (value, index) pairs; parameters (acc_value, acc_index, value, index).
+///
+/// With the accumulator `(a, ai)` and the element `(b, bi)`:
+/// `keep = compare(a, b, keep) || (keep_nan && compare(a, a, NE))`,
+/// `keep_index = keep || (compare(a, b, EQ) && compare(ai, bi, tie))`, and the result is
+/// `(keep ? a : b, keep_index ? ai : bi)`; every compare is the partial (non-total) one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct ArgReducer {
+    pub(crate) keep: Direction,
+    pub(crate) keep_nan: bool,
+    pub(crate) tie: Direction,
+}
+
+/// A comparator that is a lexicographic order over `keys` (at least one).
+#[derive(Clone, Debug)]
+pub(crate) struct SortComparator {
+    pub(crate) keys: Vec<SortKey>,
+}
+
+/// One key of a [`SortComparator`].
+#[derive(Clone, Debug)]
+pub(crate) struct SortKey {
+    /// The sort operand the key reads (parameters `2 * operand` and `2 * operand + 1`).
+    pub(crate) operand: usize,
+    /// Whether "less" means a greater key (`GT`, or `LT` with the pair's parameters swapped).
+    pub(crate) descending: bool,
+    pub(crate) canon: Option<Canon>,
+}
+
+/// `select(x != x, nan, select(x == zero, zero, x))`: the scalar constants a float key is
+/// canonicalised to before it is compared.
+#[derive(Clone, Debug)]
+pub(crate) struct Canon {
+    pub(crate) nan: Arc<Tensor>,
+    pub(crate) zero: Arc<Tensor>,
 }
