@@ -5,11 +5,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::boundary::{Array, Input, Output, Value};
-use super::collective::Exchange;
+use super::collective::{self, Exchange, Peers};
 use super::elementwise;
 use super::error::{EvalError, Fail};
 use super::options::{CLOCK_EVERY, HEAVY_WORK, device_time};
-use super::plan::{Comp, Instr, Op, Program, Reducer};
+use super::plan::{Comp, Instr, Op, Program, Reducer, Subcomputations};
 use super::shape::Shape;
 use super::shape_ops;
 use super::tensor::{Data, Tensor, Val, element, gather_scalars, try_alloc};
@@ -19,8 +19,7 @@ use crate::proto;
 /// One rank's view of a run.
 pub(crate) struct Ctx<'p> {
     pub(crate) program: &'p Program,
-    pub(crate) rank: usize,
-    pub(crate) exchange: Option<&'p Exchange>,
+    pub(crate) peers: Peers<'p>,
     meter: Meter,
     /// Per instruction of the entry computation: the caller's bytes of a parameter whose only
     /// readers take them in place (see [`Program::lent_leaves`]); empty when nothing is lent.
@@ -194,7 +193,12 @@ impl Program {
     }
 
     fn ctx<'p>(&'p self, rank: usize, exchange: Option<&'p Exchange>) -> Ctx<'p> {
-        Ctx { program: self, rank, exchange, meter: Meter::start(self), lent: Vec::new() }
+        Ctx {
+            program: self,
+            peers: Peers { rank, exchange },
+            meter: Meter::start(self),
+            lent: Vec::new(),
+        }
     }
 
     /// Per entry parameter leaf: whether [`Program::run`] (and each rank of an SPMD run) lends
@@ -546,6 +550,33 @@ fn flatten_outputs(val: &Val, out: &mut Vec<Output>) {
     }
 }
 
+impl Subcomputations for Ctx<'_> {
+    fn computation(&self, index: usize) -> &Comp {
+        &self.program.comps[index]
+    }
+
+    /// Calls a computation that takes and returns scalars, with the recognised fast paths.
+    fn apply_scalars(&self, index: usize, args: &[Data]) -> Result<Vec<Data>, Fail> {
+        let comp = &self.program.comps[index];
+        if args.len() == 2 {
+            match comp.reducer {
+                Some(Reducer::Binary(op)) => {
+                    return Ok(vec![elementwise::binary(op, &args[0], &args[1])?]);
+                }
+                Some(Reducer::Replace) => return Ok(vec![args[1].clone()]),
+                None => {}
+            }
+        }
+        let vals = args.iter().map(|d| Val::from_data(Vec::new(), d.clone())).collect();
+        let out = self.call(index, vals).map_err(|e| Fail::Nested(Box::new(e)))?;
+        match out {
+            Val::Array(t) => Ok(vec![t.data.clone()]),
+            Val::Tuple(items) => items.iter().map(|v| Ok(v.array()?.data.clone())).collect(),
+            Val::Token => Err(Fail::Internal("scalar computation returned a token".into())),
+        }
+    }
+}
+
 impl Ctx<'_> {
     pub(crate) fn budget(&self) -> u64 {
         self.program.options.budget_bytes
@@ -596,27 +627,6 @@ impl Ctx<'_> {
         slots[comp.root].take().ok_or_else(|| EvalError::Module {
             detail: format!("computation {}: the root has no value", comp.name),
         })
-    }
-
-    /// Calls a computation that takes and returns scalars, with the recognised fast paths.
-    pub(crate) fn apply_scalars(&self, index: usize, args: &[Data]) -> Result<Vec<Data>, Fail> {
-        let comp = &self.program.comps[index];
-        if args.len() == 2 {
-            match comp.reducer {
-                Some(Reducer::Binary(op)) => {
-                    return Ok(vec![elementwise::binary(op, &args[0], &args[1])?]);
-                }
-                Some(Reducer::Replace) => return Ok(vec![args[1].clone()]),
-                None => {}
-            }
-        }
-        let vals = args.iter().map(|d| Val::from_data(Vec::new(), d.clone())).collect();
-        let out = self.call(index, vals).map_err(|e| Fail::Nested(Box::new(e)))?;
-        match out {
-            Val::Array(t) => Ok(vec![t.data.clone()]),
-            Val::Tuple(items) => items.iter().map(|v| Ok(v.array()?.data.clone())).collect(),
-            Val::Token => Err(Fail::Internal("scalar computation returned a token".into())),
-        }
     }
 
     fn exec(
@@ -726,18 +736,19 @@ impl Ctx<'_> {
             Op::Absorbed => Err(Fail::Internal("an absorbed instruction was run".into())),
             Op::PassThrough => operand(0).cloned(),
             Op::AfterAll => Ok(Val::Token),
-            Op::ReplicaId => array(Data::U32(vec![self.rank as u32])),
+            Op::ReplicaId => array(Data::U32(vec![self.peers.rank as u32])),
             Op::AllReduce { computation, groups } => {
                 let vals: Vec<Val> = (0..instr.operands.len())
                     .map(|i| operand(i).cloned())
                     .collect::<Result<_, _>>()?;
-                super::collective::all_reduce(self, *computation, groups, vals, &instr.shape)
+                collective::all_reduce(self, self.peers, *computation, groups, vals, &instr.shape)
             }
             Op::AllGather { dim, groups } => {
-                super::collective::all_gather(self, groups, operand(0)?.clone(), *dim)
+                collective::all_gather(self.peers, groups, operand(0)?.clone(), *dim)
             }
-            Op::ReduceScatter { dim, computation, groups } => super::collective::reduce_scatter(
+            Op::ReduceScatter { dim, computation, groups } => collective::reduce_scatter(
                 self,
+                self.peers,
                 *computation,
                 groups,
                 operand(0)?.clone(),
@@ -747,10 +758,10 @@ impl Ctx<'_> {
                 let vals: Vec<Val> = (0..instr.operands.len())
                     .map(|i| operand(i).cloned())
                     .collect::<Result<_, _>>()?;
-                super::collective::all_to_all(self, groups, vals, *split_dim)
+                collective::all_to_all(self.peers, groups, vals, *split_dim)
             }
             Op::CollectivePermute { pairs } => {
-                super::collective::collective_permute(self, pairs, operand(0)?.clone())
+                collective::collective_permute(self.peers, pairs, operand(0)?.clone())
             }
             _ => self.exec_array(instr, slots),
         }

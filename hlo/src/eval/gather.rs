@@ -7,10 +7,10 @@
 use std::sync::Arc;
 
 use super::error::Fail;
-use super::exec::Ctx;
 use super::op_context::{OpContext, invalid};
 use super::plan::Op;
 use super::plan::Reducer;
+use super::plan::Subcomputations;
 use super::plan::{GatherPlan, IndexLayout, ScatterPlan};
 use super::shape::ArrayShape;
 use super::shape::Shape;
@@ -497,13 +497,13 @@ impl ScatterPlan {
 
     pub(crate) fn run(
         &self,
-        ctx: &Ctx<'_>,
+        ctx: &impl Subcomputations,
         operands: &[&Arc<Tensor>],
         scatter_indices: &Data,
         updates: &[&Arc<Tensor>],
     ) -> Result<Vec<Data>, Fail> {
         let targets = self.targets(scatter_indices)?;
-        let comp = &ctx.program.comps[self.computation];
+        let comp = ctx.computation(self.computation);
         if operands.len() == 1 {
             let reducer = comp.reducer;
             macro_rules! apply {

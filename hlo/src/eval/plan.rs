@@ -4,17 +4,32 @@
 //! `fused::FusedPlan`).
 //!
 //! This module imports only the leaves below it (shapes, tensors, the scalar opcodes), so kernels
-//! read their plans from here without importing the compiler, the executor or each other.
+//! read their plans from here without importing the compiler, the executor or each other. A
+//! kernel that runs a called computation (a reducer, a comparator) does it through
+//! [`Subcomputations`], which the executor implements.
 
 use std::sync::Arc;
 
+use super::error::Fail;
 use super::options::EvalOptions;
 use super::scalar::{Binary, Direction, Unary};
 use super::shape::Shape;
-use super::tensor::{BufferPool, Tensor};
+use super::tensor::{BufferPool, Data, Tensor};
 use crate::dtype::ElementType;
 
 pub(crate) mod fused;
+
+/// What a kernel may ask of the run it is part of about the plan's other computations: read one
+/// (its recognised reducer or comparator), or run one on scalars. The executor implements it;
+/// a kernel sees nothing else of the run.
+pub(crate) trait Subcomputations {
+    /// The computation at plan index `index`.
+    fn computation(&self, index: usize) -> &Comp;
+
+    /// Runs the computation at plan index `index`, which takes and returns scalars, on `args`
+    /// (with the recognised fast paths).
+    fn apply_scalars(&self, index: usize, args: &[Data]) -> Result<Vec<Data>, Fail>;
+}
 
 /// A scalar computation recognised as one operation of its two parameters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -18,11 +18,11 @@ use std::sync::Arc;
 
 use super::elementwise::widen;
 use super::error::Fail;
-use super::exec::Ctx;
 use super::op_context::{OpContext, dims_list, invalid};
 use super::plan::ArgReducer;
 use super::plan::Op;
 use super::plan::Reducer;
+use super::plan::Subcomputations;
 use super::plan::WindowDim;
 use super::recognise::holds;
 use super::scalar::{Binary, Direction, Float, Int, with_binary};
@@ -708,7 +708,7 @@ fn arg_runs<const GREATER: bool>(
 
 /// `reduce`: returns one array per input.
 pub(crate) fn reduce(
-    ctx: &Ctx<'_>,
+    ctx: &impl Subcomputations,
     computation: usize,
     inputs: &[&Arc<Tensor>],
     inits: &[&Arc<Tensor>],
@@ -720,7 +720,7 @@ pub(crate) fn reduce(
     let run: usize = dims.iter().map(|&d| in_dims[d]).product();
     let perm: Vec<usize> = kept.iter().chain(dims).copied().collect();
     let identity = perm.iter().enumerate().all(|(i, &p)| i == p);
-    let comp = &ctx.program.comps[computation];
+    let comp = ctx.computation(computation);
     // Reduced dimensions contiguous and in order, but not the minor ones: rows fold into rows
     // of accumulators, in the same element order, without transposing.
     let first = dims.first().copied().unwrap_or(0);
@@ -1195,14 +1195,14 @@ fn fast_window_fold(
 
 /// `reduce-window`: returns one array per input.
 pub(crate) fn reduce_window(
-    ctx: &Ctx<'_>,
+    ctx: &impl Subcomputations,
     computation: usize,
     inputs: &[&Arc<Tensor>],
     inits: &[&Arc<Tensor>],
     window: &[WindowDim],
 ) -> Result<Vec<Data>, Fail> {
     let in_dims = &inputs[0].dims;
-    let comp = &ctx.program.comps[computation];
+    let comp = ctx.computation(computation);
     if let (Some(Reducer::Binary(op)), 1) = (comp.reducer, inputs.len())
         && let Some(out) = fast_window_fold(op, &inputs[0].data, &inits[0].data, in_dims, window)?
     {
@@ -1228,7 +1228,7 @@ pub(crate) fn reduce_window(
 /// `select-and-scatter`: for each window, the element `select` prefers receives the source
 /// value, combined with `scatter` into an output that starts as `init` everywhere.
 pub(crate) fn select_and_scatter(
-    ctx: &Ctx<'_>,
+    ctx: &impl Subcomputations,
     select: usize,
     scatter: usize,
     operand: &Arc<Tensor>,
