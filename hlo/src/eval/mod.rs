@@ -72,6 +72,7 @@ mod options;
 mod packed_gemm;
 mod par;
 mod plan;
+mod program;
 mod rank_threads;
 mod recognise;
 mod reduce;

@@ -927,6 +927,25 @@ fn unreachable_data() -> Fail {
     Fail::Internal("zeros of a type built another type".into())
 }
 
+impl BufferPool {
+    /// Gives the storage of `val`'s arrays that nothing else shares to the pool.
+    pub(crate) fn recycle(&self, val: Val) {
+        match val {
+            Val::Array(tensor) => {
+                if let Ok(tensor) = Arc::try_unwrap(tensor) {
+                    self.give(tensor.data);
+                }
+            }
+            Val::Tuple(items) => {
+                if let Ok(items) = Arc::try_unwrap(items) {
+                    items.into_iter().for_each(|item| self.recycle(item));
+                }
+            }
+            Val::Token => {}
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     //! The buffer pool: what it keeps, what it hands out, and its bound; and the little-endian
