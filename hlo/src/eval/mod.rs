@@ -1,5 +1,10 @@
 //! The HLO interpreter: evaluates a module's entry computation over byte buffers.
 //!
+//! It reads top-down: `program` (every method of [`Program`]) builds a plan with `compile` and
+//! runs it with `exec`; both reach the op families (`dot`, `reduce`, `gather`, …), which read
+//! their part of the plan from `plan` and build on the leaves (`tensor`, `shape`, `scalar`,
+//! `math`, `par`, …). No module imports one above it, and `cargo xtask tidy` fails on a circle.
+//!
 //! Design choices:
 //! - [`Program::compile`] turns an `HloModuleProto` into a plan once: computations in call-graph
 //!   order, instructions in topological order with operands resolved to indices, every shape
