@@ -86,9 +86,9 @@ pub(crate) fn run(root: &Path, only: Option<&str>, why: bool) -> Result<()> {
 
 /// The workspace's members (name, entry file), from the root `Cargo.toml`'s `members` list and
 /// each member's `src/lib.rs` (else `src/main.rs`).
-fn workspace_crates(root: &Path) -> Result<Vec<(String, PathBuf)>> {
+pub(crate) fn workspace_crates(root: &Path) -> Result<Vec<(String, PathBuf)>> {
     let manifest = fs::read_to_string(root.join("Cargo.toml")).context("reading Cargo.toml")?;
-    let members = crate::tidy::workspace_members(&manifest);
+    let members = workspace_members(&manifest);
     if members.is_empty() {
         bail!("Cargo.toml has no members list");
     }
@@ -103,8 +103,20 @@ fn workspace_crates(root: &Path) -> Result<Vec<(String, PathBuf)>> {
     Ok(crates)
 }
 
+/// The folders of the root manifest's `members` list.
+pub(crate) fn workspace_members(manifest: &str) -> Vec<String> {
+    let list = manifest
+        .split_once("members")
+        .and_then(|(_, rest)| rest.split_once('[')?.1.split_once(']'))
+        .map_or("", |(list, _)| list);
+    list.split(',')
+        .map(|m| m.trim().trim_matches('"').to_string())
+        .filter(|m| !m.is_empty())
+        .collect()
+}
+
 /// The graph of the crate whose root file is `entry`.
-fn crate_graph(root: &Path, entry: &Path) -> Result<Graph> {
+pub(crate) fn crate_graph(root: &Path, entry: &Path) -> Result<Graph> {
     let src = entry.parent().context("an entry file has a folder")?;
     let mut files = Vec::new();
     collect(src, &mut files)?;

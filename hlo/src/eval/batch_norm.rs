@@ -14,10 +14,10 @@
 
 use std::sync::Arc;
 
-use super::Fail;
 use super::elementwise::convert;
+use super::error::Fail;
 use super::op_context::{OpContext, invalid, to_usize};
-use super::program::Op;
+use super::plan::Op;
 use super::shape::{ArrayShape, Shape};
 use super::tensor::{Data, Tensor};
 use crate::dtype::ElementType;

@@ -1,4 +1,5 @@
-//! Arrays crossing into and out of the interpreter in its own typed storage.
+//! Arrays crossing into and out of the interpreter: the public [`Array`] and [`Value`] (bytes in
+//! logical order, an array or a tuple), and [`Input`] and [`Output`] in its own typed storage.
 //!
 //! [`Array`] holds bytes, so a run over arrays copies every argument once into the typed
 //! vectors the kernels work on (all but the f32 ones that only dots read, which the gemm reads
@@ -10,10 +11,160 @@
 
 use std::sync::Arc;
 
+use super::elementwise;
+use super::error::EvalError;
 use super::tensor::{BufferPool, Data, ReadFail, Tensor, layout_strides};
-use super::{Array, EvalError, major_to_minor};
 use crate::dtype::ElementType;
 use crate::proto;
+
+/// An array in logical row-major element order, little-endian; pred is one byte 0 or 1.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Array {
+    /// The element type.
+    pub ty: proto::PrimitiveType,
+    /// The dimensions (empty for a scalar).
+    pub dims: Vec<i64>,
+    /// The elements, `item_size × Π dims` bytes.
+    pub bytes: Vec<u8>,
+}
+
+/// A result or argument: an array or a tuple of values.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Value {
+    /// An array.
+    Array(Array),
+    /// A tuple.
+    Tuple(Vec<Value>),
+}
+
+impl Value {
+    /// The arrays of this value, tuples flattened depth-first.
+    pub fn flatten(&self) -> Vec<&Array> {
+        match self {
+            Value::Array(array) => vec![array],
+            Value::Tuple(items) => items.iter().flat_map(Value::flatten).collect(),
+        }
+    }
+}
+
+impl Array {
+    /// An array of `ty` and `dims` over `bytes`.
+    ///
+    /// # Errors
+    /// [`EvalError::Array`] when the type is not one the interpreter evaluates, a dimension is
+    /// negative, or `bytes` is not `item_size × Π dims` long.
+    pub fn new(
+        ty: proto::PrimitiveType,
+        dims: Vec<i64>,
+        bytes: Vec<u8>,
+    ) -> Result<Array, EvalError> {
+        let array = Array { ty, dims, bytes };
+        array.check()?;
+        Ok(array)
+    }
+
+    /// The element type, if the interpreter evaluates it.
+    pub fn element_type(&self) -> Option<ElementType> {
+        ElementType::from_primitive(self.ty as i32)
+    }
+
+    /// Checks type, dimensions and length; returns the element type and dims as `usize`.
+    pub(crate) fn check(&self) -> Result<(ElementType, Vec<usize>), EvalError> {
+        let (ty, dims, expected) = check_shape(self.ty, &self.dims)?;
+        if expected != self.bytes.len() {
+            return Err(EvalError::Array {
+                detail: format!(
+                    "{}{:?} needs {expected} bytes, got {}",
+                    ty,
+                    self.dims,
+                    self.bytes.len()
+                ),
+            });
+        }
+        Ok((ty, dims))
+    }
+
+    /// An f32 array (for tests and tools).
+    pub fn from_f32(dims: &[i64], values: &[f32]) -> Array {
+        Array {
+            ty: proto::PrimitiveType::F32,
+            dims: dims.to_vec(),
+            bytes: values.iter().flat_map(|v| v.to_le_bytes()).collect(),
+        }
+    }
+
+    /// An s32 array (for tests and tools).
+    pub fn from_i32(dims: &[i64], values: &[i32]) -> Array {
+        Array {
+            ty: proto::PrimitiveType::S32,
+            dims: dims.to_vec(),
+            bytes: values.iter().flat_map(|v| v.to_le_bytes()).collect(),
+        }
+    }
+
+    /// The elements as f64, whatever the type (pred as 0/1), for comparisons in tests and tools.
+    ///
+    /// # Errors
+    /// As [`Array::new`] for a malformed array.
+    pub fn to_f64(&self) -> Result<Vec<f64>, EvalError> {
+        let (ty, _) = self.check()?;
+        let data = Data::from_le_bytes(ty, &self.bytes)
+            .map_err(|fail| EvalError::Array { detail: format!("{fail:?}") })?;
+        match elementwise::convert(&data, ElementType::F64) {
+            Ok(Data::F64(v)) => Ok(v),
+            _ => Err(EvalError::Array { detail: "conversion to f64 failed".into() }),
+        }
+    }
+
+    /// Builds the logical array from bytes laid out physically with `minor_to_major` (XLA's
+    /// layout: the first entry is the fastest-varying dimension).
+    ///
+    /// # Errors
+    /// [`EvalError::Array`] for a malformed array or a layout that is not a permutation of the
+    /// dimensions.
+    pub fn from_physical(
+        ty: proto::PrimitiveType,
+        dims: Vec<i64>,
+        minor_to_major: &[i64],
+        bytes: Vec<u8>,
+    ) -> Result<Array, EvalError> {
+        let input = Input::from_physical(ty, &dims, minor_to_major, &bytes)?;
+        drop(bytes);
+        Output { tensor: std::sync::Arc::new(input.tensor) }.to_array()
+    }
+
+    /// The bytes of this array laid out physically with `minor_to_major`.
+    ///
+    /// # Errors
+    /// As [`Array::from_physical`].
+    pub fn to_physical(&self, minor_to_major: &[i64]) -> Result<Vec<u8>, EvalError> {
+        let input = Input::from_le_bytes(self.ty, &self.dims, &self.bytes)?;
+        let output = Output { tensor: std::sync::Arc::new(input.tensor) };
+        Ok(output.to_physical_array(Some(minor_to_major))?.bytes)
+    }
+}
+
+/// `minor_to_major` reversed, checked to be a permutation of `0..rank`.
+fn major_to_minor(minor_to_major: &[i64], rank: usize) -> Result<Vec<usize>, EvalError> {
+    let mut seen = vec![false; rank];
+    let mut order = Vec::with_capacity(rank);
+    for &d in minor_to_major.iter().rev() {
+        let ok = usize::try_from(d).ok().filter(|&d| d < rank && !seen[d]);
+        let Some(d) = ok else {
+            return Err(EvalError::Array {
+                detail: format!("layout {minor_to_major:?} is not a permutation of 0..{rank}"),
+            });
+        };
+        seen[d] = true;
+        order.push(d);
+    }
+    if order.len() != rank {
+        return Err(EvalError::Array {
+            detail: format!("layout {minor_to_major:?} is not a permutation of 0..{rank}"),
+        });
+    }
+    Ok(order)
+}
 
 /// An argument in the interpreter's own storage, ready to bind to an entry parameter leaf.
 #[derive(Debug)]

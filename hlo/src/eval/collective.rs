@@ -16,15 +16,15 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
-use super::Fail;
 use super::elementwise;
-use super::exec::{Ctx, Val, element, gather_scalars};
+use super::error::Fail;
 use super::op_context::{OpContext, dims_list, invalid, to_usize};
-use super::program::Op;
-use super::program::{Groups, Reducer};
+use super::plan::Op;
+use super::plan::{Groups, Reducer, Subcomputations};
 use super::shape::Shape;
 use super::shape_ops;
 use super::tensor::{Data, Tensor};
+use super::tensor::{Val, element, gather_scalars};
 use crate::proto;
 
 struct Round {
@@ -69,7 +69,7 @@ impl Exchange {
             }),
             changed: Condvar::new(),
             progress: AtomicU64::new(0),
-            spin: n <= super::dot::cores(),
+            spin: n <= super::par::cores(),
         }
     }
 
@@ -127,7 +127,15 @@ impl Exchange {
     }
 }
 
-impl Ctx<'_> {
+/// This rank's place in an SPMD run: its id, and the exchange where it meets the others (none
+/// for a run on one rank).
+#[derive(Clone, Copy)]
+pub(crate) struct Peers<'a> {
+    pub(crate) rank: usize,
+    pub(crate) exchange: Option<&'a Exchange>,
+}
+
+impl Peers<'_> {
     fn n_ranks(&self) -> usize {
         self.exchange.map_or(1, |e| e.n)
     }
@@ -165,8 +173,13 @@ impl Ctx<'_> {
     }
 }
 
-fn combine(ctx: &Ctx<'_>, computation: usize, a: &Data, b: &Data) -> Result<Data, Fail> {
-    if let Some(Reducer::Binary(op)) = ctx.program.comps[computation].reducer {
+fn combine(
+    ctx: &impl Subcomputations,
+    computation: usize,
+    a: &Data,
+    b: &Data,
+) -> Result<Data, Fail> {
+    if let Some(Reducer::Binary(op)) = ctx.computation(computation).reducer {
         return elementwise::binary(op, a, b);
     }
     let mut parts = Vec::with_capacity(a.len());
@@ -182,7 +195,7 @@ fn combine(ctx: &Ctx<'_>, computation: usize, a: &Data, b: &Data) -> Result<Data
 }
 
 fn reduce_members(
-    ctx: &Ctx<'_>,
+    ctx: &impl Subcomputations,
     computation: usize,
     members: &[&Arc<Tensor>],
 ) -> Result<Data, Fail> {
@@ -204,14 +217,15 @@ fn member_values<'v>(all: &'v [Val], group: &[usize]) -> Vec<&'v Val> {
 }
 
 pub(crate) fn all_reduce(
-    ctx: &Ctx<'_>,
+    ctx: &impl Subcomputations,
+    peers: Peers<'_>,
     computation: usize,
     groups: &Groups,
     operands: Vec<Val>,
     shape: &Shape,
 ) -> Result<Val, Fail> {
-    let (group, _) = ctx.group(groups)?;
-    let all = ctx.everyone(Val::Tuple(Arc::new(operands)))?;
+    let (group, _) = peers.group(groups)?;
+    let all = peers.everyone(Val::Tuple(Arc::new(operands)))?;
     let members = member_values(&all, &group);
     let count = members[0].tuple()?.len();
     let mut outs = Vec::with_capacity(count);
@@ -230,13 +244,13 @@ pub(crate) fn all_reduce(
 }
 
 pub(crate) fn all_gather(
-    ctx: &Ctx<'_>,
+    peers: Peers<'_>,
     groups: &Groups,
     operand: Val,
     dim: usize,
 ) -> Result<Val, Fail> {
-    let (group, _) = ctx.group(groups)?;
-    let all = ctx.everyone(operand)?;
+    let (group, _) = peers.group(groups)?;
+    let all = peers.everyone(operand)?;
     let arrays: Vec<&Arc<Tensor>> =
         member_values(&all, &group).into_iter().map(Val::array).collect::<Result<_, _>>()?;
     let views: Vec<(&Data, &[usize])> =
@@ -257,14 +271,15 @@ fn chunk(t: &Tensor, dim: usize, parts: usize, index: usize) -> Result<(Vec<usiz
 }
 
 pub(crate) fn reduce_scatter(
-    ctx: &Ctx<'_>,
+    ctx: &impl Subcomputations,
+    peers: Peers<'_>,
     computation: usize,
     groups: &Groups,
     operand: Val,
     dim: usize,
 ) -> Result<Val, Fail> {
-    let (group, position) = ctx.group(groups)?;
-    let all = ctx.everyone(operand)?;
+    let (group, position) = peers.group(groups)?;
+    let all = peers.everyone(operand)?;
     let arrays: Vec<&Arc<Tensor>> =
         member_values(&all, &group).into_iter().map(Val::array).collect::<Result<_, _>>()?;
     let reduced =
@@ -281,13 +296,13 @@ pub(crate) fn reduce_scatter(
 }
 
 pub(crate) fn all_to_all(
-    ctx: &Ctx<'_>,
+    peers: Peers<'_>,
     groups: &Groups,
     operands: Vec<Val>,
     split_dim: Option<usize>,
 ) -> Result<Val, Fail> {
-    let (group, position) = ctx.group(groups)?;
-    let all = ctx.everyone(Val::Tuple(Arc::new(operands)))?;
+    let (group, position) = peers.group(groups)?;
+    let all = peers.everyone(Val::Tuple(Arc::new(operands)))?;
     let members = member_values(&all, &group);
     match split_dim {
         Some(dim) => {
@@ -332,19 +347,19 @@ pub(crate) fn all_to_all(
 }
 
 pub(crate) fn collective_permute(
-    ctx: &Ctx<'_>,
+    peers: Peers<'_>,
     pairs: &[(usize, usize)],
     operand: Val,
 ) -> Result<Val, Fail> {
-    let n = ctx.n_ranks();
+    let n = peers.n_ranks();
     if let Some(&(s, t)) = pairs.iter().find(|&&(s, t)| s >= n || t >= n) {
         return Err(Fail::Invalid(format!(
             "source_target_pairs {{{s},{t}}} name a rank of a {n}-rank launch"
         )));
     }
     let mine = operand.array()?.clone();
-    let all = ctx.everyone(operand)?;
-    match pairs.iter().find(|&&(_, t)| t == ctx.rank) {
+    let all = peers.everyone(operand)?;
+    match pairs.iter().find(|&&(_, t)| t == peers.rank) {
         Some(&(source, _)) => Ok(all[source].clone()),
         None => Ok(Val::from_data(mine.dims.clone(), Data::zeros(mine.ty(), mine.n_elems())?)),
     }

@@ -6,14 +6,15 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use super::elementwise::{Binary, Direction, Unary};
+use super::error::{EvalError, Fail};
 use super::inline::{Body, MAX_BODY, MAX_NESTING, inline_calls, inlining_allowance, nesting};
 use super::op_context::{OpContext, invalid};
-use super::program::{Comp, Instr, Op, Program, Reducer, SimpleComparator};
-use super::reduce::WindowDim;
+use super::options::{EvalOptions, INSTRUCTION_WORK};
+use super::plan::WindowDim;
+use super::plan::{Comp, Instr, Op, Program, Reducer, SimpleComparator};
+use super::scalar::{Binary, Direction, Unary};
 use super::shape::{Shape, check_budget, parse_shape, shape_bytes, shape_elems};
 use super::tensor::{BufferPool, POOL_MAX_IDLE_BYTES};
-use super::{EvalError, EvalOptions, Fail, RunLimits};
 use crate::dtype::ElementType;
 use crate::proto;
 
@@ -21,119 +22,89 @@ fn module_error(detail: impl Into<String>) -> EvalError {
     EvalError::Module { detail: detail.into() }
 }
 
-impl Program {
-    /// Checks a module and builds its plan.
-    ///
-    /// # Errors
-    /// [`EvalError::Module`] for a module without its entry computation, duplicate ids or a cycle
-    /// in the call graph; [`EvalError::Invalid`], [`EvalError::Unsupported`] and
-    /// [`EvalError::Budget`] naming the instruction that does not fit.
-    pub fn compile(
-        module: &proto::HloModuleProto,
-        options: &EvalOptions,
-    ) -> Result<Program, EvalError> {
-        let mut by_id: HashMap<i64, usize> = HashMap::new();
-        for (index, computation) in module.computations.iter().enumerate() {
-            if by_id.insert(computation.id, index).is_some() {
-                return Err(module_error(format!(
-                    "computation id {} is used twice (second: {})",
-                    computation.id, computation.name
-                )));
-            }
+/// Checks a module and builds its plan, every check a kernel relies on done here; the plan's
+/// lent leaves are left for [`Program::compile`] to find.
+pub(crate) fn compile(
+    module: &proto::HloModuleProto,
+    options: &EvalOptions,
+) -> Result<Program, EvalError> {
+    let mut by_id: HashMap<i64, usize> = HashMap::new();
+    for (index, computation) in module.computations.iter().enumerate() {
+        if by_id.insert(computation.id, index).is_some() {
+            return Err(module_error(format!(
+                "computation id {} is used twice (second: {})",
+                computation.id, computation.name
+            )));
         }
-        let entry_index = by_id
-            .get(&module.entry_computation_id)
-            .copied()
-            .or_else(|| {
-                module.computations.iter().position(|c| {
-                    !module.entry_computation_name.is_empty()
-                        && c.name == module.entry_computation_name
-                })
+    }
+    let entry_index = by_id
+        .get(&module.entry_computation_id)
+        .copied()
+        .or_else(|| {
+            module.computations.iter().position(|c| {
+                !module.entry_computation_name.is_empty() && c.name == module.entry_computation_name
             })
-            .ok_or_else(|| {
-                module_error(format!(
-                    "entry computation id {} ({:?}) is not among the {} computations",
-                    module.entry_computation_id,
-                    module.entry_computation_name,
-                    module.computations.len()
-                ))
-            })?;
-        let order = call_graph_order(module, &by_id, entry_index)?;
-        // Per called computation, how many of the computations compiled below call it: its body
-        // is dropped when the last of them has been compiled.
-        let mut callers_left: HashMap<usize, usize> = HashMap::new();
-        for &index in &order {
-            for callee in calls_of(module, &by_id, index) {
-                *callers_left.entry(callee).or_default() += 1;
+        })
+        .ok_or_else(|| {
+            module_error(format!(
+                "entry computation id {} ({:?}) is not among the {} computations",
+                module.entry_computation_id,
+                module.entry_computation_name,
+                module.computations.len()
+            ))
+        })?;
+    let order = call_graph_order(module, &by_id, entry_index)?;
+    // Per called computation, how many of the computations compiled below call it: its body
+    // is dropped when the last of them has been compiled.
+    let mut callers_left: HashMap<usize, usize> = HashMap::new();
+    for &index in &order {
+        for callee in calls_of(module, &by_id, index) {
+            *callers_left.entry(callee).or_default() += 1;
+        }
+    }
+    let module_instructions = module.computations.iter().map(|c| c.instructions.len()).sum();
+    let mut allowance = inlining_allowance(module_instructions);
+    let mut compiler = Compiler {
+        module,
+        by_id: &by_id,
+        plan: HashMap::new(),
+        comps: Vec::new(),
+        bodies: HashMap::new(),
+        called: called_by_call(module, &by_id),
+        options,
+    };
+    // Per plan index, how deep the computation runs others inside itself.
+    let mut nesting_of: Vec<usize> = Vec::new();
+    for index in order {
+        let (comp, body) = compiler.computation(index, &mut allowance)?;
+        let depth = nesting(&comp, &nesting_of);
+        if depth > MAX_NESTING {
+            return Err(module_error(format!(
+                "computation {} runs computations {depth} deep, expected at most {MAX_NESTING} (the nesting limit)",
+                comp.name
+            )));
+        }
+        nesting_of.push(depth);
+        let at = compiler.comps.len();
+        compiler.plan.insert(index, at);
+        compiler.comps.push(comp);
+        if let Some(body) = body {
+            compiler.bodies.insert(at, Arc::new(body));
+        }
+        for callee in calls_of(module, &by_id, index) {
+            let left = callers_left.get_mut(&callee).map(|n| {
+                *n -= 1;
+                *n
+            });
+            if left == Some(0) {
+                compiler.bodies.remove(&compiler.plan[&callee]);
             }
         }
-        let module_instructions = module.computations.iter().map(|c| c.instructions.len()).sum();
-        let mut allowance = inlining_allowance(module_instructions);
-        let mut compiler = Compiler {
-            module,
-            by_id: &by_id,
-            plan: HashMap::new(),
-            comps: Vec::new(),
-            bodies: HashMap::new(),
-            called: called_by_call(module, &by_id),
-            options,
-        };
-        // Per plan index, how deep the computation runs others inside itself.
-        let mut nesting_of: Vec<usize> = Vec::new();
-        for index in order {
-            let (comp, body) = compiler.computation(index, &mut allowance)?;
-            let depth = nesting(&comp, &nesting_of);
-            if depth > MAX_NESTING {
-                return Err(module_error(format!(
-                    "computation {} runs computations {depth} deep, expected at most {MAX_NESTING} (the nesting limit)",
-                    comp.name
-                )));
-            }
-            nesting_of.push(depth);
-            let at = compiler.comps.len();
-            compiler.plan.insert(index, at);
-            compiler.comps.push(comp);
-            if let Some(body) = body {
-                compiler.bodies.insert(at, Arc::new(body));
-            }
-            for callee in calls_of(module, &by_id, index) {
-                let left = callers_left.get_mut(&callee).map(|n| {
-                    *n -= 1;
-                    *n
-                });
-                if left == Some(0) {
-                    compiler.bodies.remove(&compiler.plan[&callee]);
-                }
-            }
-        }
-        let entry = compiler.plan[&entry_index];
-        let pool = BufferPool::with_limit(options.budget_bytes.min(POOL_MAX_IDLE_BYTES));
-        super::tensor::raise_allocator_thresholds();
-        let mut program =
-            Program { comps: compiler.comps, entry, options: options.clone(), pool, lent: vec![] };
-        program.lent = program.find_lent_leaves();
-        Ok(program)
     }
-
-    /// Sets the limits every later run of this program gets ([`EvalOptions::device_time_limit`],
-    /// [`EvalOptions::work_budget`] and [`EvalOptions::time_limit`]): they are read when a run
-    /// starts, not at compile time, so a runtime that compiles a module at load can apply its
-    /// per-launch limits afterwards.
-    pub fn set_run_limits(&mut self, limits: &RunLimits) {
-        self.options.device_time_limit = limits.device_time_limit;
-        self.options.work_budget = limits.work_budget;
-        self.options.time_limit = limits.time_limit;
-    }
-
-    /// The entry computation's parameter shapes, as text such as `f32[2,3]`.
-    pub fn parameter_shapes(&self) -> Vec<String> {
-        self.comps[self.entry].param_shapes.iter().map(Shape::describe).collect()
-    }
-
-    /// The entry computation's result shape, as text.
-    pub fn result_shape(&self) -> String {
-        self.comps[self.entry].result_shape().describe()
-    }
+    let entry = compiler.plan[&entry_index];
+    let pool = BufferPool::with_limit(options.budget_bytes.min(POOL_MAX_IDLE_BYTES));
+    super::tensor::raise_allocator_thresholds();
+    Ok(Program { comps: compiler.comps, entry, options: options.clone(), pool, lent: vec![] })
 }
 
 /// Computations reachable from the entry, callees before callers (iterative DFS, so a deep call
@@ -240,8 +211,8 @@ struct Compiler<'m> {
 /// Ops that only pass values on (tuples, parameters, loops, calls) are charged the fixed work
 /// alone and no device time: what their callees do is charged by the callees' own instructions.
 fn cost_of(op: &Op, shape: &Shape, operands: &[&Shape]) -> (u64, u64) {
-    use super::device_time::{ELEMENT_FS, INSTRUCTION_FS, MULTIPLY_ADD_FS};
-    let fixed = super::INSTRUCTION_WORK;
+    use super::options::device_time::{ELEMENT_FS, INSTRUCTION_FS, MULTIPLY_ADD_FS};
+    let fixed = INSTRUCTION_WORK;
     let moved = operands.iter().fold(shape_elems(shape), |n, s| n.saturating_add(shape_elems(s)));
     let window = |window: &[WindowDim]| {
         window.iter().fold(1u64, |n, w| n.saturating_mul(w.size.max(1) as u64))

@@ -11,52 +11,23 @@
 //!   batch and output features (XLA: output feature group `g` reads input batch
 //!   `g · (N / batch_group_count) + n`).
 
-use super::Fail;
 use super::dot::{
     Floats, compute_type, gemm_f32, gemm_f64, gemm_floats_or_widen, round_result, threads_for,
 };
 use super::elementwise::convert;
+use super::error::Fail;
 use super::op_context::{OpContext, invalid};
 use super::packed_gemm::{
     self, Bf16Bits, F8Bits, F16Bits, Kernel, Source, TakeRow, chosen, f8_values, widen_each_row,
     zero_f32,
 };
-use super::program::Op;
+use super::plan::Op;
+use super::plan::{ConvPlan, SpatialDim};
 use super::shape::{ArrayShape, check_budget, describe_array};
 use super::shape_ops::transpose;
 use super::tensor::{Data, filled, next_index};
 use crate::dtype::ElementType;
 use crate::proto;
-
-#[derive(Clone, Debug)]
-struct SpatialDim {
-    input: usize,
-    kernel: usize,
-    output: usize,
-    stride: usize,
-    pad_low: i64,
-    base_dilation: usize,
-    window_dilation: usize,
-    reversal: bool,
-}
-
-/// A checked convolution.
-#[derive(Clone, Debug)]
-pub(crate) struct ConvPlan {
-    input_dims: Vec<usize>,
-    kernel_dims: Vec<usize>,
-    input_perm: Vec<usize>,
-    kernel_perm: Vec<usize>,
-    /// Output dimension j is canonical dimension `output_perm[j]`.
-    output_perm: Vec<usize>,
-    batch: usize,
-    channels: usize,
-    out_features: usize,
-    kernel_in: usize,
-    feature_groups: usize,
-    batch_groups: usize,
-    spatial: Vec<SpatialDim>,
-}
 
 fn dim(value: i64, rank: usize, what: &str) -> Result<usize, Fail> {
     usize::try_from(value)
@@ -454,7 +425,7 @@ impl ConvPlan {
             return;
         }
         let rows = cols.len() / positions;
-        let threads = if cols.len() < 1 << 18 { 1 } else { super::dot::cores().min(rows).min(8) };
+        let threads = if cols.len() < 1 << 18 { 1 } else { super::par::cores().min(rows).min(8) };
         if threads <= 1 {
             for (row, dst) in cols.chunks_mut(positions).enumerate() {
                 self.fill_row(image, row, dst);

@@ -26,33 +26,19 @@
 
 use ndarray::{ArrayView2, ArrayViewMut2};
 
-use super::Fail;
 use super::elementwise::convert;
+use super::error::Fail;
 use super::shape::ArrayShape;
 use pulp::Simd;
 
 use super::op_context::{OpContext, invalid};
 use super::packed_gemm::{self, Bf16Bits, F8Bits, F16Bits, F32Bytes, Kernel, Source};
-use super::program::Op;
+use super::plan::DotPlan;
+use super::plan::Op;
 use super::shape_ops::{strided, transpose, transpose_reusing};
 use super::tensor::{BufferPool, Data, dispatch, filled};
 use crate::dtype::{ElementType, SmallFloat};
 use crate::proto;
-
-/// A checked dot.
-#[derive(Clone, Debug)]
-pub(crate) struct DotPlan {
-    lhs_dims: Vec<usize>,
-    rhs_dims: Vec<usize>,
-    lhs_perm: Vec<usize>,
-    rhs_perm: Vec<usize>,
-    /// How many of `rhs_perm`'s leading axes are batch, and how many after them contracting.
-    rhs_split: (usize, usize),
-    batch: usize,
-    m: usize,
-    k: usize,
-    n: usize,
-}
 
 impl DotPlan {
     /// The multiply-adds of one product (saturating), for the work budget.
@@ -1321,7 +1307,7 @@ fn threads_from(work: usize, rows: usize, least: usize) -> usize {
     if work < least || rows < 2 {
         return 1;
     }
-    cores().min(rows).min(8)
+    super::par::cores().min(rows).min(8)
 }
 
 /// The least work of a [`float_gemm`] product that splits its rows over the cores. What comes
@@ -1329,29 +1315,6 @@ fn threads_from(work: usize, rows: usize, least: usize) -> usize {
 /// kernel, and matrixmultiply runs it at a third of the packed speed, so halving it pays sooner:
 /// the MLP's last layer (256×1024·1024×10, 2.6 × 10^6) took 160 µs on one core.
 const GENERAL_SPLIT_WORK: usize = 1 << 20;
-
-/// The cores this thread's kernels may split their work over: those `par::usable_cores` leaves
-/// this process (its cores, asked once; fewer while other programs' threads want them; one while
-/// splits back off), or this thread's share of them inside [`with_core_share`].
-pub(crate) fn cores() -> usize {
-    // Fewer while other programs want the cores, one after a late split.
-    let all = super::par::usable_cores();
-    SHARE.with(|share| share.get()).map_or(all, |share| share.clamp(1, all))
-}
-
-thread_local! {
-    static SHARE: std::cell::Cell<Option<usize>> = const { std::cell::Cell::new(None) };
-}
-
-/// Runs `f` with this thread's kernels splitting their work over at most `share` cores: SPMD
-/// ranks run side by side, one thread each, so each takes its part of the machine instead of
-/// all of it (two ranks on two cores would otherwise run four threads of gemm).
-pub(crate) fn with_core_share<R>(share: usize, f: impl FnOnce() -> R) -> R {
-    let before = SHARE.with(|s| s.replace(Some(share)));
-    let result = f();
-    SHARE.with(|s| s.set(before));
-    result
-}
 
 /// The gemm kernel a dot or convolution uses on this machine: `"avx512"`, `"avx2"`, `"neon"`,
 /// or `"portable"` (matrixmultiply for f32, scalar lanes for narrow floats). The environment
@@ -1962,23 +1925,6 @@ mod tests {
                 }
             }
         }
-    }
-
-    /// A thread's core share bounds `cores()` (never to zero, never above the machine's), is
-    /// restored when its scope ends, nests, and is the thread's own: a thread spawned inside
-    /// sees the whole machine again.
-    #[test]
-    fn a_core_share_bounds_this_threads_kernels_and_is_restored() {
-        let all = cores();
-        with_core_share(1, || {
-            assert_eq!(cores(), 1);
-            with_core_share(0, || assert_eq!(cores(), 1, "at least one core"));
-            with_core_share(all + 5, || assert_eq!(cores(), all, "at most the machine"));
-            assert_eq!(cores(), 1, "the inner share ended");
-            let other = std::thread::spawn(cores).join().expect("thread");
-            assert_eq!(other, all, "another thread has no share");
-        });
-        assert_eq!(cores(), all);
     }
 
     #[test]

@@ -14,7 +14,7 @@
 //!   as 0 or 1); a member whose type is a narrow float rounds its chunk to that type, so the
 //!   results are bit for bit those of the unfused instructions, which XLA on CPU also rounds one
 //!   by one. Narrow-float operands are decoded chunk by chunk, never as a whole-array copy.
-//! - Instructions absorbed into a group stay in the plan as [`super::program::Op::Absorbed`],
+//! - Instructions absorbed into a group stay in the plan as [`super::plan::Op::Absorbed`],
 //!   with their own work, so the work budget charges what the unfused instructions would have
 //!   been charged, in the same order; they make no value.
 //! - A large group splits its output over the cores (the kernel pool, `par`), each part with its
@@ -26,10 +26,12 @@
 //!   unfused reduce uses for such a run, so the result is the same bits and the operand is
 //!   never materialised (softmax's `sum(exp(x - max))`, layer norm's `sum((x - mean)^2)`).
 
-use super::Fail;
-use super::elementwise::{self, Binary, Direction, Float, Unary};
+use super::elementwise;
+use super::error::Fail;
 use super::math;
-use super::program::{Instr, Op, Reducer};
+use super::plan::fused::{Buffers, FusedPlan, FusedReduce, Input, Kernel, Node, Read};
+use super::plan::{Instr, Op, Reducer};
+use super::scalar::{Binary, Float, Unary};
 use super::shape::Shape;
 use super::tensor::{BufferPool, Data, Tensor, try_alloc};
 use crate::dtype::{ElementType, SmallFloat};
@@ -47,91 +49,6 @@ const PARALLEL_ELEMS: usize = 1 << 16;
 /// A fused reduce's runs are at most this long, so that its scratch (a whole run per buffer)
 /// stays small; a longer reduce reads its operand materialised.
 const MAX_FUSED_RUN: usize = 1 << 14;
-
-/// How an outside operand's elements are read, by the output's linear index.
-#[derive(Clone, Debug, PartialEq)]
-enum Read {
-    /// Element `i` of the source.
-    Contiguous,
-    /// Element 0 of the source for every output element.
-    Splat,
-    /// The source at `Σ index[k] · strides[k]`, for the row-major index over `dims`.
-    Strided { dims: Vec<usize>, strides: Vec<usize> },
-}
-
-/// One read of an outside operand into its own scratch buffer.
-#[derive(Clone, Debug)]
-struct Input {
-    /// Position among the fused instruction's operands.
-    operand: usize,
-    read: Read,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum Kernel {
-    /// A float unary op (rounded afterwards for a narrow type).
-    Unary(Unary),
-    IsFinite,
-    NotPred,
-    Binary(Binary),
-    BinaryPred(Binary),
-    Compare {
-        direction: Direction,
-        total_order: bool,
-    },
-    /// `select(pred, on_true, on_false)`.
-    Select,
-    /// `clamp(min, x, max)` over floats.
-    Clamp,
-    /// `clamp` over pred: `and(max, or(min, x))`.
-    ClampPred,
-    /// A convert between float types (the rounding, if any, is the node's).
-    Copy,
-    /// A convert to pred: `x != 0`.
-    NonZero,
-}
-
-#[derive(Clone, Debug)]
-struct Node {
-    kernel: Kernel,
-    /// Scratch buffer indices of the arguments (inputs first, then earlier nodes).
-    args: Vec<usize>,
-    /// The node's result type, when it is a narrow float (the chunk is rounded to it).
-    round: Option<SmallFloat>,
-}
-
-/// A fused group, run by [`FusedPlan::run`].
-#[derive(Clone, Debug)]
-pub(crate) struct FusedPlan {
-    n_elems: usize,
-    inputs: Vec<Input>,
-    /// Node `j` writes value `inputs.len() + j` (values `0 .. inputs.len()` are the inputs').
-    nodes: Vec<Node>,
-    /// The value of the root.
-    root: usize,
-    /// Where each value lives: its scratch buffer ([`Buffers`]).
-    buffers: Buffers,
-    out_ty: ElementType,
-    /// A reduce folding the root's value, which is then the result.
-    reduce: Option<FusedReduce>,
-}
-
-/// The scratch buffers of a group's values. Each input has one of its own; a node's value takes
-/// a buffer that no live value holds and gives it up after its last reader, so a chain of a dozen
-/// nodes runs in three or four chunk-sized buffers that stay in L1, instead of one each. A splat
-/// that only binary and compare nodes read is one value, which they take as a scalar, not a chunk
-/// of copies.
-/// The transformer's GELU without its tanh (16 buffers of 4 KiB, past L1) went from 435 to 320 µs
-/// over 512 Ki elements on one core.
-#[derive(Clone, Debug)]
-struct Buffers {
-    /// The buffer of each value.
-    of: Vec<usize>,
-    /// How many there are.
-    count: usize,
-    /// Per input: whether it is a splat read as one element.
-    scalar: Vec<bool>,
-}
 
 impl Buffers {
     /// Assigns buffers to the values of `nodes` over `inputs`, the root's value kept to the end.
@@ -188,18 +105,6 @@ impl Buffers {
         }
         Buffers { of, count, scalar }
     }
-}
-
-/// A reduce over the minor dimensions of a group's value, run by [`FusedPlan::run`].
-#[derive(Clone, Debug)]
-struct FusedReduce {
-    op: Binary,
-    /// Elements folded into each result.
-    run: usize,
-    /// Results.
-    groups: usize,
-    /// Position of the init value among the fused instruction's operands.
-    init: usize,
 }
 
 fn supported(ty: ElementType) -> bool {
@@ -690,7 +595,7 @@ impl FusedPlan {
             Data::F8e4m3(v) => Out::U8(v, SmallFloat::F8e4m3),
             _ => return Err(Fail::Internal("fused output type".into())),
         };
-        let threads = if n >= PARALLEL_ELEMS { super::dot::cores().min(n / CHUNK) } else { 1 };
+        let threads = if n >= PARALLEL_ELEMS { super::par::cores().min(n / CHUNK) } else { 1 };
         if threads <= 1 {
             self.run_range(operands, 0, out)?;
         } else {
@@ -848,7 +753,7 @@ impl FusedPlan {
         let mut values: Vec<f32> = try_alloc(groups)?;
         values.resize(groups, 0.0);
         let threads =
-            if self.n_elems >= PARALLEL_ELEMS { super::dot::cores().min(groups) } else { 1 };
+            if self.n_elems >= PARALLEL_ELEMS { super::par::cores().min(groups) } else { 1 };
         if threads <= 1 {
             self.reduce_range(reduce, operands, init_value, 0, &mut values)?;
         } else {
@@ -1098,9 +1003,9 @@ fn run_node(node: &Node, args: &[&[f32]], out: &mut [f32], arch: pulp::Arch) {
     let merged = node.round == Some(SmallFloat::Bf16)
         && matches!(node.kernel, Kernel::Unary(_) | Kernel::Binary(_));
     match node.kernel {
-        Kernel::Unary(op) => math::unary_slice(op, args[0], out, merged, arch),
+        Kernel::Unary(op) => elementwise::unary_slice(op, args[0], out, merged, arch),
         Kernel::Binary(op) => {
-            math::binary_slice(op, (args[0], args[1]), out, merged, arch);
+            elementwise::binary_slice(op, (args[0], args[1]), out, merged, arch);
         }
         Kernel::IsFinite => {
             for (o, &x) in out.iter_mut().zip(args[0]) {
@@ -1118,7 +1023,7 @@ fn run_node(node: &Node, args: &[&[f32]], out: &mut [f32], arch: pulp::Arch) {
             }
         }
         Kernel::Compare { direction, total_order: false } => {
-            math::compare_slice(direction, (args[0], args[1]), out, arch);
+            elementwise::compare_slice(direction, (args[0], args[1]), out, arch);
         }
         Kernel::Compare { direction, total_order: true } => {
             for ((o, &x), &y) in out.iter_mut().zip(args[0]).zip(args[1]) {
@@ -1157,6 +1062,7 @@ fn run_node(node: &Node, args: &[&[f32]], out: &mut [f32], arch: pulp::Arch) {
 mod tests {
     use super::super::{Array, EvalError, EvalOptions, Program, Value};
     use super::*;
+    use crate::eval::scalar::Direction;
     use crate::proto::PrimitiveType;
 
     fn compile(text: &str, options: &EvalOptions) -> Program {

@@ -6,16 +6,17 @@
 
 use std::sync::Arc;
 
-use super::Fail;
-use super::elementwise;
-use super::exec::{Ctx, element, gather_scalars};
+use super::error::Fail;
 use super::op_context::{OpContext, invalid};
-use super::program::Op;
-use super::program::Reducer;
+use super::plan::Op;
+use super::plan::Reducer;
+use super::plan::Subcomputations;
+use super::plan::{GatherPlan, IndexLayout, ScatterPlan};
 use super::shape::ArrayShape;
 use super::shape::Shape;
 use super::shape_ops::indices;
 use super::tensor::{Data, Tensor, dispatch, next_index, strides, try_alloc};
+use super::tensor::{element, gather_scalars};
 use crate::proto;
 
 fn list(values: &[i64], rank: usize, what: &str) -> Result<Vec<usize>, Fail> {
@@ -28,17 +29,6 @@ fn list(values: &[i64], rank: usize, what: &str) -> Result<Vec<usize>, Fail> {
                 .ok_or_else(|| invalid(format!("{what} {values:?} do not fit rank {rank}")))
         })
         .collect()
-}
-
-/// How the index array is read: its batch dims (all but `index_vector_dim`) and the vector.
-#[derive(Clone, Debug)]
-struct IndexLayout {
-    dims: Vec<usize>,
-    strides: Vec<usize>,
-    vector_dim: usize,
-    /// Batch dims of the index array, in order.
-    batch_dims: Vec<usize>,
-    vector_len: usize,
 }
 
 impl IndexLayout {
@@ -84,21 +74,6 @@ impl IndexLayout {
             out.push(values[offset]);
         }
     }
-}
-
-/// A checked gather.
-#[derive(Clone, Debug)]
-pub(crate) struct GatherPlan {
-    operand_dims: Vec<usize>,
-    index: IndexLayout,
-    offset_dims: Vec<usize>,
-    start_index_map: Vec<usize>,
-    operand_batching_dims: Vec<usize>,
-    indices_batching_dims: Vec<usize>,
-    slice_sizes: Vec<usize>,
-    /// Operand dims that are windows (not collapsed, not batching), in order.
-    window_dims: Vec<usize>,
-    pub(crate) out_dims: Vec<usize>,
 }
 
 impl GatherPlan {
@@ -337,21 +312,6 @@ impl WindowRuns {
     }
 }
 
-/// A checked scatter.
-#[derive(Clone, Debug)]
-pub(crate) struct ScatterPlan {
-    operand_dims: Vec<usize>,
-    update_dims: Vec<usize>,
-    index: IndexLayout,
-    update_window_dims: Vec<usize>,
-    scatter_dims_to_operand_dims: Vec<usize>,
-    input_batching_dims: Vec<usize>,
-    indices_batching_dims: Vec<usize>,
-    /// Operand dims that update windows cover, in order.
-    window_dims: Vec<usize>,
-    pub(crate) computation: usize,
-}
-
 impl ScatterPlan {
     pub(crate) fn new(
         operand: &ArrayShape,
@@ -537,13 +497,13 @@ impl ScatterPlan {
 
     pub(crate) fn run(
         &self,
-        ctx: &Ctx<'_>,
+        ctx: &impl Subcomputations,
         operands: &[&Arc<Tensor>],
         scatter_indices: &Data,
         updates: &[&Arc<Tensor>],
     ) -> Result<Vec<Data>, Fail> {
         let targets = self.targets(scatter_indices)?;
-        let comp = &ctx.program.comps[self.computation];
+        let comp = ctx.computation(self.computation);
         if operands.len() == 1 {
             let reducer = comp.reducer;
             macro_rules! apply {
@@ -595,12 +555,12 @@ impl ScatterPlan {
 }
 
 fn elementwise_fold(
-    op: elementwise::Binary,
+    op: super::scalar::Binary,
     dst: &Data,
     src: &Data,
     targets: &[Option<usize>],
 ) -> Result<Data, Fail> {
-    use super::elementwise::{Float, Int};
+    use super::scalar::{Float, Int};
     macro_rules! fold {
         ($variant:ident, $d:expr, $s:expr, $f:expr) => {{
             let mut out = try_alloc($d.len())?;
@@ -816,7 +776,7 @@ mod tests {
             [row(1), row(3), row(1), vec![None; 3], vec![None; 3]].concat();
         assert_eq!(got, want);
         let folded = elementwise_fold(
-            elementwise::Binary::Add,
+            super::super::scalar::Binary::Add,
             &Data::F32(vec![0.5; 12]),
             &Data::F32((1..=15).map(|x| x as f32).collect()),
             &got,

@@ -25,7 +25,7 @@
 
 use std::sync::Arc;
 
-use super::program::{Comp, Instr, Op};
+use super::plan::{Comp, Instr, Op};
 
 /// Bodies with more instructions than this are left as calls.
 pub(crate) const MAX_BODY: usize = 4096;

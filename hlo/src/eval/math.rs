@@ -4,7 +4,8 @@
 //!
 //! Design choices:
 //! - Each function is plain Rust without libm's transcendentals and without data-dependent branches
-//!   (special cases are selects), so a loop over a slice vectorises. The slice kernels run inside
+//!   (special cases are selects), so a loop over a slice vectorises. The slice loops over them
+//!   (`elementwise::unary_slice` and its siblings, and [`trig_slice`] here) run inside
 //!   `pulp::Arch::dispatch`, which compiles them with the CPU's best instruction set (AVX2+FMA
 //!   on x86-64-v3, AVX-512 on v4); the same code is the scalar fallback.
 //! - Polynomials and the argument reduction are written with `f32::mul_add`. In the dispatched
@@ -28,8 +29,6 @@
 //! - sin and cos reduce by k·π/2 in f64 (exact far below an f32 ulp up to |x| = 2^17) and stay
 //!   within 1 ulp; beyond 2^17, and for infinities and NaN, a second pass over the slice takes
 //!   libm's value, so the first pass has no branch.
-
-use super::elementwise::{Binary, Direction, Float, Unary, with_binary, with_direction};
 
 const LOG2_E: f32 = std::f32::consts::LOG2_E;
 /// ln 2 split: the high part has 9 significant bits, so `n · LN2_HI` is exact for |n| < 2^14.
@@ -294,14 +293,14 @@ fn trig_reduced(x: f32, shift: u64) -> f32 {
 
 /// [`trig_reduced`] for sin, and ±0 for ±0 (the series would add +0 to -0).
 #[inline(always)]
-fn sin_reduced(x: f32) -> f32 {
+pub(crate) fn sin_reduced(x: f32) -> f32 {
     let value = trig_reduced(x, 0);
     if x == 0.0 { x } else { value }
 }
 
 /// [`trig_reduced`] for cos.
 #[inline(always)]
-fn cos_reduced(x: f32) -> f32 {
+pub(crate) fn cos_reduced(x: f32) -> f32 {
     trig_reduced(x, 1)
 }
 
@@ -321,7 +320,7 @@ pub(crate) fn cos(x: f32) -> f32 {
 /// vectorises: the reduced form for every element, then libm for the few beyond its range; each
 /// result rounded to bf16 afterwards when `BF16`.
 #[inline(always)]
-fn trig_slice<const BF16: bool>(
+pub(crate) fn trig_slice<const BF16: bool>(
     x: &[f32],
     out: &mut [f32],
     reduced: fn(f32) -> f32,
@@ -413,183 +412,16 @@ pub(crate) fn f32_to_bf16_keeping_nan(x: f32) -> u16 {
     if x.is_nan() { ((bits >> 16) | 0x40) as u16 } else { f32_to_bf16(x) }
 }
 
-// ---------------------------------------------------------------------------------------------
-// Slice kernels.
-
-/// `out[i] = op(x[i])` in f32, compiled for the CPU's instruction set, each result rounded to
-/// bf16 (kept in f32) in the same pass when `bf16` (a fused bf16 group's node, which made a
-/// second pass over its chunk to round it).
-pub(crate) fn unary_slice(op: Unary, x: &[f32], out: &mut [f32], bf16: bool, arch: pulp::Arch) {
-    arch.dispatch(UnaryLoop { op, x, out, bf16 });
-}
-
 /// `v` rounded to bf16, kept in f32.
 #[inline(always)]
 pub(crate) fn bf16_rounded(v: f32) -> f32 {
     f32::from_bits(u32::from(f32_to_bf16(v)) << 16)
 }
 
-/// `v` rounded to bf16 when `BF16`, else `v`.
-#[inline(always)]
-fn rounded<const BF16: bool>(v: f32) -> f32 {
-    if BF16 { bf16_rounded(v) } else { v }
-}
-
-/// The loop of [`unary_slice`], as a `pulp::WithSimd` so that it is inlined into the function
-/// pulp compiles with the CPU's features: a closure holding the larger arms (tanh, erf) was
-/// left out of line by the inliner, and so ran with baseline SSE2 only.
-struct UnaryLoop<'a> {
-    op: Unary,
-    x: &'a [f32],
-    out: &'a mut [f32],
-    bf16: bool,
-}
-
-impl pulp::WithSimd for UnaryLoop<'_> {
-    type Output = ();
-
-    #[inline(always)]
-    fn with_simd<S: pulp::Simd>(self, _simd: S) {
-        let UnaryLoop { op, x, out, bf16 } = self;
-        if bf16 { unary_loop::<true>(op, x, out) } else { unary_loop::<false>(op, x, out) }
-    }
-}
-
-/// The body of [`UnaryLoop`], rounding each result to bf16 when `BF16`.
-#[inline(always)]
-fn unary_loop<const BF16: bool>(op: Unary, x: &[f32], out: &mut [f32]) {
-    // The transcendental arms call the `#[inline(always)]` functions `f32::unary` calls,
-    // so their bodies are inlined here too; the results are the same bits.
-    macro_rules! map {
-        ($f:expr) => {
-            for (o, &v) in out.iter_mut().zip(x) {
-                *o = rounded::<BF16>($f(v));
-            }
-        };
-    }
-    macro_rules! arms {
-            ($($u:ident),*) => {
-                match op {
-                    Unary::Exp => map!(exp),
-                    Unary::Expm1 => map!(expm1),
-                    Unary::Log => map!(ln),
-                    Unary::Tanh => map!(tanh),
-                    Unary::Logistic => map!(logistic),
-                    Unary::Erf => map!(erf),
-                    Unary::Sin => trig_slice::<BF16>(x, out, sin_reduced, f32::sin),
-                    Unary::Cos => trig_slice::<BF16>(x, out, cos_reduced, f32::cos),
-                    $(Unary::$u => map!(|v| f32::unary(Unary::$u, v)),)*
-                }
-            };
-        }
-    arms!(
-        Abs, Negate, Sign, Log1p, Sqrt, Rsqrt, Cbrt, Tan, Floor, Ceil, RoundEven, RoundAfz,
-        IsFinite, Not, Popcnt, Clz
-    )
-}
-
-/// `out[i] = op(a[i], b[i])` in f32, compiled for the CPU's instruction set, each result
-/// rounded to bf16 (kept in f32) in the same pass when `bf16` (a fused bf16 group's node, which
-/// made a second pass over its chunk to round it). An argument of one element stands for that
-/// element at every index (a fused group's scalar constant), so it is neither copied out to the
-/// length of `out` nor read from memory for each element.
-pub(crate) fn binary_slice(
-    op: Binary,
-    (a, b): (&[f32], &[f32]),
-    out: &mut [f32],
-    bf16: bool,
-    arch: pulp::Arch,
-) {
-    arch.dispatch(BinaryLoop { op, a, b, out, bf16 });
-}
-
-/// `compare` of f32 values, `out[i]` 1.0 where `a[i] direction b[i]` holds and 0.0 elsewhere (a
-/// fused group's predicate), compiled for the CPU's instruction set. An argument of one element
-/// stands for that element at every index, as in [`binary_slice`]. The IEEE order: with a NaN
-/// only `NE` holds.
-pub(crate) fn compare_slice(
-    direction: Direction,
-    (a, b): (&[f32], &[f32]),
-    out: &mut [f32],
-    arch: pulp::Arch,
-) {
-    arch.dispatch(CompareLoop { direction, a, b, out });
-}
-
-/// The loops of [`compare_slice`], one per direction: the element loop matched the direction
-/// and the ordering per element, a branch that random data mispredicts half the time.
-struct CompareLoop<'a> {
-    direction: Direction,
-    a: &'a [f32],
-    b: &'a [f32],
-    out: &'a mut [f32],
-}
-
-impl pulp::WithSimd for CompareLoop<'_> {
-    type Output = ();
-
-    #[inline(always)]
-    fn with_simd<S: pulp::Simd>(self, _simd: S) {
-        let CompareLoop { direction, a, b, out } = self;
-        let one = |holds: bool| if holds { 1.0 } else { 0.0 };
-        with_direction!(direction, cmp => zip_scalars(a, b, out, |x, y| one(cmp(x, y))))
-    }
-}
-
-/// The loops of [`binary_slice`], as a `pulp::WithSimd` for the reason [`UnaryLoop`] is one: as
-/// a closure per opcode, `max` and `min` (whose NaN and signed-zero rules make a longer body)
-/// were left out of line and ran four SSE lanes at a time; ReLU over 256 Ki elements spent a
-/// third of its time there.
-struct BinaryLoop<'a> {
-    op: Binary,
-    a: &'a [f32],
-    b: &'a [f32],
-    out: &'a mut [f32],
-    bf16: bool,
-}
-
-impl pulp::WithSimd for BinaryLoop<'_> {
-    type Output = ();
-
-    #[inline(always)]
-    fn with_simd<S: pulp::Simd>(self, _simd: S) {
-        let BinaryLoop { op, a, b, out, bf16 } = self;
-        if bf16 { binary_loop::<true>(op, a, b, out) } else { binary_loop::<false>(op, a, b, out) }
-    }
-}
-
-/// The body of [`BinaryLoop`], rounding each result to bf16 when `BF16`.
-#[inline(always)]
-fn binary_loop<const BF16: bool>(op: Binary, a: &[f32], b: &[f32], out: &mut [f32]) {
-    with_binary!(op, OP => zip_scalars(a, b, out, |x, y| rounded::<BF16>(f32::binary(OP, x, y))))
-}
-
-/// `out[i] = f(a[i], b[i])`, where an argument of one element stands for that element at every
-/// index (read once, not from memory for each element).
-#[inline(always)]
-fn zip_scalars(a: &[f32], b: &[f32], out: &mut [f32], f: impl Fn(f32, f32) -> f32) {
-    match (a, b) {
-        (&[x], &[y]) => out.fill(f(x, y)),
-        (&[x], _) => {
-            for (o, &y) in out.iter_mut().zip(b) {
-                *o = f(x, y);
-            }
-        }
-        (_, &[y]) => {
-            for (o, &x) in out.iter_mut().zip(a) {
-                *o = f(x, y);
-            }
-        }
-        _ => {
-            for ((o, &x), &y) in out.iter_mut().zip(a).zip(b) {
-                *o = f(x, y);
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use super::super::elementwise::unary_slice;
+    use super::super::scalar::Unary;
     use super::*;
     use crate::dtype::SmallFloat;
 
@@ -801,7 +633,7 @@ mod tests {
     fn erf_is_within_two_ulps_of_the_exact_value() {
         // The reference is the f64 implementation (accurate to about 1e-15), itself checked
         // against published values in `elementwise`.
-        check("erf", erf, super::super::elementwise::erf, 2);
+        check("erf", erf, super::super::scalar::erf, 2);
         assert_eq!(erf(-0.0).to_bits(), (-0.0f32).to_bits());
         assert_eq!(erf(1.0e-45), 1.0e-45);
         assert_eq!(erf(f32::INFINITY), 1.0);

@@ -11,9 +11,10 @@
 
 use std::sync::Arc;
 
-use super::Fail;
+use super::error::Fail;
 use super::op_context::OpContext;
-use super::program::Op;
+use super::plan::NkiCall;
+use super::plan::Op;
 use super::shape::Shape;
 use crate::dtype::ElementType;
 
@@ -25,14 +26,6 @@ pub(crate) const TARGET: &str = "AwsNeuronCustomNativeKernel";
 pub fn carries_nki_program(config: &[u8]) -> bool {
     const FORMAT: &[u8] = b"\"nrtsim-nki-program\"";
     config.windows(FORMAT.len()).any(|window| window == FORMAT)
-}
-
-/// A compiled NKI kernel call: the validated program and its results' types.
-#[derive(Debug)]
-pub(crate) struct NkiCall {
-    pub(crate) program: nki::Program,
-    /// Each result's element type and dimensions, in the program's output order.
-    pub(crate) outputs: Vec<(ElementType, Vec<usize>)>,
 }
 
 /// The element type holding an NKI dtype in HLO, where one exists.

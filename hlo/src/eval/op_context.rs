@@ -7,8 +7,8 @@
 
 use std::collections::HashMap;
 
-use super::Fail;
-use super::program::Comp;
+use super::error::Fail;
+use super::plan::Comp;
 use super::shape::{ArrayShape, Shape};
 use crate::dtype::ElementType;
 use crate::proto;

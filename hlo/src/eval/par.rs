@@ -43,7 +43,7 @@
 //!     thread keeps its run of the data from one kernel to the next.
 //!   - Where the system says (Linux's runnable count in `/proc/loadavg`, read at most every
 //!     [`CONTENTION_EVERY`]), kernels run on their calling thread alone ([`usable_cores`], which
-//!     [`each`] and `dot::cores` read) while other programs' runnable threads leave them no
+//!     [`each`] and [`cores`] read) while other programs' runnable threads leave them no
 //!     second core (on larger machines, over the cores they leave): the other program is not slowed by our spinning workers, and
 //!     ours runs at the speed of one core. With one of two cores busy the models then run as fast
 //!     as on one thread, instead of 1.3–1.6× slower. Our own workers are told apart by their
@@ -70,7 +70,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use super::Fail;
+use super::error::Fail;
 
 /// The cores the process's kernels may use: `NRTSIM_THREADS` when it is a positive number (a
 /// runner that starts one process per core sets 1), else the cores this process may run on
@@ -505,6 +505,29 @@ pub(crate) fn try_each<T: Send>(
     }
 }
 
+/// The cores this thread's kernels may split their work over: those `par::usable_cores` leaves
+/// this process (its cores, asked once; fewer while other programs' threads want them; one while
+/// splits back off), or this thread's share of them inside [`with_core_share`].
+pub(crate) fn cores() -> usize {
+    // Fewer while other programs want the cores, one after a late split.
+    let all = usable_cores();
+    SHARE.with(|share| share.get()).map_or(all, |share| share.clamp(1, all))
+}
+
+thread_local! {
+    static SHARE: std::cell::Cell<Option<usize>> = const { std::cell::Cell::new(None) };
+}
+
+/// Runs `f` with this thread's kernels splitting their work over at most `share` cores: SPMD
+/// ranks run side by side, one thread each, so each takes its part of the machine instead of
+/// all of it (two ranks on two cores would otherwise run four threads of gemm).
+pub(crate) fn with_core_share<R>(share: usize, f: impl FnOnce() -> R) -> R {
+    let before = SHARE.with(|s| s.replace(Some(share)));
+    let result = f();
+    SHARE.with(|s| s.set(before));
+    result
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -796,5 +819,22 @@ mod tests {
             })
         });
         assert_eq!(total.into_inner(), 16);
+    }
+
+    /// A thread's core share bounds `cores()` (never to zero, never above the machine's), is
+    /// restored when its scope ends, nests, and is the thread's own: a thread spawned inside
+    /// sees the whole machine again.
+    #[test]
+    fn a_core_share_bounds_this_threads_kernels_and_is_restored() {
+        let all = cores();
+        with_core_share(1, || {
+            assert_eq!(cores(), 1);
+            with_core_share(0, || assert_eq!(cores(), 1, "at least one core"));
+            with_core_share(all + 5, || assert_eq!(cores(), all, "at most the machine"));
+            assert_eq!(cores(), 1, "the inner share ended");
+            let other = std::thread::spawn(cores).join().expect("thread");
+            assert_eq!(other, all, "another thread has no share");
+        });
+        assert_eq!(cores(), all);
     }
 }

@@ -23,55 +23,12 @@
 use std::cmp::Ordering;
 use std::sync::Arc;
 
-use super::elementwise::{Binary, Direction};
-use super::program::{Comp, Op};
+use super::plan::{ArgReducer, Canon, Recognised, SortComparator, SortKey};
+use super::plan::{Comp, Op};
+use super::scalar::{Binary, Direction};
 use super::shape::Shape;
 use super::tensor::Tensor;
 use crate::dtype::ElementType;
-
-/// What the recognisers found in one computation.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct Recognised {
-    pub(crate) arg: Option<ArgReducer>,
-    pub(crate) sort: Option<SortComparator>,
-}
-
-/// A reducer of (value, index) pairs; parameters (acc_value, acc_index, value, index).
-///
-/// With the accumulator `(a, ai)` and the element `(b, bi)`:
-/// `keep = compare(a, b, keep) || (keep_nan && compare(a, a, NE))`,
-/// `keep_index = keep || (compare(a, b, EQ) && compare(ai, bi, tie))`, and the result is
-/// `(keep ? a : b, keep_index ? ai : bi)`; every compare is the partial (non-total) one.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct ArgReducer {
-    pub(crate) keep: Direction,
-    pub(crate) keep_nan: bool,
-    pub(crate) tie: Direction,
-}
-
-/// A comparator that is a lexicographic order over `keys` (at least one).
-#[derive(Clone, Debug)]
-pub(crate) struct SortComparator {
-    pub(crate) keys: Vec<SortKey>,
-}
-
-/// One key of a [`SortComparator`].
-#[derive(Clone, Debug)]
-pub(crate) struct SortKey {
-    /// The sort operand the key reads (parameters `2 * operand` and `2 * operand + 1`).
-    pub(crate) operand: usize,
-    /// Whether "less" means a greater key (`GT`, or `LT` with the pair's parameters swapped).
-    pub(crate) descending: bool,
-    pub(crate) canon: Option<Canon>,
-}
-
-/// `select(x != x, nan, select(x == zero, zero, x))`: the scalar constants a float key is
-/// canonicalised to before it is compared.
-#[derive(Clone, Debug)]
-pub(crate) struct Canon {
-    pub(crate) nan: Arc<Tensor>,
-    pub(crate) zero: Arc<Tensor>,
-}
 
 /// `compare`'s direction applied to an ordering; `None` (a NaN operand) satisfies only `NE`.
 #[inline]

@@ -16,30 +16,23 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use super::Fail;
-use super::elementwise::{Binary, Direction, Float, Int, widen, with_binary};
-use super::exec::{Ctx, element, gather_scalars};
+use super::elementwise::widen;
+use super::error::Fail;
 use super::op_context::{OpContext, dims_list, invalid};
-use super::program::Op;
-use super::program::Reducer;
-use super::recognise::{ArgReducer, holds};
+use super::plan::ArgReducer;
+use super::plan::Op;
+use super::plan::Reducer;
+use super::plan::Subcomputations;
+use super::plan::WindowDim;
+use super::recognise::holds;
+use super::scalar::{Binary, Direction, Float, Int, with_binary};
 use super::shape::{ArrayShape, Shape};
 use super::shape_ops::transpose;
 use super::tensor::{Data, Tensor, filled, next_index, strides, try_alloc};
+use super::tensor::{element, gather_scalars};
 use crate::dtype::ElementType;
 use crate::dtype::SmallFloat;
 use crate::proto;
-
-/// One dimension of a window.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct WindowDim {
-    pub(crate) size: usize,
-    pub(crate) stride: usize,
-    pub(crate) pad_low: i64,
-    pub(crate) pad_high: i64,
-    pub(crate) base_dilation: usize,
-    pub(crate) window_dilation: usize,
-}
 
 impl WindowDim {
     pub(crate) fn output_size(&self, input: usize) -> Result<usize, Fail> {
@@ -578,7 +571,7 @@ fn fold_pairs_f32_s32(
     }
     // Consecutive runs: a multiple of the lanes of them to each core.
     let threads =
-        if values.len() >= PARALLEL_ARG_ELEMS { super::dot::cores().min(groups) } else { 1 };
+        if values.len() >= PARALLEL_ARG_ELEMS { super::par::cores().min(groups) } else { 1 };
     let per = super::par::per_part(groups, threads, ARG_LANES).next_multiple_of(ARG_LANES);
     let outs = out_values.chunks_mut(per).zip(out_indices.chunks_mut(per));
     let inputs = values.chunks(per * run).zip(indices.chunks(per * run));
@@ -715,7 +708,7 @@ fn arg_runs<const GREATER: bool>(
 
 /// `reduce`: returns one array per input.
 pub(crate) fn reduce(
-    ctx: &Ctx<'_>,
+    ctx: &impl Subcomputations,
     computation: usize,
     inputs: &[&Arc<Tensor>],
     inits: &[&Arc<Tensor>],
@@ -727,7 +720,7 @@ pub(crate) fn reduce(
     let run: usize = dims.iter().map(|&d| in_dims[d]).product();
     let perm: Vec<usize> = kept.iter().chain(dims).copied().collect();
     let identity = perm.iter().enumerate().all(|(i, &p)| i == p);
-    let comp = &ctx.program.comps[computation];
+    let comp = ctx.computation(computation);
     // Reduced dimensions contiguous and in order, but not the minor ones: rows fold into rows
     // of accumulators, in the same element order, without transposing.
     let first = dims.first().copied().unwrap_or(0);
@@ -878,7 +871,7 @@ fn fold_windows<T: Copy + Send + Sync>(
     let rows = total / row_len;
     let window_elems: usize = window.iter().map(|w| w.size).product();
     let work = total.saturating_mul(window_elems);
-    let threads = if work >= PARALLEL_WORK { super::dot::cores().min(rows) } else { 1 };
+    let threads = if work >= PARALLEL_WORK { super::par::cores().min(rows) } else { 1 };
     let per = super::par::per_part(rows, threads, 1);
     let arch = super::simd::arch();
     super::par::each(out.chunks_mut(per * row_len).enumerate(), |(part, out)| {
@@ -1202,14 +1195,14 @@ fn fast_window_fold(
 
 /// `reduce-window`: returns one array per input.
 pub(crate) fn reduce_window(
-    ctx: &Ctx<'_>,
+    ctx: &impl Subcomputations,
     computation: usize,
     inputs: &[&Arc<Tensor>],
     inits: &[&Arc<Tensor>],
     window: &[WindowDim],
 ) -> Result<Vec<Data>, Fail> {
     let in_dims = &inputs[0].dims;
-    let comp = &ctx.program.comps[computation];
+    let comp = ctx.computation(computation);
     if let (Some(Reducer::Binary(op)), 1) = (comp.reducer, inputs.len())
         && let Some(out) = fast_window_fold(op, &inputs[0].data, &inits[0].data, in_dims, window)?
     {
@@ -1235,7 +1228,7 @@ pub(crate) fn reduce_window(
 /// `select-and-scatter`: for each window, the element `select` prefers receives the source
 /// value, combined with `scatter` into an output that starts as `init` everywhere.
 pub(crate) fn select_and_scatter(
-    ctx: &Ctx<'_>,
+    ctx: &impl Subcomputations,
     select: usize,
     scatter: usize,
     operand: &Arc<Tensor>,

@@ -5,7 +5,7 @@
 //! A leaf: it knows protos, element types and failures, and nothing of the compiler, the plan
 //! or the kernels.
 
-use super::Fail;
+use super::error::Fail;
 use crate::dtype::ElementType;
 use crate::proto;
 

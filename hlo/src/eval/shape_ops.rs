@@ -7,9 +7,10 @@
 //! program was compiled; offsets that could still go wrong come from data (dynamic indices), and
 //! those are clamped here as XLA clamps them.
 
-use super::Fail;
+use super::error::Fail;
 use super::op_context::{OpContext, dims_list, invalid, to_usize};
-use super::program::Op;
+use super::plan::Op;
+use super::plan::PadDim;
 use super::shape::{ArrayShape, Shape};
 use super::tensor::{Data, Stored, dispatch, filled, next_index, strides, try_alloc};
 use crate::dtype::{ElementType, SmallFloat};
@@ -249,7 +250,7 @@ fn transpose_matrices<T: Copy + Send + Sync>(
     out.resize(src.len(), first);
     // Output rows (one per source column of each matrix), split in runs over the cores.
     let units = src.len() / rows;
-    let threads = if src.len() >= PARALLEL_ELEMS { super::dot::cores().min(units) } else { 1 };
+    let threads = if src.len() >= PARALLEL_ELEMS { super::par::cores().min(units) } else { 1 };
     let per = super::par::per_part(units, threads, 1);
     super::par::each(out.chunks_mut(per * rows).enumerate(), |(part, dst)| {
         let first_unit = part * per;
@@ -339,14 +340,6 @@ pub(crate) fn reverse(data: &Data, dims: &[usize], reversed: &[usize]) -> Result
         stride[axis] = -stride[axis];
     }
     Ok(dispatch!(data, v => strided(v, dims, base, &stride)?))
-}
-
-/// Per-dimension padding: `low` and `high` may be negative (cropping), `interior` ≥ 0.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct PadDim {
-    pub(crate) low: i64,
-    pub(crate) high: i64,
-    pub(crate) interior: i64,
 }
 
 /// `pad`: the output is filled with the padding value, then each operand element lands at

@@ -15,14 +15,17 @@
 use std::cmp::Ordering;
 use std::sync::Arc;
 
-use super::Fail;
-use super::elementwise::{Float, widen};
-use super::exec::{Ctx, element};
+use super::elementwise::widen;
+use super::error::Fail;
 use super::op_context::{OpContext, dims_list, invalid, to_usize};
-use super::program::Op;
-use super::program::SimpleComparator;
-use super::recognise::{Canon, SortComparator, SortKey, holds};
+use super::plan::Op;
+use super::plan::SimpleComparator;
+use super::plan::Subcomputations;
+use super::plan::{Canon, SortComparator, SortKey};
+use super::recognise::holds;
+use super::scalar::Float;
 use super::shape::{ArrayShape, Shape};
+use super::tensor::element;
 use super::tensor::{Data, Tensor, dispatch, try_alloc};
 use crate::dtype::{ElementType, SmallFloat};
 
@@ -263,7 +266,7 @@ fn permute(data: &Data, order: &[usize]) -> Result<Data, Fail> {
 
 /// `sort` along `dim`; returns each operand permuted.
 pub(crate) fn sort(
-    ctx: &Ctx<'_>,
+    ctx: &impl Subcomputations,
     computation: usize,
     inputs: &[&Arc<Tensor>],
     dim: usize,
@@ -272,7 +275,7 @@ pub(crate) fn sort(
     let len = dims[dim];
     let inner: usize = dims[dim + 1..].iter().product();
     let outer: usize = dims[..dim].iter().product();
-    let comp = &ctx.program.comps[computation];
+    let comp = ctx.computation(computation);
     let total = outer * len * inner;
     if let Some(comparator) = &comp.recognised.sort
         && let Some(keys) = comparator_keys(comparator, inputs)?

@@ -3,11 +3,12 @@
 
 use std::sync::Arc;
 
+use super::boundary::Array;
+use super::error::Fail;
 use super::op_context::{OpContext, invalid, to_usize};
-use super::program::Op;
+use super::plan::Op;
 use super::shape::{ArrayShape, Shape};
 use super::tensor::{Data, Tensor};
-use super::{Array, Fail};
 use crate::dtype::ElementType;
 use crate::proto;
 

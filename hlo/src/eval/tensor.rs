@@ -6,8 +6,12 @@
 //!   instantiates it per variant, so hot loops are monomorphic: no per-element dynamic dispatch.
 //! - Every vector is allocated through [`try_alloc`], which asks `try_reserve_exact` first, so an
 //!   out-of-memory is an error and never an abort.
+//! - A value inside the interpreter ([`Val`]) is an array, a tuple or a token, reference-counted
+//!   so that tuples and pass-through ops share buffers.
 
-use super::Fail;
+use std::sync::Arc;
+
+use super::error::Fail;
 use crate::dtype::ElementType;
 
 /// Storage of an array's elements in logical row-major order.
@@ -100,7 +104,9 @@ macro_rules! dispatch2 {
             (Data::F8e5m2($x), Data::F8e5m2($y)) => Ok(Data::F8e5m2($body)),
             (Data::F8e4m3fn($x), Data::F8e4m3fn($y)) => Ok(Data::F8e4m3fn($body)),
             (Data::F8e4m3($x), Data::F8e4m3($y)) => Ok(Data::F8e4m3($body)),
-            _ => Err(crate::eval::Fail::Internal("element types of two operands differ".into())),
+            _ => Err(crate::eval::error::Fail::Internal(
+                "element types of two operands differ".into(),
+            )),
         }
     };
 }
@@ -296,7 +302,7 @@ const PARALLEL_COPY_BYTES: usize = 1 << 20;
 
 /// The cores a copy of `bytes` bytes between the interpreter's storage and the caller's runs on.
 fn copy_parts(bytes: usize) -> usize {
-    super::dot::cores().min(bytes / PARALLEL_COPY_BYTES)
+    super::par::cores().min(bytes / PARALLEL_COPY_BYTES)
 }
 
 /// Temporaries of at least this many bytes are kept by a [`BufferPool`] between uses
@@ -845,6 +851,99 @@ pub(crate) fn layout_strides(dims: &[usize], minor_to_major: &[usize]) -> Vec<us
         stride *= dims[d];
     }
     out
+}
+
+/// A value inside the interpreter; clones share buffers.
+#[derive(Clone, Debug)]
+pub(crate) enum Val {
+    Array(Arc<Tensor>),
+    Tuple(Arc<Vec<Val>>),
+    Token,
+}
+
+impl Val {
+    pub(crate) fn array(&self) -> Result<&Arc<Tensor>, Fail> {
+        match self {
+            Val::Array(t) => Ok(t),
+            _ => Err(Fail::Internal("expected an array value".into())),
+        }
+    }
+
+    pub(crate) fn tuple(&self) -> Result<&[Val], Fail> {
+        match self {
+            Val::Tuple(items) => Ok(items),
+            _ => Err(Fail::Internal("expected a tuple value".into())),
+        }
+    }
+
+    pub(crate) fn from_data(dims: Vec<usize>, data: Data) -> Val {
+        Val::Array(Arc::new(Tensor { dims, data }))
+    }
+}
+
+/// Element `i` of `data` as a one-element array.
+pub(crate) fn element(data: &Data, i: usize) -> Data {
+    dispatch!(data, v => vec![v[i]])
+}
+
+/// Concatenates one-element arrays of `ty` into one array.
+pub(crate) fn gather_scalars(ty: ElementType, parts: &[Data]) -> Result<Data, Fail> {
+    let mut out = Data::zeros(ty, 0)?;
+    macro_rules! arm {
+        ($variant:ident) => {{
+            let Data::$variant(v) = &mut out else { return Err(unreachable_data()) };
+            v.try_reserve_exact(parts.len())
+                .map_err(|_| Fail::Alloc { bytes: parts.len() as u64 })?;
+            for p in parts {
+                match p {
+                    Data::$variant(x) => v.push(x[0]),
+                    _ => return Err(Fail::Internal("scalar of another type".into())),
+                }
+            }
+        }};
+    }
+    match ty {
+        ElementType::Pred => arm!(Pred),
+        ElementType::S8 => arm!(S8),
+        ElementType::S16 => arm!(S16),
+        ElementType::S32 => arm!(S32),
+        ElementType::S64 => arm!(S64),
+        ElementType::U8 => arm!(U8),
+        ElementType::U16 => arm!(U16),
+        ElementType::U32 => arm!(U32),
+        ElementType::U64 => arm!(U64),
+        ElementType::F16 => arm!(F16),
+        ElementType::F32 => arm!(F32),
+        ElementType::F64 => arm!(F64),
+        ElementType::Bf16 => arm!(Bf16),
+        ElementType::F8e5m2 => arm!(F8e5m2),
+        ElementType::F8e4m3fn => arm!(F8e4m3fn),
+        ElementType::F8e4m3 => arm!(F8e4m3),
+    }
+    Ok(out)
+}
+
+fn unreachable_data() -> Fail {
+    Fail::Internal("zeros of a type built another type".into())
+}
+
+impl BufferPool {
+    /// Gives the storage of `val`'s arrays that nothing else shares to the pool.
+    pub(crate) fn recycle(&self, val: Val) {
+        match val {
+            Val::Array(tensor) => {
+                if let Ok(tensor) = Arc::try_unwrap(tensor) {
+                    self.give(tensor.data);
+                }
+            }
+            Val::Tuple(items) => {
+                if let Ok(items) = Arc::try_unwrap(items) {
+                    items.into_iter().for_each(|item| self.recycle(item));
+                }
+            }
+            Val::Token => {}
+        }
+    }
 }
 
 #[cfg(test)]
