@@ -421,28 +421,15 @@ impl TracingRuntime {
         &self.inner
     }
 
-    /// Records `name(args) -> RESULT` for a call that returned `outcome`: the value of a
-    /// success as [`TraceResult`] writes it, then the status; a failure's status alone.
+    /// Records `name(args) -> RESULT` for a call that returned `outcome`, as [`call_text`]
+    /// writes it.
     pub(crate) fn record_call(
         &self,
         function: LibnrtFunction,
         args: &[&dyn TraceArg],
         outcome: Result<&dyn TraceResult, &NrtError>,
     ) {
-        self.trace.record_with(|names| {
-            let args = call_args(names, args);
-            let result = match outcome {
-                Ok(value) => {
-                    let status = value.status().name();
-                    match value.shown(names) {
-                        Some(shown) => format!("{shown} {status}"),
-                        None => status,
-                    }
-                }
-                Err(error) => error.status.name(),
-            };
-            call_line(function.trace_name(), &args, Some(&result))
-        });
+        self.trace.record_with(|names| call_text(names, function, args, Some(outcome)));
     }
 
     /// Records `name(args)` for a call without a result (`close()`).
@@ -451,11 +438,32 @@ impl TracingRuntime {
         function: LibnrtFunction,
         args: &[&dyn TraceArg],
     ) {
-        self.trace.record_with(|names| {
-            let args = call_args(names, args);
-            call_line(function.trace_name(), &args, None)
-        });
+        self.trace.record_with(|names| call_text(names, function, args, None));
     }
+}
+
+/// The one writer of a call line, for [`TracingRuntime`] and for a typed call
+/// ([`TypedCall::trace_line`](crate::runtime::call::TypedCall::trace_line), which the recorder
+/// writes through): `name(args) -> RESULT`, the value of a success as [`TraceResult`] writes it
+/// then the status, a failure's status alone; `name(args)` for a call without a result.
+pub(crate) fn call_text(
+    names: &mut Names<'_>,
+    function: LibnrtFunction,
+    args: &[&dyn TraceArg],
+    outcome: Option<Result<&dyn TraceResult, &NrtError>>,
+) -> String {
+    let args = call_args(names, args);
+    let result = outcome.map(|outcome| match outcome {
+        Ok(value) => {
+            let status = value.status().name();
+            match value.shown(names) {
+                Some(shown) => format!("{shown} {status}"),
+                None => status,
+            }
+        }
+        Err(error) => error.status.name(),
+    });
+    call_line(function.trace_name(), &args, result.as_deref())
 }
 
 /// The arguments of a call line, separated by `, `, with handles named left to right.

@@ -20,7 +20,7 @@
 
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use super::{
     AsyncReadBuffer, ExternalBuffer, Framework, InspectConfig, InstanceInfo, ModelId, NrtError,
@@ -30,7 +30,7 @@ use super::{
 use crate::functions::LibnrtFunction;
 use crate::status::NrtStatus;
 use crate::trace::parse::{ParseError, parse_buffer, parse_bytes, parse_name};
-use crate::trace::{framework_name, placement_name};
+use crate::trace::{Names, format_bytes, framework_name, placement_name};
 
 /// Why a recorded call's arguments cannot be read back into a [`Call`].
 #[derive(Debug, thiserror::Error)]
@@ -257,43 +257,118 @@ impl CallArg for fn(Placement) {
     }
 }
 
+/// Bytes a call takes (a NEFF, a write, a name), as a call holds them. Their trace form (a
+/// digest for long ones, see [`format_bytes`]) is computed once however often it is asked for:
+/// the recorder keeps long inputs beside the recording under that digest, then writes it in
+/// the line.
+#[derive(Debug, Default)]
+pub struct CallBytes {
+    bytes: Vec<u8>,
+    shown: OnceLock<String>,
+}
+
+impl CallBytes {
+    /// The bytes as a byte-string argument shows them: `[00 ff]`, or `<N bytes sha256:…>`.
+    pub fn shown(&self) -> &str {
+        self.shown.get_or_init(|| format_bytes(&self.bytes))
+    }
+}
+
+impl From<Vec<u8>> for CallBytes {
+    fn from(bytes: Vec<u8>) -> CallBytes {
+        CallBytes { bytes, shown: OnceLock::new() }
+    }
+}
+
+impl std::ops::Deref for CallBytes {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        &self.bytes
+    }
+}
+
 /// Bytes, in either form the trace gives them: a name (`"input0"`, `b"i\xff"`) or a byte
 /// string (`[00 ff]`, `<N bytes sha256:…>`); the two never look alike.
 impl CallArg for fn(&[u8]) {
-    type Owned = Vec<u8>;
+    type Owned = CallBytes;
     type Arg<'a> = &'a [u8];
 
-    fn lend(owned: &mut Vec<u8>) -> &[u8] {
+    fn lend(owned: &mut CallBytes) -> &[u8] {
         owned
     }
 
-    fn parse(args: &mut ArgTexts<'_>, resolve: &mut dyn Resolve) -> Result<Vec<u8>, CallError> {
+    fn parse(args: &mut ArgTexts<'_>, resolve: &mut dyn Resolve) -> Result<CallBytes, CallError> {
         let text = next(args)?;
         if text.starts_with('"') || text.starts_with("b\"") {
-            return Ok(parse_name(args.line(), text)?);
+            return Ok(parse_name(args.line(), text)?.into());
         }
         parse_bytes(args.line(), text)?;
-        resolve.bytes(text)
+        resolve.bytes(text).map(CallBytes::from)
+    }
+}
+
+/// A buffer a call reads into, as a call holds it: its length (what the line shows as the
+/// argument) and, once read, the bytes (what it shows as the result).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReadBuffer {
+    len: usize,
+    bytes: Vec<u8>,
+}
+
+impl ReadBuffer {
+    /// `len` zero bytes to read into.
+    ///
+    /// # Errors
+    /// When `len` bytes cannot be allocated.
+    pub fn zeroed(len: usize) -> Result<ReadBuffer, std::collections::TryReserveError> {
+        let mut bytes = Vec::new();
+        bytes.try_reserve_exact(len)?;
+        bytes.resize(len, 0);
+        Ok(ReadBuffer { len, bytes })
+    }
+
+    /// The bytes a read gave.
+    pub fn read(bytes: Vec<u8>) -> ReadBuffer {
+        ReadBuffer { len: bytes.len(), bytes }
+    }
+
+    /// A buffer of `len` bytes whose content is not known (a read that failed), never
+    /// allocated.
+    pub fn unread(len: usize) -> ReadBuffer {
+        ReadBuffer { len, bytes: Vec::new() }
+    }
+
+    /// The length asked for.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the length is 0.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The bytes (none for [`ReadBuffer::unread`]).
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
     }
 }
 
 /// A buffer to read into, traced as its length: that many zero bytes.
 impl CallArg for fn(&mut [u8]) {
-    type Owned = Vec<u8>;
+    type Owned = ReadBuffer;
     type Arg<'a> = &'a mut [u8];
 
-    fn lend(owned: &mut Vec<u8>) -> &mut [u8] {
-        owned
+    fn lend(owned: &mut ReadBuffer) -> &mut [u8] {
+        owned.bytes.resize(owned.len, 0);
+        &mut owned.bytes
     }
 
-    fn parse(args: &mut ArgTexts<'_>, _: &mut dyn Resolve) -> Result<Vec<u8>, CallError> {
+    fn parse(args: &mut ArgTexts<'_>, _: &mut dyn Resolve) -> Result<ReadBuffer, CallError> {
         let text = next(args)?;
         let size: usize = text.parse().map_err(|_| args.syntax("a number", text))?;
-        let mut buf = Vec::new();
-        buf.try_reserve_exact(size)
-            .map_err(|_| args.syntax("a size that can be allocated", text))?;
-        buf.resize(size, 0);
-        Ok(buf)
+        ReadBuffer::zeroed(size).map_err(|_| args.syntax("a size that can be allocated", text))
     }
 }
 
@@ -507,6 +582,11 @@ pub trait TypedCall: Sized {
 
     /// Makes the call.
     fn issue(self, runtime: &dyn Runtime) -> Self::Output;
+
+    /// The trace line of the call that gave `output`, exactly as
+    /// [`TracingRuntime`](crate::trace::TracingRuntime) writes it for the same call (one writer
+    /// serves both), with handles named through `names`; `None` for a call that is not traced.
+    fn trace_line(&self, output: &Self::Output, names: &mut Names<'_>) -> Option<String>;
 }
 
 /// The call of a function with no [`Runtime`] method: there is none.
@@ -522,6 +602,10 @@ impl TypedCall for NoMethod {
 
     fn issue(self, _: &dyn Runtime) {
         match self {}
+    }
+
+    fn trace_line(&self, _: &(), _: &mut Names<'_>) -> Option<String> {
+        match *self {}
     }
 }
 
@@ -761,16 +845,13 @@ mod tests {
         else {
             panic!("not an allocation");
         };
-        assert_eq!(
-            (call.placement, call.size, call.name),
-            (Placement::Host, 16, b"i\xff".to_vec())
-        );
+        assert_eq!((call.placement, call.size, &*call.name), (Placement::Host, 16, &b"i\xff"[..]));
         let Ok(Some(Call::nrta_tensor_write(call))) =
             parse(LibnrtFunction::nrta_tensor_write, &["t1", "0", "[00 ff]", "2", "-"])
         else {
             panic!("not an async write");
         };
-        assert_eq!((call.bytes, call.tracker), (vec![0, 0xff], None));
+        assert_eq!((&*call.bytes, call.tracker), (&[0, 0xff][..], None));
     }
 
     #[test]
@@ -796,5 +877,58 @@ mod tests {
             r#"line 7: expected a path (traced as <path>, so the call cannot be re-issued), found "<path>""#
         );
         assert_eq!(message(LibnrtFunction::nrt_tensor_free, &["x"]), r#"no handle "x""#);
+    }
+
+    /// The line each typed call writes for `output`, in one trace (handles named across lines).
+    fn lines(write: impl FnOnce(&mut Vec<Option<String>>, &mut Names<'_>)) -> Vec<Option<String>> {
+        let trace = crate::trace::Trace::new();
+        let mut lines = Vec::new();
+        trace.record_with(|names| {
+            write(&mut lines, names);
+            String::new()
+        });
+        lines
+    }
+
+    #[test]
+    fn a_typed_call_writes_the_line_of_its_declaration() {
+        use super::calls;
+        let invalid = NrtError { status: NrtStatus::Invalid, detail: "out of range".into() };
+        let written = lines(|lines, names| {
+            let load = calls::nrt_load { neff: vec![1, 2].into(), vnc: 0, vnc_count: -1 };
+            lines.push(load.trace_line(&Ok(ModelId(9)), names));
+            let name = b"input0".to_vec().into();
+            let allocate =
+                calls::nrt_tensor_allocate { placement: Placement::Device, vnc: 1, size: 4, name };
+            lines.push(allocate.trace_line(&Ok(TensorId(5)), names));
+            let read = calls::nrt_tensor_read {
+                tensor: TensorId(5),
+                offset: 0,
+                buf: ReadBuffer::read(vec![0xab; 2]),
+            };
+            lines.push(read.trace_line(&Ok(()), names));
+            let failed = calls::nrt_tensor_read {
+                tensor: TensorId(5),
+                offset: 8,
+                buf: ReadBuffer::unread(4),
+            };
+            lines.push(failed.trace_line(&Err(invalid.clone()), names));
+            let va = calls::nrt_tensor_get_va { tensor: TensorId(5) };
+            lines.push(va.trace_line(&Ok(0x7000), names));
+            lines.push(calls::nrt_profile_continuous_start {}.trace_line(&Ok(()), names));
+            lines.push(calls::nrta_is_completed { seq: SeqId(1) }.trace_line(&Ok(true), names));
+            lines.push(calls::nrt_close {}.trace_line(&(), names));
+        });
+        let expected = [
+            Some("load([01 02], 0, -1) -> m1 NRT_SUCCESS"),
+            Some(r#"tensor_allocate(DEVICE, 1, 4, "input0") -> t1 NRT_SUCCESS"#),
+            Some("tensor_read(t1, 0, 2) -> [ab ab] NRT_SUCCESS"),
+            Some("tensor_read(t1, 8, 4) -> NRT_INVALID"),
+            Some("tensor_get_va(t1) -> <va> NRT_SUCCESS"),
+            Some("profile_continuous_start(NULL) -> NRT_SUCCESS"),
+            None,
+            Some("close()"),
+        ];
+        assert_eq!(written, expected.map(|line| line.map(str::to_owned)));
     }
 }

@@ -108,6 +108,19 @@ macro_rules! runtime_trait {
                             $(, <fn($arg_ty) as CallArg>::lend(&mut self.$arg))*
                         )
                     }
+
+                    #[allow(unused_variables)]
+                    fn trace_line(
+                        &self,
+                        output: &Self::Output,
+                        names: &mut $crate::trace::Names<'_>,
+                    ) -> Option<String> {
+                        let $function { $($arg),* } = self;
+                        $crate::runtime::declare::typed_line!(
+                            [$function $($how)?] names, output,
+                            $method($($arg $(as $arg_shown)?),*) $(-> $ret $(as $ret_shown)?)?
+                        )
+                    }
                 }
             )*
         }
@@ -131,24 +144,22 @@ macro_rules! traced_body {
     ([$function:ident untraced] $this:expr, $method:ident($($arg:ident $(as $shown:expr)?),*) $($ret:tt)*) => {
         $this.inner().$method($($arg),*)
     };
-    // Written by hand.
-    ([$function:ident by_hand] $this:expr, $method:ident($($arg:ident $(as $shown:expr)?),*) $($ret:tt)*) => {
-        $crate::trace::by_hand::$method($this $(, $arg)*)
-    };
     // No result: `name(args)`.
-    ([$function:ident] $this:expr, $method:ident($($arg:ident $(as $shown:expr)?),*)) => {{
-        let args: &[&dyn $crate::trace::format::TraceArg] =
-            &[$($crate::runtime::declare::traced_arg!($arg $(as $shown)?)),*];
+    ([$function:ident $($how:ident)?] $this:expr, $method:ident($($arg:ident $(as $shown:expr)?),*)) => {{
+        let args: &[&dyn $crate::trace::format::TraceArg] = $crate::runtime::declare::traced_args!(
+            [$function $($how)?] $method($($arg $(as $shown)?),*)
+        );
         $this.inner().$method($($arg),*);
         $this.record_call_without_result($crate::functions::LibnrtFunction::$function, args)
     }};
     // A result shown by its type.
     (
-        [$function:ident] $this:expr, $method:ident($($arg:ident $(as $shown:expr)?),*)
+        [$function:ident $($how:ident)?] $this:expr, $method:ident($($arg:ident $(as $shown:expr)?),*)
         -> $ret:ty
     ) => {{
-        let args: &[&dyn $crate::trace::format::TraceArg] =
-            &[$($crate::runtime::declare::traced_arg!($arg $(as $shown)?)),*];
+        let args: &[&dyn $crate::trace::format::TraceArg] = $crate::runtime::declare::traced_args!(
+            [$function $($how)?] $method($($arg $(as $shown)?),*)
+        );
         let result = $this.inner().$method($($arg),*);
         let outcome = result.as_ref().map(|value| value as &dyn $crate::trace::format::TraceResult);
         $this.record_call($crate::functions::LibnrtFunction::$function, args, outcome);
@@ -156,11 +167,12 @@ macro_rules! traced_body {
     }};
     // A result shown as the declaration says.
     (
-        [$function:ident] $this:expr, $method:ident($($arg:ident $(as $shown:expr)?),*)
+        [$function:ident $($how:ident)?] $this:expr, $method:ident($($arg:ident $(as $shown:expr)?),*)
         -> $ret:ty as $ret_shown:expr
     ) => {{
-        let args: &[&dyn $crate::trace::format::TraceArg] =
-            &[$($crate::runtime::declare::traced_arg!($arg $(as $shown)?)),*];
+        let args: &[&dyn $crate::trace::format::TraceArg] = $crate::runtime::declare::traced_args!(
+            [$function $($how)?] $method($($arg $(as $shown)?),*)
+        );
         let result = $this.inner().$method($($arg),*);
         let function = $crate::functions::LibnrtFunction::$function;
         match &result {
@@ -175,6 +187,70 @@ macro_rules! traced_body {
     }};
 }
 
+/// The line of a typed call ([`TypedCall::trace_line`](super::call::TypedCall::trace_line)),
+/// with its arguments bound to the call's fields: the same arguments, stand-ins and writer as
+/// [`traced_body!`], from the call and its output instead of a live call.
+macro_rules! typed_line {
+    // Not traced.
+    ([$function:ident untraced] $names:ident, $output:ident, $method:ident($($args:tt)*) $($ret:tt)*) => {
+        None
+    };
+    // No result: `name(args)`.
+    ([$function:ident $($how:ident)?] $names:ident, $output:ident, $method:ident($($arg:ident $(as $shown:expr)?),*)) => {{
+        let _ = $output;
+        let args: &[&dyn $crate::trace::format::TraceArg] = $crate::runtime::declare::traced_args!(
+            [$function $($how)?] $method($($arg $(as $shown)?),*)
+        );
+        Some($crate::trace::call_text($names, $crate::functions::LibnrtFunction::$function, args, None))
+    }};
+    // A result shown by its type.
+    (
+        [$function:ident $($how:ident)?] $names:ident, $output:ident,
+        $method:ident($($arg:ident $(as $shown:expr)?),*) -> $ret:ty
+    ) => {{
+        let args: &[&dyn $crate::trace::format::TraceArg] = $crate::runtime::declare::traced_args!(
+            [$function $($how)?] $method($($arg $(as $shown)?),*)
+        );
+        let outcome = $output.as_ref().map(|value| value as &dyn $crate::trace::format::TraceResult);
+        Some($crate::trace::call_text(
+            $names,
+            $crate::functions::LibnrtFunction::$function,
+            args,
+            Some(outcome),
+        ))
+    }};
+    // A result shown as the declaration says.
+    (
+        [$function:ident $($how:ident)?] $names:ident, $output:ident,
+        $method:ident($($arg:ident $(as $shown:expr)?),*) -> $ret:ty as $ret_shown:expr
+    ) => {{
+        let args: &[&dyn $crate::trace::format::TraceArg] = $crate::runtime::declare::traced_args!(
+            [$function $($how)?] $method($($arg $(as $shown)?),*)
+        );
+        let function = $crate::functions::LibnrtFunction::$function;
+        Some(match $output {
+            Ok(_) => $crate::trace::call_text(
+                $names,
+                function,
+                args,
+                Some(Ok(&$ret_shown as &dyn $crate::trace::format::TraceResult)),
+            ),
+            Err(error) => $crate::trace::call_text($names, function, args, Some(Err(error))),
+        })
+    }};
+}
+
+/// The arguments of a line: the method's, each as the declaration shows it, or for a
+/// `by_hand` declaration the list of the method's name in `trace/by_hand.rs`.
+macro_rules! traced_args {
+    ([$function:ident by_hand] $method:ident($($arg:ident $(as $shown:expr)?),*)) => {
+        $crate::trace::by_hand::$method
+    };
+    ([$function:ident] $method:ident($($arg:ident $(as $shown:expr)?),*)) => {
+        &[$($crate::runtime::declare::traced_arg!($arg $(as $shown)?)),*]
+    };
+}
+
 /// One argument as the line shows it: the argument itself, or what the declaration puts in its
 /// place.
 macro_rules! traced_arg {
@@ -186,4 +262,4 @@ macro_rules! traced_arg {
     };
 }
 
-pub(crate) use {output_of, runtime_trait, traced_arg, traced_body};
+pub(crate) use {output_of, runtime_trait, traced_arg, traced_args, traced_body, typed_line};
