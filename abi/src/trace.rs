@@ -9,8 +9,11 @@
 //! - **Its lines are derived, not written.** Each method of [`TracingRuntime`] comes from the
 //!   method's declaration in `runtime/<stem>.rs` (`runtime/declare.rs`): every argument is
 //!   written by its type's `TraceArg` and every success by its type's `TraceResult`
-//!   (`trace/format.rs`), and a declaration annotates only a line its types do not give. The one
-//!   line no annotation describes is written in `trace/by_hand.rs`.
+//!   (`trace/format.rs`), and a declaration annotates only a line its types do not give. The
+//!   arguments no annotation describes are listed in `trace/by_hand.rs`.
+//! - **One writer.** The same declaration gives each typed call (`runtime::call`) its line, and
+//!   both go through `call_text`, so the recorder, which writes a real program's calls as
+//!   typed calls, writes exactly what [`TracingRuntime`] writes for the same call.
 //! - **Handles are renamed in order of first appearance**, per kind: tensors `t1, t2, …`, sets
 //!   `s1, …`, models `m1, …`. Runtimes never reuse handles, so a name stays valid for the whole
 //!   trace, and two backends that make the same calls give the same names.

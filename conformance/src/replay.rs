@@ -1,6 +1,7 @@
 //! Replaying a recording: re-issue each call an `nrtsim record` trace holds on a `Runtime`
 //! wrapped in `abi::trace::TracingRuntime`, and compare the line the replay writes with the
-//! recorded one. The same normaliser wrote both, so the first line that differs is the first
+//! recorded one. A call is re-issued as its typed call (`abi::runtime::call::Call`), read back
+//! from the recorded arguments, so this module knows no function by name. The same normaliser wrote both, so the first line that differs is the first
 //! divergence. Lines recorded by name only (`name(…)`) are not re-issued; `# memory` lines
 //! (stores the program made through an address) are applied to the replaying runtime directly,
 //! without a trace line.

@@ -14,9 +14,13 @@
 //! - [`Call::parse`] reads the arguments of a recorded line back into the call, argument by
 //!   argument, through each argument type's [`CallArg`] (the inverse of its trace form), with
 //!   handles and kept byte strings found through a [`Resolve`];
-//! - [`Call::issue`] makes the call on any [`Runtime`] and says what it gave ([`Issued`]).
+//! - [`Call::issue`] makes the call on any [`Runtime`] and says what it gave ([`Issued`]);
+//! - [`TypedCall::trace_line`] writes the call's trace line for a given output, with the writer
+//!   `TracingRuntime` uses, so a call made elsewhere (the recorder sees them in C) is traced as
+//!   the same call made through [`TracingRuntime`](crate::trace::TracingRuntime).
 //!
-//! `conformance::replay` is these two in a loop; it holds no list of functions.
+//! `conformance::replay` is the first two in a loop, and the vectors' `libnrt` step is one of
+//! them; neither holds a list of functions.
 
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
