@@ -16,8 +16,8 @@
 //!   and keeps every byte it was not asked to change, unknown fields included, because the C++
 //!   runtime keeps them too.
 //! - **One table of libnrt functions** ([`functions`]): every layer that names a libnrt
-//!   function (fault plans, traces, the FFI symbol tables, the C exports, the headers' tests, the
-//!   reference page) derives the list from it.
+//!   function (fault plans, traces, the typed calls of [`runtime::call`], the FFI symbol tables,
+//!   the C exports, the headers' tests, the reference page) derives the list from it.
 //! - **Public facts win over disassembly.** Where public sources contradict what was read from
 //!   libtorchneuron's disassembly (status 1003, binding by name, `bytes` names, proto3 default
 //!   omission), the code follows the public sources (`docs/abi-facts.md`) and the other reading is

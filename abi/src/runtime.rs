@@ -311,6 +311,7 @@ impl ExternalBuffer for SharedBuffer {
 }
 
 mod async_exec;
+pub mod call;
 mod declare;
 mod experimental;
 mod nrt;

@@ -9,8 +9,11 @@
 //! - **Its lines are derived, not written.** Each method of [`TracingRuntime`] comes from the
 //!   method's declaration in `runtime/<stem>.rs` (`runtime/declare.rs`): every argument is
 //!   written by its type's `TraceArg` and every success by its type's `TraceResult`
-//!   (`trace/format.rs`), and a declaration annotates only a line its types do not give. The one
-//!   line no annotation describes is written in `trace/by_hand.rs`.
+//!   (`trace/format.rs`), and a declaration annotates only a line its types do not give. The
+//!   arguments no annotation describes are listed in `trace/by_hand.rs`.
+//! - **One writer.** The same declaration gives each typed call (`runtime::call`) its line, and
+//!   both go through `call_text`, so the recorder, which writes a real program's calls as
+//!   typed calls, writes exactly what [`TracingRuntime`] writes for the same call.
 //! - **Handles are renamed in order of first appearance**, per kind: tensors `t1, t2, …`, sets
 //!   `s1, …`, models `m1, …`. Runtimes never reuse handles, so a name stays valid for the whole
 //!   trace, and two backends that make the same calls give the same names.
@@ -421,28 +424,15 @@ impl TracingRuntime {
         &self.inner
     }
 
-    /// Records `name(args) -> RESULT` for a call that returned `outcome`: the value of a
-    /// success as [`TraceResult`] writes it, then the status; a failure's status alone.
+    /// Records `name(args) -> RESULT` for a call that returned `outcome`, as [`call_text`]
+    /// writes it.
     pub(crate) fn record_call(
         &self,
         function: LibnrtFunction,
         args: &[&dyn TraceArg],
         outcome: Result<&dyn TraceResult, &NrtError>,
     ) {
-        self.trace.record_with(|names| {
-            let args = call_args(names, args);
-            let result = match outcome {
-                Ok(value) => {
-                    let status = value.status().name();
-                    match value.shown(names) {
-                        Some(shown) => format!("{shown} {status}"),
-                        None => status,
-                    }
-                }
-                Err(error) => error.status.name(),
-            };
-            call_line(function.trace_name(), &args, Some(&result))
-        });
+        self.trace.record_with(|names| call_text(names, function, args, Some(outcome)));
     }
 
     /// Records `name(args)` for a call without a result (`close()`).
@@ -451,11 +441,32 @@ impl TracingRuntime {
         function: LibnrtFunction,
         args: &[&dyn TraceArg],
     ) {
-        self.trace.record_with(|names| {
-            let args = call_args(names, args);
-            call_line(function.trace_name(), &args, None)
-        });
+        self.trace.record_with(|names| call_text(names, function, args, None));
     }
+}
+
+/// The one writer of a call line, for [`TracingRuntime`] and for a typed call
+/// ([`TypedCall::trace_line`](crate::runtime::call::TypedCall::trace_line), which the recorder
+/// writes through): `name(args) -> RESULT`, the value of a success as [`TraceResult`] writes it
+/// then the status, a failure's status alone; `name(args)` for a call without a result.
+pub(crate) fn call_text(
+    names: &mut Names<'_>,
+    function: LibnrtFunction,
+    args: &[&dyn TraceArg],
+    outcome: Option<Result<&dyn TraceResult, &NrtError>>,
+) -> String {
+    let args = call_args(names, args);
+    let result = outcome.map(|outcome| match outcome {
+        Ok(value) => {
+            let status = value.status().name();
+            match value.shown(names) {
+                Some(shown) => format!("{shown} {status}"),
+                None => status,
+            }
+        }
+        Err(error) => error.status.name(),
+    });
+    call_line(function.trace_name(), &args, result.as_deref())
 }
 
 /// The arguments of a call line, separated by `, `, with handles named left to right.

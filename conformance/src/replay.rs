@@ -1,6 +1,7 @@
 //! Replaying a recording: re-issue each call an `nrtsim record` trace holds on a `Runtime`
 //! wrapped in `abi::trace::TracingRuntime`, and compare the line the replay writes with the
-//! recorded one. The same normaliser wrote both, so the first line that differs is the first
+//! recorded one. A call is re-issued as its typed call (`abi::runtime::call::Call`), read back
+//! from the recorded arguments, so this module knows no function by name. The same normaliser wrote both, so the first line that differs is the first
 //! divergence. Lines recorded by name only (`name(…)`) are not re-issued; `# memory` lines
 //! (stores the program made through an address) are applied to the replaying runtime directly,
 //! without a trace line.
@@ -15,12 +16,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use abi::functions::LibnrtFunction;
+use abi::runtime::call::{Call as TypedCall, CallError, Issued, MadeHandle, Resolve};
 use abi::runtime::prelude::*;
-use abi::runtime::{
-    AsyncReadBuffer, ExternalBuffer, Framework, ModelId, NrtError, Placement, SeqId, SetId,
-    SharedBuffer, TensorId, TrackerId,
-};
-use abi::trace::parse::{self, Args, Bytes, Call, Line, ParseError, parse_name};
+use abi::runtime::{ModelId, SeqId, SetId, TensorId, TrackerId};
+use abi::trace::parse::{self, Args, Bytes, Call, Line, ParseError};
 use abi::trace::{
     RECORDING_FORMAT_VERSION as FORMAT_VERSION, RECORDING_MAGIC as HEADER_MAGIC, Trace,
     TracingRuntime, format_bytes,
@@ -261,8 +260,6 @@ struct Handles {
     models: HashMap<String, ModelId>,
     seqs: HashMap<String, SeqId>,
     trackers: HashMap<String, TrackerId>,
-    /// The buffers attached by the replay, by tensor name.
-    buffers: HashMap<String, Arc<SharedBuffer>>,
 }
 
 /// The replay's handle for a recorded name. A name no earlier line made is a pointer the
@@ -284,31 +281,6 @@ fn lookup<T: Copy>(
     Ok(make(u64::MAX - number))
 }
 
-/// What a replayed call gave: whether it was re-issued, and the handle it made.
-enum Issued {
-    Skipped,
-    Done,
-    Tensor(Result<TensorId, NrtError>),
-    Set(Result<SetId, NrtError>),
-    Model(Result<ModelId, NrtError>),
-    Seq(Result<SeqId, NrtError>),
-    Tracker(Result<TrackerId, NrtError>),
-}
-
-impl Issued {
-    /// The detail of a failed call that makes a handle.
-    fn error(&self) -> Option<String> {
-        match self {
-            Issued::Tensor(Err(e))
-            | Issued::Set(Err(e))
-            | Issued::Model(Err(e))
-            | Issued::Seq(Err(e))
-            | Issued::Tracker(Err(e)) => Some(e.to_string()),
-            _ => None,
-        }
-    }
-}
-
 struct Replayer<'a> {
     recording: &'a Path,
     /// The most bytes a kept blob may hold.
@@ -320,342 +292,76 @@ struct Replayer<'a> {
     last_error: Option<String>,
 }
 
-fn int<T: std::str::FromStr>(line: usize, text: &str) -> Result<T, RecordingError> {
-    text.parse().map_err(|_| RecordingError::Syntax {
-        line,
-        expected: "a number",
-        text: text.into(),
-    })
+/// What a recorded call's arguments stand for on the replay: the handles by their recorded
+/// names ([`lookup`]), byte strings inline or kept beside the recording ([`bytes_of`]).
+struct Resolver<'a> {
+    recording: &'a Path,
+    max_bytes: u64,
+    handles: &'a Handles,
+    line: usize,
 }
 
-/// A tracker argument: `-` for none.
-fn optional_tracker(
-    handles: &Handles,
-    line: usize,
-    text: &str,
-) -> Result<Option<TrackerId>, RecordingError> {
-    if text == "-" {
-        return Ok(None);
+impl Resolver<'_> {
+    fn handle<T: Copy>(
+        &self,
+        map: &HashMap<String, T>,
+        name: &str,
+        make: impl Fn(u64) -> T,
+    ) -> Result<T, CallError> {
+        lookup(map, self.line, name, make).map_err(|error| CallError::Resolve(Box::new(error)))
     }
-    lookup(&handles.trackers, line, text, TrackerId).map(Some)
+}
+
+impl Resolve for Resolver<'_> {
+    fn tensor(&mut self, name: &str) -> Result<TensorId, CallError> {
+        self.handle(&self.handles.tensors, name, TensorId)
+    }
+
+    fn set(&mut self, name: &str) -> Result<SetId, CallError> {
+        self.handle(&self.handles.sets, name, SetId)
+    }
+
+    fn model(&mut self, name: &str) -> Result<ModelId, CallError> {
+        self.handle(&self.handles.models, name, ModelId)
+    }
+
+    fn seq(&mut self, name: &str) -> Result<SeqId, CallError> {
+        self.handle(&self.handles.seqs, name, SeqId)
+    }
+
+    fn tracker(&mut self, name: &str) -> Result<TrackerId, CallError> {
+        self.handle(&self.handles.trackers, name, TrackerId)
+    }
+
+    fn bytes(&mut self, text: &str) -> Result<Vec<u8>, CallError> {
+        bytes_arg(self.recording, self.max_bytes, self.line, text).map_err(|error| match error {
+            RecordingError::Parse(error) => CallError::Parse(error),
+            error => CallError::Resolve(Box::new(error)),
+        })
+    }
 }
 
 /// How long a replay waits for a request the program saw complete.
 const COMPLETION_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 
-/// Keeps the detail of a failed call for the divergence report.
-fn note<T>(slot: &mut Option<String>, result: &Result<T, NrtError>) {
-    if let Err(error) = result {
-        *slot = Some(error.to_string());
-    }
-}
-
 impl Replayer<'_> {
-    /// Re-issues one call.
-    fn issue(&mut self, line: usize, call: &Call) -> Result<Issued> {
-        use LibnrtFunction as F;
-        let function = call.function;
-        let args = match &call.args {
-            Args::Recorded(args) => args,
-            Args::Unrecorded => return Ok(Issued::Skipped),
+    /// Re-issues one call: its recorded arguments read back into the typed call, which is
+    /// issued on the tracing runtime. `None` for a call recorded by name only, or of a function
+    /// with no `Runtime` method.
+    fn issue(&mut self, line: usize, call: &Call) -> Result<Option<Issued>> {
+        let Args::Recorded(args) = &call.args else { return Ok(None) };
+        let mut resolver = Resolver {
+            recording: self.recording,
+            max_bytes: self.max_bytes,
+            handles: &self.handles,
+            line,
         };
-        let argc = |n: usize| -> Result<(), RecordingError> {
-            if args.len() == n {
-                Ok(())
-            } else {
-                Err(RecordingError::Syntax {
-                    line,
-                    expected: "the recorded number of arguments",
-                    text: format!("{}({})", function.trace_name(), args.join(", ")),
-                })
-            }
+        let typed = match TypedCall::parse(call.function, line, args, &mut resolver) {
+            Ok(typed) => typed,
+            Err(CallError::Parse(error)) => return Err(RecordingError::from(error).into()),
+            Err(CallError::Resolve(error)) => return Err(anyhow::anyhow!(error)),
         };
-        let mut error = None;
-        let mut attached = None;
-        let h = &self.handles;
-        let rt = &self.runtime;
-        let issued = match function {
-            F::nrt_get_version => {
-                let result = rt.get_version();
-                note(&mut error, &result);
-                Issued::Done
-            }
-            F::nrt_init => {
-                argc(3)?;
-                let framework = Framework::ALL
-                    .iter()
-                    .copied()
-                    .find(|&f| abi::trace::framework_name(f) == args[0])
-                    .unwrap_or(Framework::Invalid);
-                let fw = String::from_utf8_lossy(&parse_name(line, &args[1])?).into_owned();
-                let fal = String::from_utf8_lossy(&parse_name(line, &args[2])?).into_owned();
-                let result = rt.init(framework, &fw, &fal);
-                note(&mut error, &result);
-                Issued::Done
-            }
-            F::nrt_close => {
-                rt.close();
-                Issued::Done
-            }
-            F::nrt_get_total_vnc_count | F::nrt_get_visible_vnc_count => {
-                let result = if function == F::nrt_get_total_vnc_count {
-                    rt.get_total_vnc_count()
-                } else {
-                    rt.get_visible_vnc_count()
-                };
-                note(&mut error, &result);
-                Issued::Done
-            }
-            F::nrt_get_total_nc_count | F::nrt_get_visible_nc_count => {
-                let result = if function == F::nrt_get_total_nc_count {
-                    rt.get_total_nc_count()
-                } else {
-                    rt.get_visible_nc_count()
-                };
-                note(&mut error, &result);
-                Issued::Done
-            }
-            F::nrt_get_model_nc_count
-            | F::nrt_get_model_vnc_count
-            | F::nrt_get_model_instance_count => {
-                argc(1)?;
-                let model = lookup(&h.models, line, &args[0], ModelId)?;
-                let result = match function {
-                    F::nrt_get_model_nc_count => rt.get_model_nc_count(model),
-                    F::nrt_get_model_vnc_count => rt.get_model_vnc_count(model),
-                    _ => rt.get_model_instance_count(model),
-                };
-                note(&mut error, &result);
-                Issued::Done
-            }
-            F::nrt_tensor_allocate_slice => {
-                argc(4)?;
-                Issued::Tensor(rt.tensor_allocate_slice(
-                    lookup(&h.tensors, line, &args[0], TensorId)?,
-                    int(line, &args[1])?,
-                    int(line, &args[2])?,
-                    &parse_name(line, &args[3])?,
-                ))
-            }
-            F::nrt_async_drain_queued_execs => {
-                argc(1)?;
-                let result = rt.nrt_async_drain_queued_execs(int(line, &args[0])?);
-                note(&mut error, &result);
-                Issued::Done
-            }
-            F::nrta_error_tracker_create => {
-                argc(1)?;
-                Issued::Tracker(rt.nrta_error_tracker_create(int(line, &args[0])?))
-            }
-            F::nrta_error_tracker_destroy => {
-                argc(1)?;
-                let tracker = lookup(&h.trackers, line, &args[0], TrackerId)?;
-                let result = rt.nrta_error_tracker_destroy(tracker);
-                note(&mut error, &result);
-                Issued::Done
-            }
-            F::nrta_tensor_write => {
-                argc(5)?;
-                let bytes = bytes_arg(self.recording, self.max_bytes, line, &args[2])?;
-                Issued::Seq(rt.nrta_tensor_write(
-                    lookup(&h.tensors, line, &args[0], TensorId)?,
-                    int(line, &args[1])?,
-                    &bytes,
-                    int(line, &args[3])?,
-                    optional_tracker(h, line, &args[4])?,
-                ))
-            }
-            F::nrta_tensor_read => {
-                argc(5)?;
-                Issued::Seq(rt.nrta_tensor_read(
-                    lookup(&h.tensors, line, &args[0], TensorId)?,
-                    int(line, &args[1])?,
-                    int(line, &args[2])?,
-                    int(line, &args[3])?,
-                    optional_tracker(h, line, &args[4])?,
-                    Arc::new(AsyncReadBuffer::new()),
-                ))
-            }
-            F::nrta_execute_schedule => {
-                argc(5)?;
-                Issued::Seq(rt.nrta_execute_schedule(
-                    lookup(&h.models, line, &args[0], ModelId)?,
-                    lookup(&h.sets, line, &args[1], SetId)?,
-                    lookup(&h.sets, line, &args[2], SetId)?,
-                    int(line, &args[3])?,
-                    optional_tracker(h, line, &args[4])?,
-                ))
-            }
-            F::nrt_load => {
-                argc(3)?;
-                let neff = bytes_arg(self.recording, self.max_bytes, line, &args[0])?;
-                Issued::Model(rt.load(&neff, int(line, &args[1])?, int(line, &args[2])?))
-            }
-            F::nrt_load_collectives => {
-                argc(5)?;
-                let neff = bytes_arg(self.recording, self.max_bytes, line, &args[0])?;
-                Issued::Model(rt.load_collectives(
-                    &neff,
-                    int(line, &args[1])?,
-                    int(line, &args[2])?,
-                    int(line, &args[3])?,
-                    int(line, &args[4])?,
-                ))
-            }
-            F::nrt_unload => {
-                argc(1)?;
-                let result = rt.unload(lookup(&h.models, line, &args[0], ModelId)?);
-                note(&mut error, &result);
-                Issued::Done
-            }
-            F::nrt_get_model_tensor_info => {
-                argc(1)?;
-                let result = rt.get_model_tensor_info(lookup(&h.models, line, &args[0], ModelId)?);
-                note(&mut error, &result);
-                Issued::Done
-            }
-            F::nrt_allocate_tensor_set => Issued::Set(rt.allocate_tensor_set()),
-            F::nrt_destroy_tensor_set => {
-                argc(1)?;
-                let result = rt.destroy_tensor_set(lookup(&h.sets, line, &args[0], SetId)?);
-                note(&mut error, &result);
-                Issued::Done
-            }
-            F::nrt_add_tensor_to_tensor_set => {
-                argc(3)?;
-                let result = rt.add_tensor_to_tensor_set(
-                    lookup(&h.sets, line, &args[0], SetId)?,
-                    &parse_name(line, &args[1])?,
-                    lookup(&h.tensors, line, &args[2], TensorId)?,
-                );
-                note(&mut error, &result);
-                Issued::Done
-            }
-            F::nrt_get_tensor_from_tensor_set => {
-                argc(2)?;
-                Issued::Tensor(rt.get_tensor_from_tensor_set(
-                    lookup(&h.sets, line, &args[0], SetId)?,
-                    &parse_name(line, &args[1])?,
-                ))
-            }
-            F::nrt_tensor_allocate => {
-                argc(4)?;
-                let placement = Placement::ALL
-                    .iter()
-                    .copied()
-                    .find(|&p| abi::trace::placement_name(p) == args[0])
-                    .ok_or(RecordingError::Syntax {
-                        line,
-                        expected: "a placement (DEVICE, HOST, VIRTUAL)",
-                        text: args[0].clone(),
-                    })?;
-                Issued::Tensor(rt.tensor_allocate(
-                    placement,
-                    int(line, &args[1])?,
-                    int(line, &args[2])?,
-                    &parse_name(line, &args[3])?,
-                ))
-            }
-            F::nrt_tensor_allocate_empty => {
-                argc(1)?;
-                Issued::Tensor(rt.tensor_allocate_empty(&parse_name(line, &args[0])?))
-            }
-            F::nrt_tensor_attach_buffer => {
-                argc(2)?;
-                let size = parse::parse_buffer(line, &args[1])?;
-                let buffer = Arc::new(SharedBuffer::zeroed(size));
-                let tensor = lookup(&h.tensors, line, &args[0], TensorId)?;
-                let result =
-                    rt.tensor_attach_buffer(tensor, Arc::clone(&buffer) as Arc<dyn ExternalBuffer>);
-                note(&mut error, &result);
-                attached = Some((args[0].clone(), buffer));
-                Issued::Done
-            }
-            F::nrt_tensor_free => {
-                argc(1)?;
-                let result = rt.tensor_free(lookup(&h.tensors, line, &args[0], TensorId)?);
-                note(&mut error, &result);
-                Issued::Done
-            }
-            F::nrt_tensor_get_size | F::nrt_tensor_get_va => {
-                argc(1)?;
-                let tensor = lookup(&h.tensors, line, &args[0], TensorId)?;
-                let result = if function == F::nrt_tensor_get_size {
-                    rt.tensor_get_size(tensor)
-                } else {
-                    rt.tensor_get_va(tensor)
-                };
-                note(&mut error, &result);
-                Issued::Done
-            }
-            F::nrt_tensor_read => {
-                argc(3)?;
-                let size: usize = int(line, &args[2])?;
-                let mut buf = Vec::new();
-                buf.try_reserve_exact(size).context("allocating the read buffer")?;
-                buf.resize(size, 0);
-                let result = rt.tensor_read(
-                    lookup(&h.tensors, line, &args[0], TensorId)?,
-                    int(line, &args[1])?,
-                    &mut buf,
-                );
-                note(&mut error, &result);
-                Issued::Done
-            }
-            F::nrt_tensor_write => {
-                argc(3)?;
-                let bytes = bytes_arg(self.recording, self.max_bytes, line, &args[2])?;
-                let result = rt.tensor_write(
-                    lookup(&h.tensors, line, &args[0], TensorId)?,
-                    int(line, &args[1])?,
-                    &bytes,
-                );
-                note(&mut error, &result);
-                Issued::Done
-            }
-            F::nrt_tensor_copy => {
-                argc(5)?;
-                let result = rt.tensor_copy(
-                    lookup(&h.tensors, line, &args[0], TensorId)?,
-                    int(line, &args[1])?,
-                    lookup(&h.tensors, line, &args[2], TensorId)?,
-                    int(line, &args[3])?,
-                    int(line, &args[4])?,
-                );
-                note(&mut error, &result);
-                Issued::Done
-            }
-            F::nrt_tensor_memset => {
-                argc(4)?;
-                let result = rt.tensor_memset(
-                    lookup(&h.tensors, line, &args[0], TensorId)?,
-                    int(line, &args[1])?,
-                    int(line, &args[2])?,
-                    int(line, &args[3])?,
-                );
-                note(&mut error, &result);
-                Issued::Done
-            }
-            F::nrt_execute | F::nrt_execute_repeat => {
-                argc(if function == F::nrt_execute { 3 } else { 4 })?;
-                let model = lookup(&h.models, line, &args[0], ModelId)?;
-                let input = lookup(&h.sets, line, &args[1], SetId)?;
-                let output = lookup(&h.sets, line, &args[2], SetId)?;
-                let result = if function == F::nrt_execute {
-                    rt.execute(model, input, output)
-                } else {
-                    rt.execute_repeat(model, input, output, int(line, &args[3])?)
-                };
-                note(&mut error, &result);
-                Issued::Done
-            }
-            _ => Issued::Skipped,
-        };
-        if let Some((name, buffer)) = attached {
-            self.handles.buffers.insert(name, buffer);
-        }
-        self.last_error = error;
-        Ok(issued)
+        Ok(typed.map(|typed| typed.issue(&self.runtime)))
     }
 
     /// Waits, at a `# completed` line, until the replay's request has completed too, so the
@@ -689,29 +395,25 @@ impl Replayer<'_> {
     }
 }
 
-/// Whether the replayed line matches the recorded one. Functions without a status in C
-/// (releases, `close`) are compared up to their result: the recorder cannot see one.
+/// Whether the replayed line matches the recorded one. A function without a status in C (a
+/// release, `close`) is compared up to its result, which the recorder cannot see; one that
+/// returns a size or a pointer says it failed only by returning 0 or NULL, which the recorder
+/// writes `-> 0 NRT_SUCCESS` (a size) or `-> NRT_INVALID` (a pointer), so such a line matches
+/// any failure of the same call.
 fn matches(function: LibnrtFunction, recorded: &str, replayed: &str) -> bool {
-    use LibnrtFunction as F;
     if recorded == replayed {
         return true;
     }
     let without_result =
         |text: &str| text.rsplit_once(" -> ").map_or(text, |(call, _)| call).to_owned();
     let same_call = without_result(recorded) == without_result(replayed);
-    match function {
-        F::nrt_tensor_free | F::nrt_destroy_tensor_set | F::nrta_error_tracker_destroy => same_call,
-        // `nrt_tensor_get_size` says it failed only by returning 0.
-        F::nrt_tensor_get_size => {
-            same_call
-                && recorded.ends_with(" -> 0 NRT_SUCCESS")
-                && !replayed.ends_with("NRT_SUCCESS")
-        }
-        // `nrt_tensor_get_va` says it failed only by returning NULL, traced NRT_INVALID.
-        F::nrt_tensor_get_va => {
-            same_call && recorded.ends_with(" -> NRT_INVALID") && !replayed.ends_with("NRT_SUCCESS")
-        }
-        _ => false,
+    let failed = !replayed.ends_with("NRT_SUCCESS");
+    match function.info().returns {
+        None => same_call,
+        Some("NRT_STATUS") => false,
+        Some("usize") => same_call && failed && recorded.ends_with(" -> 0 NRT_SUCCESS"),
+        // A pointer.
+        Some(_) => same_call && failed && recorded.ends_with(" -> NRT_INVALID"),
     }
 }
 
@@ -790,15 +492,15 @@ pub fn replay_on(recording: &Recording, inner: Arc<dyn Runtime>) -> Result<Outco
         let issued = replayer.issue(*line, call)?;
         let produced = trace.lines();
         trace.clear_lines();
-        if matches!(issued, Issued::Skipped) {
+        let Some(issued) = issued else {
             outcome.skipped += 1;
             let name = call.function.trace_name().to_owned();
             *outcome.skipped_by_name.entry(name).or_default() += 1;
             continue;
-        }
+        };
         outcome.issued += 1;
-        if let Some(detail) = issued.error() {
-            replayer.last_error = Some(detail);
+        if let Some(error) = &issued.error {
+            replayer.last_error = Some(error.to_string());
         }
         let replayed = produced.join(" | ");
         if !matches(call.function, text, &replayed) {
@@ -810,25 +512,26 @@ pub fn replay_on(recording: &Recording, inner: Arc<dyn Runtime>) -> Result<Outco
             });
             break;
         }
-        let made = call.returned().map(str::to_owned);
+        let (Some(made), Some(name)) = (issued.made, call.returned().map(str::to_owned)) else {
+            continue;
+        };
         let handles = &mut replayer.handles;
-        match (issued, made) {
-            (Issued::Tensor(Ok(id)), Some(name)) => {
+        match made {
+            MadeHandle::Tensor(id) => {
                 handles.tensors.insert(name, id);
             }
-            (Issued::Set(Ok(id)), Some(name)) => {
+            MadeHandle::Set(id) => {
                 handles.sets.insert(name, id);
             }
-            (Issued::Model(Ok(id)), Some(name)) => {
+            MadeHandle::Model(id) => {
                 handles.models.insert(name, id);
             }
-            (Issued::Seq(Ok(id)), Some(name)) => {
+            MadeHandle::Seq(id) => {
                 handles.seqs.insert(name, id);
             }
-            (Issued::Tracker(Ok(id)), Some(name)) => {
+            MadeHandle::Tracker(id) => {
                 handles.trackers.insert(name, id);
             }
-            _ => {}
         }
     }
     Ok(outcome)

@@ -30,6 +30,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use abi::dtype::{Dltype, ScalarType};
+use abi::functions::LibnrtFunction;
 use abi::status::NrtStatus;
 use serde::de::{DeserializeOwned, Error as _};
 use serde::{Deserialize, Deserializer};
@@ -711,6 +712,10 @@ macro_rules! for_each_step {
             get_version => GetVersion(GetVersionStep),
             /// `nrt_get_total_vnc_count` and `nrt_get_visible_vnc_count`.
             get_vnc_count => GetVncCount(GetVncCountStep),
+            /// Any libnrt function with a `Runtime` method, its arguments written as a trace line
+            /// writes them; its typed call (`abi::runtime::call::Call`) reads them back, so a
+            /// function needs no step of its own to be called from a vector.
+            libnrt => Libnrt(LibnrtStep),
 
             /// libtorchneuron's `Model(neff, metaneff)`.
             model_new => ModelNew(ModelNewStep),
@@ -1079,6 +1084,31 @@ pub struct TensorCopyStep {
     pub size: usize,
     /// Expected status.
     pub expect: Option<Status>,
+}
+
+/// A call of any libnrt function with a `Runtime` method.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LibnrtStep {
+    /// The C name, such as `nrt_tensor_memset`.
+    #[serde(deserialize_with = "libnrt_function")]
+    pub function: LibnrtFunction,
+    /// The arguments as the call's trace line writes them, handles by the labels of earlier
+    /// steps: `["t", "2", "171", "4"]`; names quoted (`'"input0"'`), bytes inline
+    /// (`"[00 ff]"`).
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// Label for the handle the call makes, if it makes one.
+    #[serde(rename = "as")]
+    pub label: Option<String>,
+    /// Expected status.
+    pub expect: Option<Status>,
+}
+
+/// Reads a libnrt function by its C name when the vector is read.
+fn libnrt_function<'de, D: Deserializer<'de>>(deserializer: D) -> Result<LibnrtFunction, D::Error> {
+    let text = String::deserialize(deserializer)?;
+    LibnrtFunction::from_name(&text).map_err(D::Error::custom)
 }
 
 /// `nrt_tensor_memset`.
@@ -1906,6 +1936,7 @@ mod tests {
             ("tensor_read", "tensor = \"t\"\nsize = 4"),
             ("tensor_copy", "src = \"a\"\ndst = \"b\"\nsize = 4"),
             ("tensor_memset", "tensor = \"t\"\nvalue = 0\nsize = 4"),
+            ("libnrt", "function = \"nrt_close\""),
             ("tensor_get_size", "tensor = \"t\""),
             ("get_model_tensor_info", "model = \"m\""),
             ("model_new", "as = \"m\""),

@@ -174,3 +174,21 @@ fn misspelled_names_outside_the_steps_are_rejected_too() {
         "backends = [\"sim\"]\n[sim]\nfaults = \"nrt_execute:1=EXEC_BAD_INPUT\"\n[neff]\nheader = { num_tpb = 2 }\ninputs = [{ name = \"input0\", dtype = \"float32\", shape = [1] }]\n",
     );
 }
+
+#[test]
+fn a_misspelled_libnrt_function_names_the_step_and_the_key() {
+    check(
+        "[[step]]\ncall = \"libnrt\"\nfunction = \"nrt_tensor_memsett\"\nargs = [\"t\"]\n",
+        &["step 1 (libnrt)", "function", "\"nrt_tensor_memsett\"", "is not a libnrt function"],
+    );
+    let accepted = check_accepted(
+        "[[step]]\ncall = \"libnrt\"\nfunction = \"nrt_tensor_memset\"\nargs = [\"t\", \"0\", \"1\", \"4\"]\n",
+    );
+    match &accepted[0].case.steps[0] {
+        Step::Libnrt(step) => {
+            assert_eq!(step.function, abi::functions::LibnrtFunction::nrt_tensor_memset);
+            assert_eq!(step.args, ["t", "0", "1", "4"]);
+        }
+        other => panic!("expected a libnrt step, got {other:?}"),
+    }
+}

@@ -89,7 +89,7 @@ runtime_trait! {
         /// [`NrtStatus::Invalid`] for a sequence id never issued.
         // A caller polls it a number of times that depends on timing; a caller that waits records
         // the outcome itself.
-        fn nrta_is_completed(&self, seq: SeqId) -> Result<bool, NrtError> => untraced;
+        fn nrta_is_completed(&self, seq: SeqId) -> Result<bool, NrtError> => nrta_is_completed, untraced;
 
         /// `nrta_get_completion_handle`: a descriptor that becomes readable when request `seq`
         /// has completed (use it with `poll` only); dropping it closes it, as the header asks.

@@ -36,7 +36,7 @@ runtime_trait! {
         ///
         /// # Errors
         /// [`NrtStatus::Invalid`] while a profile is recorded; the lifecycle statuses.
-        fn profile_continuous_start(&self) -> Result<(), NrtError> => by_hand;
+        fn profile_continuous_start(&self) -> Result<(), NrtError> => nrt_profile_continuous_start, by_hand;
 
         /// `nrt_profile_continuous_options_allocate`, `…_set_output_dir(output_dir)`,
         /// `nrt_profile_continuous_save(vnc, options)`, then `…_options_free`: saves the latest

@@ -1,16 +1,11 @@
-//! The [`TracingRuntime`] methods whose line no declaration can describe, each named as its
-//! method; a declaration marks them `=> by_hand;` (see `runtime/declare.rs`).
+//! The arguments of the lines no declaration can describe, each named as its method; a
+//! declaration marks them `=> function, by_hand;` (see `runtime/declare.rs`), and both the
+//! [`TracingRuntime`](super::TracingRuntime) method and the typed call's line write them.
 
-use super::TracingRuntime;
-use super::format::{Opaque, TraceResult};
-use crate::functions::LibnrtFunction;
-use crate::runtime::NrtError;
+#![allow(non_upper_case_globals)]
+
+use super::format::{Opaque, TraceArg};
 
 /// `profile_continuous_start(NULL)`: the method takes no options, but the C call it stands for
 /// passes NULL for them, and the line shows that argument.
-pub(crate) fn profile_continuous_start(tracing: &TracingRuntime) -> Result<(), NrtError> {
-    let result = tracing.inner().profile_continuous_start();
-    let outcome = result.as_ref().map(|value| value as &dyn TraceResult);
-    tracing.record_call(LibnrtFunction::nrt_profile_continuous_start, &[&Opaque("NULL")], outcome);
-    result
-}
+pub(crate) const profile_continuous_start: &[&dyn TraceArg] = &[&Opaque("NULL")];

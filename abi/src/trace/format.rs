@@ -10,12 +10,13 @@
 //! Opaque("<address>")`).
 
 use std::os::fd::OwnedFd;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::{
     Names, buffer_text, format_bytes, framework_name, name_text, path_arg, placement_name,
     tensor_info_text,
 };
+use crate::runtime::call::{CallBytes, ReadBuffer};
 use crate::runtime::{
     Framework, InspectConfig, InstanceInfo, ModelId, NrtVersion, Placement, SeqId, SetId,
     SysTraceConfig, SysTraceFetch, TensorId, TensorInfo, TensorReadBatch, TensorWriteBatch,
@@ -136,6 +137,45 @@ impl TraceArg for str {
     }
 }
 
+// The owned forms a typed call holds (`runtime::call`) are written as the borrowed forms the
+// methods take.
+
+impl TraceArg for CallBytes {
+    fn trace_arg(&self, _: &mut Names<'_>, args: &mut Vec<String>) {
+        args.push(self.shown().to_owned());
+    }
+}
+
+impl TraceArg for String {
+    fn trace_arg(&self, names: &mut Names<'_>, args: &mut Vec<String>) {
+        self.as_str().trace_arg(names, args);
+    }
+}
+
+impl TraceArg for PathBuf {
+    fn trace_arg(&self, names: &mut Names<'_>, args: &mut Vec<String>) {
+        self.as_path().trace_arg(names, args);
+    }
+}
+
+impl TraceArg for Option<PathBuf> {
+    fn trace_arg(&self, names: &mut Names<'_>, args: &mut Vec<String>) {
+        self.as_deref().trace_arg(names, args);
+    }
+}
+
+impl TraceArg for Vec<TensorReadBatch> {
+    fn trace_arg(&self, names: &mut Names<'_>, args: &mut Vec<String>) {
+        self.as_slice().trace_arg(names, args);
+    }
+}
+
+impl TraceArg for Vec<TensorWriteBatch> {
+    fn trace_arg(&self, names: &mut Names<'_>, args: &mut Vec<String>) {
+        self.as_slice().trace_arg(names, args);
+    }
+}
+
 /// A folder or file of the run: `<path>` (its text differs by run).
 impl TraceArg for Path {
     fn trace_arg(&self, _: &mut Names<'_>, args: &mut Vec<String>) {
@@ -245,6 +285,13 @@ impl TraceResult for [u8] {
 impl TraceResult for Vec<u8> {
     fn shown(&self, names: &mut Names<'_>) -> Option<String> {
         self.as_slice().shown(names)
+    }
+}
+
+/// The bytes a typed call's read gave.
+impl TraceResult for ReadBuffer {
+    fn shown(&self, names: &mut Names<'_>) -> Option<String> {
+        self.bytes().shown(names)
     }
 }
 

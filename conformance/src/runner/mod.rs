@@ -14,6 +14,7 @@
 mod binding;
 mod collectives;
 mod info;
+mod libnrt;
 mod lifecycle;
 mod nrta;
 mod profile;

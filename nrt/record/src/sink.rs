@@ -67,16 +67,13 @@ pub(crate) enum Kind {
     Tracker,
 }
 
-/// One piece of a line: text, or a handle to name.
+/// One piece of a line that is not a call (a `# memory` line, a call recorded by name): text,
+/// or a handle to name.
 pub(crate) enum Part {
     /// Literal text.
     Text(std::borrow::Cow<'static, str>),
-    /// A handle the call reads (named on first sight).
+    /// A handle (named on first sight).
     Handle(Kind, u64),
-    /// A handle the call made (always a new name).
-    New(Kind, u64),
-    /// A handle the call released (named, then forgotten).
-    Released(Kind, u64),
 }
 
 /// How much of the file is mapped (and the file grown) at a time: one window per ~16 000 lines.
@@ -352,40 +349,74 @@ fn name(names: &mut Names<'_>, kind: Kind, generation: u64) -> String {
     }
 }
 
-/// Whether `pointer` of `kind` has a name (was seen and not released).
-pub(crate) fn known(kind: Kind, pointer: u64) -> bool {
-    sink().is_some_and(|sink| sink.live.contains_key(&(kind, pointer)))
+/// The generations of the real library's pointers, while a line is made: what a typed call's
+/// handles are (`TensorId(generation)`), so that `Names` renames them as it renames a
+/// simulator's handles.
+pub(crate) struct Generations<'a> {
+    live: &'a mut HashMap<(Kind, u64), u64>,
+    next: &'a mut u64,
+}
+
+impl Generations<'_> {
+    /// A handle the call reads (a generation on first sight).
+    pub(crate) fn read(&mut self, kind: Kind, pointer: u64) -> u64 {
+        generation(self.live, self.next, kind, pointer, false)
+    }
+
+    /// A handle the call made (always a new generation).
+    pub(crate) fn made(&mut self, kind: Kind, pointer: u64) -> u64 {
+        generation(self.live, self.next, kind, pointer, true)
+    }
+
+    /// A handle the call released (its generation, then forgotten).
+    pub(crate) fn released(&mut self, kind: Kind, pointer: u64) -> u64 {
+        let generation = generation(self.live, self.next, kind, pointer, false);
+        self.live.remove(&(kind, pointer));
+        generation
+    }
+
+    /// Whether `pointer` of `kind` has a generation (was seen and not released).
+    pub(crate) fn known(&self, kind: Kind, pointer: u64) -> bool {
+        self.live.contains_key(&(kind, pointer))
+    }
+}
+
+/// Writes the line `write` makes from the generations of its handles, naming them through
+/// `names`; nothing when it makes none. Runs under the sink's lock: `write` calls nothing that
+/// records.
+pub(crate) fn record_line(
+    write: impl FnOnce(&mut Generations<'_>, &mut Names<'_>) -> Option<String>,
+) {
+    let Some(mut guard) = sink() else { return };
+    let sink = &mut *guard;
+    let mut generations = Generations { live: &mut sink.live, next: &mut sink.next };
+    let mut line = None;
+    sink.trace.record_with(|names| {
+        line = write(&mut generations, names);
+        String::new()
+    });
+    sink.trace.clear_lines();
+    if let Some(line) = line {
+        sink.write_line(line);
+    }
 }
 
 /// Writes one line made of `parts` (handles named in order).
 pub(crate) fn record(parts: Vec<Part>) {
-    let Some(mut guard) = sink() else { return };
-    let sink = &mut *guard;
-    let (live, next) = (&mut sink.live, &mut sink.next);
-    // The line is built under the trace's lock (names are given in line order) and written
-    // here; the trace keeps names, not lines.
-    let mut line = String::with_capacity(LINE_CAPACITY);
-    sink.trace.record_with(|names| {
+    record_line(|generations, names| {
+        let mut line = String::with_capacity(LINE_CAPACITY);
         for part in parts {
             let (kind, generation) = match part {
                 Part::Text(text) => {
                     line.push_str(&text);
                     continue;
                 }
-                Part::Handle(kind, pointer) => (kind, generation(live, next, kind, pointer, false)),
-                Part::New(kind, pointer) => (kind, generation(live, next, kind, pointer, true)),
-                Part::Released(kind, pointer) => {
-                    let generation = generation(live, next, kind, pointer, false);
-                    live.remove(&(kind, pointer));
-                    (kind, generation)
-                }
+                Part::Handle(kind, pointer) => (kind, generations.read(kind, pointer)),
             };
             line.push_str(&name(names, kind, generation));
         }
-        String::new()
+        Some(line)
     });
-    sink.trace.clear_lines();
-    sink.write_line(line);
 }
 
 /// Keeps `bytes` (longer than the inline limit) beside the trace as `FILE.blobs/HASH`, where

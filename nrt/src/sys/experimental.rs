@@ -17,6 +17,7 @@ use abi::functions::LibnrtFunction;
 use abi::runtime::{ModelId, NrtError, RuntimeExperimental, TensorInfo, TensorUsage};
 use abi::status::NrtStatus;
 
+use super::nrt::ModelCount;
 use crate::NrtRuntime;
 use crate::runtime::{c_path, check, failed, optional};
 
@@ -204,8 +205,8 @@ impl RuntimeExperimental for NrtRuntime {
     }
 
     fn get_model_instance_count(&self, model: ModelId) -> Result<u32, NrtError> {
-        let function = LibnrtFunction::nrt_get_model_instance_count;
-        optional(function, self.model(model)?.count(function))
+        let which = ModelCount::Instance;
+        optional(which.function(), self.model(model)?.count(which))
     }
 
     fn nrt_async_drain_queued_execs(&self, vnc: i32) -> Result<(), NrtError> {

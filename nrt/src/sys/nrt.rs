@@ -361,9 +361,8 @@ impl OwnedModel {
         }
     }
 
-    /// A count of the loaded model: `nrt_get_model_nc_count`, `nrt_get_model_vnc_count` or
-    /// `nrt_get_model_instance_count`; `None` when the library does not export it.
-    pub(crate) fn count(&self, which: LibnrtFunction) -> Option<Result<u32, RawStatus>> {
+    /// A count of the loaded model; `None` when the library does not export its function.
+    pub(crate) fn count(&self, which: ModelCount) -> Option<Result<u32, RawStatus>> {
         let functions = &self.library.functions;
         let mut count = 0u32;
         let call = |count: &mut u32| -> Option<RawStatus> {
@@ -371,16 +370,13 @@ impl OwnedModel {
             // valid out-pointer; the signatures are the table's.
             unsafe {
                 Some(match which {
-                    LibnrtFunction::nrt_get_model_nc_count => {
-                        functions.nrt_get_model_nc_count?(self.model.as_ptr(), count)
-                    }
-                    LibnrtFunction::nrt_get_model_vnc_count => {
+                    ModelCount::Nc => functions.nrt_get_model_nc_count?(self.model.as_ptr(), count),
+                    ModelCount::Vnc => {
                         functions.nrt_get_model_vnc_count?(self.model.as_ptr(), count)
                     }
-                    LibnrtFunction::nrt_get_model_instance_count => {
+                    ModelCount::Instance => {
                         functions.nrt_get_model_instance_count?(self.model.as_ptr(), count)
                     }
-                    _ => return None,
                 })
             }
         };
@@ -884,13 +880,13 @@ impl RuntimeNrt for NrtRuntime {
     }
 
     fn get_model_nc_count(&self, model: ModelId) -> Result<u32, NrtError> {
-        let function = LibnrtFunction::nrt_get_model_nc_count;
-        optional(function, self.model(model)?.count(function))
+        let which = ModelCount::Nc;
+        optional(which.function(), self.model(model)?.count(which))
     }
 
     fn get_model_vnc_count(&self, model: ModelId) -> Result<u32, NrtError> {
-        let function = LibnrtFunction::nrt_get_model_vnc_count;
-        optional(function, self.model(model)?.count(function))
+        let which = ModelCount::Vnc;
+        optional(which.function(), self.model(model)?.count(which))
     }
 
     fn get_vnc_memory_stats(&self, vnc: u32) -> Result<VncMemoryStats, NrtError> {
@@ -994,5 +990,27 @@ impl RuntimeNrt for NrtRuntime {
 
     fn get_attached_efa_bdf(&self, va: usize) -> Result<String, NrtError> {
         optional(LibnrtFunction::nrt_get_attached_efa_bdf, self.library.get_attached_efa_bdf(va))
+    }
+}
+
+/// The counts of a loaded model, one libnrt function each.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum ModelCount {
+    /// `nrt_get_model_nc_count`.
+    Nc,
+    /// `nrt_get_model_vnc_count`.
+    Vnc,
+    /// `nrt_get_model_instance_count`.
+    Instance,
+}
+
+impl ModelCount {
+    /// The function that reads the count.
+    pub(crate) fn function(self) -> LibnrtFunction {
+        match self {
+            ModelCount::Nc => LibnrtFunction::nrt_get_model_nc_count,
+            ModelCount::Vnc => LibnrtFunction::nrt_get_model_vnc_count,
+            ModelCount::Instance => LibnrtFunction::nrt_get_model_instance_count,
+        }
     }
 }

@@ -445,14 +445,10 @@ impl SimRuntime {
 
     /// Why `function` cannot exist on a simulator; `None` for a function it models.
     pub fn unsupported_reason(function: LibnrtFunction) -> Option<&'static str> {
-        Some(match function {
-            LibnrtFunction::nrt_get_dmabuf_fd => "no dma-buf exists without a Neuron device",
-            LibnrtFunction::nrt_get_hbm_mmap_va => "simulated HBM cannot be mapped into the caller",
-            LibnrtFunction::nrt_get_attached_efa_bdf => {
-                "no EFA device is attached to a simulated device"
-            }
-            _ => return None,
-        })
+        Unsupported::ALL
+            .iter()
+            .find(|unsupported| unsupported.function() == function)
+            .map(|unsupported| unsupported.reason())
     }
 
     /// The NeuronCore whose memory holds a tensor's storage; `None` for host, virtual and
@@ -685,3 +681,38 @@ mod experimental;
 mod nrt;
 mod profile;
 mod sys_trace;
+
+/// The functions a simulator cannot have, each with the reason it gives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Unsupported {
+    /// `nrt_get_dmabuf_fd`.
+    DmabufFd,
+    /// `nrt_get_hbm_mmap_va`.
+    HbmMmapVa,
+    /// `nrt_get_attached_efa_bdf`.
+    AttachedEfaBdf,
+}
+
+impl Unsupported {
+    /// Every one.
+    pub(crate) const ALL: &'static [Unsupported] =
+        &[Unsupported::DmabufFd, Unsupported::HbmMmapVa, Unsupported::AttachedEfaBdf];
+
+    /// The libnrt function.
+    pub(crate) fn function(self) -> LibnrtFunction {
+        match self {
+            Unsupported::DmabufFd => LibnrtFunction::nrt_get_dmabuf_fd,
+            Unsupported::HbmMmapVa => LibnrtFunction::nrt_get_hbm_mmap_va,
+            Unsupported::AttachedEfaBdf => LibnrtFunction::nrt_get_attached_efa_bdf,
+        }
+    }
+
+    /// Why a simulator cannot have it.
+    pub(crate) fn reason(self) -> &'static str {
+        match self {
+            Unsupported::DmabufFd => "no dma-buf exists without a Neuron device",
+            Unsupported::HbmMmapVa => "simulated HBM cannot be mapped into the caller",
+            Unsupported::AttachedEfaBdf => "no EFA device is attached to a simulated device",
+        }
+    }
+}

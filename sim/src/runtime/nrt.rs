@@ -13,8 +13,8 @@ use abi::status::NrtStatus;
 use abi::trace::name_text;
 
 use super::{
-    CLOSED, INITIALIZED, SimRuntime, Tensor, UNINITIALIZED, VERSION_DETAIL, View, WarningKind,
-    check_range, lock, read_lock, write_lock,
+    CLOSED, INITIALIZED, SimRuntime, Tensor, UNINITIALIZED, Unsupported, VERSION_DETAIL, View,
+    WarningKind, check_range, lock, read_lock, write_lock,
 };
 use crate::memory::{Storage, copy_bytes, fill_bytes, read_bytes, staging_buffer, write_bytes};
 use crate::sys_trace::Event;
@@ -450,11 +450,11 @@ impl RuntimeNrt for SimRuntime {
     }
 
     fn get_dmabuf_fd(&self, _va: usize, _size: u64) -> Result<i32, NrtError> {
-        Err(self.unsupported(LibnrtFunction::nrt_get_dmabuf_fd)?)
+        Err(self.unsupported(Unsupported::DmabufFd)?)
     }
 
     fn get_hbm_mmap_va(&self, _device_id: i32, _hbm_idx: i32) -> Result<(usize, usize), NrtError> {
-        Err(self.unsupported(LibnrtFunction::nrt_get_hbm_mmap_va)?)
+        Err(self.unsupported(Unsupported::HbmMmapVa)?)
     }
 
     /// Makes sure the communicator of `world` ranks exists. It does not wait for the other
@@ -470,7 +470,7 @@ impl RuntimeNrt for SimRuntime {
     }
 
     fn get_attached_efa_bdf(&self, _va: usize) -> Result<String, NrtError> {
-        Err(self.unsupported(LibnrtFunction::nrt_get_attached_efa_bdf)?)
+        Err(self.unsupported(Unsupported::AttachedEfaBdf)?)
     }
 
     /// The core's allocated bytes (64-byte granules) and its HBM budget.
@@ -585,9 +585,10 @@ impl RuntimeNrt for SimRuntime {
 impl SimRuntime {
     /// The error of a function the simulator cannot provide (`NRT_INVALID`, saying why), after
     /// its gate: `Err` is the gate's error, `Ok` the refusal.
-    fn unsupported(&self, function: LibnrtFunction) -> Result<NrtError, NrtError> {
+    fn unsupported(&self, unsupported: Unsupported) -> Result<NrtError, NrtError> {
+        let function = unsupported.function();
         self.enter(function)?;
-        let why = SimRuntime::unsupported_reason(function).unwrap_or("it is not simulated");
+        let why = unsupported.reason();
         Ok(NrtError::new(
             NrtStatus::Invalid,
             format!("{function} is not supported by the simulator ({why})"),
