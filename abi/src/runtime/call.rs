@@ -33,6 +33,7 @@ use super::{
 };
 use crate::functions::LibnrtFunction;
 use crate::status::NrtStatus;
+use crate::trace::format::{TraceArg, TraceResult};
 use crate::trace::parse::{ParseError, parse_buffer, parse_bytes, parse_name};
 use crate::trace::{Names, format_bytes, framework_name, placement_name};
 
@@ -312,6 +313,13 @@ impl CallArg for fn(&[u8]) {
     }
 }
 
+/// Written as the bytes it holds, as `&[u8]` is.
+impl TraceArg for CallBytes {
+    fn trace_arg(&self, _: &mut Names<'_>, args: &mut Vec<String>) {
+        args.push(self.shown().to_owned());
+    }
+}
+
 /// A buffer a call reads into, as a call holds it: its length (what the line shows as the
 /// argument) and, once read, the bytes (what it shows as the result).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -356,6 +364,13 @@ impl ReadBuffer {
     /// The bytes (none for [`ReadBuffer::unread`]).
     pub fn bytes(&self) -> &[u8] {
         &self.bytes
+    }
+}
+
+/// The bytes a typed call's read gave.
+impl TraceResult for ReadBuffer {
+    fn shown(&self, names: &mut Names<'_>) -> Option<String> {
+        self.bytes().shown(names)
     }
 }
 

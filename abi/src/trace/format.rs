@@ -16,7 +16,6 @@ use super::{
     Names, buffer_text, format_bytes, framework_name, name_text, path_arg, placement_name,
     tensor_info_text,
 };
-use crate::runtime::call::{CallBytes, ReadBuffer};
 use crate::runtime::{
     Framework, InspectConfig, InstanceInfo, ModelId, NrtVersion, Placement, SeqId, SetId,
     SysTraceConfig, SysTraceFetch, TensorId, TensorInfo, TensorReadBatch, TensorWriteBatch,
@@ -137,14 +136,8 @@ impl TraceArg for str {
     }
 }
 
-// The owned forms a typed call holds (`runtime::call`) are written as the borrowed forms the
-// methods take.
-
-impl TraceArg for CallBytes {
-    fn trace_arg(&self, _: &mut Names<'_>, args: &mut Vec<String>) {
-        args.push(self.shown().to_owned());
-    }
-}
+// The owned forms a typed call holds (`runtime::call`, which writes its own byte types) are
+// written as the borrowed forms the methods take.
 
 impl TraceArg for String {
     fn trace_arg(&self, names: &mut Names<'_>, args: &mut Vec<String>) {
@@ -285,13 +278,6 @@ impl TraceResult for [u8] {
 impl TraceResult for Vec<u8> {
     fn shown(&self, names: &mut Names<'_>) -> Option<String> {
         self.as_slice().shown(names)
-    }
-}
-
-/// The bytes a typed call's read gave.
-impl TraceResult for ReadBuffer {
-    fn shown(&self, names: &mut Names<'_>) -> Option<String> {
-        self.bytes().shown(names)
     }
 }
 

@@ -68,7 +68,7 @@ fn changed(tensor: u64, before: &[u8], now: &[u8]) {
     let first = now.iter().zip(before).position(|(a, b)| a != b);
     let last = now.iter().zip(before).rposition(|(a, b)| a != b);
     if let (Some(first), Some(last)) = (first, last) {
-        let shown = crate::lines::input_bytes(&now[first..=last]);
+        let shown = crate::sink::input_bytes(&now[first..=last]);
         record(vec![
             Part::Text(abi::trace::MEMORY_PREFIX.into()),
             Part::Handle(Kind::Tensor, tensor),

@@ -41,6 +41,7 @@
 
 #![allow(unsafe_code)]
 
+mod decode;
 mod exports;
 mod exposed;
 mod lines;

@@ -2,6 +2,9 @@
 
 use std::sync::OnceLock;
 
+use abi::c_layout::c_types::nrt_version_t;
+use abi::status::NrtStatus;
+
 use crate::exports::{MARKER, RealFunctions, own_nrt_init};
 
 /// The opened library (kept open for the life of the process) and its functions.
@@ -72,4 +75,39 @@ pub(crate) fn describe() -> Result<&'static str, &'static str> {
         Some(real) => Ok(&real.path),
         None => Err(REAL.get().and_then(|r| r.as_ref().err()).map_or("not opened", String::as_str)),
     }
+}
+
+/// A status code's name.
+pub(crate) fn status_name(code: u64) -> String {
+    NrtStatus::from_code(code as u32).name()
+}
+
+/// The real library's major and minor version, read once.
+pub(crate) fn version() -> Option<(u64, u64)> {
+    static VERSION: std::sync::OnceLock<Option<(u64, u64)>> = std::sync::OnceLock::new();
+    *VERSION.get_or_init(|| {
+        let text = runtime_version();
+        let mut numbers = text.split('.').map(str::parse::<u64>);
+        match (numbers.next(), numbers.next()) {
+            (Some(Ok(major)), Some(Ok(minor))) => Some((major, minor)),
+            _ => None,
+        }
+    })
+}
+
+/// The real library's version (`MAJOR.MINOR.PATCH.MAINT`), for the header.
+pub(crate) fn runtime_version() -> String {
+    let Some(get_version) = crate::real::functions().and_then(|all| all.nrt_get_version) else {
+        return "unknown".to_owned();
+    };
+    let mut version = std::mem::MaybeUninit::<nrt_version_t>::zeroed();
+    // SAFETY: `version` is a zeroed `nrt_version_t` of the size passed; `nrt_get_version` is
+    // callable before `nrt_init`.
+    let status = unsafe { get_version(version.as_mut_ptr(), size_of::<nrt_version_t>()) };
+    if status != 0 {
+        return format!("unknown ({})", status_name(u64::from(status)));
+    }
+    // SAFETY: written by the library (and zero-initialised before).
+    let version = unsafe { version.assume_init() };
+    format!("{}.{}.{}.{}", version.major, version.minor, version.patch, version.maintenance)
 }

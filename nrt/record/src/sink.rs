@@ -271,7 +271,7 @@ impl Sink {
         };
         let header = [
             format!("{HEADER_MAGIC} {FORMAT_VERSION}"),
-            format!("# runtime {}", crate::lines::runtime_version()),
+            format!("# runtime {}", crate::real::runtime_version()),
             format!("# instance {}", instance_type()),
             format!("# library {library}"),
         ];
@@ -417,6 +417,15 @@ pub(crate) fn record(parts: Vec<Part>) {
         }
         Some(line)
     });
+}
+
+/// Input bytes as traced; kept beside the trace when too long to be inline.
+pub(crate) fn input_bytes(bytes: &[u8]) -> String {
+    let shown = abi::trace::format_bytes(bytes);
+    if bytes.len() > abi::trace::INLINE_BYTES {
+        keep_blob(bytes, &shown);
+    }
+    shown
 }
 
 /// Keeps `bytes` (longer than the inline limit) beside the trace as `FILE.blobs/HASH`, where
