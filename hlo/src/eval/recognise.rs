@@ -20,7 +20,6 @@
 //!   must be an integer or a float compared in total order, so the keys map to integers whose
 //!   order is the comparator's (`sort::order_keys`).
 
-use std::cmp::Ordering;
 use std::sync::Arc;
 
 use super::plan::{ArgReducer, Canon, Recognised, SortComparator, SortKey};
@@ -29,22 +28,6 @@ use super::scalar::{Binary, Direction};
 use super::shape::Shape;
 use super::tensor::Tensor;
 use crate::dtype::ElementType;
-
-/// `compare`'s direction applied to an ordering; `None` (a NaN operand) satisfies only `NE`.
-#[inline]
-pub(crate) fn holds(direction: Direction, ordering: Option<Ordering>) -> bool {
-    use Ordering::*;
-    match (direction, ordering) {
-        (Direction::Ne, None) => true,
-        (_, None) => false,
-        (Direction::Eq, Some(o)) => o == Equal,
-        (Direction::Ne, Some(o)) => o != Equal,
-        (Direction::Lt, Some(o)) => o == Less,
-        (Direction::Le, Some(o)) => o != Greater,
-        (Direction::Gt, Some(o)) => o == Greater,
-        (Direction::Ge, Some(o)) => o != Less,
-    }
-}
 
 /// Runs every recogniser on `comp`.
 pub(crate) fn recognise(comp: &Comp) -> Recognised {

@@ -24,7 +24,6 @@ use super::plan::Op;
 use super::plan::Reducer;
 use super::plan::Subcomputations;
 use super::plan::WindowDim;
-use super::recognise::holds;
 use super::scalar::{Binary, Direction, Float, Int, with_binary};
 use super::shape::{ArrayShape, Shape};
 use super::shape_ops::transpose;
@@ -476,10 +475,10 @@ fn arg_step<V: Copy, K: PartialOrd + Copy, I: PartialOrd + Copy>(
     (b, kb, bi): (V, K, I),
 ) {
     let (a, ka, ai) = *acc;
-    let kept = holds(arg.keep, ka.partial_cmp(&kb))
-        || (arg.keep_nan && holds(Direction::Ne, ka.partial_cmp(&ka)));
+    let kept = arg.keep.test(ka.partial_cmp(&kb))
+        || (arg.keep_nan && Direction::Ne.test(ka.partial_cmp(&ka)));
     let kept_index =
-        kept || (holds(Direction::Eq, ka.partial_cmp(&kb)) && holds(arg.tie, ai.partial_cmp(&bi)));
+        kept || (Direction::Eq.test(ka.partial_cmp(&kb)) && arg.tie.test(ai.partial_cmp(&bi)));
     *acc = (if kept { a } else { b }, if kept { ka } else { kb }, if kept_index { ai } else { bi });
 }
 

@@ -215,6 +215,7 @@ impl Direction {
         })
     }
 
+    /// The direction applied to an ordering; `None` (a NaN operand) satisfies only `NE`.
     #[inline]
     pub(crate) fn test(self, ordering: Option<std::cmp::Ordering>) -> bool {
         use std::cmp::Ordering::*;

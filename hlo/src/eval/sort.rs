@@ -22,7 +22,6 @@ use super::plan::Op;
 use super::plan::SimpleComparator;
 use super::plan::Subcomputations;
 use super::plan::{Canon, SortComparator, SortKey};
-use super::recognise::holds;
 use super::scalar::Float;
 use super::shape::{ArrayShape, Shape};
 use super::tensor::element;
@@ -298,7 +297,7 @@ pub(crate) fn sort(
             let mut less = |a: usize, b: usize| -> Result<bool, Fail> {
                 if let Some((c, k)) = &simple {
                     let (x, y) = if c.swapped { (b, a) } else { (a, b) };
-                    return Ok(holds(c.direction, k.cmp(x, y)));
+                    return Ok(c.direction.test(k.cmp(x, y)));
                 }
                 let mut args = Vec::with_capacity(2 * inputs.len());
                 for t in inputs {
