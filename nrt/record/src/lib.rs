@@ -9,8 +9,8 @@
 //! - **Derived from the one function table.** `exports` expands `abi::for_each_libnrt_function!`
 //!   into one forwarding function per entry and a trampoline symbol versioned `NRT_2.0.0` (the
 //!   mechanism of `sim/capi/src/symbols.rs`), so a function added to the table is forwarded
-//!   without a line here. Each forwarder hands its arguments, as raw words, to `lines`, whose
-//!   one exhaustive match over the functions says how each is recorded: the calls a replay
+//!   without a line here. Each forwarder hands its arguments, as raw words, to `lines`, which
+//!   records them as `decode`'s one exhaustive match over the functions says: the calls a replay
 //!   needs are decoded into the typed call of their `Runtime` method
 //!   (`abi::runtime::call`), every other call is recorded by name and status only.
 //! - **The real library is found as `NrtRuntime` finds it** (`nrt::search`: `NRT_LIB_PATH`, then
