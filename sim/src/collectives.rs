@@ -14,7 +14,7 @@
 //! the rounds apart). What libnrt would leave undefined is an error here rather than a hang or a
 //! wrong answer:
 //! - a rank that does not see all its peers within the timeout withdraws and gets `NRT_TIMEOUT`
-//!   (the default is [`crate::device_program::RENDEZVOUS_TIMEOUT`], as for collective launches);
+//!   (the default is [`crate::config::RENDEZVOUS_TIMEOUT`], as for collective launches);
 //! - a rank that arrives while it is already waiting in the round gets `NRT_INVALID` (the
 //!   waiting call is undisturbed);
 //! - ranks that disagree about the operation (a barrier against an all-gather, or two input
@@ -331,7 +331,7 @@ pub struct Collectives {
 
 impl Default for Collectives {
     fn default() -> Collectives {
-        Collectives::new(crate::device_program::RENDEZVOUS_TIMEOUT)
+        Collectives::new(crate::config::RENDEZVOUS_TIMEOUT)
     }
 }
 

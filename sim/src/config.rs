@@ -28,12 +28,40 @@
 //!   optional work budget (`NRTSIM_WORK_BUDGET`) and wall-clock limit
 //!   (`NRTSIM_LAUNCH_TIMEOUT_MS`) bound it further, with the same status (see `docs/limits.md`).
 
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use abi::dtype::DtypeNumbering;
 
-use crate::device_program::{HLO_ENV, HloSource};
 use crate::fault::{FaultPlan, FaultPlanError};
+
+/// The environment variable naming HLO for NEFFs that carry none: a file (used for every such
+/// NEFF), or a directory holding `<sha256 of the NEFF bytes, lowercase hex>.hlo.pb` (or `.hlo`
+/// for text).
+pub const HLO_ENV: &str = "NRTSIM_HLO";
+
+/// Where HLO comes from for NEFFs that carry none (`NRTSIM_HLO`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum HloSource {
+    /// One file for every such NEFF.
+    File(PathBuf),
+    /// A directory of `<sha256 hex of the NEFF>.hlo.pb` or `.hlo` files.
+    Directory(PathBuf),
+}
+
+impl HloSource {
+    /// The source a path names: a directory if it is one, a file otherwise.
+    pub fn of_path(path: &Path) -> HloSource {
+        if path.is_dir() {
+            HloSource::Directory(path.to_owned())
+        } else {
+            HloSource::File(path.to_owned())
+        }
+    }
+}
+
+/// How long a rank of a collective launch waits for its peers.
+pub const RENDEZVOUS_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// One GiB, the unit HBM sizes are quoted in.
 pub const GIB: u64 = 1 << 30;
@@ -369,7 +397,7 @@ impl Default for SimConfig {
             fault_plan: FaultPlan::default(),
             hlo_source: None,
             instance: Instance::default(),
-            collective_timeout: crate::device_program::RENDEZVOUS_TIMEOUT,
+            collective_timeout: RENDEZVOUS_TIMEOUT,
             exec_timeout: Some(hlo::eval::DEFAULT_DEVICE_TIME_LIMIT),
             work_budget: None,
             launch_timeout: None,

@@ -31,7 +31,7 @@
 //!   together, one each, by the runtime's loader): each
 //!   rank's launch brings its arguments, the last to arrive evaluates all ranks at once
 //!   (`hlo::eval::evaluate_spmd`), and every rank writes its own results. A rank whose peers do
-//!   not come within `SimConfig::collective_timeout` (default [`RENDEZVOUS_TIMEOUT`]) fails its
+//!   not come within `SimConfig::collective_timeout` (default [`RENDEZVOUS_TIMEOUT`](crate::config::RENDEZVOUS_TIMEOUT)) fails its
 //!   launch (`NRT_TIMEOUT`, outputs unwritten), never hangs; `nrt_close` fails a waiting rank's
 //!   launch at once ([`Rendezvous::close`], `NRT_CLOSED`).
 //! - **Every launch is bounded.** [`DeviceProgram::set_run_limits`] gives each run the
@@ -50,7 +50,7 @@
 //!   borrowed; a launch's peak is its device memory plus one copy of the arguments, the live
 //!   intermediates and the results (`docs/limits.md`).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -59,13 +59,10 @@ use hlo::eval::{EvalOptions, Input, Output, Program};
 use hlo::proto::{HloModuleProto, PrimitiveType, ShapeProto};
 use sha2::{Digest, Sha256};
 
+use crate::config::{HLO_ENV, HloSource};
+
 /// The NEFF member that holds the device program (an encoded `HloModuleProto`, or HLO text).
 pub const HLO_MEMBER: &str = "sim/model.hlo.pb";
-
-/// The environment variable naming HLO for NEFFs that carry none: a file (used for every such
-/// NEFF), or a directory holding `<sha256 of the NEFF bytes, lowercase hex>.hlo.pb` (or `.hlo`
-/// for text).
-pub const HLO_ENV: &str = "NRTSIM_HLO";
 
 /// Why a device program was refused at load.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -654,9 +651,6 @@ fn bind_side(
     Ok(bound)
 }
 
-/// How long a rank of a collective launch waits for its peers.
-pub const RENDEZVOUS_TIMEOUT: Duration = Duration::from_secs(30);
-
 /// Results of one round of a [`Rendezvous`], per rank.
 type RoundResults = Arc<Result<Vec<Written>, LaunchError>>;
 
@@ -817,25 +811,8 @@ fn read_hlo_source(path: &Path, limit: u64) -> Result<Vec<u8>, DeviceProgramErro
     })
 }
 
-/// Where HLO comes from for NEFFs that carry none (`NRTSIM_HLO`).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum HloSource {
-    /// One file for every such NEFF.
-    File(PathBuf),
-    /// A directory of `<sha256 hex of the NEFF>.hlo.pb` or `.hlo` files.
-    Directory(PathBuf),
-}
-
+/// Where `NRTSIM_HLO`'s HLO is read from.
 impl HloSource {
-    /// The source a path names: a directory if it is one, a file otherwise.
-    pub fn of_path(path: &Path) -> HloSource {
-        if path.is_dir() {
-            HloSource::Directory(path.to_owned())
-        } else {
-            HloSource::File(path.to_owned())
-        }
-    }
-
     /// The HLO for the NEFF `neff_bytes` and where it came from, if this source has one.
     ///
     /// # Errors

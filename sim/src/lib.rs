@@ -42,9 +42,9 @@ mod runtime;
 pub mod sys_trace;
 
 pub use collectives::{CollectiveError, Collectives, Communicator, Operation};
-pub use config::{ImitatedRelease, Instance, SimConfig};
+pub use config::{HLO_ENV, HloSource, ImitatedRelease, Instance, SimConfig};
 pub use device_program::{
-    DeviceProgram, DeviceProgramError, HLO_ENV, HLO_MEMBER, HloSource, LaunchError, LaunchRecord,
+    DeviceProgram, DeviceProgramError, HLO_MEMBER, LaunchError, LaunchRecord,
 };
 pub use fault::{FaultPlan, FaultPlanError, FaultRule, FaultTrigger};
 pub use model::{IoDescription, IoShapeError, ModelDescription, SlotKind, VarDescription};

@@ -284,7 +284,7 @@ impl SimRuntime {
                     "model {:?} carries no HLO device program (no {} member, nothing from {}): it is opaque to the simulator, so its outputs stay zero",
                     description.name,
                     crate::device_program::HLO_MEMBER,
-                    crate::device_program::HLO_ENV
+                    crate::config::HLO_ENV
                 ));
                 None
             }
