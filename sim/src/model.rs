@@ -102,16 +102,16 @@ impl IoDescription {
     /// # Errors
     /// An [`IoShapeError`] naming the variable and what is wrong with its shape.
     pub fn check(&self) -> Result<Option<u64>, IoShapeError> {
-        let (name, shape) = (self.name.clone(), self.shape.clone());
+        let (name, shape) = (|| self.name.clone(), || self.shape.clone());
         if let Some((index, &dim)) =
             self.shape.iter().enumerate().find(|(_, dim)| u32::try_from(**dim).is_err())
         {
-            return Err(IoShapeError::Dimension { name, shape, index, dim });
+            return Err(IoShapeError::Dimension { name: name(), shape: shape(), index, dim });
         }
         match self.dltype {
             Some(dltype) => n_bytes_with_item_size(&self.shape, dltype.item_size(), None)
                 .map(Some)
-                .map_err(|source| IoShapeError::Size { name, shape, source }),
+                .map_err(|source| IoShapeError::Size { name: name(), shape: shape(), source }),
             None => Ok(None),
         }
     }

@@ -68,10 +68,6 @@ pub(crate) fn run(root: &Path) -> Result<()> {
     let mut problems = check(root)?;
     problems.extend(outside_citations(root)?);
     problems.extend(crate_dependencies(root)?);
-    let mut files = Vec::new();
-    collect_rust_files(root, &mut files)?;
-    files.sort();
-    problems.extend(claims::check(root, &files)?);
     problems.extend(import_circles(root)?);
     if !problems.is_empty() {
         bail!("tidy found {} problem(s):\n  {}", problems.len(), problems.join("\n  "));
@@ -88,6 +84,7 @@ fn check(root: &Path) -> Result<Vec<String>> {
     for path in &files {
         let relative = path.strip_prefix(root).unwrap_or(path).to_string_lossy().replace('\\', "/");
         let text = fs::read_to_string(path)?;
+        problems.extend(claims::check_file(&relative, &text));
         let first = text.lines().next().unwrap_or("");
         let generated = first.contains("@generated");
         if !generated && !first.starts_with("//!") {

@@ -35,7 +35,7 @@ use crate::functions::LibnrtFunction;
 use crate::status::NrtStatus;
 use crate::trace::format::{TraceArg, TraceResult};
 use crate::trace::parse::{ParseError, parse_buffer, parse_bytes, parse_name};
-use crate::trace::{Names, format_bytes, framework_name, placement_name};
+use crate::trace::{INLINE_BYTES, Names, format_bytes, framework_name, placement_name};
 
 /// Why a recorded call's arguments cannot be read back into a [`Call`].
 #[derive(Debug, thiserror::Error)]
@@ -276,6 +276,17 @@ impl CallBytes {
     /// The bytes as a byte-string argument shows them: `[00 ff]`, or `<N bytes sha256:…>`.
     pub fn shown(&self) -> &str {
         self.shown.get_or_init(|| format_bytes(&self.bytes))
+    }
+
+    /// Bytes seen in memory the caller owns, for a call that is written, never issued (the
+    /// recorder's): short ones, which the line shows whole, are copied; a long one keeps only its
+    /// trace form, so recording a large NEFF or write costs no copy of it and no allocation that
+    /// could fail. Such a long one reads as no bytes.
+    pub fn seen(bytes: &[u8]) -> CallBytes {
+        if bytes.len() <= INLINE_BYTES {
+            return CallBytes::from(bytes.to_vec());
+        }
+        CallBytes { bytes: Vec::new(), shown: OnceLock::from(format_bytes(bytes)) }
     }
 }
 
@@ -949,5 +960,16 @@ mod tests {
             Some("close()"),
         ];
         assert_eq!(written, expected.map(|line| line.map(str::to_owned)));
+    }
+
+    /// Seen bytes show as the bytes they were; a long run of them is not held.
+    #[test]
+    fn seen_bytes_show_as_held_ones_and_long_ones_are_not_kept() {
+        let short = [1u8, 2, 255];
+        let long = vec![7u8; INLINE_BYTES + 1];
+        assert_eq!(CallBytes::seen(&short).shown(), CallBytes::from(short.to_vec()).shown());
+        assert_eq!(&*CallBytes::seen(&short), &short[..]);
+        assert_eq!(CallBytes::seen(&long).shown(), CallBytes::from(long.clone()).shown());
+        assert!(CallBytes::seen(&long).is_empty());
     }
 }

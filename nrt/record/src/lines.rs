@@ -24,9 +24,10 @@ pub(crate) unsafe fn before(function: LibnrtFunction, args: &[u64]) -> Before {
         Read::Input { pointer, size } => {
             // SAFETY: the buffer is valid for `size` bytes (and, for an async write, stays so
             // until completion).
-            let input = CallBytes::from(unsafe { bytes(args[pointer], args[size]) }.to_vec());
-            if input.len() > INLINE_BYTES {
-                crate::sink::keep_blob(&input, input.shown());
+            let seen = unsafe { bytes(args[pointer], args[size]) };
+            let input = CallBytes::seen(seen);
+            if seen.len() > INLINE_BYTES {
+                crate::sink::keep_blob(seen, input.shown());
             }
             Before { word: 0, input: Some(input) }
         }

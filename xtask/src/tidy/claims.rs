@@ -11,11 +11,6 @@
 //! - a function another crate can call (`pub fn`) fails with a typed error, never a bare
 //!   `String`.
 
-use std::fs;
-use std::path::{Path, PathBuf};
-
-use anyhow::Result;
-
 /// The product's crates (their `src` folders are checked).
 const PRODUCT: [&str; 12] = [
     "abi/",
@@ -66,24 +61,11 @@ pub(super) const RAW_READS: [(&str, &str); 14] = [
     ("conformance/src/runner/profile.rs", "the profile files the runtime under test wrote"),
 ];
 
-/// One line per broken claim, over `files` (the workspace's Rust files; those of the product's
-/// `src` folders are checked).
-pub(super) fn check(root: &Path, files: &[PathBuf]) -> Result<Vec<String>> {
-    let mut problems = Vec::new();
-    for path in files {
-        let relative = path.strip_prefix(root).unwrap_or(path).to_string_lossy().replace('\\', "/");
-        let in_product = PRODUCT.iter().any(|krate| relative.starts_with(&format!("{krate}src/")));
-        if in_product {
-            let text = fs::read_to_string(path)?;
-            problems.extend(check_file(&relative, &text));
-        }
-    }
-    Ok(problems)
-}
-
-/// The broken claims of one file of the product (`relative` to the workspace root).
-fn check_file(relative: &str, text: &str) -> Vec<String> {
-    let Some(code) = production_code(relative, text) else {
+/// The broken claims of one Rust file (`relative` to the workspace root); none outside the
+/// product's `src` folders.
+pub(super) fn check_file(relative: &str, text: &str) -> Vec<String> {
+    let in_product = PRODUCT.iter().any(|krate| relative.starts_with(&format!("{krate}src/")));
+    let Some(code) = production_code(relative, text).filter(|_| in_product) else {
         return Vec::new();
     };
     let mut problems = string_errors(relative, code);
@@ -212,7 +194,7 @@ mod tests {
     fn every_listed_raw_read_is_still_there() {
         let root = crate::workspace_root();
         for (file, _) in RAW_READS {
-            let text = fs::read_to_string(root.join(file)).unwrap();
+            let text = std::fs::read_to_string(root.join(file)).unwrap();
             let code = production_code(file, &text).unwrap();
             assert!(READS.iter().any(|read| code.contains(read)), "{file} no longer reads a file");
         }
