@@ -369,6 +369,7 @@ impl Compiler<'_> {
         });
         let reducer_of = |c: usize| self.comps.get(c).and_then(|comp| comp.reducer);
         super::fusion::fuse(&mut instrs, root, &reducer_of);
+        super::dot::read_slices_in_place(&mut instrs, root);
         // Last uses, so the executor can free values early.
         let mut last_use: Vec<Option<usize>> = vec![None; instrs.len()];
         for (k, instr) in instrs.iter().enumerate() {

@@ -850,7 +850,7 @@ fn run_in_source(dims: &[usize], strides: &[usize], start: usize, m: usize) -> O
 /// Fills `dst` with the source elements for output indices `start ..`, as f32.
 fn read(dst: &mut [f32], source: &Data, how: &Read, start: usize, arch: pulp::Arch) {
     match source {
-        Data::F32(v) => read_as(dst, v, how, start, |x| x),
+        Data::F32(v) => arch.dispatch(ReadF32 { dst, src: v, how, start }),
         Data::Bf16(v) => arch.dispatch(ReadBf16 { dst, src: v, how, start }),
         Data::F16(v) => {
             arch.dispatch(|| read_as(dst, v, how, start, math::f16_to_f32));
@@ -865,6 +865,25 @@ fn read(dst: &mut [f32], source: &Data, how: &Read, start: usize, arch: pulp::Ar
         }
         Data::Pred(v) => read_as(dst, v, how, start, |p| if p { 1.0 } else { 0.0 }),
         _ => dst.fill(f32::NAN),
+    }
+}
+
+/// An f32 operand's read, as a `pulp::WithSimd` for the reason [`ReadBf16`] is one: called
+/// directly, its fills and copies were compiled for baseline SSE2, four lanes at a time.
+struct ReadF32<'a> {
+    dst: &'a mut [f32],
+    src: &'a [f32],
+    how: &'a Read,
+    start: usize,
+}
+
+impl pulp::WithSimd for ReadF32<'_> {
+    type Output = ();
+
+    #[inline(always)]
+    fn with_simd<S: pulp::Simd>(self, _simd: S) {
+        let ReadF32 { dst, src, how, start } = self;
+        read_as(dst, src, how, start, |x| x);
     }
 }
 
@@ -900,7 +919,16 @@ fn read_as<T: Copy>(dst: &mut [f32], src: &[T], how: &Read, start: usize, f: imp
         Read::Splat => dst.fill(f(src[0])),
         Read::Strided { dims, strides } => {
             let rank = dims.len();
-            let mut index = vec![0usize; rank];
+            // A chunk's position in the read's dimensions, on the stack for the usual ranks
+            // (a read runs once per chunk and input: no allocation each time).
+            let mut on_stack = [0usize; 8];
+            let mut on_heap = Vec::new();
+            let index: &mut [usize] = if rank <= on_stack.len() {
+                &mut on_stack[..rank]
+            } else {
+                on_heap.resize(rank, 0);
+                &mut on_heap
+            };
             let mut rest = start;
             for k in (0..rank).rev() {
                 index[k] = rest % dims[k].max(1);

@@ -301,6 +301,17 @@ pub(crate) struct DotPlan {
     pub(crate) m: usize,
     pub(crate) k: usize,
     pub(crate) n: usize,
+    /// Per operand (lhs, rhs): where its elements lie in the value the dot reads instead, when
+    /// the operand is a slice of that value through reshapes (see `dot::read_slices_in_place`).
+    pub(crate) views: [Option<OperandView>; 2],
+}
+
+/// An operand of a dot read where it lies in another value: element `i` of the operand (in its
+/// own dimensions, row-major) is element `offset + Σ i_d · strides[d]` of that value.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct OperandView {
+    pub(crate) offset: usize,
+    pub(crate) strides: Vec<usize>,
 }
 
 // ---------------------------------------------------------------------------------------------
