@@ -3,9 +3,9 @@
 //!
 //! A corpus of `hlo` has the layout the conformance vectors have: a folder per case, holding a
 //! header file `case.toml` and the files the header describes. The interpreter's hand-written
-//! cases (`tests/cases/<name>/`: `module.hlo`) have it; the XLA fixtures (`tests/fixtures`) are
-//! still files grouped by name, found by [`corpus`]. What the header's keys mean is the business
-//! of the test that reads the corpus; the finder only reads it as TOML.
+//! cases (`tests/cases/<name>/`: `module.hlo`) and the modules jax wrote (`tests/fixtures/<name>/`:
+//! `module.hlo`, `old.hlo`, `jax.pb`, `xla.pb`) have it. What the header's keys mean is the
+//! business of the test that reads the corpus; the finder only reads it as TOML.
 //!
 //! [`cases`] lists a corpus sorted by name, so trials run and fail in one order everywhere, and
 //! refuses an empty corpus, since a test over no cases would pass for a folder that moved.
@@ -22,6 +22,7 @@ pub(crate) fn root() -> &'static Path {
 }
 
 /// One case of a corpus: a folder holding `case.toml`.
+#[derive(Clone)]
 pub(crate) struct Case {
     /// The folder's name, which names the case's trials.
     pub(crate) name: String,
@@ -67,17 +68,6 @@ pub(crate) fn cases(folder: &str) -> Vec<Case> {
     folders.sort();
     assert!(!folders.is_empty(), "no case folders under {}", dir.display());
     folders.iter().map(|folder| Case::open(folder).unwrap_or_else(|e| panic!("{e}"))).collect()
-}
-
-/// The files under `tests/<folder>` (recursively) whose names end with one of `endings`, sorted.
-///
-/// # Panics
-/// When there is none: a corpus that vanished must fail its tests, not pass them.
-pub(crate) fn corpus(folder: &str, endings: &[&str]) -> Vec<PathBuf> {
-    let dir = root().join("tests").join(folder);
-    let files = files_under(&dir, endings);
-    assert!(!files.is_empty(), "no {endings:?} files under {}", dir.display());
-    files
 }
 
 /// The files under `dir` (recursively; none when it does not exist) whose names end with one of
