@@ -219,13 +219,9 @@ fn committed_protos() -> Vec<(PathBuf, PathBuf)> {
             }
         }
     }
-    let cases = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/xla/fixtures");
-    let mut dirs: Vec<PathBuf> =
-        fs::read_dir(&cases).unwrap().map(|e| e.unwrap().path()).filter(|p| p.is_dir()).collect();
-    dirs.sort();
-    for dir in dirs {
-        for name in ["module.pb", "optimized.pb"] {
-            pairs.push((dir.join(name), dir.join("module.hlo")));
+    for case in corpus::cases("xla/fixtures") {
+        for file in ["module.pb", "optimized.pb"] {
+            pairs.push((case.file(file), case.file("module.hlo")));
         }
     }
     pairs

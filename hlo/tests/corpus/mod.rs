@@ -1,11 +1,13 @@
 //! The one finder of the data-driven tests' files, as wasmtime's `tests/wast.rs` is one runner
 //! for every `.wast`.
 //!
-//! A corpus of `hlo` has the layout the conformance vectors have: a folder per case, holding a
-//! header file `case.toml` and the files the header describes. The interpreter's hand-written
-//! cases (`tests/cases/<name>/`: `module.hlo`) and the modules jax wrote (`tests/fixtures/<name>/`:
-//! `module.hlo`, `old.hlo`, `jax.pb`, `xla.pb`) have it. What the header's keys mean is the
-//! business of the test that reads the corpus; the finder only reads it as TOML.
+//! Every corpus of `hlo` has the layout the conformance vectors have: a folder per case, holding
+//! a header file `case.toml` and the files the header describes. The corpora are the
+//! interpreter's hand-written cases (`tests/cases/<name>/`: `module.hlo`), the modules jax wrote
+//! (`tests/fixtures/<name>/`: `module.hlo`, `old.hlo`, `jax.pb`, `xla.pb`) and the committed XLA
+//! cross-check cases (`tests/xla/fixtures/<name>/`: `module.hlo`, `module.pb`, `optimized.pb`,
+//! the inputs and XLA's outputs as `.npy`). What the header's keys mean is the business of the
+//! test that reads the corpus; the finder only reads it as TOML.
 //!
 //! [`cases`] lists a corpus sorted by name, so trials run and fail in one order everywhere, and
 //! refuses an empty corpus, since a test over no cases would pass for a folder that moved.
