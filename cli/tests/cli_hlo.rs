@@ -5,21 +5,21 @@ use std::path::PathBuf;
 mod support;
 use support::{nrtsim, scratch, stderr};
 
-/// A fixture written by jax (see hlo/tests/fixtures/export.py).
-fn fixture(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../hlo/tests/fixtures").join(name)
+/// The file `file` of the fixture `name`, written by jax (see hlo/tests/fixtures/export.py).
+fn fixture(name: &str, file: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../hlo/tests/fixtures").join(name).join(file)
 }
 
 #[test]
 fn encode_then_print_gives_back_the_jax_text() {
     let dir = scratch("roundtrip");
     let pb = dir.join("while_loop.pb");
-    let text = fixture("while_loop.hlo");
+    let text = fixture("while_loop", "module.hlo");
     let out = nrtsim(&["hlo", "encode", text.to_str().unwrap(), "-o", pb.to_str().unwrap()]);
     assert!(out.status.success(), "{}", stderr(&out));
     // The proto we wrote is the one XLA's parser writes for the same text.
     let ours = hlo::decode_module(&std::fs::read(&pb).unwrap()).unwrap();
-    let xla = hlo::decode_module(&std::fs::read(fixture("while_loop.xla.pb")).unwrap()).unwrap();
+    let xla = hlo::decode_module(&std::fs::read(fixture("while_loop", "xla.pb")).unwrap()).unwrap();
     assert_eq!(ours.computations.len(), xla.computations.len());
     for (a, b) in ours.computations.iter().zip(&xla.computations) {
         let ids = |c: &hlo::proto::HloComputationProto| {
@@ -42,7 +42,7 @@ fn print_reads_xla_binary_and_writes_to_a_file() {
     let out = nrtsim(&[
         "hlo",
         "print",
-        fixture("conv.xla.pb").to_str().unwrap(),
+        fixture("conv", "xla.pb").to_str().unwrap(),
         "-o",
         out_path.to_str().unwrap(),
     ]);
@@ -50,7 +50,7 @@ fn print_reads_xla_binary_and_writes_to_a_file() {
     assert!(out.stdout.is_empty());
     assert_eq!(
         std::fs::read_to_string(out_path).unwrap(),
-        std::fs::read_to_string(fixture("conv.hlo")).unwrap()
+        std::fs::read_to_string(fixture("conv", "module.hlo")).unwrap()
     );
 }
 

@@ -101,7 +101,7 @@ fn run_refuses_an_input_of_the_wrong_shape() {
 /// The nested-loop module of the interpreter's cases: 10^14 inner iterations.
 fn nested_loops(dir: &std::path::Path) -> (std::path::PathBuf, std::path::PathBuf) {
     let case = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../hlo/tests/cases/nested_loops_stop_at_the_work_budget.hlo");
+        .join("../hlo/tests/cases/nested_loops_stop_at_the_work_budget/module.hlo");
     let module = dir.join("nested.hlo");
     std::fs::copy(case, &module).unwrap();
     let input = dir.join("x.npy");

@@ -127,10 +127,9 @@ fn metaneff_decode_text() {
 fn hlo_print_of_jax_fixtures() {
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../hlo/tests/fixtures");
     for name in ["batched_dot", "cond"] {
-        let file = format!("{name}.jax.pb");
         insta::assert_snapshot!(
             format!("hlo_print_{name}"),
-            nrtsim(&fixtures, &["hlo", "print", &file])
+            nrtsim(&fixtures.join(name), &["hlo", "print", "jax.pb"])
         );
     }
 }

@@ -89,13 +89,24 @@ fn files(dir: &Path, keep: &dyn Fn(&Path) -> bool, found: &mut Vec<Vec<u8>>) {
     }
 }
 
+/// The modules jax wrote for hlo's tests (`hlo/tests/fixtures/<name>/`) under 64 KiB: the folders
+/// sorted, and in each the files in a fixed order, the one they sorted in before they moved into
+/// folders, so that the seeds and the mutations drawn from them stayed the same.
 fn hlo_modules() -> Vec<Vec<u8>> {
+    let dir = repo().join("hlo/tests/fixtures");
+    let entries = std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    let mut folders: Vec<PathBuf> =
+        entries.map(|e| e.unwrap().path()).filter(|path| path.is_dir()).collect();
+    folders.sort();
     let mut found = Vec::new();
-    let keep = |path: &Path| {
-        matches!(path.extension().and_then(|e| e.to_str()), Some("hlo" | "pb"))
-            && std::fs::metadata(path).is_ok_and(|m| m.len() < 64 << 10)
-    };
-    files(&repo().join("hlo/tests/fixtures"), &keep, &mut found);
+    for folder in folders {
+        for file in ["module.hlo", "jax.pb", "old.hlo", "xla.pb"] {
+            let path = folder.join(file);
+            if std::fs::metadata(&path).is_ok_and(|m| m.len() < 64 << 10) {
+                found.push(std::fs::read(&path).unwrap());
+            }
+        }
+    }
     found
 }
 

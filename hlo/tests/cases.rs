@@ -1,30 +1,36 @@
-//! Data-driven interpreter cases: one named test per `hlo/tests/cases/*.hlo`.
+//! Data-driven interpreter cases: one named test per folder `hlo/tests/cases/<name>/`, which
+//! holds the module (`module.hlo`, HLO text) and a header (`case.toml`) that says what to feed
+//! and expect:
 //!
-//! A case is an HLO text module whose leading `//` comment lines say what to feed and expect:
-//!
-//! ```text
-//! // input f32[2] 1 2.5          one per entry parameter, in order (values row-major)
-//! // output s32[2] 3 4           one per flattened result, in order
-//! // error needs 64 bytes        or: evaluation fails and the message contains this text
-//! // tolerance 1e-6              relative tolerance for float outputs (default: exact)
-//! // budget 1024                 EvalOptions::budget_bytes for this case
-//! // while-limit 10              EvalOptions::max_while_iterations for this case
-//! // exec-timeout-ms 1           EvalOptions::device_time_limit for this case (`none`: no limit)
-//! // work-budget 1000            EvalOptions::work_budget for this case (`none`: no limit)
-//! // time-limit-ms 50            EvalOptions::time_limit for this case
+//! ```toml
+//! about = '''
+//! How the expected values were worked out by hand (required).
+//! '''
+//! inputs = ["f32[2] 1 2.5"]       # one per entry parameter, in order (values row-major)
+//! outputs = ["s32[2] 3 4"]        # one per flattened result, in order
+//! error = "needs 64 bytes"        # or: evaluation fails and the message contains this text
+//! tolerance = 1e-6                # relative tolerance for float outputs (default: exact)
+//! budget = 1024                   # EvalOptions::budget_bytes for this case
+//! while-limit = 10                # EvalOptions::max_while_iterations for this case
+//! exec-timeout-ms = 1             # EvalOptions::device_time_limit ("none": no limit)
+//! work-budget = 1000              # EvalOptions::work_budget ("none": no limit)
+//! time-limit-ms = 50              # EvalOptions::time_limit for this case
 //! ```
 //!
-//! Values are numbers, `nan`, `inf`, `-inf`, `true`, `false`. Expected values are worked out by
-//! hand (each case says how in its comments), never saved from a run of the interpreter. Floats
-//! compare after decoding, NaN equals NaN, and `-0` is told from `0` only when exact.
+//! An array is written as a string, its shape and then its values, so that values TOML has no
+//! word for survive: numbers, `nan`, `inf`, `-inf`, `-0`, `true`, `false`. Expected values are
+//! worked out by hand (`about` says how), never saved from a run of the interpreter. Floats
+//! compare after decoding, NaN equals NaN, and `-0` is told from `0` only when exact. A key the
+//! runner does not know fails the case, so a misspelt limit is not silently left out.
 
 mod corpus;
 
-use std::path::Path;
+use std::time::Duration;
 
 use hlo::eval::{Array, EvalOptions, Value, evaluate};
 use hlo::proto::PrimitiveType;
 use libtest_mimic::{Arguments, Failed, Trial};
+use toml::Value as Toml;
 
 struct Expected {
     ty: PrimitiveType,
@@ -32,8 +38,9 @@ struct Expected {
     values: Vec<f64>,
 }
 
+/// What a case's header asks for.
 #[derive(Default)]
-struct Case {
+struct Header {
     inputs: Vec<Expected>,
     outputs: Vec<Expected>,
     error: Option<String>,
@@ -83,50 +90,66 @@ fn parse_array(text: &str) -> Result<Expected, String> {
     Ok(Expected { ty, dims, values })
 }
 
-fn parse_case(text: &str) -> Result<Case, String> {
-    let mut case = Case::default();
-    for line in text.lines() {
-        let Some(directive) = line.trim().strip_prefix("//") else { continue };
-        let directive = directive.trim();
-        let (key, rest) = directive.split_once(' ').unwrap_or((directive, ""));
-        match key {
-            "input" => case.inputs.push(parse_array(rest)?),
-            "output" => case.outputs.push(parse_array(rest)?),
-            "error" => case.error = Some(rest.trim().to_owned()),
+fn string<'v>(key: &str, value: &'v Toml) -> Result<&'v str, String> {
+    value.as_str().ok_or_else(|| format!("{key}: expected a string, got {value}"))
+}
+
+fn count(key: &str, value: &Toml) -> Result<u64, String> {
+    value
+        .as_integer()
+        .and_then(|n| u64::try_from(n).ok())
+        .ok_or_else(|| format!("{key}: expected a count, got {value}"))
+}
+
+/// A count, or `"none"` for no limit.
+fn limit(key: &str, value: &Toml) -> Result<Option<u64>, String> {
+    match value.as_str() {
+        Some("none") => Ok(None),
+        _ => count(key, value).map(Some),
+    }
+}
+
+fn arrays(key: &str, value: &Toml) -> Result<Vec<Expected>, String> {
+    let list = value.as_array().ok_or_else(|| format!("{key}: expected a list, got {value}"))?;
+    list.iter().map(|item| parse_array(string(key, item)?)).collect()
+}
+
+fn parse_header(header: &toml::Table) -> Result<Header, String> {
+    let mut case = Header::default();
+    for (key, value) in header {
+        match key.as_str() {
+            "about" => {
+                if string(key, value)?.trim().is_empty() {
+                    return Err(
+                        "about is empty: say how the expected values were worked out".into()
+                    );
+                }
+            }
+            "inputs" => case.inputs = arrays(key, value)?,
+            "outputs" => case.outputs = arrays(key, value)?,
+            "error" => case.error = Some(string(key, value)?.trim().to_owned()),
             "tolerance" => {
-                case.tolerance = rest.trim().parse().map_err(|e| format!("tolerance: {e}"))?
+                case.tolerance = value
+                    .as_float()
+                    .ok_or_else(|| format!("tolerance: expected a float, got {value}"))?
             }
-            "budget" => {
-                case.options.budget_bytes =
-                    rest.trim().parse().map_err(|e| format!("budget: {e}"))?
-            }
-            "while-limit" => {
-                case.options.max_while_iterations =
-                    Some(rest.trim().parse().map_err(|e| format!("while-limit: {e}"))?)
-            }
+            "budget" => case.options.budget_bytes = count(key, value)?,
+            "while-limit" => case.options.max_while_iterations = Some(count(key, value)?),
             "exec-timeout-ms" => {
-                case.options.device_time_limit = match rest.trim() {
-                    "none" => None,
-                    ms => Some(std::time::Duration::from_millis(
-                        ms.parse().map_err(|e| format!("exec-timeout-ms: {e}"))?,
-                    )),
-                }
+                case.options.device_time_limit = limit(key, value)?.map(Duration::from_millis)
             }
-            "work-budget" => {
-                case.options.work_budget = match rest.trim() {
-                    "none" => None,
-                    n => Some(n.parse().map_err(|e| format!("work-budget: {e}"))?),
-                }
-            }
+            "work-budget" => case.options.work_budget = limit(key, value)?,
             "time-limit-ms" => {
-                let ms: u64 = rest.trim().parse().map_err(|e| format!("time-limit-ms: {e}"))?;
-                case.options.time_limit = Some(std::time::Duration::from_millis(ms));
+                case.options.time_limit = Some(Duration::from_millis(count(key, value)?))
             }
-            _ => {}
+            other => return Err(format!("case.toml: unknown key {other}")),
         }
     }
+    if !header.contains_key("about") {
+        return Err("a case needs `about`: how the expected values were worked out".into());
+    }
     if case.outputs.is_empty() && case.error.is_none() {
-        return Err("a case needs `// output` or `// error` lines".into());
+        return Err("a case needs `outputs` or `error`".into());
     }
     Ok(case)
 }
@@ -173,9 +196,10 @@ fn same(got: f64, want: f64, tolerance: f64) -> bool {
     got == want || (got - want).abs() <= tolerance * want.abs().max(1e-30)
 }
 
-fn run_case(path: &Path) -> Result<(), Failed> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let case = parse_case(&text)?;
+fn run_case(found: &corpus::Case) -> Result<(), Failed> {
+    let case = parse_header(&found.header)?;
+    let path = found.file("module.hlo");
+    let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
     let module = hlo::text::parse_module(&text).map_err(|e| format!("parse: {e}"))?;
     let args = case.inputs.iter().map(input_array).collect::<Result<Vec<_>, _>>()?;
     let result = evaluate(&module, &args, &case.options);
@@ -229,13 +253,9 @@ fn run_case(path: &Path) -> Result<(), Failed> {
 
 fn main() {
     let args = Arguments::from_args();
-    let trials = corpus::corpus("cases", &[".hlo"])
+    let trials = corpus::cases("cases")
         .into_iter()
-        .map(|path| {
-            let name =
-                path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-            Trial::test(name, move || run_case(&path))
-        })
+        .map(|case| Trial::test(case.name.clone(), move || run_case(&case)))
         .collect();
     libtest_mimic::run(&args, trials).exit();
 }

@@ -1,4 +1,4 @@
-//! Every module jax lowered for the fixtures (hlo/tests/fixtures/*.jax.pb, written by
+//! Every module jax lowered for the fixtures (hlo/tests/fixtures/<name>/jax.pb, written by
 //! export.py) compiles into an interpreter plan and runs on zero arguments: the interpreter
 //! covers what jax emits for these programs (MLP, conv, pool, gather/scatter, sort, while, ...).
 //! Fixtures using element types outside the metaneff set are a reviewed list: they must fail
@@ -8,23 +8,24 @@ mod corpus;
 
 /// Fixture → the element type it uses that the interpreter does not evaluate.
 const KNOWN_UNSUPPORTED: &[(&str, &str)] =
-    &[("float_formats.jax.pb", "element type F8E4M3FNUZ"), ("sub_byte.jax.pb", "element type S4")];
+    &[("float_formats", "element type F8E4M3FNUZ"), ("sub_byte", "element type S4")];
 
 use hlo::eval::{Array, EvalOptions, Program};
 
 #[test]
 fn every_jax_fixture_compiles_and_runs() {
-    let paths = corpus::corpus("fixtures", &[".jax.pb"]);
     let mut failures = Vec::new();
-    for path in &paths {
-        let file = path.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
-        let known = KNOWN_UNSUPPORTED.iter().find(|(f, _)| *f == file).map(|(_, what)| *what);
+    for case in corpus::cases("fixtures") {
+        let name = &case.name;
+        let known =
+            KNOWN_UNSUPPORTED.iter().find(|(f, _)| *f == name.as_str()).map(|(_, what)| *what);
+        let path = case.file("jax.pb");
         let module =
-            hlo::decode_module(&std::fs::read(path).expect("fixture")).expect("fixture decodes");
+            hlo::decode_module(&std::fs::read(&path).expect("fixture")).expect("fixture decodes");
         let program = match (Program::compile(&module, &EvalOptions::default()), known) {
             (Ok(_), Some(what)) => {
                 failures
-                    .push(format!("{file}: compiles, but is listed as using unsupported {what}"));
+                    .push(format!("{name}: compiles, but is listed as using unsupported {what}"));
                 continue;
             }
             (Ok(p), None) => p,
@@ -32,7 +33,7 @@ fn every_jax_fixture_compiles_and_runs() {
                 continue;
             }
             (Err(e), _) => {
-                failures.push(format!("{file}: compile: {e}"));
+                failures.push(format!("{name}: compile: {e}"));
                 continue;
             }
         };

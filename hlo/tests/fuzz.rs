@@ -47,13 +47,9 @@ fn exercise(bytes: &[u8]) {
 fn seeds() -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
     let mut texts = Vec::new();
     let mut binaries = Vec::new();
-    for path in corpus::corpus("fixtures", &[".hlo", ".pb"]) {
-        let bytes = fs::read(&path).unwrap();
-        match path.extension().and_then(|e| e.to_str()) {
-            Some("hlo") => texts.push(bytes),
-            Some("pb") => binaries.push(bytes),
-            _ => {}
-        }
+    for case in corpus::cases("fixtures") {
+        texts.extend(["module.hlo", "old.hlo"].map(|file| fs::read(case.file(file)).unwrap()));
+        binaries.extend(["jax.pb", "xla.pb"].map(|file| fs::read(case.file(file)).unwrap()));
     }
     let mut rng = Rng::new(7);
     for _ in 0..32 {

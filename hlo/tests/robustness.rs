@@ -176,7 +176,7 @@ fn zero_args(module: &HloModuleProto) -> Vec<Array> {
 
 #[test]
 fn mutated_case_modules_never_panic() {
-    let paths = corpus::corpus("cases", &[".hlo"]);
+    let paths: Vec<_> = corpus::cases("cases").iter().map(|case| case.file("module.hlo")).collect();
     let options = EvalOptions {
         budget_bytes: 1 << 20,
         max_while_iterations: Some(1000),

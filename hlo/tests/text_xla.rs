@@ -1,8 +1,10 @@
 //! Our HLO text and proto handling against XLA's own, on modules jax 0.10.2 wrote.
 //!
-//! The fixtures (`tests/fixtures/*.hlo`, `*.old.hlo`, `*.xla.pb`, `*.jax.pb`) are output of XLA,
-//! made by `tests/fixtures/export.py`: the text jax prints, the same module in XLA's old print
-//! style, XLA's parse of the text serialized as a proto, and the proto jax lowered. The expected values are XLA's, never ours.
+//! The fixtures (`tests/fixtures/<name>/`: `module.hlo`, `old.hlo`, `xla.pb`, `jax.pb`) are
+//! output of XLA, made by `tests/fixtures/export.py`: the text jax prints, the same module in
+//! XLA's old print style, XLA's parse of the text serialized as a proto, and the proto jax lowered.
+//! The expected values are XLA's, never ours. Each folder's header, `case.toml`, is written by
+//! hand: what the module exercises (`about`) and what wrote it (`producer`).
 //! One named test per fixture and check (`cargo test -p nrtsim-hlo --test text_xla conv`).
 //!
 //! `xla_loads_every_committed_proto` has XLA load every committed binary module under `tests/`
@@ -21,37 +23,43 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use corpus::Case;
 use hlo::proto::{HloModuleProto, ShapeProto};
 use libtest_mimic::{Arguments, Failed, Trial};
 
 fn fixture_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+    corpus::root().join("tests/fixtures")
 }
 
-fn fixtures() -> Vec<PathBuf> {
-    let names: Vec<PathBuf> = corpus::corpus("fixtures", &[".xla.pb"])
-        .iter()
-        .map(|p| PathBuf::from(p.to_str().unwrap().trim_end_matches(".xla.pb")))
-        .collect();
-    assert!(names.len() >= 10, "fixtures missing from {}", fixture_dir().display());
-    names
+/// The fixtures, each with a header that says what the module exercises and what wrote it.
+fn fixtures() -> Vec<Case> {
+    let cases = corpus::cases("fixtures");
+    assert!(cases.len() >= 10, "fixtures missing from {}", fixture_dir().display());
+    for case in &cases {
+        let keys: Vec<&str> = case.header.keys().map(String::as_str).collect();
+        assert_eq!(keys, ["about", "producer"], "{}/case.toml", case.folder.display());
+        for value in case.header.values() {
+            assert!(value.as_str().is_some(), "{}/case.toml: {value}", case.folder.display());
+        }
+    }
+    cases
 }
 
-fn read(base: &Path, suffix: &str) -> Vec<u8> {
-    let path = format!("{}{suffix}", base.display());
-    fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+fn read(case: &Case, file: &str) -> Vec<u8> {
+    let path = case.file(file);
+    fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
-fn text(base: &Path, suffix: &str) -> String {
-    String::from_utf8(read(base, suffix)).unwrap()
+fn text(case: &Case, file: &str) -> String {
+    String::from_utf8(read(case, file)).unwrap()
 }
 
-fn xla_text_prints_back_byte_for_byte(base: &Path) {
-    let src = text(base, ".hlo");
+fn xla_text_prints_back_byte_for_byte(case: &Case) {
+    let src = text(case, "module.hlo");
     let module =
-        hlo::text::parse_module(&src).unwrap_or_else(|e| panic!("{}: {e}", base.display()));
+        hlo::text::parse_module(&src).unwrap_or_else(|e| panic!("{}: {e}", case.folder.display()));
     let printed = hlo::text::print_module(&module).unwrap();
-    assert_eq!(printed, src, "{}", base.display());
+    assert_eq!(printed, src, "{}", case.folder.display());
 }
 
 /// The one place we read text differently from XLA: its lexer takes `-0` for the integer 0, so a
@@ -70,30 +78,30 @@ fn without_negative_zeros(mut m: HloModuleProto) -> HloModuleProto {
     m
 }
 
-fn old_style_text_parses_to_the_same_module(base: &Path) {
-    let new = without_negative_zeros(hlo::text::parse_module(&text(base, ".hlo")).unwrap());
-    let old = hlo::text::parse_module(&text(base, ".old.hlo"))
-        .unwrap_or_else(|e| panic!("{}.old.hlo: {e}", base.display()));
+fn old_style_text_parses_to_the_same_module(case: &Case) {
+    let new = without_negative_zeros(hlo::text::parse_module(&text(case, "module.hlo")).unwrap());
+    let old = hlo::text::parse_module(&text(case, "old.hlo"))
+        .unwrap_or_else(|e| panic!("{}: {e}", case.file("old.hlo").display()));
     let old = without_negative_zeros(old);
-    assert_eq!(hlo::encode_module(&old), hlo::encode_module(&new), "{}", base.display());
+    assert_eq!(hlo::encode_module(&old), hlo::encode_module(&new), "{}", case.folder.display());
 }
 
-fn xla_binary_prints_as_xla_text(base: &Path) {
-    let module = hlo::decode_module(&read(base, ".xla.pb")).unwrap();
-    let printed =
-        hlo::text::print_module(&module).unwrap_or_else(|e| panic!("{}: {e}", base.display()));
+fn xla_binary_prints_as_xla_text(case: &Case) {
+    let module = hlo::decode_module(&read(case, "xla.pb")).unwrap();
+    let printed = hlo::text::print_module(&module)
+        .unwrap_or_else(|e| panic!("{}: {e}", case.folder.display()));
     // XLA's parse turned `-0` into +0 (see `without_negative_zeros`), so its proto prints `0`.
-    let expected = text(base, ".hlo").replace("constant(-0)", "constant(0)");
-    assert_eq!(printed, expected, "{}", base.display());
+    let expected = text(case, "module.hlo").replace("constant(-0)", "constant(0)");
+    assert_eq!(printed, expected, "{}", case.folder.display());
 }
 
 /// jax's own proto (the lowering's ids, with metadata) prints as jax's text when metadata is off.
-fn jax_proto_prints_as_jax_text(base: &Path) {
-    let module = hlo::decode_module(&read(base, ".jax.pb")).unwrap();
+fn jax_proto_prints_as_jax_text(case: &Case) {
+    let module = hlo::decode_module(&read(case, "jax.pb")).unwrap();
     let options = hlo::text::PrintOptions { metadata: false };
     let printed = hlo::text::print_module_with(&module, &options)
-        .unwrap_or_else(|e| panic!("{}: {e}", base.display()));
-    assert_eq!(printed, text(base, ".hlo"), "{}", base.display());
+        .unwrap_or_else(|e| panic!("{}: {e}", case.folder.display()));
+    assert_eq!(printed, text(case, "module.hlo"), "{}", case.folder.display());
 }
 
 /// XLA writes a layout for scalars too, and empty metadata and frontend attributes on every
@@ -129,13 +137,13 @@ fn without_xla_noise(mut m: HloModuleProto) -> HloModuleProto {
     m
 }
 
-fn our_parse_equals_xla_parse_field_by_field(base: &Path) {
+fn our_parse_equals_xla_parse_field_by_field(case: &Case) {
     // Our constants carry scalar layouts (XLA's reader needs them), which the noise filter drops.
     let ours = without_xla_noise(without_negative_zeros(
-        hlo::text::parse_module(&text(base, ".hlo")).unwrap(),
+        hlo::text::parse_module(&text(case, "module.hlo")).unwrap(),
     ));
-    let xla = without_xla_noise(hlo::decode_module(&read(base, ".xla.pb")).unwrap());
-    let name = base.display();
+    let xla = without_xla_noise(hlo::decode_module(&read(case, "xla.pb")).unwrap());
+    let name = case.folder.display();
     assert_eq!(ours.entry_computation_id, xla.entry_computation_id, "{name}");
     assert_eq!(ours.computations.len(), xla.computations.len(), "{name}");
     for (c_ours, c_xla) in ours.computations.iter().zip(&xla.computations) {
@@ -172,15 +180,15 @@ fn fresh_export_matches_the_fixtures(python: &Path) -> Result<(), Failed> {
     }
     let mut problems = Vec::new();
     let mut count = 0;
-    for entry in fs::read_dir(&scratch).map_err(|e| e.to_string())? {
-        let path = entry.map_err(|e| e.to_string())?.path();
-        let name = path.file_name().unwrap().to_string_lossy().into_owned();
-        let committed = fs::read(fixture_dir().join(&name));
+    // Every file the export wrote (each ends with ""), by its path in the scratch folder.
+    for path in corpus::files_under(&scratch, &[""]) {
+        let name = path.strip_prefix(&scratch).map_err(|e| e.to_string())?;
+        let committed = fs::read(fixture_dir().join(name));
         count += 1;
         match committed {
             Ok(bytes) if bytes == fs::read(&path).map_err(|e| e.to_string())? => {}
-            Ok(_) => problems.push(format!("{name} differs")),
-            Err(_) => problems.push(format!("{name} is not committed")),
+            Ok(_) => problems.push(format!("{} differs", name.display())),
+            Err(_) => problems.push(format!("{} is not committed", name.display())),
         }
     }
     let _ = fs::remove_dir_all(&scratch);
@@ -199,25 +207,21 @@ fn fresh_export_matches_the_fixtures(python: &Path) -> Result<(), Failed> {
     }
 }
 
-/// Every committed binary module under `tests/` (the fixtures' `*.xla.pb` and `*.jax.pb`, and
+/// Every committed binary module under `tests/` (the fixtures' `xla.pb` and `jax.pb`, and
 /// `xla/fixtures/*/module.pb` and `optimized.pb`), with the HLO text it came from.
 fn committed_protos() -> Vec<(PathBuf, PathBuf)> {
     let mut pairs = Vec::new();
-    for base in fixtures() {
-        for suffix in [".xla.pb", ".jax.pb"] {
-            let proto = PathBuf::from(format!("{}{suffix}", base.display()));
+    for case in fixtures() {
+        for file in ["xla.pb", "jax.pb"] {
+            let proto = case.file(file);
             if proto.is_file() {
-                pairs.push((proto, PathBuf::from(format!("{}.hlo", base.display()))));
+                pairs.push((proto, case.file("module.hlo")));
             }
         }
     }
-    let cases = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/xla/fixtures");
-    let mut dirs: Vec<PathBuf> =
-        fs::read_dir(&cases).unwrap().map(|e| e.unwrap().path()).filter(|p| p.is_dir()).collect();
-    dirs.sort();
-    for dir in dirs {
-        for name in ["module.pb", "optimized.pb"] {
-            pairs.push((dir.join(name), dir.join("module.hlo")));
+    for case in corpus::cases("xla/fixtures") {
+        for file in ["module.pb", "optimized.pb"] {
+            pairs.push((case.file(file), case.file("module.hlo")));
         }
     }
     pairs
@@ -339,7 +343,7 @@ fn xla_names_instructions_as_we_do(python: &Path) -> Result<(), Failed> {
 
 fn main() {
     let args = Arguments::from_args();
-    type Check = fn(&Path);
+    type Check = fn(&Case);
     let checks: [(&str, Check); 5] = [
         ("prints_back_byte_for_byte", xla_text_prints_back_byte_for_byte),
         ("old_style_parses_to_the_same_module", old_style_text_parses_to_the_same_module),
@@ -348,12 +352,11 @@ fn main() {
         ("jax_proto_prints_as_jax_text", jax_proto_prints_as_jax_text),
     ];
     let mut trials = Vec::new();
-    for base in fixtures() {
-        let case = base.file_name().unwrap().to_string_lossy().into_owned();
+    for case in fixtures() {
         for (check_name, check) in checks {
-            let base = base.clone();
-            trials.push(Trial::test(format!("{case}::{check_name}"), move || {
-                check(&base);
+            let case = case.clone();
+            trials.push(Trial::test(format!("{}::{check_name}", case.name), move || {
+                check(&case);
                 Ok(())
             }));
         }

@@ -28,11 +28,12 @@ fn err(m: &HloModuleProto) -> String {
 #[test]
 fn every_fixture_is_valid_in_both_forms() {
     let mut count = 0;
-    for path in corpus::corpus("fixtures", &[".hlo", ".pb"]) {
-        let bytes = fs::read(&path).unwrap();
-        let name = path.display();
-        if name.to_string().ends_with(".hlo") || name.to_string().ends_with(".pb") {
-            let m = load_module(&bytes).unwrap_or_else(|e| panic!("{name}: {e}"));
+    for case in corpus::cases("fixtures") {
+        for file in ["jax.pb", "module.hlo", "old.hlo", "xla.pb"] {
+            let path = case.file(file);
+            let name = path.display();
+            let m =
+                load_module(&fs::read(&path).unwrap()).unwrap_or_else(|e| panic!("{name}: {e}"));
             validate(&m).unwrap_or_else(|e| panic!("{name}: {e}"));
             count += 1;
         }

@@ -14,9 +14,10 @@
 //! as ignored, with the reason; under CI (`CI` set) it fails instead. The export is cached in
 //! cargo's test scratch directory and redone when the script or the Python changes.
 //!
-//! A few exported cases are committed under `tests/xla/fixtures` (regenerate them with
-//! `export.py hlo/tests/xla/fixtures --only NAME …`, naming every case in its `cases.txt`), so the
-//! edge semantics they pin are checked even where there is no Python (`fixture::*` tests).
+//! A few exported cases are committed under `tests/xla/fixtures`, a folder per case with its
+//! header `case.toml`, found by `tests/corpus` (regenerate them with `export.py
+//! hlo/tests/xla/fixtures --only NAME …`, naming every case in its `cases.txt`), so the edge
+//! semantics they pin are checked even where there is no Python (`fixture::*` tests).
 //!
 //! Acceptance: with `NRTSIM_HLO_ACCEPTANCE=path/to/nrtsim`, the export script's second set
 //! (graphs no other test runs: a transformer block, a CNN, an RNN via scan, …) is checked too,
@@ -46,13 +47,16 @@
 //! | `accum:K` | k = 2K + 4 | k = 2K + 4, 1 ulp | sums of about K terms (dot, conv, reduce, softmax, norms): XLA may reassociate and vectorize a reduction, and each of the K additions may round differently |
 //! | `CLASS@T` | CLASS's bounds as k, in T's eps | same | the output went through a narrower float T (a bf16 dot read as f32, f32 math in an f64 result): the interpreter rounds to T per instruction as the HLO says, XLA CPU may keep excess precision and skip that rounding |
 
+mod corpus;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use corpus::Case;
 use hlo::eval::{self, Array, EvalOptions, Value};
 use hlo::proto::PrimitiveType;
 use libtest_mimic::{Arguments, Failed, Trial};
-use serde_json::Value as Json;
+use toml::Value as Toml;
 
 fn script() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/xla/export.py")
@@ -129,7 +133,7 @@ fn dtype(name: &str) -> Result<Dtype, String> {
         "f8e4m3fn" => ("F8E4M3FN", 1, float(8, 3, false)),
         "f8e4m3" => ("F8E4M3", 1, float(8, 3, true)),
         other => {
-            return Err(format!("case.json names dtype {other:?}, which this test does not know"));
+            return Err(format!("case.toml names dtype {other:?}, which this test does not know"));
         }
     };
     let ty = PrimitiveType::from_str_name(name)
@@ -284,15 +288,27 @@ impl Form {
     }
 }
 
-fn shape_of(desc: &Json) -> Result<(Dtype, Vec<i64>), String> {
-    let ty = dtype(desc["dtype"].as_str().ok_or("case.json: dtype is not a string")?)?;
-    let shape = desc["shape"]
-        .as_array()
-        .ok_or("case.json: shape is not a list")?
+fn shape_of(desc: &Toml) -> Result<(Dtype, Vec<i64>), String> {
+    let ty =
+        dtype(desc.get("dtype").and_then(Toml::as_str).ok_or("case.toml: dtype is not a string")?)?;
+    let shape = desc
+        .get("shape")
+        .and_then(Toml::as_array)
+        .ok_or("case.toml: shape is not a list")?
         .iter()
-        .map(|d| d.as_i64().ok_or("case.json: dimension is not an integer"))
+        .map(|d| d.as_integer().ok_or("case.toml: dimension is not an integer"))
         .collect::<Result<Vec<_>, _>>()?;
     Ok((ty, shape))
+}
+
+/// The case's `inputs` or `outputs`: an array of tables, absent when there is none.
+fn descs<'c>(case: &'c Case, key: &str) -> Result<&'c [Toml], String> {
+    match case.header.get(key) {
+        None => Ok(&[]),
+        Some(list) => {
+            list.as_array().map(Vec::as_slice).ok_or(format!("case.toml: {key} is not a list"))
+        }
+    }
 }
 
 fn flatten(value: Value, out: &mut Vec<Array>) {
@@ -302,27 +318,21 @@ fn flatten(value: Value, out: &mut Vec<Array>) {
     }
 }
 
-fn read_meta(dir: &Path) -> Result<Json, String> {
-    let bytes = std::fs::read(dir.join("case.json")).map_err(|e| format!("case.json: {e}"))?;
-    serde_json::from_slice(&bytes).map_err(|e| format!("case.json: {e}"))
-}
-
-/// The case's inputs, as case.json describes them.
-fn inputs(dir: &Path, meta: &Json) -> Result<Vec<Array>, String> {
-    let descs = meta["inputs"].as_array().ok_or("case.json: no inputs")?;
+/// The case's inputs, as case.toml describes them.
+fn inputs(case: &Case) -> Result<Vec<Array>, String> {
     let mut args = Vec::new();
-    for (i, desc) in descs.iter().enumerate() {
+    for (i, desc) in descs(case, "inputs")?.iter().enumerate() {
         let (ty, shape) = shape_of(desc)?;
-        args.push(read_npy(&dir.join(format!("input_{i}.npy")), &ty, &shape)?);
+        args.push(read_npy(&case.file(&format!("input_{i}.npy")), &ty, &shape)?);
     }
     Ok(args)
 }
 
 /// Loads the module in `form` and evaluates it with this crate.
-fn evaluate_here(dir: &Path, meta: &Json, form: Form) -> Result<Vec<Array>, String> {
-    let source = std::fs::read(dir.join(form.file())).map_err(|e| e.to_string())?;
+fn evaluate_here(case: &Case, form: Form) -> Result<Vec<Array>, String> {
+    let source = std::fs::read(case.file(form.file())).map_err(|e| e.to_string())?;
     let module = hlo::load_module(&source).map_err(|e| format!("load_module: {e}"))?;
-    let result = eval::evaluate(&module, &inputs(dir, meta)?, &EvalOptions::default())
+    let result = eval::evaluate(&module, &inputs(case)?, &EvalOptions::default())
         .map_err(|e| format!("evaluate: {e}"))?;
     let mut ours = Vec::new();
     flatten(result, &mut ours);
@@ -330,15 +340,15 @@ fn evaluate_here(dir: &Path, meta: &Json, form: Form) -> Result<Vec<Array>, Stri
 }
 
 /// Runs `nrtsim hlo run` on the module in `form` and reads back the outputs it wrote.
-fn run_command(nrtsim: &Path, dir: &Path, meta: &Json, form: Form) -> Result<Vec<Array>, String> {
-    let out_dir = dir.join(format!("nrtsim-{}", form.name()));
+fn run_command(nrtsim: &Path, case: &Case, form: Form) -> Result<Vec<Array>, String> {
+    let out_dir = case.file(&format!("nrtsim-{}", form.name()));
     let _ = std::fs::remove_dir_all(&out_dir);
-    let n_inputs = meta["inputs"].as_array().map_or(0, Vec::len);
+    let n_inputs = descs(case, "inputs")?.len();
     let out = Command::new(nrtsim)
         .args(["hlo", "run"])
-        .arg(dir.join(form.file()))
+        .arg(case.file(form.file()))
         .args((0..n_inputs).flat_map(|i| {
-            [std::ffi::OsString::from("--input"), dir.join(format!("input_{i}.npy")).into()]
+            [std::ffi::OsString::from("--input"), case.file(&format!("input_{i}.npy")).into()]
         }))
         .arg("--output-dir")
         .arg(&out_dir)
@@ -347,7 +357,7 @@ fn run_command(nrtsim: &Path, dir: &Path, meta: &Json, form: Form) -> Result<Vec
     if !out.status.success() {
         return Err(format!("nrtsim hlo run failed: {}", String::from_utf8_lossy(&out.stderr)));
     }
-    let descs = meta["outputs"].as_array().ok_or("case.json: no outputs")?;
+    let descs = descs(case, "outputs")?;
     let mut ours = Vec::new();
     for (i, desc) in descs.iter().enumerate() {
         let (ty, shape) = shape_of(desc)?;
@@ -373,18 +383,17 @@ const KNOWN_DIFFERENCES: &[(&str, usize, &str)] = &[
 ];
 
 /// Compares our outputs with XLA's, every output with its own tolerance class.
-fn compare_outputs(dir: &Path, meta: &Json, ours: &[Array]) -> Result<(), Failed> {
-    let outputs = meta["outputs"].as_array().ok_or("case.json: no outputs")?;
+fn compare_outputs(case: &Case, ours: &[Array]) -> Result<(), Failed> {
+    let outputs = descs(case, "outputs")?;
     if ours.len() != outputs.len() {
         return Err(format!("{} outputs, XLA gave {}", ours.len(), outputs.len()).into());
     }
-    let case = meta["name"].as_str().unwrap_or_default();
-    let known = |i: usize| KNOWN_DIFFERENCES.iter().any(|&(c, o, _)| c == case && o == i);
+    let known = |i: usize| KNOWN_DIFFERENCES.iter().any(|&(c, o, _)| c == case.name && o == i);
     let mut problems = Vec::new();
     for (i, (desc, ours)) in outputs.iter().zip(ours).enumerate() {
         let (ty, shape) = shape_of(desc)?;
         let class = desc["tolerance"].as_str().unwrap_or("exact");
-        let xla = read_npy(&dir.join(format!("output_{i}.npy")), &ty, &shape)?;
+        let xla = read_npy(&case.file(&format!("output_{i}.npy")), &ty, &shape)?;
         if ours.ty != xla.ty || ours.dims != xla.dims {
             problems.push(format!(
                 "output {i}: ours is {:?}{:?}, XLA's {}{:?}",
@@ -402,7 +411,8 @@ fn compare_outputs(dir: &Path, meta: &Json, ours: &[Array]) -> Result<(), Failed
             (Ok(spread), false) if std::env::var_os("NRTSIM_XLA_SPREAD").is_some() => {
                 // For reviewing the tolerances: how close the passing outputs really are.
                 eprintln!(
-                    "spread {case} output {i} {} {class}: {} ulps, k = {:.2}, {} of {} differ in bits",
+                    "spread {} output {i} {} {class}: {} ulps, k = {:.2}, {} of {} differ in bits",
+                    case.name,
                     ty.name,
                     spread.ulps,
                     spread.k,
@@ -582,15 +592,13 @@ enum Runner {
 const KNOWN_OPTIMIZED_FAILURES: &[(&str, &str)] = &[];
 
 /// Runs one case in one form and checks the outcome: XLA's outputs within their tolerances, or,
-/// for a case whose case.json says `"expect": "unsupported"`, a clear unsupported error (the
+/// for a case whose case.toml says `expect = "unsupported"`, a clear unsupported error (the
 /// variant from the library; the word in the command's message). After XLA's optimisations an
 /// unsupported construct may be gone (XLA expands rng-bit-generator into plain arithmetic): then
 /// the outputs must match instead.
-fn check(runner: &Runner, dir: &Path, form: Form) -> Result<(), Failed> {
-    let meta = read_meta(dir)?;
-    let case = meta["name"].as_str().unwrap_or_default();
-    let outcome = check_outcome(runner, dir, &meta, form);
-    let known = KNOWN_OPTIMIZED_FAILURES.iter().find(|&&(c, _)| c == case);
+fn check(runner: &Runner, case: &Case, form: Form) -> Result<(), Failed> {
+    let outcome = check_outcome(runner, case, form);
+    let known = KNOWN_OPTIMIZED_FAILURES.iter().find(|&&(c, _)| c == case.name);
     match (form, known, outcome) {
         (Form::Optimized, Some(_), Err(_)) => Ok(()),
         (Form::Optimized, Some((_, why)), Ok(())) => Err(format!(
@@ -601,27 +609,27 @@ fn check(runner: &Runner, dir: &Path, form: Form) -> Result<(), Failed> {
     }
 }
 
-fn check_outcome(runner: &Runner, dir: &Path, meta: &Json, form: Form) -> Result<(), Failed> {
-    let unsupported = meta["expect"] == "unsupported";
+fn check_outcome(runner: &Runner, case: &Case, form: Form) -> Result<(), Failed> {
+    let unsupported = case.header.get("expect").and_then(Toml::as_str) == Some("unsupported");
     let may_be_gone = matches!(form, Form::Optimized);
     match runner {
         Runner::Library if unsupported => {
-            let source = std::fs::read(dir.join(form.file())).map_err(|e| e.to_string())?;
+            let source = std::fs::read(case.file(form.file())).map_err(|e| e.to_string())?;
             let module = hlo::load_module(&source).map_err(|e| format!("load_module: {e}"))?;
-            match eval::evaluate(&module, &inputs(dir, meta)?, &EvalOptions::default()) {
+            match eval::evaluate(&module, &inputs(case)?, &EvalOptions::default()) {
                 Err(eval::EvalError::Unsupported { .. }) => Ok(()),
                 Err(e) => Err(format!("expected an unsupported error, got: {e}").into()),
                 Ok(result) if may_be_gone => {
                     let mut ours = Vec::new();
                     flatten(result, &mut ours);
-                    compare_outputs(dir, meta, &ours)
+                    compare_outputs(case, &ours)
                 }
                 Ok(_) => Err("evaluated a module expected to be unsupported".into()),
             }
         }
-        Runner::Library => compare_outputs(dir, meta, &evaluate_here(dir, meta, form)?),
-        Runner::Command(nrtsim) => match run_command(nrtsim, dir, meta, form) {
-            Ok(ours) if !unsupported || may_be_gone => compare_outputs(dir, meta, &ours),
+        Runner::Library => compare_outputs(case, &evaluate_here(case, form)?),
+        Runner::Command(nrtsim) => match run_command(nrtsim, case, form) {
+            Ok(ours) if !unsupported || may_be_gone => compare_outputs(case, &ours),
             Ok(_) => Err("nrtsim hlo run succeeded on a module expected to be unsupported".into()),
             Err(e) if unsupported && e.contains("unsupported") => Ok(()),
             Err(e) => Err(e.into()),
@@ -660,7 +668,7 @@ fn trials_for(python: &Result<PathBuf, String>, set: &'static str, runner: Runne
             let runner = runner.clone();
             let label = if set == "cross" { name.clone() } else { format!("{set}::{name}") };
             trials.push(Trial::test(format!("{label}::{}", form.name()), move || {
-                check(&runner, &dir, form)
+                check(&runner, &Case::open(&dir)?, form)
             }));
         }
     }
@@ -670,22 +678,36 @@ fn trials_for(python: &Result<PathBuf, String>, set: &'static str, runner: Runne
 /// The few exported cases committed under `tests/xla/fixtures` (edge semantics of integer
 /// division, shifts, NaN, converts, sort, top-k and the narrow floats; in their optimised form
 /// XLA's layout and type bitcasts and its TopK custom call), checked with or without Python.
+/// Their `cases.txt`, which the export wrote and which regenerating them names, must list the
+/// same cases as the folders.
 fn fixture_trials() -> Vec<Trial> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/xla/fixtures");
-    let names = match std::fs::read_to_string(dir.join("cases.txt")) {
-        Ok(list) => list.lines().map(str::to_owned).collect::<Vec<_>>(),
-        Err(e) => {
-            let reason = format!("{}: {e}", dir.join("cases.txt").display());
-            return vec![Trial::test("fixture::list", move || Err(reason.clone().into()))];
-        }
-    };
+    let cases = corpus::cases("xla/fixtures");
     let mut trials = Vec::new();
-    for name in names {
+    let list = corpus::root().join("tests/xla/fixtures/cases.txt");
+    let listed = std::fs::read_to_string(&list).map(|text| {
+        let mut names: Vec<String> = text.lines().map(str::to_owned).collect();
+        names.sort();
+        names
+    });
+    let names: Vec<String> = cases.iter().map(|case| case.name.clone()).collect();
+    match listed {
+        Ok(listed) if listed == names => {}
+        Ok(listed) => {
+            let reason = format!("{} lists {listed:?}, the folders are {names:?}", list.display());
+            trials.push(Trial::test("fixture::list", move || Err(reason.clone().into())));
+        }
+        Err(e) => {
+            let reason = format!("{}: {e}", list.display());
+            trials.push(Trial::test("fixture::list", move || Err(reason.clone().into())));
+        }
+    }
+    for case in cases {
         for form in [Form::Proto, Form::Text, Form::Optimized] {
-            let dir = dir.join(&name);
-            trials.push(Trial::test(format!("fixture::{name}::{}", form.name()), move || {
-                check(&Runner::Library, &dir, form)
-            }));
+            let case = case.clone();
+            trials
+                .push(Trial::test(format!("fixture::{}::{}", case.name, form.name()), move || {
+                    check(&Runner::Library, &case, form)
+                }));
         }
     }
     trials

@@ -13,11 +13,12 @@ For each case it writes `OUT_DIR/NAME/`:
     optimized.pb   the module as XLA CPU compiled it (after fusion and layout assignment)
     input_N.npy    the entry parameters, in order (seeded numpy, deterministic)
     output_N.npy   XLA's results of the compiled module on CPU, the result tuple flattened
-    case.json      name, XLA dtype names and shapes of inputs and outputs, and per output the
-                   tolerance class the Rust test turns into a bound (see that test for the bounds)
+    case.toml      the header: XLA dtype names and shapes of inputs and outputs, per output the
+                   tolerance class the Rust test turns into a bound (see that test for the bounds),
+                   and `expect = "unsupported"` for a module the interpreter must refuse
 
 npy cannot name bf16 or the f8 types (ml_dtypes saves them as `<V2`, `<V1`, `<f1`), so the dtype
-of every file is in case.json, by XLA's name.
+of every file is in case.toml, by XLA's name.
 
 The `cross` set is the cross-check: every dtype and the opcode families jax emits. The `acceptance`
 set holds larger graphs the tests never run (a transformer block, a CNN, an RNN via scan), for
@@ -25,7 +26,6 @@ checking `nrtsim hlo run` by hand.
 """
 
 import argparse
-import json
 import os
 import sys
 import zlib
@@ -1253,19 +1253,19 @@ def export(out_dir, name, make, tol, expect):
     for i, o in enumerate(outputs):
         np.save(os.path.join(case_dir, f"output_{i}.npy"), o)
 
-    def desc(a):
-        return {"dtype": XLA_NAMES[a.dtype], "shape": list(a.shape)}
+    # TOML by hand: Python's standard library reads TOML but cannot write it. Every value is a
+    # name from this script or a list of integers, so none needs escaping; `inputs` and `outputs`
+    # are arrays of tables, absent when there is none.
+    def desc(table, a):
+        return [f"[[{table}]]", f'dtype = "{XLA_NAMES[a.dtype]}"', f"shape = {list(a.shape)}"]
 
-    meta = {
-        "name": name,
-        "inputs": [desc(a) for a in args],
-        "outputs": [dict(desc(o), tolerance=t) for o, t in zip(outputs, tols)],
-    }
-    if expect:
-        meta["expect"] = expect
-    with open(os.path.join(case_dir, "case.json"), "w") as f:
-        json.dump(meta, f, indent=1)
-        f.write("\n")
+    lines = [f'expect = "{expect}"', ""] if expect else []
+    for a in args:
+        lines += [*desc("inputs", a), ""]
+    for o, t in zip(outputs, tols):
+        lines += [*desc("outputs", o), f'tolerance = "{t}"', ""]
+    with open(os.path.join(case_dir, "case.toml"), "w") as f:
+        f.write("\n".join(lines))
 
 
 def main():
