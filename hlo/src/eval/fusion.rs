@@ -65,21 +65,24 @@ impl Buffers {
         if let Some(last) = last_read.get_mut(root) {
             *last = usize::MAX;
         }
-        let scalar = inputs
-            .iter()
-            .enumerate()
-            .map(|(i, input)| {
-                input.read == Read::Splat
-                    && i != root
-                    && nodes.iter().all(|node| {
-                        !node.args.contains(&i)
-                            || matches!(
-                                node.kernel,
-                                Kernel::Binary(_) | Kernel::Compare { total_order: false, .. }
-                            )
-                    })
-            })
-            .collect();
+        // Whether every reader of input `i` takes one element for a chunk of them.
+        let read_as_one = |i: usize| {
+            i != root
+                && nodes.iter().all(|node| {
+                    !node.args.contains(&i)
+                        || matches!(
+                            node.kernel,
+                            Kernel::Binary(_) | Kernel::Compare { total_order: false, .. }
+                        )
+                })
+        };
+        let scalar =
+            inputs.iter().enumerate().map(|(i, input)| input.read == Read::Splat && read_as_one(i));
+        let uniform = inputs.iter().enumerate().map(|(i, input)| {
+            matches!(&input.read, Read::Strided { strides, .. } if strides.last() == Some(&0))
+                && read_as_one(i)
+        });
+        let (scalar, uniform) = (scalar.collect(), uniform.collect());
         let mut of: Vec<usize> = (0..n_inputs).collect();
         let mut count = n_inputs;
         let mut free: Vec<usize> = Vec::new();
@@ -103,7 +106,7 @@ impl Buffers {
                 !done
             });
         }
-        Buffers { of, count, scalar }
+        Buffers { of, count, scalar, uniform }
     }
 }
 
@@ -633,18 +636,18 @@ impl FusedPlan {
         // An f32 result whose root is a node is computed where it goes: copying it there from
         // scratch was one more pass over every element of the group.
         let direct = self.root_is_last_node();
+        let mut places = Vec::with_capacity(self.inputs.len());
         let mut done = 0;
         while done < len {
             let m = width.min(len - done);
-            let first = done == 0;
+            let chunk = Chunk { width, start: start + done, m, first: done == 0 };
             match &mut out {
                 Out::F32(v) if direct => {
                     let root_out = Some(&mut v[done..done + m]);
-                    self.compute(operands, &mut scratch, width, (start + done, m), first, root_out);
+                    self.compute(operands, &mut scratch, chunk, &mut places, root_out);
                 }
                 _ => {
-                    let root =
-                        self.compute(operands, &mut scratch, width, (start + done, m), first, None);
+                    let root = self.compute(operands, &mut scratch, chunk, &mut places, None);
                     write(&mut out, done, root, arch);
                 }
             }
@@ -673,62 +676,81 @@ impl FusedPlan {
         !self.nodes.is_empty() && self.root + 1 == self.inputs.len() + self.nodes.len()
     }
 
-    /// Computes the group's elements `start .. start + m` in `scratch` (buffers of `width`
-    /// elements each) and returns the root's; or, given `root_out` (`m` elements, only when
-    /// [`FusedPlan::root_is_last_node`]), writes the root there and returns nothing.
+    /// Computes the group's elements `chunk.start .. chunk.start + chunk.m` in `scratch`
+    /// (buffers of `chunk.width` elements each) and returns the root's; or, given `root_out`
+    /// (`m` elements, only when [`FusedPlan::root_is_last_node`]), writes the root there and
+    /// returns nothing. `places` is storage for where each input lies, kept between chunks.
     ///
-    /// Inputs are read into their scratch buffers, except that contiguous f32 operands are read
-    /// where they lie, and a splat is filled only on a range's `first` chunk (the longest: later
-    /// chunks are as long or shorter, and nothing writes an input's buffer).
+    /// Inputs are read into their scratch buffers, except that f32 operands whose chunk lies in
+    /// one run of their source are read where they lie, and a splat is filled only on a range's
+    /// `first` chunk (the longest: later chunks are as long or shorter, and nothing writes an
+    /// input's buffer). A splat, or a broadcast whose chunk is one element repeated, that only
+    /// binary and compare nodes read is one element for the whole chunk ([`Buffers::uniform`]).
     fn compute<'s>(
         &self,
         operands: &[&'s Tensor],
         scratch: &'s mut [f32],
-        width: usize,
-        (start, m): (usize, usize),
-        first: bool,
+        Chunk { width, start, m, first }: Chunk,
+        places: &mut Vec<Place>,
         mut root_out: Option<&mut [f32]>,
     ) -> &'s [f32] {
         debug_assert!(root_out.is_none() || self.root_is_last_node());
         let arch = super::simd::arch();
-        // The operand's own elements, when input `i` is read in place.
-        let in_place = |i: usize| -> Option<&'s [f32]> {
-            let input = self.inputs.get(i)?;
-            match (&operands[input.operand].data, &input.read) {
-                (Data::F32(v), Read::Contiguous) => Some(&v[start..start + m]),
-                (Data::F32(v), Read::Strided { dims, strides }) => {
-                    let at = run_in_source(dims, strides, start, m)?;
-                    v.get(at..at + m)
-                }
-                _ => None,
+        let buffers = &self.buffers;
+        places.clear();
+        for (i, input) in self.inputs.iter().enumerate() {
+            let source = &operands[input.operand].data;
+            // Where the chunk's elements start in the source, and their stride there (0: one
+            // element repeated), when they are one run of it.
+            let lies = match &input.read {
+                Read::Contiguous => Some((start, 1)),
+                Read::Splat => None,
+                Read::Strided { dims, strides } => lies_in_source(dims, strides, start, m),
+            };
+            let one = buffers.scalar.get(i) == Some(&true)
+                || (buffers.uniform.get(i) == Some(&true) && matches!(lies, Some((_, 0))));
+            let len = if one { 1.min(m) } else { m };
+            let place = match (source, lies) {
+                (Data::F32(_), Some((at, stride))) if stride == 1 || one => Place::Source(at, len),
+                _ => Place::Buffer(len),
+            };
+            if place == Place::Buffer(len) && (input.read != Read::Splat || first) {
+                let at = buffers.of[i] * width;
+                read(&mut scratch[at..at + len], source, &input.read, start, arch);
+            }
+            places.push(place);
+        }
+        // The f32 elements of input `i` where they lie.
+        let in_source = |i: usize, at: usize, len: usize| -> &'s [f32] {
+            match &operands[self.inputs[i].operand].data {
+                Data::F32(v) => &v[at..at + len],
+                _ => &[],
             }
         };
-        let buffers = &self.buffers;
-        // The elements of value `v` in this chunk: one for a scalar input.
-        let len = |v: usize| if buffers.scalar.get(v) == Some(&true) { 1.min(m) } else { m };
-        for (i, input) in self.inputs.iter().enumerate() {
-            if in_place(i).is_some() || (input.read == Read::Splat && !first) {
-                continue;
-            }
-            let at = buffers.of[i] * width;
-            let buffer = &mut scratch[at..at + len(i)];
-            read(buffer, &operands[input.operand].data, &input.read, start, arch);
-        }
+        let n_inputs = self.inputs.len();
         for (j, node) in self.nodes.iter().enumerate() {
-            let dst = buffers.of[self.inputs.len() + j];
+            let dst = buffers.of[n_inputs + j];
             let (before, rest) = scratch.split_at_mut(dst * width);
             let (out, after) = rest.split_at_mut(width);
             // At most three arguments (select, clamp): no allocation per node and chunk.
             let mut args: [&[f32]; 3] = [&[]; 3];
             for (slot, &a) in args.iter_mut().zip(&node.args) {
+                let len = match places.get(a) {
+                    Some(&Place::Source(at, len)) => {
+                        *slot = in_source(a, at, len);
+                        continue;
+                    }
+                    Some(&Place::Buffer(len)) => len,
+                    None => m,
+                };
                 let b = buffers.of[a];
                 // An argument's buffer is never the node's own (see `Buffers::assign`).
                 let held =
                     if b < dst { &before[b * width..] } else { &after[(b - dst - 1) * width..] };
-                *slot = in_place(a).unwrap_or(&held[..len(a)]);
+                *slot = &held[..len];
             }
             let out = match root_out.as_deref_mut() {
-                Some(root_out) if self.inputs.len() + j == self.root => root_out,
+                Some(root_out) if n_inputs + j == self.root => root_out,
                 _ => &mut out[..m],
             };
             run_node(node, &args[..node.args.len().min(3)], out, arch);
@@ -736,8 +758,13 @@ impl FusedPlan {
         if root_out.is_some() {
             return &[];
         }
-        let at = buffers.of[self.root] * width;
-        in_place(self.root).unwrap_or(&scratch[at..at + m])
+        match places.get(self.root) {
+            Some(&Place::Source(at, len)) => in_source(self.root, at, len),
+            _ => {
+                let at = buffers.of[self.root] * width;
+                &scratch[at..at + m]
+            }
+        }
     }
 
     /// Runs a group with a reduce: each output folds one run of the group's value.
@@ -796,12 +823,12 @@ impl FusedPlan {
         let mut scratch: Vec<f32> = try_alloc(n_buffers * width)?;
         scratch.resize(n_buffers * width, 0.0);
         let format = self.out_ty.small_float();
+        let mut places = Vec::with_capacity(self.inputs.len());
         let mut done = 0;
         while done < out.len() {
             let r = rows.min(out.len() - done);
-            let start = (first + done) * run;
-            let root =
-                self.compute(operands, &mut scratch, width, (start, r * run), done == 0, None);
+            let chunk = Chunk { width, start: (first + done) * run, m: r * run, first: done == 0 };
+            let root = self.compute(operands, &mut scratch, chunk, &mut places, None);
             for (o, values) in out[done..done + r].iter_mut().zip(root.chunks_exact(run)) {
                 *o = super::reduce::fold_run_f32(reduce.op, values, init, format);
             }
@@ -834,9 +861,22 @@ const ROW_CHUNK_LEAST: usize = 128;
 /// are consecutive there (within one run of the innermost dimension, of stride 1): a chunk of a
 /// broadcast bias is then read where it lies. The transformer's GELU over 512 Ki elements, its
 /// bias a row of 1024 copied into every chunk, took 800 µs on one core.
+#[cfg(test)]
 fn run_in_source(dims: &[usize], strides: &[usize], start: usize, m: usize) -> Option<usize> {
+    lies_in_source(dims, strides, start, m).filter(|&(_, stride)| stride == 1).map(|(at, _)| at)
+}
+
+/// [`run_in_source`] for an innermost stride of 1 or 0: where output element `start` lies in
+/// the source, with that stride, when elements `start .. start + m` are within one run of the
+/// innermost dimension (for a stride of 0, one element repeated).
+fn lies_in_source(
+    dims: &[usize],
+    strides: &[usize],
+    start: usize,
+    m: usize,
+) -> Option<(usize, usize)> {
     let (&inner, &inner_stride) = (dims.last()?, strides.last()?);
-    if inner_stride != 1 || inner == 0 || start % inner + m > inner {
+    if inner_stride > 1 || inner == 0 || start % inner + m > inner {
         return None;
     }
     let (mut rest, mut at) = (start, 0usize);
@@ -844,7 +884,26 @@ fn run_in_source(dims: &[usize], strides: &[usize], start: usize, m: usize) -> O
         at = at.checked_add((rest % dim.max(1)).checked_mul(stride)?)?;
         rest /= dim.max(1);
     }
-    Some(at)
+    Some((at, inner_stride))
+}
+
+/// A chunk of a range: its buffers' `width`, its first element and length, and whether it is
+/// the range's first.
+#[derive(Clone, Copy)]
+struct Chunk {
+    width: usize,
+    start: usize,
+    m: usize,
+    first: bool,
+}
+
+/// Where a chunk finds an input's elements.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Place {
+    /// In its scratch buffer, this many (one for a value read as one element).
+    Buffer(usize),
+    /// In the operand's own f32 elements: from this position, this many.
+    Source(usize, usize),
 }
 
 /// Fills `dst` with the source elements for output indices `start ..`, as f32.
@@ -1361,6 +1420,93 @@ ENTRY main {
             let got = f32s(&array_bytes(program.run(&args).expect("runs")));
             let want: Vec<f32> = (0..rows * cols).map(|i| 2.0 * x[i] + b[i % cols]).collect();
             assert_eq!(got, want, "{rows}x{cols}");
+        }
+    }
+
+    /// A layer norm's last pass: a per-row mean and scale broadcast along each row of 256 (the
+    /// chunk), beside a row of weights. The per-row values are read as one element per chunk
+    /// where only binary nodes read them, and copied out where another node reads them (the
+    /// exponential), in f32 and in bf16; a chunk that spans rows (rows of 64 in chunks of
+    /// 1024) reads every element. Small integers and halves keep every result exact.
+    #[test]
+    fn a_value_per_row_is_one_element_per_chunk_only_where_binary_nodes_read_it() {
+        for (ty, rows, cols, also_exp) in [
+            ("f32", 512, 256, false),
+            ("f32", 512, 256, true),
+            ("bf16", 512, 256, false),
+            ("f32", 2048, 64, false),
+        ] {
+            let exp_of_mean = if also_exp {
+                format!(
+                    "  e = {ty}[{rows},{cols}] exponential(bm)\n  r = {ty}[{rows},{cols}] add(s3, e)\n"
+                )
+            } else {
+                format!("  r = {ty}[{rows},{cols}] add(s3, s3)\n")
+            };
+            let text = format!(
+                "HloModule ln\nENTRY main {{\n  x = {ty}[{rows},{cols}] parameter(0)\n  \
+                 mu = {ty}[{rows}] parameter(1)\n  sc = {ty}[{rows}] parameter(2)\n  \
+                 g = {ty}[{cols}] parameter(3)\n  \
+                 bm = {ty}[{rows},{cols}] broadcast(mu), dimensions={{0}}\n  \
+                 bs = {ty}[{rows},{cols}] broadcast(sc), dimensions={{0}}\n  \
+                 bg = {ty}[{rows},{cols}] broadcast(g), dimensions={{1}}\n  \
+                 s1 = {ty}[{rows},{cols}] subtract(x, bm)\n  s2 = {ty}[{rows},{cols}] multiply(s1, bs)\n  \
+                 s3 = {ty}[{rows},{cols}] multiply(s2, bg)\n{exp_of_mean}  \
+                 ROOT o = {ty}[{rows},{cols}] add(r, x)\n}}\n"
+            );
+            let program = compile(&text, &EvalOptions::default());
+            let plans: Vec<&FusedPlan> = program.comps[program.entry]
+                .instrs
+                .iter()
+                .filter_map(|i| match &i.op {
+                    Op::Fused(plan) => Some(&**plan),
+                    _ => None,
+                })
+                .collect();
+            assert_eq!(plans.len(), 1, "one group: {text}");
+            let uniform = plans[0].buffers.uniform.iter().filter(|&&u| u).count();
+            assert_eq!(uniform, if also_exp { 1 } else { 2 }, "per-row values read as one: {text}");
+            let x: Vec<f32> = (0..rows * cols).map(|i| ((i * 7) % 29) as f32 - 14.0).collect();
+            let mu: Vec<f32> = (0..rows).map(|i| (i % 5) as f32 - 2.0).collect();
+            let sc: Vec<f32> = (0..rows).map(|i| 0.5 * (1 + i % 3) as f32).collect();
+            let g: Vec<f32> = (0..cols).map(|j| (j % 4) as f32).collect();
+            let array = |dims: &[usize], v: &[f32]| {
+                let dims: Vec<i64> = dims.iter().map(|&d| d as i64).collect();
+                if ty == "bf16" {
+                    let bytes = v.iter().flat_map(|x| ((x.to_bits() >> 16) as u16).to_le_bytes());
+                    Array { ty: PrimitiveType::Bf16, dims, bytes: bytes.collect() }
+                } else {
+                    Array::from_f32(&dims, v)
+                }
+            };
+            let args = [
+                array(&[rows, cols], &x),
+                array(&[rows], &mu),
+                array(&[rows], &sc),
+                array(&[cols], &g),
+            ];
+            let bytes = array_bytes(program.run(&args).expect("runs"));
+            let got: Vec<f32> = if ty == "bf16" {
+                u16s(&bytes).iter().map(|&b| f32::from_bits(u32::from(b) << 16)).collect()
+            } else {
+                f32s(&bytes)
+            };
+            let want: Vec<f32> = (0..rows * cols)
+                .map(|i| {
+                    let (row, col) = (i / cols, i % cols);
+                    let s3 = (x[i] - mu[row]) * sc[row] * g[col];
+                    let r = if also_exp { s3 + mu[row].exp() } else { s3 + s3 };
+                    r + x[i]
+                })
+                .collect();
+            if also_exp {
+                // exp is not exact: within an f32 rounding of each sum.
+                for (i, (a, b)) in got.iter().zip(&want).enumerate() {
+                    assert!((a - b).abs() <= 1e-5 * b.abs().max(1.0), "{i}: {a} vs {b}");
+                }
+            } else {
+                assert_eq!(got, want, "{ty} {rows}x{cols}");
+            }
         }
     }
 

@@ -88,6 +88,10 @@ pub(crate) struct Buffers {
     pub(crate) count: usize,
     /// Per input: whether it is a splat read as one element.
     pub(crate) scalar: Vec<bool>,
+    /// Per input: whether it is a broadcast along its innermost dimension (stride 0) that only
+    /// binary and compare nodes read, so that a chunk within one run of that dimension reads it
+    /// as one element too (a layer norm's mean and scale per row).
+    pub(crate) uniform: Vec<bool>,
 }
 
 /// A reduce over the minor dimensions of a group's value, run by [`FusedPlan::run`].
