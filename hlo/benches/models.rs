@@ -7,8 +7,9 @@
 //! XLA on it. This bench loads each module, compiles it once with `eval::Program::compile`, times
 //! `Program::run` (the SPMD model: `Program::run_spmd` over 2 ranks) by the script's rule (best
 //! of at least `ITERS` runs after `WARMUP`, more for fast graphs), and **checks every output against XLA's**: a wrong answer fails the
-//! bench, since a fast wrong answer is no result. XLA is timed before and after ours and the
-//! better time kept, so a burst of load from the rest of a shared machine does not decide a ratio.
+//! bench, since a fast wrong answer is no result. Each side is timed in two sessions, taken in
+//! turn (XLA, ours, XLA, ours), and keeps its better one, so a burst of load from the rest of a
+//! shared machine, or a slow spell of a virtual machine, does not decide a ratio.
 //!
 //! It prints a table (model, ours, XLA, XLA ÷ ours) with the geometric mean of the six models and
 //! the worst of them, and one `NRTSIM-BENCH {json}` line per figure for `cargo xtask bench`.
@@ -404,6 +405,15 @@ fn main() {
         }
     }
     let after = run_script(&python, &dir, &names, false);
+    // Ours a second time, after XLA's second session, each side keeping its better one: with
+    // XLA alone timed twice, a slow spell of the machine during our one session decided the
+    // ratio (a transformer's 7.78 ms in one run was 9.01 ms in the next, XLA's 7.57 and 7.64).
+    for (case, ours) in &mut results {
+        match measure(case) {
+            Ok(again) => *ours = ours.min(again),
+            Err(e) => failures.push(format!("{} (second session): {e}", case.name)),
+        }
+    }
     let _ = std::fs::remove_dir_all(&dir);
 
     let capped = capped_isa();

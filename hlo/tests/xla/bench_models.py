@@ -15,7 +15,8 @@ Unless `--no-export` is given it first writes OUT_DIR/NAME/:
     output_N.npy    XLA's results, the result tuple flattened (SPMD: what every rank returns)
     case.json       model, group, ranks, and the XLA dtype and shape of every input and output
 npy cannot name bf16, so the dtype of every file is in case.json, by XLA's name. `--no-export`
-only times (the bench runs XLA before and after the interpreter and keeps the better time).
+only times (the bench runs XLA and the interpreter twice each, in turn, and keeps each one's
+better time).
 
 Groups: `models` (the six whose geometric mean is the headline figure), `reduce` (argmax,
 argmin, sort, top-k: outside the mean), `small` (small graphs, where a per-call floor decides).
