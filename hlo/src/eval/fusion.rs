@@ -909,8 +909,11 @@ enum Place {
 /// Fills `dst` with the source elements for output indices `start ..`, as f32.
 fn read(dst: &mut [f32], source: &Data, how: &Read, start: usize, arch: pulp::Arch) {
     match source {
-        Data::F32(v) => arch.dispatch(ReadF32 { dst, src: v, how, start }),
-        Data::Bf16(v) => arch.dispatch(ReadBf16 { dst, src: v, how, start }),
+        Data::F32(v) => arch.dispatch(ReadLoop { dst, src: v, how, start, decode: |x| x }),
+        Data::Bf16(v) => {
+            let decode = |b: u16| f32::from_bits(u32::from(b) << 16);
+            arch.dispatch(ReadLoop { dst, src: v, how, start, decode });
+        }
         Data::F16(v) => {
             arch.dispatch(|| read_as(dst, v, how, start, math::f16_to_f32));
         }
@@ -927,42 +930,25 @@ fn read(dst: &mut [f32], source: &Data, how: &Read, start: usize, arch: pulp::Ar
     }
 }
 
-/// An f32 operand's read, as a `pulp::WithSimd` for the reason [`ReadBf16`] is one: called
-/// directly, its fills and copies were compiled for baseline SSE2, four lanes at a time.
-struct ReadF32<'a> {
+/// An operand's read, as a `pulp::WithSimd` so that [`read_as`] is inlined into the function
+/// compiled for the CPU's vectors, with `decode` turning each element into an f32: called
+/// directly, an f32 read's fills and copies were compiled for baseline SSE2, and as a closure
+/// given to `dispatch` a bf16 read was left out of line and widened four elements at a time.
+struct ReadLoop<'a, T, F> {
     dst: &'a mut [f32],
-    src: &'a [f32],
+    src: &'a [T],
     how: &'a Read,
     start: usize,
+    decode: F,
 }
 
-impl pulp::WithSimd for ReadF32<'_> {
+impl<T: Copy, F: Fn(T) -> f32> pulp::WithSimd for ReadLoop<'_, T, F> {
     type Output = ();
 
     #[inline(always)]
     fn with_simd<S: pulp::Simd>(self, _simd: S) {
-        let ReadF32 { dst, src, how, start } = self;
-        read_as(dst, src, how, start, |x| x);
-    }
-}
-
-/// A bf16 operand's read, as a `pulp::WithSimd` so that [`read_as`] is inlined into the
-/// function compiled for the CPU's vectors (as a closure it was left out of line, and widened
-/// four elements at a time).
-struct ReadBf16<'a> {
-    dst: &'a mut [f32],
-    src: &'a [u16],
-    how: &'a Read,
-    start: usize,
-}
-
-impl pulp::WithSimd for ReadBf16<'_> {
-    type Output = ();
-
-    #[inline(always)]
-    fn with_simd<S: pulp::Simd>(self, _simd: S) {
-        let ReadBf16 { dst, src, how, start } = self;
-        read_as(dst, src, how, start, |b| f32::from_bits(u32::from(b) << 16));
+        let ReadLoop { dst, src, how, start, decode } = self;
+        read_as(dst, src, how, start, decode);
     }
 }
 
