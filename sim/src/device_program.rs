@@ -903,8 +903,11 @@ mod tests {
 
     #[test]
     fn an_hlo_source_over_the_limit_is_refused_unread() {
-        // A sparse file: its length is over the limit though no byte of it is stored.
-        let dir = std::env::temp_dir().join(format!("nrtsim-hlo-source-{}", std::process::id()));
+        // A sparse file: its length is over the limit though no byte of it is stored. The folder
+        // is this test's own: `directory_source_is_keyed_by_the_neff_hash` runs beside it in the
+        // same process, and removed a folder of the same name while it read it.
+        let dir =
+            std::env::temp_dir().join(format!("nrtsim-hlo-source-limit-{}", std::process::id()));
         std::fs::create_dir_all(&dir).ok();
         let path = dir.join("big.hlo.pb");
         let made =
