@@ -1387,14 +1387,8 @@ ENTRY main {
                  d = f32[{rows},{cols}] add(x, x)\n  ROOT r = f32[{rows},{cols}] add(d, bb)\n}}\n"
             );
             let program = compile(&text, &EvalOptions::default());
-            let plans: Vec<&FusedPlan> = program.comps[program.entry]
-                .instrs
-                .iter()
-                .filter_map(|i| match &i.op {
-                    Op::Fused(plan) => Some(&**plan),
-                    _ => None,
-                })
-                .collect();
+            let plans: Vec<&FusedPlan> =
+                fused_plans(&program).into_iter().map(|(p, _)| p).collect();
             assert_eq!(plans.len(), 1, "one group for {rows}x{cols}");
             assert_eq!(plans[0].chunk(), chunk, "{rows}x{cols}");
             let x: Vec<f32> = (0..rows * cols).map(|i| ((i * 7) % 29) as f32 - 14.0).collect();
@@ -1441,14 +1435,8 @@ ENTRY main {
                  ROOT o = {ty}[{rows},{cols}] add(r, x)\n}}\n"
             );
             let program = compile(&text, &EvalOptions::default());
-            let plans: Vec<&FusedPlan> = program.comps[program.entry]
-                .instrs
-                .iter()
-                .filter_map(|i| match &i.op {
-                    Op::Fused(plan) => Some(&**plan),
-                    _ => None,
-                })
-                .collect();
+            let plans: Vec<&FusedPlan> =
+                fused_plans(&program).into_iter().map(|(p, _)| p).collect();
             assert_eq!(plans.len(), 1, "one group: {text}");
             let uniform = plans[0].buffers.uniform.iter().filter(|&&u| u).count();
             assert_eq!(uniform, if also_exp { 1 } else { 2 }, "per-row values read as one: {text}");
@@ -1879,7 +1867,6 @@ ENTRY main {
         }
     }
 
-    /// The one fused root of the entry computation: its plan and its operands' plan indices.
     /// The fused groups of the entry computation, each with its operands.
     fn fused_plans(program: &Program) -> Vec<(&FusedPlan, &[usize])> {
         let instrs = &program.comps[program.entry].instrs;
@@ -1892,6 +1879,7 @@ ENTRY main {
             .collect()
     }
 
+    /// The one fused root of the entry computation: its plan and its operands' plan indices.
     fn only_plan(program: &Program) -> (FusedPlan, Vec<usize>) {
         let plans = fused_plans(program);
         assert_eq!(plans.len(), 1, "one fused group");

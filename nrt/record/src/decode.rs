@@ -10,7 +10,8 @@
 //!
 //! Each decoder is called, as `lines::after` is, under the C contract of its function for the
 //! arguments, after a call that returned the result, and only with the arguments its [`plan`]
-//! entry names not NULL.
+//! entry names not NULL. Only a decoder that reads through a pointer argument is an
+//! `unsafe fn`; one that takes values and handles as they are is safe.
 
 use std::ffi::{CStr, c_char};
 use std::sync::Arc;
@@ -449,7 +450,7 @@ pub(crate) unsafe fn nrt_init(call: &mut Call<'_, '_, '_>) -> Decoded {
     call.line(calls::nrt_init { framework, fw_version, fal_version }, output, Effect::None)
 }
 
-pub(crate) unsafe fn nrt_close(call: &mut Call<'_, '_, '_>) -> Decoded {
+pub(crate) fn nrt_close(call: &mut Call<'_, '_, '_>) -> Decoded {
     call.line(calls::nrt_close {}, (), Effect::None)
 }
 
@@ -478,7 +479,7 @@ pub(crate) unsafe fn nrt_load_collectives(call: &mut Call<'_, '_, '_>) -> Decode
     call.line(typed, output, Effect::None)
 }
 
-pub(crate) unsafe fn nrt_unload(call: &mut Call<'_, '_, '_>) -> Decoded {
+pub(crate) fn nrt_unload(call: &mut Call<'_, '_, '_>) -> Decoded {
     // A released model's address may come back for the next load.
     let model = if call.ok() {
         ModelId(call.generations.released(Kind::Model, call.args[0]))
@@ -489,7 +490,7 @@ pub(crate) unsafe fn nrt_unload(call: &mut Call<'_, '_, '_>) -> Decoded {
     call.line(calls::nrt_unload { model }, output, Effect::None)
 }
 
-pub(crate) unsafe fn nrt_execute(call: &mut Call<'_, '_, '_>) -> Decoded {
+pub(crate) fn nrt_execute(call: &mut Call<'_, '_, '_>) -> Decoded {
     let typed = calls::nrt_execute {
         model: call.model(0),
         input_set: call.set(1),
@@ -499,7 +500,7 @@ pub(crate) unsafe fn nrt_execute(call: &mut Call<'_, '_, '_>) -> Decoded {
     call.line(typed, output, Effect::None)
 }
 
-pub(crate) unsafe fn nrt_execute_repeat(call: &mut Call<'_, '_, '_>) -> Decoded {
+pub(crate) fn nrt_execute_repeat(call: &mut Call<'_, '_, '_>) -> Decoded {
     let typed = calls::nrt_execute_repeat {
         model: call.model(0),
         input_set: call.set(1),
@@ -517,7 +518,7 @@ pub(crate) unsafe fn nrt_allocate_tensor_set(call: &mut Call<'_, '_, '_>) -> Dec
 }
 
 /// A release, whose handle was read before the call cleared it; `void` in C.
-pub(crate) unsafe fn nrt_destroy_tensor_set(call: &mut Call<'_, '_, '_>) -> Decoded {
+pub(crate) fn nrt_destroy_tensor_set(call: &mut Call<'_, '_, '_>) -> Decoded {
     if call.before.word == 0 {
         return Decoded::ByName;
     }
@@ -583,7 +584,7 @@ pub(crate) unsafe fn nrt_tensor_allocate_slice(call: &mut Call<'_, '_, '_>) -> D
     call.line(typed, output, Effect::None)
 }
 
-pub(crate) unsafe fn nrt_tensor_attach_buffer(call: &mut Call<'_, '_, '_>) -> Decoded {
+pub(crate) fn nrt_tensor_attach_buffer(call: &mut Call<'_, '_, '_>) -> Decoded {
     let typed = calls::nrt_tensor_attach_buffer {
         tensor: call.tensor(0),
         buffer: Arc::new(Measured(call.args[2] as usize)),
@@ -593,7 +594,7 @@ pub(crate) unsafe fn nrt_tensor_attach_buffer(call: &mut Call<'_, '_, '_>) -> De
 }
 
 /// A release, whose handle was read before the call cleared it; `void` in C.
-pub(crate) unsafe fn nrt_tensor_free(call: &mut Call<'_, '_, '_>) -> Decoded {
+pub(crate) fn nrt_tensor_free(call: &mut Call<'_, '_, '_>) -> Decoded {
     let freed = call.before.word;
     if freed == 0 {
         return Decoded::ByName;
@@ -615,7 +616,7 @@ pub(crate) unsafe fn nrt_tensor_read(call: &mut Call<'_, '_, '_>) -> Decoded {
     call.line(typed, output, Effect::None)
 }
 
-pub(crate) unsafe fn nrt_tensor_write(call: &mut Call<'_, '_, '_>) -> Decoded {
+pub(crate) fn nrt_tensor_write(call: &mut Call<'_, '_, '_>) -> Decoded {
     let typed = calls::nrt_tensor_write {
         tensor: call.tensor(0),
         offset: call.args[2] as usize,
@@ -625,7 +626,7 @@ pub(crate) unsafe fn nrt_tensor_write(call: &mut Call<'_, '_, '_>) -> Decoded {
     call.line(typed, output, effect)
 }
 
-pub(crate) unsafe fn nrt_tensor_copy(call: &mut Call<'_, '_, '_>) -> Decoded {
+pub(crate) fn nrt_tensor_copy(call: &mut Call<'_, '_, '_>) -> Decoded {
     let typed = calls::nrt_tensor_copy {
         src: call.tensor(0),
         src_offset: call.args[1] as usize,
@@ -637,7 +638,7 @@ pub(crate) unsafe fn nrt_tensor_copy(call: &mut Call<'_, '_, '_>) -> Decoded {
     call.line(typed, output, effect)
 }
 
-pub(crate) unsafe fn nrt_tensor_memset(call: &mut Call<'_, '_, '_>) -> Decoded {
+pub(crate) fn nrt_tensor_memset(call: &mut Call<'_, '_, '_>) -> Decoded {
     let typed = calls::nrt_tensor_memset {
         tensor: call.tensor(0),
         offset: call.args[1],
@@ -650,13 +651,13 @@ pub(crate) unsafe fn nrt_tensor_memset(call: &mut Call<'_, '_, '_>) -> Decoded {
 
 /// The size is the result: 0 for a failure, which the line cannot tell from an empty
 /// tensor.
-pub(crate) unsafe fn nrt_tensor_get_size(call: &mut Call<'_, '_, '_>) -> Decoded {
+pub(crate) fn nrt_tensor_get_size(call: &mut Call<'_, '_, '_>) -> Decoded {
     let typed = calls::nrt_tensor_get_size { tensor: call.tensor(0) };
     call.line(typed, Ok(call.result as usize), Effect::None)
 }
 
 /// The address is the result: NULL is a failure, `NRT_INVALID` as the simulator says.
-pub(crate) unsafe fn nrt_tensor_get_va(call: &mut Call<'_, '_, '_>) -> Decoded {
+pub(crate) fn nrt_tensor_get_va(call: &mut Call<'_, '_, '_>) -> Decoded {
     let typed = calls::nrt_tensor_get_va { tensor: call.tensor(0) };
     if call.result == 0 {
         let invalid = NrtError { status: NrtStatus::Invalid, detail: String::new() };
@@ -730,7 +731,7 @@ pub(crate) unsafe fn nrt_get_model_tensor_info(call: &mut Call<'_, '_, '_>) -> D
     call.line(typed, output, Effect::None)
 }
 
-pub(crate) unsafe fn nrt_async_drain_queued_execs(call: &mut Call<'_, '_, '_>) -> Decoded {
+pub(crate) fn nrt_async_drain_queued_execs(call: &mut Call<'_, '_, '_>) -> Decoded {
     let typed = calls::nrt_async_drain_queued_execs { vnc: call.args[0] as i32 };
     let output = call.status();
     call.line(typed, output, Effect::None)
@@ -744,7 +745,7 @@ pub(crate) unsafe fn nrta_error_tracker_create(call: &mut Call<'_, '_, '_>) -> D
 }
 
 /// A release; `void` in C.
-pub(crate) unsafe fn nrta_error_tracker_destroy(call: &mut Call<'_, '_, '_>) -> Decoded {
+pub(crate) fn nrta_error_tracker_destroy(call: &mut Call<'_, '_, '_>) -> Decoded {
     let tracker = TrackerId(call.generations.released(Kind::Tracker, call.args[0]));
     call.line(calls::nrta_error_tracker_destroy { tracker }, Ok(()), Effect::None)
 }
