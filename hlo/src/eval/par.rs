@@ -342,6 +342,8 @@ fn keep_awake(pool: &'static rayon::ThreadPool) -> bool {
     RUNNING.store(workers, Ordering::Release);
     pool.spawn_broadcast(move |_| {
         SPINNING.fetch_add(1, Ordering::AcqRel);
+        #[cfg(test)]
+        tests::IN_KEEP_AWAKE.with(|inside| inside.set(true));
         let mut last = Instant::now();
         loop {
             match pool.yield_now() {
@@ -350,6 +352,8 @@ fn keep_awake(pool: &'static rayon::ThreadPool) -> bool {
                 _ => std::hint::spin_loop(),
             }
         }
+        #[cfg(test)]
+        tests::IN_KEEP_AWAKE.with(|inside| inside.set(false));
         SPINNING.fetch_sub(1, Ordering::AcqRel);
         if RUNNING.fetch_sub(1, Ordering::AcqRel) == 1 {
             AWAKE.store(false, Ordering::Release);
@@ -635,29 +639,51 @@ mod tests {
         assert_eq!(on_caller.into_inner(), 4, "parts waited for a busy worker");
     }
 
+    thread_local! {
+        /// Whether this worker is inside a keep-awake job's loop, which runs the pool's other
+        /// jobs as they come (`yield_now`): a job found here did not hold its worker alone.
+        pub(super) static IN_KEEP_AWAKE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    }
+
     #[test]
     fn workers_whose_keep_awake_jobs_have_not_started_are_not_awake() {
         let Some(pool) = pool() else { return };
-        // Every worker held in a job of its own: keep-awake jobs spawned now wait behind it.
-        let (held, release) =
-            (std::sync::Arc::new(AtomicUsize::new(0)), std::sync::Arc::new(AtomicBool::new(false)));
         let workers = pool.current_num_threads();
-        let (flag, stop) = (held.clone(), release.clone());
-        pool.spawn_broadcast(move |_| {
-            flag.fetch_add(1, Ordering::AcqRel);
-            while !stop.load(Ordering::Acquire) {
-                std::thread::sleep(Duration::from_millis(1));
+        // Every worker held in a job of its own: keep-awake jobs spawned now wait behind it. A
+        // keep-awake job another test started may take a holding job into its own loop, where
+        // its worker counts as spinning; then the round holds nothing and is tried again.
+        let start = Instant::now();
+        loop {
+            assert!(start.elapsed() < Duration::from_secs(60), "no round held every worker");
+            let held = std::sync::Arc::new(AtomicUsize::new(0));
+            let nested = std::sync::Arc::new(AtomicUsize::new(0));
+            let release = std::sync::Arc::new(AtomicBool::new(false));
+            let (flag, inside, stop) = (held.clone(), nested.clone(), release.clone());
+            pool.spawn_broadcast(move |_| {
+                if IN_KEEP_AWAKE.with(|inside| inside.get()) {
+                    inside.fetch_add(1, Ordering::AcqRel);
+                }
+                flag.fetch_add(1, Ordering::AcqRel);
+                while !stop.load(Ordering::Acquire) {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+            });
+            while held.load(Ordering::Acquire) < workers {
+                std::thread::yield_now();
             }
-        });
-        while held.load(Ordering::Acquire) < workers {
-            std::thread::yield_now();
+            if nested.load(Ordering::Acquire) > 0 {
+                release.store(true, Ordering::Release);
+                std::thread::sleep(KEEP_AWAKE);
+                continue;
+            }
+            // The first call spawns the jobs (or finds them spawned by another test); neither
+            // call may say the workers are awake while none of them runs its job.
+            let first = keep_awake(pool);
+            let second = keep_awake(pool);
+            release.store(true, Ordering::Release);
+            assert!(!first && !second, "workers judged awake while held: {first} {second}");
+            return;
         }
-        // The first call spawns the jobs (or finds them spawned by another test); neither call
-        // may say the workers are awake while none of them runs its job.
-        let first = keep_awake(pool);
-        let second = keep_awake(pool);
-        release.store(true, Ordering::Release);
-        assert!(!first && !second, "workers judged awake while held: {first} {second}");
     }
 
     #[test]
