@@ -43,6 +43,12 @@ use abi::runtime::Framework;
 use abi::status::NrtStatus;
 
 pub use search::{LoadAttempt, NrtLoadError};
+/// How a call of the real library is read back from its C arguments, for the recorder
+/// (`nrtsim-record`): one entry per function, beside the C call its method makes.
+pub mod record {
+    pub use crate::sys::plans::plan;
+    pub use crate::sys::record::*;
+}
 
 /// The status for a raw `NRT_STATUS` value; the one place codes become [`NrtStatus`].
 pub fn status_of(code: u32) -> NrtStatus {
@@ -187,8 +193,8 @@ impl NrtRuntime {
             library.get_version().map_err(|code| failed(LibnrtFunction::nrt_get_version, code))?;
         let version = LibraryVersion {
             numbers: [raw.major, raw.minor, raw.patch, raw.maintenance],
-            detail: String::from_utf8_lossy(&raw.detail).into_owned(),
-            git_hash: String::from_utf8_lossy(&raw.git_hash).into_owned(),
+            detail: raw.detail,
+            git_hash: raw.git_hash,
         };
         if options.initialize {
             let empty = CString::default();

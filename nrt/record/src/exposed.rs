@@ -11,7 +11,9 @@
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use crate::sink::{Kind, Part, record};
+use nrt::record::Kind;
+
+use crate::sink::{Part, record};
 
 /// Exposed tensors (by the real library's pointer) and their contents at the last look.
 static EXPOSED: Mutex<Option<HashMap<u64, Vec<u8>>>> = Mutex::new(None);

@@ -10,9 +10,10 @@
 //!   into one forwarding function per entry and a trampoline symbol versioned `NRT_2.0.0` (the
 //!   mechanism of `sim/capi/src/symbols.rs`), so a function added to the table is forwarded
 //!   without a line here. Each forwarder hands its arguments, as raw words, to `lines`, which
-//!   records them as `decode`'s one exhaustive match over the functions says: the calls a replay
-//!   needs are decoded into the typed call of their `Runtime` method
-//!   (`abi::runtime::call`), every other call is recorded by name and status only.
+//!   records them as `nrt::record::plan` says for the function (each function's entry sits
+//!   beside the C call its `Runtime` method makes, in `nrt`'s file of its header): the calls
+//!   a replay needs are decoded into the typed call of their method (`abi::runtime::call`),
+//!   every other call is recorded by name and status only.
 //! - **The real library is found as `NrtRuntime` finds it** (`nrt::search`: `NRT_LIB_PATH`, then
 //!   `libnrt.so.1` through the loader, then the SDK folder), and never itself: a candidate whose
 //!   `nrt_init` is our own is skipped with that reason (`real`).
@@ -41,7 +42,6 @@
 
 #![allow(unsafe_code)]
 
-mod decode;
 mod exports;
 mod exposed;
 mod lines;

@@ -1,5 +1,5 @@
 //! The line recorded for each call: [`before`] reads what the call may change or consume, and
-//! [`after`] writes the line, as `crate::decode::plan` says for the function: a decoded call's
+//! [`after`] writes the line, as `nrt::record::plan` says for the function: a decoded call's
 //! line is that typed call's, written by the same writer as `abi::trace::TracingRuntime`'s; any
 //! other is written `name(…) -> STATUS` (name and result only), and a replay checks it against
 //! nothing but its position.
@@ -8,9 +8,9 @@ use abi::functions::LibnrtFunction;
 use abi::runtime::call::CallBytes;
 use abi::trace::{INLINE_BYTES, UNRECORDED_ARGS, call_line};
 
-use crate::decode::{Before, Call, Decoded, Effect, Read, bytes, out_word, plan};
 use crate::real::status_name;
 use crate::sink::{Part, record, record_line};
+use nrt::record::{Before, Call, Decoded, Effect, Read, bytes, out_word, plan};
 
 /// Reads what must be read before the call.
 ///
@@ -57,7 +57,8 @@ pub(crate) unsafe fn after(function: LibnrtFunction, args: &[u64], result: u64, 
     }
     let mut decoded = Decoded::Nothing;
     record_line(|generations, names| {
-        let mut call = Call { args, result, before, generations, names };
+        let numbering = crate::real::numbering();
+        let mut call = Call { args, result, before, generations, names, numbering };
         // SAFETY: the decoder keeps the C contract of `function` (strings are NUL-terminated,
         // buffers valid for the sizes passed, output pointers valid where they must not be
         // NULL), which the caller kept.

@@ -3,6 +3,7 @@
 use std::sync::OnceLock;
 
 use abi::c_layout::c_types::nrt_version_t;
+use abi::dtype::DtypeNumbering;
 use abi::status::NrtStatus;
 
 use crate::exports::{MARKER, RealFunctions, own_nrt_init};
@@ -82,8 +83,16 @@ pub(crate) fn status_name(code: u64) -> String {
     NrtStatus::from_code(code as u32).name()
 }
 
+/// How the real library numbers element types: its version's numbering (the legacy one when
+/// its version is unknown).
+pub(crate) fn numbering() -> DtypeNumbering {
+    version().map_or(DtypeNumbering::Legacy, |(major, minor)| {
+        DtypeNumbering::for_runtime_version(major, minor)
+    })
+}
+
 /// The real library's major and minor version, read once.
-pub(crate) fn version() -> Option<(u64, u64)> {
+fn version() -> Option<(u64, u64)> {
     static VERSION: std::sync::OnceLock<Option<(u64, u64)>> = std::sync::OnceLock::new();
     *VERSION.get_or_init(|| {
         let text = runtime_version();

@@ -34,6 +34,7 @@ use memmap2::{MmapMut, MmapOptions};
 
 use abi::runtime::{ModelId, SeqId, SetId, TensorId, TrackerId};
 use abi::trace::{Names, Trace};
+use nrt::record::{Generations, Kind};
 
 /// The environment variable naming the trace file (default `DEFAULT_OUT`).
 pub const OUT_ENV: &str = "NRTSIM_RECORD_OUT";
@@ -54,18 +55,6 @@ pub(crate) const LIMITS: &[&str] = &[
     "settings: the recorded machine's configuration (its NeuronCores, their memory, NEURON_RT_* \
      variables) is not recorded, so a replay runs with its backend's own settings",
 ];
-
-/// The kinds of handle renamed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub(crate) enum Kind {
-    Tensor,
-    Set,
-    Model,
-    /// An `nrta_seq_t` (a value, not a pointer).
-    Seq,
-    /// An `nrta_error_tracker_t *`.
-    Tracker,
-}
 
 /// One piece of a line that is not a call (a `# memory` line, a call recorded by name): text,
 /// or a handle to name.
@@ -321,24 +310,6 @@ impl Sink {
     }
 }
 
-/// The generation of `pointer`: its live one, or (new, or never seen) the next.
-fn generation(
-    live: &mut HashMap<(Kind, u64), u64>,
-    next: &mut u64,
-    kind: Kind,
-    pointer: u64,
-    new: bool,
-) -> u64 {
-    if !new {
-        if let Some(&generation) = live.get(&(kind, pointer)) {
-            return generation;
-        }
-    }
-    *next += 1;
-    live.insert((kind, pointer), *next);
-    *next
-}
-
 fn name(names: &mut Names<'_>, kind: Kind, generation: u64) -> String {
     match kind {
         Kind::Tensor => names.tensor(TensorId(generation)),
@@ -346,38 +317,6 @@ fn name(names: &mut Names<'_>, kind: Kind, generation: u64) -> String {
         Kind::Model => names.model(ModelId(generation)),
         Kind::Seq => names.seq(SeqId(generation)),
         Kind::Tracker => names.tracker(TrackerId(generation)),
-    }
-}
-
-/// The generations of the real library's pointers, while a line is made: what a typed call's
-/// handles are (`TensorId(generation)`), so that `Names` renames them as it renames a
-/// simulator's handles.
-pub(crate) struct Generations<'a> {
-    live: &'a mut HashMap<(Kind, u64), u64>,
-    next: &'a mut u64,
-}
-
-impl Generations<'_> {
-    /// A handle the call reads (a generation on first sight).
-    pub(crate) fn read(&mut self, kind: Kind, pointer: u64) -> u64 {
-        generation(self.live, self.next, kind, pointer, false)
-    }
-
-    /// A handle the call made (always a new generation).
-    pub(crate) fn made(&mut self, kind: Kind, pointer: u64) -> u64 {
-        generation(self.live, self.next, kind, pointer, true)
-    }
-
-    /// A handle the call released (its generation, then forgotten).
-    pub(crate) fn released(&mut self, kind: Kind, pointer: u64) -> u64 {
-        let generation = generation(self.live, self.next, kind, pointer, false);
-        self.live.remove(&(kind, pointer));
-        generation
-    }
-
-    /// Whether `pointer` of `kind` has a generation (was seen and not released).
-    pub(crate) fn known(&self, kind: Kind, pointer: u64) -> bool {
-        self.live.contains_key(&(kind, pointer))
     }
 }
 
@@ -389,7 +328,7 @@ pub(crate) fn record_line(
 ) {
     let Some(mut guard) = sink() else { return };
     let sink = &mut *guard;
-    let mut generations = Generations { live: &mut sink.live, next: &mut sink.next };
+    let mut generations = Generations::new(&mut sink.live, &mut sink.next);
     let mut line = None;
     sink.trace.record_with(|names| {
         line = write(&mut generations, names);

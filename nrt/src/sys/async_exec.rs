@@ -420,3 +420,105 @@ impl RuntimeAsync for NrtRuntime {
         optional(function, self.library.get_completion_handle(seq.0))
     }
 }
+
+/// How the recorder reads the calls of `nrt_async.h` (see [`super::record`]).
+#[allow(unsafe_code)]
+pub(crate) mod recorded {
+    use std::sync::Arc;
+
+    use abi::runtime::call::calls;
+    use abi::runtime::{AsyncReadBuffer, SeqId, TrackerId};
+    use abi::trace::COMPLETED_PREFIX;
+
+    use super::super::record::Read::{Input, Nothing, Sync};
+    use super::super::record::{
+        Call, Decoded, Effect, Kind, by_name, decoded, out_u64, out_word, plans,
+    };
+
+    plans! {
+        nrta_error_tracker_create => decoded(Nothing, &[1], error_tracker_create),
+        nrta_error_tracker_destroy => decoded(Nothing, &[0], error_tracker_destroy),
+        nrta_tensor_write => decoded(Input { pointer: 1, size: 3 }, &[0, 1, 6], tensor_write),
+        nrta_tensor_read => decoded(Sync, &[0, 1, 6], tensor_read),
+        nrta_execute_schedule => decoded(Sync, &[0, 1, 2, 5], execute_schedule),
+        nrta_is_completed => decoded(Nothing, &[1], is_completed),
+
+        // Recorded by name and status only; a replay does not re-issue them.
+        // A descriptor of this process.
+        nrta_get_completion_handle => by_name(Nothing),
+        // Collectives: their peers are other processes, not in this recording.
+        nrta_cc_prepare
+        | nrta_cc_schedule => by_name(Nothing),
+        // Results that depend on timing or on what the device did.
+        nrta_get_sequence
+        | nrta_error_tracker_get_list => by_name(Nothing),
+        // No `Runtime` method, so nothing to re-issue; it reads tensors.
+        nrta_tensor_copy => by_name(Sync),
+    }
+
+    unsafe fn error_tracker_create(call: &mut Call<'_, '_, '_>) -> Decoded {
+        let typed = calls::nrta_error_tracker_create { lnc: call.args[0] as u32 };
+        // SAFETY: an `nrta_error_tracker_t **`.
+        let output = call.made(Kind::Tracker, unsafe { out_word(call.args[1]) }, TrackerId);
+        call.line(typed, output, Effect::None)
+    }
+
+    /// A release; `void` in C.
+    fn error_tracker_destroy(call: &mut Call<'_, '_, '_>) -> Decoded {
+        let tracker = TrackerId(call.generations.released(Kind::Tracker, call.args[0]));
+        call.line(calls::nrta_error_tracker_destroy { tracker }, Ok(()), Effect::None)
+    }
+
+    unsafe fn tensor_write(call: &mut Call<'_, '_, '_>) -> Decoded {
+        let typed = calls::nrta_tensor_write {
+            tensor: call.tensor(0),
+            offset: call.args[2],
+            bytes: call.input(),
+            queue: call.args[4] as i32,
+            tracker: call.tracker(5),
+        };
+        // SAFETY: an `nrta_seq_t *`.
+        let output = call.made(Kind::Seq, unsafe { out_u64(call.args[6]) }, SeqId);
+        call.line(typed, output, Effect::None)
+    }
+
+    unsafe fn tensor_read(call: &mut Call<'_, '_, '_>) -> Decoded {
+        let typed = calls::nrta_tensor_read {
+            tensor: call.tensor(1),
+            offset: call.args[2],
+            size: call.args[3],
+            queue: call.args[4] as i32,
+            tracker: call.tracker(5),
+            into: Arc::new(AsyncReadBuffer::new()),
+        };
+        // SAFETY: an `nrta_seq_t *`.
+        let output = call.made(Kind::Seq, unsafe { out_u64(call.args[6]) }, SeqId);
+        call.line(typed, output, Effect::None)
+    }
+
+    unsafe fn execute_schedule(call: &mut Call<'_, '_, '_>) -> Decoded {
+        let typed = calls::nrta_execute_schedule {
+            model: call.model(0),
+            input_set: call.set(1),
+            output_set: call.set(2),
+            queue: call.args[3] as i32,
+            tracker: call.tracker(4),
+        };
+        // SAFETY: an `nrta_seq_t *`.
+        let output = call.made(Kind::Seq, unsafe { out_u64(call.args[5]) }, SeqId);
+        call.line(typed, output, Effect::None)
+    }
+
+    /// Not a call line (polls depend on timing, and `TracingRuntime` does not trace them): the
+    /// first `true` for a request is a `# completed` line, where a replay waits for it.
+    unsafe fn is_completed(call: &mut Call<'_, '_, '_>) -> Decoded {
+        // SAFETY: a `bool *` the call filled.
+        let done = unsafe { (call.args[1] as usize as *const u8).read() } != 0;
+        let seq = call.args[0];
+        if !(call.ok() && done && call.generations.known(Kind::Seq, seq)) {
+            return Decoded::Nothing;
+        }
+        let seq = call.names.seq(SeqId(call.generations.released(Kind::Seq, seq)));
+        Decoded::Line(format!("{COMPLETED_PREFIX}{seq}"), Effect::None)
+    }
+}

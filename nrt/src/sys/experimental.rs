@@ -12,7 +12,7 @@ use std::mem::size_of;
 use std::path::Path;
 use std::ptr;
 
-use abi::dtype::NrtDtype;
+use abi::dtype::{DtypeNumbering, NrtDtype};
 use abi::functions::LibnrtFunction;
 use abi::runtime::{ModelId, NrtError, RuntimeExperimental, TensorInfo, TensorUsage};
 use abi::status::NrtStatus;
@@ -33,6 +33,52 @@ pub(crate) struct RawTensorInfo {
     pub(crate) size: usize,
     pub(crate) dtype: u32,
     pub(crate) shape: Vec<u32>,
+}
+
+impl RawTensorInfo {
+    /// The entries of an `nrt_tensor_info_array_t`, copied out.
+    ///
+    /// # Safety
+    /// `array` is an array libnrt made (`tensor_count` entries after the count, each `shape`
+    /// pointing at `ndim` integers or NULL) and not yet freed.
+    #[allow(unsafe_code)]
+    unsafe fn copy_all(array: *const NrtTensorInfoArray) -> Vec<RawTensorInfo> {
+        // SAFETY: the caller's contract; entries are read unaligned, as a recorded call's
+        // array is the client's pointer.
+        unsafe {
+            let count = ptr::addr_of!((*array).tensor_count).read_unaligned() as usize;
+            let first = ptr::addr_of!((*array).tensor_array).cast::<NrtTensorInfo>();
+            (0..count)
+                .map(|i| {
+                    let info = first.add(i).read_unaligned();
+                    let shape = if info.shape.is_null() || info.ndim == 0 {
+                        Vec::new()
+                    } else {
+                        std::slice::from_raw_parts(info.shape, info.ndim as usize).to_vec()
+                    };
+                    RawTensorInfo {
+                        name: c_array_bytes(&info.name),
+                        usage: info.usage,
+                        size: info.size,
+                        dtype: info.dtype,
+                        shape,
+                    }
+                })
+                .collect()
+        }
+    }
+
+    /// The entry as a method returns it, with `usage` (which the caller read from
+    /// [`RawTensorInfo::usage`]) and element types numbered as `numbering` says.
+    fn info(self, usage: TensorUsage, numbering: DtypeNumbering) -> TensorInfo {
+        TensorInfo {
+            name: String::from_utf8_lossy(&self.name).into_owned(),
+            usage,
+            size: self.size,
+            dtype: NrtDtype::from_code(numbering, self.dtype),
+            shape: self.shape,
+        }
+    }
 }
 
 #[allow(unsafe_code)]
@@ -142,30 +188,9 @@ impl OwnedModel {
             (self.library.functions.nrt_get_model_tensor_info)(self.model.as_ptr(), &mut array)
         };
         let array = owned(status, array)?;
-        // SAFETY: libnrt returned an array of `tensor_count` entries that stays valid until it
-        // is passed to `nrt_free_model_tensor_info`, below; each entry's `shape` points at
-        // `ndim` integers (or is NULL when `ndim` is 0).
-        let entries = unsafe {
-            let count = (*array.as_ptr()).tensor_count as usize;
-            let first = ptr::addr_of!((*array.as_ptr()).tensor_array).cast::<NrtTensorInfo>();
-            (0..count)
-                .map(|i| {
-                    let info = &*first.add(i);
-                    let shape = if info.shape.is_null() || info.ndim == 0 {
-                        Vec::new()
-                    } else {
-                        std::slice::from_raw_parts(info.shape, info.ndim as usize).to_vec()
-                    };
-                    RawTensorInfo {
-                        name: c_array_bytes(&info.name),
-                        usage: info.usage,
-                        size: info.size,
-                        dtype: info.dtype,
-                        shape,
-                    }
-                })
-                .collect::<Vec<_>>()
-        };
+        // SAFETY: libnrt returned the array, valid until it is passed to
+        // `nrt_free_model_tensor_info`, below.
+        let entries = unsafe { RawTensorInfo::copy_all(array.as_ptr()) };
         // SAFETY: `array` came from `nrt_get_model_tensor_info` and is freed exactly once; no
         // reference into it survives (the entries were copied).
         let status = unsafe { (self.library.functions.nrt_free_model_tensor_info)(array.as_ptr()) };
@@ -193,13 +218,7 @@ impl RuntimeExperimental for NrtRuntime {
                         ),
                     )
                 })?;
-                Ok(TensorInfo {
-                    name: String::from_utf8_lossy(&info.name).into_owned(),
-                    usage,
-                    size: info.size,
-                    dtype: NrtDtype::from_code(self.numbering, info.dtype),
-                    shape: info.shape,
-                })
+                Ok(info.info(usage, self.numbering))
             })
             .collect()
     }
@@ -251,5 +270,80 @@ impl RuntimeExperimental for NrtRuntime {
         let filename = filename.map(|path| c_path(function, path)).transpose()?;
         let code = optional(function, self.library.trace_stop(filename.as_deref()).map(Ok))?;
         check(function, code)
+    }
+}
+
+/// How the recorder reads the calls of `nrt_experimental.h` (see [`super::record`]).
+#[allow(unsafe_code)]
+pub(crate) mod recorded {
+    use abi::runtime::TensorUsage;
+    use abi::runtime::call::calls;
+
+    use super::super::NrtTensorInfoArray;
+    use super::super::record::Read::Nothing;
+    use super::super::record::{
+        Call, Decoded, Effect, by_name, count, decoded, failure, out_word, plans,
+    };
+    use super::RawTensorInfo;
+
+    plans! {
+        nrt_get_model_instance_count => decoded(Nothing, &[0, 1], get_model_instance_count),
+        nrt_get_model_tensor_info => decoded(Nothing, &[0, 1], get_model_tensor_info),
+        nrt_async_drain_queued_execs => decoded(Nothing, &[], async_drain_queued_execs),
+
+        // Recorded by name and status only; a replay does not re-issue them.
+        // An address of this process.
+        nrt_memcpy_to_device => by_name(Nothing),
+        // Collectives: their peers are other processes, not in this recording.
+        nrt_barrier
+        | nrt_all_gather => by_name(Nothing),
+        // The legacy trace: a path a line does not carry.
+        nrt_trace_start
+        | nrt_trace_stop => by_name(Nothing),
+        // Results that depend on what the device did.
+        nrt_get_model_info => by_name(Nothing),
+        // No `Runtime` method, so nothing to re-issue: helpers.
+        nrt_free_model_tensor_info
+        | nrt_get_libnccl_net
+        | nrt_set_pool_eng_ucode
+        | nrt_register_async_exec_callback => by_name(Nothing),
+    }
+
+    unsafe fn get_model_instance_count(call: &mut Call<'_, '_, '_>) -> Decoded {
+        let typed = calls::nrt_get_model_instance_count { model: call.model(0) };
+        // SAFETY: a `uint32_t *`.
+        unsafe { count(call, typed, 1) }
+    }
+
+    unsafe fn get_model_tensor_info(call: &mut Call<'_, '_, '_>) -> Decoded {
+        let output = if call.ok() {
+            // SAFETY: an `nrt_tensor_info_array_t **` the library filled.
+            let array = unsafe { out_word(call.args[1]) } as usize as *const NrtTensorInfoArray;
+            let entries = if array.is_null() {
+                Vec::new()
+            } else {
+                // SAFETY: the array the library made, which the client frees only by a later
+                // call.
+                unsafe { RawTensorInfo::copy_all(array) }
+            };
+            let numbering = call.numbering;
+            Ok(entries
+                .into_iter()
+                .map(|entry| {
+                    let usage = TensorUsage::from_code(entry.usage).unwrap_or(TensorUsage::Output);
+                    entry.info(usage, numbering)
+                })
+                .collect())
+        } else {
+            Err(failure(call.result))
+        };
+        let typed = calls::nrt_get_model_tensor_info { model: call.model(0) };
+        call.line(typed, output, Effect::None)
+    }
+
+    fn async_drain_queued_execs(call: &mut Call<'_, '_, '_>) -> Decoded {
+        let typed = calls::nrt_async_drain_queued_execs { vnc: call.args[0] as i32 };
+        let output = call.status();
+        call.line(typed, output, Effect::None)
     }
 }

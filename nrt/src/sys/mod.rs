@@ -6,9 +6,11 @@
 //! This file holds the library, its entry points, the owners of handles and the marshalling
 //! several headers share; the calls themselves are in one file per public header, each with the
 //! `Runtime` supertrait of that header for [`crate::NrtRuntime`] over its calls, so a function's
-//! C call and its method sit side by side. Those files deny `unsafe` and allow it only on the
-//! items that make the C calls, so the methods (status mapping, handle bookkeeping) are safe
-//! code as the compiler checks it. The files have the stems the other layers use: `nrt.rs` (`nrt.h`), `experimental.rs` (`nrt_experimental.h`),
+//! C call and its method sit side by side; below them, each file's `recorded` module says how the
+//! recorder reads those functions' calls back from their raw C arguments ([`record`]). Those
+//! files deny `unsafe` and allow it only on the items that make the C calls or read a recorded
+//! call's pointers, so the methods (status mapping, handle bookkeeping) are safe code as the
+//! compiler checks it. The files have the stems the other layers use: `nrt.rs` (`nrt.h`), `experimental.rs` (`nrt_experimental.h`),
 //! `async_exec.rs` (`nrt_async.h`), `profile.rs` (`nrt_profile.h`), `sys_trace.rs`
 //! (`nrt_sys_trace.h`), `status.rs` (`nrt_status.h`) and `version.rs` (`nrt_version.h`).
 //!
@@ -168,7 +170,9 @@ abi::for_each_libnrt_function!(nrt_functions);
 mod async_exec;
 mod experimental;
 mod nrt;
+pub(crate) mod plans;
 mod profile;
+pub(crate) mod record;
 mod status;
 mod sys_trace;
 mod version;

@@ -845,16 +845,7 @@ impl RuntimeNrt for NrtRuntime {
     }
 
     fn get_version(&self) -> Result<NrtVersion, NrtError> {
-        let raw =
-            self.library.get_version().map_err(|c| failed(LibnrtFunction::nrt_get_version, c))?;
-        Ok(NrtVersion {
-            major: raw.major,
-            minor: raw.minor,
-            patch: raw.patch,
-            maintenance: raw.maintenance,
-            detail: String::from_utf8_lossy(&raw.detail).into_owned(),
-            git_hash: String::from_utf8_lossy(&raw.git_hash).into_owned(),
-        })
+        self.library.get_version().map_err(|c| failed(LibnrtFunction::nrt_get_version, c))
     }
 
     fn get_total_vnc_count(&self) -> Result<u32, NrtError> {
@@ -1012,5 +1003,331 @@ impl ModelCount {
             ModelCount::Vnc => LibnrtFunction::nrt_get_model_vnc_count,
             ModelCount::Instance => LibnrtFunction::nrt_get_model_instance_count,
         }
+    }
+}
+
+/// How the recorder reads the calls of `nrt.h` (see [`super::record`]).
+#[allow(unsafe_code)]
+pub(crate) mod recorded {
+    use std::sync::Arc;
+
+    use abi::runtime::call::{ReadBuffer, calls};
+    use abi::runtime::{Framework, ModelId, NrtError, Placement, SetId, TensorId};
+    use abi::status::NrtStatus;
+
+    use super::super::record::Read::{Input, Nothing, Sync, Word};
+    use super::super::record::{
+        Call, Decoded, Effect, Kind, Measured, by_name, bytes, c_name, c_text, count, decoded,
+        failure, launch, out_word, plans,
+    };
+
+    plans! {
+        nrt_init => decoded(Nothing, &[1, 2], init),
+        nrt_close => decoded(Nothing, &[], close),
+        nrt_load => decoded(Input { pointer: 0, size: 1 }, &[0, 4], load),
+        nrt_load_collectives => decoded(Input { pointer: 0, size: 1 }, &[0, 6], load_collectives),
+        nrt_unload => decoded(Nothing, &[0], unload),
+        nrt_execute => decoded(Sync, &[0, 1, 2], execute),
+        nrt_execute_repeat => decoded(Sync, &[0, 1, 2], execute_repeat),
+        nrt_allocate_tensor_set => decoded(Nothing, &[0], allocate_tensor_set),
+        nrt_destroy_tensor_set => decoded(Word, &[0], destroy_tensor_set),
+        nrt_add_tensor_to_tensor_set => decoded(Nothing, &[0, 1, 2], add_tensor_to_tensor_set),
+        nrt_get_tensor_from_tensor_set => decoded(Nothing, &[0, 1, 2], get_tensor_from_tensor_set),
+        nrt_tensor_allocate => decoded(Nothing, &[3, 4], tensor_allocate),
+        nrt_tensor_allocate_empty => decoded(Nothing, &[0, 1], tensor_allocate_empty),
+        nrt_tensor_allocate_slice => decoded(Nothing, &[0, 3, 4], tensor_allocate_slice),
+        nrt_tensor_attach_buffer => decoded(Nothing, &[0, 1], tensor_attach_buffer),
+        nrt_tensor_free => decoded(Word, &[0], tensor_free),
+        nrt_tensor_read => decoded(Sync, &[0, 1], tensor_read),
+        nrt_tensor_write => decoded(Input { pointer: 1, size: 3 }, &[0, 1], tensor_write),
+        nrt_tensor_copy => decoded(Sync, &[0, 2], tensor_copy),
+        nrt_tensor_memset => decoded(Nothing, &[0], tensor_memset),
+        nrt_tensor_get_size => decoded(Nothing, &[0], tensor_get_size),
+        nrt_tensor_get_va => decoded(Nothing, &[0], tensor_get_va),
+        nrt_get_total_nc_count => decoded(Nothing, &[0], get_total_nc_count),
+        nrt_get_total_vnc_count => decoded(Nothing, &[0], get_total_vnc_count),
+        nrt_get_visible_nc_count => decoded(Nothing, &[0], get_visible_nc_count),
+        nrt_get_visible_vnc_count => decoded(Nothing, &[0], get_visible_vnc_count),
+        nrt_get_model_nc_count => decoded(Nothing, &[0, 1], get_model_nc_count),
+        nrt_get_model_vnc_count => decoded(Nothing, &[0, 1], get_model_vnc_count),
+
+        // Recorded by name and status only; a replay does not re-issue them.
+        // What the machine alone decides, or an address or descriptor of this process.
+        nrt_get_instance_info
+        | nrt_tensor_get_device_allocation_info
+        | nrt_get_dmabuf_fd
+        | nrt_host_device_id_get
+        | nrt_host_device_id_rid_map_get
+        | nrt_get_hbm_mmap_va
+        | nrt_get_vnc_memory_stats
+        | nrt_get_attached_efa_bdf => by_name(Nothing),
+        // Collectives: their peers are other processes, not in this recording.
+        nrt_build_global_comm
+        | nrt_cc_global_comm_init => by_name(Nothing),
+        // Arguments spread over lists that a line does not carry.
+        nrt_tensor_read_batch
+        | nrt_tensor_write_batch => by_name(Nothing),
+        // Results that depend on timing or on what the device did.
+        nrt_tensor_check_output_completion
+        | nrt_tensor_reset_output_completion => by_name(Nothing),
+    }
+
+    unsafe fn init(call: &mut Call<'_, '_, '_>) -> Decoded {
+        let Some(framework) = Framework::from_code(call.args[0] as u32) else {
+            return Decoded::ByName;
+        };
+        // SAFETY: two NUL-terminated strings.
+        let (fw_version, fal_version) = unsafe { (c_text(call.args[1]), c_text(call.args[2])) };
+        let output = call.status();
+        call.line(calls::nrt_init { framework, fw_version, fal_version }, output, Effect::None)
+    }
+
+    fn close(call: &mut Call<'_, '_, '_>) -> Decoded {
+        call.line(calls::nrt_close {}, (), Effect::None)
+    }
+
+    unsafe fn load(call: &mut Call<'_, '_, '_>) -> Decoded {
+        let [_, _, vnc, vnc_count, model, ..] = *call.args else { return Decoded::ByName };
+        let typed =
+            calls::nrt_load { neff: call.input(), vnc: vnc as i32, vnc_count: vnc_count as i32 };
+        // SAFETY: an `nrt_model_t **`.
+        let output = call.made(Kind::Model, unsafe { out_word(model) }, ModelId);
+        call.line(typed, output, Effect::None)
+    }
+
+    unsafe fn load_collectives(call: &mut Call<'_, '_, '_>) -> Decoded {
+        let [_, _, vnc, vnc_count, id, count, model, ..] = *call.args else {
+            return Decoded::ByName;
+        };
+        let typed = calls::nrt_load_collectives {
+            neff: call.input(),
+            vnc: vnc as i32,
+            vnc_count: vnc_count as i32,
+            ctx_device_id: id as u32,
+            ctx_device_count: count as u32,
+        };
+        // SAFETY: an `nrt_model_t **`.
+        let output = call.made(Kind::Model, unsafe { out_word(model) }, ModelId);
+        call.line(typed, output, Effect::None)
+    }
+
+    fn unload(call: &mut Call<'_, '_, '_>) -> Decoded {
+        // A released model's address may come back for the next load.
+        let model = if call.ok() {
+            ModelId(call.generations.released(Kind::Model, call.args[0]))
+        } else {
+            call.model(0)
+        };
+        let output = call.status();
+        call.line(calls::nrt_unload { model }, output, Effect::None)
+    }
+
+    fn execute(call: &mut Call<'_, '_, '_>) -> Decoded {
+        let typed = calls::nrt_execute {
+            model: call.model(0),
+            input_set: call.set(1),
+            output_set: call.set(2),
+        };
+        let output = launch(call);
+        call.line(typed, output, Effect::None)
+    }
+
+    fn execute_repeat(call: &mut Call<'_, '_, '_>) -> Decoded {
+        let typed = calls::nrt_execute_repeat {
+            model: call.model(0),
+            input_set: call.set(1),
+            output_set: call.set(2),
+            repeat_count: call.args[3] as i32,
+        };
+        let output = launch(call);
+        call.line(typed, output, Effect::None)
+    }
+
+    unsafe fn allocate_tensor_set(call: &mut Call<'_, '_, '_>) -> Decoded {
+        // SAFETY: an `nrt_tensor_set_t **`.
+        let output = call.made(Kind::Set, unsafe { out_word(call.args[0]) }, SetId);
+        call.line(calls::nrt_allocate_tensor_set {}, output, Effect::None)
+    }
+
+    /// A release, whose handle was read before the call cleared it; `void` in C.
+    fn destroy_tensor_set(call: &mut Call<'_, '_, '_>) -> Decoded {
+        if call.before.word == 0 {
+            return Decoded::ByName;
+        }
+        let set = SetId(call.generations.released(Kind::Set, call.before.word));
+        call.line(calls::nrt_destroy_tensor_set { set }, Ok(()), Effect::None)
+    }
+
+    unsafe fn add_tensor_to_tensor_set(call: &mut Call<'_, '_, '_>) -> Decoded {
+        let set = call.set(0);
+        // SAFETY: a NUL-terminated name.
+        let name = unsafe { c_name(call.args[1]) };
+        let typed = calls::nrt_add_tensor_to_tensor_set { set, name, tensor: call.tensor(2) };
+        let output = call.status();
+        call.line(typed, output, Effect::None)
+    }
+
+    unsafe fn get_tensor_from_tensor_set(call: &mut Call<'_, '_, '_>) -> Decoded {
+        let set = call.set(0);
+        // SAFETY: a NUL-terminated name, and an `nrt_tensor_t **`.
+        let (name, found) = unsafe { (c_name(call.args[1]), out_word(call.args[2])) };
+        // The tensor found is one the set holds, not a new one.
+        let output = if call.ok() {
+            Ok(TensorId(call.generations.read(Kind::Tensor, found)))
+        } else {
+            Err(failure(call.result))
+        };
+        call.line(calls::nrt_get_tensor_from_tensor_set { set, name }, output, Effect::None)
+    }
+
+    unsafe fn tensor_allocate(call: &mut Call<'_, '_, '_>) -> Decoded {
+        let Some(placement) = Placement::from_code(call.args[0] as u32) else {
+            return Decoded::ByName;
+        };
+        let [_, vnc, size, name, tensor, ..] = *call.args else { return Decoded::ByName };
+        // SAFETY: a NUL-terminated name.
+        let name = unsafe { c_name(name) };
+        let typed =
+            calls::nrt_tensor_allocate { placement, vnc: vnc as i32, size: size as usize, name };
+        // SAFETY: an `nrt_tensor_t **`.
+        let output = call.made(Kind::Tensor, unsafe { out_word(tensor) }, TensorId);
+        call.line(typed, output, Effect::None)
+    }
+
+    unsafe fn tensor_allocate_empty(call: &mut Call<'_, '_, '_>) -> Decoded {
+        // SAFETY: a NUL-terminated name, and an `nrt_tensor_t **`.
+        let (name, tensor) = unsafe { (c_name(call.args[0]), out_word(call.args[1])) };
+        let output = call.made(Kind::Tensor, tensor, TensorId);
+        call.line(calls::nrt_tensor_allocate_empty { name }, output, Effect::None)
+    }
+
+    unsafe fn tensor_allocate_slice(call: &mut Call<'_, '_, '_>) -> Decoded {
+        let src = call.tensor(0);
+        let [_, offset, size, name, slice, ..] = *call.args else { return Decoded::ByName };
+        // SAFETY: a NUL-terminated name, and an `nrt_tensor_t **`.
+        let (name, slice) = unsafe { (c_name(name), out_word(slice)) };
+        let typed = calls::nrt_tensor_allocate_slice {
+            src,
+            offset: offset as usize,
+            size: size as usize,
+            name,
+        };
+        let output = call.made(Kind::Tensor, slice, TensorId);
+        call.line(typed, output, Effect::None)
+    }
+
+    fn tensor_attach_buffer(call: &mut Call<'_, '_, '_>) -> Decoded {
+        let typed = calls::nrt_tensor_attach_buffer {
+            tensor: call.tensor(0),
+            buffer: Arc::new(Measured(call.args[2] as usize)),
+        };
+        let (output, effect) = (call.status(), call.on_success(Effect::Expose(call.args[0])));
+        call.line(typed, output, effect)
+    }
+
+    /// A release, whose handle was read before the call cleared it; `void` in C.
+    fn tensor_free(call: &mut Call<'_, '_, '_>) -> Decoded {
+        let freed = call.before.word;
+        if freed == 0 {
+            return Decoded::ByName;
+        }
+        let tensor = TensorId(call.generations.released(Kind::Tensor, freed));
+        call.line(calls::nrt_tensor_free { tensor }, Ok(()), Effect::Forget(freed))
+    }
+
+    unsafe fn tensor_read(call: &mut Call<'_, '_, '_>) -> Decoded {
+        let [_, buf, offset, size, ..] = *call.args else { return Decoded::ByName };
+        let buf = if call.ok() {
+            // SAFETY: the buffer holds the `size` bytes read.
+            ReadBuffer::read(unsafe { bytes(buf, size) }.to_vec())
+        } else {
+            ReadBuffer::unread(size as usize)
+        };
+        let typed = calls::nrt_tensor_read { tensor: call.tensor(0), offset: offset as usize, buf };
+        let output = call.status();
+        call.line(typed, output, Effect::None)
+    }
+
+    fn tensor_write(call: &mut Call<'_, '_, '_>) -> Decoded {
+        let typed = calls::nrt_tensor_write {
+            tensor: call.tensor(0),
+            offset: call.args[2] as usize,
+            bytes: call.input(),
+        };
+        let (output, effect) = (call.status(), call.on_success(Effect::Refresh(call.args[0])));
+        call.line(typed, output, effect)
+    }
+
+    fn tensor_copy(call: &mut Call<'_, '_, '_>) -> Decoded {
+        let typed = calls::nrt_tensor_copy {
+            src: call.tensor(0),
+            src_offset: call.args[1] as usize,
+            dst: call.tensor(2),
+            dst_offset: call.args[3] as usize,
+            size: call.args[4] as usize,
+        };
+        let (output, effect) = (call.status(), call.on_success(Effect::Refresh(call.args[2])));
+        call.line(typed, output, effect)
+    }
+
+    fn tensor_memset(call: &mut Call<'_, '_, '_>) -> Decoded {
+        let typed = calls::nrt_tensor_memset {
+            tensor: call.tensor(0),
+            offset: call.args[1],
+            value: call.args[2] as i32,
+            size: call.args[3] as usize,
+        };
+        let (output, effect) = (call.status(), call.on_success(Effect::Refresh(call.args[0])));
+        call.line(typed, output, effect)
+    }
+
+    /// The size is the result: 0 for a failure, which the line cannot tell from an empty
+    /// tensor.
+    fn tensor_get_size(call: &mut Call<'_, '_, '_>) -> Decoded {
+        let typed = calls::nrt_tensor_get_size { tensor: call.tensor(0) };
+        call.line(typed, Ok(call.result as usize), Effect::None)
+    }
+
+    /// The address is the result: NULL is a failure, `NRT_INVALID` as the simulator says.
+    fn tensor_get_va(call: &mut Call<'_, '_, '_>) -> Decoded {
+        let typed = calls::nrt_tensor_get_va { tensor: call.tensor(0) };
+        if call.result == 0 {
+            let invalid = NrtError { status: NrtStatus::Invalid, detail: String::new() };
+            call.line(typed, Err(invalid), Effect::None)
+        } else {
+            call.line(typed, Ok(call.result as usize), Effect::Expose(call.args[0]))
+        }
+    }
+
+    unsafe fn get_total_nc_count(call: &mut Call<'_, '_, '_>) -> Decoded {
+        // SAFETY: a `uint32_t *`.
+        unsafe { count(call, calls::nrt_get_total_nc_count {}, 0) }
+    }
+
+    unsafe fn get_total_vnc_count(call: &mut Call<'_, '_, '_>) -> Decoded {
+        // SAFETY: a `uint32_t *`.
+        unsafe { count(call, calls::nrt_get_total_vnc_count {}, 0) }
+    }
+
+    unsafe fn get_visible_nc_count(call: &mut Call<'_, '_, '_>) -> Decoded {
+        // SAFETY: a `uint32_t *`.
+        unsafe { count(call, calls::nrt_get_visible_nc_count {}, 0) }
+    }
+
+    unsafe fn get_visible_vnc_count(call: &mut Call<'_, '_, '_>) -> Decoded {
+        // SAFETY: a `uint32_t *`.
+        unsafe { count(call, calls::nrt_get_visible_vnc_count {}, 0) }
+    }
+
+    unsafe fn get_model_nc_count(call: &mut Call<'_, '_, '_>) -> Decoded {
+        let typed = calls::nrt_get_model_nc_count { model: call.model(0) };
+        // SAFETY: a `uint32_t *`.
+        unsafe { count(call, typed, 1) }
+    }
+
+    unsafe fn get_model_vnc_count(call: &mut Call<'_, '_, '_>) -> Decoded {
+        let typed = calls::nrt_get_model_vnc_count { model: call.model(0) };
+        // SAFETY: a `uint32_t *`.
+        unsafe { count(call, typed, 1) }
     }
 }

@@ -198,3 +198,38 @@ impl RuntimeProfile for NrtRuntime {
         check(function, code)
     }
 }
+
+/// How the recorder reads the calls of `nrt_profile.h` (see [`super::record`]).
+pub(crate) mod recorded {
+    use super::super::record::{Read::Nothing, by_name, plans};
+
+    plans! {
+        // Recorded by name and status only; a replay does not re-issue them: their arguments
+        // are spread over option objects and paths that a line does not carry.
+        nrt_profile_start
+        | nrt_profile_stop
+        | nrt_profile_continuous_options_allocate
+        | nrt_profile_continuous_options_free
+        | nrt_profile_continuous_options_set_output_dir
+        | nrt_profile_continuous_start
+        | nrt_profile_continuous_save
+        | nrt_profile_continuous_stop
+        | nrt_inspect_begin
+        | nrt_inspect_stop
+        | nrt_inspect_config_allocate
+        | nrt_inspect_config_set_defaults
+        | nrt_inspect_config_free
+        | nrt_inspect_config_set_session_id
+        | nrt_inspect_config_set_output_dir
+        | nrt_inspect_config_set_sys_trace_max_events_per_nc
+        | nrt_inspect_config_set_capture_enabled_for_nc
+        | nrt_inspect_config_set_capture_enabled_for_event_type_string
+        | nrt_inspect_config_set_enable_inspect
+        | nrt_inspect_config_set_enable_inspect_on_fail
+        | nrt_inspect_begin_with_options
+        | nrt_inspect_config_get_all_activity_types
+        | nrt_inspect_config_get_enabled_activity_types
+        | nrt_inspect_config_free_activity_types
+        | nrt_inspect_config_set_activity => by_name(Nothing),
+    }
+}

@@ -19,3 +19,13 @@ impl Library {
         Some(text.to_string_lossy().into_owned())
     }
 }
+
+/// How the recorder reads the calls of `nrt_status.h` (see [`super::record`]).
+pub(crate) mod recorded {
+    use super::super::record::{Read::Nothing, by_name, plans};
+
+    plans! {
+        // Recorded by name only: no `Runtime` method (it is `NrtStatus::identifier`).
+        nrt_get_status_as_str => by_name(Nothing),
+    }
+}

@@ -179,3 +179,31 @@ impl RuntimeSysTrace for NrtRuntime {
         optional(LibnrtFunction::nrt_sys_trace_stop, self.library.sys_trace_stop())
     }
 }
+
+/// How the recorder reads the calls of `nrt_sys_trace.h` (see [`super::record`]).
+pub(crate) mod recorded {
+    use super::super::record::{Read::Nothing, by_name, plans};
+
+    plans! {
+        // Recorded by name and status only; a replay does not re-issue them: their arguments
+        // are spread over configs, fetch options and lists that a line does not carry.
+        nrt_sys_trace_config_allocate
+        | nrt_sys_trace_config_set_defaults
+        | nrt_sys_trace_config_free
+        | nrt_sys_trace_config_set_max_events_per_nc
+        | nrt_sys_trace_config_set_capture_enabled_for_nc
+        | nrt_sys_trace_config_set_capture_enabled_for_event_type
+        | nrt_sys_trace_get_event_types
+        | nrt_sys_trace_free_event_types
+        | nrt_sys_trace_config_get_enabled_event_types
+        | nrt_sys_trace_start
+        | nrt_sys_trace_stop
+        | nrt_sys_trace_fetch_options_allocate
+        | nrt_sys_trace_fetch_options_set_defaults
+        | nrt_sys_trace_fetch_options_free
+        | nrt_sys_trace_fetch_options_set_max_events_per_nc
+        | nrt_sys_trace_fetch_options_set_nc_idx
+        | nrt_sys_trace_fetch_events
+        | nrt_sys_trace_buffer_free => by_name(Nothing),
+    }
+}
