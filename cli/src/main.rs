@@ -85,7 +85,13 @@ fn main() -> ExitCode {
         Command::Nki(command) => nki::run(command),
         Command::Inspect(args) => inspect::run(args).map(|()| true),
         Command::Check(args) => check::run(args),
-        Command::Run(args) => run::run(args),
+        Command::Run(args) => {
+            // With a metaneff through the binding layer, a NEFF alone straight on the simulator.
+            let launched =
+                if args.metaneff.is_some() { run_bind::run(&args) } else { run::run_neff(&args) };
+            run::report_peak_rss(&args);
+            launched
+        }
         Command::Conformance(args) => conformance::run(args),
         Command::Vectors(args) => conformance::vectors(args),
         Command::Report(command) => report::run(command),

@@ -344,22 +344,19 @@ fn write_input(
     }
 }
 
-/// Runs `nrtsim run`; returns whether the launch succeeded (1003 counts as a failure of the
-/// command, after the outputs are written).
-pub(crate) fn run(args: RunArgs) -> Result<bool> {
-    let launched =
-        if args.metaneff.is_some() { crate::run_bind::run(&args) } else { run_neff(&args) };
+/// Says on stderr how much memory the run took at its peak, when `--report-peak-rss` asks.
+pub(crate) fn report_peak_rss(args: &RunArgs) {
     if args.report_peak_rss {
         match input::peak_rss_bytes() {
             Some(bytes) => eprintln!("peak RSS: {bytes} bytes"),
             None => eprintln!("peak RSS: unavailable (no VmHWM in /proc/self/status)"),
         }
     }
-    launched
 }
 
-/// `nrtsim run` of a NEFF without a metaneff.
-fn run_neff(args: &RunArgs) -> Result<bool> {
+/// `nrtsim run` of a NEFF without a metaneff; returns whether the launch succeeded (1003
+/// counts as a failure of the command, after the outputs are written).
+pub(crate) fn run_neff(args: &RunArgs) -> Result<bool> {
     if args.weights.is_some() || args.print || args.repeat != 1 {
         bail!(
             "--weights, --print and --repeat need --metaneff (they run through the binding layer)"

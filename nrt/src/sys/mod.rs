@@ -32,18 +32,13 @@
 #![allow(unsafe_code)]
 
 use std::collections::HashMap;
-use std::ffi::{CString, c_char, c_void};
-use std::marker::{PhantomData, PhantomPinned};
-use std::mem::offset_of;
+use std::ffi::{CString, c_char};
 use std::ptr::NonNull;
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use abi::functions::LibnrtFunction;
 use abi::runtime::SharedBuffer;
 use abi::status::NrtStatus;
-
-/// `NRT_STATUS`: a 4-byte C enum, carried as its raw value.
-pub(crate) type RawStatus = u32;
 
 /// `NRT_SUCCESS`.
 pub(crate) const SUCCESS: RawStatus = NrtStatus::Success.code();
@@ -55,50 +50,60 @@ pub(crate) const INVALID: RawStatus = NrtStatus::Invalid.code();
 /// `NRT_INVALID_HANDLE`, for an owner whose model was already unloaded.
 pub(crate) const INVALID_HANDLE: RawStatus = NrtStatus::InvalidHandle.code();
 
-/// `nrt_model_t`: opaque.
-#[repr(C)]
-pub(crate) struct NrtModel {
-    _opaque: [u8; 0],
-    _marker: PhantomData<(*mut u8, PhantomPinned)>,
-}
-
-/// `nrt_tensor_t`: opaque.
-#[repr(C)]
-pub(crate) struct NrtTensor {
-    _opaque: [u8; 0],
-    _marker: PhantomData<(*mut u8, PhantomPinned)>,
-}
-
-/// `nrt_tensor_set_t` is `void` in C.
-type NrtTensorSet = c_void;
-
-/// `nrt_tensor_info_t`, declared once in `abi::c_layout`.
-pub(crate) use abi::c_layout::NrtTensorInfoC as NrtTensorInfo;
-
-/// `nrt_tensor_info_array_t`: a count followed by that many entries.
-#[repr(C)]
-pub(crate) struct NrtTensorInfoArray {
-    tensor_count: u64,
-    tensor_array: [NrtTensorInfo; 0],
-}
-
-const _: () = {
-    // The entry layouts are checked in `abi::c_layout`; the array header here.
-    assert!(offset_of!(NrtTensorInfoArray, tensor_array) == abi::c_layout::INFO_ARRAY_HEADER);
-};
-
 /// The C type names of the function table, as this module spells them: the defaults of
-/// `abi::c_layout::c_types`, with the handles this module owns shadowed by its own types.
+/// `abi::c_layout::c_types`, with the handles this module owns shadowed by its own types, which
+/// are declared here (and used by the module under their Rust names).
 #[allow(non_camel_case_types, unused_imports)]
 mod c_names {
+    use std::marker::{PhantomData, PhantomPinned};
+    use std::mem::offset_of;
+
     pub(super) use abi::c_layout::c_types::*;
     pub(super) use std::ffi::c_void;
 
-    pub(super) type NRT_STATUS = super::RawStatus;
-    pub(super) type nrt_model_t = super::NrtModel;
-    pub(super) type nrt_tensor_t = super::NrtTensor;
-    pub(super) type nrt_tensor_info_array_t = super::NrtTensorInfoArray;
+    /// `NRT_STATUS`: a 4-byte C enum, carried as its raw value.
+    pub(crate) type RawStatus = u32;
+
+    /// `nrt_model_t`: opaque.
+    #[repr(C)]
+    pub(crate) struct NrtModel {
+        _opaque: [u8; 0],
+        _marker: PhantomData<(*mut u8, PhantomPinned)>,
+    }
+
+    /// `nrt_tensor_t`: opaque.
+    #[repr(C)]
+    pub(crate) struct NrtTensor {
+        _opaque: [u8; 0],
+        _marker: PhantomData<(*mut u8, PhantomPinned)>,
+    }
+
+    /// `nrt_tensor_set_t` is `void` in C.
+    pub(super) type NrtTensorSet = c_void;
+
+    /// `nrt_tensor_info_t`, declared once in `abi::c_layout`.
+    pub(crate) use abi::c_layout::NrtTensorInfoC as NrtTensorInfo;
+
+    /// `nrt_tensor_info_array_t`: a count followed by that many entries.
+    #[repr(C)]
+    pub(crate) struct NrtTensorInfoArray {
+        pub(in crate::sys) tensor_count: u64,
+        pub(in crate::sys) tensor_array: [NrtTensorInfo; 0],
+    }
+
+    const _: () = {
+        // The entry layouts are checked in `abi::c_layout`; the array header here.
+        assert!(offset_of!(NrtTensorInfoArray, tensor_array) == abi::c_layout::INFO_ARRAY_HEADER);
+    };
+
+    pub(super) type NRT_STATUS = RawStatus;
+    pub(super) type nrt_model_t = NrtModel;
+    pub(super) type nrt_tensor_t = NrtTensor;
+    pub(super) type nrt_tensor_info_array_t = NrtTensorInfoArray;
 }
+
+use c_names::NrtTensorSet;
+pub(crate) use c_names::{NrtModel, NrtTensor, NrtTensorInfo, NrtTensorInfoArray, RawStatus};
 
 /// The field type of one entry point: a function pointer, optional for a function that only
 /// recent releases export.
