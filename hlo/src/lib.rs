@@ -56,6 +56,7 @@ pub fn encode_module(module: &proto::HloModuleProto) -> Vec<u8> {
 
 pub mod text;
 
+mod limits;
 mod load;
 mod opcodes;
 mod validate;

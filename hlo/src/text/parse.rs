@@ -4,10 +4,10 @@
 use std::collections::BTreeMap;
 use std::collections::btree_map::Entry;
 
-use super::TextError;
+use super::error::TextError;
 use super::literal::{self, Elem};
 use super::names;
-use crate::load::LoadLimits;
+use crate::limits::LoadLimits;
 use crate::proto::{
     CholeskyOptions, CollectiveDeviceListProto, ConvolutionDimensionNumbers, DotDimensionNumbers,
     FftType, FrontendAttributes, GatherDimensionNumbers, HloComputationProto,

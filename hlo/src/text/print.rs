@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use super::PrintError;
+use super::error::PrintError;
 use super::literal;
 use super::names;
 use crate::proto::{
