@@ -61,23 +61,17 @@ pub mod spmd;
 pub mod tensor_set;
 pub mod validate;
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 pub use error::{BindError, HostTensorError, ValidateError, ValidateKind};
 pub use host_tensor::{Element, HostStorage, HostTensor, LentBytes};
 pub use model::{LoadStatus, Model};
 pub use spmd::SpmdModel;
-pub use tensor_set::{InputRole, NULL_SET, NULL_TENSOR};
+pub use tensor_set::{InputRole, NULL_SET, NULL_TENSOR, Weights};
 pub use validate::{ValidatePath, validate};
 
-use abi::runtime::prelude::*;
 use abi::status::NrtStatus;
-use abi::trace::{Trace, TracingRuntime};
-use tensor_set::Layout;
-
-/// Weights by `checkpoint_key` (bytes, as the metaneff stores it).
-pub type Weights = BTreeMap<Vec<u8>, HostTensor>;
+use abi::trace::Trace;
 
 /// How a [`Model`] or [`SpmdModel`] is placed, fed and observed.
 #[derive(Clone, Debug)]
@@ -158,58 +152,5 @@ impl OutputTensors for Zeroed {
         shape: &[i64],
     ) -> Result<HostTensor, BindError> {
         Ok(HostTensor::zeros(scalar_type, shape)?)
-    }
-}
-
-/// What every layer function needs: the runtime (wrapped for tracing when a trace is on), the
-/// trace for the layer's own events, and the layout of the current metaneff.
-#[derive(Clone)]
-pub(crate) struct Ctx {
-    pub(crate) runtime: Arc<dyn Runtime>,
-    pub(crate) trace: Option<Arc<Trace>>,
-    pub(crate) layout: Arc<Layout>,
-    /// The runtime without the tracing wrapper, for [`Ctx::fork`].
-    untraced: Arc<dyn Runtime>,
-}
-
-impl Ctx {
-    pub(crate) fn new(runtime: Arc<dyn Runtime>, trace: Option<Arc<Trace>>, layout: Layout) -> Ctx {
-        let untraced = Arc::clone(&runtime);
-        let runtime: Arc<dyn Runtime> = match &trace {
-            Some(trace) => Arc::new(TracingRuntime::new(runtime, trace.clone())),
-            None => runtime,
-        };
-        Ctx { runtime, trace, layout: Arc::new(layout), untraced }
-    }
-
-    /// The context for one of several pieces of work that run at once: when tracing, its runtime
-    /// and events record into a [`Trace::fork`] of this context's trace, which
-    /// [`Ctx::join`] appends in order afterwards.
-    pub(crate) fn fork(&self) -> Ctx {
-        let Some(trace) = &self.trace else {
-            return self.clone();
-        };
-        let fork = Arc::new(trace.fork());
-        Ctx {
-            runtime: Arc::new(TracingRuntime::new(Arc::clone(&self.untraced), Arc::clone(&fork))),
-            trace: Some(fork),
-            layout: Arc::clone(&self.layout),
-            untraced: Arc::clone(&self.untraced),
-        }
-    }
-
-    /// Appends the traces of `forks` (made by [`Ctx::fork`]) to this context's, in order, as if
-    /// their work had run one after another.
-    pub(crate) fn join(&self, forks: &[Ctx]) {
-        if let Some(trace) = &self.trace {
-            trace.join(forks.iter().filter_map(|fork| fork.trace.as_deref()));
-        }
-    }
-
-    /// Records a layer event; `line` is not even called when tracing is off.
-    pub(crate) fn event(&self, line: impl FnOnce() -> String) {
-        if let Some(trace) = &self.trace {
-            trace.record(line());
-        }
     }
 }

@@ -24,9 +24,10 @@ use std::sync::Arc;
 use super::error::BindError;
 use super::host_tensor::HostTensor;
 use super::model::run;
+use super::tensor_set::Ctx;
 use super::tensor_set::{self, Layout, LoadPlacement, Loaded, VarTable};
 use super::validate::ValidatePath;
-use super::{Ctx, ForwardOutput, ModelOptions, OutputTensors, Zeroed};
+use super::{ForwardOutput, ModelOptions, OutputTensors, Zeroed};
 use abi::metaneff;
 use abi::runtime::prelude::*;
 

@@ -1,4 +1,5 @@
-//! The boundary of a model as the layer uses it (`Layout`), and load-time tensor sets
+//! The boundary of a model as the layer uses it (`Layout`), the context every layer function
+//! runs in (`Ctx`: the runtime, the trace, the layout), and load-time tensor sets
 //! (docs/libtorchneuron.md §1): one runtime tensor per `MetaTensor`, `item_size × Π shape` bytes, added to its
 //! set under `MetaTensor.name`.
 //!
@@ -16,7 +17,6 @@ use super::error::{
     BindError, MSG_ADD_TENSOR, MSG_ALLOCATE_SET, MSG_ALLOCATE_TENSOR, MSG_LOAD, MSG_WRITE,
 };
 use super::host_tensor::HostTensor;
-use super::{Ctx, Weights};
 use abi::dtype::{ScalarType, n_bytes_with_item_size, scalar_type_of_raw};
 use abi::metaneff::Decoded;
 use abi::metaneff::decoded::DecodedTensor;
@@ -26,7 +26,63 @@ use abi::neff::{MrType, Neff, ReadOptions};
 use abi::runtime::prelude::*;
 use abi::runtime::{ModelId, NrtError, Placement, SetId, TensorId};
 use abi::status::NrtStatus;
-use abi::trace::name_text;
+use abi::trace::{Trace, TracingRuntime, name_text};
+
+/// Weights by `checkpoint_key` (bytes, as the metaneff stores it).
+pub type Weights = BTreeMap<Vec<u8>, HostTensor>;
+
+/// What every layer function needs: the runtime (wrapped for tracing when a trace is on), the
+/// trace for the layer's own events, and the layout of the current metaneff.
+#[derive(Clone)]
+pub(crate) struct Ctx {
+    pub(crate) runtime: Arc<dyn Runtime>,
+    pub(crate) trace: Option<Arc<Trace>>,
+    pub(crate) layout: Arc<Layout>,
+    /// The runtime without the tracing wrapper, for [`Ctx::fork`].
+    untraced: Arc<dyn Runtime>,
+}
+
+impl Ctx {
+    pub(crate) fn new(runtime: Arc<dyn Runtime>, trace: Option<Arc<Trace>>, layout: Layout) -> Ctx {
+        let untraced = Arc::clone(&runtime);
+        let runtime: Arc<dyn Runtime> = match &trace {
+            Some(trace) => Arc::new(TracingRuntime::new(runtime, trace.clone())),
+            None => runtime,
+        };
+        Ctx { runtime, trace, layout: Arc::new(layout), untraced }
+    }
+
+    /// The context for one of several pieces of work that run at once: when tracing, its runtime
+    /// and events record into a [`Trace::fork`] of this context's trace, which
+    /// [`Ctx::join`] appends in order afterwards.
+    pub(crate) fn fork(&self) -> Ctx {
+        let Some(trace) = &self.trace else {
+            return self.clone();
+        };
+        let fork = Arc::new(trace.fork());
+        Ctx {
+            runtime: Arc::new(TracingRuntime::new(Arc::clone(&self.untraced), Arc::clone(&fork))),
+            trace: Some(fork),
+            layout: Arc::clone(&self.layout),
+            untraced: Arc::clone(&self.untraced),
+        }
+    }
+
+    /// Appends the traces of `forks` (made by [`Ctx::fork`]) to this context's, in order, as if
+    /// their work had run one after another.
+    pub(crate) fn join(&self, forks: &[Ctx]) {
+        if let Some(trace) = &self.trace {
+            trace.join(forks.iter().filter_map(|fork| fork.trace.as_deref()));
+        }
+    }
+
+    /// Records a layer event; `line` is not even called when tracing is off.
+    pub(crate) fn event(&self, line: impl FnOnce() -> String) {
+        if let Some(trace) = &self.trace {
+            trace.record(line());
+        }
+    }
+}
 
 /// The handle a tolerated 1003 from `nrt_tensor_allocate` leaves (C's null pointer); runtimes
 /// never hand out handle 0.
