@@ -28,6 +28,7 @@
 //!   keeps one runtime per process.
 #![deny(unsafe_code)]
 
+mod handles;
 mod runtime;
 pub mod search;
 mod sys;
@@ -102,7 +103,7 @@ pub struct NrtRuntime {
     version: LibraryVersion,
     numbering: DtypeNumbering,
     next_id: AtomicU64,
-    handles: runtime::Handles,
+    handles: handles::Handles,
     /// Async requests in flight and the error trackers made (`nrta_*`).
     async_state: sys::AsyncState,
     trackers: std::sync::Mutex<
@@ -213,7 +214,7 @@ impl NrtRuntime {
             version,
             numbering,
             next_id: AtomicU64::new(1),
-            handles: runtime::Handles::default(),
+            handles: handles::Handles::default(),
             async_state: sys::AsyncState::default(),
             trackers: std::sync::Mutex::new(std::collections::HashMap::new()),
         })

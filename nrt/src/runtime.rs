@@ -1,5 +1,6 @@
-//! What the [`Runtime`] methods of [`NrtRuntime`] share: the handle tables, so that raw pointers
-//! never leave this crate, and the mapping of a call's status ([`status_of`]) to an error. The
+//! What the [`Runtime`] methods of [`NrtRuntime`] share: the lookups in its handle tables
+//! (`crate::handles`), so that raw pointers never leave this crate, and the mapping of a call's
+//! status ([`status_of`]) to an error. The
 //! methods themselves are beside their C calls, in the `sys` file of their header: each is one
 //! call, its status mapped here.
 //!
@@ -15,10 +16,9 @@
 //!   set lets go), so nothing dangles, but the launch is refused as libnrt's contract says it
 //!   cannot be made.
 
-use std::collections::HashMap;
 use std::path::Path;
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use abi::functions::LibnrtFunction;
 use abi::runtime::{ModelId, NrtError, SetId, TensorId, TrackerId};
@@ -28,9 +28,7 @@ use abi::trace::name_text;
 use crate::sys::{self, OwnedModel, OwnedSet, OwnedTensor, RawStatus};
 use crate::{NrtRuntime, status_of};
 
-pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
+pub(crate) use crate::handles::lock;
 
 /// `Ok` for `NRT_SUCCESS`, else the status of `call`.
 pub(crate) fn check(call: LibnrtFunction, code: RawStatus) -> Result<(), NrtError> {
@@ -67,27 +65,6 @@ pub(crate) fn c_name(call: LibnrtFunction, name: &[u8]) -> Result<std::ffi::CStr
             format!("{call}: name {} has a NUL byte, expected a C string", name_text(name)),
         )
     })
-}
-
-/// The handle tables of one runtime.
-#[derive(Default)]
-pub(crate) struct Handles {
-    pub(crate) tensors: Mutex<HashMap<TensorId, Arc<OwnedTensor>>>,
-    pub(crate) sets: Mutex<HashMap<SetId, Arc<OwnedSet>>>,
-    pub(crate) models: Mutex<HashMap<ModelId, Arc<OwnedModel>>>,
-}
-
-impl Handles {
-    /// Releases everything still held: sets first (they keep tensors), then tensors, then
-    /// models.
-    pub(crate) fn release_all(&self) {
-        let sets = std::mem::take(&mut *lock(&self.sets));
-        drop(sets);
-        let tensors = std::mem::take(&mut *lock(&self.tensors));
-        drop(tensors);
-        let models = std::mem::take(&mut *lock(&self.models));
-        drop(models);
-    }
 }
 
 impl NrtRuntime {
