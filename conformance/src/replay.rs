@@ -36,8 +36,7 @@ const LIMIT_PREFIX: &str = "# limit ";
 /// How many recorded lines before a divergence are shown.
 const CONTEXT_LINES: usize = 3;
 
-/// The recording's file name inside a promoted vector.
-pub const RECORDING_FILE: &str = "recording.trace";
+pub use crate::vector::RECORDING_FILE;
 
 /// A recording that cannot be replayed.
 #[derive(Debug, thiserror::Error)]

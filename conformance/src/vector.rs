@@ -22,6 +22,9 @@ use abi::neff::{GraphSpec, NeffSpec, TensorSignature, Var};
 
 use crate::spec::{CaseSpec, HeaderField, NeffModel};
 
+/// The recording's file name inside a promoted vector (a vector that is a recording).
+pub const RECORDING_FILE: &str = "recording.trace";
+
 /// The generated NEFF.
 pub const NEFF_FILE: &str = "model.neff";
 /// The reviewed metaneff text.
@@ -142,7 +145,7 @@ impl Vector {
 }
 
 /// Finds every `vectors/<area>/<name>/case.toml` under `root`, and every recorded vector (a
-/// folder with [`crate::replay::RECORDING_FILE`] and no `case.toml`), sorted by name.
+/// folder with [`RECORDING_FILE`] and no `case.toml`), sorted by name.
 ///
 /// # Errors
 /// A [`VectorError`] for an unreadable folder or a `case.toml` that does not parse.
@@ -157,9 +160,9 @@ pub fn discover(root: &Path) -> Result<Vec<Vector>, VectorError> {
             let case_path = dir.join("case.toml");
             let name = format!("{}/{}", file_name(&area), file_name(&dir));
             if !case_path.is_file() {
-                if dir.join(crate::replay::RECORDING_FILE).is_file() {
+                if dir.join(RECORDING_FILE).is_file() {
                     let case = recorded_case(&name).map_err(|message| VectorError::Case {
-                        path: dir.join(crate::replay::RECORDING_FILE),
+                        path: dir.join(RECORDING_FILE),
                         message,
                     })?;
                     vectors.push(Vector { name, dir, case, recorded: true });

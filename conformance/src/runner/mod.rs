@@ -13,6 +13,7 @@
 
 mod binding;
 mod collectives;
+mod folder;
 mod info;
 mod libnrt;
 mod lifecycle;
@@ -69,7 +70,7 @@ pub fn run_on_target(
         device_target: device_target.map(str::to_owned),
         substituted: std::cell::RefCell::new(Vec::new()),
         requests: AsyncLabels::default(),
-        folder: profile::RunFolder::default(),
+        folder: folder::RunFolder::default(),
     };
     let mut failure = None;
     if vector.case.auto_init.unwrap_or(true) {
@@ -164,7 +165,7 @@ struct Context<'a> {
     /// Labels of the async API's trackers and requests.
     requests: AsyncLabels,
     /// The folder for the files of profiling steps.
-    folder: profile::RunFolder,
+    folder: folder::RunFolder,
 }
 
 /// Labels of the async API (`nrta_*` steps).
