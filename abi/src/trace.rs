@@ -3,9 +3,10 @@
 //!
 //! Design choices:
 //! - **One mechanism for every caller.** [`TracingRuntime`] wraps any `Arc<dyn Runtime>` and is
-//!   itself a [`Runtime`]: it forwards each call and records it. The binding layer
-//!   (the `bind` crate) wraps its runtime in one when a trace is asked for, and the conformance
-//!   runner wraps the runtime of its raw steps the same way, so both write the same lines.
+//!   itself a [`Runtime`](crate::runtime::Runtime): it forwards each call and records it. The
+//!   binding layer (the `bind` crate) wraps its runtime in one when a trace is asked for, and the
+//!   conformance runner wraps the runtime of its raw steps the same way, so both write the same
+//!   lines.
 //! - **Its lines are derived, not written.** Each method of [`TracingRuntime`] comes from the
 //!   method's declaration in `runtime/<stem>.rs` (`runtime/declare.rs`): every argument is
 //!   written by its type's `TraceArg` and every success by its type's `TraceResult`
@@ -47,16 +48,13 @@
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use sha2::{Digest, Sha256};
 
-use crate::functions::LibnrtFunction;
 use crate::runtime::{
-    Framework, ModelId, NrtError, Placement, Runtime, SeqId, SetId, TensorId, TensorInfo,
-    TensorUsage, TrackerId,
+    Framework, ModelId, Placement, SeqId, SetId, TensorId, TensorInfo, TensorUsage, TrackerId,
 };
-use format::{TraceArg, TraceResult};
 
 pub mod parse;
 
@@ -396,90 +394,11 @@ pub fn tensor_info_text(info: &[TensorInfo]) -> String {
     format!("[{}]", entries.join(", "))
 }
 
-/// A [`Runtime`] that forwards every call to another and records it in a [`Trace`].
-pub struct TracingRuntime {
-    inner: Arc<dyn Runtime>,
-    trace: Arc<Trace>,
-}
-
-impl std::fmt::Debug for TracingRuntime {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TracingRuntime").finish_non_exhaustive()
-    }
-}
-
-impl TracingRuntime {
-    /// Wraps `inner`; every call is recorded in `trace`.
-    pub fn new(inner: Arc<dyn Runtime>, trace: Arc<Trace>) -> TracingRuntime {
-        TracingRuntime { inner, trace }
-    }
-
-    /// The trace calls are recorded in.
-    pub fn trace(&self) -> &Arc<Trace> {
-        &self.trace
-    }
-
-    /// The wrapped runtime.
-    pub fn inner(&self) -> &Arc<dyn Runtime> {
-        &self.inner
-    }
-
-    /// Records `name(args) -> RESULT` for a call that returned `outcome`, as [`call_text`]
-    /// writes it.
-    pub(crate) fn record_call(
-        &self,
-        function: LibnrtFunction,
-        args: &[&dyn TraceArg],
-        outcome: Result<&dyn TraceResult, &NrtError>,
-    ) {
-        self.trace.record_with(|names| call_text(names, function, args, Some(outcome)));
-    }
-
-    /// Records `name(args)` for a call without a result (`close()`).
-    pub(crate) fn record_call_without_result(
-        &self,
-        function: LibnrtFunction,
-        args: &[&dyn TraceArg],
-    ) {
-        self.trace.record_with(|names| call_text(names, function, args, None));
-    }
-}
-
-/// The one writer of a call line, for [`TracingRuntime`] and for a typed call
-/// ([`TypedCall::trace_line`](crate::runtime::call::TypedCall::trace_line), which the recorder
-/// writes through): `name(args) -> RESULT`, the value of a success as [`TraceResult`] writes it
-/// then the status, a failure's status alone; `name(args)` for a call without a result.
-pub(crate) fn call_text(
-    names: &mut Names<'_>,
-    function: LibnrtFunction,
-    args: &[&dyn TraceArg],
-    outcome: Option<Result<&dyn TraceResult, &NrtError>>,
-) -> String {
-    let args = call_args(names, args);
-    let result = outcome.map(|outcome| match outcome {
-        Ok(value) => {
-            let status = value.status().name();
-            match value.shown(names) {
-                Some(shown) => format!("{shown} {status}"),
-                None => status,
-            }
-        }
-        Err(error) => error.status.name(),
-    });
-    call_line(function.trace_name(), &args, result.as_deref())
-}
-
-/// The arguments of a call line, separated by `, `, with handles named left to right.
-fn call_args(names: &mut Names<'_>, args: &[&dyn TraceArg]) -> String {
-    let mut pieces = Vec::with_capacity(args.len());
-    for arg in args {
-        arg.trace_arg(names, &mut pieces);
-    }
-    pieces.join(", ")
-}
-
 pub(crate) mod by_hand;
 pub(crate) mod format;
+pub(crate) mod tracing;
+
+pub use tracing::TracingRuntime;
 
 /// A path argument as traced: `<path>`, or `NULL` for none.
 fn path_arg(path: Option<&Path>) -> &'static str {

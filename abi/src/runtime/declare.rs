@@ -201,7 +201,7 @@ macro_rules! typed_line {
         let args: &[&dyn $crate::trace::format::TraceArg] = $crate::runtime::declare::traced_args!(
             [$function $($how)?] $method($($arg $(as $shown)?),*)
         );
-        Some($crate::trace::call_text($names, $crate::functions::LibnrtFunction::$function, args, None))
+        Some($crate::trace::tracing::call_text($names, $crate::functions::LibnrtFunction::$function, args, None))
     }};
     // A result shown by its type.
     (
@@ -212,7 +212,7 @@ macro_rules! typed_line {
             [$function $($how)?] $method($($arg $(as $shown)?),*)
         );
         let outcome = $output.as_ref().map(|value| value as &dyn $crate::trace::format::TraceResult);
-        Some($crate::trace::call_text(
+        Some($crate::trace::tracing::call_text(
             $names,
             $crate::functions::LibnrtFunction::$function,
             args,
@@ -229,13 +229,13 @@ macro_rules! typed_line {
         );
         let function = $crate::functions::LibnrtFunction::$function;
         Some(match $output {
-            Ok(_) => $crate::trace::call_text(
+            Ok(_) => $crate::trace::tracing::call_text(
                 $names,
                 function,
                 args,
                 Some(Ok(&$ret_shown as &dyn $crate::trace::format::TraceResult)),
             ),
-            Err(error) => $crate::trace::call_text($names, function, args, Some(Err(error))),
+            Err(error) => $crate::trace::tracing::call_text($names, function, args, Some(Err(error))),
         })
     }};
 }
